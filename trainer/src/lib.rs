@@ -1,0 +1,22 @@
+//! `sgp-trainer`: fits sparse Gaussian-process models on the host (f64) and
+//! exports them in the single runtime form that `sgp-runtime` evaluates on a
+//! microcontroller (f32).
+//!
+//! The modules follow the path of one number:
+//! `data` (CSV → validated, standardised [`data::Dataset`]) → `fit` (one of
+//! the fitting procedures, built from `kernel`, `features`, `inference` and
+//! `optimise`) → `model` (a [`model::TrainedModel`] in runtime form, which can
+//! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
+//! → `metrics`.
+
+pub mod data;
+pub mod error;
+pub mod features;
+pub mod inference;
+pub mod init;
+pub mod kernel;
+pub mod linalg;
+pub mod metrics;
+pub mod optimise;
+
+pub use error::{Error, Result};
