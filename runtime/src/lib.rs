@@ -1,8 +1,50 @@
-//! (stub, replaced by the real runtime)
+//! `sgp-runtime`: evaluates sparse Gaussian-process models on a
+//! microcontroller. `no_std`, no allocator, no panics on the predict path,
+//! constant time per prediction.
+//!
+//! Every model the `sgp` trainer fits (SPGP, SPGP+HS, SPGP+DR, VSGP,
+//! GPLasso, IVM, exact GP) is exported to one form, so one evaluator serves
+//! them all:
+//!
+//! 1. `z = (x - x_mean) / x_scale`, then optionally `z = P z`;
+//! 2. `k_i = a_i exp(-1/2 sum_g w_ig (z_g - c_ig)^2)` for `i < M`;
+//! 3. mean `m = beta . k`;
+//! 4. variance `v = max(0, prior - |L1^-1 k|^2 + |L2^-1 k|^2)` by forward
+//!    substitution (the second term only for FITC-style models);
+//! 5. regression: `y_mean + y_scale m`, `y_scale^2 (v + noise)`;
+//!    probit: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
+//!
+//! Capacities are const generics: `Model<M, G, D>` holds at most `M` basis
+//! functions in `G` feature dimensions with `D` raw inputs; a blob may be
+//! smaller, never larger. The blob format is in `FORMAT.md`.
+//!
+//! ```
+//! use sgp_runtime::Model;
+//! # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+//! let model = Model::<16, 2, 2>::from_bytes(blob)?;
+//! let p = model.predict(&[0.5, -1.0])?;
+//! let sigma = p.std_dev();
+//! assert!(sigma > 0.0 && p.mean.is_finite());
+//! # Ok::<(), sgp_runtime::Error>(())
+//! ```
+//!
+//! Features: `micromath` swaps libm's `expf` for micromath's approximation;
+//! `alloc` adds [`ModelSpec`], the owned form the trainer encodes.
 #![no_std]
-/// Errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Error { /// stub
- Stub }
-impl core::fmt::Display for Error { fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result { write!(f, "stub") } }
-impl core::error::Error for Error {}
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod error;
+mod format;
+mod math;
+mod model;
+
+pub use error::{Dimension, Error};
+#[cfg(feature = "alloc")]
+pub use format::ModelSpec;
+pub use format::{Field, Link, ModelKind, Shape, MAGIC, PREAMBLE_LEN, TRAILER_LEN, VERSION};
+pub use model::{ram_bytes, Model, Prediction};

@@ -1,0 +1,159 @@
+//! The one error type of the runtime.
+
+use core::fmt;
+
+/// Which size of a model a [`Error::CapacityExceeded`] or
+/// [`Error::InconsistentSizes`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    /// Number of basis functions `M`.
+    Basis,
+    /// Dimension `G` of the space the basis functions live in (after the
+    /// optional projection; equal to the input dimension without one).
+    Feature,
+    /// Raw input dimension `D`.
+    Input,
+}
+
+impl fmt::Display for Dimension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dimension::Basis => "basis functions (M)",
+            Dimension::Feature => "feature dimension (G)",
+            Dimension::Input => "input dimension (D)",
+        })
+    }
+}
+
+/// Everything that can go wrong when loading a blob or predicting.
+///
+/// Each kind of malformed blob has its own variant, so a device can report
+/// precisely why a model was refused.
+///
+/// ```
+/// use sgp_runtime::{Error, Model};
+/// let err = Model::<4, 2, 2>::from_bytes(b"not a model").unwrap_err();
+/// assert_eq!(err, Error::BadMagic);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The blob is shorter than its header says (or than any header).
+    Truncated {
+        /// Bytes the header announces (or the minimum blob size).
+        expected: usize,
+        /// Bytes actually given.
+        found: usize,
+    },
+    /// The blob does not start with the magic bytes `SGPM`.
+    BadMagic,
+    /// The blob was written in a format version this runtime cannot read.
+    UnsupportedVersion {
+        /// The version found in the blob.
+        found: u16,
+    },
+    /// The blob is longer than its header says.
+    TrailingBytes {
+        /// Bytes the header announces.
+        expected: usize,
+        /// Bytes actually given.
+        found: usize,
+    },
+    /// The CRC-32 does not match: the blob was corrupted.
+    CrcMismatch {
+        /// The checksum stored in the blob.
+        stored: u32,
+        /// The checksum of the bytes received.
+        computed: u32,
+    },
+    /// The body passed the CRC but does not decode (a writer bug or a
+    /// blob from an incompatible tool).
+    Malformed,
+    /// The model is larger than the capacity this `Model` type was built with.
+    CapacityExceeded {
+        /// Which size.
+        dimension: Dimension,
+        /// What the blob needs.
+        required: usize,
+        /// What the `Model` type holds.
+        capacity: usize,
+    },
+    /// An array's length disagrees with the sizes in the header.
+    InconsistentSizes {
+        /// The array (field name in `FORMAT.md`).
+        field: &'static str,
+        /// Length the header implies.
+        expected: usize,
+        /// Length found.
+        found: usize,
+    },
+    /// A number in the blob is NaN or infinite.
+    NonFinite {
+        /// The field (name in `FORMAT.md`).
+        field: &'static str,
+    },
+    /// A number is finite but outside its valid range (e.g. a zero scale, a
+    /// negative width or a zero on a triangular factor's diagonal).
+    InvalidValue {
+        /// The field (name in `FORMAT.md`).
+        field: &'static str,
+    },
+    /// The input vector passed to a prediction has the wrong length.
+    InputLength {
+        /// The model's input dimension.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// A class probability was asked of a regression model.
+    NotClassifier,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::Truncated { expected, found } => {
+                write!(f, "blob truncated: expected {expected} bytes, got {found}")
+            }
+            Error::BadMagic => f.write_str("not an sgp model blob (bad magic bytes)"),
+            Error::UnsupportedVersion { found } => write!(
+                f,
+                "unsupported blob format version {found} (this runtime reads version {})",
+                crate::format::VERSION
+            ),
+            Error::TrailingBytes { expected, found } => write!(
+                f,
+                "blob has trailing bytes: expected {expected} bytes, got {found}"
+            ),
+            Error::CrcMismatch { stored, computed } => write!(
+                f,
+                "blob corrupted: CRC-32 is {computed:#010x}, blob says {stored:#010x}"
+            ),
+            Error::Malformed => f.write_str("blob body does not decode"),
+            Error::CapacityExceeded {
+                dimension,
+                required,
+                capacity,
+            } => write!(
+                f,
+                "model needs {required} {dimension}, capacity is {capacity}"
+            ),
+            Error::InconsistentSizes {
+                field,
+                expected,
+                found,
+            } => write!(
+                f,
+                "field `{field}` has {found} numbers, the header implies {expected}"
+            ),
+            Error::NonFinite { field } => write!(f, "field `{field}` holds NaN or infinity"),
+            Error::InvalidValue { field } => write!(f, "field `{field}` holds an invalid value"),
+            Error::InputLength { expected, found } => {
+                write!(f, "input has {found} values, the model expects {expected}")
+            }
+            Error::NotClassifier => f.write_str("class probability asked of a regression model"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}

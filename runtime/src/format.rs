@@ -1,0 +1,574 @@
+//! Blob format v1: the single definition of what the trainer writes and the
+//! device reads. `runtime/FORMAT.md` describes the same layout byte by byte.
+//!
+//! A blob is a fixed 10-byte preamble (magic, version, body length), a body
+//! encoded with postcard, and a CRC-32 trailer. The preamble is fixed-width
+//! rather than postcard so that a reader can reject foreign or truncated
+//! bytes before decoding anything.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Dimension, Error};
+
+/// The four bytes every blob starts with.
+pub const MAGIC: [u8; 4] = *b"SGPM";
+/// The format version this runtime reads and writes.
+pub const VERSION: u16 = 1;
+/// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
+pub const PREAMBLE_LEN: usize = 10;
+/// Bytes after the body: CRC-32 (LE).
+pub const TRAILER_LEN: usize = 4;
+
+/// CRC-32/ISO-HDLC (the zlib/PNG CRC), bitwise: it runs once per load, so a
+/// 1 KiB table in flash would buy nothing.
+const CRC: crc::Crc<u32, crc::NoTable> = crc::Crc::<u32, crc::NoTable>::new(&crc::CRC_32_ISO_HDLC);
+
+/// Which fitting procedure produced a model. The runtime evaluates all of
+/// them the same way; the kind is metadata for tools and logs.
+///
+/// ```
+/// use sgp_runtime::ModelKind;
+/// assert_eq!(ModelKind::Spgp.name(), "spgp");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelKind {
+    /// Exact GP on (a subset of) the training data.
+    Exact,
+    /// SPGP / FITC with pseudo-inputs.
+    Spgp,
+    /// SPGP with per-pseudo-input uncertainty (heteroscedastic).
+    SpgpHs,
+    /// SPGP with a learned linear projection of the inputs.
+    SpgpDr,
+    /// Variable-sigma GP: multiscale basis functions.
+    Vsgp,
+    /// GPLasso: l1-sparse weights over training inputs.
+    GpLasso,
+    /// Informative vector machine: greedy active set.
+    Ivm,
+}
+
+impl ModelKind {
+    /// Short lowercase name, as used on the `sgp` command line.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::ModelKind::GpLasso.name(), "gplasso");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelKind::Exact => "exact",
+            ModelKind::Spgp => "spgp",
+            ModelKind::SpgpHs => "spgp-hs",
+            ModelKind::SpgpDr => "spgp-dr",
+            ModelKind::Vsgp => "vsgp",
+            ModelKind::GpLasso => "gplasso",
+            ModelKind::Ivm => "ivm",
+        }
+    }
+}
+
+/// How the latent function maps to the output.
+///
+/// ```
+/// use sgp_runtime::Link;
+/// assert_ne!(Link::Identity, Link::Probit);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Link {
+    /// Regression: Gaussian noise, outputs in the target's raw units.
+    Identity,
+    /// Binary classification: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
+    Probit,
+}
+
+/// The sizes and switches of a model: everything needed to know how long
+/// each array in the body is.
+///
+/// ```
+/// use sgp_runtime::{Link, ModelKind, Shape};
+/// let shape = Shape {
+///     kind: ModelKind::Spgp, link: Link::Identity,
+///     input_dim: 3, feature_dim: 3, n_basis: 10,
+///     projected: false, per_basis: false, two_factors: true,
+/// };
+/// assert!(shape.validate().is_ok());
+/// assert_eq!(shape.expected_len(sgp_runtime::Field::L1), 55);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Fitting procedure that produced the model.
+    pub kind: ModelKind,
+    /// Output link.
+    pub link: Link,
+    /// Raw input dimension `D`.
+    pub input_dim: u16,
+    /// Dimension `G` the basis functions live in; equals `D` unless projected.
+    pub feature_dim: u16,
+    /// Number of basis functions `M`.
+    pub n_basis: u16,
+    /// A `G x D` projection follows standardisation (SPGP+DR).
+    pub projected: bool,
+    /// Amplitudes and widths are per basis function (VSGP, exact) rather
+    /// than shared.
+    pub per_basis: bool,
+    /// The variance uses a second factor `L2` (FITC-style models).
+    pub two_factors: bool,
+}
+
+/// The numeric fields of the body, in wire order. Used in error messages and
+/// to look up each field's length and valid range.
+///
+/// ```
+/// assert_eq!(sgp_runtime::Field::XScale.name(), "x_scale");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Per-input mean subtracted before scaling (`D`).
+    XMean,
+    /// Per-input scale divided by (`D`, positive).
+    XScale,
+    /// Projection matrix, row-major `G x D` (empty unless projected).
+    Projection,
+    /// Basis centres, row-major `M x G`.
+    Centres,
+    /// Inverse squared widths, `G` (shared) or row-major `M x G`; non-negative.
+    Widths,
+    /// Amplitudes, `1` (shared) or `M`; non-negative.
+    Amplitudes,
+    /// Mean weights (`M`).
+    Beta,
+    /// First factor, lower triangle packed row-major, `M (M + 1) / 2`.
+    L1,
+    /// Second factor, same packing, or empty.
+    L2,
+    /// Latent prior variance at any input.
+    Prior,
+    /// Noise variance in standardised units (regression).
+    Noise,
+    /// Latent offset `b` of the probit link.
+    Bias,
+    /// Target mean.
+    YMean,
+    /// Target scale (positive).
+    YScale,
+}
+
+impl Field {
+    /// The field's name in `FORMAT.md`.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::Field::L2.name(), "l2");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::XMean => "x_mean",
+            Field::XScale => "x_scale",
+            Field::Projection => "projection",
+            Field::Centres => "centres",
+            Field::Widths => "widths",
+            Field::Amplitudes => "amplitudes",
+            Field::Beta => "beta",
+            Field::L1 => "l1",
+            Field::L2 => "l2",
+            Field::Prior => "prior",
+            Field::Noise => "noise",
+            Field::Bias => "bias",
+            Field::YMean => "y_mean",
+            Field::YScale => "y_scale",
+        }
+    }
+
+    /// Accepts `value` if it is finite and in this field's range.
+    ///
+    /// ```
+    /// use sgp_runtime::{Error, Field};
+    /// assert_eq!(Field::XScale.check(0.0), Err(Error::InvalidValue { field: "x_scale" }));
+    /// assert_eq!(Field::Beta.check(f32::NAN), Err(Error::NonFinite { field: "beta" }));
+    /// assert_eq!(Field::Beta.check(-2.0), Ok(-2.0));
+    /// ```
+    pub fn check(self, value: f32) -> Result<f32, Error> {
+        if !value.is_finite() {
+            return Err(Error::NonFinite { field: self.name() });
+        }
+        let valid = match self {
+            Field::XScale | Field::YScale => value > 0.0,
+            Field::Widths | Field::Amplitudes | Field::Prior | Field::Noise => value >= 0.0,
+            _ => true,
+        };
+        if valid {
+            Ok(value)
+        } else {
+            Err(Error::InvalidValue { field: self.name() })
+        }
+    }
+}
+
+/// Accepts a diagonal element of a triangular factor: the forward
+/// substitution divides by it, so it must be strictly positive.
+pub(crate) fn check_diagonal(field: Field, value: f32) -> Result<f32, Error> {
+    if value > 0.0 {
+        Ok(value)
+    } else {
+        Err(Error::InvalidValue {
+            field: field.name(),
+        })
+    }
+}
+
+/// Number of stored elements of an `m x m` lower triangle.
+pub(crate) const fn packed_len(m: usize) -> usize {
+    m * (m + 1) / 2
+}
+
+impl Shape {
+    /// Checks that the sizes are non-zero and agree with each other.
+    ///
+    /// ```
+    /// use sgp_runtime::{Link, ModelKind, Shape};
+    /// let mut shape = Shape {
+    ///     kind: ModelKind::Spgp, link: Link::Identity,
+    ///     input_dim: 3, feature_dim: 2, n_basis: 10,
+    ///     projected: false, per_basis: false, two_factors: true,
+    /// };
+    /// assert!(shape.validate().is_err()); // G != D without a projection
+    /// shape.projected = true;
+    /// assert!(shape.validate().is_ok());
+    /// ```
+    pub fn validate(&self) -> Result<(), Error> {
+        let nonzero = [
+            (self.n_basis, Field::Beta),
+            (self.input_dim, Field::XMean),
+            (self.feature_dim, Field::Centres),
+        ];
+        for (size, field) in nonzero {
+            if size == 0 {
+                return Err(Error::InvalidValue {
+                    field: field.name(),
+                });
+            }
+        }
+        if !self.projected && self.feature_dim != self.input_dim {
+            return Err(Error::InconsistentSizes {
+                field: Field::Centres.name(),
+                expected: usize::from(self.input_dim),
+                found: usize::from(self.feature_dim),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the sizes against a `Model`'s capacities.
+    pub(crate) fn fits(&self, m: usize, g: usize, d: usize) -> Result<(), Error> {
+        let checks = [
+            (Dimension::Basis, usize::from(self.n_basis), m),
+            (Dimension::Feature, usize::from(self.feature_dim), g),
+            (Dimension::Input, usize::from(self.input_dim), d),
+        ];
+        for (dimension, required, capacity) in checks {
+            if required > capacity {
+                return Err(Error::CapacityExceeded {
+                    dimension,
+                    required,
+                    capacity,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of values `field` holds for this shape.
+    pub fn expected_len(&self, field: Field) -> usize {
+        let m = usize::from(self.n_basis);
+        let g = usize::from(self.feature_dim);
+        let d = usize::from(self.input_dim);
+        match field {
+            Field::XMean | Field::XScale => d,
+            Field::Projection if self.projected => g * d,
+            Field::Projection => 0,
+            Field::Centres => m * g,
+            Field::Widths if self.per_basis => m * g,
+            Field::Widths => g,
+            Field::Amplitudes if self.per_basis => m,
+            Field::Amplitudes => 1,
+            Field::Beta => m,
+            Field::L1 => packed_len(m),
+            Field::L2 if self.two_factors => packed_len(m),
+            Field::L2 => 0,
+            Field::Prior | Field::Noise | Field::Bias | Field::YMean | Field::YScale => 1,
+        }
+    }
+}
+
+/// Checks the preamble, length and CRC of a blob and returns its body.
+pub(crate) fn open(bytes: &[u8]) -> Result<&[u8], Error> {
+    let found = bytes.len();
+    let magic = bytes.get(..MAGIC.len()).unwrap_or(bytes);
+    if magic != MAGIC.get(..magic.len()).unwrap_or(&MAGIC) {
+        return Err(Error::BadMagic);
+    }
+    let (Some(version), Some(body_len)) = (le_bytes::<2>(bytes, 4), le_bytes::<4>(bytes, 6)) else {
+        return Err(Error::Truncated {
+            expected: PREAMBLE_LEN + TRAILER_LEN,
+            found,
+        });
+    };
+    let version = u16::from_le_bytes(version);
+    if version != VERSION {
+        return Err(Error::UnsupportedVersion { found: version });
+    }
+    let expected = usize::try_from(u32::from_le_bytes(body_len))
+        .ok()
+        .and_then(|len| len.checked_add(PREAMBLE_LEN + TRAILER_LEN))
+        .unwrap_or(usize::MAX);
+    if found < expected {
+        return Err(Error::Truncated { expected, found });
+    }
+    if found > expected {
+        return Err(Error::TrailingBytes { expected, found });
+    }
+    let crc_at = expected - TRAILER_LEN;
+    let (Some(covered), Some(stored)) = (bytes.get(..crc_at), le_bytes::<4>(bytes, crc_at)) else {
+        return Err(Error::Truncated { expected, found });
+    };
+    let stored = u32::from_le_bytes(stored);
+    let computed = CRC.checksum(covered);
+    if stored != computed {
+        return Err(Error::CrcMismatch { stored, computed });
+    }
+    covered.get(PREAMBLE_LEN..).ok_or(Error::Malformed)
+}
+
+/// `N` bytes at `at`, if the blob has them.
+fn le_bytes<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
+    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// Streams values out of a blob body in wire order.
+pub(crate) struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(body: &'a [u8]) -> Self {
+        Reader { rest: body }
+    }
+
+    /// Decodes one postcard value.
+    pub(crate) fn value<T: Deserialize<'a>>(&mut self) -> Result<T, Error> {
+        let (value, rest) = postcard::take_from_bytes(self.rest).map_err(|_| Error::Malformed)?;
+        self.rest = rest;
+        Ok(value)
+    }
+
+    /// Decodes a postcard sequence of `f32` of the length `shape` implies,
+    /// checking each value, and hands them to `sink` with their index.
+    pub(crate) fn numbers(
+        &mut self,
+        shape: &Shape,
+        field: Field,
+        mut sink: impl FnMut(usize, f32) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let expected = shape.expected_len(field);
+        let found: u32 = self.value()?;
+        let found = usize::try_from(found).map_err(|_| Error::Malformed)?;
+        if found != expected {
+            return Err(Error::InconsistentSizes {
+                field: field.name(),
+                expected,
+                found,
+            });
+        }
+        for index in 0..expected {
+            sink(index, field.check(self.value()?)?)?;
+        }
+        Ok(())
+    }
+
+    /// A scalar field.
+    pub(crate) fn scalar(&mut self, field: Field) -> Result<f32, Error> {
+        field.check(self.value()?)
+    }
+
+    /// Fails unless the whole body was consumed.
+    pub(crate) fn finish(self) -> Result<(), Error> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Malformed)
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+pub use owned::ModelSpec;
+
+#[cfg(feature = "alloc")]
+mod owned {
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    use super::*;
+
+    /// An owned model in runtime form: what the trainer fills and encodes
+    /// with [`ModelSpec::to_bytes`], and what host tools decode with
+    /// [`ModelSpec::from_bytes`] (a device uses [`crate::Model`] instead).
+    /// Field order is wire order.
+    ///
+    /// ```
+    /// use sgp_runtime::{Link, Model, ModelKind, ModelSpec, Shape};
+    /// let spec = ModelSpec {
+    ///     shape: Shape { kind: ModelKind::Exact, link: Link::Identity, input_dim: 1,
+    ///         feature_dim: 1, n_basis: 1, projected: false, per_basis: false,
+    ///         two_factors: false },
+    ///     input_names: vec!["x".into()], target_name: "y".into(),
+    ///     x_mean: vec![0.0], x_scale: vec![1.0], projection: vec![],
+    ///     centres: vec![0.0], widths: vec![1.0], amplitudes: vec![1.0],
+    ///     beta: vec![0.5], l1: vec![1.0], l2: vec![],
+    ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
+    /// };
+    /// let bytes = spec.to_bytes().unwrap();
+    /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
+    /// let model = Model::<4, 1, 1>::from_bytes(&bytes).unwrap();
+    /// assert_eq!(model.mean(&[0.0]).unwrap(), 0.5);
+    /// ```
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ModelSpec {
+        /// Sizes and switches.
+        pub shape: Shape,
+        /// Names of the input columns, in input order (`D`).
+        pub input_names: Vec<String>,
+        /// Name of the target column.
+        pub target_name: String,
+        /// See [`Field::XMean`].
+        pub x_mean: Vec<f32>,
+        /// See [`Field::XScale`].
+        pub x_scale: Vec<f32>,
+        /// See [`Field::Projection`].
+        pub projection: Vec<f32>,
+        /// See [`Field::Centres`].
+        pub centres: Vec<f32>,
+        /// See [`Field::Widths`].
+        pub widths: Vec<f32>,
+        /// See [`Field::Amplitudes`].
+        pub amplitudes: Vec<f32>,
+        /// See [`Field::Beta`].
+        pub beta: Vec<f32>,
+        /// See [`Field::L1`].
+        pub l1: Vec<f32>,
+        /// See [`Field::L2`].
+        pub l2: Vec<f32>,
+        /// See [`Field::Prior`].
+        pub prior: f32,
+        /// See [`Field::Noise`].
+        pub noise: f32,
+        /// See [`Field::Bias`].
+        pub bias: f32,
+        /// See [`Field::YMean`].
+        pub y_mean: f32,
+        /// See [`Field::YScale`].
+        pub y_scale: f32,
+    }
+
+    impl ModelSpec {
+        /// The numeric fields with their values, in wire order.
+        fn fields(&self) -> [(Field, &[f32]); 14] {
+            [
+                (Field::XMean, &self.x_mean),
+                (Field::XScale, &self.x_scale),
+                (Field::Projection, &self.projection),
+                (Field::Centres, &self.centres),
+                (Field::Widths, &self.widths),
+                (Field::Amplitudes, &self.amplitudes),
+                (Field::Beta, &self.beta),
+                (Field::L1, &self.l1),
+                (Field::L2, &self.l2),
+                (Field::Prior, core::slice::from_ref(&self.prior)),
+                (Field::Noise, core::slice::from_ref(&self.noise)),
+                (Field::Bias, core::slice::from_ref(&self.bias)),
+                (Field::YMean, core::slice::from_ref(&self.y_mean)),
+                (Field::YScale, core::slice::from_ref(&self.y_scale)),
+            ]
+        }
+
+        /// Applies every check a device applies when loading, so that a
+        /// blob the trainer writes is one the device accepts.
+        ///
+        /// # Errors
+        /// The same [`Error`] a device would return.
+        pub fn validate(&self) -> Result<(), Error> {
+            self.shape.validate()?;
+            let names = self.input_names.len();
+            let d = usize::from(self.shape.input_dim);
+            if names != d {
+                return Err(Error::InconsistentSizes {
+                    field: "input_names",
+                    expected: d,
+                    found: names,
+                });
+            }
+            for (field, values) in self.fields() {
+                let expected = self.shape.expected_len(field);
+                if values.len() != expected {
+                    return Err(Error::InconsistentSizes {
+                        field: field.name(),
+                        expected,
+                        found: values.len(),
+                    });
+                }
+                for &value in values {
+                    field.check(value)?;
+                }
+            }
+            for (field, factor) in [(Field::L1, &self.l1), (Field::L2, &self.l2)] {
+                for row in 0..factor_rows(factor.len()) {
+                    let diagonal = factor.get(packed_len(row + 1) - 1).copied();
+                    check_diagonal(field, diagonal.unwrap_or(0.0))?;
+                }
+            }
+            Ok(())
+        }
+
+        /// Encodes the model as a v1 blob.
+        ///
+        /// # Errors
+        /// [`ModelSpec::validate`]'s, or [`Error::Malformed`] if the body
+        /// does not fit the 32-bit length field.
+        pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
+            self.validate()?;
+            let body = postcard::to_allocvec(self).map_err(|_| Error::Malformed)?;
+            let body_len = u32::try_from(body.len()).map_err(|_| Error::Malformed)?;
+            let mut blob = Vec::with_capacity(PREAMBLE_LEN + body.len() + TRAILER_LEN);
+            blob.extend_from_slice(&MAGIC);
+            blob.extend_from_slice(&VERSION.to_le_bytes());
+            blob.extend_from_slice(&body_len.to_le_bytes());
+            blob.extend_from_slice(&body);
+            let crc = CRC.checksum(&blob);
+            blob.extend_from_slice(&crc.to_le_bytes());
+            Ok(blob)
+        }
+
+        /// Decodes and validates a v1 blob.
+        ///
+        /// # Errors
+        /// Any [`Error`] describing a malformed blob.
+        pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+            let body = open(bytes)?;
+            let (spec, rest): (ModelSpec, _) =
+                postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?;
+            if !rest.is_empty() {
+                return Err(Error::Malformed);
+            }
+            spec.validate()?;
+            Ok(spec)
+        }
+    }
+
+    /// Rows of a packed lower triangle with `len` elements.
+    fn factor_rows(len: usize) -> usize {
+        let mut rows = 0;
+        while packed_len(rows + 1) <= len {
+            rows += 1;
+        }
+        rows
+    }
+}

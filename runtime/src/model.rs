@@ -1,0 +1,503 @@
+//! The evaluator: one procedure for every model kind (MATH.md, "One runtime
+//! form for every model").
+
+use crate::error::Error;
+use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
+use crate::math;
+
+/// A predictive distribution.
+///
+/// For regression models, [`Model::predict`] gives the mean and variance of
+/// the target `y` in raw units, noise included. For probit models it gives
+/// the latent function `f + b` (see [`Model::probability`]).
+///
+/// ```
+/// let p = sgp_runtime::Prediction { mean: 1.0, variance: 0.25 };
+/// assert_eq!(p.std_dev(), 0.5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    /// Predictive mean.
+    pub mean: f32,
+    /// Predictive variance: never negative, never NaN.
+    pub variance: f32,
+}
+
+impl Prediction {
+    /// Standard deviation, `sqrt(variance)`.
+    ///
+    /// ```
+    /// let p = sgp_runtime::Prediction { mean: 0.0, variance: 4.0 };
+    /// assert_eq!(p.std_dev(), 2.0);
+    /// ```
+    pub fn std_dev(&self) -> f32 {
+        libm::sqrtf(self.variance)
+    }
+}
+
+/// A model loaded into fixed-capacity storage: at most `M` basis functions
+/// living in at most `G` dimensions, fed at most `D` raw inputs.
+///
+/// Loading copies and checks every number once; predictions then do no
+/// allocation, no bounds-checked indexing that could panic, and the same
+/// amount of work whatever the input values. A `Model` is immutable and
+/// `Sync`, so one instance can serve several tasks.
+///
+/// RAM: `4 (M^2 + M (2G + 4) + G D + 2D + 5)` bytes plus a few words (see
+/// [`ram_bytes`]); the two triangular factors share one `M x M` array.
+///
+/// ```
+/// use sgp_runtime::Model;
+/// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+/// let model = Model::<16, 2, 2>::from_bytes(blob)?;
+/// let p = model.predict(&[0.5, -1.0])?;
+/// assert!(p.variance > 0.0);
+/// # Ok::<(), sgp_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Model<const M: usize, const G: usize, const D: usize> {
+    shape: Shape,
+    m: usize,
+    g: usize,
+    x_mean: [f32; D],
+    x_inv_scale: [f32; D],
+    projection: [[f32; D]; G],
+    centres: [[f32; G]; M],
+    /// `w / 2`, one row per basis function even when the blob shares them,
+    /// so the hot loop has no branch.
+    half_widths: [[f32; G]; M],
+    amplitudes: [f32; M],
+    beta: [f32; M],
+    /// `L1` strictly below the diagonal, `L2` transposed strictly above.
+    factors: [[f32; M]; M],
+    inv_diagonal1: [f32; M],
+    inv_diagonal2: [f32; M],
+    prior: f32,
+    noise: f32,
+    bias: f32,
+    y_mean: f32,
+    y_scale: f32,
+}
+
+/// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
+/// capacities before building firmware.
+///
+/// ```
+/// use sgp_runtime::{ram_bytes, Model};
+/// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 16);
+/// ```
+pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
+    let numbers = m * m + m * (2 * g + 4) + g * d + 2 * d + 5;
+    // Shape (7 bytes, padded to 8) and two usize sizes.
+    4 * numbers + 8 + 2 * 4
+}
+
+impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+    const EMPTY: Self = Model {
+        shape: Shape {
+            kind: ModelKind::Exact,
+            link: Link::Identity,
+            input_dim: 0,
+            feature_dim: 0,
+            n_basis: 0,
+            projected: false,
+            per_basis: false,
+            two_factors: false,
+        },
+        m: 0,
+        g: 0,
+        x_mean: [0.0; D],
+        x_inv_scale: [0.0; D],
+        projection: [[0.0; D]; G],
+        centres: [[0.0; G]; M],
+        half_widths: [[0.0; G]; M],
+        amplitudes: [0.0; M],
+        beta: [0.0; M],
+        factors: [[0.0; M]; M],
+        inv_diagonal1: [0.0; M],
+        inv_diagonal2: [0.0; M],
+        prior: 0.0,
+        noise: 0.0,
+        bias: 0.0,
+        y_mean: 0.0,
+        y_scale: 1.0,
+    };
+
+    /// Loads and checks a blob. The bytes are untrusted: every malformed
+    /// blob gives an [`Error`], never a panic.
+    ///
+    /// ```
+    /// use sgp_runtime::{Error, Model};
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// assert!(Model::<16, 2, 2>::from_bytes(blob).is_ok());
+    /// assert!(matches!(
+    ///     Model::<16, 2, 2>::from_bytes(&blob[..blob.len() - 1]),
+    ///     Err(Error::Truncated { .. })
+    /// ));
+    /// assert!(matches!(
+    ///     Model::<2, 2, 2>::from_bytes(blob),
+    ///     Err(Error::CapacityExceeded { .. })
+    /// ));
+    /// ```
+    ///
+    /// # Errors
+    /// Any variant describing a malformed blob or a capacity too small.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let mut reader = Reader::new(open(bytes)?);
+        let shape: Shape = reader.value()?;
+        shape.validate()?;
+        shape.fits(M, G, D)?;
+        let mut model = Self::EMPTY;
+        model.shape = shape;
+        model.m = usize::from(shape.n_basis);
+        model.g = usize::from(shape.feature_dim);
+        let g = model.g;
+        let d = usize::from(shape.input_dim);
+
+        // The device never needs the column names: skip them.
+        let names: u32 = reader.value()?;
+        for _ in 0..names {
+            let _: &str = reader.value()?;
+        }
+        let _: &str = reader.value()?;
+
+        reader.numbers(&shape, Field::XMean, |i, v| set(&mut model.x_mean, i, v))?;
+        reader.numbers(&shape, Field::XScale, |i, v| {
+            set(&mut model.x_inv_scale, i, 1.0 / v)
+        })?;
+        reader.numbers(&shape, Field::Projection, |i, v| {
+            set_2d(&mut model.projection, i / d, i % d, v)
+        })?;
+        reader.numbers(&shape, Field::Centres, |i, v| {
+            set_2d(&mut model.centres, i / g, i % g, v)
+        })?;
+        let per_basis = shape.per_basis;
+        reader.numbers(&shape, Field::Widths, |i, v| {
+            if per_basis {
+                set_2d(&mut model.half_widths, i / g, i % g, 0.5 * v)
+            } else {
+                model
+                    .half_widths
+                    .iter_mut()
+                    .try_for_each(|row| set(row, i, 0.5 * v))
+            }
+        })?;
+        reader.numbers(&shape, Field::Amplitudes, |i, v| {
+            if per_basis {
+                set(&mut model.amplitudes, i, v)
+            } else {
+                model.amplitudes = [v; M];
+                Ok(())
+            }
+        })?;
+        reader.numbers(&shape, Field::Beta, |i, v| set(&mut model.beta, i, v))?;
+        reader.numbers(&shape, Field::L1, |i, v| {
+            let (row, col) = unpack(i);
+            if row == col {
+                set(
+                    &mut model.inv_diagonal1,
+                    row,
+                    1.0 / check_diagonal(Field::L1, v)?,
+                )
+            } else {
+                set_2d(&mut model.factors, row, col, v)
+            }
+        })?;
+        reader.numbers(&shape, Field::L2, |i, v| {
+            let (row, col) = unpack(i);
+            if row == col {
+                set(
+                    &mut model.inv_diagonal2,
+                    row,
+                    1.0 / check_diagonal(Field::L2, v)?,
+                )
+            } else {
+                set_2d(&mut model.factors, col, row, v)
+            }
+        })?;
+        model.prior = reader.scalar(Field::Prior)?;
+        model.noise = reader.scalar(Field::Noise)?;
+        model.bias = reader.scalar(Field::Bias)?;
+        model.y_mean = reader.scalar(Field::YMean)?;
+        model.y_scale = reader.scalar(Field::YScale)?;
+        reader.finish()?;
+        Ok(model)
+    }
+
+    /// Sizes, kind and link of the loaded model.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(model.shape().n_basis, 3);
+    /// assert_eq!(model.shape().kind, sgp_runtime::ModelKind::Spgp);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Number of raw inputs a prediction takes.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(model.input_dim(), 2);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn input_dim(&self) -> usize {
+        usize::from(self.shape.input_dim)
+    }
+
+    /// Noise variance of the target in raw units (regression models).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert!((model.noise_variance() - 0.4).abs() < 1e-6);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn noise_variance(&self) -> f32 {
+        self.y_scale * self.y_scale * self.noise
+    }
+
+    /// Predictive mean only: `O(M G)`, no variance work.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let x = [0.5, -1.0];
+    /// assert_eq!(model.mean(&x)?, model.predict(&x)?.mean);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
+        let k = self.basis(x)?;
+        Ok(self.output_mean(self.latent_mean(&k)))
+    }
+
+    /// Predictive mean and variance: `O(M G + M^2)`.
+    ///
+    /// Regression: of the target `y` in raw units, noise included. Probit
+    /// classification: of the latent `f + b`.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// // Far from every basis function the variance is prior + noise.
+    /// let far = model.predict(&[1e6, 1e6])?;
+    /// assert!((far.variance - (model.prior_variance() + model.noise_variance())).abs() < 1e-5);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    pub fn predict(&self, x: &[f32]) -> Result<Prediction, Error> {
+        let latent = self.predict_latent(x)?;
+        Ok(match self.shape.link {
+            Link::Identity => Prediction {
+                mean: latent.mean,
+                variance: latent.variance + self.noise_variance(),
+            },
+            Link::Probit => latent,
+        })
+    }
+
+    /// Mean and variance of the latent function, without observation noise
+    /// (regression: in raw target units).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let x = [0.0, 0.0];
+    /// let (y, f) = (model.predict(&x)?, model.predict_latent(&x)?);
+    /// assert!((y.variance - f.variance - model.noise_variance()).abs() < 1e-6);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
+        let k = self.basis(x)?;
+        let mean = self.output_mean(self.latent_mean(&k));
+        let mut variance =
+            self.prior - math::solve_rows_norm2(&self.factors, &self.inv_diagonal1, &k, self.m);
+        if self.shape.two_factors {
+            variance += math::solve_columns_norm2(&self.factors, &self.inv_diagonal2, &k, self.m);
+        }
+        // f32 cancellation can push the difference below zero near the
+        // basis centres; `max` also maps NaN to zero.
+        variance = variance.max(0.0);
+        if self.shape.link == Link::Identity {
+            variance *= self.y_scale * self.y_scale;
+        }
+        Ok(Prediction { mean, variance })
+    }
+
+    /// Class probability `P(y = +1 | x) = Phi((m + b) / sqrt(1 + v))` of a
+    /// probit model.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// use sgp_runtime::{Error, Model};
+    /// let regression = Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(regression.probability(&[0.0, 0.0]), Err(Error::NotClassifier));
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotClassifier`] for a regression model,
+    /// [`Error::InputLength`] if `x` has the wrong length.
+    pub fn probability(&self, x: &[f32]) -> Result<f32, Error> {
+        if self.shape.link != Link::Probit {
+            return Err(Error::NotClassifier);
+        }
+        let latent = self.predict_latent(x)?;
+        Ok(math::normal_cdf(
+            latent.mean / libm::sqrtf(1.0 + latent.variance),
+        ))
+    }
+
+    /// Latent prior variance in output units: the variance far from all
+    /// basis functions, noise excluded.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert!((model.prior_variance() - 4.0).abs() < 1e-6);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn prior_variance(&self) -> f32 {
+        match self.shape.link {
+            Link::Identity => self.y_scale * self.y_scale * self.prior,
+            Link::Probit => self.prior,
+        }
+    }
+
+    fn output_mean(&self, latent: f32) -> f32 {
+        match self.shape.link {
+            Link::Identity => self.y_mean + self.y_scale * latent,
+            Link::Probit => latent + self.bias,
+        }
+    }
+
+    fn latent_mean(&self, k: &[f32; M]) -> f32 {
+        k.iter()
+            .zip(&self.beta)
+            .take(self.m)
+            .map(|(k, b)| k * b)
+            .sum()
+    }
+
+    /// Steps 1-3 of the runtime form: standardise, project, basis values.
+    fn basis(&self, x: &[f32]) -> Result<[f32; M], Error> {
+        let d = self.input_dim();
+        if x.len() != d {
+            return Err(Error::InputLength {
+                expected: d,
+                found: x.len(),
+            });
+        }
+        let mut z = [0.0f32; G];
+        if self.shape.projected {
+            let mut standard = [0.0f32; D];
+            standardise(&mut standard, x, &self.x_mean, &self.x_inv_scale);
+            for (zg, row) in z.iter_mut().zip(&self.projection).take(self.g) {
+                *zg = row.iter().zip(&standard).take(d).map(|(p, s)| p * s).sum();
+            }
+        } else {
+            standardise(&mut z, x, &self.x_mean, &self.x_inv_scale);
+        }
+        let mut k = [0.0f32; M];
+        let rows = self
+            .centres
+            .iter()
+            .zip(&self.half_widths)
+            .zip(&self.amplitudes);
+        for (ki, ((centre, half_width), amplitude)) in k.iter_mut().zip(rows).take(self.m) {
+            let distance: f32 = centre
+                .iter()
+                .zip(half_width)
+                .zip(&z)
+                .take(self.g)
+                .map(|((c, w), z)| {
+                    let diff = z - c;
+                    w * diff * diff
+                })
+                .sum();
+            *ki = amplitude * math::exp(-distance);
+        }
+        Ok(k)
+    }
+}
+
+/// `out[i] = (x[i] - mean[i]) * inv_scale[i]` over the shortest of them.
+fn standardise(out: &mut [f32], x: &[f32], mean: &[f32], inv_scale: &[f32]) {
+    for (o, ((x, m), s)) in out.iter_mut().zip(x.iter().zip(mean).zip(inv_scale)) {
+        *o = (x - m) * s;
+    }
+}
+
+/// Row and column of element `index` of a packed row-major lower triangle
+/// (`index = row (row + 1) / 2 + col`). Runs once per element at load time.
+fn unpack(index: usize) -> (usize, usize) {
+    // Float square root guess, then exact integer correction.
+    let mut row = ((libm::sqrt(8.0 * index as f64 + 1.0) - 1.0) / 2.0) as usize;
+    while row * (row + 1) / 2 > index {
+        row -= 1;
+    }
+    while (row + 1) * (row + 2) / 2 <= index {
+        row += 1;
+    }
+    (row, index - row * (row + 1) / 2)
+}
+
+fn set(slots: &mut [f32], index: usize, value: f32) -> Result<(), Error> {
+    let slot = slots.get_mut(index).ok_or(Error::Malformed)?;
+    *slot = value;
+    Ok(())
+}
+
+fn set_2d<const N: usize>(
+    rows: &mut [[f32; N]],
+    row: usize,
+    col: usize,
+    value: f32,
+) -> Result<(), Error> {
+    let row = rows.get_mut(row).ok_or(Error::Malformed)?;
+    set(row, col, value)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpack_walks_a_packed_triangle_row_by_row() {
+        let mut expected = [(0, 0); 5050];
+        let mut i = 0;
+        for row in 0..100 {
+            for col in 0..=row {
+                expected[i] = (row, col);
+                i += 1;
+            }
+        }
+        for (index, pair) in expected.iter().enumerate() {
+            assert_eq!(unpack(index), *pair, "index {index}");
+        }
+    }
+
+    #[test]
+    fn ram_bytes_matches_the_struct_size() {
+        // size_of is host-dependent (usize = 8 bytes here); allow for that.
+        let host = core::mem::size_of::<Model<32, 4, 4>>();
+        let formula = ram_bytes(32, 4, 4);
+        assert!(
+            host >= formula && host <= formula + 16,
+            "{host} vs {formula}"
+        );
+    }
+}

@@ -1,0 +1,263 @@
+//! The blob is untrusted input: every way of damaging it must give an error.
+
+mod common;
+
+use common::{doc_spec, random_spec};
+use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, MAGIC, VERSION};
+
+type Small = Model<8, 3, 3>;
+
+fn small_blob() -> Vec<u8> {
+    random_spec(7, 3, 2, 2, false, false, true, Link::Identity)
+        .to_bytes()
+        .unwrap()
+}
+
+/// Rewrites the CRC so that a deliberately edited body reaches the decoder.
+fn reseal(blob: &mut [u8]) {
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+    let at = blob.len() - 4;
+    let sum = crc.checksum(&blob[..at]);
+    blob[at..].copy_from_slice(&sum.to_le_bytes());
+}
+
+#[test]
+fn spec_round_trips_through_bytes() {
+    for (seed, projected, per_basis, two) in [
+        (1, false, false, true),
+        (2, true, false, true),
+        (3, false, true, false),
+    ] {
+        let g = if projected { 2 } else { 3 };
+        let spec = random_spec(seed, 5, g, 3, projected, per_basis, two, Link::Identity);
+        let bytes = spec.to_bytes().unwrap();
+        assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
+        assert!(Model::<5, 3, 3>::from_bytes(&bytes).is_ok());
+    }
+}
+
+#[test]
+fn same_spec_same_bytes() {
+    let spec = random_spec(11, 4, 2, 2, false, false, true, Link::Identity);
+    assert_eq!(spec.to_bytes().unwrap(), spec.clone().to_bytes().unwrap());
+}
+
+#[test]
+fn blob_layout_matches_format_md() {
+    let blob = small_blob();
+    assert_eq!(&blob[..4], &MAGIC);
+    assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), VERSION);
+    let body = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
+    assert_eq!(blob.len(), 10 + body + 4);
+}
+
+#[test]
+fn every_flipped_bit_is_an_error() {
+    let blob = small_blob();
+    for byte in 0..blob.len() {
+        for bit in 0..8 {
+            let mut bad = blob.clone();
+            bad[byte] ^= 1 << bit;
+            let result = Small::from_bytes(&bad);
+            assert!(result.is_err(), "bit {bit} of byte {byte} went unnoticed");
+            assert!(ModelSpec::from_bytes(&bad).is_err());
+        }
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let blob = small_blob();
+    for len in 0..blob.len() {
+        let result = Small::from_bytes(&blob[..len]);
+        match result {
+            Err(Error::Truncated { found, .. }) => assert_eq!(found, len),
+            Err(Error::BadMagic) if len == 0 => panic!("empty input should read as truncated"),
+            other => panic!("length {len}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn each_kind_of_damage_has_its_own_error() {
+    let blob = small_blob();
+    let mut bad = blob.clone();
+    bad[0] = b'X';
+    assert_eq!(Small::from_bytes(&bad).unwrap_err(), Error::BadMagic);
+    assert_eq!(
+        Small::from_bytes(b"GIF89a........").unwrap_err(),
+        Error::BadMagic
+    );
+
+    let mut bad = blob.clone();
+    bad[4] = 2;
+    assert_eq!(
+        Small::from_bytes(&bad).unwrap_err(),
+        Error::UnsupportedVersion { found: 2 }
+    );
+
+    let mut bad = blob.clone();
+    bad.push(0);
+    assert!(matches!(
+        Small::from_bytes(&bad),
+        Err(Error::TrailingBytes { .. })
+    ));
+
+    let mut bad = blob.clone();
+    let middle = bad.len() / 2;
+    bad[middle] ^= 0x10;
+    assert!(matches!(
+        Small::from_bytes(&bad),
+        Err(Error::CrcMismatch { .. })
+    ));
+}
+
+#[test]
+fn capacity_too_small_is_reported_per_dimension() {
+    let blob = random_spec(3, 6, 2, 4, true, false, true, Link::Identity)
+        .to_bytes()
+        .unwrap();
+    assert_eq!(
+        Model::<5, 2, 4>::from_bytes(&blob).unwrap_err(),
+        Error::CapacityExceeded {
+            dimension: Dimension::Basis,
+            required: 6,
+            capacity: 5
+        }
+    );
+    assert_eq!(
+        Model::<6, 1, 4>::from_bytes(&blob).unwrap_err(),
+        Error::CapacityExceeded {
+            dimension: Dimension::Feature,
+            required: 2,
+            capacity: 1
+        }
+    );
+    assert_eq!(
+        Model::<6, 2, 3>::from_bytes(&blob).unwrap_err(),
+        Error::CapacityExceeded {
+            dimension: Dimension::Input,
+            required: 4,
+            capacity: 3
+        }
+    );
+    assert!(Model::<6, 2, 4>::from_bytes(&blob).is_ok());
+}
+
+/// Encodes a spec without the writer's validation, as a buggy or hostile
+/// writer would, so the reader's own checks are exercised.
+fn encode_unchecked(spec: &ModelSpec) -> Vec<u8> {
+    let body = postcard::to_allocvec(spec).unwrap();
+    let mut blob = MAGIC.to_vec();
+    blob.extend_from_slice(&VERSION.to_le_bytes());
+    blob.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    blob.extend_from_slice(&body);
+    blob.extend_from_slice(&[0; 4]);
+    reseal(&mut blob);
+    blob
+}
+
+#[test]
+fn bad_numbers_are_refused_by_writer_and_reader() {
+    let good = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
+    type Damage = Box<dyn Fn(&mut ModelSpec)>;
+    let cases: Vec<(Damage, Error)> = vec![
+        (
+            Box::new(|s| s.beta[1] = f32::NAN),
+            Error::NonFinite { field: "beta" },
+        ),
+        (
+            Box::new(|s| s.centres[0] = f32::INFINITY),
+            Error::NonFinite { field: "centres" },
+        ),
+        (
+            Box::new(|s| s.y_scale = f32::NEG_INFINITY),
+            Error::NonFinite { field: "y_scale" },
+        ),
+        (
+            Box::new(|s| s.x_scale[0] = 0.0),
+            Error::InvalidValue { field: "x_scale" },
+        ),
+        (
+            Box::new(|s| s.widths[0] = -1.0),
+            Error::InvalidValue { field: "widths" },
+        ),
+        (
+            Box::new(|s| s.noise = -0.1),
+            Error::InvalidValue { field: "noise" },
+        ),
+        (
+            Box::new(|s| s.l1[2] = 0.0),
+            Error::InvalidValue { field: "l1" },
+        ),
+        (
+            Box::new(|s| s.l2[5] = -1.0),
+            Error::InvalidValue { field: "l2" },
+        ),
+        (
+            Box::new(|s| s.beta.push(1.0)),
+            Error::InconsistentSizes {
+                field: "beta",
+                expected: 3,
+                found: 4,
+            },
+        ),
+        (
+            Box::new(|s| s.l2.clear()),
+            Error::InconsistentSizes {
+                field: "l2",
+                expected: 6,
+                found: 0,
+            },
+        ),
+        (
+            Box::new(|s| s.shape.feature_dim = 1),
+            Error::InconsistentSizes {
+                field: "centres",
+                expected: 2,
+                found: 1,
+            },
+        ),
+        (
+            Box::new(|s| s.shape.n_basis = 0),
+            Error::InvalidValue { field: "beta" },
+        ),
+    ];
+    for (damage, expected) in cases {
+        let mut spec = good.clone();
+        damage(&mut spec);
+        assert_eq!(spec.to_bytes().unwrap_err(), expected);
+        let blob = encode_unchecked(&spec);
+        assert_eq!(Small::from_bytes(&blob).unwrap_err(), expected);
+        assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), expected);
+    }
+}
+
+#[test]
+fn a_body_with_garbage_after_it_is_malformed() {
+    let spec = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
+    let mut blob = encode_unchecked(&spec);
+    // Grow the body by one byte and fix up length and CRC.
+    let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) + 1;
+    blob.insert(blob.len() - 4, 0xAA);
+    blob[6..10].copy_from_slice(&body_len.to_le_bytes());
+    reseal(&mut blob);
+    assert_eq!(Small::from_bytes(&blob).unwrap_err(), Error::Malformed);
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), Error::Malformed);
+}
+
+/// The documentation examples read `tests/data/doc-model.sgp`; it must be
+/// exactly what the current writer produces. `SGP_BLESS=1` rewrites it.
+#[test]
+fn doc_model_file_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp");
+    let bytes = doc_spec().to_bytes().unwrap();
+    if std::env::var_os("SGP_BLESS").is_some() {
+        std::fs::write(path, &bytes).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        bytes,
+        "run with SGP_BLESS=1 to regenerate"
+    );
+}

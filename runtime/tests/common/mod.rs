@@ -1,0 +1,229 @@
+//! Model builders shared by the runtime's integration tests.
+#![allow(dead_code)]
+
+use sgp_runtime::{Link, ModelKind, ModelSpec, Shape};
+
+/// Deterministic pseudo-random numbers in [-1, 1) (xorshift), so tests need
+/// no RNG crate.
+pub struct Numbers(u64);
+
+impl Numbers {
+    pub fn new(seed: u64) -> Self {
+        Numbers(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+    pub fn vec(&mut self, n: usize, scale: f64) -> Vec<f64> {
+        (0..n).map(|_| scale * self.next()).collect()
+    }
+}
+
+/// Packed lower Cholesky factor (row-major) of a well-conditioned SPD
+/// matrix `A A^T + n I`, in f64.
+pub fn random_factor(numbers: &mut Numbers, m: usize) -> Vec<f64> {
+    let a: Vec<f64> = numbers.vec(m * m, 1.0);
+    let mut s = vec![0.0; m * m];
+    for i in 0..m {
+        for j in 0..m {
+            s[i * m + j] = (0..m).map(|k| a[i * m + k] * a[j * m + k]).sum::<f64>()
+                + if i == j { m as f64 } else { 0.0 };
+        }
+    }
+    let mut l = vec![0.0; m * m];
+    for i in 0..m {
+        for j in 0..=i {
+            let dot: f64 = (0..j).map(|k| l[i * m + k] * l[j * m + k]).sum();
+            l[i * m + j] = if i == j {
+                (s[i * m + i] - dot).sqrt()
+            } else {
+                (s[i * m + j] - dot) / l[j * m + j]
+            };
+        }
+    }
+    (0..m)
+        .flat_map(|i| (0..=i).map(move |j| (i, j)))
+        .map(|(i, j)| l[i * m + j])
+        .collect()
+}
+
+pub fn f32s(v: &[f64]) -> Vec<f32> {
+    v.iter().map(|&x| x as f32).collect()
+}
+
+/// A random, valid model with the given sizes and switches (positional:
+/// the call sites read as rows of a table).
+#[allow(clippy::too_many_arguments)]
+pub fn random_spec(
+    seed: u64,
+    m: usize,
+    g: usize,
+    d: usize,
+    projected: bool,
+    per_basis: bool,
+    two_factors: bool,
+    link: Link,
+) -> ModelSpec {
+    let mut n = Numbers::new(seed);
+    let widths = if per_basis { m * g } else { g };
+    let amplitudes = if per_basis { m } else { 1 };
+    // L1 is scaled so that |L1^-1 k|^2 stays below the prior.
+    let l1: Vec<f64> = random_factor(&mut n, m).iter().map(|v| v * 2.0).collect();
+    ModelSpec {
+        shape: Shape {
+            kind: if per_basis {
+                ModelKind::Vsgp
+            } else {
+                ModelKind::Spgp
+            },
+            link,
+            input_dim: d as u16,
+            feature_dim: g as u16,
+            n_basis: m as u16,
+            projected,
+            per_basis,
+            two_factors,
+        },
+        input_names: (0..d).map(|i| format!("x{i}")).collect(),
+        target_name: "y".into(),
+        x_mean: f32s(&n.vec(d, 3.0)),
+        x_scale: n.vec(d, 1.0).iter().map(|v| 1.5 + *v as f32).collect(),
+        projection: if projected {
+            f32s(&n.vec(g * d, 1.0))
+        } else {
+            vec![]
+        },
+        centres: f32s(&n.vec(m * g, 2.0)),
+        widths: n
+            .vec(widths, 1.0)
+            .iter()
+            .map(|v| 1.0 + 0.5 * *v as f32)
+            .collect(),
+        amplitudes: n
+            .vec(amplitudes, 1.0)
+            .iter()
+            .map(|v| 1.0 + 0.3 * *v as f32)
+            .collect(),
+        beta: f32s(&n.vec(m, 1.0)),
+        l1: f32s(&l1),
+        l2: if two_factors {
+            f32s(
+                &random_factor(&mut n, m)
+                    .iter()
+                    .map(|v| v * 4.0)
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            vec![]
+        },
+        prior: 1.3,
+        noise: 0.05,
+        bias: 0.2,
+        y_mean: 10.0,
+        y_scale: 2.0,
+    }
+}
+
+/// The runtime form evaluated in f64 from the spec's (f32) numbers:
+/// latent (mean, variance) in output units, before noise.
+pub fn reference_latent(spec: &ModelSpec, x: &[f64]) -> (f64, f64) {
+    let s = &spec.shape;
+    let (m, g, d) = (
+        s.n_basis as usize,
+        s.feature_dim as usize,
+        s.input_dim as usize,
+    );
+    let f = |v: &[f32], i: usize| v[i] as f64;
+    let standard: Vec<f64> = (0..d)
+        .map(|i| (x[i] - f(&spec.x_mean, i)) / f(&spec.x_scale, i))
+        .collect();
+    let z: Vec<f64> = if s.projected {
+        (0..g)
+            .map(|r| {
+                (0..d)
+                    .map(|c| f(&spec.projection, r * d + c) * standard[c])
+                    .sum()
+            })
+            .collect()
+    } else {
+        standard
+    };
+    let k: Vec<f64> = (0..m)
+        .map(|i| {
+            let a = if s.per_basis {
+                f(&spec.amplitudes, i)
+            } else {
+                f(&spec.amplitudes, 0)
+            };
+            let q: f64 = (0..g)
+                .map(|j| {
+                    let w = if s.per_basis {
+                        f(&spec.widths, i * g + j)
+                    } else {
+                        f(&spec.widths, j)
+                    };
+                    w * (z[j] - f(&spec.centres, i * g + j)).powi(2)
+                })
+                .sum();
+            a * (-0.5 * q).exp()
+        })
+        .collect();
+    let mean: f64 = (0..m).map(|i| k[i] * f(&spec.beta, i)).sum();
+    let solve = |l: &[f32]| -> f64 {
+        let mut u = vec![0.0; m];
+        for i in 0..m {
+            let row = i * (i + 1) / 2;
+            let dot: f64 = (0..i).map(|j| f(l, row + j) * u[j]).sum();
+            u[i] = (k[i] - dot) / f(l, row + i);
+        }
+        u.iter().map(|v| v * v).sum()
+    };
+    let mut var = spec.prior as f64 - solve(&spec.l1);
+    if s.two_factors {
+        var += solve(&spec.l2);
+    }
+    let var = var.max(0.0);
+    match s.link {
+        Link::Identity => (
+            spec.y_mean as f64 + spec.y_scale as f64 * mean,
+            (spec.y_scale as f64).powi(2) * var,
+        ),
+        Link::Probit => (mean + spec.bias as f64, var),
+    }
+}
+
+/// The small regression model behind the documentation examples and
+/// `tests/data/doc-model.sgp`.
+pub fn doc_spec() -> ModelSpec {
+    ModelSpec {
+        shape: Shape {
+            kind: ModelKind::Spgp,
+            link: Link::Identity,
+            input_dim: 2,
+            feature_dim: 2,
+            n_basis: 3,
+            projected: false,
+            per_basis: false,
+            two_factors: true,
+        },
+        input_names: vec!["speed".into(), "load".into()],
+        target_name: "torque".into(),
+        x_mean: vec![1.0, -0.5],
+        x_scale: vec![2.0, 0.5],
+        projection: vec![],
+        centres: vec![-1.0, 0.0, 0.0, 0.5, 1.0, -0.5],
+        widths: vec![1.0, 0.5],
+        amplitudes: vec![1.0],
+        beta: vec![0.8, -0.3, 0.5],
+        l1: vec![1.0, 0.3, 0.9, 0.1, 0.2, 0.8],
+        l2: vec![2.0, 0.4, 1.8, 0.2, 0.3, 1.7],
+        prior: 1.0,
+        noise: 0.1,
+        bias: 0.0,
+        y_mean: 3.0,
+        y_scale: 2.0,
+    }
+}
