@@ -10,13 +10,20 @@
 //! → `metrics`.
 
 pub mod data;
+pub mod demo;
+pub mod device;
 pub mod error;
+pub mod evaluate;
+pub mod export;
 pub mod features;
+pub mod fit;
 pub mod inference;
 pub mod init;
+pub mod inspect;
 pub mod kernel;
 pub mod linalg;
 pub mod metrics;
+pub mod model;
 pub mod optimise;
 
 pub use error::{Error, Result};

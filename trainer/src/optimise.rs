@@ -1,1 +1,785 @@
-//! (stub)
+//! L-BFGS minimisation that never loses the best point it has seen.
+//!
+//! Built on `argmin`'s L-BFGS (two-loop recursion, history handling) and its
+//! More–Thuente line search. argmin's line searches abort on the first
+//! non-finite objective value instead of backtracking (checked against
+//! argmin 0.11: More–Thuente reports "NaN or Inf encountered", Hager–Zhang
+//! reaches an "unreachable point"). GP likelihoods routinely go non-finite
+//! when a trial step lands at absurd hyperparameters, so the line search used
+//! here first halves the initial step until the objective is finite and then
+//! hands over to More–Thuente with that step as its upper bound.
+//!
+//! Independently of what the solver does, every evaluation passes through a
+//! tracker that records the lowest finite objective and its parameters; that
+//! point is what [`minimise`] returns.
+
+use std::cell::{Cell, RefCell};
+use std::time::{Duration, Instant};
+
+use argmin::core::{
+    CostFunction, Error as ArgminError, Executor, Gradient, IterState, LineSearch, Problem, Solver,
+    State, TerminationReason, TerminationStatus, KV,
+};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use argmin::solver::quasinewton::LBFGS;
+
+use crate::{Error, Result};
+
+/// Settings for [`minimise`]. Check them with [`OptimiseOptions::validate`]
+/// (which [`minimise`] also does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimiseOptions {
+    /// Upper bound on L-BFGS iterations (line searches), over all restarts.
+    pub max_iter: u64,
+    /// Stop when `|f_prev - f| <= rel_tol * max(|f_prev|, |f|, 1)` between
+    /// two iterations (the SciPy `ftol` convention, so objectives near zero
+    /// are judged absolutely). Zero disables the test.
+    pub rel_tol: f64,
+    /// Number of (step, gradient change) pairs L-BFGS remembers.
+    pub memory: usize,
+}
+
+impl Default for OptimiseOptions {
+    fn default() -> Self {
+        OptimiseOptions {
+            max_iter: 500,
+            rel_tol: 1e-9,
+            memory: 10,
+        }
+    }
+}
+
+impl OptimiseOptions {
+    /// Rejects settings the optimiser cannot honour: zero iterations, a
+    /// negative or non-finite tolerance, an empty L-BFGS memory.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_iter == 0 {
+            return Err(Error::BadInput(
+                "optimiser: max_iter must be at least 1".into(),
+            ));
+        }
+        if !(self.rel_tol.is_finite() && self.rel_tol >= 0.0) {
+            return Err(Error::BadInput(format!(
+                "optimiser: rel_tol must be finite and >= 0, got {}",
+                self.rel_tol
+            )));
+        }
+        if self.memory == 0 {
+            return Err(Error::BadInput(
+                "optimiser: L-BFGS memory must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why the optimiser stopped. Whatever the status, the report carries the
+/// best finite point seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptimiseStatus {
+    /// The relative-improvement or gradient-norm test was met.
+    Converged,
+    /// `max_iter` iterations were used.
+    MaxIterations,
+    /// The line search could not make progress (and restarting from the best
+    /// point did not help).
+    LineSearchFailed,
+    /// The line search stopped on a non-finite objective or gradient (or an
+    /// objective error, which is treated the same way).
+    NonFinite,
+    /// The internal budget of objective evaluations was used up.
+    EvaluationLimit,
+}
+
+/// Sent to the progress callback after every iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Iterations completed so far (1-based, counted over restarts).
+    pub iteration: u64,
+    /// Lowest finite objective value seen so far.
+    pub best_value: f64,
+    /// Objective evaluations so far.
+    pub evaluations: u64,
+}
+
+/// Outcome of [`minimise`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimiseReport {
+    /// Parameters with the lowest finite objective seen.
+    pub x: Vec<f64>,
+    /// Objective at `x`.
+    pub value: f64,
+    /// Objective at the starting point, for judging progress.
+    pub initial_value: f64,
+    /// Why the optimiser stopped.
+    pub status: OptimiseStatus,
+    /// Detail behind `status` (e.g. the line search's own message, or the
+    /// last objective error that was treated as non-finite); empty if none.
+    pub message: String,
+    /// L-BFGS iterations used, over all restarts.
+    pub iterations: u64,
+    /// Objective evaluations (repeat requests for the same point are served
+    /// from a cache and not counted).
+    pub evaluations: u64,
+    /// Times L-BFGS was restarted from the best point after a failed line
+    /// search that still made progress.
+    pub restarts: u32,
+    /// Wall-clock time spent in [`minimise`].
+    pub elapsed: Duration,
+}
+
+/// Upper bound on step halvings before the line search gives up on finding
+/// a finite point; 2^-60 of a step is below any useful resolution.
+const MAX_HALVINGS: u32 = 60;
+
+/// Evaluations allowed per iteration before the run is cut off; More–Thuente
+/// rarely needs more than a handful, so this only catches runaway searches.
+const EVALS_PER_ITER: u64 = 100;
+
+/// Minimises `objective` (value and gradient) with L-BFGS from `x0`.
+///
+/// An objective that returns an error, a non-finite value or a non-finite
+/// gradient at a trial point is treated as `+inf` there, so the line search
+/// backtracks; the last such message is kept in
+/// [`OptimiseReport::message`]. Only the starting point must be finite:
+/// an error there is returned unchanged, a non-finite value there is
+/// [`Error::Numerical`]. A gradient of the wrong length is a programming
+/// error and is returned as [`Error::Numerical`].
+///
+/// `progress` is called once per iteration. The run is deterministic: same
+/// objective, same `x0`, same options, same result.
+pub fn minimise<F>(
+    objective: F,
+    x0: Vec<f64>,
+    opts: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OptimiseReport>
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    let started = Instant::now();
+    opts.validate()?;
+    if x0.is_empty() {
+        return Err(Error::BadInput(
+            "optimiser: no parameters to optimise".into(),
+        ));
+    }
+    if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
+        return Err(Error::BadInput(format!(
+            "optimiser: starting parameter {i} is not finite"
+        )));
+    }
+
+    let tracker = Tracker::new(objective, x0.len(), opts.max_iter);
+    let (f0, g0) = tracker.evaluate_start(&x0)?;
+
+    let mut start = x0;
+    let mut start_value = f0;
+    let mut start_grad = g0;
+    let mut iterations = 0u64;
+    let mut restarts = 0u32;
+    let (status, mut message) = loop {
+        let remaining = opts.max_iter.saturating_sub(iterations);
+        let segment_best = tracker.best_value();
+        let solver = Driver {
+            inner: LBFGS::new(ProbingLineSearch::default(), opts.memory)
+                .with_tolerance_cost(0.0)
+                .map_err(argmin_to_numerical)?,
+            rel_tol: opts.rel_tol,
+            iterations_before: iterations,
+            progress: &mut *progress,
+        };
+        let run = Executor::new(Objective { tracker: &tracker }, solver)
+            .configure(|state| {
+                state
+                    .param(start.clone())
+                    .cost(start_value)
+                    .gradient(start_grad.clone())
+                    .max_iters(remaining)
+            })
+            .ctrlc(false)
+            .timer(false)
+            .run();
+        if let Some(err) = tracker.take_fatal() {
+            return Err(err);
+        }
+        let (used, reason) = match run {
+            Ok(result) => (
+                result.state.get_iter(),
+                result.state.get_termination_reason().cloned(),
+            ),
+            Err(e) => (0, Some(TerminationReason::SolverExit(e.to_string()))),
+        };
+        iterations = iterations.saturating_add(used);
+        let (status, message) = tracker.classify(reason);
+
+        let retry = matches!(
+            status,
+            OptimiseStatus::LineSearchFailed | OptimiseStatus::NonFinite
+        ) && iterations < opts.max_iter
+            && tracker.best_value() < segment_best;
+        if !retry {
+            break (status, message);
+        }
+        // L-BFGS memory built on a failed search is suspect; restarting from
+        // the best point with an empty history is steepest descent again,
+        // which the finite-probing line search can always shorten.
+        restarts += 1;
+        let (x, f, g) = tracker.best();
+        start = x;
+        start_value = f;
+        start_grad = g;
+    };
+
+    if message.is_empty() {
+        message = tracker.last_problem().unwrap_or_default();
+    }
+    let (x, value, _) = tracker.best();
+    Ok(OptimiseReport {
+        x,
+        value,
+        initial_value: f0,
+        status,
+        message,
+        iterations,
+        evaluations: tracker.evaluations.get(),
+        restarts,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn argmin_to_numerical(e: ArgminError) -> Error {
+    Error::Numerical(format!("optimiser setup: {e}"))
+}
+
+/// One evaluated point: parameters, value, gradient.
+#[derive(Clone)]
+struct Eval {
+    x: Vec<f64>,
+    f: f64,
+    g: Vec<f64>,
+}
+
+/// Wraps the user's objective: caches the last point (argmin asks for cost
+/// and gradient separately), records the best finite point, maps failures
+/// to `+inf`, and enforces the evaluation budget.
+struct Tracker<F> {
+    objective: RefCell<F>,
+    dim: usize,
+    last: RefCell<Option<Eval>>,
+    best: RefCell<Option<Eval>>,
+    evaluations: Cell<u64>,
+    max_evaluations: u64,
+    budget_hit: Cell<bool>,
+    last_was_nonfinite: Cell<bool>,
+    last_problem: RefCell<Option<String>>,
+    fatal: RefCell<Option<Error>>,
+}
+
+impl<F> Tracker<F>
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    fn new(objective: F, dim: usize, max_iter: u64) -> Self {
+        Tracker {
+            objective: RefCell::new(objective),
+            dim,
+            last: RefCell::new(None),
+            best: RefCell::new(None),
+            evaluations: Cell::new(0),
+            max_evaluations: max_iter.saturating_mul(EVALS_PER_ITER).saturating_add(100),
+            budget_hit: Cell::new(false),
+            last_was_nonfinite: Cell::new(false),
+            last_problem: RefCell::new(None),
+            fatal: RefCell::new(None),
+        }
+    }
+
+    /// The starting point is evaluated outside argmin so that an objective
+    /// error there reaches the caller unchanged.
+    fn evaluate_start(&self, x0: &[f64]) -> Result<(f64, Vec<f64>)> {
+        self.evaluations.set(1);
+        let (f, g) = (self.objective.borrow_mut())(x0)?;
+        self.check_gradient_len(&g)?;
+        if !f.is_finite() || g.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Numerical(format!(
+                "objective is not finite at the starting point (value {f})"
+            )));
+        }
+        let eval = Eval {
+            x: x0.to_vec(),
+            f,
+            g: g.clone(),
+        };
+        *self.best.borrow_mut() = Some(eval.clone());
+        *self.last.borrow_mut() = Some(eval);
+        Ok((f, g))
+    }
+
+    fn check_gradient_len(&self, g: &[f64]) -> Result<()> {
+        if g.len() == self.dim {
+            Ok(())
+        } else {
+            Err(Error::Numerical(format!(
+                "objective returned a gradient of length {} for {} parameters",
+                g.len(),
+                self.dim
+            )))
+        }
+    }
+
+    fn evaluate(&self, x: &[f64]) -> std::result::Result<(f64, Vec<f64>), ArgminError> {
+        if let Some(last) = self.last.borrow().as_ref() {
+            if last.x == x {
+                return Ok((last.f, last.g.clone()));
+            }
+        }
+        if self.evaluations.get() >= self.max_evaluations {
+            self.budget_hit.set(true);
+            return Err(ArgminError::msg("objective evaluation budget exhausted"));
+        }
+        self.evaluations.set(self.evaluations.get() + 1);
+
+        // A non-finite trial point is never shown to the objective: user code
+        // should not have to defend against NaN parameters.
+        let outcome = if x.iter().all(|v| v.is_finite()) {
+            (self.objective.borrow_mut())(x)
+        } else {
+            Err(Error::Numerical("trial parameters are not finite".into()))
+        };
+        let usable = match outcome {
+            Ok((f, g)) => {
+                if let Err(e) = self.check_gradient_len(&g) {
+                    let msg = e.to_string();
+                    *self.fatal.borrow_mut() = Some(e);
+                    return Err(ArgminError::msg(msg));
+                }
+                if f.is_finite() && g.iter().all(|v| v.is_finite()) {
+                    Some((f, g))
+                } else {
+                    *self.last_problem.borrow_mut() =
+                        Some(format!("objective value {f} or its gradient is not finite"));
+                    None
+                }
+            }
+            Err(e) => {
+                *self.last_problem.borrow_mut() = Some(e.to_string());
+                None
+            }
+        };
+        let (f, g) = match usable {
+            Some((f, g)) => {
+                self.last_was_nonfinite.set(false);
+                let better = self.best.borrow().as_ref().is_none_or(|b| f < b.f);
+                if better {
+                    *self.best.borrow_mut() = Some(Eval {
+                        x: x.to_vec(),
+                        f,
+                        g: g.clone(),
+                    });
+                }
+                (f, g)
+            }
+            None => {
+                self.last_was_nonfinite.set(true);
+                (f64::INFINITY, vec![f64::NAN; self.dim])
+            }
+        };
+        *self.last.borrow_mut() = Some(Eval {
+            x: x.to_vec(),
+            f,
+            g: g.clone(),
+        });
+        Ok((f, g))
+    }
+
+    fn best_value(&self) -> f64 {
+        self.best.borrow().as_ref().map_or(f64::INFINITY, |b| b.f)
+    }
+
+    fn best(&self) -> (Vec<f64>, f64, Vec<f64>) {
+        match self.best.borrow().as_ref() {
+            Some(b) => (b.x.clone(), b.f, b.g.clone()),
+            // Unreachable after evaluate_start succeeded; kept total anyway.
+            None => (Vec::new(), f64::INFINITY, Vec::new()),
+        }
+    }
+
+    fn take_fatal(&self) -> Option<Error> {
+        self.fatal.borrow_mut().take()
+    }
+
+    fn last_problem(&self) -> Option<String> {
+        self.last_problem.borrow().clone()
+    }
+
+    fn classify(&self, reason: Option<TerminationReason>) -> (OptimiseStatus, String) {
+        match reason {
+            Some(TerminationReason::SolverConverged)
+            | Some(TerminationReason::TargetCostReached) => {
+                (OptimiseStatus::Converged, String::new())
+            }
+            Some(TerminationReason::MaxItersReached) => {
+                (OptimiseStatus::MaxIterations, String::new())
+            }
+            Some(TerminationReason::SolverExit(msg)) => {
+                let status = if self.budget_hit.get() {
+                    OptimiseStatus::EvaluationLimit
+                } else if self.last_was_nonfinite.get() {
+                    OptimiseStatus::NonFinite
+                } else {
+                    OptimiseStatus::LineSearchFailed
+                };
+                (status, msg)
+            }
+            Some(other) => (
+                OptimiseStatus::LineSearchFailed,
+                format!("optimiser stopped: {other:?}"),
+            ),
+            None => (
+                OptimiseStatus::LineSearchFailed,
+                "optimiser stopped without a reason".into(),
+            ),
+        }
+    }
+}
+
+/// The argmin-facing view of the tracker. Borrowing keeps the tracker (and
+/// the best point) alive even if argmin returns an error.
+struct Objective<'t, F> {
+    tracker: &'t Tracker<F>,
+}
+
+impl<F> CostFunction for Objective<'_, F>
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    type Param = Vec<f64>;
+    type Output = f64;
+
+    fn cost(&self, param: &Vec<f64>) -> std::result::Result<f64, ArgminError> {
+        self.tracker.evaluate(param).map(|(f, _)| f)
+    }
+}
+
+impl<F> Gradient for Objective<'_, F>
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+
+    fn gradient(&self, param: &Vec<f64>) -> std::result::Result<Vec<f64>, ArgminError> {
+        self.tracker.evaluate(param).map(|(_, g)| g)
+    }
+}
+
+type VecState = IterState<Vec<f64>, Vec<f64>, (), (), (), f64>;
+type MoreThuente = MoreThuenteLineSearch<Vec<f64>, Vec<f64>, f64>;
+
+/// More–Thuente preceded by step halving until the trial point is finite.
+#[derive(Clone, Default)]
+struct ProbingLineSearch {
+    direction: Option<Vec<f64>>,
+    inner: MoreThuente,
+}
+
+impl LineSearch<Vec<f64>, f64> for ProbingLineSearch {
+    fn search_direction(&mut self, direction: Vec<f64>) {
+        self.direction = Some(direction);
+    }
+
+    fn initial_step_length(&mut self, step_length: f64) -> std::result::Result<(), ArgminError> {
+        self.inner.initial_step_length(step_length)
+    }
+}
+
+impl<O> Solver<O, VecState> for ProbingLineSearch
+where
+    O: CostFunction<Param = Vec<f64>, Output = f64>
+        + Gradient<Param = Vec<f64>, Gradient = Vec<f64>>,
+{
+    fn name(&self) -> &str {
+        "finite-probing More-Thuente"
+    }
+
+    fn init(
+        &mut self,
+        problem: &mut Problem<O>,
+        state: VecState,
+    ) -> std::result::Result<(VecState, Option<KV>), ArgminError> {
+        let direction = self
+            .direction
+            .clone()
+            .ok_or_else(|| ArgminError::msg("line search: no search direction"))?;
+        let origin = state
+            .get_param()
+            .ok_or_else(|| ArgminError::msg("line search: no starting point"))?
+            .clone();
+
+        let mut step = 1.0;
+        let mut halvings = 0;
+        loop {
+            let trial: Vec<f64> = origin
+                .iter()
+                .zip(&direction)
+                .map(|(x, d)| x + step * d)
+                .collect();
+            if problem.cost(&trial)?.is_finite() {
+                break;
+            }
+            halvings += 1;
+            if halvings > MAX_HALVINGS {
+                return Err(ArgminError::msg(
+                    "line search: no finite objective along the search direction",
+                ));
+            }
+            step *= 0.5;
+        }
+
+        let mut inner = MoreThuente::new();
+        if halvings > 0 {
+            // Never search beyond the step known to be finite: the region
+            // past it has already produced a non-finite value.
+            inner = inner.with_bounds(step * f64::EPSILON.sqrt(), step)?;
+        }
+        inner.search_direction(direction);
+        inner.initial_step_length(step)?;
+        self.inner = inner;
+        self.inner.init(problem, state)
+    }
+
+    fn next_iter(
+        &mut self,
+        problem: &mut Problem<O>,
+        state: VecState,
+    ) -> std::result::Result<(VecState, Option<KV>), ArgminError> {
+        self.inner.next_iter(problem, state)
+    }
+}
+
+/// L-BFGS plus the relative-improvement stopping test and the progress
+/// callback, neither of which argmin's L-BFGS offers.
+struct Driver<'p> {
+    inner: LBFGS<ProbingLineSearch, Vec<f64>, Vec<f64>, f64>,
+    rel_tol: f64,
+    iterations_before: u64,
+    progress: &'p mut dyn FnMut(Progress),
+}
+
+impl<F> Solver<Objective<'_, F>, VecState> for Driver<'_>
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    fn name(&self) -> &str {
+        "L-BFGS (keep-best)"
+    }
+
+    fn init(
+        &mut self,
+        problem: &mut Problem<Objective<'_, F>>,
+        state: VecState,
+    ) -> std::result::Result<(VecState, Option<KV>), ArgminError> {
+        self.inner.init(problem, state)
+    }
+
+    fn next_iter(
+        &mut self,
+        problem: &mut Problem<Objective<'_, F>>,
+        state: VecState,
+    ) -> std::result::Result<(VecState, Option<KV>), ArgminError> {
+        let iteration = self.iterations_before + state.get_iter() + 1;
+        let out = self.inner.next_iter(problem, state)?;
+        if let Some(objective) = problem.problem.as_ref() {
+            (self.progress)(Progress {
+                iteration,
+                best_value: objective.tracker.best_value(),
+                evaluations: objective.tracker.evaluations.get(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn terminate(&mut self, state: &VecState) -> TerminationStatus {
+        let inner = <LBFGS<_, _, _, _> as Solver<Objective<'_, F>, VecState>>::terminate(
+            &mut self.inner,
+            state,
+        );
+        if inner.terminated() {
+            return inner;
+        }
+        // Before the first iteration argmin's state holds the start cost twice
+        // (L-BFGS's init stores it again), which would look like no change.
+        let (prev, cur) = (state.get_prev_cost(), state.get_cost());
+        if state.get_iter() > 0
+            && prev.is_finite()
+            && cur.is_finite()
+            && (prev - cur).abs() <= self.rel_tol * prev.abs().max(cur.abs()).max(1.0)
+        {
+            return TerminationStatus::Terminated(TerminationReason::SolverConverged);
+        }
+        TerminationStatus::NotTerminated
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rosenbrock(x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let (a, b) = (x[0], x[1]);
+        let f = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
+        let g = vec![
+            -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+            200.0 * (b - a * a),
+        ];
+        Ok((f, g))
+    }
+
+    /// Ill-conditioned quadratic sum_i (i+1) (x_i - c_i)^2 with c_i = i/10.
+    fn quadratic(x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let mut f = 0.0;
+        let mut g = vec![0.0; x.len()];
+        for (i, (xi, gi)) in x.iter().zip(g.iter_mut()).enumerate() {
+            let w = (i + 1) as f64;
+            let d = xi - i as f64 / 10.0;
+            f += w * d * d;
+            *gi = 2.0 * w * d;
+        }
+        Ok((f, g))
+    }
+
+    fn opts(max_iter: u64) -> OptimiseOptions {
+        OptimiseOptions {
+            max_iter,
+            rel_tol: 1e-15,
+            memory: 10,
+        }
+    }
+
+    #[test]
+    fn rosenbrock_reaches_the_minimum() {
+        let report = minimise(rosenbrock, vec![-1.2, 1.0], &opts(500), &mut |_| {}).unwrap();
+        assert!((report.x[0] - 1.0).abs() < 1e-4, "{report:?}");
+        assert!((report.x[1] - 1.0).abs() < 1e-4, "{report:?}");
+        assert!(report.value < 1e-8);
+        assert!(report.iterations < 500);
+        assert!(report.evaluations >= report.iterations);
+    }
+
+    #[test]
+    fn ten_dimensional_quadratic_converges() {
+        let report = minimise(quadratic, vec![5.0; 10], &opts(200), &mut |_| {}).unwrap();
+        for (i, xi) in report.x.iter().enumerate() {
+            assert!((xi - i as f64 / 10.0).abs() < 1e-5, "x[{i}] = {xi}");
+        }
+        assert_eq!(report.status, OptimiseStatus::Converged);
+    }
+
+    #[test]
+    fn nan_region_is_backtracked_out_of() {
+        // Minimum at (1, -2) is inside the finite region x0 <= 1.5, but the
+        // first steepest-descent step from (-10, 5) overshoots far into NaN.
+        let f = |x: &[f64]| -> Result<(f64, Vec<f64>)> {
+            if x[0] > 1.5 {
+                return Ok((f64::NAN, vec![0.0, 0.0]));
+            }
+            let v = (x[0] - 1.0).powi(2) + 10.0 * (x[1] + 2.0).powi(2);
+            Ok((v, vec![2.0 * (x[0] - 1.0), 20.0 * (x[1] + 2.0)]))
+        };
+        let report = minimise(f, vec![-10.0, 5.0], &opts(200), &mut |_| {}).unwrap();
+        assert!(report.value.is_finite());
+        assert!((report.x[0] - 1.0).abs() < 1e-4, "{report:?}");
+        assert!((report.x[1] + 2.0).abs() < 1e-4, "{report:?}");
+    }
+
+    #[test]
+    fn minimum_beyond_nan_boundary_returns_best_finite_point() {
+        // Unconstrained minimum at x = 3 lies in the NaN region x > 2.
+        let f = |x: &[f64]| -> Result<(f64, Vec<f64>)> {
+            if x[0] > 2.0 {
+                return Err(Error::Numerical("Cholesky failed".into()));
+            }
+            Ok(((x[0] - 3.0).powi(2), vec![2.0 * (x[0] - 3.0)]))
+        };
+        let report = minimise(f, vec![0.0], &opts(100), &mut |_| {}).unwrap();
+        assert!(report.value.is_finite());
+        assert!(report.x[0] <= 2.0);
+        assert!(report.x[0] > 1.9, "{report:?}");
+        assert!((report.value - (report.x[0] - 3.0).powi(2)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_iter_is_honoured_and_progress_reported_each_iteration() {
+        let mut seen = Vec::new();
+        let report =
+            minimise(rosenbrock, vec![-1.2, 1.0], &opts(3), &mut |p| seen.push(p)).unwrap();
+        assert_eq!(report.status, OptimiseStatus::MaxIterations);
+        assert_eq!(report.iterations, 3);
+        let iters: Vec<u64> = seen.iter().map(|p| p.iteration).collect();
+        assert_eq!(iters, vec![1, 2, 3]);
+        assert!(seen.windows(2).all(|w| w[1].best_value <= w[0].best_value));
+        assert_eq!(seen[2].best_value, report.value);
+        assert!(report.value < report.initial_value);
+    }
+
+    #[test]
+    fn runs_are_deterministic() {
+        let a = minimise(rosenbrock, vec![-1.2, 1.0], &opts(50), &mut |_| {}).unwrap();
+        let b = minimise(rosenbrock, vec![-1.2, 1.0], &opts(50), &mut |_| {}).unwrap();
+        assert_eq!(a.x, b.x);
+        assert_eq!(a.evaluations, b.evaluations);
+    }
+
+    #[test]
+    fn error_at_start_is_returned_unchanged() {
+        let f = |_: &[f64]| -> Result<(f64, Vec<f64>)> { Err(Error::BadInput("no data".into())) };
+        match minimise(f, vec![0.0], &opts(10), &mut |_| {}) {
+            Err(Error::BadInput(m)) => assert_eq!(m, "no data"),
+            other => panic!("unexpected {other:?}"),
+        }
+        let g = |_: &[f64]| -> Result<(f64, Vec<f64>)> { Ok((f64::NAN, vec![0.0])) };
+        assert!(matches!(
+            minimise(g, vec![0.0], &opts(10), &mut |_| {}),
+            Err(Error::Numerical(_))
+        ));
+    }
+
+    #[test]
+    fn wrong_gradient_length_is_an_error() {
+        let f = |_: &[f64]| -> Result<(f64, Vec<f64>)> { Ok((1.0, vec![0.0])) };
+        assert!(matches!(
+            minimise(f, vec![0.0, 1.0], &opts(10), &mut |_| {}),
+            Err(Error::Numerical(_))
+        ));
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let bad = [
+            OptimiseOptions {
+                max_iter: 0,
+                ..Default::default()
+            },
+            OptimiseOptions {
+                rel_tol: -1.0,
+                ..Default::default()
+            },
+            OptimiseOptions {
+                rel_tol: f64::NAN,
+                ..Default::default()
+            },
+            OptimiseOptions {
+                memory: 0,
+                ..Default::default()
+            },
+        ];
+        for o in bad {
+            assert!(o.validate().is_err(), "{o:?}");
+            assert!(minimise(quadratic, vec![1.0], &o, &mut |_| {}).is_err());
+        }
+        assert!(OptimiseOptions::default().validate().is_ok());
+        assert!(minimise(quadratic, vec![], &opts(10), &mut |_| {}).is_err());
+    }
+}

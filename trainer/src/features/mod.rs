@@ -1,1 +1,215 @@
-//! (stub)
+//! Inducing features, GPflow style: each kind supplies the covariances FITC
+//! needs (`Kuu`, `Kuf`, the prior diagonal), the chain rule from their
+//! adjoints back to its own parameters and the kernel's, and its basis
+//! functions in the runtime form. FITC ([`crate::inference::fitc`]) is written
+//! once against [`InducingFeatures`]; a new kind of feature is one new file
+//! here.
+//!
+//! # How each kind implements the trait
+//!
+//! - **SPGP** ([`PseudoInputs`]): parameters are the M x D pseudo-inputs;
+//!   `Kuu = K(Z, Z)`, `Kuf = K(Z, X)`, `kdiag = s2`; runtime basis: centres
+//!   `Z`, shared widths `1/l^2`, amplitudes `s2`.
+//! - **SPGP+HS**: wraps pseudo-inputs and adds M parameters `log h_m`;
+//!   `Kuu = K(Z, Z) + diag(h)`, `Kuf` unchanged. In `grad_kuu` the diagonal of
+//!   the adjoint gives `d/d log h_m = adj_mm * h_m`. The runtime basis is that
+//!   of SPGP: `h` only enters through `Kuu`, hence through `L1` and `L2`.
+//! - **SPGP+DR**: parameters are `P` (G x D) and pseudo-inputs `Zbar`
+//!   (M x G); `uses_lengthscales` returns false (P absorbs them) and the
+//!   kernel is evaluated with unit length scales in G dims:
+//!   `Kuf = K_1(Zbar, X P^T)`, `Kuu = K_1(Zbar, Zbar)`. `grad_kuf` gets
+//!   `dF/d(X P^T)` from `cross_grad` (the `b` side) and maps it to
+//!   `dF/dP = (dF/d(X P^T))^T X`. Runtime basis: projection `P`, centres
+//!   `Zbar`, shared widths 1, amplitudes `s2`.
+//! - **VSGP**: parameters are centres `V` (M x D) and width offsets `r`
+//!   (M x D, `Delta = (l + r)^2`, MATH.md); `Kuu`/`Kuf` are the multiscale
+//!   covariances, whose derivatives with respect to `log l` now come from both
+//!   the `l^2/Delta` prefactor and `Delta` itself, so it computes its own
+//!   `KernelGrad` rather than calling `cross_grad`. Runtime basis: per-basis
+//!   widths `1/Delta_i` and amplitudes `s2 prod_d sqrt(l_d^2/Delta_id)`.
+//!
+//! # Conventions
+//!
+//! - `kuu` is returned **without** jitter: inference adds `eps * s2 * I` (see
+//!   [`crate::linalg`]) and accounts for its `log s2` derivative itself.
+//! - Adjoints treat every matrix entry as independent (the usual matrix
+//!   calculus `dF/dK_ij`); for the symmetric `Kuu` pass the full symmetric
+//!   adjoint.
+//! - Gradients from [`InducingFeatures::grad_kuu`] and
+//!   [`InducingFeatures::grad_kuf`] add up: FITC calls `grad_kuf` once per
+//!   chunk of data (in parallel) and `grad_kuu` once, then sums.
+
+mod pseudo_inputs;
+
+pub use pseudo_inputs::PseudoInputs;
+
+use nalgebra::{DMatrix, DMatrixView, DVector};
+
+use crate::kernel::{KernelGrad, KernelParams};
+use crate::Result;
+
+/// Gradient of a scalar with respect to a feature's own parameters (in the
+/// order of [`InducingFeatures::params`]) and the kernel's log
+/// hyperparameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureGrad {
+    /// d/d(feature parameters).
+    pub feature: Vec<f64>,
+    /// d/d(log l, log s2).
+    pub kernel: KernelGrad,
+}
+
+impl FeatureGrad {
+    /// A zero gradient for `n_params` feature parameters and a `dim`-D kernel.
+    pub fn zeros(n_params: usize, dim: usize) -> Self {
+        Self {
+            feature: vec![0.0; n_params],
+            kernel: KernelGrad::zeros(dim),
+        }
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add_assign(&mut self, other: &FeatureGrad) {
+        for (a, b) in self.feature.iter_mut().zip(&other.feature) {
+            *a += b;
+        }
+        self.kernel.add_assign(&other.kernel);
+    }
+}
+
+/// Inverse squared widths of the runtime basis functions (MATH.md, "One
+/// runtime form", step 3).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BasisWidths {
+    /// One vector `w_g` shared by every basis function (SPGP, HS, DR, exact).
+    Shared(Vec<f64>),
+    /// One row `w_i` per basis function, M x G (VSGP).
+    PerBasis(DMatrix<f64>),
+}
+
+/// The basis functions as the runtime evaluates them, in standardised input
+/// space: `k_i(z) = a_i exp(-1/2 sum_g w_ig (u_g - c_ig)^2)` with `u = P z`
+/// when a projection is present, else `u = z`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeBasis {
+    /// Optional projection `P` (G x D) applied to standardised inputs.
+    pub projection: Option<DMatrix<f64>>,
+    /// Centres `c_i`, M x G.
+    pub centres: DMatrix<f64>,
+    /// Inverse squared widths.
+    pub widths: BasisWidths,
+    /// Amplitudes `a_i`, one per basis function.
+    pub amplitudes: Vec<f64>,
+}
+
+impl RuntimeBasis {
+    /// Number of basis functions M.
+    pub fn len(&self) -> usize {
+        self.centres.nrows()
+    }
+
+    /// True when there are no basis functions.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Dimension D of the standardised inputs the basis expects.
+    pub fn input_dim(&self) -> usize {
+        match &self.projection {
+            Some(p) => p.ncols(),
+            None => self.centres.ncols(),
+        }
+    }
+
+    /// Evaluates every basis function at every row of `z` (standardised
+    /// inputs, N x D) in f64: an M x N matrix. This is the reference the f32
+    /// runtime is compared against.
+    ///
+    /// # Panics
+    /// If `z` does not have [`Self::input_dim`] columns.
+    pub fn eval(&self, z: &DMatrix<f64>) -> DMatrix<f64> {
+        assert_eq!(z.ncols(), self.input_dim(), "input dimension");
+        let u = match &self.projection {
+            Some(p) => z * p.transpose(),
+            None => z.clone(),
+        };
+        let (m, g) = self.centres.shape();
+        DMatrix::from_fn(m, u.nrows(), |i, n| {
+            let mut r2 = 0.0;
+            for t in 0..g {
+                let w = match &self.widths {
+                    BasisWidths::Shared(w) => w[t],
+                    BasisWidths::PerBasis(w) => w[(i, t)],
+                };
+                let d = u[(n, t)] - self.centres[(i, t)];
+                r2 += w * d * d;
+            }
+            self.amplitudes[i] * (-0.5 * r2).exp()
+        })
+    }
+}
+
+/// A kind of inducing feature: SPGP pseudo-inputs, HS, DR, VSGP (see the
+/// module documentation for how each maps onto these methods).
+///
+/// Implementations must be cheap to clone-and-modify: the optimiser's
+/// objective unpacks a parameter vector into a copy on every evaluation.
+pub trait InducingFeatures: Send + Sync + std::fmt::Debug {
+    /// Number of basis functions M.
+    fn num_inducing(&self) -> usize;
+
+    /// Dimension D of the (standardised) data inputs.
+    fn input_dim(&self) -> usize;
+
+    /// Whether the kernel's length scales enter the covariances. False for
+    /// DR, whose projection absorbs them; the optimiser then leaves them out
+    /// of the parameter vector.
+    fn uses_lengthscales(&self) -> bool {
+        true
+    }
+
+    /// Number of the feature's own free parameters.
+    fn num_params(&self) -> usize;
+
+    /// The feature's own parameters, packed (layout documented by each kind).
+    fn params(&self) -> Vec<f64>;
+
+    /// Sets the parameters from a slice of length [`Self::num_params`].
+    fn set_params(&mut self, p: &[f64]) -> Result<()>;
+
+    /// `Kuu`, M x M, **without** jitter.
+    fn kuu(&self, kern: &KernelParams) -> DMatrix<f64>;
+
+    /// `Kuf`, M x N, for data rows `x` (N x D).
+    fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64>;
+
+    /// Prior variances `k(x_n, x_n)`; `s2` for every kind in this crate.
+    fn kdiag(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DVector<f64> {
+        DVector::from_element(x.nrows(), kern.signal_var())
+    }
+
+    /// Chain rule through `Kuu`: `kuu` as returned by [`Self::kuu`] and
+    /// `adj = dF/dKuu` (M x M, symmetric).
+    fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad;
+
+    /// Chain rule through `Kuf` and `kdiag` for a chunk of data rows `x`:
+    /// `kuf` as returned by [`Self::kuf`] for those rows, `adj_kuf = dF/dKuf`
+    /// (M x N) and `adj_kdiag = dF/dkdiag` (N).
+    fn grad_kuf(
+        &self,
+        kern: &KernelParams,
+        x: DMatrixView<'_, f64>,
+        kuf: &DMatrix<f64>,
+        adj_kuf: &DMatrix<f64>,
+        adj_kdiag: &DVector<f64>,
+    ) -> FeatureGrad;
+
+    /// The basis functions in runtime form (standardised input space).
+    fn runtime_basis(&self, kern: &KernelParams) -> RuntimeBasis;
+}
+
+/// `dF/d log s2` through a prior diagonal equal to `s2` everywhere: the
+/// shared part of every kind's [`InducingFeatures::grad_kuf`].
+pub fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
+    kern.signal_var() * adj_kdiag.sum()
+}

@@ -1,0 +1,70 @@
+//! The exact GP, fitted on at most `max_points` rows: the reference model,
+//! a source of starting hyperparameters, and a deployable model for small
+//! data sets (basis = its training inputs, one triangular factor).
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use sgp_runtime::{Link, ModelKind};
+
+use super::{data_scale_kernel, FitParams, FitReport};
+use crate::data::Dataset;
+use crate::inference::exact::exact_posterior;
+use crate::inference::objective::ExactObjective;
+use crate::kernel::KernelParams;
+use crate::linalg::JitterPolicy;
+use crate::model::TrainedModel;
+use crate::optimise::{minimise, Progress};
+use crate::Result;
+
+/// A random subset of at most `max_points` rows (all rows if fewer), in
+/// the data set's own standardisation so its model exports unchanged.
+pub(crate) fn training_subset(data: &Dataset, max_points: usize, seed: u64) -> Result<Dataset> {
+    if data.n_rows() <= max_points {
+        return Ok(data.clone());
+    }
+    let mut rows: Vec<usize> = (0..data.n_rows()).collect();
+    rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    rows.truncate(max_points);
+    rows.sort_unstable();
+    data.subset(&rows)
+}
+
+/// Optimises the exact GP's hyperparameters on `data`.
+pub(crate) fn optimise_exact(
+    data: &Dataset,
+    params: &FitParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
+    let jitter = JitterPolicy::default();
+    let objective = ExactObjective::new(&data.x, &data.y, data_scale_kernel(data)?, jitter)?;
+    let run = minimise(
+        |p| objective.objective(p),
+        objective.initial(),
+        &params.optimiser,
+        progress,
+    )?;
+    Ok((objective.unpack(&run.x)?, run))
+}
+
+/// Fits and exports the exact GP.
+pub(crate) fn fit_exact(
+    data: &Dataset,
+    params: &FitParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(TrainedModel, FitReport)> {
+    let subset = training_subset(data, params.max_points, params.seed)?;
+    let (kern, run) = optimise_exact(&subset, params, progress)?;
+    let posterior = exact_posterior(&kern, &subset.x, &subset.y, &JitterPolicy::default())?;
+    let report = FitReport::new(data, subset.n_rows(), &kern, &run, posterior.jitter_escalations());
+    let model = TrainedModel {
+        kind: ModelKind::Exact,
+        link: Link::Identity,
+        form: posterior.runtime_form()?,
+        transform: data.transform.clone(),
+        input_names: data.input_names.clone(),
+        target_name: data.target_name.clone(),
+        bias: 0.0,
+    };
+    Ok((model, report))
+}

@@ -1,0 +1,722 @@
+//! FITC (the SPGP likelihood), written once for any
+//! [`InducingFeatures`]: NLML, its adjoints with respect to `Kuu`, `Kuf`, the
+//! prior diagonal and `sigma2`, the total gradient, prediction and the runtime
+//! form. O(M^2 N) time, O(M N) memory; never forms an N x N matrix.
+//!
+//! # Formulation (MATH.md)
+//!
+//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`,
+//! `gamma_n = kdiag_n - ||V_n||^2 + sigma2`, `A = I + V Gamma^{-1} V^T`,
+//! `L_A = chol(A)`, `b = V Gamma^{-1} y`, `c = L_A^{-1} b`:
+//! `NLML = 1/2 (y^T Gamma^{-1} y - ||c||^2) + 1/2 (sum log gamma + log|A|)
+//!  + N/2 log 2 pi`.
+//!
+//! # Adjoints
+//!
+//! With `C = V^T V + Gamma`, `alpha = C^{-1} y` and `W = C^{-1} - alpha
+//! alpha^T`, `dNLML/dC = W / 2`. Woodbury gives `V C^{-1} = A^{-1} V
+//! Gamma^{-1}` and `V alpha = A^{-1} b =: beta_v`, so with `w = diag(W)`
+//! (`diag(C^{-1})_n = 1/gamma_n - ||(L_A^{-1} V)_n||^2 / gamma_n^2`) and
+//! `H = A^{-1} V Gamma^{-1} - beta_v alpha^T - V diag(w)` (M x N):
+//!
+//! - `dNLML/dKuf = L^{-T} H`,
+//! - `dNLML/dK = -1/2 L^{-T} (H V^T) L^{-1}`,
+//! - `dNLML/dkdiag_n = w_n / 2`, `dNLML/dsigma2 = sum_n w_n / 2`.
+//!
+//! (The diagonal of `Q_nn = Kfu K^{-1} Kuf` cancels out of `C`, hence the
+//! `- V diag(w)` term: only the off-diagonal part of `W` reaches `Q_nn`.)
+//!
+//! # Jitter and noise floor
+//!
+//! `jitter = eps * s2` (see [`crate::linalg`]) is part of the model, appears
+//! in the exported `L1`, and its `log s2` derivative (`jitter * tr(dNLML/dK)`)
+//! is included. `sigma2 = floor + exp(log_noise_excess)`
+//! ([`KernelParams`]); FITC tends to push it onto the floor.
+//!
+//! # Parallelism
+//!
+//! The data are processed in chunks of [`FitcConfig::chunk_rows`] rows with
+//! rayon: building `Kuf`, the triangular solves, the M x M accumulations and
+//! the feature chain rule all run per chunk and are summed.
+
+use std::f64::consts::PI;
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, Prediction, RuntimeForm};
+use crate::features::{FeatureGrad, InducingFeatures};
+use crate::kernel::KernelParams;
+use crate::linalg::{
+    cholesky, cholesky_jittered, log_det_from_factor, lower_inverse, solve_lower_mut,
+    solve_lower_t_vec, solve_lower_vec, symmetrise, JitterPolicy, JitteredCholesky,
+};
+use crate::{Error, Result};
+
+/// Numerical settings for FITC.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FitcConfig {
+    /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
+    pub jitter: JitterPolicy,
+    /// Rows of data per parallel chunk.
+    pub chunk_rows: usize,
+}
+
+impl Default for FitcConfig {
+    fn default() -> Self {
+        Self {
+            jitter: JitterPolicy::default(),
+            chunk_rows: 1024,
+        }
+    }
+}
+
+/// An NLML evaluation, with gradient when asked for.
+#[derive(Clone, Debug)]
+pub struct FitcValue {
+    /// NLML of the full data set.
+    pub nlml: f64,
+    /// Gradient (features, kernel, noise), if requested.
+    pub grad: Option<ModelGrad>,
+    /// Absolute jitter added to `Kuu`.
+    pub kuu_jitter: f64,
+    /// How many times the `Kuu` jitter had to be raised.
+    pub jitter_escalations: u32,
+}
+
+/// The adjoints of the NLML with respect to FITC's inputs.
+#[derive(Clone, Debug)]
+pub struct FitcAdjoints {
+    /// dNLML/dKuu (M x M, symmetric; equal to dNLML/d(Kuu + jitter I)).
+    pub kuu: DMatrix<f64>,
+    /// dNLML/dKuf (M x N).
+    pub kuf: DMatrix<f64>,
+    /// dNLML/dkdiag (N).
+    pub kdiag: DVector<f64>,
+    /// dNLML/dsigma2.
+    pub noise_var: f64,
+}
+
+/// Per-chunk state kept between the forward and the adjoint pass.
+struct Chunk {
+    start: usize,
+    kuf: DMatrix<f64>,
+    v: DMatrix<f64>,
+    gamma: DVector<f64>,
+}
+
+/// Everything the forward pass computes.
+struct Forward {
+    kuu: DMatrix<f64>,
+    chol: JitteredCholesky,
+    /// `L^{-T}`: see [`lower_inverse`] for why explicit.
+    linv_t: DMatrix<f64>,
+    la: DMatrix<f64>,
+    lainv: DMatrix<f64>,
+    lainv_t: DMatrix<f64>,
+    /// `A^{-1} b = V alpha`.
+    beta_v: DVector<f64>,
+    nlml: f64,
+    chunks: Vec<Chunk>,
+}
+
+/// Sums of one chunk's forward pass.
+struct ChunkSums {
+    a: DMatrix<f64>,
+    b: DVector<f64>,
+    sum_log_gamma: f64,
+    y_gi_y: f64,
+}
+
+fn check_inputs<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+) -> Result<()> {
+    if x.nrows() != y.len() || x.nrows() == 0 || x.ncols() != feat.input_dim() {
+        return Err(Error::BadInput(format!(
+            "FITC: x is {}x{}, y has {} entries, features expect {} dimensions",
+            x.nrows(),
+            x.ncols(),
+            y.len(),
+            feat.input_dim()
+        )));
+    }
+    if !kern.is_finite() || feat.params().iter().any(|v| !v.is_finite()) {
+        return Err(Error::Numerical("non-finite model parameters".into()));
+    }
+    Ok(())
+}
+
+fn forward<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+) -> Result<Forward> {
+    check_inputs(feat, kern, x, y)?;
+    let m = feat.num_inducing();
+    let n = x.nrows();
+    let sigma2 = kern.noise_var();
+    let kuu = feat.kuu(kern);
+    let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
+    let linv = lower_inverse(&chol.l)?;
+    let step = cfg.chunk_rows.max(1);
+    let starts: Vec<usize> = (0..n).step_by(step).collect();
+    let parts: Vec<(Chunk, ChunkSums)> = starts
+        .par_iter()
+        .map(|&start| {
+            let len = step.min(n - start);
+            let xc = x.rows(start, len);
+            let kuf = feat.kuf(kern, xc);
+            let v = &linv * &kuf;
+            let kd = feat.kdiag(kern, xc);
+            // Round-off can make ||V_n||^2 exceed kdiag_n by a hair when a
+            // pseudo-input sits on a data point; lambda is a variance.
+            let gamma = DVector::from_fn(len, |i, _| {
+                (kd[i] - v.column(i).norm_squared()).max(0.0) + sigma2
+            });
+            let mut vg = v.clone();
+            for (i, mut col) in vg.column_iter_mut().enumerate() {
+                col /= gamma[i];
+            }
+            let yc = y.rows(start, len);
+            let sums = ChunkSums {
+                a: &vg * v.transpose(),
+                b: &vg * yc,
+                sum_log_gamma: gamma.iter().map(|g| g.ln()).sum(),
+                y_gi_y: yc.iter().zip(gamma.iter()).map(|(a, g)| a * a / g).sum(),
+            };
+            Ok((
+                Chunk {
+                    start,
+                    kuf,
+                    v,
+                    gamma,
+                },
+                sums,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let mut a = DMatrix::<f64>::identity(m, m);
+    let mut b = DVector::<f64>::zeros(m);
+    let (mut sum_log_gamma, mut y_gi_y) = (0.0, 0.0);
+    let mut chunks = Vec::with_capacity(parts.len());
+    for (c, s) in parts {
+        a += s.a;
+        b += s.b;
+        sum_log_gamma += s.sum_log_gamma;
+        y_gi_y += s.y_gi_y;
+        chunks.push(c);
+    }
+    let la = cholesky(&symmetrise(a))?;
+    let lainv = lower_inverse(&la)?;
+    let c = solve_lower_vec(&la, &b)?;
+    let beta_v = solve_lower_t_vec(&la, &c)?;
+    let nlml = 0.5 * (y_gi_y - c.norm_squared())
+        + 0.5 * (sum_log_gamma + log_det_from_factor(&la))
+        + 0.5 * n as f64 * (2.0 * PI).ln();
+    if !nlml.is_finite() {
+        return Err(Error::Numerical(format!("FITC NLML is {nlml}")));
+    }
+    Ok(Forward {
+        kuu,
+        chol,
+        linv_t: linv.transpose(),
+        la,
+        lainv_t: lainv.transpose(),
+        lainv,
+        beta_v,
+        nlml,
+        chunks,
+    })
+}
+
+/// One chunk's adjoints: `dNLML/dKuf` columns, `dNLML/dkdiag`, its share
+/// of `H V^T` and of `sum w`.
+struct ChunkAdjoint {
+    adj_kuf: DMatrix<f64>,
+    adj_kdiag: DVector<f64>,
+    hvt: DMatrix<f64>,
+    half_sum_w: f64,
+}
+
+fn chunk_adjoint(fw: &Forward, c: &Chunk, y: &DVector<f64>) -> Result<ChunkAdjoint> {
+    let len = c.gamma.len();
+    let yc = y.rows(c.start, len);
+    let alpha = DVector::from_fn(len, |i, _| {
+        (yc[i] - c.v.column(i).dot(&fw.beta_v)) / c.gamma[i]
+    });
+    let b = &fw.lainv * &c.v;
+    let w = DVector::from_fn(len, |i, _| {
+        let g = c.gamma[i];
+        1.0 / g - b.column(i).norm_squared() / (g * g) - alpha[i] * alpha[i]
+    });
+    let mut e = &fw.lainv_t * &b;
+    // e = A^{-1} V; turn it into H in place, column by column.
+    for (i, mut col) in e.column_iter_mut().enumerate() {
+        col /= c.gamma[i];
+        col.axpy(-alpha[i], &fw.beta_v, 1.0);
+        col.axpy(-w[i], &c.v.column(i), 1.0);
+    }
+    let hvt = &e * c.v.transpose();
+    Ok(ChunkAdjoint {
+        adj_kuf: &fw.linv_t * &e,
+        adj_kdiag: w.scale(0.5),
+        hvt,
+        half_sum_w: 0.5 * w.sum(),
+    })
+}
+
+/// `dNLML/dK` from the summed `H V^T`.
+fn kuu_adjoint(fw: &Forward, hvt: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+    Ok(sandwich_inv_factor(&fw.chol.l, &symmetrise(hvt.clone()))? * -0.5)
+}
+
+/// NLML only (cheaper than with the gradient: one pass over the data).
+pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+) -> Result<FitcValue> {
+    let fw = forward(feat, kern, x, y, cfg)?;
+    Ok(FitcValue {
+        nlml: fw.nlml,
+        grad: None,
+        kuu_jitter: fw.chol.jitter,
+        jitter_escalations: fw.chol.escalations,
+    })
+}
+
+/// NLML and its gradient with respect to the feature's parameters, the
+/// kernel's log hyperparameters and `log_noise_excess`.
+pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+) -> Result<FitcValue> {
+    let fw = forward(feat, kern, x, y, cfg)?;
+    let m = feat.num_inducing();
+    let zero = || {
+        (
+            FeatureGrad::zeros(feat.num_params(), kern.dim()),
+            DMatrix::<f64>::zeros(m, m),
+            0.0,
+        )
+    };
+    let (mut fg, hvt, half_sum_w) = fw
+        .chunks
+        .par_iter()
+        .map(|c| {
+            let adj = chunk_adjoint(&fw, c, y)?;
+            let xc = x.rows(c.start, c.gamma.len());
+            let g = feat.grad_kuf(kern, xc, &c.kuf, &adj.adj_kuf, &adj.adj_kdiag);
+            Ok((g, adj.hvt, adj.half_sum_w))
+        })
+        .try_fold(zero, |mut acc, r: Result<_>| {
+            let (g, h, s) = r?;
+            acc.0.add_assign(&g);
+            acc.1 += h;
+            acc.2 += s;
+            Ok::<_, Error>(acc)
+        })
+        .try_reduce(zero, |mut a, b| {
+            a.0.add_assign(&b.0);
+            a.1 += b.1;
+            a.2 += b.2;
+            Ok(a)
+        })?;
+    let adj_k = kuu_adjoint(&fw, &hvt)?;
+    fg.add_assign(&feat.grad_kuu(kern, &fw.kuu, &adj_k));
+    fg.kernel.log_signal_var += fw.chol.jitter * adj_k.trace();
+    Ok(FitcValue {
+        nlml: fw.nlml,
+        grad: Some(ModelGrad {
+            feature: fg.feature,
+            kernel: fg.kernel,
+            log_noise_excess: half_sum_w * kern.noise_excess(),
+        }),
+        kuu_jitter: fw.chol.jitter,
+        jitter_escalations: fw.chol.escalations,
+    })
+}
+
+/// NLML and the full adjoints (materialising the M x N `dNLML/dKuf`); for
+/// tests and diagnostics; the gradient path never collects them.
+pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+) -> Result<(f64, FitcAdjoints)> {
+    let fw = forward(feat, kern, x, y, cfg)?;
+    let (m, n) = (feat.num_inducing(), x.nrows());
+    let mut adj_kuf = DMatrix::<f64>::zeros(m, n);
+    let mut adj_kdiag = DVector::<f64>::zeros(n);
+    let mut hvt = DMatrix::<f64>::zeros(m, m);
+    let mut noise = 0.0;
+    for c in &fw.chunks {
+        let a = chunk_adjoint(&fw, c, y)?;
+        let len = c.gamma.len();
+        adj_kuf.columns_mut(c.start, len).copy_from(&a.adj_kuf);
+        adj_kdiag.rows_mut(c.start, len).copy_from(&a.adj_kdiag);
+        hvt += a.hvt;
+        noise += a.half_sum_w;
+    }
+    Ok((
+        fw.nlml,
+        FitcAdjoints {
+            kuu: kuu_adjoint(&fw, &hvt)?,
+            kuf: adj_kuf,
+            kdiag: adj_kdiag,
+            noise_var: noise,
+        },
+    ))
+}
+
+/// The FITC posterior: `L1 = chol(Kuu + jitter I)`, `L2 = L1 L_A`,
+/// `beta = Q^{-1} Kuf Gamma^{-1} y = L1^{-T} A^{-1} b`.
+#[derive(Clone, Debug)]
+pub struct FitcPosterior {
+    /// `L1`, lower triangular.
+    pub l1: DMatrix<f64>,
+    /// `L2 = L1 L_A`, lower triangular, `L2 L2^T = Q`.
+    pub l2: DMatrix<f64>,
+    /// Weights of the basis functions in the mean.
+    pub beta: DVector<f64>,
+    /// Absolute jitter in `L1`.
+    pub kuu_jitter: f64,
+    /// Jitter escalations needed for `Kuu`.
+    pub jitter_escalations: u32,
+    /// NLML of the training data.
+    pub nlml: f64,
+}
+
+/// Fits the FITC posterior for the given parameters.
+pub fn fitc_posterior<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+) -> Result<FitcPosterior> {
+    let fw = forward(feat, kern, x, y, cfg)?;
+    let beta = solve_lower_t_vec(&fw.chol.l, &fw.beta_v)?;
+    let l2 = &fw.chol.l * &fw.la;
+    Ok(FitcPosterior {
+        l1: fw.chol.l,
+        l2,
+        beta,
+        kuu_jitter: fw.chol.jitter,
+        jitter_escalations: fw.chol.escalations,
+        nlml: fw.nlml,
+    })
+}
+
+impl FitcPosterior {
+    /// Predictive mean and latent variance at the rows of `xs`:
+    /// `var = kdiag - ||L1^{-1} k||^2 + ||L2^{-1} k||^2`.
+    pub fn predict<F: InducingFeatures + ?Sized>(
+        &self,
+        feat: &F,
+        kern: &KernelParams,
+        xs: &DMatrix<f64>,
+    ) -> Result<Prediction> {
+        if xs.ncols() != feat.input_dim() || feat.num_inducing() != self.beta.len() {
+            return Err(Error::BadInput(format!(
+                "prediction inputs have {} columns, features expect {}",
+                xs.ncols(),
+                feat.input_dim()
+            )));
+        }
+        let k = feat.kuf(kern, xs.as_view());
+        let mean = k.tr_mul(&self.beta);
+        let mut v1 = k.clone();
+        solve_lower_mut(&self.l1, &mut v1)?;
+        let mut v2 = k;
+        solve_lower_mut(&self.l2, &mut v2)?;
+        let kd = feat.kdiag(kern, xs.as_view());
+        let var = kd - col_sq_norms(&v1) + col_sq_norms(&v2);
+        Ok(Prediction {
+            mean,
+            var: var.map(|v| v.max(0.0)),
+            noise_var: kern.noise_var(),
+        })
+    }
+
+    /// The runtime form (MATH.md): the feature's basis, `beta`, `L1`, `L2`,
+    /// prior `s2`, noise `sigma2`.
+    pub fn runtime_form<F: InducingFeatures + ?Sized>(
+        &self,
+        feat: &F,
+        kern: &KernelParams,
+    ) -> RuntimeForm {
+        RuntimeForm {
+            basis: feat.runtime_basis(kern),
+            beta: self.beta.clone(),
+            l1: self.l1.clone(),
+            l2: Some(self.l2.clone()),
+            prior: kern.signal_var(),
+            noise_var: kern.noise_var(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::PseudoInputs;
+    use crate::inference::exact::exact_posterior;
+    use crate::inference::test_util::{assert_grad_close, fd_grad, problem};
+    use crate::kernel::DEFAULT_NOISE_FLOOR;
+
+    const D: usize = 2;
+
+    fn setup(seed: u64, n: usize, m: usize) -> (DMatrix<f64>, DVector<f64>, PseudoInputs) {
+        let (x, y) = problem(seed, n, D);
+        // Pseudo-inputs on a spread of data points, nudged off them so no
+        // gamma_n sits exactly at sigma2.
+        let z = DMatrix::from_fn(m, D, |i, d| x[(i * n / m, d)] + 0.05 * (d as f64 + 1.0));
+        (x, y, PseudoInputs::new(z).expect("valid"))
+    }
+
+    /// Parameter vector: pseudo-inputs, log l, log s2, log noise excess.
+    fn unpack(p: &[f64], f: &PseudoInputs) -> (PseudoInputs, KernelParams) {
+        let nz = f.num_params();
+        let mut f = f.clone();
+        f.set_params(&p[..nz]).expect("length");
+        let k = KernelParams {
+            log_lengthscales: p[nz..nz + D].to_vec(),
+            log_signal_var: p[nz + D],
+            log_noise_excess: p[nz + D + 1],
+            noise_floor: DEFAULT_NOISE_FLOOR,
+        };
+        (f, k)
+    }
+
+    fn check_gradient(seed: u64, extra: &[f64], chunk_rows: usize, jitter_eps: f64) {
+        let (x, y, f) = setup(seed, 36, 5);
+        let cfg = FitcConfig {
+            chunk_rows,
+            jitter: JitterPolicy {
+                initial: jitter_eps,
+                ..JitterPolicy::default()
+            },
+        };
+        let mut p = f.params();
+        p.extend_from_slice(extra);
+        let (f0, k0) = unpack(&p, &f);
+        let v = fitc_nlml_grad(&f0, &k0, &x, &y, &cfg).expect("ok");
+        assert_eq!(v.jitter_escalations, 0);
+        let g = v.grad.expect("asked");
+        let mut ana = g.feature.clone();
+        ana.extend_from_slice(&g.kernel.log_lengthscales);
+        ana.push(g.kernel.log_signal_var);
+        ana.push(g.log_noise_excess);
+        let obj = |q: &[f64]| {
+            let (fq, kq) = unpack(q, &f);
+            fitc_nlml(&fq, &kq, &x, &y, &cfg).expect("ok").nlml
+        };
+        let num = fd_grad(obj, &p, 1e-5);
+        assert_grad_close(&num, &ana, 1e-6);
+        // The chunked value must not depend on the chunking.
+        let one = fitc_nlml(
+            &f0,
+            &k0,
+            &x,
+            &y,
+            &FitcConfig {
+                chunk_rows: 1024,
+                ..cfg
+            },
+        )
+        .expect("ok");
+        assert!((one.nlml - v.nlml).abs() < 1e-10 * v.nlml.abs());
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        check_gradient(21, &[0.2, -0.3, 0.3, -2.0], 7, 1e-8);
+        check_gradient(22, &[-0.4, 0.5, -0.2, -4.0], 1024, 1e-8);
+        // Noise close to the floor: the regime FITC drifts into.
+        check_gradient(23, &[0.1, 0.1, 0.0, -12.0], 10, 1e-8);
+        // A jitter large enough for its `log s2` derivative to matter.
+        check_gradient(24, &[0.3, 0.2, 0.1, -3.0], 9, 1e-3);
+    }
+
+    #[test]
+    fn adjoints_match_finite_differences_of_the_matrices() {
+        // Check the matrix-level adjoints directly against a dense
+        // evaluation of the FITC NLML as a function of (Kuu, Kuf, kdiag, sigma2).
+        let (x, y, f) = setup(24, 20, 4);
+        let kern = KernelParams::new(&[0.9, 1.2], 1.1, 0.05).expect("valid");
+        let cfg = FitcConfig::default();
+        let (nlml, adj) = fitc_adjoints(&f, &kern, &x, &y, &cfg).expect("ok");
+        let kuu0 = f.kuu(&kern);
+        let jitter = cfg.jitter.initial * kern.signal_var();
+        let kuf0 = f.kuf(&kern, x.as_view());
+        let dense = |kuu: &DMatrix<f64>, kuf: &DMatrix<f64>, kd: &DVector<f64>, s2n: f64| {
+            let mut k = kuu.clone();
+            for i in 0..k.nrows() {
+                k[(i, i)] += jitter;
+            }
+            let q = kuf.transpose() * k.try_inverse().expect("inv") * kuf;
+            let mut c = q.clone();
+            for i in 0..c.nrows() {
+                c[(i, i)] = kd[i] + s2n;
+            }
+            let ci = c.clone().try_inverse().expect("inv");
+            0.5 * (y.transpose() * ci * &y)[0]
+                + 0.5 * c.determinant().ln()
+                + 0.5 * y.len() as f64 * (2.0 * PI).ln()
+        };
+        let kd0 = DVector::from_element(20, kern.signal_var());
+        let s0 = kern.noise_var();
+        assert!((dense(&kuu0, &kuf0, &kd0, s0) - nlml).abs() < 1e-9 * nlml.abs());
+        let h = 1e-6;
+        let tol = 1e-6;
+        for &(i, j) in &[(0, 0), (1, 3), (3, 2)] {
+            // Symmetric perturbation: the adjoint of a symmetric matrix
+            // counts both (i, j) and (j, i).
+            let mut kp = kuu0.clone();
+            let mut km = kuu0.clone();
+            kp[(i, j)] += h;
+            km[(i, j)] -= h;
+            if i != j {
+                kp[(j, i)] += h;
+                km[(j, i)] -= h;
+            }
+            let num = (dense(&kp, &kuf0, &kd0, s0) - dense(&km, &kuf0, &kd0, s0)) / (2.0 * h);
+            let ana = if i == j {
+                adj.kuu[(i, i)]
+            } else {
+                2.0 * adj.kuu[(i, j)]
+            };
+            assert!(
+                (num - ana).abs() < tol * (1.0 + ana.abs()),
+                "Kuu {i},{j}: {num} vs {ana}"
+            );
+        }
+        for &(i, n) in &[(0, 0), (2, 7), (3, 19)] {
+            let mut kp = kuf0.clone();
+            let mut km = kuf0.clone();
+            kp[(i, n)] += h;
+            km[(i, n)] -= h;
+            let num = (dense(&kuu0, &kp, &kd0, s0) - dense(&kuu0, &km, &kd0, s0)) / (2.0 * h);
+            let ana = adj.kuf[(i, n)];
+            assert!(
+                (num - ana).abs() < tol * (1.0 + ana.abs()),
+                "Kuf {i},{n}: {num} vs {ana}"
+            );
+        }
+        for &n in &[0, 11] {
+            let mut kp = kd0.clone();
+            let mut km = kd0.clone();
+            kp[n] += h;
+            km[n] -= h;
+            let num = (dense(&kuu0, &kuf0, &kp, s0) - dense(&kuu0, &kuf0, &km, s0)) / (2.0 * h);
+            assert!((num - adj.kdiag[n]).abs() < tol * (1.0 + adj.kdiag[n].abs()));
+        }
+        let num =
+            (dense(&kuu0, &kuf0, &kd0, s0 + h) - dense(&kuu0, &kuf0, &kd0, s0 - h)) / (2.0 * h);
+        assert!((num - adj.noise_var).abs() < tol * (1.0 + adj.noise_var.abs()));
+    }
+
+    #[test]
+    fn equals_exact_gp_with_pseudo_inputs_on_the_data() {
+        let (x, y) = problem(25, 20, D);
+        let kern = KernelParams::new(&[0.8, 1.3], 1.4, 0.05).expect("valid");
+        let tiny = JitterPolicy {
+            initial: 1e-13,
+            ..JitterPolicy::default()
+        };
+        let cfg = FitcConfig {
+            jitter: tiny,
+            chunk_rows: 6,
+        };
+        let f = PseudoInputs::new(x.clone()).expect("valid");
+        let fitc = fitc_posterior(&f, &kern, &x, &y, &cfg).expect("ok");
+        let exact = exact_posterior(&kern, &x, &y, &tiny).expect("ok");
+        let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1e-3);
+        assert!(
+            rel(fitc.nlml, exact.nlml()) < 1e-6,
+            "{} vs {}",
+            fitc.nlml,
+            exact.nlml()
+        );
+        let (xs, _) = problem(26, 15, D);
+        let a = fitc.predict(&f, &kern, &xs).expect("ok");
+        let b = exact.predict(&xs).expect("ok");
+        for i in 0..15 {
+            assert!(rel(a.mean[i], b.mean[i]) < 1e-6, "mean {i}");
+            assert!(
+                rel(a.var[i], b.var[i]) < 1e-6,
+                "var {i}: {} vs {}",
+                a.var[i],
+                b.var[i]
+            );
+        }
+    }
+
+    #[test]
+    fn variance_far_from_data_tends_to_prior_plus_noise() {
+        let (x, y, f) = setup(27, 30, 5);
+        let kern = KernelParams::new(&[0.7, 0.9], 1.6, 0.03).expect("valid");
+        let post = fitc_posterior(&f, &kern, &x, &y, &FitcConfig::default()).expect("ok");
+        let far = DMatrix::from_row_slice(2, D, &[40.0, -40.0, -1e3, 5.0]);
+        let p = post.predict(&f, &kern, &far).expect("ok");
+        let want = kern.signal_var() + kern.noise_var();
+        for (v, m) in p.var_y().iter().zip(p.mean.iter()) {
+            assert!((v - want).abs() < 1e-12 * want, "{v} vs {want}");
+            assert!(m.abs() < 1e-12);
+        }
+        // Near the data the variance is well below the prior.
+        let near = p.var_y().len();
+        assert_eq!(near, 2);
+        let at = post.predict(&f, &kern, f.z()).expect("ok");
+        assert!(at.var.iter().all(|v| *v < 0.5 * kern.signal_var()));
+    }
+
+    #[test]
+    fn runtime_form_reproduces_predictions() {
+        let (x, y, f) = setup(28, 40, 6);
+        let kern = KernelParams::new(&[0.6, 1.1], 0.9, 0.02).expect("valid");
+        let post = fitc_posterior(&f, &kern, &x, &y, &FitcConfig::default()).expect("ok");
+        let (xs, _) = problem(29, 12, D);
+        let a = post.predict(&f, &kern, &xs).expect("ok");
+        let b = post.runtime_form(&f, &kern).predict(&xs).expect("ok");
+        assert!((&a.mean - &b.mean).amax() < 1e-10);
+        assert!((&a.var - &b.var).amax() < 1e-10);
+        assert_eq!(a.noise_var, b.noise_var);
+    }
+
+    #[test]
+    fn mean_matches_dense_formula() {
+        // beta = Q^{-1} Kuf Gamma^{-1} y, computed densely.
+        let (x, y, f) = setup(30, 25, 4);
+        let kern = KernelParams::new(&[0.9, 0.8], 1.2, 0.04).expect("valid");
+        let cfg = FitcConfig::default();
+        let post = fitc_posterior(&f, &kern, &x, &y, &cfg).expect("ok");
+        let mut kuu = f.kuu(&kern);
+        for i in 0..4 {
+            kuu[(i, i)] += post.kuu_jitter;
+        }
+        let kuf = f.kuf(&kern, x.as_view());
+        let kinv = kuu.clone().try_inverse().expect("inv");
+        let gamma = DVector::from_fn(25, |n, _| {
+            kern.signal_var() - (kuf.column(n).transpose() * &kinv * kuf.column(n))[0]
+                + kern.noise_var()
+        });
+        let kg = DMatrix::from_fn(4, 25, |i, n| kuf[(i, n)] / gamma[n]);
+        let q = &kuu + &kg * kuf.transpose();
+        let beta = q.try_inverse().expect("inv") * &kg * &y;
+        assert!((&beta - &post.beta).amax() < 1e-8 * beta.amax());
+    }
+}

@@ -1,0 +1,143 @@
+//! A trained model in runtime form, with the metadata a blob carries.
+
+use nalgebra::{DMatrix, DVector};
+use sgp_runtime::{Link, ModelKind, ModelSpec, Shape};
+
+use crate::data::Standardisation;
+use crate::features::BasisWidths;
+use crate::inference::RuntimeForm;
+use crate::{Error, Result};
+
+/// The outcome of any fitting procedure: the runtime form of MATH.md in f64
+/// and standardised units, plus what is needed to map raw units in and out.
+/// It predicts itself in f64: the reference the exported f32 blob is held to.
+#[derive(Clone, Debug)]
+pub struct TrainedModel {
+    /// Which procedure produced it.
+    pub kind: ModelKind,
+    /// Regression or probit classification.
+    pub link: Link,
+    /// Basis functions, weights, factors, prior and noise (standardised).
+    pub form: RuntimeForm,
+    /// Raw to standardised units.
+    pub transform: Standardisation,
+    /// Input column names, in input order.
+    pub input_names: Vec<String>,
+    /// Target column name.
+    pub target_name: String,
+    /// Probit offset `b` (0 for regression).
+    pub bias: f64,
+}
+
+/// Predictions in raw target units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawPrediction {
+    /// Predictive mean of `y` (regression) or of the latent `f + b` (probit).
+    pub mean: DVector<f64>,
+    /// Predictive variance of `y`, noise included (regression) or of the
+    /// latent (probit).
+    pub var: DVector<f64>,
+}
+
+impl TrainedModel {
+    /// Number of basis functions `M`.
+    pub fn n_basis(&self) -> usize {
+        self.form.basis.len()
+    }
+
+    /// Predicts at raw inputs (rows of `x`), in f64, through the same
+    /// runtime formulas the device evaluates.
+    pub fn predict_raw(&self, x: &DMatrix<f64>) -> Result<RawPrediction> {
+        if x.ncols() != self.input_names.len() {
+            return Err(Error::BadInput(format!(
+                "inputs have {} columns, the model expects {}",
+                x.ncols(),
+                self.input_names.len()
+            )));
+        }
+        let p = self.form.predict(&self.transform.apply_x(x))?;
+        Ok(match self.link {
+            Link::Identity => RawPrediction {
+                mean: self.transform.unapply_y(&p.mean),
+                var: p.var_y().map(|v| self.transform.unapply_var(v)),
+            },
+            Link::Probit => RawPrediction {
+                mean: p.mean.add_scalar(self.bias),
+                var: p.var,
+            },
+        })
+    }
+
+    /// The blob description, numbers rounded to f32.
+    ///
+    /// # Errors
+    /// [`Error::Blob`] when a size does not fit the format (more than 65535
+    /// basis functions or inputs).
+    pub fn to_spec(&self) -> Result<ModelSpec> {
+        let basis = &self.form.basis;
+        let m = basis.len();
+        let g = basis.centres.ncols();
+        let d = self.input_names.len();
+        let size = |n: usize, field: &'static str| {
+            u16::try_from(n).map_err(|_| {
+                Error::BadInput(format!("{field} = {n} is more than a blob can hold (65535)"))
+            })
+        };
+        let (widths, per_basis) = match &basis.widths {
+            BasisWidths::Shared(w) => (f32s(w.iter()), false),
+            BasisWidths::PerBasis(w) => (row_major(w), true),
+        };
+        let amplitudes = if per_basis {
+            f32s(basis.amplitudes.iter())
+        } else {
+            f32s(basis.amplitudes.iter().take(1))
+        };
+        let (y_mean, y_scale) = match self.link {
+            Link::Identity => (self.transform.y_mean, self.transform.y_scale),
+            Link::Probit => (0.0, 1.0),
+        };
+        Ok(ModelSpec {
+            shape: Shape {
+                kind: self.kind,
+                link: self.link,
+                input_dim: size(d, "input dimension")?,
+                feature_dim: size(g, "feature dimension")?,
+                n_basis: size(m, "number of basis functions")?,
+                projected: basis.projection.is_some(),
+                per_basis,
+                two_factors: self.form.l2.is_some(),
+            },
+            input_names: self.input_names.clone(),
+            target_name: self.target_name.clone(),
+            x_mean: f32s(self.transform.x_mean.iter()),
+            x_scale: f32s(self.transform.x_scale.iter()),
+            projection: basis.projection.as_ref().map(row_major).unwrap_or_default(),
+            centres: row_major(&basis.centres),
+            widths,
+            amplitudes,
+            beta: f32s(self.form.beta.iter()),
+            l1: packed_lower(&self.form.l1),
+            l2: self.form.l2.as_ref().map(packed_lower).unwrap_or_default(),
+            prior: self.form.prior as f32,
+            noise: self.form.noise_var as f32,
+            bias: self.bias as f32,
+            y_mean: y_mean as f32,
+            y_scale: y_scale as f32,
+        })
+    }
+}
+
+fn f32s<'a>(values: impl Iterator<Item = &'a f64>) -> Vec<f32> {
+    values.map(|&v| v as f32).collect()
+}
+
+fn row_major(m: &DMatrix<f64>) -> Vec<f32> {
+    m.row_iter().flat_map(|row| f32s(row.iter())).collect()
+}
+
+/// The lower triangle, row by row (FORMAT.md).
+fn packed_lower(l: &DMatrix<f64>) -> Vec<f32> {
+    (0..l.nrows())
+        .flat_map(|i| (0..=i).map(move |j| l[(i, j)] as f32))
+        .collect()
+}
