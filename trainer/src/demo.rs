@@ -42,7 +42,9 @@ pub fn demo_data(n: usize, seed: u64) -> Result<Dataset> {
 pub fn bunched_left(data: &Dataset, m: usize) -> DMatrix<f64> {
     let col = data.x.column(0);
     let (lo, hi) = (col.min(), col.max());
-    DMatrix::from_fn(m, 1, |i, _| lo + 0.05 * (hi - lo) * (i as f64 + 0.5) / m as f64)
+    DMatrix::from_fn(m, 1, |i, _| {
+        lo + 0.05 * (hi - lo) * (i as f64 + 0.5) / m as f64
+    })
 }
 
 /// `n` test inputs on a regular grid over [0, 6] (raw units) with fresh
@@ -64,7 +66,11 @@ pub fn synthetic(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) 
     let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-3.0..3.0));
     let y = DVector::from_fn(n, |i, _| {
         let r = x.row(i);
-        let a: f64 = r.iter().enumerate().map(|(j, v)| v / (1.0 + j as f64)).sum();
+        let a: f64 = r
+            .iter()
+            .enumerate()
+            .map(|(j, v)| v / (1.0 + j as f64))
+            .sum();
         let b: f64 = r.iter().step_by(2).sum();
         a.sin() + 0.5 * (0.7 * b).cos() + 0.1 * rng.sample::<f64, _>(StandardNormal)
     });

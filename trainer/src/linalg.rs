@@ -5,7 +5,7 @@
 //!
 //! Jitter is relative to a caller-given scale, which is the kernel's signal
 //! variance `s2` everywhere in the trainer: the factorised matrix is
-//! `A + eps * scale * I`. `eps` starts at [`JitterPolicy::initial`] (1e-8) and
+//! `A + eps * scale * I`. `eps` starts at [`JitterPolicy::initial`] (1e-6) and
 //! is multiplied by [`JitterPolicy::factor`] (10) after each failed attempt,
 //! up to [`JitterPolicy::max`] (1e-2); beyond that the factorisation fails
 //! with [`Error::Numerical`]. The jitter actually used is returned so callers
@@ -27,10 +27,16 @@ pub struct JitterPolicy {
     pub factor: f64,
 }
 
+/// The default starts at `1e-6 s2` (as Snelson's SPGP code does) rather
+/// than lower: FITC often drives two pseudo-inputs nearly onto each other,
+/// and with `1e-8` the resulting weights (~1e4, opposite signs) make the
+/// f32 runtime miss the mean tolerance; `1e-6` bounds them at no visible
+/// cost in accuracy (measured on the demo: worst f32 mean deviation
+/// 1.1e-3 -> 8e-5 of `y_scale`).
 impl Default for JitterPolicy {
     fn default() -> Self {
         Self {
-            initial: 1e-8,
+            initial: 1e-6,
             max: 1e-2,
             factor: 10.0,
         }
@@ -241,7 +247,7 @@ mod tests {
         let a = DMatrix::from_row_slice(2, 2, &[4.0, 1.0, 1.0, 3.0]);
         let ch = cholesky_jittered(&a, 2.0, &JitterPolicy::default()).expect("pd");
         assert_eq!(ch.escalations, 0);
-        assert!((ch.jitter - 2e-8).abs() < 1e-20);
+        assert!((ch.jitter - 2e-6).abs() < 1e-18);
         let mut back = &ch.l * ch.l.transpose();
         back[(0, 0)] -= ch.jitter;
         back[(1, 1)] -= ch.jitter;

@@ -80,7 +80,9 @@ impl TrainedModel {
         let d = self.input_names.len();
         let size = |n: usize, field: &'static str| {
             u16::try_from(n).map_err(|_| {
-                Error::BadInput(format!("{field} = {n} is more than a blob can hold (65535)"))
+                Error::BadInput(format!(
+                    "{field} = {n} is more than a blob can hold (65535)"
+                ))
             })
         };
         let (widths, per_basis) = match &basis.widths {

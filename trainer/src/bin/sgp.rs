@@ -24,7 +24,11 @@ use sgp_trainer::optimise::{OptimiseOptions, Progress};
 use sgp_trainer::{Error, Result};
 
 #[derive(Parser)]
-#[command(name = "sgp", version, about = "Sparse Gaussian processes: fit on the host, run on the microcontroller")]
+#[command(
+    name = "sgp",
+    version,
+    about = "Sparse Gaussian processes: fit on the host, run on the microcontroller"
+)]
 struct Cli {
     /// Print only results: no progress bars or notes.
     #[arg(long, short, global = true)]
@@ -87,7 +91,7 @@ enum Command {
         #[arg(long, default_value = "sgp-demo.sgp")]
         out: PathBuf,
         /// Number of pseudo-inputs.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 20)]
         m: usize,
         /// Seed for data and fit.
         #[arg(long, default_value_t = 1)]
@@ -253,7 +257,12 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
 }
 
 fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Exported, out: &Path) {
-    println!("model           {} (M = {}, {} training rows)", model.kind.name(), model.n_basis(), report.rows);
+    println!(
+        "model           {} (M = {}, {} training rows)",
+        model.kind.name(),
+        model.n_basis(),
+        report.rows
+    );
     println!(
         "NLML            {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
         report.initial_nlml,
@@ -263,16 +272,27 @@ fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Export
         report.elapsed.as_secs_f64(),
         report.stop_reason
     );
-    let l: Vec<String> = report.lengthscales.iter().map(|v| format!("{v:.4}")).collect();
+    let l: Vec<String> = report
+        .lengthscales
+        .iter()
+        .map(|v| format!("{v:.4}"))
+        .collect();
     println!("length scales   {}", l.join(", "));
     println!("signal variance {:.6}", report.signal_variance);
     println!(
         "noise variance  {:.6}{}",
         report.noise_variance,
-        if report.noise_on_floor { "  (on the noise floor: FITC absorbed the noise)" } else { "" }
+        if report.noise_on_floor {
+            "  (on the noise floor: FITC absorbed the noise)"
+        } else {
+            ""
+        }
     );
     if report.jitter_escalations > 0 {
-        println!("jitter          raised {} times to factorise", report.jitter_escalations);
+        println!(
+            "jitter          raised {} times to factorise",
+            report.jitter_escalations
+        );
     }
     let f = &exported.fidelity;
     println!(
@@ -280,7 +300,11 @@ fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Export
          (limits {MEAN_TOLERANCE:.0e}, {VARIANCE_TOLERANCE:.0e}) over {} points",
         f.worst_mean, f.worst_variance, f.points
     );
-    println!("blob            {} ({} bytes)", out.display(), exported.blob.len());
+    println!(
+        "blob            {} ({} bytes)",
+        out.display(),
+        exported.blob.len()
+    );
 }
 
 fn read_blob(path: &Path) -> Result<(Vec<u8>, ModelSpec)> {
@@ -401,7 +425,11 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
         let seconds = started.elapsed().as_secs_f64();
         let exported = export(&model, &test_x, false)?;
         let reference = model.predict_raw(&test_x)?;
-        let trainer = figures(reference.mean.as_slice(), reference.var.as_slice(), test_y.as_slice());
+        let trainer = figures(
+            reference.mean.as_slice(),
+            reference.var.as_slice(),
+            test_y.as_slice(),
+        );
         let device = evaluate_blob(&exported.blob, &test_x, &test_y)?;
         let name = format!("{name} (M = {})", model.n_basis());
         if params.method == Method::Spgp {
@@ -427,25 +455,44 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
     for r in &rows {
         println!(
             "{:<18} {:>8.2} {:>10.3} {:>10.4} {:>10.4} {:>12.4} {:>12.4} {:>8}",
-            r.name, r.seconds, r.nlml, r.trainer.rmse, r.trainer.nlpd, r.device.rmse, r.device.nlpd, r.blob_bytes
+            r.name,
+            r.seconds,
+            r.nlml,
+            r.trainer.rmse,
+            r.trainer.nlpd,
+            r.device.rmse,
+            r.device.nlpd,
+            r.blob_bytes
         );
     }
     let positions = |z: &DMatrix<f64>| {
         let mut v: Vec<f64> = z.iter().copied().collect();
         v.sort_by(f64::total_cmp);
-        v.iter().map(|p| format!("{p:.2}")).collect::<Vec<_>>().join(" ")
+        v.iter()
+            .map(|p| format!("{p:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     println!();
-    println!("pseudo-inputs before: {}", positions(&data.transform.unapply_x(&start_z)));
+    println!(
+        "pseudo-inputs before: {}",
+        positions(&data.transform.unapply_x(&start_z))
+    );
     println!("pseudo-inputs after:  {}", positions(&final_z));
     println!();
-    println!("SPGP blob written to {} — try `sgp inspect {}`", out.display(), out.display());
+    println!(
+        "SPGP blob written to {} — try `sgp inspect {}`",
+        out.display(),
+        out.display()
+    );
     Ok(())
 }
 
 fn synth_command(rows: usize, dim: usize, seed: u64) -> Result<()> {
     if rows == 0 || dim == 0 {
-        return Err(Error::BadInput("--rows and --dim must be at least 1".into()));
+        return Err(Error::BadInput(
+            "--rows and --dim must be at least 1".into(),
+        ));
     }
     let (x, y) = synthetic(rows, dim, seed);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -453,7 +500,10 @@ fn synth_command(rows: usize, dim: usize, seed: u64) -> Result<()> {
         path: PathBuf::from("<stdout>"),
         source: e,
     };
-    let header: Vec<String> = (1..=dim).map(|j| format!("x{j}")).chain(["y".into()]).collect();
+    let header: Vec<String> = (1..=dim)
+        .map(|j| format!("x{j}"))
+        .chain(["y".into()])
+        .collect();
     writeln!(out, "{}", header.join(",")).map_err(io)?;
     for (row, target) in x.row_iter().zip(y.iter()) {
         let cells: Vec<String> = row.iter().chain([target]).map(|v| format!("{v}")).collect();

@@ -56,7 +56,13 @@ pub(crate) fn fit_exact(
     let subset = training_subset(data, params.max_points, params.seed)?;
     let (kern, run) = optimise_exact(&subset, params, progress)?;
     let posterior = exact_posterior(&kern, &subset.x, &subset.y, &JitterPolicy::default())?;
-    let report = FitReport::new(data, subset.n_rows(), &kern, &run, posterior.jitter_escalations());
+    let report = FitReport::new(
+        data,
+        subset.n_rows(),
+        &kern,
+        &run,
+        posterior.jitter_escalations(),
+    );
     let model = TrainedModel {
         kind: ModelKind::Exact,
         link: Link::Identity,

@@ -168,7 +168,11 @@ impl FitReport {
             iterations: run.iterations,
             evaluations: run.evaluations,
             elapsed: run.elapsed,
-            stop_reason: run.message.clone(),
+            stop_reason: if run.message.is_empty() {
+                format!("{:?}", run.status)
+            } else {
+                format!("{:?}: {}", run.status, run.message)
+            },
             rows,
             lengthscales: kern
                 .lengthscales()

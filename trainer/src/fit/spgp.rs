@@ -27,7 +27,14 @@ pub(crate) fn fit_spgp(
         PseudoInit::Given(z) => z.clone(),
     };
     let kern = initial_kernel(data, params)?;
-    fit_sparse(data, PseudoInputs::new(z)?, kern, ModelKind::Spgp, &params.optimiser, progress)
+    fit_sparse(
+        data,
+        PseudoInputs::new(z)?,
+        kern,
+        ModelKind::Spgp,
+        &params.optimiser,
+        progress,
+    )
 }
 
 /// Starting hyperparameters for a sparse fit.
@@ -60,10 +67,21 @@ pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
 ) -> Result<(TrainedModel, FitReport)> {
     let config = FitcConfig::default();
     let objective = SparseObjective::new(&data.x, &data.y, features, kern, config)?;
-    let run = minimise(|p| objective.objective(p), objective.initial(), optimiser, progress)?;
+    let run = minimise(
+        |p| objective.objective(p),
+        objective.initial(),
+        optimiser,
+        progress,
+    )?;
     let (features, kern) = objective.unpack(&run.x)?;
     let posterior = fitc_posterior(&features, &kern, &data.x, &data.y, &config)?;
-    let report = FitReport::new(data, data.n_rows(), &kern, &run, posterior.jitter_escalations);
+    let report = FitReport::new(
+        data,
+        data.n_rows(),
+        &kern,
+        &run,
+        posterior.jitter_escalations,
+    );
     let model = TrainedModel {
         kind,
         link: Link::Identity,

@@ -1,0 +1,116 @@
+//! Trainer -> blob -> runtime -> same answers, for every model the trainer
+//! exports, within the QUALITY.md tolerances (mean within 1e-3 y_scale,
+//! variance within 1% relative, never negative or NaN).
+
+use nalgebra::DVector;
+use sgp_runtime::{Model, ModelSpec};
+use sgp_trainer::data::Dataset;
+use sgp_trainer::demo::synthetic;
+use sgp_trainer::export::{compare, export, far_points};
+use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::model::TrainedModel;
+use sgp_trainer::optimise::OptimiseOptions;
+
+fn data(n: usize, d: usize, seed: u64) -> Dataset {
+    let (x, y) = synthetic(n, d, seed);
+    let names = (1..=d).map(|j| format!("x{j}")).collect();
+    Dataset::from_raw(x, y, names, "y".into()).unwrap()
+}
+
+fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
+    let train = data(300, 3, seed);
+    let params = FitParams {
+        method,
+        m,
+        seed,
+        optimiser: OptimiseOptions {
+            max_iter: 60,
+            ..OptimiseOptions::default()
+        },
+        ..FitParams::default()
+    };
+    let (model, _) = fit(&train, &params, &mut |_| {}).unwrap();
+    (train, model)
+}
+
+fn assert_runtime_matches(model: &TrainedModel) {
+    let held_out = data(200, 3, 99);
+    let exported = export(model, &held_out.raw_x(), false).unwrap();
+    let f = &exported.fidelity;
+    assert!(f.passes(), "{f:?}");
+    assert_eq!(f.points, 200 + 16);
+    // The check itself must be able to fail: a blob of another model
+    // compared against this one does.
+    let mut other = model.clone();
+    other.form.beta *= 1.5;
+    let wrong = compare(&other, &exported.blob, &held_out.raw_x()).unwrap();
+    assert!(
+        !wrong.passes(),
+        "a wrong blob passed the fidelity check: {wrong:?}"
+    );
+}
+
+#[test]
+fn spgp_runtime_matches_trainer() {
+    let (_, model) = fitted(Method::Spgp, 15, 1);
+    assert_runtime_matches(&model);
+}
+
+#[test]
+fn exact_runtime_matches_trainer() {
+    let (_, model) = fitted(Method::Exact, 0, 2);
+    assert_runtime_matches(&model);
+}
+
+#[test]
+fn far_from_the_data_the_device_predicts_prior_plus_noise() {
+    let (train, model) = fitted(Method::Spgp, 15, 3);
+    let blob = model.to_spec().unwrap().to_bytes().unwrap();
+    let device = Model::<16, 3, 3>::from_bytes(&blob).unwrap();
+    let far = far_points(&model, 8, 5);
+    let t = &train.transform;
+    let expected = t.unapply_var(model.form.prior + model.form.noise_var);
+    for row in far.row_iter() {
+        let x: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+        let p = device.predict(&x).unwrap();
+        assert!(
+            ((p.variance as f64) - expected).abs() < 1e-4 * expected,
+            "{p:?} vs {expected}"
+        );
+        assert!(((p.mean as f64) - t.y_mean).abs() < 1e-4 * t.y_scale);
+    }
+}
+
+#[test]
+fn same_data_same_seed_same_blob() {
+    let a = fitted(Method::Spgp, 10, 4)
+        .1
+        .to_spec()
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    let b = fitted(Method::Spgp, 10, 4)
+        .1
+        .to_spec()
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    assert_eq!(a, b);
+    let c = fitted(Method::Spgp, 10, 5)
+        .1
+        .to_spec()
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    assert_ne!(a, c, "another seed should give another model");
+}
+
+#[test]
+fn blob_carries_names_and_transform() {
+    let (train, model) = fitted(Method::Spgp, 8, 6);
+    let spec = ModelSpec::from_bytes(&model.to_spec().unwrap().to_bytes().unwrap()).unwrap();
+    assert_eq!(spec.input_names, vec!["x1", "x2", "x3"]);
+    assert_eq!(spec.target_name, "y");
+    let y_mean = DVector::from_element(1, train.transform.y_mean);
+    assert_eq!(spec.y_mean, y_mean[0] as f32);
+}
