@@ -105,6 +105,8 @@ pub enum Error {
         /// The length given.
         found: usize,
     },
+    /// An input value is NaN or infinite.
+    NonFiniteInput,
     /// A class probability was asked of a regression model.
     NotClassifier,
 }
@@ -151,6 +153,7 @@ impl fmt::Display for Error {
             Error::InputLength { expected, found } => {
                 write!(f, "input has {found} values, the model expects {expected}")
             }
+            Error::NonFiniteInput => f.write_str("input holds NaN or infinity"),
             Error::NotClassifier => f.write_str("class probability asked of a regression model"),
         }
     }

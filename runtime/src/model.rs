@@ -92,6 +92,18 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     4 * numbers + 8 + 2 * 4
 }
 
+/// The empty model, as [`Model::new`].
+///
+/// ```
+/// let model: sgp_runtime::Model<4, 1, 1> = Default::default();
+/// assert!(model.mean(&[0.0]).is_err());
+/// ```
+impl<const M: usize, const G: usize, const D: usize> Default for Model<M, G, D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     const EMPTY: Self = Model {
         shape: Shape {
@@ -120,8 +132,26 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         noise: 0.0,
         bias: 0.0,
         y_mean: 0.0,
-        y_scale: 1.0,
+        // Zero like every other field, so the template is all-zero bits and
+        // the compiler zero-fills instead of copying a flash image of it.
+        y_scale: 0.0,
     };
+
+    /// An empty model (every prediction fails with [`Error::InputLength`])
+    /// to [`Model::load`] a blob into, e.g. in a `static` so that a large
+    /// model never sits on the stack.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let mut model = sgp_runtime::Model::<16, 2, 2>::new();
+    /// assert!(model.predict(&[0.0, 0.0]).is_err());
+    /// model.load(blob)?;
+    /// assert!(model.predict(&[0.0, 0.0]).is_ok());
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub const fn new() -> Self {
+        Self::EMPTY
+    }
 
     /// Loads and checks a blob. The bytes are untrusted: every malformed
     /// blob gives an [`Error`], never a panic.
@@ -143,16 +173,51 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Errors
     /// Any variant describing a malformed blob or a capacity too small.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let mut model = Self::EMPTY;
+        model.load(bytes)?;
+        Ok(model)
+    }
+
+    /// Loads a blob into this model in place (no second copy of the model on
+    /// the stack, unlike [`Model::from_bytes`]). On error the model is left
+    /// empty: every prediction then fails with [`Error::InputLength`].
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let mut model = sgp_runtime::Model::<16, 2, 2>::new();
+    /// model.load(blob)?;
+    /// assert!(model.load(&blob[..10]).is_err());
+    /// assert!(model.predict(&[0.0, 0.0]).is_err());
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Model::from_bytes`].
+    pub fn load(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.shape = Self::EMPTY.shape;
+        self.m = 0;
+        self.g = 0;
+        let shape = self.decode(bytes)?;
+        self.shape = shape;
+        self.m = usize::from(shape.n_basis);
+        self.g = usize::from(shape.feature_dim);
+        Ok(())
+    }
+
+    /// Decodes every number into place; the caller publishes the shape only
+    /// on success, so a failed load leaves an empty model.
+    fn decode(&mut self, bytes: &[u8]) -> Result<Shape, Error> {
         let mut reader = Reader::new(open(bytes)?);
         let shape: Shape = reader.value()?;
         shape.validate()?;
         shape.fits(M, G, D)?;
-        let mut model = Self::EMPTY;
-        model.shape = shape;
-        model.m = usize::from(shape.n_basis);
-        model.g = usize::from(shape.feature_dim);
-        let g = model.g;
-        let d = usize::from(shape.input_dim);
+        let model = self;
+        // NonZero: `usize / NonZeroUsize` cannot panic, so the loader keeps
+        // no division-by-zero path (validate() already rejected 0).
+        let g =
+            core::num::NonZeroUsize::new(usize::from(shape.feature_dim)).ok_or(Error::Malformed)?;
+        let d =
+            core::num::NonZeroUsize::new(usize::from(shape.input_dim)).ok_or(Error::Malformed)?;
 
         // The device never needs the column names: skip them.
         let names: u32 = reader.value()?;
@@ -221,7 +286,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         model.y_mean = reader.scalar(Field::YMean)?;
         model.y_scale = reader.scalar(Field::YScale)?;
         reader.finish()?;
-        Ok(model)
+        Ok(shape)
     }
 
     /// Sizes, kind and link of the loaded model.
@@ -399,6 +464,10 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 expected: d,
                 found: x.len(),
             });
+        }
+        // NaN would otherwise flow into a clamped (hence plausible) variance.
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFiniteInput);
         }
         let mut z = [0.0f32; G];
         if self.shape.projected {

@@ -113,6 +113,30 @@ fn wrong_input_length_is_an_error() {
 }
 
 #[test]
+fn non_finite_input_is_an_error_not_a_plausible_answer() {
+    let model: Model<4, 2, 2> = load(&one_basis(Link::Identity, false));
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        assert_eq!(model.predict(&[bad]), Err(Error::NonFiniteInput));
+        assert_eq!(model.mean(&[bad]), Err(Error::NonFiniteInput));
+    }
+}
+
+#[test]
+fn a_failed_load_leaves_an_empty_model() {
+    let blob = one_basis(Link::Identity, false).to_bytes().unwrap();
+    let mut model = Model::<4, 2, 2>::new();
+    model.load(&blob).unwrap();
+    assert!(model.predict(&[2.0]).is_ok());
+    let mut bad = blob.clone();
+    bad[20] ^= 1;
+    assert!(model.load(&bad).is_err());
+    assert!(matches!(
+        model.predict(&[2.0]),
+        Err(Error::InputLength { expected: 0, .. })
+    ));
+}
+
+#[test]
 fn variance_is_clamped_not_negative_or_nan() {
     // A first factor far too small makes prior - |L1^-1 k|^2 hugely negative.
     let mut spec = one_basis(Link::Identity, false);
