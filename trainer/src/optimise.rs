@@ -232,7 +232,13 @@ where
         start_grad = g;
     };
 
-    if message.is_empty() {
+    // A trial point the line search backed off from is routine; its message
+    // explains a stop only when the stop was a failure.
+    let failed = matches!(
+        status,
+        OptimiseStatus::LineSearchFailed | OptimiseStatus::NonFinite
+    );
+    if message.is_empty() && failed {
         message = tracker.last_problem().unwrap_or_default();
     }
     let (x, value, _) = tracker.best();

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Builds the example firmware, runs it under QEMU (mps2-an386, Cortex-M4),
+# proves the prediction path panic-free at link time, and prints the footprint.
+# Exit status 0 only if every step passed.
+#
+# Environment knobs:
+#   OPT_LEVEL=3|s|z|2        override the release opt-level (to compare; default: Cargo.toml)
+#   SGP_FW_SKIP_SELFTEST=1   skip the negative self-tests (they cost two extra builds)
+#   SGP_FW_COMPARE=1         also build and run opt-level s/3 x libm/micromath, print their cost tables
+#   SGP_BIN=/path/to/sgp     use this host sgp binary instead of building it from ../
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+# Cargo picks up .cargo/config.toml (target, runner) from the current directory.
+# Firmware builds pass --target-dir explicitly so that a CARGO_TARGET_DIR meant
+# for host builds (e.g. exported by CI) cannot move them away from $BIN_DIR.
+TARGET=thumbv7em-none-eabihf
+TARGET_DIR=target
+REPO_ROOT=$(cd .. && pwd)
+# Scratch space for the host tool's outputs before they are compared with model/.
+GEN_DIR=$PWD/$TARGET_DIR/model-gen
+# Must match SIZES in build.rs and the models in src/model.rs.
+MODEL_SIZES=(16 32 64)
+MODEL_DIM=4
+BIN_DIR=$TARGET_DIR/$TARGET/release
+MAIN_BIN=sgp-firmware-example
+PROOF_BIN=panic_free
+PROOF_SYMBOL=sgp_predict_path_can_panic
+# Keep in sync with the runner in .cargo/config.toml. -icount shift=10 makes the
+# instruction counts exact (src/instructions.rs); timeout turns a hang into a failure.
+QEMU=(timeout 60 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic
+    -monitor none -semihosting-config enable=on,target=native -icount shift=10 -kernel)
+
+if [[ -n "${OPT_LEVEL:-}" ]]; then
+    export CARGO_PROFILE_RELEASE_OPT_LEVEL=$OPT_LEVEL
+fi
+
+step() { printf '\n== %s\n' "$*"; }
+fail() {
+    printf 'run.sh: FAILED: %s\n' "$*" >&2
+    exit 1
+}
+
+# --- 1. prerequisites (installed only if missing, quietly) -------------------
+step "prerequisites"
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+    rustup target add "$TARGET" >/dev/null 2>&1 || fail "rustup target add $TARGET"
+fi
+if ! command -v qemu-system-arm >/dev/null; then
+    SUDO=()
+    [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
+    "${SUDO[@]}" apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq \
+        --no-install-recommends qemu-system-arm >/dev/null || fail "apt-get install qemu-system-arm"
+fi
+# llvm-size from the system, else from rustup's llvm-tools (same ELF reader).
+LLVM_SIZE=$(command -v llvm-size || true)
+if [[ -z "$LLVM_SIZE" ]]; then
+    rustup component add llvm-tools >/dev/null 2>&1 || true
+    LLVM_SIZE=$(find "$(rustc --print sysroot)" -name llvm-size -type f 2>/dev/null | head -n1)
+fi
+echo "target $TARGET, $(qemu-system-arm --version | head -n1), size tool: ${LLVM_SIZE:-none}"
+
+# --- 2. model blobs and golden values ---------------------------------------
+step "model (host sgp tool: data, then SPGP fits at M = ${MODEL_SIZES[*]}, D = $MODEL_DIM)"
+# The cost of a prediction does not depend on the model's quality, so short
+# fits do; fixed seeds make every run produce the same files. Generated into
+# model/ (ignored by firmware-example/.gitignore, never committed); build.rs
+# refuses to build without them.
+sgp() {
+    if [[ -n "${SGP_BIN:-}" ]]; then
+        "$SGP_BIN" "$@"
+    else
+        # From the repository root: cargo then finds the host workspace and its
+        # target dir (CARGO_TARGET_DIR if set, relative to the root, else
+        # ../target) by itself, and does not read this directory's
+        # .cargo/config.toml (which would build the tool for the Cortex-M4).
+        (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-trainer --bin sgp -- "$@")
+    fi
+}
+if [[ -z "${SGP_BIN:-}" ]]; then
+    echo "building the host sgp tool (cargo build --release -p sgp-trainer --bin sgp; cold: ~2 min)"
+    (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo build --release -q -p sgp-trainer --bin sgp) || fail "building the host sgp tool"
+fi
+mkdir -p "$GEN_DIR" model
+sgp synth --rows 400 --dim "$MODEL_DIM" --seed 0 >"$GEN_DIR/data.csv" || fail "sgp synth"
+for m in "${MODEL_SIZES[@]}"; do
+    sgp fit --data "$GEN_DIR/data.csv" --model spgp --m "$m" --max-iter 30 --seed 0 \
+        --out "$GEN_DIR/m$m.sgp" --golden "$GEN_DIR/golden_m$m.rs" --quiet >"$GEN_DIR/fit_m$m.log" ||
+        { cat "$GEN_DIR/fit_m$m.log" >&2; fail "sgp fit --m $m"; }
+    for f in "m$m.sgp" "golden_m$m.rs"; do
+        # Replace only on change: an unchanged mtime spares the firmware a rebuild.
+        cmp -s "$GEN_DIR/$f" "model/$f" || cp "$GEN_DIR/$f" "model/$f"
+        [[ -s "model/$f" ]] || fail "model/$f missing or empty"
+    done
+    echo "M=$m: model/m$m.sgp ($(wc -c <"model/m$m.sgp") B), model/golden_m$m.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_m$m.log" || true)"
+done
+
+# --- 3. build ----------------------------------------------------------------
+step "build (release${OPT_LEVEL:+, opt-level $OPT_LEVEL})"
+cargo build --release -q --target-dir "$TARGET_DIR" --bin "$MAIN_BIN"
+
+# From here on a failed check is recorded and the independent steps still run,
+# so one CI log shows every problem; the exit status is still non-zero.
+FAILURES=()
+check_failed() {
+    printf 'run.sh: FAILED: %s\n' "$*" >&2
+    FAILURES+=("$*")
+}
+
+# --- 4. run on the emulated Cortex-M4 ------------------------------------------
+step "run $MAIN_BIN under QEMU"
+LOG=$(mktemp)
+PROOF_LOG=$(mktemp)
+trap 'rm -f "$LOG" "$PROOF_LOG"' EXIT
+set +e
+"${QEMU[@]}" "$BIN_DIR/$MAIN_BIN" | tee "$LOG"
+status=${PIPESTATUS[0]}
+set -e
+case $status in
+    0) grep -qx 'RESULT: PASS' "$LOG" || check_failed "$MAIN_BIN exited 0 without 'RESULT: PASS'" ;;
+    124) check_failed "$MAIN_BIN timed out (hung) under QEMU" ;;
+    *) check_failed "$MAIN_BIN exited with status $status (see the lines marked FAILED/MISSES above)" ;;
+esac
+
+# --- 5. panic-freedom proof --------------------------------------------------
+step "panic-freedom proof ($PROOF_BIN links only if no panic is reachable)"
+# A failed link leaves an older $PROOF_BIN behind: remove it so that the
+# footprint below can never describe a stale binary.
+rm -f "$BIN_DIR/$PROOF_BIN"
+if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$PROOF_LOG" 2>&1; then
+    grep -E 'error|undefined symbol|referenced by|>>>' "$PROOF_LOG" | head -n 20 >&2
+    if grep -q "$PROOF_SYMBOL" "$PROOF_LOG"; then
+        check_failed "a panic is reachable from load/predict/mean (undefined $PROOF_SYMBOL); README \"Panic-freedom proof\" shows how to find it"
+    else
+        check_failed "$PROOF_BIN did not build"
+    fi
+elif "${QEMU[@]}" "$BIN_DIR/$PROOF_BIN"; then
+    echo "linked and ran: no reachable panic in Model::from_bytes, predict or mean"
+else
+    check_failed "$PROOF_BIN exited with status $?"
+fi
+
+# --- 6. footprint ------------------------------------------------------------
+step "footprint"
+# Flash = text + rodata (+ data's initial values); RAM = data + bss + stack.
+# Attribution by the crate that defines each symbol (generic code instantiated
+# from core, e.g. iterator adaptors, counts as core: the runtime's figures are
+# lower bounds).
+footprint() { # <elf> <peak stack or "-">
+    local elf=$1 stack=$2 secs text rodata data bss
+    secs=$("$LLVM_SIZE" -A "$elf")
+    text=$(awk '$1 == ".vector_table" || $1 == ".text" { s += $2 } END { print s + 0 }' <<<"$secs")
+    rodata=$(awk '$1 == ".rodata" { s += $2 } END { print s + 0 }' <<<"$secs")
+    data=$(awk '$1 == ".data" { s += $2 } END { print s + 0 }' <<<"$secs")
+    bss=$(awk '$1 == ".bss" || $1 == ".uninit" { s += $2 } END { print s + 0 }' <<<"$secs")
+    # Code and constants per crate (t/T = text, r/R = rodata).
+    local by_crate runtime models
+    by_crate=$("$LLVM_NM" -S --size-sort --radix=d -C "$elf" | awk '
+        $3 ~ /^[tTrR]$/ {
+            # Legacy-mangled leftovers: _$LT$a..b$GT$ -> <a::b>
+            name = $4; gsub(/\$LT\$/, "<", name); gsub(/\.\./, "::", name); sub(/^_?</, "", name)
+            n = split(name, part, "::"); crate = (n > 1) ? part[1] : "(no crate: builtins, asm, tables)"
+            size[crate] += $2
+        }
+        END { for (c in size) printf "%s=%d\n", c, size[c] }' | sort -t= -k2 -nr)
+    # The runtime and its dependencies; of libm only what the runtime calls
+    # (the firmware's sensor simulation uses sinf/cosf too).
+    runtime=$(awk -F= '$1 ~ /^(sgp_runtime|postcard|serde|serde_core|crc|crc_catalog|heapless|micromath)$/ { s += $2 } END { print s + 0 }' <<<"$by_crate")
+    runtime=$((runtime + $("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[tT]$/ && $4 ~ /^libm::math::(expf|scalbnf?|sqrt|exp)::/ { s += $2 } END { print s + 0 }')))
+    models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_M[0-9]+/ { s += $2 } END { print s + 0 }')
+    printf '| `%s` | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$(basename "$elf")" \
+        "$((text + rodata + data))" "$text" "$rodata" "$runtime" "$BLOB_BYTES" "$((data + bss))" "$models" "$stack"
+}
+LLVM_NM=$(command -v llvm-nm || true)
+[[ -n "$LLVM_NM" ]] || LLVM_NM=$(find "$(rustc --print sysroot)" -name llvm-nm -type f 2>/dev/null | head -n1)
+BLOB_BYTES=0
+for m in "${MODEL_SIZES[@]}"; do BLOB_BYTES=$((BLOB_BYTES + $(wc -c <"model/m$m.sgp"))); done
+if [[ -n "$LLVM_SIZE" && -n "$LLVM_NM" ]]; then
+    echo "| binary | flash total | text | rodata | runtime code+consts (sgp_runtime, postcard, serde, crc, libm expf/sqrt) | blobs (3, in rodata) | RAM data+bss | models in bss | peak stack |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    peak=$(sed -n 's/^stack: peak \([0-9]*\) B.*/\1 B/p' "$LOG")
+    footprint "$BIN_DIR/$MAIN_BIN" "${peak:--}"
+    [[ -f "$BIN_DIR/$PROOF_BIN" ]] && footprint "$BIN_DIR/$PROOF_BIN" "(not measured)"
+    echo "largest sgp_runtime functions (and libm expf) in $MAIN_BIN, bytes (one copy per M):"
+    "$LLVM_NM" -S --size-sort --radix=d -C "$BIN_DIR/$MAIN_BIN" |
+        awk '$3 ~ /^[tT]$/ && ($4 ~ /sgp_runtime::/ || $4 ~ /^libm::math::(expf|scalbnf?)::/) { print "    " $2 "  " $4 }' | tail -n 12
+else
+    echo "no llvm-size/llvm-nm found; skipping sizes"
+fi
+grep '^stack:\|^load:' "$LOG" || true
+
+# --- 7. self-tests of this harness -------------------------------------------
+# Each must FAIL; if one passes, the corresponding check above proves nothing.
+# A separate target dir keeps the real binaries above untouched.
+if [[ "${SGP_FW_SKIP_SELFTEST:-0}" != 1 ]]; then
+    step "self-tests (expected failures)"
+    SELF_DIR=$TARGET_DIR/selftest
+    if cargo build --release -q --target-dir "$SELF_DIR" --bin "$PROOF_BIN" \
+        --features demo-reachable-panic >"$PROOF_LOG" 2>&1; then
+        check_failed "self-test: $PROOF_BIN linked despite a deliberate reachable panic"
+    elif grep -q "undefined symbol: $PROOF_SYMBOL" "$PROOF_LOG"; then
+        echo "ok: deliberate reachable panic -> link fails with 'undefined symbol: $PROOF_SYMBOL'"
+    else
+        cat "$PROOF_LOG" >&2
+        check_failed "self-test: $PROOF_BIN failed for another reason"
+    fi
+
+    cargo build --release -q --target-dir "$SELF_DIR" --bin "$MAIN_BIN" --features demo-golden-mismatch
+    set +e
+    "${QEMU[@]}" "$SELF_DIR/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
+    status=$?
+    set -e
+    grep '^golden' "$PROOF_LOG" || true
+    if [[ $status -eq 1 ]] && grep -q '^golden M=32: 0/16 within tolerance' "$PROOF_LOG"; then
+        echo "ok: deliberate golden mismatch -> every golden point fails, firmware exits with status 1"
+    else
+        cat "$PROOF_LOG" >&2
+        check_failed "self-test: golden mismatch gave status $status, expected 1 with every point failing"
+    fi
+fi
+
+# --- 8. optional: opt-level and exp implementation compared -------------------
+if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
+    step "compare opt-level s / 3 and libm / micromath exp (measurements only)"
+    for variant in "s libm" "3 libm" "s micromath" "3 micromath"; do
+        read -r opt exp <<<"$variant"
+        dir=$TARGET_DIR/compare-$opt-$exp
+        features=()
+        [[ $exp == micromath ]] && features=(--features micromath)
+        CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt cargo build --release -q --target-dir "$dir" \
+            --bin "$MAIN_BIN" "${features[@]}"
+        echo "opt-level $opt, $exp exp:"
+        set +e
+        "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
+        set -e
+        grep -E '^\| (M|[0-9])|^golden M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
+    done
+fi
+
+if [[ ${#FAILURES[@]} -gt 0 ]]; then
+    step "FAILED (${#FAILURES[@]})"
+    printf '  - %s\n' "${FAILURES[@]}"
+    exit 1
+fi
+step "all checks passed"

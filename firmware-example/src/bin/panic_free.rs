@@ -1,0 +1,115 @@
+//! Link-time proof that the prediction path contains no reachable panic.
+//!
+//! The panic handler calls a function that is defined nowhere. After LTO, the
+//! handler is only kept (and the symbol only needed) if some panic remains
+//! reachable from `main`, in which case linking fails with
+//! `undefined symbol: sgp_predict_path_can_panic`. So a successful release
+//! build of this binary is the proof. Only the release profile proves anything:
+//! see the `debug_assertions` handler below.
+//!
+//! Nothing here may format (core::fmt has panicking paths of its own): results
+//! leave through volatile writes and the exit is a bare semihosting call.
+#![no_std]
+#![no_main]
+
+use core::panic::PanicInfo;
+use core::ptr::{addr_of, addr_of_mut, read_volatile, write_volatile};
+
+use cortex_m_rt::entry;
+use cortex_m_semihosting::debug;
+
+use sgp_firmware_example::model::{self, ModelM, INPUT_DIM};
+
+const N_INPUTS: usize = 4;
+
+/// Inputs the optimiser cannot see through (read volatile at run time):
+/// inside the data, at its edge, far outside, and non-finite.
+static mut INPUTS: [[f32; INPUT_DIM]; N_INPUTS] = [
+    [0.0, 0.5, -1.0, 2.0],
+    [3.0, -3.0, 3.0, -3.0],
+    [40.0, -40.0, 1e6, 0.0],
+    [f32::NAN, f32::INFINITY, 0.0, 0.0],
+];
+/// Results written volatile so nothing can be optimised away: per model
+/// (M = 16, 32, 64) and input, (mean, variance) from `predict` and `mean`.
+static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; 3] = [[(0.0, 0.0, 0.0); N_INPUTS]; 3];
+
+#[cfg(not(debug_assertions))]
+extern "C" {
+    /// Deliberately undefined: see the module docs.
+    fn sgp_predict_path_can_panic() -> !;
+}
+
+#[cfg(not(debug_assertions))]
+#[panic_handler]
+fn panic(_: &PanicInfo) -> ! {
+    // SAFETY: never runs; if it can be reached the link fails.
+    unsafe { sgp_predict_path_can_panic() }
+}
+
+/// Unoptimised builds keep every bounds/overflow check, so the proof cannot
+/// hold there; this handler only lets a plain `cargo build` (dev profile)
+/// link. The proof is the release build (run.sh), where debug assertions are off.
+#[cfg(debug_assertions)]
+#[panic_handler]
+fn panic(_: &PanicInfo) -> ! {
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[entry]
+fn main() -> ! {
+    // The loader runs here as in main.rs (same function), so `from_bytes`
+    // (header, CRC, postcard decoding, range checks) is covered by the proof.
+    let Some(Ok(models)) = model::load() else {
+        debug::exit(debug::EXIT_FAILURE);
+        loop {
+            cortex_m::asm::wfi();
+        }
+    };
+    // Every size, since each M is its own monomorphisation of the runtime.
+    // SAFETY: plain writes of a static nothing else accesses; the indices
+    // are constants, checked at compile time (no bounds-check panic).
+    unsafe {
+        write_volatile(addr_of_mut!(OUTPUTS[0]), run(models.m16));
+        write_volatile(addr_of_mut!(OUTPUTS[1]), run(models.m32));
+        write_volatile(addr_of_mut!(OUTPUTS[2]), run(models.m64));
+    }
+    debug::exit(debug::EXIT_SUCCESS);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+/// (mean, variance) from `predict` and the mean from `mean`, per input.
+fn run<const M: usize>(model: &ModelM<M>) -> [(f32, f32, f32); N_INPUTS] {
+    let mut out = [(0.0, 0.0, 0.0); N_INPUTS];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let mut x = [0.0f32; INPUT_DIM];
+        for (j, xj) in x.iter_mut().enumerate() {
+            // SAFETY: in-bounds read of a static nothing else accesses.
+            *xj = unsafe { read_volatile(addr_of!(INPUTS[i][j])) };
+        }
+        let x = demo_reachable_panic(&x);
+        let (mean, variance) = model::predict(model, x);
+        let mean_only = model::mean(model, x);
+        *slot = (mean, variance, mean_only);
+    }
+    out
+}
+
+/// With feature `demo-reachable-panic`, slices the input with a length the
+/// compiler cannot know, i.e. a bounds check that can fail: run.sh checks the
+/// link then fails, so a passing proof is not a vacuous one.
+#[inline(always)]
+fn demo_reachable_panic(x: &[f32]) -> &[f32] {
+    if cfg!(feature = "demo-reachable-panic") {
+        static mut LEN: usize = INPUT_DIM;
+        // SAFETY: plain read of a static nothing writes.
+        &x[..unsafe { read_volatile(addr_of!(LEN)) }]
+    } else {
+        x
+    }
+}

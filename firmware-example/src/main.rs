@@ -1,0 +1,498 @@
+//! Example firmware: a fixed-rate control loop that trusts the GP model only
+//! where it is confident, after checking it against host-computed golden values
+//! and measuring what a prediction costs.
+//!
+//! Runs under QEMU (see .cargo/config.toml / run.sh) and reports through
+//! semihosting; the exit code is the verdict (0 = all checks passed).
+#![no_std]
+#![no_main]
+
+use core::ptr::{addr_of_mut, write_volatile};
+
+use cortex_m_rt::entry;
+use cortex_m_semihosting::{debug, hprintln};
+// Panics print their message via semihosting and exit QEMU with status 1.
+use panic_semihosting as _;
+
+use sgp_firmware_example::golden::{self, Tolerance};
+use sgp_firmware_example::instructions::{self, InstructionMeter, CALIBRATION_NOPS};
+use sgp_firmware_example::model::{self, ModelM, Models, CONTROL_M, INPUT_DIM};
+use sgp_firmware_example::stack;
+
+/// Host-generated golden values, one file per model (model/golden_m{M}.rs,
+/// staged by build.rs): `DIM`, `Y_SCALE`, `INPUTS` (row-major), `EXPECTED`.
+macro_rules! golden_module {
+    ($name:ident, $file:literal) => {
+        // The generator prints every digit of the f64 values; f32 rounds them.
+        #[allow(clippy::excessive_precision, clippy::approx_constant)]
+        mod $name {
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+golden_module!(golden_m16, "golden_m16.rs");
+golden_module!(golden_m32, "golden_m32.rs");
+golden_module!(golden_m64, "golden_m64.rs");
+
+/// Control ticks simulated (a real loop would wait for a timer each tick).
+const CONTROL_TICKS: u32 = 200;
+/// The model is "unsure" where its predictive standard deviation exceeds this
+/// fraction of the prior one (prior + noise: what it predicts with no data
+/// nearby). Relative, so it needs no retuning when the target is rescaled
+/// or the model refitted. Inside the training data the M = 32 fit stays
+/// below ~0.6 of it (mostly below 0.25); 0.75 keeps it acting there while any
+/// input far from the data (std -> 1.0 of prior) falls back.
+const UNSURE_STD_FRACTION: f32 = 0.75;
+/// The conservative action taken when the model is unsure (e.g. hold/stop).
+const SAFE_ACTION: f32 = 0.0;
+/// Print one status line every this many ticks (plus on every mode change).
+const LOG_EVERY: u32 = 25;
+/// Iterations of the `nop_loop` calibration (its cost is in the README).
+const LOOP_CALIBRATION_N: u32 = 1000;
+/// Half-width of the box the training inputs were drawn from (`sgp synth`:
+/// uniform on [-3, 3]^4); the simulated sensor sweeps inside 2/3 of it.
+const DATA_HALF_WIDTH: f32 = 3.0;
+/// The issue's target for one `predict` (mean + variance) at M = 32, D = 4.
+const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 6000;
+/// Largest spread of instruction counts over inputs accepted as "constant
+/// time" for one function and M. See `check_cost` for what the spread is.
+const CONSTANT_TIME_SLACK: u32 = 8;
+
+/// Simulated actuator register; volatile writes stand in for a DAC/PWM update
+/// and keep the whole loop observable, so nothing is optimised away.
+static mut ACTUATOR: f32 = 0.0;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Model,
+    Fallback,
+}
+
+#[entry]
+fn main() -> ! {
+    stack::paint();
+    let ok = run();
+    hprintln!(
+        "stack: peak {} B of {} B available (painted)",
+        stack::peak_usage(),
+        stack::capacity()
+    );
+    if ok {
+        hprintln!("RESULT: PASS");
+        debug::exit(debug::EXIT_SUCCESS);
+    } else {
+        hprintln!("RESULT: FAIL");
+        debug::exit(debug::EXIT_FAILURE);
+    }
+    // Only reached if no debugger/semihosting host is attached.
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+/// Runs every check; returns whether all passed.
+fn run() -> bool {
+    let meter = InstructionMeter::new();
+    let calibrated = calibrate(&meter);
+    let Some(models) = load_models() else {
+        return false;
+    };
+    // `&` (not `&&`): every check runs and reports even after a failure.
+    let golden_ok = check_golden(
+        &meter,
+        models.m16,
+        golden_m16::INPUTS.as_slice(),
+        golden_m16::DIM,
+        &golden_m16::EXPECTED,
+        golden_m16::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        models.m32,
+        golden_m32::INPUTS.as_slice(),
+        golden_m32::DIM,
+        &golden_m32::EXPECTED,
+        golden_m32::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        models.m64,
+        golden_m64::INPUTS.as_slice(),
+        golden_m64::DIM,
+        &golden_m64::EXPECTED,
+        golden_m64::Y_SCALE,
+    );
+    let cost_ok = check_cost(&meter, &models);
+    let loop_ok = control_loop(&meter, models.m32);
+    calibrated & golden_ok & cost_ok & loop_ok
+}
+
+/// Checks the 25.6 ticks/instruction factor on code of known length, so the
+/// instruction counts printed later can be trusted (fails without -icount).
+fn calibrate(meter: &InstructionMeter) -> bool {
+    let straight = meter.calibrate_straight_line();
+    let looped = meter.calibrate_loop(LOOP_CALIBRATION_N);
+    hprintln!(
+        "instructions: overhead {} ticks; {} nops -> {} ticks = {} instructions; nop_loop({}) -> {} ticks = {} instructions",
+        meter.overhead_ticks(),
+        CALIBRATION_NOPS,
+        straight.ticks,
+        straight.instructions,
+        LOOP_CALIBRATION_N,
+        looped.ticks,
+        looped.instructions,
+    );
+    let ok = straight.instructions == CALIBRATION_NOPS;
+    if !ok {
+        hprintln!(
+            "instructions: calibration FAILED (expected {} instructions = {} ticks); is QEMU running with -icount shift=10?",
+            CALIBRATION_NOPS,
+            CALIBRATION_NOPS * instructions::TICKS_PER_INSTRUCTION_NUM
+                / instructions::TICKS_PER_INSTRUCTION_DEN
+        );
+    }
+    ok
+}
+
+/// Loads the three blobs into their statics and reports sizes and the
+/// transient stack `from_bytes` needs (it builds each model on the stack).
+fn load_models() -> Option<Models> {
+    let (loaded, load_stack) = stack::measure(model::load);
+    let models = match loaded {
+        Some(Ok(models)) => models,
+        Some(Err(e)) => {
+            hprintln!("load: FAILED, blob M={}: {:?}", e.m, e.error);
+            return None;
+        }
+        None => {
+            hprintln!("load: FAILED, called twice");
+            return None;
+        }
+    };
+    describe(models.m16, model::BLOB_M16.len());
+    describe(models.m32, model::BLOB_M32.len());
+    describe(models.m64, model::BLOB_M64.len());
+    hprintln!(
+        "load: all three from_bytes calls <= {} B stack (transient; the models live in .bss)",
+        load_stack
+    );
+    Some(models)
+}
+
+fn describe<const M: usize>(m: &ModelM<M>, blob_bytes: usize) {
+    let s = m.shape();
+    hprintln!(
+        "model M={}: {} with {} basis functions, D={}, G={}; blob {} B (flash), Model<{}, {}, {}> {} B (RAM); prior var {}, noise var {}",
+        M,
+        s.kind.name(),
+        s.n_basis,
+        s.input_dim,
+        s.feature_dim,
+        blob_bytes,
+        M,
+        INPUT_DIM,
+        INPUT_DIM,
+        core::mem::size_of::<ModelM<M>>(),
+        m.prior_variance(),
+        m.noise_variance()
+    );
+}
+
+/// Compares on-target predictions of `model` with the host's golden values.
+fn check_golden<const M: usize>(
+    meter: &InstructionMeter,
+    model: &ModelM<M>,
+    inputs: &[f32],
+    dim: usize,
+    expected: &[(f32, f32)],
+    y_scale: f32,
+) -> bool {
+    let tol = Tolerance::for_y_scale(y_scale);
+    let (mut max_instr, mut max_stack) = (0, 0);
+    let result = golden::check(inputs, dim, expected, tol, |x| {
+        let ((pred, m), stack_bytes) =
+            stack::measure(|| meter.measure(x, |x| model::predict(model, x)));
+        max_instr = max_instr.max(m.instructions);
+        max_stack = max_stack.max(stack_bytes);
+        perturb_for_demo(pred, y_scale)
+    });
+    match result {
+        Err(e) => {
+            hprintln!(
+                "golden M={}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
+                M,
+                e.inputs,
+                e.dim,
+                e.expected
+            );
+            false
+        }
+        Ok(r) => {
+            hprintln!(
+                "golden M={}: {}/{} within tolerance (mean +-{}, var +-{}%); worst mean err {}x tol, worst var err {}x tol; predict <= {} instructions, <= {} B stack",
+                M,
+                r.checked - r.failed,
+                r.checked,
+                tol.mean_abs,
+                tol.var_rel * 100.0,
+                r.worst_mean_ratio,
+                r.worst_var_ratio,
+                max_instr,
+                max_stack
+            );
+            if let Some(f) = r.first_failure {
+                hprintln!(
+                    "golden M={}: first failure at #{}: got ({}, {}), want ({}, {})",
+                    M,
+                    f.index,
+                    f.got.0,
+                    f.got.1,
+                    f.want.0,
+                    f.want.1
+                );
+            }
+            r.passed()
+        }
+    }
+}
+
+/// With feature `demo-golden-mismatch`, shifts every mean by 10 tolerances so
+/// run.sh can show that a failing comparison makes the firmware exit non-zero.
+fn perturb_for_demo(pred: (f32, f32), y_scale: f32) -> (f32, f32) {
+    if cfg!(feature = "demo-golden-mismatch") {
+        (pred.0 + 1e-2 * y_scale, pred.1)
+    } else {
+        pred
+    }
+}
+
+/// Smallest and largest of a set of instruction counts.
+#[derive(Clone, Copy)]
+struct Span {
+    min: u32,
+    max: u32,
+}
+
+impl Span {
+    const EMPTY: Span = Span {
+        min: u32::MAX,
+        max: 0,
+    };
+
+    fn add(&mut self, v: u32) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn spread(&self) -> u32 {
+        self.max.saturating_sub(self.min)
+    }
+}
+
+/// Instruction counts of `predict` and `mean` at one input.
+fn cost<const M: usize>(meter: &InstructionMeter, model: &ModelM<M>, x: &[f32]) -> (u32, u32) {
+    // The runtime's own API, Result and all, so the figure is what a caller pays.
+    let (_, p) = meter.measure(x, |x| model.predict(x));
+    let (_, m) = meter.measure(x, |x| model.mean(x));
+    (p.instructions, m.instructions)
+}
+
+/// Inputs for the cost table besides the golden ones: the data's centre and
+/// a corner, then ever further out (the exp arguments reach libm's
+/// underflow range), up to a huge value.
+const EXTRA_COST_INPUTS: [[f32; INPUT_DIM]; 6] = [
+    [0.0, 0.0, 0.0, 0.0],
+    [3.0, 3.0, 3.0, 3.0],
+    [-3.0, 3.0, -3.0, 3.0],
+    [6.0, -6.0, 6.0, -6.0],
+    [10.0, -10.0, 10.0, -10.0],
+    [1e4, 1e4, -1e4, -1e4],
+];
+
+/// Measures `predict` and `mean` for every model at the golden inputs (near
+/// the data and far from it) and a few more; prints every count and the
+/// table with the arithmetic each needs. Fails if a count varies with the
+/// input by more than `CONSTANT_TIME_SLACK` (the runtime promises constant
+/// time per prediction).
+fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
+    let mut spans = [[Span::EMPTY; 2]; 3];
+    let inputs = golden_m32::INPUTS
+        .chunks_exact(INPUT_DIM)
+        .chain(EXTRA_COST_INPUTS.iter().map(|x| x.as_slice()));
+    for x in inputs {
+        let counts = [
+            cost(meter, models.m16, x),
+            cost(meter, models.m32, x),
+            cost(meter, models.m64, x),
+        ];
+        for (span, (p, m)) in spans.iter_mut().zip(counts) {
+            span[0].add(p);
+            span[1].add(m);
+        }
+        hprintln!(
+            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}; mean: {} / {} / {}",
+            x[0],
+            x[1],
+            x[2],
+            x[3],
+            counts[0].0,
+            counts[1].0,
+            counts[2].0,
+            counts[0].1,
+            counts[1].1,
+            counts[2].1
+        );
+    }
+
+    hprintln!(
+        "cost table (D = G = {}; instructions min-max over the inputs above):",
+        INPUT_DIM
+    );
+    hprintln!("| M | distances 3MG flops | exp calls M | mean MACs M | solve MACs 2*M(M+1)/2 | predict | mean | predict - mean | (predict - mean) / solve MAC |");
+    hprintln!("|---|---|---|---|---|---|---|---|---|");
+    let mut constant_time = true;
+    for (&m, span) in [16u32, 32, 64].iter().zip(&spans) {
+        let g = INPUT_DIM as u32;
+        let solve_macs = m * (m + 1);
+        let variance_part = span[0].max.saturating_sub(span[1].max);
+        hprintln!(
+            "| {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+            m,
+            3 * m * g,
+            m,
+            m,
+            solve_macs,
+            span[0].min,
+            span[0].max,
+            span[1].min,
+            span[1].max,
+            variance_part,
+            variance_part as f32 / solve_macs as f32
+        );
+        constant_time &= span[0].spread() <= CONSTANT_TIME_SLACK;
+        constant_time &= span[1].spread() <= CONSTANT_TIME_SLACK;
+    }
+    let m32_predict = spans[1][0].max;
+    hprintln!(
+        "cost: M=32 predict <= {} instructions: {} the target of < {}",
+        m32_predict,
+        if m32_predict < TARGET_PREDICT_INSTRUCTIONS_M32 {
+            "meets"
+        } else {
+            "MISSES"
+        },
+        TARGET_PREDICT_INSTRUCTIONS_M32
+    );
+    hprintln!(
+        "constant time: {} (largest spread over inputs {} instructions, allowed {})",
+        if constant_time { "ok" } else { "FAILED" },
+        spans.iter().flatten().map(Span::spread).max().unwrap_or(0),
+        CONSTANT_TIME_SLACK
+    );
+    constant_time
+}
+
+/// Simulated 4-channel sensor: a Lissajous sweep inside the training box,
+/// with two excursions far outside it (a fault, or a regime never trained
+/// on) where the model must not be trusted.
+fn read_sensor(tick: u32) -> [f32; INPUT_DIM] {
+    match tick {
+        120..=129 => [10.0, -10.0, 10.0, -10.0],
+        170..=174 => [-9.0, -9.0, -9.0, 9.0],
+        _ => {
+            let t = 2.0 * core::f32::consts::PI * tick as f32 / 64.0;
+            let a = 2.0 / 3.0 * DATA_HALF_WIDTH;
+            [
+                a * libm::sinf(t),
+                a * libm::sinf(1.3 * t + 0.5),
+                a * libm::cosf(0.7 * t),
+                a * libm::sinf(1.9 * t + 1.0),
+            ]
+        }
+    }
+}
+
+fn is_excursion(tick: u32) -> bool {
+    matches!(tick, 120..=129 | 170..=174)
+}
+
+fn actuate(command: f32) {
+    // SAFETY: single-threaded, no interrupts touch ACTUATOR.
+    unsafe { write_volatile(addr_of_mut!(ACTUATOR), command) };
+}
+
+/// The control loop: sense, predict, gate on variance, act. Returns whether
+/// the gating behaved: every excursion tick fell back, and the model acted on
+/// at least one nominal tick.
+fn control_loop(meter: &InstructionMeter, model: &ModelM<CONTROL_M>) -> bool {
+    // Relative to the prior: see UNSURE_STD_FRACTION.
+    let prior = model.prior_variance() + model.noise_variance();
+    let var_threshold = UNSURE_STD_FRACTION * UNSURE_STD_FRACTION * prior;
+    hprintln!(
+        "loop: M={}, fallback where std > {} x prior std, i.e. var > {}",
+        CONTROL_M,
+        UNSURE_STD_FRACTION,
+        var_threshold
+    );
+    let mut mode = Mode::Model;
+    let mut fallback_ticks = 0u32;
+    let mut model_ticks_in_excursion = 0u32;
+    let mut span = Span::EMPTY;
+    let mut sum_instr = 0u64;
+
+    for tick in 0..CONTROL_TICKS {
+        let x = read_sensor(tick);
+        let ((mean, var), m) = meter.measure(&x[..], |x| model::predict(model, x));
+        span.add(m.instructions);
+        sum_instr += u64::from(m.instructions);
+
+        // A NaN variance (model error) must also fall back: written so that
+        // only a comparison that is true trusts the model.
+        let confident = var <= var_threshold;
+        let new_mode = if confident {
+            Mode::Model
+        } else {
+            Mode::Fallback
+        };
+        let command = match new_mode {
+            Mode::Model => mean,
+            Mode::Fallback => SAFE_ACTION,
+        };
+        actuate(command);
+
+        if new_mode == Mode::Fallback {
+            fallback_ticks += 1;
+        } else if is_excursion(tick) {
+            model_ticks_in_excursion += 1;
+        }
+        if new_mode != mode || tick % LOG_EVERY == 0 {
+            hprintln!(
+                "tick {:3}: x=[{:+.2}, {:+.2}, {:+.2}, {:+.2}] mean={:+.4} var={:.4} -> {} {:+.4}",
+                tick,
+                x[0],
+                x[1],
+                x[2],
+                x[3],
+                mean,
+                var,
+                match new_mode {
+                    Mode::Model => "model",
+                    Mode::Fallback => "FALLBACK",
+                },
+                command
+            );
+        }
+        mode = new_mode;
+    }
+
+    let excursion_ticks = (0..CONTROL_TICKS).filter(|&t| is_excursion(t)).count() as u32;
+    hprintln!(
+        "loop: {} ticks, {} fallback ({} excursion ticks, {} of them trusted the model); predict instructions min {} / mean {} / max {}",
+        CONTROL_TICKS,
+        fallback_ticks,
+        excursion_ticks,
+        model_ticks_in_excursion,
+        span.min,
+        sum_instr / u64::from(CONTROL_TICKS),
+        span.max
+    );
+    model_ticks_in_excursion == 0 && fallback_ticks < CONTROL_TICKS
+}
