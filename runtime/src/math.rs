@@ -1,17 +1,18 @@
 //! The scalar kernels of the evaluator: `exp`, the normal CDF and the two
 //! triangular solves. Kept apart so the `micromath` switch lives in one place.
 
-/// `e^x`, branch-free (constant time): x clamped to [-87, 88], split as
-/// n ln2 + r with |r| <= ln2/2, e^r by its degree-6 Taylor polynomial
-/// (truncation < 2e-7 relative), times 2^n built in the exponent bits.
+/// `e^x` for `x` in `[-87, 88]`, branch-free (constant time, unlike libm's
+/// `expf`, whose special-range paths cost up to 2,000 instructions of
+/// spread per prediction on a Cortex-M4): `x = n ln2 + r` with
+/// `|r| <= ln2 / 2`, `e^r` by its degree-6 Taylor polynomial (truncation
+/// below 2e-7 relative), times `2^n` built in the exponent bits.
 #[cfg(not(feature = "micromath"))]
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
-    const SHIFTER: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
+fn exp_clamped(x: f32) -> f32 {
+    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
+    const SHIFTER: f32 = 12_582_912.0;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    let x = if x < -87.0 { -87.0 } else { x };
-    let x = if x > 88.0 { 88.0 } else { x };
     let shifted = x * core::f32::consts::LOG2_E + SHIFTER;
     let n = (shifted.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
     let nf = shifted - SHIFTER;
@@ -23,12 +24,21 @@ pub(crate) fn exp(x: f32) -> f32 {
     p * f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
-/// `e^x` from micromath: a few times cheaper, relative error ~1e-3 at worst.
-/// Below -87 it is forced to 0 because the approximation is not defined
-/// there, and a far-away input must still give the prior variance.
+/// `e^x` for `x <= 0`, a basis function's exponent: clamped below at -87
+/// (where `e^x` ~ 1.6e-38, negligible next to any basis value that
+/// matters), so far-away inputs cost the same as near ones.
+#[cfg(not(feature = "micromath"))]
+#[inline(always)]
+pub(crate) fn exp_non_positive(x: f32) -> f32 {
+    exp_clamped(if x < -87.0 { -87.0 } else { x })
+}
+
+/// `e^x` for `x <= 0` from micromath: fewer instructions, relative error
+/// up to ~1e-3 (see the README). Below -87 it is forced to 0 because the
+/// approximation is not defined there.
 #[cfg(feature = "micromath")]
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+pub(crate) fn exp_non_positive(x: f32) -> f32 {
     use micromath::F32Ext;
     if x < -87.0 {
         0.0
@@ -43,58 +53,127 @@ pub(crate) fn normal_cdf(t: f32) -> f32 {
     0.5 * libm::erfcf(-t * core::f32::consts::FRAC_1_SQRT_2)
 }
 
-/// `||L^{-1} k||^2` for the lower triangle stored row-wise below the
-/// diagonal of `rows` (row `i` holds `L[i][j]` at `j < i`), with the
-/// reciprocal diagonal apart. Dot-product form: row `i` is read
-/// contiguously.
-pub(crate) fn solve_rows_norm2<const M: usize>(
-    rows: &[[f32; M]; M],
+/// `sum_j a_j b_j` over the common length, with four running sums: the
+/// chains are independent (the FPU pipelines them) and the loop overhead
+/// is paid once per four multiply-adds.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]));
+    let (a4, a_tail) = a.as_chunks::<4>();
+    let (b4, b_tail) = b.as_chunks::<4>();
+    let mut acc = [0.0f32; 4];
+    for (&[a0, a1, a2, a3], &[b0, b1, b2, b3]) in a4.iter().zip(b4) {
+        let [s0, s1, s2, s3] = acc;
+        acc = [s0 + a0 * b0, s1 + a1 * b1, s2 + a2 * b2, s3 + a3 * b3];
+    }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(a, b)| a * b).sum();
+    let [s0, s1, s2, s3] = acc;
+    (s0 + s1) + (s2 + s3) + tail
+}
+
+/// `(sum_j a_j[0] b_j[0], sum_j a_j[1] b_j[1])`: two interleaved dot
+/// products in one pass, two pairs per step.
+#[inline(always)]
+fn dot_pairs(a: &[[f32; 2]], b: &[[f32; 2]]) -> (f32, f32) {
+    let n = a.len().min(b.len());
+    let (a, b) = (a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]));
+    let (a2, a_tail) = a.as_chunks::<2>();
+    let (b2, b_tail) = b.as_chunks::<2>();
+    let mut acc = [0.0f32; 4];
+    for (&[[a0, a1], [a2, a3]], &[[b0, b1], [b2, b3]]) in a2.iter().zip(b2) {
+        let [s0, s1, s2, s3] = acc;
+        acc = [s0 + a0 * b0, s1 + a1 * b1, s2 + a2 * b2, s3 + a3 * b3];
+    }
+    let [s0, s1, s2, s3] = acc;
+    let (mut first, mut second) = (s0 + s2, s1 + s3);
+    for (&[a0, a1], &[b0, b1]) in a_tail.iter().zip(b_tail) {
+        first += a0 * b0;
+        second += a1 * b1;
+    }
+    (first, second)
+}
+
+/// Where row `i` of the packed factors starts. One factor: its `i`
+/// entries left of the diagonal, row after row. Two factors: `L1[i][j]`
+/// and `L2[i][j]` interleaved, so both solves run in one pass. Either way
+/// the rows fit the `M x M` array (`M (M - 1)` numbers at most).
+pub(crate) const fn row_offset(i: usize, two_factors: bool) -> usize {
+    let single = i * i.saturating_sub(1) / 2;
+    if two_factors {
+        2 * single
+    } else {
+        single
+    }
+}
+
+/// The forward substitutions `u1 = L1^{-1} k` and, with two factors,
+/// `u2 = L2^{-1} k`, over the packed rows (see [`row_offset`]); returns
+/// `(|u1|^2, |u2|^2)`, the second 0 for one factor. The diagonals are
+/// stored as reciprocals so the solves never divide.
+pub(crate) fn solve_packed<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    inv_diagonal2: &[f32; M],
+    k: &[f32; M],
+    m: usize,
+    two_factors: bool,
+) -> (f32, f32) {
+    if two_factors {
+        solve_two(packed, inv_diagonal1, inv_diagonal2, k, m)
+    } else {
+        (solve_one(packed, inv_diagonal1, k, m), 0.0)
+    }
+}
+
+fn solve_one<const M: usize>(
+    packed: &[f32],
     inv_diagonal: &[f32; M],
     k: &[f32; M],
     m: usize,
 ) -> f32 {
     let mut u = [0.0f32; M];
-    let mut norm2 = 0.0;
-    for (i, ((row, &ki), &inv)) in rows.iter().zip(k).zip(inv_diagonal).enumerate().take(m) {
-        let dot: f32 = row
-            .get(..i)
-            .unwrap_or(&[])
-            .iter()
-            .zip(u.get(..i).unwrap_or(&[]))
-            .map(|(l, u)| l * u)
-            .sum();
-        let ui = (ki - dot) * inv;
+    let mut norm = 0.0f32;
+    let mut rest = packed;
+    for (i, (&ki, &inv)) in k.iter().zip(inv_diagonal).enumerate().take(m) {
+        let Some((row, tail)) = rest.split_at_checked(i) else {
+            break;
+        };
+        rest = tail;
+        let ui = (ki - dot(row, &u)) * inv;
+        norm += ui * ui;
         if let Some(slot) = u.get_mut(i) {
             *slot = ui;
         }
-        norm2 += ui * ui;
     }
-    norm2
+    norm
 }
 
-/// `||L^{-1} k||^2` for the lower triangle stored transposed above the
-/// diagonal of `columns` (row `j` holds `L[i][j]` at `i > j`). Column
-/// (axpy) form: column `j` is read contiguously.
-pub(crate) fn solve_columns_norm2<const M: usize>(
-    columns: &[[f32; M]; M],
-    inv_diagonal: &[f32; M],
+fn solve_two<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    inv_diagonal2: &[f32; M],
     k: &[f32; M],
     m: usize,
-) -> f32 {
-    let mut r = *k;
-    let mut norm2 = 0.0;
-    for (j, (column, &inv)) in columns.iter().zip(inv_diagonal).enumerate().take(m) {
-        let uj = r.get(j).copied().unwrap_or(0.0) * inv;
-        norm2 += uj * uj;
-        // Slices, not `.take(m).skip(j + 1)`: Skip walks the skipped
-        // elements one by one and the zipped take/skip bounds stay in the loop.
-        if let (Some(rest), Some(column)) = (r.get_mut(j + 1..m), column.get(j + 1..m)) {
-            for (ri, l) in rest.iter_mut().zip(column) {
-                *ri -= l * uj;
-            }
+) -> (f32, f32) {
+    let mut u = [[0.0f32; 2]; M];
+    let (mut norm1, mut norm2) = (0.0f32, 0.0f32);
+    let mut rest = packed;
+    let diagonals = inv_diagonal1.iter().zip(inv_diagonal2);
+    for (i, (&ki, (&inv1, &inv2))) in k.iter().zip(diagonals).enumerate().take(m) {
+        let Some((row, tail)) = rest.split_at_checked(2 * i) else {
+            break;
+        };
+        rest = tail;
+        let (dot1, dot2) = dot_pairs(row.as_chunks::<2>().0, &u);
+        let (u1, u2) = ((ki - dot1) * inv1, (ki - dot2) * inv2);
+        norm1 += u1 * u1;
+        norm2 += u2 * u2;
+        if let Some(slot) = u.get_mut(i) {
+            *slot = [u1, u2];
         }
     }
-    norm2
+    (norm1, norm2)
 }
 
 #[cfg(test)]
@@ -103,12 +182,50 @@ mod tests {
 
     /// The polynomial exp against f64 over the whole unclamped range.
     #[test]
+    fn dot_matches_a_plain_sum_at_every_length() {
+        let a: [f32; 11] = core::array::from_fn(|i| 0.5 + i as f32);
+        let b: [f32; 11] = core::array::from_fn(|i| 1.0 - 0.1 * i as f32);
+        for n in 0..=11 {
+            let plain: f32 = a.iter().zip(&b).take(n).map(|(a, b)| a * b).sum();
+            let fast = dot(a.get(..n).unwrap_or(&[]), &b);
+            assert!(
+                (plain - fast).abs() <= 1e-5 * plain.abs().max(1.0),
+                "n = {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn packed_rows_fit_the_square_array() {
+        for m in 1..200 {
+            assert!(row_offset(m, true) <= m * m, "m = {m}");
+            assert_eq!(row_offset(m, false), m * (m - 1) / 2);
+        }
+    }
+
+    #[test]
+    fn dot_pairs_matches_two_plain_sums_at_every_length() {
+        let a: [[f32; 2]; 9] = core::array::from_fn(|i| [0.5 + i as f32, 2.0 - i as f32]);
+        let b: [[f32; 2]; 9] = core::array::from_fn(|i| [1.0 - 0.1 * i as f32, 0.3 * i as f32]);
+        for n in 0..=9 {
+            let first: f32 = a.iter().zip(&b).take(n).map(|(a, b)| a[0] * b[0]).sum();
+            let second: f32 = a.iter().zip(&b).take(n).map(|(a, b)| a[1] * b[1]).sum();
+            let (f, s) = dot_pairs(a.get(..n).unwrap_or(&[]), &b);
+            assert!((first - f).abs() <= 1e-5 * first.abs().max(1.0), "n = {n}");
+            assert!(
+                (second - s).abs() <= 1e-5 * second.abs().max(1.0),
+                "n = {n}"
+            );
+        }
+    }
+
+    #[test]
     fn exp_is_accurate_to_a_few_ulp() {
         let mut worst = 0.0f64;
         let mut x = -87.0f32;
-        while x <= 88.0 {
+        while x <= 0.0 {
             let exact = f64::from(x).exp();
-            let rel = ((f64::from(exp(x)) - exact) / exact).abs();
+            let rel = ((f64::from(exp_non_positive(x)) - exact) / exact).abs();
             worst = worst.max(rel);
             x += 0.0137;
         }
@@ -123,7 +240,7 @@ mod tests {
     #[test]
     fn exp_of_far_away_distances_is_negligible_not_nan() {
         for x in [-88.0f32, -1e3, -1e30, f32::MIN] {
-            let e = exp(x);
+            let e = exp_non_positive(x);
             assert!((0.0..1e-37).contains(&e), "exp({x}) = {e}");
         }
     }

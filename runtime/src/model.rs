@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
-use crate::math;
+use crate::math::{self, row_offset};
 
 /// A predictive distribution.
 ///
@@ -62,13 +62,15 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     x_mean: [f32; D],
     x_inv_scale: [f32; D],
     projection: [[f32; D]; G],
-    centres: [[f32; G]; M],
-    /// `w / 2`, one row per basis function even when the blob shares them,
-    /// so the hot loop has no branch.
-    half_widths: [[f32; G]; M],
+    /// `(c_ig, w_ig / 2)` side by side: one stream for the hottest loop.
+    /// Every row is full length (zeros past `g`), so that loop runs over the
+    /// constant `G` and unrolls; a zero width adds nothing.
+    basis_params: [[[f32; 2]; G]; M],
     amplitudes: [f32; M],
     beta: [f32; M],
-    /// `L1` strictly below the diagonal, `L2` transposed strictly above.
+    /// The strictly lower parts of `L1` and `L2`, row by row, the two
+    /// factors interleaved (see `math::row_offset`): `M (M - 1)` numbers at
+    /// most, in `M x M` slots.
     factors: [[f32; M]; M],
     inv_diagonal1: [f32; M],
     inv_diagonal2: [f32; M],
@@ -121,8 +123,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         x_mean: [0.0; D],
         x_inv_scale: [0.0; D],
         projection: [[0.0; D]; G],
-        centres: [[0.0; G]; M],
-        half_widths: [[0.0; G]; M],
+        basis_params: [[[0.0; 2]; G]; M],
         amplitudes: [0.0; M],
         beta: [0.0; M],
         factors: [[0.0; M]; M],
@@ -233,18 +234,19 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         reader.numbers(&shape, Field::Projection, |i, v| {
             set_2d(&mut model.projection, i / d, i % d, v)
         })?;
+        // A previous, larger model may have left numbers past `g`.
+        for row in model.basis_params.iter_mut() {
+            *row = [[0.0; 2]; G];
+        }
         reader.numbers(&shape, Field::Centres, |i, v| {
-            set_2d(&mut model.centres, i / g, i % g, v)
+            set_param(&mut model.basis_params, i / g, i % g, 0, v)
         })?;
         let per_basis = shape.per_basis;
         reader.numbers(&shape, Field::Widths, |i, v| {
             if per_basis {
-                set_2d(&mut model.half_widths, i / g, i % g, 0.5 * v)
+                set_param(&mut model.basis_params, i / g, i % g, 1, 0.5 * v)
             } else {
-                model
-                    .half_widths
-                    .iter_mut()
-                    .try_for_each(|row| set(row, i, 0.5 * v))
+                (0..M).try_for_each(|row| set_param(&mut model.basis_params, row, i, 1, 0.5 * v))
             }
         })?;
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
@@ -256,6 +258,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             }
         })?;
         reader.numbers(&shape, Field::Beta, |i, v| set(&mut model.beta, i, v))?;
+        let two = shape.two_factors;
         reader.numbers(&shape, Field::L1, |i, v| {
             let (row, col) = unpack(i);
             if row == col {
@@ -265,7 +268,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     1.0 / check_diagonal(Field::L1, v)?,
                 )
             } else {
-                set_2d(&mut model.factors, row, col, v)
+                let stride = if two { 2 } else { 1 };
+                let at = row_offset(row, two) + stride * col;
+                set(model.factors.as_flattened_mut(), at, v)
             }
         })?;
         reader.numbers(&shape, Field::L2, |i, v| {
@@ -277,7 +282,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     1.0 / check_diagonal(Field::L2, v)?,
                 )
             } else {
-                set_2d(&mut model.factors, col, row, v)
+                let at = row_offset(row, true) + 2 * col + 1;
+                set(model.factors.as_flattened_mut(), at, v)
             }
         })?;
         model.prior = reader.scalar(Field::Prior)?;
@@ -339,7 +345,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Errors
     /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
     pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
-        let k = self.basis(x)?;
+        let mut k = [0.0f32; M];
+        self.basis(x, &mut k)?;
         Ok(self.output_mean(self.latent_mean(&k)))
     }
 
@@ -385,16 +392,22 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Errors
     /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
-        let k = self.basis(x)?;
+        let mut k = [0.0f32; M];
+        self.basis(x, &mut k)?;
         let mean = self.output_mean(self.latent_mean(&k));
-        let mut variance =
-            self.prior - math::solve_rows_norm2(&self.factors, &self.inv_diagonal1, &k, self.m);
-        if self.shape.two_factors {
-            variance += math::solve_columns_norm2(&self.factors, &self.inv_diagonal2, &k, self.m);
-        }
+        let (explained, restored) = math::solve_packed(
+            self.factors.as_flattened(),
+            &self.inv_diagonal1,
+            &self.inv_diagonal2,
+            &k,
+            self.m,
+            self.shape.two_factors,
+        );
+        let variance = self.prior - explained + restored;
         // f32 cancellation can push the difference below zero near the
-        // basis centres; `max` also maps NaN to zero.
-        variance = variance.max(0.0);
+        // basis centres; the comparison also maps NaN to zero, and unlike
+        // `f32::max` it needs no libm call on a Cortex-M4.
+        let mut variance = if variance > 0.0 { variance } else { 0.0 };
         if self.shape.link == Link::Identity {
             variance *= self.y_scale * self.y_scale;
         }
@@ -456,8 +469,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             .sum()
     }
 
-    /// Steps 1-3 of the runtime form: standardise, project, basis values.
-    fn basis(&self, x: &[f32]) -> Result<[f32; M], Error> {
+    /// Steps 1-3 of the runtime form: standardise, project, basis values
+    /// into `k` (entries past `m` untouched).
+    fn basis(&self, x: &[f32], k: &mut [f32; M]) -> Result<(), Error> {
         let d = self.input_dim();
         if x.len() != d {
             return Err(Error::InputLength {
@@ -479,26 +493,19 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         } else {
             standardise(&mut z, x, &self.x_mean, &self.x_inv_scale);
         }
-        let mut k = [0.0f32; M];
-        let rows = self
-            .centres
-            .iter()
-            .zip(&self.half_widths)
-            .zip(&self.amplitudes);
-        for (ki, ((centre, half_width), amplitude)) in k.iter_mut().zip(rows).take(self.m) {
-            let distance: f32 = centre
+        let rows = self.basis_params.iter().zip(&self.amplitudes);
+        for (ki, (params, amplitude)) in k.iter_mut().zip(rows).take(self.m) {
+            let distance: f32 = params
                 .iter()
-                .zip(half_width)
                 .zip(&z)
-                .take(self.g)
-                .map(|((c, w), z)| {
+                .map(|(&[c, half_w], z)| {
                     let diff = z - c;
-                    w * diff * diff
+                    half_w * diff * diff
                 })
                 .sum();
-            *ki = amplitude * math::exp(-distance);
+            *ki = amplitude * math::exp_non_positive(-distance);
         }
-        Ok(k)
+        Ok(())
     }
 }
 
@@ -527,6 +534,20 @@ fn set(slots: &mut [f32], index: usize, value: f32) -> Result<(), Error> {
     let slot = slots.get_mut(index).ok_or(Error::Malformed)?;
     *slot = value;
     Ok(())
+}
+
+fn set_param<const G: usize>(
+    rows: &mut [[[f32; 2]; G]],
+    row: usize,
+    col: usize,
+    which: usize,
+    value: f32,
+) -> Result<(), Error> {
+    let pair = rows
+        .get_mut(row)
+        .and_then(|r| r.get_mut(col))
+        .ok_or(Error::Malformed)?;
+    set(pair, which, value)
 }
 
 fn set_2d<const N: usize>(
