@@ -94,6 +94,28 @@ fn dot_pairs(a: &[[f32; 2]], b: &[[f32; 2]]) -> (f32, f32) {
     (first, second)
 }
 
+/// `sum_g (w_g / 2) (z_g - c_g)^2` for `params[g] = (c_g, w_g / 2)`, four
+/// dimensions per step so that the common small `G` runs without a loop.
+#[inline(always)]
+pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]) -> f32 {
+    let term = |&[c, half_w]: &[f32; 2], z: f32| {
+        let diff = z - c;
+        half_w * diff * diff
+    };
+    let (p4, p_tail) = params.as_chunks::<4>();
+    let (z4, z_tail) = z.as_chunks::<4>();
+    // -0.0 is the exact identity of `+` (0.0 is not: 0.0 + -0.0 = 0.0), so
+    // the compiler drops the first addition.
+    let mut sum = -0.0f32;
+    for ([p0, p1, p2, p3], &[z0, z1, z2, z3]) in p4.iter().zip(z4) {
+        sum += (term(p0, z0) + term(p1, z1)) + (term(p2, z2) + term(p3, z3));
+    }
+    for (p, &z) in p_tail.iter().zip(z_tail) {
+        sum += term(p, z);
+    }
+    sum
+}
+
 /// Where row `i` of the packed factors starts. One factor: its `i`
 /// entries left of the diagonal, row after row. Two factors: `L1[i][j]`
 /// and `L2[i][j]` interleaved, so both solves run in one pass. Either way
@@ -156,24 +178,91 @@ fn solve_two<const M: usize>(
     k: &[f32; M],
     m: usize,
 ) -> (f32, f32) {
+    // Rows are solved two at a time: both read u[..i], so each loaded u
+    // pair feeds four multiply-adds instead of two. The rows are consumed
+    // from a running slice and the per-row inputs come in chunks of two,
+    // so the per-row work has no index arithmetic or bounds checks.
+    let mut rest = packed.as_chunks::<2>().0;
     let mut u = [[0.0f32; 2]; M];
     let (mut norm1, mut norm2) = (0.0f32, 0.0f32);
-    let mut rest = packed;
-    let diagonals = inv_diagonal1.iter().zip(inv_diagonal2);
-    for (i, (&ki, (&inv1, &inv2))) in k.iter().zip(diagonals).enumerate().take(m) {
-        let Some((row, tail)) = rest.split_at_checked(2 * i) else {
+    let inputs = k
+        .as_chunks::<2>()
+        .0
+        .iter()
+        .zip(inv_diagonal1.as_chunks::<2>().0)
+        .zip(inv_diagonal2.as_chunks::<2>().0);
+    let mut solved = 0;
+    for ((&[ka, kb], &[d1a, d1b]), &[d2a, d2b]) in inputs.take(m / 2) {
+        let i = solved;
+        let Some((row_a, tail)) = rest.split_at_checked(i) else {
+            break;
+        };
+        let Some((row_b, tail)) = tail.split_at_checked(i + 1) else {
             break;
         };
         rest = tail;
-        let (dot1, dot2) = dot_pairs(row.as_chunks::<2>().0, &u);
-        let (u1, u2) = ((ki - dot1) * inv1, (ki - dot2) * inv2);
+        let Some((&[last1, last2], row_b)) = row_b.split_last() else {
+            break;
+        };
+        let Some((done, todo)) = u.split_at_mut_checked(i) else {
+            break;
+        };
+        let (a1, a2, b1, b2) = dot_two_rows(row_a, row_b, done);
+        let ua = [(ka - a1) * d1a, (ka - a2) * d2a];
+        let ub = [
+            (kb - b1 - last1 * ua[0]) * d1b,
+            (kb - b2 - last2 * ua[1]) * d2b,
+        ];
+        norm1 += ua[0] * ua[0] + ub[0] * ub[0];
+        norm2 += ua[1] * ua[1] + ub[1] * ub[1];
+        if let Some([slot_a, slot_b, ..]) = todo.get_mut(..2) {
+            *slot_a = ua;
+            *slot_b = ub;
+        }
+        solved += 2;
+    }
+    if solved < m {
+        let row = rest.get(..solved).unwrap_or(&[]);
+        let (dot1, dot2) = dot_pairs(row, &u);
+        let at = |v: &[f32; M]| v.get(solved).copied().unwrap_or(0.0);
+        let ki = at(k);
+        let (u1, u2) = (
+            (ki - dot1) * at(inv_diagonal1),
+            (ki - dot2) * at(inv_diagonal2),
+        );
         norm1 += u1 * u1;
         norm2 += u2 * u2;
-        if let Some(slot) = u.get_mut(i) {
-            *slot = [u1, u2];
-        }
     }
     (norm1, norm2)
+}
+
+/// Rows `a` and `b` (interleaved `L1`/`L2` pairs) against the solved
+/// pairs `u`: `(a.u[0], a.u[1], b.u[0], b.u[1])`.
+#[inline(always)]
+fn dot_two_rows(a: &[[f32; 2]], b: &[[f32; 2]], u: &[[f32; 2]]) -> (f32, f32, f32, f32) {
+    let n = a.len().min(b.len()).min(u.len());
+    let (a, b, u) = (
+        a.get(..n).unwrap_or(&[]),
+        b.get(..n).unwrap_or(&[]),
+        u.get(..n).unwrap_or(&[]),
+    );
+    let mut acc = [0.0f32; 4];
+    let mut step = |&[la1, la2]: &[f32; 2], &[lb1, lb2]: &[f32; 2], &[u1, u2]: &[f32; 2]| {
+        let [a1, a2, b1, b2] = acc;
+        acc = [a1 + la1 * u1, a2 + la2 * u2, b1 + lb1 * u1, b2 + lb2 * u2];
+    };
+    let (a2, a_tail) = a.as_chunks::<2>();
+    let (b2, b_tail) = b.as_chunks::<2>();
+    let (u2, u_tail) = u.as_chunks::<2>();
+    for (([a0, a1], [b0, b1]), [u0, u1]) in a2.iter().zip(b2).zip(u2) {
+        step(a0, b0, u0);
+        step(a1, b1, u1);
+    }
+    for ((a0, b0), u0) in a_tail.iter().zip(b_tail).zip(u_tail) {
+        step(a0, b0, u0);
+    }
+    let [a1, a2, b1, b2] = acc;
+    (a1, a2, b1, b2)
 }
 
 #[cfg(test)]

@@ -55,25 +55,26 @@ impl Prediction {
 /// # Ok::<(), sgp_runtime::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[repr(C)] // the hot arrays first, where load offsets need no address arithmetic
 pub struct Model<const M: usize, const G: usize, const D: usize> {
-    shape: Shape,
-    m: usize,
-    g: usize,
-    x_mean: [f32; D],
-    x_inv_scale: [f32; D],
-    projection: [[f32; D]; G],
     /// `(c_ig, w_ig / 2)` side by side: one stream for the hottest loop.
     /// Every row is full length (zeros past `g`), so that loop runs over the
     /// constant `G` and unrolls; a zero width adds nothing.
     basis_params: [[[f32; 2]; G]; M],
-    amplitudes: [f32; M],
-    beta: [f32; M],
+    /// `(a_i, beta_i)`: amplitude and mean weight, read together.
+    amp_beta: [[f32; 2]; M],
     /// The strictly lower parts of `L1` and `L2`, row by row, the two
     /// factors interleaved (see `math::row_offset`): `M (M - 1)` numbers at
     /// most, in `M x M` slots.
     factors: [[f32; M]; M],
     inv_diagonal1: [f32; M],
     inv_diagonal2: [f32; M],
+    x_mean: [f32; D],
+    x_inv_scale: [f32; D],
+    projection: [[f32; D]; G],
+    shape: Shape,
+    m: usize,
+    g: usize,
     prior: f32,
     noise: f32,
     bias: f32,
@@ -86,7 +87,7 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 ///
 /// ```
 /// use sgp_runtime::{ram_bytes, Model};
-/// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 16);
+/// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 24);
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     let numbers = m * m + m * (2 * g + 4) + g * d + 2 * d + 5;
@@ -124,8 +125,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         x_inv_scale: [0.0; D],
         projection: [[0.0; D]; G],
         basis_params: [[[0.0; 2]; G]; M],
-        amplitudes: [0.0; M],
-        beta: [0.0; M],
+        amp_beta: [[0.0; 2]; M],
         factors: [[0.0; M]; M],
         inv_diagonal1: [0.0; M],
         inv_diagonal2: [0.0; M],
@@ -251,13 +251,14 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         })?;
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
             if per_basis {
-                set(&mut model.amplitudes, i, v)
+                set_pair(&mut model.amp_beta, i, 0, v)
             } else {
-                model.amplitudes = [v; M];
-                Ok(())
+                (0..M).try_for_each(|row| set_pair(&mut model.amp_beta, row, 0, v))
             }
         })?;
-        reader.numbers(&shape, Field::Beta, |i, v| set(&mut model.beta, i, v))?;
+        reader.numbers(&shape, Field::Beta, |i, v| {
+            set_pair(&mut model.amp_beta, i, 1, v)
+        })?;
         let two = shape.two_factors;
         reader.numbers(&shape, Field::L1, |i, v| {
             let (row, col) = unpack(i);
@@ -346,8 +347,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
     pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
         let mut k = [0.0f32; M];
-        self.basis(x, &mut k)?;
-        Ok(self.output_mean(self.latent_mean(&k)))
+        let latent = self.basis(x, &mut k)?;
+        Ok(self.output_mean(latent))
     }
 
     /// Predictive mean and variance: `O(M G + M^2)`.
@@ -393,8 +394,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
-        self.basis(x, &mut k)?;
-        let mean = self.output_mean(self.latent_mean(&k));
+        let mean = self.output_mean(self.basis(x, &mut k)?);
         let (explained, restored) = math::solve_packed(
             self.factors.as_flattened(),
             &self.inv_diagonal1,
@@ -461,17 +461,10 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         }
     }
 
-    fn latent_mean(&self, k: &[f32; M]) -> f32 {
-        k.iter()
-            .zip(&self.beta)
-            .take(self.m)
-            .map(|(k, b)| k * b)
-            .sum()
-    }
-
-    /// Steps 1-3 of the runtime form: standardise, project, basis values
-    /// into `k` (entries past `m` untouched).
-    fn basis(&self, x: &[f32], k: &mut [f32; M]) -> Result<(), Error> {
+    /// Steps 1-4 of the runtime form: standardise, project, basis values
+    /// into `k` (entries past `m` untouched); returns the latent mean
+    /// `beta . k`, summed in the same pass.
+    fn basis(&self, x: &[f32], k: &mut [f32; M]) -> Result<f32, Error> {
         let d = self.input_dim();
         if x.len() != d {
             return Err(Error::InputLength {
@@ -493,19 +486,14 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         } else {
             standardise(&mut z, x, &self.x_mean, &self.x_inv_scale);
         }
-        let rows = self.basis_params.iter().zip(&self.amplitudes);
-        for (ki, (params, amplitude)) in k.iter_mut().zip(rows).take(self.m) {
-            let distance: f32 = params
-                .iter()
-                .zip(&z)
-                .map(|(&[c, half_w], z)| {
-                    let diff = z - c;
-                    half_w * diff * diff
-                })
-                .sum();
+        let mut mean = 0.0f32;
+        let rows = self.basis_params.iter().zip(&self.amp_beta);
+        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
+            let distance = math::half_weighted_distance(params, &z);
             *ki = amplitude * math::exp_non_positive(-distance);
+            mean += beta * *ki;
         }
-        Ok(())
+        Ok(mean)
     }
 }
 
@@ -534,6 +522,10 @@ fn set(slots: &mut [f32], index: usize, value: f32) -> Result<(), Error> {
     let slot = slots.get_mut(index).ok_or(Error::Malformed)?;
     *slot = value;
     Ok(())
+}
+
+fn set_pair(pairs: &mut [[f32; 2]], row: usize, which: usize, value: f32) -> Result<(), Error> {
+    set(pairs.get_mut(row).ok_or(Error::Malformed)?, which, value)
 }
 
 fn set_param<const G: usize>(
@@ -582,11 +574,12 @@ mod tests {
 
     #[test]
     fn ram_bytes_matches_the_struct_size() {
-        // size_of is host-dependent (usize = 8 bytes here); allow for that.
+        // size_of is host-dependent (usize = 8 bytes here, with alignment
+        // padding around them); allow for that.
         let host = core::mem::size_of::<Model<32, 4, 4>>();
         let formula = ram_bytes(32, 4, 4);
         assert!(
-            host >= formula && host <= formula + 16,
+            host >= formula && host <= formula + 24,
             "{host} vs {formula}"
         );
     }
