@@ -37,6 +37,8 @@
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
+#[cfg(test)]
+extern crate std;
 
 mod error;
 mod format;

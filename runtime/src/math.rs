@@ -116,23 +116,55 @@ pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: 
     sum
 }
 
-/// Where row `i` of the packed factors starts. One factor: its `i`
-/// entries left of the diagonal, row after row. Two factors: `L1[i][j]`
-/// and `L2[i][j]` interleaved, so both solves run in one pass. Either way
-/// the rows fit the `M x M` array (`M (M - 1)` numbers at most).
-pub(crate) const fn row_offset(i: usize, two_factors: bool) -> usize {
-    let single = i * i.saturating_sub(1) / 2;
-    if two_factors {
-        2 * single
+/// Rows solved together by the two-factor solver.
+const BLOCK: usize = 4;
+
+/// Where `L[row][col]` (`col < row`) of factor `factor` (0 for `L1`, 1
+/// for `L2`) sits in the packed storage of an `m`-basis model.
+///
+/// One factor: the strictly lower triangle row by row. Two factors: rows
+/// in blocks of four (`i0 = 4b`), each block holding first, for every
+/// `j < i0`, the eight numbers `L1[i0+t][j], L2[i0+t][j]` (`t = 0..4`) side
+/// by side, then the six pairs of the block's own lower corner; rows past
+/// the last full block follow as plain interleaved `(L1, L2)` rows. The
+/// solver then streams one contiguous block per four rows. Either way the
+/// numbers fill `M (M - 1)` of the `M x M` slots at most.
+pub(crate) fn packed_index(
+    row: usize,
+    col: usize,
+    factor: usize,
+    m: usize,
+    two_factors: bool,
+) -> usize {
+    if !two_factors {
+        return row * row.saturating_sub(1) / 2 + col;
+    }
+    let full_rows = m / BLOCK * BLOCK;
+    if row < full_rows {
+        let (b, t) = (row / BLOCK, row % BLOCK);
+        let i0 = BLOCK * b;
+        if col < i0 {
+            block_start(b) + 2 * BLOCK * col + 2 * t + factor
+        } else {
+            let corner = t * t.saturating_sub(1) / 2 + (col - i0);
+            block_start(b) + 2 * BLOCK * i0 + 2 * corner + factor
+        }
     } else {
-        single
+        let before: usize = (full_rows..row).map(|r| 2 * r).sum();
+        block_start(full_rows / BLOCK) + before + 2 * col + factor
     }
 }
 
+/// Offset of two-factor block `b`: blocks before it hold `8 i0 + 12`
+/// numbers each.
+const fn block_start(b: usize) -> usize {
+    16 * b * b.saturating_sub(1) + 12 * b
+}
+
 /// The forward substitutions `u1 = L1^{-1} k` and, with two factors,
-/// `u2 = L2^{-1} k`, over the packed rows (see [`row_offset`]); returns
-/// `(|u1|^2, |u2|^2)`, the second 0 for one factor. The diagonals are
-/// stored as reciprocals so the solves never divide.
+/// `u2 = L2^{-1} k`, over the packed storage (see [`packed_index`]);
+/// returns `(|u1|^2, |u2|^2)`, the second 0 for one factor. The diagonals
+/// are stored as reciprocals so the solves never divide.
 pub(crate) fn solve_packed<const M: usize>(
     packed: &[f32],
     inv_diagonal1: &[f32; M],
@@ -178,94 +210,106 @@ fn solve_two<const M: usize>(
     k: &[f32; M],
     m: usize,
 ) -> (f32, f32) {
-    // Rows are solved two at a time: both read u[..i], so each loaded u
-    // pair feeds four multiply-adds instead of two. The rows are consumed
-    // from a running slice and the per-row inputs come in chunks of two,
-    // so the per-row work has no index arithmetic or bounds checks.
-    let mut rest = packed.as_chunks::<2>().0;
+    // Four rows at a time: each loaded u pair feeds eight multiply-adds,
+    // and the block's numbers are one contiguous stream.
     let mut u = [[0.0f32; 2]; M];
-    let (mut norm1, mut norm2) = (0.0f32, 0.0f32);
+    let mut norms = [0.0f32; 2];
+    let mut rest = packed;
     let inputs = k
-        .as_chunks::<2>()
+        .as_chunks::<BLOCK>()
         .0
         .iter()
-        .zip(inv_diagonal1.as_chunks::<2>().0)
-        .zip(inv_diagonal2.as_chunks::<2>().0);
+        .zip(inv_diagonal1.as_chunks::<BLOCK>().0)
+        .zip(inv_diagonal2.as_chunks::<BLOCK>().0);
     let mut solved = 0;
-    for ((&[ka, kb], &[d1a, d1b]), &[d2a, d2b]) in inputs.take(m / 2) {
-        let i = solved;
-        let Some((row_a, tail)) = rest.split_at_checked(i) else {
+    for ((ks, d1), d2) in inputs.take(m / BLOCK) {
+        let i0 = solved;
+        let Some((main, tail)) = rest.split_at_checked(2 * BLOCK * i0) else {
             break;
         };
-        let Some((row_b, tail)) = tail.split_at_checked(i + 1) else {
+        let Some((corner, tail)) = tail.split_at_checked(12) else {
             break;
         };
         rest = tail;
-        let Some((&[last1, last2], row_b)) = row_b.split_last() else {
+        let Some((done, todo)) = u.split_at_mut_checked(i0) else {
             break;
         };
-        let Some((done, todo)) = u.split_at_mut_checked(i) else {
+        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(main.as_chunks::<8>().0, done);
+        // The block's own corner, written out: row t also needs the rows
+        // of this block solved just before it.
+        let Ok(&[c10, c20, c21, c30, c31, c32]) =
+            <&[[f32; 2]; 6]>::try_from(corner.as_chunks::<2>().0)
+        else {
             break;
         };
-        let (a1, a2, b1, b2) = dot_two_rows(row_a, row_b, done);
-        let ua = [(ka - a1) * d1a, (ka - a2) * d2a];
-        let ub = [
-            (kb - b1 - last1 * ua[0]) * d1b,
-            (kb - b2 - last2 * ua[1]) * d2b,
+        let ([k0, k1, k2, k3], [p0, p1, p2, p3], [q0, q1, q2, q3]) = (*ks, *d1, *d2);
+        let u0 = [(k0 - a0) * p0, (k0 - b0) * q0];
+        let u1 = [
+            (k1 - a1 - c10[0] * u0[0]) * p1,
+            (k1 - b1 - c10[1] * u0[1]) * q1,
         ];
-        norm1 += ua[0] * ua[0] + ub[0] * ub[0];
-        norm2 += ua[1] * ua[1] + ub[1] * ub[1];
-        if let Some([slot_a, slot_b, ..]) = todo.get_mut(..2) {
-            *slot_a = ua;
-            *slot_b = ub;
+        let u2 = [
+            (k2 - a2 - c20[0] * u0[0] - c21[0] * u1[0]) * p2,
+            (k2 - b2 - c20[1] * u0[1] - c21[1] * u1[1]) * q2,
+        ];
+        let u3 = [
+            (k3 - a3 - c30[0] * u0[0] - c31[0] * u1[0] - c32[0] * u2[0]) * p3,
+            (k3 - b3 - c30[1] * u0[1] - c31[1] * u1[1] - c32[1] * u2[1]) * q3,
+        ];
+        norms[0] += (u0[0] * u0[0] + u1[0] * u1[0]) + (u2[0] * u2[0] + u3[0] * u3[0]);
+        norms[1] += (u0[1] * u0[1] + u1[1] * u1[1]) + (u2[1] * u2[1] + u3[1] * u3[1]);
+        if let Some(slots) = todo.first_chunk_mut::<BLOCK>() {
+            *slots = [u0, u1, u2, u3];
         }
-        solved += 2;
+        solved += BLOCK;
     }
-    if solved < m {
-        let row = rest.get(..solved).unwrap_or(&[]);
-        let (dot1, dot2) = dot_pairs(row, &u);
-        let at = |v: &[f32; M]| v.get(solved).copied().unwrap_or(0.0);
+    // Rows past the last full block, one at a time.
+    for i in solved..m {
+        let Some((row, tail)) = rest.split_at_checked(2 * i) else {
+            break;
+        };
+        rest = tail;
+        let (dot1, dot2) = dot_pairs(row.as_chunks::<2>().0, &u);
+        let at = |v: &[f32; M]| v.get(i).copied().unwrap_or(0.0);
         let ki = at(k);
-        let (u1, u2) = (
+        let pair = [
             (ki - dot1) * at(inv_diagonal1),
             (ki - dot2) * at(inv_diagonal2),
-        );
-        norm1 += u1 * u1;
-        norm2 += u2 * u2;
+        ];
+        norms[0] += pair[0] * pair[0];
+        norms[1] += pair[1] * pair[1];
+        if let Some(slot) = u.get_mut(i) {
+            *slot = pair;
+        }
     }
-    (norm1, norm2)
+    (norms[0], norms[1])
 }
 
-/// Rows `a` and `b` (interleaved `L1`/`L2` pairs) against the solved
-/// pairs `u`: `(a.u[0], a.u[1], b.u[0], b.u[1])`.
+/// The four rows of a block (eight numbers per column: `L1`, `L2` of each
+/// row) against the solved pairs `u`: per row, `(L1 row . u1, L2 row . u2)`.
 #[inline(always)]
-fn dot_two_rows(a: &[[f32; 2]], b: &[[f32; 2]], u: &[[f32; 2]]) -> (f32, f32, f32, f32) {
-    let n = a.len().min(b.len()).min(u.len());
-    let (a, b, u) = (
-        a.get(..n).unwrap_or(&[]),
-        b.get(..n).unwrap_or(&[]),
-        u.get(..n).unwrap_or(&[]),
-    );
-    let mut acc = [0.0f32; 4];
-    let mut step = |&[la1, la2]: &[f32; 2], &[lb1, lb2]: &[f32; 2], &[u1, u2]: &[f32; 2]| {
-        let [a1, a2, b1, b2] = acc;
-        acc = [a1 + la1 * u1, a2 + la2 * u2, b1 + lb1 * u1, b2 + lb2 * u2];
-    };
-    let (a2, a_tail) = a.as_chunks::<2>();
-    let (b2, b_tail) = b.as_chunks::<2>();
-    let (u2, u_tail) = u.as_chunks::<2>();
-    for (([a0, a1], [b0, b1]), [u0, u1]) in a2.iter().zip(b2).zip(u2) {
-        step(a0, b0, u0);
-        step(a1, b1, u1);
+fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
+    let mut acc = [0.0f32; 8];
+    for (column, &[u1, u2]) in columns.iter().zip(u) {
+        let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
+        acc = [
+            a0 + l0 * u1,
+            a1 + l1 * u2,
+            a2 + l2 * u1,
+            a3 + l3 * u2,
+            a4 + l4 * u1,
+            a5 + l5 * u2,
+            a6 + l6 * u1,
+            a7 + l7 * u2,
+        ];
     }
-    for ((a0, b0), u0) in a_tail.iter().zip(b_tail).zip(u_tail) {
-        step(a0, b0, u0);
-    }
-    let [a1, a2, b1, b2] = acc;
-    (a1, a2, b1, b2)
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+    [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -284,11 +328,23 @@ mod tests {
         }
     }
 
+    /// Every entry of both factors gets its own slot, inside `M x M`.
     #[test]
-    fn packed_rows_fit_the_square_array() {
-        for m in 1..200 {
-            assert!(row_offset(m, true) <= m * m, "m = {m}");
-            assert_eq!(row_offset(m, false), m * (m - 1) / 2);
+    fn packed_layout_is_a_bijection_into_the_square_array() {
+        for m in 1..40 {
+            for two in [false, true] {
+                let mut seen = std::vec![false; m * m];
+                for row in 0..m {
+                    for col in 0..row {
+                        for factor in 0..if two { 2 } else { 1 } {
+                            let at = packed_index(row, col, factor, m, two);
+                            assert!(at < m * m, "m {m} ({row}, {col}) -> {at}");
+                            assert!(!seen[at], "m {m} ({row}, {col}, {factor}) collides");
+                            seen[at] = true;
+                        }
+                    }
+                }
+            }
         }
     }
 

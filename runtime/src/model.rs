@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
-use crate::math::{self, row_offset};
+use crate::math::{self, packed_index};
 
 /// A predictive distribution.
 ///
@@ -63,9 +63,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     basis_params: [[[f32; 2]; G]; M],
     /// `(a_i, beta_i)`: amplitude and mean weight, read together.
     amp_beta: [[f32; 2]; M],
-    /// The strictly lower parts of `L1` and `L2`, row by row, the two
-    /// factors interleaved (see `math::row_offset`): `M (M - 1)` numbers at
-    /// most, in `M x M` slots.
+    /// The strictly lower parts of `L1` and `L2` in the solver's streaming
+    /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
+    /// `M x M` slots.
     factors: [[f32; M]; M],
     inv_diagonal1: [f32; M],
     inv_diagonal2: [f32; M],
@@ -260,6 +260,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             set_pair(&mut model.amp_beta, i, 1, v)
         })?;
         let two = shape.two_factors;
+        let m = usize::from(shape.n_basis);
         reader.numbers(&shape, Field::L1, |i, v| {
             let (row, col) = unpack(i);
             if row == col {
@@ -269,8 +270,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     1.0 / check_diagonal(Field::L1, v)?,
                 )
             } else {
-                let stride = if two { 2 } else { 1 };
-                let at = row_offset(row, two) + stride * col;
+                let at = packed_index(row, col, 0, m, two);
                 set(model.factors.as_flattened_mut(), at, v)
             }
         })?;
@@ -283,7 +283,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     1.0 / check_diagonal(Field::L2, v)?,
                 )
             } else {
-                let at = row_offset(row, true) + 2 * col + 1;
+                let at = packed_index(row, col, 1, m, true);
                 set(model.factors.as_flattened_mut(), at, v)
             }
         })?;
