@@ -28,7 +28,8 @@
 //! # Ok::<(), sgp_runtime::Error>(())
 //! ```
 //!
-//! Features: `micromath` swaps libm's `expf` for micromath's approximation;
+//! Features: `micromath` swaps the built-in branch-free `exp` for
+//! micromath's approximation (not recommended: see the README's figures);
 //! `alloc` adds [`ModelSpec`], the owned form the trainer encodes.
 #![no_std]
 #![forbid(unsafe_code)]

@@ -91,8 +91,8 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     let numbers = m * m + m * (2 * g + 4) + g * d + 2 * d + 5;
-    // Shape (7 bytes, padded to 8) and two usize sizes.
-    4 * numbers + 8 + 2 * 4
+    // Shape (11 bytes, padded to 12) and two usize sizes.
+    4 * numbers + 12 + 2 * 4
 }
 
 /// The empty model, as [`Model::new`].

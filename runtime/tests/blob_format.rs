@@ -261,3 +261,40 @@ fn doc_model_file_is_current() {
         "run with SGP_BLESS=1 to regenerate"
     );
 }
+
+mod fuzz {
+    //! Untrusted bytes, generated: the loaders return, never panic.
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = Small::from_bytes(&bytes);
+            let _ = ModelSpec::from_bytes(&bytes);
+        }
+
+        /// Damage behind a valid preamble and CRC, so the body decoder
+        /// itself sees garbage (the CRC would otherwise stop it first).
+        #[test]
+        fn resealed_random_edits_never_panic(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+        ) {
+            let mut blob = small_blob();
+            let body = 10..blob.len() - 4;
+            for (at, value) in edits {
+                let at = body.start + at % body.len();
+                blob[at] = value;
+            }
+            reseal(&mut blob);
+            let _ = Small::from_bytes(&blob);
+            let _ = ModelSpec::from_bytes(&blob);
+            if let Ok(model) = Small::from_bytes(&blob) {
+                // Whatever loaded evaluates without panicking.
+                let _ = model.predict(&[0.5, -0.5]);
+            }
+        }
+    }
+}

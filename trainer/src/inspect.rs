@@ -3,6 +3,37 @@
 use serde::Serialize;
 use sgp_runtime::{ram_bytes, Link, ModelSpec};
 
+use crate::{Error, Result};
+
+/// Parses a `--capacity` value: `M` or `M,G,D`. With `M` alone, `G` and
+/// `D` are the model's own.
+///
+/// # Errors
+/// [`Error::BadInput`] for anything else.
+pub fn parse_capacity(text: &str, spec: &ModelSpec) -> Result<(usize, usize, usize)> {
+    let bad = || {
+        Error::BadInput(format!(
+            "--capacity '{text}': expected M or M,G,D (positive whole numbers)"
+        ))
+    };
+    let numbers: Vec<usize> = text
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(bad)
+        })
+        .collect::<Result<_>>()?;
+    let own = &spec.shape;
+    match numbers.as_slice() {
+        [m] => Ok((*m, usize::from(own.feature_dim), usize::from(own.input_dim))),
+        [m, g, d] => Ok((*m, *g, *d)),
+        _ => Err(bad()),
+    }
+}
+
 /// What `sgp inspect` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -28,13 +59,22 @@ pub struct Summary {
     pub noise_variance: f64,
     /// Size of the blob in bytes (flash for the model's numbers).
     pub blob_bytes: usize,
-    /// RAM of `Model<M, G, D>` with capacities equal to these sizes on a
-    /// 32-bit device.
+    /// The capacities `(M, G, D)` of the `Model` type the RAM figure is for
+    /// (the model's own sizes unless asked otherwise).
+    pub capacity: (usize, usize, usize),
+    /// RAM of `Model<M, G, D>` with those capacities on a 32-bit device.
     pub ram_bytes: usize,
+    /// Whether the model fits those capacities.
+    pub fits: bool,
 }
 
-/// Describes `spec`, encoded in `blob_bytes` bytes.
-pub fn summarise(spec: &ModelSpec, blob_bytes: usize) -> Summary {
+/// Describes `spec`, encoded in `blob_bytes` bytes; the RAM figure is for a
+/// `Model` of `capacity` `(M, G, D)`, or of the model's own sizes.
+pub fn summarise(
+    spec: &ModelSpec,
+    blob_bytes: usize,
+    capacity: Option<(usize, usize, usize)>,
+) -> Summary {
     let s = &spec.shape;
     let (m, g, d) = (
         usize::from(s.n_basis),
@@ -64,7 +104,12 @@ pub fn summarise(spec: &ModelSpec, blob_bytes: usize) -> Summary {
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
         blob_bytes,
-        ram_bytes: ram_bytes(m, g, d),
+        capacity: capacity.unwrap_or((m, g, d)),
+        ram_bytes: {
+            let (cm, cg, cd) = capacity.unwrap_or((m, g, d));
+            ram_bytes(cm, cg, cd)
+        },
+        fits: capacity.is_none_or(|(cm, cg, cd)| m <= cm && g <= cg && d <= cd),
     }
 }
 
@@ -85,10 +130,16 @@ impl std::fmt::Display for Summary {
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;
         writeln!(f, "blob            {} bytes (flash)", self.blob_bytes)?;
+        let (m, g, d) = self.capacity;
         write!(
             f,
-            "RAM             {} bytes for Model<{}, {}, {}>",
-            self.ram_bytes, self.n_basis, self.feature_dim, self.input_dim
+            "RAM             {} bytes for Model<{m}, {g}, {d}>{}",
+            self.ram_bytes,
+            if self.fits {
+                ""
+            } else {
+                " (too small: this model does not fit)"
+            }
         )
     }
 }

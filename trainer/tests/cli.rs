@@ -515,3 +515,25 @@ fn demo_compares_exact_gp_and_spgp() {
     let text = ok(&sgp(&dir, &["inspect", "demo.sgp"]), "inspect demo blob");
     assert!(text.contains("spgp"), "inspect:\n{text}");
 }
+
+#[test]
+fn inspect_reports_ram_for_a_given_capacity() {
+    let dir = TempDir::new("capacity");
+    synth(&dir, "data.csv", 60, 2);
+    fit_spgp(&dir, "data.csv", "m.sgp", "1");
+    let fits = ok(
+        &sgp(&dir, &["inspect", "m.sgp", "--capacity", "16,2,2"]),
+        "inspect",
+    );
+    assert!(fits.contains("for Model<16, 2, 2>"), "{fits}");
+    assert!(!fits.contains("does not fit"), "{fits}");
+    let small = ok(
+        &sgp(&dir, &["inspect", "m.sgp", "--capacity", "4"]),
+        "inspect",
+    );
+    assert!(small.contains("for Model<4, 2, 2> (too small"), "{small}");
+    assert_bad_input(
+        &sgp(&dir, &["inspect", "m.sgp", "--capacity", "4,x"]),
+        &["--capacity"],
+    );
+}

@@ -18,7 +18,7 @@ use sgp_trainer::export::{
     export, golden_points, golden_rust, Exported, MEAN_TOLERANCE, VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{fit, FitParams, FitReport, HyperInit, Method, PseudoInit};
-use sgp_trainer::inspect::summarise;
+use sgp_trainer::inspect::{parse_capacity, summarise};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
 use sgp_trainer::{Error, Result};
@@ -72,6 +72,10 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Capacities `M` or `M,G,D` of the device's `Model<M, G, D>`: RAM
+        /// is reported for them, with whether the model fits.
+        #[arg(long, value_name = "M[,G,D]")]
+        capacity: Option<String>,
     },
     /// Write a synthetic D-dimensional regression data set as CSV (stdout).
     Synth {
@@ -185,7 +189,11 @@ fn run(cli: &Cli) -> Result<()> {
             target,
             json,
         } => eval_command(model, data, target.as_deref(), *json),
-        Command::Inspect { model, json } => inspect_command(model, *json),
+        Command::Inspect {
+            model,
+            json,
+            capacity,
+        } => inspect_command(model, *json, capacity.as_deref()),
         Command::Synth { rows, dim, seed } => synth_command(*rows, *dim, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
     }
@@ -374,9 +382,10 @@ fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string_pretty(value).map_err(|e| Error::Numerical(format!("JSON: {e}")))
 }
 
-fn inspect_command(model: &Path, json: bool) -> Result<()> {
+fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {
     let (blob, spec) = read_blob(model)?;
-    let summary = summarise(&spec, blob.len());
+    let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
+    let summary = summarise(&spec, blob.len(), capacity);
     if json {
         println!("{}", to_json(&summary)?);
     } else {
