@@ -261,32 +261,22 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         })?;
         let two = shape.two_factors;
         let m = usize::from(shape.n_basis);
-        reader.numbers(&shape, Field::L1, |i, v| {
-            let (row, col) = unpack(i);
-            if row == col {
-                set(
-                    &mut model.inv_diagonal1,
-                    row,
-                    1.0 / check_diagonal(Field::L1, v)?,
-                )
-            } else {
-                let at = packed_index(row, col, 0, m, two);
-                set(model.factors.as_flattened_mut(), at, v)
-            }
-        })?;
-        reader.numbers(&shape, Field::L2, |i, v| {
-            let (row, col) = unpack(i);
-            if row == col {
-                set(
-                    &mut model.inv_diagonal2,
-                    row,
-                    1.0 / check_diagonal(Field::L2, v)?,
-                )
-            } else {
-                let at = packed_index(row, col, 1, m, true);
-                set(model.factors.as_flattened_mut(), at, v)
-            }
-        })?;
+        for (field, factor) in [(Field::L1, 0), (Field::L2, 1)] {
+            reader.numbers(&shape, field, |i, v| {
+                let (row, col) = unpack(i);
+                if row == col {
+                    let diagonal = if factor == 0 {
+                        &mut model.inv_diagonal1
+                    } else {
+                        &mut model.inv_diagonal2
+                    };
+                    set(diagonal, row, 1.0 / check_diagonal(field, v)?)
+                } else {
+                    let at = packed_index(row, col, factor, m, two);
+                    set(model.factors.as_flattened_mut(), at, v)
+                }
+            })?;
+        }
         model.prior = reader.scalar(Field::Prior)?;
         model.noise = reader.scalar(Field::Noise)?;
         model.bias = reader.scalar(Field::Bias)?;
