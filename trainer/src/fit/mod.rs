@@ -21,6 +21,9 @@ use crate::model::TrainedModel;
 use crate::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
+/// Largest number of rows an exact GP may be fitted on.
+pub const MAX_EXACT_POINTS: usize = 4096;
+
 /// Which model to fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -96,9 +99,12 @@ impl FitParams {
         if self.max_points < 2 {
             return Err(Error::BadInput("--max-points must be at least 2".into()));
         }
-        if self.max_points > 8192 {
+        // The exported exact GP has one basis function per row, and the
+        // host's runtime check holds at most 4096 (crate::device).
+        if self.max_points > MAX_EXACT_POINTS {
             return Err(Error::BadInput(format!(
-                "--max-points {} is too large for an O(N^3) exact GP (at most 8192)",
+                "--max-points {} is too large: an exact GP is exported with one basis \
+                 function per row, at most {MAX_EXACT_POINTS}",
                 self.max_points
             )));
         }
