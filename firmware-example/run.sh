@@ -6,7 +6,7 @@
 # Environment knobs:
 #   OPT_LEVEL=3|s|z|2        override the release opt-level (to compare; default: Cargo.toml)
 #   SGP_FW_SKIP_SELFTEST=1   skip the negative self-tests (they cost two extra builds)
-#   SGP_FW_COMPARE=1         also build and run opt-level s/3 x libm/micromath, print their cost tables
+#   SGP_FW_COMPARE=1         also build and run opt-level s/3 x built-in/micromath exp, print their cost tables
 #   SGP_BIN=/path/to/sgp     use this host sgp binary instead of building it from ../
 set -euo pipefail
 
@@ -136,7 +136,7 @@ if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$P
         check_failed "$PROOF_BIN did not build"
     fi
 elif "${QEMU[@]}" "$BIN_DIR/$PROOF_BIN"; then
-    echo "linked and ran: no reachable panic in Model::from_bytes, predict or mean"
+    echo "linked and ran: no reachable panic in Model::load, predict or mean"
 else
     check_failed "$PROOF_BIN exited with status $?"
 fi
@@ -167,7 +167,7 @@ footprint() { # <elf> <peak stack or "-">
     # The runtime and its dependencies; of libm only what the runtime calls
     # (the firmware's sensor simulation uses sinf/cosf too).
     runtime=$(awk -F= '$1 ~ /^(sgp_runtime|postcard|serde|serde_core|crc|crc_catalog|heapless|micromath)$/ { s += $2 } END { print s + 0 }' <<<"$by_crate")
-    runtime=$((runtime + $("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[tT]$/ && $4 ~ /^libm::math::(expf|scalbnf?|sqrt|exp)::/ { s += $2 } END { print s + 0 }')))
+    runtime=$((runtime + $("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[tT]$/ && $4 ~ /^libm::math::(expf|scalbnf|sqrtf?|exp)::/ { s += $2 } END { print s + 0 }')))
     models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_M[0-9]+/ { s += $2 } END { print s + 0 }')
     printf '| `%s` | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$(basename "$elf")" \
         "$((text + rodata + data))" "$text" "$rodata" "$runtime" "$BLOB_BYTES" "$((data + bss))" "$models" "$stack"
@@ -177,14 +177,14 @@ LLVM_NM=$(command -v llvm-nm || true)
 BLOB_BYTES=0
 for m in "${MODEL_SIZES[@]}"; do BLOB_BYTES=$((BLOB_BYTES + $(wc -c <"model/m$m.sgp"))); done
 if [[ -n "$LLVM_SIZE" && -n "$LLVM_NM" ]]; then
-    echo "| binary | flash total | text | rodata | runtime code+consts (sgp_runtime, postcard, serde, crc, libm expf/sqrt) | blobs (3, in rodata) | RAM data+bss | models in bss | peak stack |"
+    echo "| binary | flash total | text | rodata | runtime code+consts (sgp_runtime, postcard, serde, crc, libm exp/sqrt if called) | blobs (3, in rodata) | RAM data+bss | models in bss | peak stack |"
     echo "|---|---|---|---|---|---|---|---|---|"
     peak=$(sed -n 's/^stack: peak \([0-9]*\) B.*/\1 B/p' "$LOG")
     footprint "$BIN_DIR/$MAIN_BIN" "${peak:--}"
     [[ -f "$BIN_DIR/$PROOF_BIN" ]] && footprint "$BIN_DIR/$PROOF_BIN" "(not measured)"
-    echo "largest sgp_runtime functions (and libm expf) in $MAIN_BIN, bytes (one copy per M):"
+    echo "largest sgp_runtime functions (and libm expf, if linked) in $MAIN_BIN, bytes (one copy per M):"
     "$LLVM_NM" -S --size-sort --radix=d -C "$BIN_DIR/$MAIN_BIN" |
-        awk '$3 ~ /^[tT]$/ && ($4 ~ /sgp_runtime::/ || $4 ~ /^libm::math::(expf|scalbnf?)::/) { print "    " $2 "  " $4 }' | tail -n 12
+        awk '$3 ~ /^[tT]$/ && ($4 ~ /sgp_runtime::/ || $4 ~ /^libm::math::(expf|scalbnf)::/) { print "    " $2 "  " $4 }' | tail -n 12
 else
     echo "no llvm-size/llvm-nm found; skipping sizes"
 fi
@@ -222,7 +222,7 @@ fi
 
 # --- 8. optional: opt-level and exp implementation compared -------------------
 if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
-    step "compare opt-level s / 3 and libm / micromath exp (measurements only)"
+    step "compare opt-level s / 3 and built-in / micromath exp (measurements only)"
     for variant in "s libm" "3 libm" "s micromath" "3 micromath"; do
         read -r opt exp <<<"$variant"
         dir=$TARGET_DIR/compare-$opt-$exp
@@ -230,7 +230,9 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         [[ $exp == micromath ]] && features=(--features micromath)
         CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt cargo build --release -q --target-dir "$dir" \
             --bin "$MAIN_BIN" "${features[@]}"
-        echo "opt-level $opt, $exp exp:"
+        label=$exp
+        [[ $exp == libm ]] && label="built-in" # the default features: the runtime's own exp
+        echo "opt-level $opt, $label exp:"
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e

@@ -153,7 +153,7 @@ fn calibrate(meter: &InstructionMeter) -> bool {
 }
 
 /// Loads the three blobs into their statics and reports sizes and the
-/// transient stack `from_bytes` needs (it builds each model on the stack).
+/// stack the in-place `Model::load` calls need.
 fn load_models() -> Option<Models> {
     let (loaded, load_stack) = stack::measure(model::load);
     let models = match loaded {
@@ -171,7 +171,7 @@ fn load_models() -> Option<Models> {
     describe(models.m32, model::BLOB_M32.len());
     describe(models.m64, model::BLOB_M64.len());
     hprintln!(
-        "load: all three from_bytes calls <= {} B stack (transient; the models live in .bss)",
+        "load: all three Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)

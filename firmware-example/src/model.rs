@@ -43,35 +43,38 @@ pub struct LoadError {
 /// Loads every blob into its static; call once (a second call returns
 /// `None`, since each static can be handed out mutably only once).
 ///
-/// Statics rather than locals in `main`: the 28 KB of models then show up in
-/// `.bss`, which the linker checks against RAM at build time, instead of in
-/// a stack whose overflow would only show at run time. `from_bytes` still
-/// builds each model on the stack before it is moved into its static, so the
-/// loading step needs about one model's worth of transient stack (main.rs
-/// measures it).
+/// Statics rather than locals in `main`: the 27.3 KB of models then show up
+/// in `.bss`, which the linker checks against RAM at build time, instead of
+/// in a stack whose overflow would only show at run time. Each static starts
+/// as the all-zero [`Model::new`] and [`Model::load`] decodes the blob into
+/// it in place, so no model is ever built on the stack (main.rs measures the
+/// loading step's stack).
 pub fn load() -> Option<Result<Models, LoadError>> {
     // `singleton!` is cortex-m's safe wrapper around a `static mut`: it hands
-    // out the `&'static mut` once, inside a critical section. It keeps the
-    // `Result` so no `unwrap` (a panic path) is needed here.
-    let m16 =
-        cortex_m::singleton!(MODEL_M16: Result<Model16, Error> = Model16::from_bytes(BLOB_M16))?;
-    let m32 =
-        cortex_m::singleton!(MODEL_M32: Result<Model32, Error> = Model32::from_bytes(BLOB_M32))?;
-    let m64 =
-        cortex_m::singleton!(MODEL_M64: Result<Model64, Error> = Model64::from_bytes(BLOB_M64))?;
-    Some(load_result(m16, m32, m64))
+    // out the `&'static mut` once, inside a critical section. `Model::new()`
+    // is all-zero bits, so the static stays in `.bss` and initialising it is
+    // a zero-fill, not a copy of a template.
+    let m16 = cortex_m::singleton!(MODEL_M16: Model16 = Model16::new())?;
+    let m32 = cortex_m::singleton!(MODEL_M32: Model32 = Model32::new())?;
+    let m64 = cortex_m::singleton!(MODEL_M64: Model64 = Model64::new())?;
+    Some(load_into(m16, m32, m64))
 }
 
-fn load_result(
-    m16: &'static Result<Model16, Error>,
-    m32: &'static Result<Model32, Error>,
-    m64: &'static Result<Model64, Error>,
+/// Decodes each blob into its model; the first failure is returned (no
+/// `unwrap`: that would be a panic path). A model that failed to load is left
+/// empty by the runtime, and is not handed out.
+fn load_into(
+    m16: &'static mut Model16,
+    m32: &'static mut Model32,
+    m64: &'static mut Model64,
 ) -> Result<Models, LoadError> {
-    Ok(Models {
-        m16: m16.as_ref().map_err(|&error| LoadError { m: 16, error })?,
-        m32: m32.as_ref().map_err(|&error| LoadError { m: 32, error })?,
-        m64: m64.as_ref().map_err(|&error| LoadError { m: 64, error })?,
-    })
+    m16.load(BLOB_M16)
+        .map_err(|error| LoadError { m: 16, error })?;
+    m32.load(BLOB_M32)
+        .map_err(|error| LoadError { m: 32, error })?;
+    m64.load(BLOB_M64)
+        .map_err(|error| LoadError { m: 64, error })?;
+    Ok(Models { m16, m32, m64 })
 }
 
 /// (mean, variance) at `x`, with any error mapped to (NaN, +inf): the control

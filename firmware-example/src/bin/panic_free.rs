@@ -61,7 +61,7 @@ fn panic(_: &PanicInfo) -> ! {
 
 #[entry]
 fn main() -> ! {
-    // The loader runs here as in main.rs (same function), so `from_bytes`
+    // The loader runs here as in main.rs (same function), so `Model::load`
     // (header, CRC, postcard decoding, range checks) is covered by the proof.
     let Some(Ok(models)) = model::load() else {
         debug::exit(debug::EXIT_FAILURE);
