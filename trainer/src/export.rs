@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::Link;
 
-use crate::device::with_device_model;
+use crate::device::predict_all;
 use crate::model::TrainedModel;
 use crate::{Error, Result};
 
@@ -76,34 +76,22 @@ pub fn export(model: &TrainedModel, check_x: &DMatrix<f64>, force: bool) -> Resu
 /// If the runtime refuses the blob or an input.
 pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fidelity> {
     let reference = model.predict_raw(x)?;
-    let rows: Vec<Vec<f32>> = x
-        .row_iter()
-        .map(|r| r.iter().map(|&v| v as f32).collect())
-        .collect();
+    let device = predict_all(blob, x)?;
     let link = model.link;
-    let device = with_device_model(blob, |device| {
-        rows.iter()
-            .map(|row| {
-                let p = device.predict(row)?;
-                let probability = match link {
-                    Link::Probit => device.probability(row)? as f64,
-                    Link::Identity => f64::NAN,
-                };
-                Ok((p.mean as f64, p.variance as f64, probability))
-            })
-            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
-    })??;
     let mut fidelity = Fidelity {
-        points: rows.len(),
+        points: device.len(),
         worst_mean: 0.0,
         worst_variance: 0.0,
         invalid: 0,
     };
-    for (i, &(mean, var, probability)) in device.iter().enumerate() {
-        let (ref_mean, ref_var) = (reference.mean[i], reference.var[i]);
-        let mean_dev = match link {
-            Link::Identity => (mean - ref_mean).abs() / model.transform.y_scale,
-            Link::Probit => (probability - probit(ref_mean, ref_var)).abs(),
+    let references = reference.mean.iter().zip(reference.var.iter());
+    for (p, (&ref_mean, &ref_var)) in device.iter().zip(references) {
+        let (mean, var) = (f64::from(p.mean), f64::from(p.variance));
+        let mean_dev = match (link, p.probability) {
+            (Link::Probit, Some(probability)) => {
+                (f64::from(probability) - probit(ref_mean, ref_var)).abs()
+            }
+            _ => (mean - ref_mean).abs() / model.transform.y_scale,
         };
         fidelity.worst_mean = fidelity.worst_mean.max(mean_dev);
         if var.is_nan() || var < 0.0 {

@@ -326,6 +326,14 @@ fn read_blob(path: &Path) -> Result<(Vec<u8>, ModelSpec)> {
     Ok((blob, spec))
 }
 
+/// A failed write to standard output (e.g. a closed pipe).
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|source| Error::Io {
         path: path.to_path_buf(),
@@ -338,10 +346,7 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
     let x = read_inputs(data, &spec.input_names)?;
     let predictions = sgp_trainer::device::predict_all(&blob, &x)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let io = |e| Error::Io {
-        path: PathBuf::from("<stdout>"),
-        source: e,
-    };
+    let io = stdout_error;
     match spec.shape.link {
         sgp_runtime::Link::Identity => writeln!(out, "mean,variance").map_err(io)?,
         sgp_runtime::Link::Probit => writeln!(out, "mean,variance,probability").map_err(io)?,
@@ -505,10 +510,7 @@ fn synth_command(rows: usize, dim: usize, seed: u64) -> Result<()> {
     }
     let (x, y) = synthetic(rows, dim, seed);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let io = |e| Error::Io {
-        path: PathBuf::from("<stdout>"),
-        source: e,
-    };
+    let io = stdout_error;
     let header: Vec<String> = (1..=dim)
         .map(|j| format!("x{j}"))
         .chain(["y".into()])
