@@ -256,13 +256,13 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         })?;
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
             if per_basis {
-                set_pair(&mut model.amp_beta, i, 0, v)
+                set_2d(&mut model.amp_beta, i, 0, v)
             } else {
-                (0..M).try_for_each(|row| set_pair(&mut model.amp_beta, row, 0, v))
+                (0..M).try_for_each(|row| set_2d(&mut model.amp_beta, row, 0, v))
             }
         })?;
         reader.numbers(&shape, Field::Beta, |i, v| {
-            set_pair(&mut model.amp_beta, i, 1, v)
+            set_2d(&mut model.amp_beta, i, 1, v)
         })?;
         let two = shape.two_factors;
         let m = usize::from(shape.n_basis);
@@ -519,10 +519,7 @@ fn set(slots: &mut [f32], index: usize, value: f32) -> Result<(), Error> {
     Ok(())
 }
 
-fn set_pair(pairs: &mut [[f32; 2]], row: usize, which: usize, value: f32) -> Result<(), Error> {
-    set(pairs.get_mut(row).ok_or(Error::Malformed)?, which, value)
-}
-
+/// Element `which` of pair `col` of row `row` of the basis parameters.
 fn set_param<const G: usize>(
     rows: &mut [[[f32; 2]; G]],
     row: usize,
@@ -530,11 +527,12 @@ fn set_param<const G: usize>(
     which: usize,
     value: f32,
 ) -> Result<(), Error> {
-    let pair = rows
-        .get_mut(row)
-        .and_then(|r| r.get_mut(col))
-        .ok_or(Error::Malformed)?;
-    set(pair, which, value)
+    set_2d(
+        rows.get_mut(row).ok_or(Error::Malformed)?,
+        col,
+        which,
+        value,
+    )
 }
 
 fn set_2d<const N: usize>(
