@@ -14,8 +14,6 @@ use crate::{Error, Result};
 pub trait DeviceModel {
     /// [`Model::predict`].
     fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error>;
-    /// [`Model::mean`].
-    fn mean(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error>;
     /// [`Model::probability`].
     fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error>;
 }
@@ -23,9 +21,6 @@ pub trait DeviceModel {
 impl<const M: usize, const G: usize, const D: usize> DeviceModel for Model<M, G, D> {
     fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error> {
         Model::predict(self, x)
-    }
-    fn mean(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error> {
-        Model::mean(self, x)
     }
     fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error> {
         Model::probability(self, x)
@@ -128,15 +123,16 @@ pub fn predict_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<Device
         .row_iter()
         .map(|r| r.iter().map(|&v| v as f32).collect())
         .collect();
-    let probit = ModelSpec::from_bytes(blob)?.shape.link == sgp_runtime::Link::Probit;
     with_device_model(blob, |device| {
         rows.iter()
             .map(|row| {
                 let p = device.predict(row)?;
-                let probability = if probit {
-                    Some(device.probability(row)?)
-                } else {
-                    None
+                // The runtime itself says whether the model classifies; no
+                // second decode of the blob to find out.
+                let probability = match device.probability(row) {
+                    Ok(probability) => Some(probability),
+                    Err(sgp_runtime::Error::NotClassifier) => None,
+                    Err(e) => return Err(e),
                 };
                 Ok(DevicePrediction {
                     mean: p.mean,
