@@ -7,7 +7,7 @@ use sgp_runtime::{Model, ModelSpec};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::export::{compare, export, far_points};
-use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::OptimiseOptions;
 
@@ -19,17 +19,24 @@ fn data(n: usize, d: usize, seed: u64) -> Dataset {
 
 fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
     let train = data(300, 3, seed);
-    let params = FitParams {
-        method,
-        m,
-        seed,
-        optimiser: OptimiseOptions {
-            max_iter: 60,
-            ..OptimiseOptions::default()
-        },
-        ..FitParams::default()
+    let optimiser = OptimiseOptions {
+        max_iter: 60,
+        ..OptimiseOptions::default()
     };
-    let (model, _) = fit(&train, &params, &mut |_| {}).unwrap();
+    let params = match method {
+        Method::Exact => FitParams::Exact(ExactParams {
+            seed,
+            optimiser,
+            ..ExactParams::default()
+        }),
+        Method::Spgp => FitParams::Spgp(SparseParams {
+            m,
+            seed,
+            optimiser,
+            ..SparseParams::default()
+        }),
+    };
+    let model = fit(&train, &params, &mut |_| {}).unwrap().model;
     (train, model)
 }
 

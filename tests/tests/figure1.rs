@@ -8,7 +8,7 @@
 
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set};
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::fit::{fit, FitParams, Method, PseudoInit};
+use sgp_trainer::fit::{fit, ExactParams, FitParams, PseudoInit, SparseParams};
 
 #[test]
 fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
@@ -20,14 +20,13 @@ fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
     let range = col.max() - col.min();
     assert!(start.max() - start.min() < 0.05 * range);
 
-    let spgp = FitParams {
-        method: Method::Spgp,
+    let spgp = FitParams::Spgp(SparseParams {
         m,
         seed: 1,
         pseudo_init: PseudoInit::Given(start),
-        ..FitParams::default()
-    };
-    let (spgp_model, _) = fit(&data, &spgp, &mut |_| {}).unwrap();
+        ..SparseParams::default()
+    });
+    let spgp_model = fit(&data, &spgp, &mut |_| {}).unwrap().model;
     let centres = &spgp_model.form.basis.centres;
     let spread = centres.max() - centres.min();
     assert!(
@@ -36,12 +35,11 @@ fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
         100.0 * spread / range
     );
 
-    let exact = FitParams {
-        method: Method::Exact,
+    let exact = FitParams::Exact(ExactParams {
         seed: 1,
-        ..FitParams::default()
-    };
-    let (exact_model, _) = fit(&data, &exact, &mut |_| {}).unwrap();
+        ..ExactParams::default()
+    });
+    let exact_model = fit(&data, &exact, &mut |_| {}).unwrap().model;
     let score = |model: &sgp_trainer::model::TrainedModel| {
         let p = model.predict_raw(&test_x).unwrap();
         figures(p.mean.as_slice(), p.var.as_slice(), test_y.as_slice())

@@ -7,7 +7,7 @@ use std::time::Instant;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::features::PseudoInputs;
-use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::inference::fitc::{fitc_nlml_grad, FitcConfig};
 use sgp_trainer::init::random_subset;
 use sgp_trainer::kernel::KernelParams;
@@ -35,23 +35,25 @@ fn main() -> sgp_trainer::Result<()> {
         let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
         println!("  M = {m:>3}: {ms:>7.1} ms");
     }
-    let params = FitParams {
-        method: Method::Spgp,
+    let params = FitParams::Spgp(SparseParams {
         m: 50,
         optimiser: OptimiseOptions {
             max_iter: 100,
             ..OptimiseOptions::default()
         },
-        ..FitParams::default()
-    };
+        ..SparseParams::default()
+    });
     let start = Instant::now();
-    let (_, report) = fit(&data, &params, &mut |_| {})?;
+    let report = fit(&data, &params, &mut |_| {})?.report;
+    let run = report
+        .optimiser
+        .unwrap_or_else(|| unreachable!("SPGP is a gradient fit"));
     println!(
         "full fit, SPGP M = 50: {:.2} s, {} iterations, {} evaluations ({})",
         start.elapsed().as_secs_f64(),
-        report.iterations,
-        report.evaluations,
-        report.stop_reason
+        run.iterations,
+        run.evaluations,
+        run.stop_reason
     );
     Ok(())
 }

@@ -17,7 +17,7 @@ pub const MEAN_TOLERANCE: f64 = 1e-3;
 pub const VARIANCE_TOLERANCE: f64 = 1e-2;
 
 /// Worst f32-versus-f64 deviations over the checked points.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Fidelity {
     /// Number of points compared.
     pub points: usize,

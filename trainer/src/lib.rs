@@ -9,6 +9,7 @@
 //! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
 //! → `metrics`.
 
+pub mod cure;
 pub mod data;
 pub mod demo;
 pub mod device;

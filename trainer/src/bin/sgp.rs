@@ -7,19 +7,23 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
 use sgp_runtime::ModelSpec;
+use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, synthetic, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
-    export, golden_points, golden_rust, Exported, MEAN_TOLERANCE, VARIANCE_TOLERANCE,
+    golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE, VARIANCE_TOLERANCE,
 };
-use sgp_trainer::fit::{fit, FitParams, FitReport, HyperInit, Method, PseudoInit};
+use sgp_trainer::fit::{
+    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, PseudoInit,
+    SparseParams,
+};
+use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
-use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
 use sgp_trainer::{Error, Result};
 
@@ -103,30 +107,6 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ModelArg {
-    /// Exact GP on at most --max-points rows.
-    Exact,
-    /// SPGP / FITC with --m pseudo-inputs.
-    Spgp,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum InitArg {
-    /// A random subset of the training inputs.
-    Random,
-    /// k-means centres.
-    Kmeans,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum InitHyperArg {
-    /// From the data's scales.
-    Scales,
-    /// From an exact GP on a random subset.
-    Exact,
-}
-
 #[derive(clap::Args)]
 struct FitArgs {
     /// CSV with a header row.
@@ -137,41 +117,84 @@ struct FitArgs {
     target: Option<String>,
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
-    model: ModelArg,
+    model: Method,
     /// Number of pseudo-inputs (spgp).
     #[arg(long, default_value_t = 20)]
     m: usize,
+    /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
+    /// (Titsias' variational bound, GPflow's SGPR).
+    #[arg(long, value_enum, default_value = "fitc")]
+    objective: Approximation,
+    /// Starts of a sparse fit; each gets a short screening run and the best
+    /// is optimised to the end.
+    #[arg(long, default_value_t = 1)]
+    restarts: usize,
     /// Seed for every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Largest number of optimiser iterations.
+    /// Largest number of optimiser iterations of the final run.
     #[arg(long, default_value_t = 200)]
     max_iter: u64,
-    /// Pseudo-input initialisation.
+    /// Pseudo-input initialisation of the first start.
     #[arg(long, value_enum, default_value = "random")]
-    init: InitArg,
+    init: InitMethod,
     /// Hyperparameter initialisation.
     #[arg(long, value_enum, default_value = "scales")]
-    init_hyper: InitHyperArg,
+    init_hyper: HyperInit,
     /// Rows an exact GP is fitted on at most (a random subset if more).
     #[arg(long, default_value_t = 1000)]
     max_points: usize,
     /// Output blob.
     #[arg(long)]
     out: PathBuf,
-    /// Write the blob even if the f32 runtime deviates beyond tolerance.
+    /// Write the blob even if the f32 runtime deviates beyond tolerance
+    /// and raising the jitter does not cure it.
     #[arg(long)]
     force: bool,
+    /// Print the fit report as JSON on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
     /// Also write golden values (Rust source) for firmware tests: f64
     /// predictions at 12 training rows and 4 far-away points.
     #[arg(long)]
     golden: Option<PathBuf>,
 }
 
+impl FitArgs {
+    fn params(&self) -> FitParams {
+        let optimiser = OptimiseOptions {
+            max_iter: self.max_iter,
+            ..OptimiseOptions::default()
+        };
+        match self.model {
+            Method::Exact => FitParams::Exact(ExactParams {
+                max_points: self.max_points,
+                seed: self.seed,
+                optimiser,
+            }),
+            Method::Spgp => FitParams::Spgp(SparseParams {
+                m: self.m,
+                seed: self.seed,
+                approximation: self.objective,
+                restarts: self.restarts,
+                optimiser,
+                pseudo_init: self.init.into(),
+                hyper_init: self.init_hyper,
+                max_points: self.max_points,
+            }),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // `sgp predict ... | head` closes the pipe early: the reader has all
+        // it wanted, so that is not a failure worth a message.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("sgp: error: {e}");
             ExitCode::from(e.exit_code() as u8)
@@ -219,8 +242,8 @@ fn fit_with_progress(
     params: &FitParams,
     quiet: bool,
     label: &str,
-) -> Result<(TrainedModel, FitReport)> {
-    let bar = progress_bar(quiet, params.optimiser.max_iter, label);
+) -> Result<Fitted> {
+    let bar = progress_bar(quiet, params.iteration_budget(), label);
     let mut on_progress = |p: Progress| {
         bar.set_position(p.iteration);
         bar.set_message(format!("NLML {:.4}", p.best_value));
@@ -230,66 +253,99 @@ fn fit_with_progress(
     result
 }
 
+/// What `sgp fit --json` prints.
+#[derive(serde::Serialize)]
+struct FitOutput<'a> {
+    report: &'a FitReport,
+    blob: &'a Path,
+    blob_bytes: usize,
+    fidelity: &'a Fidelity,
+    cure: Option<&'a Cure>,
+}
+
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
-    let params = FitParams {
-        method: match args.model {
-            ModelArg::Exact => Method::Exact,
-            ModelArg::Spgp => Method::Spgp,
-        },
-        m: args.m,
-        seed: args.seed,
-        optimiser: OptimiseOptions {
-            max_iter: args.max_iter,
-            ..OptimiseOptions::default()
-        },
-        pseudo_init: match args.init {
-            InitArg::Random => PseudoInit::RandomSubset,
-            InitArg::Kmeans => PseudoInit::KMeans,
-        },
-        hyper_init: match args.init_hyper {
-            InitHyperArg::Scales => HyperInit::DataScales,
-            InitHyperArg::Exact => HyperInit::ExactSubset,
-        },
-        max_points: args.max_points,
-    };
-    let (model, report) = fit_with_progress(&data, &params, quiet, "fit")?;
-    let exported = export(&model, &data.raw_x(), args.force)?;
+    let mut fitted = fit_with_progress(&data, &args.params(), quiet || args.json, "fit")?;
+    let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
-        let points = golden_points(&model, &data.raw_x(), 12, 4);
-        write_file(path, golden_rust(&model, &points)?.as_bytes())?;
+        let points = golden_points(&fitted.model, &data.raw_x(), 12, 4);
+        write_file(path, golden_rust(&fitted.model, &points)?.as_bytes())?;
     }
-    print_fit_summary(&model, &report, &exported, &args.out);
+    if args.json {
+        let output = FitOutput {
+            report: &fitted.report,
+            blob: &args.out,
+            blob_bytes: exported.blob.len(),
+            fidelity: &exported.fidelity,
+            cure: cure.as_ref(),
+        };
+        println!("{}", to_json(&output)?);
+    } else {
+        print_fit_summary(&fitted, &exported, cure.as_ref(), &args.out);
+    }
     Ok(())
 }
 
-fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Exported, out: &Path) {
+/// A number for people: fixed point in the usual range, scientific notation
+/// where fixed point would show only zeros or too many digits.
+fn number(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, out: &Path) {
+    let (model, report) = (&fitted.model, &fitted.report);
+    let objective = report
+        .approximation
+        .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
+        .unwrap_or_default();
     println!(
-        "model           {} (M = {}, {} training rows)",
+        "model           {} (M = {}, {} training rows{objective})",
         model.kind.name(),
         model.n_basis(),
         report.rows
     );
+    for (k, start) in report.starts.iter().enumerate() {
+        println!(
+            "start {:<9} {} -> NLML {:.4}",
+            k + 1,
+            start.init,
+            start.nlml
+        );
+    }
+    if let Some(run) = &report.optimiser {
+        println!(
+            "NLML            {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
+            run.initial_nlml,
+            report.nlml,
+            run.iterations,
+            run.evaluations,
+            report.seconds,
+            run.stop_reason
+        );
+        if run.budget_exhausted {
+            println!(
+                "                the optimiser used its whole budget of {} iterations and was \
+                 still improving: try --max-iter {}",
+                run.max_iter,
+                2 * run.max_iter
+            );
+        }
+    }
+    println!("length scales");
+    let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
+    for (name, l) in report.inputs.iter().zip(&report.lengthscales) {
+        println!("  {name:<width$}  {}", number(*l));
+    }
+    println!("signal variance {}", number(report.signal_variance));
     println!(
-        "NLML            {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
-        report.initial_nlml,
-        report.nlml,
-        report.iterations,
-        report.evaluations,
-        report.elapsed.as_secs_f64(),
-        report.stop_reason
-    );
-    let l: Vec<String> = report
-        .lengthscales
-        .iter()
-        .map(|v| format!("{v:.4}"))
-        .collect();
-    println!("length scales   {}", l.join(", "));
-    println!("signal variance {:.6}", report.signal_variance);
-    println!(
-        "noise variance  {:.6}{}",
-        report.noise_variance,
+        "noise variance  {}{}",
+        number(report.noise_variance),
         if report.noise_on_floor {
             "  (on the noise floor: FITC absorbed the noise)"
         } else {
@@ -300,6 +356,13 @@ fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Export
         println!(
             "jitter          raised {} times to factorise",
             report.jitter_escalations
+        );
+    }
+    if let Some(c) = cure {
+        println!(
+            "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
+             model; training NLML {:.4} -> {:.4}",
+            c.from_eps, c.to_eps, c.nlml_before, c.nlml_after
         );
     }
     let f = &exported.fidelity;
@@ -417,27 +480,26 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
          400 test points"
     );
 
-    let exact_params = FitParams {
-        method: Method::Exact,
+    let exact_params = FitParams::Exact(ExactParams {
         seed,
-        ..FitParams::default()
-    };
+        ..ExactParams::default()
+    });
     let start_z = bunched_left(&data, m);
-    let spgp_params = FitParams {
-        method: Method::Spgp,
+    let spgp_params = FitParams::Spgp(SparseParams {
         m,
         seed,
         pseudo_init: PseudoInit::Given(start_z.clone()),
-        ..FitParams::default()
-    };
+        ..SparseParams::default()
+    });
     let mut rows = Vec::new();
     let mut spgp_blob = Vec::new();
     let mut final_z = DMatrix::zeros(0, 1);
     for (name, params) in [("exact GP", &exact_params), ("SPGP", &spgp_params)] {
         let started = Instant::now();
-        let (model, report) = fit_with_progress(&data, params, quiet, name)?;
+        let mut fitted = fit_with_progress(&data, params, quiet, name)?;
         let seconds = started.elapsed().as_secs_f64();
-        let exported = export(&model, &test_x, false)?;
+        let (exported, _) = export_fitted(&mut fitted, &test_x, false)?;
+        let (model, report) = (&fitted.model, &fitted.report);
         let reference = model.predict_raw(&test_x)?;
         let trainer = figures(
             reference.mean.as_slice(),
@@ -446,7 +508,7 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
         );
         let device = evaluate_blob(&exported.blob, &test_x, &test_y)?;
         let name = format!("{name} (M = {})", model.n_basis());
-        if params.method == Method::Spgp {
+        if params.method() == Method::Spgp {
             spgp_blob = exported.blob.clone();
             final_z = data.transform.unapply_x(&model.form.basis.centres);
         }

@@ -7,14 +7,16 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, ModelKind};
 
-use super::{data_scale_kernel, FitParams, FitReport};
+use super::{
+    data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Method, OptimiserReport, Source,
+};
 use crate::data::Dataset;
 use crate::inference::exact::exact_posterior;
 use crate::inference::objective::ExactObjective;
 use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, Progress};
+use crate::optimise::{minimise, OptimiseOptions, Progress};
 use crate::Result;
 
 /// A random subset of at most `max_points` rows (all rows if fewer), in
@@ -33,7 +35,7 @@ pub(crate) fn training_subset(data: &Dataset, max_points: usize, seed: u64) -> R
 /// Optimises the exact GP's hyperparameters on `data`.
 pub(crate) fn optimise_exact(
     data: &Dataset,
-    params: &FitParams,
+    optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
     let jitter = JitterPolicy::default();
@@ -41,28 +43,30 @@ pub(crate) fn optimise_exact(
     let run = minimise(
         |p| objective.objective(p),
         objective.initial(),
-        &params.optimiser,
+        optimiser,
         progress,
     )?;
     Ok((objective.unpack(&run.x)?, run))
 }
 
-/// Fits and exports the exact GP.
+/// Fits the exact GP.
 pub(crate) fn fit_exact(
     data: &Dataset,
-    params: &FitParams,
+    params: &Checked<'_, ExactParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(TrainedModel, FitReport)> {
+) -> Result<Fitted> {
     let subset = training_subset(data, params.max_points, params.seed)?;
-    let (kern, run) = optimise_exact(&subset, params, progress)?;
+    let (kern, run) = optimise_exact(&subset, &params.optimiser, progress)?;
     let posterior = exact_posterior(&kern, &subset.x, &subset.y, &JitterPolicy::default())?;
-    let report = FitReport::new(
+    let mut report = FitReport::new(
+        Method::Exact,
         data,
         subset.n_rows(),
         &kern,
-        &run,
+        posterior.nlml(),
         posterior.jitter_escalations(),
     );
+    report.optimiser = Some(OptimiserReport::new(&run, params.optimiser.max_iter));
     let model = TrainedModel {
         kind: ModelKind::Exact,
         link: Link::Identity,
@@ -72,5 +76,10 @@ pub(crate) fn fit_exact(
         target_name: data.target_name.clone(),
         bias: 0.0,
     };
-    Ok((model, report))
+    Ok(Fitted {
+        model,
+        report,
+        training: subset,
+        source: Source::Exact { kernel: kern },
+    })
 }

@@ -1,152 +1,319 @@
-//! The fitting procedures users pick with `--model`. Each takes a validated
-//! [`FitParams`] and a [`Dataset`] and ends in a [`TrainedModel`] in the
-//! runtime form of MATH.md, plus a [`FitReport`].
+//! The fitting procedures users pick with `--model`. Each has its own
+//! parameter struct, validated against the data set before anything is
+//! fitted ([`ExactParams::check`], [`SparseParams::check`]: a [`Checked`]
+//! value is the only thing a procedure accepts), and each ends in a
+//! [`Fitted`]: a [`TrainedModel`] in the runtime form of MATH.md, a
+//! [`FitReport`], and what is needed to rebuild the model with more jitter
+//! when its f32 export has to be cured.
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
-//! is gradient fitting of FITC over pseudo-inputs. Other feature kinds (HS,
-//! DR, VSGP) reuse [`spgp::fit_sparse`] with a different
+//! is gradient fitting of FITC or VFE over pseudo-inputs. Other feature
+//! kinds (HS, DR, VSGP) reuse [`spgp::fit_sparse`] with a different
 //! [`crate::features::InducingFeatures`].
 
 pub mod exact;
 pub mod spgp;
 
-use std::time::Duration;
+use std::ops::Deref;
 
 use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::data::Dataset;
+use crate::features::InducingFeatures;
+use crate::inference::exact::exact_posterior;
+use crate::inference::fitc::{fitc_posterior, FitcConfig};
+use crate::inference::Approximation;
 use crate::kernel::KernelParams;
+use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
-use crate::optimise::{OptimiseOptions, OptimiseReport, Progress};
+use crate::optimise::{OptimiseOptions, OptimiseReport, OptimiseStatus, Progress};
 use crate::{Error, Result};
 
 /// Largest number of rows an exact GP may be fitted on.
 pub const MAX_EXACT_POINTS: usize = 4096;
 
-/// Which model to fit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which model to fit (`sgp fit --model`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Exact GP on (a random subset of) the data.
     Exact,
-    /// SPGP / FITC with `m` pseudo-inputs.
+    /// SPGP: FITC or VFE with M free pseudo-inputs.
     Spgp,
+}
+
+/// How pseudo-inputs are drawn from the data (`sgp fit --init`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitMethod {
+    /// A random subset of the training inputs (the SPGP paper's choice).
+    Random,
+    /// k-means centres of the training inputs (the VSGP paper's choice).
+    Kmeans,
 }
 
 /// Where the pseudo-inputs start.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PseudoInit {
-    /// A random subset of the training inputs (the SPGP paper's choice).
-    RandomSubset,
-    /// k-means centres of the training inputs.
-    KMeans,
-    /// Given positions (standardised units, M x D).
+    /// Drawn from the data.
+    Sample(InitMethod),
+    /// Given positions (standardised units, M x D); further restarts, if
+    /// any, are drawn from the data.
     Given(DMatrix<f64>),
 }
 
-/// Where the kernel hyperparameters start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl From<InitMethod> for PseudoInit {
+    fn from(method: InitMethod) -> Self {
+        PseudoInit::Sample(method)
+    }
+}
+
+/// Where the kernel hyperparameters start (`sgp fit --init-hyper`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
 pub enum HyperInit {
     /// From the data's scales (see [`crate::init::default_hyperparameters`]).
+    #[value(name = "scales")]
     DataScales,
-    /// From an exact GP fitted to a random subset of `max_points` rows.
+    /// From an exact GP fitted to a random subset of at most 500 rows.
+    #[value(name = "exact")]
     ExactSubset,
 }
 
-/// What to fit and how; check with [`FitParams::validate`].
+/// A parameter struct that passed its `check` against a data set. Only
+/// the `check` methods make one, so a fitting procedure that takes a
+/// `Checked` never sees invalid settings.
+#[derive(Debug)]
+pub struct Checked<'p, P>(&'p P);
+
+impl<P> Deref for Checked<'_, P> {
+    type Target = P;
+    fn deref(&self) -> &P {
+        self.0
+    }
+}
+
+/// Settings of the exact GP.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FitParams {
-    /// Model family.
-    pub method: Method,
-    /// Number of pseudo-inputs (SPGP).
-    pub m: usize,
-    /// Seed for every random choice: same data, same seed, same model.
+pub struct ExactParams {
+    /// Largest number of rows it is fitted on (a random subset if more).
+    pub max_points: usize,
+    /// Seed of the subset.
     pub seed: u64,
     /// Optimiser settings.
     pub optimiser: OptimiseOptions,
-    /// Pseudo-input initialisation.
+}
+
+impl Default for ExactParams {
+    fn default() -> Self {
+        ExactParams {
+            max_points: 1000,
+            seed: 0,
+            optimiser: default_optimiser(),
+        }
+    }
+}
+
+impl ExactParams {
+    /// Validates the settings against `data`.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the offending setting.
+    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+        self.optimiser.validate()?;
+        check_max_points(self.max_points)?;
+        data.require_rows(2, "a Gaussian process")?;
+        Ok(Checked(self))
+    }
+}
+
+/// Settings of a sparse fit over pseudo-inputs (SPGP).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseParams {
+    /// Number of pseudo-inputs M.
+    pub m: usize,
+    /// Seed for every random choice: same data, same seed, same model.
+    pub seed: u64,
+    /// Objective: FITC (SPGP's) or VFE (Titsias' bound).
+    pub approximation: Approximation,
+    /// Number of starts; the one with the lowest training objective after
+    /// a short screening run is optimised to the end (see [`spgp`]).
+    pub restarts: usize,
+    /// Optimiser settings; `max_iter` is the budget of the final run.
+    pub optimiser: OptimiseOptions,
+    /// Where the first start's pseudo-inputs come from; further starts
+    /// alternate k-means and random subsets with other seeds.
     pub pseudo_init: PseudoInit,
-    /// Hyperparameter initialisation.
+    /// Where the hyperparameters start.
     pub hyper_init: HyperInit,
-    /// Largest number of rows an exact GP is fitted on.
+    /// Rows of the exact GP behind [`HyperInit::ExactSubset`] (at most 500
+    /// are used).
     pub max_points: usize,
 }
 
-impl Default for FitParams {
+impl Default for SparseParams {
     fn default() -> Self {
-        FitParams {
-            method: Method::Spgp,
+        SparseParams {
             m: 20,
             seed: 0,
-            optimiser: OptimiseOptions {
-                max_iter: 200,
-                ..OptimiseOptions::default()
-            },
-            pseudo_init: PseudoInit::RandomSubset,
+            approximation: Approximation::Fitc,
+            restarts: 1,
+            optimiser: default_optimiser(),
+            pseudo_init: PseudoInit::Sample(InitMethod::Random),
             hyper_init: HyperInit::DataScales,
             max_points: 1000,
         }
     }
 }
 
-impl FitParams {
-    /// Checks the parameters against each other and against `data`.
+impl SparseParams {
+    /// Validates the settings against `data`.
     ///
     /// # Errors
-    /// [`Error::BadInput`] naming the offending parameter.
-    pub fn validate(&self, data: &Dataset) -> Result<()> {
+    /// [`Error::BadInput`] naming the offending setting.
+    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
-        if self.max_points < 2 {
-            return Err(Error::BadInput("--max-points must be at least 2".into()));
-        }
-        // The exported exact GP has one basis function per row, and the
-        // host's runtime check holds at most 4096 (crate::device).
-        if self.max_points > MAX_EXACT_POINTS {
-            return Err(Error::BadInput(format!(
-                "--max-points {} is too large: an exact GP is exported with one basis \
-                 function per row, at most {MAX_EXACT_POINTS}",
-                self.max_points
-            )));
-        }
+        check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;
-        if self.method == Method::Spgp {
-            if self.m == 0 {
-                return Err(Error::BadInput("--m must be at least 1".into()));
-            }
-            data.require_rows(self.m, "pseudo-inputs (--m)")?;
-            if let PseudoInit::Given(z) = &self.pseudo_init {
-                if z.shape() != (self.m, data.n_inputs()) {
-                    return Err(Error::BadInput(format!(
-                        "given pseudo-inputs are {}x{}, expected {}x{}",
-                        z.nrows(),
-                        z.ncols(),
-                        self.m,
-                        data.n_inputs()
-                    )));
-                }
+        if self.m == 0 {
+            return Err(Error::BadInput("--m must be at least 1".into()));
+        }
+        data.require_rows(self.m, "pseudo-inputs (--m)")?;
+        if self.restarts == 0 {
+            return Err(Error::BadInput("--restarts must be at least 1".into()));
+        }
+        if let PseudoInit::Given(z) = &self.pseudo_init {
+            if z.shape() != (self.m, data.n_inputs()) {
+                return Err(Error::BadInput(format!(
+                    "given pseudo-inputs are {}x{}, expected {}x{}",
+                    z.nrows(),
+                    z.ncols(),
+                    self.m,
+                    data.n_inputs()
+                )));
             }
         }
-        Ok(())
+        Ok(Checked(self))
+    }
+
+    /// Optimiser iterations the fit may use in all: the screening runs of
+    /// every start plus the final run.
+    pub fn iteration_budget(&self) -> u64 {
+        spgp::iteration_budget(self)
     }
 }
 
-/// How a fit went: what `sgp fit` prints.
+fn default_optimiser() -> OptimiseOptions {
+    OptimiseOptions {
+        max_iter: 200,
+        ..OptimiseOptions::default()
+    }
+}
+
+fn check_max_points(max_points: usize) -> Result<()> {
+    if max_points < 2 {
+        return Err(Error::BadInput("--max-points must be at least 2".into()));
+    }
+    // The exported exact GP has one basis function per row, and the host's
+    // runtime check holds at most 4096 (crate::device).
+    if max_points > MAX_EXACT_POINTS {
+        return Err(Error::BadInput(format!(
+            "--max-points {max_points} is too large: an exact GP is exported with one basis \
+             function per row, at most {MAX_EXACT_POINTS}"
+        )));
+    }
+    Ok(())
+}
+
+/// What to fit: one variant per procedure, each with its own settings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FitParams {
+    /// The exact GP.
+    Exact(ExactParams),
+    /// SPGP.
+    Spgp(SparseParams),
+}
+
+impl FitParams {
+    /// The procedure these settings are for.
+    pub fn method(&self) -> Method {
+        match self {
+            FitParams::Exact(_) => Method::Exact,
+            FitParams::Spgp(_) => Method::Spgp,
+        }
+    }
+
+    /// Optimiser iterations the fit may use in all (for progress bars).
+    pub fn iteration_budget(&self) -> u64 {
+        match self {
+            FitParams::Exact(p) => p.optimiser.max_iter,
+            FitParams::Spgp(p) => p.iteration_budget(),
+        }
+    }
+}
+
+/// How the gradient optimiser went (absent for procedures that do not
+/// optimise by gradient).
+#[derive(Clone, Debug, Serialize)]
+pub struct OptimiserReport {
+    /// Objective at the start of the final run (standardised data).
+    pub initial_nlml: f64,
+    /// Iterations of the final run.
+    pub iterations: u64,
+    /// The final run's iteration budget.
+    pub max_iter: u64,
+    /// Objective evaluations of the final run.
+    pub evaluations: u64,
+    /// Why the final run stopped.
+    pub stop_reason: String,
+    /// The final run stopped on its iteration budget, not on convergence:
+    /// more iterations may still improve the fit.
+    pub budget_exhausted: bool,
+}
+
+impl OptimiserReport {
+    fn new(run: &OptimiseReport, max_iter: u64) -> Self {
+        OptimiserReport {
+            initial_nlml: run.initial_value,
+            iterations: run.iterations,
+            max_iter,
+            evaluations: run.evaluations,
+            stop_reason: if run.message.is_empty() {
+                format!("{:?}", run.status)
+            } else {
+                format!("{:?}: {}", run.status, run.message)
+            },
+            budget_exhausted: run.status == OptimiseStatus::MaxIterations,
+        }
+    }
+}
+
+/// One start of a restarted fit and where its screening run ended.
+#[derive(Clone, Debug, Serialize)]
+pub struct StartReport {
+    /// How the start's pseudo-inputs were drawn, e.g. `kmeans (seed 3)`.
+    pub init: String,
+    /// Training objective after the screening run.
+    pub nlml: f64,
+}
+
+/// How a fit went: what `sgp fit` prints (`--json`: this, serialised).
 #[derive(Clone, Debug, Serialize)]
 pub struct FitReport {
-    /// Negative log marginal likelihood at the start (standardised data).
-    pub initial_nlml: f64,
-    /// NLML at the returned parameters.
-    pub nlml: f64,
-    /// Optimiser iterations.
-    pub iterations: u64,
-    /// Objective evaluations.
-    pub evaluations: u64,
-    /// Wall time of the optimisation.
-    pub elapsed: Duration,
-    /// Why the optimiser stopped.
-    pub stop_reason: String,
+    /// The procedure.
+    pub method: Method,
+    /// The objective of a sparse fit.
+    pub approximation: Option<Approximation>,
     /// Training rows used.
     pub rows: usize,
+    /// Training objective (NLML, or VFE's bound on it) at the returned
+    /// parameters, standardised units.
+    pub nlml: f64,
+    /// Wall time of the whole fit, restarts included, in seconds.
+    pub seconds: f64,
+    /// Names of the inputs, in the order of `lengthscales`.
+    pub inputs: Vec<String>,
     /// Length scales in raw input units.
     pub lengthscales: Vec<f64>,
     /// Signal variance in raw target units.
@@ -157,29 +324,30 @@ pub struct FitReport {
     pub noise_on_floor: bool,
     /// How many times a Cholesky needed more jitter in the final model.
     pub jitter_escalations: u32,
+    /// The final gradient run.
+    pub optimiser: Option<OptimiserReport>,
+    /// Every start of a restarted fit, in the order they were tried (empty
+    /// for a single start); the lowest `nlml` was continued.
+    pub starts: Vec<StartReport>,
 }
 
 impl FitReport {
     fn new(
+        method: Method,
         data: &Dataset,
         rows: usize,
         kern: &KernelParams,
-        run: &OptimiseReport,
+        nlml: f64,
         jitter_escalations: u32,
     ) -> Self {
         let t = &data.transform;
         FitReport {
-            initial_nlml: run.initial_value,
-            nlml: run.value,
-            iterations: run.iterations,
-            evaluations: run.evaluations,
-            elapsed: run.elapsed,
-            stop_reason: if run.message.is_empty() {
-                format!("{:?}", run.status)
-            } else {
-                format!("{:?}: {}", run.status, run.message)
-            },
+            method,
+            approximation: None,
             rows,
+            nlml,
+            seconds: 0.0,
+            inputs: data.input_names.clone(),
             lengthscales: kern
                 .lengthscales()
                 .iter()
@@ -190,12 +358,92 @@ impl FitReport {
             noise_variance: t.unapply_var(kern.noise_var()),
             noise_on_floor: kern.noise_on_floor(),
             jitter_escalations,
+            optimiser: None,
+            starts: Vec::new(),
+        }
+    }
+}
+
+/// What a model was computed from, kept so that it can be recomputed with
+/// more jitter (see [`Fitted::with_jitter`]).
+#[derive(Debug)]
+enum Source {
+    Exact {
+        kernel: KernelParams,
+    },
+    Sparse {
+        features: Box<dyn InducingFeatures>,
+        kernel: KernelParams,
+        config: FitcConfig,
+    },
+}
+
+/// A fitted model, its report, and how to rebuild it.
+#[derive(Debug)]
+pub struct Fitted {
+    /// The model in runtime form.
+    pub model: TrainedModel,
+    /// How the fit went.
+    pub report: FitReport,
+    /// The rows the model was trained on (the exact GP's subset).
+    training: Dataset,
+    source: Source,
+}
+
+impl Fitted {
+    /// The same fitted parameters with the relative jitter `eps` (times
+    /// `s2`, see [`crate::linalg`]) on the diagonal that is factorised,
+    /// instead of the one the fit used: the model and its training
+    /// objective. A larger jitter bounds the weights and the factors' condition,
+    /// which is what an f32 export that fails its check needs; the objective
+    /// says what that costs.
+    ///
+    /// # Errors
+    /// If the factorisation fails even with that jitter.
+    pub fn with_jitter(&self, eps: f64) -> Result<(TrainedModel, f64)> {
+        let default = JitterPolicy::default();
+        let policy = JitterPolicy {
+            initial: eps,
+            max: default.max.max(eps),
+            ..default
+        };
+        let mut model = self.model.clone();
+        let nlml = match &self.source {
+            Source::Exact { kernel } => {
+                let post = exact_posterior(kernel, &self.training.x, &self.training.y, &policy)?;
+                model.form = post.runtime_form()?;
+                post.nlml()
+            }
+            Source::Sparse {
+                features,
+                kernel,
+                config,
+            } => {
+                let config = FitcConfig {
+                    jitter: policy,
+                    ..*config
+                };
+                let data = &self.training;
+                let post = fitc_posterior(features.as_ref(), kernel, &data.x, &data.y, &config)?;
+                model.form = post.runtime_form(features.as_ref(), kernel);
+                post.nlml
+            }
+        };
+        Ok((model, nlml))
+    }
+
+    /// The relative jitter the fit used.
+    pub fn jitter(&self) -> f64 {
+        match &self.source {
+            Source::Exact { .. } => JitterPolicy::default().initial,
+            Source::Sparse { config, .. } => config.jitter.initial,
         }
     }
 }
 
 /// Fits the model `params` asks for. `progress` is called once per
-/// optimiser iteration.
+/// optimiser iteration, with iterations counted over every run of the fit
+/// (see [`FitParams::iteration_budget`]).
 ///
 /// # Errors
 /// [`Error::BadInput`] for parameters that do not fit the data, or a
@@ -204,12 +452,14 @@ pub fn fit(
     data: &Dataset,
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(TrainedModel, FitReport)> {
-    params.validate(data)?;
-    match params.method {
-        Method::Exact => exact::fit_exact(data, params, progress),
-        Method::Spgp => spgp::fit_spgp(data, params, progress),
-    }
+) -> Result<Fitted> {
+    let started = std::time::Instant::now();
+    let mut fitted = match params {
+        FitParams::Exact(p) => exact::fit_exact(data, &p.check(data)?, progress)?,
+        FitParams::Spgp(p) => spgp::fit_spgp(data, &p.check(data)?, progress)?,
+    };
+    fitted.report.seconds = started.elapsed().as_secs_f64();
+    Ok(fitted)
 }
 
 /// Starting kernel hyperparameters from the data's scales.

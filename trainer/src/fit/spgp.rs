@@ -1,95 +1,252 @@
-//! SPGP: FITC with pseudo-inputs, pseudo-inputs and hyperparameters learned
-//! jointly by L-BFGS on the NLML.
+//! SPGP: FITC or VFE over pseudo-inputs, pseudo-inputs and hyperparameters
+//! learned jointly by L-BFGS.
+//!
+//! # Restarts
+//!
+//! The objective has many local optima and which start finds the best one
+//! depends on the data (measured: the k-means start wins on some sets, a
+//! random subset on others). With `restarts = K > 1` every start first gets
+//! a short screening run (a quarter of the budget, at least
+//! [`MIN_SCREEN_ITER`] iterations); only the start with the lowest training
+//! objective is then optimised with the full budget. Most of a run's gain
+//! comes in its first iterations, so screening ranks the starts well at a
+//! fraction of the cost of K full runs. Starts alternate the two
+//! initialisations (k-means, random subset) with seeds `seed + k`, so the
+//! result is deterministic.
 
+use std::cell::Cell;
+
+use nalgebra::DMatrix;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
-use super::{data_scale_kernel, FitParams, FitReport, HyperInit, PseudoInit};
+use super::{
+    data_scale_kernel, Checked, FitReport, Fitted, HyperInit, InitMethod, Method, OptimiserReport,
+    PseudoInit, Source, SparseParams, StartReport,
+};
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
-use crate::inference::fitc::{fitc_posterior, FitcConfig};
-use crate::inference::objective::SparseObjective;
+use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
 use crate::init;
 use crate::kernel::KernelParams;
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, Progress};
-use crate::Result;
+use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::{Error, Result};
+
+/// Fewest iterations a screening run gets.
+pub const MIN_SCREEN_ITER: u64 = 10;
+
+/// Iterations of one screening run for a final budget of `max_iter`.
+fn screen_iter(max_iter: u64) -> u64 {
+    (max_iter / 4).clamp(MIN_SCREEN_ITER.min(max_iter), max_iter)
+}
+
+/// Iterations a sparse fit may use in all.
+pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
+    let max_iter = params.optimiser.max_iter;
+    if params.restarts <= 1 {
+        max_iter
+    } else {
+        max_iter + params.restarts as u64 * screen_iter(max_iter)
+    }
+}
 
 /// Fits SPGP as `params` asks.
 pub(crate) fn fit_spgp(
     data: &Dataset,
-    params: &FitParams,
+    params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(TrainedModel, FitReport)> {
-    let z = match &params.pseudo_init {
-        PseudoInit::RandomSubset => init::random_subset(&data.x, params.m, params.seed)?,
-        PseudoInit::KMeans => init::kmeans(&data.x, params.m, params.seed, 100)?,
-        PseudoInit::Given(z) => z.clone(),
-    };
+) -> Result<Fitted> {
     let kern = initial_kernel(data, params)?;
-    fit_sparse(
+    let config = FitcConfig {
+        approximation: params.approximation,
+        ..FitcConfig::default()
+    };
+    let done = Cell::new(0u64);
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: done.get() + p.iteration,
+            ..p
+        })
+    };
+    let mut starts = Vec::new();
+    let (features, kern) = if params.restarts <= 1 {
+        (
+            PseudoInputs::new(start_positions(data, params, 0)?.1)?,
+            kern,
+        )
+    } else {
+        let screen = OptimiseOptions {
+            max_iter: screen_iter(params.optimiser.max_iter),
+            ..params.optimiser.clone()
+        };
+        let mut best: Option<SparseFit<PseudoInputs>> = None;
+        for k in 0..params.restarts {
+            let (label, z) = start_positions(data, params, k)?;
+            let run = fit_sparse(
+                data,
+                PseudoInputs::new(z)?,
+                kern.clone(),
+                config,
+                &screen,
+                &mut counted,
+            )?;
+            done.set(done.get() + run.run.iterations);
+            starts.push(StartReport {
+                init: label,
+                nlml: run.posterior.nlml,
+            });
+            if best
+                .as_ref()
+                .is_none_or(|b| run.posterior.nlml < b.posterior.nlml)
+            {
+                best = Some(run);
+            }
+        }
+        // `restarts > 1` here, so the loop ran.
+        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        (best.features, best.kernel)
+    };
+    let fit = fit_sparse(
         data,
-        PseudoInputs::new(z)?,
+        features,
         kern,
-        ModelKind::Spgp,
+        config,
         &params.optimiser,
-        progress,
-    )
+        &mut counted,
+    )?;
+    let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
+    fitted.report.starts = starts;
+    Ok(fitted)
+}
+
+/// Start `k`'s pseudo-inputs and how they were drawn: start 0 as asked,
+/// later ones alternating the other initialisation and the asked one.
+fn start_positions(
+    data: &Dataset,
+    params: &SparseParams,
+    k: usize,
+) -> Result<(String, DMatrix<f64>)> {
+    let first = match &params.pseudo_init {
+        PseudoInit::Given(z) if k == 0 => return Ok(("given".into(), z.clone())),
+        PseudoInit::Given(_) => InitMethod::Random,
+        PseudoInit::Sample(method) => *method,
+    };
+    let other = match first {
+        InitMethod::Random => InitMethod::Kmeans,
+        InitMethod::Kmeans => InitMethod::Random,
+    };
+    let method = if k % 2 == 1 { other } else { first };
+    let seed = params.seed.wrapping_add(k as u64);
+    let z = match method {
+        InitMethod::Random => init::random_subset(&data.x, params.m, seed)?,
+        InitMethod::Kmeans => init::kmeans(&data.x, params.m, seed, 100)?,
+    };
+    let name = match method {
+        InitMethod::Random => "random",
+        InitMethod::Kmeans => "kmeans",
+    };
+    Ok((format!("{name} (seed {seed})"), z))
 }
 
 /// Starting hyperparameters for a sparse fit.
-fn initial_kernel(data: &Dataset, params: &FitParams) -> Result<KernelParams> {
+fn initial_kernel(data: &Dataset, params: &SparseParams) -> Result<KernelParams> {
     match params.hyper_init {
         HyperInit::DataScales => data_scale_kernel(data),
         HyperInit::ExactSubset => {
             let subset = training_subset(data, params.max_points.min(500), params.seed)?;
-            let warm_up = FitParams {
-                optimiser: OptimiseOptions {
-                    max_iter: params.optimiser.max_iter.min(100),
-                    ..params.optimiser.clone()
-                },
-                ..params.clone()
+            let warm_up = OptimiseOptions {
+                max_iter: params.optimiser.max_iter.min(100),
+                ..params.optimiser.clone()
             };
             Ok(optimise_exact(&subset, &warm_up, &mut |_| {})?.0)
         }
     }
 }
 
-/// Fits FITC over any kind of inducing feature: the one place the
-/// optimiser, the posterior and the runtime form meet.
+/// The outcome of [`fit_sparse`]: the fitted features and kernel, the
+/// posterior they give, and the optimiser's run — everything another fit
+/// needs to start from this one (VSGP starts from SPGP).
+#[derive(Clone, Debug)]
+pub struct SparseFit<F> {
+    /// The fitted inducing features.
+    pub features: F,
+    /// The fitted kernel hyperparameters.
+    pub kernel: KernelParams,
+    /// The posterior at those parameters.
+    pub posterior: FitcPosterior,
+    /// The FITC/VFE settings it was fitted with.
+    pub config: FitcConfig,
+    /// How the optimiser went.
+    pub run: OptimiseReport,
+    /// The run's iteration budget.
+    pub max_iter: u64,
+}
+
+impl<F: InducingFeatures + 'static> SparseFit<F> {
+    /// The model in runtime form, its report and its source, as `kind`
+    /// fitted by `method`.
+    pub fn into_fitted(self, data: &Dataset, kind: ModelKind, method: Method) -> Fitted {
+        let mut report = FitReport::new(
+            method,
+            data,
+            data.n_rows(),
+            &self.kernel,
+            self.posterior.nlml,
+            self.posterior.jitter_escalations,
+        );
+        report.approximation = Some(self.config.approximation);
+        report.optimiser = Some(OptimiserReport::new(&self.run, self.max_iter));
+        let model = TrainedModel {
+            kind,
+            link: Link::Identity,
+            form: self.posterior.runtime_form(&self.features, &self.kernel),
+            transform: data.transform.clone(),
+            input_names: data.input_names.clone(),
+            target_name: data.target_name.clone(),
+            bias: 0.0,
+        };
+        Fitted {
+            model,
+            report,
+            training: data.clone(),
+            source: Source::Sparse {
+                features: Box::new(self.features),
+                kernel: self.kernel,
+                config: self.config,
+            },
+        }
+    }
+}
+
+/// Fits FITC or VFE (as `config` says) over any kind of inducing feature,
+/// from `features` and `kern`: the one place the optimiser and the
+/// posterior meet.
 pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
     data: &Dataset,
     features: F,
     kern: KernelParams,
-    kind: ModelKind,
+    config: FitcConfig,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(TrainedModel, FitReport)> {
-    let config = FitcConfig::default();
-    let objective = SparseObjective::new(&data.x, &data.y, features, kern, config)?;
+) -> Result<SparseFit<F>> {
+    let objective = crate::inference::objective::SparseObjective::new(
+        &data.x, &data.y, features, kern, config,
+    )?;
     let run = minimise(
         |p| objective.objective(p),
         objective.initial(),
         optimiser,
         progress,
     )?;
-    let (features, kern) = objective.unpack(&run.x)?;
-    let posterior = fitc_posterior(&features, &kern, &data.x, &data.y, &config)?;
-    let report = FitReport::new(
-        data,
-        data.n_rows(),
-        &kern,
-        &run,
-        posterior.jitter_escalations,
-    );
-    let model = TrainedModel {
-        kind,
-        link: Link::Identity,
-        form: posterior.runtime_form(&features, &kern),
-        transform: data.transform.clone(),
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: 0.0,
-    };
-    Ok((model, report))
+    let (features, kernel) = objective.unpack(&run.x)?;
+    let posterior = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
+    Ok(SparseFit {
+        features,
+        kernel,
+        posterior,
+        config,
+        run,
+        max_iter: optimiser.max_iter,
+    })
 }

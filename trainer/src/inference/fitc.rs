@@ -60,6 +60,8 @@ pub struct FitcConfig {
     pub jitter: JitterPolicy,
     /// Rows of data per parallel chunk.
     pub chunk_rows: usize,
+    /// FITC or VFE.
+    pub approximation: super::Approximation,
 }
 
 impl Default for FitcConfig {
@@ -67,6 +69,7 @@ impl Default for FitcConfig {
         Self {
             jitter: JitterPolicy::default(),
             chunk_rows: 1024,
+            approximation: super::Approximation::Fitc,
         }
     }
 }
@@ -509,6 +512,7 @@ mod tests {
                 initial: jitter_eps,
                 ..JitterPolicy::default()
             },
+            ..FitcConfig::default()
         };
         let mut p = f.params();
         p.extend_from_slice(extra);
@@ -640,6 +644,7 @@ mod tests {
         let cfg = FitcConfig {
             jitter: tiny,
             chunk_rows: 6,
+            ..FitcConfig::default()
         };
         let f = PseudoInputs::new(x.clone()).expect("valid");
         let fitc = fitc_posterior(&f, &kern, &x, &y, &cfg).expect("ok");

@@ -18,6 +18,16 @@ use crate::kernel::KernelGrad;
 use crate::linalg::{solve_lower_mut, symmetrise};
 use crate::Result;
 
+/// Which sparse approximation the FITC code evaluates (stub until VFE lands).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+pub enum Approximation {
+    /// FITC.
+    #[default]
+    Fitc,
+    /// VFE.
+    Vfe,
+}
+
 /// Gradient of an NLML with respect to every free parameter of a model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelGrad {

@@ -1,0 +1,87 @@
+//! Exporting a fit whose f32 blob fails the fidelity check: cure it rather
+//! than hand the failure to the user.
+//!
+//! What breaks f32 is conditioning: slowly varying data give long length
+//! scales, `Kuu` is then nearly singular, and the weights `beta` grow large
+//! with alternating signs, so their f32 rounding no longer cancels. More
+//! jitter on the factorised diagonal bounds both the weights and the
+//! factors' condition number. The cure keeps the fitted parameters and
+//! recomputes only the posterior with the jitter raised tenfold at a time
+//! (up to [`MAX_CURE_EPS`] times `s2`), and reports what that cost in
+//! training objective, so the user can judge it.
+
+use nalgebra::DMatrix;
+use serde::Serialize;
+
+use crate::export::{export, Exported};
+use crate::fit::Fitted;
+use crate::{Error, Result};
+
+/// Largest relative jitter the cure tries: beyond a percent of the signal
+/// variance the model would be visibly smoothed.
+pub const MAX_CURE_EPS: f64 = 1e-2;
+
+/// What curing an export changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cure {
+    /// Relative jitter the fit used.
+    pub from_eps: f64,
+    /// Relative jitter of the exported model.
+    pub to_eps: f64,
+    /// Training objective before.
+    pub nlml_before: f64,
+    /// Training objective of the exported model.
+    pub nlml_after: f64,
+}
+
+/// Exports `fitted.model`, checking it at `check_x` (raw inputs) and at
+/// far-away points. If the check fails, the jitter is raised until it
+/// passes; `fitted.model` is then replaced by the cured model and the cure
+/// is returned. With `force` a model that nothing cures is exported as
+/// fitted.
+///
+/// # Errors
+/// [`Error::Fidelity`] when nothing cures the check and `force` is false,
+/// naming what to try; [`Error::Blob`] if the model cannot be encoded.
+pub fn export_fitted(
+    fitted: &mut Fitted,
+    check_x: &DMatrix<f64>,
+    force: bool,
+) -> Result<(Exported, Option<Cure>)> {
+    let first = export(&fitted.model, check_x, true)?;
+    if first.fidelity.passes() {
+        return Ok((first, None));
+    }
+    let from_eps = fitted.jitter();
+    let mut eps = from_eps;
+    while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
+        eps *= 10.0;
+        // A factorisation that fails at this jitter may succeed at the next.
+        let Ok((model, nlml)) = fitted.with_jitter(eps) else {
+            continue;
+        };
+        let exported = export(&model, check_x, true)?;
+        if exported.fidelity.passes() {
+            let cure = Cure {
+                from_eps,
+                to_eps: eps,
+                nlml_before: fitted.report.nlml,
+                nlml_after: nlml,
+            };
+            fitted.model = model;
+            return Ok((exported, Some(cure)));
+        }
+    }
+    if force {
+        return Ok((first, None));
+    }
+    let f = &first.fidelity;
+    Err(Error::Fidelity(format!(
+        "the f32 model deviates from the f64 one (worst mean deviation {:.2e}, worst relative \
+         variance deviation {:.2e}, {} invalid variances over {} points) and raising the jitter \
+         to {MAX_CURE_EPS:e} s2 did not cure it. Try fewer basis functions (--m), \
+         --objective vfe, or subtracting large constant offsets from the columns; \
+         --force writes the blob anyway",
+        f.worst_mean, f.worst_variance, f.invalid, f.points
+    )))
+}
