@@ -1,37 +1,63 @@
-//! FITC (the SPGP likelihood), written once for any
-//! [`InducingFeatures`]: NLML, its adjoints with respect to `Kuu`, `Kuf`, the
-//! prior diagonal and `sigma2`, the total gradient, prediction and the runtime
-//! form. O(M^2 N) time, O(M N) memory; never forms an N x N matrix.
+//! FITC (the SPGP likelihood) and VFE (Titsias' collapsed variational
+//! bound, GPflow's SGPR), written once for any [`InducingFeatures`] and
+//! selected by [`FitcConfig::approximation`]: objective, its adjoints with
+//! respect to `Kuu`, `Kuf`, the prior diagonal and `sigma2`, the total
+//! gradient, prediction and the runtime form. O(M^2 N) time, O(M N) memory;
+//! never forms an N x N matrix.
 //!
 //! # Formulation (MATH.md)
 //!
-//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`,
-//! `gamma_n = kdiag_n - ||V_n||^2 + sigma2`, `A = I + V Gamma^{-1} V^T`,
-//! `L_A = chol(A)`, `b = V Gamma^{-1} y`, `c = L_A^{-1} b`:
-//! `NLML = 1/2 (y^T Gamma^{-1} y - ||c||^2) + 1/2 (sum log gamma + log|A|)
-//!  + N/2 log 2 pi`.
+//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`, `Q = V^T V`,
+//! `lambda_n = kdiag_n - ||V_n||^2`. The two objectives are
+//! `F = -log N(y | 0, Q + Gamma) + T` and differ only in `Gamma = diag(gamma)`
+//! and `T`:
+//!
+//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0` (F is the NLML of a model
+//!   whose prior variances are exact);
+//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (F is the
+//!   negative ELBO, an upper bound on the exact GP's NLML; `T` charges for
+//!   the variance the inducing points fail to explain, which is what keeps
+//!   them spread out and the bound honest).
+//!
+//! Both are evaluated in the same stable form: `A = I + V Gamma^{-1} V^T`,
+//! `L_A = chol(A)`, `b = V Gamma^{-1} y`, `c = L_A^{-1} b`,
+//! `F = 1/2 (y^T Gamma^{-1} y - ||c||^2) + 1/2 (sum log gamma + log|A|)
+//!  + N/2 log 2 pi + T`.
 //!
 //! # Adjoints
 //!
 //! With `C = V^T V + Gamma`, `alpha = C^{-1} y` and `W = C^{-1} - alpha
-//! alpha^T`, `dNLML/dC = W / 2`. Woodbury gives `V C^{-1} = A^{-1} V
-//! Gamma^{-1}` and `V alpha = A^{-1} b =: beta_v`, so with `w = diag(W)`
-//! (`diag(C^{-1})_n = 1/gamma_n - ||(L_A^{-1} V)_n||^2 / gamma_n^2`) and
-//! `H = A^{-1} V Gamma^{-1} - beta_v alpha^T - V diag(w)` (M x N):
+//! alpha^T`, the Gaussian part has `dF/dC = W / 2`. Woodbury gives `V C^{-1}
+//! = A^{-1} V Gamma^{-1}` and `V alpha = A^{-1} b =: beta_v`; with `w =
+//! diag(W)` (`diag(C^{-1})_n = 1/gamma_n - ||(L_A^{-1} V)_n||^2 / gamma_n^2`)
+//! and a per-point weight `d`,
+//! `H := dF/dV = A^{-1} V Gamma^{-1} - beta_v alpha^T - V diag(d)` (M x N):
 //!
-//! - `dNLML/dKuf = L^{-T} H`,
-//! - `dNLML/dK = -1/2 L^{-T} (H V^T) L^{-1}`,
-//! - `dNLML/dkdiag_n = w_n / 2`, `dNLML/dsigma2 = sum_n w_n / 2`.
+//! - FITC: `d = w`. `gamma_n` holds `kdiag_n - Q_nn`, so the diagonal of `Q`
+//!   cancels out of `C` and only the off-diagonal part of `W` reaches `Q`.
+//! - VFE: `d_n = 1 / sigma2`. Nothing cancels (the full `V W` survives) and
+//!   the trace term adds `-V / sigma2`.
 //!
-//! (The diagonal of `Q_nn = Kfu K^{-1} Kuf` cancels out of `C`, hence the
-//! `- V diag(w)` term: only the off-diagonal part of `W` reaches `Q_nn`.)
+//! Then
+//!
+//! - `dF/dKuf = L^{-T} H`,
+//! - `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`: F depends on `V` only through
+//!   `Q`, so `H = 2 V dF/dQ` with `dF/dQ` symmetric and this is
+//!   `-K^{-1} Kuf (dF/dQ) Kfu K^{-1}`,
+//! - `dF/dkdiag_n = d_n / 2`,
+//! - `dF/dsigma2 = sum_n w_n / 2`, and for VFE also
+//!   `- sum_n lambda_n / (2 sigma2^2)` from `T`.
+//!
+//! The posterior is the same runtime form for both (see [`FitcPosterior`]);
+//! with VFE's `Gamma = sigma2 I` it is the DTC/SGPR predictive.
 //!
 //! # Jitter and noise floor
 //!
 //! `jitter = eps * s2` (see [`crate::linalg`]) is part of the model, appears
-//! in the exported `L1`, and its `log s2` derivative (`jitter * tr(dNLML/dK)`)
+//! in the exported `L1`, and its `log s2` derivative (`jitter * tr(dF/dK)`)
 //! is included. `sigma2 = floor + exp(log_noise_excess)`
-//! ([`KernelParams`]); FITC tends to push it onto the floor.
+//! ([`KernelParams`]); FITC tends to push it onto the floor, VFE rather
+//! over-estimates it.
 //!
 //! # Parallelism
 //!
@@ -44,7 +70,7 @@ use std::f64::consts::PI;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, Prediction, RuntimeForm};
+use super::{col_sq_norms, sandwich_inv_factor, Approximation, ModelGrad, Prediction, RuntimeForm};
 use crate::features::{FeatureGrad, InducingFeatures};
 use crate::kernel::KernelParams;
 use crate::linalg::{
@@ -53,15 +79,15 @@ use crate::linalg::{
 };
 use crate::{Error, Result};
 
-/// Numerical settings for FITC.
+/// Which objective to evaluate, and its numerical settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FitcConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
     /// Rows of data per parallel chunk.
     pub chunk_rows: usize,
-    /// FITC or VFE.
-    pub approximation: super::Approximation,
+    /// FITC (the default) or VFE.
+    pub approximation: Approximation,
 }
 
 impl Default for FitcConfig {
@@ -69,15 +95,16 @@ impl Default for FitcConfig {
         Self {
             jitter: JitterPolicy::default(),
             chunk_rows: 1024,
-            approximation: super::Approximation::Fitc,
+            approximation: Approximation::Fitc,
         }
     }
 }
 
-/// An NLML evaluation, with gradient when asked for.
+/// An objective evaluation, with gradient when asked for.
 #[derive(Clone, Debug)]
 pub struct FitcValue {
-    /// NLML of the full data set.
+    /// The objective on the full data set: FITC's NLML or VFE's negative
+    /// ELBO.
     pub nlml: f64,
     /// Gradient (features, kernel, noise), if requested.
     pub grad: Option<ModelGrad>,
@@ -87,16 +114,16 @@ pub struct FitcValue {
     pub jitter_escalations: u32,
 }
 
-/// The adjoints of the NLML with respect to FITC's inputs.
+/// The adjoints of the objective F with respect to its matrix inputs.
 #[derive(Clone, Debug)]
 pub struct FitcAdjoints {
-    /// dNLML/dKuu (M x M, symmetric; equal to dNLML/d(Kuu + jitter I)).
+    /// dF/dKuu (M x M, symmetric; equal to dF/d(Kuu + jitter I)).
     pub kuu: DMatrix<f64>,
-    /// dNLML/dKuf (M x N).
+    /// dF/dKuf (M x N).
     pub kuf: DMatrix<f64>,
-    /// dNLML/dkdiag (N).
+    /// dF/dkdiag (N).
     pub kdiag: DVector<f64>,
-    /// dNLML/dsigma2.
+    /// dF/dsigma2.
     pub noise_var: f64,
 }
 
@@ -121,6 +148,10 @@ struct Forward {
     beta_v: DVector<f64>,
     nlml: f64,
     chunks: Vec<Chunk>,
+    approximation: Approximation,
+    sigma2: f64,
+    /// `sum_n lambda_n`, for VFE's trace term.
+    sum_lambda: f64,
 }
 
 /// Sums of one chunk's forward pass.
@@ -129,6 +160,7 @@ struct ChunkSums {
     b: DVector<f64>,
     sum_log_gamma: f64,
     y_gi_y: f64,
+    sum_lambda: f64,
 }
 
 fn check_inputs<F: InducingFeatures + ?Sized>(
@@ -178,9 +210,12 @@ fn forward<F: InducingFeatures + ?Sized>(
             let kd = feat.kdiag(kern, xc);
             // Round-off can make ||V_n||^2 exceed kdiag_n by a hair when a
             // pseudo-input sits on a data point; lambda is a variance.
-            let gamma = DVector::from_fn(len, |i, _| {
-                (kd[i] - v.column(i).norm_squared()).max(0.0) + sigma2
-            });
+            let lambda =
+                DVector::from_fn(len, |i, _| (kd[i] - v.column(i).norm_squared()).max(0.0));
+            let gamma = match cfg.approximation {
+                Approximation::Fitc => lambda.add_scalar(sigma2),
+                Approximation::Vfe => DVector::from_element(len, sigma2),
+            };
             let mut vg = v.clone();
             for (i, mut col) in vg.column_iter_mut().enumerate() {
                 col /= gamma[i];
@@ -191,6 +226,7 @@ fn forward<F: InducingFeatures + ?Sized>(
                 b: &vg * yc,
                 sum_log_gamma: gamma.iter().map(|g| g.ln()).sum(),
                 y_gi_y: yc.iter().zip(gamma.iter()).map(|(a, g)| a * a / g).sum(),
+                sum_lambda: lambda.sum(),
             };
             Ok((
                 Chunk {
@@ -205,24 +241,33 @@ fn forward<F: InducingFeatures + ?Sized>(
         .collect::<Result<_>>()?;
     let mut a = DMatrix::<f64>::identity(m, m);
     let mut b = DVector::<f64>::zeros(m);
-    let (mut sum_log_gamma, mut y_gi_y) = (0.0, 0.0);
+    let (mut sum_log_gamma, mut y_gi_y, mut sum_lambda) = (0.0, 0.0, 0.0);
     let mut chunks = Vec::with_capacity(parts.len());
     for (c, s) in parts {
         a += s.a;
         b += s.b;
         sum_log_gamma += s.sum_log_gamma;
         y_gi_y += s.y_gi_y;
+        sum_lambda += s.sum_lambda;
         chunks.push(c);
     }
     let la = cholesky(&symmetrise(a))?;
     let lainv = lower_inverse(&la)?;
     let c = solve_lower_vec(&la, &b)?;
     let beta_v = solve_lower_t_vec(&la, &c)?;
+    let trace = match cfg.approximation {
+        Approximation::Fitc => 0.0,
+        Approximation::Vfe => 0.5 * sum_lambda / sigma2,
+    };
     let nlml = 0.5 * (y_gi_y - c.norm_squared())
         + 0.5 * (sum_log_gamma + log_det_from_factor(&la))
-        + 0.5 * n as f64 * (2.0 * PI).ln();
+        + 0.5 * n as f64 * (2.0 * PI).ln()
+        + trace;
     if !nlml.is_finite() {
-        return Err(Error::Numerical(format!("FITC NLML is {nlml}")));
+        return Err(Error::Numerical(format!(
+            "{:?} objective is {nlml}",
+            cfg.approximation
+        )));
     }
     Ok(Forward {
         kuu,
@@ -234,11 +279,14 @@ fn forward<F: InducingFeatures + ?Sized>(
         beta_v,
         nlml,
         chunks,
+        approximation: cfg.approximation,
+        sigma2,
+        sum_lambda,
     })
 }
 
-/// One chunk's adjoints: `dNLML/dKuf` columns, `dNLML/dkdiag`, its share
-/// of `H V^T` and of `sum w`.
+/// One chunk's adjoints: `dF/dKuf` columns, `dF/dkdiag`, its share of
+/// `H V^T` and of `sum w`.
 struct ChunkAdjoint {
     adj_kuf: DMatrix<f64>,
     adj_kdiag: DVector<f64>,
@@ -257,28 +305,43 @@ fn chunk_adjoint(fw: &Forward, c: &Chunk, y: &DVector<f64>) -> Result<ChunkAdjoi
         let g = c.gamma[i];
         1.0 / g - b.column(i).norm_squared() / (g * g) - alpha[i] * alpha[i]
     });
+    // The weight `d` of `- V diag(d)` in H (module docs).
+    let d = match fw.approximation {
+        Approximation::Fitc => w.clone(),
+        Approximation::Vfe => DVector::from_element(len, 1.0 / fw.sigma2),
+    };
     let mut e = &fw.lainv_t * &b;
     // e = A^{-1} V; turn it into H in place, column by column.
     for (i, mut col) in e.column_iter_mut().enumerate() {
         col /= c.gamma[i];
         col.axpy(-alpha[i], &fw.beta_v, 1.0);
-        col.axpy(-w[i], &c.v.column(i), 1.0);
+        col.axpy(-d[i], &c.v.column(i), 1.0);
     }
     let hvt = &e * c.v.transpose();
     Ok(ChunkAdjoint {
         adj_kuf: &fw.linv_t * &e,
-        adj_kdiag: w.scale(0.5),
+        adj_kdiag: d.scale(0.5),
         hvt,
         half_sum_w: 0.5 * w.sum(),
     })
 }
 
-/// `dNLML/dK` from the summed `H V^T`.
+/// `dF/dK` from the summed `H V^T`.
 fn kuu_adjoint(fw: &Forward, hvt: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     Ok(sandwich_inv_factor(&fw.chol.l, &symmetrise(hvt.clone()))? * -0.5)
 }
 
-/// NLML only (cheaper than with the gradient: one pass over the data).
+/// `dF/dsigma2` from the summed `sum w / 2`: VFE's trace term depends on
+/// `sigma2` directly, FITC has no such term.
+fn noise_adjoint(fw: &Forward, half_sum_w: f64) -> f64 {
+    match fw.approximation {
+        Approximation::Fitc => half_sum_w,
+        Approximation::Vfe => half_sum_w - 0.5 * fw.sum_lambda / (fw.sigma2 * fw.sigma2),
+    }
+}
+
+/// The objective only (cheaper than with the gradient: one pass over the
+/// data).
 pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
@@ -295,8 +358,8 @@ pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
     })
 }
 
-/// NLML and its gradient with respect to the feature's parameters, the
-/// kernel's log hyperparameters and `log_noise_excess`.
+/// The objective and its gradient with respect to the feature's parameters,
+/// the kernel's log hyperparameters and `log_noise_excess`.
 pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
@@ -343,15 +406,15 @@ pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
         grad: Some(ModelGrad {
             feature: fg.feature,
             kernel: fg.kernel,
-            log_noise_excess: half_sum_w * kern.noise_excess(),
+            log_noise_excess: noise_adjoint(&fw, half_sum_w) * kern.noise_excess(),
         }),
         kuu_jitter: fw.chol.jitter,
         jitter_escalations: fw.chol.escalations,
     })
 }
 
-/// NLML and the full adjoints (materialising the M x N `dNLML/dKuf`); for
-/// tests and diagnostics; the gradient path never collects them.
+/// The objective and the full adjoints (materialising the M x N `dF/dKuf`);
+/// for tests and diagnostics; the gradient path never collects them.
 pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
@@ -379,13 +442,17 @@ pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
             kuu: kuu_adjoint(&fw, &hvt)?,
             kuf: adj_kuf,
             kdiag: adj_kdiag,
-            noise_var: noise,
+            noise_var: noise_adjoint(&fw, noise),
         },
     ))
 }
 
-/// The FITC posterior: `L1 = chol(Kuu + jitter I)`, `L2 = L1 L_A`,
-/// `beta = Q^{-1} Kuf Gamma^{-1} y = L1^{-T} A^{-1} b`.
+/// The posterior of either approximation: `L1 = chol(Kuu + jitter I)`,
+/// `L2 = L1 L_A`, `beta = Q^{-1} Kuf Gamma^{-1} y = L1^{-T} A^{-1} b`, with
+/// `Q = K + Kuf Gamma^{-1} Kfu` and the approximation's `Gamma`. For VFE
+/// (`Gamma = sigma2 I`) this is the DTC predictive of GPflow's
+/// `SGPR.predict_f`: the bound's optimal `q(u)` carries no diagonal
+/// correction, so neither does its prediction.
 #[derive(Clone, Debug)]
 pub struct FitcPosterior {
     /// `L1`, lower triangular.
@@ -398,11 +465,12 @@ pub struct FitcPosterior {
     pub kuu_jitter: f64,
     /// Jitter escalations needed for `Kuu`.
     pub jitter_escalations: u32,
-    /// NLML of the training data.
+    /// The objective that was used, on the training data: FITC's NLML or
+    /// VFE's negative ELBO.
     pub nlml: f64,
 }
 
-/// Fits the FITC posterior for the given parameters.
+/// Fits the posterior of `cfg.approximation` for the given parameters.
 pub fn fitc_posterior<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
@@ -478,6 +546,7 @@ mod tests {
     use crate::features::PseudoInputs;
     use crate::inference::exact::exact_posterior;
     use crate::inference::test_util::{assert_grad_close, fd_grad, problem};
+    use crate::inference::Approximation::{Fitc, Vfe};
     use crate::kernel::DEFAULT_NOISE_FLOOR;
 
     const D: usize = 2;
@@ -504,7 +573,20 @@ mod tests {
         (f, k)
     }
 
-    fn check_gradient(seed: u64, extra: &[f64], chunk_rows: usize, jitter_eps: f64) {
+    fn config(approximation: Approximation) -> FitcConfig {
+        FitcConfig {
+            approximation,
+            ..FitcConfig::default()
+        }
+    }
+
+    fn check_gradient(
+        approximation: Approximation,
+        seed: u64,
+        extra: &[f64],
+        chunk_rows: usize,
+        jitter_eps: f64,
+    ) {
         let (x, y, f) = setup(seed, 36, 5);
         let cfg = FitcConfig {
             chunk_rows,
@@ -512,7 +594,7 @@ mod tests {
                 initial: jitter_eps,
                 ..JitterPolicy::default()
             },
-            ..FitcConfig::default()
+            approximation,
         };
         let mut p = f.params();
         p.extend_from_slice(extra);
@@ -530,38 +612,54 @@ mod tests {
         };
         let num = fd_grad(obj, &p, 1e-5);
         assert_grad_close(&num, &ana, 1e-6);
-        // The chunked value must not depend on the chunking.
-        let one = fitc_nlml(
+        // The value must not depend on the chunking: compare against one
+        // row per chunk, or one chunk for all rows when the case itself
+        // uses single rows, so two different chunkings always meet.
+        let other = if chunk_rows == 1 { x.nrows() } else { 1 };
+        let again = fitc_nlml(
             &f0,
             &k0,
             &x,
             &y,
             &FitcConfig {
-                chunk_rows: 1024,
+                chunk_rows: other,
                 ..cfg
             },
         )
         .expect("ok");
-        assert!((one.nlml - v.nlml).abs() < 1e-10 * v.nlml.abs());
+        assert!((again.nlml - v.nlml).abs() < 1e-10 * v.nlml.abs());
+    }
+
+    fn gradient_cases(approximation: Approximation) {
+        let check = |seed, extra: &[f64], chunk_rows, jitter_eps| {
+            check_gradient(approximation, seed, extra, chunk_rows, jitter_eps)
+        };
+        check(21, &[0.2, -0.3, 0.3, -2.0], 7, 1e-8);
+        check(22, &[-0.4, 0.5, -0.2, -4.0], 1024, 1e-8);
+        // Noise close to the floor: the regime FITC drifts into.
+        check(23, &[0.1, 0.1, 0.0, -12.0], 10, 1e-8);
+        // A jitter large enough for its `log s2` derivative to matter.
+        check(24, &[0.3, 0.2, 0.1, -3.0], 9, 1e-3);
+        // One row per chunk.
+        check(25, &[-0.1, 0.2, 0.2, -2.5], 1, 1e-8);
     }
 
     #[test]
     fn gradient_matches_finite_differences() {
-        check_gradient(21, &[0.2, -0.3, 0.3, -2.0], 7, 1e-8);
-        check_gradient(22, &[-0.4, 0.5, -0.2, -4.0], 1024, 1e-8);
-        // Noise close to the floor: the regime FITC drifts into.
-        check_gradient(23, &[0.1, 0.1, 0.0, -12.0], 10, 1e-8);
-        // A jitter large enough for its `log s2` derivative to matter.
-        check_gradient(24, &[0.3, 0.2, 0.1, -3.0], 9, 1e-3);
+        gradient_cases(Fitc);
     }
 
     #[test]
-    fn adjoints_match_finite_differences_of_the_matrices() {
-        // Check the matrix-level adjoints directly against a dense
-        // evaluation of the FITC NLML as a function of (Kuu, Kuf, kdiag, sigma2).
+    fn vfe_gradient_matches_finite_differences() {
+        gradient_cases(Vfe);
+    }
+
+    /// Checks the matrix-level adjoints directly against a dense evaluation
+    /// of the objective as a function of (Kuu, Kuf, kdiag, sigma2).
+    fn check_adjoints(approximation: Approximation) {
         let (x, y, f) = setup(24, 20, 4);
         let kern = KernelParams::new(&[0.9, 1.2], 1.1, 0.05).expect("valid");
-        let cfg = FitcConfig::default();
+        let cfg = config(approximation);
         let (nlml, adj) = fitc_adjoints(&f, &kern, &x, &y, &cfg).expect("ok");
         let kuu0 = f.kuu(&kern);
         let jitter = cfg.jitter.initial * kern.signal_var();
@@ -573,13 +671,23 @@ mod tests {
             }
             let q = kuf.transpose() * k.try_inverse().expect("inv") * kuf;
             let mut c = q.clone();
+            let mut trace = 0.0;
             for i in 0..c.nrows() {
-                c[(i, i)] = kd[i] + s2n;
+                match approximation {
+                    // -log N(y | 0, Q - diag(Q) + diag(kdiag) + s2 I)
+                    Fitc => c[(i, i)] = kd[i] + s2n,
+                    // -log N(y | 0, Q + s2 I) + tr(Kff - Q) / (2 s2)
+                    Vfe => {
+                        c[(i, i)] += s2n;
+                        trace += (kd[i] - q[(i, i)]) / (2.0 * s2n);
+                    }
+                }
             }
             let ci = c.clone().try_inverse().expect("inv");
             0.5 * (y.transpose() * ci * &y)[0]
                 + 0.5 * c.determinant().ln()
                 + 0.5 * y.len() as f64 * (2.0 * PI).ln()
+                + trace
         };
         let kd0 = DVector::from_element(20, kern.signal_var());
         let s0 = kern.noise_var();
@@ -630,11 +738,24 @@ mod tests {
         }
         let num =
             (dense(&kuu0, &kuf0, &kd0, s0 + h) - dense(&kuu0, &kuf0, &kd0, s0 - h)) / (2.0 * h);
-        assert!((num - adj.noise_var).abs() < tol * (1.0 + adj.noise_var.abs()));
+        assert!(
+            (num - adj.noise_var).abs() < tol * (1.0 + adj.noise_var.abs()),
+            "sigma2: {num} vs {}",
+            adj.noise_var
+        );
     }
 
     #[test]
-    fn equals_exact_gp_with_pseudo_inputs_on_the_data() {
+    fn adjoints_match_finite_differences_of_the_matrices() {
+        check_adjoints(Fitc);
+    }
+
+    #[test]
+    fn vfe_adjoints_match_finite_differences_of_the_matrices() {
+        check_adjoints(Vfe);
+    }
+
+    fn check_equals_exact_gp(approximation: Approximation) {
         let (x, y) = problem(25, 20, D);
         let kern = KernelParams::new(&[0.8, 1.3], 1.4, 0.05).expect("valid");
         let tiny = JitterPolicy {
@@ -644,7 +765,7 @@ mod tests {
         let cfg = FitcConfig {
             jitter: tiny,
             chunk_rows: 6,
-            ..FitcConfig::default()
+            approximation,
         };
         let f = PseudoInputs::new(x.clone()).expect("valid");
         let fitc = fitc_posterior(&f, &kern, &x, &y, &cfg).expect("ok");
@@ -671,10 +792,63 @@ mod tests {
     }
 
     #[test]
+    fn equals_exact_gp_with_pseudo_inputs_on_the_data() {
+        check_equals_exact_gp(Fitc);
+    }
+
+    #[test]
+    fn vfe_equals_exact_gp_with_pseudo_inputs_on_the_data() {
+        check_equals_exact_gp(Vfe);
+    }
+
+    #[test]
+    fn vfe_bounds_the_exact_nlml_and_tightens_with_more_inducing_points() {
+        // Titsias' bound: F >= exact NLML for any pseudo-inputs, and adding
+        // pseudo-inputs (nested sets) can only lower F. A tiny jitter keeps
+        // the jitter's own effect on F far below the gaps being compared.
+        let n = 40;
+        let tiny = JitterPolicy {
+            initial: 1e-10,
+            ..JitterPolicy::default()
+        };
+        let cfg = FitcConfig {
+            jitter: tiny,
+            ..config(Vfe)
+        };
+        for (seed, ls, s2, noise) in [
+            (31, [0.8, 1.3], 1.4, 0.05),
+            (32, [0.4, 0.6], 0.7, 0.01),
+            (33, [1.5, 2.0], 2.0, 0.3),
+        ] {
+            let (x, y) = problem(seed, n, D);
+            let kern = KernelParams::new(&ls, s2, noise).expect("valid");
+            let exact = exact_posterior(&kern, &x, &y, &tiny).expect("ok").nlml();
+            let mut last = f64::INFINITY;
+            for m in [2, 5, 10, 20] {
+                // Every 4th, then every 2nd... data point nudged off it: the
+                // sets are nested.
+                let z =
+                    DMatrix::from_fn(m, D, |i, d| x[(i * (n / m), d)] + 0.05 * (d as f64 + 1.0));
+                let f = PseudoInputs::new(z).expect("valid");
+                let vfe = fitc_nlml(&f, &kern, &x, &y, &cfg).expect("ok").nlml;
+                assert!(vfe > exact, "seed {seed}, M {m}: {vfe} < exact {exact}");
+                assert!(vfe < last, "seed {seed}, M {m}: {vfe} >= {last}");
+                last = vfe;
+            }
+        }
+    }
+
+    #[test]
     fn variance_far_from_data_tends_to_prior_plus_noise() {
+        for approximation in [Fitc, Vfe] {
+            check_variance_far_and_near(approximation);
+        }
+    }
+
+    fn check_variance_far_and_near(approximation: Approximation) {
         let (x, y, f) = setup(27, 30, 5);
         let kern = KernelParams::new(&[0.7, 0.9], 1.6, 0.03).expect("valid");
-        let post = fitc_posterior(&f, &kern, &x, &y, &FitcConfig::default()).expect("ok");
+        let post = fitc_posterior(&f, &kern, &x, &y, &config(approximation)).expect("ok");
         let far = DMatrix::from_row_slice(2, D, &[40.0, -40.0, -1e3, 5.0]);
         let p = post.predict(&f, &kern, &far).expect("ok");
         let want = kern.signal_var() + kern.noise_var();
@@ -682,18 +856,22 @@ mod tests {
             assert!((v - want).abs() < 1e-12 * want, "{v} vs {want}");
             assert!(m.abs() < 1e-12);
         }
-        // Near the data the variance is well below the prior.
-        let near = p.var_y().len();
-        assert_eq!(near, 2);
-        let at = post.predict(&f, &kern, f.z()).expect("ok");
-        assert!(at.var.iter().all(|v| *v < 0.5 * kern.signal_var()));
+        // Near the data the variance is far below the prior plus noise: at
+        // every pseudo-input and at the data points they were placed beside
+        // (elsewhere the training inputs can be as far from every
+        // pseudo-input as `far` is, in units of the length scales).
+        let at_z = post.predict(&f, &kern, f.z()).expect("ok").var_y();
+        let beside = DMatrix::from_fn(5, D, |i, d| x[(i * 30 / 5, d)]);
+        let at_x = post.predict(&f, &kern, &beside).expect("ok").var_y();
+        for v in at_z.iter().chain(at_x.iter()) {
+            assert!(*v < 0.1 * want, "{approximation:?}: {v} vs {want}");
+        }
     }
 
-    #[test]
-    fn runtime_form_reproduces_predictions() {
+    fn check_runtime_form(approximation: Approximation) {
         let (x, y, f) = setup(28, 40, 6);
         let kern = KernelParams::new(&[0.6, 1.1], 0.9, 0.02).expect("valid");
-        let post = fitc_posterior(&f, &kern, &x, &y, &FitcConfig::default()).expect("ok");
+        let post = fitc_posterior(&f, &kern, &x, &y, &config(approximation)).expect("ok");
         let (xs, _) = problem(29, 12, D);
         let a = post.predict(&f, &kern, &xs).expect("ok");
         let b = post.runtime_form(&f, &kern).predict(&xs).expect("ok");
@@ -703,25 +881,60 @@ mod tests {
     }
 
     #[test]
-    fn mean_matches_dense_formula() {
-        // beta = Q^{-1} Kuf Gamma^{-1} y, computed densely.
+    fn runtime_form_reproduces_predictions() {
+        check_runtime_form(Fitc);
+    }
+
+    #[test]
+    fn vfe_runtime_form_reproduces_predictions() {
+        check_runtime_form(Vfe);
+    }
+
+    /// `beta = Q^{-1} Kuf Gamma^{-1} y` and
+    /// `var = kdiag - k^T K^{-1} k + k^T Q^{-1} k`, `Q = K + Kuf Gamma^{-1} Kfu`,
+    /// computed densely with the approximation's own `Gamma`.
+    fn check_dense_posterior(approximation: Approximation) {
         let (x, y, f) = setup(30, 25, 4);
         let kern = KernelParams::new(&[0.9, 0.8], 1.2, 0.04).expect("valid");
-        let cfg = FitcConfig::default();
-        let post = fitc_posterior(&f, &kern, &x, &y, &cfg).expect("ok");
+        let post = fitc_posterior(&f, &kern, &x, &y, &config(approximation)).expect("ok");
         let mut kuu = f.kuu(&kern);
         for i in 0..4 {
             kuu[(i, i)] += post.kuu_jitter;
         }
         let kuf = f.kuf(&kern, x.as_view());
         let kinv = kuu.clone().try_inverse().expect("inv");
-        let gamma = DVector::from_fn(25, |n, _| {
-            kern.signal_var() - (kuf.column(n).transpose() * &kinv * kuf.column(n))[0]
-                + kern.noise_var()
+        let gamma = DVector::from_fn(25, |n, _| match approximation {
+            Fitc => {
+                kern.signal_var() - (kuf.column(n).transpose() * &kinv * kuf.column(n))[0]
+                    + kern.noise_var()
+            }
+            Vfe => kern.noise_var(),
         });
         let kg = DMatrix::from_fn(4, 25, |i, n| kuf[(i, n)] / gamma[n]);
-        let q = &kuu + &kg * kuf.transpose();
-        let beta = q.try_inverse().expect("inv") * &kg * &y;
+        let qinv = (&kuu + &kg * kuf.transpose()).try_inverse().expect("inv");
+        let beta = &qinv * &kg * &y;
         assert!((&beta - &post.beta).amax() < 1e-8 * beta.amax());
+        let (xs, _) = problem(31, 10, D);
+        let ks = f.kuf(&kern, xs.as_view());
+        let got = post.predict(&f, &kern, &xs).expect("ok");
+        for (i, k) in ks.column_iter().enumerate() {
+            let var =
+                kern.signal_var() - (k.transpose() * &kinv * k)[0] + (k.transpose() * &qinv * k)[0];
+            assert!(
+                (var - got.var[i]).abs() < 1e-8 * kern.signal_var(),
+                "{approximation:?} var {i}: {var} vs {}",
+                got.var[i]
+            );
+        }
+    }
+
+    #[test]
+    fn mean_matches_dense_formula() {
+        check_dense_posterior(Fitc);
+    }
+
+    #[test]
+    fn vfe_mean_and_variance_match_dense_formula() {
+        check_dense_posterior(Vfe);
     }
 }

@@ -1,10 +1,12 @@
 //! Likelihoods, gradients and posteriors: [`exact`] (full GP, O(N^3), for
-//! subsets and reference) and [`fitc`] (SPGP/FITC for any
-//! [`crate::features::InducingFeatures`], O(M^2 N)); [`objective`] packs
-//! either into the flat `f64` vector an optimiser works on.
+//! subsets and reference) and [`fitc`] (SPGP/FITC, or Titsias' VFE bound, see
+//! [`Approximation`], for any [`crate::features::InducingFeatures`],
+//! O(M^2 N)); [`objective`] packs either into the flat `f64` vector an
+//! optimiser works on.
 //!
-//! All NLMLs are for the full data set (a sum over points, not a mean) and
-//! include the `N/2 log(2 pi)` constant. Both posteriors export the single
+//! All NLMLs (and VFE's negative ELBO, an upper bound on the exact NLML) are
+//! for the full data set (a sum over points, not a mean) and include the
+//! `N/2 log(2 pi)` constant. Both posteriors export the single
 //! runtime form of MATH.md as a [`RuntimeForm`].
 
 pub mod exact;
@@ -18,13 +20,23 @@ use crate::kernel::KernelGrad;
 use crate::linalg::{solve_lower_mut, symmetrise};
 use crate::Result;
 
-/// Which sparse approximation the FITC code evaluates (stub until VFE lands).
+/// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
+/// forward pass, the adjoints and the runtime form; they differ only in the
+/// diagonal `Gamma` of the data covariance and in VFE's trace term.
+///
+/// When each tends to win: FITC often fits better but drives the noise to
+/// its floor and can overfit; VFE is a true bound, tends to over-estimate
+/// the noise, but spreads the inducing points and never overfits the
+/// inducing inputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
 pub enum Approximation {
-    /// FITC.
+    /// SPGP's likelihood (Snelson & Ghahramani 2006): the Nystrom covariance
+    /// plus the diagonal correction `Gamma = diag(Kff - Q) + sigma2 I`.
     #[default]
     Fitc,
-    /// VFE.
+    /// Titsias' (2009) collapsed variational bound (GPflow's SGPR): the
+    /// negative ELBO, `Gamma = sigma2 I` plus `tr(Kff - Q) / (2 sigma2)`.
     Vfe,
 }
 

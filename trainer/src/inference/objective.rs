@@ -10,8 +10,9 @@
 //! exp(log_noise_excess)` (see [`KernelParams`]), so no bound is needed to
 //! keep the noise above its floor.
 //!
-//! Objective values are the NLML of the full data set (not divided by N),
-//! constants included; gradients are with respect to this vector.
+//! Objective values are the NLML (for VFE the negative ELBO) of the full data
+//! set (not divided by N), constants included; gradients are with respect to
+//! this vector.
 
 use std::ops::Range;
 
@@ -132,7 +133,8 @@ impl ParamLayout {
     }
 }
 
-/// The SPGP/FITC objective over one feature kind: borrows the data, owns
+/// The sparse objective (FITC or VFE, per [`FitcConfig::approximation`])
+/// over one feature kind: borrows the data, owns
 /// templates of the feature and the kernel (which fix M, D and the noise
 /// floor) and evaluates NLML and gradient at any parameter vector.
 #[derive(Clone, Debug)]
@@ -194,19 +196,19 @@ impl<'d, F: InducingFeatures + Clone> SparseObjective<'d, F> {
         Ok((feat, kern))
     }
 
-    /// NLML at `p`.
+    /// The objective at `p`.
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let (f, k) = self.unpack(p)?;
         Ok(fitc_nlml(&f, &k, self.x, self.y, &self.config)?.nlml)
     }
 
-    /// NLML and its gradient at `p`.
+    /// The objective and its gradient at `p`.
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (f, k) = self.unpack(p)?;
         let v = fitc_nlml_grad(&f, &k, self.x, self.y, &self.config)?;
         let g = v
             .grad
-            .ok_or_else(|| Error::Numerical("FITC returned no gradient".into()))?;
+            .ok_or_else(|| Error::Numerical("sparse objective returned no gradient".into()))?;
         Ok((v.nlml, self.layout.pack_grad(&g)))
     }
 }
@@ -284,15 +286,18 @@ mod tests {
     use super::*;
     use crate::features::PseudoInputs;
     use crate::inference::test_util::{assert_grad_close, fd_grad, problem};
+    use crate::inference::Approximation;
 
-    #[test]
-    fn sparse_objective_gradient_and_round_trip() {
+    fn check_sparse_objective(approximation: Approximation) {
         let (x, y) = problem(41, 30, 3);
         let z = DMatrix::from_fn(5, 3, |i, d| x[(i * 6, d)] + 0.03);
         let feat = PseudoInputs::new(z).expect("valid");
         let kern = KernelParams::new(&[1.1, 0.8, 1.5], 1.3, 0.05).expect("valid");
-        let obj = SparseObjective::new(&x, &y, feat.clone(), kern.clone(), FitcConfig::default())
-            .expect("valid");
+        let config = FitcConfig {
+            approximation,
+            ..FitcConfig::default()
+        };
+        let obj = SparseObjective::new(&x, &y, feat.clone(), kern.clone(), config).expect("valid");
         let p = obj.initial();
         assert_eq!(p.len(), 15 + 3 + 2);
         let (f2, k2) = obj.unpack(&p).expect("ok");
@@ -306,6 +311,16 @@ mod tests {
         let mut bad = p.clone();
         bad[0] = f64::NAN;
         assert!(obj.objective(&bad).is_err());
+    }
+
+    #[test]
+    fn sparse_objective_gradient_and_round_trip() {
+        check_sparse_objective(Approximation::Fitc);
+    }
+
+    #[test]
+    fn vfe_sparse_objective_gradient_and_round_trip() {
+        check_sparse_objective(Approximation::Vfe);
     }
 
     #[test]
