@@ -37,6 +37,10 @@ pub struct OptimiseOptions {
     pub rel_tol: f64,
     /// Number of (step, gradient change) pairs L-BFGS remembers.
     pub memory: usize,
+    /// Largest change of any one parameter in one line search (parameters
+    /// are log hyperparameters and standardised coordinates: 1 is a factor
+    /// of e, or one standard deviation of the data). Infinite: no cap.
+    pub max_step: f64,
 }
 
 impl Default for OptimiseOptions {
@@ -45,6 +49,7 @@ impl Default for OptimiseOptions {
             max_iter: 500,
             rel_tol: 1e-9,
             memory: 10,
+            max_step: f64::INFINITY,
         }
     }
 }
@@ -62,6 +67,12 @@ impl OptimiseOptions {
             return Err(Error::BadInput(format!(
                 "optimiser: rel_tol must be finite and >= 0, got {}",
                 self.rel_tol
+            )));
+        }
+        if !(self.max_step > 0.0) {
+            return Err(Error::BadInput(format!(
+                "optimiser: max_step must be positive, got {}",
+                self.max_step
             )));
         }
         if self.memory == 0 {
@@ -183,9 +194,16 @@ where
         let remaining = opts.max_iter.saturating_sub(iterations);
         let segment_best = tracker.best_value();
         let solver = Driver {
-            inner: LBFGS::new(ProbingLineSearch::default(), opts.memory)
-                .with_tolerance_cost(0.0)
-                .map_err(argmin_to_numerical)?,
+            inner: LBFGS::new(
+                ProbingLineSearch {
+                    direction: None,
+                    max_step: opts.max_step,
+                    inner: MoreThuente::new(),
+                },
+                opts.memory,
+            )
+            .with_tolerance_cost(0.0)
+            .map_err(argmin_to_numerical)?,
             rel_tol: opts.rel_tol,
             iterations_before: iterations,
             progress: &mut *progress,
@@ -485,9 +503,10 @@ type VecState = IterState<Vec<f64>, Vec<f64>, (), (), (), f64>;
 type MoreThuente = MoreThuenteLineSearch<Vec<f64>, Vec<f64>, f64>;
 
 /// More–Thuente preceded by step halving until the trial point is finite.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct ProbingLineSearch {
     direction: Option<Vec<f64>>,
+    max_step: f64,
     inner: MoreThuente,
 }
 
@@ -524,7 +543,18 @@ where
             .ok_or_else(|| ArgminError::msg("line search: no starting point"))?
             .clone();
 
-        let mut step = 1.0;
+        // No trial step moves a parameter by more than `max_step`: the first
+        // step of L-BFGS (steepest descent, no curvature yet) is otherwise
+        // as long as the gradient is large, and on a sparse-GP objective that
+        // flings pseudo-inputs far outside the data, where their gradient
+        // vanishes and they stay, wasted.
+        let longest = direction.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
+        let mut step = if longest > self.max_step {
+            self.max_step / longest
+        } else {
+            1.0
+        };
+        let capped = step < 1.0;
         let mut halvings = 0;
         loop {
             let trial: Vec<f64> = origin
@@ -545,7 +575,7 @@ where
         }
 
         let mut inner = MoreThuente::new();
-        if halvings > 0 {
+        if halvings > 0 || capped {
             // Never search beyond the step known to be finite: the region
             // past it has already produced a non-finite value.
             inner = inner.with_bounds(step * f64::EPSILON.sqrt(), step)?;
@@ -660,8 +690,37 @@ mod tests {
         OptimiseOptions {
             max_iter,
             rel_tol: 1e-15,
-            memory: 10,
+            ..OptimiseOptions::default()
         }
+    }
+
+    #[test]
+    fn max_step_bounds_every_trial_point() {
+        // A steep quadratic: the uncapped first step would land at about
+        // -1e6 * 2 from x = 1.
+        let seen = std::cell::RefCell::new(Vec::new());
+        let steep = |x: &[f64]| {
+            seen.borrow_mut().push(x[0]);
+            Ok((1e6 * x[0] * x[0], vec![2e6 * x[0]]))
+        };
+        let capped = OptimiseOptions {
+            max_iter: 1,
+            max_step: 0.1,
+            ..opts(1)
+        };
+        let report = minimise(steep, vec![1.0], &capped, &mut |_| {}).unwrap();
+        assert!(report.value < 1e6, "{report:?}");
+        let far = seen
+            .borrow()
+            .iter()
+            .fold(0.0_f64, |m, x| m.max((x - 1.0).abs()));
+        assert!(far <= 0.1 + 1e-12, "a trial point moved {far}");
+        assert!(OptimiseOptions {
+            max_step: 0.0,
+            ..opts(1)
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]
