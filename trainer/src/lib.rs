@@ -25,5 +25,6 @@ pub mod linalg;
 pub mod metrics;
 pub mod model;
 pub mod optimise;
+pub mod precision;
 
 pub use error::{Error, Result};

@@ -15,7 +15,8 @@ use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, synthetic, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
-    export, golden_points, golden_rust, Exported, MEAN_TOLERANCE, VARIANCE_TOLERANCE,
+    export, golden_points, golden_rust, Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
+    VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{fit, FitParams, FitReport, HyperInit, Method, PseudoInit};
 use sgp_trainer::inspect::{parse_capacity, summarise};
@@ -232,6 +233,11 @@ fn fit_with_progress(
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
+    if !quiet {
+        for warning in sgp_trainer::precision::for_dataset(&data) {
+            eprintln!("sgp: warning: {warning}");
+        }
+    }
     let params = FitParams {
         method: match args.model {
             ModelArg::Exact => Method::Exact,
@@ -304,9 +310,10 @@ fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Export
     }
     let f = &exported.fidelity;
     println!(
-        "runtime check   worst mean deviation {:.1e} x y_scale, worst variance deviation {:.1e} \
-         (limits {MEAN_TOLERANCE:.0e}, {VARIANCE_TOLERANCE:.0e}) over {} points",
-        f.worst_mean, f.worst_variance, f.points
+        "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
+         {MEAN_TOLERANCE_SD:.0e} x sd, at least {MEAN_TOLERANCE_FLOOR:.0e} x y_scale), worst \
+         variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
+        f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
     );
     println!(
         "blob            {} ({} bytes)",
