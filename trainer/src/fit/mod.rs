@@ -147,8 +147,11 @@ pub struct FitReport {
     pub stop_reason: String,
     /// Training rows used.
     pub rows: usize,
-    /// Length scales in raw input units.
+    /// Length scales in raw input units, one per input the model uses (in
+    /// input order; the [`Self::ignored_inputs`] are left out).
     pub lengthscales: Vec<f64>,
+    /// Inputs constant in the training data, which the model ignores.
+    pub ignored_inputs: Vec<String>,
     /// Signal variance in raw target units.
     pub signal_variance: f64,
     /// Noise variance in raw target units.
@@ -190,12 +193,18 @@ impl FitReport {
             noise_variance: t.unapply_var(kern.noise_var()),
             noise_on_floor: kern.noise_on_floor(),
             jitter_escalations,
+            ignored_inputs: Vec::new(),
         }
     }
 }
 
 /// Fits the model `params` asks for. `progress` is called once per
 /// optimiser iteration.
+///
+/// Constant inputs ([`Dataset::constant_inputs`]) are left out of the fit
+/// and the model is then extended to take every input and ignore those
+/// ([`crate::features::RuntimeBasis::with_ignored_inputs`]): on the device
+/// their value, whatever it is, does not change the prediction.
 ///
 /// # Errors
 /// [`Error::BadInput`] for parameters that do not fit the data, or a
@@ -206,6 +215,36 @@ pub fn fit(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(TrainedModel, FitReport)> {
     params.validate(data)?;
+    let ignored = &data.constant_inputs;
+    if ignored.is_empty() {
+        return fit_method(data, params, progress);
+    }
+    let used = data.without_inputs(ignored)?;
+    let mut params = params.clone();
+    if let PseudoInit::Given(z) = &params.pseudo_init {
+        let keep: Vec<usize> = (0..z.ncols()).filter(|j| !ignored.contains(j)).collect();
+        params.pseudo_init = PseudoInit::Given(z.select_columns(&keep));
+    }
+    let (mut model, mut report) = fit_method(&used, &params, progress)?;
+    model.form.basis = model
+        .form
+        .basis
+        .with_ignored_inputs(data.n_inputs(), ignored);
+    model.transform = data.transform.clone();
+    model.input_names = data.input_names.clone();
+    report.ignored_inputs = ignored
+        .iter()
+        .filter_map(|&j| data.input_names.get(j).cloned())
+        .collect();
+    Ok((model, report))
+}
+
+/// The procedure `params.method` names, on data without constant inputs.
+fn fit_method(
+    data: &Dataset,
+    params: &FitParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(TrainedModel, FitReport)> {
     match params.method {
         Method::Exact => exact::fit_exact(data, params, progress),
         Method::Spgp => spgp::fit_spgp(data, params, progress),
