@@ -6,8 +6,8 @@
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Model, ModelSpec};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::device::predict_all;
 use sgp_trainer::demo::synthetic;
+use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
@@ -166,8 +166,16 @@ fn constant_inputs_are_fitted_and_ignored_in_f64_and_on_the_device() {
         let reference = model.predict_raw(&probes[0]).unwrap();
         let device = predict_all(&exported.blob, &probes[0]).unwrap();
         for probe in &probes[1..] {
-            assert_eq!(model.predict_raw(probe).unwrap(), reference, "{method:?} f64");
-            assert_eq!(predict_all(&exported.blob, probe).unwrap(), device, "{method:?} f32");
+            assert_eq!(
+                model.predict_raw(probe).unwrap(),
+                reference,
+                "{method:?} f64"
+            );
+            assert_eq!(
+                predict_all(&exported.blob, probe).unwrap(),
+                device,
+                "{method:?} f32"
+            );
         }
     }
 }

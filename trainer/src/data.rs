@@ -757,7 +757,10 @@ mod tests {
         assert_eq!(used.x.column(1), ds.x.column(2));
         assert_eq!(used.transform.x_mean, vec![2.0, ds.transform.x_mean[2]]);
         assert_eq!(used.transform.x_scale.len(), 2);
-        assert_eq!((used.transform.y_mean, used.y.clone()), (ds.transform.y_mean, ds.y.clone()));
+        assert_eq!(
+            (used.transform.y_mean, used.y.clone()),
+            (ds.transform.y_mean, ds.y.clone())
+        );
         assert!(used.constant_inputs.is_empty());
         // Keeping a constant column keeps its (re-indexed) record.
         assert_eq!(ds.without_inputs(&[0]).unwrap().constant_inputs, vec![0]);

@@ -165,9 +165,8 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
             (Link::Probit, Some(probability)) => {
                 let dev = (f64::from(probability) - probit(ref_mean, ref_var)).abs();
                 fidelity.worst_mean = fidelity.worst_mean.max(dev);
-                fidelity.worst_mean_ratio = fidelity
-                    .worst_mean_ratio
-                    .max(dev / PROBABILITY_TOLERANCE);
+                fidelity.worst_mean_ratio =
+                    fidelity.worst_mean_ratio.max(dev / PROBABILITY_TOLERANCE);
             }
             _ => {
                 // A NaN mean must fail: `max` would drop it.
@@ -175,9 +174,8 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
                 let dev = if dev.is_nan() { f64::INFINITY } else { dev };
                 let sd = ref_var.max(0.0).sqrt();
                 fidelity.worst_mean = fidelity.worst_mean.max(dev / y_scale);
-                fidelity.worst_mean_sd = fidelity
-                    .worst_mean_sd
-                    .max(dev / sd.max(f64::MIN_POSITIVE));
+                fidelity.worst_mean_sd =
+                    fidelity.worst_mean_sd.max(dev / sd.max(f64::MIN_POSITIVE));
                 fidelity.worst_mean_ratio = fidelity
                     .worst_mean_ratio
                     .max(dev / mean_tolerance(sd, y_scale));
@@ -322,7 +320,10 @@ mod tests {
         // ...the new one accepts it: about half of the tolerance.
         assert!(f.passes(), "{f:?}");
         assert!(f.worst_mean_sd > 0.004 && f.worst_mean_sd < 0.006, "{f:?}");
-        assert!(f.worst_mean_ratio > 0.4 && f.worst_mean_ratio < 0.6, "{f:?}");
+        assert!(
+            f.worst_mean_ratio > 0.4 && f.worst_mean_ratio < 0.6,
+            "{f:?}"
+        );
     }
 
     #[test]
@@ -341,7 +342,6 @@ mod tests {
         shifted.transform.y_mean += 0.02 * sd_max;
         let f = compare(&shifted, &exported.blob, &x).unwrap();
         assert!(!f.passes(), "{f:?}");
-
     }
 
     #[test]

@@ -187,11 +187,23 @@ mod tests {
 
     #[test]
     fn kelvin_and_pascal_do_not_warn() {
-        assert_eq!(for_dataset(&data(293.15, 0.5, 0.0, 1.0)), Vec::<String>::new());
-        assert_eq!(for_dataset(&data(101_325.0, 50.0, 0.0, 1.0)), Vec::<String>::new());
+        assert_eq!(
+            for_dataset(&data(293.15, 0.5, 0.0, 1.0)),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            for_dataset(&data(101_325.0, 50.0, 0.0, 1.0)),
+            Vec::<String>::new()
+        );
         // Also as targets.
-        assert_eq!(for_dataset(&data(0.0, 1.0, 293.15, 0.5)), Vec::<String>::new());
-        assert_eq!(for_dataset(&data(0.0, 1.0, 101_325.0, 50.0)), Vec::<String>::new());
+        assert_eq!(
+            for_dataset(&data(0.0, 1.0, 293.15, 0.5)),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            for_dataset(&data(0.0, 1.0, 101_325.0, 50.0)),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -234,6 +234,13 @@ fn fit_with_progress(
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
     if !quiet {
+        for &j in &data.constant_inputs {
+            eprintln!(
+                "sgp: warning: input '{}' is constant in the training data (value {}): the \
+                 model ignores it",
+                data.input_names[j], data.transform.x_mean[j]
+            );
+        }
         for warning in sgp_trainer::precision::for_dataset(&data) {
             eprintln!("sgp: warning: {warning}");
         }
@@ -292,6 +299,12 @@ fn print_fit_summary(model: &TrainedModel, report: &FitReport, exported: &Export
         .map(|v| format!("{v:.4}"))
         .collect();
     println!("length scales   {}", l.join(", "));
+    if !report.ignored_inputs.is_empty() {
+        println!(
+            "ignored inputs  {} (constant in the training data; no length scale)",
+            report.ignored_inputs.join(", ")
+        );
+    }
     println!("signal variance {:.6}", report.signal_variance);
     println!(
         "noise variance  {:.6}{}",

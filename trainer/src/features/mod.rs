@@ -267,12 +267,19 @@ mod tests {
 
     /// Standardised inputs with `full_dim` columns; the columns in
     /// `ignored` hold wild values, the others those of `used_z`.
-    fn with_wild_columns(used_z: &DMatrix<f64>, full_dim: usize, ignored: &[usize]) -> DMatrix<f64> {
+    fn with_wild_columns(
+        used_z: &DMatrix<f64>,
+        full_dim: usize,
+        ignored: &[usize],
+    ) -> DMatrix<f64> {
         let mut k = 0;
         let mut z = DMatrix::zeros(used_z.nrows(), full_dim);
         for j in 0..full_dim {
             if ignored.contains(&j) {
-                z.set_column(j, &DVector::from_fn(used_z.nrows(), |i, _| 1e4 * (i as f64 - 1.5)));
+                z.set_column(
+                    j,
+                    &DVector::from_fn(used_z.nrows(), |i, _| 1e4 * (i as f64 - 1.5)),
+                );
             } else {
                 z.set_column(j, &used_z.column(k));
                 k += 1;
@@ -288,7 +295,10 @@ mod tests {
         assert_eq!(full.len(), basis.len());
         let z = with_wild_columns(&used_z, full_dim, ignored);
         let (a, b) = (basis.eval(&used_z), full.eval(&z));
-        assert!((a - b).amax() < 1e-12, "the ignored inputs changed the basis");
+        assert!(
+            (a - b).amax() < 1e-12,
+            "the ignored inputs changed the basis"
+        );
     }
 
     fn centres(m: usize, g: usize) -> DMatrix<f64> {
@@ -327,7 +337,9 @@ mod tests {
     #[test]
     fn ignored_inputs_with_a_projection() {
         let basis = RuntimeBasis {
-            projection: Some(DMatrix::from_fn(2, 3, |i, j| 0.4 * (i + 1) as f64 - 0.3 * j as f64)),
+            projection: Some(DMatrix::from_fn(2, 3, |i, j| {
+                0.4 * (i + 1) as f64 - 0.3 * j as f64
+            })),
             centres: centres(4, 2),
             widths: BasisWidths::Shared(vec![1.0, 1.0]),
             amplitudes: vec![1.0; 4],
