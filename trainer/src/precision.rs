@@ -103,7 +103,7 @@ pub fn for_dataset(data: &Dataset) -> Vec<String> {
 pub fn for_model(model: &TrainedModel, check_x: &DMatrix<f64>) -> Vec<String> {
     let t = &model.transform;
     let target = (model.link == Link::Identity)
-        .then(|| (t.y_mean - 3.0 * t.y_scale, t.y_mean + 3.0 * t.y_scale));
+        .then_some((t.y_mean - 3.0 * t.y_scale, t.y_mean + 3.0 * t.y_scale));
     warnings(
         t,
         &column_ranges(check_x),
