@@ -13,9 +13,9 @@
 use nalgebra::DMatrix;
 use serde::Serialize;
 
-use crate::export::{export, Exported};
+use crate::export::{check, refusal, Exported};
 use crate::fit::Fitted;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Largest relative jitter the cure tries: beyond a percent of the signal
 /// variance the model would be visibly smoothed.
@@ -41,14 +41,14 @@ pub struct Cure {
 /// fitted.
 ///
 /// # Errors
-/// [`Error::Fidelity`] when nothing cures the check and `force` is false,
+/// [`crate::Error::Fidelity`] when nothing cures the check and `force` is false,
 /// naming what to try; [`Error::Blob`] if the model cannot be encoded.
 pub fn export_fitted(
     fitted: &mut Fitted,
     check_x: &DMatrix<f64>,
     force: bool,
 ) -> Result<(Exported, Option<Cure>)> {
-    let first = export(&fitted.model, check_x, true)?;
+    let first = check(&fitted.model, check_x)?;
     if first.fidelity.passes() {
         return Ok((first, None));
     }
@@ -60,7 +60,7 @@ pub fn export_fitted(
         let Ok((model, nlml)) = fitted.with_jitter(eps) else {
             continue;
         };
-        let exported = export(&model, check_x, true)?;
+        let exported = check(&model, check_x)?;
         if exported.fidelity.passes() {
             let cure = Cure {
                 from_eps,
@@ -75,13 +75,11 @@ pub fn export_fitted(
     if force {
         return Ok((first, None));
     }
-    let f = &first.fidelity;
-    Err(Error::Fidelity(format!(
-        "the f32 model deviates from the f64 one (worst mean deviation {:.2e}, worst relative \
-         variance deviation {:.2e}, {} invalid variances over {} points) and raising the jitter \
-         to {MAX_CURE_EPS:e} s2 did not cure it. Try fewer basis functions (--m), \
-         --objective vfe, or subtracting large constant offsets from the columns; \
-         --force writes the blob anyway",
-        f.worst_mean, f.worst_variance, f.invalid, f.points
-    )))
+    Err(refusal(
+        &first,
+        &format!(
+            "raising the jitter to {MAX_CURE_EPS:e} s2 did not cure it: try fewer basis \
+             functions (--m) or --objective vfe"
+        ),
+    ))
 }

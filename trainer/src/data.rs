@@ -9,8 +9,12 @@
 //!
 //! Standardisation uses the mean and the *sample* standard deviation
 //! (divisor N − 1), as MATLAB's `std` and the original SPGP code do.
-//! Constant columns are rejected rather than silently dropped or left
-//! unscaled: a constant input has zero scale and carries no information.
+//! A constant input column carries no information but is common in real
+//! data (a sensor that never moved): it is kept, recorded in
+//! [`Dataset::constant_inputs`] with scale 1 (so its standardised values are
+//! all zero), and the fitting procedures leave it out
+//! ([`Dataset::without_inputs`]), so the exported model ignores it. A
+//! constant target is an error: there is nothing to learn.
 
 use std::fs::File;
 use std::io::Read;
@@ -30,7 +34,8 @@ use crate::{Error, Result};
 pub struct Standardisation {
     /// Mean of each input column (raw units).
     pub x_mean: Vec<f64>,
-    /// Sample standard deviation of each input column (raw units), > 0.
+    /// Sample standard deviation of each input column (raw units), > 0;
+    /// 1 for a constant input.
     pub x_scale: Vec<f64>,
     /// Mean of the target (raw units).
     pub y_mean: f64,
@@ -91,6 +96,10 @@ pub struct Dataset {
     pub transform: Standardisation,
     /// Where the data came from (file path or a label), for messages.
     pub source: String,
+    /// Indices of the input columns that are constant in the data the
+    /// transform was computed from (ascending). Their scale is 1 and their
+    /// standardised values are zero; models ignore them.
+    pub constant_inputs: Vec<usize>,
 }
 
 impl Dataset {
@@ -135,7 +144,7 @@ impl Dataset {
 
     /// Builds a data set from values in raw units (e.g. generated demo
     /// data), with the same validation as a file: matching shapes, finite
-    /// values, at least two rows, no constant column.
+    /// values, at least two rows, a target that is not constant.
     pub fn from_raw(
         x_raw: DMatrix<f64>,
         y_raw: DVector<f64>,
@@ -231,6 +240,53 @@ impl Dataset {
             target_name: self.target_name.clone(),
             transform: self.transform.clone(),
             source: self.source.clone(),
+            constant_inputs: self.constant_inputs.clone(),
+        })
+    }
+
+    /// The data set without the input columns `drop` (indices, any order):
+    /// what the fitting procedures see when [`Self::constant_inputs`] are
+    /// left out. The transform loses those columns too.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for an index out of range or when no input would
+    /// be left.
+    pub fn without_inputs(&self, drop: &[usize]) -> Result<Dataset> {
+        let d = self.n_inputs();
+        if let Some(&bad) = drop.iter().find(|&&j| j >= d) {
+            return Err(Error::BadInput(format!(
+                "{}: input index {bad} out of range ({d} inputs)",
+                self.source
+            )));
+        }
+        let keep: Vec<usize> = (0..d).filter(|j| !drop.contains(j)).collect();
+        if keep.is_empty() {
+            return Err(Error::BadInput(format!(
+                "{}: no input column left to learn from",
+                self.source
+            )));
+        }
+        let pick = |v: &[f64]| keep.iter().filter_map(|&j| v.get(j).copied()).collect();
+        Ok(Dataset {
+            x: self.x.select_columns(&keep),
+            y: self.y.clone(),
+            input_names: keep
+                .iter()
+                .filter_map(|&j| self.input_names.get(j).cloned())
+                .collect(),
+            target_name: self.target_name.clone(),
+            transform: Standardisation {
+                x_mean: pick(&self.transform.x_mean),
+                x_scale: pick(&self.transform.x_scale),
+                ..self.transform.clone()
+            },
+            source: self.source.clone(),
+            constant_inputs: keep
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| self.constant_inputs.contains(j))
+                .map(|(new, _)| new)
+                .collect(),
         })
     }
 
@@ -282,6 +338,7 @@ impl Dataset {
             target_name: self.target_name.clone(),
             transform: train.transform.clone(),
             source: format!("{} (test part)", self.source),
+            constant_inputs: train.constant_inputs.clone(),
         };
         Ok((train, test))
     }
@@ -499,8 +556,9 @@ fn mean_and_std<'a>(values: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64)
     (mean, (ss / (n - 1.0)).sqrt())
 }
 
-/// Checks the data have enough rows and no constant column, then
-/// standardises. Values are already known to be finite.
+/// Checks the data have enough rows, a target that is not constant and at
+/// least one input that is not, then standardises (a constant input gets
+/// scale 1 and is recorded). Values are already known to be finite.
 fn build(
     source: &str,
     x_raw: DMatrix<f64>,
@@ -514,18 +572,11 @@ fn build(
             "{source}: {n} data row(s); at least 2 are needed to standardise the data"
         )));
     }
-    let scale_of = |values: Vec<f64>, name: &str, role: &str| -> Result<(f64, f64)> {
+    // None for a constant column.
+    let scale_of = |values: Vec<f64>, name: &str, role: &str| -> Result<Option<(f64, f64)>> {
         let first = values.first().copied().unwrap_or(0.0);
         if values.iter().all(|&v| v == first) {
-            let advice = if role == "input" {
-                "drop the column"
-            } else {
-                "there is nothing to learn"
-            };
-            return Err(Error::BadInput(format!(
-                "{source}: {role} column '{name}' is constant (every row is {first}); \
-                 it has zero scale and cannot be standardised: {advice}"
-            )));
+            return Ok(None);
         }
         let (mean, std) = mean_and_std(values.iter());
         if !(std.is_finite() && std > 0.0 && mean.is_finite()) {
@@ -533,16 +584,37 @@ fn build(
                 "{source}: {role} column '{name}': values too large to standardise (std {std})"
             )));
         }
-        Ok((mean, std))
+        Ok(Some((mean, std)))
     };
     let mut x_mean = Vec::with_capacity(input_names.len());
     let mut x_scale = Vec::with_capacity(input_names.len());
-    for (col, name) in x_raw.column_iter().zip(&input_names) {
-        let (m, s) = scale_of(col.iter().copied().collect(), name, "input")?;
+    let mut constant_inputs = Vec::new();
+    for (j, (col, name)) in x_raw.column_iter().zip(&input_names).enumerate() {
+        let (m, s) = match scale_of(col.iter().copied().collect(), name, "input")? {
+            Some(ms) => ms,
+            None => {
+                constant_inputs.push(j);
+                (col.get(0).copied().unwrap_or(0.0), 1.0)
+            }
+        };
         x_mean.push(m);
         x_scale.push(s);
     }
-    let (y_mean, y_scale) = scale_of(y_raw.iter().copied().collect(), &target_name, "target")?;
+    if !input_names.is_empty() && constant_inputs.len() == input_names.len() {
+        return Err(Error::BadInput(format!(
+            "{source}: every input column ({}) is constant: there is nothing to learn from",
+            input_names.join(", ")
+        )));
+    }
+    let Some((y_mean, y_scale)) =
+        scale_of(y_raw.iter().copied().collect(), &target_name, "target")?
+    else {
+        return Err(Error::BadInput(format!(
+            "{source}: target column '{target_name}' is constant (every row is {}): \
+             there is nothing to learn",
+            y_raw.get(0).copied().unwrap_or(0.0)
+        )));
+    };
     let transform = Standardisation {
         x_mean,
         x_scale,
@@ -556,6 +628,7 @@ fn build(
         target_name,
         transform,
         source: source.to_owned(),
+        constant_inputs,
     })
 }
 
@@ -663,10 +736,49 @@ mod tests {
     }
 
     #[test]
-    fn constant_input_column_is_rejected_with_advice() {
-        let m = bad("a,b,y\n1,7,1\n2,7,2\n3,7,4\n", None);
-        assert!(m.contains("input column 'b' is constant"), "{m}");
-        assert!(m.contains("drop the column"), "{m}");
+    fn constant_input_column_is_kept_with_scale_one_and_recorded() {
+        let ds = parse("a,b,c,y\n1,7,0,1\n2,7,0,2\n3,7,0,4\n", None).unwrap();
+        assert_eq!(ds.constant_inputs, vec![1, 2]);
+        assert_eq!(ds.transform.x_mean[1], 7.0);
+        assert_eq!(ds.transform.x_scale[1], 1.0);
+        assert!(ds.x.column(1).iter().all(|&v| v == 0.0));
+        assert!((ds.raw_x()[(2, 1)] - 7.0).abs() < 1e-12);
+        // Every input constant: nothing to learn from.
+        let m = bad("a,b,y\n1,7,1\n1,7,2\n1,7,4\n", None);
+        assert!(m.contains("every input column (a, b) is constant"), "{m}");
+    }
+
+    #[test]
+    fn without_inputs_drops_columns_and_their_transform() {
+        let ds = parse("a,b,c,y\n1,7,5,1\n2,7,6,2\n3,7,9,4\n", None).unwrap();
+        let used = ds.without_inputs(&ds.constant_inputs).unwrap();
+        assert_eq!(used.input_names, names(&["a", "c"]));
+        assert_eq!(used.x.ncols(), 2);
+        assert_eq!(used.x.column(1), ds.x.column(2));
+        assert_eq!(used.transform.x_mean, vec![2.0, ds.transform.x_mean[2]]);
+        assert_eq!(used.transform.x_scale.len(), 2);
+        assert_eq!(
+            (used.transform.y_mean, used.y.clone()),
+            (ds.transform.y_mean, ds.y.clone())
+        );
+        assert!(used.constant_inputs.is_empty());
+        // Keeping a constant column keeps its (re-indexed) record.
+        assert_eq!(ds.without_inputs(&[0]).unwrap().constant_inputs, vec![0]);
+        assert!(ds.without_inputs(&[3]).is_err());
+        assert!(ds.without_inputs(&[0, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn subset_and_split_carry_constant_inputs() {
+        let n = 20;
+        let x = DMatrix::from_fn(n, 2, |i, j| if j == 0 { i as f64 } else { 3.0 });
+        let y = DVector::from_fn(n, |i, _| (i * i) as f64);
+        let ds = Dataset::from_raw(x, y, names(&["x", "k"]), "y".into()).unwrap();
+        assert_eq!(ds.constant_inputs, vec![1]);
+        assert_eq!(ds.subset(&[0, 5]).unwrap().constant_inputs, vec![1]);
+        let (train, test) = ds.split(0.25, 1).unwrap();
+        assert_eq!(train.constant_inputs, vec![1]);
+        assert_eq!(test.constant_inputs, vec![1]);
     }
 
     #[test]

@@ -26,5 +26,6 @@ pub mod linalg;
 pub mod metrics;
 pub mod model;
 pub mod optimise;
+pub mod precision;
 
 pub use error::{Error, Result};

@@ -379,13 +379,77 @@ fn unknown_target_column_is_rejected() {
 }
 
 #[test]
-fn constant_input_column_is_rejected() {
+fn constant_input_column_is_fitted_ignored_and_named() {
     let dir = TempDir::new("constant");
+    let rows = |x2: &str| {
+        let mut csv = String::from("x1,x2,y\n");
+        for i in 0..30 {
+            let x = f64::from(i) / 5.0;
+            // Deterministic "noise": a noiseless target leaves FITC on its
+            // noise floor, where f32 cannot reproduce the tiny variance.
+            let noise = 0.1 * (37.0 * f64::from(i)).sin();
+            csv += &format!("{x},{x2},{}\n", x.sin() + noise);
+        }
+        csv
+    };
+    dir.write("const.csv", rows("5"));
+    let out = sgp(
+        &dir,
+        &[
+            "fit",
+            "--data",
+            "const.csv",
+            "--m",
+            "4",
+            "--max-iter",
+            "20",
+            "--out",
+            "c.sgp",
+        ],
+    );
+    let summary = ok(&out, "fit with a constant input");
+    let err = stderr(&out);
+    assert!(
+        err.contains("sgp: warning: input 'x2' is constant in the training data (value 5)"),
+        "stderr:\n{err}"
+    );
+    assert!(err.contains("ignores it"), "stderr:\n{err}");
+    assert!(
+        summary.contains("ignored inputs  x2"),
+        "summary:\n{summary}"
+    );
+
+    // On the device the column may hold anything: the predictions must be
+    // those at the training constant.
+    let predict = |name: &str| {
+        ok(
+            &sgp(&dir, &["predict", "--model", "c.sgp", "--data", name]),
+            "predict",
+        )
+    };
+    let reference = predict("const.csv");
+    assert_eq!(parse_predictions(&reference).len(), 30);
+    for value in ["1e4", "-3"] {
+        dir.write("moved.csv", rows(value));
+        assert_eq!(
+            predict("moved.csv"),
+            reference,
+            "x2 = {value} changed the predictions"
+        );
+    }
+
+    // A constant target is still an error.
     let mut csv = String::from("x1,x2,y\n");
     for i in 0..20 {
-        csv += &format!("{i},5,{}\n", f64::from(i).sin());
+        csv += &format!("{i},{},7\n", i % 3);
     }
-    fit_rejects(&dir, "const.csv", &csv, &["--m", "4"], &["const.csv", "x2"]);
+    fit_rejects(
+        &dir,
+        "ctarget.csv",
+        &csv,
+        &["--m", "4"],
+        &["ctarget.csv", "'y'", "constant"],
+    );
 }
 
 #[test]

@@ -16,7 +16,8 @@ use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, synthetic, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
-    golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE, VARIANCE_TOLERANCE,
+    golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
+    VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, PseudoInit,
@@ -265,6 +266,18 @@ struct FitOutput<'a> {
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
+    if !quiet {
+        for &j in &data.constant_inputs {
+            eprintln!(
+                "sgp: warning: input '{}' is constant in the training data (value {}): the \
+                 model ignores it",
+                data.input_names[j], data.transform.x_mean[j]
+            );
+        }
+        for warning in sgp_trainer::precision::for_dataset(&data) {
+            eprintln!("sgp: warning: {warning}");
+        }
+    }
     let mut fitted = fit_with_progress(&data, &args.params(), quiet || args.json, "fit")?;
     let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
     write_file(&args.out, &exported.blob)?;
@@ -342,6 +355,12 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     for (name, l) in report.inputs.iter().zip(&report.lengthscales) {
         println!("  {name:<width$}  {}", number(*l));
     }
+    if !report.ignored_inputs.is_empty() {
+        println!(
+            "ignored inputs  {} (constant in the training data; no length scale)",
+            report.ignored_inputs.join(", ")
+        );
+    }
     println!("signal variance {}", number(report.signal_variance));
     println!(
         "noise variance  {}{}",
@@ -367,9 +386,10 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     }
     let f = &exported.fidelity;
     println!(
-        "runtime check   worst mean deviation {:.1e} x y_scale, worst variance deviation {:.1e} \
-         (limits {MEAN_TOLERANCE:.0e}, {VARIANCE_TOLERANCE:.0e}) over {} points",
-        f.worst_mean, f.worst_variance, f.points
+        "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
+         {MEAN_TOLERANCE_SD:.0e} x sd, at least {MEAN_TOLERANCE_FLOOR:.0e} x y_scale), worst \
+         variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
+        f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
     );
     println!(
         "blob            {} ({} bytes)",

@@ -121,6 +121,53 @@ impl RuntimeBasis {
         }
     }
 
+    /// This basis, fitted without the inputs `ignored` (indices into the
+    /// `full_dim` inputs, e.g. [`crate::data::Dataset::constant_inputs`]),
+    /// extended to take all `full_dim` inputs and ignore those: with a
+    /// projection, `P` gets zero columns for them; without, the centres get
+    /// zero columns and the widths (shared or per basis) zero weights. One
+    /// mechanism for every feature kind; the blob and the runtime need no
+    /// notion of an ignored input.
+    ///
+    /// # Panics
+    /// If `full_dim - ignored.len()` (distinct indices below `full_dim`)
+    /// is not [`Self::input_dim`].
+    pub fn with_ignored_inputs(&self, full_dim: usize, ignored: &[usize]) -> RuntimeBasis {
+        let used: Vec<usize> = (0..full_dim).filter(|j| !ignored.contains(j)).collect();
+        assert_eq!(
+            used.len(),
+            self.input_dim(),
+            "{full_dim} inputs less {ignored:?} do not match the basis's {} inputs",
+            self.input_dim()
+        );
+        // Column `used[k]` of the result is column `k` of `m`; the others 0.
+        let spread = |m: &DMatrix<f64>| {
+            let mut out = DMatrix::zeros(m.nrows(), full_dim);
+            for (k, &j) in used.iter().enumerate() {
+                out.set_column(j, &m.column(k));
+            }
+            out
+        };
+        match &self.projection {
+            Some(p) => RuntimeBasis {
+                projection: Some(spread(p)),
+                ..self.clone()
+            },
+            None => RuntimeBasis {
+                projection: None,
+                centres: spread(&self.centres),
+                widths: match &self.widths {
+                    BasisWidths::Shared(w) => {
+                        let row = DMatrix::from_row_slice(1, w.len(), w);
+                        BasisWidths::Shared(spread(&row).iter().copied().collect())
+                    }
+                    BasisWidths::PerBasis(w) => BasisWidths::PerBasis(spread(w)),
+                },
+                amplitudes: self.amplitudes.clone(),
+            },
+        }
+    }
+
     /// Evaluates every basis function at every row of `z` (standardised
     /// inputs, N x D) in f64: an M x N matrix. This is the reference the f32
     /// runtime is compared against.
@@ -212,4 +259,109 @@ pub trait InducingFeatures: Send + Sync + std::fmt::Debug {
 /// shared part of every kind's [`InducingFeatures::grad_kuf`].
 pub fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
     kern.signal_var() * adj_kdiag.sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Standardised inputs with `full_dim` columns; the columns in
+    /// `ignored` hold wild values, the others those of `used_z`.
+    fn with_wild_columns(
+        used_z: &DMatrix<f64>,
+        full_dim: usize,
+        ignored: &[usize],
+    ) -> DMatrix<f64> {
+        let mut k = 0;
+        let mut z = DMatrix::zeros(used_z.nrows(), full_dim);
+        for j in 0..full_dim {
+            if ignored.contains(&j) {
+                z.set_column(
+                    j,
+                    &DVector::from_fn(used_z.nrows(), |i, _| 1e4 * (i as f64 - 1.5)),
+                );
+            } else {
+                z.set_column(j, &used_z.column(k));
+                k += 1;
+            }
+        }
+        z
+    }
+
+    fn assert_ignores(basis: &RuntimeBasis, full_dim: usize, ignored: &[usize]) {
+        let used_z = DMatrix::from_fn(4, basis.input_dim(), |i, j| 0.3 * i as f64 - 0.2 * j as f64);
+        let full = basis.with_ignored_inputs(full_dim, ignored);
+        assert_eq!(full.input_dim(), full_dim);
+        assert_eq!(full.len(), basis.len());
+        let z = with_wild_columns(&used_z, full_dim, ignored);
+        let (a, b) = (basis.eval(&used_z), full.eval(&z));
+        assert!(
+            (a - b).amax() < 1e-12,
+            "the ignored inputs changed the basis"
+        );
+    }
+
+    fn centres(m: usize, g: usize) -> DMatrix<f64> {
+        DMatrix::from_fn(m, g, |i, j| 0.5 * i as f64 - 0.7 * j as f64)
+    }
+
+    #[test]
+    fn ignored_inputs_with_shared_widths() {
+        let basis = RuntimeBasis {
+            projection: None,
+            centres: centres(3, 2),
+            widths: BasisWidths::Shared(vec![0.5, 2.0]),
+            amplitudes: vec![1.5; 3],
+        };
+        assert_ignores(&basis, 4, &[0, 2]);
+        let full = basis.with_ignored_inputs(3, &[1]);
+        assert_eq!(full.widths, BasisWidths::Shared(vec![0.5, 0.0, 2.0]));
+        assert_eq!(full.centres.column(1).amax(), 0.0);
+    }
+
+    #[test]
+    fn ignored_inputs_with_per_basis_widths() {
+        let basis = RuntimeBasis {
+            projection: None,
+            centres: centres(3, 2),
+            widths: BasisWidths::PerBasis(DMatrix::from_fn(3, 2, |i, j| 1.0 + (i + j) as f64)),
+            amplitudes: vec![1.0, 0.5, 2.0],
+        };
+        assert_ignores(&basis, 3, &[2]);
+        match basis.with_ignored_inputs(3, &[2]).widths {
+            BasisWidths::PerBasis(w) => assert_eq!(w.column(2).amax(), 0.0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ignored_inputs_with_a_projection() {
+        let basis = RuntimeBasis {
+            projection: Some(DMatrix::from_fn(2, 3, |i, j| {
+                0.4 * (i + 1) as f64 - 0.3 * j as f64
+            })),
+            centres: centres(4, 2),
+            widths: BasisWidths::Shared(vec![1.0, 1.0]),
+            amplitudes: vec![1.0; 4],
+        };
+        assert_ignores(&basis, 5, &[1, 4]);
+        let full = basis.with_ignored_inputs(5, &[1, 4]);
+        // Only P grows; the feature space (centres, widths) is unchanged.
+        assert_eq!(full.centres, basis.centres);
+        assert_eq!(full.widths, basis.widths);
+        let p = full.projection.unwrap();
+        assert_eq!(p.shape(), (2, 5));
+        assert_eq!(p.column(1).amax() + p.column(4).amax(), 0.0);
+    }
+
+    #[test]
+    fn no_ignored_inputs_is_the_identity() {
+        let basis = RuntimeBasis {
+            projection: None,
+            centres: centres(3, 2),
+            widths: BasisWidths::Shared(vec![0.5, 2.0]),
+            amplitudes: vec![1.5; 3],
+        };
+        assert_eq!(basis.with_ignored_inputs(2, &[]), basis);
+    }
 }

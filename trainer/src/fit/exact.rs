@@ -81,5 +81,6 @@ pub(crate) fn fit_exact(
         report,
         training: subset,
         source: Source::Exact { kernel: kern },
+        expansion: None,
     })
 }

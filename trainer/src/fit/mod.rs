@@ -14,6 +14,7 @@
 pub mod exact;
 pub mod spgp;
 
+use std::borrow::Cow;
 use std::ops::Deref;
 
 use nalgebra::DMatrix;
@@ -244,6 +245,21 @@ impl FitParams {
         }
     }
 
+    /// The same settings for the data without the inputs `ignored`: given
+    /// pseudo-inputs lose those columns.
+    fn without_inputs(&self, ignored: &[usize]) -> FitParams {
+        let mut params = self.clone();
+        if let FitParams::Spgp(SparseParams {
+            pseudo_init: PseudoInit::Given(z),
+            ..
+        }) = &mut params
+        {
+            let keep: Vec<usize> = (0..z.ncols()).filter(|j| !ignored.contains(j)).collect();
+            *z = z.select_columns(&keep);
+        }
+        params
+    }
+
     /// Optimiser iterations the fit may use in all (for progress bars).
     pub fn iteration_budget(&self) -> u64 {
         match self {
@@ -312,10 +328,13 @@ pub struct FitReport {
     pub nlml: f64,
     /// Wall time of the whole fit, restarts included, in seconds.
     pub seconds: f64,
-    /// Names of the inputs, in the order of `lengthscales`.
+    /// Names of the inputs the model uses, in the order of `lengthscales`
+    /// (the [`Self::ignored_inputs`] are left out).
     pub inputs: Vec<String>,
     /// Length scales in raw input units.
     pub lengthscales: Vec<f64>,
+    /// Inputs constant in the training data, which the model ignores.
+    pub ignored_inputs: Vec<String>,
     /// Signal variance in raw target units.
     pub signal_variance: f64,
     /// Noise variance in raw target units.
@@ -358,6 +377,7 @@ impl FitReport {
             noise_variance: t.unapply_var(kern.noise_var()),
             noise_on_floor: kern.noise_on_floor(),
             jitter_escalations,
+            ignored_inputs: Vec::new(),
             optimiser: None,
             starts: Vec::new(),
         }
@@ -385,9 +405,34 @@ pub struct Fitted {
     pub model: TrainedModel,
     /// How the fit went.
     pub report: FitReport,
-    /// The rows the model was trained on (the exact GP's subset).
+    /// The rows the model was trained on (the exact GP's subset), without
+    /// the constant inputs.
     training: Dataset,
     source: Source,
+    /// How the model takes back the constant inputs it was fitted without.
+    expansion: Option<Expansion>,
+}
+
+/// Constant inputs are left out of a fit; the fitted model is then extended
+/// to take every input and ignore those
+/// ([`crate::features::RuntimeBasis::with_ignored_inputs`]), so that on the
+/// device their value, whatever it is, does not change the prediction.
+#[derive(Clone, Debug)]
+struct Expansion {
+    ignored: Vec<usize>,
+    transform: crate::data::Standardisation,
+    input_names: Vec<String>,
+}
+
+impl Expansion {
+    fn apply(&self, model: &mut TrainedModel) {
+        model.form.basis = model
+            .form
+            .basis
+            .with_ignored_inputs(self.input_names.len(), &self.ignored);
+        model.transform = self.transform.clone();
+        model.input_names = self.input_names.clone();
+    }
 }
 
 impl Fitted {
@@ -429,6 +474,9 @@ impl Fitted {
                 post.nlml
             }
         };
+        if let Some(expansion) = &self.expansion {
+            expansion.apply(&mut model);
+        }
         Ok((model, nlml))
     }
 
@@ -445,6 +493,11 @@ impl Fitted {
 /// optimiser iteration, with iterations counted over every run of the fit
 /// (see [`FitParams::iteration_budget`]).
 ///
+/// Constant inputs ([`Dataset::constant_inputs`]) are left out of the fit
+/// and the model is then extended to take every input and ignore those
+/// ([`crate::features::RuntimeBasis::with_ignored_inputs`]): on the device
+/// their value, whatever it is, does not change the prediction.
+///
 /// # Errors
 /// [`Error::BadInput`] for parameters that do not fit the data, or a
 /// numerical failure that jitter escalation could not cure.
@@ -454,10 +507,31 @@ pub fn fit(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let started = std::time::Instant::now();
-    let mut fitted = match params {
-        FitParams::Exact(p) => exact::fit_exact(data, &p.check(data)?, progress)?,
-        FitParams::Spgp(p) => spgp::fit_spgp(data, &p.check(data)?, progress)?,
+    let ignored = &data.constant_inputs;
+    let reduced;
+    let (used, params) = if ignored.is_empty() {
+        (data, Cow::Borrowed(params))
+    } else {
+        reduced = data.without_inputs(ignored)?;
+        (&reduced, Cow::Owned(params.without_inputs(ignored)))
     };
+    let mut fitted = match params.as_ref() {
+        FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
+        FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
+    };
+    if !ignored.is_empty() {
+        let expansion = Expansion {
+            ignored: ignored.clone(),
+            transform: data.transform.clone(),
+            input_names: data.input_names.clone(),
+        };
+        expansion.apply(&mut fitted.model);
+        fitted.report.ignored_inputs = ignored
+            .iter()
+            .filter_map(|&j| data.input_names.get(j).cloned())
+            .collect();
+        fitted.expansion = Some(expansion);
+    }
     fitted.report.seconds = started.elapsed().as_secs_f64();
     Ok(fitted)
 }

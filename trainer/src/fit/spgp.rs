@@ -215,6 +215,7 @@ impl<F: InducingFeatures + 'static> SparseFit<F> {
                 kernel: self.kernel,
                 config: self.config,
             },
+            expansion: None,
         }
     }
 }
