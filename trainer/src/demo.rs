@@ -58,21 +58,6 @@ pub fn demo_test_set(n: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
     (x, y)
 }
 
-/// A smooth `d`-dimensional regression problem (raw units) with noise:
-/// inputs uniform in [-3, 3]^d, target a sum of a few ridge functions of
-/// the inputs. For `sgp synth`, examples and benchmarks.
-pub fn synthetic(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-3.0..3.0));
-    let y = DVector::from_fn(n, |i, _| {
-        let r = x.row(i);
-        let a: f64 = r
-            .iter()
-            .enumerate()
-            .map(|(j, v)| v / (1.0 + j as f64))
-            .sum();
-        let b: f64 = r.iter().step_by(2).sum();
-        a.sin() + 0.5 * (0.7 * b).cos() + 0.1 * rng.sample::<f64, _>(StandardNormal)
-    });
-    (x, y)
-}
+/// The D-dimensional ridge data of `sgp synth`, now in [`crate::synth`];
+/// re-exported here so existing `demo::synthetic` paths keep working.
+pub use crate::synth::synthetic;

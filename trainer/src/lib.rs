@@ -7,7 +7,8 @@
 //! the fitting procedures, built from `kernel`, `features`, `inference` and
 //! `optimise`) → `model` (a [`model::TrainedModel`] in runtime form, which can
 //! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
-//! → `metrics`.
+//! → `metrics`. `synth` generates data with known truth for tests and
+//! benchmarks.
 
 pub mod cure;
 pub mod data;
@@ -27,5 +28,6 @@ pub mod metrics;
 pub mod model;
 pub mod optimise;
 pub mod precision;
+pub mod synth;
 
 pub use error::{Error, Result};

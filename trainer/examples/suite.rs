@@ -1,0 +1,355 @@
+//! Benchmark suite: every configuration of [`configurations`] on generated
+//! data sets with known truth and on the public CSVs in `bench/data/`
+//! (fetched by `bench/fetch-public.sh`; skipped when absent).
+//!
+//! Each data set is split 70/30 (`Dataset::split`, seed 0); each
+//! configuration is fitted on the training part, exported (the blob and its
+//! runtime check) and scored on the raw test part: NLPD, RMSE, 95% coverage
+//! and, for generated data, RMSE against the noise-free truth.
+//!
+//! ```sh
+//! cargo run --release -p sgp-trainer --example suite                # markdown table
+//! cargo run --release -p sgp-trainer --example suite -- --only chirp --json
+//! ```
+//!
+//! Options: `--only NAME` (a data set; repeatable), `--config NAME` (a
+//! configuration; repeatable), `--json` (one JSON object per row), `--list`.
+//! Progress goes to stderr, results to stdout.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use sgp_trainer::cure::export_fitted;
+use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::figures;
+use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, InitMethod, SparseParams};
+use sgp_trainer::inference::Approximation;
+use sgp_trainer::optimise::OptimiseOptions;
+use sgp_trainer::synth::{self, Shape};
+use sgp_trainer::{Error, Result};
+
+/// A way of fitting a model to a training set.
+type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
+
+/// The configurations compared: a name and a fitter each. Sparse ones are
+/// named `OBJECTIVE-mM-rRESTARTS-INIT[-capSTEP]`.
+fn configurations() -> Vec<(String, Fitter)> {
+    let mut configs: Vec<(String, Fitter)> = vec![(
+        "exact".into(),
+        with(FitParams::Exact(ExactParams {
+            max_points: 1000,
+            ..ExactParams::default()
+        })),
+    )];
+    for m in [10, 30] {
+        for approximation in [Approximation::Fitc, Approximation::Vfe] {
+            for (restarts, init) in [
+                (1, InitMethod::Random),
+                (1, InitMethod::Kmeans),
+                (4, InitMethod::Kmeans),
+            ] {
+                for max_step in [f64::INFINITY, 0.5] {
+                    let params = SparseParams {
+                        m,
+                        approximation,
+                        restarts,
+                        pseudo_init: init.into(),
+                        optimiser: OptimiseOptions {
+                            max_step,
+                            ..SparseParams::default().optimiser
+                        },
+                        ..SparseParams::default()
+                    };
+                    let cap = if max_step.is_finite() {
+                        format!("-cap{max_step}")
+                    } else {
+                        String::new()
+                    };
+                    let name =
+                        format!("{approximation:?}-m{m}-r{restarts}-{init:?}{cap}").to_lowercase();
+                    configs.push((name, with(FitParams::Spgp(params))));
+                }
+            }
+        }
+    }
+    configs
+}
+
+/// A fitter calling [`fit`] with fixed parameters.
+fn with(params: FitParams) -> Fitter {
+    Box::new(move |data| fit(data, &params, &mut |_| {}))
+}
+
+/// The generated data sets: shape and total rows (before the split).
+const GENERATED: [(Shape, usize); 6] = [
+    (Shape::Chirp, 600),
+    (Shape::Heteroscedastic, 600),
+    (Shape::Periodic, 500),
+    (Shape::OneOfEight, 800),
+    (Shape::Varying2d, 800),
+    (Shape::Ridge, 800),
+];
+
+/// Seed of the generators and of the train/test split.
+const SEED: u64 = 0;
+/// Fraction of each data set held out for testing.
+const TEST_FRACTION: f64 = 0.3;
+
+/// One data set of the suite.
+struct Bench {
+    name: String,
+    data: Dataset,
+    /// The generating shape, for error against the truth.
+    shape: Option<Shape>,
+}
+
+/// One line of the results.
+#[derive(Serialize)]
+struct Row {
+    dataset: String,
+    rows: usize,
+    inputs: usize,
+    config: String,
+    /// Training objective of the exported model.
+    nlml: Option<f64>,
+    nlpd: Option<f64>,
+    rmse: Option<f64>,
+    /// RMSE of the predictive mean against the noise-free truth.
+    rmse_truth: Option<f64>,
+    coverage_95: Option<f64>,
+    fit_seconds: Option<f64>,
+    blob_bytes: Option<usize>,
+    /// What went wrong (a failed fit, export or runtime check), if anything.
+    error: Option<String>,
+}
+
+struct Args {
+    only: Vec<String>,
+    configs: Vec<String>,
+    json: bool,
+    list: bool,
+}
+
+fn parse_args() -> std::result::Result<Args, String> {
+    let mut args = Args {
+        only: Vec::new(),
+        configs: Vec::new(),
+        json: false,
+        list: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--only" => args
+                .only
+                .push(it.next().ok_or("--only needs a data set name")?),
+            "--config" => args
+                .configs
+                .push(it.next().ok_or("--config needs a configuration name")?),
+            "--json" => args.json = true,
+            "--list" => args.list = true,
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "suite: {e}\nusage: suite [--only DATASET]... [--config NAME]... [--json] [--list]"
+            );
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("suite: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let configs: Vec<_> = configurations()
+        .into_iter()
+        .filter(|(name, _)| args.configs.is_empty() || args.configs.contains(name))
+        .collect();
+    let names = dataset_names();
+    if args.list {
+        println!("data sets: {}", names.join(" "));
+        let all: Vec<_> = configurations().into_iter().map(|(n, _)| n).collect();
+        println!("configurations: {}", all.join(" "));
+        return Ok(());
+    }
+    for wanted in &args.only {
+        if !names.contains(wanted) {
+            return Err(Error::BadInput(format!(
+                "no data set '{wanted}'; there are: {}",
+                names.join(" ")
+            )));
+        }
+    }
+    if configs.is_empty() {
+        return Err(Error::BadInput("no configuration matches --config".into()));
+    }
+    let selected: Vec<&String> = names
+        .iter()
+        .filter(|n| args.only.is_empty() || args.only.contains(n))
+        .collect();
+
+    let mut rows = Vec::new();
+    if !args.json {
+        println!("| data set | N x D | configuration | train NLML | NLPD | RMSE | RMSE vs truth | 95% cov | fit s | blob B | note |");
+        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    }
+    for name in selected {
+        let bench = load(name)?;
+        let (train, test) = bench.data.split(TEST_FRACTION, SEED)?;
+        for (config, fitter) in &configs {
+            eprintln!(
+                "suite: {} ({} train / {} test rows), {config} ...",
+                bench.name,
+                train.n_rows(),
+                test.n_rows()
+            );
+            let row = run_one(&bench, &train, &test, config, fitter);
+            if args.json {
+                println!("{}", serde_json::to_string(&row).unwrap_or_default());
+            } else {
+                println!("{}", markdown(&row));
+            }
+            rows.push(row);
+        }
+    }
+    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    eprintln!("suite: {} rows, {failed} with a failure noted", rows.len());
+    Ok(())
+}
+
+fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter: &Fitter) -> Row {
+    let mut row = Row {
+        dataset: bench.name.clone(),
+        rows: bench.data.n_rows(),
+        inputs: bench.data.n_inputs(),
+        config: config.to_owned(),
+        nlml: None,
+        nlpd: None,
+        rmse: None,
+        rmse_truth: None,
+        coverage_95: None,
+        fit_seconds: None,
+        blob_bytes: None,
+        error: None,
+    };
+    let start = Instant::now();
+    let mut fitted = match fitter(train) {
+        Ok(m) => m,
+        Err(e) => {
+            row.error = Some(format!("fit: {e}"));
+            return row;
+        }
+    };
+    row.fit_seconds = Some(start.elapsed().as_secs_f64());
+    row.nlml = Some(fitted.report.nlml);
+    // As `sgp fit` does: cure a failed runtime check, refuse what nothing cures.
+    match export_fitted(&mut fitted, &train.raw_x(), false) {
+        Ok((exported, cure)) => {
+            row.blob_bytes = Some(exported.blob.len());
+            if let Some(c) = cure {
+                row.nlml = Some(c.nlml_after);
+                row.error = Some(format!("cured: jitter {:.0e}", c.to_eps));
+            }
+        }
+        Err(e) => row.error = Some(format!("export: {e}")),
+    }
+    let model = &fitted.model;
+    let test_x = test.raw_x();
+    match model.predict_raw(&test_x) {
+        Ok(p) => {
+            let (mean, var) = (p.mean.as_slice(), p.var.as_slice());
+            let e = figures(mean, var, test.raw_y().as_slice());
+            row.nlpd = Some(e.nlpd);
+            row.rmse = Some(e.rmse);
+            row.coverage_95 = Some(e.coverage_95);
+            if let Some(shape) = bench.shape {
+                let f = synth::truth(shape, &test_x);
+                row.rmse_truth = Some(sgp_trainer::metrics::rmse(mean, f.as_slice()));
+            }
+        }
+        Err(e) => row.error = Some(format!("predict: {e}")),
+    }
+    row
+}
+
+fn markdown(r: &Row) -> String {
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    format!(
+        "| {} | {} x {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.dataset,
+        r.rows,
+        r.inputs,
+        r.config,
+        num(r.nlml, 2),
+        num(r.nlpd, 3),
+        num(r.rmse, 4),
+        num(r.rmse_truth, 4),
+        num(r.coverage_95, 3),
+        num(r.fit_seconds, 2),
+        r.blob_bytes.map_or("-".into(), |b| b.to_string()),
+        r.error.as_deref().unwrap_or(""),
+    )
+}
+
+/// Where `bench/fetch-public.sh` writes its CSVs.
+fn public_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/data")
+}
+
+/// The public CSVs present, sorted by name.
+fn public_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(public_dir())
+        .map(|dir| {
+            dir.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Every data set name: generated first, then the public CSVs.
+fn dataset_names() -> Vec<String> {
+    GENERATED
+        .iter()
+        .map(|(shape, _)| shape.name().to_owned())
+        .chain(public_files().iter().map(|p| stem(p)))
+        .collect()
+}
+
+fn load(name: &str) -> Result<Bench> {
+    if let Some(&(shape, rows)) = GENERATED.iter().find(|(s, _)| s.name() == name) {
+        return Ok(Bench {
+            name: name.to_owned(),
+            data: synth::dataset(shape, rows, SEED)?,
+            shape: Some(shape),
+        });
+    }
+    let path = public_files()
+        .into_iter()
+        .find(|p| stem(p) == name)
+        .ok_or_else(|| Error::BadInput(format!("no data set '{name}'")))?;
+    Ok(Bench {
+        name: name.to_owned(),
+        data: Dataset::from_csv(&path, None)?,
+        shape: None,
+    })
+}
