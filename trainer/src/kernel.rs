@@ -16,6 +16,16 @@ use crate::{Error, Result};
 /// correction absorbs the noise (MATH.md); GPflow uses the same `1e-6`.
 pub const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 
+/// Floor on every length scale, in standardised input units (the optimiser
+/// cannot go below it; see [`crate::inference::objective`]). Exactly
+/// duplicated rows let an exact GP explain the data with zero noise, and its
+/// likelihood then drives the length scale towards zero (measured: 3e-8 of
+/// the input's spread), a lookup table that f32 cannot evaluate: a basis
+/// function that narrow is missed by the rounding of the input itself. At
+/// 1e-3 of a standard deviation, f32's rounding of a standardised input
+/// (about 1e-7) moves a basis function's exponent by 1e-4 at most.
+pub const LENGTHSCALE_FLOOR: f64 = 1e-3;
+
 /// An excess noise below this fraction of the floor counts as "on the floor":
 /// at that point the floor, not the data, sets the noise variance.
 const ON_FLOOR_FRACTION: f64 = 1e-2;

@@ -8,7 +8,9 @@
 //! ([`InducingFeatures::params`]) and the length scales are left out when the
 //! feature does not use them (DR). `sigma2 = noise_floor +
 //! exp(log_noise_excess)` (see [`KernelParams`]), so no bound is needed to
-//! keep the noise above its floor.
+//! keep the noise above its floor. Length scales are stored the same way:
+//! the vector holds `t` with `l = LENGTHSCALE_FLOOR + exp(t)`
+//! ([`LENGTHSCALE_FLOOR`]).
 //!
 //! Objective values are the NLML (for VFE the negative ELBO) of the full data
 //! set (not divided by N), constants included; gradients are with respect to
@@ -22,7 +24,7 @@ use super::exact::{exact_nlml_grad, exact_posterior};
 use super::fitc::{fitc_nlml, fitc_nlml_grad, FitcConfig};
 use super::ModelGrad;
 use crate::features::InducingFeatures;
-use crate::kernel::KernelParams;
+use crate::kernel::{KernelParams, LENGTHSCALE_FLOOR};
 use crate::linalg::JitterPolicy;
 use crate::{Error, Result};
 
@@ -92,7 +94,7 @@ impl ParamLayout {
         let mut p = Vec::with_capacity(self.len());
         p.extend_from_slice(feature_params);
         if self.n_lengthscales > 0 {
-            p.extend_from_slice(&kern.log_lengthscales);
+            p.extend(kern.log_lengthscales.iter().map(|&v| lengthscale_to_free(v)));
         }
         p.push(kern.log_signal_var);
         p.push(kern.log_noise_excess);
@@ -113,23 +115,49 @@ impl ParamLayout {
             return Err(Error::Numerical("non-finite parameter vector".into()));
         }
         if self.n_lengthscales > 0 {
-            kern.log_lengthscales = p[self.lengthscale_range()].to_vec();
+            kern.log_lengthscales = p[self.lengthscale_range()]
+                .iter()
+                .map(|&t| free_to_lengthscale(t))
+                .collect();
         }
         kern.log_signal_var = p[self.signal_var_index()];
         kern.log_noise_excess = p[self.noise_index()];
         Ok(&p[self.feature_range()])
     }
 
-    /// Flattens a gradient into this layout.
-    pub fn pack_grad(&self, g: &ModelGrad) -> Vec<f64> {
+    /// Flattens a gradient at the parameter vector `p` into this layout.
+    pub fn pack_grad(&self, p: &[f64], g: &ModelGrad) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.len());
         out.extend_from_slice(&g.feature);
         if self.n_lengthscales > 0 {
-            out.extend_from_slice(&g.kernel.log_lengthscales);
+            // d log l / d t = exp(t) / (floor + exp(t)).
+            out.extend(
+                g.kernel
+                    .log_lengthscales
+                    .iter()
+                    .zip(&p[self.lengthscale_range()])
+                    .map(|(d, &t)| d * t.exp() / (LENGTHSCALE_FLOOR + t.exp())),
+            );
         }
         out.push(g.kernel.log_signal_var);
         out.push(g.log_noise_excess);
         out
+    }
+}
+
+/// `log l` from its free parameter `t`: `l = floor + exp(t)`.
+fn free_to_lengthscale(t: f64) -> f64 {
+    (LENGTHSCALE_FLOOR + t.exp()).ln()
+}
+
+/// The free parameter of `log l`; a length scale at or below the floor is
+/// placed just above it.
+fn lengthscale_to_free(log_l: f64) -> f64 {
+    let excess = log_l.exp() - LENGTHSCALE_FLOOR;
+    if excess > 0.0 {
+        excess.ln()
+    } else {
+        (1e-3 * LENGTHSCALE_FLOOR).ln()
     }
 }
 
@@ -209,7 +237,7 @@ impl<'d, F: InducingFeatures + Clone> SparseObjective<'d, F> {
         let g = v
             .grad
             .ok_or_else(|| Error::Numerical("sparse objective returned no gradient".into()))?;
-        Ok((v.nlml, self.layout.pack_grad(&g)))
+        Ok((v.nlml, self.layout.pack_grad(p, &g)))
     }
 }
 
@@ -277,7 +305,7 @@ impl<'d> ExactObjective<'d> {
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let k = self.unpack(p)?;
         let (v, g) = exact_nlml_grad(&k, self.x, self.y, &self.jitter)?;
-        Ok((v, self.layout.pack_grad(&g)))
+        Ok((v, self.layout.pack_grad(p, &g)))
     }
 }
 
@@ -321,6 +349,23 @@ mod tests {
     #[test]
     fn vfe_sparse_objective_gradient_and_round_trip() {
         check_sparse_objective(Approximation::Vfe);
+    }
+
+    #[test]
+    fn length_scales_never_go_below_the_floor() {
+        let kern = KernelParams::new(&[2.0, 1e-9], 1.0, 0.1).expect("valid");
+        let layout = ParamLayout::exact(&kern);
+        let p = layout.pack(&[], &kern);
+        let mut back = kern.clone();
+        layout.unpack(&p, &mut back).expect("finite");
+        assert!((back.lengthscales()[0] - 2.0).abs() < 1e-12);
+        // Below the floor on the way in, just above it on the way out.
+        let l = back.lengthscales()[1];
+        assert!(l > LENGTHSCALE_FLOOR && l < 1.01 * LENGTHSCALE_FLOOR, "{l}");
+        let mut far = p.clone();
+        far[1] = -1e3;
+        layout.unpack(&far, &mut back).expect("finite");
+        assert!(back.lengthscales()[1] >= LENGTHSCALE_FLOOR);
     }
 
     #[test]

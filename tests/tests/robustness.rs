@@ -1,0 +1,69 @@
+//! Every fit exports: the data shapes users feed in (`synth::robustness_cases`:
+//! trends, steps, periodic, near noise-free, very noisy, N = 10, duplicated
+//! rows, one informative input of eight, raw offsets like kelvin and pascal,
+//! integer inputs, ...), each with SPGP at M in {4, 16, 64} (where N
+//! allows) under both objectives and with the exact GP, must export a blob
+//! that passes the f32 runtime check without `--force` — cured by more
+//! jitter where needed, as `sgp fit` does.
+
+use sgp_trainer::cure::export_fitted;
+use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
+use sgp_trainer::inference::Approximation;
+use sgp_trainer::synth::robustness_cases;
+
+#[test]
+fn every_fit_of_every_robustness_case_exports() {
+    let mut fits = 0;
+    let mut cured = Vec::new();
+    let mut refused = Vec::new();
+    for case in robustness_cases() {
+        let data = case.dataset().unwrap();
+        let mut params = vec![(
+            "exact".to_string(),
+            FitParams::Exact(ExactParams::default()),
+        )];
+        for &m in &case.m {
+            for approximation in [Approximation::Fitc, Approximation::Vfe] {
+                params.push((
+                    format!("{approximation:?} M = {m}"),
+                    FitParams::Spgp(SparseParams {
+                        m,
+                        approximation,
+                        seed: case.seed,
+                        ..SparseParams::default()
+                    }),
+                ));
+            }
+        }
+        for (what, p) in params {
+            fits += 1;
+            let label = format!("{} {what}", case.name());
+            let outcome = fit(&data, &p, &mut |_| {})
+                .and_then(|mut fitted| export_fitted(&mut fitted, &data.raw_x(), false));
+            match outcome {
+                Ok((exported, cure)) => {
+                    assert!(exported.fidelity.passes(), "{label}: {:?}", exported.fidelity);
+                    if let Some(c) = cure {
+                        cured.push(format!("{label}: jitter {:.0e}", c.to_eps));
+                    }
+                }
+                Err(e) => refused.push(format!("{label}: {e}")),
+            }
+        }
+    }
+    println!(
+        "robustness: {fits} fits, {} cured by more jitter, {} refused",
+        cured.len(),
+        refused.len()
+    );
+    for c in &cured {
+        println!("  cured {c}");
+    }
+    assert!(fits >= 30 * 3, "only {fits} fits");
+    assert!(
+        refused.is_empty(),
+        "{} of {fits} fits did not export:\n{}",
+        refused.len(),
+        refused.join("\n")
+    );
+}
