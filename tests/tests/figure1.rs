@@ -1,60 +1,76 @@
 //! The SPGP paper's Figure 1 experiment: on 1-D data, pseudo-inputs started
-//! bunched at the left end spread over the data during training, and the
-//! fit approaches the exact GP's.
+//! bunched in the leftmost 5% of the data must spread over the data during
+//! training, and the fit must approach the exact GP's.
 //!
-//! Measures: the trained pseudo-inputs cover at least 60% of the input
-//! range (they start in its leftmost 5%), and SPGP's test RMSE and mean
-//! NLPD are within 10% and 0.1 nats of the exact GP's.
+//! Measured on seeds 1 to 3 (the demo's recipe, `demo::figure1_params`):
+//! with VFE every pseudo-input ends inside the data range (give or take 2%
+//! of it) and no gap between
+//! neighbours (or between the data's ends and the outermost pseudo-input)
+//! exceeds 10% of the range (seen: at most 7.5%); test RMSE within 3% and
+//! NLPD within 0.03 nats of the exact GP's. FITC from the same start stacks
+//! several pseudo-inputs on one spot and strands some outside the data,
+//! which these assertions would reject.
 
-use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set};
+use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params};
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, PseudoInit, SparseParams};
+use sgp_trainer::fit::{fit, ExactParams, FitParams};
+use sgp_trainer::inference::Approximation;
+use sgp_trainer::model::TrainedModel;
 
 #[test]
 fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
-    let data = demo_data(200, 1).unwrap();
-    let (test_x, test_y) = demo_test_set(400, 1001);
-    let m = 20;
-    let start = bunched_left(&data, m);
-    let col = data.x.column(0);
-    let range = col.max() - col.min();
-    assert!(start.max() - start.min() < 0.05 * range);
+    for seed in 1..=3 {
+        let data = demo_data(200, seed).unwrap();
+        let (test_x, test_y) = demo_test_set(400, seed + 1000);
+        let m = 20;
+        let raw = data.raw_x();
+        let (lo, hi) = (raw.min(), raw.max());
+        let range = hi - lo;
+        let start = data.transform.unapply_x(&bunched_left(&data, m));
+        assert!(start.max() - start.min() < 0.05 * range);
 
-    let spgp = FitParams::Spgp(SparseParams {
-        m,
-        seed: 1,
-        pseudo_init: PseudoInit::Given(start),
-        ..SparseParams::default()
-    });
-    let spgp_model = fit(&data, &spgp, &mut |_| {}).unwrap().model;
-    let centres = &spgp_model.form.basis.centres;
-    let spread = centres.max() - centres.min();
-    assert!(
-        spread > 0.6 * range,
-        "pseudo-inputs cover {:.0}% of the range",
-        100.0 * spread / range
-    );
+        let params = figure1_params(&data, m, seed, Approximation::Vfe);
+        let spgp = fit(&data, &params, &mut |_| {}).unwrap().model;
+        let z = data.transform.unapply_x(&spgp.form.basis.centres);
+        let mut z: Vec<f64> = z.iter().copied().collect();
+        z.sort_by(f64::total_cmp);
+        let inside = (lo - 0.02 * range)..=(hi + 0.02 * range);
+        assert!(
+            z.iter().all(|&p| inside.contains(&p)),
+            "seed {seed}: pseudo-inputs outside the data [{lo:.2}, {hi:.2}]: {z:.2?}"
+        );
+        let gaps = std::iter::once(z[0] - lo)
+            .chain(z.windows(2).map(|w| w[1] - w[0]))
+            .chain(std::iter::once(hi - z[m - 1]));
+        eprintln!("seed {seed}: pseudo-inputs {z:.2?}");
+        let widest = gaps.fold(0.0, f64::max);
+        assert!(
+            widest < 0.1 * range,
+            "seed {seed}: a gap of {:.0}% of the range: {z:.2?}",
+            100.0 * widest / range
+        );
 
-    let exact = FitParams::Exact(ExactParams {
-        seed: 1,
-        ..ExactParams::default()
-    });
-    let exact_model = fit(&data, &exact, &mut |_| {}).unwrap().model;
-    let score = |model: &sgp_trainer::model::TrainedModel| {
-        let p = model.predict_raw(&test_x).unwrap();
-        figures(p.mean.as_slice(), p.var.as_slice(), test_y.as_slice())
-    };
-    let (s, e) = (score(&spgp_model), score(&exact_model));
-    assert!(
-        s.rmse < 1.1 * e.rmse,
-        "SPGP RMSE {} vs exact {}",
-        s.rmse,
-        e.rmse
-    );
-    assert!(
-        s.nlpd < e.nlpd + 0.1,
-        "SPGP NLPD {} vs exact {}",
-        s.nlpd,
-        e.nlpd
-    );
+        let exact = FitParams::Exact(ExactParams {
+            seed,
+            ..ExactParams::default()
+        });
+        let exact = fit(&data, &exact, &mut |_| {}).unwrap().model;
+        let score = |model: &TrainedModel| {
+            let p = model.predict_raw(&test_x).unwrap();
+            figures(p.mean.as_slice(), p.var.as_slice(), test_y.as_slice())
+        };
+        let (s, e) = (score(&spgp), score(&exact));
+        assert!(
+            s.rmse < 1.03 * e.rmse,
+            "seed {seed}: SPGP RMSE {} vs exact {}",
+            s.rmse,
+            e.rmse
+        );
+        assert!(
+            s.nlpd < e.nlpd + 0.03,
+            "seed {seed}: SPGP NLPD {} vs exact {}",
+            s.nlpd,
+            e.nlpd
+        );
+    }
 }

@@ -42,7 +42,11 @@ fn every_fit_of_every_robustness_case_exports() {
                 .and_then(|mut fitted| export_fitted(&mut fitted, &data.raw_x(), false));
             match outcome {
                 Ok((exported, cure)) => {
-                    assert!(exported.fidelity.passes(), "{label}: {:?}", exported.fidelity);
+                    assert!(
+                        exported.fidelity.passes(),
+                        "{label}: {:?}",
+                        exported.fidelity
+                    );
                     if let Some(c) = cure {
                         cured.push(format!("{label}: jitter {:.0e}", c.to_eps));
                     }

@@ -573,8 +573,34 @@ fn demo_compares_exact_gp_and_spgp() {
     let dir = TempDir::new("demo");
     let out = sgp(&dir, &["demo", "--quiet", "--out", "demo.sgp"]);
     let text = ok(&out, "demo");
-    assert!(text.contains("exact GP"), "demo output:\n{text}");
-    assert!(text.contains("SPGP"), "demo output:\n{text}");
+    // Each table row: name (M = ..), fit s, NLML, RMSE f64, NLPD f64, RMSE
+    // device, NLPD device, blob bytes.
+    let row = |name: &str| -> Vec<f64> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no '{name}' row in:\n{text}"));
+        let after = line.split(')').nth(1).unwrap_or_default();
+        after
+            .split_whitespace()
+            .map(|v| v.parse().unwrap_or_else(|_| panic!("'{v}' in '{line}'")))
+            .collect()
+    };
+    let (exact, fitc, vfe) = (row("exact GP"), row("SPGP FITC"), row("SPGP VFE"));
+    for r in [&exact, &fitc, &vfe] {
+        assert_eq!(r.len(), 7, "{r:?}");
+        // The device (f32 runtime) reproduces the trainer's figures.
+        assert!(
+            (r[2] - r[4]).abs() < 1e-3 * r[2],
+            "RMSE f64 vs device: {r:?}"
+        );
+        assert!((r[3] - r[5]).abs() < 1e-2, "NLPD f64 vs device: {r:?}");
+    }
+    // VFE from the bunched start gets within a few percent of the exact GP
+    // with a blob a fraction of its size.
+    assert!(vfe[2] < 1.03 * exact[2], "RMSE {vfe:?} vs {exact:?}");
+    assert!(vfe[3] < exact[3] + 0.03, "NLPD {vfe:?} vs {exact:?}");
+    assert!(vfe[6] < 0.05 * exact[6], "blob {vfe:?} vs {exact:?}");
     // The demo promises a blob users can inspect next.
     let text = ok(&sgp(&dir, &["inspect", "demo.sgp"]), "inspect demo blob");
     assert!(text.contains("spgp"), "inspect:\n{text}");

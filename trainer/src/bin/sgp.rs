@@ -13,15 +13,16 @@ use nalgebra::DMatrix;
 use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
-use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, synthetic, DEMO_NOISE_STD};
+use sgp_trainer::demo::{
+    bunched_left, demo_data, demo_test_set, figure1_params, synthetic, DEMO_NOISE_STD,
+};
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, PseudoInit,
-    SparseParams,
+    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
@@ -505,16 +506,21 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
         ..ExactParams::default()
     });
     let start_z = bunched_left(&data, m);
-    let spgp_params = FitParams::Spgp(SparseParams {
-        m,
-        seed,
-        pseudo_init: PseudoInit::Given(start_z.clone()),
-        ..SparseParams::default()
-    });
+    let fits = [
+        ("exact GP", exact_params),
+        (
+            "SPGP FITC",
+            figure1_params(&data, m, seed, Approximation::Fitc),
+        ),
+        (
+            "SPGP VFE",
+            figure1_params(&data, m, seed, Approximation::Vfe),
+        ),
+    ];
     let mut rows = Vec::new();
     let mut spgp_blob = Vec::new();
-    let mut final_z = DMatrix::zeros(0, 1);
-    for (name, params) in [("exact GP", &exact_params), ("SPGP", &spgp_params)] {
+    let mut positions_after = Vec::new();
+    for (name, params) in &fits {
         let started = Instant::now();
         let mut fitted = fit_with_progress(&data, params, quiet, name)?;
         let seconds = started.elapsed().as_secs_f64();
@@ -529,8 +535,10 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
         let device = evaluate_blob(&exported.blob, &test_x, &test_y)?;
         let name = format!("{name} (M = {})", model.n_basis());
         if params.method() == Method::Spgp {
+            // The last (VFE) is the one written out.
             spgp_blob = exported.blob.clone();
-            final_z = data.transform.unapply_x(&model.form.basis.centres);
+            let z = data.transform.unapply_x(&model.form.basis.centres);
+            positions_after.push((name.clone(), z));
         }
         rows.push(DemoRow {
             name,
@@ -545,12 +553,12 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
 
     println!();
     println!(
-        "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}",
+        "{:<22} {:>8} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}",
         "model", "fit s", "NLML", "RMSE f64", "NLPD f64", "RMSE device", "NLPD device", "blob B"
     );
     for r in &rows {
         println!(
-            "{:<18} {:>8.2} {:>10.3} {:>10.4} {:>10.4} {:>12.4} {:>12.4} {:>8}",
+            "{:<22} {:>8.2} {:>10.3} {:>10.4} {:>10.4} {:>12.4} {:>12.4} {:>8}",
             r.name,
             r.seconds,
             r.nlml,
@@ -571,13 +579,18 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
     };
     println!();
     println!(
-        "pseudo-inputs before: {}",
+        "pseudo-inputs, data on [0, 6]\n  {:<22} {}",
+        "start (bunched):",
         positions(&data.transform.unapply_x(&start_z))
     );
-    println!("pseudo-inputs after:  {}", positions(&final_z));
+    for (name, z) in &positions_after {
+        println!("  {:<22} {}", format!("{name}:"), positions(z));
+    }
     println!();
     println!(
-        "SPGP blob written to {} — try `sgp inspect {}`",
+        "From the bunched start FITC stacks pseudo-inputs on one spot and strands some \
+         outside the data;\nVFE spreads them over the data and matches the exact GP.\n\
+         SPGP VFE blob written to {} — try `sgp inspect {}`",
         out.display(),
         out.display()
     );

@@ -94,7 +94,11 @@ impl ParamLayout {
         let mut p = Vec::with_capacity(self.len());
         p.extend_from_slice(feature_params);
         if self.n_lengthscales > 0 {
-            p.extend(kern.log_lengthscales.iter().map(|&v| lengthscale_to_free(v)));
+            p.extend(
+                kern.log_lengthscales
+                    .iter()
+                    .map(|&v| lengthscale_to_free(v)),
+            );
         }
         p.push(kern.log_signal_var);
         p.push(kern.log_noise_excess);
