@@ -42,34 +42,30 @@ fn configurations() -> Vec<(String, Fitter)> {
             ..ExactParams::default()
         })),
     )];
-    for m in [10, 30] {
+    for m in [20] {
         for approximation in [Approximation::Fitc, Approximation::Vfe] {
-            for (restarts, init) in [
-                (1, InitMethod::Random),
-                (1, InitMethod::Kmeans),
-                (4, InitMethod::Kmeans),
+            for (max_iter, rel_tol) in [
+                (100, 1e-9),
+                (200, 1e-9),
+                (400, 1e-9),
+                (200, 1e-6),
+                (1000, 1e-9),
             ] {
-                for max_step in [f64::INFINITY, 0.5] {
-                    let params = SparseParams {
-                        m,
-                        approximation,
-                        restarts,
-                        pseudo_init: init.into(),
-                        optimiser: OptimiseOptions {
-                            max_step,
-                            ..SparseParams::default().optimiser
-                        },
-                        ..SparseParams::default()
-                    };
-                    let cap = if max_step.is_finite() {
-                        format!("-cap{max_step}")
-                    } else {
-                        String::new()
-                    };
-                    let name =
-                        format!("{approximation:?}-m{m}-r{restarts}-{init:?}{cap}").to_lowercase();
-                    configs.push((name, with(FitParams::Spgp(params))));
-                }
+                let params = SparseParams {
+                    m,
+                    approximation,
+                    restarts: 4,
+                    pseudo_init: InitMethod::Kmeans.into(),
+                    optimiser: OptimiseOptions {
+                        max_iter,
+                        rel_tol,
+                        ..SparseParams::default().optimiser
+                    },
+                    ..SparseParams::default()
+                };
+                let name =
+                    format!("{approximation:?}-m{m}-it{max_iter}-tol{rel_tol:e}").to_lowercase();
+                configs.push((name, with(FitParams::Spgp(params))));
             }
         }
     }

@@ -328,6 +328,24 @@ pub fn generate(shape: Shape, rows: usize, seed: u64) -> Generated {
     generate_stream(shape, rows, seed, 0)
 }
 
+/// The ridge data ([`synthetic`]) in `dim` dimensions, as `sgp synth`
+/// writes it without `--shape`.
+pub fn ridge(rows: usize, dim: usize, seed: u64) -> Generated {
+    let (x, y) = synthetic(rows, dim, seed);
+    let truth = DVector::from_fn(rows, |i, _| {
+        let r: Vec<f64> = x.row(i).iter().copied().collect();
+        ridge_function(&r)
+    });
+    Generated {
+        shape: Shape::Ridge,
+        x,
+        y,
+        truth,
+        input_names: numbered_names(dim),
+        target_name: "y".into(),
+    }
+}
+
 /// As [`generate`], from ChaCha8 stream `stream` of `seed`: different
 /// streams are independent draws from the same distribution.
 fn generate_stream(shape: Shape, rows: usize, seed: u64, stream: u64) -> Generated {

@@ -14,7 +14,7 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{
-    bunched_left, demo_data, demo_test_set, figure1_params, synthetic, DEMO_NOISE_STD,
+    bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD,
 };
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
@@ -26,6 +26,7 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
+use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
 use sgp_trainer::{Error, Result};
 
@@ -83,14 +84,18 @@ enum Command {
         #[arg(long, value_name = "M[,G,D]")]
         capacity: Option<String>,
     },
-    /// Write a synthetic D-dimensional regression data set as CSV (stdout).
+    /// Write a synthetic regression data set as CSV (stdout): a smooth
+    /// D-dimensional ridge function, or one of the shapes users feed in.
     Synth {
         /// Rows.
         #[arg(long, default_value_t = 500)]
         rows: usize,
-        /// Input dimension.
+        /// Input dimension of the ridge data (without --shape).
         #[arg(long, default_value_t = 4)]
         dim: usize,
+        /// A named shape instead of the ridge data (its own inputs).
+        #[arg(long, value_enum)]
+        shape: Option<Shape>,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -219,7 +224,12 @@ fn run(cli: &Cli) -> Result<()> {
             json,
             capacity,
         } => inspect_command(model, *json, capacity.as_deref()),
-        Command::Synth { rows, dim, seed } => synth_command(*rows, *dim, *seed),
+        Command::Synth {
+            rows,
+            dim,
+            shape,
+            seed,
+        } => synth_command(*rows, *dim, *shape, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
     }
 }
@@ -597,23 +607,17 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-fn synth_command(rows: usize, dim: usize, seed: u64) -> Result<()> {
+fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Result<()> {
     if rows == 0 || dim == 0 {
         return Err(Error::BadInput(
             "--rows and --dim must be at least 1".into(),
         ));
     }
-    let (x, y) = synthetic(rows, dim, seed);
+    let generated = match shape {
+        Some(shape) => synth::generate(shape, rows, seed),
+        None => synth::ridge(rows, dim, seed),
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let io = stdout_error;
-    let header: Vec<String> = (1..=dim)
-        .map(|j| format!("x{j}"))
-        .chain(["y".into()])
-        .collect();
-    writeln!(out, "{}", header.join(",")).map_err(io)?;
-    for (row, target) in x.row_iter().zip(y.iter()) {
-        let cells: Vec<String> = row.iter().chain([target]).map(|v| format!("{v}")).collect();
-        writeln!(out, "{}", cells.join(",")).map_err(io)?;
-    }
-    out.flush().map_err(io)
+    generated.write_csv(&mut out).map_err(stdout_error)?;
+    out.flush().map_err(stdout_error)
 }
