@@ -627,3 +627,73 @@ fn inspect_reports_ram_for_a_given_capacity() {
         &["--capacity"],
     );
 }
+
+#[test]
+fn fit_json_is_the_report_and_the_summary_labels_length_scales() {
+    let dir = TempDir::new("fit-json");
+    synth(&dir, "train.csv", 200, 3);
+    let base = [
+        "fit",
+        "--data",
+        "train.csv",
+        "--m",
+        "8",
+        "--max-iter",
+        "30",
+        "--out",
+        "m.sgp",
+    ];
+    let out = sgp(&dir, &[&base[..], &["--json", "--restarts", "2"]].concat());
+    let json: Value = serde_json::from_str(&ok(&out, "fit --json")).expect("valid JSON");
+    let report = &json["report"];
+    assert_eq!(report["method"], "spgp");
+    assert_eq!(report["approximation"], "fitc");
+    assert_eq!(report["inputs"], serde_json::json!(["x1", "x2", "x3"]));
+    assert_eq!(report["lengthscales"].as_array().map(Vec::len), Some(3));
+    assert_eq!(report["starts"].as_array().map(Vec::len), Some(2));
+    assert!(report["optimiser"]["iterations"].as_u64().is_some());
+    assert!(json["fidelity"]["worst_mean_ratio"]
+        .as_f64()
+        .is_some_and(|r| r <= 1.0));
+    assert_eq!(
+        json["blob_bytes"].as_u64(),
+        Some(dir.read("m.sgp").len() as u64)
+    );
+    // The human summary names each length scale's column and says what to
+    // do when the iteration budget ran out (30 iterations do not converge).
+    let text = ok(&sgp(&dir, &base), "fit");
+    for name in ["x1", "x2", "x3"] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(name)),
+            "no length scale line for {name}:\n{text}"
+        );
+    }
+    assert!(text.contains("try --max-iter 60"), "{text}");
+}
+
+#[test]
+fn predict_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = TempDir::new("pipe");
+    synth(&dir, "train.csv", 100, 2);
+    fit_spgp(&dir, "train.csv", "m.sgp", "0");
+    // Far more output than a pipe buffers, so sgp is still writing when the
+    // reader goes away, as with `sgp predict ... | head -1`.
+    synth(&dir, "many.csv", 20000, 2);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sgp"))
+        .args(["predict", "--model", "m.sgp", "--data", "many.csv"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sgp");
+    let mut first = String::new();
+    let stdout = child.stdout.take().expect("piped");
+    BufReader::new(stdout).read_line(&mut first).expect("read");
+    assert_eq!(first.trim(), "mean,variance");
+    // The reader (and with it the pipe) is gone here.
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
+}
