@@ -13,21 +13,19 @@ use nalgebra::DMatrix;
 use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
-use sgp_trainer::demo::{
-    bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD,
-};
+use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
+    fit, ExactParams, FitParams, DEFAULT_RESTARTS, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
-use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
+use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
 #[derive(Parser)]
@@ -134,7 +132,7 @@ struct FitArgs {
     objective: Approximation,
     /// Starts of a sparse fit; each gets a short screening run and the best
     /// is optimised to the end.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_RESTARTS)]
     restarts: usize,
     /// Seed for every random choice.
     #[arg(long, default_value_t = 0)]
@@ -143,7 +141,7 @@ struct FitArgs {
     #[arg(long, default_value_t = 200)]
     max_iter: u64,
     /// Pseudo-input initialisation of the first start.
-    #[arg(long, value_enum, default_value = "random")]
+    #[arg(long, value_enum, default_value = "kmeans")]
     init: InitMethod,
     /// Hyperparameter initialisation.
     #[arg(long, value_enum, default_value = "scales")]
