@@ -118,7 +118,7 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp).
+    /// Number of pseudo-inputs (spgp, vsgp).
     #[arg(long, default_value_t = 20)]
     m: usize,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
@@ -132,7 +132,8 @@ struct FitArgs {
     /// Seed for every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Largest number of optimiser iterations of the final run.
+    /// Largest number of optimiser iterations of the final run (vsgp: of
+    /// each of its two stages).
     #[arg(long, default_value_t = 200)]
     max_iter: u64,
     /// Pseudo-input initialisation of the first start.
@@ -172,16 +173,23 @@ impl FitArgs {
                 seed: self.seed,
                 optimiser,
             }),
-            Method::Spgp => FitParams::Spgp(SparseParams {
-                m: self.m,
-                seed: self.seed,
-                approximation: self.objective,
-                restarts: self.restarts,
-                optimiser,
-                pseudo_init: self.init.into(),
-                hyper_init: self.init_hyper,
-                max_points: self.max_points,
-            }),
+            Method::Spgp | Method::Vsgp => {
+                let sparse = SparseParams {
+                    m: self.m,
+                    seed: self.seed,
+                    approximation: self.objective,
+                    restarts: self.restarts,
+                    optimiser,
+                    pseudo_init: self.init.into(),
+                    hyper_init: self.init_hyper,
+                    max_points: self.max_points,
+                };
+                if self.model == Method::Vsgp {
+                    FitParams::Vsgp(sparse)
+                } else {
+                    FitParams::Spgp(sparse)
+                }
+            }
         }
     }
 }

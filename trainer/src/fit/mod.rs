@@ -7,12 +7,14 @@
 //! when its f32 export has to be cured.
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
-//! is gradient fitting of FITC or VFE over pseudo-inputs. Other feature
-//! kinds (HS, DR, VSGP) reuse [`spgp::fit_sparse`] with a different
+//! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
+//! from SPGP's fit with multiscale features. Other feature kinds (HS, DR)
+//! reuse [`spgp::fit_sparse`] with a different
 //! [`crate::features::InducingFeatures`].
 
 pub mod exact;
 pub mod spgp;
+pub mod vsgp;
 
 use std::ops::Deref;
 
@@ -41,6 +43,8 @@ pub enum Method {
     Exact,
     /// SPGP: FITC or VFE with M free pseudo-inputs.
     Spgp,
+    /// VSGP: SPGP, then each basis function's widths freed (multiscale).
+    Vsgp,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -233,6 +237,9 @@ pub enum FitParams {
     Exact(ExactParams),
     /// SPGP.
     Spgp(SparseParams),
+    /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
+    /// its two stages).
+    Vsgp(SparseParams),
 }
 
 impl FitParams {
@@ -241,6 +248,7 @@ impl FitParams {
         match self {
             FitParams::Exact(_) => Method::Exact,
             FitParams::Spgp(_) => Method::Spgp,
+            FitParams::Vsgp(_) => Method::Vsgp,
         }
     }
 
@@ -249,6 +257,7 @@ impl FitParams {
         match self {
             FitParams::Exact(p) => p.optimiser.max_iter,
             FitParams::Spgp(p) => p.iteration_budget(),
+            FitParams::Vsgp(p) => vsgp::iteration_budget(p),
         }
     }
 }
@@ -457,6 +466,7 @@ pub fn fit(
     let mut fitted = match params {
         FitParams::Exact(p) => exact::fit_exact(data, &p.check(data)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(data, &p.check(data)?, progress)?,
+        FitParams::Vsgp(p) => vsgp::fit_vsgp(data, &p.check(data)?, progress)?,
     };
     fitted.report.seconds = started.elapsed().as_secs_f64();
     Ok(fitted)
