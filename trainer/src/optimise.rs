@@ -69,7 +69,8 @@ impl OptimiseOptions {
                 self.rel_tol
             )));
         }
-        if !(self.max_step > 0.0) {
+        // NaN fails too (`is_nan`), as it must.
+        if self.max_step.is_nan() || self.max_step <= 0.0 {
             return Err(Error::BadInput(format!(
                 "optimiser: max_step must be positive, got {}",
                 self.max_step
