@@ -373,9 +373,9 @@ impl InducingFeatures for Multiscale {
                     continue;
                 }
                 kernel.log_signal_var += b;
-                for k in 0..d {
+                for (k, xk) in xn.iter().enumerate() {
                     let at = i * d + k;
-                    let r = xn[k] - t.v[at];
+                    let r = xk - t.v[at];
                     let w = t.inv_delta[at];
                     let r2w = r * r * w;
                     kernel.log_lengthscales[k] += b * r2w;
@@ -467,13 +467,7 @@ mod tests {
         p.extend_from_slice(&k0.log_lengthscales);
         p.push(k0.log_signal_var);
         let mut g = f.grad_kuu(&k0, &f.kuu(&k0), &adj_u);
-        g.add_assign(&f.grad_kuf(
-            &k0,
-            x.as_view(),
-            &f.kuf(&k0, x.as_view()),
-            &adj_f,
-            &adj_d,
-        ));
+        g.add_assign(&f.grad_kuf(&k0, x.as_view(), &f.kuf(&k0, x.as_view()), &adj_f, &adj_d));
         let mut ana = g.feature.clone();
         ana.extend_from_slice(&g.kernel.log_lengthscales);
         ana.push(g.kernel.log_signal_var);
