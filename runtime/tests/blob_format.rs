@@ -51,18 +51,33 @@ fn blob_layout_matches_format_md() {
     assert_eq!(blob.len(), 10 + body + 4);
 }
 
-#[test]
-fn every_flipped_bit_is_an_error() {
-    let blob = small_blob();
+/// Asserts that flipping any single bit of `blob` is refused by the reader
+/// and the device model.
+fn assert_every_flipped_bit_is_an_error(blob: &[u8]) {
     for byte in 0..blob.len() {
         for bit in 0..8 {
-            let mut bad = blob.clone();
+            let mut bad = blob.to_vec();
             bad[byte] ^= 1 << bit;
             let result = Small::from_bytes(&bad);
             assert!(result.is_err(), "bit {bit} of byte {byte} went unnoticed");
             assert!(ModelSpec::from_bytes(&bad).is_err());
         }
     }
+}
+
+#[test]
+fn every_flipped_bit_is_an_error() {
+    assert_every_flipped_bit_is_an_error(&small_blob());
+}
+
+#[test]
+fn every_flipped_bit_of_a_per_basis_blob_is_an_error() {
+    // Per-basis widths and amplitudes: the layout VSGP exports.
+    let spec = random_spec(8, 3, 2, 2, false, true, true, Link::Identity);
+    assert_eq!(spec.shape.kind, sgp_runtime::ModelKind::Vsgp);
+    let blob = spec.to_bytes().unwrap();
+    assert!(Small::from_bytes(&blob).is_ok());
+    assert_every_flipped_bit_is_an_error(&blob);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! negative or NaN).
 
 use nalgebra::{DMatrix, DVector};
-use sgp_runtime::{Model, ModelSpec};
+use sgp_runtime::{Model, ModelKind, ModelSpec};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
@@ -44,6 +44,12 @@ fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
             optimiser,
             ..SparseParams::default()
         }),
+        Method::Vsgp => FitParams::Vsgp(SparseParams {
+            m,
+            seed,
+            optimiser,
+            ..SparseParams::default()
+        }),
     }
 }
 
@@ -68,6 +74,35 @@ fn assert_runtime_matches(model: &TrainedModel) {
 fn spgp_runtime_matches_trainer() {
     let (_, model) = fitted(Method::Spgp, 15, 1);
     assert_runtime_matches(&model);
+}
+
+#[test]
+fn vsgp_runtime_matches_trainer() {
+    let (_, model) = fitted(Method::Vsgp, 15, 1);
+    assert!(model.to_spec().unwrap().shape.per_basis);
+    assert_runtime_matches(&model);
+}
+
+#[test]
+fn every_flipped_bit_of_a_vsgp_blob_is_an_error() {
+    let (_, model) = fitted(Method::Vsgp, 6, 7);
+    let blob = model.to_spec().unwrap().to_bytes().unwrap();
+    assert_eq!(
+        ModelSpec::from_bytes(&blob).unwrap().shape.kind,
+        ModelKind::Vsgp
+    );
+    assert!(Model::<6, 3, 3>::from_bytes(&blob).is_ok());
+    for byte in 0..blob.len() {
+        for bit in 0..8 {
+            let mut bad = blob.clone();
+            bad[byte] ^= 1 << bit;
+            assert!(
+                Model::<6, 3, 3>::from_bytes(&bad).is_err(),
+                "bit {bit} of byte {byte} went unnoticed"
+            );
+            assert!(ModelSpec::from_bytes(&bad).is_err());
+        }
+    }
 }
 
 #[test]

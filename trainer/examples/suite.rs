@@ -58,7 +58,10 @@ fn configurations() -> Vec<(String, Fitter)> {
                 ..SparseParams::default()
             };
             let objective = format!("{approximation:?}").to_lowercase();
-            configs.push((format!("{objective}-m{m}-r1"), with(FitParams::Spgp(single))));
+            configs.push((
+                format!("{objective}-m{m}-r1"),
+                with(FitParams::Spgp(single)),
+            ));
             configs.push((format!("{objective}-m{m}"), with(FitParams::Spgp(default))));
         }
     }

@@ -53,6 +53,12 @@ pub struct Summary {
     pub target: String,
     /// Length scales in raw input units (shared-width, unprojected models).
     pub lengthscales: Option<Vec<f64>>,
+    /// Spread of the per-basis widths (VSGP), one entry per input, as
+    /// length scales in raw input units: `sqrt(Delta) * x_scale`, i.e.
+    /// `x_scale / sqrt(w)` for the blob's inverse squared widths `w`.
+    /// Absent for shared-width or projected models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis_widths: Option<Vec<WidthSpread>>,
     /// Latent prior (signal) variance in raw target units.
     pub signal_variance: f64,
     /// Noise variance in raw target units (regression).
@@ -66,6 +72,36 @@ pub struct Summary {
     pub ram_bytes: usize,
     /// Whether the model fits those capacities.
     pub fits: bool,
+}
+
+/// Minimum, median and maximum over the basis functions of one input's
+/// width, as a length scale in raw input units.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WidthSpread {
+    /// Narrowest basis function.
+    pub min: f64,
+    /// Median (mean of the two middle values for an even M).
+    pub median: f64,
+    /// Widest basis function.
+    pub max: f64,
+}
+
+impl WidthSpread {
+    /// The spread of `values` (not empty, no NaN).
+    fn of(mut values: Vec<f64>) -> Self {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            0.5 * (values[n / 2 - 1] + values[n / 2])
+        };
+        WidthSpread {
+            min: values[0],
+            median,
+            max: values[n - 1],
+        }
+    }
 }
 
 /// Describes `spec`, encoded in `blob_bytes` bytes; the RAM figure is for a
@@ -89,6 +125,19 @@ pub fn summarise(
             .map(|(&w, &scale)| f64::from(scale) / f64::from(w).sqrt())
             .collect()
     });
+    // Per-basis widths are stored row-major, M x G (G = D unprojected).
+    let basis_widths = (s.per_basis && !s.projected && m > 0).then(|| {
+        (0..g)
+            .map(|t| {
+                let scale = f64::from(spec.x_scale[t]);
+                WidthSpread::of(
+                    (0..m)
+                        .map(|i| scale / f64::from(spec.widths[i * g + t]).sqrt())
+                        .collect(),
+                )
+            })
+            .collect()
+    });
     Summary {
         kind: s.kind.name(),
         task: match s.link {
@@ -101,6 +150,7 @@ pub fn summarise(
         inputs: spec.input_names.clone(),
         target: spec.target_name.clone(),
         lengthscales,
+        basis_widths,
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
         blob_bytes,
@@ -127,6 +177,19 @@ impl std::fmt::Display for Summary {
             let l: Vec<String> = l.iter().map(|v| format!("{v:.4}")).collect();
             writeln!(f, "length scales   {}", l.join(", "))?;
         }
+        if let Some(w) = &self.basis_widths {
+            writeln!(
+                f,
+                "basis widths    per input, as raw-unit length scales sqrt(Delta) * x_scale:"
+            )?;
+            for (name, s) in self.inputs.iter().zip(w) {
+                writeln!(
+                    f,
+                    "  {name:<13} min {:.4}  median {:.4}  max {:.4}",
+                    s.min, s.median, s.max
+                )?;
+            }
+        }
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;
         writeln!(f, "blob            {} bytes (flash)", self.blob_bytes)?;
@@ -141,5 +204,18 @@ impl std::fmt::Display for Summary {
                 " (too small: this model does not fit)"
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn width_spread_is_min_median_max() {
+        let s = WidthSpread::of(vec![3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 10.0));
+        let s = WidthSpread::of(vec![5.0, 1.0, 2.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.0, 5.0));
     }
 }

@@ -20,7 +20,8 @@ use sgp_trainer::export::{
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, DEFAULT_RESTARTS, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
+    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
+    DEFAULT_RESTARTS,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
@@ -123,7 +124,7 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp).
+    /// Number of pseudo-inputs (spgp, vsgp).
     #[arg(long, default_value_t = 20)]
     m: usize,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
@@ -137,7 +138,8 @@ struct FitArgs {
     /// Seed for every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Largest number of optimiser iterations of the final run.
+    /// Largest number of optimiser iterations of the final run (vsgp: of
+    /// each of its two stages).
     #[arg(long, default_value_t = 200)]
     max_iter: u64,
     /// Pseudo-input initialisation of the first start.
@@ -177,16 +179,23 @@ impl FitArgs {
                 seed: self.seed,
                 optimiser,
             }),
-            Method::Spgp => FitParams::Spgp(SparseParams {
-                m: self.m,
-                seed: self.seed,
-                approximation: self.objective,
-                restarts: self.restarts,
-                optimiser,
-                pseudo_init: self.init.into(),
-                hyper_init: self.init_hyper,
-                max_points: self.max_points,
-            }),
+            Method::Spgp | Method::Vsgp => {
+                let sparse = SparseParams {
+                    m: self.m,
+                    seed: self.seed,
+                    approximation: self.objective,
+                    restarts: self.restarts,
+                    optimiser,
+                    pseudo_init: self.init.into(),
+                    hyper_init: self.init_hyper,
+                    max_points: self.max_points,
+                };
+                if self.model == Method::Vsgp {
+                    FitParams::Vsgp(sparse)
+                } else {
+                    FitParams::Spgp(sparse)
+                }
+            }
         }
     }
 }

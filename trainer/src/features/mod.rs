@@ -21,12 +21,13 @@
 //!   `dF/d(X P^T)` from `cross_grad` (the `b` side) and maps it to
 //!   `dF/dP = (dF/d(X P^T))^T X`. Runtime basis: projection `P`, centres
 //!   `Zbar`, shared widths 1, amplitudes `s2`.
-//! - **VSGP**: parameters are centres `V` (M x D) and width offsets `r`
-//!   (M x D, `Delta = (l + r)^2`, MATH.md); `Kuu`/`Kuf` are the multiscale
-//!   covariances, whose derivatives with respect to `log l` now come from both
-//!   the `l^2/Delta` prefactor and `Delta` itself, so it computes its own
-//!   `KernelGrad` rather than calling `cross_grad`. Runtime basis: per-basis
-//!   widths `1/Delta_i` and amplitudes `s2 prod_d sqrt(l_d^2/Delta_id)`.
+//! - **VSGP** ([`Multiscale`]): parameters are centres `V` (M x D) and
+//!   relative width parameters `rho` (M x D), `Delta = l^2 (1/2 + e^rho)`
+//!   (valid for every `rho`, narrower or wider than `l^2`; why not MATH.md's
+//!   `(l + r)^2` is in [`multiscale`]); `Kuu`/`Kuf` are the multiscale
+//!   covariances, which it differentiates itself (its own `KernelGrad`)
+//!   rather than calling `cross_grad`. Runtime basis: per-basis widths
+//!   `1/Delta_i` and amplitudes `s2 prod_d sqrt(l_d^2/Delta_id)`.
 //!
 //! # Conventions
 //!
@@ -39,8 +40,10 @@
 //!   [`InducingFeatures::grad_kuf`] add up: FITC calls `grad_kuf` once per
 //!   chunk of data (in parallel) and `grad_kuu` once, then sums.
 
+pub mod multiscale;
 mod pseudo_inputs;
 
+pub use multiscale::Multiscale;
 pub use pseudo_inputs::PseudoInputs;
 
 use nalgebra::{DMatrix, DMatrixView, DVector};

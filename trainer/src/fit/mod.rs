@@ -7,12 +7,14 @@
 //! when its f32 export has to be cured.
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
-//! is gradient fitting of FITC or VFE over pseudo-inputs. Other feature
-//! kinds (HS, DR, VSGP) reuse [`spgp::fit_sparse`] with a different
+//! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
+//! from SPGP's fit with multiscale features. Other feature kinds (HS, DR)
+//! reuse [`spgp::fit_sparse`] with a different
 //! [`crate::features::InducingFeatures`].
 
 pub mod exact;
 pub mod spgp;
+pub mod vsgp;
 
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -42,6 +44,8 @@ pub enum Method {
     Exact,
     /// SPGP: FITC or VFE with M free pseudo-inputs.
     Spgp,
+    /// VSGP: SPGP, then each basis function's widths freed (multiscale).
+    Vsgp,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -241,6 +245,9 @@ pub enum FitParams {
     Exact(ExactParams),
     /// SPGP.
     Spgp(SparseParams),
+    /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
+    /// its two stages).
+    Vsgp(SparseParams),
 }
 
 impl FitParams {
@@ -249,6 +256,7 @@ impl FitParams {
         match self {
             FitParams::Exact(_) => Method::Exact,
             FitParams::Spgp(_) => Method::Spgp,
+            FitParams::Vsgp(_) => Method::Vsgp,
         }
     }
 
@@ -257,6 +265,10 @@ impl FitParams {
     fn without_inputs(&self, ignored: &[usize]) -> FitParams {
         let mut params = self.clone();
         if let FitParams::Spgp(SparseParams {
+            pseudo_init: PseudoInit::Given(z),
+            ..
+        })
+        | FitParams::Vsgp(SparseParams {
             pseudo_init: PseudoInit::Given(z),
             ..
         }) = &mut params
@@ -272,6 +284,7 @@ impl FitParams {
         match self {
             FitParams::Exact(p) => p.optimiser.max_iter,
             FitParams::Spgp(p) => p.iteration_budget(),
+            FitParams::Vsgp(p) => vsgp::iteration_budget(p),
         }
     }
 }
@@ -525,6 +538,7 @@ pub fn fit(
     let mut fitted = match params.as_ref() {
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
+        FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {

@@ -57,6 +57,20 @@ pub(crate) fn fit_spgp(
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
+    let (fit, starts) = fit_pseudo_inputs(data, params, progress)?;
+    let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
+    fitted.report.starts = starts;
+    Ok(fitted)
+}
+
+/// SPGP's fit before it becomes a model: restarts (screened), then the
+/// final run; the fitted pseudo-inputs, kernel and posterior, and the
+/// starts tried (empty for one start). VSGP continues from it.
+pub(crate) fn fit_pseudo_inputs(
+    data: &Dataset,
+    params: &Checked<'_, SparseParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
     let kern = initial_kernel(data, params)?;
     let config = FitcConfig {
         approximation: params.approximation,
@@ -115,9 +129,7 @@ pub(crate) fn fit_spgp(
         &params.optimiser,
         &mut counted,
     )?;
-    let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
-    fitted.report.starts = starts;
-    Ok(fitted)
+    Ok((fit, starts))
 }
 
 /// Start `k`'s pseudo-inputs and how they were drawn: start 0 as asked,
