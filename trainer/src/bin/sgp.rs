@@ -398,8 +398,8 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     if let Some(c) = cure {
         println!(
             "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
-             model; training NLML {:.4} -> {:.4}",
-            c.from_eps, c.to_eps, c.nlml_before, c.nlml_after
+             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4}",
+            c.from_eps, c.to_eps, c.reoptimised, c.nlml_before, c.nlml_after
         );
     }
     let f = &exported.fidelity;

@@ -7,9 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, ModelKind};
 
-use super::{
-    data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Method, OptimiserReport, Source,
-};
+use super::{data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Method, OptimiserReport};
 use crate::data::Dataset;
 use crate::inference::exact::exact_posterior;
 use crate::inference::objective::ExactObjective;
@@ -76,11 +74,26 @@ pub(crate) fn fit_exact(
         target_name: data.target_name.clone(),
         bias: 0.0,
     };
-    Ok(Fitted {
-        model,
-        report,
-        training: subset,
-        source: Source::Exact { kernel: kern },
-        expansion: None,
-    })
+    let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
+        let kernel = if max_iter == 0 {
+            kern.clone()
+        } else {
+            let objective = ExactObjective::new(&subset.x, &subset.y, kern.clone(), jitter)?;
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            let run = minimise(
+                |p| objective.objective(p),
+                objective.initial(),
+                &options,
+                &mut |_| {},
+            )?;
+            objective.unpack(&run.x)?
+        };
+        let post = exact_posterior(&kernel, &subset.x, &subset.y, &jitter)?;
+        Ok((post.runtime_form()?, post.nlml()))
+    };
+    let jitter = JitterPolicy::default().initial;
+    Ok(Fitted::new(model, report, jitter, Box::new(rebuild)))
 }

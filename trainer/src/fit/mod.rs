@@ -23,10 +23,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::data::Dataset;
-use crate::features::InducingFeatures;
-use crate::inference::exact::exact_posterior;
-use crate::inference::fitc::{fitc_posterior, FitcConfig};
-use crate::inference::Approximation;
+use crate::inference::{Approximation, RuntimeForm};
 use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
@@ -404,33 +401,34 @@ impl FitReport {
     }
 }
 
-/// What a model was computed from, kept so that it can be recomputed with
-/// more jitter (see [`Fitted::with_jitter`]).
-#[derive(Debug)]
-enum Source {
-    Exact {
-        kernel: KernelParams,
-    },
-    Sparse {
-        features: Box<dyn InducingFeatures>,
-        kernel: KernelParams,
-        config: FitcConfig,
-    },
-}
+/// Recomputes a fitted model with another jitter policy: the runtime form
+/// and its training objective, after `max_iter` iterations of optimisation
+/// from the fitted parameters (0: the posterior of the fitted parameters
+/// alone). Built by each procedure around its own feature type and data.
+pub(crate) type Rebuild =
+    Box<dyn Fn(JitterPolicy, u64) -> Result<(RuntimeForm, f64)> + Send + Sync>;
 
 /// A fitted model, its report, and how to rebuild it.
-#[derive(Debug)]
 pub struct Fitted {
     /// The model in runtime form.
     pub model: TrainedModel,
     /// How the fit went.
     pub report: FitReport,
-    /// The rows the model was trained on (the exact GP's subset), without
-    /// the constant inputs.
-    training: Dataset,
-    source: Source,
+    /// The relative jitter the fit used.
+    pub(crate) jitter: f64,
+    pub(crate) rebuild: Rebuild,
     /// How the model takes back the constant inputs it was fitted without.
     expansion: Option<Expansion>,
+}
+
+impl std::fmt::Debug for Fitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fitted")
+            .field("model", &self.model)
+            .field("report", &self.report)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Constant inputs are left out of a fit; the fitted model is then extended
@@ -456,44 +454,41 @@ impl Expansion {
 }
 
 impl Fitted {
-    /// The same fitted parameters with the relative jitter `eps` (times
+    pub(crate) fn new(
+        model: TrainedModel,
+        report: FitReport,
+        jitter: f64,
+        rebuild: Rebuild,
+    ) -> Self {
+        Fitted {
+            model,
+            report,
+            jitter,
+            rebuild,
+            expansion: None,
+        }
+    }
+
+    /// The fitted model recomputed with the relative jitter `eps` (times
     /// `s2`, see [`crate::linalg`]) on the diagonal that is factorised,
-    /// instead of the one the fit used: the model and its training
-    /// objective. A larger jitter bounds the weights and the factors' condition,
-    /// which is what an f32 export that fails its check needs; the objective
-    /// says what that costs.
+    /// after `reoptimise` iterations that let the other parameters adapt to
+    /// it (0: the same parameters): the model and its training objective. A
+    /// larger jitter bounds the weights and the factors' condition, which is
+    /// what an f32 export that fails its check needs; the objective says
+    /// what that costs.
     ///
     /// # Errors
     /// If the factorisation fails even with that jitter.
-    pub fn with_jitter(&self, eps: f64) -> Result<(TrainedModel, f64)> {
+    pub fn with_jitter(&self, eps: f64, reoptimise: u64) -> Result<(TrainedModel, f64)> {
         let default = JitterPolicy::default();
         let policy = JitterPolicy {
             initial: eps,
             max: default.max.max(eps),
             ..default
         };
+        let (form, nlml) = (self.rebuild)(policy, reoptimise)?;
         let mut model = self.model.clone();
-        let nlml = match &self.source {
-            Source::Exact { kernel } => {
-                let post = exact_posterior(kernel, &self.training.x, &self.training.y, &policy)?;
-                model.form = post.runtime_form()?;
-                post.nlml()
-            }
-            Source::Sparse {
-                features,
-                kernel,
-                config,
-            } => {
-                let config = FitcConfig {
-                    jitter: policy,
-                    ..*config
-                };
-                let data = &self.training;
-                let post = fitc_posterior(features.as_ref(), kernel, &data.x, &data.y, &config)?;
-                model.form = post.runtime_form(features.as_ref(), kernel);
-                post.nlml
-            }
-        };
+        model.form = form;
         if let Some(expansion) = &self.expansion {
             expansion.apply(&mut model);
         }
@@ -502,10 +497,7 @@ impl Fitted {
 
     /// The relative jitter the fit used.
     pub fn jitter(&self) -> f64 {
-        match &self.source {
-            Source::Exact { .. } => JitterPolicy::default().initial,
-            Source::Sparse { config, .. } => config.jitter.initial,
-        }
+        self.jitter
     }
 }
 

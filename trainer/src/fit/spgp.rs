@@ -22,13 +22,14 @@ use sgp_runtime::{Link, ModelKind};
 use super::exact::{optimise_exact, training_subset};
 use super::{
     data_scale_kernel, Checked, FitReport, Fitted, HyperInit, InitMethod, Method, OptimiserReport,
-    PseudoInit, Source, SparseParams, StartReport,
+    PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
 use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
 use crate::init;
 use crate::kernel::KernelParams;
+use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
 use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
@@ -195,7 +196,7 @@ pub struct SparseFit<F> {
     pub max_iter: u64,
 }
 
-impl<F: InducingFeatures + 'static> SparseFit<F> {
+impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
     /// The model in runtime form, its report and its source, as `kind`
     /// fitted by `method`.
     pub fn into_fitted(self, data: &Dataset, kind: ModelKind, method: Method) -> Fitted {
@@ -218,17 +219,31 @@ impl<F: InducingFeatures + 'static> SparseFit<F> {
             target_name: data.target_name.clone(),
             bias: 0.0,
         };
-        Fitted {
-            model,
-            report,
-            training: data.clone(),
-            source: Source::Sparse {
-                features: Box::new(self.features),
-                kernel: self.kernel,
-                config: self.config,
-            },
-            expansion: None,
-        }
+        let (features, kernel, config) = (self.features, self.kernel, self.config);
+        let data = data.clone();
+        let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
+            let config = FitcConfig { jitter, ..config };
+            let (features, kernel) = if max_iter == 0 {
+                (features.clone(), kernel.clone())
+            } else {
+                let options = OptimiseOptions {
+                    max_iter,
+                    ..OptimiseOptions::default()
+                };
+                let refit = fit_sparse(
+                    &data,
+                    features.clone(),
+                    kernel.clone(),
+                    config,
+                    &options,
+                    &mut |_| {},
+                )?;
+                (refit.features, refit.kernel)
+            };
+            let post = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
+            Ok((post.runtime_form(&features, &kernel), post.nlml))
+        };
+        Fitted::new(model, report, config.jitter.initial, Box::new(rebuild))
     }
 }
 

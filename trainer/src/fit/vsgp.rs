@@ -124,7 +124,8 @@ mod tests {
             // The blob carries them, and the model can be rebuilt with more
             // jitter (the export cure) through the multiscale features.
             assert!(vsgp.model.to_spec().expect("fits a blob").shape.per_basis);
-            assert!(vsgp.with_jitter(1e-4).is_ok());
+            assert!(vsgp.with_jitter(1e-4, 0).is_ok());
+            assert!(vsgp.with_jitter(1e-4, 3).is_ok());
         }
     }
 
