@@ -5,9 +5,11 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Basis-function counts the firmware embeds one blob (and golden file) for;
-/// must match `src/model.rs`, `src/main.rs` and run.sh.
+/// Basis-function counts the firmware embeds one SPGP blob (and golden file)
+/// for; must match `src/model.rs`, `src/main.rs` and run.sh.
 const SIZES: [usize; 3] = [16, 32, 64];
+/// The same for the VSGP models (files `vsgp_m{M}.sgp`, `golden_vsgp_m{M}.rs`).
+const VSGP_SIZES: [usize; 1] = [32];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -28,6 +30,10 @@ fn main() {
     for m in SIZES {
         stage(&out, &format!("m{m}.sgp"));
         stage(&out, &format!("golden_m{m}.rs"));
+    }
+    for m in VSGP_SIZES {
+        stage(&out, &format!("vsgp_m{m}.sgp"));
+        stage(&out, &format!("golden_vsgp_m{m}.rs"));
     }
 }
 

@@ -19,8 +19,10 @@ TARGET_DIR=target
 REPO_ROOT=$(cd .. && pwd)
 # Scratch space for the host tool's outputs before they are compared with model/.
 GEN_DIR=$PWD/$TARGET_DIR/model-gen
-# Must match SIZES in build.rs and the models in src/model.rs.
-MODEL_SIZES=(16 32 64)
+# "kind M" per model; must match SIZES / VSGP_SIZES in build.rs and the models
+# in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
+# model/vsgp_m$M.sgp and golden_vsgp_m$M.rs for vsgp.
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32")
 MODEL_DIM=4
 BIN_DIR=$TARGET_DIR/$TARGET/release
 MAIN_BIN=sgp-firmware-example
@@ -62,7 +64,7 @@ fi
 echo "target $TARGET, $(qemu-system-arm --version | head -n1), size tool: ${LLVM_SIZE:-none}"
 
 # --- 2. model blobs and golden values ---------------------------------------
-step "model (host sgp tool: data, then SPGP fits at M = ${MODEL_SIZES[*]}, D = $MODEL_DIM)"
+step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM)"
 # The cost of a prediction does not depend on the model's quality, so short
 # fits do; fixed seeds make every run produce the same files. Generated into
 # model/ (ignored by firmware-example/.gitignore, never committed); build.rs
@@ -84,16 +86,23 @@ if [[ -z "${SGP_BIN:-}" ]]; then
 fi
 mkdir -p "$GEN_DIR" model
 sgp synth --rows 400 --dim "$MODEL_DIM" --seed 0 >"$GEN_DIR/data.csv" || fail "sgp synth"
-for m in "${MODEL_SIZES[@]}"; do
-    sgp fit --data "$GEN_DIR/data.csv" --model spgp --m "$m" --max-iter 30 --seed 0 \
-        --out "$GEN_DIR/m$m.sgp" --golden "$GEN_DIR/golden_m$m.rs" --quiet >"$GEN_DIR/fit_m$m.log" ||
-        { cat "$GEN_DIR/fit_m$m.log" >&2; fail "sgp fit --m $m"; }
-    for f in "m$m.sgp" "golden_m$m.rs"; do
+# The trainer's defaults (restarts, pseudo-input init) apply; --max-iter caps
+# each optimiser run (vsgp: each of its two stages, SPGP then widths freed).
+BLOBS=()
+for model in "${MODELS[@]}"; do
+    read -r kind m <<<"$model"
+    name=m$m
+    [[ $kind == spgp ]] || name=${kind}_m$m
+    sgp fit --data "$GEN_DIR/data.csv" --model "$kind" --m "$m" --max-iter 30 --seed 0 \
+        --out "$GEN_DIR/$name.sgp" --golden "$GEN_DIR/golden_$name.rs" --quiet >"$GEN_DIR/fit_$name.log" ||
+        { cat "$GEN_DIR/fit_$name.log" >&2; fail "sgp fit --model $kind --m $m"; }
+    for f in "$name.sgp" "golden_$name.rs"; do
         # Replace only on change: an unchanged mtime spares the firmware a rebuild.
         cmp -s "$GEN_DIR/$f" "model/$f" || cp "$GEN_DIR/$f" "model/$f"
         [[ -s "model/$f" ]] || fail "model/$f missing or empty"
     done
-    echo "M=$m: model/m$m.sgp ($(wc -c <"model/m$m.sgp") B), model/golden_m$m.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_m$m.log" || true)"
+    BLOBS+=("model/$name.sgp")
+    echo "$kind M=$m: model/$name.sgp ($(wc -c <"model/$name.sgp") B), model/golden_$name.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_$name.log" || true)"
 done
 
 # --- 3. build ----------------------------------------------------------------
@@ -168,16 +177,16 @@ footprint() { # <elf> <peak stack or "-">
     # (the firmware's sensor simulation uses sinf/cosf too).
     runtime=$(awk -F= '$1 ~ /^(sgp_runtime|postcard|serde|serde_core|crc|crc_catalog|heapless|micromath)$/ { s += $2 } END { print s + 0 }' <<<"$by_crate")
     runtime=$((runtime + $("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[tT]$/ && $4 ~ /^libm::math::(expf|scalbnf|sqrtf?|exp)::/ { s += $2 } END { print s + 0 }')))
-    models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_M[0-9]+/ { s += $2 } END { print s + 0 }')
+    models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_([A-Z]+_)?M[0-9]+/ { s += $2 } END { print s + 0 }')
     printf '| `%s` | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$(basename "$elf")" \
         "$((text + rodata + data))" "$text" "$rodata" "$runtime" "$BLOB_BYTES" "$((data + bss))" "$models" "$stack"
 }
 LLVM_NM=$(command -v llvm-nm || true)
 [[ -n "$LLVM_NM" ]] || LLVM_NM=$(find "$(rustc --print sysroot)" -name llvm-nm -type f 2>/dev/null | head -n1)
 BLOB_BYTES=0
-for m in "${MODEL_SIZES[@]}"; do BLOB_BYTES=$((BLOB_BYTES + $(wc -c <"model/m$m.sgp"))); done
+for blob in "${BLOBS[@]}"; do BLOB_BYTES=$((BLOB_BYTES + $(wc -c <"$blob"))); done
 if [[ -n "$LLVM_SIZE" && -n "$LLVM_NM" ]]; then
-    echo "| binary | flash total | text | rodata | runtime code+consts (sgp_runtime, postcard, serde, crc, libm exp/sqrt if called) | blobs (3, in rodata) | RAM data+bss | models in bss | peak stack |"
+    echo "| binary | flash total | text | rodata | runtime code+consts (sgp_runtime, postcard, serde, crc, libm exp/sqrt if called) | blobs (${#BLOBS[@]}, in rodata) | RAM data+bss | models in bss | peak stack |"
     echo "|---|---|---|---|---|---|---|---|---|"
     peak=$(sed -n 's/^stack: peak \([0-9]*\) B.*/\1 B/p' "$LOG")
     footprint "$BIN_DIR/$MAIN_BIN" "${peak:--}"
@@ -236,7 +245,7 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e
-        grep -E '^\| (M|[0-9])|^golden M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        grep -E '^\| (kind|spgp|vsgp)|^golden [a-z ]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
         echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
     done
 fi

@@ -19,8 +19,8 @@ use sgp_firmware_example::instructions::{self, InstructionMeter, CALIBRATION_NOP
 use sgp_firmware_example::model::{self, ModelM, Models, CONTROL_M, INPUT_DIM};
 use sgp_firmware_example::stack;
 
-/// Host-generated golden values, one file per model (model/golden_m{M}.rs,
-/// staged by build.rs): `DIM`, `Y_SCALE`, `INPUTS` (row-major), `EXPECTED`.
+/// Host-generated golden values, one file per model (model/golden_m{M}.rs and
+/// model/golden_vsgp_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALE`, `INPUTS` (row-major), `EXPECTED`.
 macro_rules! golden_module {
     ($name:ident, $file:literal) => {
         // The generator prints every digit of the f64 values; f32 rounds them.
@@ -33,6 +33,7 @@ macro_rules! golden_module {
 golden_module!(golden_m16, "golden_m16.rs");
 golden_module!(golden_m32, "golden_m32.rs");
 golden_module!(golden_m64, "golden_m64.rs");
+golden_module!(golden_vsgp_m32, "golden_vsgp_m32.rs");
 
 /// Control ticks simulated (a real loop would wait for a timer each tick).
 const CONTROL_TICKS: u32 = 200;
@@ -100,6 +101,7 @@ fn run() -> bool {
     // `&` (not `&&`): every check runs and reports even after a failure.
     let golden_ok = check_golden(
         &meter,
+        "M=16",
         models.m16,
         golden_m16::INPUTS.as_slice(),
         golden_m16::DIM,
@@ -107,6 +109,7 @@ fn run() -> bool {
         golden_m16::Y_SCALE,
     ) & check_golden(
         &meter,
+        "M=32",
         models.m32,
         golden_m32::INPUTS.as_slice(),
         golden_m32::DIM,
@@ -114,11 +117,20 @@ fn run() -> bool {
         golden_m32::Y_SCALE,
     ) & check_golden(
         &meter,
+        "M=64",
         models.m64,
         golden_m64::INPUTS.as_slice(),
         golden_m64::DIM,
         &golden_m64::EXPECTED,
         golden_m64::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        "vsgp M=32",
+        models.vsgp_m32,
+        golden_vsgp_m32::INPUTS.as_slice(),
+        golden_vsgp_m32::DIM,
+        &golden_vsgp_m32::EXPECTED,
+        golden_vsgp_m32::Y_SCALE,
     );
     let cost_ok = check_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
@@ -152,14 +164,14 @@ fn calibrate(meter: &InstructionMeter) -> bool {
     ok
 }
 
-/// Loads the three blobs into their statics and reports sizes and the
+/// Loads the four blobs into their statics and reports sizes and the
 /// stack the in-place `Model::load` calls need.
 fn load_models() -> Option<Models> {
     let (loaded, load_stack) = stack::measure(model::load);
     let models = match loaded {
         Some(Ok(models)) => models,
         Some(Err(e)) => {
-            hprintln!("load: FAILED, blob M={}: {:?}", e.m, e.error);
+            hprintln!("load: FAILED, blob {}: {:?}", e.blob, e.error);
             return None;
         }
         None => {
@@ -167,25 +179,29 @@ fn load_models() -> Option<Models> {
             return None;
         }
     };
-    describe(models.m16, model::BLOB_M16.len());
-    describe(models.m32, model::BLOB_M32.len());
-    describe(models.m64, model::BLOB_M64.len());
+    describe("M=16", models.m16, model::BLOB_M16.len());
+    describe("M=32", models.m32, model::BLOB_M32.len());
+    describe("M=64", models.m64, model::BLOB_M64.len());
+    describe("vsgp M=32", models.vsgp_m32, model::BLOB_VSGP_M32.len());
     hprintln!(
-        "load: all three Model::load calls (in place, into .bss) <= {} B stack",
+        "load: all four Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)
 }
 
-fn describe<const M: usize>(m: &ModelM<M>, blob_bytes: usize) {
+/// One line per model; `label` names it in every line of the log ("M=32" for
+/// the SPGP models, "vsgp M=32").
+fn describe<const M: usize>(label: &str, m: &ModelM<M>, blob_bytes: usize) {
     let s = m.shape();
     hprintln!(
-        "model M={}: {} with {} basis functions, D={}, G={}; blob {} B (flash), Model<{}, {}, {}> {} B (RAM); prior var {}, noise var {}",
-        M,
+        "model {}: {} with {} basis functions, D={}, G={}; per-basis widths: {}; blob {} B (flash), Model<{}, {}, {}> {} B (RAM); prior var {}, noise var {}",
+        label,
         s.kind.name(),
         s.n_basis,
         s.input_dim,
         s.feature_dim,
+        if s.per_basis { "yes" } else { "no (shared)" },
         blob_bytes,
         M,
         INPUT_DIM,
@@ -199,6 +215,7 @@ fn describe<const M: usize>(m: &ModelM<M>, blob_bytes: usize) {
 /// Compares on-target predictions of `model` with the host's golden values.
 fn check_golden<const M: usize>(
     meter: &InstructionMeter,
+    label: &str,
     model: &ModelM<M>,
     inputs: &[f32],
     dim: usize,
@@ -217,8 +234,8 @@ fn check_golden<const M: usize>(
     match result {
         Err(e) => {
             hprintln!(
-                "golden M={}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
-                M,
+                "golden {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
+                label,
                 e.inputs,
                 e.dim,
                 e.expected
@@ -227,8 +244,8 @@ fn check_golden<const M: usize>(
         }
         Ok(r) => {
             hprintln!(
-                "golden M={}: {}/{} within tolerance (mean +-{}, var +-{}%); worst mean err {}x tol, worst var err {}x tol; predict <= {} instructions, <= {} B stack",
-                M,
+                "golden {}: {}/{} within tolerance (mean +-{}, var +-{}%); worst mean err {}x tol, worst var err {}x tol; predict <= {} instructions, <= {} B stack",
+                label,
                 r.checked - r.failed,
                 r.checked,
                 tol.mean_abs,
@@ -240,8 +257,8 @@ fn check_golden<const M: usize>(
             );
             if let Some(f) = r.first_failure {
                 hprintln!(
-                    "golden M={}: first failure at #{}: got ({}, {}), want ({}, {})",
-                    M,
+                    "golden {}: first failure at #{}: got ({}, {}), want ({}, {})",
+                    label,
                     f.index,
                     f.got.0,
                     f.got.1,
@@ -313,7 +330,9 @@ const EXTRA_COST_INPUTS: [[f32; INPUT_DIM]; 6] = [
 /// input by more than `CONSTANT_TIME_SLACK` (the runtime promises constant
 /// time per prediction).
 fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
-    let mut spans = [[Span::EMPTY; 2]; 3];
+    // Rows of the table: (kind, M); `counts` below is in the same order.
+    const ROWS: [(&str, u32); 4] = [("spgp", 16), ("spgp", 32), ("spgp", 64), ("vsgp", 32)];
+    let mut spans = [[Span::EMPTY; 2]; ROWS.len()];
     let inputs = golden_m32::INPUTS
         .chunks_exact(INPUT_DIM)
         .chain(EXTRA_COST_INPUTS.iter().map(|x| x.as_slice()));
@@ -322,13 +341,14 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             cost(meter, models.m16, x),
             cost(meter, models.m32, x),
             cost(meter, models.m64, x),
+            cost(meter, models.vsgp_m32, x),
         ];
         for (span, (p, m)) in spans.iter_mut().zip(counts) {
             span[0].add(p);
             span[1].add(m);
         }
         hprintln!(
-            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}; mean: {} / {} / {}",
+            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}, vsgp M=32: {}; mean: {} / {} / {}, vsgp M=32: {}",
             x[0],
             x[1],
             x[2],
@@ -336,9 +356,11 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             counts[0].0,
             counts[1].0,
             counts[2].0,
+            counts[3].0,
             counts[0].1,
             counts[1].1,
-            counts[2].1
+            counts[2].1,
+            counts[3].1
         );
     }
 
@@ -346,15 +368,16 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         "cost table (D = G = {}; instructions min-max over the inputs above):",
         INPUT_DIM
     );
-    hprintln!("| M | distances 3MG flops | exp calls M | mean MACs M | solve MACs 2*M(M+1)/2 | predict | mean | predict - mean | (predict - mean) / solve MAC |");
-    hprintln!("|---|---|---|---|---|---|---|---|---|");
+    hprintln!("| kind | M | distances 3MG flops | exp calls M | mean MACs M | solve MACs 2*M(M+1)/2 | predict | mean | predict - mean | (predict - mean) / solve MAC |");
+    hprintln!("|---|---|---|---|---|---|---|---|---|---|");
     let mut constant_time = true;
-    for (&m, span) in [16u32, 32, 64].iter().zip(&spans) {
+    for (&(kind, m), span) in ROWS.iter().zip(&spans) {
         let g = INPUT_DIM as u32;
         let solve_macs = m * (m + 1);
         let variance_part = span[0].max.saturating_sub(span[1].max);
         hprintln!(
-            "| {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+            kind,
             m,
             3 * m * g,
             m,
@@ -380,6 +403,18 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             "MISSES"
         },
         TARGET_PREDICT_INSTRUCTIONS_M32
+    );
+    // Same Model<32, 4, 4> type, so the same code: any difference would come
+    // from the data (there is none in a constant-time runtime).
+    let (spgp, vsgp) = (spans[1], spans[3]);
+    hprintln!(
+        "cost: vsgp vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
+        vsgp[0].max,
+        spgp[0].max,
+        i64::from(vsgp[0].max) - i64::from(spgp[0].max),
+        vsgp[1].max,
+        spgp[1].max,
+        i64::from(vsgp[1].max) - i64::from(spgp[1].max)
     );
     hprintln!(
         "constant time: {} (largest spread over inputs {} instructions, allowed {})",

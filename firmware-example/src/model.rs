@@ -2,14 +2,17 @@
 //! the host `sgp` tool wrote (embedded by build.rs), kept in statics.
 //!
 //! Three sizes of the same problem (M = 16, 32, 64 basis functions, D = 4) so
-//! the firmware can show how the cost grows with M; the control loop uses
-//! [`CONTROL_M`]. Each `Model` type's capacity equals its blob's M exactly:
+//! the firmware can show how the cost grows with M, plus a VSGP model
+//! (per-basis widths and amplitudes) at M = 32 on the same data, to show what
+//! those cost next to SPGP's shared widths; the control loop uses the SPGP
+//! model at [`CONTROL_M`]. Each `Model` type's capacity equals its blob's M exactly:
 //! the runtime zero-fills and walks arrays of the *capacity*, so a larger
 //! capacity would inflate the instruction counts.
 
 pub use sgp_runtime::{Error, Model, Prediction};
 
-/// Raw inputs (and feature dimensions: SPGP has no projection) of every model.
+/// Raw inputs (and feature dimensions: neither SPGP nor VSGP has a
+/// projection) of every model.
 pub const INPUT_DIM: usize = 4;
 
 /// A model with `M` basis functions over the `INPUT_DIM` inputs.
@@ -25,25 +28,30 @@ pub const CONTROL_M: usize = 32;
 pub static BLOB_M16: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/m16.sgp"));
 pub static BLOB_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/m32.sgp"));
 pub static BLOB_M64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/m64.sgp"));
+/// The VSGP blob, `model/vsgp_m32.sgp`. It loads into the same `Model32`
+/// type as the SPGP one: the runtime always stores a width per basis
+/// function and dimension, and expands SPGP's shared widths at load.
+pub static BLOB_VSGP_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vsgp_m32.sgp"));
 
-/// The three loaded models.
+/// The loaded models: SPGP at three sizes, VSGP at M = 32.
 pub struct Models {
     pub m16: &'static Model16,
     pub m32: &'static Model32,
     pub m64: &'static Model64,
+    pub vsgp_m32: &'static Model32,
 }
 
-/// Which blob failed to load, and why.
+/// Which blob failed to load (e.g. "spgp M=32"), and why.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadError {
-    pub m: usize,
+    pub blob: &'static str,
     pub error: Error,
 }
 
 /// Loads every blob into its static; call once (a second call returns
 /// `None`, since each static can be handed out mutably only once).
 ///
-/// Statics rather than locals in `main`: the 27.3 KB of models then show up
+/// Statics rather than locals in `main`: the 33.1 KB of models then show up
 /// in `.bss`, which the linker checks against RAM at build time, instead of
 /// in a stack whose overflow would only show at run time. Each static starts
 /// as the all-zero [`Model::new`] and [`Model::load`] decodes the blob into
@@ -57,7 +65,8 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let m16 = cortex_m::singleton!(MODEL_M16: Model16 = Model16::new())?;
     let m32 = cortex_m::singleton!(MODEL_M32: Model32 = Model32::new())?;
     let m64 = cortex_m::singleton!(MODEL_M64: Model64 = Model64::new())?;
-    Some(load_into(m16, m32, m64))
+    let vsgp_m32 = cortex_m::singleton!(MODEL_VSGP_M32: Model32 = Model32::new())?;
+    Some(load_into(m16, m32, m64, vsgp_m32))
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
@@ -67,14 +76,19 @@ fn load_into(
     m16: &'static mut Model16,
     m32: &'static mut Model32,
     m64: &'static mut Model64,
+    vsgp_m32: &'static mut Model32,
 ) -> Result<Models, LoadError> {
-    m16.load(BLOB_M16)
-        .map_err(|error| LoadError { m: 16, error })?;
-    m32.load(BLOB_M32)
-        .map_err(|error| LoadError { m: 32, error })?;
-    m64.load(BLOB_M64)
-        .map_err(|error| LoadError { m: 64, error })?;
-    Ok(Models { m16, m32, m64 })
+    let err = |blob| move |error| LoadError { blob, error };
+    m16.load(BLOB_M16).map_err(err("spgp M=16"))?;
+    m32.load(BLOB_M32).map_err(err("spgp M=32"))?;
+    m64.load(BLOB_M64).map_err(err("spgp M=64"))?;
+    vsgp_m32.load(BLOB_VSGP_M32).map_err(err("vsgp M=32"))?;
+    Ok(Models {
+        m16,
+        m32,
+        m64,
+        vsgp_m32,
+    })
 }
 
 /// (mean, variance) at `x`, with any error mapped to (NaN, +inf): the control

@@ -31,8 +31,9 @@ static mut INPUTS: [[f32; INPUT_DIM]; N_INPUTS] = [
     [f32::NAN, f32::INFINITY, 0.0, 0.0],
 ];
 /// Results written volatile so nothing can be optimised away: per model
-/// (M = 16, 32, 64) and input, (mean, variance) from `predict` and `mean`.
-static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; 3] = [[(0.0, 0.0, 0.0); N_INPUTS]; 3];
+/// (SPGP M = 16, 32, 64, VSGP M = 32) and input, (mean, variance) from
+/// `predict` and `mean`.
+static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; 4] = [[(0.0, 0.0, 0.0); N_INPUTS]; 4];
 
 #[cfg(not(debug_assertions))]
 extern "C" {
@@ -76,6 +77,8 @@ fn main() -> ! {
         write_volatile(addr_of_mut!(OUTPUTS[0]), run(models.m16));
         write_volatile(addr_of_mut!(OUTPUTS[1]), run(models.m32));
         write_volatile(addr_of_mut!(OUTPUTS[2]), run(models.m64));
+        // Same monomorphisation as m32, but its own data (per-basis widths).
+        write_volatile(addr_of_mut!(OUTPUTS[3]), run(models.vsgp_m32));
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
