@@ -10,7 +10,7 @@
 //! - **SPGP** ([`PseudoInputs`]): parameters are the M x D pseudo-inputs;
 //!   `Kuu = K(Z, Z)`, `Kuf = K(Z, X)`, `kdiag = s2`; runtime basis: centres
 //!   `Z`, shared widths `1/l^2`, amplitudes `s2`.
-//! - **SPGP+HS**: wraps pseudo-inputs and adds M parameters `log h_m`;
+//! - **SPGP+HS** ([`Heteroscedastic`]): wraps pseudo-inputs and adds M parameters `log h_m`;
 //!   `Kuu = K(Z, Z) + diag(h)`, `Kuf` unchanged. In `grad_kuu` the diagonal of
 //!   the adjoint gives `d/d log h_m = adj_mm * h_m`. The runtime basis is that
 //!   of SPGP: `h` only enters through `Kuu`, hence through `L1` and `L2`.
@@ -40,9 +40,11 @@
 //!   [`InducingFeatures::grad_kuf`] add up: FITC calls `grad_kuf` once per
 //!   chunk of data (in parallel) and `grad_kuu` once, then sums.
 
+pub mod heteroscedastic;
 pub mod multiscale;
 mod pseudo_inputs;
 
+pub use heteroscedastic::Heteroscedastic;
 pub use multiscale::Multiscale;
 pub use pseudo_inputs::PseudoInputs;
 
