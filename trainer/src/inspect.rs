@@ -74,8 +74,10 @@ pub struct Summary {
     pub fits: bool,
 }
 
-/// Minimum, median and maximum over the basis functions of one input's
-/// width, as a length scale in raw input units.
+/// Minimum, median and maximum over the basis functions of one quantity:
+/// one input's width as a length scale in raw input units (VSGP), or the
+/// pseudo-inputs' uncertainties `h_m` in raw target variance units (HS, in
+/// the fit report).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct WidthSpread {
     /// Narrowest basis function.
@@ -88,7 +90,7 @@ pub struct WidthSpread {
 
 impl WidthSpread {
     /// The spread of `values` (not empty, no NaN).
-    fn of(mut values: Vec<f64>) -> Self {
+    pub(crate) fn of(mut values: Vec<f64>) -> Self {
         values.sort_by(f64::total_cmp);
         let n = values.len();
         let median = if n % 2 == 1 {

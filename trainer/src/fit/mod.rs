@@ -8,12 +8,13 @@
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
-//! from SPGP's fit with multiscale features. Other feature kinds (HS, DR)
-//! reuse [`spgp::fit_sparse`] with a different
-//! [`crate::features::InducingFeatures`].
+//! from SPGP's fit with multiscale features, `spgp_hs` with per-pseudo-input
+//! uncertainties. Other feature kinds (DR) reuse [`spgp::fit_sparse`] with a
+//! different [`crate::features::InducingFeatures`].
 
 pub mod exact;
 pub mod spgp;
+pub mod spgp_hs;
 pub mod vsgp;
 
 use std::borrow::Cow;
@@ -43,6 +44,9 @@ pub enum Method {
     Spgp,
     /// VSGP: SPGP, then each basis function's widths freed (multiscale).
     Vsgp,
+    /// SPGP+HS: SPGP, then each pseudo-input's uncertainty freed
+    /// (input-dependent noise).
+    SpgpHs,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -245,6 +249,9 @@ pub enum FitParams {
     /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
     /// its two stages).
     Vsgp(SparseParams),
+    /// SPGP+HS (same settings; `optimiser.max_iter` is the budget of each
+    /// of its two stages).
+    SpgpHs(SparseParams),
 }
 
 impl FitParams {
@@ -254,6 +261,7 @@ impl FitParams {
             FitParams::Exact(_) => Method::Exact,
             FitParams::Spgp(_) => Method::Spgp,
             FitParams::Vsgp(_) => Method::Vsgp,
+            FitParams::SpgpHs(_) => Method::SpgpHs,
         }
     }
 
@@ -266,6 +274,10 @@ impl FitParams {
             ..
         })
         | FitParams::Vsgp(SparseParams {
+            pseudo_init: PseudoInit::Given(z),
+            ..
+        })
+        | FitParams::SpgpHs(SparseParams {
             pseudo_init: PseudoInit::Given(z),
             ..
         }) = &mut params
@@ -282,6 +294,7 @@ impl FitParams {
             FitParams::Exact(p) => p.optimiser.max_iter,
             FitParams::Spgp(p) => p.iteration_budget(),
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
+            FitParams::SpgpHs(p) => spgp_hs::iteration_budget(p),
         }
     }
 }
@@ -365,6 +378,10 @@ pub struct FitReport {
     /// Every start of a restarted fit, in the order they were tried (empty
     /// for a single start); the lowest `nlml` was continued.
     pub starts: Vec<StartReport>,
+    /// SPGP+HS: min / median / max of the pseudo-inputs' uncertainties
+    /// `h_m`, in raw target variance units (absent for other models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncertainties: Option<crate::inspect::WidthSpread>,
 }
 
 impl FitReport {
@@ -397,6 +414,7 @@ impl FitReport {
             ignored_inputs: Vec::new(),
             optimiser: None,
             starts: Vec::new(),
+            uncertainties: None,
         }
     }
 }
@@ -531,6 +549,7 @@ pub fn fit(
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
+        FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {
