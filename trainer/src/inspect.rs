@@ -1,4 +1,8 @@
 //! A human- and JSON-readable description of a blob (`sgp inspect`).
+//!
+//! Only what the blob holds: an SPGP+HS model's uncertainties `h_m` are
+//! folded into its factors `L1`, `L2` and not stored, so they cannot be
+//! shown here; `sgp fit` prints their spread (and `--json` reports it).
 
 use serde::Serialize;
 use sgp_runtime::{ram_bytes, Link, ModelSpec};
@@ -191,6 +195,12 @@ impl std::fmt::Display for Summary {
                     s.min, s.median, s.max
                 )?;
             }
+        }
+        if self.kind == sgp_runtime::ModelKind::SpgpHs.name() {
+            writeln!(
+                f,
+                "uncertainties   h_m folded into L1, L2, not stored (see `sgp fit`'s summary)"
+            )?;
         }
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;

@@ -697,3 +697,34 @@ fn predict_into_a_closed_pipe_ends_quietly() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
 }
+
+#[test]
+fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
+    let dir = TempDir::new("spgp-hs");
+    let out = sgp(&dir, &["synth", "--shape", "heteroscedastic", "--rows", "150"]);
+    dir.write("data.csv", ok(&out, "synth"));
+    let fit_args = |blob: &'static str, json: bool| {
+        let mut args = vec![
+            "fit", "--data", "data.csv", "--model", "spgp-hs", "--m", "6", "--max-iter", "20",
+            "--restarts", "2", "--init", "random", "--objective", "fitc", "--out", blob,
+            "--quiet",
+        ];
+        if json {
+            args.push("--json");
+        }
+        args
+    };
+    let text = ok(&sgp(&dir, &fit_args("hs.sgp", false)), "fit");
+    assert!(text.contains("spgp-hs"), "fit:\n{text}");
+    assert!(text.contains("uncertainties   h_m min"), "fit:\n{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&sgp(&dir, &fit_args("hs2.sgp", true)), "fit --json"))
+            .expect("JSON report");
+    assert_eq!(json["report"]["method"], "spgp-hs");
+    let u = &json["report"]["uncertainties"];
+    let (min, max) = (u["min"].as_f64().unwrap(), u["max"].as_f64().unwrap());
+    assert!(0.0 < min && min <= max, "{u}");
+    let text = ok(&sgp(&dir, &["inspect", "hs.sgp"]), "inspect");
+    assert!(text.contains("spgp-hs"), "inspect:\n{text}");
+    assert!(text.contains("not stored"), "inspect:\n{text}");
+}

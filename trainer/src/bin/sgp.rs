@@ -124,7 +124,7 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp, vsgp).
+    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs).
     #[arg(long, default_value_t = 20)]
     m: usize,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
@@ -138,8 +138,8 @@ struct FitArgs {
     /// Seed for every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Largest number of optimiser iterations of the final run (vsgp: of
-    /// each of its two stages).
+    /// Largest number of optimiser iterations of the final run (vsgp,
+    /// spgp-hs: of each of their two stages).
     #[arg(long, default_value_t = 200)]
     max_iter: u64,
     /// Pseudo-input initialisation of the first start.
@@ -179,7 +179,7 @@ impl FitArgs {
                 seed: self.seed,
                 optimiser,
             }),
-            Method::Spgp | Method::Vsgp => {
+            Method::Spgp | Method::Vsgp | Method::SpgpHs => {
                 let sparse = SparseParams {
                     m: self.m,
                     seed: self.seed,
@@ -190,10 +190,10 @@ impl FitArgs {
                     hyper_init: self.init_hyper,
                     max_points: self.max_points,
                 };
-                if self.model == Method::Vsgp {
-                    FitParams::Vsgp(sparse)
-                } else {
-                    FitParams::Spgp(sparse)
+                match self.model {
+                    Method::Vsgp => FitParams::Vsgp(sparse),
+                    Method::SpgpHs => FitParams::SpgpHs(sparse),
+                    _ => FitParams::Spgp(sparse),
                 }
             }
         }
@@ -377,6 +377,14 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         println!(
             "ignored inputs  {} (constant in the training data; no length scale)",
             report.ignored_inputs.join(", ")
+        );
+    }
+    if let Some(h) = &report.uncertainties {
+        println!(
+            "uncertainties   h_m min {}  median {}  max {} (raw target variance; not in the blob)",
+            number(h.min),
+            number(h.median),
+            number(h.max)
         );
     }
     println!("signal variance {}", number(report.signal_variance));
