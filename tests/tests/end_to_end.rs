@@ -50,6 +50,12 @@ fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
             optimiser,
             ..SparseParams::default()
         }),
+        Method::SpgpHs => FitParams::SpgpHs(SparseParams {
+            m,
+            seed,
+            optimiser,
+            ..SparseParams::default()
+        }),
     }
 }
 
@@ -80,6 +86,15 @@ fn spgp_runtime_matches_trainer() {
 fn vsgp_runtime_matches_trainer() {
     let (_, model) = fitted(Method::Vsgp, 15, 1);
     assert!(model.to_spec().unwrap().shape.per_basis);
+    assert_runtime_matches(&model);
+}
+
+#[test]
+fn spgp_hs_runtime_matches_trainer() {
+    let (_, model) = fitted(Method::SpgpHs, 15, 1);
+    let spec = model.to_spec().unwrap();
+    assert_eq!(spec.shape.kind, ModelKind::SpgpHs);
+    assert!(!spec.shape.per_basis && !spec.shape.projected);
     assert_runtime_matches(&model);
 }
 

@@ -33,8 +33,8 @@ type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
 
 /// The configurations compared: a name and a fitter each. Sparse ones are
 /// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
-/// single random start; `spgp-mM` and `vsgp-mM` compare the two feature
-/// kinds with the defaults.
+/// single random start; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
+/// feature kinds with the defaults.
 fn configurations() -> Vec<(String, Fitter)> {
     let mut configs: Vec<(String, Fitter)> = vec![(
         "exact".into(),
@@ -66,14 +66,16 @@ fn configurations() -> Vec<(String, Fitter)> {
             configs.push((format!("{objective}-m{m}"), with(FitParams::Spgp(default))));
         }
     }
-    // SPGP against VSGP at small M (issue 8), default settings, FITC.
+    // SPGP against VSGP (issue 8) and SPGP+HS (issue 9) at small M, default
+    // settings, FITC.
     for m in [5, 10, 20] {
         let params = SparseParams {
             m,
             ..SparseParams::default()
         };
         configs.push((format!("spgp-m{m}"), with(FitParams::Spgp(params.clone()))));
-        configs.push((format!("vsgp-m{m}"), with(FitParams::Vsgp(params))));
+        configs.push((format!("vsgp-m{m}"), with(FitParams::Vsgp(params.clone()))));
+        configs.push((format!("spgp-hs-m{m}"), with(FitParams::SpgpHs(params))));
     }
     configs
 }

@@ -701,12 +701,30 @@ fn predict_into_a_closed_pipe_ends_quietly() {
 #[test]
 fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     let dir = TempDir::new("spgp-hs");
-    let out = sgp(&dir, &["synth", "--shape", "heteroscedastic", "--rows", "150"]);
+    let out = sgp(
+        &dir,
+        &["synth", "--shape", "heteroscedastic", "--rows", "150"],
+    );
     dir.write("data.csv", ok(&out, "synth"));
     let fit_args = |blob: &'static str, json: bool| {
         let mut args = vec![
-            "fit", "--data", "data.csv", "--model", "spgp-hs", "--m", "6", "--max-iter", "20",
-            "--restarts", "2", "--init", "random", "--objective", "fitc", "--out", blob,
+            "fit",
+            "--data",
+            "data.csv",
+            "--model",
+            "spgp-hs",
+            "--m",
+            "6",
+            "--max-iter",
+            "20",
+            "--restarts",
+            "2",
+            "--init",
+            "random",
+            "--objective",
+            "fitc",
+            "--out",
+            blob,
             "--quiet",
         ];
         if json {

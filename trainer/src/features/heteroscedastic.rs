@@ -206,7 +206,9 @@ mod tests {
     fn setup(seed: u64, n: usize, m: usize) -> (DMatrix<f64>, DVector<f64>, Heteroscedastic) {
         let (x, y) = problem(seed, n, D);
         let z = DMatrix::from_fn(m, D, |i, d| x[(i * n / m, d)] + 0.05 * (d as f64 + 1.0));
-        let log_h = (0..m).map(|i| -2.3 + 2.0 * (i as f64 * 1.7).sin()).collect();
+        let log_h = (0..m)
+            .map(|i| -2.3 + 2.0 * (i as f64 * 1.7).sin())
+            .collect();
         let f = Heteroscedastic::new(PseudoInputs::new(z).expect("valid"), log_h).expect("valid");
         (x, y, f)
     }
@@ -413,8 +415,8 @@ mod tests {
 
     #[test]
     fn constructor_checks_and_round_trip() {
-        let z = PseudoInputs::new(DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 3.0, 4.0]))
-            .expect("valid");
+        let z =
+            PseudoInputs::new(DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 3.0, 4.0])).expect("valid");
         let mut f = Heteroscedastic::new(z.clone(), vec![-1.0, -2.0]).expect("valid");
         assert_eq!(f.params(), vec![1.0, 2.0, 3.0, 4.0, -1.0, -2.0]);
         f.set_params(&[4.0, 3.0, 2.0, 1.0, 0.5, -0.5])
