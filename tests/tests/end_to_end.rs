@@ -210,7 +210,7 @@ fn constant_inputs_are_fitted_and_ignored_in_f64_and_on_the_device() {
         let fitted = fit(&train, &params(method, 10, 0, 30), &mut |_| {}).unwrap();
         let (model, report) = (fitted.model, fitted.report);
         assert_eq!(report.ignored_inputs, vec!["still"]);
-        assert_eq!(report.lengthscales.len(), 2);
+        assert_eq!(report.hyper.lengthscales.len(), 2);
         let json = serde_json::to_value(&report).unwrap();
         let scales = json["lengthscales"].as_array().unwrap();
         assert!(scales.iter().all(|l| l.is_f64()), "{json}");

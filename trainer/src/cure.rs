@@ -68,10 +68,10 @@ pub fn export_fitted(
         eps *= 10.0;
         for reoptimise in [REOPTIMISE_ITER, 0] {
             // A factorisation that fails at this jitter may succeed at the next.
-            let Ok((model, nlml)) = fitted.with_jitter(eps, reoptimise) else {
+            let Ok(rebuilt) = fitted.with_jitter(eps, reoptimise) else {
                 continue;
             };
-            let exported = check(&model, check_x)?;
+            let exported = check(&rebuilt.model, check_x)?;
             if !exported.fidelity.passes() {
                 continue;
             }
@@ -79,10 +79,11 @@ pub fn export_fitted(
                 from_eps,
                 to_eps: eps,
                 nlml_before: fitted.report.nlml,
-                nlml_after: nlml,
+                nlml_after: rebuilt.nlml,
                 reoptimised: reoptimise,
             };
-            fitted.model = model;
+            fitted.model = rebuilt.model;
+            fitted.report.hyper = rebuilt.hyper;
             return Ok((exported, Some(cure)));
         }
     }
@@ -116,8 +117,11 @@ mod tests {
             FitParams::Exact(ExactParams::default()),
         ] {
             let fitted = fit(&data, &params, &mut |_| {}).unwrap();
-            let (_, plain) = fitted.with_jitter(1e-3, 0).unwrap();
-            let (model, refit) = fitted.with_jitter(1e-3, REOPTIMISE_ITER).unwrap();
+            let plain = fitted.with_jitter(1e-3, 0).unwrap().nlml;
+            let rebuilt = fitted.with_jitter(1e-3, REOPTIMISE_ITER).unwrap();
+            let (model, refit) = (rebuilt.model, rebuilt.nlml);
+            // The report follows the re-optimised kernel, not the fitted one.
+            assert_ne!(rebuilt.hyper, fitted.report.hyper);
             // The jitter costs training NLML; re-optimising wins some back.
             assert!(
                 plain > fitted.report.nlml,

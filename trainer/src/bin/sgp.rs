@@ -370,7 +370,7 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     }
     println!("length scales");
     let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
-    for (name, l) in report.inputs.iter().zip(&report.lengthscales) {
+    for (name, l) in report.inputs.iter().zip(&report.hyper.lengthscales) {
         println!("  {name:<width$}  {}", number(*l));
     }
     if !report.ignored_inputs.is_empty() {
@@ -387,11 +387,11 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             number(h.max)
         );
     }
-    println!("signal variance {}", number(report.signal_variance));
+    println!("signal variance {}", number(report.hyper.signal_variance));
     println!(
         "noise variance  {}{}",
-        number(report.noise_variance),
-        if report.noise_on_floor {
+        number(report.hyper.noise_variance),
+        if report.hyper.noise_on_floor {
             "  (on the noise floor: FITC absorbed the noise)"
         } else {
             ""

@@ -7,7 +7,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, ModelKind};
 
-use super::{data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Method, OptimiserReport};
+use super::{
+    data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Hyperparameters, Method,
+    OptimiserReport,
+};
 use crate::data::Dataset;
 use crate::inference::exact::exact_posterior;
 use crate::inference::objective::ExactObjective;
@@ -92,7 +95,8 @@ pub(crate) fn fit_exact(
             objective.unpack(&run.x)?
         };
         let post = exact_posterior(&kernel, &subset.x, &subset.y, &jitter)?;
-        Ok((post.runtime_form()?, post.nlml()))
+        let hyper = Hyperparameters::new(&kernel, &subset.transform);
+        Ok((post.runtime_form()?, post.nlml(), hyper))
     };
     let jitter = JitterPolicy::default().initial;
     Ok(Fitted::new(model, report, jitter, Box::new(rebuild)))

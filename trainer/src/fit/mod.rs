@@ -344,6 +344,36 @@ pub struct StartReport {
     pub nlml: f64,
 }
 
+/// A model's kernel hyperparameters in raw units, for people.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hyperparameters {
+    /// Length scales in raw input units.
+    pub lengthscales: Vec<f64>,
+    /// Signal variance in raw target units.
+    pub signal_variance: f64,
+    /// Noise variance in raw target units.
+    pub noise_variance: f64,
+    /// The optimum sits on the noise floor (FITC's known tendency).
+    pub noise_on_floor: bool,
+}
+
+impl Hyperparameters {
+    /// `kern` (standardised units) through the data's transform.
+    pub fn new(kern: &KernelParams, transform: &crate::data::Standardisation) -> Self {
+        Hyperparameters {
+            lengthscales: kern
+                .lengthscales()
+                .iter()
+                .zip(&transform.x_scale)
+                .map(|(l, s)| l * s)
+                .collect(),
+            signal_variance: transform.unapply_var(kern.signal_var()),
+            noise_variance: transform.unapply_var(kern.noise_var()),
+            noise_on_floor: kern.noise_on_floor(),
+        }
+    }
+}
+
 /// How a fit went: what `sgp fit` prints (`--json`: this, serialised).
 #[derive(Clone, Debug, Serialize)]
 pub struct FitReport {
@@ -361,16 +391,11 @@ pub struct FitReport {
     /// Names of the inputs the model uses, in the order of `lengthscales`
     /// (the [`Self::ignored_inputs`] are left out).
     pub inputs: Vec<String>,
-    /// Length scales in raw input units.
-    pub lengthscales: Vec<f64>,
     /// Inputs constant in the training data, which the model ignores.
     pub ignored_inputs: Vec<String>,
-    /// Signal variance in raw target units.
-    pub signal_variance: f64,
-    /// Noise variance in raw target units.
-    pub noise_variance: f64,
-    /// The optimum sits on the noise floor (FITC's known tendency).
-    pub noise_on_floor: bool,
+    /// The kernel hyperparameters of the exported model.
+    #[serde(flatten)]
+    pub hyper: Hyperparameters,
     /// How many times a Cholesky needed more jitter in the final model.
     pub jitter_escalations: u32,
     /// The final gradient run.
@@ -393,7 +418,6 @@ impl FitReport {
         nlml: f64,
         jitter_escalations: u32,
     ) -> Self {
-        let t = &data.transform;
         FitReport {
             method,
             approximation: None,
@@ -401,15 +425,7 @@ impl FitReport {
             nlml,
             seconds: 0.0,
             inputs: data.input_names.clone(),
-            lengthscales: kern
-                .lengthscales()
-                .iter()
-                .zip(&t.x_scale)
-                .map(|(l, s)| l * s)
-                .collect(),
-            signal_variance: t.unapply_var(kern.signal_var()),
-            noise_variance: t.unapply_var(kern.noise_var()),
-            noise_on_floor: kern.noise_on_floor(),
+            hyper: Hyperparameters::new(kern, &data.transform),
             jitter_escalations,
             ignored_inputs: Vec::new(),
             optimiser: None,
@@ -419,12 +435,24 @@ impl FitReport {
     }
 }
 
-/// Recomputes a fitted model with another jitter policy: the runtime form
-/// and its training objective, after `max_iter` iterations of optimisation
-/// from the fitted parameters (0: the posterior of the fitted parameters
-/// alone). Built by each procedure around its own feature type and data.
+/// Recomputes a fitted model with another jitter policy: the runtime form,
+/// its training objective and its hyperparameters, after `max_iter`
+/// iterations of optimisation from the fitted parameters (0: the posterior
+/// of the fitted parameters alone). Built by each procedure around its own
+/// feature type and data.
 pub(crate) type Rebuild =
-    Box<dyn Fn(JitterPolicy, u64) -> Result<(RuntimeForm, f64)> + Send + Sync>;
+    Box<dyn Fn(JitterPolicy, u64) -> Result<(RuntimeForm, f64, Hyperparameters)> + Send + Sync>;
+
+/// A fitted model recomputed by [`Fitted::with_jitter`].
+#[derive(Clone, Debug)]
+pub struct Rebuilt {
+    /// The model.
+    pub model: TrainedModel,
+    /// Its training objective.
+    pub nlml: f64,
+    /// Its hyperparameters (raw units).
+    pub hyper: Hyperparameters,
+}
 
 /// A fitted model, its report, and how to rebuild it.
 pub struct Fitted {
@@ -497,20 +525,20 @@ impl Fitted {
     ///
     /// # Errors
     /// If the factorisation fails even with that jitter.
-    pub fn with_jitter(&self, eps: f64, reoptimise: u64) -> Result<(TrainedModel, f64)> {
+    pub fn with_jitter(&self, eps: f64, reoptimise: u64) -> Result<Rebuilt> {
         let default = JitterPolicy::default();
         let policy = JitterPolicy {
             initial: eps,
             max: default.max.max(eps),
             ..default
         };
-        let (form, nlml) = (self.rebuild)(policy, reoptimise)?;
+        let (form, nlml, hyper) = (self.rebuild)(policy, reoptimise)?;
         let mut model = self.model.clone();
         model.form = form;
         if let Some(expansion) = &self.expansion {
             expansion.apply(&mut model);
         }
-        Ok((model, nlml))
+        Ok(Rebuilt { model, nlml, hyper })
     }
 
     /// The relative jitter the fit used.

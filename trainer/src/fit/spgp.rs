@@ -21,8 +21,8 @@ use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
 use super::{
-    data_scale_kernel, Checked, FitReport, Fitted, HyperInit, InitMethod, Method, OptimiserReport,
-    PseudoInit, SparseParams, StartReport,
+    data_scale_kernel, Checked, FitReport, Fitted, HyperInit, Hyperparameters, InitMethod, Method,
+    OptimiserReport, PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
@@ -241,7 +241,8 @@ impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
                 (refit.features, refit.kernel)
             };
             let post = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
-            Ok((post.runtime_form(&features, &kernel), post.nlml))
+            let hyper = Hyperparameters::new(&kernel, &data.transform);
+            Ok((post.runtime_form(&features, &kernel), post.nlml, hyper))
         };
         Fitted::new(model, report, config.jitter.initial, Box::new(rebuild))
     }
