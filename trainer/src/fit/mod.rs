@@ -8,10 +8,12 @@
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
-//! from SPGP's fit with multiscale features. Other feature kinds (HS, DR)
-//! reuse [`spgp::fit_sparse`] with a different
+//! from SPGP's fit with multiscale features; `dr` is SPGP+DR and the
+//! PCA-then-SPGP baseline. Other feature kinds (HS) reuse
+//! [`spgp::fit_sparse`] with a different
 //! [`crate::features::InducingFeatures`].
 
+pub mod dr;
 pub mod exact;
 pub mod spgp;
 pub mod vsgp;
@@ -23,6 +25,7 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::data::Dataset;
+pub use dr::{ProjectedParams, ProjectionReport};
 use crate::inference::{Approximation, RuntimeForm};
 use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
@@ -43,6 +46,10 @@ pub enum Method {
     Spgp,
     /// VSGP: SPGP, then each basis function's widths freed (multiscale).
     Vsgp,
+    /// SPGP+DR: a learned G x D projection, pseudo-inputs in G dims.
+    SpgpDr,
+    /// PCA to G dims (fixed), then SPGP in that space.
+    SpgpPca,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -245,6 +252,10 @@ pub enum FitParams {
     /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
     /// its two stages).
     Vsgp(SparseParams),
+    /// SPGP+DR.
+    SpgpDr(ProjectedParams),
+    /// PCA to G dims, then SPGP.
+    SpgpPca(ProjectedParams),
 }
 
 impl FitParams {
@@ -254,6 +265,8 @@ impl FitParams {
             FitParams::Exact(_) => Method::Exact,
             FitParams::Spgp(_) => Method::Spgp,
             FitParams::Vsgp(_) => Method::Vsgp,
+            FitParams::SpgpDr(_) => Method::SpgpDr,
+            FitParams::SpgpPca(_) => Method::SpgpPca,
         }
     }
 
@@ -267,6 +280,22 @@ impl FitParams {
         })
         | FitParams::Vsgp(SparseParams {
             pseudo_init: PseudoInit::Given(z),
+            ..
+        })
+        | FitParams::SpgpDr(ProjectedParams {
+            sparse:
+                SparseParams {
+                    pseudo_init: PseudoInit::Given(z),
+                    ..
+                },
+            ..
+        })
+        | FitParams::SpgpPca(ProjectedParams {
+            sparse:
+                SparseParams {
+                    pseudo_init: PseudoInit::Given(z),
+                    ..
+                },
             ..
         }) = &mut params
         {
@@ -282,6 +311,7 @@ impl FitParams {
             FitParams::Exact(p) => p.optimiser.max_iter,
             FitParams::Spgp(p) => p.iteration_budget(),
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
         }
     }
 }
@@ -348,8 +378,12 @@ pub struct FitReport {
     /// Names of the inputs the model uses, in the order of `lengthscales`
     /// (the [`Self::ignored_inputs`] are left out).
     pub inputs: Vec<String>,
-    /// Length scales in raw input units.
+    /// Length scales in raw input units (empty for a projected model).
     pub lengthscales: Vec<f64>,
+    /// A projected model's projection (SPGP+DR, PCA), instead of length
+    /// scales.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<ProjectionReport>,
     /// Inputs constant in the training data, which the model ignores.
     pub ignored_inputs: Vec<String>,
     /// Signal variance in raw target units.
@@ -395,6 +429,7 @@ impl FitReport {
             noise_on_floor: kern.noise_on_floor(),
             jitter_escalations,
             ignored_inputs: Vec::new(),
+            projection: None,
             optimiser: None,
             starts: Vec::new(),
         }
@@ -531,6 +566,8 @@ pub fn fit(
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
+        FitParams::SpgpDr(p) => dr::fit_dr(used, &p.check(used)?, progress)?,
+        FitParams::SpgpPca(p) => dr::fit_pca(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {
