@@ -359,9 +359,14 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         .approximation
         .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
         .unwrap_or_default();
+    let method = model_name(report.method);
+    let kind = if method == model.kind.name() {
+        method
+    } else {
+        format!("{method} (blob kind {})", model.kind.name())
+    };
     println!(
-        "model           {} (M = {}, {} training rows{objective})",
-        model.kind.name(),
+        "model           {kind} (M = {}, {} training rows{objective})",
         model.n_basis(),
         report.rows
     );
