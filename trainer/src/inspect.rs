@@ -204,7 +204,11 @@ impl std::fmt::Display for Summary {
             }
         }
         if let Some(p) = &self.projection {
-            let s: Vec<String> = p.singular_values.iter().map(|v| format!("{v:.4}")).collect();
+            let s: Vec<String> = p
+                .singular_values
+                .iter()
+                .map(|v| format!("{v:.4}"))
+                .collect();
             writeln!(
                 f,
                 "projection      {} x {} on standardised inputs; singular values {}",

@@ -485,9 +485,7 @@ mod tests {
         let a = random_matrix(&mut rng, 3, 2);
         let b = random_matrix(&mut rng, 5, 2);
         let inv_l = [2.0, 0.25];
-        let scale = |m: &DMatrix<f64>| {
-            DMatrix::from_fn(m.nrows(), 2, |i, t| m[(i, t)] * inv_l[t])
-        };
+        let scale = |m: &DMatrix<f64>| DMatrix::from_fn(m.nrows(), 2, |i, t| m[(i, t)] * inv_l[t]);
         let k = se_cross(&a, &b, &inv_l, 1.7);
         let unit = se_cross(&scale(&a), &scale(&b), &[1.0, 1.0], 1.7);
         assert!((&k - unit).amax() < 1e-14);

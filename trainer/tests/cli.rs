@@ -707,13 +707,32 @@ fn projected_models_fit_and_inspect_with_their_projection() {
         let out = sgp(
             &dir,
             &[
-                "fit", "--data", "data.csv", "--model", model, "--m", "6", "--dim", "2",
-                "--objective", objective, "--restarts", "2", "--init", "random", "--max-iter",
-                "15", "--out", &blob,
+                "fit",
+                "--data",
+                "data.csv",
+                "--model",
+                model,
+                "--m",
+                "6",
+                "--dim",
+                "2",
+                "--objective",
+                objective,
+                "--restarts",
+                "2",
+                "--init",
+                "random",
+                "--max-iter",
+                "15",
+                "--out",
+                &blob,
             ],
         );
         let summary = ok(&out, model);
-        assert!(summary.contains(&format!("model           {model}")), "{summary}");
+        assert!(
+            summary.contains(&format!("model           {model}")),
+            "{summary}"
+        );
         assert!(summary.contains("projection      2 x 5"), "{summary}");
         assert!(!summary.contains("length scales"), "{summary}");
         let inspect = ok(&sgp(&dir, &["inspect", &blob]), "inspect");

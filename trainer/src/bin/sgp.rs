@@ -20,8 +20,8 @@ use sgp_trainer::export::{
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method,
-    ProjectedParams, SparseParams, DEFAULT_RESTARTS,
+    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
+    SparseParams, DEFAULT_RESTARTS,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};

@@ -84,7 +84,9 @@ impl Projected {
     /// (M x G); fails on empty, mismatched or non-finite matrices.
     pub fn new(p: DMatrix<f64>, zbar: DMatrix<f64>) -> Result<Self> {
         if p.nrows() == 0 || p.ncols() == 0 || zbar.nrows() == 0 {
-            return Err(Error::BadInput("empty projection or no pseudo-inputs".into()));
+            return Err(Error::BadInput(
+                "empty projection or no pseudo-inputs".into(),
+            ));
         }
         if zbar.ncols() != p.nrows() {
             return Err(Error::BadInput(format!(
@@ -112,7 +114,9 @@ impl Projected {
         let inv_l = kern.inv_lengthscales();
         let scaled = DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| x[(i, j)] * inv_l[j]);
         let (dirs, _) = principal_directions(&scaled, g)?;
-        Ok(DMatrix::from_fn(g, x.ncols(), |r, j| dirs[(r, j)] * inv_l[j]))
+        Ok(DMatrix::from_fn(g, x.ncols(), |r, j| {
+            dirs[(r, j)] * inv_l[j]
+        }))
     }
 
     /// The projection `P`, G x D.
@@ -195,7 +199,12 @@ impl InducingFeatures for Projected {
     }
 
     fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        se_cross(&self.zbar, &self.project(x), &self.unit(), kern.signal_var())
+        se_cross(
+            &self.zbar,
+            &self.project(x),
+            &self.unit(),
+            kern.signal_var(),
+        )
     }
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {

@@ -89,7 +89,13 @@ impl ProjectionReport {
 
 /// Singular values of `p`, descending.
 pub fn singular_values(p: &DMatrix<f64>) -> Vec<f64> {
-    let mut s: Vec<f64> = p.clone().svd(false, false).singular_values.iter().copied().collect();
+    let mut s: Vec<f64> = p
+        .clone()
+        .svd(false, false)
+        .singular_values
+        .iter()
+        .copied()
+        .collect();
     s.sort_by(|a, b| b.total_cmp(a));
     s
 }
@@ -210,7 +216,12 @@ mod tests {
         Dataset::from_raw(x, y, names, "y".into()).expect("valid")
     }
 
-    fn params(m: usize, dim: usize, approximation: Approximation, restarts: usize) -> ProjectedParams {
+    fn params(
+        m: usize,
+        dim: usize,
+        approximation: Approximation,
+        restarts: usize,
+    ) -> ProjectedParams {
         ProjectedParams {
             sparse: SparseParams {
                 m,
@@ -286,7 +297,10 @@ mod tests {
             let (rebuilt, _) = fitted.with_jitter(fitted.jitter(), 0).expect("rebuilds");
             let a = rebuilt.predict_raw(&train.raw_x()).expect("predicts");
             let b = model.predict_raw(&train.raw_x()).expect("predicts");
-            assert!((a.mean - b.mean).amax() < 1e-9 * train.transform.y_scale, "{method:?}");
+            assert!(
+                (a.mean - b.mean).amax() < 1e-9 * train.transform.y_scale,
+                "{method:?}"
+            );
             assert!((&a.var - &b.var).amax() < 1e-9 * b.var.amax(), "{method:?}");
             let (cured, _) = fitted.with_jitter(1e-4, 3).expect("rebuilds");
             assert_eq!(cured.form.basis.centres.shape(), (6, 2));

@@ -25,13 +25,13 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::data::Dataset;
-pub use dr::{ProjectedParams, ProjectionReport};
 use crate::inference::{Approximation, RuntimeForm};
 use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
 use crate::optimise::{OptimiseOptions, OptimiseReport, OptimiseStatus, Progress};
 use crate::{Error, Result};
+pub use dr::{ProjectedParams, ProjectionReport};
 
 /// Largest number of rows an exact GP may be fitted on.
 pub const MAX_EXACT_POINTS: usize = 4096;
