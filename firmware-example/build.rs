@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 const SIZES: [usize; 3] = [16, 32, 64];
 /// The same for the VSGP models (files `vsgp_m{M}.sgp`, `golden_vsgp_m{M}.rs`).
 const VSGP_SIZES: [usize; 1] = [32];
+/// The same for the SPGP+DR models (files `dr_m{M}.sgp`, `golden_dr_m{M}.rs`).
+const DR_SIZES: [usize; 1] = [32];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -34,6 +36,10 @@ fn main() {
     for m in VSGP_SIZES {
         stage(&out, &format!("vsgp_m{m}.sgp"));
         stage(&out, &format!("golden_vsgp_m{m}.rs"));
+    }
+    for m in DR_SIZES {
+        stage(&out, &format!("dr_m{m}.sgp"));
+        stage(&out, &format!("golden_dr_m{m}.rs"));
     }
 }
 

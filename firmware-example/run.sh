@@ -19,11 +19,15 @@ TARGET_DIR=target
 REPO_ROOT=$(cd .. && pwd)
 # Scratch space for the host tool's outputs before they are compared with model/.
 GEN_DIR=$PWD/$TARGET_DIR/model-gen
-# "kind M" per model; must match SIZES / VSGP_SIZES in build.rs and the models
-# in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
-# model/vsgp_m$M.sgp and golden_vsgp_m$M.rs for vsgp.
-MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32")
+# "kind M" per model; must match SIZES / VSGP_SIZES / DR_SIZES in build.rs and
+# the models in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
+# model/vsgp_m$M.sgp and golden_vsgp_m$M.rs for vsgp, model/dr_m$M.sgp and
+# golden_dr_m$M.rs for spgp-dr (fitted on its own D = DR_DIM data, projected
+# to G = DR_G dims).
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "spgp-dr 32")
 MODEL_DIM=4
+DR_DIM=16
+DR_G=4
 BIN_DIR=$TARGET_DIR/$TARGET/release
 MAIN_BIN=sgp-firmware-example
 PROOF_BIN=panic_free
@@ -64,7 +68,7 @@ fi
 echo "target $TARGET, $(qemu-system-arm --version | head -n1), size tool: ${LLVM_SIZE:-none}"
 
 # --- 2. model blobs and golden values ---------------------------------------
-step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM)"
+step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM; spgp-dr D = $DR_DIM, G = $DR_G)"
 # The cost of a prediction does not depend on the model's quality, so short
 # fits do; fixed seeds make every run produce the same files. Generated into
 # model/ (ignored by firmware-example/.gitignore, never committed); build.rs
@@ -86,14 +90,21 @@ if [[ -z "${SGP_BIN:-}" ]]; then
 fi
 mkdir -p "$GEN_DIR" model
 sgp synth --rows 400 --dim "$MODEL_DIM" --seed 0 >"$GEN_DIR/data.csv" || fail "sgp synth"
+sgp synth --rows 500 --dim "$DR_DIM" --seed 0 >"$GEN_DIR/data_dr.csv" || fail "sgp synth --dim $DR_DIM"
 # The trainer's defaults (restarts, pseudo-input init) apply; --max-iter caps
 # each optimiser run (vsgp: each of its two stages, SPGP then widths freed).
 BLOBS=()
 for model in "${MODELS[@]}"; do
     read -r kind m <<<"$model"
     name=m$m
-    [[ $kind == spgp ]] || name=${kind}_m$m
-    sgp fit --data "$GEN_DIR/data.csv" --model "$kind" --m "$m" --max-iter 30 --seed 0 \
+    data=$GEN_DIR/data.csv
+    extra=()
+    case $kind in
+        spgp) ;;
+        spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G") ;;
+        *) name=${kind}_m$m ;;
+    esac
+    sgp fit --data "$data" --model "$kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \
         --out "$GEN_DIR/$name.sgp" --golden "$GEN_DIR/golden_$name.rs" --quiet >"$GEN_DIR/fit_$name.log" ||
         { cat "$GEN_DIR/fit_$name.log" >&2; fail "sgp fit --model $kind --m $m"; }
     for f in "$name.sgp" "golden_$name.rs"; do
@@ -245,7 +256,7 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e
-        grep -E '^\| (kind|spgp|vsgp)|^golden [a-z ]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        grep -E '^\| (kind|spgp|vsgp)|^golden [a-z -]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
         echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
     done
 fi

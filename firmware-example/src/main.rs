@@ -16,7 +16,9 @@ use panic_semihosting as _;
 
 use sgp_firmware_example::golden::{self, Tolerance};
 use sgp_firmware_example::instructions::{self, InstructionMeter, CALIBRATION_NOPS};
-use sgp_firmware_example::model::{self, ModelM, Models, CONTROL_M, INPUT_DIM};
+use sgp_firmware_example::model::{
+    self, Model, ModelM, Models, CONTROL_M, DR_FEATURE_DIM, DR_INPUT_DIM, INPUT_DIM,
+};
 use sgp_firmware_example::stack;
 
 /// Host-generated golden values, one file per model (model/golden_m{M}.rs and
@@ -34,6 +36,7 @@ golden_module!(golden_m16, "golden_m16.rs");
 golden_module!(golden_m32, "golden_m32.rs");
 golden_module!(golden_m64, "golden_m64.rs");
 golden_module!(golden_vsgp_m32, "golden_vsgp_m32.rs");
+golden_module!(golden_dr_m32, "golden_dr_m32.rs");
 
 /// Control ticks simulated (a real loop would wait for a timer each tick).
 const CONTROL_TICKS: u32 = 200;
@@ -131,6 +134,14 @@ fn run() -> bool {
         golden_vsgp_m32::DIM,
         &golden_vsgp_m32::EXPECTED,
         golden_vsgp_m32::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        "spgp-dr M=32",
+        models.dr_m32,
+        golden_dr_m32::INPUTS.as_slice(),
+        golden_dr_m32::DIM,
+        &golden_dr_m32::EXPECTED,
+        golden_dr_m32::Y_SCALE,
     );
     let cost_ok = check_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
@@ -183,8 +194,9 @@ fn load_models() -> Option<Models> {
     describe("M=32", models.m32, model::BLOB_M32.len());
     describe("M=64", models.m64, model::BLOB_M64.len());
     describe("vsgp M=32", models.vsgp_m32, model::BLOB_VSGP_M32.len());
+    describe("spgp-dr M=32", models.dr_m32, model::BLOB_DR_M32.len());
     hprintln!(
-        "load: all four Model::load calls (in place, into .bss) <= {} B stack",
+        "load: all five Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)
@@ -192,7 +204,11 @@ fn load_models() -> Option<Models> {
 
 /// One line per model; `label` names it in every line of the log ("M=32" for
 /// the SPGP models, "vsgp M=32").
-fn describe<const M: usize>(label: &str, m: &ModelM<M>, blob_bytes: usize) {
+fn describe<const M: usize, const G: usize, const D: usize>(
+    label: &str,
+    m: &Model<M, G, D>,
+    blob_bytes: usize,
+) {
     let s = m.shape();
     hprintln!(
         "model {}: {} with {} basis functions, D={}, G={}; per-basis widths: {}; blob {} B (flash), Model<{}, {}, {}> {} B (RAM); prior var {}, noise var {}",
@@ -204,19 +220,19 @@ fn describe<const M: usize>(label: &str, m: &ModelM<M>, blob_bytes: usize) {
         if s.per_basis { "yes" } else { "no (shared)" },
         blob_bytes,
         M,
-        INPUT_DIM,
-        INPUT_DIM,
-        core::mem::size_of::<ModelM<M>>(),
+        G,
+        D,
+        core::mem::size_of::<Model<M, G, D>>(),
         m.prior_variance(),
         m.noise_variance()
     );
 }
 
 /// Compares on-target predictions of `model` with the host's golden values.
-fn check_golden<const M: usize>(
+fn check_golden<const M: usize, const G: usize, const D: usize>(
     meter: &InstructionMeter,
     label: &str,
-    model: &ModelM<M>,
+    model: &Model<M, G, D>,
     inputs: &[f32],
     dim: usize,
     expected: &[(f32, f32)],
@@ -305,7 +321,11 @@ impl Span {
 }
 
 /// Instruction counts of `predict` and `mean` at one input.
-fn cost<const M: usize>(meter: &InstructionMeter, model: &ModelM<M>, x: &[f32]) -> (u32, u32) {
+fn cost<const M: usize, const G: usize, const D: usize>(
+    meter: &InstructionMeter,
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> (u32, u32) {
     // The runtime's own API, Result and all, so the figure is what a caller pays.
     let (_, p) = meter.measure(x, |x| model.predict(x));
     let (_, m) = meter.measure(x, |x| model.mean(x));
@@ -393,6 +413,8 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         constant_time &= span[0].spread() <= CONSTANT_TIME_SLACK;
         constant_time &= span[1].spread() <= CONSTANT_TIME_SLACK;
     }
+    let dr = dr_cost(meter, models);
+    constant_time &= dr[0].spread() <= CONSTANT_TIME_SLACK && dr[1].spread() <= CONSTANT_TIME_SLACK;
     let m32_predict = spans[1][0].max;
     hprintln!(
         "cost: M=32 predict <= {} instructions: {} the target of < {}",
@@ -416,13 +438,79 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         spgp[1].max,
         i64::from(vsgp[1].max) - i64::from(spgp[1].max)
     );
+    // The DR model has the feature dimension of the SPGP M=32 one (G = 4):
+    // what it costs beyond it is the projection (G x D multiply-adds) and
+    // standardising 16 inputs instead of 4.
+    hprintln!(
+        "cost: spgp-dr M=32 (D={}, G={}) vs spgp M=32 (D=G={}): predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions; the projection is {} multiply-adds",
+        DR_INPUT_DIM,
+        DR_FEATURE_DIM,
+        INPUT_DIM,
+        dr[0].max,
+        spgp[0].max,
+        i64::from(dr[0].max) - i64::from(spgp[0].max),
+        dr[1].max,
+        spgp[1].max,
+        i64::from(dr[1].max) - i64::from(spgp[1].max),
+        DR_FEATURE_DIM * DR_INPUT_DIM
+    );
     hprintln!(
         "constant time: {} (largest spread over inputs {} instructions, allowed {})",
         if constant_time { "ok" } else { "FAILED" },
-        spans.iter().flatten().map(Span::spread).max().unwrap_or(0),
+        spans
+            .iter()
+            .chain(core::iter::once(&dr))
+            .flatten()
+            .map(Span::spread)
+            .max()
+            .unwrap_or(0),
         CONSTANT_TIME_SLACK
     );
     constant_time
+}
+
+/// Inputs for the SPGP+DR model's cost besides its golden ones (16-D):
+/// the centre, a corner, far out and huge.
+const EXTRA_DR_COST_INPUTS: [[f32; DR_INPUT_DIM]; 4] = [
+    [0.0; DR_INPUT_DIM],
+    [3.0; DR_INPUT_DIM],
+    [10.0; DR_INPUT_DIM],
+    [1e4; DR_INPUT_DIM],
+];
+
+/// Instruction spans of the SPGP+DR model's `predict` and `mean` over its
+/// golden inputs and a few more; prints its row of the cost table (the
+/// distances are in G dims, the projection adds G x D multiply-adds).
+fn dr_cost(meter: &InstructionMeter, models: &Models) -> [Span; 2] {
+    let mut span = [Span::EMPTY; 2];
+    let inputs = golden_dr_m32::INPUTS
+        .chunks_exact(DR_INPUT_DIM)
+        .chain(EXTRA_DR_COST_INPUTS.iter().map(|x| x.as_slice()));
+    for x in inputs {
+        let (p, m) = cost(meter, models.dr_m32, x);
+        span[0].add(p);
+        span[1].add(m);
+    }
+    let (m, g, d) = (32u32, DR_FEATURE_DIM as u32, DR_INPUT_DIM as u32);
+    let solve_macs = m * (m + 1);
+    let variance_part = span[0].max.saturating_sub(span[1].max);
+    hprintln!(
+        "| spgp-dr (D={}, projection {} MACs) | {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+        d,
+        g * d,
+        m,
+        3 * m * g,
+        m,
+        m,
+        solve_macs,
+        span[0].min,
+        span[0].max,
+        span[1].min,
+        span[1].max,
+        variance_part,
+        variance_part as f32 / solve_macs as f32
+    );
+    span
 }
 
 /// Simulated 4-channel sensor: a Lissajous sweep inside the training box,

@@ -21,6 +21,13 @@ pub type Model16 = ModelM<16>;
 pub type Model32 = ModelM<32>;
 pub type Model64 = ModelM<64>;
 
+/// Raw inputs `D` and projected dimension `G` of the SPGP+DR model: a
+/// 16-channel sensor vector projected to 4 dimensions.
+pub const DR_INPUT_DIM: usize = 16;
+pub const DR_FEATURE_DIM: usize = 4;
+/// The SPGP+DR model type, M = 32.
+pub type ModelDr32 = Model<32, DR_FEATURE_DIM, DR_INPUT_DIM>;
+
 /// Basis-function count of the model the control loop runs (the target).
 pub const CONTROL_M: usize = 32;
 
@@ -32,13 +39,17 @@ pub static BLOB_M64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/m64.sgp")
 /// type as the SPGP one: the runtime always stores a width per basis
 /// function and dimension, and expands SPGP's shared widths at load.
 pub static BLOB_VSGP_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vsgp_m32.sgp"));
+/// The SPGP+DR blob, `model/dr_m32.sgp` (D = 16, G = 4, fitted on its own
+/// 16-D data).
+pub static BLOB_DR_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dr_m32.sgp"));
 
-/// The loaded models: SPGP at three sizes, VSGP at M = 32.
+/// The loaded models: SPGP at three sizes, VSGP and SPGP+DR at M = 32.
 pub struct Models {
     pub m16: &'static Model16,
     pub m32: &'static Model32,
     pub m64: &'static Model64,
     pub vsgp_m32: &'static Model32,
+    pub dr_m32: &'static ModelDr32,
 }
 
 /// Which blob failed to load (e.g. "spgp M=32"), and why.
@@ -51,7 +62,7 @@ pub struct LoadError {
 /// Loads every blob into its static; call once (a second call returns
 /// `None`, since each static can be handed out mutably only once).
 ///
-/// Statics rather than locals in `main`: the 33.1 KB of models then show up
+/// Statics rather than locals in `main`: the 39.1 KB of models then show up
 /// in `.bss`, which the linker checks against RAM at build time, instead of
 /// in a stack whose overflow would only show at run time. Each static starts
 /// as the all-zero [`Model::new`] and [`Model::load`] decodes the blob into
@@ -66,7 +77,8 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let m32 = cortex_m::singleton!(MODEL_M32: Model32 = Model32::new())?;
     let m64 = cortex_m::singleton!(MODEL_M64: Model64 = Model64::new())?;
     let vsgp_m32 = cortex_m::singleton!(MODEL_VSGP_M32: Model32 = Model32::new())?;
-    Some(load_into(m16, m32, m64, vsgp_m32))
+    let dr_m32 = cortex_m::singleton!(MODEL_DR_M32: ModelDr32 = ModelDr32::new())?;
+    Some(load_into(m16, m32, m64, vsgp_m32, dr_m32))
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
@@ -77,17 +89,20 @@ fn load_into(
     m32: &'static mut Model32,
     m64: &'static mut Model64,
     vsgp_m32: &'static mut Model32,
+    dr_m32: &'static mut ModelDr32,
 ) -> Result<Models, LoadError> {
     let err = |blob| move |error| LoadError { blob, error };
     m16.load(BLOB_M16).map_err(err("spgp M=16"))?;
     m32.load(BLOB_M32).map_err(err("spgp M=32"))?;
     m64.load(BLOB_M64).map_err(err("spgp M=64"))?;
     vsgp_m32.load(BLOB_VSGP_M32).map_err(err("vsgp M=32"))?;
+    dr_m32.load(BLOB_DR_M32).map_err(err("spgp-dr M=32"))?;
     Ok(Models {
         m16,
         m32,
         m64,
         vsgp_m32,
+        dr_m32,
     })
 }
 
@@ -95,7 +110,10 @@ fn load_into(
 /// loop treats that as "unsure" (fallback) and the golden check as a failure,
 /// so an error can never pass for a confident prediction.
 #[inline]
-pub fn predict<const M: usize>(model: &ModelM<M>, x: &[f32]) -> (f32, f32) {
+pub fn predict<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> (f32, f32) {
     match model.predict(x) {
         Ok(p) => (p.mean, p.variance),
         Err(_) => (f32::NAN, f32::INFINITY),
@@ -104,6 +122,9 @@ pub fn predict<const M: usize>(model: &ModelM<M>, x: &[f32]) -> (f32, f32) {
 
 /// Mean only, any error mapped to NaN.
 #[inline]
-pub fn mean<const M: usize>(model: &ModelM<M>, x: &[f32]) -> f32 {
+pub fn mean<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> f32 {
     model.mean(x).unwrap_or(f32::NAN)
 }

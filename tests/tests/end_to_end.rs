@@ -9,7 +9,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
-use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, SparseParams};
+use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, ProjectedParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::OptimiseOptions;
 
@@ -56,6 +56,22 @@ fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
             optimiser,
             ..SparseParams::default()
         }),
+        Method::SpgpDr | Method::SpgpPca => {
+            let p = ProjectedParams {
+                sparse: SparseParams {
+                    m,
+                    seed,
+                    optimiser,
+                    ..SparseParams::default()
+                },
+                dim: 2,
+            };
+            if method == Method::SpgpDr {
+                FitParams::SpgpDr(p)
+            } else {
+                FitParams::SpgpPca(p)
+            }
+        }
     }
 }
 
@@ -80,6 +96,16 @@ fn assert_runtime_matches(model: &TrainedModel) {
 fn spgp_runtime_matches_trainer() {
     let (_, model) = fitted(Method::Spgp, 15, 1);
     assert_runtime_matches(&model);
+}
+
+#[test]
+fn dr_and_pca_runtime_matches_trainer() {
+    for method in [Method::SpgpDr, Method::SpgpPca] {
+        let (_, model) = fitted(method, 15, 1);
+        let shape = model.to_spec().unwrap().shape;
+        assert!(shape.projected && shape.feature_dim == 2 && shape.input_dim == 3);
+        assert_runtime_matches(&model);
+    }
 }
 
 #[test]

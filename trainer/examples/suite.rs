@@ -23,7 +23,9 @@ use serde::Serialize;
 use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, InitMethod, SparseParams};
+use sgp_trainer::fit::{
+    fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
+};
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
@@ -34,7 +36,8 @@ type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
 /// The configurations compared: a name and a fitter each. Sparse ones are
 /// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
 /// single random start; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
-/// feature kinds with the defaults.
+/// feature kinds with the defaults; `spgp-dr-gG-mM` and `spgp-pca-gG-mM` a
+/// learned and a PCA projection to G dims.
 fn configurations() -> Vec<(String, Fitter)> {
     let mut configs: Vec<(String, Fitter)> = vec![(
         "exact".into(),
@@ -77,6 +80,25 @@ fn configurations() -> Vec<(String, Fitter)> {
         configs.push((format!("vsgp-m{m}"), with(FitParams::Vsgp(params.clone()))));
         configs.push((format!("spgp-hs-m{m}"), with(FitParams::SpgpHs(params))));
     }
+    // SPGP+DR against PCA-to-G then SPGP (issue 9), default settings, FITC,
+    // at the M of `spgp-m20`.
+    for dim in [2, 4] {
+        let p = |dim| ProjectedParams {
+            sparse: SparseParams {
+                m: 20,
+                ..SparseParams::default()
+            },
+            dim,
+        };
+        configs.push((
+            format!("spgp-dr-g{dim}-m20"),
+            with(FitParams::SpgpDr(p(dim))),
+        ));
+        configs.push((
+            format!("spgp-pca-g{dim}-m20"),
+            with(FitParams::SpgpPca(p(dim))),
+        ));
+    }
     configs
 }
 
@@ -86,13 +108,14 @@ fn with(params: FitParams) -> Fitter {
 }
 
 /// The generated data sets: shape and total rows (before the split).
-const GENERATED: [(Shape, usize); 6] = [
+const GENERATED: [(Shape, usize); 7] = [
     (Shape::Chirp, 600),
     (Shape::Heteroscedastic, 600),
     (Shape::Periodic, 500),
     (Shape::OneOfEight, 800),
     (Shape::Varying2d, 800),
     (Shape::Ridge, 800),
+    (Shape::FewDirections, 1000),
 ];
 
 /// Seed of the generators and of the train/test split.

@@ -63,6 +63,10 @@ pub struct Summary {
     /// Absent for shared-width or projected models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub basis_widths: Option<Vec<WidthSpread>>,
+    /// A projected model's projection (SPGP+DR, PCA): its size and singular
+    /// values, in place of length scales. Absent for unprojected models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<crate::fit::ProjectionReport>,
     /// Latent prior (signal) variance in raw target units.
     pub signal_variance: f64,
     /// Noise variance in raw target units (regression).
@@ -144,6 +148,14 @@ pub fn summarise(
             })
             .collect()
     });
+    // The projection acts on standardised inputs; stored row-major, G x D.
+    let projection = s.projected.then(|| {
+        crate::fit::ProjectionReport::of(&nalgebra::DMatrix::from_row_iterator(
+            g,
+            d,
+            spec.projection.iter().map(|&v| f64::from(v)),
+        ))
+    });
     Summary {
         kind: s.kind.name(),
         task: match s.link {
@@ -157,6 +169,7 @@ pub fn summarise(
         target: spec.target_name.clone(),
         lengthscales,
         basis_widths,
+        projection,
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
         blob_bytes,
@@ -200,6 +213,20 @@ impl std::fmt::Display for Summary {
             writeln!(
                 f,
                 "uncertainties   h_m folded into L1, L2, not stored (see `sgp fit`'s summary)"
+            )?;
+        }
+        if let Some(p) = &self.projection {
+            let s: Vec<String> = p
+                .singular_values
+                .iter()
+                .map(|v| format!("{v:.4}"))
+                .collect();
+            writeln!(
+                f,
+                "projection      {} x {} on standardised inputs; singular values {}",
+                p.rows,
+                p.cols,
+                s.join(", ")
             )?;
         }
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;

@@ -211,38 +211,7 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        let d = self.dim();
-        let s2 = self.signal_var();
-        let sa = scaled_rows(a, &self.log_lengthscales);
-        let sb = scaled_rows(b, &self.log_lengthscales);
-        let (p, q) = (a.nrows(), b.nrows());
-        let mut out = DMatrix::<f64>::zeros(p, q);
-        if p == 0 || q == 0 {
-            return out;
-        }
-        // Column-major output: one task owns a block of whole columns, so
-        // tasks never share memory.
-        let fill = |(j0, block): (usize, &mut [f64])| {
-            for (jj, col) in block.chunks_mut(p).enumerate() {
-                let bj = &sb[(j0 + jj) * d..(j0 + jj + 1) * d];
-                for (i, o) in col.iter_mut().enumerate() {
-                    let ai = &sa[i * d..(i + 1) * d];
-                    let r2: f64 = ai.iter().zip(bj).map(|(x, y)| (x - y) * (x - y)).sum();
-                    *o = s2 * (-0.5 * r2).exp();
-                }
-            }
-        };
-        if p * q < PAR_MIN_ENTRIES {
-            fill((0, out.as_mut_slice()));
-        } else {
-            let cols_per_task = (PAR_MIN_ENTRIES / 4 / p).max(1);
-            out.as_mut_slice()
-                .par_chunks_mut(cols_per_task * p)
-                .enumerate()
-                .map(|(t, block)| (t * cols_per_task, block))
-                .for_each(fill);
-        }
-        out
+        se_cross(a, b, &self.inv_lengthscales(), self.signal_var())
     }
 
     /// Chain rule through `K = cross(a, b)`: given `k` (that matrix, already
@@ -269,53 +238,12 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        let (p, q, d) = (a.nrows(), b.nrows(), self.dim());
-        assert_eq!(k.shape(), (p, q), "covariance shape");
-        assert_eq!(adj.shape(), (p, q), "adjoint shape");
-        // Work on length-scaled, row-major copies: with `u = a/l`, `v = b/l`,
-        // dK/dlog l_t = K (u_t - v_t)^2 and dK/da_t = -K (u_t - v_t) / l_t.
-        // Direct differences rather than the expanded `a^2 - 2ab + b^2` form,
-        // which cancels badly for nearby points far from the origin.
-        let sa = scaled_rows(a, &self.log_lengthscales);
-        let sb = scaled_rows(b, &self.log_lengthscales);
-        let mut ga = vec![0.0; if want_a { p * d } else { 0 }];
-        let mut gb = vec![0.0; if want_b { q * d } else { 0 }];
-        let mut gl = vec![0.0; d];
-        let mut gs = 0.0;
-        for j in 0..q {
-            let vj = &sb[j * d..(j + 1) * d];
-            let (kc, ac) = (k.column(j), adj.column(j));
-            for i in 0..p {
-                let bij = ac[i] * kc[i];
-                if bij == 0.0 {
-                    continue;
-                }
-                gs += bij;
-                let ui = &sa[i * d..(i + 1) * d];
-                for t in 0..d {
-                    let dt = ui[t] - vj[t];
-                    gl[t] += bij * dt * dt;
-                    if want_a {
-                        ga[i * d + t] -= bij * dt;
-                    }
-                    if want_b {
-                        gb[j * d + t] += bij * dt;
-                    }
-                }
-            }
-        }
-        let inv_l: Vec<f64> = self.log_lengthscales.iter().map(|v| (-v).exp()).collect();
-        let unscale =
-            |g: &[f64]| DMatrix::from_fn(g.len() / d.max(1), d, |r, t| g[r * d + t] * inv_l[t]);
-        let (ga, gb) = (unscale(&ga), unscale(&gb));
-        CrossGrad {
-            a: want_a.then_some(ga),
-            b: want_b.then_some(gb),
-            kernel: KernelGrad {
-                log_lengthscales: gl,
-                log_signal_var: gs,
-            },
-        }
+        se_cross_grad(a, b, &self.inv_lengthscales(), k, adj, want_a, want_b)
+    }
+
+    /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
+    pub fn inv_lengthscales(&self) -> Vec<f64> {
+        self.log_lengthscales.iter().map(|v| (-v).exp()).collect()
     }
 
     fn check_dims(&self, da: usize, db: usize) {
@@ -327,10 +255,143 @@ impl KernelParams {
     }
 }
 
-/// Rows of `x` divided by the length scales, flattened row-major so the inner
-/// distance loop runs over contiguous memory.
-fn scaled_rows<S: Storage<f64, Dyn, Dyn>>(x: &Matrix<f64, Dyn, Dyn, S>, log_l: &[f64]) -> Vec<f64> {
-    let inv_l: Vec<f64> = log_l.iter().map(|v| (-v).exp()).collect();
+/// The squared-exponential cross-covariance with explicit scales:
+/// `K[i, j] = s2 exp(-1/2 sum_t (inv_l_t (a_it - b_jt))^2)` between the rows
+/// of `a` (P x T) and `b` (Q x T), `inv_l` holding T inverse length scales
+/// (all 1 for a kernel with unit length scales, as in SPGP+DR's projected
+/// space). [`KernelParams::cross`] is this with the kernel's own scales.
+///
+/// # Panics
+/// If `a`, `b` and `inv_l` disagree on T (a caller bug).
+pub fn se_cross<SA, SB>(
+    a: &Matrix<f64, Dyn, Dyn, SA>,
+    b: &Matrix<f64, Dyn, Dyn, SB>,
+    inv_l: &[f64],
+    s2: f64,
+) -> DMatrix<f64>
+where
+    SA: Storage<f64, Dyn, Dyn>,
+    SB: Storage<f64, Dyn, Dyn>,
+{
+    let d = check_scales(a.ncols(), b.ncols(), inv_l);
+    let sa = scaled_rows(a, inv_l);
+    let sb = scaled_rows(b, inv_l);
+    let (p, q) = (a.nrows(), b.nrows());
+    let mut out = DMatrix::<f64>::zeros(p, q);
+    if p == 0 || q == 0 {
+        return out;
+    }
+    // Column-major output: one task owns a block of whole columns, so
+    // tasks never share memory.
+    let fill = |(j0, block): (usize, &mut [f64])| {
+        for (jj, col) in block.chunks_mut(p).enumerate() {
+            let bj = &sb[(j0 + jj) * d..(j0 + jj + 1) * d];
+            for (i, o) in col.iter_mut().enumerate() {
+                let ai = &sa[i * d..(i + 1) * d];
+                let r2: f64 = ai.iter().zip(bj).map(|(x, y)| (x - y) * (x - y)).sum();
+                *o = s2 * (-0.5 * r2).exp();
+            }
+        }
+    };
+    if p * q < PAR_MIN_ENTRIES {
+        fill((0, out.as_mut_slice()));
+    } else {
+        let cols_per_task = (PAR_MIN_ENTRIES / 4 / p).max(1);
+        out.as_mut_slice()
+            .par_chunks_mut(cols_per_task * p)
+            .enumerate()
+            .map(|(t, block)| (t * cols_per_task, block))
+            .for_each(fill);
+    }
+    out
+}
+
+/// Chain rule through `K = se_cross(a, b, inv_l, s2)`: given `k` (that
+/// matrix, already computed) and `adj = dF/dK` (same shape), returns
+/// `dF/da`, `dF/db` (each only if asked) and `dF/d(log l, log s2)`, where
+/// `log l_t = -ln inv_l_t` (ignore those when the scales are fixed).
+///
+/// `adj` is the gradient with every entry of `K` treated as independent;
+/// for `a == b` (a symmetric matrix) pass the full adjoint and add the `a`
+/// and `b` gradients. Cost O(P Q T), like building `K`.
+///
+/// # Panics
+/// On dimension mismatch (a caller bug).
+pub fn se_cross_grad<SA, SB>(
+    a: &Matrix<f64, Dyn, Dyn, SA>,
+    b: &Matrix<f64, Dyn, Dyn, SB>,
+    inv_l: &[f64],
+    k: &DMatrix<f64>,
+    adj: &DMatrix<f64>,
+    want_a: bool,
+    want_b: bool,
+) -> CrossGrad
+where
+    SA: Storage<f64, Dyn, Dyn>,
+    SB: Storage<f64, Dyn, Dyn>,
+{
+    let d = check_scales(a.ncols(), b.ncols(), inv_l);
+    let (p, q) = (a.nrows(), b.nrows());
+    assert_eq!(k.shape(), (p, q), "covariance shape");
+    assert_eq!(adj.shape(), (p, q), "adjoint shape");
+    // Work on length-scaled, row-major copies: with `u = a/l`, `v = b/l`,
+    // dK/dlog l_t = K (u_t - v_t)^2 and dK/da_t = -K (u_t - v_t) / l_t.
+    // Direct differences rather than the expanded `a^2 - 2ab + b^2` form,
+    // which cancels badly for nearby points far from the origin.
+    let sa = scaled_rows(a, inv_l);
+    let sb = scaled_rows(b, inv_l);
+    let mut ga = vec![0.0; if want_a { p * d } else { 0 }];
+    let mut gb = vec![0.0; if want_b { q * d } else { 0 }];
+    let mut gl = vec![0.0; d];
+    let mut gs = 0.0;
+    for j in 0..q {
+        let vj = &sb[j * d..(j + 1) * d];
+        let (kc, ac) = (k.column(j), adj.column(j));
+        for i in 0..p {
+            let bij = ac[i] * kc[i];
+            if bij == 0.0 {
+                continue;
+            }
+            gs += bij;
+            let ui = &sa[i * d..(i + 1) * d];
+            for t in 0..d {
+                let dt = ui[t] - vj[t];
+                gl[t] += bij * dt * dt;
+                if want_a {
+                    ga[i * d + t] -= bij * dt;
+                }
+                if want_b {
+                    gb[j * d + t] += bij * dt;
+                }
+            }
+        }
+    }
+    let unscale =
+        |g: &[f64]| DMatrix::from_fn(g.len() / d.max(1), d, |r, t| g[r * d + t] * inv_l[t]);
+    let (ga, gb) = (unscale(&ga), unscale(&gb));
+    CrossGrad {
+        a: want_a.then_some(ga),
+        b: want_b.then_some(gb),
+        kernel: KernelGrad {
+            log_lengthscales: gl,
+            log_signal_var: gs,
+        },
+    }
+}
+
+/// The common dimension T of `a`, `b` and the scales.
+fn check_scales(da: usize, db: usize, inv_l: &[f64]) -> usize {
+    assert!(
+        da == inv_l.len() && db == inv_l.len(),
+        "{} scales, points have {da} and {db} dimensions",
+        inv_l.len()
+    );
+    inv_l.len()
+}
+
+/// Rows of `x` times the inverse length scales `inv_l`, flattened row-major
+/// so the inner distance loop runs over contiguous memory.
+fn scaled_rows<S: Storage<f64, Dyn, Dyn>>(x: &Matrix<f64, Dyn, Dyn, S>, inv_l: &[f64]) -> Vec<f64> {
     let mut out = Vec::with_capacity(x.nrows() * x.ncols());
     for i in 0..x.nrows() {
         for (t, il) in inv_l.iter().enumerate() {
@@ -416,6 +477,20 @@ mod tests {
                 assert!(rel(num, gb[(j, t)]) < 1e-8);
             }
         }
+    }
+
+    #[test]
+    fn explicit_scales_equal_prescaled_points_with_unit_scales() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let a = random_matrix(&mut rng, 3, 2);
+        let b = random_matrix(&mut rng, 5, 2);
+        let inv_l = [2.0, 0.25];
+        let scale = |m: &DMatrix<f64>| DMatrix::from_fn(m.nrows(), 2, |i, t| m[(i, t)] * inv_l[t]);
+        let k = se_cross(&a, &b, &inv_l, 1.7);
+        let unit = se_cross(&scale(&a), &scale(&b), &[1.0, 1.0], 1.7);
+        assert!((&k - unit).amax() < 1e-14);
+        let kern = KernelParams::new(&[0.5, 4.0], 1.7, 0.1).expect("valid");
+        assert!((kern.cross(&a, &b) - &k).amax() < 1e-14);
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub enum Shape {
     Varying2d,
     /// The smooth 4-D ridge function of [`synthetic`].
     Ridge,
+    /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
+    /// two linear combinations of them only ([`few_directions`]): SPGP+DR's
+    /// case.
+    FewDirections,
 }
 
 /// Input dimension of [`Shape::Ridge`].
@@ -73,7 +77,7 @@ const SINE_STD: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 impl Shape {
     /// Every shape, in declaration order.
-    pub const ALL: [Shape; 15] = [
+    pub const ALL: [Shape; 16] = [
         Shape::Linear,
         Shape::Quadratic,
         Shape::Step,
@@ -89,6 +93,7 @@ impl Shape {
         Shape::Chirp,
         Shape::Varying2d,
         Shape::Ridge,
+        Shape::FewDirections,
     ];
 
     /// The kebab-case name (as on the command line).
@@ -109,6 +114,7 @@ impl Shape {
             Shape::Chirp => "chirp",
             Shape::Varying2d => "varying2d",
             Shape::Ridge => "ridge",
+            Shape::FewDirections => "few-directions",
         }
     }
 
@@ -122,6 +128,7 @@ impl Shape {
             Shape::OneOfEight | Shape::Heteroscedastic => 300,
             Shape::Chirp => 400,
             Shape::Varying2d | Shape::Ridge => 500,
+            Shape::FewDirections => 800,
         }
     }
 
@@ -131,6 +138,7 @@ impl Shape {
             Shape::OneOfEight => 8,
             Shape::Offsets | Shape::Integer | Shape::Varying2d => 2,
             Shape::Ridge => RIDGE_DIM,
+            Shape::FewDirections => FEW_DIRECTIONS_DIM,
             _ => 1,
         }
     }
@@ -150,7 +158,7 @@ impl Shape {
     pub fn noise_std(self, x: &[f64]) -> f64 {
         match self {
             Shape::Linear | Shape::Periodic | Shape::Duplicated | Shape::OneOfEight => 0.1,
-            Shape::Chirp | Shape::Varying2d | Shape::Ridge => 0.1,
+            Shape::Chirp | Shape::Varying2d | Shape::Ridge | Shape::FewDirections => 0.1,
             Shape::Quadratic => 0.2,
             Shape::Step | Shape::Offsets => 0.05,
             Shape::NearNoiseFree => 1e-4 * SINE_STD,
@@ -180,6 +188,7 @@ impl Shape {
                 Shape::Offsets => rng.random_range(101_275.0..101_375.0),
                 Shape::Integer => f64::from(rng.random_range(0..=20_u32)),
                 Shape::Ridge => rng.random_range(-3.0..3.0),
+                Shape::FewDirections => rng.random_range(-3f64.sqrt()..3f64.sqrt()),
             };
         }
     }
@@ -220,7 +229,25 @@ pub fn truth_at(shape: Shape, x: &[f64]) -> f64 {
         }
         Shape::Varying2d => (TAU * x1 * (1.0 + 4.0 * x0)).sin() + 0.5 * x0,
         Shape::Ridge => ridge_function(x),
+        Shape::FewDirections => few_directions(x),
     }
+}
+
+/// Input dimension of [`Shape::FewDirections`].
+pub const FEW_DIRECTIONS_DIM: usize = 32;
+
+/// The function behind [`Shape::FewDirections`]: `sin(2 u1) + 0.8 cos(1.5
+/// u2)` of two fixed unit-norm directions `u1 ~ cos(j)`, `u2 ~ sin(2j + 1)`
+/// across the inputs (unit variance each for the shape's inputs).
+pub fn few_directions(x: &[f64]) -> f64 {
+    let direction = |f: &dyn Fn(f64) -> f64| {
+        let w: Vec<f64> = (0..x.len()).map(|j| f(j as f64)).collect();
+        let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt();
+        x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / norm
+    };
+    let u1 = direction(&|j| j.cos());
+    let u2 = direction(&|j| (2.0 * j + 1.0).sin());
+    (2.0 * u1).sin() + 0.8 * (1.5 * u2).cos()
 }
 
 /// The noise-free function of `shape` at every row of raw inputs `x`

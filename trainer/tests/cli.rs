@@ -746,3 +746,64 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     assert!(text.contains("spgp-hs"), "inspect:\n{text}");
     assert!(text.contains("not stored"), "inspect:\n{text}");
 }
+
+#[test]
+fn projected_models_fit_and_inspect_with_their_projection() {
+    let dir = TempDir::new("projected");
+    synth(&dir, "data.csv", 80, 5);
+    for (model, objective) in [("spgp-dr", "fitc"), ("spgp-pca", "vfe")] {
+        let blob = format!("{model}.sgp");
+        let out = sgp(
+            &dir,
+            &[
+                "fit",
+                "--data",
+                "data.csv",
+                "--model",
+                model,
+                "--m",
+                "6",
+                "--dim",
+                "2",
+                "--objective",
+                objective,
+                "--restarts",
+                "2",
+                "--init",
+                "random",
+                "--max-iter",
+                "15",
+                "--out",
+                &blob,
+            ],
+        );
+        let summary = ok(&out, model);
+        assert!(
+            summary.contains(&format!("model           {model}")),
+            "{summary}"
+        );
+        assert!(summary.contains("projection      2 x 5"), "{summary}");
+        assert!(!summary.contains("length scales"), "{summary}");
+        let inspect = ok(&sgp(&dir, &["inspect", &blob]), "inspect");
+        assert!(inspect.contains("kind            spgp-dr"), "{inspect}");
+        assert!(inspect.contains("M = 6, G = 2, D = 5"), "{inspect}");
+        assert!(inspect.contains("projection      2 x 5"), "{inspect}");
+        assert!(!inspect.contains("length scales"), "{inspect}");
+    }
+}
+
+#[test]
+fn bad_projection_dimensions_are_rejected() {
+    let dir = TempDir::new("bad_dim");
+    synth(&dir, "data.csv", 30, 3);
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", "--data", "data.csv", "--m", "5", "--out", "o.sgp"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    assert_bad_input(&fit(&["--model", "spgp-dr"]), &["--dim"]);
+    assert_bad_input(&fit(&["--model", "spgp-pca", "--dim", "0"]), &["--dim"]);
+    assert_bad_input(&fit(&["--model", "spgp-dr", "--dim", "4"]), &["--dim", "3"]);
+    assert_bad_input(&fit(&["--model", "spgp", "--dim", "2"]), &["--dim", "spgp"]);
+    assert_bad_input(&fit(&["--model", "vsgp", "--dim", "2"]), &["--dim"]);
+}

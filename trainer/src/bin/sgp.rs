@@ -20,8 +20,8 @@ use sgp_trainer::export::{
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
-    DEFAULT_RESTARTS,
+    fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
+    SparseParams, DEFAULT_RESTARTS,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
@@ -124,9 +124,12 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs).
+    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca).
     #[arg(long, default_value_t = 20)]
     m: usize,
+    /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
+    #[arg(long)]
+    dim: Option<usize>,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
     /// (Titsias' variational bound, GPflow's SGPR).
     #[arg(long, value_enum, default_value = "fitc")]
@@ -168,36 +171,58 @@ struct FitArgs {
 }
 
 impl FitArgs {
-    fn params(&self) -> FitParams {
+    fn params(&self) -> Result<FitParams> {
+        let projected = matches!(self.model, Method::SpgpDr | Method::SpgpPca);
+        let dim = match (projected, self.dim) {
+            (true, Some(dim)) => dim,
+            (true, None) => {
+                return Err(Error::BadInput(format!(
+                    "--model {} needs --dim G, the projected dimension",
+                    model_name(self.model)
+                )))
+            }
+            (false, Some(_)) => {
+                return Err(Error::BadInput(format!(
+                    "--dim applies to spgp-dr and spgp-pca only; --model {} takes no projection",
+                    model_name(self.model)
+                )))
+            }
+            (false, None) => 0,
+        };
         let optimiser = OptimiseOptions {
             max_iter: self.max_iter,
             ..OptimiseOptions::default()
         };
-        match self.model {
+        let sparse = SparseParams {
+            m: self.m,
+            seed: self.seed,
+            approximation: self.objective,
+            restarts: self.restarts,
+            optimiser: optimiser.clone(),
+            pseudo_init: self.init.into(),
+            hyper_init: self.init_hyper,
+            max_points: self.max_points,
+        };
+        Ok(match self.model {
             Method::Exact => FitParams::Exact(ExactParams {
                 max_points: self.max_points,
                 seed: self.seed,
                 optimiser,
             }),
-            Method::Spgp | Method::Vsgp | Method::SpgpHs => {
-                let sparse = SparseParams {
-                    m: self.m,
-                    seed: self.seed,
-                    approximation: self.objective,
-                    restarts: self.restarts,
-                    optimiser,
-                    pseudo_init: self.init.into(),
-                    hyper_init: self.init_hyper,
-                    max_points: self.max_points,
-                };
-                match self.model {
-                    Method::Vsgp => FitParams::Vsgp(sparse),
-                    Method::SpgpHs => FitParams::SpgpHs(sparse),
-                    _ => FitParams::Spgp(sparse),
-                }
-            }
-        }
+            Method::Spgp => FitParams::Spgp(sparse),
+            Method::Vsgp => FitParams::Vsgp(sparse),
+            Method::SpgpHs => FitParams::SpgpHs(sparse),
+            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
+            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
+        })
     }
+}
+
+/// A method's name as typed after `--model`.
+fn model_name(model: Method) -> String {
+    clap::ValueEnum::to_possible_value(&model)
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 fn main() -> ExitCode {
@@ -296,7 +321,7 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             eprintln!("sgp: warning: {warning}");
         }
     }
-    let mut fitted = fit_with_progress(&data, &args.params(), quiet || args.json, "fit")?;
+    let mut fitted = fit_with_progress(&data, &args.params()?, quiet || args.json, "fit")?;
     let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
@@ -335,9 +360,14 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         .approximation
         .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
         .unwrap_or_default();
+    let method = model_name(report.method);
+    let kind = if method == model.kind.name() {
+        method
+    } else {
+        format!("{method} (blob kind {})", model.kind.name())
+    };
     println!(
-        "model           {} (M = {}, {} training rows{objective})",
-        model.kind.name(),
+        "model           {kind} (M = {}, {} training rows{objective})",
         model.n_basis(),
         report.rows
     );
@@ -368,10 +398,20 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             );
         }
     }
-    println!("length scales");
-    let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
-    for (name, l) in report.inputs.iter().zip(&report.hyper.lengthscales) {
-        println!("  {name:<width$}  {}", number(*l));
+    if let Some(p) = &report.projection {
+        let s: Vec<String> = p.singular_values.iter().map(|v| number(*v)).collect();
+        println!(
+            "projection      {} x {} (standardised inputs); singular values {}",
+            p.rows,
+            p.cols,
+            s.join(", ")
+        );
+    } else {
+        println!("length scales");
+        let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
+        for (name, l) in report.inputs.iter().zip(&report.hyper.lengthscales) {
+            println!("  {name:<width$}  {}", number(*l));
+        }
     }
     if !report.ignored_inputs.is_empty() {
         println!(

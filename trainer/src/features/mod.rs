@@ -14,7 +14,7 @@
 //!   `Kuu = K(Z, Z) + diag(h)`, `Kuf` unchanged. In `grad_kuu` the diagonal of
 //!   the adjoint gives `d/d log h_m = adj_mm * h_m`. The runtime basis is that
 //!   of SPGP: `h` only enters through `Kuu`, hence through `L1` and `L2`.
-//! - **SPGP+DR**: parameters are `P` (G x D) and pseudo-inputs `Zbar`
+//! - **SPGP+DR** ([`Projected`]): parameters are `P` (G x D) and pseudo-inputs `Zbar`
 //!   (M x G); `uses_lengthscales` returns false (P absorbs them) and the
 //!   kernel is evaluated with unit length scales in G dims:
 //!   `Kuf = K_1(Zbar, X P^T)`, `Kuu = K_1(Zbar, Zbar)`. `grad_kuf` gets
@@ -42,10 +42,12 @@
 
 pub mod heteroscedastic;
 pub mod multiscale;
+pub mod projected;
 mod pseudo_inputs;
 
 pub use heteroscedastic::Heteroscedastic;
 pub use multiscale::Multiscale;
+pub use projected::Projected;
 pub use pseudo_inputs::PseudoInputs;
 
 use nalgebra::{DMatrix, DMatrixView, DVector};

@@ -9,9 +9,11 @@
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
 //! from SPGP's fit with multiscale features, `spgp_hs` with per-pseudo-input
-//! uncertainties. Other feature kinds (DR) reuse [`spgp::fit_sparse`] with a
-//! different [`crate::features::InducingFeatures`].
+//! uncertainties, `dr` is SPGP+DR and the PCA-then-SPGP baseline; each is a
+//! feature kind ([`crate::features::InducingFeatures`]) fitted by
+//! [`spgp::fit_sparse`].
 
+pub mod dr;
 pub mod exact;
 pub mod spgp;
 pub mod spgp_hs;
@@ -30,6 +32,7 @@ use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
 use crate::optimise::{OptimiseOptions, OptimiseReport, OptimiseStatus, Progress};
 use crate::{Error, Result};
+pub use dr::{ProjectedParams, ProjectionReport};
 
 /// Largest number of rows an exact GP may be fitted on.
 pub const MAX_EXACT_POINTS: usize = 4096;
@@ -47,6 +50,10 @@ pub enum Method {
     /// SPGP+HS: SPGP, then each pseudo-input's uncertainty freed
     /// (input-dependent noise).
     SpgpHs,
+    /// SPGP+DR: a learned G x D projection, pseudo-inputs in G dims.
+    SpgpDr,
+    /// PCA to G dims (fixed), then SPGP in that space.
+    SpgpPca,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -252,6 +259,10 @@ pub enum FitParams {
     /// SPGP+HS (same settings; `optimiser.max_iter` is the budget of each
     /// of its two stages).
     SpgpHs(SparseParams),
+    /// SPGP+DR.
+    SpgpDr(ProjectedParams),
+    /// PCA to G dims, then SPGP.
+    SpgpPca(ProjectedParams),
 }
 
 impl FitParams {
@@ -262,6 +273,17 @@ impl FitParams {
             FitParams::Spgp(_) => Method::Spgp,
             FitParams::Vsgp(_) => Method::Vsgp,
             FitParams::SpgpHs(_) => Method::SpgpHs,
+            FitParams::SpgpDr(_) => Method::SpgpDr,
+            FitParams::SpgpPca(_) => Method::SpgpPca,
+        }
+    }
+
+    /// The pseudo-input settings of a sparse procedure.
+    fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
+        match self {
+            FitParams::Exact(_) => None,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p),
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(&mut p.sparse),
         }
     }
 
@@ -269,18 +291,10 @@ impl FitParams {
     /// pseudo-inputs lose those columns.
     fn without_inputs(&self, ignored: &[usize]) -> FitParams {
         let mut params = self.clone();
-        if let FitParams::Spgp(SparseParams {
+        if let Some(SparseParams {
             pseudo_init: PseudoInit::Given(z),
             ..
-        })
-        | FitParams::Vsgp(SparseParams {
-            pseudo_init: PseudoInit::Given(z),
-            ..
-        })
-        | FitParams::SpgpHs(SparseParams {
-            pseudo_init: PseudoInit::Given(z),
-            ..
-        }) = &mut params
+        }) = params.sparse_mut()
         {
             let keep: Vec<usize> = (0..z.ncols()).filter(|j| !ignored.contains(j)).collect();
             *z = z.select_columns(&keep);
@@ -295,6 +309,7 @@ impl FitParams {
             FitParams::Spgp(p) => p.iteration_budget(),
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
             FitParams::SpgpHs(p) => spgp_hs::iteration_budget(p),
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
         }
     }
 }
@@ -391,6 +406,10 @@ pub struct FitReport {
     /// Names of the inputs the model uses, in the order of `lengthscales`
     /// (the [`Self::ignored_inputs`] are left out).
     pub inputs: Vec<String>,
+    /// A projected model's projection (SPGP+DR, PCA), instead of length
+    /// scales (`lengthscales` is then empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection: Option<ProjectionReport>,
     /// Inputs constant in the training data, which the model ignores.
     pub ignored_inputs: Vec<String>,
     /// The kernel hyperparameters of the exported model.
@@ -428,6 +447,7 @@ impl FitReport {
             hyper: Hyperparameters::new(kern, &data.transform),
             jitter_escalations,
             ignored_inputs: Vec::new(),
+            projection: None,
             optimiser: None,
             starts: Vec::new(),
             uncertainties: None,
@@ -578,6 +598,8 @@ pub fn fit(
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
         FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(used, &p.check(used)?, progress)?,
+        FitParams::SpgpDr(p) => dr::fit_dr(used, &p.check(used)?, progress)?,
+        FitParams::SpgpPca(p) => dr::fit_pca(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {

@@ -73,6 +73,24 @@ pub(crate) fn fit_pseudo_inputs(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
     let kern = initial_kernel(data, params)?;
+    let start = |k: usize| {
+        let (label, z) = start_positions(&data.x, params, k)?;
+        Ok((label, PseudoInputs::new(z)?))
+    };
+    fit_restarted(data, params, kern, &start, progress)
+}
+
+/// The restart procedure of the module documentation over any feature
+/// kind: `start(k)` gives start `k`'s features and how they were drawn,
+/// every start begins at the kernel `kern`. SPGP, and DR in the projected
+/// space, use it.
+pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
+    data: &Dataset,
+    params: &SparseParams,
+    kern: KernelParams,
+    start: &dyn Fn(usize) -> Result<(String, F)>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<F>, Vec<StartReport>)> {
     let config = FitcConfig {
         approximation: params.approximation,
         ..FitcConfig::default()
@@ -86,26 +104,16 @@ pub(crate) fn fit_pseudo_inputs(
     };
     let mut starts = Vec::new();
     let (features, kern) = if params.restarts <= 1 {
-        (
-            PseudoInputs::new(start_positions(data, params, 0)?.1)?,
-            kern,
-        )
+        (start(0)?.1, kern)
     } else {
         let screen = OptimiseOptions {
             max_iter: screen_iter(params.optimiser.max_iter),
             ..params.optimiser.clone()
         };
-        let mut best: Option<SparseFit<PseudoInputs>> = None;
+        let mut best: Option<SparseFit<F>> = None;
         for k in 0..params.restarts {
-            let (label, z) = start_positions(data, params, k)?;
-            let run = fit_sparse(
-                data,
-                PseudoInputs::new(z)?,
-                kern.clone(),
-                config,
-                &screen,
-                &mut counted,
-            )?;
+            let (label, features) = start(k)?;
+            let run = fit_sparse(data, features, kern.clone(), config, &screen, &mut counted)?;
             done.set(done.get() + run.run.iterations);
             starts.push(StartReport {
                 init: label,
@@ -133,10 +141,11 @@ pub(crate) fn fit_pseudo_inputs(
     Ok((fit, starts))
 }
 
-/// Start `k`'s pseudo-inputs and how they were drawn: start 0 as asked,
-/// later ones alternating the other initialisation and the asked one.
-fn start_positions(
-    data: &Dataset,
+/// Start `k`'s pseudo-inputs among the rows of `x` and how they were
+/// drawn: start 0 as asked, later ones alternating the other
+/// initialisation and the asked one.
+pub(crate) fn start_positions(
+    x: &DMatrix<f64>,
     params: &SparseParams,
     k: usize,
 ) -> Result<(String, DMatrix<f64>)> {
@@ -152,8 +161,8 @@ fn start_positions(
     let method = if k % 2 == 1 { other } else { first };
     let seed = params.seed.wrapping_add(k as u64);
     let z = match method {
-        InitMethod::Random => init::random_subset(&data.x, params.m, seed)?,
-        InitMethod::Kmeans => init::kmeans(&data.x, params.m, seed, 100)?,
+        InitMethod::Random => init::random_subset(x, params.m, seed)?,
+        InitMethod::Kmeans => init::kmeans(x, params.m, seed, 100)?,
     };
     let name = match method {
         InitMethod::Random => "random",
@@ -163,7 +172,7 @@ fn start_positions(
 }
 
 /// Starting hyperparameters for a sparse fit.
-fn initial_kernel(data: &Dataset, params: &SparseParams) -> Result<KernelParams> {
+pub(crate) fn initial_kernel(data: &Dataset, params: &SparseParams) -> Result<KernelParams> {
     match params.hyper_init {
         HyperInit::DataScales => data_scale_kernel(data),
         HyperInit::ExactSubset => {
@@ -241,7 +250,10 @@ impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
                 (refit.features, refit.kernel)
             };
             let post = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
-            let hyper = Hyperparameters::new(&kernel, &data.transform);
+            let mut hyper = Hyperparameters::new(&kernel, &data.transform);
+            if !features.uses_lengthscales() {
+                hyper.lengthscales.clear();
+            }
             Ok((post.runtime_form(&features, &kernel), post.nlml, hyper))
         };
         Fitted::new(model, report, config.jitter.initial, Box::new(rebuild))
