@@ -23,6 +23,7 @@ use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
     DEFAULT_RESTARTS,
 };
+use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
@@ -124,9 +125,18 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp, vsgp).
+    /// Number of pseudo-inputs (spgp, vsgp) or of selected training inputs
+    /// (gplasso).
     #[arg(long, default_value_t = 20)]
     m: usize,
+    /// Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100),
+    /// at most N); at most this many basis points can be selected.
+    #[arg(long)]
+    rank: Option<usize>,
+    /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
+    /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
+    #[arg(long)]
+    path: bool,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
     /// (Titsias' variational bound, GPflow's SGPR).
     #[arg(long, value_enum, default_value = "fitc")]
@@ -168,12 +178,25 @@ struct FitArgs {
 }
 
 impl FitArgs {
-    fn params(&self) -> FitParams {
+    fn params(&self) -> Result<FitParams> {
+        if self.model != Method::Gplasso && (self.rank.is_some() || self.path) {
+            return Err(Error::BadInput(
+                "--rank and --path are for --model gplasso".into(),
+            ));
+        }
         let optimiser = OptimiseOptions {
             max_iter: self.max_iter,
             ..OptimiseOptions::default()
         };
-        match self.model {
+        Ok(match self.model {
+            Method::Gplasso => FitParams::Gplasso(GplassoParams {
+                m: self.m,
+                rank: self.rank,
+                max_points: self.max_points,
+                seed: self.seed,
+                optimiser,
+                ..GplassoParams::default()
+            }),
             Method::Exact => FitParams::Exact(ExactParams {
                 max_points: self.max_points,
                 seed: self.seed,
@@ -196,7 +219,7 @@ impl FitArgs {
                     FitParams::Spgp(sparse)
                 }
             }
-        }
+        })
     }
 }
 
@@ -280,6 +303,8 @@ struct FitOutput<'a> {
     blob_bytes: usize,
     fidelity: &'a Fidelity,
     cure: Option<&'a Cure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a [PathRow]>,
 }
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
@@ -296,7 +321,18 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             eprintln!("sgp: warning: {warning}");
         }
     }
-    let mut fitted = fit_with_progress(&data, &args.params(), quiet || args.json, "fit")?;
+    let params = args.params()?;
+    let path = match &params {
+        FitParams::Gplasso(p) if args.path => {
+            let (rows, stop) = gplasso_path(&data, p)?;
+            if !args.json {
+                print_path(&rows, stop, p.m);
+            }
+            Some(rows)
+        }
+        _ => None,
+    };
+    let mut fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
     let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
@@ -310,12 +346,48 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             blob_bytes: exported.blob.len(),
             fidelity: &exported.fidelity,
             cure: cure.as_ref(),
+            path: path.as_deref(),
         };
         println!("{}", to_json(&output)?);
     } else {
         print_fit_summary(&fitted, &exported, cure.as_ref(), &args.out);
     }
     Ok(())
+}
+
+fn print_path(rows: &[PathRow], stop: sgp_trainer::lars::LarsStop, m: usize) {
+    println!(
+        "lasso path on {:.0}% of the rows, scored on the other {:.0}% (raw units):",
+        100.0 * (1.0 - PATH_HOLDOUT),
+        100.0 * PATH_HOLDOUT
+    );
+    println!(
+        "{:>9} {:>10} {:>12} {:>14} {:>10} {:>10}",
+        "non-zeros", "change", "lambda", "objective", "val NLPD", "val RMSE"
+    );
+    for r in rows {
+        let change = match r.action {
+            sgp_trainer::lars::LarsAction::Enter(j) => format!("+{j}"),
+            sgp_trainer::lars::LarsAction::Leave(j) => format!("-{j}"),
+            sgp_trainer::lars::LarsAction::Rejected(j) => format!("dup {j}"),
+            _ => String::new(),
+        };
+        println!(
+            "{:>9} {:>10} {:>12} {:>14} {:>10.4} {:>10}",
+            r.nonzeros,
+            change,
+            number(r.lambda),
+            number(r.objective),
+            r.validation_nlpd,
+            number(r.validation_rmse)
+        );
+    }
+    let reached = rows.last().map_or(0, |r| r.nonzeros);
+    if reached < m {
+        println!("the path stopped at {reached} non-zeros ({stop:?}), short of --m {m}");
+    }
+    println!("(change: training row, 0-based, that entered (+) or left (-) the basis)");
+    println!();
 }
 
 /// A number for people: fixed point in the usual range, scientific notation
@@ -367,6 +439,41 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
                 2 * run.max_iter
             );
         }
+    }
+    if let Some(g) = &report.gplasso {
+        println!(
+            "selection       LARS path to {} of {} asked non-zeros ({:?}) in {} steps ({} \
+             removals), lambda {}; ICF rank {} of {} (residual trace {:.1e}); weights {:?}; \
+             hyperparameters {:.2} s, selection {:.2} s",
+            g.reached,
+            g.asked,
+            g.stop,
+            g.lars_steps,
+            g.removals,
+            number(g.lambda),
+            g.icf_rank,
+            g.rank,
+            g.icf_residual,
+            g.weights,
+            g.hyper_seconds,
+            g.select_seconds
+        );
+        if g.reached < g.asked {
+            println!(
+                "                the path could not reach {} non-zeros (duplicated rows, or the \
+                 kernel's rank at the trace tolerance): the model has {}",
+                g.asked, g.reached
+            );
+        }
+        let rows: Vec<String> = g.selected_rows.iter().map(usize::to_string).collect();
+        println!(
+            "selected rows   {} (0-based data rows, header not counted; the blob holds their \
+             inputs, not these numbers)",
+            rows.join(" ")
+        );
+        println!(
+            "variance        FITC with the selected inputs as pseudo-inputs (an approximation)"
+        );
     }
     println!("length scales");
     let width = report.inputs.iter().map(String::len).max().unwrap_or(0);

@@ -13,6 +13,7 @@
 //! [`crate::features::InducingFeatures`].
 
 pub mod exact;
+pub mod gplasso;
 pub mod spgp;
 pub mod vsgp;
 
@@ -43,6 +44,9 @@ pub enum Method {
     Spgp,
     /// VSGP: SPGP, then each basis function's widths freed (multiscale).
     Vsgp,
+    /// GPLasso: M training inputs chosen by a lasso path, fixed
+    /// hyperparameters from an exact GP.
+    Gplasso,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -245,6 +249,8 @@ pub enum FitParams {
     /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
     /// its two stages).
     Vsgp(SparseParams),
+    /// GPLasso.
+    Gplasso(gplasso::GplassoParams),
 }
 
 impl FitParams {
@@ -254,6 +260,7 @@ impl FitParams {
             FitParams::Exact(_) => Method::Exact,
             FitParams::Spgp(_) => Method::Spgp,
             FitParams::Vsgp(_) => Method::Vsgp,
+            FitParams::Gplasso(_) => Method::Gplasso,
         }
     }
 
@@ -282,6 +289,7 @@ impl FitParams {
             FitParams::Exact(p) => p.optimiser.max_iter,
             FitParams::Spgp(p) => p.iteration_budget(),
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
+            FitParams::Gplasso(p) => p.optimiser.max_iter,
         }
     }
 }
@@ -365,6 +373,9 @@ pub struct FitReport {
     /// Every start of a restarted fit, in the order they were tried (empty
     /// for a single start); the lowest `nlml` was continued.
     pub starts: Vec<StartReport>,
+    /// GPLasso's selection: rows, rank, path (GPLasso only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gplasso: Option<gplasso::GplassoReport>,
 }
 
 impl FitReport {
@@ -397,6 +408,7 @@ impl FitReport {
             ignored_inputs: Vec::new(),
             optimiser: None,
             starts: Vec::new(),
+            gplasso: None,
         }
     }
 }
@@ -531,6 +543,7 @@ pub fn fit(
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
+        FitParams::Gplasso(p) => gplasso::fit_gplasso(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {
