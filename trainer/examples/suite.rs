@@ -23,6 +23,7 @@ use serde::Serialize;
 use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
+use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, InitMethod, SparseParams};
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::synth::{self, Shape};
@@ -34,7 +35,7 @@ type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
 /// The configurations compared: a name and a fitter each. Sparse ones are
 /// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
 /// single random start; `spgp-mM` and `vsgp-mM` compare the two feature
-/// kinds with the defaults.
+/// kinds with the defaults; `gplasso-mM` is GPLasso with its defaults.
 fn configurations() -> Vec<(String, Fitter)> {
     let mut configs: Vec<(String, Fitter)> = vec![(
         "exact".into(),
@@ -74,6 +75,11 @@ fn configurations() -> Vec<(String, Fitter)> {
         };
         configs.push((format!("spgp-m{m}"), with(FitParams::Spgp(params.clone()))));
         configs.push((format!("vsgp-m{m}"), with(FitParams::Vsgp(params))));
+    }
+    // GPLasso (issue 10); examples/gplasso_vs_spgp.rs compares it with SPGP.
+    for m in [10, 25, 50, 100] {
+        let params = GplassoParams { m, ..GplassoParams::default() };
+        configs.push((format!("gplasso-m{m}"), with(FitParams::Gplasso(params))));
     }
     configs
 }

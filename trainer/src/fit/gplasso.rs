@@ -319,6 +319,61 @@ pub(crate) fn fit_gplasso(
         progress,
     )?;
     let hyper_seconds = started.elapsed().as_secs_f64();
+    let mut fitted = select(data, params, kern)?;
+    if let Some(g) = &mut fitted.report.gplasso {
+        g.hyper_iterations = hyper_iterations;
+        g.hyper_seconds = hyper_seconds;
+    }
+    Ok(fitted)
+}
+
+/// The exact GP's hyperparameters GPLasso would use for `data` (for
+/// comparisons that hold them fixed across methods).
+///
+/// # Errors
+/// Bad settings, or a failed optimisation.
+pub fn exact_hyperparameters(data: &Dataset, params: &GplassoParams) -> Result<KernelParams> {
+    let params = params.check(data)?;
+    Ok(hyperparameters(
+        data,
+        params.max_points,
+        params.seed,
+        &params.optimiser,
+        &mut |_| {},
+    )?
+    .0)
+}
+
+/// GPLasso with given hyperparameters `kern` (standardised units of
+/// `data`): the selection alone. `data` must have no constant inputs
+/// ([`crate::fit::fit`] removes them first).
+///
+/// # Errors
+/// Bad settings; constant inputs; a numerical failure.
+pub fn fit_gplasso_given(
+    data: &Dataset,
+    params: &GplassoParams,
+    kern: KernelParams,
+) -> Result<Fitted> {
+    require_no_constant_inputs(data)?;
+    let started = Instant::now();
+    let mut fitted = select(data, &params.check(data)?, kern)?;
+    fitted.report.seconds = started.elapsed().as_secs_f64();
+    Ok(fitted)
+}
+
+fn require_no_constant_inputs(data: &Dataset) -> Result<()> {
+    if data.constant_inputs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::BadInput(
+            "constant inputs: fit through sgp_trainer::fit::fit, which leaves them out".into(),
+        ))
+    }
+}
+
+/// ICF, LARS and the model, for fixed hyperparameters.
+fn select(data: &Dataset, params: &Checked<'_, GplassoParams>, kern: KernelParams) -> Result<Fitted> {
     let selecting = Instant::now();
     let n = data.n_rows();
     let rank = params.rank_for(n);
@@ -364,8 +419,8 @@ pub(crate) fn fit_gplasso(
             .filter(|p| matches!(p.action, LarsAction::Leave(_)))
             .count(),
         lambda: last.lambda,
-        hyper_iterations,
-        hyper_seconds,
+        hyper_iterations: 0,
+        hyper_seconds: 0.0,
         select_seconds,
     });
     let model = TrainedModel {
@@ -463,26 +518,22 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
 /// The paper's baseline: SPGP (FITC) with the SAME fixed hyperparameters as
 /// GPLasso (the exact GP on at most `max_points` rows), optimising only the
 /// pseudo-input positions, from one k-means start. For the comparison of
-/// `examples/gplasso_vs_spgp.rs`; returns the fit and the seconds spent on
-/// the pseudo-inputs alone. (A cure that re-optimises would free the
-/// hyperparameters too; the benchmark only reports the fit.)
+/// `examples/gplasso_vs_spgp.rs`; `report.seconds` is the time spent on
+/// the pseudo-inputs alone, as for [`fit_gplasso_given`]. (A cure that re-optimises would free the
+/// hyperparameters too; the benchmark only reports the fit.) `kern`: the
+/// hyperparameters ([`exact_hyperparameters`]); `data` without constant
+/// inputs.
 ///
 /// # Errors
 /// As the fits it is made of.
 pub fn fit_spgp_fixed_hyperparameters(
     data: &Dataset,
     params: &GplassoParams,
-) -> Result<(Fitted, f64)> {
+    kern: KernelParams,
+) -> Result<Fitted> {
+    require_no_constant_inputs(data)?;
     let started = Instant::now();
     let params = params.check(data)?;
-    let (kern, _) = hyperparameters(
-        data,
-        params.max_points,
-        params.seed,
-        &params.optimiser,
-        &mut |_| {},
-    )?;
-    let pseudo = Instant::now();
     let z = crate::init::kmeans(&data.x, params.m, params.seed, 100)?;
     let config = FitcConfig::default();
     let objective = crate::inference::objective::SparseObjective::new(
@@ -509,7 +560,6 @@ pub fn fit_spgp_fixed_hyperparameters(
     p[range.clone()].copy_from_slice(&run.x);
     let (features, kernel) = objective.unpack(&p)?;
     let posterior = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
-    let pseudo_seconds = pseudo.elapsed().as_secs_f64();
     let fit = SparseFit {
         features,
         kernel,
@@ -520,7 +570,7 @@ pub fn fit_spgp_fixed_hyperparameters(
     };
     let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
     fitted.report.seconds = started.elapsed().as_secs_f64();
-    Ok((fitted, pseudo_seconds))
+    Ok(fitted)
 }
 
 #[cfg(test)]
