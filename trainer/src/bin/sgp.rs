@@ -365,8 +365,15 @@ fn print_path(rows: &[PathRow], stop: sgp_trainer::lars::LarsStop, m: usize) {
         "{:>9} {:>10} {:>12} {:>14} {:>10} {:>10}",
         "non-zeros", "change", "lambda", "objective", "val NLPD", "val RMSE"
     );
-    for r in rows {
+    for (k, r) in rows.iter().enumerate() {
         let change = match r.action {
+            // The first breakpoint: the first row entered at the start.
+            _ if k == 0 => r
+                .rows
+                .iter()
+                .map(|j| format!("+{j}"))
+                .collect::<Vec<_>>()
+                .join(" "),
             sgp_trainer::lars::LarsAction::Enter(j) => format!("+{j}"),
             sgp_trainer::lars::LarsAction::Leave(j) => format!("-{j}"),
             sgp_trainer::lars::LarsAction::Rejected(j) => format!("dup {j}"),
@@ -386,7 +393,10 @@ fn print_path(rows: &[PathRow], stop: sgp_trainer::lars::LarsStop, m: usize) {
     if reached < m {
         println!("the path stopped at {reached} non-zeros ({stop:?}), short of --m {m}");
     }
-    println!("(change: training row, 0-based, that entered (+) or left (-) the basis)");
+    println!(
+        "(change: data row, 0-based, header not counted, that entered (+) or left (-) the basis; \
+         `--json` lists every breakpoint's rows)"
+    );
     println!();
 }
 

@@ -204,8 +204,12 @@ pub struct GplassoReport {
 /// One breakpoint of the path as `sgp fit --path` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct PathRow {
-    /// What changed at this breakpoint.
+    /// What changed at this breakpoint; the variable is a row of the whole
+    /// data set (0-based), as in [`Self::rows`].
     pub action: LarsAction,
+    /// The rows with non-zero weight (0-based rows of the whole data set),
+    /// in the order they entered.
+    pub rows: Vec<usize>,
     /// Non-zero weights.
     pub nonzeros: usize,
     /// The penalty (`1/2 ||.||^2` convention).
@@ -457,11 +461,38 @@ pub const PATH_HOLDOUT: f64 = 0.2;
 /// The lasso path up to `params.m` non-zeros, fitted on a random
 /// `1 - PATH_HOLDOUT` of `data` (hyperparameters included) and scored on
 /// the rest, so that M can be chosen on held-out data; plus why it stopped.
+/// Both parts keep `data`'s standardisation, so that row numbers and units
+/// are those of `data`.
 ///
 /// # Errors
 /// As the fit; [`Error::BadInput`] if `data` is too small to split.
 pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathRow>, LarsStop)> {
-    let (train, valid) = data.split(PATH_HOLDOUT, params.seed)?;
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let reduced_data;
+    let data = if data.constant_inputs.is_empty() {
+        data
+    } else {
+        reduced_data = data.without_inputs(&data.constant_inputs)?;
+        &reduced_data
+    };
+    let n = data.n_rows();
+    let n_valid = (PATH_HOLDOUT * n as f64).round() as usize;
+    if n_valid == 0 || n_valid + 2 > n {
+        return Err(Error::BadInput(format!(
+            "--path holds out {:.0}% of the rows for validation: {n} rows are too few",
+            100.0 * PATH_HOLDOUT
+        )));
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(params.seed));
+    let (valid_rows, train_rows) = order.split_at(n_valid);
+    let mut valid_rows = valid_rows.to_vec();
+    let mut train_rows = train_rows.to_vec();
+    valid_rows.sort_unstable();
+    train_rows.sort_unstable();
+    let train = data.subset(&train_rows)?;
+    let valid = data.subset(&valid_rows)?;
     let params = params.check(&train)?;
     let (kern, _) = hyperparameters(
         &train,
@@ -499,8 +530,15 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
         p.mean = features.kuf(&kern, valid.x.as_view()).tr_mul(&beta);
         let mean = t.unapply_y(&p.mean);
         let var = p.var_y().map(|v| t.unapply_var(v));
+        let original = |j: usize| train_rows[j];
         rows.push(PathRow {
-            action: point.action,
+            action: match point.action {
+                LarsAction::Enter(j) => LarsAction::Enter(original(j)),
+                LarsAction::Leave(j) => LarsAction::Leave(original(j)),
+                LarsAction::Rejected(j) => LarsAction::Rejected(original(j)),
+                other => other,
+            },
+            rows: point.coef.iter().map(|&(j, _)| original(j)).collect(),
             nonzeros: point.nonzeros(),
             lambda: point.lambda,
             objective: 2.0 * point.half_rss - d_sq,
