@@ -78,7 +78,10 @@ fn configurations() -> Vec<(String, Fitter)> {
     }
     // GPLasso (issue 10); examples/gplasso_vs_spgp.rs compares it with SPGP.
     for m in [10, 25, 50, 100] {
-        let params = GplassoParams { m, ..GplassoParams::default() };
+        let params = GplassoParams {
+            m,
+            ..GplassoParams::default()
+        };
         configs.push((format!("gplasso-m{m}"), with(FitParams::Gplasso(params))));
     }
     configs

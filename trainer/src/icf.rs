@@ -200,7 +200,11 @@ mod tests {
         for tol in [1e-2, 1e-4, 1e-8] {
             let icf = kernel_icf(&kern, &x, 60, tol).expect("ok");
             assert!(icf.relative_residual() <= tol, "{tol}");
-            assert!(icf.rank() < 60, "smooth kernel, tol {tol}: rank {}", icf.rank());
+            assert!(
+                icf.rank() < 60,
+                "smooth kernel, tol {tol}: rank {}",
+                icf.rank()
+            );
             let resid = &k - icf.r.tr_mul(&icf.r);
             assert!((resid.trace() - icf.residual_trace).abs() < 1e-9 * icf.trace);
             // The residual is positive semi-definite: its trace bounds it.

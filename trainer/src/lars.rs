@@ -152,7 +152,11 @@ impl LassoPath {
 
     /// The largest number of non-zeros along the path.
     pub fn max_nonzeros(&self) -> usize {
-        self.points.iter().map(LarsPoint::nonzeros).max().unwrap_or(0)
+        self.points
+            .iter()
+            .map(LarsPoint::nonzeros)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The dense solution at `lambda`, interpolated linearly between the
@@ -338,16 +342,15 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
                 state.leave(j);
                 just_left = Some(j);
             }
-            LarsAction::Enter(j) => {
-                if !state.enter(j, &col_sq)? {
-                    // The step to here is still on the path.
-                    event = LarsAction::Rejected(j);
-                }
+            // Not admitted: the step to here is still on the path.
+            LarsAction::Enter(j) if !state.enter(j, &col_sq)? => {
+                event = LarsAction::Rejected(j);
             }
             _ => {}
         }
-        // Recompute the residual and correlations from the coefficients
-        // now and then to stop drift; cheap next to the step itself.
+        // Recompute the residual and correlations from the coefficients at
+        // every step, so round-off does not accumulate; O(n p) like the
+        // step itself.
         residual = y.clone();
         for (i, &j) in state.active.iter().enumerate() {
             residual.axpy(-state.beta[i], &x.column(j), 1.0);
@@ -490,7 +493,13 @@ mod tests {
         // Correlated columns (a shared factor) make variables leave.
         let shared = DVector::from_fn(n, |_, _| rng.random_range(-1.0..1.0));
         let x = DMatrix::from_fn(n, p, |i, _| shared[i] * 0.8 + rng.random_range(-1.0..1.0));
-        let truth = DVector::from_fn(p, |j, _| if j % 3 == 0 { 1.0 + j as f64 * 0.1 } else { 0.0 });
+        let truth = DVector::from_fn(p, |j, _| {
+            if j % 3 == 0 {
+                1.0 + j as f64 * 0.1
+            } else {
+                0.0
+            }
+        });
         let y = &x * truth + DVector::from_fn(n, |_, _| 0.3 * rng.random_range(-1.0..1.0));
         (x, y)
     }

@@ -19,11 +19,11 @@ use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
+use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, SparseParams,
     DEFAULT_RESTARTS,
 };
-use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
