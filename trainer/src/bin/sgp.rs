@@ -482,7 +482,9 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             rows.join(" ")
         );
         println!(
-            "variance        FITC with the selected inputs as pseudo-inputs (an approximation)"
+            "variance        FITC with the selected inputs as pseudo-inputs (an approximation); \
+             its training NLML {:.4}",
+            report.nlml
         );
     }
     println!("length scales");

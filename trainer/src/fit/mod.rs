@@ -8,7 +8,8 @@
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
-//! from SPGP's fit with multiscale features. Other feature kinds (HS, DR)
+//! from SPGP's fit with multiscale features; `gplasso` selects training
+//! inputs by a lasso path with fixed hyperparameters. Other feature kinds (HS, DR)
 //! reuse [`spgp::fit_sparse`] with a different
 //! [`crate::features::InducingFeatures`].
 
