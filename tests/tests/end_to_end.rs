@@ -9,6 +9,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
+use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, ProjectedParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::OptimiseOptions;
@@ -72,6 +73,12 @@ fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
                 FitParams::SpgpPca(p)
             }
         }
+        Method::Gplasso => FitParams::Gplasso(GplassoParams {
+            m,
+            seed,
+            optimiser,
+            ..GplassoParams::default()
+        }),
     }
 }
 
@@ -144,6 +151,25 @@ fn every_flipped_bit_of_a_vsgp_blob_is_an_error() {
             assert!(ModelSpec::from_bytes(&bad).is_err());
         }
     }
+}
+
+#[test]
+fn gplasso_runtime_matches_trainer() {
+    let (train, model) = fitted(Method::Gplasso, 15, 1);
+    let spec = model.to_spec().unwrap();
+    assert_eq!(spec.shape.kind, ModelKind::GpLasso);
+    assert!(!spec.shape.per_basis);
+    // The basis points are training inputs.
+    let centres = train.transform.unapply_x(&model.form.basis.centres);
+    let raw = train.raw_x();
+    for c in centres.row_iter() {
+        let nearest = raw
+            .row_iter()
+            .map(|r| (r - c).amax())
+            .fold(f64::INFINITY, f64::min);
+        assert!(nearest < 1e-9, "basis point off the data by {nearest}");
+    }
+    assert_runtime_matches(&model);
 }
 
 #[test]

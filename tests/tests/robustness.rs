@@ -2,11 +2,12 @@
 //! trends, steps, periodic, near noise-free, very noisy, N = 10, duplicated
 //! rows, one informative input of eight, raw offsets like kelvin and pascal,
 //! integer inputs, ...), each with SPGP at M in {4, 16, 64} (where N
-//! allows) under both objectives and with the exact GP, must export a blob
-//! that passes the f32 runtime check without `--force` — cured by more
-//! jitter where needed, as `sgp fit` does.
+//! allows) under both objectives, with GPLasso at the same M and with the
+//! exact GP, must export a blob that passes the f32 runtime check without
+//! `--force` — cured by more jitter where needed, as `sgp fit` does.
 
 use sgp_trainer::cure::export_fitted;
+use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::synth::robustness_cases;
@@ -23,6 +24,14 @@ fn every_fit_of_every_robustness_case_exports() {
             FitParams::Exact(ExactParams::default()),
         )];
         for &m in &case.m {
+            params.push((
+                format!("gplasso M = {m}"),
+                FitParams::Gplasso(GplassoParams {
+                    m,
+                    seed: case.seed,
+                    ..GplassoParams::default()
+                }),
+            ));
             for approximation in [Approximation::Fitc, Approximation::Vfe] {
                 params.push((
                     format!("{approximation:?} M = {m}"),

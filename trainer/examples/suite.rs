@@ -23,6 +23,7 @@ use serde::Serialize;
 use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
+use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
 };
@@ -37,7 +38,8 @@ type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
 /// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
 /// single random start; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
 /// feature kinds with the defaults; `spgp-dr-gG-mM` and `spgp-pca-gG-mM` a
-/// learned and a PCA projection to G dims.
+/// learned and a PCA projection to G dims; `gplasso-mM` is GPLasso with its
+/// defaults.
 fn configurations() -> Vec<(String, Fitter)> {
     let mut configs: Vec<(String, Fitter)> = vec![(
         "exact".into(),
@@ -98,6 +100,14 @@ fn configurations() -> Vec<(String, Fitter)> {
             format!("spgp-pca-g{dim}-m20"),
             with(FitParams::SpgpPca(p(dim))),
         ));
+    }
+    // GPLasso (issue 10); examples/gplasso_vs_spgp.rs compares it with SPGP.
+    for m in [10, 25, 50, 100] {
+        let params = GplassoParams {
+            m,
+            ..GplassoParams::default()
+        };
+        configs.push((format!("gplasso-m{m}"), with(FitParams::Gplasso(params))));
     }
     configs
 }

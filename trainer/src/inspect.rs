@@ -67,6 +67,10 @@ pub struct Summary {
     /// values, in place of length scales. Absent for unprojected models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projection: Option<crate::fit::ProjectionReport>,
+    /// Where the basis points come from, when the blob alone cannot say
+    /// (GPLasso: selected training rows, listed by `sgp fit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis_note: Option<&'static str>,
     /// Latent prior (signal) variance in raw target units.
     pub signal_variance: f64,
     /// Noise variance in raw target units (regression).
@@ -170,6 +174,10 @@ pub fn summarise(
         lengthscales,
         basis_widths,
         projection,
+        basis_note: (s.kind == sgp_runtime::ModelKind::GpLasso).then_some(
+            "training inputs selected by the lasso path; the blob holds their coordinates, not \
+             their row numbers, which `sgp fit` prints (`--json`: report.gplasso.selected_rows)",
+        ),
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
         blob_bytes,
@@ -228,6 +236,9 @@ impl std::fmt::Display for Summary {
                 p.cols,
                 s.join(", ")
             )?;
+        }
+        if let Some(note) = self.basis_note {
+            writeln!(f, "basis points    {note}")?;
         }
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;

@@ -807,3 +807,68 @@ fn bad_projection_dimensions_are_rejected() {
     assert_bad_input(&fit(&["--model", "spgp", "--dim", "2"]), &["--dim", "spgp"]);
     assert_bad_input(&fit(&["--model", "vsgp", "--dim", "2"]), &["--dim"]);
 }
+
+#[test]
+fn gplasso_fit_path_json_inspect_and_bad_settings() {
+    let dir = TempDir::new("gplasso");
+    synth(&dir, "data.csv", 120, 2);
+    let fit = |extra: &[&str]| {
+        let mut args = vec![
+            "fit",
+            "--data",
+            "data.csv",
+            "--model",
+            "gplasso",
+            "--max-iter",
+            "20",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    // The path, then the summary with the selected rows.
+    let text = ok(
+        &fit(&["--m", "6", "--path", "--out", "g.sgp"]),
+        "fit --path",
+    );
+    assert!(text.contains("val NLPD"), "{text}");
+    assert!(text.contains("selected rows"), "{text}");
+    assert!(text.contains("FITC with the selected inputs"), "{text}");
+    // --json carries the rows (0-based data rows) and the path.
+    let json: Value = serde_json::from_str(&ok(
+        &fit(&["--m", "6", "--json", "--path", "--out", "g.sgp"]),
+        "json",
+    ))
+    .expect("JSON");
+    let rows = json["report"]["gplasso"]["selected_rows"]
+        .as_array()
+        .expect("selected_rows");
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|r| r.as_u64().is_some_and(|r| r < 120)));
+    assert!(json["path"].as_array().is_some_and(|p| !p.is_empty()));
+    assert_eq!(json["report"]["method"], "gplasso");
+    // inspect knows the kind and says where the row numbers are.
+    let inspect = ok(&sgp(&dir, &["inspect", "g.sgp"]), "inspect");
+    assert!(inspect.contains("gplasso"), "{inspect}");
+    assert!(inspect.contains("selected_rows"), "{inspect}");
+    // Bad settings: exit 2 with a message naming the option.
+    assert_bad_input(
+        &fit(&["--m", "121", "--out", "x.sgp"]),
+        &["data.csv", "--m 121"],
+    );
+    assert_bad_input(
+        &fit(&["--m", "5", "--rank", "0", "--out", "x.sgp"]),
+        &["--rank"],
+    );
+    assert_bad_input(
+        &fit(&["--m", "30", "--rank", "20", "--out", "x.sgp"]),
+        &["--m 30", "rank 20"],
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &["fit", "--data", "data.csv", "--rank", "5", "--out", "x.sgp"],
+        ),
+        &["gplasso"],
+    );
+}

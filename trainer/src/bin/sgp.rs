@@ -19,6 +19,7 @@ use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
+use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
     SparseParams, DEFAULT_RESTARTS,
@@ -124,12 +125,21 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
-    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca).
+    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca) or of
+    /// selected training inputs (gplasso).
     #[arg(long, default_value_t = 20)]
     m: usize,
     /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
     #[arg(long)]
     dim: Option<usize>,
+    /// Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100),
+    /// at most N); at most this many basis points can be selected.
+    #[arg(long)]
+    rank: Option<usize>,
+    /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
+    /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
+    #[arg(long)]
+    path: bool,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
     /// (Titsias' variational bound, GPflow's SGPR).
     #[arg(long, value_enum, default_value = "fitc")]
@@ -172,6 +182,11 @@ struct FitArgs {
 
 impl FitArgs {
     fn params(&self) -> Result<FitParams> {
+        if self.model != Method::Gplasso && (self.rank.is_some() || self.path) {
+            return Err(Error::BadInput(
+                "--rank and --path are for --model gplasso".into(),
+            ));
+        }
         let projected = matches!(self.model, Method::SpgpDr | Method::SpgpPca);
         let dim = match (projected, self.dim) {
             (true, Some(dim)) => dim,
@@ -204,6 +219,14 @@ impl FitArgs {
             max_points: self.max_points,
         };
         Ok(match self.model {
+            Method::Gplasso => FitParams::Gplasso(GplassoParams {
+                m: self.m,
+                rank: self.rank,
+                max_points: self.max_points,
+                seed: self.seed,
+                optimiser,
+                ..GplassoParams::default()
+            }),
             Method::Exact => FitParams::Exact(ExactParams {
                 max_points: self.max_points,
                 seed: self.seed,
@@ -305,6 +328,8 @@ struct FitOutput<'a> {
     blob_bytes: usize,
     fidelity: &'a Fidelity,
     cure: Option<&'a Cure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a [PathRow]>,
 }
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
@@ -321,7 +346,18 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             eprintln!("sgp: warning: {warning}");
         }
     }
-    let mut fitted = fit_with_progress(&data, &args.params()?, quiet || args.json, "fit")?;
+    let params = args.params()?;
+    let path = match &params {
+        FitParams::Gplasso(p) if args.path => {
+            let (rows, stop) = gplasso_path(&data, p)?;
+            if !args.json {
+                print_path(&rows, stop, p.m);
+            }
+            Some(rows)
+        }
+        _ => None,
+    };
+    let mut fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
     let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
@@ -335,12 +371,58 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             blob_bytes: exported.blob.len(),
             fidelity: &exported.fidelity,
             cure: cure.as_ref(),
+            path: path.as_deref(),
         };
         println!("{}", to_json(&output)?);
     } else {
         print_fit_summary(&fitted, &exported, cure.as_ref(), &args.out);
     }
     Ok(())
+}
+
+fn print_path(rows: &[PathRow], stop: sgp_trainer::lars::LarsStop, m: usize) {
+    println!(
+        "lasso path on {:.0}% of the rows, scored on the other {:.0}% (raw units):",
+        100.0 * (1.0 - PATH_HOLDOUT),
+        100.0 * PATH_HOLDOUT
+    );
+    println!(
+        "{:>9} {:>10} {:>12} {:>14} {:>10} {:>10}",
+        "non-zeros", "change", "lambda", "objective", "val NLPD", "val RMSE"
+    );
+    for (k, r) in rows.iter().enumerate() {
+        let change = match r.action {
+            // The first breakpoint: the first row entered at the start.
+            _ if k == 0 => r
+                .rows
+                .iter()
+                .map(|j| format!("+{j}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            sgp_trainer::lars::LarsAction::Enter(j) => format!("+{j}"),
+            sgp_trainer::lars::LarsAction::Leave(j) => format!("-{j}"),
+            sgp_trainer::lars::LarsAction::Rejected(j) => format!("dup {j}"),
+            _ => String::new(),
+        };
+        println!(
+            "{:>9} {:>10} {:>12} {:>14} {:>10.4} {:>10}",
+            r.nonzeros,
+            change,
+            number(r.lambda),
+            number(r.objective),
+            r.validation_nlpd,
+            number(r.validation_rmse)
+        );
+    }
+    let reached = rows.last().map_or(0, |r| r.nonzeros);
+    if reached < m {
+        println!("the path stopped at {reached} non-zeros ({stop:?}), short of --m {m}");
+    }
+    println!(
+        "(change: data row, 0-based, header not counted, that entered (+) or left (-) the basis; \
+         `--json` lists every breakpoint's rows)"
+    );
+    println!();
 }
 
 /// A number for people: fixed point in the usual range, scientific notation
@@ -397,6 +479,43 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
                 2 * run.max_iter
             );
         }
+    }
+    if let Some(g) = &report.gplasso {
+        println!(
+            "selection       LARS path to {} of {} asked non-zeros ({:?}) in {} steps ({} \
+             removals), lambda {}; ICF rank {} of {} (residual trace {:.1e}); weights {:?}; \
+             hyperparameters {:.2} s, selection {:.2} s",
+            g.reached,
+            g.asked,
+            g.stop,
+            g.lars_steps,
+            g.removals,
+            number(g.lambda),
+            g.icf_rank,
+            g.rank,
+            g.icf_residual,
+            g.weights,
+            g.hyper_seconds,
+            g.select_seconds
+        );
+        if g.reached < g.asked {
+            println!(
+                "                the path could not reach {} non-zeros (duplicated rows, or the \
+                 kernel's rank at the trace tolerance): the model has {}",
+                g.asked, g.reached
+            );
+        }
+        let rows: Vec<String> = g.selected_rows.iter().map(usize::to_string).collect();
+        println!(
+            "selected rows   {} (0-based data rows, header not counted; the blob holds their \
+             inputs, not these numbers)",
+            rows.join(" ")
+        );
+        println!(
+            "variance        FITC with the selected inputs as pseudo-inputs (an approximation); \
+             its training NLML {:.4}",
+            report.nlml
+        );
     }
     if let Some(p) = &report.projection {
         let s: Vec<String> = p.singular_values.iter().map(|v| number(*v)).collect();

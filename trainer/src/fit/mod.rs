@@ -11,10 +11,12 @@
 //! from SPGP's fit with multiscale features, `spgp_hs` with per-pseudo-input
 //! uncertainties, `dr` is SPGP+DR and the PCA-then-SPGP baseline; each is a
 //! feature kind ([`crate::features::InducingFeatures`]) fitted by
-//! [`spgp::fit_sparse`].
+//! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
+//! with fixed hyperparameters.
 
 pub mod dr;
 pub mod exact;
+pub mod gplasso;
 pub mod spgp;
 pub mod spgp_hs;
 pub mod vsgp;
@@ -54,6 +56,9 @@ pub enum Method {
     SpgpDr,
     /// PCA to G dims (fixed), then SPGP in that space.
     SpgpPca,
+    /// GPLasso: M training inputs chosen by a lasso path, fixed
+    /// hyperparameters from an exact GP.
+    Gplasso,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -263,6 +268,8 @@ pub enum FitParams {
     SpgpDr(ProjectedParams),
     /// PCA to G dims, then SPGP.
     SpgpPca(ProjectedParams),
+    /// GPLasso.
+    Gplasso(gplasso::GplassoParams),
 }
 
 impl FitParams {
@@ -275,13 +282,14 @@ impl FitParams {
             FitParams::SpgpHs(_) => Method::SpgpHs,
             FitParams::SpgpDr(_) => Method::SpgpDr,
             FitParams::SpgpPca(_) => Method::SpgpPca,
+            FitParams::Gplasso(_) => Method::Gplasso,
         }
     }
 
     /// The pseudo-input settings of a sparse procedure.
     fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
         match self {
-            FitParams::Exact(_) => None,
+            FitParams::Exact(_) | FitParams::Gplasso(_) => None,
             FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(&mut p.sparse),
         }
@@ -310,6 +318,7 @@ impl FitParams {
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
             FitParams::SpgpHs(p) => spgp_hs::iteration_budget(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
+            FitParams::Gplasso(p) => p.optimiser.max_iter,
         }
     }
 }
@@ -426,6 +435,9 @@ pub struct FitReport {
     /// `h_m`, in raw target variance units (absent for other models).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncertainties: Option<crate::inspect::WidthSpread>,
+    /// GPLasso's selection: rows, rank, path (GPLasso only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gplasso: Option<gplasso::GplassoReport>,
 }
 
 impl FitReport {
@@ -451,6 +463,7 @@ impl FitReport {
             optimiser: None,
             starts: Vec::new(),
             uncertainties: None,
+            gplasso: None,
         }
     }
 }
@@ -600,6 +613,7 @@ pub fn fit(
         FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(used, &p.check(used)?, progress)?,
         FitParams::SpgpDr(p) => dr::fit_dr(used, &p.check(used)?, progress)?,
         FitParams::SpgpPca(p) => dr::fit_pca(used, &p.check(used)?, progress)?,
+        FitParams::Gplasso(p) => gplasso::fit_gplasso(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {
