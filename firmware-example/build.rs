@@ -12,6 +12,11 @@ const SIZES: [usize; 3] = [16, 32, 64];
 const VSGP_SIZES: [usize; 1] = [32];
 /// The same for the SPGP+DR models (files `dr_m{M}.sgp`, `golden_dr_m{M}.rs`).
 const DR_SIZES: [usize; 1] = [32];
+/// The same for the GPLasso models (files `gplasso_m{M}.sgp`, `golden_gplasso_m{M}.rs`).
+const GPLASSO_SIZES: [usize; 1] = [32];
+/// The same for the SPGP models on the SPGP+DR data, no projection (files
+/// `spgp_d16_m{M}.sgp`, `golden_spgp_d16_m{M}.rs`).
+const D16_SIZES: [usize; 1] = [32];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -40,6 +45,14 @@ fn main() {
     for m in DR_SIZES {
         stage(&out, &format!("dr_m{m}.sgp"));
         stage(&out, &format!("golden_dr_m{m}.rs"));
+    }
+    for m in GPLASSO_SIZES {
+        stage(&out, &format!("gplasso_m{m}.sgp"));
+        stage(&out, &format!("golden_gplasso_m{m}.rs"));
+    }
+    for m in D16_SIZES {
+        stage(&out, &format!("spgp_d16_m{m}.sgp"));
+        stage(&out, &format!("golden_spgp_d16_m{m}.rs"));
     }
 }
 

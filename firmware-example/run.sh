@@ -19,15 +19,20 @@ TARGET_DIR=target
 REPO_ROOT=$(cd .. && pwd)
 # Scratch space for the host tool's outputs before they are compared with model/.
 GEN_DIR=$PWD/$TARGET_DIR/model-gen
-# "kind M" per model; must match SIZES / VSGP_SIZES / DR_SIZES in build.rs and
-# the models in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
-# model/vsgp_m$M.sgp and golden_vsgp_m$M.rs for vsgp, model/dr_m$M.sgp and
-# golden_dr_m$M.rs for spgp-dr (fitted on its own D = DR_DIM data, projected
-# to G = DR_G dims).
-MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "spgp-dr 32")
+# "kind M [d16]" per model; must match the *_SIZES lists in build.rs and the
+# models in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
+# model/{kind}_m$M.sgp and golden_{kind}_m$M.rs for vsgp and gplasso,
+# model/dr_m$M.sgp and golden_dr_m$M.rs for spgp-dr (fitted on its own
+# D = DR_DIM data, projected to G = DR_G dims), model/spgp_d16_m$M.sgp and
+# golden_spgp_d16_m$M.rs for "spgp M d16" (plain SPGP on the spgp-dr data,
+# G = D = DR_DIM, to compare with the projection).
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16")
 MODEL_DIM=4
 DR_DIM=16
 DR_G=4
+# Rows GPLasso's exact-GP hyperparameter fit may use (of 400): O(n^3), so
+# kept small for a quick fit.
+GPLASSO_MAX_POINTS=300
 BIN_DIR=$TARGET_DIR/$TARGET/release
 MAIN_BIN=sgp-firmware-example
 PROOF_BIN=panic_free
@@ -68,7 +73,7 @@ fi
 echo "target $TARGET, $(qemu-system-arm --version | head -n1), size tool: ${LLVM_SIZE:-none}"
 
 # --- 2. model blobs and golden values ---------------------------------------
-step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM; spgp-dr D = $DR_DIM, G = $DR_G)"
+step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM; spgp-dr and d16 D = $DR_DIM, G = $DR_G and $DR_DIM)"
 # The cost of a prediction does not depend on the model's quality, so short
 # fits do; fixed seeds make every run produce the same files. Generated into
 # model/ (ignored by firmware-example/.gitignore, never committed); build.rs
@@ -95,13 +100,15 @@ sgp synth --rows 500 --dim "$DR_DIM" --seed 0 >"$GEN_DIR/data_dr.csv" || fail "s
 # each optimiser run (vsgp: each of its two stages, SPGP then widths freed).
 BLOBS=()
 for model in "${MODELS[@]}"; do
-    read -r kind m <<<"$model"
+    read -r kind m on <<<"$model"
     name=m$m
     data=$GEN_DIR/data.csv
     extra=()
-    case $kind in
+    case $kind${on:+ $on} in
         spgp) ;;
+        "spgp d16") name=spgp_d16_m$m data=$GEN_DIR/data_dr.csv ;;
         spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G") ;;
+        gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS") ;;
         *) name=${kind}_m$m ;;
     esac
     sgp fit --data "$data" --model "$kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \
@@ -113,7 +120,7 @@ for model in "${MODELS[@]}"; do
         [[ -s "model/$f" ]] || fail "model/$f missing or empty"
     done
     BLOBS+=("model/$name.sgp")
-    echo "$kind M=$m: model/$name.sgp ($(wc -c <"model/$name.sgp") B), model/golden_$name.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_$name.log" || true)"
+    echo "$kind${on:+ $on} M=$m: model/$name.sgp ($(wc -c <"model/$name.sgp") B), model/golden_$name.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_$name.log" || true)"
 done
 
 # --- 3. build ----------------------------------------------------------------
@@ -188,7 +195,7 @@ footprint() { # <elf> <peak stack or "-">
     # (the firmware's sensor simulation uses sinf/cosf too).
     runtime=$(awk -F= '$1 ~ /^(sgp_runtime|postcard|serde|serde_core|crc|crc_catalog|heapless|micromath)$/ { s += $2 } END { print s + 0 }' <<<"$by_crate")
     runtime=$((runtime + $("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[tT]$/ && $4 ~ /^libm::math::(expf|scalbnf|sqrtf?|exp)::/ { s += $2 } END { print s + 0 }')))
-    models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_([A-Z]+_)?M[0-9]+/ { s += $2 } END { print s + 0 }')
+    models=$("$LLVM_NM" -S --radix=d -C "$elf" | awk '$3 ~ /^[bB]$/ && $4 ~ /MODEL_([A-Z0-9]+_)*M[0-9]+/ { s += $2 } END { print s + 0 }')
     printf '| `%s` | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$(basename "$elf")" \
         "$((text + rodata + data))" "$text" "$rodata" "$runtime" "$BLOB_BYTES" "$((data + bss))" "$models" "$stack"
 }
@@ -256,7 +263,7 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e
-        grep -E '^\| (kind|spgp|vsgp)|^golden [a-z -]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        grep -E '^\| (kind|spgp|vsgp|gplasso)|^golden [a-z -]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
         echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
     done
 fi

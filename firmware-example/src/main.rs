@@ -21,8 +21,9 @@ use sgp_firmware_example::model::{
 };
 use sgp_firmware_example::stack;
 
-/// Host-generated golden values, one file per model (model/golden_m{M}.rs and
-/// model/golden_vsgp_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALE`, `INPUTS` (row-major), `EXPECTED`.
+/// Host-generated golden values, one file per model (model/golden_m{M}.rs,
+/// model/golden_{kind}_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALE`,
+/// `INPUTS` (row-major), `EXPECTED`.
 macro_rules! golden_module {
     ($name:ident, $file:literal) => {
         // The generator prints every digit of the f64 values; f32 rounds them.
@@ -37,6 +38,8 @@ golden_module!(golden_m32, "golden_m32.rs");
 golden_module!(golden_m64, "golden_m64.rs");
 golden_module!(golden_vsgp_m32, "golden_vsgp_m32.rs");
 golden_module!(golden_dr_m32, "golden_dr_m32.rs");
+golden_module!(golden_gplasso_m32, "golden_gplasso_m32.rs");
+golden_module!(golden_spgp_d16_m32, "golden_spgp_d16_m32.rs");
 
 /// Control ticks simulated (a real loop would wait for a timer each tick).
 const CONTROL_TICKS: u32 = 200;
@@ -142,6 +145,22 @@ fn run() -> bool {
         golden_dr_m32::DIM,
         &golden_dr_m32::EXPECTED,
         golden_dr_m32::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        "gplasso M=32",
+        models.gplasso_m32,
+        golden_gplasso_m32::INPUTS.as_slice(),
+        golden_gplasso_m32::DIM,
+        &golden_gplasso_m32::EXPECTED,
+        golden_gplasso_m32::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        "spgp D=16 M=32",
+        models.spgp_d16_m32,
+        golden_spgp_d16_m32::INPUTS.as_slice(),
+        golden_spgp_d16_m32::DIM,
+        &golden_spgp_d16_m32::EXPECTED,
+        golden_spgp_d16_m32::Y_SCALE,
     );
     let cost_ok = check_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
@@ -175,7 +194,7 @@ fn calibrate(meter: &InstructionMeter) -> bool {
     ok
 }
 
-/// Loads the four blobs into their statics and reports sizes and the
+/// Loads the seven blobs into their statics and reports sizes and the
 /// stack the in-place `Model::load` calls need.
 fn load_models() -> Option<Models> {
     let (loaded, load_stack) = stack::measure(model::load);
@@ -195,8 +214,18 @@ fn load_models() -> Option<Models> {
     describe("M=64", models.m64, model::BLOB_M64.len());
     describe("vsgp M=32", models.vsgp_m32, model::BLOB_VSGP_M32.len());
     describe("spgp-dr M=32", models.dr_m32, model::BLOB_DR_M32.len());
+    describe(
+        "gplasso M=32",
+        models.gplasso_m32,
+        model::BLOB_GPLASSO_M32.len(),
+    );
+    describe(
+        "spgp D=16 M=32",
+        models.spgp_d16_m32,
+        model::BLOB_SPGP_D16_M32.len(),
+    );
     hprintln!(
-        "load: all five Model::load calls (in place, into .bss) <= {} B stack",
+        "load: all seven Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)
@@ -351,7 +380,13 @@ const EXTRA_COST_INPUTS: [[f32; INPUT_DIM]; 6] = [
 /// time per prediction).
 fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     // Rows of the table: (kind, M); `counts` below is in the same order.
-    const ROWS: [(&str, u32); 4] = [("spgp", 16), ("spgp", 32), ("spgp", 64), ("vsgp", 32)];
+    const ROWS: [(&str, u32); 5] = [
+        ("spgp", 16),
+        ("spgp", 32),
+        ("spgp", 64),
+        ("vsgp", 32),
+        ("gplasso", 32),
+    ];
     let mut spans = [[Span::EMPTY; 2]; ROWS.len()];
     let inputs = golden_m32::INPUTS
         .chunks_exact(INPUT_DIM)
@@ -362,13 +397,14 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             cost(meter, models.m32, x),
             cost(meter, models.m64, x),
             cost(meter, models.vsgp_m32, x),
+            cost(meter, models.gplasso_m32, x),
         ];
         for (span, (p, m)) in spans.iter_mut().zip(counts) {
             span[0].add(p);
             span[1].add(m);
         }
         hprintln!(
-            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}, vsgp M=32: {}; mean: {} / {} / {}, vsgp M=32: {}",
+            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}, vsgp / gplasso M=32: {} / {}; mean: {} / {} / {}, vsgp / gplasso M=32: {} / {}",
             x[0],
             x[1],
             x[2],
@@ -377,10 +413,12 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             counts[1].0,
             counts[2].0,
             counts[3].0,
+            counts[4].0,
             counts[0].1,
             counts[1].1,
             counts[2].1,
-            counts[3].1
+            counts[3].1,
+            counts[4].1
         );
     }
 
@@ -413,8 +451,22 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         constant_time &= span[0].spread() <= CONSTANT_TIME_SLACK;
         constant_time &= span[1].spread() <= CONSTANT_TIME_SLACK;
     }
-    let dr = dr_cost(meter, models);
-    constant_time &= dr[0].spread() <= CONSTANT_TIME_SLACK && dr[1].spread() <= CONSTANT_TIME_SLACK;
+    let dr = wide_cost(
+        meter,
+        models.dr_m32,
+        golden_dr_m32::INPUTS.as_slice(),
+        "spgp-dr",
+    );
+    let d16 = wide_cost(
+        meter,
+        models.spgp_d16_m32,
+        golden_spgp_d16_m32::INPUTS.as_slice(),
+        "spgp",
+    );
+    for span in [dr, d16] {
+        constant_time &=
+            span[0].spread() <= CONSTANT_TIME_SLACK && span[1].spread() <= CONSTANT_TIME_SLACK;
+    }
     let m32_predict = spans[1][0].max;
     hprintln!(
         "cost: M=32 predict <= {} instructions: {} the target of < {}",
@@ -428,7 +480,7 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     );
     // Same Model<32, 4, 4> type, so the same code: any difference would come
     // from the data (there is none in a constant-time runtime).
-    let (spgp, vsgp) = (spans[1], spans[3]);
+    let (spgp, vsgp, gplasso) = (spans[1], spans[3], spans[4]);
     hprintln!(
         "cost: vsgp vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
         vsgp[0].max,
@@ -437,6 +489,17 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         vsgp[1].max,
         spgp[1].max,
         i64::from(vsgp[1].max) - i64::from(spgp[1].max)
+    );
+    // GPLasso's blob has SPGP's layout (shared widths, two factors), so it
+    // too runs Model<32, 4, 4>'s code.
+    hprintln!(
+        "cost: gplasso vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
+        gplasso[0].max,
+        spgp[0].max,
+        i64::from(gplasso[0].max) - i64::from(spgp[0].max),
+        gplasso[1].max,
+        spgp[1].max,
+        i64::from(gplasso[1].max) - i64::from(spgp[1].max)
     );
     // The DR model has the feature dimension of the SPGP M=32 one (G = 4):
     // what it costs beyond it is the projection (G x D multiply-adds) and
@@ -454,12 +517,25 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         i64::from(dr[1].max) - i64::from(spgp[1].max),
         DR_FEATURE_DIM * DR_INPUT_DIM
     );
+    // Same 16 inputs without the projection: distances in 16 dims instead of 4.
+    hprintln!(
+        "cost: spgp-dr M=32 (D={}, G={}) vs spgp M=32 (D=G={}): predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
+        DR_INPUT_DIM,
+        DR_FEATURE_DIM,
+        DR_INPUT_DIM,
+        dr[0].max,
+        d16[0].max,
+        i64::from(dr[0].max) - i64::from(d16[0].max),
+        dr[1].max,
+        d16[1].max,
+        i64::from(dr[1].max) - i64::from(d16[1].max)
+    );
     hprintln!(
         "constant time: {} (largest spread over inputs {} instructions, allowed {})",
         if constant_time { "ok" } else { "FAILED" },
         spans
             .iter()
-            .chain(core::iter::once(&dr))
+            .chain([&dr, &d16])
             .flatten()
             .map(Span::spread)
             .max()
@@ -469,8 +545,8 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     constant_time
 }
 
-/// Inputs for the SPGP+DR model's cost besides its golden ones (16-D):
-/// the centre, a corner, far out and huge.
+/// Inputs for the 16-input models' cost besides their golden ones: the
+/// centre, a corner, far out and huge.
 const EXTRA_DR_COST_INPUTS: [[f32; DR_INPUT_DIM]; 4] = [
     [0.0; DR_INPUT_DIM],
     [3.0; DR_INPUT_DIM],
@@ -478,26 +554,35 @@ const EXTRA_DR_COST_INPUTS: [[f32; DR_INPUT_DIM]; 4] = [
     [1e4; DR_INPUT_DIM],
 ];
 
-/// Instruction spans of the SPGP+DR model's `predict` and `mean` over its
-/// golden inputs and a few more; prints its row of the cost table (the
-/// distances are in G dims, the projection adds G x D multiply-adds).
-fn dr_cost(meter: &InstructionMeter, models: &Models) -> [Span; 2] {
+/// Instruction spans of a 16-input model's `predict` and `mean` over its
+/// golden inputs and a few more; prints its row of the cost table. With a
+/// projection (SPGP+DR) the distances are in G dims and the projection adds
+/// G x D multiply-adds; without one (G = D) the distances are in all D.
+fn wide_cost<const G: usize>(
+    meter: &InstructionMeter,
+    model: &Model<32, G, DR_INPUT_DIM>,
+    golden_inputs: &[f32],
+    kind: &str,
+) -> [Span; 2] {
     let mut span = [Span::EMPTY; 2];
-    let inputs = golden_dr_m32::INPUTS
+    let inputs = golden_inputs
         .chunks_exact(DR_INPUT_DIM)
         .chain(EXTRA_DR_COST_INPUTS.iter().map(|x| x.as_slice()));
     for x in inputs {
-        let (p, m) = cost(meter, models.dr_m32, x);
+        let (p, m) = cost(meter, model, x);
         span[0].add(p);
         span[1].add(m);
     }
-    let (m, g, d) = (32u32, DR_FEATURE_DIM as u32, DR_INPUT_DIM as u32);
+    let (m, g, d) = (32u32, G as u32, DR_INPUT_DIM as u32);
     let solve_macs = m * (m + 1);
     let variance_part = span[0].max.saturating_sub(span[1].max);
+    let projection_macs = if G == DR_INPUT_DIM { 0 } else { g * d };
     hprintln!(
-        "| spgp-dr (D={}, projection {} MACs) | {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+        "| {} (D={}, G={}, projection {} MACs) | {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
+        kind,
         d,
-        g * d,
+        g,
+        projection_macs,
         m,
         3 * m * g,
         m,

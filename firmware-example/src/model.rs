@@ -3,9 +3,11 @@
 //!
 //! Three sizes of the same problem (M = 16, 32, 64 basis functions, D = 4) so
 //! the firmware can show how the cost grows with M, plus a VSGP model
-//! (per-basis widths and amplitudes) at M = 32 on the same data, to show what
-//! those cost next to SPGP's shared widths; the control loop uses the SPGP
-//! model at [`CONTROL_M`]. Each `Model` type's capacity equals its blob's M exactly:
+//! (per-basis widths and amplitudes) and a GPLasso model (basis = selected
+//! training inputs) at M = 32 on the same data, to show what those cost next
+//! to SPGP's shared widths; an SPGP+DR model (16 inputs projected to 4) and a
+//! plain SPGP model on the same 16 inputs, to price the projection; the
+//! control loop uses the SPGP model at [`CONTROL_M`]. Each `Model` type's capacity equals its blob's M exactly:
 //! the runtime zero-fills and walks arrays of the *capacity*, so a larger
 //! capacity would inflate the instruction counts.
 
@@ -27,6 +29,8 @@ pub const DR_INPUT_DIM: usize = 16;
 pub const DR_FEATURE_DIM: usize = 4;
 /// The SPGP+DR model type, M = 32.
 pub type ModelDr32 = Model<32, DR_FEATURE_DIM, DR_INPUT_DIM>;
+/// Plain SPGP on the DR model's 16 inputs (no projection: G = D = 16), M = 32.
+pub type ModelD16x32 = Model<32, DR_INPUT_DIM, DR_INPUT_DIM>;
 
 /// Basis-function count of the model the control loop runs (the issue's target).
 pub const CONTROL_M: usize = 32;
@@ -42,14 +46,22 @@ pub static BLOB_VSGP_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vsgp
 /// The SPGP+DR blob, `model/dr_m32.sgp` (D = 16, G = 4, fitted on its own
 /// 16-D data).
 pub static BLOB_DR_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dr_m32.sgp"));
+/// The GPLasso blob, `model/gplasso_m32.sgp` (D = 4, the SPGP models' data):
+/// shared widths and two factors like SPGP, so it loads into `Model32` too.
+pub static BLOB_GPLASSO_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gplasso_m32.sgp"));
+/// Plain SPGP on the SPGP+DR model's 16-D data, `model/spgp_d16_m32.sgp`.
+pub static BLOB_SPGP_D16_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/spgp_d16_m32.sgp"));
 
-/// The loaded models: SPGP at three sizes, VSGP and SPGP+DR at M = 32.
+/// The loaded models: SPGP at three sizes, VSGP, GPLasso, SPGP+DR and
+/// SPGP on 16 inputs at M = 32.
 pub struct Models {
     pub m16: &'static Model16,
     pub m32: &'static Model32,
     pub m64: &'static Model64,
     pub vsgp_m32: &'static Model32,
+    pub gplasso_m32: &'static Model32,
     pub dr_m32: &'static ModelDr32,
+    pub spgp_d16_m32: &'static ModelD16x32,
 }
 
 /// Which blob failed to load (e.g. "spgp M=32"), and why.
@@ -77,32 +89,55 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let m32 = cortex_m::singleton!(MODEL_M32: Model32 = Model32::new())?;
     let m64 = cortex_m::singleton!(MODEL_M64: Model64 = Model64::new())?;
     let vsgp_m32 = cortex_m::singleton!(MODEL_VSGP_M32: Model32 = Model32::new())?;
+    let gplasso_m32 = cortex_m::singleton!(MODEL_GPLASSO_M32: Model32 = Model32::new())?;
     let dr_m32 = cortex_m::singleton!(MODEL_DR_M32: ModelDr32 = ModelDr32::new())?;
-    Some(load_into(m16, m32, m64, vsgp_m32, dr_m32))
+    let spgp_d16_m32 = cortex_m::singleton!(MODEL_SPGP_D16_M32: ModelD16x32 = ModelD16x32::new())?;
+    Some(load_into(Slots {
+        m16,
+        m32,
+        m64,
+        vsgp_m32,
+        gplasso_m32,
+        dr_m32,
+        spgp_d16_m32,
+    }))
+}
+
+/// The statics [`load`] fills, each handed out mutably once.
+struct Slots {
+    m16: &'static mut Model16,
+    m32: &'static mut Model32,
+    m64: &'static mut Model64,
+    vsgp_m32: &'static mut Model32,
+    gplasso_m32: &'static mut Model32,
+    dr_m32: &'static mut ModelDr32,
+    spgp_d16_m32: &'static mut ModelD16x32,
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
 /// `unwrap`: that would be a panic path). A model that failed to load is left
 /// empty by the runtime, and is not handed out.
-fn load_into(
-    m16: &'static mut Model16,
-    m32: &'static mut Model32,
-    m64: &'static mut Model64,
-    vsgp_m32: &'static mut Model32,
-    dr_m32: &'static mut ModelDr32,
-) -> Result<Models, LoadError> {
+fn load_into(s: Slots) -> Result<Models, LoadError> {
     let err = |blob| move |error| LoadError { blob, error };
-    m16.load(BLOB_M16).map_err(err("spgp M=16"))?;
-    m32.load(BLOB_M32).map_err(err("spgp M=32"))?;
-    m64.load(BLOB_M64).map_err(err("spgp M=64"))?;
-    vsgp_m32.load(BLOB_VSGP_M32).map_err(err("vsgp M=32"))?;
-    dr_m32.load(BLOB_DR_M32).map_err(err("spgp-dr M=32"))?;
+    s.m16.load(BLOB_M16).map_err(err("spgp M=16"))?;
+    s.m32.load(BLOB_M32).map_err(err("spgp M=32"))?;
+    s.m64.load(BLOB_M64).map_err(err("spgp M=64"))?;
+    s.vsgp_m32.load(BLOB_VSGP_M32).map_err(err("vsgp M=32"))?;
+    s.gplasso_m32
+        .load(BLOB_GPLASSO_M32)
+        .map_err(err("gplasso M=32"))?;
+    s.dr_m32.load(BLOB_DR_M32).map_err(err("spgp-dr M=32"))?;
+    s.spgp_d16_m32
+        .load(BLOB_SPGP_D16_M32)
+        .map_err(err("spgp D=16 M=32"))?;
     Ok(Models {
-        m16,
-        m32,
-        m64,
-        vsgp_m32,
-        dr_m32,
+        m16: s.m16,
+        m32: s.m32,
+        m64: s.m64,
+        vsgp_m32: s.vsgp_m32,
+        gplasso_m32: s.gplasso_m32,
+        dr_m32: s.dr_m32,
+        spgp_d16_m32: s.spgp_d16_m32,
     })
 }
 

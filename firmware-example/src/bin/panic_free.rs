@@ -18,7 +18,7 @@ use core::ptr::{addr_of, addr_of_mut, read_volatile, write_volatile};
 use cortex_m_rt::entry;
 use cortex_m_semihosting::debug;
 
-use sgp_firmware_example::model::{self, ModelM, INPUT_DIM};
+use sgp_firmware_example::model::{self, Model, DR_INPUT_DIM, INPUT_DIM};
 
 const N_INPUTS: usize = 4;
 
@@ -30,10 +30,20 @@ static mut INPUTS: [[f32; INPUT_DIM]; N_INPUTS] = [
     [40.0, -40.0, 1e6, 0.0],
     [f32::NAN, f32::INFINITY, 0.0, 0.0],
 ];
+/// The same for the 16-input models (SPGP+DR and SPGP on 16 inputs).
+static mut INPUTS_16: [[f32; DR_INPUT_DIM]; N_INPUTS] = [
+    [0.5; DR_INPUT_DIM],
+    [3.0; DR_INPUT_DIM],
+    [1e6; DR_INPUT_DIM],
+    [f32::NAN; DR_INPUT_DIM],
+];
+/// Models whose prediction path is proved.
+const N_MODELS: usize = 7;
 /// Results written volatile so nothing can be optimised away: per model
-/// (SPGP M = 16, 32, 64, VSGP M = 32) and input, (mean, variance) from
-/// `predict` and `mean`.
-static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; 4] = [[(0.0, 0.0, 0.0); N_INPUTS]; 4];
+/// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR and SPGP D = 16 at M = 32)
+/// and input, (mean, variance) from `predict` and `mean`.
+static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; N_MODELS] =
+    [[(0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
 
 #[cfg(not(debug_assertions))]
 extern "C" {
@@ -70,15 +80,27 @@ fn main() -> ! {
             cortex_m::asm::wfi();
         }
     };
-    // Every size, since each M is its own monomorphisation of the runtime.
+    // Every capacity, since each (M, G, D) is its own monomorphisation of
+    // the runtime.
     // SAFETY: plain writes of a static nothing else accesses; the indices
-    // are constants, checked at compile time (no bounds-check panic).
+    // are constants, checked at compile time (no bounds-check panic); the
+    // input tables are statics nothing else accesses.
     unsafe {
-        write_volatile(addr_of_mut!(OUTPUTS[0]), run(models.m16));
-        write_volatile(addr_of_mut!(OUTPUTS[1]), run(models.m32));
-        write_volatile(addr_of_mut!(OUTPUTS[2]), run(models.m64));
-        // Same monomorphisation as m32, but its own data (per-basis widths).
-        write_volatile(addr_of_mut!(OUTPUTS[3]), run(models.vsgp_m32));
+        let inputs = addr_of!(INPUTS);
+        let inputs_16 = addr_of!(INPUTS_16);
+        write_volatile(addr_of_mut!(OUTPUTS[0]), run(models.m16, inputs));
+        write_volatile(addr_of_mut!(OUTPUTS[1]), run(models.m32, inputs));
+        write_volatile(addr_of_mut!(OUTPUTS[2]), run(models.m64, inputs));
+        // Same monomorphisation as m32, but their own data (VSGP: per-basis
+        // widths; GPLasso: centres at training inputs).
+        write_volatile(addr_of_mut!(OUTPUTS[3]), run(models.vsgp_m32, inputs));
+        write_volatile(addr_of_mut!(OUTPUTS[4]), run(models.gplasso_m32, inputs));
+        // Projected (G = 4 < D = 16) and unprojected (G = D = 16).
+        write_volatile(addr_of_mut!(OUTPUTS[5]), run(models.dr_m32, inputs_16));
+        write_volatile(
+            addr_of_mut!(OUTPUTS[6]),
+            run(models.spgp_d16_m32, inputs_16),
+        );
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
@@ -87,13 +109,19 @@ fn main() -> ! {
 }
 
 /// (mean, variance) from `predict` and the mean from `mean`, per input.
-fn run<const M: usize>(model: &ModelM<M>) -> [(f32, f32, f32); N_INPUTS] {
+///
+/// # Safety
+/// `inputs` must point to a static that nothing else accesses.
+unsafe fn run<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    inputs: *const [[f32; D]; N_INPUTS],
+) -> [(f32, f32, f32); N_INPUTS] {
     let mut out = [(0.0, 0.0, 0.0); N_INPUTS];
     for (i, slot) in out.iter_mut().enumerate() {
-        let mut x = [0.0f32; INPUT_DIM];
+        let mut x = [0.0f32; D];
         for (j, xj) in x.iter_mut().enumerate() {
-            // SAFETY: in-bounds read of a static nothing else accesses.
-            *xj = unsafe { read_volatile(addr_of!(INPUTS[i][j])) };
+            // SAFETY: in-bounds (i < N_INPUTS, j < D) read of the static.
+            *xj = unsafe { read_volatile(addr_of!((*inputs)[i][j])) };
         }
         let x = demo_reachable_panic(&x);
         let (mean, variance) = model::predict(model, x);
