@@ -263,7 +263,7 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e
-        grep -E '^\| (kind|spgp|vsgp|gplasso)|^golden [a-z -]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        grep -E '^\| (kind|spgp|vsgp|gplasso)|^golden [a-zA-Z0-9 =-]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
         echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
     done
 fi
