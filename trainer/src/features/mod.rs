@@ -372,3 +372,101 @@ mod tests {
         assert_eq!(basis.with_ignored_inputs(2, &[]), basis);
     }
 }
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! Finite-difference checks every feature kind runs on its chain rule.
+
+    use nalgebra::{DMatrix, DVector};
+
+    use super::InducingFeatures;
+    use crate::inference::fitc::FitcConfig;
+    use crate::inference::objective::SparseObjective;
+    use crate::inference::test_util::{assert_grad_close, fd_grad};
+    use crate::inference::Approximation;
+    use crate::kernel::KernelParams;
+
+    /// Fixed adjoints for an M-feature, N-row check: a symmetric `dF/dKuu`
+    /// with `diagonal` added to its diagonal, `dF/dKuf` and `dF/dkdiag`.
+    pub fn adjoints(
+        m: usize,
+        n: usize,
+        diagonal: f64,
+    ) -> (DMatrix<f64>, DMatrix<f64>, DVector<f64>) {
+        let a = DMatrix::from_fn(m, m, |i, j| ((i * 7 + j * 3) as f64).sin());
+        let adj_u = &a + a.transpose() + DMatrix::from_diagonal_element(m, m, diagonal);
+        let adj_f = DMatrix::from_fn(m, n, |i, j| ((i * 5 + j * 11) as f64).cos());
+        let adj_d = DVector::from_fn(n, |i, _| 0.1 * i as f64 - 0.3);
+        (adj_u, adj_f, adj_d)
+    }
+
+    /// `F = <adj_u, Kuu> + <adj_f, Kuf> + <adj_d, kdiag>` differentiated by
+    /// `grad_kuu + grad_kuf` against central differences, over `[feature
+    /// parameters | log l (when the feature uses them) | log s2]`. Returns
+    /// the analytic gradient for further checks.
+    pub fn check_matrix_level<F: InducingFeatures + Clone>(
+        f: &F,
+        kern: &KernelParams,
+        x: &DMatrix<f64>,
+        adjoints: &(DMatrix<f64>, DMatrix<f64>, DVector<f64>),
+    ) -> Vec<f64> {
+        let (adj_u, adj_f, adj_d) = adjoints;
+        let np = f.num_params();
+        let nl = if f.uses_lengthscales() { kern.dim() } else { 0 };
+        let value = |p: &[f64]| {
+            let mut fp = f.clone();
+            fp.set_params(&p[..np]).expect("in range");
+            let mut kp = kern.clone();
+            if nl > 0 {
+                kp.log_lengthscales = p[np..np + nl].to_vec();
+            }
+            kp.log_signal_var = p[np + nl];
+            fp.kuu(&kp).component_mul(adj_u).sum()
+                + fp.kuf(&kp, x.as_view()).component_mul(adj_f).sum()
+                + fp.kdiag(&kp, x.as_view()).dot(adj_d)
+        };
+        let mut p = f.params();
+        if nl > 0 {
+            p.extend_from_slice(&kern.log_lengthscales);
+        }
+        p.push(kern.log_signal_var);
+        let mut g = f.grad_kuu(kern, &f.kuu(kern), adj_u);
+        g.add_assign(&f.grad_kuf(kern, x.as_view(), &f.kuf(kern, x.as_view()), adj_f, adj_d));
+        if nl == 0 {
+            assert!(g.kernel.log_lengthscales.iter().all(|&v| v == 0.0));
+        }
+        let mut ana = g.feature.clone();
+        if nl > 0 {
+            ana.extend_from_slice(&g.kernel.log_lengthscales);
+        }
+        ana.push(g.kernel.log_signal_var);
+        let num = fd_grad(value, &p, 1e-6);
+        assert_grad_close(&num, &ana, 1e-7);
+        ana
+    }
+
+    /// The FITC or VFE objective's gradient over `f` and the kernel (noise
+    /// included) against central differences, and its pack/unpack round
+    /// trip. Returns the parameter count.
+    pub fn check_objective<F: InducingFeatures + Clone + PartialEq>(
+        x: &DMatrix<f64>,
+        y: &DVector<f64>,
+        f: &F,
+        kern: KernelParams,
+        approximation: Approximation,
+    ) -> usize {
+        let config = FitcConfig {
+            approximation,
+            ..FitcConfig::default()
+        };
+        let obj = SparseObjective::new(x, y, f.clone(), kern, config).expect("valid");
+        let p = obj.initial();
+        let (f2, _) = obj.unpack(&p).expect("ok");
+        assert!(f2 == *f, "the features survive a pack/unpack round trip");
+        let (v, g) = obj.objective(&p).expect("ok");
+        assert!((v - obj.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
+        let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-5);
+        assert_grad_close(&num, &g, 1e-6);
+        p.len()
+    }
+}

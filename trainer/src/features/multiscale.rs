@@ -415,9 +415,13 @@ fn kern_dims(kern: &KernelParams, d: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::test_util::{
+        adjoints, check_matrix_level as check_matrix_level_of,
+        check_objective as check_objective_of,
+    };
     use crate::inference::fitc::{fitc_nlml, fitc_nlml_grad, fitc_posterior, FitcConfig};
     use crate::inference::objective::SparseObjective;
-    use crate::inference::test_util::{assert_grad_close, fd_grad, problem};
+    use crate::inference::test_util::problem;
     use crate::inference::Approximation::{self, Fitc, Vfe};
 
     const D: usize = 2;
@@ -437,42 +441,9 @@ mod tests {
         KernelParams::new(&[0.9, 1.4], 1.3, 0.05).expect("valid")
     }
 
-    /// `F(feat, kern) = <adj_u, Kuu> + <adj_f, Kuf> + <adj_d, kdiag>` as a
-    /// function of `[feature params | log l | log s2]`.
     fn check_matrix_level(seed: u64) {
         let (x, _, f) = setup(seed, 9, 4);
-        let k0 = kern();
-        let adj_u = {
-            let a = DMatrix::from_fn(4, 4, |i, j| ((i * 7 + j * 3) as f64).sin());
-            &a + a.transpose()
-        };
-        let adj_f = DMatrix::from_fn(4, 9, |i, j| ((i * 5 + j * 11) as f64).cos());
-        let adj_d = DVector::from_fn(9, |i, _| 0.1 * i as f64 - 0.3);
-        let np = f.num_params();
-        let unpack = |p: &[f64]| {
-            let mut fp = f.clone();
-            fp.set_params(&p[..np]).expect("in range");
-            let mut kp = k0.clone();
-            kp.log_lengthscales = p[np..np + D].to_vec();
-            kp.log_signal_var = p[np + D];
-            (fp, kp)
-        };
-        let value = |p: &[f64]| {
-            let (fp, kp) = unpack(p);
-            fp.kuu(&kp).component_mul(&adj_u).sum()
-                + fp.kuf(&kp, x.as_view()).component_mul(&adj_f).sum()
-                + fp.kdiag(&kp, x.as_view()).dot(&adj_d)
-        };
-        let mut p = f.params();
-        p.extend_from_slice(&k0.log_lengthscales);
-        p.push(k0.log_signal_var);
-        let mut g = f.grad_kuu(&k0, &f.kuu(&k0), &adj_u);
-        g.add_assign(&f.grad_kuf(&k0, x.as_view(), &f.kuf(&k0, x.as_view()), &adj_f, &adj_d));
-        let mut ana = g.feature.clone();
-        ana.extend_from_slice(&g.kernel.log_lengthscales);
-        ana.push(g.kernel.log_signal_var);
-        let num = fd_grad(value, &p, 1e-6);
-        assert_grad_close(&num, &ana, 1e-7);
+        check_matrix_level_of(&f, &kern(), &x, &adjoints(4, 9, 0.0));
     }
 
     #[test]
@@ -483,19 +454,8 @@ mod tests {
 
     fn check_objective(approximation: Approximation, seed: u64) {
         let (x, y, f) = setup(seed, 30, 5);
-        let config = FitcConfig {
-            approximation,
-            ..FitcConfig::default()
-        };
-        let obj = SparseObjective::new(&x, &y, f.clone(), kern(), config).expect("valid");
-        let p = obj.initial();
-        assert_eq!(p.len(), 2 * 5 * D + D + 2);
-        let (f2, _) = obj.unpack(&p).expect("ok");
-        assert_eq!(f2, f);
-        let (v, g) = obj.objective(&p).expect("ok");
-        assert!((v - obj.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
-        let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-5);
-        assert_grad_close(&num, &g, 1e-6);
+        let n = check_objective_of(&x, &y, &f, kern(), approximation);
+        assert_eq!(n, 2 * 5 * D + D + 2);
     }
 
     #[test]
