@@ -7,7 +7,8 @@ imports or CSV reading), test NLPD and RMSE in raw target units, and the
 optimiser's iteration count. Setup mirrors `sgp fit`'s defaults where the
 libraries allow: inputs and target standardised on the training data, ARD
 squared-exponential kernel, pseudo-inputs started at k-means centres (scipy,
-seeded), noise floor 1e-6 (GPflow's default; GPy's is set to match),
+seeded), the same data-scale start as `sgp` (each length scale half its
+input's range, signal variance 1, noise variance 0.1), noise floor 1e-6 (GPflow's default; GPy's is set to match),
 L-BFGS-B (scipy) for at most --iters iterations. The last CSV column is the
 target; every other column is an input.
 """
@@ -39,12 +40,19 @@ def nlpd(mean, var, y):
     return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var))
 
 
+def start_lengthscales(x):
+    half = 0.5 * (x.max(0) - x.min(0))
+    half[~(half > 0)] = 1.0
+    return half
+
+
 def fit_gpy(x, y, z, iters):
     import GPy
 
     d = x.shape[1]
-    kern = GPy.kern.RBF(d, ARD=True)
+    kern = GPy.kern.RBF(d, variance=1.0, lengthscale=start_lengthscales(x), ARD=True)
     model = GPy.models.SparseGPRegression(x, y, kernel=kern, Z=z.copy())
+    model.likelihood.variance = 0.1
     model.inference_method = GPy.inference.latent_function_inference.FITC()
     model.likelihood.variance.constrain_bounded(1e-6, 1e6, warning=False)
     model.optimize("lbfgsb", max_iters=iters, messages=False)
@@ -65,8 +73,10 @@ def fit_gpflow(x, y, z, iters, threads):
     import gpflow
 
     d = x.shape[1]
-    kern = gpflow.kernels.SquaredExponential(lengthscales=np.ones(d))
-    model = gpflow.models.GPRFITC((x, y), kernel=kern, inducing_variable=z.copy())
+    kern = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=start_lengthscales(x))
+    model = gpflow.models.GPRFITC(
+        (x, y), kernel=kern, inducing_variable=z.copy(), noise_variance=0.1
+    )
     res = gpflow.optimizers.Scipy().minimize(
         model.training_loss,
         model.trainable_variables,

@@ -263,8 +263,8 @@ impl KernelParams {
 ///
 /// The squared distances come from one matrix product,
 /// `|u_i - v_j|^2 = |u_i|^2 + |v_j|^2 - 2 u_i . v_j` with `u = a / l`,
-/// `v = b / l` (2 P Q T flops in a GEMM instead of 3 P Q T in a scalar loop),
-/// and the exponentials from [`exp_nonpos`]. Both point sets are first
+/// `v = b / l` (2 P Q T flops in a GEMM instead of 3 P Q T in a scalar loop).
+/// Both point sets are first
 /// shifted by the mean of `u`, which leaves the distances unchanged and
 /// keeps the expanded form from cancelling for points far from the origin;
 /// a distance that round-off makes negative counts as zero.
@@ -387,7 +387,8 @@ where
         }
         *g = s;
     }
-    let ga = want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
+    let ga =
+        want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
     let gb = want_b.then(|| {
         let btu = bm.tr_mul(&sa);
         DMatrix::from_fn(q, d, |j, t| (btu[(j, t)] - c[j] * sb[(j, t)]) * inv_l[t])
@@ -403,80 +404,16 @@ where
 }
 
 /// `col[i] = s2 exp(-1/2 (na_i + nbj - 2 col[i]))`: a column of dot
-/// products `u_i . v_j` into a column of the SE kernel. Compiled a second
-/// time for AVX2 + FMA and picked at run time, so that [`exp_nonpos`] runs
-/// four lanes wide with fused multiply-adds where the machine has them (the
-/// default x86-64 target only allows two-wide SSE2).
+/// products `u_i . v_j` into a column of the SE kernel.
+///
+/// The exponential is libm's: a vectorised polynomial `exp` (within 5 ulp)
+/// was measured a few percent faster per evaluation but changed optimiser
+/// trajectories enough to strand a pseudo-input in `tests/figure1.rs`.
 fn se_from_dots(col: &mut [f64], na: &[f64], nbj: f64, s2: f64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { se_from_dots_avx2(col, na, nbj, s2) };
-            return;
-        }
-    }
-    se_from_dots_generic(col, na, nbj, s2);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn se_from_dots_avx2(col: &mut [f64], na: &[f64], nbj: f64, s2: f64) {
-    se_from_dots_generic(col, na, nbj, s2);
-}
-
-#[inline(always)]
-fn se_from_dots_generic(col: &mut [f64], na: &[f64], nbj: f64, s2: f64) {
     for (o, nai) in col.iter_mut().zip(na) {
         // -r2 / 2, never above 0.
         let e = (*o - 0.5 * (nai + nbj)).min(0.0);
-        *o = s2 * exp_nonpos(e);
-    }
-}
-
-/// `exp(x)` for `x <= 0` (0 below -708, where `exp` leaves the normal
-/// range), to within a few ulp of `f64::exp`, written without calls or
-/// branches so that the compiler vectorises the loops that use it: the
-/// kernel's exponentials were an eighth of an evaluation's time through
-/// the scalar libm `exp`.
-///
-/// `x = k ln 2 + r` with `|r| <= ln 2 / 2`, `exp(r)` by its Taylor series to
-/// degree 13 (truncation below 1e-17), `2^k` built in the exponent bits;
-/// `k` comes out of the rounding by the 1.5 * 2^52 shift, so no float-to-int
-/// conversion is needed either.
-#[inline(always)]
-pub fn exp_nonpos(x: f64) -> f64 {
-    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
-    const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    let xc = x.max(-708.0);
-    let kf = xc * std::f64::consts::LOG2_E + SHIFT;
-    let kbits = kf.to_bits().wrapping_sub(SHIFT.to_bits());
-    let k = kf - SHIFT;
-    let r = (xc - k * LN2_HI) - k * LN2_LO;
-    let mut p = 1.0 / 6_227_020_800.0;
-    for c in [
-        1.0 / 479_001_600.0,
-        1.0 / 39_916_800.0,
-        1.0 / 3_628_800.0,
-        1.0 / 362_880.0,
-        1.0 / 40_320.0,
-        1.0 / 5_040.0,
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ] {
-        p = p * r + c;
-    }
-    let scale = f64::from_bits(kbits.wrapping_add(1023) << 52);
-    if x < -708.0 {
-        0.0
-    } else {
-        p * scale
+        *o = s2 * e.exp();
     }
 }
 
@@ -587,20 +524,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn exp_nonpos_matches_std_exp() {
-        let mut worst: f64 = 0.0;
-        for i in 0..=200_000 {
-            let x = -708.0 * i as f64 / 200_000.0;
-            let (got, want) = (exp_nonpos(x), x.exp());
-            worst = worst.max((got - want).abs() / want);
-        }
-        assert!(worst < 1e-15, "worst relative error {worst:e}");
-        assert_eq!(exp_nonpos(0.0), 1.0);
-        assert_eq!(exp_nonpos(-709.0), 0.0);
-        assert_eq!(exp_nonpos(f64::NEG_INFINITY), 0.0);
-    }
-
     /// The GEMM forms of `se_cross` and `se_cross_grad` against the
     /// definitions, evaluated entry by entry with direct differences, for
     /// points near the origin and for points far from it with small spreads
@@ -626,7 +549,10 @@ mod tests {
             for i in 0..7 {
                 for j in 0..9 {
                     let want = 1.3 * (-0.5 * r2(i, j)).exp();
-                    assert!((k[(i, j)] - want).abs() < 1e-12, "offset {offset}: K {i},{j}");
+                    assert!(
+                        (k[(i, j)] - want).abs() < 1e-12,
+                        "offset {offset}: K {i},{j}"
+                    );
                     let bij = adj[(i, j)] * want;
                     gs += bij;
                     for t in 0..3 {
@@ -640,8 +566,8 @@ mod tests {
             let g = se_cross_grad(&a, &b, &inv_l, &k, &adj, true, true);
             let close = |x: f64, y: f64| (x - y).abs() < 1e-9 * (1.0 + y.abs());
             assert!(close(g.kernel.log_signal_var, gs));
-            for t in 0..3 {
-                assert!(close(g.kernel.log_lengthscales[t], gl[t]), "offset {offset}: l {t}");
+            for (t, (got, want)) in g.kernel.log_lengthscales.iter().zip(&gl).enumerate() {
+                assert!(close(*got, *want), "offset {offset}: l {t}");
             }
             let (a_got, b_got) = (g.a.expect("asked"), g.b.expect("asked"));
             assert!(a_got.iter().zip(ga.iter()).all(|(x, y)| close(*x, *y)));
