@@ -142,8 +142,9 @@ struct Forward {
     /// `L^{-T}`: see [`lower_inverse`] for why explicit.
     linv_t: DMatrix<f64>,
     la: DMatrix<f64>,
-    lainv: DMatrix<f64>,
-    lainv_t: DMatrix<f64>,
+    /// `A^{-1} = L_A^{-T} L_A^{-1}`: one GEMM with it gives both `A^{-1} V`
+    /// and (through column dot products) `||L_A^{-1} V_n||^2`.
+    ainv: DMatrix<f64>,
     /// `A^{-1} b = V alpha`.
     beta_v: DVector<f64>,
     nlml: f64,
@@ -274,8 +275,7 @@ fn forward<F: InducingFeatures + ?Sized>(
         chol,
         linv_t: linv.transpose(),
         la,
-        lainv_t: lainv.transpose(),
-        lainv,
+        ainv: symmetrise(lainv.tr_mul(&lainv)),
         beta_v,
         nlml,
         chunks,
@@ -300,17 +300,16 @@ fn chunk_adjoint(fw: &Forward, c: &Chunk, y: &DVector<f64>) -> Result<ChunkAdjoi
     let alpha = DVector::from_fn(len, |i, _| {
         (yc[i] - c.v.column(i).dot(&fw.beta_v)) / c.gamma[i]
     });
-    let b = &fw.lainv * &c.v;
+    let mut e = &fw.ainv * &c.v;
     let w = DVector::from_fn(len, |i, _| {
         let g = c.gamma[i];
-        1.0 / g - b.column(i).norm_squared() / (g * g) - alpha[i] * alpha[i]
+        1.0 / g - c.v.column(i).dot(&e.column(i)) / (g * g) - alpha[i] * alpha[i]
     });
     // The weight `d` of `- V diag(d)` in H (module docs).
     let d = match fw.approximation {
         Approximation::Fitc => w.clone(),
         Approximation::Vfe => DVector::from_element(len, 1.0 / fw.sigma2),
     };
-    let mut e = &fw.lainv_t * &b;
     // e = A^{-1} V; turn it into H in place, column by column.
     for (i, mut col) in e.column_iter_mut().enumerate() {
         col /= c.gamma[i];

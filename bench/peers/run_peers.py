@@ -1,0 +1,123 @@
+"""Orchestrates the peer benchmark (see README.md): makes the data sets with
+`sgp synth`, then, round by round, fits every set with `sgp fit` (default
+settings), GPflow GPRFITC and GPy FITC in rotating order, and prints a
+markdown table of median fit seconds, time ratios and mean test NLPD."""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name, rows generated (70% train / 30% test), input dimension, M, seed
+SETS = [
+    ("ridge 7168 x 32", 10240, 32, 50, 1),
+    ("ridge 10000 x 8", 14286, 8, 25, 2),
+    ("ridge 14000 x 4", 20000, 4, 50, 3),
+]
+
+
+def make_set(sgp, data_dir, name, rows, dim, seed):
+    slug = name.replace(" ", "").replace("x", "_")
+    train = os.path.join(data_dir, f"{slug}-train.csv")
+    test = os.path.join(data_dir, f"{slug}-test.csv")
+    if os.path.exists(train) and os.path.exists(test):
+        return train, test
+    raw = subprocess.run(
+        [sgp, "synth", "--rows", str(rows), "--dim", str(dim), "--seed", str(seed)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    header, body = raw[0], raw[1:]
+    order = np.random.default_rng(seed).permutation(len(body))
+    cut = int(round(0.7 * len(body)))
+    for path, idx in ((train, order[:cut]), (test, order[cut:])):
+        with open(path, "w") as f:
+            f.write(header + "\n")
+            f.writelines(body[i] + "\n" for i in sorted(idx))
+    return train, test
+
+
+def run_sgp(sgp, train, test, m, work):
+    model = os.path.join(work, "peer-bench.sgp")
+    start = time.perf_counter()
+    subprocess.run(
+        [sgp, "fit", "--quiet", "--force", "--data", train, "--m", str(m), "--out", model],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    seconds = time.perf_counter() - start
+    ev = json.loads(
+        subprocess.run(
+            [sgp, "eval", "--json", "--model", model, "--data", test],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    return {"tool": "sgp", "seconds": seconds, "nlpd": ev["nlpd"], "rmse": ev["rmse"]}
+
+
+def run_peer(tool, train, test, m, iters, timeout):
+    cmd = [sys.executable, os.path.join(HERE, "peer_fit.py"), tool]
+    cmd += ["--train", train, "--test", test, "--m", str(m), "--iters", str(iters)]
+    try:
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"tool": tool, "seconds": float("inf"), "nlpd": float("nan"), "rmse": float("nan")}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sgp", required=True)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=300, help="peers' L-BFGS-B iterations")
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--only", default="", help="comma-separated tools to run")
+    args = ap.parse_args()
+    data_dir = os.path.join(HERE, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    tools = ["sgp", "gpflow", "gpy"]
+    if args.only:
+        tools = [t for t in tools if t in args.only.split(",")]
+    results = {}
+    log = open(os.path.join(data_dir, "results.jsonl"), "a")
+    for r in range(args.rounds):
+        for s, (name, rows, dim, m, seed) in enumerate(SETS):
+            train, test = make_set(args.sgp, data_dir, name, rows, dim, seed)
+            k = (r + s) % len(tools)
+            for tool in tools[k:] + tools[:k]:
+                if tool == "sgp":
+                    res = run_sgp(args.sgp, train, test, m, data_dir)
+                else:
+                    res = run_peer(tool, train, test, m, args.iters, args.timeout)
+                res.update(set=name, m=m, round=r)
+                print(json.dumps(res), file=sys.stderr, flush=True)
+                log.write(json.dumps(res) + "\n")
+                log.flush()
+                results.setdefault((name, m), {}).setdefault(tool, []).append(res)
+    print()
+    print("| data (N x D) | M | tool | fit s (median) | test NLPD | RMSE | time / sgp's |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for (name, m), by_tool in results.items():
+        base = statistics.median(x["seconds"] for x in by_tool.get("sgp", [{"seconds": float("nan")}]))
+        for tool in tools:
+            runs = by_tool.get(tool, [])
+            if not runs:
+                continue
+            sec = statistics.median(x["seconds"] for x in runs)
+            nl = statistics.mean(x["nlpd"] for x in runs)
+            rm = statistics.mean(x["rmse"] for x in runs)
+            print(f"| {name} | {m} | {tool} | {sec:.2f} | {nl:.3f} | {rm:.4f} | {sec / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
