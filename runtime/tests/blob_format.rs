@@ -105,10 +105,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 2;
+    bad[4] = 3;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 2 }
+        Error::UnsupportedVersion { found: 3 }
     );
 
     let mut bad = blob.clone();
@@ -312,4 +312,66 @@ mod fuzz {
             }
         }
     }
+}
+
+/// `tests/data/doc-model-v1.sgp` is the documentation model as the version-1
+/// writer wrote it (before `positive_class`): it must still load, with the
+/// same numbers, and read `positive_class` as 1.
+#[test]
+fn version_1_blobs_still_load() {
+    let v1 = include_bytes!("data/doc-model-v1.sgp");
+    assert_eq!(u16::from_le_bytes([v1[4], v1[5]]), 1);
+    let mut expected = doc_spec();
+    expected.positive_class = 1.0;
+    assert_eq!(ModelSpec::from_bytes(v1).unwrap(), expected);
+    let old = Model::<4, 2, 2>::from_bytes(v1).unwrap();
+    let new = Model::<4, 2, 2>::from_bytes(&doc_spec().to_bytes().unwrap()).unwrap();
+    for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
+        assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
+    }
+    assert_every_flipped_bit_is_an_error(v1);
+}
+
+#[test]
+fn versions_outside_1_to_2_are_unsupported_and_a_v2_body_is_not_a_v1_body() {
+    let blob = small_blob();
+    for version in [0u16, 3, 0xffff] {
+        let mut bad = blob.clone();
+        bad[4..6].copy_from_slice(&version.to_le_bytes());
+        reseal(&mut bad);
+        let expected = Error::UnsupportedVersion { found: version };
+        assert_eq!(Small::from_bytes(&bad).unwrap_err(), expected);
+        assert_eq!(ModelSpec::from_bytes(&bad).unwrap_err(), expected);
+    }
+    // A v2 body labelled v1 has four bytes (positive_class) left over.
+    let mut relabelled = blob.clone();
+    relabelled[4..6].copy_from_slice(&1u16.to_le_bytes());
+    reseal(&mut relabelled);
+    assert_eq!(Small::from_bytes(&relabelled).unwrap_err(), Error::Malformed);
+    assert_eq!(ModelSpec::from_bytes(&relabelled).unwrap_err(), Error::Malformed);
+}
+
+#[test]
+fn a_non_finite_positive_class_is_refused() {
+    let mut spec = random_spec(5, 3, 2, 2, false, false, false, Link::Probit);
+    spec.positive_class = f32::NAN;
+    let expected = Error::NonFinite {
+        field: "positive_class",
+    };
+    assert_eq!(spec.to_bytes().unwrap_err(), expected);
+    let blob = encode_unchecked(&spec);
+    assert_eq!(Small::from_bytes(&blob).unwrap_err(), expected);
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), expected);
+}
+
+#[test]
+fn every_flipped_bit_of_a_probit_single_factor_blob_is_an_error() {
+    // The layout IVM exports: probit, one factor, shared widths.
+    let mut spec = random_spec(9, 3, 2, 2, false, false, false, Link::Probit);
+    spec.shape.kind = sgp_runtime::ModelKind::Ivm;
+    spec.positive_class = 4.0;
+    let blob = spec.to_bytes().unwrap();
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
+    assert!(Small::from_bytes(&blob).unwrap().probability(&[0.1, 0.2]).is_ok());
+    assert_every_flipped_bit_is_an_error(&blob);
 }
