@@ -240,7 +240,7 @@ impl Dataset {
         let integral = classes.iter().all(|v| is_class(*v, v.round()));
         if classes.len() > 2 && !integral {
             return Err(Error::BadInput(format!(
-                "{source}: target column '{name}' is continuous ({} distinct values, not all                  integers: {}): --link probit needs class labels",
+                "{source}: target column '{name}' is continuous ({} distinct values, not all integers: {}): --link probit needs class labels",
                 classes.len(),
                 listed(&classes)
             )));
@@ -253,7 +253,7 @@ impl Dataset {
                 .map(|v| if is_class(v, v.round()) { v.round() } else { v })
                 .ok_or_else(|| {
                     Error::BadInput(format!(
-                        "{source}: --positive {p} does not occur in target column '{name}'                          (values: {})",
+                        "{source}: --positive {p} does not occur in target column '{name}' (values: {})",
                         listed(&classes)
                     ))
                 })?,
@@ -267,7 +267,7 @@ impl Dataset {
             }
             None => {
                 return Err(Error::BadInput(format!(
-                    "{source}: target column '{name}' holds {} distinct values ({}): --link                      probit needs exactly two, or --positive VALUE to name the positive class                      (every other value is negative)",
+                    "{source}: target column '{name}' holds {} distinct values ({}): --link probit needs exactly two, or --positive VALUE to name the positive class (every other value is negative)",
                     classes.len(),
                     listed(&classes)
                 )))
