@@ -375,3 +375,114 @@ fn every_flipped_bit_of_a_probit_single_factor_blob_is_an_error() {
     assert!(Small::from_bytes(&blob).unwrap().probability(&[0.1, 0.2]).is_ok());
     assert_every_flipped_bit_is_an_error(&blob);
 }
+
+/// Replaces body bytes `at .. at + len` with `with`, fixing length and CRC.
+fn edit_body(blob: &[u8], at: usize, len: usize, with: &[u8]) -> Vec<u8> {
+    let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
+    let mut body = blob[10..10 + body_len].to_vec();
+    body.splice(at..at + len, with.iter().copied());
+    let mut out = blob[..6].to_vec();
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&[0; 4]);
+    reseal(&mut out);
+    out
+}
+
+fn both_errors(blob: &[u8]) -> (Error, Error) {
+    (
+        Small::from_bytes(blob).unwrap_err(),
+        ModelSpec::from_bytes(blob).unwrap_err(),
+    )
+}
+
+#[test]
+fn decoding_errors_are_malformed_as_format_md_says() {
+    let blob = small_blob();
+    // Body: kind, link, D, G, M, 3 bools, names count, len "x0", "x0", ...
+    assert_eq!(&blob[10..18], &[1, 0, 2, 2, 3, 0, 0, 1]);
+    let malformed = (Error::Malformed, Error::Malformed);
+    // Enum index past the last variant (kind 7, link 2).
+    assert_eq!(both_errors(&edit_body(&blob, 0, 1, &[7])), malformed);
+    assert_eq!(both_errors(&edit_body(&blob, 1, 1, &[2])), malformed);
+    // A bool other than 0 or 1.
+    assert_eq!(both_errors(&edit_body(&blob, 5, 1, &[2])), malformed);
+    // u16 varint: four bytes are overlong, a third byte above 0x03 too ...
+    assert_eq!(both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x80, 0x00])), malformed);
+    assert_eq!(both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x04])), malformed);
+    // ... but redundant zero groups within three bytes are accepted.
+    let padded = edit_body(&blob, 2, 1, &[0x82, 0x80, 0x00]);
+    assert_eq!(
+        ModelSpec::from_bytes(&padded).unwrap(),
+        ModelSpec::from_bytes(&blob).unwrap()
+    );
+    assert!(Small::from_bytes(&padded).is_ok());
+    // Invalid UTF-8 in a name.
+    assert_eq!(&blob[20..22], b"x0");
+    assert_eq!(both_errors(&edit_body(&blob, 10, 1, &[0xFF])), malformed);
+    // A body that ends inside a value.
+    let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
+    assert_eq!(both_errors(&edit_body(&blob, body_len - 2, 2, &[])), malformed);
+}
+
+#[test]
+fn short_blobs_are_truncated_and_sizes_are_checked_in_the_documented_order() {
+    for short in [&b""[..], b"SG", b"SGPM", b"SGPM\x03\x00\x00\x00"] {
+        assert_eq!(
+            Small::from_bytes(short).unwrap_err(),
+            Error::Truncated {
+                expected: 14,
+                found: short.len()
+            }
+        );
+    }
+    assert_eq!(Small::from_bytes(b"SGPX").unwrap_err(), Error::BadMagic);
+    // M = 0, D = 0, G = 0 each name their field; G != D names centres.
+    let blob = small_blob();
+    let cases = [
+        (4, 0, Error::InvalidValue { field: "beta" }),
+        (2, 0, Error::InvalidValue { field: "x_mean" }),
+        (3, 0, Error::InvalidValue { field: "centres" }),
+        (
+            3,
+            1,
+            Error::InconsistentSizes {
+                field: "centres",
+                expected: 2,
+                found: 1,
+            },
+        ),
+    ];
+    for (at, value, expected) in cases {
+        let bad = edit_body(&blob, at, 1, &[value]);
+        assert_eq!(both_errors(&bad), (expected, expected));
+    }
+}
+
+#[test]
+fn the_device_skips_names_that_host_tools_count() {
+    let mut spec = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
+    spec.input_names.push("extra".into());
+    let blob = encode_unchecked(&spec);
+    assert!(Small::from_bytes(&blob).is_ok());
+    assert_eq!(
+        ModelSpec::from_bytes(&blob).unwrap_err(),
+        Error::InconsistentSizes {
+            field: "input_names",
+            expected: 2,
+            found: 3
+        }
+    );
+}
+
+#[test]
+fn size_formula_of_format_md() {
+    let mut spec = random_spec(1, 32, 4, 4, false, false, true, Link::Identity);
+    spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
+    spec.target_name = "y".into();
+    assert_eq!(spec.to_bytes().unwrap().len(), 4989);
+    let mut ivm = random_spec(1, 32, 4, 4, false, false, false, Link::Probit);
+    ivm.input_names = spec.input_names.clone();
+    ivm.target_name = "y".into();
+    assert_eq!(ivm.to_bytes().unwrap().len(), 2876);
+}
