@@ -347,8 +347,14 @@ fn versions_outside_1_to_2_are_unsupported_and_a_v2_body_is_not_a_v1_body() {
     let mut relabelled = blob.clone();
     relabelled[4..6].copy_from_slice(&1u16.to_le_bytes());
     reseal(&mut relabelled);
-    assert_eq!(Small::from_bytes(&relabelled).unwrap_err(), Error::Malformed);
-    assert_eq!(ModelSpec::from_bytes(&relabelled).unwrap_err(), Error::Malformed);
+    assert_eq!(
+        Small::from_bytes(&relabelled).unwrap_err(),
+        Error::Malformed
+    );
+    assert_eq!(
+        ModelSpec::from_bytes(&relabelled).unwrap_err(),
+        Error::Malformed
+    );
 }
 
 #[test]
@@ -372,7 +378,10 @@ fn every_flipped_bit_of_a_probit_single_factor_blob_is_an_error() {
     spec.positive_class = 4.0;
     let blob = spec.to_bytes().unwrap();
     assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
-    assert!(Small::from_bytes(&blob).unwrap().probability(&[0.1, 0.2]).is_ok());
+    assert!(Small::from_bytes(&blob)
+        .unwrap()
+        .probability(&[0.1, 0.2])
+        .is_ok());
     assert_every_flipped_bit_is_an_error(&blob);
 }
 
@@ -408,8 +417,14 @@ fn decoding_errors_are_malformed_as_format_md_says() {
     // A bool other than 0 or 1.
     assert_eq!(both_errors(&edit_body(&blob, 5, 1, &[2])), malformed);
     // u16 varint: four bytes are overlong, a third byte above 0x03 too ...
-    assert_eq!(both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x80, 0x00])), malformed);
-    assert_eq!(both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x04])), malformed);
+    assert_eq!(
+        both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x80, 0x00])),
+        malformed
+    );
+    assert_eq!(
+        both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x04])),
+        malformed
+    );
     // ... but redundant zero groups within three bytes are accepted.
     let padded = edit_body(&blob, 2, 1, &[0x82, 0x80, 0x00]);
     assert_eq!(
@@ -422,7 +437,10 @@ fn decoding_errors_are_malformed_as_format_md_says() {
     assert_eq!(both_errors(&edit_body(&blob, 10, 1, &[0xFF])), malformed);
     // A body that ends inside a value.
     let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
-    assert_eq!(both_errors(&edit_body(&blob, body_len - 2, 2, &[])), malformed);
+    assert_eq!(
+        both_errors(&edit_body(&blob, body_len - 2, 2, &[])),
+        malformed
+    );
 }
 
 #[test]

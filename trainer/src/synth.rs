@@ -753,7 +753,7 @@ pub enum ClassShape {
 /// `rows` rows of `shape`: inputs (N x 2) and labels in {0, 1},
 /// deterministic in `seed`.
 pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A5_5E5);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0C1A_55E5);
     let mut x = DMatrix::zeros(rows, 2);
     let mut y = DVector::zeros(rows);
     for i in 0..rows {

@@ -14,7 +14,9 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
-use sgp_trainer::evaluate::{evaluate_blob, evaluate_classifier, figures, ClassEvaluation, Evaluation};
+use sgp_trainer::evaluate::{
+    evaluate_blob, evaluate_classifier, figures, ClassEvaluation, Evaluation,
+};
 use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
@@ -648,12 +650,12 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             f.points
         );
     } else {
-    println!(
-        "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
+        println!(
+            "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
          {MEAN_TOLERANCE_SD:.0e} x sd, at least {MEAN_TOLERANCE_FLOOR:.0e} x y_scale), worst \
          variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
-        f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
-    );
+            f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
+        );
     }
     println!(
         "blob            {} ({} bytes)",

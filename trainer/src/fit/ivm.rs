@@ -35,7 +35,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::{data_scale_kernel, Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport};
+use super::{
+    data_scale_kernel, Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport,
+};
 use crate::data::{Dataset, TargetKind};
 use crate::inference::ivm::{active_posterior, ActiveObjective, ActiveSet, Ivm, SelectionOptions};
 use crate::inference::objective::ExactObjective;
@@ -220,7 +222,14 @@ impl Validation {
             })
             .sum();
         let score = total / n;
-        Ok((if score.is_nan() { f64::NEG_INFINITY } else { score }, set))
+        Ok((
+            if score.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                score
+            },
+            set,
+        ))
     }
 }
 
@@ -373,7 +382,10 @@ fn select(
         bias,
     };
     // One stream of random choices per round, all from the seed.
-    let seed = params.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(round);
+    let seed = params
+        .seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(round);
     ivm.select(m, &params.selection, seed)
 }
 
@@ -393,12 +405,22 @@ fn optimise_kernel(
         Likelihood::Gaussian => {
             let y = data.y.select_rows(&set.indices);
             let objective = ExactObjective::new(&x, &y, kern.clone(), jitter)?;
-            let run = minimise(|p| objective.objective(p), objective.initial(), optimiser, progress)?;
+            let run = minimise(
+                |p| objective.objective(p),
+                objective.initial(),
+                optimiser,
+                progress,
+            )?;
             Ok((objective.unpack(&run.x)?, run))
         }
         Likelihood::Probit => {
             let objective = ActiveObjective::new(&x, &set.p, &set.m, kern.clone(), jitter);
-            let run = minimise(|p| objective.objective(p), objective.initial(), optimiser, progress)?;
+            let run = minimise(
+                |p| objective.objective(p),
+                objective.initial(),
+                optimiser,
+                progress,
+            )?;
             Ok((objective.unpack(&run.x)?, run))
         }
     }
@@ -450,7 +472,11 @@ mod tests {
         let (_, fitted) = test_error(ClassShape::Moons, 300, 25, 4);
         let data = classification_dataset(ClassShape::Moons, 200, 40).unwrap();
         let exported = check(&fitted.model, &data.raw_x()).unwrap();
-        assert!(exported.fidelity.passes(), "{}", exported.fidelity.describe());
+        assert!(
+            exported.fidelity.passes(),
+            "{}",
+            exported.fidelity.describe()
+        );
         assert!(exported.fidelity.worst_mean <= PROBABILITY_TOLERANCE);
         let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
         assert_eq!(spec.shape.kind, ModelKind::Ivm);
@@ -491,7 +517,12 @@ mod tests {
         // The kernel of the fit, in standardised units, from the report.
         let h = &fitted.report.hyper;
         let t = &data.transform;
-        let l: Vec<f64> = h.lengthscales.iter().zip(&t.x_scale).map(|(l, s)| l / s).collect();
+        let l: Vec<f64> = h
+            .lengthscales
+            .iter()
+            .zip(&t.x_scale)
+            .map(|(l, s)| l / s)
+            .collect();
         let kern = KernelParams::new(
             &l,
             h.signal_variance / (t.y_scale * t.y_scale),
@@ -508,7 +539,12 @@ mod tests {
         let a = fitted.model.form.predict(&data.x).unwrap();
         let b = exact.predict(&data.x).unwrap();
         for i in 0..data.n_rows() {
-            assert!((a.mean[i] - b.mean[i]).abs() < 1e-6, "{} vs {}", a.mean[i], b.mean[i]);
+            assert!(
+                (a.mean[i] - b.mean[i]).abs() < 1e-6,
+                "{} vs {}",
+                a.mean[i],
+                b.mean[i]
+            );
             assert!((a.var[i] - b.var[i]).abs() < 1e-6);
         }
     }
@@ -521,9 +557,15 @@ mod tests {
                 m,
                 ..IvmParams::default()
             });
-            assert!(matches!(fit(&data, &params, &mut |_| {}), Err(Error::BadInput(_))));
+            assert!(matches!(
+                fit(&data, &params, &mut |_| {}),
+                Err(Error::BadInput(_))
+            ));
         }
         let spgp = FitParams::Spgp(crate::fit::SparseParams::default());
-        assert!(matches!(fit(&data, &spgp, &mut |_| {}), Err(Error::BadInput(_))));
+        assert!(matches!(
+            fit(&data, &spgp, &mut |_| {}),
+            Err(Error::BadInput(_))
+        ));
     }
 }

@@ -31,8 +31,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::RuntimeForm;
 use crate::features::{InducingFeatures, PseudoInputs};
-use crate::inference::ModelGrad;
 use crate::inference::objective::ParamLayout;
+use crate::inference::ModelGrad;
 use crate::kernel::KernelParams;
 use crate::likelihood::{pdf_over_cdf, Likelihood};
 use crate::linalg::{
@@ -200,11 +200,13 @@ impl Ivm<'_> {
         for k in 0..d {
             let full = k < options.full_greedy || options.candidates >= n - k;
             if !full {
-                let keep = ((options.retain * options.candidates as f64) as usize)
-                    .min(options.candidates);
+                let keep =
+                    ((options.retain * options.candidates as f64) as usize).min(options.candidates);
                 if pool.len() > keep {
                     for &j in &pool {
-                        catch_up(j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h);
+                        catch_up(
+                            j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
+                        );
                     }
                     // Best scorers first, on current scores.
                     let score = |j: usize| {
@@ -217,7 +219,8 @@ impl Ivm<'_> {
                 for &j in &pool {
                     in_pool[j] = true;
                 }
-                let mut rest: Vec<usize> = (0..n).filter(|&j| !included[j] && !in_pool[j]).collect();
+                let mut rest: Vec<usize> =
+                    (0..n).filter(|&j| !included[j] && !in_pool[j]).collect();
                 rest.shuffle(&mut rng);
                 let fill = options.candidates.saturating_sub(pool.len());
                 pool.extend(rest.into_iter().take(fill));
@@ -225,12 +228,17 @@ impl Ivm<'_> {
                 pool = (0..n).filter(|&j| !included[j]).collect();
             }
             for &j in &pool {
-                catch_up(j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h);
+                catch_up(
+                    j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
+                );
             }
             let usable = |j: usize| {
                 let st = site(self.likelihood, self.y[j], h[j], a[j], self.bias, noise);
-                (st.p.is_finite() && st.p > MIN_SITE_PRECISION && st.m.is_finite() && st.score.is_finite())
-                    .then_some(st)
+                (st.p.is_finite()
+                    && st.p > MIN_SITE_PRECISION
+                    && st.m.is_finite()
+                    && st.score.is_finite())
+                .then_some(st)
             };
             let random = if k < options.random_first && !pool.is_empty() {
                 pool.get(rng.random_range(0..pool.len()))
@@ -284,10 +292,10 @@ impl Ivm<'_> {
             set.scores.push(st.score);
         }
         let k = set.indices.len();
-        for j in 0..n {
-            if !included[j] {
-                catch_up(j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h);
-            }
+        for j in (0..n).filter(|&j| !included[j]) {
+            catch_up(
+                j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
+            );
         }
         set.h = h;
         set.a = a;
@@ -526,7 +534,11 @@ mod tests {
     #[test]
     fn probit_site_matches_moment_matching_by_quadrature() {
         // Moments of N(u | h, a) Phi(y (u + b)) by brute-force quadrature.
-        for (y, h, a, b) in [(1.0, 0.3, 0.8, 0.1), (-1.0, 1.2, 2.0, -0.4), (1.0, -2.0, 0.5, 0.0)] {
+        for (y, h, a, b) in [
+            (1.0, 0.3, 0.8, 0.1),
+            (-1.0, 1.2, 2.0, -0.4),
+            (1.0, -2.0, 0.5, 0.0),
+        ] {
             let st = site(Likelihood::Probit, y, h, a, b, 0.0);
             let (mut z0, mut z1, mut z2) = (0.0, 0.0, 0.0);
             let sd: f64 = a.sqrt();
@@ -594,13 +606,24 @@ mod tests {
                 if set.indices.contains(&j) {
                     continue;
                 }
-                assert!((set.h[j] - h[j]).abs() < 1e-9, "h[{j}]: {} vs {}", set.h[j], h[j]);
-                assert!((set.a[j] - a[j]).abs() < 1e-9, "a[{j}]: {} vs {}", set.a[j], a[j]);
+                assert!(
+                    (set.h[j] - h[j]).abs() < 1e-9,
+                    "h[{j}]: {} vs {}",
+                    set.h[j],
+                    h[j]
+                );
+                assert!(
+                    (set.a[j] - a[j]).abs() < 1e-9,
+                    "a[{j}]: {} vs {}",
+                    set.a[j],
+                    a[j]
+                );
             }
             // Each inclusion's site and score from the direct marginals of
             // the sites before it.
             for k in 1..set.indices.len() {
-                let (h, a) = direct_marginals(&kern, &x, &set.indices[..k], &set.p[..k], &set.m[..k]);
+                let (h, a) =
+                    direct_marginals(&kern, &x, &set.indices[..k], &set.p[..k], &set.m[..k]);
                 let i = set.indices[k];
                 let st = site(likelihood, y[i], h[i], a[i], 0.2, kern.noise_var());
                 assert!((st.p - set.p[k]).abs() < 1e-8 * st.p.max(1.0));
@@ -649,8 +672,8 @@ mod tests {
         let set = ivm.select(15, &SelectionOptions::default(), 2).unwrap();
         let xi = x.select_rows(&set.indices);
         let jitter = JitterPolicy::default();
-        let post = active_posterior(&kern, &xi, &set.p, &set.m, Likelihood::Gaussian, &jitter)
-            .unwrap();
+        let post =
+            active_posterior(&kern, &xi, &set.p, &set.m, Likelihood::Gaussian, &jitter).unwrap();
         let yi = y.select_rows(&set.indices);
         let exact = exact_posterior(&kern, &xi, &yi, &jitter).unwrap();
         assert!((post.nlml() - exact.nlml()).abs() < 1e-8);
