@@ -120,7 +120,8 @@ impl fmt::Display for Error {
             Error::BadMagic => f.write_str("not an sgp model blob (bad magic bytes)"),
             Error::UnsupportedVersion { found } => write!(
                 f,
-                "unsupported blob format version {found} (this runtime reads version {})",
+                "unsupported blob format version {found} (this runtime reads versions {} to {})",
+                crate::format::OLDEST_VERSION,
                 crate::format::VERSION
             ),
             Error::TrailingBytes { expected, found } => write!(

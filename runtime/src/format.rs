@@ -1,5 +1,5 @@
-//! Blob format v1: the single definition of what the trainer writes and the
-//! device reads. `runtime/FORMAT.md` describes the same layout byte by byte.
+//! Blob format v2 (and v1, still read): the single definition of what the
+//! trainer writes and the device reads. `runtime/FORMAT.md` describes the same layout byte by byte.
 //!
 //! A blob is a fixed 10-byte preamble (magic, version, body length), a body
 //! encoded with postcard, and a CRC-32 trailer. The preamble is fixed-width
@@ -12,8 +12,12 @@ use crate::error::{Dimension, Error};
 
 /// The four bytes every blob starts with.
 pub const MAGIC: [u8; 4] = *b"SGPM";
-/// The format version this runtime reads and writes.
-pub const VERSION: u16 = 1;
+/// The format version this runtime writes. It also reads every version from
+/// [`OLDEST_VERSION`] on.
+pub const VERSION: u16 = 2;
+/// The oldest format version this runtime reads. Version 1 is version 2
+/// without the last body field, `positive_class` (read as `1`).
+pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
 pub const PREAMBLE_LEN: usize = 10;
 /// Bytes after the body: CRC-32 (LE).
@@ -151,6 +155,8 @@ pub enum Field {
     YMean,
     /// Target scale (positive).
     YScale,
+    /// Raw target value of the positive class (probit; format version 2).
+    PositiveClass,
 }
 
 impl Field {
@@ -175,6 +181,7 @@ impl Field {
             Field::Bias => "bias",
             Field::YMean => "y_mean",
             Field::YScale => "y_scale",
+            Field::PositiveClass => "positive_class",
         }
     }
 
@@ -294,13 +301,19 @@ impl Shape {
             Field::L1 => packed_len(m),
             Field::L2 if self.two_factors => packed_len(m),
             Field::L2 => 0,
-            Field::Prior | Field::Noise | Field::Bias | Field::YMean | Field::YScale => 1,
+            Field::Prior
+            | Field::Noise
+            | Field::Bias
+            | Field::YMean
+            | Field::YScale
+            | Field::PositiveClass => 1,
         }
     }
 }
 
-/// Checks the preamble, length and CRC of a blob and returns its body.
-pub(crate) fn open(bytes: &[u8]) -> Result<&[u8], Error> {
+/// Checks the preamble, length and CRC of a blob and returns its format
+/// version and its body.
+pub(crate) fn open(bytes: &[u8]) -> Result<(u16, &[u8]), Error> {
     let found = bytes.len();
     let magic = bytes.get(..MAGIC.len()).unwrap_or(bytes);
     if magic != MAGIC.get(..magic.len()).unwrap_or(&MAGIC) {
@@ -313,7 +326,7 @@ pub(crate) fn open(bytes: &[u8]) -> Result<&[u8], Error> {
         });
     };
     let version = u16::from_le_bytes(version);
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion { found: version });
     }
     let expected = usize::try_from(u32::from_le_bytes(body_len))
@@ -335,7 +348,8 @@ pub(crate) fn open(bytes: &[u8]) -> Result<&[u8], Error> {
     if stored != computed {
         return Err(Error::CrcMismatch { stored, computed });
     }
-    covered.get(PREAMBLE_LEN..).ok_or(Error::Malformed)
+    let body = covered.get(PREAMBLE_LEN..).ok_or(Error::Malformed)?;
+    Ok((version, body))
 }
 
 /// `N` bytes at `at`, if the blob has them.
@@ -425,6 +439,7 @@ mod owned {
     ///     centres: vec![0.0], widths: vec![1.0], amplitudes: vec![1.0],
     ///     beta: vec![0.5], l1: vec![1.0], l2: vec![],
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
+    ///     positive_class: 0.0,
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -467,11 +482,62 @@ mod owned {
         pub y_mean: f32,
         /// See [`Field::YScale`].
         pub y_scale: f32,
+        /// See [`Field::PositiveClass`]: the raw target value that
+        /// `P(y = +1)` is the probability of (probit); writers put `0` in
+        /// regression blobs, readers ignore it there.
+        pub positive_class: f32,
+    }
+
+    /// The body of a version-1 blob: version 2 without `positive_class`.
+    #[derive(Deserialize)]
+    struct BodyV1 {
+        shape: Shape,
+        input_names: Vec<String>,
+        target_name: String,
+        x_mean: Vec<f32>,
+        x_scale: Vec<f32>,
+        projection: Vec<f32>,
+        centres: Vec<f32>,
+        widths: Vec<f32>,
+        amplitudes: Vec<f32>,
+        beta: Vec<f32>,
+        l1: Vec<f32>,
+        l2: Vec<f32>,
+        prior: f32,
+        noise: f32,
+        bias: f32,
+        y_mean: f32,
+        y_scale: f32,
+    }
+
+    impl From<BodyV1> for ModelSpec {
+        fn from(v1: BodyV1) -> Self {
+            ModelSpec {
+                shape: v1.shape,
+                input_names: v1.input_names,
+                target_name: v1.target_name,
+                x_mean: v1.x_mean,
+                x_scale: v1.x_scale,
+                projection: v1.projection,
+                centres: v1.centres,
+                widths: v1.widths,
+                amplitudes: v1.amplitudes,
+                beta: v1.beta,
+                l1: v1.l1,
+                l2: v1.l2,
+                prior: v1.prior,
+                noise: v1.noise,
+                bias: v1.bias,
+                y_mean: v1.y_mean,
+                y_scale: v1.y_scale,
+                positive_class: 1.0,
+            }
+        }
     }
 
     impl ModelSpec {
         /// The numeric fields with their values, in wire order.
-        fn fields(&self) -> [(Field, &[f32]); 14] {
+        fn fields(&self) -> [(Field, &[f32]); 15] {
             [
                 (Field::XMean, &self.x_mean),
                 (Field::XScale, &self.x_scale),
@@ -487,6 +553,10 @@ mod owned {
                 (Field::Bias, core::slice::from_ref(&self.bias)),
                 (Field::YMean, core::slice::from_ref(&self.y_mean)),
                 (Field::YScale, core::slice::from_ref(&self.y_scale)),
+                (
+                    Field::PositiveClass,
+                    core::slice::from_ref(&self.positive_class),
+                ),
             ]
         }
 
@@ -528,7 +598,7 @@ mod owned {
             Ok(())
         }
 
-        /// Encodes the model as a v1 blob.
+        /// Encodes the model as a blob of format [`VERSION`].
         ///
         /// # Errors
         /// [`ModelSpec::validate`]'s, or [`Error::Malformed`] if the body
@@ -547,14 +617,20 @@ mod owned {
             Ok(blob)
         }
 
-        /// Decodes and validates a v1 blob.
+        /// Decodes and validates a blob of any version this runtime reads
+        /// (a version-1 blob gets `positive_class = 1`).
         ///
         /// # Errors
         /// Any [`Error`] describing a malformed blob.
         pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-            let body = open(bytes)?;
-            let (spec, rest): (ModelSpec, _) =
-                postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?;
+            let (version, body) = open(bytes)?;
+            let (spec, rest): (ModelSpec, _) = if version == 1 {
+                let (v1, rest): (BodyV1, _) =
+                    postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?;
+                (v1.into(), rest)
+            } else {
+                postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?
+            };
             if !rest.is_empty() {
                 return Err(Error::Malformed);
             }

@@ -49,5 +49,7 @@ mod model;
 pub use error::{Dimension, Error};
 #[cfg(feature = "alloc")]
 pub use format::ModelSpec;
-pub use format::{Field, Link, ModelKind, Shape, MAGIC, PREAMBLE_LEN, TRAILER_LEN, VERSION};
+pub use format::{
+    Field, Link, ModelKind, Shape, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN, VERSION,
+};
 pub use model::{ram_bytes, Model, Prediction};

@@ -213,7 +213,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// Decodes every number into place; the caller publishes the shape only
     /// on success, so a failed load leaves an empty model.
     fn decode(&mut self, bytes: &[u8]) -> Result<Shape, Error> {
-        let mut reader = Reader::new(open(bytes)?);
+        let (version, body) = open(bytes)?;
+        let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
         shape.validate()?;
         shape.fits(M, G, D)?;
@@ -287,6 +288,10 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         model.bias = reader.scalar(Field::Bias)?;
         model.y_mean = reader.scalar(Field::YMean)?;
         model.y_scale = reader.scalar(Field::YScale)?;
+        if version >= 2 {
+            // Host tools map labels with it; the device only checks it.
+            reader.scalar(Field::PositiveClass)?;
+        }
         reader.finish()?;
         Ok(shape)
     }

@@ -105,10 +105,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 2;
+    bad[4] = 3;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 2 }
+        Error::UnsupportedVersion { found: 3 }
     );
 
     let mut bad = blob.clone();
@@ -312,4 +312,195 @@ mod fuzz {
             }
         }
     }
+}
+
+/// `tests/data/doc-model-v1.sgp` is the documentation model as the version-1
+/// writer wrote it (before `positive_class`): it must still load, with the
+/// same numbers, and read `positive_class` as 1.
+#[test]
+fn version_1_blobs_still_load() {
+    let v1 = include_bytes!("data/doc-model-v1.sgp");
+    assert_eq!(u16::from_le_bytes([v1[4], v1[5]]), 1);
+    let mut expected = doc_spec();
+    expected.positive_class = 1.0;
+    assert_eq!(ModelSpec::from_bytes(v1).unwrap(), expected);
+    let old = Model::<4, 2, 2>::from_bytes(v1).unwrap();
+    let new = Model::<4, 2, 2>::from_bytes(&doc_spec().to_bytes().unwrap()).unwrap();
+    for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
+        assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
+    }
+    assert_every_flipped_bit_is_an_error(v1);
+}
+
+#[test]
+fn versions_outside_1_to_2_are_unsupported_and_a_v2_body_is_not_a_v1_body() {
+    let blob = small_blob();
+    for version in [0u16, 3, 0xffff] {
+        let mut bad = blob.clone();
+        bad[4..6].copy_from_slice(&version.to_le_bytes());
+        reseal(&mut bad);
+        let expected = Error::UnsupportedVersion { found: version };
+        assert_eq!(Small::from_bytes(&bad).unwrap_err(), expected);
+        assert_eq!(ModelSpec::from_bytes(&bad).unwrap_err(), expected);
+    }
+    // A v2 body labelled v1 has four bytes (positive_class) left over.
+    let mut relabelled = blob.clone();
+    relabelled[4..6].copy_from_slice(&1u16.to_le_bytes());
+    reseal(&mut relabelled);
+    assert_eq!(
+        Small::from_bytes(&relabelled).unwrap_err(),
+        Error::Malformed
+    );
+    assert_eq!(
+        ModelSpec::from_bytes(&relabelled).unwrap_err(),
+        Error::Malformed
+    );
+}
+
+#[test]
+fn a_non_finite_positive_class_is_refused() {
+    let mut spec = random_spec(5, 3, 2, 2, false, false, false, Link::Probit);
+    spec.positive_class = f32::NAN;
+    let expected = Error::NonFinite {
+        field: "positive_class",
+    };
+    assert_eq!(spec.to_bytes().unwrap_err(), expected);
+    let blob = encode_unchecked(&spec);
+    assert_eq!(Small::from_bytes(&blob).unwrap_err(), expected);
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), expected);
+}
+
+#[test]
+fn every_flipped_bit_of_a_probit_single_factor_blob_is_an_error() {
+    // The layout IVM exports: probit, one factor, shared widths.
+    let mut spec = random_spec(9, 3, 2, 2, false, false, false, Link::Probit);
+    spec.shape.kind = sgp_runtime::ModelKind::Ivm;
+    spec.positive_class = 4.0;
+    let blob = spec.to_bytes().unwrap();
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
+    assert!(Small::from_bytes(&blob)
+        .unwrap()
+        .probability(&[0.1, 0.2])
+        .is_ok());
+    assert_every_flipped_bit_is_an_error(&blob);
+}
+
+/// Replaces body bytes `at .. at + len` with `with`, fixing length and CRC.
+fn edit_body(blob: &[u8], at: usize, len: usize, with: &[u8]) -> Vec<u8> {
+    let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
+    let mut body = blob[10..10 + body_len].to_vec();
+    body.splice(at..at + len, with.iter().copied());
+    let mut out = blob[..6].to_vec();
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&[0; 4]);
+    reseal(&mut out);
+    out
+}
+
+fn both_errors(blob: &[u8]) -> (Error, Error) {
+    (
+        Small::from_bytes(blob).unwrap_err(),
+        ModelSpec::from_bytes(blob).unwrap_err(),
+    )
+}
+
+#[test]
+fn decoding_errors_are_malformed_as_format_md_says() {
+    let blob = small_blob();
+    // Body: kind, link, D, G, M, 3 bools, names count, len "x0", "x0", ...
+    assert_eq!(&blob[10..18], &[1, 0, 2, 2, 3, 0, 0, 1]);
+    let malformed = (Error::Malformed, Error::Malformed);
+    // Enum index past the last variant (kind 7, link 2).
+    assert_eq!(both_errors(&edit_body(&blob, 0, 1, &[7])), malformed);
+    assert_eq!(both_errors(&edit_body(&blob, 1, 1, &[2])), malformed);
+    // A bool other than 0 or 1.
+    assert_eq!(both_errors(&edit_body(&blob, 5, 1, &[2])), malformed);
+    // u16 varint: four bytes are overlong, a third byte above 0x03 too ...
+    assert_eq!(
+        both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x80, 0x00])),
+        malformed
+    );
+    assert_eq!(
+        both_errors(&edit_body(&blob, 2, 1, &[0x82, 0x80, 0x04])),
+        malformed
+    );
+    // ... but redundant zero groups within three bytes are accepted.
+    let padded = edit_body(&blob, 2, 1, &[0x82, 0x80, 0x00]);
+    assert_eq!(
+        ModelSpec::from_bytes(&padded).unwrap(),
+        ModelSpec::from_bytes(&blob).unwrap()
+    );
+    assert!(Small::from_bytes(&padded).is_ok());
+    // Invalid UTF-8 in a name.
+    assert_eq!(&blob[20..22], b"x0");
+    assert_eq!(both_errors(&edit_body(&blob, 10, 1, &[0xFF])), malformed);
+    // A body that ends inside a value.
+    let body_len = u32::from_le_bytes(blob[6..10].try_into().unwrap()) as usize;
+    assert_eq!(
+        both_errors(&edit_body(&blob, body_len - 2, 2, &[])),
+        malformed
+    );
+}
+
+#[test]
+fn short_blobs_are_truncated_and_sizes_are_checked_in_the_documented_order() {
+    for short in [&b""[..], b"SG", b"SGPM", b"SGPM\x03\x00\x00\x00"] {
+        assert_eq!(
+            Small::from_bytes(short).unwrap_err(),
+            Error::Truncated {
+                expected: 14,
+                found: short.len()
+            }
+        );
+    }
+    assert_eq!(Small::from_bytes(b"SGPX").unwrap_err(), Error::BadMagic);
+    // M = 0, D = 0, G = 0 each name their field; G != D names centres.
+    let blob = small_blob();
+    let cases = [
+        (4, 0, Error::InvalidValue { field: "beta" }),
+        (2, 0, Error::InvalidValue { field: "x_mean" }),
+        (3, 0, Error::InvalidValue { field: "centres" }),
+        (
+            3,
+            1,
+            Error::InconsistentSizes {
+                field: "centres",
+                expected: 2,
+                found: 1,
+            },
+        ),
+    ];
+    for (at, value, expected) in cases {
+        let bad = edit_body(&blob, at, 1, &[value]);
+        assert_eq!(both_errors(&bad), (expected, expected));
+    }
+}
+
+#[test]
+fn the_device_skips_names_that_host_tools_count() {
+    let mut spec = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
+    spec.input_names.push("extra".into());
+    let blob = encode_unchecked(&spec);
+    assert!(Small::from_bytes(&blob).is_ok());
+    assert_eq!(
+        ModelSpec::from_bytes(&blob).unwrap_err(),
+        Error::InconsistentSizes {
+            field: "input_names",
+            expected: 2,
+            found: 3
+        }
+    );
+}
+
+#[test]
+fn size_formula_of_format_md() {
+    let mut spec = random_spec(1, 32, 4, 4, false, false, true, Link::Identity);
+    spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
+    spec.target_name = "y".into();
+    assert_eq!(spec.to_bytes().unwrap().len(), 4989);
+    let mut ivm = random_spec(1, 32, 4, 4, false, false, false, Link::Probit);
+    ivm.input_names = spec.input_names.clone();
+    ivm.target_name = "y".into();
+    assert_eq!(ivm.to_bytes().unwrap().len(), 2876);
 }

@@ -36,6 +36,7 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         bias: 0.0,
         y_mean: 1.0,
         y_scale: 3.0,
+        positive_class: 0.0,
     }
 }
 

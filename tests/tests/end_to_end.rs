@@ -10,6 +10,7 @@ use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
 use sgp_trainer::fit::gplasso::GplassoParams;
+use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, ProjectedParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::OptimiseOptions;
@@ -78,6 +79,12 @@ fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
             seed,
             optimiser,
             ..GplassoParams::default()
+        }),
+        Method::Ivm => FitParams::Ivm(IvmParams {
+            m,
+            seed,
+            optimiser,
+            ..IvmParams::default()
         }),
     }
 }
@@ -282,6 +289,71 @@ fn constant_inputs_are_fitted_and_ignored_in_f64_and_on_the_device() {
                 predict_all(&exported.blob, probe).unwrap(),
                 device,
                 "{method:?} f32"
+            );
+        }
+    }
+}
+
+#[test]
+fn ivm_regression_runtime_matches_trainer() {
+    let (_, model) = fitted(Method::Ivm, 25, 1);
+    assert_eq!(model.kind, ModelKind::Ivm);
+    assert!(model.form.l2.is_none());
+    assert_runtime_matches(&model);
+}
+
+/// An IVM classifier through the whole path: fit, blob, runtime
+/// probabilities within `PROBABILITY_TOLERANCE` of the trainer's at held-out
+/// and far points, the positive class in the blob, every bit flip refused.
+#[test]
+fn ivm_classifier_fit_to_blob_to_runtime_probability() {
+    use sgp_trainer::export::{probit, PROBABILITY_TOLERANCE};
+    use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
+    // Labels 3 and 7: the larger is the positive class.
+    let (x, y) = classification(ClassShape::Moons, 300, 11);
+    let y = y.map(|v| if v > 0.5 { 7.0 } else { 3.0 });
+    let train = Dataset::from_raw(x, y, vec!["x1".into(), "x2".into()], "class".into())
+        .unwrap()
+        .into_binary(None)
+        .unwrap();
+    let fitted = fit(&train, &params(Method::Ivm, 40, 1, 60), &mut |_| {}).unwrap();
+    let model = fitted.model;
+    let held_out = classification_dataset(ClassShape::Moons, 200, 12).unwrap();
+    let exported = export(&model, &held_out.raw_x(), false).unwrap();
+    assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
+    let spec = ModelSpec::from_bytes(&exported.blob).unwrap();
+    assert_eq!(spec.shape.link, sgp_runtime::Link::Probit);
+    assert_eq!(spec.positive_class, 7.0);
+    let points = DMatrix::from_rows(
+        &held_out
+            .raw_x()
+            .row_iter()
+            .chain(far_points(&model, 16, 3).row_iter())
+            .collect::<Vec<_>>(),
+    );
+    let reference = model.predict_raw(&points).unwrap();
+    let device = predict_all(&exported.blob, &points).unwrap();
+    let mut wrong = 0;
+    for (i, p) in device.iter().enumerate() {
+        let p64 = probit(reference.mean[i], reference.var[i]);
+        let p32 = f64::from(p.probability.unwrap());
+        assert!((p32 - p64).abs() <= PROBABILITY_TOLERANCE, "{p32} vs {p64}");
+        if i < held_out.n_rows() && (p32 >= 0.5) != (held_out.y[i] > 0.0) {
+            wrong += 1;
+        }
+    }
+    assert!(wrong < 30, "{wrong} of 200 held-out rows misclassified");
+    // Far from the data the latent reverts to the prior: P(+1) = Phi(b / sqrt(1 + s2)).
+    let far = device.last().unwrap().probability.unwrap();
+    let s2 = model.form.prior;
+    assert!((f64::from(far) - probit(model.bias, s2)).abs() < 1e-3);
+    for byte in 0..exported.blob.len() {
+        for bit in 0..8 {
+            let mut bad = exported.blob.clone();
+            bad[byte] ^= 1 << bit;
+            assert!(
+                Model::<64, 2, 2>::from_bytes(&bad).is_err(),
+                "byte {byte} bit {bit}"
             );
         }
     }

@@ -81,13 +81,37 @@ impl Standardisation {
     }
 }
 
+/// What the target column holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TargetKind {
+    /// A continuous quantity, standardised (regression).
+    Continuous,
+    /// Class labels kept as -1/+1 (no standardisation: the transform's
+    /// `y_mean` is 0 and `y_scale` 1); `positive` is the raw target value
+    /// mapped to +1, every other value is -1.
+    Binary {
+        /// Raw target value of the positive class.
+        positive: f64,
+    },
+}
+
+/// Whether a raw target value is the class `positive`, allowing for the
+/// rounding of a label through standardisation and through the f32 the blob
+/// stores it in.
+pub fn is_class(value: f64, positive: f64) -> bool {
+    (value - positive).abs() <= 1e-6 * positive.abs().max(1.0)
+}
+
 /// A validated, standardised regression or classification data set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     /// Standardised inputs, one row per example (N x D).
     pub x: DMatrix<f64>,
-    /// Standardised targets (length N).
+    /// Standardised targets (length N), or -1/+1 labels
+    /// ([`TargetKind::Binary`]).
     pub y: DVector<f64>,
+    /// Continuous or binary target.
+    pub target: TargetKind,
     /// Input column names, in the column order of `x`.
     pub input_names: Vec<String>,
     /// Target column name.
@@ -189,6 +213,80 @@ impl Dataset {
         build(SOURCE, x_raw, y_raw, input_names, target_name)
     }
 
+    /// The same rows as a binary classification problem (`--link probit`):
+    /// targets become -1/+1 labels. With `positive`, that value is the
+    /// positive class and every other value negative (one-vs-rest);
+    /// without, the column must hold exactly two distinct values and the
+    /// larger is positive.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for a continuous column, more than two values and
+    /// no `positive`, a `positive` that does not occur, or a single class.
+    pub fn into_binary(self, positive: Option<f64>) -> Result<Dataset> {
+        if let TargetKind::Binary { .. } = self.target {
+            return Ok(self);
+        }
+        let raw = self.raw_y();
+        let classes = distinct_values(raw.as_slice());
+        let name = &self.target_name;
+        let source = &self.source;
+        let listed = |values: &[f64]| {
+            let mut shown: Vec<String> = values.iter().take(10).map(|v| format!("{v}")).collect();
+            if values.len() > 10 {
+                shown.push(format!("... ({} in all)", values.len()));
+            }
+            shown.join(", ")
+        };
+        let integral = classes.iter().all(|v| is_class(*v, v.round()));
+        if classes.len() > 2 && !integral {
+            return Err(Error::BadInput(format!(
+                "{source}: target column '{name}' is continuous ({} distinct values, not all integers: {}): --link probit needs class labels",
+                classes.len(),
+                listed(&classes)
+            )));
+        }
+        let positive = match positive {
+            Some(p) => classes
+                .iter()
+                .copied()
+                .find(|&v| is_class(v, p))
+                .map(|v| if is_class(v, v.round()) { v.round() } else { v })
+                .ok_or_else(|| {
+                    Error::BadInput(format!(
+                        "{source}: --positive {p} does not occur in target column '{name}' (values: {})",
+                        listed(&classes)
+                    ))
+                })?,
+            None if classes.len() == 2 => {
+                let v = classes[1];
+                if is_class(v, v.round()) {
+                    v.round()
+                } else {
+                    v
+                }
+            }
+            None => {
+                return Err(Error::BadInput(format!(
+                    "{source}: target column '{name}' holds {} distinct values ({}): --link probit needs exactly two, or --positive VALUE to name the positive class (every other value is negative)",
+                    classes.len(),
+                    listed(&classes)
+                )))
+            }
+        };
+        let y = raw.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 });
+        if y.iter().all(|&v| v == y[0]) {
+            return Err(Error::BadInput(format!(
+                "{source}: target column '{name}': every row is in one class: nothing to learn"
+            )));
+        }
+        let mut data = self;
+        data.y = y;
+        data.transform.y_mean = 0.0;
+        data.transform.y_scale = 1.0;
+        data.target = TargetKind::Binary { positive };
+        Ok(data)
+    }
+
     /// Number of examples N.
     pub fn n_rows(&self) -> usize {
         self.x.nrows()
@@ -236,6 +334,7 @@ impl Dataset {
         Ok(Dataset {
             x: self.x.select_rows(indices),
             y: self.y.select_rows(indices),
+            target: self.target,
             input_names: self.input_names.clone(),
             target_name: self.target_name.clone(),
             transform: self.transform.clone(),
@@ -270,6 +369,7 @@ impl Dataset {
         Ok(Dataset {
             x: self.x.select_columns(&keep),
             y: self.y.clone(),
+            target: self.target,
             input_names: keep
                 .iter()
                 .filter_map(|&j| self.input_names.get(j).cloned())
@@ -324,16 +424,24 @@ impl Dataset {
 
         let raw_x = self.raw_x();
         let raw_y = self.raw_y();
-        let train = build(
+        let mut train = build(
             &format!("{} (training part)", self.source),
             raw_x.select_rows(&train_idx),
             raw_y.select_rows(&train_idx),
             self.input_names.clone(),
             self.target_name.clone(),
         )?;
+        if let TargetKind::Binary { .. } = self.target {
+            // Labels stay -1/+1: undo the standardisation `build` applied.
+            train.y = raw_y.select_rows(&train_idx);
+            train.transform.y_mean = 0.0;
+            train.transform.y_scale = 1.0;
+            train.target = self.target;
+        }
         let test = Dataset {
             x: train.transform.apply_x(&raw_x.select_rows(&test_idx)),
             y: train.transform.apply_y(&raw_y.select_rows(&test_idx)),
+            target: self.target,
             input_names: self.input_names.clone(),
             target_name: self.target_name.clone(),
             transform: train.transform.clone(),
@@ -559,6 +667,20 @@ fn mean_and_std<'a>(values: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64)
 /// Checks the data have enough rows, a target that is not constant and at
 /// least one input that is not, then standardises (a constant input gets
 /// scale 1 and is recorded). Values are already known to be finite.
+/// The distinct values of `values`, ascending, values within [`is_class`]
+/// of each other counted once.
+fn distinct_values(values: &[f64]) -> Vec<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mut out: Vec<f64> = Vec::new();
+    for v in sorted {
+        if out.last().is_none_or(|&last| !is_class(v, last)) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 fn build(
     source: &str,
     x_raw: DMatrix<f64>,
@@ -624,6 +746,7 @@ fn build(
     Ok(Dataset {
         x: transform.apply_x(&x_raw),
         y: transform.apply_y(&y_raw),
+        target: TargetKind::Continuous,
         input_names,
         target_name,
         transform,

@@ -51,7 +51,8 @@ pub struct Fidelity {
     pub worst_mean_sd: f64,
     /// Worst `|mean32 - mean64| / y_scale` (probit: of the probability).
     pub worst_mean: f64,
-    /// Worst `|var32 - var64| / var64`.
+    /// Worst `|var32 - var64| / var64` (probit: of the latent variance,
+    /// divided by `1 + var64`, the scale it enters the probability at).
     pub worst_variance: f64,
     /// Predictions whose variance was negative or NaN (must be zero).
     pub invalid: usize,
@@ -196,7 +197,14 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
         if var.is_nan() || var < 0.0 {
             fidelity.invalid += 1;
         } else {
-            let rel = (var - ref_var).abs() / ref_var.max(f64::MIN_POSITIVE);
+            // A probit model's latent variance enters the probability as
+            // `1 + v` and may be clamped to zero near an active point:
+            // relative to `1 + v`, never to `v` itself.
+            let scale = match link {
+                Link::Probit => 1.0 + ref_var,
+                Link::Identity => ref_var,
+            };
+            let rel = (var - ref_var).abs() / scale.max(f64::MIN_POSITIVE);
             fidelity.worst_variance = fidelity.worst_variance.max(rel);
         }
     }

@@ -25,6 +25,7 @@ pub mod init;
 pub mod inspect;
 pub mod kernel;
 pub mod lars;
+pub mod likelihood;
 pub mod linalg;
 pub mod metrics;
 pub mod model;

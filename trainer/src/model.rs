@@ -27,6 +27,8 @@ pub struct TrainedModel {
     pub target_name: String,
     /// Probit offset `b` (0 for regression).
     pub bias: f64,
+    /// Raw target value of the positive class (probit; 0 for regression).
+    pub positive_class: f64,
 }
 
 /// Predictions in raw target units.
@@ -125,6 +127,10 @@ impl TrainedModel {
             bias: self.bias as f32,
             y_mean: y_mean as f32,
             y_scale: y_scale as f32,
+            positive_class: match self.link {
+                Link::Identity => 0.0,
+                Link::Probit => self.positive_class as f32,
+            },
         })
     }
 }

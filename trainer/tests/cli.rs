@@ -872,3 +872,149 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
         &["gplasso"],
     );
 }
+
+/// A small two-class CSV: label `hi` where `a + b > 1`, else `lo`; `extra`
+/// adds a third label on every fifth row.
+fn classes_csv(lo: &str, hi: &str, extra: Option<&str>) -> String {
+    let mut csv = String::from("a,b,label\n");
+    for i in 0..120 {
+        let a = (i * 37 % 101) as f64 / 100.0;
+        let b = (i * 53 % 97) as f64 / 96.0;
+        let label = match extra {
+            Some(third) if i % 5 == 0 => third,
+            _ if a + b > 1.0 => hi,
+            _ => lo,
+        };
+        csv.push_str(&format!("{a},{b},{label}\n"));
+    }
+    csv
+}
+
+#[test]
+fn ivm_classifier_fit_predict_eval() {
+    let dir = TempDir::new("ivm_classifier");
+    dir.write("c.csv", classes_csv("2", "5", None));
+    let fit = sgp(
+        &dir,
+        &[
+            "fit", "--data", "c.csv", "--model", "ivm", "--m", "20", "--link", "probit", "--out",
+            "c.sgp", "--json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&ok(&fit, "fit")).unwrap();
+    assert_eq!(report["report"]["method"], "ivm");
+    assert_eq!(
+        report["report"]["ivm"]["active_rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        20
+    );
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
+        "predict",
+    );
+    let mut lines = predict.lines();
+    assert_eq!(lines.next(), Some("mean,variance,probability"));
+    for line in lines {
+        let p: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
+        assert!((0.0..=1.0).contains(&p));
+    }
+    // The blob knows the positive class (5): eval needs no flag.
+    let eval = ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
+        ),
+        "eval",
+    );
+    let e: Value = serde_json::from_str(&eval).unwrap();
+    assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
+    assert!(e["log_loss"].as_f64().unwrap() < 0.4, "{e}");
+    let positives = e["true_positives"].as_u64().unwrap() + e["false_negatives"].as_u64().unwrap();
+    let expected = classes_csv("2", "5", None)
+        .lines()
+        .filter(|l| l.ends_with(",5"))
+        .count();
+    assert_eq!(positives as usize, expected);
+    let text = ok(
+        &sgp(&dir, &["eval", "--model", "c.sgp", "--data", "c.csv"]),
+        "eval",
+    );
+    assert!(
+        text.contains("error rate") && text.contains("log loss"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ivm_one_vs_rest_and_bad_class_columns() {
+    let dir = TempDir::new("ivm_bad_classes");
+    let probit = ["--model", "ivm", "--m", "10", "--link", "probit"];
+    // Three values without --positive.
+    let three = classes_csv("0", "1", Some("7"));
+    fit_rejects(
+        &dir,
+        "three.csv",
+        &three,
+        &probit,
+        &["three.csv", "3 distinct values", "--positive"],
+    );
+    // --positive naming a value that does not occur.
+    let mut args = probit.to_vec();
+    args.extend(["--positive", "4"]);
+    fit_rejects(
+        &dir,
+        "three.csv",
+        &three,
+        &args,
+        &["--positive 4 does not occur"],
+    );
+    // One class only.
+    fit_rejects(
+        &dir,
+        "one.csv",
+        &classes_csv("3", "3", None),
+        &probit,
+        &["constant"],
+    );
+    // A continuous column.
+    let cont: String = std::iter::once("a,y\n".to_string())
+        .chain((0..50).map(|i| format!("{},{}\n", i, f64::from(i) * 0.37)))
+        .collect();
+    fit_rejects(&dir, "cont.csv", &cont, &probit, &["continuous"]);
+    // --m larger than N.
+    let mut args = probit.to_vec();
+    args[2..4].copy_from_slice(&["--m", "500"]);
+    fit_rejects(
+        &dir,
+        "two.csv",
+        &classes_csv("0", "1", None),
+        &args,
+        &["500"],
+    );
+    // Probit with another model.
+    fit_rejects(
+        &dir,
+        "two.csv",
+        &classes_csv("0", "1", None),
+        &["--model", "spgp", "--link", "probit"],
+        &["--model ivm"],
+    );
+    // One-vs-rest: 7 against 0 and 1.
+    dir.write("three.csv", &three);
+    let mut args = vec!["fit", "--data", "three.csv", "--out", "t.sgp", "--quiet"];
+    args.extend_from_slice(&probit);
+    args.extend(["--positive", "7"]);
+    ok(&sgp(&dir, &args), "one-vs-rest fit");
+    let eval = ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "t.sgp", "--data", "three.csv", "--json"],
+        ),
+        "eval",
+    );
+    let e: Value = serde_json::from_str(&eval).unwrap();
+    let positives = e["true_positives"].as_u64().unwrap() + e["false_negatives"].as_u64().unwrap();
+    assert_eq!(positives, 24);
+}

@@ -124,6 +124,7 @@ pub fn random_spec(
         bias: 0.2,
         y_mean: 10.0,
         y_scale: 2.0,
+        positive_class: 0.0,
     }
 }
 
@@ -225,5 +226,6 @@ pub fn doc_spec() -> ModelSpec {
         bias: 0.0,
         y_mean: 3.0,
         y_scale: 2.0,
+        positive_class: 0.0,
     }
 }

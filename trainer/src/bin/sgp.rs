@@ -14,12 +14,15 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
-use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
+use sgp_trainer::evaluate::{
+    evaluate_blob, evaluate_classifier, figures, ClassEvaluation, Evaluation,
+};
 use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
+use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
     SparseParams, DEFAULT_RESTARTS,
@@ -114,6 +117,15 @@ enum Command {
     },
 }
 
+/// `sgp fit --link`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LinkArg {
+    /// Regression: Gaussian noise.
+    Identity,
+    /// Binary classification: `P(y = +1) = Phi((f + b) / sqrt(1 + v))`.
+    Probit,
+}
+
 #[derive(clap::Args)]
 struct FitArgs {
     /// CSV with a header row.
@@ -125,8 +137,17 @@ struct FitArgs {
     /// Model family.
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
+    /// Likelihood of the target: identity (regression) or probit (binary
+    /// classification; --model ivm only).
+    #[arg(long, value_enum, default_value = "identity")]
+    link: LinkArg,
+    /// With --link probit: the target value of the positive class; every
+    /// other value is negative (one-vs-rest). Without it the target must
+    /// hold exactly two values and the larger is positive.
+    #[arg(long, allow_negative_numbers = true)]
+    positive: Option<f64>,
     /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca) or of
-    /// selected training inputs (gplasso).
+    /// selected training inputs (gplasso; ivm: the active-set size).
     #[arg(long, default_value_t = 20)]
     m: usize,
     /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
@@ -237,6 +258,15 @@ impl FitArgs {
             Method::SpgpHs => FitParams::SpgpHs(sparse),
             Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
             Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
+            Method::Ivm => FitParams::Ivm(IvmParams {
+                m: self.m,
+                seed: self.seed,
+                optimiser: OptimiseOptions {
+                    max_iter: self.max_iter.min(IvmParams::default().optimiser.max_iter),
+                    ..OptimiseOptions::default()
+                },
+                ..IvmParams::default()
+            }),
         })
     }
 }
@@ -334,6 +364,21 @@ struct FitOutput<'a> {
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
+    let data = match args.link {
+        LinkArg::Probit if args.model != Method::Ivm => {
+            return Err(Error::BadInput(format!(
+                "--link probit (classification) needs --model ivm, not --model {}",
+                model_name(args.model)
+            )))
+        }
+        LinkArg::Probit => data.into_binary(args.positive)?,
+        LinkArg::Identity if args.positive.is_some() => {
+            return Err(Error::BadInput(
+                "--positive names the positive class of --link probit".into(),
+            ))
+        }
+        LinkArg::Identity => data,
+    };
     if !quiet {
         for &j in &data.constant_inputs {
             eprintln!(
@@ -546,16 +591,41 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             number(h.max)
         );
     }
-    println!("signal variance {}", number(report.hyper.signal_variance));
-    println!(
-        "noise variance  {}{}",
-        number(report.hyper.noise_variance),
-        if report.hyper.noise_on_floor {
-            "  (on the noise floor: FITC absorbed the noise)"
-        } else {
-            ""
+    if let Some(ivm) = &report.ivm {
+        let best = ivm
+            .candidates
+            .iter()
+            .map(|c| c.validation_log_predictive)
+            .fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "active set      {} training rows by differential entropy ({:?} likelihood); kernel \
+             chosen among {} candidates by held-out mean log predictive {best:.4}; selection \
+             {:.2} s, kernel optimisation {:.2} s",
+            ivm.active_rows.len(),
+            ivm.likelihood,
+            ivm.candidates.len(),
+            ivm.select_seconds,
+            ivm.optimise_seconds
+        );
+        if model.link == sgp_runtime::Link::Probit {
+            println!(
+                "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}",
+                model.positive_class, ivm.bias
+            );
         }
-    );
+    }
+    println!("signal variance {}", number(report.hyper.signal_variance));
+    if model.link == sgp_runtime::Link::Identity {
+        println!(
+            "noise variance  {}{}",
+            number(report.hyper.noise_variance),
+            if report.hyper.noise_on_floor {
+                "  (on the noise floor: FITC absorbed the noise)"
+            } else {
+                ""
+            }
+        );
+    }
     if report.jitter_escalations > 0 {
         println!(
             "jitter          raised {} times to factorise",
@@ -570,12 +640,23 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         );
     }
     let f = &exported.fidelity;
-    println!(
-        "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
+    if model.link == sgp_runtime::Link::Probit {
+        println!(
+            "runtime check   worst class-probability deviation {:.1e} (limit {:.0e}), worst \
+             latent variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
+            f.worst_mean,
+            sgp_trainer::export::PROBABILITY_TOLERANCE,
+            f.worst_variance,
+            f.points
+        );
+    } else {
+        println!(
+            "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
          {MEAN_TOLERANCE_SD:.0e} x sd, at least {MEAN_TOLERANCE_FLOOR:.0e} x y_scale), worst \
          variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
-        f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
-    );
+            f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
+        );
+    }
     println!(
         "blob            {} ({} bytes)",
         out.display(),
@@ -633,6 +714,24 @@ fn eval_command(model: &Path, data: &Path, target: Option<&str>, json: bool) -> 
     let (blob, spec) = read_blob(model)?;
     let target = target.unwrap_or(&spec.target_name);
     let (x, y) = read_inputs_and_target(data, &spec.input_names, target)?;
+    if spec.shape.link == sgp_runtime::Link::Probit {
+        // The blob names the positive class: every other value is negative.
+        let positive = f64::from(spec.positive_class);
+        let labels = y.map(|v| {
+            if sgp_trainer::data::is_class(v, positive) {
+                1.0
+            } else {
+                -1.0
+            }
+        });
+        let evaluation = evaluate_classifier(&blob, &x, &labels)?;
+        if json {
+            println!("{}", to_json(&evaluation)?);
+        } else {
+            print_class_evaluation(&evaluation, positive);
+        }
+        return Ok(());
+    }
     let evaluation = evaluate_blob(&blob, &x, &y)?;
     if json {
         println!("{}", to_json(&evaluation)?);
@@ -640,6 +739,18 @@ fn eval_command(model: &Path, data: &Path, target: Option<&str>, json: bool) -> 
         print_evaluation(&evaluation);
     }
     Ok(())
+}
+
+fn print_class_evaluation(e: &ClassEvaluation, positive: f64) {
+    println!("rows        {}", e.rows);
+    println!("error rate  {:.6}", e.error_rate);
+    println!("log loss    {:.6}  (mean binary NLPD, nats)", e.log_loss);
+    println!("Brier       {:.6}", e.brier);
+    println!(
+        "confusion   positive class {positive}: {} true positive, {} false positive, {} true \
+         negative, {} false negative",
+        e.true_positives, e.false_positives, e.true_negatives, e.false_negatives
+    );
 }
 
 fn print_evaluation(e: &Evaluation) {

@@ -76,6 +76,7 @@ pub(crate) fn fit_exact(
         input_names: data.input_names.clone(),
         target_name: data.target_name.clone(),
         bias: 0.0,
+        positive_class: 0.0,
     };
     let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
         let kernel = if max_iter == 0 {

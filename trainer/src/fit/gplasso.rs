@@ -438,6 +438,7 @@ fn select(
         input_names: data.input_names.clone(),
         target_name: data.target_name.clone(),
         bias: 0.0,
+        positive_class: 0.0,
     };
     let (x, y, weights, coef) = (data.x.clone(), data.y.clone(), params.weights, last.coef);
     let hyper = report.hyper.clone();

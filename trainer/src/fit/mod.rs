@@ -12,11 +12,14 @@
 //! uncertainties, `dr` is SPGP+DR and the PCA-then-SPGP baseline; each is a
 //! feature kind ([`crate::features::InducingFeatures`]) fitted by
 //! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
-//! with fixed hyperparameters.
+//! with fixed hyperparameters. `ivm` selects an active set of training
+//! inputs greedily (the informative vector machine), for classification
+//! (probit) or regression; it is the only procedure for a binary target.
 
 pub mod dr;
 pub mod exact;
 pub mod gplasso;
+pub mod ivm;
 pub mod spgp;
 pub mod spgp_hs;
 pub mod vsgp;
@@ -59,6 +62,9 @@ pub enum Method {
     /// GPLasso: M training inputs chosen by a lasso path, fixed
     /// hyperparameters from an exact GP.
     Gplasso,
+    /// IVM: an active set of M training inputs chosen greedily by
+    /// differential entropy; a probit classifier or a sparse regression.
+    Ivm,
 }
 
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
@@ -270,6 +276,8 @@ pub enum FitParams {
     SpgpPca(ProjectedParams),
     /// GPLasso.
     Gplasso(gplasso::GplassoParams),
+    /// IVM.
+    Ivm(ivm::IvmParams),
 }
 
 impl FitParams {
@@ -283,13 +291,14 @@ impl FitParams {
             FitParams::SpgpDr(_) => Method::SpgpDr,
             FitParams::SpgpPca(_) => Method::SpgpPca,
             FitParams::Gplasso(_) => Method::Gplasso,
+            FitParams::Ivm(_) => Method::Ivm,
         }
     }
 
     /// The pseudo-input settings of a sparse procedure.
     fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
         match self {
-            FitParams::Exact(_) | FitParams::Gplasso(_) => None,
+            FitParams::Exact(_) | FitParams::Gplasso(_) | FitParams::Ivm(_) => None,
             FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(&mut p.sparse),
         }
@@ -319,6 +328,7 @@ impl FitParams {
             FitParams::SpgpHs(p) => spgp_hs::iteration_budget(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
             FitParams::Gplasso(p) => p.optimiser.max_iter,
+            FitParams::Ivm(p) => p.iteration_budget(),
         }
     }
 }
@@ -438,6 +448,9 @@ pub struct FitReport {
     /// GPLasso's selection: rows, rank, path (GPLasso only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gplasso: Option<gplasso::GplassoReport>,
+    /// IVM's active set, bias and rounds (IVM only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ivm: Option<ivm::IvmReport>,
 }
 
 impl FitReport {
@@ -464,6 +477,7 @@ impl FitReport {
             starts: Vec::new(),
             uncertainties: None,
             gplasso: None,
+            ivm: None,
         }
     }
 }
@@ -606,6 +620,14 @@ pub fn fit(
         reduced = data.without_inputs(ignored)?;
         (&reduced, Cow::Owned(params.without_inputs(ignored)))
     };
+    if let (crate::data::TargetKind::Binary { .. }, false) =
+        (data.target, matches!(params.as_ref(), FitParams::Ivm(_)))
+    {
+        return Err(Error::BadInput(format!(
+            "{}: a binary target (--link probit) can only be fitted with --model ivm",
+            data.source
+        )));
+    }
     let mut fitted = match params.as_ref() {
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
@@ -614,6 +636,7 @@ pub fn fit(
         FitParams::SpgpDr(p) => dr::fit_dr(used, &p.check(used)?, progress)?,
         FitParams::SpgpPca(p) => dr::fit_pca(used, &p.check(used)?, progress)?,
         FitParams::Gplasso(p) => gplasso::fit_gplasso(used, &p.check(used)?, progress)?,
+        FitParams::Ivm(p) => ivm::fit_ivm(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {

@@ -227,6 +227,7 @@ impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
             input_names: data.input_names.clone(),
             target_name: data.target_name.clone(),
             bias: 0.0,
+            positive_class: 0.0,
         };
         let (features, kernel, config) = (self.features, self.kernel, self.config);
         let data = data.clone();

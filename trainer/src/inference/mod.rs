@@ -11,6 +11,7 @@
 
 pub mod exact;
 pub mod fitc;
+pub mod ivm;
 pub mod objective;
 
 use nalgebra::{DMatrix, DVector};

@@ -35,6 +35,9 @@ pub struct ParamLayout {
     pub n_feature: usize,
     /// Number of log length scales in the vector (0 when unused).
     pub n_lengthscales: usize,
+    /// The vector ends in the Gaussian likelihood's `log_noise_excess`
+    /// (absent for a probit likelihood, which has no noise parameter).
+    pub noise: bool,
 }
 
 impl ParamLayout {
@@ -47,23 +50,32 @@ impl ParamLayout {
             } else {
                 0
             },
+            noise: true,
         }
     }
 
     /// Layout for the exact GP: kernel and noise only.
     pub fn exact(kern: &KernelParams) -> Self {
+        Self::latent(kern, crate::likelihood::Likelihood::Gaussian)
+    }
+
+    /// Layout for a GP on training inputs under `likelihood`: the kernel,
+    /// and the noise only if the likelihood has one (IVM's active-set
+    /// objective).
+    pub fn latent(kern: &KernelParams, likelihood: crate::likelihood::Likelihood) -> Self {
         Self {
             n_feature: 0,
             n_lengthscales: kern.dim(),
+            noise: likelihood.has_noise(),
         }
     }
 
     /// Total length of the vector.
     pub fn len(&self) -> usize {
-        self.n_feature + self.n_lengthscales + 2
+        self.n_feature + self.n_lengthscales + 1 + usize::from(self.noise)
     }
 
-    /// Never empty (`log s2` and the noise are always there); for clippy's
+    /// Never empty (`log s2` is always there); for clippy's
     /// `len`-without-`is_empty` convention.
     pub fn is_empty(&self) -> bool {
         false
@@ -101,7 +113,9 @@ impl ParamLayout {
             );
         }
         p.push(kern.log_signal_var);
-        p.push(kern.log_noise_excess);
+        if self.noise {
+            p.push(kern.log_noise_excess);
+        }
         p
     }
 
@@ -125,7 +139,9 @@ impl ParamLayout {
                 .collect();
         }
         kern.log_signal_var = p[self.signal_var_index()];
-        kern.log_noise_excess = p[self.noise_index()];
+        if self.noise {
+            kern.log_noise_excess = p[self.noise_index()];
+        }
         Ok(&p[self.feature_range()])
     }
 
@@ -144,7 +160,9 @@ impl ParamLayout {
             );
         }
         out.push(g.kernel.log_signal_var);
-        out.push(g.log_noise_excess);
+        if self.noise {
+            out.push(g.log_noise_excess);
+        }
         out
     }
 }
