@@ -915,10 +915,15 @@ fn ivm_classifier_fit_predict_eval() {
         "predict",
     );
     let mut lines = predict.lines();
-    assert_eq!(lines.next(), Some("mean,variance,probability"));
+    assert_eq!(
+        lines.next(),
+        Some("probability,latent_mean,latent_variance")
+    );
     for line in lines {
-        let p: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
-        assert!((0.0..=1.0).contains(&p));
+        let cells: Vec<f64> = line.split(',').map(|v| v.parse().unwrap()).collect();
+        assert_eq!(cells.len(), 3, "{line}");
+        assert!((0.0..=1.0).contains(&cells[0]), "{line}");
+        assert!(cells[2] >= 0.0, "{line}");
     }
     // The blob knows the positive class (5): eval needs no flag.
     let eval = ok(

@@ -51,7 +51,8 @@ struct Cli {
 enum Command {
     /// Fit a model to a CSV file and export it as a blob.
     Fit(FitArgs),
-    /// Predict with a blob: CSV `mean,variance` on stdout, one row per input row.
+    /// Predict with a blob: CSV `mean,variance` on stdout, one row per input row
+    /// (`probability,latent_mean,latent_variance` for a classifier).
     Predict {
         /// The model blob.
         #[arg(long)]
@@ -698,11 +699,14 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
     let io = stdout_error;
     match spec.shape.link {
         sgp_runtime::Link::Identity => writeln!(out, "mean,variance").map_err(io)?,
-        sgp_runtime::Link::Probit => writeln!(out, "mean,variance,probability").map_err(io)?,
+        // A classifier's answer first; the latent Gaussian behind it after.
+        sgp_runtime::Link::Probit => {
+            writeln!(out, "probability,latent_mean,latent_variance").map_err(io)?
+        }
     }
     for p in predictions {
         match p.probability {
-            Some(prob) => writeln!(out, "{},{},{}", p.mean, p.variance, prob),
+            Some(prob) => writeln!(out, "{},{},{}", prob, p.mean, p.variance),
             None => writeln!(out, "{},{}", p.mean, p.variance),
         }
         .map_err(io)?;
