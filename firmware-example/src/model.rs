@@ -81,7 +81,7 @@ pub struct LoadError {
 /// Loads every blob into its static; call once (a second call returns
 /// `None`, since each static can be handed out mutably only once).
 ///
-/// Statics rather than locals in `main`: the 54.8 KB of models then show up
+/// Statics rather than locals in `main`: the 60.6 KB of models then show up
 /// in `.bss`, which the linker checks against RAM at build time, instead of
 /// in a stack whose overflow would only show at run time. Each static starts
 /// as the all-zero [`Model::new`] and [`Model::load`] decodes the blob into
