@@ -17,6 +17,9 @@ const GPLASSO_SIZES: [usize; 1] = [32];
 /// The same for the SPGP models on the SPGP+DR data, no projection (files
 /// `spgp_d16_m{M}.sgp`, `golden_spgp_d16_m{M}.rs`).
 const D16_SIZES: [usize; 1] = [32];
+/// The same for the IVM probit classifiers (files `ivm_m{M}.sgp`,
+/// `golden_ivm_m{M}.rs`).
+const IVM_SIZES: [usize; 1] = [32];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -53,6 +56,10 @@ fn main() {
     for m in D16_SIZES {
         stage(&out, &format!("spgp_d16_m{m}.sgp"));
         stage(&out, &format!("golden_spgp_d16_m{m}.rs"));
+    }
+    for m in IVM_SIZES {
+        stage(&out, &format!("ivm_m{m}.sgp"));
+        stage(&out, &format!("golden_ivm_m{m}.rs"));
     }
 }
 

@@ -25,8 +25,10 @@ GEN_DIR=$PWD/$TARGET_DIR/model-gen
 # model/dr_m$M.sgp and golden_dr_m$M.rs for spgp-dr (fitted on its own
 # D = DR_DIM data, projected to G = DR_G dims), model/spgp_d16_m$M.sgp and
 # golden_spgp_d16_m$M.rs for "spgp M d16" (plain SPGP on the spgp-dr data,
-# G = D = DR_DIM, to compare with the projection).
-MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16")
+# G = D = DR_DIM, to compare with the projection), model/ivm_m$M.sgp and
+# golden_ivm_m$M.rs for the IVM probit classifier (fitted on the D = MODEL_DIM
+# data with the target thresholded at 0 into classes 0/1).
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16" "ivm 32")
 MODEL_DIM=4
 DR_DIM=16
 DR_G=4
@@ -73,7 +75,7 @@ fi
 echo "target $TARGET, $(qemu-system-arm --version | head -n1), size tool: ${LLVM_SIZE:-none}"
 
 # --- 2. model blobs and golden values ---------------------------------------
-step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM; spgp-dr and d16 D = $DR_DIM, G = $DR_G and $DR_DIM)"
+step "model (host sgp tool: data, then fits: ${MODELS[*]/%/;} D = $MODEL_DIM; spgp-dr and d16 D = $DR_DIM, G = $DR_G and $DR_DIM; ivm: probit on sign(y))"
 # The cost of a prediction does not depend on the model's quality, so short
 # fits do; fixed seeds make every run produce the same files. Generated into
 # model/ (ignored by firmware-example/.gitignore, never committed); build.rs
@@ -96,6 +98,10 @@ fi
 mkdir -p "$GEN_DIR" model
 sgp synth --rows 400 --dim "$MODEL_DIM" --seed 0 >"$GEN_DIR/data.csv" || fail "sgp synth"
 sgp synth --rows 500 --dim "$DR_DIM" --seed 0 >"$GEN_DIR/data_dr.csv" || fail "sgp synth --dim $DR_DIM"
+# The IVM classifier's data: the same inputs, the target's sign as class 1
+# (y > 0, 221 of the 400 rows) or 0.
+awk -F, -v OFS=, 'NR == 1 { print; next } { $NF = ($NF > 0) ? 1 : 0; print }' \
+    "$GEN_DIR/data.csv" >"$GEN_DIR/data_cls.csv" || fail "thresholding the classifier's target"
 # The trainer's defaults (restarts, pseudo-input init) apply; --max-iter caps
 # each optimiser run (vsgp: each of its two stages, SPGP then widths freed).
 BLOBS=()
@@ -109,6 +115,7 @@ for model in "${MODELS[@]}"; do
         "spgp d16") name=spgp_d16_m$m data=$GEN_DIR/data_dr.csv ;;
         spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G") ;;
         gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS") ;;
+        ivm) name=ivm_m$m data=$GEN_DIR/data_cls.csv extra=(--link probit --positive 1) ;;
         *) name=${kind}_m$m ;;
     esac
     sgp fit --data "$data" --model "$kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \
@@ -263,7 +270,7 @@ if [[ "${SGP_FW_COMPARE:-0}" == 1 ]]; then
         set +e
         "${QEMU[@]}" "$dir/$TARGET/release/$MAIN_BIN" >"$PROOF_LOG" 2>&1
         set -e
-        grep -E '^\| (kind|spgp|vsgp|gplasso)|^golden [a-zA-Z0-9 =-]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
+        grep -E '^\| (kind|spgp|vsgp|gplasso|ivm)|^golden [a-zA-Z0-9 =-]*M=[0-9]+: [0-9]|^constant time' "$PROOF_LOG" | sed 's/^/    /'
         echo "    text $("$LLVM_SIZE" "$dir/$TARGET/release/$MAIN_BIN" | awk 'NR == 2 { print $1 }') B"
     done
 fi

@@ -40,6 +40,7 @@ golden_module!(golden_vsgp_m32, "golden_vsgp_m32.rs");
 golden_module!(golden_dr_m32, "golden_dr_m32.rs");
 golden_module!(golden_gplasso_m32, "golden_gplasso_m32.rs");
 golden_module!(golden_spgp_d16_m32, "golden_spgp_d16_m32.rs");
+golden_module!(golden_ivm_m32, "golden_ivm_m32.rs");
 
 /// Control ticks simulated (a real loop would wait for a timer each tick).
 const CONTROL_TICKS: u32 = 200;
@@ -64,6 +65,9 @@ const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 6000;
 /// Largest spread of instruction counts over inputs accepted as "constant
 /// time" for one function and M. See `check_cost` for what the spread is.
 const CONSTANT_TIME_SLACK: u32 = 8;
+/// Largest accepted |P(+1) on target - P(+1) from the host's golden latent
+/// mean and variance|: the trainer's own export check uses the same bound.
+const PROBABILITY_TOL: f32 = 1e-3;
 
 /// Simulated actuator register; volatile writes stand in for a DAC/PWM update
 /// and keep the whole loop observable, so nothing is optimised away.
@@ -161,6 +165,21 @@ fn run() -> bool {
         golden_spgp_d16_m32::DIM,
         &golden_spgp_d16_m32::EXPECTED,
         golden_spgp_d16_m32::Y_SCALE,
+    ) & check_golden(
+        &meter,
+        "ivm M=32",
+        models.ivm_m32,
+        golden_ivm_m32::INPUTS.as_slice(),
+        golden_ivm_m32::DIM,
+        &golden_ivm_m32::EXPECTED,
+        golden_ivm_m32::Y_SCALE,
+    ) & check_probability(
+        &meter,
+        "ivm M=32",
+        models.ivm_m32,
+        golden_ivm_m32::INPUTS.as_slice(),
+        golden_ivm_m32::DIM,
+        &golden_ivm_m32::EXPECTED,
     );
     let cost_ok = check_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
@@ -194,7 +213,7 @@ fn calibrate(meter: &InstructionMeter) -> bool {
     ok
 }
 
-/// Loads the seven blobs into their statics and reports sizes and the
+/// Loads the eight blobs into their statics and reports sizes and the
 /// stack the in-place `Model::load` calls need.
 fn load_models() -> Option<Models> {
     let (loaded, load_stack) = stack::measure(model::load);
@@ -224,8 +243,9 @@ fn load_models() -> Option<Models> {
         models.spgp_d16_m32,
         model::BLOB_SPGP_D16_M32.len(),
     );
+    describe("ivm M=32", models.ivm_m32, model::BLOB_IVM_M32.len());
     hprintln!(
-        "load: all seven Model::load calls (in place, into .bss) <= {} B stack",
+        "load: all eight Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)
@@ -316,6 +336,46 @@ fn check_golden<const M: usize, const G: usize, const D: usize>(
     }
 }
 
+/// Checks a probit model's `probability` at the golden inputs against
+/// `Phi(m / sqrt(1 + v))` of the host's latent (mean, variance) there (the
+/// golden file carries no probabilities), within `PROBABILITY_TOL`.
+fn check_probability<const M: usize, const G: usize, const D: usize>(
+    meter: &InstructionMeter,
+    label: &str,
+    model: &Model<M, G, D>,
+    inputs: &[f32],
+    dim: usize,
+    expected: &[(f32, f32)],
+) -> bool {
+    if dim == 0 || inputs.len() != dim * expected.len() {
+        hprintln!("golden {} probability: FAILED, shape mismatch", label);
+        return false;
+    }
+    let (mut failed, mut worst, mut max_instr) = (0usize, 0.0f32, 0u32);
+    for (x, &(mean, variance)) in inputs.chunks_exact(dim).zip(expected) {
+        let want = 0.5 * libm::erfcf(-mean / libm::sqrtf(2.0 * (1.0 + variance)));
+        let (got, m) = meter.measure(x, |x| model::probability(model, x));
+        max_instr = max_instr.max(m.instructions);
+        let ratio = (got - want).abs() / PROBABILITY_TOL;
+        worst = worst.max(ratio);
+        // Written as "within" so that NaN (all comparisons false) fails.
+        let within = ratio <= 1.0;
+        if !within {
+            failed += 1;
+        }
+    }
+    hprintln!(
+        "golden {} probability: {}/{} within +-{} of Phi(m / sqrt(1 + v)) of the golden latent; worst err {}x tol; probability <= {} instructions",
+        label,
+        expected.len() - failed,
+        expected.len(),
+        PROBABILITY_TOL,
+        worst,
+        max_instr
+    );
+    failed == 0 && !expected.is_empty()
+}
+
 /// With feature `demo-golden-mismatch`, shifts every mean by 10 tolerances so
 /// run.sh can show that a failing comparison makes the firmware exit non-zero.
 fn perturb_for_demo(pred: (f32, f32), y_scale: f32) -> (f32, f32) {
@@ -379,15 +439,19 @@ const EXTRA_COST_INPUTS: [[f32; INPUT_DIM]; 6] = [
 /// input by more than `CONSTANT_TIME_SLACK` (the runtime promises constant
 /// time per prediction).
 fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
-    // Rows of the table: (kind, M); `counts` below is in the same order.
-    const ROWS: [(&str, u32); 5] = [
-        ("spgp", 16),
-        ("spgp", 32),
-        ("spgp", 64),
-        ("vsgp", 32),
-        ("gplasso", 32),
+    // Rows of the table: (kind, M, triangular factors); `counts` below is
+    // in the same order.
+    const ROWS: [(&str, u32, u32); 6] = [
+        ("spgp", 16, 2),
+        ("spgp", 32, 2),
+        ("spgp", 64, 2),
+        ("vsgp", 32, 2),
+        ("gplasso", 32, 2),
+        ("ivm (probit, 1 factor)", 32, 1),
     ];
     let mut spans = [[Span::EMPTY; 2]; ROWS.len()];
+    // The IVM classifier's `probability` (predict + Phi(m / sqrt(1 + v))).
+    let mut probability = Span::EMPTY;
     let inputs = golden_m32::INPUTS
         .chunks_exact(INPUT_DIM)
         .chain(EXTRA_COST_INPUTS.iter().map(|x| x.as_slice()));
@@ -398,13 +462,16 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             cost(meter, models.m64, x),
             cost(meter, models.vsgp_m32, x),
             cost(meter, models.gplasso_m32, x),
+            cost(meter, models.ivm_m32, x),
         ];
+        let (_, pm) = meter.measure(x, |x| models.ivm_m32.probability(x));
+        probability.add(pm.instructions);
         for (span, (p, m)) in spans.iter_mut().zip(counts) {
             span[0].add(p);
             span[1].add(m);
         }
         hprintln!(
-            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}, vsgp / gplasso M=32: {} / {}; mean: {} / {} / {}, vsgp / gplasso M=32: {} / {}",
+            "cost: x=[{:+.2e}, {:+.2e}, {:+.2e}, {:+.2e}] predict M=16/32/64: {} / {} / {}, vsgp / gplasso / ivm M=32: {} / {} / {}; mean: {} / {} / {}, vsgp / gplasso / ivm M=32: {} / {} / {}; ivm probability: {}",
             x[0],
             x[1],
             x[2],
@@ -414,11 +481,14 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             counts[2].0,
             counts[3].0,
             counts[4].0,
+            counts[5].0,
             counts[0].1,
             counts[1].1,
             counts[2].1,
             counts[3].1,
-            counts[4].1
+            counts[4].1,
+            counts[5].1,
+            pm.instructions
         );
     }
 
@@ -426,12 +496,12 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         "cost table (D = G = {}; instructions min-max over the inputs above):",
         INPUT_DIM
     );
-    hprintln!("| kind | M | distances 3MG flops | exp calls M | mean MACs M | solve MACs 2*M(M+1)/2 | predict | mean | predict - mean | (predict - mean) / solve MAC |");
+    hprintln!("| kind | M | distances 3MG flops | exp calls M | mean MACs M | solve MACs factors*M(M+1)/2 | predict | mean | predict - mean | (predict - mean) / solve MAC |");
     hprintln!("|---|---|---|---|---|---|---|---|---|---|");
     let mut constant_time = true;
-    for (&(kind, m), span) in ROWS.iter().zip(&spans) {
+    for (&(kind, m, factors), span) in ROWS.iter().zip(&spans) {
         let g = INPUT_DIM as u32;
-        let solve_macs = m * (m + 1);
+        let solve_macs = factors * m * (m + 1) / 2;
         let variance_part = span[0].max.saturating_sub(span[1].max);
         hprintln!(
             "| {} | {} | {} | {} | {} | {} | {}-{} | {}-{} | {} | {:.2} |",
@@ -501,6 +571,22 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         spgp[1].max,
         i64::from(gplasso[1].max) - i64::from(spgp[1].max)
     );
+    // The IVM classifier runs Model<32, 4, 4>'s code too, but its blob has
+    // one triangular factor: the second solve is skipped at run time.
+    let ivm = spans[5];
+    hprintln!(
+        "cost: ivm vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions; ivm probability {}-{} (predict {:+})",
+        ivm[0].max,
+        spgp[0].max,
+        i64::from(ivm[0].max) - i64::from(spgp[0].max),
+        ivm[1].max,
+        spgp[1].max,
+        i64::from(ivm[1].max) - i64::from(spgp[1].max),
+        probability.min,
+        probability.max,
+        i64::from(probability.max) - i64::from(ivm[0].max)
+    );
+    constant_time &= probability.spread() <= CONSTANT_TIME_SLACK;
     // The DR model has the feature dimension of the SPGP M=32 one (G = 4):
     // what it costs beyond it is the projection (G x D multiply-adds) and
     // standardising 16 inputs instead of 4.
@@ -537,6 +623,7 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             .iter()
             .chain([&dr, &d16])
             .flatten()
+            .chain([&probability])
             .map(Span::spread)
             .max()
             .unwrap_or(0),

@@ -6,7 +6,9 @@
 //! (per-basis widths and amplitudes) and a GPLasso model (basis = selected
 //! training inputs) at M = 32 on the same data, to show what those cost next
 //! to SPGP's shared widths; an SPGP+DR model (16 inputs projected to 4) and a
-//! plain SPGP model on the same 16 inputs, to price the projection; the
+//! plain SPGP model on the same 16 inputs, to price the projection; an IVM
+//! probit classifier (M = 32 active training inputs, one triangular factor)
+//! on the same 4 inputs, to price classification; the
 //! control loop uses the SPGP model at [`CONTROL_M`]. Each `Model` type's capacity equals its blob's M exactly:
 //! the runtime zero-fills and walks arrays of the *capacity*, so a larger
 //! capacity would inflate the instruction counts.
@@ -51,9 +53,13 @@ pub static BLOB_DR_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dr_m32
 pub static BLOB_GPLASSO_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gplasso_m32.sgp"));
 /// Plain SPGP on the SPGP+DR model's 16-D data, `model/spgp_d16_m32.sgp`.
 pub static BLOB_SPGP_D16_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/spgp_d16_m32.sgp"));
+/// The IVM probit classifier, `model/ivm_m32.sgp` (D = 4, the SPGP models'
+/// inputs, classes = sign of their target): shared widths and one factor,
+/// so it loads into `Model32` as well (its second factor stays unused).
+pub static BLOB_IVM_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ivm_m32.sgp"));
 
 /// The loaded models: SPGP at three sizes, VSGP, GPLasso, SPGP+DR and
-/// SPGP on 16 inputs at M = 32.
+/// SPGP on 16 inputs at M = 32, and the IVM classifier at M = 32.
 pub struct Models {
     pub m16: &'static Model16,
     pub m32: &'static Model32,
@@ -62,6 +68,7 @@ pub struct Models {
     pub gplasso_m32: &'static Model32,
     pub dr_m32: &'static ModelDr32,
     pub spgp_d16_m32: &'static ModelD16x32,
+    pub ivm_m32: &'static Model32,
 }
 
 /// Which blob failed to load (e.g. "spgp M=32"), and why.
@@ -74,7 +81,7 @@ pub struct LoadError {
 /// Loads every blob into its static; call once (a second call returns
 /// `None`, since each static can be handed out mutably only once).
 ///
-/// Statics rather than locals in `main`: the 54.8 KB of models then show up
+/// Statics rather than locals in `main`: the 60.6 KB of models then show up
 /// in `.bss`, which the linker checks against RAM at build time, instead of
 /// in a stack whose overflow would only show at run time. Each static starts
 /// as the all-zero [`Model::new`] and [`Model::load`] decodes the blob into
@@ -92,6 +99,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let gplasso_m32 = cortex_m::singleton!(MODEL_GPLASSO_M32: Model32 = Model32::new())?;
     let dr_m32 = cortex_m::singleton!(MODEL_DR_M32: ModelDr32 = ModelDr32::new())?;
     let spgp_d16_m32 = cortex_m::singleton!(MODEL_SPGP_D16_M32: ModelD16x32 = ModelD16x32::new())?;
+    let ivm_m32 = cortex_m::singleton!(MODEL_IVM_M32: Model32 = Model32::new())?;
     Some(load_into(Slots {
         m16,
         m32,
@@ -100,6 +108,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
         gplasso_m32,
         dr_m32,
         spgp_d16_m32,
+        ivm_m32,
     }))
 }
 
@@ -112,6 +121,7 @@ struct Slots {
     gplasso_m32: &'static mut Model32,
     dr_m32: &'static mut ModelDr32,
     spgp_d16_m32: &'static mut ModelD16x32,
+    ivm_m32: &'static mut Model32,
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
@@ -130,6 +140,7 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
     s.spgp_d16_m32
         .load(BLOB_SPGP_D16_M32)
         .map_err(err("spgp D=16 M=32"))?;
+    s.ivm_m32.load(BLOB_IVM_M32).map_err(err("ivm M=32"))?;
     Ok(Models {
         m16: s.m16,
         m32: s.m32,
@@ -138,6 +149,7 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
         gplasso_m32: s.gplasso_m32,
         dr_m32: s.dr_m32,
         spgp_d16_m32: s.spgp_d16_m32,
+        ivm_m32: s.ivm_m32,
     })
 }
 
@@ -153,6 +165,16 @@ pub fn predict<const M: usize, const G: usize, const D: usize>(
         Ok(p) => (p.mean, p.variance),
         Err(_) => (f32::NAN, f32::INFINITY),
     }
+}
+
+/// Class probability P(+1) of a probit model, any error (e.g. a regression
+/// model) mapped to NaN.
+#[inline]
+pub fn probability<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> f32 {
+    model.probability(x).unwrap_or(f32::NAN)
 }
 
 /// Mean only, any error mapped to NaN.

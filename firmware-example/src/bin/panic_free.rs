@@ -38,12 +38,15 @@ static mut INPUTS_16: [[f32; DR_INPUT_DIM]; N_INPUTS] = [
     [f32::NAN; DR_INPUT_DIM],
 ];
 /// Models whose prediction path is proved.
-const N_MODELS: usize = 7;
+const N_MODELS: usize = 8;
 /// Results written volatile so nothing can be optimised away: per model
-/// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR and SPGP D = 16 at M = 32)
-/// and input, (mean, variance) from `predict` and `mean`.
+/// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR, SPGP D = 16 and the IVM
+/// classifier at M = 32) and input, (mean, variance) from `predict` and `mean`.
 static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; N_MODELS] =
     [[(0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
+/// The IVM classifier's `probability` per input (its path adds the normal
+/// CDF and a square root to `predict`'s).
+static mut PROBABILITIES: [f32; N_INPUTS] = [0.0; N_INPUTS];
 
 #[cfg(not(debug_assertions))]
 extern "C" {
@@ -101,6 +104,12 @@ fn main() -> ! {
             addr_of_mut!(OUTPUTS[6]),
             run(models.spgp_d16_m32, inputs_16),
         );
+        // Probit: one factor (the second solve skipped), and `probability`.
+        write_volatile(addr_of_mut!(OUTPUTS[7]), run(models.ivm_m32, inputs));
+        write_volatile(
+            addr_of_mut!(PROBABILITIES),
+            probabilities(models.ivm_m32, inputs),
+        );
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
@@ -127,6 +136,26 @@ unsafe fn run<const M: usize, const G: usize, const D: usize>(
         let (mean, variance) = model::predict(model, x);
         let mean_only = model::mean(model, x);
         *slot = (mean, variance, mean_only);
+    }
+    out
+}
+
+/// `probability` per input.
+///
+/// # Safety
+/// `inputs` must point to a static that nothing else accesses.
+unsafe fn probabilities<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    inputs: *const [[f32; D]; N_INPUTS],
+) -> [f32; N_INPUTS] {
+    let mut out = [0.0; N_INPUTS];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let mut x = [0.0f32; D];
+        for (j, xj) in x.iter_mut().enumerate() {
+            // SAFETY: in-bounds (i < N_INPUTS, j < D) read of the static.
+            *xj = unsafe { read_volatile(addr_of!((*inputs)[i][j])) };
+        }
+        *slot = model::probability(model, demo_reachable_panic(&x));
     }
     out
 }
