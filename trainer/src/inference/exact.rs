@@ -13,7 +13,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::{col_sq_norms, ModelGrad, Prediction, RuntimeForm};
 use crate::features::{InducingFeatures, PseudoInputs};
-use crate::kernel::KernelParams;
+use crate::kernel::{KernelGrad, KernelParams};
 use crate::linalg::{
     cholesky_jittered, inverse_from_factor, solve_lower_mut, solve_lower_t_vec, solve_lower_vec,
     JitterPolicy, JitteredCholesky,
@@ -119,14 +119,7 @@ pub fn exact_nlml_grad(
     jitter: &JitterPolicy,
 ) -> Result<(f64, ModelGrad)> {
     let post = exact_posterior(kern, x, y, jitter)?;
-    let mut w = inverse_from_factor(&post.chol.l)?;
-    w -= &post.alpha * post.alpha.transpose();
-    let half_trace_w = 0.5 * w.trace();
-    w *= 0.5;
-    let k = kern.cross(x, x);
-    let g = kern.cross_grad(x, x, &k, &w, false, false);
-    let mut kernel = g.kernel;
-    kernel.log_signal_var += post.chol.jitter * half_trace_w;
+    let (kernel, half_trace_w) = gaussian_kernel_grad(kern, x, &post.chol, &post.alpha)?;
     Ok((
         post.nlml,
         ModelGrad {
@@ -135,6 +128,28 @@ pub fn exact_nlml_grad(
             log_noise_excess: half_trace_w * kern.noise_excess(),
         },
     ))
+}
+
+/// The kernel part of `dNLML/dtheta = 1/2 tr(W dC/dtheta)` for a Gaussian
+/// marginal `N(0, C)` with `C = K(x, x) + (a diagonal) + jitter`,
+/// `chol = chol(C)`, `alpha = C^{-1} y` and `W = C^{-1} - alpha alpha^T`:
+/// the gradient with respect to `(log l, log s2)` (the jitter's `log s2`
+/// share included) and `tr(W) / 2`, which a diagonal's own parameter (the
+/// noise) needs.
+pub(crate) fn gaussian_kernel_grad(
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    chol: &JitteredCholesky,
+    alpha: &DVector<f64>,
+) -> Result<(KernelGrad, f64)> {
+    let mut w = inverse_from_factor(&chol.l)?;
+    w -= alpha * alpha.transpose();
+    let half_trace_w = 0.5 * w.trace();
+    w *= 0.5;
+    let k = kern.cross(x, x);
+    let mut kernel = kern.cross_grad(x, x, &k, &w, false, false).kernel;
+    kernel.log_signal_var += chol.jitter * half_trace_w;
+    Ok((kernel, half_trace_w))
 }
 
 fn check_data(kern: &KernelParams, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {

@@ -29,6 +29,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::exact::gaussian_kernel_grad;
 use super::RuntimeForm;
 use crate::features::{InducingFeatures, PseudoInputs};
 use crate::inference::objective::ParamLayout;
@@ -36,8 +37,7 @@ use crate::inference::ModelGrad;
 use crate::kernel::KernelParams;
 use crate::likelihood::{pdf_over_cdf, Likelihood};
 use crate::linalg::{
-    cholesky_jittered, inverse_from_factor, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
-    JitteredCholesky,
+    cholesky_jittered, solve_lower_t_vec, solve_lower_vec, JitterPolicy, JitteredCholesky,
 };
 use crate::{Error, Result};
 
@@ -418,14 +418,7 @@ pub fn active_nlml_grad(
     jitter: &JitterPolicy,
 ) -> Result<(f64, ModelGrad)> {
     let post = active_posterior(kern, x_active, p, m, Likelihood::Probit, jitter)?;
-    let mut w = inverse_from_factor(&post.chol.l)?;
-    w -= &post.beta * post.beta.transpose();
-    let half_trace_w = 0.5 * w.trace();
-    w *= 0.5;
-    let k = kern.cross(x_active, x_active);
-    let g = kern.cross_grad(x_active, x_active, &k, &w, false, false);
-    let mut kernel = g.kernel;
-    kernel.log_signal_var += post.chol.jitter * half_trace_w;
+    let (kernel, _) = gaussian_kernel_grad(kern, x_active, &post.chol, &post.beta)?;
     Ok((
         post.nlml,
         ModelGrad {
