@@ -196,9 +196,9 @@ mod tests {
     use super::*;
     use crate::features::test_util::{
         adjoints, check_matrix_level as check_matrix_level_of,
-        check_objective as check_objective_of,
+        check_objective as check_objective_of, model_differences,
     };
-    use crate::inference::fitc::{fitc_nlml, fitc_nlml_grad, fitc_posterior, FitcConfig};
+    use crate::inference::fitc::{fitc_nlml_grad, FitcConfig};
     use crate::inference::objective::SparseObjective;
     use crate::inference::test_util::{assert_grad_close, problem};
     use crate::inference::Approximation::{self, Fitc, Vfe};
@@ -263,19 +263,7 @@ mod tests {
         let k = kern();
         let xt = DMatrix::from_fn(7, D, |i, d| -2.5 + 0.8 * i as f64 + 0.3 * d as f64);
         let differences = |hs: &Heteroscedastic, cfg: &FitcConfig| {
-            let a = fitc_nlml(hs, &k, &x, &y, cfg).expect("ok").nlml;
-            let b = fitc_nlml(&spgp, &k, &x, &y, cfg).expect("ok").nlml;
-            let pa = fitc_posterior(hs, &k, &x, &y, cfg).expect("ok");
-            let pb = fitc_posterior(&spgp, &k, &x, &y, cfg).expect("ok");
-            let (qa, qb) = (
-                pa.predict(hs, &k, &xt).expect("ok"),
-                pb.predict(&spgp, &k, &xt).expect("ok"),
-            );
-            (
-                (a - b).abs(),
-                (qa.mean - qb.mean).amax(),
-                (qa.var - qb.var).amax(),
-            )
+            model_differences(hs, &spgp, &k, (&x, &y), &xt, cfg)
         };
         for approximation in [Fitc, Vfe] {
             let cfg = FitcConfig {

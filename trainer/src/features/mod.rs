@@ -445,6 +445,31 @@ pub(crate) mod test_util {
         ana
     }
 
+    /// How far two feature sets' models are apart: the absolute differences
+    /// of their NLML and the largest of their predictive means and
+    /// variances at `xt`, under `cfg`.
+    pub fn model_differences<A: InducingFeatures, B: InducingFeatures>(
+        a: &A,
+        b: &B,
+        kern: &KernelParams,
+        (x, y): (&DMatrix<f64>, &DVector<f64>),
+        xt: &DMatrix<f64>,
+        cfg: &FitcConfig,
+    ) -> (f64, f64, f64) {
+        use crate::inference::fitc::{fitc_nlml, fitc_posterior};
+        let nlml_a = fitc_nlml(a, kern, x, y, cfg).expect("ok").nlml;
+        let nlml_b = fitc_nlml(b, kern, x, y, cfg).expect("ok").nlml;
+        let pa = fitc_posterior(a, kern, x, y, cfg).expect("ok");
+        let pb = fitc_posterior(b, kern, x, y, cfg).expect("ok");
+        let qa = pa.predict(a, kern, xt).expect("ok");
+        let qb = pb.predict(b, kern, xt).expect("ok");
+        (
+            (nlml_a - nlml_b).abs(),
+            (qa.mean - qb.mean).amax(),
+            (qa.var - qb.var).amax(),
+        )
+    }
+
     /// The FITC or VFE objective's gradient over `f` and the kernel (noise
     /// included) against central differences, and its pack/unpack round
     /// trip. Returns the parameter count.
