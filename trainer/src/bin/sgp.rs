@@ -404,10 +404,11 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         _ => None,
     };
     let mut fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
-    let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), args.force)?;
+    let raw_x = data.raw_x();
+    let (exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
-        let points = golden_points(&fitted.model, &data.raw_x(), 12, 4);
+        let points = golden_points(&fitted.model, &raw_x, 12, 4);
         write_file(path, golden_rust(&fitted.model, &points)?.as_bytes())?;
     }
     if args.json {
