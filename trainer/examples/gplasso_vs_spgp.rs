@@ -30,7 +30,6 @@
 //! 50 100), `--no-joint` (skip `spgp`), `--ranks` (also GPLasso at ICF
 //! rank 2M, 4M, 8M and N, to choose the default rank).
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sgp_trainer::data::Dataset;
@@ -40,44 +39,20 @@ use sgp_trainer::fit::gplasso::{
 };
 use sgp_trainer::fit::{fit, FitParams, Fitted, SparseParams};
 use sgp_trainer::metrics::{mean_nlpd, rmse};
-use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::Result;
 
-const GENERATED: [(Shape, usize); 6] = [
-    (Shape::Chirp, 600),
-    (Shape::Heteroscedastic, 600),
-    (Shape::Periodic, 500),
-    (Shape::OneOfEight, 800),
-    (Shape::Varying2d, 800),
-    (Shape::Ridge, 800),
-];
+#[path = "bench_data/mod.rs"]
+mod bench_data;
+use bench_data::{dataset_names, load, SEED, TEST_FRACTION};
 
-fn public_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/data");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
-
+/// The suite's data sets but the 32-D few-directions one, which no
+/// comparison here needs.
 fn datasets() -> Result<Vec<(String, Dataset)>> {
-    let mut out = Vec::new();
-    for (shape, rows) in GENERATED {
-        out.push((shape.name().to_owned(), synth::dataset(shape, rows, 0)?));
-    }
-    for path in public_files() {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        out.push((name, Dataset::from_csv(&path, None)?));
-    }
-    Ok(out)
+    dataset_names()
+        .into_iter()
+        .filter(|name| name != "few-directions")
+        .map(|name| Ok((name.clone(), load(&name)?.data)))
+        .collect()
 }
 
 fn score(fitted: &Fitted, test: &Dataset) -> Result<(f64, f64)> {
@@ -116,7 +91,7 @@ fn main() -> Result<()> {
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
-        let (train, test) = data.split(0.3, 0)?;
+        let (train, test) = data.split(TEST_FRACTION, SEED)?;
         if !train.constant_inputs.is_empty() {
             eprintln!("{name}: constant inputs, skipped");
             continue;

@@ -16,7 +16,6 @@
 //! configuration; repeatable), `--json` (one JSON object per row), `--list`.
 //! Progress goes to stderr, results to stdout.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -28,8 +27,12 @@ use sgp_trainer::fit::{
     fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
 };
 use sgp_trainer::inference::Approximation;
-use sgp_trainer::synth::{self, Shape};
+use sgp_trainer::synth;
 use sgp_trainer::{Error, Result};
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
+use bench_data::{dataset_names, load, Bench, SEED, TEST_FRACTION};
 
 /// A way of fitting a model to a training set.
 type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
@@ -115,30 +118,6 @@ fn configurations() -> Vec<(String, Fitter)> {
 /// A fitter calling [`fit`] with fixed parameters.
 fn with(params: FitParams) -> Fitter {
     Box::new(move |data| fit(data, &params, &mut |_| {}))
-}
-
-/// The generated data sets: shape and total rows (before the split).
-const GENERATED: [(Shape, usize); 7] = [
-    (Shape::Chirp, 600),
-    (Shape::Heteroscedastic, 600),
-    (Shape::Periodic, 500),
-    (Shape::OneOfEight, 800),
-    (Shape::Varying2d, 800),
-    (Shape::Ridge, 800),
-    (Shape::FewDirections, 1000),
-];
-
-/// Seed of the generators and of the train/test split.
-const SEED: u64 = 0;
-/// Fraction of each data set held out for testing.
-const TEST_FRACTION: f64 = 0.3;
-
-/// One data set of the suite.
-struct Bench {
-    name: String,
-    data: Dataset,
-    /// The generating shape, for error against the truth.
-    shape: Option<Shape>,
 }
 
 /// One line of the results.
@@ -337,56 +316,4 @@ fn markdown(r: &Row) -> String {
         r.blob_bytes.map_or("-".into(), |b| b.to_string()),
         r.error.as_deref().unwrap_or(""),
     )
-}
-
-/// Where `bench/fetch-public.sh` writes its CSVs.
-fn public_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/data")
-}
-
-/// The public CSVs present, sorted by name.
-fn public_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(public_dir())
-        .map(|dir| {
-            dir.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Every data set name: generated first, then the public CSVs.
-fn dataset_names() -> Vec<String> {
-    GENERATED
-        .iter()
-        .map(|(shape, _)| shape.name().to_owned())
-        .chain(public_files().iter().map(|p| stem(p)))
-        .collect()
-}
-
-fn load(name: &str) -> Result<Bench> {
-    if let Some(&(shape, rows)) = GENERATED.iter().find(|(s, _)| s.name() == name) {
-        return Ok(Bench {
-            name: name.to_owned(),
-            data: synth::dataset(shape, rows, SEED)?,
-            shape: Some(shape),
-        });
-    }
-    let path = public_files()
-        .into_iter()
-        .find(|p| stem(p) == name)
-        .ok_or_else(|| Error::BadInput(format!("no data set '{name}'")))?;
-    Ok(Bench {
-        name: name.to_owned(),
-        data: Dataset::from_csv(&path, None)?,
-        shape: None,
-    })
 }

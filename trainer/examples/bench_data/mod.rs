@@ -1,0 +1,88 @@
+//! The benchmark data sets, shared by the suite and the GPLasso comparison:
+//! generated shapes with known truth and the public CSVs that
+//! `bench/fetch-public.sh` writes to `bench/data/` (skipped when absent).
+
+// Each example compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use sgp_trainer::data::Dataset;
+use sgp_trainer::synth::{self, Shape};
+use sgp_trainer::{Error, Result};
+
+/// The generated data sets: shape and total rows (before the split).
+pub const GENERATED: [(Shape, usize); 7] = [
+    (Shape::Chirp, 600),
+    (Shape::Heteroscedastic, 600),
+    (Shape::Periodic, 500),
+    (Shape::OneOfEight, 800),
+    (Shape::Varying2d, 800),
+    (Shape::Ridge, 800),
+    (Shape::FewDirections, 1000),
+];
+
+/// Seed of the generators and of the train/test split.
+pub const SEED: u64 = 0;
+/// Fraction of each data set held out for testing.
+pub const TEST_FRACTION: f64 = 0.3;
+
+/// One data set of the suite.
+pub struct Bench {
+    pub name: String,
+    pub data: Dataset,
+    /// The generating shape, for error against the truth.
+    pub shape: Option<Shape>,
+}
+
+/// Where `bench/fetch-public.sh` writes its CSVs.
+fn public_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/data")
+}
+
+/// The public CSVs present, sorted by name.
+fn public_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(public_dir())
+        .map(|dir| {
+            dir.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Every data set name: generated first, then the public CSVs.
+pub fn dataset_names() -> Vec<String> {
+    GENERATED
+        .iter()
+        .map(|(shape, _)| shape.name().to_owned())
+        .chain(public_files().iter().map(|p| stem(p)))
+        .collect()
+}
+
+pub fn load(name: &str) -> Result<Bench> {
+    if let Some(&(shape, rows)) = GENERATED.iter().find(|(s, _)| s.name() == name) {
+        return Ok(Bench {
+            name: name.to_owned(),
+            data: synth::dataset(shape, rows, SEED)?,
+            shape: Some(shape),
+        });
+    }
+    let path = public_files()
+        .into_iter()
+        .find(|p| stem(p) == name)
+        .ok_or_else(|| Error::BadInput(format!("no data set '{name}'")))?;
+    Ok(Bench {
+        name: name.to_owned(),
+        data: Dataset::from_csv(&path, None)?,
+        shape: None,
+    })
+}
