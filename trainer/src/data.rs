@@ -504,11 +504,76 @@ pub fn read_inputs_and_target_from_reader(
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let table = read_table(reader, source, |header| {
+    inputs_and_target(reader, source, input_names, target, false)
+}
+
+/// As [`read_inputs_and_target`], but the file must hold exactly those
+/// columns (in any order): a test set for a model fitted on another file,
+/// where an extra or a missing column means the two files do not match.
+///
+/// # Errors
+/// [`Error::BadInput`] naming the missing and the extra columns, and every
+/// error of [`read_inputs_and_target`].
+pub fn read_same_columns(
+    path: impl AsRef<Path>,
+    input_names: &[String],
+    target: &str,
+) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    let path = path.as_ref();
+    inputs_and_target(
+        open(path)?,
+        &path.display().to_string(),
+        input_names,
+        target,
+        true,
+    )
+}
+
+fn inputs_and_target(
+    reader: impl Read,
+    source: &str,
+    input_names: &[String],
+    target: &str,
+    exact: bool,
+) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    let wanted = || {
         input_names
             .iter()
             .map(String::as_str)
             .chain(std::iter::once(target))
+    };
+    let table = read_table(reader, source, |header| {
+        if exact {
+            let missing: Vec<&str> = wanted()
+                .filter(|w| !header.iter().any(|h| h == w))
+                .collect();
+            let extra: Vec<&str> = header
+                .iter()
+                .map(String::as_str)
+                .filter(|h| !wanted().any(|w| w == *h))
+                .collect();
+            if !missing.is_empty() || !extra.is_empty() {
+                let quoted = |names: &[&str]| {
+                    names
+                        .iter()
+                        .map(|n| format!("'{n}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let differences: Vec<String> = [("missing", &missing), ("extra", &extra)]
+                    .into_iter()
+                    .filter(|(_, names)| !names.is_empty())
+                    .map(|(what, names)| format!("{what} {}", quoted(names)))
+                    .collect();
+                return Err(Error::BadInput(format!(
+                    "{source}: its columns differ from the training data's (inputs {}, target \
+                     '{target}'): {}",
+                    input_names.join(", "),
+                    differences.join("; ")
+                )));
+            }
+        }
+        wanted()
             .map(|name| find_column(header, name, source))
             .collect()
     })?;

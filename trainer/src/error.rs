@@ -27,14 +27,19 @@ pub enum Error {
     /// The exported f32 model deviates from the f64 trainer beyond tolerance.
     #[error("export fidelity check failed: {0}")]
     Fidelity(String),
+    /// No model of a sweep meets the flash, RAM or instruction budget.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl Error {
-    /// Process exit code: 2 for bad input, 1 for every other failure.
+    /// Process exit code: 2 for bad input, 3 for a sweep whose budget no
+    /// model meets, 1 for every other failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::BadInput(_) => 2,
             Error::Blob(_) => 2,
+            Error::OverBudget(_) => 3,
             _ => 1,
         }
     }

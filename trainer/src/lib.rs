@@ -8,8 +8,11 @@
 //! `optimise`) → `model` (a [`model::TrainedModel`] in runtime form, which can
 //! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
 //! → `metrics`. `synth` generates data with known truth for tests and
-//! benchmarks.
+//! benchmarks. `sweep` fits a grid of models and picks one for a device's
+//! budget (`cost` estimates its instructions per prediction); `plot` draws
+//! a blob's predictions.
 
+pub mod cost;
 pub mod cure;
 pub mod data;
 pub mod demo;
@@ -30,7 +33,9 @@ pub mod linalg;
 pub mod metrics;
 pub mod model;
 pub mod optimise;
+pub mod plot;
 pub mod precision;
+pub mod sweep;
 pub mod synth;
 
 pub use error::{Error, Result};

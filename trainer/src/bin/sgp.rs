@@ -30,6 +30,10 @@ use sgp_trainer::fit::{
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{parse_capacity, summarise};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
+use sgp_trainer::plot::plot_svg;
+use sgp_trainer::sweep::{
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
+};
 use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
@@ -104,6 +108,34 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Fit a grid of models (family x M, x G for projected families) with
+    /// `sgp fit`'s default settings, evaluate every blob on a test set
+    /// through the runtime, and mark the most accurate one within a flash,
+    /// RAM and instruction budget.
+    ///
+    /// Exit code 0 when a model was chosen, 3 when fitted models exist but
+    /// none meets the budget (the table is printed all the same), 2 for
+    /// bad input, 1 when every grid point failed otherwise.
+    #[command(after_help = sgp_trainer::cost::HELP)]
+    Sweep(SweepArgs),
+    /// Plot a blob's predictions on a CSV file as SVG: for one input the
+    /// data, predictive mean, 2-sigma band and basis-function locations
+    /// (a classifier: P(y = +1)); for more, predicted against actual and a
+    /// calibration curve.
+    Plot {
+        /// The model blob.
+        #[arg(long)]
+        model: PathBuf,
+        /// CSV with a header holding the model's inputs and the target.
+        #[arg(long)]
+        data: PathBuf,
+        /// Target column (default: the name stored in the blob).
+        #[arg(long)]
+        target: Option<String>,
+        /// Where to write the SVG.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Fit exact GP and SPGP on built-in 1-D data and compare them.
     Demo {
         /// Where to write the SPGP blob.
@@ -116,6 +148,55 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// Training CSV with a header row.
+    #[arg(long)]
+    data: PathBuf,
+    /// Test CSV with the same columns (in any order).
+    #[arg(long)]
+    test: PathBuf,
+    /// Target column (default: the last column); all others are inputs.
+    #[arg(long)]
+    target: Option<String>,
+    /// Model families, comma-separated (default: spgp,vsgp; with --link
+    /// probit: ivm, the only classifier). exact is one row whatever --m.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    models: Option<Vec<Method>>,
+    /// Numbers of basis functions M, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    m: Vec<usize>,
+    /// Projected dimensions G, comma-separated (spgp-dr and spgp-pca only).
+    #[arg(long, value_delimiter = ',')]
+    dim: Vec<usize>,
+    /// Likelihood of the target: identity (regression) or probit (binary
+    /// classification, --models ivm).
+    #[arg(long, value_enum, default_value = "identity")]
+    link: LinkArg,
+    /// With --link probit: the target value of the positive class.
+    #[arg(long, allow_negative_numbers = true)]
+    positive: Option<f64>,
+    /// Flash budget: largest blob in bytes (K and M suffixes: 64K).
+    #[arg(long, value_parser = parse_bytes)]
+    flash: Option<usize>,
+    /// RAM budget: largest `Model<M, G, D>` in bytes (K and M suffixes).
+    #[arg(long, value_parser = parse_bytes)]
+    ram: Option<usize>,
+    /// Time budget: most Cortex-M4 instructions per prediction (estimated:
+    /// see below).
+    #[arg(long)]
+    instructions: Option<u64>,
+    /// Seed of every fit.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print the rows as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Write the chosen model's blob here.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 /// `sgp fit --link`.
@@ -209,19 +290,19 @@ impl FitArgs {
                 "--rank and --path are for --model gplasso".into(),
             ));
         }
-        let projected = matches!(self.model, Method::SpgpDr | Method::SpgpPca);
+        let projected = self.model.is_projected();
         let dim = match (projected, self.dim) {
             (true, Some(dim)) => dim,
             (true, None) => {
                 return Err(Error::BadInput(format!(
                     "--model {} needs --dim G, the projected dimension",
-                    model_name(self.model)
+                    self.model.name()
                 )))
             }
             (false, Some(_)) => {
                 return Err(Error::BadInput(format!(
                     "--dim applies to spgp-dr and spgp-pca only; --model {} takes no projection",
-                    model_name(self.model)
+                    self.model.name()
                 )))
             }
             (false, None) => 0,
@@ -272,13 +353,6 @@ impl FitArgs {
     }
 }
 
-/// A method's name as typed after `--model`.
-fn model_name(model: Method) -> String {
-    clap::ValueEnum::to_possible_value(&model)
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
@@ -317,6 +391,13 @@ fn run(cli: &Cli) -> Result<()> {
             seed,
         } => synth_command(*rows, *dim, *shape, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
+        Command::Sweep(args) => sweep_command(args, cli.quiet),
+        Command::Plot {
+            model,
+            data,
+            target,
+            out,
+        } => plot_command(model, data, target.as_deref(), out),
     }
 }
 
@@ -363,17 +444,29 @@ struct FitOutput<'a> {
     path: Option<&'a [PathRow]>,
 }
 
-fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
-    let data = Dataset::from_csv(&args.data, args.target.as_deref())?;
-    let data = match args.link {
-        LinkArg::Probit if args.model != Method::Ivm => {
-            return Err(Error::BadInput(format!(
-                "--link probit (classification) needs --model ivm, not --model {}",
-                model_name(args.model)
-            )))
+/// Reads the training data for `models`: a binary target under `--link
+/// probit`, the warnings about constant and unresolvable columns unless
+/// `quiet`.
+fn training_data(
+    path: &Path,
+    target: Option<&str>,
+    link: LinkArg,
+    positive: Option<f64>,
+    models: &[Method],
+    quiet: bool,
+) -> Result<Dataset> {
+    let data = Dataset::from_csv(path, target)?;
+    let data = match link {
+        LinkArg::Probit => {
+            if let Some(model) = models.iter().find(|&&m| m != Method::Ivm) {
+                return Err(Error::BadInput(format!(
+                    "--link probit (classification) needs the ivm model, not {}",
+                    model.name()
+                )));
+            }
+            data.into_binary(positive)?
         }
-        LinkArg::Probit => data.into_binary(args.positive)?,
-        LinkArg::Identity if args.positive.is_some() => {
+        LinkArg::Identity if positive.is_some() => {
             return Err(Error::BadInput(
                 "--positive names the positive class of --link probit".into(),
             ))
@@ -392,6 +485,18 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             eprintln!("sgp: warning: {warning}");
         }
     }
+    Ok(data)
+}
+
+fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
+    let data = training_data(
+        &args.data,
+        args.target.as_deref(),
+        args.link,
+        args.positive,
+        &[args.model],
+        quiet,
+    )?;
     let params = args.params()?;
     let path = match &params {
         FitParams::Gplasso(p) if args.path => {
@@ -489,7 +594,7 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         .approximation
         .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
         .unwrap_or_default();
-    let method = model_name(report.method);
+    let method = report.method.name();
     let kind = if method == model.kind.name() {
         method
     } else {
@@ -895,6 +1000,70 @@ fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
+    let models = args.models.clone().unwrap_or_else(|| match args.link {
+        LinkArg::Identity => vec![Method::Spgp, Method::Vsgp],
+        LinkArg::Probit => vec![Method::Ivm],
+    });
+    let train = training_data(
+        &args.data,
+        args.target.as_deref(),
+        args.link,
+        args.positive,
+        &models,
+        quiet,
+    )?;
+    let spec = SweepSpec {
+        models,
+        m: args.m.clone(),
+        dims: args.dim.clone(),
+        seed: args.seed,
+    };
+    let points = grid(&spec, &train)?;
+    let test = TestSet::read(&args.test, &train)?;
+    let budget = Budget {
+        flash: args.flash,
+        ram: args.ram,
+        instructions: args.instructions,
+    };
+    let bar = progress_bar(quiet, iteration_total(&points, args.seed), "sweep");
+    bar.set_message(format!("0/{} fits done", points.len()));
+    let on_progress = |p: SweepProgress| match p {
+        SweepProgress::Iterations(n) => bar.inc(n),
+        SweepProgress::Finished {
+            done,
+            total,
+            label,
+            failed,
+        } => bar.set_message(format!(
+            "{done}/{total} fits done, last {label}{}",
+            if failed { " (failed)" } else { "" }
+        )),
+    };
+    let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", to_json(&result)?);
+    } else {
+        println!("{result}");
+    }
+    if let (Some(out), Some(blob)) = (&args.out, result.chosen_blob()) {
+        write_file(out, blob)?;
+        if !args.json {
+            println!("blob of the chosen model written to {}", out.display());
+        }
+    }
+    result.outcome()
+}
+
+fn plot_command(model: &Path, data: &Path, target: Option<&str>, out: &Path) -> Result<()> {
+    let (blob, spec) = read_blob(model)?;
+    let target = target.unwrap_or(&spec.target_name);
+    let (x, y) = read_inputs_and_target(data, &spec.input_names, target)?;
+    let svg = plot_svg(&blob, &spec, &x, &y, &data.display().to_string())?;
+    write_file(out, svg.as_bytes())
 }
 
 fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Result<()> {

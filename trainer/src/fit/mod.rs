@@ -67,6 +67,20 @@ pub enum Method {
     Ivm,
 }
 
+impl Method {
+    /// The name as typed after `--model`.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Whether the model projects its inputs to `--dim` G dimensions.
+    pub fn is_projected(self) -> bool {
+        matches!(self, Method::SpgpDr | Method::SpgpPca)
+    }
+}
+
 /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -281,6 +295,39 @@ pub enum FitParams {
 }
 
 impl FitParams {
+    /// The settings of `sgp fit --model METHOD --m M --seed SEED` (and
+    /// `--dim DIM` for a projected method) with every other flag at its
+    /// default. `m` is ignored by the exact GP and `dim` by unprojected
+    /// methods.
+    pub fn defaults(method: Method, m: usize, dim: usize, seed: u64) -> FitParams {
+        let sparse = SparseParams {
+            m,
+            seed,
+            ..SparseParams::default()
+        };
+        match method {
+            Method::Exact => FitParams::Exact(ExactParams {
+                seed,
+                ..ExactParams::default()
+            }),
+            Method::Spgp => FitParams::Spgp(sparse),
+            Method::Vsgp => FitParams::Vsgp(sparse),
+            Method::SpgpHs => FitParams::SpgpHs(sparse),
+            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
+            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
+            Method::Gplasso => FitParams::Gplasso(gplasso::GplassoParams {
+                m,
+                seed,
+                ..gplasso::GplassoParams::default()
+            }),
+            Method::Ivm => FitParams::Ivm(ivm::IvmParams {
+                m,
+                seed,
+                ..ivm::IvmParams::default()
+            }),
+        }
+    }
+
     /// The procedure these settings are for.
     pub fn method(&self) -> Method {
         match self {
