@@ -83,7 +83,10 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
-/// capacities before building firmware.
+/// capacities before building firmware (and for `sgp sweep`, which cannot
+/// name a `Model` type for a runtime M). Exactly `size_of` there: checked
+/// at compile time on 32-bit targets, and on the host against its own
+/// layout.
 ///
 /// ```
 /// use sgp_runtime::{ram_bytes, Model};
@@ -94,6 +97,17 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     // Shape (11 bytes, padded to 12) and two usize sizes.
     4 * numbers + 12 + 2 * 4
 }
+
+// On 32-bit targets (the devices) the formula is the layout, exactly.
+#[cfg(target_pointer_width = "32")]
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<Model<1, 1, 1>>() == ram_bytes(1, 1, 1));
+    assert!(size_of::<Model<7, 3, 5>>() == ram_bytes(7, 3, 5));
+    assert!(size_of::<Model<32, 4, 4>>() == ram_bytes(32, 4, 4));
+    assert!(size_of::<Model<32, 4, 16>>() == ram_bytes(32, 4, 16));
+    assert!(size_of::<Model<33, 16, 16>>() == ram_bytes(33, 16, 16));
+};
 
 /// The shape of an empty model. A constant of its own: taking
 /// `Self::EMPTY.shape` made the compiler keep a flash image of the whole
@@ -570,15 +584,39 @@ mod tests {
         }
     }
 
+    /// `size_of::<Model<M, G, D>>()` on this host, from [`ram_bytes`]'s
+    /// 32-bit layout: the floats, the 12-byte shape, then the two sizes,
+    /// which are `usize` (aligned to it) and the five scalars; equal to
+    /// `ram_bytes` where `usize` is 4 bytes.
+    fn host_size(m: usize, g: usize, d: usize) -> usize {
+        let word = core::mem::size_of::<usize>();
+        let floats = ram_bytes(m, g, d) - 12 - 2 * 4 - 5 * 4;
+        let sizes_at = (floats + 12).next_multiple_of(word);
+        (sizes_at + 2 * word + 5 * 4).next_multiple_of(word)
+    }
+
     #[test]
-    fn ram_bytes_matches_the_struct_size() {
-        // size_of is host-dependent (usize = 8 bytes here, with alignment
-        // padding around them); allow for that.
-        let host = core::mem::size_of::<Model<32, 4, 4>>();
-        let formula = ram_bytes(32, 4, 4);
-        assert!(
-            host >= formula && host <= formula + 24,
-            "{host} vs {formula}"
-        );
+    fn ram_bytes_is_the_struct_size() {
+        use core::mem::size_of;
+        assert_eq!(size_of::<Shape>(), 12);
+        // Odd and even M (the shape's offset alternates between 4 and 8
+        // modulo 8), projected and unprojected sizes, the firmware's.
+        let cases = [
+            (size_of::<Model<1, 1, 1>>(), host_size(1, 1, 1)),
+            (size_of::<Model<7, 3, 5>>(), host_size(7, 3, 5)),
+            (size_of::<Model<16, 4, 4>>(), host_size(16, 4, 4)),
+            (size_of::<Model<32, 4, 4>>(), host_size(32, 4, 4)),
+            (size_of::<Model<32, 4, 16>>(), host_size(32, 4, 16)),
+            (size_of::<Model<32, 16, 16>>(), host_size(32, 16, 16)),
+            (size_of::<Model<33, 2, 9>>(), host_size(33, 2, 9)),
+            (size_of::<Model<64, 4, 4>>(), host_size(64, 4, 4)),
+        ];
+        for (i, (size, expected)) in cases.iter().enumerate() {
+            assert_eq!(size, expected, "case {i}");
+        }
+        // The firmware README's figures, measured from its .bss.
+        assert_eq!(ram_bytes(16, 4, 4), 1928);
+        assert_eq!(ram_bytes(32, 4, 4), 5768);
+        assert_eq!(ram_bytes(32, 4, 16), 6056);
     }
 }
