@@ -469,10 +469,7 @@ pub fn sweep(
         TargetKind::Continuous => Task::Regression,
         TargetKind::Binary { .. } => Task::Classification,
     };
-    let chosen = choose(&rows);
-    if let Some(row) = chosen.and_then(|i| rows.get_mut(i)) {
-        row.chosen = true;
-    }
+    let chosen = choose(&mut rows);
     Sweep {
         task,
         train: train.source.clone(),
@@ -569,10 +566,12 @@ fn rank(done: &Done) -> Option<(f64, f64)> {
     (done.over_budget.is_empty() && !key.0.is_nan() && !key.1.is_nan()).then_some(key)
 }
 
-/// The most accurate row within the budget: lowest test NLPD (classifiers:
-/// error rate, then log loss), then fewer instructions, then the first.
-fn choose(rows: &[Row]) -> Option<usize> {
-    rows.iter()
+/// Marks the most accurate row within the budget and returns its index:
+/// lowest test NLPD (classifiers: error rate, then log loss), then fewer
+/// instructions, then the first.
+fn choose(rows: &mut [Row]) -> Option<usize> {
+    let chosen = rows
+        .iter()
         .enumerate()
         .filter_map(|(i, row)| {
             let done = row.done()?;
@@ -585,7 +584,11 @@ fn choose(rows: &[Row]) -> Option<usize> {
                 .then(a.2.cmp(&b.2))
                 .then(a.0.cmp(&b.0))
         })
-        .map(|(i, _, _)| i)
+        .map(|(i, _, _)| i);
+    if let Some(row) = chosen.and_then(|i| rows.get_mut(i)) {
+        row.chosen = true;
+    }
+    chosen
 }
 
 impl Sweep {
@@ -818,5 +821,323 @@ fn number(v: f64) -> String {
         format!("{v:.3e}")
     } else {
         format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{ClassEvaluation, Evaluation};
+    use crate::synth::{dataset, Shape};
+
+    fn spec(models: &[Method], m: &[usize], dims: &[usize]) -> SweepSpec {
+        SweepSpec {
+            models: models.to_vec(),
+            m: m.to_vec(),
+            dims: dims.to_vec(),
+            seed: 0,
+        }
+    }
+
+    fn refused(spec: &SweepSpec, data: &Dataset, mentions: &str) {
+        match grid(spec, data) {
+            Err(Error::BadInput(message)) => {
+                assert!(message.contains(mentions), "{message}")
+            }
+            other => panic!("expected bad input mentioning {mentions:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_grid_is_family_by_m_by_g_in_the_given_order() {
+        let data = dataset(Shape::Ridge, 60, 0).unwrap();
+        let points = grid(
+            &spec(
+                &[Method::SpgpDr, Method::Spgp, Method::Exact, Method::Spgp],
+                &[16, 8, 16],
+                &[2, 1],
+            ),
+            &data,
+        )
+        .unwrap();
+        let labels: Vec<String> = points.iter().map(GridPoint::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "spgp-dr M = 16, G = 2",
+                "spgp-dr M = 16, G = 1",
+                "spgp-dr M = 8, G = 2",
+                "spgp-dr M = 8, G = 1",
+                "spgp M = 16",
+                "spgp M = 8",
+                "exact",
+            ]
+        );
+        // Each point's settings are sgp fit's defaults for it.
+        assert_eq!(
+            points[2].params(7),
+            FitParams::defaults(Method::SpgpDr, 8, 2, 7)
+        );
+    }
+
+    #[test]
+    fn bad_grids_are_refused() {
+        let data = dataset(Shape::Ridge, 60, 0).unwrap();
+        refused(&spec(&[], &[8], &[]), &data, "no model");
+        refused(
+            &spec(&[Method::Spgp], &[], &[]),
+            &data,
+            "no basis-function count",
+        );
+        refused(&spec(&[Method::Spgp], &[8, 0], &[]), &data, "at least 1");
+        refused(&spec(&[Method::Spgp], &[8], &[2]), &data, "--dim applies");
+        refused(&spec(&[Method::SpgpPca], &[8], &[]), &data, "needs --dim");
+        refused(&spec(&[Method::SpgpDr], &[8], &[5]), &data, "--dim 5");
+        refused(&spec(&[Method::SpgpDr], &[8], &[0]), &data, "--dim 0");
+        // The exact GP alone needs no M.
+        assert_eq!(
+            grid(&spec(&[Method::Exact], &[], &[]), &data)
+                .unwrap()
+                .len(),
+            1
+        );
+        // A binary target: only the IVM classifies.
+        let mut classes = dataset(Shape::Ridge, 60, 0).unwrap();
+        classes.y = classes.y.map(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        let classes = classes.into_binary(None).unwrap();
+        refused(
+            &spec(&[Method::Ivm, Method::Spgp], &[8], &[]),
+            &classes,
+            "ivm",
+        );
+        assert_eq!(
+            grid(&spec(&[Method::Ivm], &[8], &[]), &classes)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn byte_counts_take_k_and_m() {
+        assert_eq!(parse_bytes("65536").unwrap(), 65536);
+        assert_eq!(parse_bytes("64K").unwrap(), 65536);
+        assert_eq!(parse_bytes("64k").unwrap(), 65536);
+        assert_eq!(parse_bytes(" 2M ").unwrap(), 2 << 20);
+        for bad in ["", "K", "-1", "1.5K", "12Q", "99999999999999999999"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A fitted regression row with these figures, checked against `budget`.
+    fn fitted(nlpd: f64, blob: usize, ram: usize, instructions: u64, budget: Budget) -> Row {
+        Row {
+            point: GridPoint {
+                model: Method::Spgp,
+                m: Some(8),
+                dim: None,
+            },
+            fit_seconds: 0.1,
+            outcome: Outcome::Ok(Done {
+                n_basis: 8,
+                feature_dim: 2,
+                input_dim: 2,
+                figures: Figures::Regression(Evaluation {
+                    rows: 10,
+                    rmse: 1.0,
+                    mse: 1.0,
+                    smse: 1.0,
+                    nlpd,
+                    coverage_95: 0.95,
+                }),
+                blob_bytes: blob,
+                ram_bytes: ram,
+                instructions,
+                over_budget: budget.exceeded(blob, ram, instructions),
+                cure: None,
+                blob: vec![1, 2, 3],
+            }),
+            chosen: false,
+        }
+    }
+
+    fn failed(bad_input: bool) -> Row {
+        let mut row = fitted(0.0, 1, 1, 1, Budget::default());
+        row.outcome = Outcome::Failed {
+            reason: "no".into(),
+            bad_input,
+        };
+        row
+    }
+
+    fn finished(mut rows: Vec<Row>, budget: Budget) -> Sweep {
+        let chosen = choose(&mut rows);
+        Sweep {
+            task: Task::Regression,
+            train: "train.csv".into(),
+            train_rows: 10,
+            test: "test.csv".into(),
+            test_rows: 10,
+            inputs: 2,
+            budget,
+            cost_model: *CORTEX_M4,
+            cost_formula: CORTEX_M4.formula(),
+            rows,
+            chosen,
+        }
+    }
+
+    #[test]
+    fn the_most_accurate_row_within_the_budget_is_chosen() {
+        let budget = Budget {
+            flash: Some(1000),
+            ram: Some(2000),
+            instructions: Some(3000),
+        };
+        assert_eq!(
+            budget.exceeded(1001, 2000, 3001),
+            [Limit::Flash, Limit::Instructions]
+        );
+        let rows = vec![
+            fitted(0.5, 900, 1500, 2000, budget),
+            fitted(-1.0, 1200, 1500, 2000, budget), // best, but over flash
+            failed(false),
+            fitted(0.2, 1000, 2000, 3000, budget), // at every limit: within
+            fitted(f64::NAN, 100, 100, 100, budget),
+        ];
+        let sweep = finished(rows, budget);
+        assert_eq!(sweep.chosen, Some(3));
+        assert!(sweep.outcome().is_ok());
+        assert_eq!(sweep.chosen_blob(), Some(&[1u8, 2, 3][..]));
+        let table = sweep.to_string();
+        assert!(table.contains("over: flash"), "{table}");
+        assert!(table.contains("failed after"), "{table}");
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with('*')).count(),
+            2,
+            "{table}"
+        );
+        // Without a budget the best row wins.
+        let open = finished(
+            vec![
+                fitted(0.5, 900, 1500, 2000, Budget::default()),
+                fitted(-1.0, 1200, 1, 1, Budget::default()),
+            ],
+            Budget::default(),
+        );
+        assert_eq!(open.chosen, Some(1));
+        // Equal NLPD: fewer instructions.
+        let tie = finished(
+            vec![
+                fitted(0.5, 9, 9, 2000, Budget::default()),
+                fitted(0.5, 9, 9, 1000, Budget::default()),
+            ],
+            Budget::default(),
+        );
+        assert_eq!(tie.chosen, Some(1));
+    }
+
+    #[test]
+    fn a_classifier_is_chosen_by_error_rate_then_log_loss() {
+        let class = |error_rate: f64, log_loss: f64| {
+            let mut row = fitted(0.0, 1, 1, 1, Budget::default());
+            if let Outcome::Ok(done) = &mut row.outcome {
+                done.figures = Figures::Classification(ClassEvaluation {
+                    rows: 10,
+                    error_rate,
+                    log_loss,
+                    brier: 0.1,
+                    true_positives: 1,
+                    false_positives: 1,
+                    true_negatives: 1,
+                    false_negatives: 1,
+                });
+            }
+            row
+        };
+        let mut rows = vec![class(0.2, 0.3), class(0.1, 0.6), class(0.1, 0.5)];
+        assert_eq!(choose(&mut rows), Some(2));
+        assert!(rows[2].chosen && !rows[1].chosen);
+    }
+
+    #[test]
+    fn an_unmet_budget_and_a_sweep_that_failed_everywhere_are_errors() {
+        let budget = Budget {
+            flash: None,
+            ram: Some(100),
+            instructions: None,
+        };
+        let over = finished(
+            vec![
+                fitted(0.5, 900, 1500, 2000, budget),
+                fitted(0.1, 900, 700, 2000, budget),
+            ],
+            budget,
+        );
+        match over.outcome() {
+            Err(e @ Error::OverBudget(_)) => {
+                assert_eq!(e.exit_code(), 3);
+                let message = e.to_string();
+                assert!(message.contains("RAM <= 100 B"), "{message}");
+                assert!(message.contains("least RAM (B) 700"), "{message}");
+            }
+            other => panic!("expected OverBudget, got {other:?}"),
+        }
+        assert!(over.chosen_blob().is_none());
+        assert!(over.to_string().contains("no model chosen"));
+        let refused = finished(vec![failed(true), failed(true)], budget);
+        assert!(matches!(refused.outcome(), Err(Error::BadInput(_))));
+        let broken = finished(vec![failed(true), failed(false)], budget);
+        assert_eq!(broken.outcome().unwrap_err().exit_code(), 1);
+    }
+
+    #[test]
+    fn a_small_sweep_fits_exports_and_evaluates_every_point_in_order() {
+        let data = dataset(Shape::Periodic, 120, 1).unwrap();
+        let (train, test) = data.split(0.3, 1).unwrap();
+        let test = TestSet {
+            x: test.raw_x(),
+            y: test.raw_y(),
+            source: "test part".into(),
+        };
+        let points = grid(
+            &spec(&[Method::Spgp, Method::Gplasso], &[4, 200], &[]),
+            &train,
+        )
+        .unwrap();
+        let total = iteration_total(&points, 0);
+        let counted = AtomicUsize::new(0);
+        let iterations = std::sync::atomic::AtomicU64::new(0);
+        let progress = |p: SweepProgress| match p {
+            SweepProgress::Iterations(n) => {
+                iterations.fetch_add(n, Ordering::Relaxed);
+            }
+            SweepProgress::Finished { total, .. } => {
+                assert_eq!(total, 4);
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        let result = sweep(&train, &test, &points, 0, Budget::default(), &progress);
+        // The progress bar ends exactly full.
+        assert_eq!(counted.into_inner(), 4);
+        assert_eq!(iterations.into_inner(), total);
+        let status: Vec<bool> = result.rows.iter().map(|r| r.done().is_some()).collect();
+        // M = 200 is more than the 84 training rows: failed rows, in place.
+        assert_eq!(status, [true, false, true, false]);
+        assert_eq!(result.rows[0].point.label(), "spgp M = 4");
+        let done = result.rows[0].done().unwrap();
+        assert_eq!(done.ram_bytes, ram_bytes(4, 1, 1));
+        assert_eq!(done.blob_bytes, done.blob.len());
+        assert!(done.instructions > 0);
+        // The same blob as a fit of that point on its own.
+        let mut alone = fit(&train, &points[0].params(0), &mut |_| {}).unwrap();
+        let (exported, _) = export_fitted(&mut alone, &train.raw_x(), false).unwrap();
+        assert_eq!(exported.blob, done.blob);
+        let Figures::Regression(e) = &done.figures else {
+            panic!("a regression row")
+        };
+        assert_eq!(e.rows, test.y.len());
+        assert_eq!(*e, evaluate_blob(&done.blob, &test.x, &test.y).unwrap());
+        assert!(result.chosen.is_some_and(|i| i == 0 || i == 2));
     }
 }

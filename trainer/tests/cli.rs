@@ -628,6 +628,497 @@ fn inspect_reports_ram_for_a_given_capacity() {
     );
 }
 
+/// Splits `sgp synth` output into `train.csv` (the first `train` rows) and
+/// `test.csv` (the rest).
+fn train_and_test(dir: &TempDir, rows: usize, dim: usize, train: usize) {
+    let rows = rows.to_string();
+    let dim = dim.to_string();
+    let csv = ok(
+        &sgp(dir, &["synth", "--rows", &rows, "--dim", &dim]),
+        "synth",
+    );
+    let mut lines = csv.lines();
+    let header = lines.next().expect("header");
+    let body: Vec<&str> = lines.collect();
+    let part = |rows: &[&str]| format!("{header}\n{}\n", rows.join("\n"));
+    dir.write("train.csv", part(&body[..train]));
+    dir.write("test.csv", part(&body[train..]));
+}
+
+fn sweep_json(dir: &TempDir, extra: &[&str]) -> (Output, Value) {
+    let mut args = vec![
+        "sweep",
+        "--data",
+        "train.csv",
+        "--test",
+        "test.csv",
+        "--json",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let out = sgp(dir, &args);
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("sweep JSON: {e}\nstderr:\n{}", stderr(&out)));
+    (out, json)
+}
+
+#[test]
+fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
+    let dir = TempDir::new("sweep");
+    train_and_test(&dir, 200, 2, 140);
+    let (out, all) = sweep_json(&dir, &["--models", "spgp,vsgp", "--m", "3,8"]);
+    ok(&out, "sweep");
+    assert_eq!(all["task"], "regression");
+    let rows = all["rows"].as_array().expect("rows");
+    let labels: Vec<(String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap().to_string(),
+                r["m"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("spgp".to_string(), 3),
+            ("spgp".to_string(), 8),
+            ("vsgp".to_string(), 3),
+            ("vsgp".to_string(), 8)
+        ]
+    );
+    for r in rows {
+        assert_eq!(r["status"], "ok", "{r}");
+        for key in [
+            "nlpd",
+            "rmse",
+            "coverage_95",
+            "fit_seconds",
+            "blob_bytes",
+            "ram_bytes",
+            "instructions",
+        ] {
+            assert!(r[key].as_f64().is_some(), "{key} in {r}");
+        }
+        assert_eq!(r["feature_dim"], 2);
+        assert_eq!(r["over_budget"], serde_json::json!([]));
+    }
+    let nlpd = |i: usize| rows[i]["nlpd"].as_f64().unwrap();
+    let best = (0..4).min_by(|&a, &b| nlpd(a).total_cmp(&nlpd(b))).unwrap();
+    assert_eq!(all["chosen"], best);
+    let chosen: Vec<bool> = rows.iter().map(|r| r["chosen"] == true).collect();
+    assert_eq!(chosen.iter().filter(|&&c| c).count(), 1);
+    assert!(chosen[best]);
+
+    // A flash budget that only the M = 3 blobs meet: the better of those.
+    let small = rows[0]["blob_bytes"]
+        .as_u64()
+        .unwrap()
+        .max(rows[2]["blob_bytes"].as_u64().unwrap());
+    assert!(small < rows[1]["blob_bytes"].as_u64().unwrap());
+    let flash = small.to_string();
+    let (out, within) = sweep_json(
+        &dir,
+        &[
+            "--models",
+            "spgp,vsgp",
+            "--m",
+            "3,8",
+            "--flash",
+            &flash,
+            "--out",
+            "best.sgp",
+        ],
+    );
+    ok(&out, "sweep with a budget");
+    let rows = within["rows"].as_array().unwrap();
+    assert_eq!(rows[1]["over_budget"], serde_json::json!(["flash"]));
+    assert_eq!(rows[3]["over_budget"], serde_json::json!(["flash"]));
+    let expected = if nlpd(0) <= nlpd(2) { 0 } else { 2 };
+    assert_eq!(within["chosen"], expected);
+
+    // The written blob is what `sgp fit` makes of that grid point with its
+    // default settings, byte for byte.
+    let model = rows[expected]["model"].as_str().unwrap();
+    ok(
+        &sgp(
+            &dir,
+            &[
+                "fit",
+                "--data",
+                "train.csv",
+                "--model",
+                model,
+                "--m",
+                "3",
+                "--out",
+                "fit.sgp",
+                "-q",
+            ],
+        ),
+        "fit",
+    );
+    assert_eq!(dir.read("best.sgp"), dir.read("fit.sgp"));
+
+    // The table: a header, one line per row, the chosen one starred.
+    let table = ok(
+        &sgp(
+            &dir,
+            &[
+                "sweep",
+                "--data",
+                "train.csv",
+                "--test",
+                "test.csv",
+                "--models",
+                "spgp,vsgp",
+                "--m",
+                "3,8",
+                "--flash",
+                &flash,
+                "-q",
+            ],
+        ),
+        "sweep table",
+    );
+    for column in [
+        "NLPD", "RMSE", "cover95", "fit s", "blob B", "RAM B", "instr",
+    ] {
+        assert!(table.contains(column), "{column}:\n{table}");
+    }
+    assert_eq!(table.matches("over: flash").count(), 2, "{table}");
+    let starred: Vec<&str> = table.lines().filter(|l| l.starts_with('*')).collect();
+    assert_eq!(starred.len(), 2, "{table}");
+    assert!(starred[1].starts_with("* chosen: "), "{table}");
+}
+
+#[test]
+fn sweep_with_a_budget_nothing_meets_prints_the_table_and_exits_3() {
+    let dir = TempDir::new("sweep_budget");
+    train_and_test(&dir, 80, 2, 60);
+    let out = sgp(
+        &dir,
+        &[
+            "sweep",
+            "--data",
+            "train.csv",
+            "--test",
+            "test.csv",
+            "--models",
+            "spgp",
+            "--m",
+            "3",
+            "--ram",
+            "1K",
+            "--instructions",
+            "100",
+            "--out",
+            "none.sgp",
+            "-q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.contains("over: instructions"), "{table}");
+    assert!(table.contains("no model chosen"), "{table}");
+    let err = stderr(&out);
+    assert!(err.contains("no model meets the budget"), "{err}");
+    assert!(err.contains("fewest instructions"), "{err}");
+    assert!(!dir.path().join("none.sgp").exists());
+}
+
+#[test]
+fn sweep_rows_for_failed_grid_points_and_bad_input() {
+    let dir = TempDir::new("sweep_bad");
+    train_and_test(&dir, 50, 2, 30);
+    // M = 40 is more than the 30 training rows: a failed row, not an abort.
+    let (out, json) = sweep_json(&dir, &["--models", "spgp", "--m", "3,40"]);
+    ok(&out, "sweep with one failing point");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["status"], "ok");
+    assert_eq!(rows[1]["status"], "failed");
+    assert!(
+        rows[1]["reason"].as_str().unwrap().contains("40"),
+        "{}",
+        rows[1]
+    );
+    // Every point failing on the input: exit 2, after the table.
+    let all_failed = sgp(
+        &dir,
+        &[
+            "sweep",
+            "--data",
+            "train.csv",
+            "--test",
+            "test.csv",
+            "--m",
+            "40",
+            "-q",
+        ],
+    );
+    assert_eq!(all_failed.status.code(), Some(2));
+    assert!(stdout(&all_failed).contains("failed after"));
+
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sweep", "--data", "train.csv", "--test", "test.csv", "-q"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let unknown = run(&["--models", "spgp,gpx"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("gpx"), "{}", stderr(&unknown));
+    assert_bad_input(
+        &run(&["--models", "spgp", "--dim", "1"]),
+        &["--dim applies"],
+    );
+    assert_bad_input(&run(&["--models", "spgp-dr"]), &["needs --dim"]);
+    assert_bad_input(&run(&["--models", "spgp-dr", "--dim", "3"]), &["--dim 3"]);
+    assert_bad_input(&run(&["--m", "0"]), &["at least 1"]);
+    assert_bad_input(&run(&["--models", "spgp", "--link", "probit"]), &["ivm"]);
+    let empty = run(&["--m", ""]);
+    assert_eq!(empty.status.code(), Some(2));
+    let bad_flash = run(&["--flash", "lots"]);
+    assert_eq!(bad_flash.status.code(), Some(2));
+    assert!(stderr(&bad_flash).contains("byte count"));
+    // Test columns that differ from the training columns.
+    let test = String::from_utf8(dir.read("test.csv")).unwrap();
+    dir.write("renamed.csv", test.replacen("x2", "z2", 1));
+    let mismatched = sgp(
+        &dir,
+        &[
+            "sweep",
+            "--data",
+            "train.csv",
+            "--test",
+            "renamed.csv",
+            "-q",
+        ],
+    );
+    assert_bad_input(&mismatched, &["renamed.csv", "missing 'x2'", "extra 'z2'"]);
+}
+
+#[test]
+fn sweep_of_classifiers_ranks_by_error_rate() {
+    let dir = TempDir::new("sweep_classes");
+    let csv = classes_csv("0", "1", None);
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    let body: Vec<&str> = lines.collect();
+    dir.write(
+        "train.csv",
+        format!("{header}\n{}\n", body[..80].join("\n")),
+    );
+    dir.write("test.csv", format!("{header}\n{}\n", body[80..].join("\n")));
+    let (out, json) = sweep_json(&dir, &["--link", "probit", "--m", "4,16"]);
+    ok(&out, "classifier sweep");
+    assert_eq!(json["task"], "classification");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["model"], "ivm");
+        assert!(r["error_rate"].as_f64().is_some(), "{r}");
+        assert!(r["log_loss"].as_f64().is_some(), "{r}");
+    }
+    let err = |i: usize| rows[i]["error_rate"].as_f64().unwrap();
+    let chosen = json["chosen"].as_u64().unwrap() as usize;
+    assert!(err(chosen) <= err(1 - chosen));
+    let table = ok(
+        &sgp(
+            &dir,
+            &[
+                "sweep",
+                "--data",
+                "train.csv",
+                "--test",
+                "test.csv",
+                "--link",
+                "probit",
+                "--m",
+                "4",
+                "-q",
+            ],
+        ),
+        "classifier table",
+    );
+    assert!(
+        table.contains("error") && table.contains("log loss"),
+        "{table}"
+    );
+}
+
+/// Counts the SVG elements named `tag` (`<tag ...`).
+fn count_tags(svg: &str, tag: &str) -> usize {
+    svg.matches(&format!("<{tag} ")).count()
+}
+
+#[test]
+fn plot_one_input_shows_data_band_mean_and_basis() {
+    let dir = TempDir::new("plot_1d");
+    dir.write(
+        "line.csv",
+        ok(
+            &sgp(&dir, &["synth", "--shape", "quadratic", "--rows", "60"]),
+            "synth",
+        ),
+    );
+    for (model, what) in [
+        ("spgp", "6 pseudo-inputs"),
+        ("vsgp", "centre ± sqrt(width)"),
+    ] {
+        ok(
+            &sgp(
+                &dir,
+                &[
+                    "fit",
+                    "--data",
+                    "line.csv",
+                    "--model",
+                    model,
+                    "--m",
+                    "6",
+                    "--max-iter",
+                    "20",
+                    "--out",
+                    "m.sgp",
+                    "-q",
+                ],
+            ),
+            "fit",
+        );
+        ok(
+            &sgp(
+                &dir,
+                &[
+                    "plot", "--model", "m.sgp", "--data", "line.csv", "--out", "fit.svg",
+                ],
+            ),
+            "plot",
+        );
+        let svg = String::from_utf8(dir.read("fit.svg")).unwrap();
+        assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains(&format!("{model} model, M = 6, on line.csv (60 rows)")));
+        // One dot per data row (plus the legend's), the band, the mean.
+        assert!(count_tags(&svg, "circle") >= 60, "circles");
+        assert!(svg.contains("mean ± 2 sd (with noise)"));
+        assert!(svg.contains("predictive mean (runtime, f32)"));
+        // Six basis markers (plus the legend's): triangles are polygons,
+        // like the band.
+        assert!(count_tags(&svg, "polygon") >= 1 + 6 + 1, "triangles");
+        assert!(svg.contains(what), "{what}");
+    }
+    // VSGP's widths are error bars: one line pair per basis function.
+    let svg = String::from_utf8(dir.read("fit.svg")).unwrap();
+    assert!(count_tags(&svg, "polyline") + count_tags(&svg, "line") > 6);
+}
+
+#[test]
+fn plot_many_inputs_and_classifiers_and_mismatched_data() {
+    let dir = TempDir::new("plot_nd");
+    synth(&dir, "data.csv", 80, 3);
+    fit_spgp(&dir, "data.csv", "m.sgp", "0");
+    ok(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "m.sgp", "--data", "data.csv", "--out", "nd.svg",
+            ],
+        ),
+        "plot",
+    );
+    let svg = String::from_utf8(dir.read("nd.svg")).unwrap();
+    for text in [
+        "predicted against actual",
+        "calibration",
+        "Gaussian expectation",
+        "actual y",
+    ] {
+        assert!(svg.contains(text), "{text}");
+    }
+    // The classifier: probabilities by class and the reliability diagram.
+    dir.write("classes.csv", classes_csv("0", "1", None));
+    ok(
+        &sgp(
+            &dir,
+            &[
+                "fit",
+                "--data",
+                "classes.csv",
+                "--model",
+                "ivm",
+                "--link",
+                "probit",
+                "--m",
+                "10",
+                "--out",
+                "c.sgp",
+                "-q",
+            ],
+        ),
+        "fit classifier",
+    );
+    ok(
+        &sgp(
+            &dir,
+            &[
+                "plot",
+                "--model",
+                "c.sgp",
+                "--data",
+                "classes.csv",
+                "--out",
+                "c.svg",
+            ],
+        ),
+        "plot classifier",
+    );
+    let svg = String::from_utf8(dir.read("c.svg")).unwrap();
+    assert!(svg.contains("reliability") && svg.contains("P(label = 1)"));
+    // Data without one of the model's inputs, or without its target.
+    dir.write(
+        "fewer.csv",
+        select_columns(
+            &String::from_utf8(dir.read("data.csv")).unwrap(),
+            &["x1", "x3", "y"],
+        ),
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot",
+                "--model",
+                "m.sgp",
+                "--data",
+                "fewer.csv",
+                "--out",
+                "x.svg",
+            ],
+        ),
+        &["fewer.csv", "x2"],
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "m.sgp", "--data", "data.csv", "--target", "t", "--out", "x.svg",
+            ],
+        ),
+        &["'t'"],
+    );
+    assert!(!dir.path().join("x.svg").exists());
+    dir.write("junk.sgp", b"not a blob");
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "junk.sgp", "--data", "data.csv", "--out", "x.svg",
+            ],
+        ),
+        &["junk.sgp"],
+    );
+}
+
 #[test]
 fn fit_json_is_the_report_and_the_summary_labels_length_scales() {
     let dir = TempDir::new("fit-json");
