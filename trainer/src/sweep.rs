@@ -306,7 +306,7 @@ impl TestSet {
 
 /// What a sweep reports while it runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SweepProgress<'a> {
+pub enum SweepProgress {
     /// Optimiser iterations done since the last report (over all grid
     /// points; they add up to [`iteration_total`]).
     Iterations(u64),
@@ -316,10 +316,6 @@ pub enum SweepProgress<'a> {
         done: usize,
         /// Grid points in all.
         total: usize,
-        /// The point's label ([`GridPoint::label`]).
-        label: &'a str,
-        /// Whether it failed.
-        failed: bool,
     },
 }
 
@@ -455,12 +451,9 @@ pub fn sweep(
         .par_iter()
         .map(|point| {
             let row = run_point(train, &raw_x, test, point, seed, budget, progress);
-            let label = point.label();
             progress(SweepProgress::Finished {
                 done: finished.fetch_add(1, Ordering::Relaxed) + 1,
                 total: points.len(),
-                label: &label,
-                failed: row.done().is_none(),
             });
             row
         })

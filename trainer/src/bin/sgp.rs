@@ -1032,15 +1032,9 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
     bar.set_message(format!("0/{} fits done", points.len()));
     let on_progress = |p: SweepProgress| match p {
         SweepProgress::Iterations(n) => bar.inc(n),
-        SweepProgress::Finished {
-            done,
-            total,
-            label,
-            failed,
-        } => bar.set_message(format!(
-            "{done}/{total} fits done, last {label}{}",
-            if failed { " (failed)" } else { "" }
-        )),
+        SweepProgress::Finished { done, total } => {
+            bar.set_message(format!("{done}/{total} fits done"))
+        }
     };
     let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
     bar.finish_and_clear();
