@@ -82,7 +82,7 @@ pub fn plot_svg(
         );
         let root = root.titled(&title, (FONT, 22)).map_err(drawing)?;
         match (d, spec.shape.link) {
-            (1, Link::Identity) => one_input(&root, blob, spec, x, y, &predictions)?,
+            (1, Link::Identity) => one_input(&root, blob, spec, x, y)?,
             (1, Link::Probit) => one_input_classifier(&root, blob, spec, x, y)?,
             (_, Link::Identity) => {
                 let (left, right) = root.split_horizontally(PANEL_WIDTH);
@@ -123,13 +123,6 @@ fn range(values: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
     (lo - pad * span, hi + pad * span)
 }
 
-/// Evenly spaced raw inputs over `(lo, hi)`, as a one-column matrix.
-fn axis(lo: f64, hi: f64) -> DMatrix<f64> {
-    DMatrix::from_fn(CURVE_POINTS, 1, |i, _| {
-        lo + (hi - lo) * i as f64 / (CURVE_POINTS - 1) as f64
-    })
-}
-
 /// Where the basis functions sit on the single raw input, with their
 /// half-widths `sqrt(Delta)` in raw units when they have their own (VSGP).
 /// A projected model's centres live in the projected coordinate, mapped
@@ -161,48 +154,235 @@ fn basis_locations(spec: &ModelSpec) -> Vec<(f64, Option<f64>)> {
         .collect()
 }
 
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// An empty chart over `x` and `y` on `area`, with room for the tick
+/// labels, and a caption unless it is empty.
+fn chart<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Result<Chart<'a, 'b>> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(70);
+    if !caption.is_empty() {
+        builder.caption(caption, (FONT, 18));
+    }
+    builder.build_cartesian_2d(x, y).map_err(drawing)
+}
+
+/// The axes, their descriptions and a grid of the major ticks only;
+/// `y_ticks` writes the y tick labels (blank where a strip holds no values).
+fn axes(
+    chart: &mut Chart,
+    x_desc: &str,
+    y_desc: &str,
+    y_ticks: Option<&dyn Fn(&f64) -> String>,
+) -> Result<()> {
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 13))
+        .light_line_style(WHITE.mix(0.0));
+    if let Some(format) = y_ticks {
+        mesh.y_label_formatter(format);
+    }
+    mesh.draw().map_err(drawing)
+}
+
+/// The legend of every labelled series.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, position: SeriesLabelPosition) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(drawing)
+}
+
+/// A dashed grey reference line through `points`, in the legend if
+/// `label` is not empty.
+fn reference(chart: &mut Chart, points: Vec<(f64, f64)>, label: &str) -> Result<()> {
+    let series = chart
+        .draw_series(DashedLineSeries::new(
+            points,
+            6,
+            4,
+            BLACK.mix(0.5).stroke_width(1),
+        ))
+        .map_err(drawing)?;
+    if !label.is_empty() {
+        series.label(label).legend(|(x, y)| {
+            DashedPathElement::new(vec![(x, y), (x + 20, y)], 5, 3, BLACK.mix(0.5))
+        });
+    }
+    Ok(())
+}
+
+/// A solid curve of what the model predicts, in the legend.
+fn curve(
+    chart: &mut Chart,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    colour: RGBColor,
+    label: &str,
+) -> Result<()> {
+    chart
+        .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+        .map_err(drawing)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+    Ok(())
+}
+
+/// Small dots, in the legend if `label` is not empty.
+fn dots(
+    chart: &mut Chart,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    colour: RGBColor,
+    label: &str,
+) -> Result<()> {
+    let series = chart
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 2, colour.mix(0.7).filled())),
+        )
+        .map_err(drawing)?;
+    if !label.is_empty() {
+        series
+            .label(label)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled()));
+    }
+    Ok(())
+}
+
+/// The single input's axis: the data's range, the points the curves are
+/// drawn at, and the basis functions inside the range.
+struct InputAxis {
+    lo: f64,
+    hi: f64,
+    grid: DMatrix<f64>,
+    basis: Vec<(f64, Option<f64>)>,
+    off_plot: usize,
+}
+
+impl InputAxis {
+    fn new(spec: &ModelSpec, x: &DMatrix<f64>) -> InputAxis {
+        let (lo, hi) = range(x.iter().copied(), 0.05);
+        let all = basis_locations(spec);
+        let basis: Vec<(f64, Option<f64>)> = all
+            .iter()
+            .copied()
+            .filter(|(c, _)| (lo..=hi).contains(c))
+            .collect();
+        InputAxis {
+            lo,
+            hi,
+            grid: DMatrix::from_fn(CURVE_POINTS, 1, |i, _| {
+                lo + (hi - lo) * i as f64 / (CURVE_POINTS - 1) as f64
+            }),
+            off_plot: all.len() - basis.len(),
+            basis,
+        }
+    }
+
+    fn points(&self) -> std::iter::Copied<std::slice::Iter<'_, f64>> {
+        self.grid.as_slice().iter().copied()
+    }
+
+    fn name(spec: &ModelSpec) -> &str {
+        spec.input_names.first().map_or("x", String::as_str)
+    }
+
+    /// The basis-function markers in the strip `(bottom, bottom + strip)`
+    /// below the data: a triangle at each centre, and for per-basis widths
+    /// a bar of ± the width, staggered over four rows so that neighbours
+    /// stay apart; and a faint line between the strip and the data.
+    fn draw_basis(
+        &self,
+        chart: &mut Chart,
+        spec: &ModelSpec,
+        bottom: f64,
+        strip: f64,
+    ) -> Result<()> {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(self.lo, bottom + strip), (self.hi, bottom + strip)],
+                BLACK.mix(0.25),
+            )))
+            .map_err(drawing)?;
+        let shown = &self.basis;
+        let what = match spec.shape.kind {
+            ModelKind::Exact => "training inputs (basis)",
+            ModelKind::GpLasso => "selected training inputs",
+            ModelKind::Ivm => "active training inputs",
+            _ if shown.iter().any(|(_, w)| w.is_some()) => "basis functions: centre ± sqrt(width)",
+            _ => "pseudo-inputs",
+        };
+        let total = shown.len() + self.off_plot;
+        let label = match self.off_plot {
+            0 => format!("{total} {what}"),
+            hidden => format!("{total} {what} ({hidden} off the plot)"),
+        };
+        let mut order: Vec<usize> = (0..shown.len()).collect();
+        order.sort_by(|&a, &b| shown[a].0.total_cmp(&shown[b].0));
+        let height = |rank: usize| bottom + strip * (0.2 + 0.2 * (rank % 4) as f64);
+        chart
+            .draw_series(order.iter().enumerate().filter_map(|(rank, &i)| {
+                let (c, w) = shown[i];
+                w.map(|w| {
+                    ErrorBar::new_horizontal(height(rank), c - w, c, c + w, BASIS.mix(0.6), 6)
+                })
+            }))
+            .map_err(drawing)?;
+        chart
+            .draw_series(order.iter().enumerate().map(|(rank, &i)| {
+                TriangleMarker::new((shown[i].0, height(rank)), 5, BASIS.filled())
+            }))
+            .map_err(drawing)?
+            .label(label)
+            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, BASIS.filled()));
+        Ok(())
+    }
+}
+
 fn one_input(
     root: &Area,
     blob: &[u8],
     spec: &ModelSpec,
     x: &DMatrix<f64>,
     y: &DVector<f64>,
-    at_data: &[DevicePrediction],
 ) -> Result<()> {
-    let (x_lo, x_hi) = range(x.iter().copied(), 0.05);
-    let grid = axis(x_lo, x_hi);
-    let curve = predict_all(blob, &grid)?;
+    let axis = InputAxis::new(spec, x);
+    let along = predict_all(blob, &axis.grid)?;
     let band = |sign: f64| {
-        curve
+        along
             .iter()
             .map(move |p| f64::from(p.mean) + sign * 2.0 * f64::from(p.variance).sqrt())
     };
-    let (y_lo, y_hi) = range(
-        y.iter()
-            .copied()
-            .chain(band(1.0))
-            .chain(band(-1.0))
-            .chain(at_data.iter().map(|p| f64::from(p.mean))),
-        0.05,
-    );
+    let (y_lo, y_hi) = range(y.iter().copied().chain(band(1.0)).chain(band(-1.0)), 0.05);
     // A strip below the data for the basis-function markers, and room
     // above it for the legend, so that neither hides a data point.
     let strip = 0.16 * (y_hi - y_lo);
     let headroom = LEGEND_ROOM * (y_hi - y_lo);
-    let basis = basis_locations(spec);
-    let shown: Vec<(f64, Option<f64>)> = basis
-        .iter()
-        .copied()
-        .filter(|(c, _)| (x_lo..=x_hi).contains(c))
-        .collect();
-    let mut chart = ChartBuilder::on(root)
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_lo..x_hi, (y_lo - strip)..(y_hi + headroom))
-        .map_err(drawing)?;
+    let mut chart = chart(
+        root,
+        "",
+        axis.lo..axis.hi,
+        (y_lo - strip)..(y_hi + headroom),
+    )?;
     let decimals = tick_decimals(y_hi - y_lo);
-    // The strip and the legend's room hold no target values: no ticks.
     let y_ticks = |v: &f64| {
         if *v < y_lo || *v > y_hi {
             String::new()
@@ -210,20 +390,14 @@ fn one_input(
             format!("{v:.decimals$}")
         }
     };
-    chart
-        .configure_mesh()
-        .x_desc(spec.input_names.first().map_or("x", String::as_str))
-        .y_desc(spec.target_name.as_str())
-        .y_label_formatter(&y_ticks)
-        .axis_desc_style((FONT, 18))
-        .label_style((FONT, 14))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
-    strip_edge(&mut chart, x_lo, x_hi, y_lo)?;
-    let xs: Vec<f64> = grid.iter().copied().collect();
-    let upper: Vec<(f64, f64)> = xs.iter().copied().zip(band(1.0)).collect();
-    let lower: Vec<(f64, f64)> = xs.iter().copied().zip(band(-1.0)).rev().collect();
+    axes(
+        &mut chart,
+        InputAxis::name(spec),
+        &spec.target_name,
+        Some(&y_ticks),
+    )?;
+    let upper: Vec<(f64, f64)> = axis.points().zip(band(1.0)).collect();
+    let lower: Vec<(f64, f64)> = axis.points().zip(band(-1.0)).rev().collect();
     let band_style = MEAN.mix(0.2).filled();
     chart
         .draw_series(std::iter::once(Polygon::new(
@@ -233,34 +407,20 @@ fn one_input(
         .map_err(drawing)?
         .label("mean ± 2 sd (with noise)")
         .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], band_style));
-    chart
-        .draw_series(
-            x.iter()
-                .zip(y.iter())
-                .map(|(&a, &b)| Circle::new((a, b), 2, DATA.mix(0.7).filled())),
-        )
-        .map_err(drawing)?
-        .label("data")
-        .legend(|(x, y)| Circle::new((x + 10, y), 3, DATA.filled()));
-    chart
-        .draw_series(LineSeries::new(
-            xs.iter()
-                .copied()
-                .zip(curve.iter().map(|p| f64::from(p.mean))),
-            MEAN.stroke_width(2),
-        ))
-        .map_err(drawing)?
-        .label("predictive mean (runtime, f32)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MEAN.stroke_width(2)));
-    basis_markers(&mut chart, spec, &shown, basis.len(), y_lo - strip, strip)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing)
+    dots(
+        &mut chart,
+        x.iter().copied().zip(y.iter().copied()),
+        DATA,
+        "data",
+    )?;
+    curve(
+        &mut chart,
+        axis.points().zip(along.iter().map(|p| f64::from(p.mean))),
+        MEAN,
+        "predictive mean (runtime, f32)",
+    )?;
+    axis.draw_basis(&mut chart, spec, y_lo - strip, strip)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// Decimals of the ticks plotters puts on a span: about ten, at a step of
@@ -272,71 +432,6 @@ fn tick_decimals(span: f64) -> usize {
         exponent += 1.0;
     }
     (-exponent).max(0.0) as usize
-}
-
-/// A faint line between the data and the basis-function strip below it.
-fn strip_edge(chart: &mut Chart, x_lo: f64, x_hi: f64, y: f64) -> Result<()> {
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            vec![(x_lo, y), (x_hi, y)],
-            BLACK.mix(0.25),
-        )))
-        .map_err(drawing)?;
-    Ok(())
-}
-
-/// The legend entry of a dashed reference line.
-fn dashed_legend(x: i32, y: i32) -> DashedPathElement<std::vec::IntoIter<(i32, i32)>, i32> {
-    DashedPathElement::new(vec![(x, y), (x + 20, y)], 5, 3, BLACK.mix(0.6))
-}
-
-type Chart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
->;
-
-/// Basis-function markers in the strip `(bottom, bottom + strip)`: a
-/// triangle at each centre, and for per-basis widths a bar of ± the width,
-/// staggered over four rows so that overlapping bars stay apart.
-fn basis_markers(
-    chart: &mut Chart,
-    spec: &ModelSpec,
-    shown: &[(f64, Option<f64>)],
-    total: usize,
-    bottom: f64,
-    strip: f64,
-) -> Result<()> {
-    let what = match spec.shape.kind {
-        ModelKind::Exact => "training inputs (basis)",
-        ModelKind::GpLasso => "selected training inputs",
-        ModelKind::Ivm => "active training inputs",
-        _ if shown.iter().any(|(_, w)| w.is_some()) => "basis functions: centre ± sqrt(width)",
-        _ => "pseudo-inputs",
-    };
-    let label = match total - shown.len() {
-        0 => format!("{total} {what}"),
-        hidden => format!("{total} {what} ({hidden} off the plot)"),
-    };
-    let mut order: Vec<usize> = (0..shown.len()).collect();
-    order.sort_by(|&a, &b| shown[a].0.total_cmp(&shown[b].0));
-    let height = |rank: usize| bottom + strip * (0.2 + 0.2 * (rank % 4) as f64);
-    chart
-        .draw_series(order.iter().enumerate().filter_map(|(rank, &i)| {
-            let (c, w) = shown[i];
-            w.map(|w| ErrorBar::new_horizontal(height(rank), c - w, c, c + w, BASIS.mix(0.6), 6))
-        }))
-        .map_err(drawing)?;
-    chart
-        .draw_series(
-            order.iter().enumerate().map(|(rank, &i)| {
-                TriangleMarker::new((shown[i].0, height(rank)), 5, BASIS.filled())
-            }),
-        )
-        .map_err(drawing)?
-        .label(label)
-        .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, BASIS.filled()));
-    Ok(())
 }
 
 /// ±1 labels of raw targets: the blob's positive class is +1.
@@ -366,87 +461,48 @@ fn one_input_classifier(
     x: &DMatrix<f64>,
     y: &DVector<f64>,
 ) -> Result<()> {
-    let (x_lo, x_hi) = range(x.iter().copied(), 0.05);
-    let grid = axis(x_lo, x_hi);
-    let curve = probabilities(&predict_all(blob, &grid)?)?;
+    let axis = InputAxis::new(spec, x);
+    let along = probabilities(&predict_all(blob, &axis.grid)?)?;
     let labels = labels(spec, y);
-    let basis = basis_locations(spec);
-    let shown: Vec<(f64, Option<f64>)> = basis
-        .iter()
-        .copied()
-        .filter(|(c, _)| (x_lo..=x_hi).contains(c))
-        .collect();
-    let strip = 0.2;
-    let mut chart = ChartBuilder::on(root)
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_lo..x_hi, (-0.05 - strip)..(1.05 + LEGEND_ROOM * 1.33))
-        .map_err(drawing)?;
-    chart
-        .configure_mesh()
-        .x_desc(spec.input_names.first().map_or("x", String::as_str))
-        .y_desc(format!("P({} = {})", spec.target_name, spec.positive_class))
-        .y_label_formatter(&|v: &f64| {
-            if *v < -0.05 || *v > 1.05 {
-                String::new()
-            } else {
-                format!("{v:.1}")
-            }
-        })
-        .axis_desc_style((FONT, 18))
-        .label_style((FONT, 14))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
-    strip_edge(&mut chart, x_lo, x_hi, -0.05)?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(x_lo, 0.5), (x_hi, 0.5)],
-            6,
-            4,
-            BLACK.mix(0.4).into(),
-        ))
-        .map_err(drawing)?;
+    // The strip for the basis markers below 0, the legend's room above 1.
+    let (bottom, top, strip) = (-0.05, 1.05, 0.2);
+    let mut chart = chart(
+        root,
+        "",
+        axis.lo..axis.hi,
+        (bottom - strip)..(top + LEGEND_ROOM * (top - bottom + strip)),
+    )?;
+    let y_ticks = |v: &f64| {
+        if *v < bottom || *v > top {
+            String::new()
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    let p_name = format!("P({} = {})", spec.target_name, spec.positive_class);
+    axes(&mut chart, InputAxis::name(spec), &p_name, Some(&y_ticks))?;
+    reference(&mut chart, vec![(axis.lo, 0.5), (axis.hi, 0.5)], "")?;
     for (class, colour, name) in [
         (true, POSITIVE, format!("class {}", spec.positive_class)),
         (false, MEAN, "other classes".to_string()),
     ] {
-        chart
-            .draw_series(
-                x.iter()
-                    .zip(&labels)
-                    .enumerate()
-                    .filter(|(_, (_, &l))| l == class)
-                    .map(|(i, (&a, _))| {
-                        let level = if class { 1.0 } else { 0.0 };
-                        Circle::new((a, level + jitter(i)), 2, colour.mix(0.7).filled())
-                    }),
-            )
-            .map_err(drawing)?
-            .label(name)
-            .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled()));
+        let level = if class { 1.0 } else { 0.0 };
+        let points = x
+            .iter()
+            .zip(&labels)
+            .enumerate()
+            .filter(|(_, (_, &l))| l == class)
+            .map(|(i, (&a, _))| (a, level + jitter(i)));
+        dots(&mut chart, points, colour, &name)?;
     }
-    chart
-        .draw_series(LineSeries::new(
-            grid.iter().copied().zip(curve),
-            BLACK.stroke_width(2),
-        ))
-        .map_err(drawing)?
-        .label(format!(
-            "P({} = {}) (runtime, f32)",
-            spec.target_name, spec.positive_class
-        ))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-    basis_markers(&mut chart, spec, &shown, basis.len(), -0.05 - strip, strip)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing)
+    curve(
+        &mut chart,
+        axis.points().zip(along),
+        BLACK,
+        &format!("{p_name} (runtime, f32)"),
+    )?;
+    axis.draw_basis(&mut chart, spec, bottom - strip, strip)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// Every k-th row so that at most [`MAX_ERROR_BARS`] are drawn.
@@ -462,12 +518,15 @@ fn predicted_against_actual(
     predictions: &[DevicePrediction],
 ) -> Result<()> {
     let rows = thinned(y.len());
-    let sd = |p: &DevicePrediction| 2.0 * f64::from(p.variance).sqrt();
+    let bar = |i: usize| {
+        let p = &predictions[i];
+        let (m, sd) = (f64::from(p.mean), f64::from(p.variance).sqrt());
+        (m - 2.0 * sd, m, m + 2.0 * sd)
+    };
     let (lo, hi) = range(
         rows.iter().flat_map(|&i| {
-            let p = &predictions[i];
-            let m = f64::from(p.mean);
-            [y[i], m - sd(p), m + sd(p)]
+            let (below, _, above) = bar(i);
+            [y[i], below, above]
         }),
         0.03,
     );
@@ -480,55 +539,25 @@ fn predicted_against_actual(
     } else {
         "predicted against actual".to_string()
     };
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT, 18))
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(lo..hi, lo..hi)
-        .map_err(drawing)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("actual {}", spec.target_name))
-        .y_desc(format!("predicted {}", spec.target_name))
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(lo, lo), (hi, hi)],
-            6,
-            4,
-            BLACK.mix(0.5).into(),
-        ))
-        .map_err(drawing)?
-        .label("predicted = actual")
-        .legend(|(x, y)| dashed_legend(x, y));
+    let mut chart = chart(area, &caption, lo..hi, lo..hi)?;
+    let name = &spec.target_name;
+    axes(
+        &mut chart,
+        &format!("actual {name}"),
+        &format!("predicted {name}"),
+        None,
+    )?;
+    reference(&mut chart, vec![(lo, lo), (hi, hi)], "predicted = actual")?;
     chart
         .draw_series(rows.iter().map(|&i| {
-            let p = &predictions[i];
-            let m = f64::from(p.mean);
-            ErrorBar::new_vertical(y[i], m - sd(p), m, m + sd(p), MEAN.mix(0.35), 4)
+            let (below, m, above) = bar(i);
+            ErrorBar::new_vertical(y[i], below, m, above, MEAN.mix(0.35), 4)
         }))
         .map_err(drawing)?
         .label("mean ± 2 sd (runtime, f32)")
         .legend(|(x, y)| PathElement::new(vec![(x + 10, y - 6), (x + 10, y + 6)], MEAN));
-    chart
-        .draw_series(
-            rows.iter()
-                .map(|&i| Circle::new((y[i], f64::from(predictions[i].mean)), 2, MEAN.filled())),
-        )
-        .map_err(drawing)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing)
+    dots(&mut chart, rows.iter().map(|&i| (y[i], bar(i).1)), MEAN, "")?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// Fraction of `|y - mean| <= k sd` for k on [0, 3], and what a Gaussian
@@ -561,49 +590,29 @@ pub fn calibration_curve(y: &[f64], mean: &[f64], var: &[f64]) -> Vec<(f64, f64,
 fn calibration(area: &Area, y: &DVector<f64>, predictions: &[DevicePrediction]) -> Result<()> {
     let mean: Vec<f64> = predictions.iter().map(|p| f64::from(p.mean)).collect();
     let var: Vec<f64> = predictions.iter().map(|p| f64::from(p.variance)).collect();
-    let curve = calibration_curve(y.as_slice(), &mean, &var);
-    let mut chart = ChartBuilder::on(area)
-        .caption("calibration", (FONT, 18))
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..3.0, 0.0..1.02)
-        .map_err(drawing)?;
-    chart
-        .configure_mesh()
-        .x_desc("k (predictive standard deviations)")
-        .y_desc("fraction of rows within k sd")
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            curve.iter().map(|&(k, _, expected)| (k, expected)),
-            6,
-            4,
-            BLACK.mix(0.6).stroke_width(2),
-        ))
-        .map_err(drawing)?
-        .label("Gaussian expectation")
-        .legend(|(x, y)| dashed_legend(x, y));
-    chart
-        .draw_series(LineSeries::new(
-            curve.iter().map(|&(k, inside, _)| (k, inside)),
-            MEAN.stroke_width(2),
-        ))
-        .map_err(drawing)?
-        .label("this model (runtime, f32)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MEAN.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing)
+    let points = calibration_curve(y.as_slice(), &mean, &var);
+    let mut chart = chart(area, "calibration", 0.0..3.0, 0.0..1.02)?;
+    axes(
+        &mut chart,
+        "k (predictive standard deviations)",
+        "fraction of rows within k sd",
+        None,
+    )?;
+    reference(
+        &mut chart,
+        points
+            .iter()
+            .map(|&(k, _, expected)| (k, expected))
+            .collect(),
+        "Gaussian expectation",
+    )?;
+    curve(
+        &mut chart,
+        points.iter().map(|&(k, inside, _)| (k, inside)),
+        MEAN,
+        "this model (runtime, f32)",
+    )?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 fn probabilities_by_class(
@@ -612,59 +621,39 @@ fn probabilities_by_class(
     labels: &[bool],
     prob: &[f64],
 ) -> Result<()> {
-    let mut chart = ChartBuilder::on(area)
-        .caption("predicted probability by actual class", (FONT, 18))
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..1.0, -0.5..1.5)
-        .map_err(drawing)?;
+    let mut chart = chart(
+        area,
+        "predicted probability by actual class",
+        0.0..1.0,
+        -0.5..1.5,
+    )?;
     let positive = spec.positive_class;
-    chart
-        .configure_mesh()
-        .x_desc(format!(
-            "P({} = {positive}) (runtime, f32)",
-            spec.target_name
-        ))
-        .y_desc("actual class")
-        .y_labels(3)
-        .y_label_formatter(&|v: &f64| {
-            if (v - 1.0).abs() < 0.25 {
-                format!("{positive}")
-            } else if v.abs() < 0.25 {
-                "other".into()
-            } else {
-                String::new()
-            }
-        })
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
+    let y_ticks = |v: &f64| {
+        if (v - 1.0).abs() < 0.25 {
+            format!("{positive}")
+        } else if v.abs() < 0.25 {
+            "other".into()
+        } else {
+            String::new()
+        }
+    };
+    axes(
+        &mut chart,
+        &format!("P({} = {positive}) (runtime, f32)", spec.target_name),
+        "actual class",
+        Some(&y_ticks),
+    )?;
     for (class, colour) in [(true, POSITIVE), (false, MEAN)] {
         let level = if class { 1.0 } else { 0.0 };
-        chart
-            .draw_series(
-                prob.iter()
-                    .zip(labels)
-                    .enumerate()
-                    .filter(|(_, (_, &l))| l == class)
-                    .map(|(i, (&p, _))| {
-                        Circle::new((p, level + 8.0 * jitter(i)), 2, colour.mix(0.6).filled())
-                    }),
-            )
-            .map_err(drawing)?;
+        let points = prob
+            .iter()
+            .zip(labels)
+            .enumerate()
+            .filter(|(_, (_, &l))| l == class)
+            .map(|(i, (&p, _))| (p, level + 8.0 * jitter(i)));
+        dots(&mut chart, points, colour, "")?;
     }
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(0.5, -0.5), (0.5, 1.5)],
-            6,
-            4,
-            BLACK.mix(0.4).into(),
-        ))
-        .map_err(drawing)?;
-    Ok(())
+    reference(&mut chart, vec![(0.5, -0.5), (0.5, 1.5)], "")
 }
 
 /// Rows binned by predicted probability (ten bins of 0.1): per non-empty
@@ -686,54 +675,27 @@ pub fn reliability_bins(labels: &[bool], prob: &[f64]) -> Vec<(f64, f64, usize)>
 
 fn reliability(area: &Area, labels: &[bool], prob: &[f64]) -> Result<()> {
     let bins = reliability_bins(labels, prob);
-    let mut chart = ChartBuilder::on(area)
-        .caption("reliability", (FONT, 18))
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..1.0, 0.0..1.02)
-        .map_err(drawing)?;
-    chart
-        .configure_mesh()
-        .x_desc("mean predicted probability (bins of 0.1)")
-        .y_desc("fraction positive")
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(drawing)?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(0.0, 0.0), (1.0, 1.0)],
-            6,
-            4,
-            BLACK.mix(0.6).into(),
-        ))
-        .map_err(drawing)?
-        .label("calibrated")
-        .legend(|(x, y)| dashed_legend(x, y));
-    chart
-        .draw_series(LineSeries::new(
-            bins.iter().map(|&(p, f, _)| (p, f)),
-            MEAN.stroke_width(2),
-        ))
-        .map_err(drawing)?
-        .label("this model")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], MEAN.stroke_width(2)));
+    let mut chart = chart(area, "reliability", 0.0..1.0, 0.0..1.02)?;
+    axes(
+        &mut chart,
+        "mean predicted probability (bins of 0.1)",
+        "fraction positive",
+        None,
+    )?;
+    reference(&mut chart, vec![(0.0, 0.0), (1.0, 1.0)], "calibrated")?;
+    curve(
+        &mut chart,
+        bins.iter().map(|&(p, f, _)| (p, f)),
+        MEAN,
+        "this model",
+    )?;
     chart
         .draw_series(
             bins.iter()
                 .map(|&(p, f, _)| Circle::new((p, f), 4, MEAN.filled())),
         )
         .map_err(drawing)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

@@ -628,15 +628,9 @@ fn inspect_reports_ram_for_a_given_capacity() {
     );
 }
 
-/// Splits `sgp synth` output into `train.csv` (the first `train` rows) and
-/// `test.csv` (the rest).
-fn train_and_test(dir: &TempDir, rows: usize, dim: usize, train: usize) {
-    let rows = rows.to_string();
-    let dim = dim.to_string();
-    let csv = ok(
-        &sgp(dir, &["synth", "--rows", &rows, "--dim", &dim]),
-        "synth",
-    );
+/// Writes the header and the first `train` data rows of `csv` to
+/// `train.csv`, the header and the rest to `test.csv`.
+fn split_csv(dir: &TempDir, csv: &str, train: usize) {
     let mut lines = csv.lines();
     let header = lines.next().expect("header");
     let body: Vec<&str> = lines.collect();
@@ -645,18 +639,27 @@ fn train_and_test(dir: &TempDir, rows: usize, dim: usize, train: usize) {
     dir.write("test.csv", part(&body[train..]));
 }
 
-fn sweep_json(dir: &TempDir, extra: &[&str]) -> (Output, Value) {
-    let mut args = vec![
-        "sweep",
-        "--data",
-        "train.csv",
-        "--test",
-        "test.csv",
-        "--json",
-        "-q",
-    ];
+/// `split_csv` of `sgp synth` data.
+fn train_and_test(dir: &TempDir, rows: usize, dim: usize, train: usize) {
+    let rows = rows.to_string();
+    let dim = dim.to_string();
+    let csv = ok(
+        &sgp(dir, &["synth", "--rows", &rows, "--dim", &dim]),
+        "synth",
+    );
+    split_csv(dir, &csv, train);
+}
+
+/// Runs `sgp sweep -q` on `train.csv` and `test.csv` with `extra` flags.
+fn sweep(dir: &TempDir, extra: &[&str]) -> Output {
+    let mut args = vec!["sweep", "--data", "train.csv", "--test", "test.csv", "-q"];
     args.extend_from_slice(extra);
-    let out = sgp(dir, &args);
+    sgp(dir, &args)
+}
+
+/// [`sweep`] with `--json`, parsed.
+fn sweep_json(dir: &TempDir, extra: &[&str]) -> (Output, Value) {
+    let out = sweep(dir, &[&["--json"], extra].concat());
     let json = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("sweep JSON: {e}\nstderr:\n{}", stderr(&out)));
     (out, json)
@@ -666,28 +669,16 @@ fn sweep_json(dir: &TempDir, extra: &[&str]) -> (Output, Value) {
 fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
     let dir = TempDir::new("sweep");
     train_and_test(&dir, 200, 2, 140);
-    let (out, all) = sweep_json(&dir, &["--models", "spgp,vsgp", "--m", "3,8"]);
+    let grid = ["--models", "spgp,vsgp", "--m", "3,8"];
+    let (out, all) = sweep_json(&dir, &grid);
     ok(&out, "sweep");
     assert_eq!(all["task"], "regression");
     let rows = all["rows"].as_array().expect("rows");
-    let labels: Vec<(String, u64)> = rows
+    let labels: Vec<String> = rows
         .iter()
-        .map(|r| {
-            (
-                r["model"].as_str().unwrap().to_string(),
-                r["m"].as_u64().unwrap(),
-            )
-        })
+        .map(|r| format!("{} {}", r["model"].as_str().unwrap(), r["m"]))
         .collect();
-    assert_eq!(
-        labels,
-        [
-            ("spgp".to_string(), 3),
-            ("spgp".to_string(), 8),
-            ("vsgp".to_string(), 3),
-            ("vsgp".to_string(), 8)
-        ]
-    );
+    assert_eq!(labels, ["spgp 3", "spgp 8", "vsgp 3", "vsgp 8"]);
     for r in rows {
         assert_eq!(r["status"], "ok", "{r}");
         for key in [
@@ -712,25 +703,12 @@ fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
     assert!(chosen[best]);
 
     // A flash budget that only the M = 3 blobs meet: the better of those.
-    let small = rows[0]["blob_bytes"]
-        .as_u64()
-        .unwrap()
-        .max(rows[2]["blob_bytes"].as_u64().unwrap());
-    assert!(small < rows[1]["blob_bytes"].as_u64().unwrap());
+    let blob = |i: usize| rows[i]["blob_bytes"].as_u64().unwrap();
+    let small = blob(0).max(blob(2));
+    assert!(small < blob(1).min(blob(3)));
     let flash = small.to_string();
-    let (out, within) = sweep_json(
-        &dir,
-        &[
-            "--models",
-            "spgp,vsgp",
-            "--m",
-            "3,8",
-            "--flash",
-            &flash,
-            "--out",
-            "best.sgp",
-        ],
-    );
+    let budget = [&grid[..], &["--flash", &flash]].concat();
+    let (out, within) = sweep_json(&dir, &[&budget[..], &["--out", "best.sgp"]].concat());
     ok(&out, "sweep with a budget");
     let rows = within["rows"].as_array().unwrap();
     assert_eq!(rows[1]["over_budget"], serde_json::json!(["flash"]));
@@ -741,47 +719,15 @@ fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
     // The written blob is what `sgp fit` makes of that grid point with its
     // default settings, byte for byte.
     let model = rows[expected]["model"].as_str().unwrap();
+    let fit = ["fit", "--data", "train.csv", "--model", model, "--m", "3"];
     ok(
-        &sgp(
-            &dir,
-            &[
-                "fit",
-                "--data",
-                "train.csv",
-                "--model",
-                model,
-                "--m",
-                "3",
-                "--out",
-                "fit.sgp",
-                "-q",
-            ],
-        ),
+        &sgp(&dir, &[&fit[..], &["--out", "fit.sgp", "-q"]].concat()),
         "fit",
     );
     assert_eq!(dir.read("best.sgp"), dir.read("fit.sgp"));
 
     // The table: a header, one line per row, the chosen one starred.
-    let table = ok(
-        &sgp(
-            &dir,
-            &[
-                "sweep",
-                "--data",
-                "train.csv",
-                "--test",
-                "test.csv",
-                "--models",
-                "spgp,vsgp",
-                "--m",
-                "3,8",
-                "--flash",
-                &flash,
-                "-q",
-            ],
-        ),
-        "sweep table",
-    );
+    let table = ok(&sweep(&dir, &budget), "sweep table");
     for column in [
         "NLPD", "RMSE", "cover95", "fit s", "blob B", "RAM B", "instr",
     ] {
@@ -797,14 +743,9 @@ fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
 fn sweep_with_a_budget_nothing_meets_prints_the_table_and_exits_3() {
     let dir = TempDir::new("sweep_budget");
     train_and_test(&dir, 80, 2, 60);
-    let out = sgp(
+    let out = sweep(
         &dir,
         &[
-            "sweep",
-            "--data",
-            "train.csv",
-            "--test",
-            "test.csv",
             "--models",
             "spgp",
             "--m",
@@ -815,7 +756,6 @@ fn sweep_with_a_budget_nothing_meets_prints_the_table_and_exits_3() {
             "100",
             "--out",
             "none.sgp",
-            "-q",
         ],
     );
     assert_eq!(out.status.code(), Some(3), "stderr:\n{}", stderr(&out));
@@ -844,72 +784,45 @@ fn sweep_rows_for_failed_grid_points_and_bad_input() {
         rows[1]
     );
     // Every point failing on the input: exit 2, after the table.
-    let all_failed = sgp(
-        &dir,
-        &[
-            "sweep",
-            "--data",
-            "train.csv",
-            "--test",
-            "test.csv",
-            "--m",
-            "40",
-            "-q",
-        ],
-    );
+    let all_failed = sweep(&dir, &["--m", "40"]);
     assert_eq!(all_failed.status.code(), Some(2));
     assert!(stdout(&all_failed).contains("failed after"));
 
-    let run = |extra: &[&str]| {
-        let mut args = vec!["sweep", "--data", "train.csv", "--test", "test.csv", "-q"];
-        args.extend_from_slice(extra);
-        sgp(&dir, &args)
-    };
-    let unknown = run(&["--models", "spgp,gpx"]);
+    let unknown = sweep(&dir, &["--models", "spgp,gpx"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(stderr(&unknown).contains("gpx"), "{}", stderr(&unknown));
     assert_bad_input(
-        &run(&["--models", "spgp", "--dim", "1"]),
+        &sweep(&dir, &["--models", "spgp", "--dim", "1"]),
         &["--dim applies"],
     );
-    assert_bad_input(&run(&["--models", "spgp-dr"]), &["needs --dim"]);
-    assert_bad_input(&run(&["--models", "spgp-dr", "--dim", "3"]), &["--dim 3"]);
-    assert_bad_input(&run(&["--m", "0"]), &["at least 1"]);
-    assert_bad_input(&run(&["--models", "spgp", "--link", "probit"]), &["ivm"]);
-    let empty = run(&["--m", ""]);
+    assert_bad_input(&sweep(&dir, &["--models", "spgp-dr"]), &["needs --dim"]);
+    assert_bad_input(
+        &sweep(&dir, &["--models", "spgp-dr", "--dim", "3"]),
+        &["--dim 3"],
+    );
+    assert_bad_input(&sweep(&dir, &["--m", "0"]), &["at least 1"]);
+    assert_bad_input(
+        &sweep(&dir, &["--models", "spgp", "--link", "probit"]),
+        &["--models ivm"],
+    );
+    let empty = sweep(&dir, &["--m", ""]);
     assert_eq!(empty.status.code(), Some(2));
-    let bad_flash = run(&["--flash", "lots"]);
+    let bad_flash = sweep(&dir, &["--flash", "lots"]);
     assert_eq!(bad_flash.status.code(), Some(2));
     assert!(stderr(&bad_flash).contains("byte count"));
     // Test columns that differ from the training columns.
     let test = String::from_utf8(dir.read("test.csv")).unwrap();
-    dir.write("renamed.csv", test.replacen("x2", "z2", 1));
-    let mismatched = sgp(
-        &dir,
-        &[
-            "sweep",
-            "--data",
-            "train.csv",
-            "--test",
-            "renamed.csv",
-            "-q",
-        ],
+    dir.write("test.csv", test.replacen("x2", "z2", 1));
+    assert_bad_input(
+        &sweep(&dir, &[]),
+        &["test.csv", "missing 'x2'", "extra 'z2'"],
     );
-    assert_bad_input(&mismatched, &["renamed.csv", "missing 'x2'", "extra 'z2'"]);
 }
 
 #[test]
 fn sweep_of_classifiers_ranks_by_error_rate() {
     let dir = TempDir::new("sweep_classes");
-    let csv = classes_csv("0", "1", None);
-    let mut lines = csv.lines();
-    let header = lines.next().unwrap();
-    let body: Vec<&str> = lines.collect();
-    dir.write(
-        "train.csv",
-        format!("{header}\n{}\n", body[..80].join("\n")),
-    );
-    dir.write("test.csv", format!("{header}\n{}\n", body[80..].join("\n")));
+    split_csv(&dir, &classes_csv("0", "1", None), 80);
     let (out, json) = sweep_json(&dir, &["--link", "probit", "--m", "4,16"]);
     ok(&out, "classifier sweep");
     assert_eq!(json["task"], "classification");
@@ -924,27 +837,27 @@ fn sweep_of_classifiers_ranks_by_error_rate() {
     let chosen = json["chosen"].as_u64().unwrap() as usize;
     assert!(err(chosen) <= err(1 - chosen));
     let table = ok(
-        &sgp(
-            &dir,
-            &[
-                "sweep",
-                "--data",
-                "train.csv",
-                "--test",
-                "test.csv",
-                "--link",
-                "probit",
-                "--m",
-                "4",
-                "-q",
-            ],
-        ),
+        &sweep(&dir, &["--link", "probit", "--m", "4"]),
         "classifier table",
     );
     assert!(
         table.contains("error") && table.contains("log loss"),
         "{table}"
     );
+}
+
+/// Runs `sgp plot` and returns the SVG it wrote, checked to be one.
+fn plot(dir: &TempDir, model: &str, data: &str, out: &str) -> String {
+    ok(
+        &sgp(
+            dir,
+            &["plot", "--model", model, "--data", data, "--out", out],
+        ),
+        "plot",
+    );
+    let svg = String::from_utf8(dir.read(out)).expect("SVG is UTF-8");
+    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    svg
 }
 
 /// Counts the SVG elements named `tag` (`<tag ...`).
@@ -962,9 +875,11 @@ fn plot_one_input_shows_data_band_mean_and_basis() {
             "synth",
         ),
     );
-    for (model, what) in [
-        ("spgp", "6 pseudo-inputs"),
-        ("vsgp", "centre ± sqrt(width)"),
+    // VSGP's widths are bars, each a line and two end caps in the basis
+    // markers' red; SPGP's shared widths are not drawn.
+    for (model, what, width_bars) in [
+        ("spgp", "6 pseudo-inputs", false),
+        ("vsgp", "centre ± sqrt(width)", true),
     ] {
         ok(
             &sgp(
@@ -986,17 +901,7 @@ fn plot_one_input_shows_data_band_mean_and_basis() {
             ),
             "fit",
         );
-        ok(
-            &sgp(
-                &dir,
-                &[
-                    "plot", "--model", "m.sgp", "--data", "line.csv", "--out", "fit.svg",
-                ],
-            ),
-            "plot",
-        );
-        let svg = String::from_utf8(dir.read("fit.svg")).unwrap();
-        assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+        let svg = plot(&dir, "m.sgp", "line.csv", "fit.svg");
         assert!(svg.contains(&format!("{model} model, M = 6, on line.csv (60 rows)")));
         // One dot per data row (plus the legend's), the band, the mean.
         assert!(count_tags(&svg, "circle") >= 60, "circles");
@@ -1011,10 +916,13 @@ fn plot_one_input_shows_data_band_mean_and_basis() {
             "{polygons} polygons"
         );
         assert!(svg.contains(what), "{what}");
+        let red_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line ") && l.contains("#D62728"))
+            .count();
+        let shown = polygons - 2;
+        assert_eq!(red_lines, if width_bars { 3 * shown } else { 0 }, "{model}");
     }
-    // VSGP's widths are error bars: one line pair per basis function.
-    let svg = String::from_utf8(dir.read("fit.svg")).unwrap();
-    assert!(count_tags(&svg, "polyline") + count_tags(&svg, "line") > 6);
 }
 
 #[test]
@@ -1022,16 +930,7 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
     let dir = TempDir::new("plot_nd");
     synth(&dir, "data.csv", 80, 3);
     fit_spgp(&dir, "data.csv", "m.sgp", "0");
-    ok(
-        &sgp(
-            &dir,
-            &[
-                "plot", "--model", "m.sgp", "--data", "data.csv", "--out", "nd.svg",
-            ],
-        ),
-        "plot",
-    );
-    let svg = String::from_utf8(dir.read("nd.svg")).unwrap();
+    let svg = plot(&dir, "m.sgp", "data.csv", "nd.svg");
     for text in [
         "predicted against actual",
         "calibration",
@@ -1062,22 +961,7 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
         ),
         "fit classifier",
     );
-    ok(
-        &sgp(
-            &dir,
-            &[
-                "plot",
-                "--model",
-                "c.sgp",
-                "--data",
-                "classes.csv",
-                "--out",
-                "c.svg",
-            ],
-        ),
-        "plot classifier",
-    );
-    let svg = String::from_utf8(dir.read("c.svg")).unwrap();
+    let svg = plot(&dir, "c.sgp", "classes.csv", "c.svg");
     assert!(svg.contains("reliability") && svg.contains("P(label = 1)"));
     // Data without one of the model's inputs, or without its target.
     dir.write(

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
@@ -67,15 +67,8 @@ enum Command {
     },
     /// RMSE, SMSE and NLPD of a blob on a CSV file, computed by the runtime.
     Eval {
-        /// The model blob.
-        #[arg(long)]
-        model: PathBuf,
-        /// CSV with a header holding the model's inputs and the target.
-        #[arg(long)]
-        data: PathBuf,
-        /// Target column (default: the name stored in the blob).
-        #[arg(long)]
-        target: Option<String>,
+        #[command(flatten)]
+        input: BlobAndData,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -123,15 +116,8 @@ enum Command {
     /// (a classifier: P(y = +1)); for more, predicted against actual and a
     /// calibration curve.
     Plot {
-        /// The model blob.
-        #[arg(long)]
-        model: PathBuf,
-        /// CSV with a header holding the model's inputs and the target.
-        #[arg(long)]
-        data: PathBuf,
-        /// Target column (default: the name stored in the blob).
-        #[arg(long)]
-        target: Option<String>,
+        #[command(flatten)]
+        input: BlobAndData,
         /// Where to write the SVG.
         #[arg(long)]
         out: PathBuf,
@@ -148,6 +134,31 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+}
+
+/// A blob and a CSV file holding its inputs and target (`eval`, `plot`).
+#[derive(clap::Args)]
+struct BlobAndData {
+    /// The model blob.
+    #[arg(long)]
+    model: PathBuf,
+    /// CSV with a header holding the model's inputs and the target.
+    #[arg(long)]
+    data: PathBuf,
+    /// Target column (default: the name stored in the blob).
+    #[arg(long)]
+    target: Option<String>,
+}
+
+impl BlobAndData {
+    /// The blob, its description, and the data's inputs and target in raw
+    /// units, the columns picked by name.
+    fn read(&self) -> Result<(Vec<u8>, ModelSpec, DMatrix<f64>, DVector<f64>)> {
+        let (blob, spec) = read_blob(&self.model)?;
+        let target = self.target.as_deref().unwrap_or(&spec.target_name);
+        let (x, y) = read_inputs_and_target(&self.data, &spec.input_names, target)?;
+        Ok((blob, spec, x, y))
+    }
 }
 
 #[derive(clap::Args)]
@@ -373,12 +384,7 @@ fn run(cli: &Cli) -> Result<()> {
     match &cli.command {
         Command::Fit(args) => fit_command(args, cli.quiet),
         Command::Predict { model, data } => predict_command(model, data),
-        Command::Eval {
-            model,
-            data,
-            target,
-            json,
-        } => eval_command(model, data, target.as_deref(), *json),
+        Command::Eval { input, json } => eval_command(input, *json),
         Command::Inspect {
             model,
             json,
@@ -392,12 +398,7 @@ fn run(cli: &Cli) -> Result<()> {
         } => synth_command(*rows, *dim, *shape, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, cli.quiet),
-        Command::Plot {
-            model,
-            data,
-            target,
-            out,
-        } => plot_command(model, data, target.as_deref(), out),
+        Command::Plot { input, out } => plot_command(input, out),
     }
 }
 
@@ -444,15 +445,15 @@ struct FitOutput<'a> {
     path: Option<&'a [PathRow]>,
 }
 
-/// Reads the training data for `models`: a binary target under `--link
-/// probit`, the warnings about constant and unresolvable columns unless
-/// `quiet`.
+/// Reads the training data for `models` (named by the option `flag`): a
+/// binary target under `--link probit`, the warnings about constant and
+/// unresolvable columns unless `quiet`.
 fn training_data(
     path: &Path,
     target: Option<&str>,
     link: LinkArg,
     positive: Option<f64>,
-    models: &[Method],
+    (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<Dataset> {
     let data = Dataset::from_csv(path, target)?;
@@ -460,7 +461,7 @@ fn training_data(
         LinkArg::Probit => {
             if let Some(model) = models.iter().find(|&&m| m != Method::Ivm) {
                 return Err(Error::BadInput(format!(
-                    "--link probit (classification) needs the ivm model, not {}",
+                    "--link probit (classification) needs {flag} ivm, not {flag} {}",
                     model.name()
                 )));
             }
@@ -494,7 +495,7 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         args.target.as_deref(),
         args.link,
         args.positive,
-        &[args.model],
+        ("--model", &[args.model]),
         quiet,
     )?;
     let params = args.params()?;
@@ -820,10 +821,8 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
     out.flush().map_err(io)
 }
 
-fn eval_command(model: &Path, data: &Path, target: Option<&str>, json: bool) -> Result<()> {
-    let (blob, spec) = read_blob(model)?;
-    let target = target.unwrap_or(&spec.target_name);
-    let (x, y) = read_inputs_and_target(data, &spec.input_names, target)?;
+fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
+    let (blob, spec, x, y) = input.read()?;
     if spec.shape.link == sgp_runtime::Link::Probit {
         // The blob names the positive class: every other value is negative.
         let positive = f64::from(spec.positive_class);
@@ -1012,7 +1011,7 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         args.target.as_deref(),
         args.link,
         args.positive,
-        &models,
+        ("--models", &models),
         quiet,
     )?;
     let spec = SweepSpec {
@@ -1052,11 +1051,9 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
     result.outcome()
 }
 
-fn plot_command(model: &Path, data: &Path, target: Option<&str>, out: &Path) -> Result<()> {
-    let (blob, spec) = read_blob(model)?;
-    let target = target.unwrap_or(&spec.target_name);
-    let (x, y) = read_inputs_and_target(data, &spec.input_names, target)?;
-    let svg = plot_svg(&blob, &spec, &x, &y, &data.display().to_string())?;
+fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
+    let (blob, spec, x, y) = input.read()?;
+    let svg = plot_svg(&blob, &spec, &x, &y, &input.data.display().to_string())?;
     write_file(out, svg.as_bytes())
 }
 
