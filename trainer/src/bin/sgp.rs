@@ -150,14 +150,21 @@ struct BlobAndData {
     target: Option<String>,
 }
 
+/// What [`BlobAndData`] names, read: the data in raw units, columns picked
+/// by name.
+struct BlobOnData {
+    blob: Vec<u8>,
+    spec: ModelSpec,
+    x: DMatrix<f64>,
+    y: DVector<f64>,
+}
+
 impl BlobAndData {
-    /// The blob, its description, and the data's inputs and target in raw
-    /// units, the columns picked by name.
-    fn read(&self) -> Result<(Vec<u8>, ModelSpec, DMatrix<f64>, DVector<f64>)> {
+    fn read(&self) -> Result<BlobOnData> {
         let (blob, spec) = read_blob(&self.model)?;
         let target = self.target.as_deref().unwrap_or(&spec.target_name);
         let (x, y) = read_inputs_and_target(&self.data, &spec.input_names, target)?;
-        Ok((blob, spec, x, y))
+        Ok(BlobOnData { blob, spec, x, y })
     }
 }
 
@@ -822,7 +829,7 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
 }
 
 fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
-    let (blob, spec, x, y) = input.read()?;
+    let BlobOnData { blob, spec, x, y } = input.read()?;
     if spec.shape.link == sgp_runtime::Link::Probit {
         // The blob names the positive class: every other value is negative.
         let positive = f64::from(spec.positive_class);
@@ -1052,7 +1059,7 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
 }
 
 fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
-    let (blob, spec, x, y) = input.read()?;
+    let BlobOnData { blob, spec, x, y } = input.read()?;
     let svg = plot_svg(&blob, &spec, &x, &y, &input.data.display().to_string())?;
     write_file(out, svg.as_bytes())
 }
