@@ -7,9 +7,11 @@
 //! the fitting procedures, built from `kernel`, `features`, `inference` and
 //! `optimise`) → `model` (a [`model::TrainedModel`] in runtime form, which can
 //! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
-//! → `metrics`. `synth` generates data with known truth for tests and
+//! → `metrics`; `codegen` writes a blob as C or Rust source for firmware.
+//! `synth` generates data with known truth for tests and
 //! benchmarks.
 
+pub mod codegen;
 pub mod cure;
 pub mod data;
 pub mod demo;
