@@ -32,12 +32,9 @@ fn main() {
         .expect("cargo sets CARGO_CFG_TARGET_POINTER_WIDTH");
     let words = storage_words(m, g, d, pointer_bytes);
     let bytes = words * 8;
-    let target_max = if pointer_bytes >= 8 {
-        isize::MAX as usize
-    } else {
-        (1usize << (8 * pointer_bytes - 1)) - 1
-    };
-    if bytes > target_max {
+    // The largest object the target can address is isize::MAX bytes there.
+    let target_max = (1u128 << (8 * pointer_bytes - 1)) - 1;
+    if bytes as u128 > target_max {
         panic!(
             "a model of capacity M = {m}, G = {g}, D = {d} needs {bytes} bytes, more than \
              this target can address; lower SGP_CAPACITY_M/G/D"
@@ -119,7 +116,10 @@ fn storage_words(m: usize, g: usize, d: usize, pointer_bytes: usize) -> usize {
 /// (`<that>/build/sgp-capi-<hash>/out`), if the layout is the usual one.
 fn profile_dir(out: &Path) -> Option<PathBuf> {
     let build = out.parent()?.parent()?;
-    (build.file_name()? == "build").then(|| build.parent().map(Path::to_path_buf))?
+    if build.file_name()? != "build" {
+        return None;
+    }
+    build.parent().map(Path::to_path_buf)
 }
 
 /// Builds of different profiles or hashes may run at once: a reader never
