@@ -169,6 +169,8 @@ fn c_header(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> String {
     let _ = writeln!(out, "#define {upper}_BLOB_LEN {}", blob.len());
     let _ = writeln!(out, "#define {upper}_N_BASIS {}", s.n_basis);
     let _ = writeln!(out, "#define {upper}_FEATURE_DIM {}", s.feature_dim);
+    // Per-input definitions (the per-input training ranges) belong after
+    // the sizes once the blob format carries them, as in the Rust module.
     let _ = writeln!(out, "#define {upper}_INPUT_DIM {}\n", s.input_dim);
     let _ = writeln!(
         out,
