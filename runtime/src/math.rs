@@ -119,6 +119,38 @@ pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: 
     sum
 }
 
+/// `sums[g] += weights (w_g / 2) (z_g - c_g)` for `params[g] = (c_g, w_g /
+/// 2)`: one basis function's share of the gradients' feature sums. Four
+/// dimensions per step, as [`half_weighted_distance`], so that for the
+/// common small `G` the sums stay in registers across basis functions.
+#[inline(always)]
+pub(crate) fn add_weighted_offsets<const G: usize>(
+    sums: &mut [[f32; 2]; G],
+    params: &[[f32; 2]; G],
+    z: &[f32; G],
+    [w0, w1]: [f32; 2],
+) {
+    let term = |&[c, half_w]: &[f32; 2], z: f32, [s0, s1]: [f32; 2]| {
+        let t = half_w * (z - c);
+        [s0 + w0 * t, s1 + w1 * t]
+    };
+    let (s4, s_tail) = sums.as_chunks_mut::<4>();
+    let (p4, p_tail) = params.as_chunks::<4>();
+    let (z4, z_tail) = z.as_chunks::<4>();
+    for ((s, [p0, p1, p2, p3]), &[z0, z1, z2, z3]) in s4.iter_mut().zip(p4).zip(z4) {
+        let [a0, a1, a2, a3] = *s;
+        *s = [
+            term(p0, z0, a0),
+            term(p1, z1, a1),
+            term(p2, z2, a2),
+            term(p3, z3, a3),
+        ];
+    }
+    for ((s, p), &z) in s_tail.iter_mut().zip(p_tail).zip(z_tail) {
+        *s = term(p, z, *s);
+    }
+}
+
 /// Rows solved together by the two-factor solver.
 const BLOCK: usize = 4;
 
@@ -414,8 +446,10 @@ fn back_two<const M: usize>(
     else {
         return;
     };
-    let pairs = inv_diagonal1.iter().zip(inv_diagonal2).enumerate();
-    for (j, (&inv1, &inv2)) in pairs.take(m).skip(full_rows).rev() {
+    for j in (full_rows..m).rev() {
+        let (Some(&inv1), Some(&inv2)) = (inv_diagonal1.get(j), inv_diagonal2.get(j)) else {
+            break;
+        };
         let Some((before, row)) = rows
             .len()
             .checked_sub(2 * j)
@@ -477,12 +511,12 @@ fn back_two<const M: usize>(
         ];
         *slots = [r0, r1, r2, r3];
         // Then every earlier row, one column of the block (eight numbers)
-        // at a time.
+        // at a time; one chain of multiply-subtracts per factor.
         for (a, column) in done.iter_mut().zip(main.as_chunks::<8>().0) {
             let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
             *a = [
-                a[0] - ((l0 * r0[0] + l2 * r1[0]) + (l4 * r2[0] + l6 * r3[0])),
-                a[1] - ((l1 * r0[1] + l3 * r1[1]) + (l5 * r2[1] + l7 * r3[1])),
+                a[0] - l0 * r0[0] - l2 * r1[0] - l4 * r2[0] - l6 * r3[0],
+                a[1] - l1 * r0[1] - l3 * r1[1] - l5 * r2[1] - l7 * r3[1],
             ];
         }
     }

@@ -155,11 +155,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let mut sums = [[0.0f32; 2]; G];
         let rows = self.basis_params.iter().zip(&self.amp_beta);
         for ((params, &[_, beta]), (&ki, &[r1, r2])) in rows.zip(k.iter().zip(&u)).take(self.m) {
-            let weights = [beta * ki, (r1 - r2) * ki];
-            for ((sum, &[centre, half_width]), &zg) in sums.iter_mut().zip(params).zip(&z) {
-                let t = half_width * (zg - centre);
-                *sum = [sum[0] + weights[0] * t, sum[1] + weights[1] * t];
-            }
+            math::add_weighted_offsets(&mut sums, params, &z, [beta * ki, (r1 - r2) * ki]);
         }
         let (mean_scale, variance_scale) = match self.shape.link {
             Link::Identity => (self.y_scale, self.y_scale * self.y_scale),
