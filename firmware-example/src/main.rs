@@ -318,16 +318,7 @@ fn check_golden<const M: usize, const G: usize, const D: usize>(
         perturb_for_demo(pred, y_scale)
     });
     match result {
-        Err(e) => {
-            hprintln!(
-                "golden {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
-                label,
-                e.inputs,
-                e.dim,
-                e.expected
-            );
-            false
-        }
+        Err(e) => shape_mismatch("golden", label, e),
         Ok(r) => {
             hprintln!(
                 "golden {}: {}/{} within tolerance (mean +-{}, var +-{}%); worst mean err {}x tol, worst var err {}x tol; predict <= {} instructions, <= {} B stack",
@@ -355,6 +346,19 @@ fn check_golden<const M: usize, const G: usize, const D: usize>(
             r.passed()
         }
     }
+}
+
+/// Reports golden values that do not fit their inputs; always a failure.
+fn shape_mismatch(check: &str, label: &str, e: golden::ShapeError) -> bool {
+    hprintln!(
+        "{} {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
+        check,
+        label,
+        e.inputs,
+        e.dim,
+        e.expected
+    );
+    false
 }
 
 /// Checks a probit model's `probability` at the golden inputs against
@@ -421,16 +425,7 @@ fn check_gradient_golden<const M: usize, const G: usize, const D: usize>(
         perturb_gradient_for_demo(g.mean_gradient, g.variance_gradient)
     });
     match result {
-        Err(e) => {
-            hprintln!(
-                "golden gradient {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
-                label,
-                e.inputs,
-                e.dim,
-                e.expected
-            );
-            false
-        }
+        Err(e) => shape_mismatch("golden gradient", label, e),
         Ok(r) => {
             hprintln!(
                 "golden gradient {}: {}/{} within tolerance ({} |g(x)| + {} max |g|); worst mean-gradient err {}x tol, worst variance-gradient err {}x tol; mean and variance = predict's bit for bit at {}/{}; predict_with_gradient <= {} instructions, <= {} B stack",

@@ -189,6 +189,31 @@ fn f64_differences(spec: &ModelSpec, x: &[f64]) -> Vec<Vec<f64>> {
     )
 }
 
+/// Seed, M, and the switches (projection, per-basis widths, two factors,
+/// probit) of a random model with 3 inputs.
+type RandomShape = (u64, usize, bool, bool, bool, bool);
+
+fn shapes() -> impl Strategy<Value = RandomShape> {
+    (
+        0u64..1000,
+        1usize..12,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+}
+
+fn random_model(
+    (seed, m, projected, per_basis, two_factors, probit): RandomShape,
+) -> (ModelSpec, Model<12, 3, 3>) {
+    let g = if projected { 2 } else { 3 };
+    let link = if probit { Link::Probit } else { Link::Identity };
+    let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
+    let model = load(&spec);
+    (spec, model)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -199,18 +224,11 @@ proptest! {
     /// 1e-2 y_scale^2 prior for the variance, 1e-3 for the probability).
     #[test]
     fn gradient_matches_f64_differences_of_the_reference(
-        seed in 0u64..1000,
-        m in 1usize..12,
-        projected in any::<bool>(),
-        per_basis in any::<bool>(),
-        two_factors in any::<bool>(),
-        probit in any::<bool>(),
+        shape in shapes(),
         x in proptest::collection::vec(-4.0f64..4.0, 3),
     ) {
-        let g = if projected { 2 } else { 3 };
-        let link = if probit { Link::Probit } else { Link::Identity };
-        let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
-        let model: Model<12, 3, 3> = load(&spec);
+        let (spec, model) = random_model(shape);
+        let probit = spec.shape.link == Link::Probit;
         let x: Vec<f64> = x.iter().map(|&v| f64::from(v as f32)).collect();
         let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         let grad = model.predict_with_gradient(&x32).unwrap();
@@ -232,18 +250,11 @@ proptest! {
     /// same code computes it.
     #[test]
     fn values_are_predicts_bit_for_bit(
-        seed in 0u64..1000,
-        m in 1usize..12,
-        projected in any::<bool>(),
-        per_basis in any::<bool>(),
-        two_factors in any::<bool>(),
-        probit in any::<bool>(),
+        shape in shapes(),
         x in proptest::collection::vec(-1e3f32..1e3, 3),
     ) {
-        let g = if projected { 2 } else { 3 };
-        let link = if probit { Link::Probit } else { Link::Identity };
-        let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
-        let model: Model<12, 3, 3> = load(&spec);
+        let (spec, model) = random_model(shape);
+        let probit = spec.shape.link == Link::Probit;
         for x in [x.clone(), x.iter().map(|v| v * 1e-3).collect()] {
             let p = model.predict(&x).unwrap();
             let g = model.predict_with_gradient(&x).unwrap();
