@@ -119,36 +119,46 @@ pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: 
     sum
 }
 
-/// `sums[g] += weights (w_g / 2) (z_g - c_g)` for `params[g] = (c_g, w_g /
-/// 2)`: one basis function's share of the gradients' feature sums. Four
-/// dimensions per step, as [`half_weighted_distance`], so that for the
-/// common small `G` the sums stay in registers across basis functions.
-#[inline(always)]
-pub(crate) fn add_weighted_offsets<const G: usize>(
-    sums: &mut [[f32; 2]; G],
-    params: &[[f32; 2]; G],
+/// `sum_i weights_i (w_ig / 2) (z_g - c_ig)` for every feature `g`, over
+/// the first `m` basis rows `rows[i][g] = (c_ig, w_ig / 2)`: the feature
+/// sums of both gradients at once. Four features at a time, each four
+/// streamed over all the rows with its eight sums passed by value, so that
+/// they stay in registers whatever `G` is.
+pub(crate) fn weighted_offset_sums<const G: usize>(
+    rows: &[[[f32; 2]; G]],
+    weights: &[[f32; 2]],
     z: &[f32; G],
-    [w0, w1]: [f32; 2],
-) {
-    let term = |&[c, half_w]: &[f32; 2], z: f32, [s0, s1]: [f32; 2]| {
+    m: usize,
+) -> [[f32; 2]; G] {
+    let term = |[s0, s1]: [f32; 2], &[c, half_w]: &[f32; 2], z: f32, [w0, w1]: [f32; 2]| {
         let t = half_w * (z - c);
         [s0 + w0 * t, s1 + w1 * t]
     };
+    let rows = || rows.iter().zip(weights).take(m);
+    let mut sums = [[0.0f32; 2]; G];
     let (s4, s_tail) = sums.as_chunks_mut::<4>();
-    let (p4, p_tail) = params.as_chunks::<4>();
     let (z4, z_tail) = z.as_chunks::<4>();
-    for ((s, [p0, p1, p2, p3]), &[z0, z1, z2, z3]) in s4.iter_mut().zip(p4).zip(z4) {
-        let [a0, a1, a2, a3] = *s;
-        *s = [
-            term(p0, z0, a0),
-            term(p1, z1, a1),
-            term(p2, z2, a2),
-            term(p3, z3, a3),
-        ];
+    for (chunk, (s, &[z0, z1, z2, z3])) in s4.iter_mut().zip(z4).enumerate() {
+        *s = rows().fold([[0.0; 2]; 4], |[a0, a1, a2, a3], (row, &w)| {
+            match row.as_chunks::<4>().0.get(chunk) {
+                Some([p0, p1, p2, p3]) => [
+                    term(a0, p0, z0, w),
+                    term(a1, p1, z1, w),
+                    term(a2, p2, z2, w),
+                    term(a3, p3, z3, w),
+                ],
+                None => [a0, a1, a2, a3],
+            }
+        });
     }
-    for ((s, p), &z) in s_tail.iter_mut().zip(p_tail).zip(z_tail) {
-        *s = term(p, z, *s);
+    let first_tail = G / 4 * 4;
+    for (g, (s, &zg)) in (first_tail..).zip(s_tail.iter_mut().zip(z_tail)) {
+        *s = rows().fold([0.0; 2], |a, (row, &w)| match row.get(g) {
+            Some(p) => term(a, p, zg, w),
+            None => a,
+        });
     }
+    sums
 }
 
 /// Rows solved together by the two-factor solver.
@@ -626,6 +636,30 @@ mod tests {
                             u[i][f]
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Two chunks of four features and a tail of one, against plain sums,
+    /// for every number of rows up to the capacity (rows past `m` ignored).
+    #[test]
+    fn weighted_offset_sums_match_plain_sums() {
+        const G: usize = 9;
+        let rows: [[[f32; 2]; G]; 5] = core::array::from_fn(|i| {
+            core::array::from_fn(|g| [0.3 * i as f32 - 0.1 * g as f32, 0.5 + 0.05 * (i + g) as f32])
+        });
+        let weights: [[f32; 2]; 5] =
+            core::array::from_fn(|i| [1.0 - 0.2 * i as f32, 0.1 * i as f32]);
+        let z: [f32; G] = core::array::from_fn(|g| 0.7 - 0.15 * g as f32);
+        for m in 0..=5 {
+            let sums = weighted_offset_sums(&rows, &weights, &z, m);
+            for g in 0..G {
+                for f in 0..2 {
+                    let plain: f32 = (0..m)
+                        .map(|i| weights[i][f] * rows[i][g][1] * (z[g] - rows[i][g][0]))
+                        .sum();
+                    assert!((sums[g][f] - plain).abs() <= 1e-6, "m {m} g {g} f {f}");
                 }
             }
         }

@@ -151,12 +151,13 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             self.shape.two_factors,
         );
 
-        // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i h_ig (z_g - c_ig).
-        let mut sums = [[0.0f32; 2]; G];
-        let rows = self.basis_params.iter().zip(&self.amp_beta);
-        for ((params, &[_, beta]), (&ki, &[r1, r2])) in rows.zip(k.iter().zip(&u)).take(self.m) {
-            math::add_weighted_offsets(&mut sums, params, &z, [beta * ki, (r1 - r2) * ki]);
+        // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i h_ig (z_g - c_ig),
+        // with the weights written over the r pairs.
+        let weights = u.iter_mut().zip(&k).zip(&self.amp_beta).take(self.m);
+        for ((pair, &ki), &[_, beta]) in weights {
+            *pair = [beta * ki, (pair[0] - pair[1]) * ki];
         }
+        let sums = math::weighted_offset_sums(&self.basis_params, &u, &z, self.m);
         let (mean_scale, variance_scale) = match self.shape.link {
             Link::Identity => (self.y_scale, self.y_scale * self.y_scale),
             Link::Probit => (1.0, 1.0),
