@@ -21,6 +21,7 @@ pub mod evaluate;
 pub mod export;
 pub mod features;
 pub mod fit;
+pub mod gradient;
 pub mod icf;
 pub mod inference;
 pub mod init;

@@ -216,7 +216,8 @@ struct FitArgs {
     #[arg(long)]
     json: bool,
     /// Also write golden values (Rust source) for firmware tests: f64
-    /// predictions at 12 training rows and 4 far-away points.
+    /// predictions and their input gradients at 12 training rows and 4
+    /// far-away points.
     #[arg(long)]
     golden: Option<PathBuf>,
 }
