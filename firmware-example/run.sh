@@ -165,12 +165,12 @@ rm -f "$BIN_DIR/$PROOF_BIN"
 if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$PROOF_LOG" 2>&1; then
     grep -E 'error|undefined symbol|referenced by|>>>' "$PROOF_LOG" | head -n 20 >&2
     if grep -q "$PROOF_SYMBOL" "$PROOF_LOG"; then
-        check_failed "a panic is reachable from load/predict/mean (undefined $PROOF_SYMBOL); README \"Panic-freedom proof\" shows how to find it"
+        check_failed "a panic is reachable from load/predict/mean/the gradients (undefined $PROOF_SYMBOL); README \"Panic-freedom proof\" shows how to find it"
     else
         check_failed "$PROOF_BIN did not build"
     fi
 elif "${QEMU[@]}" "$BIN_DIR/$PROOF_BIN"; then
-    echo "linked and ran: no reachable panic in Model::load, predict or mean"
+    echo "linked and ran: no reachable panic in Model::load, predict, mean, probability or their _with_gradient forms"
 else
     check_failed "$PROOF_BIN exited with status $?"
 fi
@@ -246,11 +246,14 @@ if [[ "${SGP_FW_SKIP_SELFTEST:-0}" != 1 ]]; then
     status=$?
     set -e
     grep '^golden' "$PROOF_LOG" || true
-    if [[ $status -eq 1 ]] && grep -q '^golden M=32: 0/16 within tolerance' "$PROOF_LOG"; then
-        echo "ok: deliberate golden mismatch -> every golden point fails, firmware exits with status 1"
+    # Sign-flipped gradients pass only where they are within tolerance of
+    # zero: the 4 far points, not the 12 in the data.
+    if [[ $status -eq 1 ]] && grep -q '^golden M=32: 0/16 within tolerance' "$PROOF_LOG" &&
+        grep -q '^golden gradient M=32: [0-4]/16 within tolerance' "$PROOF_LOG"; then
+        echo "ok: deliberate golden mismatch -> every golden point fails, every gradient in the data fails, firmware exits with status 1"
     else
         cat "$PROOF_LOG" >&2
-        check_failed "self-test: golden mismatch gave status $status, expected 1 with every point failing"
+        check_failed "self-test: golden mismatch gave status $status, expected 1 with every point and every gradient in the data failing"
     fi
 fi
 

@@ -94,3 +94,74 @@ pub fn check(
     }
     Ok(report)
 }
+
+/// Gradient bounds, the host tests' rule (tests/tests/gradient.rs): each
+/// component of `d mean / d x` within `GRADIENT_RELATIVE` of the largest
+/// golden component at the same input plus `GRADIENT_OF_STEEPEST` of the
+/// largest over all inputs (the model's steepest slope), and the same for
+/// `d variance / d x`. The relative part alone would be meaningless where
+/// the gradient vanishes (far from the data).
+pub const GRADIENT_RELATIVE: f32 = 1e-3;
+pub const GRADIENT_OF_STEEPEST: f32 = 1e-4;
+
+/// Outcome of a gradient comparison.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GradientReport {
+    pub checked: usize,
+    pub failed: usize,
+    /// Worst error / tolerance of the mean's and the variance's gradient
+    /// (1.0 is the limit).
+    pub worst_mean_ratio: f32,
+    pub worst_var_ratio: f32,
+}
+
+impl GradientReport {
+    pub fn passed(&self) -> bool {
+        self.failed == 0 && self.checked > 0
+    }
+}
+
+/// Runs `gradient` on each `dim`-wide row of `inputs` and compares its
+/// `(d mean / d x, d variance / d x)` with the matching `dim` golden pairs
+/// of `expected` (row-major like `inputs`).
+pub fn check_gradients<const D: usize>(
+    inputs: &[f32],
+    dim: usize,
+    expected: &[(f32, f32)],
+    mut gradient: impl FnMut(&[f32]) -> ([f32; D], [f32; D]),
+) -> Result<GradientReport, ShapeError> {
+    if dim == 0 || dim > D || inputs.len() != expected.len() {
+        return Err(ShapeError {
+            inputs: inputs.len(),
+            dim,
+            expected: expected.len(),
+        });
+    }
+    let largest = |pairs: &[(f32, f32)]| {
+        pairs.iter().fold((0.0f32, 0.0f32), |(m, v), &(gm, gv)| {
+            (m.max(gm.abs()), v.max(gv.abs()))
+        })
+    };
+    let (steepest_mean, steepest_var) = largest(expected);
+    let mut report = GradientReport::default();
+    for (x, want) in inputs.chunks_exact(dim).zip(expected.chunks_exact(dim)) {
+        let (mean, var) = gradient(x);
+        let (here_mean, here_var) = largest(want);
+        let tol_mean = GRADIENT_RELATIVE * here_mean + GRADIENT_OF_STEEPEST * steepest_mean;
+        let tol_var = GRADIENT_RELATIVE * here_var + GRADIENT_OF_STEEPEST * steepest_var;
+        let mut within = true;
+        for ((&gm, &gv), &(wm, wv)) in mean.iter().zip(&var).zip(want) {
+            let mean_ratio = (gm - wm).abs() / tol_mean;
+            let var_ratio = (gv - wv).abs() / tol_var;
+            report.worst_mean_ratio = report.worst_mean_ratio.max(mean_ratio);
+            report.worst_var_ratio = report.worst_var_ratio.max(var_ratio);
+            // Written as "within" so that NaN fails.
+            within &= mean_ratio <= 1.0 && var_ratio <= 1.0;
+        }
+        report.checked += 1;
+        if !within {
+            report.failed += 1;
+        }
+    }
+    Ok(report)
+}

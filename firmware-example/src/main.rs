@@ -14,7 +14,7 @@ use cortex_m_semihosting::{debug, hprintln};
 // Panics print their message via semihosting and exit QEMU with status 1.
 use panic_semihosting as _;
 
-use sgp_firmware_example::golden::{self, Tolerance};
+use sgp_firmware_example::golden::{self, Tolerance, GRADIENT_OF_STEEPEST, GRADIENT_RELATIVE};
 use sgp_firmware_example::instructions::{self, InstructionMeter, CALIBRATION_NOPS};
 use sgp_firmware_example::model::{
     self, Model, ModelM, Models, CONTROL_M, DR_FEATURE_DIM, DR_INPUT_DIM, INPUT_DIM,
@@ -23,7 +23,7 @@ use sgp_firmware_example::stack;
 
 /// Host-generated golden values, one file per model (model/golden_m{M}.rs,
 /// model/golden_{kind}_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALE`,
-/// `INPUTS` (row-major), `EXPECTED`.
+/// `INPUTS` (row-major), `EXPECTED`, `GRADIENTS` (row-major like `INPUTS`).
 macro_rules! golden_module {
     ($name:ident, $file:literal) => {
         // The generator prints every digit of the f64 values; f32 rounds them.
@@ -181,9 +181,30 @@ fn run() -> bool {
         golden_ivm_m32::DIM,
         &golden_ivm_m32::EXPECTED,
     );
+    // Every model's gradients against the host's central differences.
+    macro_rules! gradient_golden {
+        ($label:literal, $model:expr, $golden:ident) => {
+            check_gradient_golden(
+                &meter,
+                $label,
+                $model,
+                $golden::INPUTS.as_slice(),
+                $golden::DIM,
+                &$golden::GRADIENTS,
+            )
+        };
+    }
+    let gradient_ok = gradient_golden!("M=16", models.m16, golden_m16)
+        & gradient_golden!("M=32", models.m32, golden_m32)
+        & gradient_golden!("M=64", models.m64, golden_m64)
+        & gradient_golden!("vsgp M=32", models.vsgp_m32, golden_vsgp_m32)
+        & gradient_golden!("spgp-dr M=32", models.dr_m32, golden_dr_m32)
+        & gradient_golden!("gplasso M=32", models.gplasso_m32, golden_gplasso_m32)
+        & gradient_golden!("spgp D=16 M=32", models.spgp_d16_m32, golden_spgp_d16_m32)
+        & gradient_golden!("ivm M=32", models.ivm_m32, golden_ivm_m32);
     let cost_ok = check_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
-    calibrated & golden_ok & cost_ok & loop_ok
+    calibrated & golden_ok & gradient_ok & cost_ok & loop_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the
@@ -297,16 +318,7 @@ fn check_golden<const M: usize, const G: usize, const D: usize>(
         perturb_for_demo(pred, y_scale)
     });
     match result {
-        Err(e) => {
-            hprintln!(
-                "golden {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
-                label,
-                e.inputs,
-                e.dim,
-                e.expected
-            );
-            false
-        }
+        Err(e) => shape_mismatch("golden", label, e),
         Ok(r) => {
             hprintln!(
                 "golden {}: {}/{} within tolerance (mean +-{}, var +-{}%); worst mean err {}x tol, worst var err {}x tol; predict <= {} instructions, <= {} B stack",
@@ -334,6 +346,19 @@ fn check_golden<const M: usize, const G: usize, const D: usize>(
             r.passed()
         }
     }
+}
+
+/// Reports golden values that do not fit their inputs; always a failure.
+fn shape_mismatch(check: &str, label: &str, e: golden::ShapeError) -> bool {
+    hprintln!(
+        "{} {}: FAILED, shape mismatch: {} inputs, dim {}, {} expected pairs",
+        check,
+        label,
+        e.inputs,
+        e.dim,
+        e.expected
+    );
+    false
 }
 
 /// Checks a probit model's `probability` at the golden inputs against
@@ -376,6 +401,51 @@ fn check_probability<const M: usize, const G: usize, const D: usize>(
     failed == 0 && !expected.is_empty()
 }
 
+/// Compares on-target `predict_with_gradient` gradients of `model` with the
+/// host's (central differences of its f64 predictions), and its mean and
+/// variance with `predict`'s, bit for bit.
+fn check_gradient_golden<const M: usize, const G: usize, const D: usize>(
+    meter: &InstructionMeter,
+    label: &str,
+    model: &Model<M, G, D>,
+    inputs: &[f32],
+    dim: usize,
+    expected: &[(f32, f32)],
+) -> bool {
+    let (mut max_instr, mut max_stack, mut same_values) = (0, 0, 0usize);
+    let result = golden::check_gradients(inputs, dim, expected, |x| {
+        let ((g, m), stack_bytes) =
+            stack::measure(|| meter.measure(x, |x| model::predict_with_gradient(model, x)));
+        max_instr = max_instr.max(m.instructions);
+        max_stack = max_stack.max(stack_bytes);
+        let (mean, variance) = model::predict(model, x);
+        if (g.mean.to_bits(), g.variance.to_bits()) == (mean.to_bits(), variance.to_bits()) {
+            same_values += 1;
+        }
+        perturb_gradient_for_demo(g.mean_gradient, g.variance_gradient)
+    });
+    match result {
+        Err(e) => shape_mismatch("golden gradient", label, e),
+        Ok(r) => {
+            hprintln!(
+                "golden gradient {}: {}/{} within tolerance ({} |g(x)| + {} max |g|); worst mean-gradient err {}x tol, worst variance-gradient err {}x tol; mean and variance = predict's bit for bit at {}/{}; predict_with_gradient <= {} instructions, <= {} B stack",
+                label,
+                r.checked - r.failed,
+                r.checked,
+                GRADIENT_RELATIVE,
+                GRADIENT_OF_STEEPEST,
+                r.worst_mean_ratio,
+                r.worst_var_ratio,
+                same_values,
+                r.checked,
+                max_instr,
+                max_stack
+            );
+            r.passed() && same_values == r.checked
+        }
+    }
+}
+
 /// With feature `demo-golden-mismatch`, shifts every mean by 10 tolerances so
 /// run.sh can show that a failing comparison makes the firmware exit non-zero.
 fn perturb_for_demo(pred: (f32, f32), y_scale: f32) -> (f32, f32) {
@@ -383,6 +453,20 @@ fn perturb_for_demo(pred: (f32, f32), y_scale: f32) -> (f32, f32) {
         (pred.0 + 1e-2 * y_scale, pred.1)
     } else {
         pred
+    }
+}
+
+/// With feature `demo-golden-mismatch`, flips the sign of every gradient:
+/// the error a gradient check must catch (it passes only where the
+/// gradient is within tolerance of zero, far from the data).
+fn perturb_gradient_for_demo<const D: usize>(
+    mean: [f32; D],
+    variance: [f32; D],
+) -> ([f32; D], [f32; D]) {
+    if cfg!(feature = "demo-golden-mismatch") {
+        (mean.map(|g| -g), variance.map(|g| -g))
+    } else {
+        (mean, variance)
     }
 }
 
@@ -421,6 +505,50 @@ fn cost<const M: usize, const G: usize, const D: usize>(
     (p.instructions, m.instructions)
 }
 
+/// Instruction count of `predict_with_gradient` at one input.
+fn gradient_cost<const M: usize, const G: usize, const D: usize>(
+    meter: &InstructionMeter,
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> u32 {
+    let (_, g) = meter.measure(x, |x| model.predict_with_gradient(x));
+    g.instructions
+}
+
+/// The cost of the gradients next to `predict` at M = 32, with the
+/// arithmetic they add: the back substitutions (factors * M(M-1)/2
+/// multiply-adds), one more pass over the basis functions (2MG: two sums
+/// per feature) and, with a projection, the chain rule through it (2GD).
+/// Rows: SPGP and the IVM classifier (D = G = 4), SPGP+DR (D = 16, G = 4),
+/// SPGP on 16 inputs (G = D = 16).
+fn gradient_table(predict: [Span; 4], gradient: [Span; 4]) {
+    const ROWS: [(&str, u32, u32, u32, bool); 4] = [
+        ("spgp", 4, 4, 2, false),
+        ("ivm (probit, 1 factor)", 4, 4, 1, false),
+        ("spgp-dr", 16, 4, 2, true),
+        ("spgp", 16, 16, 2, false),
+    ];
+    let m = 32u32;
+    hprintln!("gradient cost table (M = 32; instructions min-max over the same inputs):");
+    hprintln!("| kind | D | G | back-solve MACs factors*M(M-1)/2 | gradient pass MACs 2MG (+2GD) | predict | predict_with_gradient | gradient - predict |");
+    hprintln!("|---|---|---|---|---|---|---|---|");
+    for ((&(kind, d, g, factors, projected), p), q) in ROWS.iter().zip(&predict).zip(&gradient) {
+        hprintln!(
+            "| {} | {} | {} | {} | {} | {}-{} | {}-{} | {} |",
+            kind,
+            d,
+            g,
+            factors * m * (m - 1) / 2,
+            2 * m * g + if projected { 2 * g * d } else { 0 },
+            p.min,
+            p.max,
+            q.min,
+            q.max,
+            i64::from(q.max) - i64::from(p.max)
+        );
+    }
+}
+
 /// Inputs for the cost table besides the golden ones: the data's centre and
 /// a corner, then ever further out (the exp arguments reach libm's
 /// underflow range), up to a huge value.
@@ -452,6 +580,10 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     let mut spans = [[Span::EMPTY; 2]; ROWS.len()];
     // The IVM classifier's `probability` (predict + Phi(m / sqrt(1 + v))).
     let mut probability = Span::EMPTY;
+    // `predict_with_gradient` of SPGP and the IVM classifier at M = 32, and
+    // the classifier's `probability_with_gradient` (VSGP and GPLasso run
+    // SPGP's code).
+    let mut gradient = [Span::EMPTY; 3];
     let inputs = golden_m32::INPUTS
         .chunks_exact(INPUT_DIM)
         .chain(EXTRA_COST_INPUTS.iter().map(|x| x.as_slice()));
@@ -466,6 +598,10 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         ];
         let (_, pm) = meter.measure(x, |x| models.ivm_m32.probability(x));
         probability.add(pm.instructions);
+        gradient[0].add(gradient_cost(meter, models.m32, x));
+        gradient[1].add(gradient_cost(meter, models.ivm_m32, x));
+        let (_, pg) = meter.measure(x, |x| models.ivm_m32.probability_with_gradient(x));
+        gradient[2].add(pg.instructions);
         for (span, (p, m)) in spans.iter_mut().zip(counts) {
             span[0].add(p);
             span[1].add(m);
@@ -534,9 +670,20 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         "spgp",
     );
     for span in [dr, d16] {
-        constant_time &=
-            span[0].spread() <= CONSTANT_TIME_SLACK && span[1].spread() <= CONSTANT_TIME_SLACK;
+        constant_time &= span.iter().all(|s| s.spread() <= CONSTANT_TIME_SLACK);
     }
+    constant_time &= gradient.iter().all(|s| s.spread() <= CONSTANT_TIME_SLACK);
+    gradient_table(
+        [spans[1][0], spans[5][0], dr[0], d16[0]],
+        [gradient[0], gradient[1], dr[2], d16[2]],
+    );
+    hprintln!(
+        "cost: ivm M=32 probability_with_gradient {}-{} instructions (predict_with_gradient {:+}, probability {:+})",
+        gradient[2].min,
+        gradient[2].max,
+        i64::from(gradient[2].max) - i64::from(gradient[1].max),
+        i64::from(gradient[2].max) - i64::from(probability.max)
+    );
     let m32_predict = spans[1][0].max;
     hprintln!(
         "cost: M=32 predict <= {} instructions: {} the target of < {}",
@@ -621,9 +768,10 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         if constant_time { "ok" } else { "FAILED" },
         spans
             .iter()
-            .chain([&dr, &d16])
             .flatten()
+            .chain(dr.iter().chain(&d16))
             .chain([&probability])
+            .chain(&gradient)
             .map(Span::spread)
             .max()
             .unwrap_or(0),
@@ -641,17 +789,18 @@ const EXTRA_DR_COST_INPUTS: [[f32; DR_INPUT_DIM]; 4] = [
     [1e4; DR_INPUT_DIM],
 ];
 
-/// Instruction spans of a 16-input model's `predict` and `mean` over its
-/// golden inputs and a few more; prints its row of the cost table. With a
-/// projection (SPGP+DR) the distances are in G dims and the projection adds
-/// G x D multiply-adds; without one (G = D) the distances are in all D.
+/// Instruction spans of a 16-input model's `predict`, `mean` and
+/// `predict_with_gradient` over its golden inputs and a few more; prints
+/// its row of the cost table. With a projection (SPGP+DR) the distances
+/// are in G dims and the projection adds G x D multiply-adds; without one
+/// (G = D) the distances are in all D.
 fn wide_cost<const G: usize>(
     meter: &InstructionMeter,
     model: &Model<32, G, DR_INPUT_DIM>,
     golden_inputs: &[f32],
     kind: &str,
-) -> [Span; 2] {
-    let mut span = [Span::EMPTY; 2];
+) -> [Span; 3] {
+    let mut span = [Span::EMPTY; 3];
     let inputs = golden_inputs
         .chunks_exact(DR_INPUT_DIM)
         .chain(EXTRA_DR_COST_INPUTS.iter().map(|x| x.as_slice()));
@@ -659,6 +808,7 @@ fn wide_cost<const G: usize>(
         let (p, m) = cost(meter, model, x);
         span[0].add(p);
         span[1].add(m);
+        span[2].add(gradient_cost(meter, model, x));
     }
     let (m, g, d) = (32u32, G as u32, DR_INPUT_DIM as u32);
     let solve_macs = m * (m + 1);

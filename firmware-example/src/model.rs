@@ -13,7 +13,7 @@
 //! the runtime zero-fills and walks arrays of the *capacity*, so a larger
 //! capacity would inflate the instruction counts.
 
-pub use sgp_runtime::{Error, Model, Prediction};
+pub use sgp_runtime::{Error, Model, Prediction, PredictionWithGradient};
 
 /// Raw inputs (and feature dimensions: neither SPGP nor VSGP has a
 /// projection) of every model.
@@ -184,4 +184,21 @@ pub fn mean<const M: usize, const G: usize, const D: usize>(
     x: &[f32],
 ) -> f32 {
     model.mean(x).unwrap_or(f32::NAN)
+}
+
+/// `predict_with_gradient` at `x`, any error mapped to NaN values and
+/// gradients (an infinite variance), which every check treats as a failure.
+#[inline]
+pub fn predict_with_gradient<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    x: &[f32],
+) -> PredictionWithGradient<D> {
+    model
+        .predict_with_gradient(x)
+        .unwrap_or(PredictionWithGradient {
+            mean: f32::NAN,
+            variance: f32::INFINITY,
+            mean_gradient: [f32::NAN; D],
+            variance_gradient: [f32::NAN; D],
+        })
 }

@@ -1,5 +1,6 @@
-//! Host cost of one prediction (mean only, and mean + variance) as M and D
-//! grow. Run with `cargo bench -p sgp-runtime --features alloc`.
+//! Host cost of one prediction (mean only, mean + variance, and both with
+//! their input gradients) as M and D grow. Run with
+//! `cargo bench -p sgp-runtime --features alloc`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -20,6 +21,11 @@ fn bench_size<const M: usize, const D: usize>(c: &mut Criterion) {
     group.bench_with_input(BenchmarkId::new("mean", &label), &x, |b, x| {
         b.iter(|| model.mean(black_box(x)))
     });
+    group.bench_with_input(
+        BenchmarkId::new("predict_with_gradient", &label),
+        &x,
+        |b, x| b.iter(|| model.predict_with_gradient(black_box(x))),
+    );
     group.finish();
 }
 

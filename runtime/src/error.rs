@@ -35,8 +35,11 @@ impl fmt::Display for Dimension {
 /// let err = Model::<4, 2, 2>::from_bytes(b"not a model").unwrap_err();
 /// assert_eq!(err, Error::BadMagic);
 /// ```
+///
+/// Not `#[non_exhaustive]`: the C ABI (`sgp-capi`) gives every variant a
+/// status code of its own in an exhaustive `match`, so a new variant fails
+/// to compile there until it has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Error {
     /// The blob is shorter than its header says (or than any header).
     Truncated {

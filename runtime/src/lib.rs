@@ -14,6 +14,11 @@
 //! 5. regression: `y_mean + y_scale m`, `y_scale^2 (v + noise)`;
 //!    probit: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
 //!
+//! [`Model::predict_with_gradient`] also gives the gradients of the mean
+//! and variance with respect to the raw inputs (and
+//! [`Model::probability_with_gradient`] the class probability's), for
+//! controllers and filters that linearise the model.
+//!
 //! Capacities are const generics: `Model<M, G, D>` holds at most `M` basis
 //! functions in `G` feature dimensions with `D` raw inputs; a blob may be
 //! smaller, never larger. The blob format is in `FORMAT.md`.
@@ -52,4 +57,4 @@ pub use format::ModelSpec;
 pub use format::{
     Field, Link, ModelKind, Shape, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN, VERSION,
 };
-pub use model::{ram_bytes, Model, Prediction};
+pub use model::{ram_bytes, Model, Prediction, PredictionWithGradient, ProbabilityWithGradient};

@@ -119,6 +119,48 @@ pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: 
     sum
 }
 
+/// `sum_i weights_i (w_ig / 2) (z_g - c_ig)` for every feature `g`, over
+/// the first `m` basis rows `rows[i][g] = (c_ig, w_ig / 2)`: the feature
+/// sums of both gradients at once. Four features at a time, each four
+/// streamed over all the rows with its eight sums passed by value, so that
+/// they stay in registers whatever `G` is.
+pub(crate) fn weighted_offset_sums<const G: usize>(
+    rows: &[[[f32; 2]; G]],
+    weights: &[[f32; 2]],
+    z: &[f32; G],
+    m: usize,
+) -> [[f32; 2]; G] {
+    let term = |[s0, s1]: [f32; 2], &[c, half_w]: &[f32; 2], z: f32, [w0, w1]: [f32; 2]| {
+        let t = half_w * (z - c);
+        [s0 + w0 * t, s1 + w1 * t]
+    };
+    let rows = || rows.iter().zip(weights).take(m);
+    let mut sums = [[0.0f32; 2]; G];
+    let (s4, s_tail) = sums.as_chunks_mut::<4>();
+    let (z4, z_tail) = z.as_chunks::<4>();
+    for (chunk, (s, &[z0, z1, z2, z3])) in s4.iter_mut().zip(z4).enumerate() {
+        *s = rows().fold([[0.0; 2]; 4], |[a0, a1, a2, a3], (row, &w)| {
+            match row.as_chunks::<4>().0.get(chunk) {
+                Some([p0, p1, p2, p3]) => [
+                    term(a0, p0, z0, w),
+                    term(a1, p1, z1, w),
+                    term(a2, p2, z2, w),
+                    term(a3, p3, z3, w),
+                ],
+                None => [a0, a1, a2, a3],
+            }
+        });
+    }
+    let first_tail = G / 4 * 4;
+    for (g, (s, &zg)) in (first_tail..).zip(s_tail.iter_mut().zip(z_tail)) {
+        *s = rows().fold([0.0; 2], |a, (row, &w)| match row.get(g) {
+            Some(p) => term(a, p, zg, w),
+            None => a,
+        });
+    }
+    sums
+}
+
 /// Rows solved together by the two-factor solver.
 const BLOCK: usize = 4;
 
@@ -168,6 +210,10 @@ const fn block_start(b: usize) -> usize {
 /// `u2 = L2^{-1} k`, over the packed storage (see [`packed_index`]);
 /// returns `(|u1|^2, |u2|^2)`, the second 0 for one factor. The diagonals
 /// are stored as reciprocals so the solves never divide.
+///
+/// The solutions are left in `u` for [`back_substitute_packed`]: pairs
+/// `(u1_i, u2_i)` with two factors, `u1` in the first `m` numbers of
+/// `u.as_flattened()` with one (its solve streams a contiguous vector).
 pub(crate) fn solve_packed<const M: usize>(
     packed: &[f32],
     inv_diagonal1: &[f32; M],
@@ -175,11 +221,15 @@ pub(crate) fn solve_packed<const M: usize>(
     k: &[f32; M],
     m: usize,
     two_factors: bool,
+    u: &mut [[f32; 2]; M],
 ) -> (f32, f32) {
     if two_factors {
-        solve_two(packed, inv_diagonal1, inv_diagonal2, k, m)
+        solve_two(packed, inv_diagonal1, inv_diagonal2, k, m, u)
     } else {
-        (solve_one(packed, inv_diagonal1, k, m), 0.0)
+        (
+            solve_one(packed, inv_diagonal1, k, m, u.as_flattened_mut()),
+            0.0,
+        )
     }
 }
 
@@ -188,8 +238,8 @@ fn solve_one<const M: usize>(
     inv_diagonal: &[f32; M],
     k: &[f32; M],
     m: usize,
+    u: &mut [f32],
 ) -> f32 {
-    let mut u = [0.0f32; M];
     let mut norm = 0.0f32;
     let mut rest = packed;
     for (i, (&ki, &inv)) in k.iter().zip(inv_diagonal).enumerate().take(m) {
@@ -197,7 +247,7 @@ fn solve_one<const M: usize>(
             break;
         };
         rest = tail;
-        let ui = (ki - dot(row, &u)) * inv;
+        let ui = (ki - dot(row, u)) * inv;
         norm += ui * ui;
         if let Some(slot) = u.get_mut(i) {
             *slot = ui;
@@ -212,10 +262,10 @@ fn solve_two<const M: usize>(
     inv_diagonal2: &[f32; M],
     k: &[f32; M],
     m: usize,
+    u: &mut [[f32; 2]; M],
 ) -> (f32, f32) {
     // Four rows at a time: each loaded u pair feeds eight multiply-adds,
     // and the block's numbers are one contiguous stream.
-    let mut u = [[0.0f32; 2]; M];
     let mut norms = [0.0f32; 2];
     let mut rest = packed;
     let inputs = k
@@ -272,7 +322,7 @@ fn solve_two<const M: usize>(
             break;
         };
         rest = tail;
-        let (dot1, dot2) = dot_pairs(row.as_chunks::<2>().0, &u);
+        let (dot1, dot2) = dot_pairs(row.as_chunks::<2>().0, u);
         let at = |v: &[f32; M]| v.get(i).copied().unwrap_or(0.0);
         let ki = at(k);
         let pair = [
@@ -311,6 +361,177 @@ fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
     [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
 }
 
+/// The back substitutions `r1 = L1^{-T} u1` and, with two factors,
+/// `r2 = L2^{-T} u2`, in place over the forward solutions [`solve_packed`]
+/// left in `u`; afterwards `u[i] = (r1_i, r2_i)` whatever the number of
+/// factors (`r2 = 0` with one). These are the weights of the variance's
+/// gradient: `d|u1|^2 = 2 r1 . dk`.
+///
+/// `L^T` is walked by rows of `L`, last first (`acc[..j] -= L[j][..j] r_j`),
+/// so the solves stream the same packed rows as the forward ones, in
+/// reverse; two factors again four rows per block.
+pub(crate) fn back_substitute_packed<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    inv_diagonal2: &[f32; M],
+    u: &mut [[f32; 2]; M],
+    m: usize,
+    two_factors: bool,
+) {
+    if two_factors {
+        back_two(packed, inv_diagonal1, inv_diagonal2, u, m);
+    } else {
+        back_one(packed, inv_diagonal1, u.as_flattened_mut(), m);
+        // Spread r1 from the first m numbers into the pairs' first halves,
+        // last first: slot i is read before pair i (numbers 2i, 2i + 1 >= i)
+        // is written.
+        for i in (0..m).rev() {
+            let r = u.as_flattened().get(i).copied().unwrap_or(0.0);
+            if let Some(pair) = u.get_mut(i) {
+                *pair = [r, 0.0];
+            }
+        }
+    }
+}
+
+fn back_one<const M: usize>(packed: &[f32], inv_diagonal: &[f32; M], acc: &mut [f32], m: usize) {
+    let Some(mut rest) = packed.get(..m * m.saturating_sub(1) / 2) else {
+        return;
+    };
+    for (j, &inv) in inv_diagonal.iter().enumerate().take(m).rev() {
+        let Some((before, row)) = rest
+            .len()
+            .checked_sub(j)
+            .and_then(|at| rest.split_at_checked(at))
+        else {
+            break;
+        };
+        rest = before;
+        let Some((head, tail)) = acc.split_at_mut_checked(j) else {
+            break;
+        };
+        let Some(slot) = tail.first_mut() else {
+            break;
+        };
+        let r = *slot * inv;
+        *slot = r;
+        subtract_scaled(head, row, r);
+    }
+}
+
+/// `acc -= r row` over the common length, four at a time (fewer loop
+/// branches on the Cortex-M4, which has no vector unit for this).
+#[inline(always)]
+fn subtract_scaled(acc: &mut [f32], row: &[f32], r: f32) {
+    let n = acc.len().min(row.len());
+    let (Some(acc), Some(row)) = (acc.get_mut(..n), row.get(..n)) else {
+        return;
+    };
+    let (acc4, acc_tail) = acc.as_chunks_mut::<4>();
+    let (row4, row_tail) = row.as_chunks::<4>();
+    for (a, l) in acc4.iter_mut().zip(row4) {
+        let [a0, a1, a2, a3] = *a;
+        let [l0, l1, l2, l3] = *l;
+        *a = [a0 - l0 * r, a1 - l1 * r, a2 - l2 * r, a3 - l3 * r];
+    }
+    for (a, &l) in acc_tail.iter_mut().zip(row_tail) {
+        *a -= l * r;
+    }
+}
+
+fn back_two<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    inv_diagonal2: &[f32; M],
+    acc: &mut [[f32; 2]; M],
+    m: usize,
+) {
+    let full_rows = m / BLOCK * BLOCK;
+    let blocks_end = block_start(full_rows / BLOCK);
+    // Rows past the last full block hold 2 row numbers each.
+    let rows_end = blocks_end + m * m.saturating_sub(1) - full_rows * full_rows.saturating_sub(1);
+    let Some((mut blocks, mut rows)) = packed
+        .get(..rows_end)
+        .and_then(|p| p.split_at_checked(blocks_end))
+    else {
+        return;
+    };
+    for j in (full_rows..m).rev() {
+        let (Some(&inv1), Some(&inv2)) = (inv_diagonal1.get(j), inv_diagonal2.get(j)) else {
+            break;
+        };
+        let Some((before, row)) = rows
+            .len()
+            .checked_sub(2 * j)
+            .and_then(|at| rows.split_at_checked(at))
+        else {
+            break;
+        };
+        rows = before;
+        let Some((head, tail)) = acc.split_at_mut_checked(j) else {
+            break;
+        };
+        let Some(slot) = tail.first_mut() else {
+            break;
+        };
+        let r = [slot[0] * inv1, slot[1] * inv2];
+        *slot = r;
+        for (a, &[l1, l2]) in head.iter_mut().zip(row.as_chunks::<2>().0) {
+            *a = [a[0] - l1 * r[0], a[1] - l2 * r[1]];
+        }
+    }
+    let diagonals = inv_diagonal1
+        .as_chunks::<BLOCK>()
+        .0
+        .iter()
+        .zip(inv_diagonal2.as_chunks::<BLOCK>().0)
+        .enumerate();
+    for (b, (d1, d2)) in diagonals.take(full_rows / BLOCK).rev() {
+        let i0 = BLOCK * b;
+        let Some((before, block)) = blocks.split_at_checked(block_start(b)) else {
+            break;
+        };
+        blocks = before;
+        let Some((main, corner)) = block.split_at_checked(2 * BLOCK * i0) else {
+            break;
+        };
+        let Ok(&[c10, c20, c21, c30, c31, c32]) =
+            <&[[f32; 2]; 6]>::try_from(corner.as_chunks::<2>().0)
+        else {
+            break;
+        };
+        let Some((done, todo)) = acc.split_at_mut_checked(i0) else {
+            break;
+        };
+        let Some(slots) = todo.first_chunk_mut::<BLOCK>() else {
+            break;
+        };
+        // The block's corner first, its last row first.
+        let [a0, a1, a2, a3] = *slots;
+        let ([p0, p1, p2, p3], [q0, q1, q2, q3]) = (*d1, *d2);
+        let r3 = [a3[0] * p3, a3[1] * q3];
+        let r2 = [(a2[0] - c32[0] * r3[0]) * p2, (a2[1] - c32[1] * r3[1]) * q2];
+        let r1 = [
+            (a1[0] - c21[0] * r2[0] - c31[0] * r3[0]) * p1,
+            (a1[1] - c21[1] * r2[1] - c31[1] * r3[1]) * q1,
+        ];
+        let r0 = [
+            (a0[0] - c10[0] * r1[0] - c20[0] * r2[0] - c30[0] * r3[0]) * p0,
+            (a0[1] - c10[1] * r1[1] - c20[1] * r2[1] - c30[1] * r3[1]) * q0,
+        ];
+        *slots = [r0, r1, r2, r3];
+        // Then every earlier row, one column of the block (eight numbers)
+        // at a time; one chain of multiply-subtracts per factor.
+        for (a, column) in done.iter_mut().zip(main.as_chunks::<8>().0) {
+            let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
+            *a = [
+                a[0] - l0 * r0[0] - l2 * r1[0] - l4 * r2[0] - l6 * r3[0],
+                a[1] - l1 * r0[1] - l3 * r1[1] - l5 * r2[1] - l7 * r3[1],
+            ];
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
@@ -346,6 +567,99 @@ mod tests {
                             seen[at] = true;
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Forward then back substitution through the packed layout against
+    /// `L^{-T} L^{-1} k` in f64, for every `m` up to the capacity (full
+    /// blocks, partial ones, one factor and two).
+    #[test]
+    fn back_substitution_gives_the_inverse_of_l_lt_times_k() {
+        const M: usize = 19;
+        for m in 1..=M {
+            for two in [false, true] {
+                // Diagonally dominant lower factors with entries of both signs.
+                let entry = |f: usize, i: usize, j: usize| -> f64 {
+                    if i == j {
+                        2.0 + 0.1 * (i + f) as f64
+                    } else {
+                        0.3 * (((3 * i + 7 * j + 5 * f) % 11) as f64 / 5.0 - 1.0)
+                    }
+                };
+                let mut packed = [[0.0f32; M]; M];
+                let mut inv = [[0.0f32; M]; 2];
+                for (f, diagonal) in inv.iter_mut().enumerate().take(if two { 2 } else { 1 }) {
+                    for (i, slot) in diagonal.iter_mut().enumerate().take(m) {
+                        *slot = (1.0 / entry(f, i, i)) as f32;
+                        for j in 0..i {
+                            let at = packed_index(i, j, f, m, two);
+                            packed.as_flattened_mut()[at] = entry(f, i, j) as f32;
+                        }
+                    }
+                }
+                let k: [f32; M] = core::array::from_fn(|i| 0.5 - 0.13 * i as f32);
+                let mut u = [[0.0f32; 2]; M];
+                let (n1, n2) =
+                    solve_packed(packed.as_flattened(), &inv[0], &inv[1], &k, m, two, &mut u);
+                back_substitute_packed(packed.as_flattened(), &inv[0], &inv[1], &mut u, m, two);
+                for f in 0..2 {
+                    // f64: forward, then backward, on the same f32 entries.
+                    let l = |i: usize, j: usize| -> f64 {
+                        if i == j {
+                            1.0 / f64::from(inv[f][i])
+                        } else {
+                            f64::from(entry(f, i, j) as f32)
+                        }
+                    };
+                    let mut y = std::vec![0.0f64; m];
+                    for i in 0..m {
+                        let s: f64 = (0..i).map(|j| l(i, j) * y[j]).sum();
+                        y[i] = (f64::from(k[i]) - s) / l(i, i);
+                    }
+                    let norm: f64 = y.iter().map(|v| v * v).sum();
+                    let mut r = y.clone();
+                    for i in (0..m).rev() {
+                        let s: f64 = (i + 1..m).map(|j| l(j, i) * r[j]).sum();
+                        r[i] = (y[i] - s) / l(i, i);
+                    }
+                    let used = f == 0 || two;
+                    let got_norm = if f == 0 { n1 } else { n2 };
+                    let want_norm = if used { norm } else { 0.0 };
+                    assert!((f64::from(got_norm) - want_norm).abs() <= 1e-5 * want_norm.max(1.0));
+                    for i in 0..m {
+                        let want = if used { r[i] } else { 0.0 };
+                        assert!(
+                            (f64::from(u[i][f]) - want).abs() <= 1e-5 * want.abs().max(1.0),
+                            "m {m} two {two} factor {f} row {i}: {} vs {want}",
+                            u[i][f]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Two chunks of four features and a tail of one, against plain sums,
+    /// for every number of rows up to the capacity (rows past `m` ignored).
+    #[test]
+    fn weighted_offset_sums_match_plain_sums() {
+        const G: usize = 9;
+        let rows: [[[f32; 2]; G]; 5] = core::array::from_fn(|i| {
+            core::array::from_fn(|g| [0.3 * i as f32 - 0.1 * g as f32, 0.5 + 0.05 * (i + g) as f32])
+        });
+        let weights: [[f32; 2]; 5] =
+            core::array::from_fn(|i| [1.0 - 0.2 * i as f32, 0.1 * i as f32]);
+        let z: [f32; G] = core::array::from_fn(|g| 0.7 - 0.15 * g as f32);
+        for m in 0..=5 {
+            let sums = weighted_offset_sums(&rows, &weights, &z, m);
+            for g in 0..G {
+                for f in 0..2 {
+                    let plain: f32 = (0..m)
+                        .map(|i| weights[i][f] * rows[i][g][1] * (z[g] - rows[i][g][0]))
+                        .sum();
+                    assert!((sums[g][f] - plain).abs() <= 1e-6, "m {m} g {g} f {f}");
                 }
             }
         }

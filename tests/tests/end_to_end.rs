@@ -5,89 +5,13 @@
 
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Model, ModelKind, ModelSpec};
+use sgp_tests::{data, fitted, params};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
-use sgp_trainer::fit::gplasso::GplassoParams;
-use sgp_trainer::fit::ivm::IvmParams;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, ProjectedParams, SparseParams};
+use sgp_trainer::fit::{fit, Method};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::optimise::OptimiseOptions;
-
-fn data(n: usize, d: usize, seed: u64) -> Dataset {
-    let (x, y) = synthetic(n, d, seed);
-    let names = (1..=d).map(|j| format!("x{j}")).collect();
-    Dataset::from_raw(x, y, names, "y".into()).unwrap()
-}
-
-fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
-    let train = data(300, 3, seed);
-    let model = fit(&train, &params(method, m, seed, 60), &mut |_| {})
-        .unwrap()
-        .model;
-    (train, model)
-}
-
-fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
-    let optimiser = OptimiseOptions {
-        max_iter,
-        ..OptimiseOptions::default()
-    };
-    match method {
-        Method::Exact => FitParams::Exact(ExactParams {
-            seed,
-            optimiser,
-            ..ExactParams::default()
-        }),
-        Method::Spgp => FitParams::Spgp(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::Vsgp => FitParams::Vsgp(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::SpgpHs => FitParams::SpgpHs(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::SpgpDr | Method::SpgpPca => {
-            let p = ProjectedParams {
-                sparse: SparseParams {
-                    m,
-                    seed,
-                    optimiser,
-                    ..SparseParams::default()
-                },
-                dim: 2,
-            };
-            if method == Method::SpgpDr {
-                FitParams::SpgpDr(p)
-            } else {
-                FitParams::SpgpPca(p)
-            }
-        }
-        Method::Gplasso => FitParams::Gplasso(GplassoParams {
-            m,
-            seed,
-            optimiser,
-            ..GplassoParams::default()
-        }),
-        Method::Ivm => FitParams::Ivm(IvmParams {
-            m,
-            seed,
-            optimiser,
-            ..IvmParams::default()
-        }),
-    }
-}
 
 fn assert_runtime_matches(model: &TrainedModel) {
     let held_out = data(200, 3, 99);

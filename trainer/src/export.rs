@@ -230,9 +230,11 @@ pub fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
 }
 
 /// Golden values for firmware tests, as Rust source: the f64 trainer's
-/// predictions (mean and variance of `y`) at the rows of `x` (raw inputs),
-/// in the form `firmware-example` includes (`DIM`, `Y_SCALE`, `INPUTS`,
-/// `EXPECTED`).
+/// predictions (mean and variance of `y`) at the rows of `x` (raw inputs)
+/// and their input gradients (central differences,
+/// [`crate::gradient::central_differences`]), in the form
+/// `firmware-example` includes (`DIM`, `Y_SCALE`, `INPUTS`, `EXPECTED`,
+/// `GRADIENTS`).
 ///
 /// # Errors
 /// If the model cannot predict at `x`.
@@ -267,6 +269,19 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
     );
     for i in 0..n {
         let _ = writeln!(s, "    ({:e}, {:e}),", p.mean[i], p.var[i]);
+    }
+    let _ = writeln!(s, "];");
+    let g = crate::gradient::central_differences(model, x)?;
+    let _ = writeln!(
+        s,
+        "/// (d mean / d x_j, d variance / d x_j) at each input row, row-major like INPUTS.\npub static GRADIENTS: [(f32, f32); {}] = [",
+        n * d
+    );
+    for i in 0..n {
+        let cells: Vec<String> = (0..d)
+            .map(|j| format!("({:e}, {:e})", g.mean[(i, j)], g.var[(i, j)]))
+            .collect();
+        let _ = writeln!(s, "    {},", cells.join(", "));
     }
     let _ = writeln!(s, "];");
     Ok(s)

@@ -7,11 +7,13 @@
 //! the fitting procedures, built from `kernel`, `features`, `inference` and
 //! `optimise`) → `model` (a [`model::TrainedModel`] in runtime form, which can
 //! predict itself in f64) → `export` (blob bytes plus the f32 fidelity check)
-//! → `metrics`. `synth` generates data with known truth for tests and
-//! benchmarks. `sweep` fits a grid of models and picks one for a device's
-//! budget (`cost` estimates its instructions per prediction); `plot` draws
-//! a blob's predictions.
+//! → `metrics`; `codegen` writes a blob as C or Rust source for firmware.
+//! `synth` generates data with known truth for tests and benchmarks.
+//! `sweep` fits a grid of models and picks one for a device's budget
+//! (`cost` estimates its instructions per prediction); `plot` draws a
+//! blob's predictions.
 
+pub mod codegen;
 pub mod cost;
 pub mod cure;
 pub mod data;
@@ -22,6 +24,7 @@ pub mod evaluate;
 pub mod export;
 pub mod features;
 pub mod fit;
+pub mod gradient;
 pub mod icf;
 pub mod inference;
 pub mod init;

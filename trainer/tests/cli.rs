@@ -481,6 +481,8 @@ fn blob_rejected_everywhere(dir: &TempDir, name: &str) {
         vec!["eval", "--model", name, "--data", "data.csv"],
         vec!["inspect", name],
         vec!["inspect", name, "--json"],
+        vec!["export", "--model", name, "--format", "c"],
+        vec!["export", "--model", name, "--format", "rust"],
     ] {
         let out = sgp(dir, &args);
         assert_bad_input(&out, &[name]);
@@ -535,6 +537,54 @@ fn blob_with_one_flipped_byte_is_rejected() {
         dir.write("flipped.sgp", &bad);
         blob_rejected_everywhere(&dir, "flipped.sgp");
     }
+}
+
+#[test]
+fn export_writes_c_and_rust_source_and_refuses_bad_options() {
+    let dir = TempDir::new("export");
+    synth(&dir, "data.csv", 80, 2);
+    fit_spgp(&dir, "data.csv", "Heater-2.sgp", "0");
+    let blob = dir.read("Heater-2.sgp");
+    let export = |options: &[&str]| {
+        let args = [&["export", "--model", "Heater-2.sgp"], options].concat();
+        sgp(&dir, &args)
+    };
+
+    // C into a file; the name comes from the file's stem.
+    assert!(ok(&export(&["--format", "c", "--out", "h.h"]), "export c").is_empty());
+    let c = String::from_utf8(dir.read("h.h")).unwrap();
+    for line in [
+        "static const uint8_t heater_2_blob[HEATER_2_BLOB_LEN] = {",
+        &format!("#define HEATER_2_BLOB_LEN {}\n", blob.len()),
+        "Inputs, in the order sgp_model_predict takes them: x1, x2.",
+    ] {
+        assert!(c.contains(line), "{line}\n{c}");
+    }
+
+    // Rust on standard output, named.
+    let rust = ok(
+        &export(&["--format", "rust", "--name", "boiler"]),
+        "export rust",
+    );
+    for line in [
+        "pub mod boiler {",
+        "pub const INPUTS: [&str; 2] = [\"x1\", \"x2\"];",
+        "pub type Model = sgp_runtime::Model<8, 2, 2>;",
+    ] {
+        assert!(rust.contains(line), "{line}\n{rust}");
+    }
+
+    // An unknown format is a usage error (exit 2) naming the valid ones.
+    let out = export(&["--format", "cpp"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value 'cpp'") && err.contains("[possible values: c, rust]"));
+    assert!(out.stdout.is_empty());
+
+    let out = export(&["--format", "c", "--name", "Heater"]);
+    assert_bad_input(&out, &["--name 'Heater'", "lowercase"]);
+    let out = export(&["--format", "rust", "--name", "mod"]);
+    assert_bad_input(&out, &["Rust keyword", "mod_model"]);
 }
 
 #[test]

@@ -41,12 +41,14 @@ static mut INPUTS_16: [[f32; DR_INPUT_DIM]; N_INPUTS] = [
 const N_MODELS: usize = 8;
 /// Results written volatile so nothing can be optimised away: per model
 /// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR, SPGP D = 16 and the IVM
-/// classifier at M = 32) and input, (mean, variance) from `predict` and `mean`.
-static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; N_MODELS] =
-    [[(0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
+/// classifier at M = 32) and input, (mean, variance) from `predict`, `mean`,
+/// and the sum of everything `predict_with_gradient` returns.
+static mut OUTPUTS: [[(f32, f32, f32, f32); N_INPUTS]; N_MODELS] =
+    [[(0.0, 0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
 /// The IVM classifier's `probability` per input (its path adds the normal
-/// CDF and a square root to `predict`'s).
-static mut PROBABILITIES: [f32; N_INPUTS] = [0.0; N_INPUTS];
+/// CDF and a square root to `predict`'s) and the sum of what
+/// `probability_with_gradient` returns.
+static mut PROBABILITIES: [(f32, f32); N_INPUTS] = [(0.0, 0.0); N_INPUTS];
 
 #[cfg(not(debug_assertions))]
 extern "C" {
@@ -117,15 +119,17 @@ fn main() -> ! {
     }
 }
 
-/// (mean, variance) from `predict` and the mean from `mean`, per input.
+/// (mean, variance) from `predict`, the mean from `mean`, and the sum of
+/// `predict_with_gradient`'s values and gradients (every number is used,
+/// so none of its code can be dropped), per input.
 ///
 /// # Safety
 /// `inputs` must point to a static that nothing else accesses.
 unsafe fn run<const M: usize, const G: usize, const D: usize>(
     model: &Model<M, G, D>,
     inputs: *const [[f32; D]; N_INPUTS],
-) -> [(f32, f32, f32); N_INPUTS] {
-    let mut out = [(0.0, 0.0, 0.0); N_INPUTS];
+) -> [(f32, f32, f32, f32); N_INPUTS] {
+    let mut out = [(0.0, 0.0, 0.0, 0.0); N_INPUTS];
     for (i, slot) in out.iter_mut().enumerate() {
         let mut x = [0.0f32; D];
         for (j, xj) in x.iter_mut().enumerate() {
@@ -135,27 +139,41 @@ unsafe fn run<const M: usize, const G: usize, const D: usize>(
         let x = demo_reachable_panic(&x);
         let (mean, variance) = model::predict(model, x);
         let mean_only = model::mean(model, x);
-        *slot = (mean, variance, mean_only);
+        let g = model::predict_with_gradient(model, x);
+        let gradient_sum = g
+            .mean_gradient
+            .iter()
+            .chain(&g.variance_gradient)
+            .sum::<f32>()
+            + g.mean
+            + g.variance;
+        *slot = (mean, variance, mean_only, gradient_sum);
     }
     out
 }
 
-/// `probability` per input.
+/// `probability`, and the sum of what `probability_with_gradient` returns,
+/// per input.
 ///
 /// # Safety
 /// `inputs` must point to a static that nothing else accesses.
 unsafe fn probabilities<const M: usize, const G: usize, const D: usize>(
     model: &Model<M, G, D>,
     inputs: *const [[f32; D]; N_INPUTS],
-) -> [f32; N_INPUTS] {
-    let mut out = [0.0; N_INPUTS];
+) -> [(f32, f32); N_INPUTS] {
+    let mut out = [(0.0, 0.0); N_INPUTS];
     for (i, slot) in out.iter_mut().enumerate() {
         let mut x = [0.0f32; D];
         for (j, xj) in x.iter_mut().enumerate() {
             // SAFETY: in-bounds (i < N_INPUTS, j < D) read of the static.
             *xj = unsafe { read_volatile(addr_of!((*inputs)[i][j])) };
         }
-        *slot = model::probability(model, demo_reachable_panic(&x));
+        let x = demo_reachable_panic(&x);
+        let with_gradient = match model.probability_with_gradient(x) {
+            Ok(p) => p.probability + p.gradient.iter().sum::<f32>(),
+            Err(_) => f32::NAN,
+        };
+        *slot = (model::probability(model, x), with_gradient);
     }
     out
 }

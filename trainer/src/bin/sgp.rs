@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
+use sgp_trainer::codegen::{default_name, export_source, Format};
 use sgp_trainer::cure::{export_fitted, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
@@ -84,6 +85,24 @@ enum Command {
         /// is reported for them, with whether the model fits.
         #[arg(long, value_name = "M[,G,D]")]
         capacity: Option<String>,
+    },
+    /// Write a blob as source code to compile into firmware: a C header for
+    /// the sgp C library, or a Rust file to `include!`.
+    Export {
+        /// The model blob.
+        #[arg(long)]
+        model: PathBuf,
+        /// `c`: the blob as an aligned array and its length; `rust`: a module
+        /// with the blob, the input names and the `Model` type of its sizes.
+        #[arg(long, value_enum)]
+        format: Format,
+        /// Output file (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Rust module name and C identifier prefix (default: the blob's file
+        /// name, e.g. `heater` for heater.sgp).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Write a synthetic regression data set as CSV (stdout): a smooth
     /// D-dimensional ridge function, or one of the shapes users feed in.
@@ -296,7 +315,8 @@ struct FitArgs {
     #[arg(long)]
     json: bool,
     /// Also write golden values (Rust source) for firmware tests: f64
-    /// predictions at 12 training rows and 4 far-away points.
+    /// predictions and their input gradients at 12 training rows and 4
+    /// far-away points.
     #[arg(long)]
     golden: Option<PathBuf>,
 }
@@ -397,6 +417,12 @@ fn run(cli: &Cli) -> Result<()> {
             json,
             capacity,
         } => inspect_command(model, *json, capacity.as_deref()),
+        Command::Export {
+            model,
+            format,
+            out,
+            name,
+        } => export_command(model, *format, out.as_deref(), name.as_deref()),
         Command::Synth {
             rows,
             dim,
@@ -880,6 +906,25 @@ fn print_evaluation(e: &Evaluation) {
 
 fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string_pretty(value).map_err(|e| Error::Numerical(format!("JSON: {e}")))
+}
+
+fn export_command(
+    model: &Path,
+    format: Format,
+    out: Option<&Path>,
+    name: Option<&str>,
+) -> Result<()> {
+    let (blob, _) = read_blob(model)?;
+    let name = name.map_or_else(|| default_name(model), str::to_string);
+    let source = export_source(&blob, format, &name, &model.display().to_string())?;
+    match out {
+        Some(path) => write_file(path, source.as_bytes()),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(source.as_bytes()).map_err(stdout_error)?;
+            stdout.flush().map_err(stdout_error)
+        }
+    }
 }
 
 fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {

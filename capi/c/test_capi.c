@@ -1,0 +1,217 @@
+/* The sgp C library from C: exported blobs load, predictions match the f64
+ * trainer within the project's tolerance (QUALITY.md: mean within 1% of the
+ * predictive standard deviation, at least 1e-4 y_scale; variance within 1%;
+ * class probability within 1e-3), and every misuse gets its own status code.
+ *
+ * Built and run by capi/tests/c_program.rs, which writes the headers below:
+ * the blobs with `sgp export --format c`'s code, golden.h with the trainer's
+ * predictions. Exit status 0 if every check passed, 1 otherwise. With the
+ * argument --perturb the golden values are moved by twice their tolerance,
+ * so that every golden check must fail: the test runs that too, to show that
+ * the checks can fail. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sgp.h"
+
+#include "classifier.h"      /* probit classifier */
+#include "heater.h"          /* regression model */
+#include "too_many_basis.h"  /* SGP_CAPACITY_M + 1 basis functions */
+#include "too_many_inputs.h" /* SGP_CAPACITY_D + 1 inputs, projected to one feature */
+#include "too_wide.h"        /* SGP_CAPACITY_G + 1 inputs and features */
+
+#include "golden.h"
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond, ...)                                                \
+    do {                                                                \
+        checks++;                                                       \
+        if (!(cond)) {                                                  \
+            failures++;                                                 \
+            printf("FAILED %s:%d: ", __FILE__, __LINE__);               \
+            printf(__VA_ARGS__);                                        \
+            printf("\n");                                               \
+        }                                                               \
+    } while (0)
+
+#define EXPECT_STATUS(call, expected)                                   \
+    do {                                                                \
+        SgpStatus got_ = (call);                                        \
+        CHECK(got_ == (expected), "%s: %d (%s), expected %s", #call,    \
+              (int)got_, sgp_status_message(got_), #expected);          \
+    } while (0)
+
+static SgpModel model;
+static SgpModel classifier;
+static SgpModel scratch;
+
+static void golden_regression(double shift) {
+    for (unsigned i = 0; i < GOLDEN_N; i++) {
+        SgpPrediction p;
+        float mean = NAN;
+        EXPECT_STATUS(sgp_model_predict(&model, golden_x[i], HEATER_INPUT_DIM, &p),
+                      SGP_STATUS_OK);
+        double expected = golden_mean[i] + shift * golden_mean_tolerance[i];
+        CHECK(fabs(p.mean - expected) <= golden_mean_tolerance[i],
+              "point %u: mean %.9g, trainer %.9g, tolerance %.3g", i, p.mean, expected,
+              golden_mean_tolerance[i]);
+        double variance = golden_variance[i] * (1.0 + shift * GOLDEN_VARIANCE_TOLERANCE);
+        CHECK(fabs(p.variance - variance) <= GOLDEN_VARIANCE_TOLERANCE * golden_variance[i],
+              "point %u: variance %.9g, trainer %.9g", i, p.variance, variance);
+        EXPECT_STATUS(sgp_model_mean(&model, golden_x[i], HEATER_INPUT_DIM, &mean),
+                      SGP_STATUS_OK);
+        CHECK(mean == p.mean, "point %u: mean only %.9g, with the variance %.9g", i, mean,
+              p.mean);
+    }
+}
+
+static void golden_classifier(double shift) {
+    for (unsigned i = 0; i < CLASS_N; i++) {
+        float probability = NAN;
+        EXPECT_STATUS(
+            sgp_model_probability(&classifier, class_x[i], CLASSIFIER_INPUT_DIM, &probability),
+            SGP_STATUS_OK);
+        double expected = class_probability[i] + shift * GOLDEN_PROBABILITY_TOLERANCE;
+        CHECK(fabs(probability - expected) <= GOLDEN_PROBABILITY_TOLERANCE,
+              "point %u: P(+1) %.9g, trainer %.9g", i, probability, expected);
+        SgpPrediction latent;
+        EXPECT_STATUS(sgp_model_predict(&classifier, class_x[i], CLASSIFIER_INPUT_DIM, &latent),
+                      SGP_STATUS_OK);
+        CHECK(latent.variance >= 0.0f, "point %u: latent variance %g", i, latent.variance);
+    }
+}
+
+/* Refusals of blobs: each kind of damage has its own code, and a failed load
+ * leaves storage that predicts nothing. */
+static void bad_blobs(void) {
+    static uint8_t copy[HEATER_BLOB_LEN + 1];
+    const float x[HEATER_INPUT_DIM] = {0};
+    SgpPrediction p;
+
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, heater_blob, HEATER_BLOB_LEN),
+                  SGP_STATUS_OK);
+    CHECK(sgp_model_input_dim(&scratch) == HEATER_INPUT_DIM, "input dim %u",
+          (unsigned)sgp_model_input_dim(&scratch));
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, heater_blob, HEATER_BLOB_LEN - 1),
+                  SGP_STATUS_TRUNCATED);
+    EXPECT_STATUS(sgp_model_predict(&scratch, x, HEATER_INPUT_DIM, &p), SGP_STATUS_NOT_LOADED);
+    CHECK(sgp_model_input_dim(&scratch) == 0, "input dim after a failed load %u",
+          (unsigned)sgp_model_input_dim(&scratch));
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, heater_blob, 3),
+                  SGP_STATUS_TRUNCATED);
+
+    memcpy(copy, heater_blob, HEATER_BLOB_LEN);
+    copy[HEATER_BLOB_LEN] = 0;
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, copy, HEATER_BLOB_LEN + 1),
+                  SGP_STATUS_TRAILING_BYTES);
+    copy[0] = 'X';
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, copy, HEATER_BLOB_LEN),
+                  SGP_STATUS_BAD_MAGIC);
+    copy[0] = heater_blob[0];
+    copy[4] = 99;
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, copy, HEATER_BLOB_LEN),
+                  SGP_STATUS_UNSUPPORTED_VERSION);
+    copy[4] = heater_blob[4];
+    copy[HEATER_BLOB_LEN / 2] ^= 0x10;
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, copy, HEATER_BLOB_LEN),
+                  SGP_STATUS_CRC_MISMATCH);
+
+    EXPECT_STATUS(
+        sgp_model_load(&scratch, sizeof scratch, too_many_basis_blob, TOO_MANY_BASIS_BLOB_LEN),
+        SGP_STATUS_CAPACITY_EXCEEDED_BASIS);
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, too_wide_blob, TOO_WIDE_BLOB_LEN),
+                  SGP_STATUS_CAPACITY_EXCEEDED_FEATURE);
+    EXPECT_STATUS(
+        sgp_model_load(&scratch, sizeof scratch, too_many_inputs_blob, TOO_MANY_INPUTS_BLOB_LEN),
+        SGP_STATUS_CAPACITY_EXCEEDED_INPUT);
+    EXPECT_STATUS(sgp_model_predict(&scratch, x, HEATER_INPUT_DIM, &p), SGP_STATUS_NOT_LOADED);
+}
+
+/* Misuse of the calls themselves: NULL pointers, wrong lengths, storage
+ * smaller than the header says, bad inputs, the wrong question. */
+static void bad_calls(void) {
+    float x[HEATER_INPUT_DIM + 1] = {0};
+    SgpPrediction p;
+    float value;
+
+    EXPECT_STATUS(sgp_model_load(NULL, sizeof scratch, heater_blob, HEATER_BLOB_LEN),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch, NULL, HEATER_BLOB_LEN),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_load(&scratch, sizeof scratch - 1, heater_blob, HEATER_BLOB_LEN),
+                  SGP_STATUS_STORAGE_TOO_SMALL);
+    EXPECT_STATUS(sgp_model_predict(NULL, x, HEATER_INPUT_DIM, &p), SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_predict(&model, NULL, HEATER_INPUT_DIM, &p),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_predict(&model, x, HEATER_INPUT_DIM, NULL), SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_mean(&model, x, HEATER_INPUT_DIM, NULL), SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_probability(&classifier, x, CLASSIFIER_INPUT_DIM, NULL),
+                  SGP_STATUS_NULL_POINTER);
+    CHECK(sgp_model_input_dim(NULL) == 0, "input dim of NULL");
+
+    EXPECT_STATUS(sgp_model_predict(&model, x, HEATER_INPUT_DIM - 1, &p),
+                  SGP_STATUS_INPUT_LENGTH);
+    EXPECT_STATUS(sgp_model_predict(&model, x, HEATER_INPUT_DIM + 1, &p),
+                  SGP_STATUS_INPUT_LENGTH);
+    /* The classic slip: a byte count for an element count. */
+    EXPECT_STATUS(sgp_model_mean(&model, x, sizeof x, &value), SGP_STATUS_INPUT_LENGTH);
+    x[1] = NAN;
+    EXPECT_STATUS(sgp_model_predict(&model, x, HEATER_INPUT_DIM, &p),
+                  SGP_STATUS_NON_FINITE_INPUT);
+    x[1] = INFINITY;
+    EXPECT_STATUS(sgp_model_mean(&model, x, HEATER_INPUT_DIM, &value),
+                  SGP_STATUS_NON_FINITE_INPUT);
+    x[1] = 0.0f;
+    EXPECT_STATUS(sgp_model_probability(&model, x, HEATER_INPUT_DIM, &value),
+                  SGP_STATUS_NOT_CLASSIFIER);
+}
+
+/* Every code has its own sentence, and any other number gets one too. */
+static void messages(void) {
+    static const SgpStatus all[] = {
+        SGP_STATUS_OK, SGP_STATUS_TRUNCATED, SGP_STATUS_BAD_MAGIC,
+        SGP_STATUS_UNSUPPORTED_VERSION, SGP_STATUS_TRAILING_BYTES, SGP_STATUS_CRC_MISMATCH,
+        SGP_STATUS_MALFORMED, SGP_STATUS_CAPACITY_EXCEEDED_BASIS,
+        SGP_STATUS_CAPACITY_EXCEEDED_FEATURE, SGP_STATUS_CAPACITY_EXCEEDED_INPUT,
+        SGP_STATUS_INCONSISTENT_SIZES, SGP_STATUS_NON_FINITE, SGP_STATUS_INVALID_VALUE,
+        SGP_STATUS_INPUT_LENGTH, SGP_STATUS_NON_FINITE_INPUT, SGP_STATUS_NOT_CLASSIFIER,
+        SGP_STATUS_NULL_POINTER, SGP_STATUS_MISALIGNED, SGP_STATUS_STORAGE_TOO_SMALL,
+        SGP_STATUS_NOT_LOADED,
+    };
+    const size_t n = sizeof all / sizeof all[0];
+    const char *unknown = sgp_status_message(12345);
+    CHECK(unknown != NULL && strcmp(unknown, "unknown sgp status code") == 0, "unknown code: %s",
+          unknown ? unknown : "(null)");
+    for (size_t i = 0; i < n; i++) {
+        const char *m = sgp_status_message(all[i]);
+        CHECK(m != NULL && m[0] != '\0' && strcmp(m, unknown) != 0, "status %d has no message",
+              (int)all[i]);
+        for (size_t j = 0; j < i; j++) {
+            CHECK(strcmp(m, sgp_status_message(all[j])) != 0, "statuses %d and %d share \"%s\"",
+                  (int)all[i], (int)all[j], m);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    double shift = (argc > 1 && strcmp(argv[1], "--perturb") == 0) ? 2.0 : 0.0;
+    EXPECT_STATUS(sgp_model_predict(&model, golden_x[0], HEATER_INPUT_DIM, &(SgpPrediction){0}),
+                  SGP_STATUS_NOT_LOADED);
+    EXPECT_STATUS(sgp_model_load(&model, sizeof model, heater_blob, HEATER_BLOB_LEN),
+                  SGP_STATUS_OK);
+    EXPECT_STATUS(sgp_model_load(&classifier, sizeof classifier, classifier_blob,
+                                 CLASSIFIER_BLOB_LEN),
+                  SGP_STATUS_OK);
+    golden_regression(shift);
+    golden_classifier(shift);
+    bad_blobs();
+    bad_calls();
+    messages();
+    printf("capacity M = %d, G = %d, D = %d; storage %d bytes; %d of %d checks passed\n",
+           SGP_CAPACITY_M, SGP_CAPACITY_G, SGP_CAPACITY_D, SGP_MODEL_STORAGE_SIZE,
+           checks - failures, checks);
+    return failures == 0 ? 0 : 1;
+}

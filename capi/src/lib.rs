@@ -1,0 +1,494 @@
+//! `sgp-capi`: the C ABI of `sgp-runtime`, built as a static library
+//! (`libsgp_capi.a`) with a C header (`sgp.h`) that cbindgen generates from
+//! this crate at build time.
+//!
+//! The model lives in storage the caller provides (`SgpModel`, sized for
+//! the capacities `SGP_CAPACITY_M`, `SGP_CAPACITY_G`, `SGP_CAPACITY_D` fixed
+//! when the library is built: see `build.rs`). Every function checks its
+//! pointers and lengths and answers with an `SgpStatus`; nothing allocates
+//! and nothing panics. On a bare-metal target that is proved at link time
+//! (`panic_proof`); on a hosted target std's panic runtime is linked, and a
+//! panic (there is none to reach) would abort at the `extern "C"` boundary.
+//!
+//! The crate is `no_std`: std is linked on hosted targets only to supply the
+//! panic runtime, because the Rust tests link this crate into std programs,
+//! where a panic handler of its own would clash with std's.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![deny(missing_docs)]
+#![warn(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)]
+
+#[cfg(not(target_os = "none"))]
+extern crate std;
+
+/// The capacities and storage size `build.rs` derived from the
+/// `SGP_CAPACITY_*` variables.
+mod capacity {
+    include!(concat!(env!("OUT_DIR"), "/capacity.rs"));
+}
+#[cfg(target_os = "none")]
+mod panic_proof;
+mod status;
+
+use core::ffi::c_char;
+use core::mem::{align_of, size_of};
+use core::ptr::{addr_of, addr_of_mut};
+
+use capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, SGP_MODEL_STORAGE_WORDS};
+use sgp_runtime::{Error, Model};
+pub use status::SgpStatus;
+
+/// Storage for one model of the capacities the library was built with.
+/// Declare it `static` (zero-initialised, so it reads as "not loaded"
+/// until `sgp_model_load` succeeds) and pass `sizeof` of it to
+/// `sgp_model_load`. Its contents are private to the library.
+#[repr(C)]
+pub struct SgpModel {
+    words: [u64; SGP_MODEL_STORAGE_WORDS],
+}
+
+/// A predictive distribution. Regression: mean and variance of the target
+/// in raw units, noise included. Classifier: of the latent function.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SgpPrediction {
+    /// Predictive mean.
+    pub mean: f32,
+    /// Predictive variance: never negative, never NaN.
+    pub variance: f32,
+}
+
+type DeviceModel = Model<CAPACITY_M, CAPACITY_G, CAPACITY_D>;
+
+/// What an `SgpModel` holds: the model, and whether a load succeeded.
+#[repr(C)]
+struct Slot {
+    /// [`LOADED`] after a successful load, anything else before. First, so
+    /// that it can be read from any storage at least one word long.
+    loaded: u32,
+    model: DeviceModel,
+}
+
+/// The `Slot::loaded` value of a loaded model.
+const LOADED: u32 = u32::from_le_bytes(*b"SGPL");
+
+// The header's storage must hold a `Slot` (the build fails otherwise rather
+// than C storage being overrun), and should not waste more than a few words.
+const _: () = {
+    assert!(size_of::<Slot>() <= size_of::<SgpModel>());
+    assert!(size_of::<SgpModel>() - size_of::<Slot>() <= 32);
+    assert!(align_of::<Slot>() <= align_of::<SgpModel>());
+};
+
+/// Loads and checks a blob (the bytes are untrusted) into `model`.
+///
+/// `model_size` is `sizeof` the storage. On failure the storage holds no
+/// model: predictions return `SGP_STATUS_NOT_LOADED` until a load succeeds.
+///
+/// # Safety
+/// `model` must be NULL or point to `model_size` writable bytes, and `blob`
+/// NULL or to `blob_len` readable bytes; no other `sgp_` call may use the
+/// same storage while this one runs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_load(
+    model: *mut SgpModel,
+    model_size: usize,
+    blob: *const u8,
+    blob_len: usize,
+) -> SgpStatus {
+    if model.is_null() || blob.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !model.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    if model_size < size_of::<SgpModel>() {
+        return SgpStatus::StorageTooSmall;
+    }
+    let slot = model.cast::<Slot>();
+    // SAFETY: `slot` is non-null and aligned (a `Slot` needs no more than an
+    // `SgpModel`: asserted above), and the caller gives this call alone at
+    // least `size_of::<SgpModel>() >= size_of::<Slot>()` writable bytes
+    // there (checked above). Writing whole values reads nothing, so any
+    // previous contents are fine.
+    let device = unsafe {
+        addr_of_mut!((*slot).loaded).write(0);
+        let device = addr_of_mut!((*slot).model);
+        device.write(DeviceModel::new());
+        &mut *device
+    };
+    // SAFETY: `blob` is non-null, bytes need no alignment, and the caller
+    // promises `blob_len` readable bytes.
+    let bytes = unsafe { core::slice::from_raw_parts(blob, blob_len) };
+    let status = SgpStatus::from(device.load(bytes));
+    if status == SgpStatus::Ok {
+        // SAFETY: as for the writes above.
+        unsafe { addr_of_mut!((*slot).loaded).write(LOADED) };
+    }
+    status
+}
+
+/// Predictive mean and variance at `x` (`x_len` raw inputs, in the order
+/// the model was trained with) into `out`: `O(M G + M^2)`.
+///
+/// # Safety
+/// `model` must be NULL or point to an `SgpModel` that is zero-initialised
+/// or was passed to `sgp_model_load`, and is not being loaded meanwhile; `x`
+/// NULL or pointing to `x_len` readable floats; `out` NULL or writable.
+/// `out` is written only on success.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_predict(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut SgpPrediction,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `evaluate`'s.
+    unsafe {
+        evaluate(model, x, x_len, out, |device, x| {
+            let p = device.predict(x)?;
+            Ok(SgpPrediction {
+                mean: p.mean,
+                variance: p.variance,
+            })
+        })
+    }
+}
+
+/// Predictive mean only, at `x` into `out`: `O(M G)`, no variance work.
+///
+/// # Safety
+/// As `sgp_model_predict`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_mean(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut f32,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `evaluate`'s.
+    unsafe { evaluate(model, x, x_len, out, |device, x| device.mean(x)) }
+}
+
+/// Class probability `P(y = +1 | x)` of a classifier (probit link) into
+/// `out`; `SGP_STATUS_NOT_CLASSIFIER` for a regression model.
+///
+/// # Safety
+/// As `sgp_model_predict`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_probability(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut f32,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `evaluate`'s.
+    unsafe { evaluate(model, x, x_len, out, |device, x| device.probability(x)) }
+}
+
+/// Number of raw inputs a prediction takes; 0 if `model` is NULL or holds
+/// no loaded model.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_input_dim(model: *const SgpModel) -> usize {
+    // SAFETY: this function's contract is `loaded`'s.
+    unsafe { loaded(model) }.map_or(0, DeviceModel::input_dim)
+}
+
+/// A sentence describing `status` (any value: unknown codes get one too).
+/// The string is static and NUL-terminated.
+#[unsafe(no_mangle)]
+pub extern "C" fn sgp_status_message(status: i32) -> *const c_char {
+    SgpStatus::from_code(status)
+        .map_or(c"unknown sgp status code", SgpStatus::message)
+        .as_ptr()
+}
+
+/// The model loaded in `model`, or why there is none.
+///
+/// # Safety
+/// `model` must be NULL or point to an `SgpModel` that is zero-initialised
+/// or was passed to `sgp_model_load`, and is not being loaded meanwhile.
+unsafe fn loaded<'a>(model: *const SgpModel) -> Result<&'a DeviceModel, SgpStatus> {
+    if model.is_null() {
+        return Err(SgpStatus::NullPointer);
+    }
+    if !model.is_aligned() {
+        return Err(SgpStatus::Misaligned);
+    }
+    let slot = model.cast::<Slot>();
+    // SAFETY: non-null and aligned; `loaded` is the first word of any
+    // `SgpModel` (at least one word long), and the caller's storage holds
+    // one.
+    if unsafe { addr_of!((*slot).loaded).read() } != LOADED {
+        return Err(SgpStatus::NotLoaded);
+    }
+    // SAFETY: only `sgp_model_load` writes LOADED, after checking that the
+    // storage holds a `Slot` and writing a valid model into it; nothing
+    // writes it while this borrow lives (the caller's promise).
+    Ok(unsafe { &*addr_of!((*slot).model) })
+}
+
+/// The checks every evaluation makes, then `f` on the model and the input,
+/// its answer written to `out`.
+///
+/// # Safety
+/// `model` as for [`loaded`]; `x` NULL or pointing to `x_len` readable
+/// floats; `out` NULL or writable.
+unsafe fn evaluate<T>(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut T,
+    f: impl FnOnce(&DeviceModel, &[f32]) -> Result<T, Error>,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    let device = match unsafe { loaded(model) } {
+        Ok(device) => device,
+        Err(status) => return status,
+    };
+    if out.is_null() || x.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !out.is_aligned() || !x.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    // Before the slice is made: a C caller passing `sizeof x` (bytes) for
+    // the count gets an error, not a read past its array.
+    if x_len != device.input_dim() {
+        return SgpStatus::InputLength;
+    }
+    // SAFETY: non-null and aligned; the caller promises `x_len` readable
+    // floats, and `x_len` is at most `SGP_CAPACITY_D`, so the size cannot
+    // overflow.
+    let x = unsafe { core::slice::from_raw_parts(x, x_len) };
+    match f(device, demo_reachable_panic(x)) {
+        Ok(value) => {
+            // SAFETY: non-null, aligned and writable (the caller's promise).
+            unsafe { out.write(value) };
+            SgpStatus::Ok
+        }
+        Err(error) => SgpStatus::from_error(error),
+    }
+}
+
+/// With feature `demo-reachable-panic`, slices the input with a length the
+/// optimiser cannot know, i.e. a bounds check that can fail: capi's
+/// panic-proof.sh checks that the proof then fails, so that its passing is
+/// not vacuous. Without the feature this is the identity.
+#[inline(always)]
+#[allow(clippy::indexing_slicing)]
+fn demo_reachable_panic(x: &[f32]) -> &[f32] {
+    if cfg!(feature = "demo-reachable-panic") {
+        &x[..core::hint::black_box(x.len() + 1)]
+    } else {
+        x
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use std::boxed::Box;
+    use std::collections::BTreeSet;
+    use std::ffi::CStr;
+    use std::format;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use sgp_runtime::Dimension;
+
+    use super::*;
+
+    const BLOB: &[u8] = include_bytes!("../../runtime/tests/data/doc-model.sgp");
+    const HEADER: &str = include_str!(concat!(env!("OUT_DIR"), "/sgp.h"));
+
+    fn load(blob: &[u8]) -> (Box<SgpModel>, SgpStatus) {
+        let mut model = Box::new(SgpModel {
+            words: [0; SGP_MODEL_STORAGE_WORDS],
+        });
+        // SAFETY: a whole, exclusively owned `SgpModel`, and `blob`.
+        let status = unsafe {
+            sgp_model_load(
+                &mut *model,
+                size_of::<SgpModel>(),
+                blob.as_ptr(),
+                blob.len(),
+            )
+        };
+        (model, status)
+    }
+
+    fn message(status: i32) -> &'static str {
+        // SAFETY: the library returns static NUL-terminated strings.
+        unsafe { CStr::from_ptr(sgp_status_message(status)) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_runtime_error_has_a_status_of_its_own() {
+        let errors = [
+            Error::Truncated {
+                expected: 1,
+                found: 0,
+            },
+            Error::BadMagic,
+            Error::UnsupportedVersion { found: 9 },
+            Error::TrailingBytes {
+                expected: 0,
+                found: 1,
+            },
+            Error::CrcMismatch {
+                stored: 0,
+                computed: 1,
+            },
+            Error::Malformed,
+            Error::CapacityExceeded {
+                dimension: Dimension::Basis,
+                required: 2,
+                capacity: 1,
+            },
+            Error::CapacityExceeded {
+                dimension: Dimension::Feature,
+                required: 2,
+                capacity: 1,
+            },
+            Error::CapacityExceeded {
+                dimension: Dimension::Input,
+                required: 2,
+                capacity: 1,
+            },
+            Error::InconsistentSizes {
+                field: "beta",
+                expected: 1,
+                found: 2,
+            },
+            Error::NonFinite { field: "beta" },
+            Error::InvalidValue { field: "beta" },
+            Error::InputLength {
+                expected: 1,
+                found: 2,
+            },
+            Error::NonFiniteInput,
+            Error::NotClassifier,
+        ];
+        let codes: BTreeSet<i32> = errors
+            .iter()
+            .map(|e| SgpStatus::from_error(*e) as i32)
+            .collect();
+        assert_eq!(codes.len(), errors.len());
+        assert!(codes.iter().all(|&c| (1..100).contains(&c)), "{codes:?}");
+    }
+
+    #[test]
+    fn every_code_has_its_own_message_and_unknown_codes_get_one() {
+        let codes: BTreeSet<i32> = SgpStatus::ALL.iter().map(|s| *s as i32).collect();
+        assert_eq!(codes.len(), SgpStatus::ALL.len());
+        let messages: BTreeSet<&str> = codes.iter().map(|&c| message(c)).collect();
+        assert_eq!(messages.len(), codes.len());
+        for status in SgpStatus::ALL {
+            assert_eq!(SgpStatus::from_code(status as i32), Some(status));
+        }
+        for unknown in [-1, 16, 99, 104, i32::MAX] {
+            assert_eq!(message(unknown), "unknown sgp status code");
+        }
+    }
+
+    #[test]
+    fn the_header_and_the_readme_list_every_status() {
+        let listed: Vec<(String, i32)> = HEADER
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("SGP_STATUS_"))
+            .filter_map(|l| {
+                let (name, code) = l.trim_end_matches(',').split_once(" = ")?;
+                Some((format!("SGP_STATUS_{name}"), code.parse().ok()?))
+            })
+            .collect();
+        let codes: Vec<i32> = listed.iter().map(|(_, c)| *c).collect();
+        let all: Vec<i32> = SgpStatus::ALL.iter().map(|s| *s as i32).collect();
+        assert_eq!(codes, all, "{HEADER}");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        for (name, code) in &listed {
+            let row = format!("| {code} | `{name}` | {} |", message(*code));
+            assert!(readme.contains(&row), "README.md lacks the row\n{row}");
+        }
+    }
+
+    #[test]
+    fn answers_are_the_runtimes() {
+        let (model, status) = load(BLOB);
+        assert_eq!(status, SgpStatus::Ok);
+        let runtime = Model::<3, 2, 2>::from_bytes(BLOB).unwrap();
+        // SAFETY: a loaded model.
+        assert_eq!(unsafe { sgp_model_input_dim(&*model) }, 2);
+        for x in [[0.0f32, 0.0], [0.5, -1.0], [1e6, -1e6]] {
+            let mut p = SgpPrediction {
+                mean: f32::NAN,
+                variance: f32::NAN,
+            };
+            let mut mean = f32::NAN;
+            let mut probability = 0.0;
+            // SAFETY: a loaded model, two readable floats, writable outputs.
+            unsafe {
+                assert_eq!(
+                    sgp_model_predict(&*model, x.as_ptr(), 2, &mut p),
+                    SgpStatus::Ok
+                );
+                assert_eq!(
+                    sgp_model_mean(&*model, x.as_ptr(), 2, &mut mean),
+                    SgpStatus::Ok
+                );
+                assert_eq!(
+                    sgp_model_probability(&*model, x.as_ptr(), 2, &mut probability),
+                    SgpStatus::NotClassifier
+                );
+            }
+            let expected = runtime.predict(&x).unwrap();
+            assert_eq!((p.mean, p.variance), (expected.mean, expected.variance));
+            assert_eq!(mean, runtime.mean(&x).unwrap());
+            assert_eq!(probability, 0.0, "written on failure");
+        }
+    }
+
+    /// C cannot make a misaligned pointer without undefined behaviour of its
+    /// own, so this side of the checks is tested from Rust.
+    #[test]
+    fn misaligned_pointers_are_refused() {
+        let (model, _) = load(BLOB);
+        let mut words = [0u64; SGP_MODEL_STORAGE_WORDS + 1];
+        let shifted = words
+            .as_mut_ptr()
+            .cast::<u8>()
+            .wrapping_add(4)
+            .cast::<SgpModel>();
+        let floats = [0.0f32; 3];
+        let odd = floats.as_ptr().cast::<u8>().wrapping_add(1).cast::<f32>();
+        let mut out = [0.0f32; 2];
+        let odd_out = out.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<f32>();
+        // SAFETY: every pointer covers enough memory; only alignment is off,
+        // which the functions check before using them.
+        unsafe {
+            assert_eq!(
+                sgp_model_load(shifted, size_of::<SgpModel>(), BLOB.as_ptr(), BLOB.len()),
+                SgpStatus::Misaligned
+            );
+            assert_eq!(
+                sgp_model_mean(shifted, floats.as_ptr(), 2, out.as_mut_ptr()),
+                SgpStatus::Misaligned
+            );
+            assert_eq!(sgp_model_input_dim(shifted), 0);
+            assert_eq!(
+                sgp_model_mean(&*model, odd, 2, out.as_mut_ptr()),
+                SgpStatus::Misaligned
+            );
+            assert_eq!(
+                sgp_model_mean(&*model, floats.as_ptr(), 2, odd_out),
+                SgpStatus::Misaligned
+            );
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The status codes C sees: one per runtime error, plus the C boundary's own.
+
+use core::ffi::CStr;
+
+use sgp_runtime::{Dimension, Error};
+
+/// What every `sgp_` function returns: `SGP_STATUS_OK` (0) or the reason it
+/// refused. Codes below 100 are the runtime's errors (one each; new ones are
+/// appended), codes from 100 on are about the C call itself.
+/// `sgp_status_message` gives a sentence for any code.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SgpStatus {
+    /// Success.
+    Ok = 0,
+    /// The blob is shorter than its header says (or than any header).
+    Truncated = 1,
+    /// The blob does not start with the magic bytes `SGPM`.
+    BadMagic = 2,
+    /// The blob's format version is one this library cannot read.
+    UnsupportedVersion = 3,
+    /// The blob is longer than its header says.
+    TrailingBytes = 4,
+    /// The blob's CRC-32 does not match: it was corrupted.
+    CrcMismatch = 5,
+    /// The blob passed the CRC but its body does not decode.
+    Malformed = 6,
+    /// The model has more basis functions than `SGP_CAPACITY_M`.
+    CapacityExceededBasis = 7,
+    /// The model's feature dimension exceeds `SGP_CAPACITY_G`.
+    CapacityExceededFeature = 8,
+    /// The model's input dimension exceeds `SGP_CAPACITY_D`.
+    CapacityExceededInput = 9,
+    /// An array in the blob disagrees with the sizes in its header.
+    InconsistentSizes = 10,
+    /// A number in the blob is NaN or infinite.
+    NonFinite = 11,
+    /// A number in the blob is outside its valid range.
+    InvalidValue = 12,
+    /// The input vector's length is not the model's input dimension.
+    InputLength = 13,
+    /// An input value is NaN or infinite.
+    NonFiniteInput = 14,
+    /// A class probability was asked of a regression model.
+    NotClassifier = 15,
+    /// A pointer argument is NULL.
+    NullPointer = 100,
+    /// A pointer argument is not aligned for its type.
+    Misaligned = 101,
+    /// The storage passed to `sgp_model_load` is smaller than
+    /// `SGP_MODEL_STORAGE_SIZE` (a header from another build of the library?).
+    StorageTooSmall = 102,
+    /// No blob has been loaded into this storage (or the last load failed).
+    NotLoaded = 103,
+}
+
+impl SgpStatus {
+    /// Every status, for looking one up by its code.
+    pub(crate) const ALL: [SgpStatus; 20] = [
+        SgpStatus::Ok,
+        SgpStatus::Truncated,
+        SgpStatus::BadMagic,
+        SgpStatus::UnsupportedVersion,
+        SgpStatus::TrailingBytes,
+        SgpStatus::CrcMismatch,
+        SgpStatus::Malformed,
+        SgpStatus::CapacityExceededBasis,
+        SgpStatus::CapacityExceededFeature,
+        SgpStatus::CapacityExceededInput,
+        SgpStatus::InconsistentSizes,
+        SgpStatus::NonFinite,
+        SgpStatus::InvalidValue,
+        SgpStatus::InputLength,
+        SgpStatus::NonFiniteInput,
+        SgpStatus::NotClassifier,
+        SgpStatus::NullPointer,
+        SgpStatus::Misaligned,
+        SgpStatus::StorageTooSmall,
+        SgpStatus::NotLoaded,
+    ];
+
+    /// The status with this code, if there is one.
+    pub(crate) fn from_code(code: i32) -> Option<SgpStatus> {
+        SgpStatus::ALL.into_iter().find(|s| *s as i32 == code)
+    }
+
+    /// The runtime error's code. Exhaustive on purpose (the runtime's
+    /// `Error` is not `#[non_exhaustive]` for this): a new error variant
+    /// does not compile here until it has a code of its own.
+    pub(crate) fn from_error(error: Error) -> SgpStatus {
+        match error {
+            Error::Truncated { .. } => SgpStatus::Truncated,
+            Error::BadMagic => SgpStatus::BadMagic,
+            Error::UnsupportedVersion { .. } => SgpStatus::UnsupportedVersion,
+            Error::TrailingBytes { .. } => SgpStatus::TrailingBytes,
+            Error::CrcMismatch { .. } => SgpStatus::CrcMismatch,
+            Error::Malformed => SgpStatus::Malformed,
+            Error::CapacityExceeded { dimension, .. } => match dimension {
+                Dimension::Basis => SgpStatus::CapacityExceededBasis,
+                Dimension::Feature => SgpStatus::CapacityExceededFeature,
+                Dimension::Input => SgpStatus::CapacityExceededInput,
+            },
+            Error::InconsistentSizes { .. } => SgpStatus::InconsistentSizes,
+            Error::NonFinite { .. } => SgpStatus::NonFinite,
+            Error::InvalidValue { .. } => SgpStatus::InvalidValue,
+            Error::InputLength { .. } => SgpStatus::InputLength,
+            Error::NonFiniteInput => SgpStatus::NonFiniteInput,
+            Error::NotClassifier => SgpStatus::NotClassifier,
+        }
+    }
+
+    /// One sentence for people; the README's error table says the same.
+    pub(crate) fn message(self) -> &'static CStr {
+        match self {
+            SgpStatus::Ok => c"ok",
+            SgpStatus::Truncated => c"blob truncated: shorter than its header says",
+            SgpStatus::BadMagic => c"not an sgp model blob (bad magic bytes)",
+            SgpStatus::UnsupportedVersion => c"unsupported blob format version",
+            SgpStatus::TrailingBytes => c"blob has trailing bytes: longer than its header says",
+            SgpStatus::CrcMismatch => c"blob corrupted: CRC-32 mismatch",
+            SgpStatus::Malformed => c"blob body does not decode",
+            SgpStatus::CapacityExceededBasis => {
+                c"model has more basis functions than SGP_CAPACITY_M"
+            }
+            SgpStatus::CapacityExceededFeature => {
+                c"model's feature dimension exceeds SGP_CAPACITY_G"
+            }
+            SgpStatus::CapacityExceededInput => c"model's input dimension exceeds SGP_CAPACITY_D",
+            SgpStatus::InconsistentSizes => c"blob array length disagrees with its header",
+            SgpStatus::NonFinite => c"blob holds NaN or infinity",
+            SgpStatus::InvalidValue => c"blob holds a value outside its valid range",
+            SgpStatus::InputLength => c"input length is not the model's input dimension",
+            SgpStatus::NonFiniteInput => c"input holds NaN or infinity",
+            SgpStatus::NotClassifier => c"class probability asked of a regression model",
+            SgpStatus::NullPointer => c"null pointer argument",
+            SgpStatus::Misaligned => c"misaligned pointer argument",
+            SgpStatus::StorageTooSmall => {
+                c"storage smaller than SGP_MODEL_STORAGE_SIZE (header from another build?)"
+            }
+            SgpStatus::NotLoaded => c"no model loaded in this storage",
+        }
+    }
+}
+
+impl From<Result<(), Error>> for SgpStatus {
+    fn from(result: Result<(), Error>) -> SgpStatus {
+        match result {
+            Ok(()) => SgpStatus::Ok,
+            Err(error) => SgpStatus::from_error(error),
+        }
+    }
+}
