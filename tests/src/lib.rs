@@ -3,9 +3,7 @@
 
 use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
-use sgp_trainer::fit::gplasso::GplassoParams;
-use sgp_trainer::fit::ivm::IvmParams;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, Method, ProjectedParams, SparseParams};
+use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::optimise::OptimiseOptions;
 
@@ -30,61 +28,10 @@ pub fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
 /// The defaults of `method` with `m` basis functions, `seed`, and at most
 /// `max_iter` optimiser iterations (SPGP+DR and PCA: 2 dimensions).
 pub fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
-    let optimiser = OptimiseOptions {
+    let mut params = FitParams::defaults(method, m, 2, seed);
+    *params.optimiser_mut() = OptimiseOptions {
         max_iter,
         ..OptimiseOptions::default()
     };
-    match method {
-        Method::Exact => FitParams::Exact(ExactParams {
-            seed,
-            optimiser,
-            ..ExactParams::default()
-        }),
-        Method::Spgp => FitParams::Spgp(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::Vsgp => FitParams::Vsgp(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::SpgpHs => FitParams::SpgpHs(SparseParams {
-            m,
-            seed,
-            optimiser,
-            ..SparseParams::default()
-        }),
-        Method::SpgpDr | Method::SpgpPca => {
-            let p = ProjectedParams {
-                sparse: SparseParams {
-                    m,
-                    seed,
-                    optimiser,
-                    ..SparseParams::default()
-                },
-                dim: 2,
-            };
-            if method == Method::SpgpDr {
-                FitParams::SpgpDr(p)
-            } else {
-                FitParams::SpgpPca(p)
-            }
-        }
-        Method::Gplasso => FitParams::Gplasso(GplassoParams {
-            m,
-            seed,
-            optimiser,
-            ..GplassoParams::default()
-        }),
-        Method::Ivm => FitParams::Ivm(IvmParams {
-            m,
-            seed,
-            optimiser,
-            ..IvmParams::default()
-        }),
-    }
+    params
 }

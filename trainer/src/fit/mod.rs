@@ -328,6 +328,17 @@ impl FitParams {
         }
     }
 
+    /// The optimiser settings of the procedure (of its final run).
+    pub fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
+        match self {
+            FitParams::Exact(p) => &mut p.optimiser,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => &mut p.optimiser,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => &mut p.sparse.optimiser,
+            FitParams::Gplasso(p) => &mut p.optimiser,
+            FitParams::Ivm(p) => &mut p.optimiser,
+        }
+    }
+
     /// The procedure these settings are for.
     pub fn method(&self) -> Method {
         match self {
