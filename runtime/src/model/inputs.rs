@@ -1,0 +1,128 @@
+//! What a device needs to know about a model's inputs besides their
+//! numbers: their names, to check that it feeds them in the model's order,
+//! and the range they were trained on, to tell when it is extrapolating.
+
+use super::Model;
+use crate::error::Error;
+
+/// Bytes a device [`Model`] holds per column name (UTF-8). With its one
+/// length byte a [`Name`] takes 32 bytes of RAM; `sgp inspect --capacity`
+/// and `sgp fit` say when a model's names are longer.
+pub const NAME_CAPACITY: usize = 31;
+
+/// A column name as a device [`Model`] stores it: a fixed-capacity string
+/// (no allocator), compared with `&str` directly.
+///
+/// ```
+/// let name = sgp_runtime::Name::try_from("speed").unwrap();
+/// assert_eq!(name, "speed");
+/// assert_eq!(core::mem::size_of::<sgp_runtime::Name>(), 32);
+/// ```
+pub type Name = heapless::String<NAME_CAPACITY, u8>;
+
+/// `text` as a stored name: input `input`'s (`None`: the target's).
+pub(super) fn name(text: &str, input: Option<usize>) -> Result<Name, Error> {
+    Name::try_from(text).map_err(|_| Error::NameTooLong {
+        input,
+        length: text.len(),
+        capacity: NAME_CAPACITY,
+    })
+}
+
+impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+    /// The input column names, in the order a prediction takes the inputs
+    /// ([`Model::input_dim`] of them; none for an empty model). Checking
+    /// them once after loading catches a blob fitted on another column order.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert!(model.input_names() == ["speed", "load"]);
+    /// assert_eq!(model.input_names()[1], "load");
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn input_names(&self) -> &[Name] {
+        self.input_names.get(..self.input_dim()).unwrap_or(&[])
+    }
+
+    /// The target column's name (empty for an empty model).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(model.target_name(), "torque");
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn target_name(&self) -> &str {
+        if self.input_dim() == 0 {
+            ""
+        } else {
+            &self.target_name
+        }
+    }
+
+    /// The smallest and the largest training value of each input (raw
+    /// units, [`Model::input_dim`] of each), or `None` when the blob records
+    /// no range (format versions 1 and 2). For logging which input left its
+    /// range; [`Model::in_training_range`] is the check itself.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let (min, max) = model.training_range().unwrap();
+    /// assert_eq!((min, max), (&[-3.0, -1.5][..], &[5.0, 0.5][..]));
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn training_range(&self) -> Option<(&[f32], &[f32])> {
+        let d = self.input_dim();
+        match (self.ranged, self.x_min.get(..d), self.x_max.get(..d)) {
+            (true, Some(min), Some(max)) => Some((min, max)),
+            _ => None,
+        }
+    }
+
+    /// Whether every input lies within the range the model was trained on
+    /// (`min_d <= x_d <= max_d`, raw units; a NaN is outside). Outside it the
+    /// model extrapolates: its mean is a guess, and its variance need not
+    /// say so (an input the fit found irrelevant has a length scale far
+    /// wider than its range, so leaving the range barely raises the
+    /// variance; an input the fit ignored altogether, a constant column,
+    /// does not raise it at all).
+    ///
+    /// A separate call rather than a flag on [`crate::Prediction`], so that
+    /// `predict` costs the same with or without it, and so that a control
+    /// loop can check before predicting and skip the prediction when it
+    /// would not use it. `O(D)` comparisons, the same for every input.
+    ///
+    /// The range is per input (a box): a combination of inputs never seen
+    /// together in training can be inside it; the variance still covers
+    /// that case.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(model.in_training_range(&[0.5, -1.0])?, true);
+    /// assert_eq!(model.in_training_range(&[5.5, -1.0])?, false);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`]
+    /// values; [`Error::NoTrainingRange`] if the blob records no range.
+    pub fn in_training_range(&self, x: &[f32]) -> Result<bool, Error> {
+        let d = self.input_dim();
+        if x.len() != d {
+            return Err(Error::InputLength {
+                expected: d,
+                found: x.len(),
+            });
+        }
+        let (min, max) = self.training_range().ok_or(Error::NoTrainingRange)?;
+        // `&`, not `all`: no early exit, the same work for every input.
+        let inside = x
+            .iter()
+            .zip(min.iter().zip(max))
+            .fold(true, |inside, (v, (lo, hi))| inside & (lo <= v) & (v <= hi));
+        Ok(inside)
+    }
+}
