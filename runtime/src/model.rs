@@ -2,10 +2,7 @@
 //! form for every model").
 
 use crate::error::Error;
-use crate::format::{
-    check_diagonal, check_range_len, check_range_max_len, check_range_pair, open, Field, Link,
-    ModelKind, Reader, Shape,
-};
+use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
 use crate::math::{self, packed_index};
 
 mod inputs;
@@ -251,18 +248,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let d =
             core::num::NonZeroUsize::new(usize::from(shape.input_dim)).ok_or(Error::Malformed)?;
 
-        let names = reader.length()?;
-        if names != d.get() {
-            return Err(Error::InconsistentSizes {
-                field: "input_names",
-                expected: d.get(),
-                found: names,
-            });
-        }
-        for (i, slot) in model.input_names.iter_mut().enumerate().take(names) {
-            *slot = inputs::name(reader.value()?, Some(i))?;
-        }
-        model.target_name = inputs::name(reader.value()?, None)?;
+        model.target_name = inputs::read_names(&mut reader, &mut model.input_names, d.get())?;
 
         reader.numbers(&shape, Field::XMean, |i, v| set(&mut model.x_mean, i, v))?;
         reader.numbers(&shape, Field::XScale, |i, v| {
@@ -323,19 +309,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             // Host tools map labels with it; the device only checks it.
             reader.scalar(Field::PositiveClass)?;
         }
-        let ranged = version >= 3 && {
-            let n = reader.length()?;
-            check_range_len(d.get(), n)?;
-            reader.elements(Field::XMin, n, |i, v| set(&mut model.x_min, i, v))?;
-            check_range_max_len(n, reader.length()?)?;
-            let x_min = &model.x_min;
-            let x_max = &mut model.x_max;
-            reader.elements(Field::XMax, n, |i, v| {
-                let min = x_min.get(i).copied().ok_or(Error::Malformed)?;
-                set(x_max, i, check_range_pair(min, v)?)
-            })?;
-            n != 0
-        };
+        let ranged = version >= 3
+            && inputs::read_range(&mut reader, d.get(), &mut model.x_min, &mut model.x_max)?;
         reader.finish()?;
         Ok((shape, ranged))
     }

@@ -1,4 +1,6 @@
-//! Link-time proof that the prediction path contains no reachable panic.
+//! Link-time proof that the prediction path contains no reachable panic:
+//! `Model::load`, `predict`, `mean`, `probability`, `in_training_range` and
+//! the name accessors.
 //!
 //! The panic handler calls a function that is defined nowhere. After LTO, the
 //! handler is only kept (and the symbol only needed) if some panic remains
@@ -41,9 +43,12 @@ static mut INPUTS_16: [[f32; DR_INPUT_DIM]; N_INPUTS] = [
 const N_MODELS: usize = 8;
 /// Results written volatile so nothing can be optimised away: per model
 /// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR, SPGP D = 16 and the IVM
-/// classifier at M = 32) and input, (mean, variance) from `predict` and `mean`.
-static mut OUTPUTS: [[(f32, f32, f32); N_INPUTS]; N_MODELS] =
-    [[(0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
+/// classifier at M = 32) and input, (mean, variance) from `predict`, the
+/// mean from `mean`, and `in_training_range`.
+static mut OUTPUTS: [[(f32, f32, f32, bool); N_INPUTS]; N_MODELS] =
+    [[(0.0, 0.0, 0.0, false); N_INPUTS]; N_MODELS];
+/// Bytes of every model's input names (`input_names`, `target_name`).
+static mut NAME_BYTES: usize = 0;
 /// The IVM classifier's `probability` per input (its path adds the normal
 /// CDF and a square root to `predict`'s).
 static mut PROBABILITIES: [f32; N_INPUTS] = [0.0; N_INPUTS];
@@ -110,6 +115,12 @@ fn main() -> ! {
             addr_of_mut!(PROBABILITIES),
             probabilities(models.ivm_m32, inputs),
         );
+        let name_bytes = name_bytes(models.m16)
+            + name_bytes(models.m32)
+            + name_bytes(models.m64)
+            + name_bytes(models.dr_m32)
+            + name_bytes(models.spgp_d16_m32);
+        write_volatile(addr_of_mut!(NAME_BYTES), name_bytes);
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
@@ -117,15 +128,16 @@ fn main() -> ! {
     }
 }
 
-/// (mean, variance) from `predict` and the mean from `mean`, per input.
+/// (mean, variance) from `predict`, the mean from `mean` and whether the
+/// input is in the training range, per input.
 ///
 /// # Safety
 /// `inputs` must point to a static that nothing else accesses.
 unsafe fn run<const M: usize, const G: usize, const D: usize>(
     model: &Model<M, G, D>,
     inputs: *const [[f32; D]; N_INPUTS],
-) -> [(f32, f32, f32); N_INPUTS] {
-    let mut out = [(0.0, 0.0, 0.0); N_INPUTS];
+) -> [(f32, f32, f32, bool); N_INPUTS] {
+    let mut out = [(0.0, 0.0, 0.0, false); N_INPUTS];
     for (i, slot) in out.iter_mut().enumerate() {
         let mut x = [0.0f32; D];
         for (j, xj) in x.iter_mut().enumerate() {
@@ -135,9 +147,16 @@ unsafe fn run<const M: usize, const G: usize, const D: usize>(
         let x = demo_reachable_panic(&x);
         let (mean, variance) = model::predict(model, x);
         let mean_only = model::mean(model, x);
-        *slot = (mean, variance, mean_only);
+        let in_range = model.in_training_range(x) == Ok(true);
+        *slot = (mean, variance, mean_only, in_range);
     }
     out
+}
+
+/// Bytes of a model's input and target names.
+fn name_bytes<const M: usize, const G: usize, const D: usize>(model: &Model<M, G, D>) -> usize {
+    let inputs: usize = model.input_names().iter().map(|n| n.len()).sum();
+    inputs + model.target_name().len()
 }
 
 /// `probability` per input.

@@ -2,8 +2,9 @@
 //! numbers: their names, to check that it feeds them in the model's order,
 //! and the range they were trained on, to tell when it is extrapolating.
 
-use super::Model;
+use super::{set, Model};
 use crate::error::Error;
+use crate::format::{check_range_len, check_range_max_len, check_range_pair, Field, Reader};
 
 /// Bytes a device [`Model`] holds per column name (UTF-8). With its one
 /// length byte a [`Name`] takes 32 bytes of RAM; `sgp inspect --capacity`
@@ -21,12 +22,58 @@ pub const NAME_CAPACITY: usize = 31;
 pub type Name = heapless::String<NAME_CAPACITY, u8>;
 
 /// `text` as a stored name: input `input`'s (`None`: the target's).
-pub(super) fn name(text: &str, input: Option<usize>) -> Result<Name, Error> {
+fn name(text: &str, input: Option<usize>) -> Result<Name, Error> {
     Name::try_from(text).map_err(|_| Error::NameTooLong {
         input,
         length: text.len(),
         capacity: NAME_CAPACITY,
     })
+}
+
+// The two readers below take slices, not arrays of the capacity, and are
+// never inlined: one copy serves every capacity (inlined into each
+// `Model::load` they cost about 1 KB of flash per capacity).
+
+/// Decodes the `d` input names into `slots` (another count is
+/// `InconsistentSizes`) and returns the target's name.
+#[inline(never)]
+pub(super) fn read_names(
+    reader: &mut Reader<'_>,
+    slots: &mut [Name],
+    d: usize,
+) -> Result<Name, Error> {
+    let found = reader.length()?;
+    if found != d {
+        return Err(Error::InconsistentSizes {
+            field: "input_names",
+            expected: d,
+            found,
+        });
+    }
+    for (i, slot) in slots.iter_mut().enumerate().take(d) {
+        *slot = name(reader.value()?, Some(i))?;
+    }
+    name(reader.value()?, None)
+}
+
+/// Decodes the training range of format version 3 into `x_min` and
+/// `x_max`; returns whether one is recorded (it may be empty).
+#[inline(never)]
+pub(super) fn read_range(
+    reader: &mut Reader<'_>,
+    d: usize,
+    x_min: &mut [f32],
+    x_max: &mut [f32],
+) -> Result<bool, Error> {
+    let n = reader.length()?;
+    check_range_len(d, n)?;
+    reader.elements(Field::XMin, n, |i, v| set(x_min, i, v))?;
+    check_range_max_len(n, reader.length()?)?;
+    reader.elements(Field::XMax, n, |i, v| {
+        let min = x_min.get(i).copied().ok_or(Error::Malformed)?;
+        set(x_max, i, check_range_pair(min, v)?)
+    })?;
+    Ok(n != 0)
 }
 
 impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
