@@ -9,6 +9,12 @@ use crate::format::{check_range_len, check_range_max_len, check_range_pair, Fiel
 /// Bytes a device [`Model`] holds per column name (UTF-8). With its one
 /// length byte a [`Name`] takes 32 bytes of RAM; `sgp inspect --capacity`
 /// and `sgp fit` say when a model's names are longer.
+///
+/// ```
+/// use sgp_runtime::{Name, NAME_CAPACITY};
+/// assert!(Name::try_from("a".repeat(NAME_CAPACITY).as_str()).is_ok());
+/// assert!(Name::try_from("a".repeat(NAME_CAPACITY + 1).as_str()).is_err());
+/// ```
 pub const NAME_CAPACITY: usize = 31;
 
 /// A column name as a device [`Model`] stores it: a fixed-capacity string
