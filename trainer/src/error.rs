@@ -27,6 +27,10 @@ pub enum Error {
     /// The exported f32 model deviates from the f64 trainer beyond tolerance.
     #[error("export fidelity check failed: {0}")]
     Fidelity(String),
+    /// A model does not fit the device capacity asked about (`sgp inspect
+    /// --capacity`): not bad input, an answer CI can gate on (exit 1).
+    #[error("{0}")]
+    DoesNotFit(String),
 }
 
 impl Error {
