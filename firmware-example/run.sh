@@ -37,6 +37,8 @@ DR_G=4
 GPLASSO_MAX_POINTS=300
 BIN_DIR=$TARGET_DIR/$TARGET/release
 MAIN_BIN=sgp-firmware-example
+# The README's "Your own firmware in five steps", built and run as it stands.
+STEPS_BIN=five_steps
 PROOF_BIN=panic_free
 PROOF_SYMBOL=sgp_predict_path_can_panic
 # Keep in sync with the runner in .cargo/config.toml. -icount shift=10 makes the
@@ -132,7 +134,7 @@ done
 
 # --- 3. build ----------------------------------------------------------------
 step "build (release${OPT_LEVEL:+, opt-level $OPT_LEVEL})"
-cargo build --release -q --target-dir "$TARGET_DIR" --bin "$MAIN_BIN"
+cargo build --release -q --target-dir "$TARGET_DIR" --bin "$MAIN_BIN" --bin "$STEPS_BIN"
 
 # From here on a failed check is recorded and the independent steps still run,
 # so one CI log shows every problem; the exit status is still non-zero.
@@ -157,6 +159,13 @@ case $status in
     *) check_failed "$MAIN_BIN exited with status $status (see the lines marked FAILED/MISSES above)" ;;
 esac
 
+step "run $STEPS_BIN (the README's five-step firmware) under QEMU"
+if "${QEMU[@]}" "$BIN_DIR/$STEPS_BIN"; then
+    echo "ok: the README's snippet builds and runs"
+else
+    check_failed "$STEPS_BIN (the README's five-step firmware) exited with status $?"
+fi
+
 # --- 5. panic-freedom proof --------------------------------------------------
 step "panic-freedom proof ($PROOF_BIN links only if no panic is reachable)"
 # A failed link leaves an older $PROOF_BIN behind: remove it so that the
@@ -170,7 +179,7 @@ if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$P
         check_failed "$PROOF_BIN did not build"
     fi
 elif "${QEMU[@]}" "$BIN_DIR/$PROOF_BIN"; then
-    echo "linked and ran: no reachable panic in Model::load, predict, mean, probability or their _with_gradient forms"
+    echo "linked and ran: no reachable panic in Model::load, predict, mean, probability, their _with_gradient forms, in_training_range or the name accessors"
 else
     check_failed "$PROOF_BIN exited with status $?"
 fi

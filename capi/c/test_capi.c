@@ -169,6 +169,37 @@ static void bad_calls(void) {
                   SGP_STATUS_NOT_CLASSIFIER);
 }
 
+/* The exported training range agrees with the device's check: its midpoint
+ * and its corners are inside, a step past either end of any input is not,
+ * and a value so far out that f32 overflows on it is an error, not NaN. */
+static void training_range(void) {
+    float x[HEATER_INPUT_DIM];
+    bool inside = false;
+    for (unsigned j = 0; j < HEATER_INPUT_DIM; j++) {
+        x[j] = 0.5f * (heater_x_min[j] + heater_x_max[j]);
+    }
+    EXPECT_STATUS(sgp_model_in_training_range(&model, x, HEATER_INPUT_DIM, &inside),
+                  SGP_STATUS_OK);
+    CHECK(inside, "midpoint of the exported range is outside the device's");
+    for (unsigned j = 0; j < HEATER_INPUT_DIM; j++) {
+        float mid = x[j];
+        float span = heater_x_max[j] - heater_x_min[j];
+        const float ends[4] = {heater_x_min[j], heater_x_max[j], heater_x_min[j] - 0.01f * span,
+                               heater_x_max[j] + 0.01f * span};
+        for (unsigned e = 0; e < 4; e++) {
+            x[j] = ends[e];
+            EXPECT_STATUS(sgp_model_in_training_range(&model, x, HEATER_INPUT_DIM, &inside),
+                          SGP_STATUS_OK);
+            CHECK(inside == (e < 2), "input %u at %g: in range %d", j, (double)x[j], inside);
+        }
+        x[j] = mid;
+    }
+    EXPECT_STATUS(sgp_model_in_training_range(&model, x, HEATER_INPUT_DIM, NULL),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_in_training_range(&model, x, HEATER_INPUT_DIM - 1, &inside),
+                  SGP_STATUS_INPUT_LENGTH);
+}
+
 /* Every code has its own sentence, and any other number gets one too. */
 static void messages(void) {
     static const SgpStatus all[] = {
@@ -178,6 +209,7 @@ static void messages(void) {
         SGP_STATUS_CAPACITY_EXCEEDED_FEATURE, SGP_STATUS_CAPACITY_EXCEEDED_INPUT,
         SGP_STATUS_INCONSISTENT_SIZES, SGP_STATUS_NON_FINITE, SGP_STATUS_INVALID_VALUE,
         SGP_STATUS_INPUT_LENGTH, SGP_STATUS_NON_FINITE_INPUT, SGP_STATUS_NOT_CLASSIFIER,
+        SGP_STATUS_NAME_TOO_LONG, SGP_STATUS_INPUT_OVERFLOW, SGP_STATUS_NO_TRAINING_RANGE,
         SGP_STATUS_NULL_POINTER, SGP_STATUS_MISALIGNED, SGP_STATUS_STORAGE_TOO_SMALL,
         SGP_STATUS_NOT_LOADED,
     };
@@ -209,6 +241,7 @@ int main(int argc, char **argv) {
     golden_classifier(shift);
     bad_blobs();
     bad_calls();
+    training_range();
     messages();
     printf("capacity M = %d, G = %d, D = %d; storage %d bytes; %d of %d checks passed\n",
            SGP_CAPACITY_M, SGP_CAPACITY_G, SGP_CAPACITY_D, SGP_MODEL_STORAGE_SIZE,

@@ -186,6 +186,28 @@ pub unsafe extern "C" fn sgp_model_probability(
     unsafe { evaluate(model, x, x_len, out, |device, x| device.probability(x)) }
 }
 
+/// Whether every value of `x` lies within the training range of its input
+/// (into `out`): `false` means the model is extrapolating, whatever its
+/// variance says. `SGP_STATUS_NO_TRAINING_RANGE` for blobs of format
+/// versions 1 and 2, which record no range.
+///
+/// # Safety
+/// As `sgp_model_predict`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_in_training_range(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut bool,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `evaluate`'s.
+    unsafe {
+        evaluate(model, x, x_len, out, |device, x| {
+            device.in_training_range(x)
+        })
+    }
+}
+
 /// Number of raw inputs a prediction takes; 0 if `model` is NULL or holds
 /// no loaded model.
 ///
@@ -374,6 +396,13 @@ mod tests {
             },
             Error::NonFiniteInput,
             Error::NotClassifier,
+            Error::NameTooLong {
+                input: Some(0),
+                length: 40,
+                capacity: 31,
+            },
+            Error::InputOverflow,
+            Error::NoTrainingRange,
         ];
         let codes: BTreeSet<i32> = errors
             .iter()
@@ -392,7 +421,7 @@ mod tests {
         for status in SgpStatus::ALL {
             assert_eq!(SgpStatus::from_code(status as i32), Some(status));
         }
-        for unknown in [-1, 16, 99, 104, i32::MAX] {
+        for unknown in [-1, 19, 99, 104, i32::MAX] {
             assert_eq!(message(unknown), "unknown sgp status code");
         }
     }

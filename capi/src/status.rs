@@ -43,6 +43,12 @@ pub enum SgpStatus {
     NonFiniteInput = 14,
     /// A class probability was asked of a regression model.
     NotClassifier = 15,
+    /// An input or target name in the blob is longer than the runtime keeps.
+    NameTooLong = 16,
+    /// An input so far from the training data that f32 overflows on it.
+    InputOverflow = 17,
+    /// The blob records no training-input range (format version 1 or 2).
+    NoTrainingRange = 18,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -56,7 +62,7 @@ pub enum SgpStatus {
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 20] = [
+    pub(crate) const ALL: [SgpStatus; 23] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -73,6 +79,9 @@ impl SgpStatus {
         SgpStatus::InputLength,
         SgpStatus::NonFiniteInput,
         SgpStatus::NotClassifier,
+        SgpStatus::NameTooLong,
+        SgpStatus::InputOverflow,
+        SgpStatus::NoTrainingRange,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
@@ -106,6 +115,9 @@ impl SgpStatus {
             Error::InputLength { .. } => SgpStatus::InputLength,
             Error::NonFiniteInput => SgpStatus::NonFiniteInput,
             Error::NotClassifier => SgpStatus::NotClassifier,
+            Error::NameTooLong { .. } => SgpStatus::NameTooLong,
+            Error::InputOverflow => SgpStatus::InputOverflow,
+            Error::NoTrainingRange => SgpStatus::NoTrainingRange,
         }
     }
 
@@ -132,6 +144,9 @@ impl SgpStatus {
             SgpStatus::InputLength => c"input length is not the model's input dimension",
             SgpStatus::NonFiniteInput => c"input holds NaN or infinity",
             SgpStatus::NotClassifier => c"class probability asked of a regression model",
+            SgpStatus::NameTooLong => c"a name in the blob is longer than the runtime keeps",
+            SgpStatus::InputOverflow => c"input so far out that f32 overflows on it",
+            SgpStatus::NoTrainingRange => c"blob records no training-input range (format v1/v2)",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {

@@ -7,6 +7,7 @@
 #![no_std]
 #![no_main]
 
+use core::fmt::Arguments;
 use core::ptr::{addr_of_mut, write_volatile};
 
 use cortex_m_rt::entry;
@@ -26,8 +27,9 @@ use sgp_firmware_example::stack;
 /// `INPUTS` (row-major), `EXPECTED`, `GRADIENTS` (row-major like `INPUTS`).
 macro_rules! golden_module {
     ($name:ident, $file:literal) => {
-        // The generator prints every digit of the f64 values; f32 rounds them.
-        #[allow(clippy::excessive_precision, clippy::approx_constant)]
+        // The generator prints each value as the shortest literal of its f32,
+        // which may still land near a named constant such as PI.
+        #[allow(clippy::approx_constant)]
         mod $name {
             include!(concat!(env!("OUT_DIR"), "/", $file));
         }
@@ -203,8 +205,9 @@ fn run() -> bool {
         & gradient_golden!("spgp D=16 M=32", models.spgp_d16_m32, golden_spgp_d16_m32)
         & gradient_golden!("ivm M=32", models.ivm_m32, golden_ivm_m32);
     let cost_ok = check_cost(&meter, &models);
+    let api_ok = check_api_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
-    calibrated & golden_ok & gradient_ok & cost_ok & loop_ok
+    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the
@@ -698,25 +701,19 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     // Same Model<32, 4, 4> type, so the same code: any difference would come
     // from the data (there is none in a constant-time runtime).
     let (spgp, vsgp, gplasso) = (spans[1], spans[3], spans[4]);
-    hprintln!(
-        "cost: vsgp vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
-        vsgp[0].max,
-        spgp[0].max,
-        i64::from(vsgp[0].max) - i64::from(spgp[0].max),
-        vsgp[1].max,
-        spgp[1].max,
-        i64::from(vsgp[1].max) - i64::from(spgp[1].max)
+    print_versus(
+        format_args!("vsgp vs spgp at M=32"),
+        vsgp,
+        spgp,
+        format_args!(""),
     );
     // GPLasso's blob has SPGP's layout (shared widths, two factors), so it
     // too runs Model<32, 4, 4>'s code.
-    hprintln!(
-        "cost: gplasso vs spgp at M=32: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
-        gplasso[0].max,
-        spgp[0].max,
-        i64::from(gplasso[0].max) - i64::from(spgp[0].max),
-        gplasso[1].max,
-        spgp[1].max,
-        i64::from(gplasso[1].max) - i64::from(spgp[1].max)
+    print_versus(
+        format_args!("gplasso vs spgp at M=32"),
+        gplasso,
+        spgp,
+        format_args!(""),
     );
     // The IVM classifier runs Model<32, 4, 4>'s code too, but its blob has
     // one triangular factor: the second solve is skipped at run time.
@@ -737,31 +734,25 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     // The DR model has the feature dimension of the SPGP M=32 one (G = 4):
     // what it costs beyond it is the projection (G x D multiply-adds) and
     // standardising 16 inputs instead of 4.
-    hprintln!(
-        "cost: spgp-dr M=32 (D={}, G={}) vs spgp M=32 (D=G={}): predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions; the projection is {} multiply-adds",
-        DR_INPUT_DIM,
-        DR_FEATURE_DIM,
-        INPUT_DIM,
-        dr[0].max,
-        spgp[0].max,
-        i64::from(dr[0].max) - i64::from(spgp[0].max),
-        dr[1].max,
-        spgp[1].max,
-        i64::from(dr[1].max) - i64::from(spgp[1].max),
-        DR_FEATURE_DIM * DR_INPUT_DIM
+    print_versus(
+        format_args!(
+            "spgp-dr M=32 (D={DR_INPUT_DIM}, G={DR_FEATURE_DIM}) vs spgp M=32 (D=G={INPUT_DIM})"
+        ),
+        dr,
+        spgp,
+        format_args!(
+            "; the projection is {} multiply-adds",
+            DR_FEATURE_DIM * DR_INPUT_DIM
+        ),
     );
     // Same 16 inputs without the projection: distances in 16 dims instead of 4.
-    hprintln!(
-        "cost: spgp-dr M=32 (D={}, G={}) vs spgp M=32 (D=G={}): predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions",
-        DR_INPUT_DIM,
-        DR_FEATURE_DIM,
-        DR_INPUT_DIM,
-        dr[0].max,
-        d16[0].max,
-        i64::from(dr[0].max) - i64::from(d16[0].max),
-        dr[1].max,
-        d16[1].max,
-        i64::from(dr[1].max) - i64::from(d16[1].max)
+    print_versus(
+        format_args!(
+            "spgp-dr M=32 (D={DR_INPUT_DIM}, G={DR_FEATURE_DIM}) vs spgp M=32 (D=G={DR_INPUT_DIM})"
+        ),
+        dr,
+        d16,
+        format_args!(""),
     );
     hprintln!(
         "constant time: {} (largest spread over inputs {} instructions, allowed {})",
@@ -778,6 +769,105 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         CONSTANT_TIME_SLACK
     );
     constant_time
+}
+
+/// What the calls beside `predict` cost at M = 32 (`predict_array`, the
+/// training-range check), and what a capacity larger than the blob costs:
+/// the M = 16 blob in a `Model<32, 4, 4>` against its own `Model<16, 4, 4>`
+/// (golden-checked too). Fails on a golden miss or a count that varies with
+/// the input.
+fn check_api_cost(meter: &InstructionMeter, models: &Models) -> bool {
+    let inputs = || {
+        golden_m32::INPUTS
+            .chunks_exact(INPUT_DIM)
+            .chain(EXTRA_COST_INPUTS.iter().map(|x| x.as_slice()))
+            .filter_map(|x| <&[f32; INPUT_DIM]>::try_from(x).ok())
+    };
+    let (mut predict, mut array, mut range) = (Span::EMPTY, Span::EMPTY, Span::EMPTY);
+    for x in inputs() {
+        predict.add(meter.measure(x, |x| models.m32.predict(x)).1.instructions);
+        array.add(
+            meter
+                .measure(x, |x| models.m32.predict_array(x))
+                .1
+                .instructions,
+        );
+        range.add(
+            meter
+                .measure(x, |x| models.m32.in_training_range(x))
+                .1
+                .instructions,
+        );
+    }
+    hprintln!(
+        "cost: M=32 predict {}-{}, predict_array {}-{}, in_training_range (D={}) {}-{} instructions",
+        predict.min,
+        predict.max,
+        array.min,
+        array.max,
+        INPUT_DIM,
+        range.min,
+        range.max
+    );
+
+    let Some(wide) = cortex_m::singleton!(MODEL_M16_IN_M32: ModelM<32> = ModelM::<32>::new())
+    else {
+        hprintln!("cost: FAILED, the capacity model was already taken");
+        return false;
+    };
+    if let Err(e) = wide.load(model::BLOB_M16) {
+        hprintln!("cost: FAILED, the M=16 blob in Model<32, 4, 4>: {:?}", e);
+        return false;
+    }
+    let wide: &ModelM<32> = wide;
+    let golden_ok = check_golden(
+        meter,
+        "M=16 in Model<32, 4, 4>",
+        wide,
+        golden_m16::INPUTS.as_slice(),
+        golden_m16::DIM,
+        &golden_m16::EXPECTED,
+        golden_m16::Y_SCALE,
+    );
+    let (mut own, mut roomy) = ([Span::EMPTY; 2], [Span::EMPTY; 2]);
+    for x in inputs() {
+        for (span, (p, m)) in [
+            (&mut own, cost(meter, models.m16, x)),
+            (&mut roomy, cost(meter, wide, x)),
+        ] {
+            span[0].add(p);
+            span[1].add(m);
+        }
+    }
+    print_versus(
+        format_args!("the M=16 blob in Model<32, 4, 4> vs Model<16, 4, 4>"),
+        roomy,
+        own,
+        format_args!(""),
+    );
+    let spans = [predict, array, range, own[0], own[1], roomy[0], roomy[1]];
+    let constant_time = spans.iter().all(|s| s.spread() <= CONSTANT_TIME_SLACK);
+    if !constant_time {
+        hprintln!("cost: FAILED, a count above varies with the input");
+    }
+    golden_ok & constant_time
+}
+
+/// One comparison line: the largest `predict` and `mean` counts of `a`
+/// against `b`'s, with their differences, then `note`.
+fn print_versus(what: Arguments, a: [Span; 2], b: [Span; 2], note: Arguments) {
+    let diff = |i: usize| i64::from(a[i].max) - i64::from(b[i].max);
+    hprintln!(
+        "cost: {}: predict {} vs {} ({:+}), mean {} vs {} ({:+}) instructions{}",
+        what,
+        a[0].max,
+        b[0].max,
+        diff(0),
+        a[1].max,
+        b[1].max,
+        diff(1),
+        note
+    );
 }
 
 /// Inputs for the 16-input models' cost besides their golden ones: the
@@ -836,27 +926,28 @@ fn wide_cost<const G: usize>(
 }
 
 /// Simulated 4-channel sensor: a Lissajous sweep inside the training box,
-/// with two excursions far outside it (a fault, or a regime never trained
-/// on) where the model must not be trusted.
+/// with three excursions outside it: one input a little beyond its range
+/// (where the variance barely rises), then two far outside (a fault, or a
+/// regime never trained on), where the model must not be trusted.
 fn read_sensor(tick: u32) -> [f32; INPUT_DIM] {
+    let t = 2.0 * core::f32::consts::PI * tick as f32 / 64.0;
+    let a = 2.0 / 3.0 * DATA_HALF_WIDTH;
+    let sweep = [
+        a * libm::sinf(t),
+        a * libm::sinf(1.3 * t + 0.5),
+        a * libm::cosf(0.7 * t),
+        a * libm::sinf(1.9 * t + 1.0),
+    ];
     match tick {
+        60..=69 => [1.2 * DATA_HALF_WIDTH, sweep[1], sweep[2], sweep[3]],
         120..=129 => [10.0, -10.0, 10.0, -10.0],
         170..=174 => [-9.0, -9.0, -9.0, 9.0],
-        _ => {
-            let t = 2.0 * core::f32::consts::PI * tick as f32 / 64.0;
-            let a = 2.0 / 3.0 * DATA_HALF_WIDTH;
-            [
-                a * libm::sinf(t),
-                a * libm::sinf(1.3 * t + 0.5),
-                a * libm::cosf(0.7 * t),
-                a * libm::sinf(1.9 * t + 1.0),
-            ]
-        }
+        _ => sweep,
     }
 }
 
 fn is_excursion(tick: u32) -> bool {
-    matches!(tick, 120..=129 | 170..=174)
+    matches!(tick, 60..=69 | 120..=129 | 170..=174)
 }
 
 fn actuate(command: f32) {
@@ -864,15 +955,29 @@ fn actuate(command: f32) {
     unsafe { write_volatile(addr_of_mut!(ACTUATOR), command) };
 }
 
-/// The control loop: sense, predict, gate on variance, act. Returns whether
-/// the gating behaved: every excursion tick fell back, and the model acted on
-/// at least one nominal tick.
+/// The input names the control loop's sensors have, in the order it reads
+/// them (`sgp synth` names its columns x1, x2, ...).
+const SENSOR_NAMES: [&str; INPUT_DIM] = ["x1", "x2", "x3", "x4"];
+
+/// The control loop: sense, check the training range, predict, gate on
+/// variance, act. Returns whether the gating behaved: the model's inputs are
+/// the sensors, every excursion tick fell back, and the model acted on at
+/// least one nominal tick.
 fn control_loop(meter: &InstructionMeter, model: &ModelM<CONTROL_M>) -> bool {
+    // Once, before trusting any prediction: a blob fitted on another column
+    // order would otherwise give plausible nonsense.
+    let names_ok = model.input_names() == SENSOR_NAMES;
+    hprintln!(
+        "loop: model inputs {:?} {} the sensors {:?}",
+        model.input_names(),
+        if names_ok { "match" } else { "DO NOT MATCH" },
+        SENSOR_NAMES
+    );
     // Relative to the prior: see UNSURE_STD_FRACTION.
     let prior = model.prior_variance() + model.noise_variance();
     let var_threshold = UNSURE_STD_FRACTION * UNSURE_STD_FRACTION * prior;
     hprintln!(
-        "loop: M={}, fallback where std > {} x prior std, i.e. var > {}",
+        "loop: M={}, fallback outside the training range or where std > {} x prior std, i.e. var > {}",
         CONTROL_M,
         UNSURE_STD_FRACTION,
         var_threshold
@@ -880,19 +985,25 @@ fn control_loop(meter: &InstructionMeter, model: &ModelM<CONTROL_M>) -> bool {
     let mut mode = Mode::Model;
     let mut fallback_ticks = 0u32;
     let mut model_ticks_in_excursion = 0u32;
+    // Excursion ticks that only the range check caught: the variance alone
+    // would have trusted the model there.
+    let mut caught_by_range_only = 0u32;
     let mut span = Span::EMPTY;
     let mut sum_instr = 0u64;
 
     for tick in 0..CONTROL_TICKS {
         let x = read_sensor(tick);
-        let ((mean, var), m) = meter.measure(&x[..], |x| model::predict(model, x));
+        // Checked separately from (and not paid by) `predict`; an error, like
+        // a model without a recorded range, counts as outside.
+        let in_range = model.in_training_range(&x) == Ok(true);
+        let ((mean, var), m) = meter.measure(&x, |x| model::predict_array(model, x));
         span.add(m.instructions);
         sum_instr += u64::from(m.instructions);
 
         // A NaN variance (model error) must also fall back: written so that
         // only a comparison that is true trusts the model.
         let confident = var <= var_threshold;
-        let new_mode = if confident {
+        let new_mode = if in_range && confident {
             Mode::Model
         } else {
             Mode::Fallback
@@ -905,17 +1016,21 @@ fn control_loop(meter: &InstructionMeter, model: &ModelM<CONTROL_M>) -> bool {
 
         if new_mode == Mode::Fallback {
             fallback_ticks += 1;
+            if confident {
+                caught_by_range_only += 1;
+            }
         } else if is_excursion(tick) {
             model_ticks_in_excursion += 1;
         }
         if new_mode != mode || tick % LOG_EVERY == 0 {
             hprintln!(
-                "tick {:3}: x=[{:+.2}, {:+.2}, {:+.2}, {:+.2}] mean={:+.4} var={:.4} -> {} {:+.4}",
+                "tick {:3}: x=[{:+.2}, {:+.2}, {:+.2}, {:+.2}] {} mean={:+.4} var={:.4} -> {} {:+.4}",
                 tick,
                 x[0],
                 x[1],
                 x[2],
                 x[3],
+                if in_range { "in range" } else { "OUT OF RANGE" },
                 mean,
                 var,
                 match new_mode {
@@ -930,14 +1045,15 @@ fn control_loop(meter: &InstructionMeter, model: &ModelM<CONTROL_M>) -> bool {
 
     let excursion_ticks = (0..CONTROL_TICKS).filter(|&t| is_excursion(t)).count() as u32;
     hprintln!(
-        "loop: {} ticks, {} fallback ({} excursion ticks, {} of them trusted the model); predict instructions min {} / mean {} / max {}",
+        "loop: {} ticks, {} fallback ({} excursion ticks, {} of them trusted the model; {} fell back on the range check alone, the variance was below its threshold); predict instructions min {} / mean {} / max {}",
         CONTROL_TICKS,
         fallback_ticks,
         excursion_ticks,
         model_ticks_in_excursion,
+        caught_by_range_only,
         span.min,
         sum_instr / u64::from(CONTROL_TICKS),
         span.max
     );
-    model_ticks_in_excursion == 0 && fallback_ticks < CONTROL_TICKS
+    names_ok && model_ticks_in_excursion == 0 && fallback_ticks < CONTROL_TICKS
 }

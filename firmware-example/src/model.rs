@@ -161,7 +161,21 @@ pub fn predict<const M: usize, const G: usize, const D: usize>(
     model: &Model<M, G, D>,
     x: &[f32],
 ) -> (f32, f32) {
-    match model.predict(x) {
+    pair(model.predict(x))
+}
+
+/// [`predict`] of exactly `D` inputs ([`Model::predict_array`]).
+#[inline]
+pub fn predict_array<const M: usize, const G: usize, const D: usize>(
+    model: &Model<M, G, D>,
+    x: &[f32; D],
+) -> (f32, f32) {
+    pair(model.predict_array(x))
+}
+
+#[inline]
+fn pair(prediction: Result<Prediction, Error>) -> (f32, f32) {
+    match prediction {
         Ok(p) => (p.mean, p.variance),
         Err(_) => (f32::NAN, f32::INFINITY),
     }

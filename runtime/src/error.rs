@@ -5,6 +5,7 @@ use core::fmt;
 /// Which size of a model a [`Error::CapacityExceeded`] or
 /// [`Error::InconsistentSizes`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Dimension {
     /// Number of basis functions `M`.
     Basis,
@@ -40,6 +41,7 @@ impl fmt::Display for Dimension {
 /// status code of its own in an exhaustive `match`, so a new variant fails
 /// to compile there until it has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Error {
     /// The blob is shorter than its header says (or than any header).
     Truncated {
@@ -81,6 +83,16 @@ pub enum Error {
         /// What the `Model` type holds.
         capacity: usize,
     },
+    /// A column name in the blob is longer than a device `Model` holds
+    /// ([`crate::NAME_CAPACITY`] bytes). Host tools (`ModelSpec`) accept it.
+    NameTooLong {
+        /// Which name: `Some(i)` for input `i`, `None` for the target.
+        input: Option<usize>,
+        /// Its length in bytes (UTF-8).
+        length: usize,
+        /// What a `Model` holds per name.
+        capacity: usize,
+    },
     /// An array's length disagrees with the sizes in the header.
     InconsistentSizes {
         /// The array (field name in `FORMAT.md`).
@@ -110,6 +122,14 @@ pub enum Error {
     },
     /// An input value is NaN or infinite.
     NonFiniteInput,
+    /// An input is so far from the training data that f32 arithmetic
+    /// overflowed on it (its standardised value, or its distance to a basis
+    /// function, beyond `3.4e38`): there is no finite prediction to give.
+    /// A sensor fault, in practice.
+    InputOverflow,
+    /// [`crate::Model::in_training_range`] was asked of a model whose blob
+    /// records no training-input range (format versions 1 and 2).
+    NoTrainingRange,
     /// A class probability was asked of a regression model.
     NotClassifier,
 }
@@ -144,6 +164,20 @@ impl fmt::Display for Error {
                 f,
                 "model needs {required} {dimension}, capacity is {capacity}"
             ),
+            Error::NameTooLong {
+                input,
+                length,
+                capacity,
+            } => {
+                match input {
+                    Some(i) => write!(f, "the name of input {i}")?,
+                    None => f.write_str("the target's name")?,
+                }
+                write!(
+                    f,
+                    " is {length} bytes long; a device model holds names of up to {capacity} bytes"
+                )
+            }
             Error::InconsistentSizes {
                 field,
                 expected,
@@ -158,6 +192,12 @@ impl fmt::Display for Error {
                 write!(f, "input has {found} values, the model expects {expected}")
             }
             Error::NonFiniteInput => f.write_str("input holds NaN or infinity"),
+            Error::InputOverflow => f.write_str(
+                "input so far from the training data that f32 overflows on it (a sensor fault?)",
+            ),
+            Error::NoTrainingRange => f.write_str(
+                "the blob records no training-input range (format version 1 or 2: re-export it)",
+            ),
             Error::NotClassifier => f.write_str("class probability asked of a regression model"),
         }
     }

@@ -1,5 +1,6 @@
-//! Blob format v2 (and v1, still read): the single definition of what the
-//! trainer writes and the device reads. `runtime/FORMAT.md` describes the same layout byte by byte.
+//! Blob format v3 (and v1, v2, still read): the single definition of what
+//! the trainer writes and the device reads. `runtime/FORMAT.md` describes the
+//! same layout byte by byte.
 //!
 //! A blob is a fixed 10-byte preamble (magic, version, body length), a body
 //! encoded with postcard, and a CRC-32 trailer. The preamble is fixed-width
@@ -14,9 +15,11 @@ use crate::error::{Dimension, Error};
 pub const MAGIC: [u8; 4] = *b"SGPM";
 /// The format version this runtime writes. It also reads every version from
 /// [`OLDEST_VERSION`] on.
-pub const VERSION: u16 = 2;
-/// The oldest format version this runtime reads. Version 1 is version 2
-/// without the last body field, `positive_class` (read as `1`).
+pub const VERSION: u16 = 3;
+/// The oldest format version this runtime reads. Each version appends
+/// fields to the body of the one before: version 2 adds `positive_class`
+/// (read as `1` from version 1), version 3 the training-input range
+/// `x_min`, `x_max` (none recorded before it).
 pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
 pub const PREAMBLE_LEN: usize = 10;
@@ -35,6 +38,7 @@ const CRC: crc::Crc<u32, crc::NoTable> = crc::Crc::<u32, crc::NoTable>::new(&crc
 /// assert_eq!(ModelKind::Spgp.name(), "spgp");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ModelKind {
     /// Exact GP on (a subset of) the training data.
     Exact,
@@ -78,6 +82,7 @@ impl ModelKind {
 /// assert_ne!(Link::Identity, Link::Probit);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Link {
     /// Regression: Gaussian noise, outputs in the target's raw units.
     Identity,
@@ -99,6 +104,7 @@ pub enum Link {
 /// assert_eq!(shape.expected_len(sgp_runtime::Field::L1), 55);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Shape {
     /// Fitting procedure that produced the model.
     pub kind: ModelKind,
@@ -126,6 +132,7 @@ pub struct Shape {
 /// assert_eq!(sgp_runtime::Field::XScale.name(), "x_scale");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Field {
     /// Per-input mean subtracted before scaling (`D`).
     XMean,
@@ -157,6 +164,12 @@ pub enum Field {
     YScale,
     /// Raw target value of the positive class (probit; format version 2).
     PositiveClass,
+    /// Smallest training value of each input, raw units (`D`, or none when
+    /// no range is recorded; format version 3).
+    XMin,
+    /// Largest training value of each input, raw units (as many as
+    /// [`Field::XMin`], none below its minimum; format version 3).
+    XMax,
 }
 
 impl Field {
@@ -182,14 +195,23 @@ impl Field {
             Field::YMean => "y_mean",
             Field::YScale => "y_scale",
             Field::PositiveClass => "positive_class",
+            Field::XMin => "x_min",
+            Field::XMax => "x_max",
         }
     }
 
     /// Accepts `value` if it is finite and in this field's range.
     ///
+    /// Scales must be normal numbers, not only positive: the device stores
+    /// `1 / x_scale` (infinite for a subnormal scale) and multiplies
+    /// variances by `y_scale^2` (so that square must be a finite, non-zero
+    /// normal number too).
+    ///
     /// ```
     /// use sgp_runtime::{Error, Field};
     /// assert_eq!(Field::XScale.check(0.0), Err(Error::InvalidValue { field: "x_scale" }));
+    /// assert!(Field::XScale.check(1e-40).is_err()); // subnormal
+    /// assert!(Field::YScale.check(1e20).is_err()); // its square overflows
     /// assert_eq!(Field::Beta.check(f32::NAN), Err(Error::NonFinite { field: "beta" }));
     /// assert_eq!(Field::Beta.check(-2.0), Ok(-2.0));
     /// ```
@@ -198,7 +220,8 @@ impl Field {
             return Err(Error::NonFinite { field: self.name() });
         }
         let valid = match self {
-            Field::XScale | Field::YScale => value > 0.0,
+            Field::XScale => value > 0.0 && value.is_normal(),
+            Field::YScale => value > 0.0 && (value * value).is_normal(),
             Field::Widths | Field::Amplitudes | Field::Prior | Field::Noise => value >= 0.0,
             _ => true,
         };
@@ -218,6 +241,43 @@ pub(crate) fn check_diagonal(field: Field, value: f32) -> Result<f32, Error> {
     } else {
         Err(Error::InvalidValue {
             field: field.name(),
+        })
+    }
+}
+
+/// Checks the length of `x_min`: `D`, or 0 when no range is recorded.
+pub(crate) fn check_range_len(input_dim: usize, found: usize) -> Result<(), Error> {
+    if found == 0 || found == input_dim {
+        Ok(())
+    } else {
+        Err(Error::InconsistentSizes {
+            field: Field::XMin.name(),
+            expected: input_dim,
+            found,
+        })
+    }
+}
+
+/// Checks the length of `x_max`: that of `x_min`.
+pub(crate) fn check_range_max_len(min_len: usize, found: usize) -> Result<(), Error> {
+    if found == min_len {
+        Ok(())
+    } else {
+        Err(Error::InconsistentSizes {
+            field: Field::XMax.name(),
+            expected: min_len,
+            found,
+        })
+    }
+}
+
+/// Accepts the maximum `max` of an input whose minimum is `min`.
+pub(crate) fn check_range_pair(min: f32, max: f32) -> Result<f32, Error> {
+    if max >= min {
+        Ok(max)
+    } else {
+        Err(Error::InvalidValue {
+            field: Field::XMax.name(),
         })
     }
 }
@@ -289,7 +349,7 @@ impl Shape {
         let g = usize::from(self.feature_dim);
         let d = usize::from(self.input_dim);
         match field {
-            Field::XMean | Field::XScale => d,
+            Field::XMean | Field::XScale | Field::XMin | Field::XMax => d,
             Field::Projection if self.projected => g * d,
             Field::Projection => 0,
             Field::Centres => m * g,
@@ -380,11 +440,10 @@ impl<'a> Reader<'a> {
         &mut self,
         shape: &Shape,
         field: Field,
-        mut sink: impl FnMut(usize, f32) -> Result<(), Error>,
+        sink: impl FnMut(usize, f32) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let expected = shape.expected_len(field);
-        let found: u32 = self.value()?;
-        let found = usize::try_from(found).map_err(|_| Error::Malformed)?;
+        let found = self.length()?;
         if found != expected {
             return Err(Error::InconsistentSizes {
                 field: field.name(),
@@ -392,7 +451,24 @@ impl<'a> Reader<'a> {
                 found,
             });
         }
-        for index in 0..expected {
+        self.elements(field, found, sink)
+    }
+
+    /// Decodes the length of a postcard sequence.
+    pub(crate) fn length(&mut self) -> Result<usize, Error> {
+        let found: u32 = self.value()?;
+        usize::try_from(found).map_err(|_| Error::Malformed)
+    }
+
+    /// Decodes `n` values of `field`, checking each, and hands them to
+    /// `sink` with their index.
+    pub(crate) fn elements(
+        &mut self,
+        field: Field,
+        n: usize,
+        mut sink: impl FnMut(usize, f32) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        for index in 0..n {
             sink(index, field.check(self.value()?)?)?;
         }
         Ok(())
@@ -439,7 +515,7 @@ mod owned {
     ///     centres: vec![0.0], widths: vec![1.0], amplitudes: vec![1.0],
     ///     beta: vec![0.5], l1: vec![1.0], l2: vec![],
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
-    ///     positive_class: 0.0,
+    ///     positive_class: 0.0, x_min: vec![-2.0], x_max: vec![3.0],
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -486,11 +562,19 @@ mod owned {
         /// `P(y = +1)` is the probability of (probit); writers put `0` in
         /// regression blobs, readers ignore it there.
         pub positive_class: f32,
+        /// See [`Field::XMin`]: each input's smallest training value (raw
+        /// units), or empty when no range is recorded (what version 1 and 2
+        /// blobs read as).
+        pub x_min: Vec<f32>,
+        /// See [`Field::XMax`]: each input's largest training value, as many
+        /// as [`ModelSpec::x_min`].
+        pub x_max: Vec<f32>,
     }
 
-    /// The body of a version-1 blob: version 2 without `positive_class`.
+    /// The fields every format version has, in wire order: the whole body
+    /// of a version-1 blob. Later versions append fields to it.
     #[derive(Deserialize)]
-    struct BodyV1 {
+    struct Common {
         shape: Shape,
         input_names: Vec<String>,
         target_name: String,
@@ -510,27 +594,31 @@ mod owned {
         y_scale: f32,
     }
 
-    impl From<BodyV1> for ModelSpec {
-        fn from(v1: BodyV1) -> Self {
+    impl Common {
+        /// The full description, with what the version that wrote it lacks:
+        /// `positive_class = 1` and no input range.
+        fn into_spec(self) -> ModelSpec {
             ModelSpec {
-                shape: v1.shape,
-                input_names: v1.input_names,
-                target_name: v1.target_name,
-                x_mean: v1.x_mean,
-                x_scale: v1.x_scale,
-                projection: v1.projection,
-                centres: v1.centres,
-                widths: v1.widths,
-                amplitudes: v1.amplitudes,
-                beta: v1.beta,
-                l1: v1.l1,
-                l2: v1.l2,
-                prior: v1.prior,
-                noise: v1.noise,
-                bias: v1.bias,
-                y_mean: v1.y_mean,
-                y_scale: v1.y_scale,
+                shape: self.shape,
+                input_names: self.input_names,
+                target_name: self.target_name,
+                x_mean: self.x_mean,
+                x_scale: self.x_scale,
+                projection: self.projection,
+                centres: self.centres,
+                widths: self.widths,
+                amplitudes: self.amplitudes,
+                beta: self.beta,
+                l1: self.l1,
+                l2: self.l2,
+                prior: self.prior,
+                noise: self.noise,
+                bias: self.bias,
+                y_mean: self.y_mean,
+                y_scale: self.y_scale,
                 positive_class: 1.0,
+                x_min: Vec::new(),
+                x_max: Vec::new(),
             }
         }
     }
@@ -595,6 +683,12 @@ mod owned {
                     check_diagonal(field, diagonal.unwrap_or(0.0))?;
                 }
             }
+            check_range_len(d, self.x_min.len())?;
+            check_range_max_len(self.x_min.len(), self.x_max.len())?;
+            for (&min, &max) in self.x_min.iter().zip(&self.x_max) {
+                Field::XMin.check(min)?;
+                check_range_pair(min, Field::XMax.check(max)?)?;
+            }
             Ok(())
         }
 
@@ -618,22 +712,25 @@ mod owned {
         }
 
         /// Decodes and validates a blob of any version this runtime reads
-        /// (a version-1 blob gets `positive_class = 1`).
+        /// (a version-1 blob gets `positive_class = 1`; version 1 and 2
+        /// blobs get no input range).
         ///
         /// # Errors
         /// Any [`Error`] describing a malformed blob.
         pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
             let (version, body) = open(bytes)?;
-            let (spec, rest): (ModelSpec, _) = if version == 1 {
-                let (v1, rest): (BodyV1, _) =
-                    postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?;
-                (v1.into(), rest)
-            } else {
-                postcard::take_from_bytes(body).map_err(|_| Error::Malformed)?
-            };
-            if !rest.is_empty() {
-                return Err(Error::Malformed);
+            // Postcard writes a struct as its fields one after the other, so
+            // each version's body is the one before it plus its new fields.
+            let mut reader = Reader::new(body);
+            let mut spec = reader.value::<Common>()?.into_spec();
+            if version >= 2 {
+                spec.positive_class = reader.value()?;
             }
+            if version >= 3 {
+                spec.x_min = reader.value()?;
+                spec.x_max = reader.value()?;
+            }
+            reader.finish()?;
             spec.validate()?;
             Ok(spec)
         }

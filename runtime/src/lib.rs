@@ -33,9 +33,16 @@
 //! # Ok::<(), sgp_runtime::Error>(())
 //! ```
 //!
+//! A model also carries its column names ([`Model::input_names`]) and,
+//! from format version 3 on, the range of its training inputs
+//! ([`Model::in_training_range`]), so a device can check that it feeds the
+//! inputs in the right order and tell when it is extrapolating.
+//!
 //! Features: `micromath` swaps the built-in branch-free `exp` for
 //! micromath's approximation (not recommended: see the README's figures);
-//! `alloc` adds [`ModelSpec`], the owned form the trainer encodes.
+//! `alloc` adds [`ModelSpec`], the owned form the trainer encodes; `defmt`
+//! derives `defmt::Format` for [`Error`] and the other public types, for
+//! firmware that logs with defmt.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -57,4 +64,7 @@ pub use format::ModelSpec;
 pub use format::{
     Field, Link, ModelKind, Shape, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN, VERSION,
 };
-pub use model::{ram_bytes, Model, Prediction, PredictionWithGradient, ProbabilityWithGradient};
+pub use model::{
+    ram_bytes, Model, Name, Prediction, PredictionWithGradient, ProbabilityWithGradient,
+    NAME_CAPACITY,
+};

@@ -6,7 +6,10 @@ use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape}
 use crate::math::{self, packed_index};
 
 mod gradient;
+mod inputs;
+
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
+pub use inputs::{Name, NAME_CAPACITY};
 
 /// A predictive distribution.
 ///
@@ -19,6 +22,7 @@ pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 /// assert_eq!(p.std_dev(), 0.5);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Prediction {
     /// Predictive mean.
     pub mean: f32,
@@ -46,8 +50,9 @@ impl Prediction {
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (M^2 + M (2G + 4) + G D + 2D + 5)` bytes plus a few words (see
-/// [`ram_bytes`]); the two triangular factors share one `M x M` array.
+/// RAM: `4 (M^2 + M (2G + 4) + G D + 4D + 5) + 32 (D + 1)` bytes plus a
+/// few words (see [`ram_bytes`]); the two triangular factors share one
+/// `M x M` array, the column names take [`NAME_CAPACITY`] + 1 bytes each.
 ///
 /// ```
 /// use sgp_runtime::Model;
@@ -83,6 +88,12 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     bias: f32,
     y_mean: f32,
     y_scale: f32,
+    /// Training-input range (raw units); meaningful only when `ranged`.
+    x_min: [f32; D],
+    x_max: [f32; D],
+    input_names: [Name; D],
+    target_name: Name,
+    ranged: bool,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -96,9 +107,11 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 /// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 24);
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
-    let numbers = m * m + m * (2 * g + 4) + g * d + 2 * d + 5;
-    // Shape (11 bytes, padded to 12) and two usize sizes.
-    4 * numbers + 12 + 2 * 4
+    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 5;
+    let names = (NAME_CAPACITY + 1) * (d + 1);
+    // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
+    // (padded to a word with the names).
+    4 * numbers + names + 12 + 2 * 4 + 4
 }
 
 // On 32-bit targets (the devices) the formula is the layout, exactly.
@@ -158,6 +171,11 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         // Zero like every other field, so the template is all-zero bits and
         // the compiler zero-fills instead of copying a flash image of it.
         y_scale: 0.0,
+        x_min: [0.0; D],
+        x_max: [0.0; D],
+        input_names: [const { Name::new() }; D],
+        target_name: Name::new(),
+        ranged: false,
     };
 
     /// An empty model (every prediction fails with [`Error::InputLength`])
@@ -220,16 +238,19 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         self.shape = EMPTY_SHAPE;
         self.m = 0;
         self.g = 0;
-        let shape = self.decode(bytes)?;
+        self.ranged = false;
+        let (shape, ranged) = self.decode(bytes)?;
         self.shape = shape;
+        self.ranged = ranged;
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
         Ok(())
     }
 
-    /// Decodes every number into place; the caller publishes the shape only
-    /// on success, so a failed load leaves an empty model.
-    fn decode(&mut self, bytes: &[u8]) -> Result<Shape, Error> {
+    /// Decodes every number into place; the caller publishes the shape (and
+    /// whether an input range was read) only on success, so a failed load
+    /// leaves an empty model.
+    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool), Error> {
         let (version, body) = open(bytes)?;
         let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
@@ -243,12 +264,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let d =
             core::num::NonZeroUsize::new(usize::from(shape.input_dim)).ok_or(Error::Malformed)?;
 
-        // The device never needs the column names: skip them.
-        let names: u32 = reader.value()?;
-        for _ in 0..names {
-            let _: &str = reader.value()?;
-        }
-        let _: &str = reader.value()?;
+        model.target_name = inputs::read_names(&mut reader, &mut model.input_names, d.get())?;
 
         reader.numbers(&shape, Field::XMean, |i, v| set(&mut model.x_mean, i, v))?;
         reader.numbers(&shape, Field::XScale, |i, v| {
@@ -309,8 +325,10 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             // Host tools map labels with it; the device only checks it.
             reader.scalar(Field::PositiveClass)?;
         }
+        let ranged = version >= 3
+            && inputs::read_range(&mut reader, d.get(), &mut model.x_min, &mut model.x_max)?;
         reader.finish()?;
-        Ok(shape)
+        Ok((shape, ranged))
     }
 
     /// Sizes, kind and link of the loaded model.
@@ -361,7 +379,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    /// As [`Model::predict`].
     pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
         let mut k = [0.0f32; M];
         let latent = self.basis(x, &mut k)?;
@@ -383,9 +401,38 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values,
+    /// [`Error::NonFiniteInput`] for a NaN or infinite value,
+    /// [`Error::InputOverflow`] for one so far out that f32 overflows.
     pub fn predict(&self, x: &[f32]) -> Result<Prediction, Error> {
         Ok(self.observed(self.predict_latent(x)?))
+    }
+
+    /// [`Model::predict`] of exactly `D` inputs, the capacity: the compiler
+    /// then rejects an input vector of the wrong length. Meant for the
+    /// usual firmware whose capacity `D` is the blob's input count; a blob
+    /// with fewer inputs than `D` makes every call [`Error::InputLength`]
+    /// (use the slice form, [`Model::predict`], with such a model).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// use sgp_runtime::{Error, Model};
+    /// let model = Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let x = [0.5, -1.0];
+    /// assert_eq!(model.predict_array(&x)?, model.predict(&x)?);
+    /// // The same two-input blob in a three-input capacity:
+    /// let wide = Model::<16, 3, 3>::from_bytes(blob)?;
+    /// assert_eq!(
+    ///     wide.predict_array(&[0.5, -1.0, 0.0]),
+    ///     Err(Error::InputLength { expected: 2, found: 3 })
+    /// );
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Model::predict`].
+    pub fn predict_array(&self, x: &[f32; D]) -> Result<Prediction, Error> {
+        self.predict(x)
     }
 
     /// Mean and variance of the latent function, without observation noise
@@ -401,7 +448,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InputLength`] if `x` does not have [`Model::input_dim`] values.
+    /// As [`Model::predict`].
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
@@ -502,7 +549,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// `beta . k`, summed in the same pass.
     fn basis(&self, x: &[f32], k: &mut [f32; M]) -> Result<f32, Error> {
         let z = self.features(x)?;
-        Ok(self.kernel(&z, k))
+        self.kernel(&z, k)
     }
 
     /// Steps 1-2: the checked input, standardised and projected (zeros
@@ -541,8 +588,15 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
 
     /// Steps 3-4 at features `z`: basis values into `k` (entries past `m`
     /// untouched) and the latent mean `beta . k`, summed in the same pass.
+    ///
+    /// A finite input can still overflow f32 on the way: a standardised
+    /// value beyond `3.4e38` (a huge input, a tiny scale) is infinite, and
+    /// then a zero width (an input the model ignores) times it, or a
+    /// projection summing `inf - inf`, is NaN. Any NaN or infinite `k_i`
+    /// reaches the mean, so one test of the mean catches them all and the
+    /// usual path pays one comparison.
     #[inline(always)]
-    fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> f32 {
+    fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         let mut mean = 0.0f32;
         let rows = self.basis_params.iter().zip(&self.amp_beta);
         for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
@@ -550,7 +604,11 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             *ki = amplitude * math::exp_non_positive(-distance);
             mean += beta * *ki;
         }
-        mean
+        if mean.is_finite() {
+            Ok(mean)
+        } else {
+            Err(Error::InputOverflow)
+        }
     }
 }
 
@@ -627,15 +685,17 @@ mod tests {
         }
     }
 
-    /// `size_of::<Model<M, G, D>>()` on this host, from [`ram_bytes`]'s
-    /// 32-bit layout: the floats, the 12-byte shape, then the two sizes,
-    /// which are `usize` (aligned to it) and the five scalars; equal to
-    /// `ram_bytes` where `usize` is 4 bytes.
+    /// `size_of::<Model<M, G, D>>()` on this host, field by field in
+    /// `Model`'s `repr(C)` order: the leading floats, the 12-byte shape,
+    /// the two sizes (`usize`, aligned to it), the five scalars and the
+    /// range, the names (bytes), the `ranged` flag, and the padding to the
+    /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
     fn host_size(m: usize, g: usize, d: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let floats = ram_bytes(m, g, d) - 12 - 2 * 4 - 5 * 4;
-        let sizes_at = (floats + 12).next_multiple_of(word);
-        (sizes_at + 2 * word + 5 * 4).next_multiple_of(word)
+        let leading = 4 * (m * m + m * (2 * g + 4) + g * d + 2 * d);
+        let sizes_at = (leading + 12).next_multiple_of(word);
+        let names = (NAME_CAPACITY + 1) * (d + 1);
+        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 1).next_multiple_of(word)
     }
 
     #[test]
@@ -643,7 +703,8 @@ mod tests {
         use core::mem::size_of;
         assert_eq!(size_of::<Shape>(), 12);
         // Odd and even M (the shape's offset alternates between 4 and 8
-        // modulo 8), projected and unprojected sizes, the firmware's.
+        // modulo 8), odd and even D, projected and unprojected sizes, the
+        // firmware's.
         let cases = [
             (size_of::<Model<1, 1, 1>>(), host_size(1, 1, 1)),
             (size_of::<Model<7, 3, 5>>(), host_size(7, 3, 5)),
@@ -657,9 +718,8 @@ mod tests {
         for (i, (size, expected)) in cases.iter().enumerate() {
             assert_eq!(size, expected, "case {i}");
         }
-        // The firmware README's figures, measured from its .bss.
-        assert_eq!(ram_bytes(16, 4, 4), 1928);
-        assert_eq!(ram_bytes(32, 4, 4), 5768);
-        assert_eq!(ram_bytes(32, 4, 16), 6056);
+        // The firmware README's figures.
+        assert_eq!(ram_bytes(16, 4, 4), 2124);
+        assert_eq!(ram_bytes(32, 4, 4), 5964);
     }
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{doc_spec, random_spec};
-use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, MAGIC, VERSION};
+use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, MAGIC, NAME_CAPACITY, VERSION};
 
 type Small = Model<8, 3, 3>;
 
@@ -105,10 +105,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 3;
+    bad[4] = 4;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 3 }
+        Error::UnsupportedVersion { found: 4 }
     );
 
     let mut bad = blob.clone();
@@ -237,6 +237,43 @@ fn bad_numbers_are_refused_by_writer_and_reader() {
             Box::new(|s| s.shape.n_basis = 0),
             Error::InvalidValue { field: "beta" },
         ),
+        // A subnormal scale has an infinite reciprocal (the device stores
+        // 1 / x_scale); a y_scale whose square overflows would make every
+        // variance infinite.
+        (
+            Box::new(|s| s.x_scale[1] = 1e-40),
+            Error::InvalidValue { field: "x_scale" },
+        ),
+        (
+            Box::new(|s| s.y_scale = 1e20),
+            Error::InvalidValue { field: "y_scale" },
+        ),
+        (
+            Box::new(|s| s.x_min[1] = f32::NAN),
+            Error::NonFinite { field: "x_min" },
+        ),
+        (
+            Box::new(|s| s.x_max[1] = s.x_min[1] - 1.0),
+            Error::InvalidValue { field: "x_max" },
+        ),
+        (
+            Box::new(|s| {
+                s.x_min.pop();
+            }),
+            Error::InconsistentSizes {
+                field: "x_min",
+                expected: 2,
+                found: 1,
+            },
+        ),
+        (
+            Box::new(|s| s.x_max.clear()),
+            Error::InconsistentSizes {
+                field: "x_max",
+                expected: 2,
+                found: 0,
+            },
+        ),
     ];
     for (damage, expected) in cases {
         let mut spec = good.clone();
@@ -314,28 +351,51 @@ mod fuzz {
     }
 }
 
-/// `tests/data/doc-model-v1.sgp` is the documentation model as the version-1
-/// writer wrote it (before `positive_class`): it must still load, with the
-/// same numbers, and read `positive_class` as 1.
+/// `tests/data/doc-model-v1.sgp` and `doc-model-v2.sgp` are the
+/// documentation model as the version-1 writer (before `positive_class`)
+/// and the version-2 writer (before the input range) wrote it: they must
+/// still load, with the same numbers, `positive_class` read as 1 from
+/// version 1, and no input range.
 #[test]
-fn version_1_blobs_still_load() {
-    let v1 = include_bytes!("data/doc-model-v1.sgp");
-    assert_eq!(u16::from_le_bytes([v1[4], v1[5]]), 1);
-    let mut expected = doc_spec();
-    expected.positive_class = 1.0;
-    assert_eq!(ModelSpec::from_bytes(v1).unwrap(), expected);
-    let old = Model::<4, 2, 2>::from_bytes(v1).unwrap();
+fn version_1_and_2_blobs_still_load_without_a_range() {
     let new = Model::<4, 2, 2>::from_bytes(&doc_spec().to_bytes().unwrap()).unwrap();
-    for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
-        assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
+    assert!(new.training_range().is_some());
+    let fixtures: [(&[u8], u16, f32); 2] = [
+        (include_bytes!("data/doc-model-v1.sgp"), 1, 1.0),
+        (include_bytes!("data/doc-model-v2.sgp"), 2, 0.0),
+    ];
+    for (blob, version, positive_class) in fixtures {
+        assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), version);
+        let mut expected = doc_spec();
+        expected.positive_class = positive_class;
+        expected.x_min.clear();
+        expected.x_max.clear();
+        assert_eq!(ModelSpec::from_bytes(blob).unwrap(), expected);
+        let old = Model::<4, 2, 2>::from_bytes(blob).unwrap();
+        for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
+            assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
+        }
+        assert!(old.input_names() == ["speed", "load"]);
+        assert_eq!(old.training_range(), None);
+        assert_eq!(
+            old.in_training_range(&[0.0, 0.0]),
+            Err(Error::NoTrainingRange)
+        );
+        assert_every_flipped_bit_is_an_error(blob);
+        // Re-encoded, it is a version-3 blob that records no range.
+        let again = expected.to_bytes().unwrap();
+        assert_eq!(u16::from_le_bytes([again[4], again[5]]), VERSION);
+        assert_eq!(ModelSpec::from_bytes(&again).unwrap(), expected);
+        let model = Model::<4, 2, 2>::from_bytes(&again).unwrap();
+        assert_eq!(model.training_range(), None);
     }
-    assert_every_flipped_bit_is_an_error(v1);
 }
 
 #[test]
-fn versions_outside_1_to_2_are_unsupported_and_a_v2_body_is_not_a_v1_body() {
+fn versions_outside_1_to_3_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
+    assert_eq!(VERSION, 3);
     let blob = small_blob();
-    for version in [0u16, 3, 0xffff] {
+    for version in [0u16, 4, 0xffff] {
         let mut bad = blob.clone();
         bad[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut bad);
@@ -343,18 +403,21 @@ fn versions_outside_1_to_2_are_unsupported_and_a_v2_body_is_not_a_v1_body() {
         assert_eq!(Small::from_bytes(&bad).unwrap_err(), expected);
         assert_eq!(ModelSpec::from_bytes(&bad).unwrap_err(), expected);
     }
-    // A v2 body labelled v1 has four bytes (positive_class) left over.
-    let mut relabelled = blob.clone();
-    relabelled[4..6].copy_from_slice(&1u16.to_le_bytes());
-    reseal(&mut relabelled);
-    assert_eq!(
-        Small::from_bytes(&relabelled).unwrap_err(),
-        Error::Malformed
-    );
-    assert_eq!(
-        ModelSpec::from_bytes(&relabelled).unwrap_err(),
-        Error::Malformed
-    );
+    // A v3 body labelled v2 or v1 has bytes (the range, positive_class)
+    // left over.
+    for version in [1u16, 2] {
+        let mut relabelled = blob.clone();
+        relabelled[4..6].copy_from_slice(&version.to_le_bytes());
+        reseal(&mut relabelled);
+        assert_eq!(
+            Small::from_bytes(&relabelled).unwrap_err(),
+            Error::Malformed
+        );
+        assert_eq!(
+            ModelSpec::from_bytes(&relabelled).unwrap_err(),
+            Error::Malformed
+        );
+    }
 }
 
 #[test]
@@ -478,19 +541,63 @@ fn short_blobs_are_truncated_and_sizes_are_checked_in_the_documented_order() {
 }
 
 #[test]
-fn the_device_skips_names_that_host_tools_count() {
+fn the_device_and_host_tools_both_count_the_names() {
     let mut spec = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
     spec.input_names.push("extra".into());
     let blob = encode_unchecked(&spec);
-    assert!(Small::from_bytes(&blob).is_ok());
+    let expected = Error::InconsistentSizes {
+        field: "input_names",
+        expected: 2,
+        found: 3,
+    };
+    assert_eq!(both_errors(&blob), (expected, expected));
+}
+
+#[test]
+fn the_device_keeps_the_names_and_refuses_one_longer_than_it_holds() {
+    let mut spec = random_spec(5, 3, 2, 2, false, false, true, Link::Identity);
+    spec.input_names = vec!["a".repeat(NAME_CAPACITY), "é".into()];
+    spec.target_name = "target".into();
+    let model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
+    assert!(model.input_names() == [&"a".repeat(NAME_CAPACITY)[..], "é"]);
+    assert_eq!(model.target_name(), "target");
+
+    spec.input_names[1] = "b".repeat(NAME_CAPACITY + 1);
+    let blob = spec.to_bytes().unwrap();
     assert_eq!(
-        ModelSpec::from_bytes(&blob).unwrap_err(),
-        Error::InconsistentSizes {
-            field: "input_names",
-            expected: 2,
-            found: 3
+        Small::from_bytes(&blob).unwrap_err(),
+        Error::NameTooLong {
+            input: Some(1),
+            length: NAME_CAPACITY + 1,
+            capacity: NAME_CAPACITY
         }
     );
+    // Host tools have no such limit.
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
+    spec.input_names[1] = "b".into();
+    // Bytes, not characters: 16 two-byte characters are 32 bytes.
+    spec.target_name = "é".repeat(16);
+    assert_eq!(
+        Small::from_bytes(&spec.to_bytes().unwrap()).unwrap_err(),
+        Error::NameTooLong {
+            input: None,
+            length: 32,
+            capacity: NAME_CAPACITY
+        }
+    );
+}
+
+#[test]
+fn a_failed_load_forgets_names_and_range() {
+    let blob = small_blob();
+    let mut model = Small::new();
+    model.load(&blob).unwrap();
+    assert_eq!(model.input_names().len(), 2);
+    assert!(model.training_range().is_some());
+    assert!(model.load(&blob[..blob.len() - 1]).is_err());
+    assert!(model.input_names().is_empty());
+    assert_eq!(model.target_name(), "");
+    assert_eq!(model.training_range(), None);
 }
 
 #[test]
@@ -498,9 +605,9 @@ fn size_formula_of_format_md() {
     let mut spec = random_spec(1, 32, 4, 4, false, false, true, Link::Identity);
     spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
     spec.target_name = "y".into();
-    assert_eq!(spec.to_bytes().unwrap().len(), 4989);
+    assert_eq!(spec.to_bytes().unwrap().len(), 5023);
     let mut ivm = random_spec(1, 32, 4, 4, false, false, false, Link::Probit);
     ivm.input_names = spec.input_names.clone();
     ivm.target_name = "y".into();
-    assert_eq!(ivm.to_bytes().unwrap().len(), 2876);
+    assert_eq!(ivm.to_bytes().unwrap().len(), 2910);
 }

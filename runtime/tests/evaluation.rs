@@ -37,6 +37,8 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         y_mean: 1.0,
         y_scale: 3.0,
         positive_class: 0.0,
+        x_min: vec![1.0],
+        x_max: vec![3.0],
     }
 }
 
@@ -209,5 +211,153 @@ proptest! {
         let expected = 0.5 * libm::erfc(-mean / (1.0 + var).sqrt() / 2f64.sqrt());
         let p = model.probability(&[x[0] as f32, x[1] as f32]).unwrap();
         prop_assert!((p as f64 - expected).abs() < 1e-5, "{p} vs {expected}");
+    }
+}
+
+/// Two inputs, the second ignored (zero width: what the trainer exports for
+/// a constant column) with a tiny scale, so a large raw value of it
+/// standardises beyond f32's range.
+fn ignored_second_input() -> ModelSpec {
+    let mut spec = random_spec(3, 4, 2, 2, false, false, true, Link::Identity);
+    spec.widths[1] = 0.0;
+    spec.x_scale[1] = 1e-30;
+    spec
+}
+
+#[test]
+fn an_input_that_overflows_standardisation_is_an_error_not_a_nan_mean() {
+    let model: Model<4, 2, 2> = load(&ignored_second_input());
+    let x_mean = ignored_second_input().x_mean;
+    // (1e10 - mean) / 1e-30 = inf, and the zero width times inf is NaN.
+    let x = [x_mean[0], 1e10];
+    assert_eq!(model.predict(&x), Err(Error::InputOverflow));
+    assert_eq!(model.mean(&x), Err(Error::InputOverflow));
+    assert_eq!(model.predict_latent(&x), Err(Error::InputOverflow));
+    // Within f32's range the ignored input changes nothing.
+    let near = model.predict(&[x_mean[0], x_mean[1] + 1e-25]).unwrap();
+    let at = model.predict(&[x_mean[0], x_mean[1]]).unwrap();
+    assert!((near.mean - at.mean).abs() <= 1e-6 * at.mean.abs());
+}
+
+#[test]
+fn a_projection_summing_inf_minus_inf_is_an_error_not_a_nan_mean() {
+    // z_0 = s_0 + s_1 with s_0 = +inf and s_1 = -inf.
+    let mut spec = random_spec(4, 3, 1, 2, true, false, true, Link::Identity);
+    spec.projection = vec![1.0, 1.0];
+    spec.x_scale = vec![1e-30, 1e-30];
+    let model: Model<3, 1, 2> = load(&spec);
+    assert_eq!(model.predict(&[1e10, -1e10]), Err(Error::InputOverflow));
+    // One-sided: z = +inf is simply far from every basis function.
+    let far = model.predict(&[1e10, 1e10]).unwrap();
+    let expected = 4.0 * (1.3 + 0.05);
+    assert!((far.variance - expected).abs() < 1e-5 * expected, "{far:?}");
+}
+
+#[test]
+fn the_training_range_check() {
+    let spec = one_basis(Link::Identity, false);
+    let model: Model<4, 2, 2> = load(&spec);
+    assert_eq!(model.training_range(), Some((&[1.0][..], &[3.0][..])));
+    for (x, inside) in [
+        (1.0, true),
+        (2.0, true),
+        (3.0, true),
+        (0.999, false),
+        (3.001, false),
+        (f32::NAN, false),
+        (f32::INFINITY, false),
+    ] {
+        assert_eq!(model.in_training_range(&[x]), Ok(inside), "x = {x}");
+    }
+    assert_eq!(
+        model.in_training_range(&[2.0, 2.0]),
+        Err(Error::InputLength {
+            expected: 1,
+            found: 2
+        })
+    );
+    // A constant training column: any other value is outside.
+    let mut constant = random_spec(6, 3, 2, 2, false, false, true, Link::Identity);
+    constant.x_min[1] = 20.0;
+    constant.x_max[1] = 20.0;
+    let model: Model<3, 2, 2> = load(&constant);
+    let x0 = constant.x_mean[0];
+    assert_eq!(model.in_training_range(&[x0, 20.0]), Ok(true));
+    assert_eq!(model.in_training_range(&[x0, 20.5]), Ok(false));
+}
+
+#[test]
+fn predict_array_is_predict_and_a_narrower_blob_is_an_input_length_error() {
+    let spec = random_spec(7, 5, 3, 3, false, false, true, Link::Identity);
+    let model: Model<5, 3, 3> = load(&spec);
+    let x = [0.1, -0.4, 2.0];
+    assert_eq!(model.predict_array(&x), model.predict(&x));
+    let wide: Model<5, 4, 4> = load(&spec);
+    assert_eq!(
+        wide.predict_array(&[0.1, -0.4, 2.0, 0.0]),
+        Err(Error::InputLength {
+            expected: 3,
+            found: 4
+        })
+    );
+}
+
+/// Raw values from ordinary to the edge of f32.
+fn any_magnitude() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        -10.0f32..10.0,
+        (-38i32..=38, any::<bool>()).prop_map(|(e, neg)| {
+            let v = 10f32.powi(e);
+            if neg {
+                -v
+            } else {
+                v
+            }
+        }),
+        Just(f32::MAX),
+        Just(f32::MIN),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Huge inputs, tiny scales, ignored inputs (zero widths, zero
+    /// projection columns): a prediction is finite or `InputOverflow`,
+    /// never NaN or infinite with `Ok`.
+    #[test]
+    fn any_finite_input_gives_a_finite_answer_or_input_overflow(
+        seed in 0u64..1000,
+        projected in any::<bool>(),
+        per_basis in any::<bool>(),
+        ignore in 0usize..3,
+        tiny in proptest::collection::vec(prop_oneof![Just(1.0f32), Just(1e-30), Just(f32::MIN_POSITIVE)], 3),
+        x in proptest::collection::vec(any_magnitude(), 3),
+    ) {
+        let g = if projected { 2 } else { 3 };
+        let mut spec = random_spec(seed, 4, g, 3, projected, per_basis, true, Link::Identity);
+        spec.x_scale = tiny;
+        if projected {
+            for row in 0..g {
+                spec.projection[row * 3 + ignore] = 0.0;
+            }
+        } else {
+            let rows = if per_basis { 4 } else { 1 };
+            for row in 0..rows {
+                spec.widths[row * g + ignore] = 0.0;
+            }
+        }
+        let model: Model<4, 3, 3> = load(&spec);
+        match model.predict(&x) {
+            Ok(p) => {
+                prop_assert!(p.mean.is_finite(), "{p:?} at {x:?}");
+                prop_assert!(p.variance.is_finite() && p.variance >= 0.0, "{p:?} at {x:?}");
+                prop_assert_eq!(model.mean(&x), Ok(p.mean));
+            }
+            Err(e) => {
+                prop_assert_eq!(e, Error::InputOverflow);
+                prop_assert_eq!(model.mean(&x), Err(Error::InputOverflow));
+            }
+        }
     }
 }

@@ -218,6 +218,42 @@ fn constant_inputs_are_fitted_and_ignored_in_f64_and_on_the_device() {
     }
 }
 
+/// The blob records each input's training range in raw units, the
+/// constant (ignored) input included, and the device checks it.
+#[test]
+fn the_blob_records_the_training_range_and_the_device_checks_it() {
+    let (train, probes) = with_constant_middle_input();
+    let raw = train.raw_x();
+    let rows: Vec<Vec<f32>> = raw
+        .row_iter()
+        .map(|r| r.iter().map(|&v| v as f32).collect())
+        .collect();
+    for method in [Method::Spgp, Method::SpgpDr] {
+        let model = fit(&train, &params(method, 10, 0, 20), &mut |_| {})
+            .unwrap()
+            .model;
+        let blob = model.to_spec().unwrap().to_bytes().unwrap();
+        let spec = ModelSpec::from_bytes(&blob).unwrap();
+        for j in [0, 2] {
+            let column = raw.column(j);
+            assert_eq!(spec.x_min[j], column.min() as f32, "{method:?}");
+            assert_eq!(spec.x_max[j], column.max() as f32, "{method:?}");
+        }
+        assert_eq!((spec.x_min[1], spec.x_max[1]), (5.0, 5.0));
+
+        let device = Model::<10, 3, 3>::from_bytes(&blob).unwrap();
+        for row in &rows {
+            assert_eq!(device.in_training_range(row), Ok(true), "{row:?}");
+        }
+        // The ignored input at 1e4 changes no prediction, but the device
+        // can tell it is not what the model was trained on.
+        for row in probes[1].row_iter() {
+            let x: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+            assert_eq!(device.in_training_range(&x), Ok(false), "{x:?}");
+        }
+    }
+}
+
 #[test]
 fn ivm_regression_runtime_matches_trainer() {
     let (_, model) = fitted(Method::Ivm, 25, 1);

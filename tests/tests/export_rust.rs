@@ -20,6 +20,12 @@ fn exported_rust_loads_into_its_model_type_and_names_the_inputs() {
     assert_eq!(model.input_dim(), doc_model::INPUTS.len());
     assert_eq!(usize::from(model.shape().n_basis), 3);
     assert!(model.predict(&[0.5, -1.0]).unwrap().variance > 0.0);
+    assert_eq!(doc_model::X_MIN.to_vec(), spec.x_min);
+    assert_eq!(doc_model::X_MAX.to_vec(), spec.x_max);
+    let corner = doc_model::X_MAX;
+    assert_eq!(model.in_training_range(&corner), Ok(true));
+    let past = [corner[0] + 1.0, corner[1]];
+    assert_eq!(model.in_training_range(&past), Ok(false));
 }
 
 #[test]

@@ -139,6 +139,23 @@ fn comment_safe(text: &str) -> String {
         .collect()
 }
 
+/// The blob's per-input training minima and maxima as comma-separated
+/// literals (each value the shortest that reads back as its f32, with
+/// `suffix`), or `None` for blobs that record no range (format v1, v2).
+fn training_range(spec: &ModelSpec, suffix: &str) -> Option<(String, String)> {
+    if spec.x_min.is_empty() {
+        return None;
+    }
+    let list = |values: &[f32]| -> String {
+        values
+            .iter()
+            .map(|v| format!("{v:?}{suffix}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some((list(&spec.x_min), list(&spec.x_max)))
+}
+
 fn c_header(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> String {
     let upper = name.to_ascii_uppercase();
     let s = &spec.shape;
@@ -169,9 +186,16 @@ fn c_header(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> String {
     let _ = writeln!(out, "#define {upper}_BLOB_LEN {}", blob.len());
     let _ = writeln!(out, "#define {upper}_N_BASIS {}", s.n_basis);
     let _ = writeln!(out, "#define {upper}_FEATURE_DIM {}", s.feature_dim);
-    // Per-input definitions (the per-input training ranges) belong after
-    // the sizes once the blob format carries them, as in the Rust module.
     let _ = writeln!(out, "#define {upper}_INPUT_DIM {}\n", s.input_dim);
+    if let Some((lows, highs)) = training_range(spec, "f") {
+        let _ = writeln!(
+            out,
+            "/* Training-input range, per input in input order (raw units): outside it the\n\
+             \x20* model extrapolates (sgp_model_in_training_range checks it on the device). */\n\
+             static const float {name}_x_min[{upper}_INPUT_DIM] = {{{lows}}};\n\
+             static const float {name}_x_max[{upper}_INPUT_DIM] = {{{highs}}};\n"
+        );
+    }
     let _ = writeln!(
         out,
         "/* Aligned for word-wise copies, CRC units and double-word flash programming;\n\
@@ -209,8 +233,6 @@ fn rust_module(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> Strin
         s.feature_dim,
         s.input_dim,
     );
-    // Per-input constants: the names, in input order. The per-input
-    // training ranges belong here too once the blob format carries them.
     let names: Vec<String> = spec.input_names.iter().map(|n| format!("{n:?}")).collect();
     let _ = writeln!(
         out,
@@ -219,6 +241,17 @@ fn rust_module(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> Strin
         names.len(),
         names.join(", ")
     );
+    if let Some((lows, highs)) = training_range(spec, "") {
+        let _ = writeln!(
+            out,
+            "    /// Training-input range per input, in input order (raw units): outside it\n\
+             \x20   /// the model extrapolates (`Model::in_training_range` checks it).\n\
+             \x20   pub const X_MIN: [f32; {d}] = [{lows}];\n\
+             \x20   /// See [`X_MIN`].\n\
+             \x20   pub const X_MAX: [f32; {d}] = [{highs}];\n",
+            d = spec.input_names.len()
+        );
+    }
     let _ = writeln!(
         out,
         "    /// The blob ({} bytes), aligned to {BLOB_ALIGN} bytes for word-wise copies, CRC units\n\

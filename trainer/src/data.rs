@@ -29,7 +29,8 @@ use crate::{Error, Result};
 
 /// The affine maps between raw units and the standardised units the models
 /// are trained in: `standardised = (raw - mean) / scale`, per input column
-/// and for the target.
+/// and for the target; and the range of the inputs they were computed from,
+/// which the blob records so that a device can tell when it extrapolates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Standardisation {
     /// Mean of each input column (raw units).
@@ -37,6 +38,10 @@ pub struct Standardisation {
     /// Sample standard deviation of each input column (raw units), > 0;
     /// 1 for a constant input.
     pub x_scale: Vec<f64>,
+    /// Smallest value of each input column (raw units).
+    pub x_min: Vec<f64>,
+    /// Largest value of each input column (raw units).
+    pub x_max: Vec<f64>,
     /// Mean of the target (raw units).
     pub y_mean: f64,
     /// Sample standard deviation of the target (raw units), > 0.
@@ -378,6 +383,8 @@ impl Dataset {
             transform: Standardisation {
                 x_mean: pick(&self.transform.x_mean),
                 x_scale: pick(&self.transform.x_scale),
+                x_min: pick(&self.transform.x_min),
+                x_max: pick(&self.transform.x_max),
                 ..self.transform.clone()
             },
             source: self.source.clone(),
@@ -722,6 +729,11 @@ fn find_column(header: &[String], name: &str, source: &str) -> Result<usize> {
 }
 
 /// Sample mean and standard deviation (divisor n − 1); needs n >= 2.
+/// The smallest and the largest value of each column of `x`.
+pub(crate) fn column_ranges(x: &DMatrix<f64>) -> (Vec<f64>, Vec<f64>) {
+    x.column_iter().map(|c| (c.min(), c.max())).unzip()
+}
+
 fn mean_and_std<'a>(values: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64) {
     let n = values.clone().count() as f64;
     let mean = values.clone().sum::<f64>() / n;
@@ -802,9 +814,12 @@ fn build(
             y_raw.get(0).copied().unwrap_or(0.0)
         )));
     };
+    let (x_min, x_max) = column_ranges(&x_raw);
     let transform = Standardisation {
         x_mean,
         x_scale,
+        x_min,
+        x_max,
         y_mean,
         y_scale,
     };
@@ -967,6 +982,29 @@ mod tests {
         let (train, test) = ds.split(0.25, 1).unwrap();
         assert_eq!(train.constant_inputs, vec![1]);
         assert_eq!(test.constant_inputs, vec![1]);
+    }
+
+    #[test]
+    fn the_input_range_is_the_training_rows_in_raw_units() {
+        let n = 20;
+        let x = DMatrix::from_fn(n, 2, |i, j| if j == 0 { i as f64 - 4.5 } else { 3.0 });
+        let y = DVector::from_fn(n, |i, _| (i * i) as f64);
+        let ds = Dataset::from_raw(x, y, names(&["x", "k"]), "y".into()).unwrap();
+        assert_eq!(ds.transform.x_min, vec![-4.5, 3.0]);
+        assert_eq!(ds.transform.x_max, vec![14.5, 3.0]);
+        let used = ds.without_inputs(&[1]).unwrap();
+        assert_eq!(
+            (used.transform.x_min, used.transform.x_max),
+            (vec![-4.5], vec![14.5])
+        );
+        // A split's training part has its own range; its test part is
+        // described by the training part's transform.
+        let (train, test) = ds.split(0.5, 1).unwrap();
+        let raw = train.raw_x();
+        let (lo, hi) = (raw.column(0).min(), raw.column(0).max());
+        assert!((train.transform.x_min[0] - lo).abs() < 1e-12);
+        assert!((train.transform.x_max[0] - hi).abs() < 1e-12);
+        assert_eq!(test.transform, train.transform);
     }
 
     #[test]

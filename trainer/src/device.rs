@@ -8,6 +8,7 @@
 
 use sgp_runtime::{ram_bytes, Model, ModelSpec, Prediction};
 
+use crate::inspect::names_too_long;
 use crate::{Error, Result};
 
 /// What the host needs from a loaded runtime model of any capacity.
@@ -43,6 +44,20 @@ pub fn with_device_model<R: Send>(
     f: impl FnOnce(&dyn DeviceModel) -> R + Send,
 ) -> Result<R> {
     let spec = ModelSpec::from_bytes(blob)?;
+    // A device refuses names longer than it holds (`sgp fit` warns, `sgp
+    // inspect --capacity` says the model does not fit); the host evaluates
+    // the same numbers with the names left out, so that host tools still
+    // work on such a blob.
+    let unnamed;
+    let blob = if names_too_long(&spec.input_names, &spec.target_name).is_empty() {
+        blob
+    } else {
+        let mut spec = spec.clone();
+        spec.input_names.iter_mut().for_each(String::clear);
+        spec.target_name.clear();
+        unnamed = spec.to_bytes()?;
+        &unnamed
+    };
     let m = usize::from(spec.shape.n_basis);
     let dim = usize::from(spec.shape.input_dim.max(spec.shape.feature_dim));
     let class = |classes: &[usize], need: usize, what: &str| {

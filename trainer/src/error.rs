@@ -30,6 +30,10 @@ pub enum Error {
     /// No model of a sweep meets the flash, RAM or instruction budget.
     #[error("{0}")]
     OverBudget(String),
+    /// A model does not fit the device capacity asked about (`sgp inspect
+    /// --capacity`): not bad input, an answer CI can gate on (exit 1).
+    #[error("{0}")]
+    DoesNotFit(String),
 }
 
 impl Error {

@@ -234,7 +234,9 @@ pub fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
 /// and their input gradients (central differences,
 /// [`crate::gradient::central_differences`]), in the form
 /// `firmware-example` includes (`DIM`, `Y_SCALE`, `INPUTS`, `EXPECTED`,
-/// `GRADIENTS`).
+/// `GRADIENTS`). Every number is rounded to the f32 the firmware compares
+/// in and printed as the shortest literal that reads back as that f32, so
+/// the file passes clippy (`excessive_precision`) as it is.
 ///
 /// # Errors
 /// If the model cannot predict at `x`.
@@ -250,8 +252,8 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
     let _ = writeln!(s, "/// Input dimension.\npub const DIM: usize = {d};");
     let _ = writeln!(
         s,
-        "/// Target scale: the mean tolerance is 1e-3 * Y_SCALE.\npub const Y_SCALE: f32 = {:e};",
-        model.transform.y_scale
+        "/// Target scale: the mean tolerance is 1e-3 * Y_SCALE.\npub const Y_SCALE: f32 = {};",
+        f32_literal(model.transform.y_scale)
     );
     let _ = writeln!(
         s,
@@ -259,7 +261,7 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
         n * d
     );
     for row in x.row_iter() {
-        let cells: Vec<String> = row.iter().map(|v| format!("{v:e}")).collect();
+        let cells: Vec<String> = row.iter().map(|&v| f32_literal(v)).collect();
         let _ = writeln!(s, "    {},", cells.join(", "));
     }
     let _ = writeln!(s, "];");
@@ -268,7 +270,12 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
         "/// (mean, variance) of y at each input row.\npub static EXPECTED: [(f32, f32); {n}] = ["
     );
     for i in 0..n {
-        let _ = writeln!(s, "    ({:e}, {:e}),", p.mean[i], p.var[i]);
+        let _ = writeln!(
+            s,
+            "    ({}, {}),",
+            f32_literal(p.mean[i]),
+            f32_literal(p.var[i])
+        );
     }
     let _ = writeln!(s, "];");
     let g = crate::gradient::central_differences(model, x)?;
@@ -279,12 +286,24 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
     );
     for i in 0..n {
         let cells: Vec<String> = (0..d)
-            .map(|j| format!("({:e}, {:e})", g.mean[(i, j)], g.var[(i, j)]))
+            .map(|j| {
+                format!(
+                    "({}, {})",
+                    f32_literal(g.mean[(i, j)]),
+                    f32_literal(g.var[(i, j)])
+                )
+            })
             .collect();
         let _ = writeln!(s, "    {},", cells.join(", "));
     }
     let _ = writeln!(s, "];");
     Ok(s)
+}
+
+/// `v` rounded to f32, as the shortest Rust literal that reads back as that
+/// f32 (Rust's `{:e}` of an f32 prints exactly that).
+fn f32_literal(v: f64) -> String {
+    format!("{:e}", v as f32)
 }
 
 /// The points golden values are taken at: up to `n_data` training rows
@@ -330,6 +349,30 @@ mod tests {
         });
         let model = fit(&data, &params, &mut |_| {}).unwrap().model;
         (data, model)
+    }
+
+    #[test]
+    fn golden_literals_are_the_shortest_that_read_back_as_the_f32() {
+        // f64's own shortest form would carry 16 digits f32 cannot hold.
+        assert_eq!(f32_literal(1.0 / 3.0), "3.3333334e-1");
+        assert_eq!(f32_literal(0.1), "1e-1");
+        assert_eq!(f32_literal(-2.5e7), "-2.5e7");
+        let (data, model) = fitted_line(40, 1.0, 2.0, 0.1);
+        let source = golden_rust(&model, &golden_points(&model, &data.raw_x(), 4, 2)).unwrap();
+        let mut literals = 0;
+        let code = source.lines().filter(|l| !l.starts_with("//"));
+        let tokens =
+            code.flat_map(|l| l.split(|c: char| c.is_whitespace() || "[](),;".contains(c)));
+        for token in tokens {
+            if let Ok(v) = token.parse::<f32>() {
+                if token.contains('e') {
+                    literals += 1;
+                    assert_eq!(f32_literal(f64::from(v)), token);
+                }
+            }
+        }
+        // Y_SCALE, 6 x 1 inputs, 6 (mean, variance) pairs.
+        assert_eq!(literals, 1 + 6 + 12, "{source}");
     }
 
     #[test]

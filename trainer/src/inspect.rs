@@ -5,7 +5,7 @@
 //! shown here; `sgp fit` prints their spread (and `--json` reports it).
 
 use serde::Serialize;
-use sgp_runtime::{ram_bytes, Link, ModelSpec};
+use sgp_runtime::{ram_bytes, Link, ModelSpec, NAME_CAPACITY};
 
 use crate::{Error, Result};
 
@@ -55,6 +55,13 @@ pub struct Summary {
     pub inputs: Vec<String>,
     /// Target column name.
     pub target: String,
+    /// Smallest and largest training value of each input, raw units
+    /// (format version 3; absent from older blobs).
+    pub training_range: Option<Vec<InputRange>>,
+    /// Column names longer than a device `Model` holds
+    /// ([`NAME_CAPACITY`] bytes): such a blob loads on no device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub names_too_long: Vec<String>,
     /// Length scales in raw input units (shared-width, unprojected models).
     pub lengthscales: Option<Vec<f64>>,
     /// Spread of the per-basis widths (VSGP), one entry per input, as
@@ -82,8 +89,34 @@ pub struct Summary {
     pub capacity: (usize, usize, usize),
     /// RAM of `Model<M, G, D>` with those capacities on a 32-bit device.
     pub ram_bytes: usize,
-    /// Whether the model fits those capacities.
+    /// Whether the model fits those capacities (and its names a device
+    /// `Model`'s).
     pub fits: bool,
+}
+
+/// One input's training range, raw units, as the blob stores it (f32:
+/// printed in its shortest exact form).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct InputRange {
+    /// Smallest training value.
+    pub min: f32,
+    /// Largest training value.
+    pub max: f32,
+}
+
+/// The column names (inputs, then the target) longer than the
+/// [`NAME_CAPACITY`] bytes a device `Model` holds per name.
+pub fn names_too_long<'a>(
+    input_names: impl IntoIterator<Item = &'a String>,
+    target_name: &'a str,
+) -> Vec<String> {
+    input_names
+        .into_iter()
+        .map(String::as_str)
+        .chain([target_name])
+        .filter(|name| name.len() > NAME_CAPACITY)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Minimum, median and maximum over the basis functions of one quantity:
@@ -160,7 +193,7 @@ pub fn summarise(
             spec.projection.iter().map(|&v| f64::from(v)),
         ))
     });
-    Summary {
+    let mut summary = Summary {
         kind: s.kind.name(),
         task: match s.link {
             Link::Identity => "regression",
@@ -171,6 +204,14 @@ pub fn summarise(
         input_dim: d,
         inputs: spec.input_names.clone(),
         target: spec.target_name.clone(),
+        training_range: (!spec.x_min.is_empty()).then(|| {
+            spec.x_min
+                .iter()
+                .zip(&spec.x_max)
+                .map(|(&min, &max)| InputRange { min, max })
+                .collect()
+        }),
+        names_too_long: names_too_long(&spec.input_names, &spec.target_name),
         lengthscales,
         basis_widths,
         projection,
@@ -186,7 +227,40 @@ pub fn summarise(
             let (cm, cg, cd) = capacity.unwrap_or((m, g, d));
             ram_bytes(cm, cg, cd)
         },
-        fits: capacity.is_none_or(|(cm, cg, cd)| m <= cm && g <= cg && d <= cd),
+        fits: true,
+    };
+    summary.fits = summary.misfit().is_none();
+    summary
+}
+
+impl Summary {
+    /// Why the model does not fit `Model<M, G, D>` of [`Summary::capacity`]
+    /// (a size over capacity, or a name over [`NAME_CAPACITY`] bytes), or
+    /// `None` when it fits.
+    pub fn misfit(&self) -> Option<String> {
+        let (cm, cg, cd) = self.capacity;
+        let sizes = [
+            ("M", self.n_basis, cm),
+            ("G", self.feature_dim, cg),
+            ("D", self.input_dim, cd),
+        ];
+        let mut why: Vec<String> = sizes
+            .iter()
+            .filter(|(_, need, have)| need > have)
+            .map(|(what, need, have)| format!("{what} = {need} > {have}"))
+            .collect();
+        if !self.names_too_long.is_empty() {
+            why.push(format!(
+                "names longer than {NAME_CAPACITY} bytes: {}",
+                self.names_too_long.join(", ")
+            ));
+        }
+        (!why.is_empty()).then(|| {
+            format!(
+                "does not fit a device Model<{cm}, {cg}, {cd}>: {}",
+                why.join("; ")
+            )
+        })
     }
 }
 
@@ -200,6 +274,26 @@ impl std::fmt::Display for Summary {
         )?;
         writeln!(f, "inputs          {}", self.inputs.join(", "))?;
         writeln!(f, "target          {}", self.target)?;
+        match &self.training_range {
+            Some(ranges) => {
+                writeln!(f, "training range  per input, raw units:")?;
+                for (name, r) in self.inputs.iter().zip(ranges) {
+                    writeln!(f, "  {name:<13} {} to {}", r.min, r.max)?;
+                }
+            }
+            None => writeln!(
+                f,
+                "training range  not recorded (format version 1 or 2: refit to record it)"
+            )?,
+        }
+        if !self.names_too_long.is_empty() {
+            writeln!(
+                f,
+                "names           longer than the {NAME_CAPACITY} bytes a device Model holds \
+                 (it will refuse the blob): {}",
+                self.names_too_long.join(", ")
+            )?;
+        }
         if let Some(l) = &self.lengthscales {
             let l: Vec<String> = l.iter().map(|v| format!("{v:.4}")).collect();
             writeln!(f, "length scales   {}", l.join(", "))?;
@@ -248,10 +342,10 @@ impl std::fmt::Display for Summary {
             f,
             "RAM             {} bytes for Model<{m}, {g}, {d}>{}",
             self.ram_bytes,
-            if self.fits {
-                ""
-            } else {
-                " (too small: this model does not fit)"
+            match (self.fits, self.names_too_long.is_empty()) {
+                (true, _) => "",
+                (false, true) => " (too small: this model does not fit)",
+                (false, false) => " (the names do not fit)",
             }
         )
     }

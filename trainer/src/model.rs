@@ -131,6 +131,10 @@ impl TrainedModel {
                 Link::Identity => 0.0,
                 Link::Probit => self.positive_class as f32,
             },
+            // Rounding to f32 keeps order, so every training input, as the
+            // device reads it in f32, is inside the rounded range.
+            x_min: f32s(self.transform.x_min.iter()),
+            x_max: f32s(self.transform.x_max.iter()),
         })
     }
 }

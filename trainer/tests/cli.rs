@@ -667,11 +667,14 @@ fn inspect_reports_ram_for_a_given_capacity() {
     );
     assert!(fits.contains("for Model<16, 2, 2>"), "{fits}");
     assert!(!fits.contains("does not fit"), "{fits}");
-    let small = ok(
-        &sgp(&dir, &["inspect", "m.sgp", "--capacity", "4"]),
-        "inspect",
+    // Not fitting is an answer, not bad input: exit 1, so CI can gate on it.
+    let small = sgp(&dir, &["inspect", "m.sgp", "--capacity", "4"]);
+    assert_does_not_fit(&small, "does not fit a device Model<4, 2, 2>: M = 8 > 4");
+    assert!(
+        stdout(&small).contains("for Model<4, 2, 2> (too small"),
+        "{}",
+        stdout(&small)
     );
-    assert!(small.contains("for Model<4, 2, 2> (too small"), "{small}");
     assert_bad_input(
         &sgp(&dir, &["inspect", "m.sgp", "--capacity", "4,x"]),
         &["--capacity"],
@@ -1056,6 +1059,68 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
         ),
         &["junk.sgp"],
     );
+}
+
+#[test]
+fn inspect_shows_the_training_range_and_names_a_device_cannot_hold() {
+    let dir = TempDir::new("range-names");
+    synth(&dir, "data.csv", 60, 2);
+    let csv = String::from_utf8(dir.read("data.csv")).expect("UTF-8 CSV");
+    let long = "x2_measured_at_the_far_end_of_the_pipe";
+    dir.write("long.csv", csv.replacen("x2", long, 1));
+    let out = sgp(
+        &dir,
+        &[
+            "fit",
+            "--data",
+            "long.csv",
+            "--m",
+            "8",
+            "--max-iter",
+            "5",
+            "--out",
+            "m.sgp",
+        ],
+    );
+    ok(&out, "fit");
+    assert!(
+        stderr(&out).contains(&format!(
+            "longer than the 31 bytes a device Model holds: {long}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    // Host tools still evaluate the blob.
+    let predicted = ok(
+        &sgp(&dir, &["predict", "--model", "m.sgp", "--data", "long.csv"]),
+        "predict",
+    );
+    assert_eq!(parse_predictions(&predicted).len(), 60);
+    let json = ok(&sgp(&dir, &["inspect", "m.sgp", "--json"]), "inspect");
+    let json: Value = serde_json::from_str(&json).expect("inspect --json is JSON");
+    let ranges = json["training_range"].as_array().expect("two ranges");
+    assert_eq!(ranges.len(), 2, "{json}");
+    for r in ranges {
+        let (min, max) = (r["min"].as_f64().unwrap(), r["max"].as_f64().unwrap());
+        // `sgp synth` draws inputs uniformly on [-3, 3].
+        assert!(
+            (-3.0..-2.5).contains(&min) && (2.5..=3.0).contains(&max),
+            "{json}"
+        );
+    }
+    assert_eq!(json["names_too_long"], serde_json::json!([long]));
+    let text = ok(&sgp(&dir, &["inspect", "m.sgp"]), "inspect");
+    assert!(text.contains("training range  per input"), "{text}");
+    // The sizes fit, the names do not: no device loads this blob.
+    let out = sgp(&dir, &["inspect", "m.sgp", "--capacity", "8"]);
+    assert_does_not_fit(&out, "names longer than 31 bytes");
+}
+
+/// Asserts `inspect --capacity`'s answer for a model that does not fit:
+/// exit 1 (not the 2 of bad input) and `why` in the message.
+fn assert_does_not_fit(out: &Output, why: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+    assert!(stderr(out).contains(why), "{}", stderr(out));
 }
 
 #[test]

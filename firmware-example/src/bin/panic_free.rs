@@ -1,4 +1,6 @@
-//! Link-time proof that the prediction path contains no reachable panic.
+//! Link-time proof that the prediction path contains no reachable panic:
+//! `Model::load`, `predict`, `mean`, `probability`, `in_training_range` and
+//! the name accessors.
 //!
 //! The panic handler calls a function that is defined nowhere. After LTO, the
 //! handler is only kept (and the symbol only needed) if some panic remains
@@ -42,9 +44,13 @@ const N_MODELS: usize = 8;
 /// Results written volatile so nothing can be optimised away: per model
 /// (SPGP M = 16, 32, 64, VSGP, GPLasso, SPGP+DR, SPGP D = 16 and the IVM
 /// classifier at M = 32) and input, (mean, variance) from `predict`, `mean`,
-/// and the sum of everything `predict_with_gradient` returns.
-static mut OUTPUTS: [[(f32, f32, f32, f32); N_INPUTS]; N_MODELS] =
-    [[(0.0, 0.0, 0.0, 0.0); N_INPUTS]; N_MODELS];
+/// the sum of everything `predict_with_gradient` returns, and
+/// `in_training_range`.
+static mut OUTPUTS: [[Outputs; N_INPUTS]; N_MODELS] = [[(0.0, 0.0, 0.0, 0.0, false); N_INPUTS]; N_MODELS];
+/// One input's results, as [`OUTPUTS`] lists them.
+type Outputs = (f32, f32, f32, f32, bool);
+/// Bytes of every model's input names (`input_names`, `target_name`).
+static mut NAME_BYTES: usize = 0;
 /// The IVM classifier's `probability` per input (its path adds the normal
 /// CDF and a square root to `predict`'s) and the sum of what
 /// `probability_with_gradient` returns.
@@ -112,6 +118,12 @@ fn main() -> ! {
             addr_of_mut!(PROBABILITIES),
             probabilities(models.ivm_m32, inputs),
         );
+        let name_bytes = name_bytes(models.m16)
+            + name_bytes(models.m32)
+            + name_bytes(models.m64)
+            + name_bytes(models.dr_m32)
+            + name_bytes(models.spgp_d16_m32);
+        write_volatile(addr_of_mut!(NAME_BYTES), name_bytes);
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
@@ -119,17 +131,18 @@ fn main() -> ! {
     }
 }
 
-/// (mean, variance) from `predict`, the mean from `mean`, and the sum of
+/// (mean, variance) from `predict`, the mean from `mean`, the sum of
 /// `predict_with_gradient`'s values and gradients (every number is used,
-/// so none of its code can be dropped), per input.
+/// so none of its code can be dropped), and whether the input is in the
+/// training range, per input.
 ///
 /// # Safety
 /// `inputs` must point to a static that nothing else accesses.
 unsafe fn run<const M: usize, const G: usize, const D: usize>(
     model: &Model<M, G, D>,
     inputs: *const [[f32; D]; N_INPUTS],
-) -> [(f32, f32, f32, f32); N_INPUTS] {
-    let mut out = [(0.0, 0.0, 0.0, 0.0); N_INPUTS];
+) -> [Outputs; N_INPUTS] {
+    let mut out = [(0.0, 0.0, 0.0, 0.0, false); N_INPUTS];
     for (i, slot) in out.iter_mut().enumerate() {
         let mut x = [0.0f32; D];
         for (j, xj) in x.iter_mut().enumerate() {
@@ -147,9 +160,16 @@ unsafe fn run<const M: usize, const G: usize, const D: usize>(
             .sum::<f32>()
             + g.mean
             + g.variance;
-        *slot = (mean, variance, mean_only, gradient_sum);
+        let in_range = model.in_training_range(x) == Ok(true);
+        *slot = (mean, variance, mean_only, gradient_sum, in_range);
     }
     out
+}
+
+/// Bytes of a model's input and target names.
+fn name_bytes<const M: usize, const G: usize, const D: usize>(model: &Model<M, G, D>) -> usize {
+    let inputs: usize = model.input_names().iter().map(|n| n.len()).sum();
+    inputs + model.target_name().len()
 }
 
 /// `probability`, and the sum of what `probability_with_gradient` returns,

@@ -133,12 +133,13 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Errors
     /// As [`Model::predict`]: [`Error::InputLength`] if `x` does not have
     /// [`Model::input_dim`] values, [`Error::NonFiniteInput`] for NaN or
-    /// infinity.
+    /// infinity, [`Error::InputOverflow`] for a value so far out that f32
+    /// overflows.
     pub fn predict_with_gradient(&self, x: &[f32]) -> Result<PredictionWithGradient<D>, Error> {
         // The same steps as `predict`, so the same numbers.
         let z = self.features(x)?;
         let mut k = [0.0f32; M];
-        let latent_mean = self.kernel(&z, &mut k);
+        let latent_mean = self.kernel(&z, &mut k)?;
         let mut u = [[0.0f32; 2]; M];
         let (latent, unclamped) = self.latent(latent_mean, &k, &mut u);
         let Prediction { mean, variance } = self.observed(latent);
@@ -183,6 +184,12 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         }
         for (out, &inv_scale) in gradients.iter_mut().zip(&self.x_inv_scale).take(d) {
             *out = [out[0] * inv_scale, out[1] * inv_scale];
+        }
+        // An input so far out that a standardised value is infinite can
+        // leave the mean finite (every basis value 0) while 0 * inf makes
+        // a gradient NaN.
+        if !gradients.as_flattened().iter().all(|g| g.is_finite()) {
+            return Err(Error::InputOverflow);
         }
         let mean_gradient = gradients.map(|[gm, _]| gm);
         let variance_gradient = gradients.map(|[_, gv]| gv);

@@ -72,6 +72,7 @@ pub fn random_spec(
     let amplitudes = if per_basis { m } else { 1 };
     // L1 is scaled so that |L1^-1 k|^2 stays below the prior.
     let l1: Vec<f64> = random_factor(&mut n, m).iter().map(|v| v * 2.0).collect();
+    let x_mean = f32s(&n.vec(d, 3.0));
     ModelSpec {
         shape: Shape {
             kind: if per_basis {
@@ -89,7 +90,10 @@ pub fn random_spec(
         },
         input_names: (0..d).map(|i| format!("x{i}")).collect(),
         target_name: "y".into(),
-        x_mean: f32s(&n.vec(d, 3.0)),
+        // The training range: three units either side of the mean.
+        x_min: x_mean.iter().map(|m| m - 3.0).collect(),
+        x_max: x_mean.iter().map(|m| m + 3.0).collect(),
+        x_mean,
         x_scale: n.vec(d, 1.0).iter().map(|v| 1.5 + *v as f32).collect(),
         projection: if projected {
             f32s(&n.vec(g * d, 1.0))
@@ -227,5 +231,7 @@ pub fn doc_spec() -> ModelSpec {
         y_mean: 3.0,
         y_scale: 2.0,
         positive_class: 0.0,
+        x_min: vec![-3.0, -1.5],
+        x_max: vec![5.0, 0.5],
     }
 }

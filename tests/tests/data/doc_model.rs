@@ -10,15 +10,21 @@ pub mod doc_model {
     /// Input names, in the order `Model::predict` takes the inputs.
     pub const INPUTS: [&str; 2] = ["speed", "load"];
 
-    /// The blob (186 bytes), aligned to 8 bytes for word-wise copies, CRC units
+    /// Training-input range per input, in input order (raw units): outside it
+    /// the model extrapolates (`Model::in_training_range` checks it).
+    pub const X_MIN: [f32; 2] = [-3.0, -1.5];
+    /// See [`X_MIN`].
+    pub const X_MAX: [f32; 2] = [5.0, 0.5];
+
+    /// The blob (204 bytes), aligned to 8 bytes for word-wise copies, CRC units
     /// and double-word flash programming (the runtime itself reads bytes).
     pub static BLOB: &[u8] = &ALIGNED.0;
 
     #[repr(C, align(8))]
-    struct Aligned([u8; 186]);
+    struct Aligned([u8; 204]);
 
     static ALIGNED: Aligned = Aligned(*b"\
-        \x53\x47\x50\x4d\x02\x00\xac\x00\x00\x00\x01\x00\x02\x02\x03\x00\
+        \x53\x47\x50\x4d\x03\x00\xbe\x00\x00\x00\x01\x00\x02\x02\x03\x00\
         \x00\x01\x02\x05\x73\x70\x65\x65\x64\x04\x6c\x6f\x61\x64\x06\x74\
         \x6f\x72\x71\x75\x65\x02\x00\x00\x80\x3f\x00\x00\x00\xbf\x02\x00\
         \x00\x00\x40\x00\x00\x00\x3f\x00\x06\x00\x00\x80\xbf\x00\x00\x00\
@@ -29,5 +35,6 @@ pub mod doc_model {
         \x3e\xcd\xcc\x4c\x3f\x06\x00\x00\x00\x40\xcd\xcc\xcc\x3e\x66\x66\
         \xe6\x3f\xcd\xcc\x4c\x3e\x9a\x99\x99\x3e\x9a\x99\xd9\x3f\x00\x00\
         \x80\x3f\xcd\xcc\xcc\x3d\x00\x00\x00\x00\x00\x00\x40\x40\x00\x00\
-        \x00\x40\x00\x00\x00\x00\x43\x4e\x83\xc2");
+        \x00\x40\x00\x00\x00\x00\x02\x00\x00\x40\xc0\x00\x00\xc0\xbf\x02\
+        \x00\x00\xa0\x40\x00\x00\x00\x3f\xf7\x77\x18\x65");
 }

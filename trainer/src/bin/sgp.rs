@@ -29,7 +29,7 @@ use sgp_trainer::fit::{
     SparseParams, DEFAULT_RESTARTS,
 };
 use sgp_trainer::inference::Approximation;
-use sgp_trainer::inspect::{parse_capacity, summarise};
+use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
 use sgp_trainer::optimise::{OptimiseOptions, Progress};
 use sgp_trainer::plot::plot_svg;
 use sgp_trainer::sweep::{
@@ -82,7 +82,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Capacities `M` or `M,G,D` of the device's `Model<M, G, D>`: RAM
-        /// is reported for them, with whether the model fits.
+        /// is reported for them, with whether the model fits; exit status 1
+        /// when it does not (2 stays for unusable input).
         #[arg(long, value_name = "M[,G,D]")]
         capacity: Option<String>,
     },
@@ -518,6 +519,15 @@ fn training_data(
         for warning in sgp_trainer::precision::for_dataset(&data) {
             eprintln!("sgp: warning: {warning}");
         }
+        let long = names_too_long(&data.input_names, &data.target_name);
+        if !long.is_empty() {
+            eprintln!(
+                "sgp: warning: column names longer than the {} bytes a device Model holds: \
+                 {}; a device will refuse the blob (rename the columns)",
+                sgp_runtime::NAME_CAPACITY,
+                long.join(", ")
+            );
+        }
     }
     Ok(data)
 }
@@ -936,7 +946,12 @@ fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<(
     } else {
         println!("{summary}");
     }
-    Ok(())
+    match summary.misfit() {
+        Some(why) if capacity.is_some() => {
+            Err(Error::DoesNotFit(format!("{}: {why}", model.display())))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// One row of the demo's comparison table.

@@ -24,7 +24,7 @@ use sgp_runtime::ModelKind;
 
 use super::spgp::{fit_restarted, fit_spgp, initial_kernel, start_positions};
 use super::{Checked, FitReport, Fitted, Method, PseudoInit, SparseParams};
-use crate::data::{Dataset, Standardisation};
+use crate::data::{column_ranges, Dataset, Standardisation};
 use crate::features::projected::principal_directions;
 use crate::features::{BasisWidths, Projected, RuntimeBasis};
 use crate::optimise::Progress;
@@ -152,12 +152,16 @@ pub(crate) fn fit_pca(
         )));
     }
     let p = DMatrix::from_fn(g, data.n_inputs(), |r, j| dirs[(r, j)] / vars[r].sqrt());
+    let x = &data.x * p.transpose();
+    let (x_min, x_max) = column_ranges(&x);
     let projected = Dataset {
-        x: &data.x * p.transpose(),
+        x,
         input_names: (1..=g).map(|k| format!("pc{k}")).collect(),
         transform: Standardisation {
             x_mean: vec![0.0; g],
             x_scale: vec![1.0; g],
+            x_min,
+            x_max,
             ..data.transform.clone()
         },
         constant_inputs: Vec::new(),
