@@ -287,7 +287,11 @@ fn solve_two<const M: usize>(
         let Some((done, todo)) = u.split_at_mut_checked(i0) else {
             break;
         };
-        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(main.as_chunks::<8>().0, done);
+        // i0 is a multiple of four: both chunkings leave no tail.
+        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(
+            main.as_chunks::<8>().0.as_chunks::<BLOCK>().0,
+            done.as_chunks::<BLOCK>().0,
+        );
         // The block's own corner, written out: row t also needs the rows
         // of this block solved just before it.
         let Ok(&[c10, c20, c21, c30, c31, c32]) =
@@ -340,13 +344,17 @@ fn solve_two<const M: usize>(
 
 /// The four rows of a block (eight numbers per column: `L1`, `L2` of each
 /// row) against the solved pairs `u`: per row, `(L1 row . u1, L2 row . u2)`.
+/// Four columns per step (the blocks' column counts are multiples of
+/// four): the loop's pointer updates and branch are paid once per 32
+/// multiply-adds instead of once per 8, which was 5 of every 23
+/// instructions of this loop on the Cortex-M4. Each sum still adds the
+/// columns in order, so the result is the same bit for bit.
 #[inline(always)]
-fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
-    let mut acc = [0.0f32; 8];
-    for (column, &[u1, u2]) in columns.iter().zip(u) {
+fn dot_block(columns: &[[[f32; 8]; BLOCK]], u: &[[[f32; 2]; BLOCK]]) -> [[f32; 2]; BLOCK] {
+    let column = |acc: [f32; 8], l: &[f32; 8], [u1, u2]: [f32; 2]| {
         let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
-        let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
-        acc = [
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = *l;
+        [
             a0 + l0 * u1,
             a1 + l1 * u2,
             a2 + l2 * u1,
@@ -355,7 +363,11 @@ fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
             a5 + l5 * u2,
             a6 + l6 * u1,
             a7 + l7 * u2,
-        ];
+        ]
+    };
+    let mut acc = [0.0f32; 8];
+    for ([c0, c1, c2, c3], &[v0, v1, v2, v3]) in columns.iter().zip(u) {
+        acc = column(column(column(column(acc, c0, v0), c1, v1), c2, v2), c3, v3);
     }
     let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
     [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
