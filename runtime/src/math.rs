@@ -533,13 +533,24 @@ fn back_two<const M: usize>(
         ];
         *slots = [r0, r1, r2, r3];
         // Then every earlier row, one column of the block (eight numbers)
-        // at a time; one chain of multiply-subtracts per factor.
-        for (a, column) in done.iter_mut().zip(main.as_chunks::<8>().0) {
+        // each, with one chain of multiply-subtracts per factor; four rows
+        // per step, as in the forward solve (i0 is a multiple of four, so
+        // neither chunking leaves a tail).
+        let update = |a: &mut [f32; 2], column: &[f32; 8]| {
             let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
             *a = [
                 a[0] - l0 * r0[0] - l2 * r1[0] - l4 * r2[0] - l6 * r3[0],
                 a[1] - l1 * r0[1] - l3 * r1[1] - l5 * r2[1] - l7 * r3[1],
             ];
+        };
+        let columns = main.as_chunks::<8>().0.as_chunks::<BLOCK>().0;
+        for ([a0, a1, a2, a3], [l0, l1, l2, l3]) in
+            done.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns)
+        {
+            update(a0, l0);
+            update(a1, l1);
+            update(a2, l2);
+            update(a3, l3);
         }
     }
 }
