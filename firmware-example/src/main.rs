@@ -738,7 +738,7 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         format_args!(
             "spgp-dr M=32 (D={DR_INPUT_DIM}, G={DR_FEATURE_DIM}) vs spgp M=32 (D=G={INPUT_DIM})"
         ),
-        dr,
+        [dr[0], dr[1]],
         spgp,
         format_args!(
             "; the projection is {} multiply-adds",
@@ -750,8 +750,8 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
         format_args!(
             "spgp-dr M=32 (D={DR_INPUT_DIM}, G={DR_FEATURE_DIM}) vs spgp M=32 (D=G={DR_INPUT_DIM})"
         ),
-        dr,
-        d16,
+        [dr[0], dr[1]],
+        [d16[0], d16[1]],
         format_args!(""),
     );
     hprintln!(

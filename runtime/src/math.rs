@@ -161,19 +161,19 @@ pub(crate) fn weighted_offset_sums<const G: usize>(
     sums
 }
 
-/// Rows solved together by the two-factor solver.
+/// Rows solved together by the blocked solvers.
 const BLOCK: usize = 4;
 
 /// Where `L[row][col]` (`col < row`) of factor `factor` (0 for `L1`, 1
 /// for `L2`) sits in the packed storage of an `m`-basis model.
 ///
-/// One factor: the strictly lower triangle row by row. Two factors: rows
-/// in blocks of four (`i0 = 4b`), each block holding first, for every
-/// `j < i0`, the eight numbers `L1[i0+t][j], L2[i0+t][j]` (`t = 0..4`) side
-/// by side, then the six pairs of the block's own lower corner; rows past
-/// the last full block follow as plain interleaved `(L1, L2)` rows. The
-/// solver then streams one contiguous block per four rows. Either way the
-/// numbers fill `M (M - 1)` of the `M x M` slots at most.
+/// Rows in blocks of four (`i0 = 4b`), each block holding first, for every
+/// `j < i0`, the numbers `L[i0+t][j]` (`t = 0..4`; with two factors the
+/// pairs `L1[i0+t][j], L2[i0+t][j]`) side by side, then the six entries
+/// (pairs) of the block's own lower corner; rows past the last full block
+/// follow as plain rows (of interleaved `(L1, L2)` pairs with two
+/// factors). The solvers then stream one contiguous block per four rows.
+/// Either way the numbers fill `M (M - 1)` of the `M x M` slots at most.
 pub(crate) fn packed_index(
     row: usize,
     col: usize,
@@ -181,29 +181,76 @@ pub(crate) fn packed_index(
     m: usize,
     two_factors: bool,
 ) -> usize {
-    if !two_factors {
-        return row * row.saturating_sub(1) / 2 + col;
-    }
+    let f = if two_factors { 2 } else { 1 };
     let full_rows = m / BLOCK * BLOCK;
     if row < full_rows {
         let (b, t) = (row / BLOCK, row % BLOCK);
         let i0 = BLOCK * b;
         if col < i0 {
-            block_start(b) + 2 * BLOCK * col + 2 * t + factor
+            block_start(b, f) + f * (BLOCK * col + t) + factor
         } else {
             let corner = t * t.saturating_sub(1) / 2 + (col - i0);
-            block_start(b) + 2 * BLOCK * i0 + 2 * corner + factor
+            block_start(b, f) + f * (BLOCK * i0 + corner) + factor
         }
     } else {
-        let before: usize = (full_rows..row).map(|r| 2 * r).sum();
-        block_start(full_rows / BLOCK) + before + 2 * col + factor
+        let before: usize = (full_rows..row).sum();
+        block_start(full_rows / BLOCK, f) + f * (before + col) + factor
     }
 }
 
-/// Offset of two-factor block `b`: blocks before it hold `8 i0 + 12`
-/// numbers each.
-const fn block_start(b: usize) -> usize {
-    16 * b * b.saturating_sub(1) + 12 * b
+/// Offset of block `b` with `factors` factors: blocks before it hold
+/// `factors (4 i0 + 6)` numbers each.
+const fn block_start(b: usize, factors: usize) -> usize {
+    factors * (8 * b * b.saturating_sub(1) + 6 * b)
+}
+
+/// Forward substitution through a block's own lower corner
+/// `[c10, c20, c21, c30, c31, c32]` (one factor), given the block's `k`,
+/// its rows' dot products with the solutions before it, and the inverse
+/// diagonal.
+#[inline(always)]
+fn corner_forward(
+    [k0, k1, k2, k3]: [f32; BLOCK],
+    [a0, a1, a2, a3]: [f32; BLOCK],
+    [c10, c20, c21, c30, c31, c32]: [f32; 6],
+    [p0, p1, p2, p3]: [f32; BLOCK],
+) -> [f32; BLOCK] {
+    let u0 = (k0 - a0) * p0;
+    let u1 = (k1 - a1 - c10 * u0) * p1;
+    let u2 = (k2 - a2 - c20 * u0 - c21 * u1) * p2;
+    let u3 = (k3 - a3 - c30 * u0 - c31 * u1 - c32 * u2) * p3;
+    [u0, u1, u2, u3]
+}
+
+/// Back substitution through a block's own corner (as in
+/// [`corner_forward`]) by `L^T`, last row first.
+#[inline(always)]
+fn corner_backward(
+    [a0, a1, a2, a3]: [f32; BLOCK],
+    [c10, c20, c21, c30, c31, c32]: [f32; 6],
+    [p0, p1, p2, p3]: [f32; BLOCK],
+) -> [f32; BLOCK] {
+    let r3 = a3 * p3;
+    let r2 = (a2 - c32 * r3) * p2;
+    let r1 = (a1 - c21 * r2 - c31 * r3) * p1;
+    let r0 = (a0 - c10 * r1 - c20 * r2 - c30 * r3) * p0;
+    [r0, r1, r2, r3]
+}
+
+#[inline(always)]
+fn sum_squares([u0, u1, u2, u3]: [f32; BLOCK]) -> f32 {
+    (u0 * u0 + u1 * u1) + (u2 * u2 + u3 * u3)
+}
+
+/// A two-factor corner's `(L1, L2)` pairs as the two factors' corners
+/// (written out: `array::map` here cost the Cortex-M4 +800 instructions
+/// per `predict` at M = 32).
+#[inline(always)]
+fn split_corner([c0, c1, c2, c3, c4, c5]: [[f32; 2]; 6]) -> ([f32; 6], [f32; 6]) {
+    (
+        [c0[0], c1[0], c2[0], c3[0], c4[0], c5[0]],
+        [c0[1], c1[1], c2[1], c3[1], c4[1], c5[1]],
+    )
 }
 
 /// The forward substitutions `u1 = L1^{-1} k` and, with two factors,
@@ -240,9 +287,41 @@ fn solve_one<const M: usize>(
     m: usize,
     u: &mut [f32],
 ) -> f32 {
+    // Four rows at a time, as the two-factor solve: each loaded u feeds
+    // four multiply-adds, and the block's numbers are one contiguous stream.
     let mut norm = 0.0f32;
     let mut rest = packed;
-    for (i, (&ki, &inv)) in k.iter().zip(inv_diagonal).enumerate().take(m) {
+    let inputs = k
+        .as_chunks::<BLOCK>()
+        .0
+        .iter()
+        .zip(inv_diagonal.as_chunks::<BLOCK>().0);
+    let mut solved = 0;
+    for (ks, d) in inputs.take(m / BLOCK) {
+        let Some((main, tail)) = rest.split_at_checked(BLOCK * solved) else {
+            break;
+        };
+        let Some((corner, tail)) = tail.split_first_chunk::<6>() else {
+            break;
+        };
+        rest = tail;
+        let Some((done, todo)) = u.split_at_mut_checked(solved) else {
+            break;
+        };
+        // solved is a multiple of four: neither chunking leaves a tail.
+        let dots = dot_block_one(
+            main.as_chunks::<BLOCK>().0.as_chunks::<BLOCK>().0,
+            done.as_chunks::<BLOCK>().0,
+        );
+        let block = corner_forward(*ks, dots, *corner, *d);
+        norm += sum_squares(block);
+        if let Some(slots) = todo.first_chunk_mut::<BLOCK>() {
+            *slots = block;
+        }
+        solved += BLOCK;
+    }
+    // Rows past the last full block, one at a time.
+    for (i, (&ki, &inv)) in k.iter().zip(inv_diagonal).enumerate().take(m).skip(solved) {
         let Some((row, tail)) = rest.split_at_checked(i) else {
             break;
         };
@@ -254,6 +333,20 @@ fn solve_one<const M: usize>(
         }
     }
     norm
+}
+
+/// The four rows of a one-factor block against the solutions `u`, four
+/// columns per step (see [`dot_block`]).
+#[inline(always)]
+fn dot_block_one(columns: &[[[f32; BLOCK]; BLOCK]], u: &[[f32; BLOCK]]) -> [f32; BLOCK] {
+    let column = |[a0, a1, a2, a3]: [f32; BLOCK], &[l0, l1, l2, l3]: &[f32; BLOCK], v: f32| {
+        [a0 + l0 * v, a1 + l1 * v, a2 + l2 * v, a3 + l3 * v]
+    };
+    let mut acc = [0.0f32; BLOCK];
+    for ([c0, c1, c2, c3], &[v0, v1, v2, v3]) in columns.iter().zip(u) {
+        acc = column(column(column(column(acc, c0, v0), c1, v1), c2, v2), c3, v3);
+    }
+    acc
 }
 
 fn solve_two<const M: usize>(
@@ -287,32 +380,21 @@ fn solve_two<const M: usize>(
         let Some((done, todo)) = u.split_at_mut_checked(i0) else {
             break;
         };
-        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(main.as_chunks::<8>().0, done);
-        // The block's own corner, written out: row t also needs the rows
-        // of this block solved just before it.
-        let Ok(&[c10, c20, c21, c30, c31, c32]) =
-            <&[[f32; 2]; 6]>::try_from(corner.as_chunks::<2>().0)
-        else {
+        // i0 is a multiple of four: both chunkings leave no tail.
+        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(
+            main.as_chunks::<8>().0.as_chunks::<BLOCK>().0,
+            done.as_chunks::<BLOCK>().0,
+        );
+        let Some(&corner) = corner.as_chunks::<2>().0.first_chunk::<6>() else {
             break;
         };
-        let ([k0, k1, k2, k3], [p0, p1, p2, p3], [q0, q1, q2, q3]) = (*ks, *d1, *d2);
-        let u0 = [(k0 - a0) * p0, (k0 - b0) * q0];
-        let u1 = [
-            (k1 - a1 - c10[0] * u0[0]) * p1,
-            (k1 - b1 - c10[1] * u0[1]) * q1,
-        ];
-        let u2 = [
-            (k2 - a2 - c20[0] * u0[0] - c21[0] * u1[0]) * p2,
-            (k2 - b2 - c20[1] * u0[1] - c21[1] * u1[1]) * q2,
-        ];
-        let u3 = [
-            (k3 - a3 - c30[0] * u0[0] - c31[0] * u1[0] - c32[0] * u2[0]) * p3,
-            (k3 - b3 - c30[1] * u0[1] - c31[1] * u1[1] - c32[1] * u2[1]) * q3,
-        ];
-        norms[0] += (u0[0] * u0[0] + u1[0] * u1[0]) + (u2[0] * u2[0] + u3[0] * u3[0]);
-        norms[1] += (u0[1] * u0[1] + u1[1] * u1[1]) + (u2[1] * u2[1] + u3[1] * u3[1]);
+        let (c1, c2) = split_corner(corner);
+        let [u0, u1, u2, u3] = corner_forward(*ks, [a0, a1, a2, a3], c1, *d1);
+        let [v0, v1, v2, v3] = corner_forward(*ks, [b0, b1, b2, b3], c2, *d2);
+        norms[0] += sum_squares([u0, u1, u2, u3]);
+        norms[1] += sum_squares([v0, v1, v2, v3]);
         if let Some(slots) = todo.first_chunk_mut::<BLOCK>() {
-            *slots = [u0, u1, u2, u3];
+            *slots = [[u0, v0], [u1, v1], [u2, v2], [u3, v3]];
         }
         solved += BLOCK;
     }
@@ -340,13 +422,17 @@ fn solve_two<const M: usize>(
 
 /// The four rows of a block (eight numbers per column: `L1`, `L2` of each
 /// row) against the solved pairs `u`: per row, `(L1 row . u1, L2 row . u2)`.
+/// Four columns per step (the blocks' column counts are multiples of
+/// four): the loop's pointer updates and branch are paid once per 32
+/// multiply-adds instead of once per 8, which was 5 of every 23
+/// instructions of this loop on the Cortex-M4. Each sum still adds the
+/// columns in order, so the result is the same bit for bit.
 #[inline(always)]
-fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
-    let mut acc = [0.0f32; 8];
-    for (column, &[u1, u2]) in columns.iter().zip(u) {
+fn dot_block(columns: &[[[f32; 8]; BLOCK]], u: &[[[f32; 2]; BLOCK]]) -> [[f32; 2]; BLOCK] {
+    let column = |acc: [f32; 8], l: &[f32; 8], [u1, u2]: [f32; 2]| {
         let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
-        let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
-        acc = [
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = *l;
+        [
             a0 + l0 * u1,
             a1 + l1 * u2,
             a2 + l2 * u1,
@@ -355,7 +441,11 @@ fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
             a5 + l5 * u2,
             a6 + l6 * u1,
             a7 + l7 * u2,
-        ];
+        ]
+    };
+    let mut acc = [0.0f32; 8];
+    for ([c0, c1, c2, c3], &[v0, v1, v2, v3]) in columns.iter().zip(u) {
+        acc = column(column(column(column(acc, c0, v0), c1, v1), c2, v2), c3, v3);
     }
     let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
     [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
@@ -368,8 +458,8 @@ fn dot_block(columns: &[[f32; 8]], u: &[[f32; 2]]) -> [[f32; 2]; BLOCK] {
 /// gradient: `d|u1|^2 = 2 r1 . dk`.
 ///
 /// `L^T` is walked by rows of `L`, last first (`acc[..j] -= L[j][..j] r_j`),
-/// so the solves stream the same packed rows as the forward ones, in
-/// reverse; two factors again four rows per block.
+/// so the solves stream the same packed blocks as the forward ones, in
+/// reverse, four rows per block.
 pub(crate) fn back_substitute_packed<const M: usize>(
     packed: &[f32],
     inv_diagonal1: &[f32; M],
@@ -395,18 +485,27 @@ pub(crate) fn back_substitute_packed<const M: usize>(
 }
 
 fn back_one<const M: usize>(packed: &[f32], inv_diagonal: &[f32; M], acc: &mut [f32], m: usize) {
-    let Some(mut rest) = packed.get(..m * m.saturating_sub(1) / 2) else {
+    let full_rows = m / BLOCK * BLOCK;
+    let blocks_end = block_start(full_rows / BLOCK, 1);
+    // Each row past the last full block holds as many numbers as its index.
+    let rows_end =
+        blocks_end + (m * m.saturating_sub(1) - full_rows * full_rows.saturating_sub(1)) / 2;
+    let Some((mut blocks, mut rows)) = packed
+        .get(..rows_end)
+        .and_then(|p| p.split_at_checked(blocks_end))
+    else {
         return;
     };
-    for (j, &inv) in inv_diagonal.iter().enumerate().take(m).rev() {
-        let Some((before, row)) = rest
+    let tail_rows = inv_diagonal.iter().enumerate().take(m).skip(full_rows);
+    for (j, &inv) in tail_rows.rev() {
+        let Some((before, row)) = rows
             .len()
             .checked_sub(j)
-            .and_then(|at| rest.split_at_checked(at))
+            .and_then(|at| rows.split_at_checked(at))
         else {
             break;
         };
-        rest = before;
+        rows = before;
         let Some((head, tail)) = acc.split_at_mut_checked(j) else {
             break;
         };
@@ -416,6 +515,36 @@ fn back_one<const M: usize>(packed: &[f32], inv_diagonal: &[f32; M], acc: &mut [
         let r = *slot * inv;
         *slot = r;
         subtract_scaled(head, row, r);
+    }
+    let diagonals = inv_diagonal.as_chunks::<BLOCK>().0.iter().enumerate();
+    for (b, d) in diagonals.take(full_rows / BLOCK).rev() {
+        let i0 = BLOCK * b;
+        let Some((before, block)) = blocks.split_at_checked(block_start(b, 1)) else {
+            break;
+        };
+        blocks = before;
+        let Some((main, corner)) = block.split_at_checked(BLOCK * i0) else {
+            break;
+        };
+        let Some(&corner) = corner.first_chunk::<6>() else {
+            break;
+        };
+        let Some((done, todo)) = acc.split_at_mut_checked(i0) else {
+            break;
+        };
+        let Some(slots) = todo.first_chunk_mut::<BLOCK>() else {
+            break;
+        };
+        let [r0, r1, r2, r3] = corner_backward(*slots, corner, *d);
+        *slots = [r0, r1, r2, r3];
+        // Every earlier row, one column of the block (four numbers) each;
+        // four rows per step (i0 is a multiple of four: no tails).
+        let columns = main.as_chunks::<BLOCK>().0.as_chunks::<BLOCK>().0;
+        for (a4, l4) in done.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns) {
+            for (a, &[l0, l1, l2, l3]) in a4.iter_mut().zip(l4) {
+                *a = *a - l0 * r0 - l1 * r1 - l2 * r2 - l3 * r3;
+            }
+        }
     }
 }
 
@@ -447,7 +576,7 @@ fn back_two<const M: usize>(
     m: usize,
 ) {
     let full_rows = m / BLOCK * BLOCK;
-    let blocks_end = block_start(full_rows / BLOCK);
+    let blocks_end = block_start(full_rows / BLOCK, 2);
     // Rows past the last full block hold 2 row numbers each.
     let rows_end = blocks_end + m * m.saturating_sub(1) - full_rows * full_rows.saturating_sub(1);
     let Some((mut blocks, mut rows)) = packed
@@ -488,16 +617,14 @@ fn back_two<const M: usize>(
         .enumerate();
     for (b, (d1, d2)) in diagonals.take(full_rows / BLOCK).rev() {
         let i0 = BLOCK * b;
-        let Some((before, block)) = blocks.split_at_checked(block_start(b)) else {
+        let Some((before, block)) = blocks.split_at_checked(block_start(b, 2)) else {
             break;
         };
         blocks = before;
         let Some((main, corner)) = block.split_at_checked(2 * BLOCK * i0) else {
             break;
         };
-        let Ok(&[c10, c20, c21, c30, c31, c32]) =
-            <&[[f32; 2]; 6]>::try_from(corner.as_chunks::<2>().0)
-        else {
+        let Some(&corner) = corner.as_chunks::<2>().0.first_chunk::<6>() else {
             break;
         };
         let Some((done, todo)) = acc.split_at_mut_checked(i0) else {
@@ -507,27 +634,31 @@ fn back_two<const M: usize>(
             break;
         };
         // The block's corner first, its last row first.
+        let (c1, c2) = split_corner(corner);
         let [a0, a1, a2, a3] = *slots;
-        let ([p0, p1, p2, p3], [q0, q1, q2, q3]) = (*d1, *d2);
-        let r3 = [a3[0] * p3, a3[1] * q3];
-        let r2 = [(a2[0] - c32[0] * r3[0]) * p2, (a2[1] - c32[1] * r3[1]) * q2];
-        let r1 = [
-            (a1[0] - c21[0] * r2[0] - c31[0] * r3[0]) * p1,
-            (a1[1] - c21[1] * r2[1] - c31[1] * r3[1]) * q1,
-        ];
-        let r0 = [
-            (a0[0] - c10[0] * r1[0] - c20[0] * r2[0] - c30[0] * r3[0]) * p0,
-            (a0[1] - c10[1] * r1[1] - c20[1] * r2[1] - c30[1] * r3[1]) * q0,
-        ];
+        let [p0, p1, p2, p3] = corner_backward([a0[0], a1[0], a2[0], a3[0]], c1, *d1);
+        let [q0, q1, q2, q3] = corner_backward([a0[1], a1[1], a2[1], a3[1]], c2, *d2);
+        let (r0, r1, r2, r3) = ([p0, q0], [p1, q1], [p2, q2], [p3, q3]);
         *slots = [r0, r1, r2, r3];
         // Then every earlier row, one column of the block (eight numbers)
-        // at a time; one chain of multiply-subtracts per factor.
-        for (a, column) in done.iter_mut().zip(main.as_chunks::<8>().0) {
+        // each, with one chain of multiply-subtracts per factor; four rows
+        // per step, as in the forward solve (i0 is a multiple of four, so
+        // neither chunking leaves a tail).
+        let update = |a: &mut [f32; 2], column: &[f32; 8]| {
             let [l0, l1, l2, l3, l4, l5, l6, l7] = *column;
             *a = [
                 a[0] - l0 * r0[0] - l2 * r1[0] - l4 * r2[0] - l6 * r3[0],
                 a[1] - l1 * r0[1] - l3 * r1[1] - l5 * r2[1] - l7 * r3[1],
             ];
+        };
+        let columns = main.as_chunks::<8>().0.as_chunks::<BLOCK>().0;
+        for ([a0, a1, a2, a3], [l0, l1, l2, l3]) in
+            done.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns)
+        {
+            update(a0, l0);
+            update(a1, l1);
+            update(a2, l2);
+            update(a3, l3);
         }
     }
 }

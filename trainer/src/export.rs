@@ -371,8 +371,9 @@ mod tests {
                 }
             }
         }
-        // Y_SCALE, 6 x 1 inputs, 6 (mean, variance) pairs.
-        assert_eq!(literals, 1 + 6 + 12, "{source}");
+        // Y_SCALE, 6 x 1 inputs, 6 (mean, variance) pairs, 6 x 1 gradient
+        // pairs.
+        assert_eq!(literals, 1 + 6 + 12 + 12, "{source}");
     }
 
     #[test]

@@ -46,7 +46,8 @@ const N_MODELS: usize = 8;
 /// classifier at M = 32) and input, (mean, variance) from `predict`, `mean`,
 /// the sum of everything `predict_with_gradient` returns, and
 /// `in_training_range`.
-static mut OUTPUTS: [[Outputs; N_INPUTS]; N_MODELS] = [[(0.0, 0.0, 0.0, 0.0, false); N_INPUTS]; N_MODELS];
+static mut OUTPUTS: [[Outputs; N_INPUTS]; N_MODELS] =
+    [[(0.0, 0.0, 0.0, 0.0, false); N_INPUTS]; N_MODELS];
 /// One input's results, as [`OUTPUTS`] lists them.
 type Outputs = (f32, f32, f32, f32, bool);
 /// Bytes of every model's input names (`input_names`, `target_name`).
