@@ -6,9 +6,10 @@
 //!
 //! Matrices of points always hold one point per row (N x D).
 
-use nalgebra::{DMatrix, DMatrixViewMut, Dyn, Matrix, Storage};
+use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 
+use crate::linalg::{faer_ref, matmul_into, mul};
 use crate::{Error, Result};
 
 /// Default floor on the noise variance, in units of the (standardised)
@@ -289,17 +290,15 @@ where
     }
     let shift = scaled_mean(a, inv_l);
     let sa = scaled_points(a, inv_l, &shift);
-    // `v^T` (T x Q): column j is point j, so a block of columns of the
-    // output needs only a block of columns of it.
-    let sbt = scaled_points(b, inv_l, &shift).transpose();
+    let sb = scaled_points(b, inv_l, &shift);
     let na: Vec<f64> = sa.row_iter().map(|r| r.norm_squared()).collect();
-    let nb: Vec<f64> = sbt.column_iter().map(|c| c.norm_squared()).collect();
+    let nb: Vec<f64> = sb.row_iter().map(|r| r.norm_squared()).collect();
     // Column-major output: one task owns a block of whole columns, so
     // tasks never share memory.
     let fill = |(j0, block): (usize, &mut [f64])| {
         let w = block.len() / p;
-        let mut g = DMatrixViewMut::from_slice(block, p, w);
-        g.gemm(1.0, &sa, &sbt.columns(j0, w), 0.0);
+        let rhs = faer_ref(&sb).subrows(j0, w).transpose();
+        matmul_into(block, p, false, faer_ref(&sa), rhs, 1.0);
         for (jj, col) in block.chunks_mut(p).enumerate() {
             se_from_dots(col, &na, nb[j0 + jj], s2);
         }
@@ -370,11 +369,12 @@ where
     let sa = scaled_points(a, inv_l, &shift);
     let sb = scaled_points(b, inv_l, &shift);
     let bm = adj.component_mul(k);
-    let gs = bm.sum();
-    // Row sums by adding whole columns (contiguous), column sums directly.
-    let r = bm.column_sum();
-    let c: Vec<f64> = bm.column_iter().map(|col| col.sum()).collect();
-    let bv = &bm * &sb;
+    // Row and column sums as products with ones (vectorised, unlike a
+    // running sum down each column).
+    let r = mul(faer_ref(&bm), faer_ref(&DMatrix::from_element(q, 1, 1.0)));
+    let c = mul(faer_ref(&DMatrix::from_element(1, p, 1.0)), faer_ref(&bm));
+    let gs = c.sum();
+    let bv = mul(faer_ref(&bm), faer_ref(&sb));
     let mut gl = vec![0.0; d];
     for (t, g) in gl.iter_mut().enumerate() {
         let (u, v, bvt) = (sa.column(t), sb.column(t), bv.column(t));
@@ -390,7 +390,7 @@ where
     let ga =
         want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
     let gb = want_b.then(|| {
-        let btu = bm.tr_mul(&sa);
+        let btu = mul(faer_ref(&bm).transpose(), faer_ref(&sa));
         DMatrix::from_fn(q, d, |j, t| (btu[(j, t)] - c[j] * sb[(j, t)]) * inv_l[t])
     });
     CrossGrad {
