@@ -368,7 +368,7 @@ where
     let shift = scaled_mean(a, inv_l);
     let sa = scaled_points(a, inv_l, &shift);
     let sb = scaled_points(b, inv_l, &shift);
-    let bm = adj.component_mul(k);
+    let bm = adj.zip_map(k, |a, k| a * k);
     // Row and column sums as products with ones (vectorised, unlike a
     // running sum down each column).
     let r = mul(faer_ref(&bm), faer_ref(&DMatrix::from_element(q, 1, 1.0)));

@@ -13,6 +13,14 @@
 //! fraction of the cost of K full runs. Starts alternate the two
 //! initialisations (k-means, random subset) with seeds `seed + k`, so the
 //! result is deterministic.
+//!
+//! On large data the screening runs see a random subset of the rows
+//! ([`screen_rows`]: `N / K`, but never fewer than [`SCREEN_MIN_ROWS`]),
+//! drawn once with `seed`, so the K screening runs together cost about one
+//! screening run on all the data; the best start then continues on all the
+//! rows. The objective is a sum over rows, so its value on a subset ranks
+//! the starts as the full one would, up to sampling noise; hyperparameters
+//! fitted on a few thousand rows are close to where the full data put them.
 
 use std::cell::Cell;
 
@@ -36,6 +44,17 @@ use crate::{Error, Result};
 
 /// Fewest iterations a screening run gets.
 pub const MIN_SCREEN_ITER: u64 = 10;
+
+/// Fewest rows a screening run sees (all of them on smaller data): well
+/// above any useful M, and enough rows for the screening objectives to rank
+/// the starts (on the benchmark suite every set is below it, so its results
+/// are those of screening on all rows).
+pub const SCREEN_MIN_ROWS: usize = 2000;
+
+/// Rows each screening run sees when `restarts` starts share `n` rows.
+pub fn screen_rows(n: usize, restarts: usize) -> usize {
+    n.min(SCREEN_MIN_ROWS.max(n / restarts.max(1)))
+}
 
 /// Iterations of one screening run for a final budget of `max_iter`.
 fn screen_iter(max_iter: u64) -> u64 {
@@ -110,10 +129,22 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
             max_iter: screen_iter(params.optimiser.max_iter),
             ..params.optimiser.clone()
         };
+        let subset = training_subset(
+            data,
+            screen_rows(data.n_rows(), params.restarts),
+            params.seed,
+        )?;
         let mut best: Option<SparseFit<F>> = None;
         for k in 0..params.restarts {
             let (label, features) = start(k)?;
-            let run = fit_sparse(data, features, kern.clone(), config, &screen, &mut counted)?;
+            let run = fit_sparse(
+                &subset,
+                features,
+                kern.clone(),
+                config,
+                &screen,
+                &mut counted,
+            )?;
             done.set(done.get() + run.run.iterations);
             starts.push(StartReport {
                 init: label,
