@@ -107,10 +107,8 @@ pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<
     for _ in 0..max_iter {
         // Each point's nearest centre on its own: the same assignment
         // whatever the threads, and the step that costs (N M D).
-        let nearest_centres: Vec<usize> = points
-            .par_iter()
-            .map(|p| nearest(p, &centres).0)
-            .collect();
+        let nearest_centres: Vec<usize> =
+            points.par_iter().map(|p| nearest(p, &centres).0).collect();
         if nearest_centres == assign {
             break;
         }

@@ -440,8 +440,8 @@ fn se_from_dots(block: &mut [f64], na: &[f64], nb: &[f64], s2: f64) {
 #[inline(always)]
 fn exp_nonpositive(x: f64) -> f64 {
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     const COEFFS: [f64; 14] = [
         1.0 / 6_227_020_800.0,
