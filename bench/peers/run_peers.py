@@ -99,6 +99,7 @@ def main():
     ap.add_argument("--iters", type=int, default=300, help="peers' L-BFGS-B iterations")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--only", default="", help="comma-separated tools to run")
+    ap.add_argument("--sets", default="", help="run only the sets whose name contains this")
     args = ap.parse_args()
     data_dir = os.path.join(HERE, "data")
     os.makedirs(data_dir, exist_ok=True)
@@ -108,7 +109,7 @@ def main():
     results = {}
     log = open(os.path.join(data_dir, "results.jsonl"), "a")
     for r in range(args.rounds):
-        for s, (name, rows, dim, m, seed) in enumerate(SETS):
+        for s, (name, rows, dim, m, seed) in enumerate(x for x in SETS if args.sets in x[0]):
             train, test = make_set(args.sgp, data_dir, name, rows, dim, seed)
             k = (r + s) % len(tools)
             for tool in tools[k:] + tools[:k]:
