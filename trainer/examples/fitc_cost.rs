@@ -35,6 +35,10 @@ use sgp_trainer::init::random_subset;
 use sgp_trainer::kernel::KernelParams;
 use sgp_trainer::linalg::{faer_ref, mul};
 
+/// The `sgp` binary's allocator, so these figures are what a fit gets.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Best GFLOP/s of `reps` products (r x k) * (k x c) per thread, on every
 /// rayon thread at once, with nalgebra (`faer: false`) or `faer`.
 fn gemm_rate(r: usize, k: usize, c: usize, reps: usize, faer: bool) -> f64 {
