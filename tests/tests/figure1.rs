@@ -2,12 +2,16 @@
 //! bunched in the leftmost 5% of the data must spread over the data during
 //! training, and the fit must approach the exact GP's.
 //!
-//! Measured on seeds 1 to 3 (the demo's recipe, `demo::figure1_params`):
+//! Measured on seeds 1 to 8 (the demo's recipe, `demo::figure1_params`):
 //! with VFE every pseudo-input ends inside the data range (give or take 2%
 //! of it) and no gap between
 //! neighbours (or between the data's ends and the outermost pseudo-input)
 //! exceeds 10% of the range (seen: at most 7.5%); test RMSE within 3% and
-//! NLPD within 0.03 nats of the exact GP's. FITC from the same start stacks
+//! NLPD within 0.03 nats of the exact GP's. Eight data sets rather than
+//! three, so that the property is shown for the method and not for three
+//! optimiser trajectories: a last-bit change in the kernel's arithmetic
+//! (another exp, another GEMM kernel) moves every trajectory, and a check
+//! that passed on a lucky few would then fail for no reason in the method. FITC from the same start stacks
 //! several pseudo-inputs on one spot and strands some outside the data,
 //! which these assertions would reject.
 
@@ -19,7 +23,7 @@ use sgp_trainer::model::TrainedModel;
 
 #[test]
 fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
-    for seed in 1..=3 {
+    for seed in 1..=8 {
         let data = demo_data(200, seed).unwrap();
         let (test_x, test_y) = demo_test_set(400, seed + 1000);
         let m = 20;

@@ -6,6 +6,7 @@
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use crate::{Error, Result};
 
@@ -95,26 +96,23 @@ pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<
         };
         chosen[pick] = true;
         let c = points[pick].clone();
-        for (d, p) in d2.iter_mut().zip(&points) {
-            *d = d.min(sq_dist(p, &c));
-        }
+        d2.par_iter_mut()
+            .zip(points.par_iter())
+            .for_each(|(d, p)| *d = d.min(sq_dist(p, &c)));
         centres.push(c);
     }
 
     let dim = x.ncols();
     let mut assign = vec![usize::MAX; n];
     for _ in 0..max_iter {
-        let mut changed = false;
-        for (a, p) in assign.iter_mut().zip(&points) {
-            let (k, _) = nearest(p, &centres);
-            if *a != k {
-                *a = k;
-                changed = true;
-            }
-        }
-        if !changed {
+        // Each point's nearest centre on its own: the same assignment
+        // whatever the threads, and the step that costs (N M D).
+        let nearest_centres: Vec<usize> =
+            points.par_iter().map(|p| nearest(p, &centres).0).collect();
+        if nearest_centres == assign {
             break;
         }
+        assign = nearest_centres;
         let mut sums = vec![vec![0.0; dim]; m];
         let mut counts = vec![0usize; m];
         for (&k, p) in assign.iter().zip(&points) {

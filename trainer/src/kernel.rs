@@ -6,9 +6,10 @@
 //!
 //! Matrices of points always hold one point per row (N x D).
 
-use nalgebra::{DMatrix, DMatrixViewMut, Dyn, Matrix, Storage};
+use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 
+use crate::linalg::{faer_ref, matmul_into, mul};
 use crate::{Error, Result};
 
 /// Default floor on the noise variance, in units of the (standardised)
@@ -289,20 +290,16 @@ where
     }
     let shift = scaled_mean(a, inv_l);
     let sa = scaled_points(a, inv_l, &shift);
-    // `v^T` (T x Q): column j is point j, so a block of columns of the
-    // output needs only a block of columns of it.
-    let sbt = scaled_points(b, inv_l, &shift).transpose();
+    let sb = scaled_points(b, inv_l, &shift);
     let na: Vec<f64> = sa.row_iter().map(|r| r.norm_squared()).collect();
-    let nb: Vec<f64> = sbt.column_iter().map(|c| c.norm_squared()).collect();
+    let nb: Vec<f64> = sb.row_iter().map(|r| r.norm_squared()).collect();
     // Column-major output: one task owns a block of whole columns, so
     // tasks never share memory.
     let fill = |(j0, block): (usize, &mut [f64])| {
         let w = block.len() / p;
-        let mut g = DMatrixViewMut::from_slice(block, p, w);
-        g.gemm(1.0, &sa, &sbt.columns(j0, w), 0.0);
-        for (jj, col) in block.chunks_mut(p).enumerate() {
-            se_from_dots(col, &na, nb[j0 + jj], s2);
-        }
+        let rhs = faer_ref(&sb).subrows(j0, w).transpose();
+        matmul_into(block, p, false, faer_ref(&sa), rhs, 1.0);
+        se_from_dots(block, &na, &nb[j0..j0 + w], s2);
     };
     if p * q < PAR_MIN_ENTRIES {
         fill((0, out.as_mut_slice()));
@@ -369,12 +366,13 @@ where
     let shift = scaled_mean(a, inv_l);
     let sa = scaled_points(a, inv_l, &shift);
     let sb = scaled_points(b, inv_l, &shift);
-    let bm = adj.component_mul(k);
-    let gs = bm.sum();
-    // Row sums by adding whole columns (contiguous), column sums directly.
-    let r = bm.column_sum();
-    let c: Vec<f64> = bm.column_iter().map(|col| col.sum()).collect();
-    let bv = &bm * &sb;
+    let bm = adj.zip_map(k, |a, k| a * k);
+    // Row and column sums as products with ones (vectorised, unlike a
+    // running sum down each column).
+    let r = mul(faer_ref(&bm), faer_ref(&DMatrix::from_element(q, 1, 1.0)));
+    let c = mul(faer_ref(&DMatrix::from_element(1, p, 1.0)), faer_ref(&bm));
+    let gs = c.sum();
+    let bv = mul(faer_ref(&bm), faer_ref(&sb));
     let mut gl = vec![0.0; d];
     for (t, g) in gl.iter_mut().enumerate() {
         let (u, v, bvt) = (sa.column(t), sb.column(t), bv.column(t));
@@ -390,7 +388,7 @@ where
     let ga =
         want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
     let gb = want_b.then(|| {
-        let btu = bm.tr_mul(&sa);
+        let btu = mul(faer_ref(&bm).transpose(), faer_ref(&sa));
         DMatrix::from_fn(q, d, |j, t| (btu[(j, t)] - c[j] * sb[(j, t)]) * inv_l[t])
     });
     CrossGrad {
@@ -403,17 +401,79 @@ where
     }
 }
 
-/// `col[i] = s2 exp(-1/2 (na_i + nbj - 2 col[i]))`: a column of dot
-/// products `u_i . v_j` into a column of the SE kernel.
+/// `block[i, j] = s2 exp(-1/2 (na_i + nb_j - 2 block[i, j]))` (column-major,
+/// `na.len()` rows): dot products `u_i . v_j` into SE kernel values.
 ///
-/// The exponential is libm's: a vectorised polynomial `exp` (within 5 ulp)
-/// was measured a few percent faster per evaluation but changed optimiser
-/// trajectories enough to strand a pseudo-input in `tests/figure1.rs`.
-fn se_from_dots(col: &mut [f64], na: &[f64], nbj: f64, s2: f64) {
-    for (o, nai) in col.iter_mut().zip(na) {
-        // -r2 / 2, never above 0.
-        let e = (*o - 0.5 * (nai + nbj)).min(0.0);
-        *o = s2 * e.exp();
+/// The loop is compiled a second time with AVX2 and FMA enabled and runs
+/// that way where the CPU has them, so [`exp_nonpositive`] is evaluated
+/// four lanes at a time (libm's scalar `exp` was a sixth of an objective
+/// evaluation, `examples/fitc_cost`). Both versions compute the same bits:
+/// the exponential uses only IEEE operations and fused multiply-adds.
+fn se_from_dots(block: &mut [f64], na: &[f64], nb: &[f64], s2: f64) {
+    let p = na.len();
+    let mut run = move || {
+        for (col, nbj) in block.chunks_mut(p).zip(nb) {
+            for (o, nai) in col.iter_mut().zip(na) {
+                // -r2 / 2, never above 0.
+                let e = (*o - 0.5 * (nai + nbj)).min(0.0);
+                *o = s2 * exp_nonpositive(e);
+            }
+        }
+    };
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        return simd.vectorize(run);
+    }
+    run()
+}
+
+/// `exp(x)` for `x <= 0`, within about one ulp of the exact value (the
+/// differences from libm are last-bit roundings; checked against libm in
+/// the tests), and exactly 0 below -708 where libm returns subnormals or
+/// 0 (a kernel value under 1e-307 of `s2` changes nothing downstream).
+///
+/// `x = k ln 2 + r` with `k` the nearest integer to `x / ln 2` (by the
+/// 1.5 * 2^52 rounding trick, so it vectorises), `ln 2` split in two
+/// (fdlibm's constants) so `k ln2_hi` is exact, `|r| <= ln 2 / 2`;
+/// `exp(r)` by its Taylor series to `r^13 / 13!` (the next term is below
+/// 1e-17 relative) and `2^k` built in the exponent bits.
+#[inline(always)]
+fn exp_nonpositive(x: f64) -> f64 {
+    const LOG2_E: f64 = std::f64::consts::LOG2_E;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    const COEFFS: [f64; 14] = [
+        1.0 / 6_227_020_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 39_916_800.0,
+        1.0 / 3_628_800.0,
+        1.0 / 362_880.0,
+        1.0 / 40_320.0,
+        1.0 / 5_040.0,
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ];
+    let xc = x.max(-708.0);
+    let shifted = xc.mul_add(LOG2_E, SHIFT);
+    let k = shifted - SHIFT;
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, xc));
+    let mut poly = COEFFS[0];
+    for c in &COEFFS[1..] {
+        poly = poly.mul_add(r, *c);
+    }
+    // The low bits of `shifted` hold k in two's complement.
+    let k_int = shifted.to_bits().wrapping_sub(SHIFT.to_bits()) as i64;
+    let scale = f64::from_bits(((k_int + 1023) as u64) << 52);
+    if x < -708.0 {
+        0.0
+    } else {
+        poly * scale
     }
 }
 
@@ -587,6 +647,22 @@ mod tests {
         assert!((&k - unit).amax() < 1e-14);
         let kern = KernelParams::new(&[0.5, 4.0], 1.7, 0.1).expect("valid");
         assert!((kern.cross(&a, &b) - &k).amax() < 1e-14);
+    }
+
+    /// The polynomial exponential against libm over the whole range a
+    /// kernel value can take: at most one ulp apart in the normal range.
+    #[test]
+    fn exp_nonpositive_matches_libm() {
+        let mut worst = 0u64;
+        for i in 0..=200_000 {
+            let x = -708.0 * (i as f64 / 200_000.0).powi(3);
+            let (got, want) = (exp_nonpositive(x), x.exp());
+            worst = worst.max(got.to_bits().abs_diff(want.to_bits()));
+        }
+        assert!(worst <= 1, "{worst} ulp");
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+        assert_eq!(exp_nonpositive(-709.0), 0.0);
+        assert_eq!(exp_nonpositive(-1e300), 0.0);
     }
 
     #[test]

@@ -432,7 +432,8 @@ impl OptimiserReport {
 pub struct StartReport {
     /// How the start's pseudo-inputs were drawn, e.g. `kmeans (seed 3)`.
     pub init: String,
-    /// Training objective after the screening run.
+    /// Training objective after the screening run, on the rows it saw (a
+    /// subset on large data: see [`spgp::screen_rows`]).
     pub nlml: f64,
 }
 
