@@ -2,6 +2,7 @@
 //! a source of starting hyperparameters, and a deployable model for small
 //! data sets (basis = its training inputs, one triangular factor).
 
+use nalgebra::{DMatrix, DVector};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -39,8 +40,25 @@ pub(crate) fn optimise_exact(
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
-    let jitter = JitterPolicy::default();
-    let objective = ExactObjective::new(&data.x, &data.y, data_scale_kernel(data)?, jitter)?;
+    optimise_exact_from(
+        &data.x,
+        &data.y,
+        data_scale_kernel(data)?,
+        optimiser,
+        progress,
+    )
+}
+
+/// Optimises the exact GP's hyperparameters on inputs `x` and targets `y`
+/// from `kern` (the IVM's regression variant fits its active set so).
+pub(crate) fn optimise_exact_from(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    kern: KernelParams,
+    optimiser: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
+    let objective = ExactObjective::new(x, y, kern, JitterPolicy::default())?;
     let run = minimise(
         |p| objective.objective(p),
         objective.initial(),

@@ -35,12 +35,12 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
+use super::exact::optimise_exact_from;
 use super::{
     data_scale_kernel, Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::inference::ivm::{active_posterior, ActiveObjective, ActiveSet, Ivm, SelectionOptions};
-use crate::inference::objective::ExactObjective;
 use crate::kernel::KernelParams;
 use crate::likelihood::{norm_cdf, norm_quantile, Likelihood};
 use crate::linalg::JitterPolicy;
@@ -404,14 +404,7 @@ fn optimise_kernel(
     match likelihood {
         Likelihood::Gaussian => {
             let y = data.y.select_rows(&set.indices);
-            let objective = ExactObjective::new(&x, &y, kern.clone(), jitter)?;
-            let run = minimise(
-                |p| objective.objective(p),
-                objective.initial(),
-                optimiser,
-                progress,
-            )?;
-            Ok((objective.unpack(&run.x)?, run))
+            optimise_exact_from(&x, &y, kern.clone(), optimiser, progress)
         }
         Likelihood::Probit => {
             let objective = ActiveObjective::new(&x, &set.p, &set.m, kern.clone(), jitter);
