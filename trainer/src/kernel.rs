@@ -404,11 +404,12 @@ where
 /// `block[i, j] = s2 exp(-1/2 (na_i + nb_j - 2 block[i, j]))` (column-major,
 /// `na.len()` rows): dot products `u_i . v_j` into SE kernel values.
 ///
-/// The loop is compiled a second time with AVX2 and FMA enabled and runs
-/// that way where the CPU has them, so [`exp_nonpositive`] is evaluated
-/// four lanes at a time (libm's scalar `exp` was a sixth of an objective
-/// evaluation, `examples/fitc_cost`). Both versions compute the same bits:
-/// the exponential uses only IEEE operations and fused multiply-adds.
+/// The loop is compiled twice more, with AVX-512 and with AVX2 and FMA,
+/// and runs the widest the CPU has, so [`exp_nonpositive`] is evaluated
+/// eight or four lanes at a time (libm's scalar `exp` was a sixth of an
+/// objective evaluation, and AVX-512 took a tenth off AVX2's single-thread
+/// time at M = 50, `examples/fitc_cost`). Every version computes the same
+/// bits: the exponential uses only IEEE operations and fused multiply-adds.
 fn se_from_dots(block: &mut [f64], na: &[f64], nb: &[f64], s2: f64) {
     let p = na.len();
     let mut run = move || {
@@ -420,6 +421,10 @@ fn se_from_dots(block: &mut [f64], na: &[f64], nb: &[f64], s2: f64) {
             }
         }
     };
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V4::try_new() {
+        return simd.vectorize(run);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V3::try_new() {
         return simd.vectorize(run);
@@ -663,6 +668,27 @@ mod tests {
         assert_eq!(exp_nonpositive(0.0), 1.0);
         assert_eq!(exp_nonpositive(-709.0), 0.0);
         assert_eq!(exp_nonpositive(-1e300), 0.0);
+    }
+
+    /// The dispatched (vector) fill against the scalar formula, bit for
+    /// bit, over the whole range of arguments the kernel meets.
+    #[test]
+    fn vector_fill_matches_scalar_bits() {
+        let (p, q) = (13, 11);
+        let na: Vec<f64> = (0..p).map(|i| 50.0 * i as f64 / p as f64).collect();
+        let nb: Vec<f64> = (0..q)
+            .map(|j| 900.0 * (j as f64 / q as f64).powi(3))
+            .collect();
+        let dots: Vec<f64> = (0..p * q)
+            .map(|k| ((k * 37) % 101) as f64 * 0.1 - 5.0)
+            .collect();
+        let mut block = dots.clone();
+        se_from_dots(&mut block, &na, &nb, 1.7);
+        for (k, (got, dot)) in block.iter().zip(&dots).enumerate() {
+            let e = (dot - 0.5 * (na[k % p] + nb[k / p])).min(0.0);
+            let want = 1.7 * exp_nonpositive(e);
+            assert_eq!(got.to_bits(), want.to_bits(), "entry {k}: {got} vs {want}");
+        }
     }
 
     #[test]

@@ -74,8 +74,8 @@ use super::{col_sq_norms, sandwich_inv_factor, Approximation, ModelGrad, Predict
 use crate::features::{FeatureGrad, InducingFeatures};
 use crate::kernel::KernelParams;
 use crate::linalg::{
-    cholesky, cholesky_jittered, faer_ref, log_det_from_factor, lower_inverse, mul,
-    solve_lower_mut, solve_lower_t_vec, solve_lower_vec, symmetrise, JitterPolicy,
+    cholesky, cholesky_jittered, dot, faer_ref, log_det_from_factor, lower_inverse, matmul_into,
+    mul, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, symmetrise, JitterPolicy,
     JitteredCholesky,
 };
 use crate::{Error, Result};
@@ -137,6 +137,9 @@ struct Chunk {
     kuf: DMatrix<f64>,
     v: DMatrix<f64>,
     gamma: DVector<f64>,
+    /// An M x rows block the adjoint pass overwrites: fresh blocks cost a
+    /// zero fill each (6% of an evaluation at M = 50, `examples/fitc_cost`).
+    scratch: DMatrix<f64>,
 }
 
 /// Everything the forward pass computes.
@@ -215,25 +218,33 @@ fn forward<F: InducingFeatures + ?Sized>(
             let kd = feat.kdiag(kern, xc);
             let yc = y.rows(start, len);
             let mut gamma = DVector::<f64>::zeros(len);
-            let mut vg = DMatrix::<f64>::zeros(m, len);
+            // `V Gamma^{-1}`; the adjoint pass reuses its storage.
+            let mut scratch = DMatrix::<f64>::zeros(m, len);
             let (mut sum_log_gamma, mut y_gi_y, mut sum_lambda) = (0.0, 0.0, 0.0);
-            for (i, (vcol, mut gcol)) in v.column_iter().zip(vg.column_iter_mut()).enumerate() {
+            let columns = v.as_slice().chunks_exact(m);
+            for (i, (vcol, gcol)) in columns
+                .zip(scratch.as_mut_slice().chunks_exact_mut(m))
+                .enumerate()
+            {
                 // Round-off can make ||V_n||^2 exceed kdiag_n by a hair when
                 // a pseudo-input sits on a data point; lambda is a variance.
-                let lambda = (kd[i] - vcol.norm_squared()).max(0.0);
+                let lambda = (kd[i] - dot(vcol, vcol)).max(0.0);
                 let g = match cfg.approximation {
                     Approximation::Fitc => lambda + sigma2,
                     Approximation::Vfe => sigma2,
                 };
                 gamma[i] = g;
-                gcol.axpy(1.0 / g, &vcol, 0.0);
+                let inv_g = 1.0 / g;
+                for (o, v) in gcol.iter_mut().zip(vcol) {
+                    *o = inv_g * v;
+                }
                 sum_log_gamma += g.ln();
                 y_gi_y += yc[i] * yc[i] / g;
                 sum_lambda += lambda;
             }
             let sums = ChunkSums {
-                a: mul(faer_ref(&vg), faer_ref(&v).transpose()),
-                b: &vg * yc,
+                a: mul(faer_ref(&scratch), faer_ref(&v).transpose()),
+                b: &scratch * yc,
                 sum_log_gamma,
                 y_gi_y,
                 sum_lambda,
@@ -244,6 +255,7 @@ fn forward<F: InducingFeatures + ?Sized>(
                     kuf,
                     v,
                     gamma,
+                    scratch,
                 },
                 sums,
             ))
@@ -284,7 +296,7 @@ fn forward<F: InducingFeatures + ?Sized>(
         chol,
         linv_t: linv.transpose(),
         la,
-        ainv: symmetrise(lainv.tr_mul(&lainv)),
+        ainv: symmetrise(mul(faer_ref(&lainv).transpose(), faer_ref(&lainv))),
         beta_v,
         nlml,
         chunks,
@@ -295,40 +307,72 @@ fn forward<F: InducingFeatures + ?Sized>(
 }
 
 /// One chunk's adjoints: `dF/dKuf` columns, `dF/dkdiag`, its share of
-/// `H V^T` and of `sum w`.
+/// `H V^T` and of `sum w`. Consumes the chunk: `dF/dKuf` is written over
+/// `V` and `H` over the scratch block.
 struct ChunkAdjoint {
+    kuf: DMatrix<f64>,
     adj_kuf: DMatrix<f64>,
     adj_kdiag: DVector<f64>,
     hvt: DMatrix<f64>,
     half_sum_w: f64,
 }
 
-fn chunk_adjoint(fw: &Forward, c: &Chunk, y: &DVector<f64>) -> Result<ChunkAdjoint> {
-    let len = c.gamma.len();
-    let yc = y.rows(c.start, len);
-    let mut e = mul(faer_ref(&fw.ainv), faer_ref(&c.v));
+fn chunk_adjoint(fw: &Forward, c: Chunk, y: &DVector<f64>) -> Result<ChunkAdjoint> {
+    let Chunk {
+        start,
+        kuf,
+        mut v,
+        gamma,
+        scratch: mut h,
+    } = c;
+    let (m, len) = v.shape();
+    let yc = &y.as_slice()[start..start + len];
+    let beta = fw.beta_v.as_slice();
+    // h = A^{-1} V; turned into H in place, column by column.
+    matmul_into(
+        h.as_mut_slice(),
+        m,
+        false,
+        faer_ref(&fw.ainv),
+        faer_ref(&v),
+        1.0,
+    );
     let mut adj_kdiag = DVector::<f64>::zeros(len);
     let mut sum_w = 0.0;
-    // e = A^{-1} V; turn it into H in place, column by column.
-    for (i, (mut col, vcol)) in e.column_iter_mut().zip(c.v.column_iter()).enumerate() {
-        let g = c.gamma[i];
-        let alpha = (yc[i] - vcol.dot(&fw.beta_v)) / g;
-        let w = 1.0 / g - vcol.dot(&col) / (g * g) - alpha * alpha;
+    let columns = h
+        .as_mut_slice()
+        .chunks_exact_mut(m)
+        .zip(v.as_slice().chunks_exact(m));
+    for (i, (col, vcol)) in columns.enumerate() {
+        let g = gamma[i];
+        let alpha = (yc[i] - dot(vcol, beta)) / g;
+        let w = 1.0 / g - dot(vcol, col) / (g * g) - alpha * alpha;
         // The weight `d` of `- V diag(d)` in H (module docs).
         let d = match fw.approximation {
             Approximation::Fitc => w,
             Approximation::Vfe => 1.0 / fw.sigma2,
         };
-        col /= g;
-        col.axpy(-alpha, &fw.beta_v, 1.0);
-        col.axpy(-d, &vcol, 1.0);
+        let inv_g = 1.0 / g;
+        for ((o, b), v) in col.iter_mut().zip(beta).zip(vcol) {
+            *o = *o * inv_g - alpha * b - d * v;
+        }
         adj_kdiag[i] = 0.5 * d;
         sum_w += w;
     }
+    let hvt = mul(faer_ref(&h), faer_ref(&v).transpose());
+    matmul_into(
+        v.as_mut_slice(),
+        m,
+        false,
+        faer_ref(&fw.linv_t),
+        faer_ref(&h),
+        1.0,
+    );
     Ok(ChunkAdjoint {
-        adj_kuf: mul(faer_ref(&fw.linv_t), faer_ref(&e)),
+        kuf,
+        adj_kuf: v,
         adj_kdiag,
-        hvt: mul(faer_ref(&e), faer_ref(&c.v).transpose()),
+        hvt,
         half_sum_w: 0.5 * sum_w,
     })
 }
@@ -374,17 +418,16 @@ pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<FitcValue> {
-    let fw = forward(feat, kern, x, y, cfg)?;
+    let mut fw = forward(feat, kern, x, y, cfg)?;
     let m = feat.num_inducing();
     // Summed in chunk order, whatever thread ran which chunk: the gradient
     // is the same bit for bit from run to run.
-    let parts = fw
-        .chunks
-        .par_iter()
+    let parts = std::mem::take(&mut fw.chunks)
+        .into_par_iter()
         .map(|c| {
-            let adj = chunk_adjoint(&fw, c, y)?;
             let xc = x.rows(c.start, c.gamma.len());
-            let g = feat.grad_kuf(kern, xc, &c.kuf, &adj.adj_kuf, &adj.adj_kdiag);
+            let adj = chunk_adjoint(&fw, c, y)?;
+            let g = feat.grad_kuf(kern, xc, &adj.kuf, &adj.adj_kuf, &adj.adj_kdiag);
             Ok((g, adj.hvt, adj.half_sum_w))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -420,17 +463,17 @@ pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<(f64, FitcAdjoints)> {
-    let fw = forward(feat, kern, x, y, cfg)?;
+    let mut fw = forward(feat, kern, x, y, cfg)?;
     let (m, n) = (feat.num_inducing(), x.nrows());
     let mut adj_kuf = DMatrix::<f64>::zeros(m, n);
     let mut adj_kdiag = DVector::<f64>::zeros(n);
     let mut hvt = DMatrix::<f64>::zeros(m, m);
     let mut noise = 0.0;
-    for c in &fw.chunks {
+    for c in std::mem::take(&mut fw.chunks) {
+        let (start, len) = (c.start, c.gamma.len());
         let a = chunk_adjoint(&fw, c, y)?;
-        let len = c.gamma.len();
-        adj_kuf.columns_mut(c.start, len).copy_from(&a.adj_kuf);
-        adj_kdiag.rows_mut(c.start, len).copy_from(&a.adj_kdiag);
+        adj_kuf.columns_mut(start, len).copy_from(&a.adj_kuf);
+        adj_kdiag.rows_mut(start, len).copy_from(&a.adj_kdiag);
         hvt += a.hvt;
         noise += a.half_sum_w;
     }
