@@ -3,8 +3,9 @@
     python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S]
 
 Prints one JSON line: seconds (fit only: initialisation + optimisation, not
-imports or CSV reading), test NLPD and RMSE in raw target units, and the
-optimiser's iteration count. Setup mirrors `sgp fit`'s defaults where the
+imports or CSV reading), test NLPD and RMSE in raw target units, the
+optimiser's iteration count and the final training NLML (on the
+standardised data, in nats, as `sgp fit --json` reports it). Setup mirrors `sgp fit`'s defaults where the
 libraries allow: inputs and target standardised on the training data, ARD
 squared-exponential kernel, pseudo-inputs started at k-means centres (scipy,
 seeded), the same data-scale start as `sgp` (each length scale half its
@@ -62,7 +63,7 @@ def fit_gpy(x, y, z, iters):
         mean, var = model.predict(xs, include_likelihood=True)
         return mean, var
 
-    return predict, iterations
+    return predict, iterations, float(-model.log_likelihood())
 
 
 def fit_gpflow(x, y, z, iters, threads):
@@ -88,7 +89,7 @@ def fit_gpflow(x, y, z, iters, threads):
         mean, var = model.predict_y(xs)
         return mean.numpy(), var.numpy()
 
-    return predict, int(res.nit)
+    return predict, int(res.nit), float(model.training_loss().numpy())
 
 
 def main():
@@ -115,9 +116,9 @@ def main():
     xn, yn = (x - xm) / xsd, (y - ym) / ysd
     z = kmeans_centres(xn, args.m, args.seed)
     if args.tool == "gpy":
-        predict, iterations = fit_gpy(xn, yn, z, args.iters)
+        predict, iterations, train_nlml = fit_gpy(xn, yn, z, args.iters)
     else:
-        predict, iterations = fit_gpflow(xn, yn, z, args.iters, threads)
+        predict, iterations, train_nlml = fit_gpflow(xn, yn, z, args.iters, threads)
     seconds = time.perf_counter() - start
     mean, var = predict((xs - xm) / xsd)
     mean = mean * ysd + ym
@@ -128,6 +129,7 @@ def main():
         "nlpd": nlpd(mean, var, ys),
         "rmse": float(np.sqrt(np.mean((mean - ys) ** 2))),
         "iterations": iterations,
+        "train_nlml": train_nlml,
     }
     print(json.dumps(out))
     sys.stdout.flush()

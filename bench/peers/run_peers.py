@@ -61,15 +61,17 @@ def make_set(sgp, data_dir, name, rows, dim, seed):
     return train, test
 
 
-def run_sgp(sgp, train, test, m, work, tool="sgp"):
+def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
     model = os.path.join(work, "peer-bench.sgp")
     start = time.perf_counter()
-    subprocess.run(
-        [sgp, "fit", "--quiet", "--force", "--data", train, "--m", str(m), "--out", model]
+    fit = subprocess.run(
+        [sgp, "fit", "--quiet", "--force", "--json", "--data", train, "--m", str(m)]
+        + ["--seed", str(seed), "--out", model]
         + SGP_EXTRA.get(tool, []),
         check=True,
-        stdout=subprocess.DEVNULL,
-    )
+        capture_output=True,
+        text=True,
+    ).stdout
     seconds = time.perf_counter() - start
     ev = json.loads(
         subprocess.run(
@@ -79,23 +81,31 @@ def run_sgp(sgp, train, test, m, work, tool="sgp"):
             text=True,
         ).stdout
     )
-    return {"tool": tool, "seconds": seconds, "nlpd": ev["nlpd"], "rmse": ev["rmse"]}
+    return {
+        "tool": tool,
+        "seconds": seconds,
+        "nlpd": ev["nlpd"],
+        "rmse": ev["rmse"],
+        "train_nlml": json.loads(fit)["report"]["nlml"],
+    }
 
 
-def run_peer(tool, train, test, m, iters, timeout):
+def run_peer(tool, train, test, m, iters, timeout, seed):
     cmd = [sys.executable, os.path.join(HERE, "peer_fit.py"), tool]
     cmd += ["--train", train, "--test", test, "--m", str(m), "--iters", str(iters)]
+    cmd += ["--seed", str(seed)]
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"tool": tool, "seconds": float("inf"), "nlpd": float("nan"), "rmse": float("nan")}
+        nan = float("nan")
+        return {"tool": tool, "seconds": float("inf"), "nlpd": nan, "rmse": nan, "train_nlml": nan}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sgp", required=True)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=300, help="peers' L-BFGS-B iterations")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--only", default="", help="comma-separated tools to run")
@@ -113,18 +123,21 @@ def main():
             train, test = make_set(args.sgp, data_dir, name, rows, dim, seed)
             k = (r + s) % len(tools)
             for tool in tools[k:] + tools[:k]:
+                # Round r fits with seed r (k-means start, restarts), the
+                # same for every tool: the NLPD columns average over starts
+                # instead of reporting one start's luck.
                 if tool.startswith("sgp"):
-                    res = run_sgp(args.sgp, train, test, m, data_dir, tool)
+                    res = run_sgp(args.sgp, train, test, m, data_dir, r, tool)
                 else:
-                    res = run_peer(tool, train, test, m, args.iters, args.timeout)
+                    res = run_peer(tool, train, test, m, args.iters, args.timeout, r)
                 res.update(set=name, m=m, round=r)
                 print(json.dumps(res), file=sys.stderr, flush=True)
                 log.write(json.dumps(res) + "\n")
                 log.flush()
                 results.setdefault((name, m), {}).setdefault(tool, []).append(res)
     print()
-    print("| data (N x D) | M | tool | fit s (median) | test NLPD | RMSE | time / sgp's |")
-    print("|---|---:|---|---:|---:|---:|---:|")
+    print("| data (N x D) | M | tool | fit s (median) | test NLPD (mean, range) | RMSE | train NLML | time / sgp's |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
     for (name, m), by_tool in results.items():
         base = statistics.median(x["seconds"] for x in by_tool.get("sgp", [{"seconds": float("nan")}]))
         for tool in tools:
@@ -132,9 +145,11 @@ def main():
             if not runs:
                 continue
             sec = statistics.median(x["seconds"] for x in runs)
-            nl = statistics.mean(x["nlpd"] for x in runs)
+            nls = [x["nlpd"] for x in runs]
+            nl = f"{statistics.mean(nls):.3f} ({min(nls):.3f} to {max(nls):.3f})"
             rm = statistics.mean(x["rmse"] for x in runs)
-            print(f"| {name} | {m} | {tool} | {sec:.2f} | {nl:.3f} | {rm:.4f} | {sec / base:.2f}x |")
+            tr = statistics.mean(x["train_nlml"] for x in runs)
+            print(f"| {name} | {m} | {tool} | {sec:.2f} | {nl} | {rm:.4f} | {tr:.1f} | {sec / base:.2f}x |")
 
 
 if __name__ == "__main__":

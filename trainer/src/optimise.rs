@@ -35,8 +35,10 @@ pub struct OptimiseOptions {
     /// two iterations (the SciPy `ftol` convention, so objectives near zero
     /// are judged absolutely). Zero disables the test.
     pub rel_tol: f64,
-    /// Number of (step, gradient change) pairs L-BFGS remembers.
-    pub memory: usize,
+    /// Number of (step, gradient change) pairs L-BFGS remembers; `None`
+    /// (the default) picks it from the number of parameters, see
+    /// [`auto_memory`].
+    pub memory: Option<usize>,
     /// Largest change of any one parameter in one line search (parameters
     /// are log hyperparameters and standardised coordinates: 1 is a factor
     /// of e, or one standard deviation of the data). Infinite: no cap.
@@ -48,7 +50,7 @@ impl Default for OptimiseOptions {
         OptimiseOptions {
             max_iter: 500,
             rel_tol: 1e-9,
-            memory: 10,
+            memory: None,
             max_step: DEFAULT_MAX_STEP,
         }
     }
@@ -75,7 +77,7 @@ impl OptimiseOptions {
                 self.max_step
             )));
         }
-        if self.memory == 0 {
+        if self.memory == Some(0) {
             return Err(Error::BadInput(
                 "optimiser: L-BFGS memory must be at least 1".into(),
             ));
@@ -138,6 +140,27 @@ pub struct OptimiseReport {
     pub restarts: u32,
     /// Wall-clock time spent in [`minimise`].
     pub elapsed: Duration,
+}
+
+/// The L-BFGS memory for `params` parameters when
+/// [`OptimiseOptions::memory`] is `None`: one (step, gradient change) pair
+/// per 32 parameters, at least 10 (SciPy's and most libraries' default) and
+/// at most 50.
+///
+/// Ten pairs serve a few hundred parameters but not the 1,600 of 50
+/// pseudo-inputs in 32 dimensions. Measured with SPGP's defaults (M = 50,
+/// 200 iterations) on generated data in 16, 24 and 32 dimensions (5,000 to
+/// 7,168 rows, two or three seeds each, nine fits): this rule reached a
+/// lower training objective in all nine, and a better test NLPD in seven
+/// (worse by at most 0.003 in two; the 7,168 x 32 ridge set went from a
+/// mean of 0.653 to 0.642), at no measurable cost per iteration (the
+/// two-loop recursion's `4 m P` flops are a thousandth of an objective
+/// evaluation there). Fits with fewer than 320 parameters, every
+/// low-dimensional fit of the benchmark suite, keep 10: a larger memory
+/// there moved FITC's test NLPD both ways, because FITC overfits the noise
+/// on small data the closer it gets to its optimum.
+pub fn auto_memory(params: usize) -> usize {
+    (params / 32).clamp(10, 50)
 }
 
 /// Default [`OptimiseOptions::max_step`]: a factor of e^4 (about 55) in a
@@ -209,7 +232,7 @@ where
                     max_step: opts.max_step,
                     inner: MoreThuente::new(),
                 },
-                opts.memory,
+                opts.memory.unwrap_or_else(|| auto_memory(start.len())),
             )
             .with_tolerance_cost(0.0)
             .map_err(argmin_to_numerical)?,
@@ -672,6 +695,15 @@ where
 mod tests {
     use super::*;
 
+    #[test]
+    fn automatic_memory_grows_with_the_parameters_between_10_and_50() {
+        assert_eq!(auto_memory(1), 10);
+        assert_eq!(auto_memory(319), 10);
+        assert_eq!(auto_memory(818), 25);
+        assert_eq!(auto_memory(1634), 50);
+        assert_eq!(auto_memory(100_000), 50);
+    }
+
     fn rosenbrock(x: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (a, b) = (x[0], x[1]);
         let f = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
@@ -845,7 +877,7 @@ mod tests {
                 ..Default::default()
             },
             OptimiseOptions {
-                memory: 0,
+                memory: Some(0),
                 ..Default::default()
             },
         ];
