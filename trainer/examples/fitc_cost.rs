@@ -112,8 +112,12 @@ fn main() -> sgp_trainer::Result<()> {
         }
         let flops = n as f64 * (10.0 * (m * m) as f64 + 4.0 * (m * d) as f64 + 16.0 * m as f64);
         let bound = flops / (big * 1e9);
+        // What the products alone reach at the evaluation's own shape (an
+        // M x M factor times an M x 512 chunk): the ceiling for this M.
+        let shape_rate = gemm_rate(m, m, 512, 400, true);
         println!(
-            "  M = {m:>3}: {:>7.2} ms, {:>6.1} MFLOP, {:>5.1} GFLOP/s, {:.2}x the GEMM bound ({:.2} ms)",
+            "  M = {m:>3}: {:>7.2} ms, {:>6.1} MFLOP, {:>5.1} GFLOP/s, {:.2}x the GEMM bound ({:.2} ms); \
+             faer alone at {m} x {m} x 512: {shape_rate:.1} GFLOP/s",
             secs * 1e3,
             flops / 1e6,
             flops / secs / 1e9,
