@@ -191,22 +191,18 @@ pub fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
 pub fn solve_lower_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
     check_solve(l, b.nrows())?;
     let mut x = b.clone();
-    if l.solve_lower_triangular_mut(&mut x) {
-        Ok(x)
-    } else {
-        Err(singular())
-    }
+    // A zero on the diagonal, nalgebra's only failure, was rejected above.
+    l.solve_lower_triangular_mut(&mut x);
+    Ok(x)
 }
 
 /// `L^{-T} b` for a vector.
 pub fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
     check_solve(l, b.nrows())?;
     let mut x = b.clone();
-    if l.tr_solve_lower_triangular_mut(&mut x) {
-        Ok(x)
-    } else {
-        Err(singular())
-    }
+    // As in `solve_lower_vec`.
+    l.tr_solve_lower_triangular_mut(&mut x);
+    Ok(x)
 }
 
 /// `L^{-1}` for lower-triangular `L` (lower triangular, by forward
@@ -397,6 +393,18 @@ mod tests {
         );
         let want = DMatrix::from_element(3, 2, 1.0) - (&a * &b) * 2.0;
         assert!((acc - want).amax() < 1e-12);
+    }
+
+    #[test]
+    fn every_solve_rejects_a_zero_on_the_diagonal() {
+        let l = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.5, 0.0]);
+        let b = DVector::from_vec(vec![1.0, 2.0]);
+        let mut bm = DMatrix::from_element(2, 3, 1.0);
+        assert!(solve_lower_vec(&l, &b).is_err());
+        assert!(solve_lower_t_vec(&l, &b).is_err());
+        assert!(solve_lower_mut(&l, &mut bm).is_err());
+        assert!(solve_lower_t_mut(&l, &mut bm).is_err());
+        assert!(lower_inverse(&l).is_err());
     }
 
     #[test]
