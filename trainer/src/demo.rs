@@ -75,6 +75,12 @@ pub fn figure1_params(
         pseudo_init: PseudoInit::Given(bunched_left(data, m)),
         optimiser: OptimiseOptions {
             max_step: FIGURE1_MAX_STEP,
+            // The figure is about where the pseudo-inputs end up. With the
+            // default stall test the predictions already match the exact
+            // GP's (seeds 1 to 8: RMSE within 0.2%, NLPD within 0.003) while
+            // the outermost pseudo-inputs still drift in from outside the
+            // data, gaining too little to keep the run going.
+            stall: None,
             ..SparseParams::default().optimiser
         },
         ..SparseParams::default()

@@ -43,6 +43,30 @@ pub struct OptimiseOptions {
     /// are log hyperparameters and standardised coordinates: 1 is a factor
     /// of e, or one standard deviation of the data). Infinite: no cap.
     pub max_step: f64,
+    /// Stop early when progress has stalled; `None`: run to `max_iter` (or
+    /// the `rel_tol` test).
+    pub stall: Option<Stall>,
+    /// Rows the objective sums over: the scale of [`Stall::per_row`]. Fits
+    /// set it from their data; 1 by default.
+    pub rows: usize,
+}
+
+/// A stopping test on slow progress: stop once the lowest objective seen
+/// fell by less than `per_row * rows` over the last `window` iterations.
+///
+/// The relative test between two iterations ([`OptimiseOptions::rel_tol`])
+/// almost never fires on GP likelihoods with free pseudo-inputs: they keep
+/// creeping down a long valley for thousands of iterations, by amounts that
+/// no longer change a prediction. Per row, the objective is on the scale of
+/// the test NLPD, so `per_row` says how small a gain is not worth waiting
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stall {
+    /// Iterations the decrease is measured over.
+    pub window: u64,
+    /// Smallest decrease per row of the objective over `window` iterations
+    /// that keeps the run going.
+    pub per_row: f64,
 }
 
 impl Default for OptimiseOptions {
@@ -52,13 +76,16 @@ impl Default for OptimiseOptions {
             rel_tol: 1e-9,
             memory: None,
             max_step: DEFAULT_MAX_STEP,
+            stall: None,
+            rows: 1,
         }
     }
 }
 
 impl OptimiseOptions {
     /// Rejects settings the optimiser cannot honour: zero iterations, a
-    /// negative or non-finite tolerance, an empty L-BFGS memory.
+    /// negative or non-finite tolerance, an empty L-BFGS memory, a stall
+    /// test with an empty window or a negative or non-finite tolerance.
     pub fn validate(&self) -> Result<()> {
         if self.max_iter == 0 {
             return Err(Error::BadInput(
@@ -77,6 +104,19 @@ impl OptimiseOptions {
                 self.max_step
             )));
         }
+        if let Some(stall) = self.stall {
+            if !(stall.per_row.is_finite() && stall.per_row >= 0.0) {
+                return Err(Error::BadInput(format!(
+                    "optimiser: the stall tolerance (--tol) must be finite and >= 0, got {}",
+                    stall.per_row
+                )));
+            }
+            if stall.window == 0 {
+                return Err(Error::BadInput(
+                    "optimiser: the stall test's window must be at least 1 iteration".into(),
+                ));
+            }
+        }
         if self.memory == Some(0) {
             return Err(Error::BadInput(
                 "optimiser: L-BFGS memory must be at least 1".into(),
@@ -93,6 +133,9 @@ impl OptimiseOptions {
 pub enum OptimiseStatus {
     /// The relative-improvement or gradient-norm test was met.
     Converged,
+    /// The [`Stall`] test was met: the objective still falls, but too
+    /// slowly to matter.
+    Stalled,
     /// `max_iter` iterations were used.
     MaxIterations,
     /// The line search could not make progress (and restarting from the best
@@ -172,6 +215,10 @@ pub fn auto_memory(params: usize) -> usize {
 /// instead of 376.
 pub const DEFAULT_MAX_STEP: f64 = 4.0;
 
+/// The [`Driver`]'s exit message for a met [`Stall`] test (argmin has no
+/// termination reason of its own for it).
+const STALLED: &str = "progress stalled";
+
 /// Upper bound on step halvings before the line search gives up on finding
 /// a finite point; 2^-60 of a step is below any useful resolution.
 const MAX_HALVINGS: u32 = 60;
@@ -237,6 +284,8 @@ where
             .with_tolerance_cost(0.0)
             .map_err(argmin_to_numerical)?,
             rel_tol: opts.rel_tol,
+            stall: opts.stall.map(|s| (s.window, s.per_row * opts.rows as f64)),
+            bests: Vec::new(),
             iterations_before: iterations,
             progress: &mut *progress,
         };
@@ -479,6 +528,9 @@ where
             Some(TerminationReason::MaxItersReached) => {
                 (OptimiseStatus::MaxIterations, String::new())
             }
+            Some(TerminationReason::SolverExit(msg)) if msg == STALLED => {
+                (OptimiseStatus::Stalled, String::new())
+            }
             Some(TerminationReason::SolverExit(msg)) => {
                 let status = if self.budget_hit.get() {
                     OptimiseStatus::EvaluationLimit
@@ -627,11 +679,15 @@ where
     }
 }
 
-/// L-BFGS plus the relative-improvement stopping test and the progress
-/// callback, neither of which argmin's L-BFGS offers.
+/// L-BFGS plus the relative-improvement and stall stopping tests and the
+/// progress callback, none of which argmin's L-BFGS offers.
 struct Driver<'p> {
     inner: LBFGS<ProbingLineSearch, Vec<f64>, Vec<f64>, f64>,
     rel_tol: f64,
+    /// The stall test's window and smallest decrease in objective units.
+    stall: Option<(u64, f64)>,
+    /// Lowest objective seen after each iteration of this segment.
+    bests: Vec<f64>,
     iterations_before: u64,
     progress: &'p mut dyn FnMut(Progress),
 }
@@ -660,9 +716,11 @@ where
         let iteration = self.iterations_before + state.get_iter() + 1;
         let out = self.inner.next_iter(problem, state)?;
         if let Some(objective) = problem.problem.as_ref() {
+            let best_value = objective.tracker.best_value();
+            self.bests.push(best_value);
             (self.progress)(Progress {
                 iteration,
-                best_value: objective.tracker.best_value(),
+                best_value,
                 evaluations: objective.tracker.evaluations.get(),
             });
         }
@@ -686,6 +744,22 @@ where
             && (prev - cur).abs() <= self.rel_tol * prev.abs().max(cur.abs()).max(1.0)
         {
             return TerminationStatus::Terminated(TerminationReason::SolverConverged);
+        }
+        if let Some((window, min_decrease)) = self.stall {
+            let window = usize::try_from(window).unwrap_or(usize::MAX);
+            if let (Some(&now), Some(&then)) = (
+                self.bests.last(),
+                self.bests
+                    .len()
+                    .checked_sub(window + 1)
+                    .and_then(|i| self.bests.get(i)),
+            ) {
+                if then - now < min_decrease {
+                    return TerminationStatus::Terminated(TerminationReason::SolverExit(
+                        STALLED.into(),
+                    ));
+                }
+            }
         }
         TerminationStatus::NotTerminated
     }
@@ -762,6 +836,50 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    #[test]
+    fn stall_test_stops_a_slow_run_on_the_decrease_per_row() {
+        // -ln(1 + x) falls forever, ever more slowly, and its gradient never
+        // gets small within the budget (steps are capped at 4): only a stall
+        // test ends the run early.
+        let creeping = |x: &[f64]| {
+            if x[0] <= -1.0 {
+                return Ok((f64::INFINITY, vec![0.0]));
+            }
+            Ok((-(1.0 + x[0]).ln(), vec![-1.0 / (1.0 + x[0])]))
+        };
+        let with = |per_row: f64, rows: usize| OptimiseOptions {
+            rel_tol: 0.0,
+            stall: Some(Stall { window: 5, per_row }),
+            rows,
+            ..opts(200)
+        };
+        // 1e-9 per row over 1e12 rows: no five iterations gain 1000.
+        let scaled = minimise(
+            creeping,
+            vec![0.0],
+            &with(1e-9, 1_000_000_000_000),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(scaled.status, OptimiseStatus::Stalled, "{scaled:?}");
+        assert_eq!(scaled.iterations, 6, "{scaled:?}");
+        // 0.05 over one row: five iterations keep gaining that for a while.
+        let one_row = minimise(creeping, vec![0.0], &with(0.05, 1), &mut |_| {}).unwrap();
+        assert_eq!(one_row.status, OptimiseStatus::Stalled, "{one_row:?}");
+        assert!(
+            one_row.iterations > 20 && one_row.iterations < 200,
+            "{one_row:?}"
+        );
+        // No stall test: the run uses its whole budget.
+        let none = OptimiseOptions {
+            stall: None,
+            ..with(0.0, 1)
+        };
+        let endless = minimise(creeping, vec![0.0], &none, &mut |_| {}).unwrap();
+        assert_eq!(endless.status, OptimiseStatus::MaxIterations, "{endless:?}");
+        assert!(endless.value < one_row.value, "{endless:?}");
     }
 
     #[test]
@@ -878,6 +996,27 @@ mod tests {
             },
             OptimiseOptions {
                 memory: Some(0),
+                ..Default::default()
+            },
+            OptimiseOptions {
+                stall: Some(Stall {
+                    window: 0,
+                    per_row: 0.1,
+                }),
+                ..Default::default()
+            },
+            OptimiseOptions {
+                stall: Some(Stall {
+                    window: 5,
+                    per_row: -0.1,
+                }),
+                ..Default::default()
+            },
+            OptimiseOptions {
+                stall: Some(Stall {
+                    window: 5,
+                    per_row: f64::NAN,
+                }),
                 ..Default::default()
             },
         ];

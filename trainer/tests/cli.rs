@@ -1167,6 +1167,50 @@ fn fit_json_is_the_report_and_the_summary_labels_length_scales() {
 }
 
 #[test]
+fn tol_stops_a_fit_whose_progress_stalled_and_is_validated() {
+    let dir = TempDir::new("fit-tol");
+    synth(&dir, "train.csv", 200, 2);
+    let run = |tol: &str| {
+        let tol = format!("--tol={tol}");
+        let args = [
+            "fit",
+            "--data",
+            "train.csv",
+            "--m",
+            "6",
+            "--restarts",
+            "1",
+            "--max-iter",
+            "80",
+            "--out",
+            "m.sgp",
+            "--json",
+            &tol,
+        ];
+        sgp(&dir, &args)
+    };
+    let optimiser = |out: &Output| {
+        let json: Value = serde_json::from_str(&ok(out, "fit --tol")).expect("valid JSON");
+        json["report"]["optimiser"].clone()
+    };
+    // One nat per row in 50 iterations is more than a fit gains once past
+    // its first steep iterations: the test fires soon after its first
+    // chance, iteration 51, well before the cap.
+    let stalled = optimiser(&run("1"));
+    assert_eq!(stalled["stop_reason"], "Stalled", "{stalled}");
+    let used = stalled["iterations"].as_u64().unwrap_or(0);
+    assert!((51..60).contains(&used), "{stalled}");
+    assert_eq!(stalled["budget_exhausted"], false, "{stalled}");
+    // Zero turns the test off: the run goes on to its cap (or converges).
+    let off = optimiser(&run("0"));
+    assert_ne!(off["stop_reason"], "Stalled", "{off}");
+    assert!(off["iterations"].as_u64() > Some(51), "{off}");
+    for bad in ["-0.1", "NaN"] {
+        assert_bad_input(&run(bad), &["tolerance"]);
+    }
+}
+
+#[test]
 fn predict_into_a_closed_pipe_ends_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;

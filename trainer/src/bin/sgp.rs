@@ -33,11 +33,11 @@ use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDO
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
-    SparseParams, DEFAULT_RESTARTS,
+    SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
-use sgp_trainer::optimise::{OptimiseOptions, Progress};
+use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
 use sgp_trainer::plot::plot_svg;
 use sgp_trainer::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
@@ -300,9 +300,14 @@ struct FitArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Largest number of optimiser iterations of the final run (vsgp,
-    /// spgp-hs: of each of their two stages).
-    #[arg(long, default_value_t = 200)]
+    /// spgp-hs: of each of their two stages); most fits stop earlier, see
+    /// --tol.
+    #[arg(long, default_value_t = DEFAULT_MAX_ITER)]
     max_iter: u64,
+    /// Stop a fit once its training objective fell by less than TOL nats
+    /// per row over the last 50 iterations (0: run to --max-iter).
+    #[arg(long, default_value_t = DEFAULT_STALL.per_row)]
+    tol: f64,
     /// Pseudo-input initialisation of the first start.
     #[arg(long, value_enum, default_value = "kmeans")]
     init: InitMethod,
@@ -355,6 +360,10 @@ impl FitArgs {
         };
         let optimiser = OptimiseOptions {
             max_iter: self.max_iter,
+            stall: (self.tol != 0.0).then_some(Stall {
+                per_row: self.tol,
+                ..DEFAULT_STALL
+            }),
             ..OptimiseOptions::default()
         };
         let sparse = SparseParams {
