@@ -1,6 +1,6 @@
 """Fit FITC with GPy or GPflow on a training CSV, score on a test CSV.
 
-    python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S]
+    python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S] [--points FILE]
 
 Prints one JSON line: seconds (fit only: initialisation + optimisation, not
 imports or CSV reading), test NLPD and RMSE in raw target units, the
@@ -37,8 +37,8 @@ def kmeans_centres(x, m, seed):
     return centres
 
 
-def nlpd(mean, var, y):
-    return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var))
+def point_nlpd(mean, var, y):
+    return (0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var).ravel()
 
 
 def start_lengthscales(x):
@@ -100,6 +100,7 @@ def main():
     ap.add_argument("--m", type=int, required=True)
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--points", help="also write each test row's NLPD here, one per line")
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     x, y = load(args.train)
@@ -123,10 +124,13 @@ def main():
     mean, var = predict((xs - xm) / xsd)
     mean = mean * ysd + ym
     var = var * ysd * ysd
+    points = point_nlpd(mean, var, ys)
+    if args.points:
+        np.savetxt(args.points, points)
     out = {
         "tool": args.tool,
         "seconds": seconds,
-        "nlpd": nlpd(mean, var, ys),
+        "nlpd": float(points.mean()),
         "rmse": float(np.sqrt(np.mean((mean - ys) ** 2))),
         "iterations": iterations,
         "train_nlml": train_nlml,

@@ -1,7 +1,8 @@
 """Orchestrates the peer benchmark (see README.md): makes the data sets with
 `sgp synth`, then, round by round, fits every set with `sgp fit` (default
 settings), GPflow GPRFITC and GPy FITC in rotating order, and prints a
-markdown table of median fit seconds, time ratios and mean test NLPD."""
+markdown table of median fit seconds, time ratios and mean test NLPD, then
+a paired comparison of sgp's test NLPD with each peer's on the same rows."""
 
 import argparse
 import json
@@ -33,9 +34,9 @@ SETS = [
 ]
 
 # Extra sgp configurations beside the defaults, by tool name: the same fit
-# with a larger iteration budget, to show what matching a peer's accuracy
-# costs where the defaults fall short.
-SGP_EXTRA = {"sgp-i500": ["--max-iter", "500"]}
+# with twice the iteration cap, to show what a longer budget buys where the
+# defaults stop on it.
+SGP_EXTRA = {"sgp-i1000": ["--max-iter", "1000"]}
 
 
 def make_set(sgp, data_dir, name, rows, dim, seed):
@@ -73,6 +74,11 @@ def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
         text=True,
     ).stdout
     seconds = time.perf_counter() - start
+    predictions = os.path.join(work, "peer-bench-predictions.csv")
+    with open(predictions, "w") as f:
+        subprocess.run([sgp, "predict", "--quiet", "--model", model, "--data", test], check=True, stdout=f)
+    mean, var = np.loadtxt(predictions, delimiter=",", skiprows=1, ndmin=2).T
+    y = np.loadtxt(test, delimiter=",", skiprows=1, ndmin=2)[:, -1]
     ev = json.loads(
         subprocess.run(
             [sgp, "eval", "--json", "--model", model, "--data", test],
@@ -87,19 +93,37 @@ def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
         "nlpd": ev["nlpd"],
         "rmse": ev["rmse"],
         "train_nlml": json.loads(fit)["report"]["nlml"],
+        "points": 0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var,
     }
 
 
-def run_peer(tool, train, test, m, iters, timeout, seed):
+def run_peer(tool, train, test, m, iters, timeout, seed, work):
+    points = os.path.join(work, "peer-bench-points.txt")
     cmd = [sys.executable, os.path.join(HERE, "peer_fit.py"), tool]
     cmd += ["--train", train, "--test", test, "--m", str(m), "--iters", str(iters)]
-    cmd += ["--seed", str(seed)]
+    cmd += ["--seed", str(seed), "--points", points]
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         nan = float("nan")
         return {"tool": tool, "seconds": float("inf"), "nlpd": nan, "rmse": nan, "train_nlml": nan}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["points"] = np.loadtxt(points, ndmin=1)
+    return res
+
+
+def paired(by_tool, peer):
+    """sgp's test NLPD minus `peer`'s and the standard error of that
+    difference: each test row's NLPD is averaged over the rounds for each
+    tool, and the spread of the per-row differences gives the error (the
+    test set is a sample; a difference inside two standard errors is one
+    the next test set could reverse)."""
+    ours = [r["points"] for r in by_tool.get("sgp", []) if "points" in r]
+    theirs = [r["points"] for r in by_tool.get(peer, []) if "points" in r]
+    if not ours or not theirs:
+        return None
+    d = np.mean(ours, axis=0) - np.mean(theirs, axis=0)
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
 
 
 def main():
@@ -129,10 +153,11 @@ def main():
                 if tool.startswith("sgp"):
                     res = run_sgp(args.sgp, train, test, m, data_dir, r, tool)
                 else:
-                    res = run_peer(tool, train, test, m, args.iters, args.timeout, r)
+                    res = run_peer(tool, train, test, m, args.iters, args.timeout, r, data_dir)
                 res.update(set=name, m=m, round=r)
-                print(json.dumps(res), file=sys.stderr, flush=True)
-                log.write(json.dumps(res) + "\n")
+                line = json.dumps({k: v for k, v in res.items() if k != "points"})
+                print(line, file=sys.stderr, flush=True)
+                log.write(line + "\n")
                 log.flush()
                 results.setdefault((name, m), {}).setdefault(tool, []).append(res)
     print()
@@ -150,6 +175,26 @@ def main():
             rm = statistics.mean(x["rmse"] for x in runs)
             tr = statistics.mean(x["train_nlml"] for x in runs)
             print(f"| {name} | {m} | {tool} | {sec:.2f} | {nl} | {rm:.4f} | {tr:.1f} | {sec / base:.2f}x |")
+
+    print()
+    print("Paired on the same test rows (NLPD averaged over rounds per row), sgp minus peer, +- two standard errors:")
+    print()
+    print("| data (N x D) | M | sgp - GPflow | sgp - GPy | fastest peer / sgp | verdict against the more accurate peer |")
+    print("|---|---:|---:|---:|---:|---|")
+    for (name, m), by_tool in results.items():
+        cells, verdict, best = [], "", None
+        for peer in ("gpflow", "gpy"):
+            pair = paired(by_tool, peer)
+            cells.append("n/a" if pair is None else f"{pair[0]:+.3f} +- {2 * pair[1]:.3f}")
+            if pair is not None and (best is None or pair[0] > best[0]):
+                best = pair
+        if best is not None:
+            d, se = best
+            verdict = "better" if d + 2 * se < 0 else "worse" if d - 2 * se > 0 else "equal (within 2 SE)"
+        peers = [statistics.median(x["seconds"] for x in by_tool[p]) for p in ("gpflow", "gpy") if by_tool.get(p)]
+        ours = [x["seconds"] for x in by_tool.get("sgp", [])]
+        ratio = f"{min(peers) / statistics.median(ours):.1f}x" if peers and ours else "n/a"
+        print(f"| {name} | {m} | {cells[0]} | {cells[1]} | {ratio} | {verdict} |")
 
 
 if __name__ == "__main__":
