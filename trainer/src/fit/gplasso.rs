@@ -597,7 +597,10 @@ pub fn fit_spgp_fixed_hyperparameters(
             Ok((f, g[range.clone()].to_vec()))
         },
         full[range.clone()].to_vec(),
-        &params.optimiser,
+        &OptimiseOptions {
+            rows: data.n_rows(),
+            ..params.optimiser.clone()
+        },
         &mut |_| {},
     )?;
     let mut p = full.clone();
