@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from peer_fit import point_nlpd
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # name, rows generated (70% train / 30% test), ridge input dimension or
@@ -74,26 +76,21 @@ def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
         text=True,
     ).stdout
     seconds = time.perf_counter() - start
+    # `sgp predict` runs the f32 runtime, as `sgp eval` does; the per-row
+    # NLPDs feed the paired comparison and their mean is the NLPD.
     predictions = os.path.join(work, "peer-bench-predictions.csv")
     with open(predictions, "w") as f:
         subprocess.run([sgp, "predict", "--quiet", "--model", model, "--data", test], check=True, stdout=f)
     mean, var = np.loadtxt(predictions, delimiter=",", skiprows=1, ndmin=2).T
     y = np.loadtxt(test, delimiter=",", skiprows=1, ndmin=2)[:, -1]
-    ev = json.loads(
-        subprocess.run(
-            [sgp, "eval", "--json", "--model", model, "--data", test],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    points = point_nlpd(mean, var, y)
     return {
         "tool": tool,
         "seconds": seconds,
-        "nlpd": ev["nlpd"],
-        "rmse": ev["rmse"],
+        "nlpd": float(points.mean()),
+        "rmse": float(np.sqrt(np.mean((mean - y) ** 2))),
         "train_nlml": json.loads(fit)["report"]["nlml"],
-        "points": 0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var,
+        "points": points,
     }
 
 
