@@ -83,6 +83,15 @@ impl Default for OptimiseOptions {
 }
 
 impl OptimiseOptions {
+    /// These options for an objective summed over `rows` rows, the scale
+    /// of [`Stall::per_row`].
+    pub fn for_rows(&self, rows: usize) -> Self {
+        OptimiseOptions {
+            rows,
+            ..self.clone()
+        }
+    }
+
     /// Rejects settings the optimiser cannot honour: zero iterations, a
     /// negative or non-finite tolerance, an empty L-BFGS memory, a stall
     /// test with an empty window or a negative or non-finite tolerance.
@@ -747,13 +756,9 @@ where
         }
         if let Some((window, min_decrease)) = self.stall {
             let window = usize::try_from(window).unwrap_or(usize::MAX);
-            if let (Some(&now), Some(&then)) = (
-                self.bests.last(),
-                self.bests
-                    .len()
-                    .checked_sub(window + 1)
-                    .and_then(|i| self.bests.get(i)),
-            ) {
+            if let (Some(&now), Some(&then)) =
+                (self.bests.last(), self.bests.iter().rev().nth(window))
+            {
                 if then - now < min_decrease {
                     return TerminationStatus::Terminated(TerminationReason::SolverExit(
                         STALLED.into(),

@@ -304,8 +304,9 @@ struct FitArgs {
     /// --tol.
     #[arg(long, default_value_t = DEFAULT_MAX_ITER)]
     max_iter: u64,
-    /// Stop a fit once its training objective fell by less than TOL nats
-    /// per row over the last 50 iterations (0: run to --max-iter).
+    /// Stop a fit (not ivm's) once its training objective fell by less
+    /// than TOL nats per row over the last 50 iterations (0: run to
+    /// --max-iter).
     #[arg(long, default_value_t = DEFAULT_STALL.per_row)]
     tol: f64,
     /// Pseudo-input initialisation of the first start.
@@ -360,7 +361,8 @@ impl FitArgs {
         };
         let optimiser = OptimiseOptions {
             max_iter: self.max_iter,
-            stall: (self.tol != 0.0).then_some(Stall {
+            // A tolerance of 0 never fires: the best value cannot rise.
+            stall: Some(Stall {
                 per_row: self.tol,
                 ..DEFAULT_STALL
             }),

@@ -59,14 +59,10 @@ pub(crate) fn optimise_exact_from(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
     let objective = ExactObjective::new(x, y, kern, JitterPolicy::default())?;
-    let optimiser = OptimiseOptions {
-        rows: x.nrows(),
-        ..optimiser.clone()
-    };
     let run = minimise(
         |p| objective.objective(p),
         objective.initial(),
-        &optimiser,
+        &optimiser.for_rows(x.nrows()),
         progress,
     )?;
     Ok((objective.unpack(&run.x)?, run))

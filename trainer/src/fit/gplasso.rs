@@ -597,10 +597,7 @@ pub fn fit_spgp_fixed_hyperparameters(
             Ok((f, g[range.clone()].to_vec()))
         },
         full[range.clone()].to_vec(),
-        &OptimiseOptions {
-            rows: data.n_rows(),
-            ..params.optimiser.clone()
-        },
+        &params.optimiser.for_rows(data.n_rows()),
         &mut |_| {},
     )?;
     let mut p = full.clone();

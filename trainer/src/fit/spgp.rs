@@ -7,8 +7,9 @@
 //! depends on the data (measured: the k-means start wins on some sets, a
 //! random subset on others). With `restarts = K > 1` every start first gets
 //! a short screening run (a quarter of the budget, at least
-//! [`MIN_SCREEN_ITER`] and at most [`MAX_SCREEN_ITER`] iterations); only the start with the lowest training
-//! objective is then optimised with the full budget. Most of a run's gain
+//! [`MIN_SCREEN_ITER`] and at most [`MAX_SCREEN_ITER`] iterations); only
+//! the start with the lowest training objective is then optimised with the
+//! full budget. Most of a run's gain
 //! comes in its first iterations, so screening ranks the starts well at a
 //! fraction of the cost of K full runs. Starts alternate the two
 //! initialisations (k-means, random subset) with seeds `seed + k`, so the
@@ -313,14 +314,10 @@ pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
     let objective = crate::inference::objective::SparseObjective::new(
         &data.x, &data.y, features, kern, config,
     )?;
-    let optimiser = OptimiseOptions {
-        rows: data.n_rows(),
-        ..optimiser.clone()
-    };
     let run = minimise(
         |p| objective.objective(p),
         objective.initial(),
-        &optimiser,
+        &optimiser.for_rows(data.n_rows()),
         progress,
     )?;
     let (features, kernel) = objective.unpack(&run.x)?;
