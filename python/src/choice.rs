@@ -12,7 +12,7 @@ pub(crate) fn choice<T: clap::ValueEnum>(value: &str, what: &str) -> PyResult<T>
             .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_string()))
             .collect();
         PyValueError::new_err(format!(
-            "{what}={value:?} is not one of: {}",
+            "{what}='{value}' is not one of: {}",
             names.join(", ")
         ))
     })

@@ -53,13 +53,13 @@ impl Settings {
             (true, Some(dim)) => dim,
             (true, None) => {
                 return Err(PyValueError::new_err(format!(
-                    "model={:?} needs dim, the projected dimension G",
+                    "model='{}' needs dim, the projected dimension G",
                     self.model
                 )))
             }
             (false, Some(_)) => {
                 return Err(PyValueError::new_err(format!(
-                    "dim applies to spgp-dr and spgp-pca only, not model={:?}",
+                    "dim applies to spgp-dr and spgp-pca only, not model='{}'",
                     self.model
                 )))
             }

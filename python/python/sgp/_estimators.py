@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _native
@@ -25,10 +25,11 @@ class _SparseGP(BaseEstimator):
     the blob and its exports."""
 
     def _fit_native(self, X: Any, y: Any, positive_class: Optional[float]) -> None:
-        names = column_names(X, np.shape(X)[1] if np.ndim(X) == 2 else 0)
         target = getattr(y, "name", None)
         target = target if isinstance(target, str) else "y"
+        columns = X
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=positive_class is None)
+        names = column_names(columns, X.shape[1])
         if positive_class is not None:
             y = y.astype(np.float64)
         n, d = X.shape
@@ -65,6 +66,8 @@ class _SparseGP(BaseEstimator):
         self.report_ = summary["report"]
         self.fidelity_ = summary["fidelity"]
         self.cure_ = summary["cure"]
+        optimiser = self.report_.get("optimiser")
+        self.n_iter_ = optimiser["iterations"] if optimiser else 0
         self.n_basis_ = Model.from_bytes(blob).n_basis
 
     def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
@@ -154,6 +157,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         The jitter raise the export needed, if any.
     n_basis_ : int
         Basis functions in the blob.
+    n_iter_ : int
+        Iterations of the final optimiser run (0 when none ran).
     n_features_in_, feature_names_in_
         As every scikit-learn estimator; a DataFrame's column names are the
         blob's input names.
@@ -232,7 +237,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     ----------
     classes_ : ndarray of shape (2,)
         The two class labels; the blob's positive class is ``classes_[1]``.
-    blob_, report_, fidelity_, cure_, n_basis_, n_features_in_, feature_names_in_
+    blob_, report_, fidelity_, cure_, n_basis_, n_iter_, n_features_in_, feature_names_in_
         As for ``SparseGPRegressor``.
 
     Examples
@@ -285,13 +290,16 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         """Fits the classifier to ``X`` and two-class labels ``y`` (any
         labels: the larger, ``classes_[1]``, is the positive class)."""
         check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type != "binary":
+            raise ValueError(
+                "Only binary classification is supported. The type of the target "
+                f"is {y_type}: wrap SparseGPClassifier in "
+                "sklearn.multiclass.OneVsRestClassifier for more than two classes"
+            )
         self.classes_, encoded = np.unique(np.asarray(y), return_inverse=True)
         if len(self.classes_) != 2:
-            raise ValueError(
-                f"SparseGPClassifier is a binary classifier and y has "
-                f"{len(self.classes_)} class(es); wrap it in "
-                "sklearn.multiclass.OneVsRestClassifier for more than two"
-            )
+            raise ValueError(f"y has {len(self.classes_)} class(es); a classifier needs two")
         self._fit_native(X, encoded.astype(np.float64), positive_class=1.0)
         return self
 
@@ -303,10 +311,13 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         return np.column_stack([1.0 - p, p])
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The latent mean (bias included): positive for ``classes_[1]``."""
-        mean, _, _ = self._predict_native(X)
-        return from_native(mean)
+        """The probit score ``(m + b) / sqrt(1 + v)`` of the latent mean
+        and variance, whose normal CDF is ``P(classes_[1])``: positive for
+        ``classes_[1]``."""
+        mean, variance, _ = self._predict_native(X)
+        return from_native(mean) / np.sqrt(1.0 + from_native(variance))
 
     def predict(self, X: Any) -> np.ndarray:
         """The more probable class of each row."""
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        positive = self.decision_function(X) > 0.0
+        return self.classes_[positive.astype(int)]
