@@ -37,9 +37,32 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// The trainer's message in the words of the Python API: a command-line
+/// flag `--max-points` is the parameter `max_points`, `--force` is
+/// `force=True`.
+fn pythonic(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("--") {
+        out.push_str(&rest[..at]);
+        let flag = &rest[at + 2..];
+        let len = flag
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '-'))
+            .unwrap_or(flag.len());
+        match &flag[..len] {
+            "" => out.push_str("--"),
+            "force" => out.push_str("force=True"),
+            name => out.push_str(&name.replace('-', "_")),
+        }
+        rest = &flag[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The exception for a trainer error.
 pub(crate) fn to_py(error: Error) -> PyErr {
-    let message = error.to_string();
+    let message = pythonic(&error.to_string());
     match error {
         Error::BadInput(_) | Error::Blob(_) | Error::DoesNotFit(_) => {
             PyValueError::new_err(message)

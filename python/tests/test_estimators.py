@@ -127,7 +127,7 @@ def test_pickled_estimator_predicts_the_same(ridge):
         ({"model": "spgq"}, r"model='spgq' is not one of: exact, spgp"),
         ({"objective": "elbo"}, r"objective='elbo' is not one of: fitc, vfe"),
         ({"m": 0}, "m must be a positive integer"),
-        ({"restarts": 0}, "--restarts must be at least 1"),
+        ({"restarts": 0}, "^restarts must be at least 1"),
         ({"model": "spgp-dr"}, "needs dim"),
         ({"model": "spgp", "dim": 1}, "dim applies to spgp-dr and spgp-pca only"),
     ],

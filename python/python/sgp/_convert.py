@@ -31,6 +31,7 @@ def _fitted(
     lengthscales: Any,
     signal_variance: float,
     noise_variance: float,
+    force: bool,
 ) -> Dict[str, Any]:
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -53,6 +54,7 @@ def _fitted(
         "lengthscales": [float(v) for v in lengthscales],
         "signal_variance": float(signal_variance),
         "noise_variance": float(noise_variance),
+        "force": bool(force),
     }
 
 
@@ -107,6 +109,7 @@ def from_sklearn(
     gpr: Any,
     input_names: Optional[Sequence[str]] = None,
     target_name: str = "y",
+    force: bool = False,
 ) -> Model:
     """A blob from a fitted ``sklearn.gaussian_process.GaussianProcessRegressor``
     whose device predictions match ``gpr.predict(X, return_std=True)``
@@ -117,6 +120,11 @@ def from_sklearn(
     be on or off. The model is an exact GP, one basis function per training
     row (at most 4096). Input names come from ``input_names``, else the
     ``feature_names_in_`` of a fit on a DataFrame, else ``x0, x1, ...``.
+
+    A model the f32 runtime cannot reproduce raises ``sgp.ExportError``
+    (``force=True`` exports it anyway). That happens to a GP with almost no
+    noise, which interpolates its data with large weights of alternating
+    sign, and to one without ``normalize_y`` on a target far from zero.
 
     >>> import numpy as np, sgp
     >>> from sklearn.gaussian_process import GaussianProcessRegressor
@@ -131,18 +139,32 @@ def from_sklearn(
     if input_names is None and hasattr(gpr, "feature_names_in_"):
         input_names = list(gpr.feature_names_in_)
     fitted = _fitted(
-        gpr.X_train_, gpr.y_train_, input_names, target_name, rbf.length_scale, constant, white
+        gpr.X_train_, gpr.y_train_, input_names, target_name, rbf.length_scale, constant, white,
+        force,
     )
     alpha = np.asarray(gpr.alpha_, dtype=np.float64)
     if alpha.ndim == 2 and alpha.shape[1] != 1:
         raise ValueError(f"one output is supported, the model has {alpha.shape[1]}")
-    blob = _native.exact_blob(
-        fitted,
-        to_native(alpha.ravel()),
-        to_native(gpr.L_),
-        _scalar(gpr._y_train_mean, "the target mean"),
-        _scalar(gpr._y_train_std, "the target scale"),
-    )
+    try:
+        blob = _native.exact_blob(
+            fitted,
+            to_native(alpha.ravel()),
+            to_native(gpr.L_),
+            _scalar(gpr._y_train_mean, "the target mean"),
+            _scalar(gpr._y_train_std, "the target scale"),
+        )
+    except _native.ExportError as e:
+        noise = white + float(np.max(gpr.alpha))
+        advice = []
+        if noise < 1e-4 * constant:
+            advice.append(
+                f"the noise ({noise:.2g}: WhiteKernel plus alpha) is under 1e-4 of the signal "
+                "variance, so the GP interpolates with weights f32 cannot resolve; add a "
+                "WhiteKernel"
+            )
+        if not gpr.normalize_y:
+            advice.append("fit with normalize_y=True")
+        raise _native.ExportError("; ".join([str(e)] + advice)) from e
     return Model.from_bytes(blob)
 
 
@@ -165,6 +187,7 @@ def from_gpflow(
     data: Optional[Tuple[Any, Any]] = None,
     input_names: Optional[Sequence[str]] = None,
     target_name: str = "y",
+    force: bool = False,
 ) -> Model:
     """A blob from a trained GPflow ``SGPR``, ``GPRFITC`` or ``SVGP`` with a
     ``SquaredExponential`` kernel, a zero mean function and one latent GP,
@@ -174,7 +197,9 @@ def from_gpflow(
     ``data=(X, Y)`` is the training data; ``SGPR`` and ``GPRFITC`` carry
     theirs, ``SVGP`` needs it (for the blob's input scaling and training
     range, and the export check). Models are recognised by their class
-    names, so gpflow is imported only to read its jitter setting.
+    names, so gpflow is imported only to read its jitter setting. A model
+    the f32 runtime cannot reproduce raises ``sgp.ExportError``
+    (``force=True`` exports it anyway).
     """
     kind = type(model).__name__
     if kind not in ("SGPR", "GPRFITC", "SVGP"):
@@ -211,6 +236,7 @@ def from_gpflow(
         _value(model.kernel.lengthscales),
         _value(model.kernel.variance),
         0.0 if probit else _value(model.likelihood.variance),
+        force,
     )
     Z = _value(model.inducing_variable.Z)
     if kind != "SVGP":
