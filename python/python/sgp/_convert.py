@@ -130,8 +130,12 @@ def from_sklearn(
     >>> from sklearn.gaussian_process import GaussianProcessRegressor
     >>> from sklearn.gaussian_process.kernels import RBF, WhiteKernel
     >>> X = np.linspace(0, 5, 30)[:, None]
-    >>> gpr = GaussianProcessRegressor(RBF() + WhiteKernel(0.01)).fit(X, np.sin(X[:, 0]))
-    >>> mean, variance = sgp.from_sklearn(gpr).predict(X)
+    >>> y = np.sin(X[:, 0]) + 0.1 * np.random.default_rng(0).standard_normal(30)
+    >>> gpr = GaussianProcessRegressor(RBF() + WhiteKernel(0.01)).fit(X, y)
+    >>> model = sgp.from_sklearn(gpr)
+    >>> mean, sd = gpr.predict(X, return_std=True)
+    >>> bool(np.all(abs(model.predict(X)[0] - mean) <= 0.01 * sd))
+    True
     """
     if not hasattr(gpr, "X_train_") or not hasattr(gpr, "L_"):
         raise ValueError("sgp.from_sklearn needs a fitted GaussianProcessRegressor")
@@ -159,11 +163,14 @@ def from_sklearn(
         if noise < 1e-4 * constant:
             advice.append(
                 f"the noise ({noise:.2g}: WhiteKernel plus alpha) is under 1e-4 of the signal "
-                "variance, so the GP interpolates with weights f32 cannot resolve; add a "
-                "WhiteKernel"
+                "variance, so the GP interpolates with weights f32 cannot resolve: add a "
+                "WhiteKernel, or raise its noise_level_bounds"
             )
-        if not gpr.normalize_y:
-            advice.append("fit with normalize_y=True")
+        y = np.asarray(gpr.y_train_, dtype=np.float64)
+        if not gpr.normalize_y and abs(y.mean()) > y.std():
+            advice.append(
+                "the target's mean is far from the prior mean 0: fit with normalize_y=True"
+            )
         raise _native.ExportError("; ".join([str(e)] + advice)) from e
     return Model.from_bytes(blob)
 
