@@ -19,7 +19,9 @@ use sgp_trainer::features::{BasisWidths, PseudoInputs, RuntimeBasis};
 use sgp_trainer::inference::fitc::{fitc_posterior, FitcConfig};
 use sgp_trainer::inference::{Approximation, RuntimeForm};
 use sgp_trainer::kernel::KernelParams;
-use sgp_trainer::linalg::{cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec};
+use sgp_trainer::linalg::{
+    cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
+};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::{Error, Result};
 
@@ -177,7 +179,10 @@ pub(crate) fn exact_blob<'py>(
 
 /// A sparse regression over inducing inputs `z` (`m x d`, raw units),
 /// FITC (GPflow's `GPRFITC`) or VFE (`SGPR`): the posterior of those
-/// hyperparameters on the training data, computed by the trainer.
+/// hyperparameters on the training data, computed by the trainer with
+/// `jitter` (absolute, as GPflow's) on `Kuu`. The jitter matters: FITC
+/// draws inducing inputs together, and on such a fit the trainer's own
+/// default (`1e-6 s2`) moved the predictive sd by a fifth.
 #[pyfunction]
 pub(crate) fn inducing_blob<'py>(
     py: Python<'py>,
@@ -185,6 +190,7 @@ pub(crate) fn inducing_blob<'py>(
     z: &[u8],
     m: usize,
     objective: &str,
+    jitter: f64,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let data = fitted.data()?;
     let z = matrix(z, m, fitted.d, "Z")?;
@@ -194,8 +200,15 @@ pub(crate) fn inducing_blob<'py>(
             let t = &data.transform;
             let kern = fitted.kernel(t)?;
             let feat = PseudoInputs::new(t.apply_x(&z))?;
+            let relative = jitter / kern.signal_var();
+            let default = JitterPolicy::default();
             let cfg = FitcConfig {
                 approximation,
+                jitter: JitterPolicy {
+                    initial: relative,
+                    max: default.max.max(relative),
+                    ..default
+                },
                 ..FitcConfig::default()
             };
             let raw_y = data.raw_y();

@@ -248,7 +248,10 @@ def from_gpflow(
     Z = _value(model.inducing_variable.Z)
     if kind != "SVGP":
         objective = "vfe" if kind == "SGPR" else "fitc"
-        return Model.from_bytes(_native.inducing_blob(fitted, to_native(Z), len(Z), objective))
+        blob = _native.inducing_blob(
+            fitted, to_native(Z), len(Z), objective, _gpflow_jitter(model)
+        )
+        return Model.from_bytes(blob)
     q_mu = _value(model.q_mu)
     q_sqrt = _value(model.q_sqrt)
     if q_mu.ndim == 2 and q_mu.shape[1] != 1:
