@@ -24,6 +24,39 @@ class _SparseGP(BaseEstimator):
     """What both estimators share: settings, the fit through the trainer,
     the blob and its exports."""
 
+    #: The procedure ``model=None`` stands for.
+    _default_model = "spgp"
+
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        m: int = 32,
+        objective: str = "fitc",
+        restarts: Optional[int] = None,
+        max_iter: Optional[int] = None,
+        tol: Optional[float] = None,
+        init: Optional[str] = None,
+        init_hyper: Optional[str] = None,
+        max_points: Optional[int] = None,
+        dim: Optional[int] = None,
+        force: bool = False,
+        random_state: Any = 0,
+        verbose: bool = False,
+    ) -> None:
+        self.model = model
+        self.m = m
+        self.objective = objective
+        self.restarts = restarts
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.init_hyper = init_hyper
+        self.max_points = max_points
+        self.dim = dim
+        self.force = force
+        self.random_state = random_state
+        self.verbose = verbose
+
     def _fit_native(self, X: Any, y: Any, positive_class: Optional[float]) -> None:
         target = getattr(y, "name", None)
         target = target if isinstance(target, str) else "y"
@@ -42,7 +75,7 @@ class _SparseGP(BaseEstimator):
         if not (isinstance(self.m, (int, np.integer)) and self.m >= 1):
             raise ValueError(f"m must be a positive integer, got {self.m!r}")
         settings = {
-            "model": self.model,
+            "model": self._default_model if self.model is None else self.model,
             # More basis functions than rows buys nothing: at M = N the
             # sparse model is the full GP.
             "m": int(min(self.m, n)),
@@ -141,9 +174,9 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 
     Parameters
     ----------
-    model : str, default="spgp"
+    model : str or None, default=None
         Fitting procedure, as ``sgp fit --model``: spgp, vsgp, spgp-hs,
-        spgp-dr, spgp-pca, gplasso, ivm or exact.
+        spgp-dr, spgp-pca, gplasso, ivm or exact (None: spgp).
 """ + _SETTINGS_DOC + """
     Attributes
     ----------
@@ -172,36 +205,6 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
     >>> header = est.export_c(name="sine")
     """
 
-    def __init__(
-        self,
-        model: str = "spgp",
-        m: int = 32,
-        objective: str = "fitc",
-        restarts: Optional[int] = None,
-        max_iter: Optional[int] = None,
-        tol: Optional[float] = None,
-        init: Optional[str] = None,
-        init_hyper: Optional[str] = None,
-        max_points: Optional[int] = None,
-        dim: Optional[int] = None,
-        force: bool = False,
-        random_state: Any = 0,
-        verbose: bool = False,
-    ) -> None:
-        self.model = model
-        self.m = m
-        self.objective = objective
-        self.restarts = restarts
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init = init
-        self.init_hyper = init_hyper
-        self.max_points = max_points
-        self.dim = dim
-        self.force = force
-        self.random_state = random_state
-        self.verbose = verbose
-
     def fit(self, X: Any, y: Any) -> "SparseGPRegressor":
         """Fits the model to ``X`` (n_samples x n_features; a DataFrame's
         column names become the blob's input names) and ``y``, with the GIL
@@ -229,9 +232,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
 
     Parameters
     ----------
-    model : str, default="ivm"
-        Fitting procedure; the informative vector machine (``ivm``) is the
-        one that classifies today.
+    model : str or None, default=None
+        Fitting procedure (None: ``DEFAULT_CLASSIFIER_MODEL``, the
+        informative vector machine ``ivm``, the one that classifies today).
 """ + _SETTINGS_DOC + """
     Attributes
     ----------
@@ -249,35 +252,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     [False, True]
     """
 
-    def __init__(
-        self,
-        model: str = DEFAULT_CLASSIFIER_MODEL,
-        m: int = 32,
-        objective: str = "fitc",
-        restarts: Optional[int] = None,
-        max_iter: Optional[int] = None,
-        tol: Optional[float] = None,
-        init: Optional[str] = None,
-        init_hyper: Optional[str] = None,
-        max_points: Optional[int] = None,
-        dim: Optional[int] = None,
-        force: bool = False,
-        random_state: Any = 0,
-        verbose: bool = False,
-    ) -> None:
-        self.model = model
-        self.m = m
-        self.objective = objective
-        self.restarts = restarts
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init = init
-        self.init_hyper = init_hyper
-        self.max_points = max_points
-        self.dim = dim
-        self.force = force
-        self.random_state = random_state
-        self.verbose = verbose
+    _default_model = DEFAULT_CLASSIFIER_MODEL
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
