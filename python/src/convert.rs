@@ -75,9 +75,9 @@ impl Fitted {
             .zip(&t.x_scale)
             .map(|(l, s)| l / s)
             .collect();
-        // KernelParams needs a positive noise; the noise never enters the
-        // basis or the posterior built from it below except through
-        // `noise_var`, which is set from the model itself.
+        // KernelParams needs a positive noise. Only the inducing posterior
+        // reads it, and there it is a Gaussian likelihood's, never 0; the
+        // exact and variational forms take the basis and covariances alone.
         KernelParams::with_noise_floor(
             &l,
             self.signal_variance,
@@ -270,12 +270,8 @@ pub(crate) fn variational_blob<'py>(
                 prior: kern.signal_var(),
                 noise_var: 0.0,
             };
-            let (kind, link) = if probit {
-                (ModelKind::Spgp, Link::Probit)
-            } else {
-                (ModelKind::Spgp, Link::Identity)
-            };
-            fitted.export(&data, kind, link, form, (0.0, 1.0))
+            let link = if probit { Link::Probit } else { Link::Identity };
+            fitted.export(&data, ModelKind::Spgp, link, form, (0.0, 1.0))
         })
         .py_err()?;
     Ok(PyBytes::new(py, &blob))

@@ -13,6 +13,7 @@ use sgp_trainer::fit::{
     fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
 };
 use sgp_trainer::inference::Approximation;
+use sgp_trainer::inspect::names_too_long;
 use sgp_trainer::optimise::Stall;
 
 use crate::arrays::{matrix, vector};
@@ -26,6 +27,36 @@ struct FitSummary<'a> {
     report: &'a FitReport,
     fidelity: &'a Fidelity,
     cure: Option<&'a Cure>,
+    /// What `sgp fit` warns about: constant inputs, columns f32 cannot
+    /// resolve, names too long for a device.
+    warnings: Vec<String>,
+}
+
+/// `sgp fit`'s warnings about the training data, for `warnings.warn`.
+fn data_warnings(data: &Dataset) -> Vec<String> {
+    let mut warnings: Vec<String> = data
+        .constant_inputs
+        .iter()
+        .filter_map(|&j| {
+            let name = data.input_names.get(j)?;
+            let value = data.transform.x_mean.get(j)?;
+            Some(format!(
+                "input '{name}' is constant in the training data (value {value}): the model \
+                 ignores it"
+            ))
+        })
+        .collect();
+    warnings.extend(sgp_trainer::precision::for_dataset(data));
+    let long = names_too_long(&data.input_names, &data.target_name);
+    if !long.is_empty() {
+        warnings.push(format!(
+            "column names longer than the {} bytes a device Model holds: {}; a device will \
+             refuse the blob (rename the columns)",
+            sgp_runtime::NAME_CAPACITY,
+            long.join(", ")
+        ));
+    }
+    warnings
 }
 
 /// Settings as the estimators name them; `None` keeps the procedure's
@@ -162,6 +193,7 @@ pub(crate) fn fit<'py>(
                 report: &fitted.report,
                 fidelity: &exported.fidelity,
                 cure: cure.as_ref(),
+                warnings: data_warnings(&data),
             };
             let json = serde_json::to_string(&summary)
                 .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;

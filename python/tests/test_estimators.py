@@ -197,3 +197,14 @@ def test_inspect_reports_the_blob(ridge):
     summary = sgp.SparseGPRegressor(m=8).fit(X, y).to_model().inspect()
     assert summary["kind"] == "spgp" and summary["n_basis"] == 8
     assert summary["inputs"] == ["temperature", "humidity"]
+
+
+def test_the_clis_data_warnings_are_python_warnings(ridge):
+    X, y = ridge
+    X = X.assign(sensor_that_never_moved=3.0)
+    with pytest.warns(UserWarning, match="'sensor_that_never_moved' is constant"):
+        est = sgp.SparseGPRegressor(m=8).fit(X, y)
+    assert est.report_["ignored_inputs"] == ["sensor_that_never_moved"]
+    long = X.rename(columns={"humidity": "relative_humidity_in_the_north_east_corner_of_the_hall"})
+    with pytest.warns(UserWarning, match="longer than the .* bytes a device Model holds"):
+        sgp.SparseGPRegressor(m=8).fit(long, y)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import warnings
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
@@ -96,6 +96,8 @@ class _SparseGP(BaseEstimator):
         self.blob_ = blob
         self._state = state
         summary = json.loads(summary)
+        for message in summary["warnings"]:
+            warnings.warn(message, UserWarning, stacklevel=3)
         self.report_ = summary["report"]
         self.fidelity_ = summary["fidelity"]
         self.cure_ = summary["cure"]
