@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python package from this checkout into a fresh virtualenv (as a
 # user's `pip install ./python` does, scikit-learn from PyPI) and runs its
-# tests, the docstrings' examples among them. Used by .ci/run; run it by
+# tests, the docstrings' examples among them, and mypy over it. Used by .ci/run; run it by
 # hand the same way from the repository root. Set CARGO_TARGET_DIR to reuse
 # a target directory.
 set -euo pipefail
@@ -22,6 +22,10 @@ fi
 started=$(date +%s)
 "$venv/bin/pip" install -q "./python[test]"
 echo "built and installed the sgp package in $(( $(date +%s) - started )) s"
+
+# The annotations and the compiled module's stub agree with the code.
+"$venv/bin/pip" install -q mypy
+"$venv/bin/mypy" --ignore-missing-imports --no-incremental -p sgp
 
 # The CLI the tests compare blobs and exports with (built by cargo test).
 cli="${CARGO_TARGET_DIR:-$PWD/target}/release/sgp"

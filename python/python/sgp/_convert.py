@@ -241,8 +241,8 @@ def from_gpflow(
         input_names,
         target_name,
         _value(model.kernel.lengthscales),
-        _value(model.kernel.variance),
-        0.0 if probit else _value(model.likelihood.variance),
+        _scalar(_value(model.kernel.variance), "the kernel variance"),
+        0.0 if probit else _scalar(_value(model.likelihood.variance), "the noise variance"),
         force,
     )
     Z = _value(model.inducing_variable.Z)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -105,10 +105,19 @@ class _SparseGP(BaseEstimator):
         self.n_iter_ = optimiser["iterations"] if optimiser else 0
         self.n_basis_ = Model.from_bytes(blob).n_basis
 
-    def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+    def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+        """The fitted f64 model's mean, variance and (classifier)
+        probability at the rows of ``X``."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return _native.predict_state(self._state, to_native(X), *X.shape)
+        mean, variance, probability = _native.predict_state(
+            self._state, to_native(X), *X.shape
+        )
+        return (
+            from_native(mean),
+            from_native(variance),
+            None if probability is None else from_native(probability),
+        )
 
     # The device side.
 
@@ -221,9 +230,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         ``y``, noise included) at the rows of ``X``. The device's f32
         predictions are ``self.to_model().predict(X)``."""
         mean, variance, _ = self._predict_native(X)
-        mean = from_native(mean)
         if return_std:
-            return mean, np.sqrt(from_native(variance))
+            return mean, np.sqrt(variance)
         return mean
 
 
@@ -283,8 +291,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities (n_samples x 2, columns in ``classes_``
         order), from the trainer's f64 model."""
-        _, _, probability = self._predict_native(X)
-        p = from_native(probability)
+        _, _, p = self._predict_native(X)
+        assert p is not None, "a classifier's state predicts probabilities"
         return np.column_stack([1.0 - p, p])
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -292,7 +300,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         and variance, whose normal CDF is ``P(classes_[1])``: positive for
         ``classes_[1]``."""
         mean, variance, _ = self._predict_native(X)
-        return from_native(mean) / np.sqrt(1.0 + from_native(variance))
+        return mean / np.sqrt(1.0 + variance)
 
     def predict(self, X: Any) -> np.ndarray:
         """The more probable class of each row."""
