@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Python package from this checkout into a fresh virtualenv (as a
-# user's `pip install ./python` does, scikit-learn from PyPI) and runs its
-# tests, the docstrings' examples among them, and mypy over it. Used by .ci/run; run it by
-# hand the same way from the repository root. Set CARGO_TARGET_DIR to reuse
-# a target directory.
+# user's `pip install ./python` does, scikit-learn from PyPI), runs mypy over
+# it and its tests, the docstrings' examples among them. Used by .ci/run;
+# run it by hand the same way from the repository root. Set CARGO_TARGET_DIR
+# to reuse a target directory.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,7 +18,6 @@ if ! "$python" -m venv "$venv" 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
     "$python" -m venv "$venv"
 fi
-"$venv/bin/pip" install -q --upgrade pip
 started=$(date +%s)
 "$venv/bin/pip" install -q "./python[test]"
 echo "built and installed the sgp package in $(( $(date +%s) - started )) s"

@@ -8,10 +8,17 @@
 - ``from_sklearn`` and ``from_gpflow``: blobs from models fitted elsewhere.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from ._native import ExportError, NumericalError, SgpError
 from ._convert import from_gpflow, from_sklearn
 from ._device import Model
 from ._estimators import SparseGPClassifier, SparseGPRegressor
+
+try:
+    __version__ = version("sgp")
+except PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "unknown"
 
 __all__ = [
     "ExportError",
