@@ -2,7 +2,8 @@
 //! (validate, fit, export with the f32 check and its cure), with the GIL
 //! released while the fit runs.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -14,7 +15,7 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::names_too_long;
-use sgp_trainer::optimise::Stall;
+use sgp_trainer::optimise::{Progress, Stall};
 
 use crate::arrays::{matrix, vector};
 use crate::choice::choice;
@@ -135,27 +136,51 @@ impl Settings {
     }
 }
 
-fn progress_bar(verbose: bool, budget: u64) -> ProgressBar {
-    if !verbose {
-        return ProgressBar::hidden();
+/// Shortest time between two calls of a progress callback: each call takes
+/// the GIL back from whatever Python thread holds it.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Reports optimiser progress to a Python callable
+/// `progress(iteration, budget, objective)`, at most every
+/// [`PROGRESS_INTERVAL`]; the first exception it raises is kept (and the
+/// callable not called again) to be raised when the fit returns.
+struct ProgressReporter {
+    callback: Option<Py<PyAny>>,
+    budget: u64,
+    last: Option<Instant>,
+    error: Option<PyErr>,
+}
+
+impl ProgressReporter {
+    fn report(&mut self, p: &Progress, force: bool) {
+        let Some(callback) = &self.callback else {
+            return;
+        };
+        if !force && self.last.is_some_and(|t| t.elapsed() < PROGRESS_INTERVAL) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let called = Python::attach(|py| {
+            callback
+                .call1(py, (p.iteration, self.budget, p.best_value))
+                .map(drop)
+        });
+        if let Err(e) = called {
+            self.error = Some(e);
+            self.callback = None;
+        }
     }
-    let bar = ProgressBar::new(budget);
-    bar.set_style(
-        ProgressStyle::with_template("sgp fit [{bar:30}] {pos}/{len} iterations  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar
 }
 
 /// Fits `settings.model` to `x` (`n x d`, raw units) and `y`, exports it
 /// through the f32 check (curing a failing export by more jitter, as `sgp
 /// fit` does; `force` exports a model nothing cures) and returns the blob,
 /// the fitted f64 model ([`crate::state`]) and a JSON summary (report,
-/// fidelity, cure). With `positive_class`,
-/// `y` holds class labels and that value is the positive class (probit).
+/// fidelity, cure, warnings). With `positive_class`, `y` holds class labels
+/// and that value is the positive class (probit). `progress`, if given, is
+/// called as `progress(iteration, budget, objective)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, n, d, y, input_names, target_name, settings, positive_class=None, force=false, verbose=false))]
+#[pyo3(signature = (x, n, d, y, input_names, target_name, settings, positive_class=None, force=false, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit<'py>(
     py: Python<'py>,
@@ -168,25 +193,33 @@ pub(crate) fn fit<'py>(
     settings: Settings,
     positive_class: Option<f64>,
     force: bool,
-    verbose: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, String)> {
     let x = matrix(x, n, d, "X")?;
     let y = vector(y, n, "y")?;
     let params = settings.params()?;
-    let (blob, state, summary) = py
+    let mut reporter = ProgressReporter {
+        callback: progress,
+        budget: params.iteration_budget(),
+        last: None,
+        error: None,
+    };
+    let fitted = py
         .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
             let data = Dataset::from_raw(x, y, input_names, target_name)?;
             let data = match positive_class {
                 Some(positive) => data.into_binary(Some(positive))?,
                 None => data,
             };
-            let bar = progress_bar(verbose, params.iteration_budget());
-            let mut on_progress = |p: sgp_trainer::optimise::Progress| {
-                bar.set_position(p.iteration);
-                bar.set_message(format!("objective {:.4}", p.best_value));
+            let mut last = None;
+            let mut on_progress = |p: Progress| {
+                reporter.report(&p, false);
+                last = Some(p);
             };
             let fitted = fit_model(&data, &params, &mut on_progress);
-            bar.finish_and_clear();
+            if let Some(p) = last {
+                reporter.report(&p, true);
+            }
             let mut fitted = fitted?;
             let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), force)?;
             let summary = FitSummary {
@@ -199,6 +232,10 @@ pub(crate) fn fit<'py>(
                 .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
             Ok((exported.blob, encode(&fitted.model)?, json))
         })
-        .py_err()?;
+        .py_err();
+    if let Some(e) = reporter.error {
+        return Err(e);
+    }
+    let (blob, state, summary) = fitted?;
     Ok((PyBytes::new(py, &blob), PyBytes::new(py, &state), summary))
 }

@@ -212,3 +212,29 @@ def test_the_clis_data_warnings_are_python_warnings(ridge):
     long = X.rename(columns={"humidity": "relative_humidity_in_the_north_east_corner_of_the_hall"})
     with pytest.warns(UserWarning, match="longer than the .* bytes a device Model holds"):
         sgp.SparseGPRegressor(m=8).fit(long, y)
+
+
+def test_verbose_fits_print_their_progress(ridge, capsys):
+    X, y = ridge
+    sgp.SparseGPRegressor(m=8, max_iter=30, tol=0.0, restarts=1, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "sgp fit: iteration 30/" in err and "objective" in err
+    sgp.SparseGPRegressor(m=8, max_iter=30).fit(X, y)
+    assert capsys.readouterr().err == ""
+
+
+def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
+    X, y = ridge
+
+    def interrupt(iteration, budget, objective):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sgp._native.fit(
+            sgp._arrays.to_native(X), len(X), 2, sgp._arrays.to_native(y),
+            ["a", "b"], "y",
+            {"model": "spgp", "m": 5, "seed": 0, "objective": "fitc", "restarts": None,
+             "max_iter": None, "tol": None, "init": None, "init_hyper": None,
+             "max_points": None, "dim": None},
+            progress=interrupt,
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from typing import Any, Optional, Tuple, Union
 
@@ -18,6 +19,17 @@ from ._device import Model, PathLike, export_source
 
 #: The classifier's procedure until the variational (svgp) classifier lands.
 DEFAULT_CLASSIFIER_MODEL = "ivm"
+
+
+def _print_progress(iteration: int, budget: int, objective: float) -> None:
+    """``verbose``'s progress line, rewritten in place on standard error
+    (a terminal or a notebook's output)."""
+    print(
+        f"\rsgp fit: iteration {iteration}/{budget}, objective {objective:.4f}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class _SparseGP(BaseEstimator):
@@ -89,10 +101,13 @@ class _SparseGP(BaseEstimator):
             "max_points": self.max_points,
             "dim": self.dim,
         }
+        progress = _print_progress if self.verbose else None
         blob, state, summary = _native.fit(
             to_native(X), n, d, to_native(y), names, target, settings,
-            positive_class=positive_class, force=self.force, verbose=bool(self.verbose),
+            positive_class=positive_class, force=self.force, progress=progress,
         )
+        if progress is not None:
+            print(file=sys.stderr)
         self.blob_ = blob
         self._state = state
         summary = json.loads(summary)
@@ -175,7 +190,8 @@ _SETTINGS_DOC = """
         Seed of every random choice: the same data and seed give the same
         blob byte for byte (and the blob ``sgp fit --seed`` writes).
     verbose : bool, default=False
-        Show a progress bar of the optimiser iterations on standard error.
+        Print the optimiser's progress (iteration, budget, objective) on
+        standard error, a line rewritten in place a few times a second.
 """
 
 

@@ -4,7 +4,7 @@ Arrays cross as C-ordered little-endian float64 ``bytes`` plus their shape;
 the Python package (``sgp._arrays``) converts numpy arrays both ways.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 class SgpError(RuntimeError):
     """Base of the errors sgp raises beyond bad input (``ValueError``)."""
@@ -48,7 +48,7 @@ def fit(
     settings: Dict[str, Any],
     positive_class: Optional[float] = None,
     force: bool = False,
-    verbose: bool = False,
+    progress: Optional[Callable[[int, int, float], None]] = None,
 ) -> Tuple[bytes, bytes, str]:
     """Fits and exports: (blob, fitted f64 state, JSON summary)."""
 
