@@ -380,7 +380,7 @@ impl FitParams {
     }
 
     /// The pseudo-input settings of a sparse procedure.
-    fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
+    pub fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
         match self {
             FitParams::Exact(_) | FitParams::Gplasso(_) | FitParams::Ivm(_) => None,
             FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p),

@@ -1,0 +1,136 @@
+"""The device in Python: a blob evaluated by the f32 ``no_std`` runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Tuple, Union
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+from . import _native
+from ._arrays import by_name, from_native, to_native
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def export_source(blob: bytes, format: str, name: str, source: str) -> str:
+    """What ``sgp export --format FORMAT --name NAME`` writes for ``blob``."""
+    return _native.export_source(blob, format, name, source)
+
+
+class Model:
+    """A model blob, decoded and evaluated by ``sgp-runtime`` exactly as a
+    microcontroller does (f32, the same code), so that the host can check
+    what the device will compute.
+
+    >>> import numpy as np, sgp
+    >>> X = np.linspace(0, 6, 40)[:, None]
+    >>> est = sgp.SparseGPRegressor(m=8).fit(X, np.sin(X[:, 0]))
+    >>> mean, variance = sgp.Model.from_bytes(est.to_bytes()).predict(X)
+    >>> bool(abs(mean - est.predict(X)).max() < 0.05)
+    True
+    """
+
+    def __init__(self, native: "_native.Model") -> None:
+        self._native = native
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "Model":
+        """Decodes ``blob``; a corrupted or truncated one raises
+        ``ValueError`` with the runtime's reason."""
+        return cls(_native.Model.from_bytes(bytes(blob)))
+
+    @classmethod
+    def load(cls, path: PathLike) -> "Model":
+        """Reads a blob file (as written by ``sgp fit`` or ``save``)."""
+        with open(path, "rb") as f:
+            return cls.from_bytes(f.read())
+
+    @property
+    def input_names(self) -> List[str]:
+        """Input column names, in the order ``predict`` reads them."""
+        return self._native.input_names
+
+    @property
+    def target_name(self) -> str:
+        """Target column name."""
+        return self._native.target_name
+
+    @property
+    def kind(self) -> str:
+        """Fitting procedure, e.g. ``"spgp"``."""
+        return self._native.kind
+
+    @property
+    def is_classifier(self) -> bool:
+        """Whether the blob is a probit classifier."""
+        return self._native.is_classifier
+
+    @property
+    def n_basis(self) -> int:
+        """Number of basis functions M."""
+        return self._native.n_basis
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of inputs D."""
+        return self._native.n_inputs
+
+    def to_bytes(self) -> bytes:
+        """The blob."""
+        return self._native.to_bytes()
+
+    def save(self, path: PathLike) -> None:
+        """Writes the blob to ``path``."""
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    def export_c(self, name: str = "model") -> str:
+        """The blob as a C header for the sgp C library (``sgp export
+        --format c --name NAME``)."""
+        return export_source(self.to_bytes(), "c", name, f"{name}.sgp")
+
+    def export_rust(self, name: str = "model") -> str:
+        """The blob as a Rust module to ``include!`` (``sgp export --format
+        rust --name NAME``)."""
+        return export_source(self.to_bytes(), "rust", name, f"{name}.sgp")
+
+    def inspect(self) -> Dict[str, Any]:
+        """What ``sgp inspect --json`` prints: kind, sizes,
+        hyperparameters, flash and RAM."""
+        return json.loads(self._native.inspect_json())
+
+    def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+        X, _ = by_name(X, self.input_names)
+        X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_inputs:
+            raise ValueError(
+                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
+                f"({', '.join(self.input_names)})"
+            )
+        mean, variance, probability = self._native.predict(to_native(X), *X.shape)
+        return from_native(mean), from_native(variance), probability
+
+    def predict(self, X: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """The runtime's ``(mean, variance)`` at the rows of ``X`` (a
+        DataFrame's columns are picked by name), float32 values widened to
+        float64: of the target, noise included, for a regression; of the
+        latent function, bias included, for a classifier."""
+        mean, variance, _ = self._run(X)
+        return mean, variance
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """A classifier's ``P(y = positive class)`` at the rows of ``X``."""
+        if not self.is_classifier:
+            raise ValueError("predict_proba needs a classifier blob; this one is a regression")
+        _, _, probability = self._run(X)
+        return from_native(probability)
+
+    def __repr__(self) -> str:
+        task = "classifier" if self.is_classifier else "regression"
+        return (
+            f"<sgp.Model {self.kind} {task}: {self.n_basis} basis functions, "
+            f"inputs {self.input_names}, target {self.target_name!r}>"
+        )

@@ -1,0 +1,74 @@
+"""Type stubs of the compiled module ``sgp._native`` (Rust, PyO3).
+
+Arrays cross as C-ordered little-endian float64 ``bytes`` plus their shape;
+the Python package (``sgp._arrays``) converts numpy arrays both ways.
+"""
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+class SgpError(RuntimeError):
+    """Base of the errors sgp raises beyond bad input (``ValueError``)."""
+
+class ExportError(SgpError):
+    """The f32 blob does not reproduce the f64 model within tolerance."""
+
+class NumericalError(SgpError):
+    """A numerical procedure failed beyond recovery."""
+
+class Model:
+    """A decoded blob, evaluated by the f32 ``sgp-runtime``."""
+
+    @staticmethod
+    def from_bytes(blob: bytes) -> Model: ...
+    def to_bytes(self) -> bytes: ...
+    @property
+    def input_names(self) -> List[str]: ...
+    @property
+    def target_name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def is_classifier(self) -> bool: ...
+    @property
+    def positive_class(self) -> float: ...
+    @property
+    def n_basis(self) -> int: ...
+    @property
+    def n_inputs(self) -> int: ...
+    def inspect_json(self) -> str: ...
+    def predict(self, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]: ...
+
+def fit(
+    x: bytes,
+    n: int,
+    d: int,
+    y: bytes,
+    input_names: List[str],
+    target_name: str,
+    settings: Dict[str, Any],
+    positive_class: Optional[float] = None,
+    force: bool = False,
+    progress: Optional[Callable[[int, int, float], None]] = None,
+) -> Tuple[bytes, bytes, str]:
+    """Fits and exports: (blob, fitted f64 state, JSON summary)."""
+
+def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
+    """The fitted f64 model's (mean, variance, probability)."""
+
+def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
+def exact_blob(
+    fitted: Dict[str, Any], alpha: bytes, factor: bytes, y_mean: float, y_scale: float
+) -> bytes: ...
+def inducing_blob(
+    fitted: Dict[str, Any], z: bytes, m: int, objective: str, jitter: float
+) -> bytes: ...
+def variational_blob(
+    fitted: Dict[str, Any],
+    z: bytes,
+    m: int,
+    q_mu: bytes,
+    q_sqrt: bytes,
+    whiten: bool,
+    jitter: float,
+    probit: bool,
+) -> bytes: ...

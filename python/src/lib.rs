@@ -1,0 +1,30 @@
+//! `sgp._native`: the trainer library and the f32 runtime, for Python.
+//!
+//! Thin on purpose: the estimators, input validation and numpy handling
+//! live in the Python package (`python/sgp/`); this module fits, exports
+//! and evaluates blobs. Arrays cross the boundary as little-endian `f64`
+//! bytes with their shape, which needs neither numpy's C API nor a
+//! particular Python version (the module is built for the stable ABI).
+
+mod arrays;
+mod choice;
+mod convert;
+mod device;
+mod errors;
+mod fit;
+mod state;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<device::Model>()?;
+    m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
+    m.add_function(wrap_pyfunction!(state::predict_state, m)?)?;
+    m.add_function(wrap_pyfunction!(device::export_source, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::exact_blob, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::inducing_blob, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::variational_blob, m)?)?;
+    Ok(())
+}
