@@ -2,7 +2,7 @@
 //! form for every model").
 
 use crate::error::Error;
-use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
+use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape, VarianceForm};
 use crate::math::{self, packed_index};
 
 mod gradient;
@@ -75,7 +75,10 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
     /// `M x M` slots.
     factors: [[f32; M]; M],
-    inv_diagonal1: [f32; M],
+    /// `L1`'s diagonal: as it is for the product, its reciprocal for the
+    /// solves (which then never divide).
+    diagonal1: [f32; M],
+    /// The reciprocal of `L2`'s diagonal.
     inv_diagonal2: [f32; M],
     x_mean: [f32; D],
     x_inv_scale: [f32; D],
@@ -94,6 +97,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     input_names: [Name; D],
     target_name: Name,
     ranged: bool,
+    /// Beside `ranged`, in the padding after the names (whose bytes come
+    /// in multiples of four), so it costs no RAM.
+    variance: VarianceForm,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -110,7 +116,7 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * (d + 1);
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
-    // (padded to a word with the names).
+    // and the variance form (padded to a word with the names).
     4 * numbers + names + 12 + 2 * 4 + 4
 }
 
@@ -154,6 +160,7 @@ impl<const M: usize, const G: usize, const D: usize> Default for Model<M, G, D> 
 impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     const EMPTY: Self = Model {
         shape: EMPTY_SHAPE,
+        variance: VarianceForm::Solves,
         m: 0,
         g: 0,
         x_mean: [0.0; D],
@@ -162,7 +169,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         basis_params: [[[0.0; 2]; G]; M],
         amp_beta: [[0.0; 2]; M],
         factors: [[0.0; M]; M],
-        inv_diagonal1: [0.0; M],
+        diagonal1: [0.0; M],
         inv_diagonal2: [0.0; M],
         prior: 0.0,
         noise: 0.0,
@@ -239,18 +246,19 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         self.m = 0;
         self.g = 0;
         self.ranged = false;
-        let (shape, ranged) = self.decode(bytes)?;
+        let (shape, ranged, variance) = self.decode(bytes)?;
         self.shape = shape;
         self.ranged = ranged;
+        self.variance = variance;
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
         Ok(())
     }
 
     /// Decodes every number into place; the caller publishes the shape (and
-    /// whether an input range was read) only on success, so a failed load
-    /// leaves an empty model.
-    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool), Error> {
+    /// whether an input range was read, and the variance form) only on
+    /// success, so a failed load leaves an empty model.
+    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool, VarianceForm), Error> {
         let (version, body) = open(bytes)?;
         let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
@@ -304,12 +312,14 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             reader.numbers(&shape, field, |i, v| {
                 let (row, col) = unpack(i);
                 if row == col {
+                    // As stored: the variance form, which says whether the
+                    // solves want its reciprocal, comes later in the body.
                     let diagonal = if factor == 0 {
-                        &mut model.inv_diagonal1
+                        &mut model.diagonal1
                     } else {
                         &mut model.inv_diagonal2
                     };
-                    set(diagonal, row, 1.0 / check_diagonal(field, v)?)
+                    set(diagonal, row, check_diagonal(field, v)?)
                 } else {
                     let at = packed_index(row, col, factor, m, two);
                     set(model.factors.as_flattened_mut(), at, v)
@@ -327,8 +337,20 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         }
         let ranged = version >= 3
             && inputs::read_range(&mut reader, d.get(), &mut model.x_min, &mut model.x_max)?;
+        let variance = if version >= 4 {
+            reader.value::<VarianceForm>()?.check(&shape)?
+        } else {
+            VarianceForm::Solves
+        };
         reader.finish()?;
-        Ok((shape, ranged))
+        if variance == VarianceForm::Solves {
+            for diagonal in [&mut model.diagonal1, &mut model.inv_diagonal2] {
+                for v in diagonal.iter_mut().take(m) {
+                    *v = 1.0 / *v;
+                }
+            }
+        }
+        Ok((shape, ranged, variance))
     }
 
     /// Sizes, kind and link of the loaded model.
@@ -498,20 +520,28 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
 
     /// Step 5 and the output units of step 6, from the basis values `k` and
     /// the latent mean `beta . k`: the latent prediction, whether its
-    /// variance was above the clamp at zero, and the forward solutions in
-    /// `u` (see `math::solve_packed`).
+    /// variance was above the clamp at zero, and in `u` the vectors whose
+    /// squared norms the variance sums (see `math::solve_packed`,
+    /// `math::multiply_packed`).
     #[inline(always)]
     fn latent(&self, latent_mean: f32, k: &[f32; M], u: &mut [[f32; 2]; M]) -> (Prediction, bool) {
         let mean = self.output_mean(latent_mean);
-        let (explained, restored) = math::solve_packed(
-            self.factors.as_flattened(),
-            &self.inv_diagonal1,
-            &self.inv_diagonal2,
-            k,
-            self.m,
-            self.shape.two_factors,
-            u,
-        );
+        let factors = self.factors.as_flattened();
+        let (explained, restored) = match self.variance {
+            VarianceForm::Product => (
+                math::multiply_packed(factors, &self.diagonal1, k, self.m, u.as_flattened_mut()),
+                0.0,
+            ),
+            VarianceForm::Solves => math::solve_packed(
+                factors,
+                &self.diagonal1,
+                &self.inv_diagonal2,
+                k,
+                self.m,
+                self.shape.two_factors,
+                u,
+            ),
+        };
         let variance = self.prior - explained + restored;
         // f32 cancellation can push the difference below zero near the
         // basis centres; the comparison also maps NaN to zero, and unlike
@@ -688,14 +718,15 @@ mod tests {
     /// `size_of::<Model<M, G, D>>()` on this host, field by field in
     /// `Model`'s `repr(C)` order: the leading floats, the 12-byte shape,
     /// the two sizes (`usize`, aligned to it), the five scalars and the
-    /// range, the names (bytes), the `ranged` flag, and the padding to the
+    /// range, the names (bytes), the `ranged` flag and the variance form
+    /// (one byte each), and the padding to the
     /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
     fn host_size(m: usize, g: usize, d: usize) -> usize {
         let word = core::mem::size_of::<usize>();
         let leading = 4 * (m * m + m * (2 * g + 4) + g * d + 2 * d);
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * (d + 1);
-        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 1).next_multiple_of(word)
+        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 2).next_multiple_of(word)
     }
 
     #[test]

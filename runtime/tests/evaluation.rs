@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{random_spec, reference_latent};
+use common::{product_variance, random_spec, reference_latent};
 use proptest::prelude::*;
-use sgp_runtime::{Error, Link, Model, ModelKind, ModelSpec, Shape};
+use sgp_runtime::{Error, Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
 
 /// One basis function at the origin of a 1-D standardised input.
 fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
@@ -39,6 +39,7 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         positive_class: 0.0,
         x_min: vec![1.0],
         x_max: vec![3.0],
+        variance: VarianceForm::Solves,
     }
 }
 
@@ -188,10 +189,12 @@ proptest! {
         projected in any::<bool>(),
         per_basis in any::<bool>(),
         two_factors in any::<bool>(),
+        product in any::<bool>(),
         x in proptest::collection::vec(-6.0f64..6.0, 3),
     ) {
         let g = if projected { 2 } else { 3 };
         let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, Link::Identity);
+        let spec = if product { product_variance(spec, seed) } else { spec };
         let model: Model<12, 3, 3> = load(&spec);
         tolerance_check(&spec, |x| {
             let p = model.predict_latent(x).unwrap();
