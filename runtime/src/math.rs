@@ -472,7 +472,7 @@ fn corner_product(
 
 /// `u = L k` for one factor `L` over the packed storage (see
 /// [`packed_index`]) with its diagonal as it is (not inverted); returns
-/// `|u|^2` and leaves `u` in the first `m` numbers of `u` for
+/// `|u|^2` and, if asked, leaves `u` in the first `m` numbers of `u` for
 /// [`multiply_transposed_packed`]. The product form of the variance:
 /// `M (M + 1) / 2` multiply-adds and, unlike the forward substitution,
 /// no row waits on the one before, so loads and multiply-adds overlap.
@@ -481,7 +481,7 @@ pub(crate) fn multiply_packed<const M: usize>(
     diagonal: &[f32; M],
     k: &[f32; M],
     m: usize,
-    u: &mut [f32],
+    mut u: Option<&mut [f32]>,
 ) -> f32 {
     let mut norm = 0.0f32;
     let mut rest = packed;
@@ -500,7 +500,8 @@ pub(crate) fn multiply_packed<const M: usize>(
         let dots = dot_block_one(main.as_chunks::<BLOCK>().0.as_chunks::<BLOCK>().0, k4);
         let block = corner_product(*ks, dots, *corner, *d);
         norm += sum_squares(block);
-        if let Some(slots) = u.get_mut(done..).and_then(|u| u.first_chunk_mut::<BLOCK>()) {
+        let slots = u.as_deref_mut().and_then(|u| u.get_mut(done..));
+        if let Some(slots) = slots.and_then(|u| u.first_chunk_mut::<BLOCK>()) {
             *slots = block;
         }
         done += BLOCK;
@@ -513,7 +514,7 @@ pub(crate) fn multiply_packed<const M: usize>(
         rest = tail;
         let ui = dot(row, k) + di * ki;
         norm += ui * ui;
-        if let Some(slot) = u.get_mut(i) {
+        if let Some(slot) = u.as_deref_mut().and_then(|u| u.get_mut(i)) {
             *slot = ui;
         }
     }
@@ -935,8 +936,10 @@ mod tests {
                 &diagonal,
                 &k,
                 m,
-                pairs.as_flattened_mut(),
+                Some(pairs.as_flattened_mut()),
             );
+            let alone = multiply_packed(packed.as_flattened(), &diagonal, &k, m, None);
+            assert_eq!(norm, alone);
             let want: std::vec::Vec<f64> = (0..m)
                 .map(|i| {
                     (0..=i)

@@ -474,7 +474,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
-        let (latent, _) = self.latent(latent_mean, &k, &mut [[0.0; 2]; M]);
+        let (latent, _) = self.latent(latent_mean, &k, None);
         Ok(latent)
     }
 
@@ -520,27 +520,44 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
 
     /// Step 5 and the output units of step 6, from the basis values `k` and
     /// the latent mean `beta . k`: the latent prediction, whether its
-    /// variance was above the clamp at zero, and in `u` the vectors whose
-    /// squared norms the variance sums (see `math::solve_packed`,
-    /// `math::multiply_packed`).
+    /// variance was above the clamp at zero, and in `u`, if given, the
+    /// vectors whose squared norms the variance sums (see
+    /// `math::solve_packed`, `math::multiply_packed`). Without `u` the
+    /// product keeps nothing (a plain prediction then neither zero-fills
+    /// nor stores a scratch vector: 160 instructions at M = 32).
     #[inline(always)]
-    fn latent(&self, latent_mean: f32, k: &[f32; M], u: &mut [[f32; 2]; M]) -> (Prediction, bool) {
+    fn latent(
+        &self,
+        latent_mean: f32,
+        k: &[f32; M],
+        u: Option<&mut [[f32; 2]; M]>,
+    ) -> (Prediction, bool) {
         let mean = self.output_mean(latent_mean);
         let factors = self.factors.as_flattened();
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
-                math::multiply_packed(factors, &self.diagonal1, k, self.m, u.as_flattened_mut()),
+                math::multiply_packed(
+                    factors,
+                    &self.diagonal1,
+                    k,
+                    self.m,
+                    u.map(|u| u.as_flattened_mut()),
+                ),
                 0.0,
             ),
-            VarianceForm::Solves => math::solve_packed(
-                factors,
-                &self.diagonal1,
-                &self.inv_diagonal2,
-                k,
-                self.m,
-                self.shape.two_factors,
-                u,
-            ),
+            VarianceForm::Solves => {
+                // Each row's solution feeds the next: the solves need it.
+                let mut scratch = [[0.0f32; 2]; M];
+                math::solve_packed(
+                    factors,
+                    &self.diagonal1,
+                    &self.inv_diagonal2,
+                    k,
+                    self.m,
+                    self.shape.two_factors,
+                    u.unwrap_or(&mut scratch),
+                )
+            }
         };
         let variance = self.prior - explained + restored;
         // f32 cancellation can push the difference below zero near the

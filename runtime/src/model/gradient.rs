@@ -143,7 +143,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let mut k = [0.0f32; M];
         let latent_mean = self.kernel(&z, &mut k)?;
         let mut u = [[0.0f32; 2]; M];
-        let (latent, unclamped) = self.latent(latent_mean, &k, &mut u);
+        let (latent, unclamped) = self.latent(latent_mean, &k, Some(&mut u));
         let Prediction { mean, variance } = self.observed(latent);
         let factors = self.factors.as_flattened();
         match self.variance {
