@@ -97,14 +97,34 @@ fn dot_pairs(a: &[[f32; 2]], b: &[[f32; 2]]) -> (f32, f32) {
     (first, second)
 }
 
-/// `sum_g (w_g / 2) (z_g - c_g)^2` for `params[g] = (c_g, w_g / 2)`, four
-/// dimensions per step so that the common small `G` runs without a loop.
+/// `sum_g (w_g / 2) (z_g - c_g)^2` for `params[g] = (c_g, w_g / 2)`.
 #[inline(always)]
 pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]) -> f32 {
-    let term = |&[c, half_w]: &[f32; 2], z: f32| {
+    sum_terms(params, z, |&[c, half_w], z| {
         let diff = z - c;
         half_w * diff * diff
-    };
+    })
+}
+
+/// `sum_g (z_g - c_g)^2` for `params[g] = (c_g, _)`: the distance once
+/// shared widths are folded into the features and centres (the stored
+/// width, 1, is not read).
+#[inline(always)]
+pub(crate) fn unit_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]) -> f32 {
+    sum_terms(params, z, |&[c, _], z| {
+        let diff = z - c;
+        diff * diff
+    })
+}
+
+/// `sum_g term(params[g], z_g)`, four dimensions per step so that the
+/// common small `G` runs without a loop.
+#[inline(always)]
+fn sum_terms<const G: usize>(
+    params: &[[f32; 2]; G],
+    z: &[f32; G],
+    term: impl Fn(&[f32; 2], f32) -> f32,
+) -> f32 {
     let (p4, p_tail) = params.as_chunks::<4>();
     let (z4, z_tail) = z.as_chunks::<4>();
     // -0.0 is the exact identity of `+` (0.0 is not: 0.0 + -0.0 = 0.0), so

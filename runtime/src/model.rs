@@ -296,6 +296,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 (0..M).try_for_each(|row| set_param(&mut model.basis_params, row, i, 1, 0.5 * v))
             }
         })?;
+        if !per_basis {
+            model.fold_shared_widths(g.get(), shape.projected);
+        }
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
             if per_basis {
                 set_2d(&mut model.amp_beta, i, 0, v)
@@ -351,6 +354,38 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             }
         }
         Ok((shape, ranged, variance))
+    }
+
+    /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
+    /// (s_g z_g - s_g c_ig)^2` for `s_g = sqrt(h_g)`: `s_g` goes into the
+    /// standardisation (or the projection's row `g`) and the centres, the
+    /// stored half widths become 1, and the hot loop drops a load and a
+    /// multiply per basis function and dimension ([`math::unit_distance`]).
+    /// The gradient needs no change: its chain rule runs through the same
+    /// folded scales.
+    fn fold_shared_widths(&mut self, g: usize, projected: bool) {
+        for col in 0..g {
+            let Some(&[_, half_width]) = self.basis_params.first().and_then(|row| row.get(col))
+            else {
+                return;
+            };
+            let scale = libm::sqrtf(half_width);
+            for pair in self
+                .basis_params
+                .iter_mut()
+                .filter_map(|row| row.get_mut(col))
+            {
+                *pair = [pair[0] * scale, 1.0];
+            }
+            let folded = if projected {
+                self.projection.get_mut(col).map(|row| row.as_mut_slice())
+            } else {
+                self.x_inv_scale.get_mut(col..=col)
+            };
+            for v in folded.into_iter().flatten() {
+                *v *= scale;
+            }
+        }
     }
 
     /// Sizes, kind and link of the loaded model.
@@ -644,18 +679,36 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// usual path pays one comparison.
     #[inline(always)]
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
-        let mut mean = 0.0f32;
-        let rows = self.basis_params.iter().zip(&self.amp_beta);
-        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
-            let distance = math::half_weighted_distance(params, z);
-            *ki = amplitude * math::exp_non_positive(-distance);
-            mean += beta * *ki;
-        }
+        // Shared widths were folded into the features at load.
+        let mean = if self.shape.per_basis {
+            self.basis_values(z, k, math::half_weighted_distance)
+        } else {
+            self.basis_values(z, k, math::unit_distance)
+        };
         if mean.is_finite() {
             Ok(mean)
         } else {
             Err(Error::InputOverflow)
         }
+    }
+}
+
+impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+    /// The loop of [`Model::kernel`] with one distance function.
+    #[inline(always)]
+    fn basis_values(
+        &self,
+        z: &[f32; G],
+        k: &mut [f32; M],
+        distance: impl Fn(&[[f32; 2]; G], &[f32; G]) -> f32,
+    ) -> f32 {
+        let mut mean = 0.0f32;
+        let rows = self.basis_params.iter().zip(&self.amp_beta);
+        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
+            *ki = amplitude * math::exp_non_positive(-distance(params, z));
+            mean += beta * *ki;
+        }
+        mean
     }
 }
 
