@@ -105,18 +105,20 @@ const fn measured(
 }
 
 /// The firmware example's table (`docs/device-cost.md`, "Instructions per
-/// prediction": format v4, every model in the product form). Rows that
-/// measure the same configuration (SPGP, VSGP and GPLasso at M = 32) are
-/// all kept: they weigh that configuration as the table does.
+/// prediction": format v4, every model in the product form, shared widths
+/// folded at load). Rows that measure the same configuration (SPGP, VSGP
+/// and GPLasso at M = 32) are all kept: they weigh that configuration as
+/// the table does; VSGP, whose per-basis widths cannot be folded, costs
+/// 322 more and is the worst-fitted row.
 pub const MEASURED: [Measured; 8] = [
-    measured("spgp", (16, 4, 4), false, 1, 1835),
-    measured("spgp", (32, 4, 4), false, 1, 4044),
-    measured("spgp", (64, 4, 4), false, 1, 10346),
-    measured("vsgp", (32, 4, 4), false, 1, 4044),
-    measured("gplasso", (32, 4, 4), false, 1, 4044),
-    measured("ivm (probit, probability)", (32, 4, 4), false, 1, 4168),
-    measured("spgp-dr", (32, 4, 16), true, 1, 4639),
-    measured("spgp", (32, 16, 16), false, 1, 7696),
+    measured("spgp", (16, 4, 4), false, 1, 1686),
+    measured("spgp", (32, 4, 4), false, 1, 3671),
+    measured("spgp", (64, 4, 4), false, 1, 9589),
+    measured("vsgp", (32, 4, 4), false, 1, 3993),
+    measured("gplasso", (32, 4, 4), false, 1, 3671),
+    measured("ivm (probit, probability)", (32, 4, 4), false, 1, 3795),
+    measured("spgp-dr", (32, 4, 16), true, 1, 4266),
+    measured("spgp", (32, 16, 16), false, 1, 6676),
 ];
 
 /// The fitted cost model.
@@ -199,11 +201,12 @@ pub const HELP: &str = "Instructions per prediction are Cortex-M4 instructions (
 of predict (a classifier's probability; predict_with_gradient costs about twice as much) from a \
 cost model fitted by least squares to the firmware example's measured table \
 (docs/device-cost.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, SPGP+DR, the \
-IVM classifier, all with the product form of the variance): 54.6 M + 9.18 M G + 2.15 F M (M + \
-1) / 2 + 7.31 D (1 + G if projected), F the triangular passes of the variance (1; a blob that \
-fell back to the solves: 2, the IVM classifier 1). It is within 2.9% of every measured count; \
-beyond the measured sizes it is an extrapolation (refitted without one configuration it missed \
-that one by up to 5% at D = 4, and by 66% on the only projected one).";
+IVM classifier, all with the product form of the variance): 55.6 M + 7.32 M G + 1.99 F M (M + \
+1) / 2 + 6.29 D (1 + G if projected), F the triangular passes of the variance (1; a blob that \
+fell back to the solves: 2, the IVM classifier 1). It is within 5.1% of every measured count \
+(VSGP, whose per-basis widths cost more, is the worst); beyond the measured sizes it is an \
+extrapolation (refitted without one configuration it missed that one by up to 7% at D = 4, and \
+by 45% on the only projected one).";
 
 #[cfg(test)]
 mod tests {
@@ -214,7 +217,7 @@ mod tests {
         let model = *CORTEX_M4;
         for p in &MEASURED {
             assert!(
-                model.relative_error(p) < 0.03,
+                model.relative_error(p) < 0.052,
                 "{}: {:?}: {:.0} vs {}",
                 p.kind,
                 p.config,
@@ -223,7 +226,7 @@ mod tests {
             );
         }
         let worst = model.worst_relative_error();
-        assert!(worst > 0.028 && worst < 0.03, "{worst}");
+        assert!(worst > 0.05 && worst < 0.052, "{worst}");
     }
 
     #[test]
@@ -254,7 +257,7 @@ mod tests {
                 .collect();
             worst = worst.max(CostModel::fit(&rest).relative_error(left_out));
         }
-        assert!(worst > 0.66 && worst < 0.67, "{worst}");
+        assert!(worst > 0.45 && worst < 0.46, "{worst}");
     }
 
     #[test]
