@@ -66,8 +66,10 @@ impl Prediction {
 #[repr(C)] // the hot arrays first, where load offsets need no address arithmetic
 pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// `(c_ig, w_ig / 2)` side by side: one stream for the hottest loop.
-    /// Every row is full length (zeros past `g`), so that loop runs over the
-    /// constant `G` and unrolls; a zero width adds nothing.
+    /// With shared widths, `(s_g c_ig, 1)` instead, `s_g = sqrt(w_g / 2)`
+    /// folded into the features (see `fold_shared_widths`). Every row is
+    /// full length (zeros past `g`), so that loop runs over the constant
+    /// `G` and unrolls; a zero width adds nothing.
     basis_params: [[[f32; 2]; G]; M],
     /// `(a_i, beta_i)`: amplitude and mean weight, read together.
     amp_beta: [[f32; 2]; M],
@@ -81,7 +83,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// The reciprocal of `L2`'s diagonal.
     inv_diagonal2: [f32; M],
     x_mean: [f32; D],
+    /// `1 / x_scale`, times `s_g` with shared widths and no projection.
     x_inv_scale: [f32; D],
+    /// The projection, row `g` times `s_g` with shared widths.
     projection: [[f32; D]; G],
     shape: Shape,
     m: usize,

@@ -3,7 +3,8 @@
 //! step.
 //!
 //! With `z` the features (standardised, then projected if the model has a
-//! projection `P`), `s_d` the input scales and the stored half widths
+//! projection `P`; with shared widths both already carry `sqrt(h_g)` and
+//! the stored `h` is 1), `s_d` the input scales and the stored half widths
 //! `h_ig = w_ig / 2`, each basis value `k_i = a_i exp(-sum_g h_ig (z_g -
 //! c_ig)^2)` has `dk_i/dz_g = -2 h_ig (z_g - c_ig) k_i`, so
 //!
