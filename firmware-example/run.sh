@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the example firmware, runs it under QEMU (mps2-an386, Cortex-M4),
-# proves the prediction path panic-free at link time, and prints the footprint.
+# runs it again built for a core without an FPU (mps2-an385, Cortex-M3:
+# every golden check, soft-float instruction counts), proves the prediction
+# path panic-free at link time, and prints the footprint.
 # Exit status 0 only if every step passed.
 #
 # Environment knobs:
@@ -15,6 +17,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # Firmware builds pass --target-dir explicitly so that a CARGO_TARGET_DIR meant
 # for host builds (e.g. exported by CI) cannot move them away from $BIN_DIR.
 TARGET=thumbv7em-none-eabihf
+# The same firmware for a core without an FPU (soft-float f32).
+NOFPU_TARGET=thumbv7m-none-eabi
 TARGET_DIR=target
 REPO_ROOT=$(cd .. && pwd)
 # Scratch space for the host tool's outputs before they are compared with model/.
@@ -45,6 +49,10 @@ PROOF_SYMBOL=sgp_predict_path_can_panic
 # instruction counts exact (src/instructions.rs); timeout turns a hang into a failure.
 QEMU=(timeout 60 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic
     -monitor none -semihosting-config enable=on,target=native -icount shift=10 -kernel)
+# The Cortex-M3 board with the same memory map and timer; soft float takes
+# about 40 times the instructions, hence the longer timeout.
+QEMU_NOFPU=(timeout 300 qemu-system-arm -cpu cortex-m3 -machine mps2-an385 -nographic
+    -monitor none -semihosting-config enable=on,target=native -icount shift=10 -kernel)
 
 if [[ -n "${OPT_LEVEL:-}" ]]; then
     export CARGO_PROFILE_RELEASE_OPT_LEVEL=$OPT_LEVEL
@@ -58,9 +66,11 @@ fail() {
 
 # --- 1. prerequisites (installed only if missing, quietly) -------------------
 step "prerequisites"
-if ! rustup target list --installed | grep -qx "$TARGET"; then
-    rustup target add "$TARGET" >/dev/null 2>&1 || fail "rustup target add $TARGET"
-fi
+for target in "$TARGET" "$NOFPU_TARGET"; do
+    if ! rustup target list --installed | grep -qx "$target"; then
+        rustup target add "$target" >/dev/null 2>&1 || fail "rustup target add $target"
+    fi
+done
 if ! command -v qemu-system-arm >/dev/null; then
     SUDO=()
     [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
@@ -164,6 +174,22 @@ if "${QEMU[@]}" "$BIN_DIR/$STEPS_BIN"; then
     echo "ok: the README's snippet builds and runs"
 else
     check_failed "$STEPS_BIN (the README's five-step firmware) exited with status $?"
+fi
+
+step "run $MAIN_BIN built for $NOFPU_TARGET under QEMU (mps2-an385, Cortex-M3, no FPU)"
+# Every golden check must pass here too; the counts are soft float's, and
+# not required to be constant (see HARD_FLOAT in src/main.rs).
+NOFPU_LOG=$(mktemp)
+trap 'rm -f "$LOG" "$PROOF_LOG" "$NOFPU_LOG"' EXIT
+cargo build --release -q --target-dir "$TARGET_DIR" --target "$NOFPU_TARGET" --bin "$MAIN_BIN"
+set +e
+"${QEMU_NOFPU[@]}" "$TARGET_DIR/$NOFPU_TARGET/release/$MAIN_BIN" >"$NOFPU_LOG" 2>&1
+status=$?
+set -e
+grep -E '^golden|^constant time|^RESULT' "$NOFPU_LOG" | sed 's/^/cortex-m3: /'
+if [[ $status -ne 0 ]] || ! grep -qx 'RESULT: PASS' "$NOFPU_LOG"; then
+    grep -E 'FAILED|MISSES' "$NOFPU_LOG" >&2 || true
+    check_failed "$MAIN_BIN on the Cortex-M3 (no FPU) exited with status $status"
 fi
 
 # --- 5. panic-freedom proof --------------------------------------------------

@@ -62,11 +62,18 @@ const LOOP_CALIBRATION_N: u32 = 1000;
 /// Half-width of the box the training inputs were drawn from (`sgp synth`:
 /// uniform on [-3, 3]^4); the simulated sensor sweeps inside 2/3 of it.
 const DATA_HALF_WIDTH: f32 = 3.0;
-/// The issue's target for one `predict` (mean + variance) at M = 32, D = 4.
-const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 6000;
+/// The target for one `predict` (mean + variance) at M = 32, D = 4 on the
+/// Cortex-M4F (issue 22; it was 6,000 before the product form).
+const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 3000;
 /// Largest spread of instruction counts over inputs accepted as "constant
 /// time" for one function and M. See `check_cost` for what the spread is.
 const CONSTANT_TIME_SLACK: u32 = 8;
+/// Built for a core with a hardware FPU (thumbv7em-none-eabihf, run.sh's
+/// Cortex-M4F). Without one (thumbv7m-none-eabi on the Cortex-M3, run.sh's
+/// second run) every float operation is a compiler-builtins routine whose
+/// path depends on the operands, so the counts vary with the input: there
+/// they are reported, not required to be constant.
+const HARD_FLOAT: bool = cfg!(target_abi = "eabihf");
 /// Largest accepted |P(+1) on target - P(+1) from the host's golden latent
 /// mean and variance|: the trainer's own export check uses the same bound.
 const PROBABILITY_TOL: f32 = 1e-3;
@@ -756,7 +763,11 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
     );
     hprintln!(
         "constant time: {} (largest spread over inputs {} instructions, allowed {})",
-        if constant_time { "ok" } else { "FAILED" },
+        match (constant_time, HARD_FLOAT) {
+            (true, _) => "ok",
+            (false, true) => "FAILED",
+            (false, false) => "not required without an FPU (soft-float paths depend on the values)",
+        },
         spans
             .iter()
             .flatten()
@@ -768,7 +779,7 @@ fn check_cost(meter: &InstructionMeter, models: &Models) -> bool {
             .unwrap_or(0),
         CONSTANT_TIME_SLACK
     );
-    constant_time
+    constant_time || !HARD_FLOAT
 }
 
 /// What the calls beside `predict` cost at M = 32 (`predict_array`, the
@@ -846,7 +857,7 @@ fn check_api_cost(meter: &InstructionMeter, models: &Models) -> bool {
         format_args!(""),
     );
     let spans = [predict, array, range, own[0], own[1], roomy[0], roomy[1]];
-    let constant_time = spans.iter().all(|s| s.spread() <= CONSTANT_TIME_SLACK);
+    let constant_time = spans.iter().all(|s| s.spread() <= CONSTANT_TIME_SLACK) || !HARD_FLOAT;
     if !constant_time {
         hprintln!("cost: FAILED, a count above varies with the input");
     }

@@ -1,4 +1,4 @@
-//! Blob format v3 (and v1, v2, still read): the single definition of what
+//! Blob format v4 (and v1 to v3, still read): the single definition of what
 //! the trainer writes and the device reads. `runtime/FORMAT.md` describes the
 //! same layout byte by byte.
 //!
@@ -15,11 +15,12 @@ use crate::error::{Dimension, Error};
 pub const MAGIC: [u8; 4] = *b"SGPM";
 /// The format version this runtime writes. It also reads every version from
 /// [`OLDEST_VERSION`] on.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The oldest format version this runtime reads. Each version appends
 /// fields to the body of the one before: version 2 adds `positive_class`
 /// (read as `1` from version 1), version 3 the training-input range
-/// `x_min`, `x_max` (none recorded before it).
+/// `x_min`, `x_max` (none recorded before it), version 4 the
+/// [`VarianceForm`] (read as [`VarianceForm::Solves`] before it).
 pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
 pub const PREAMBLE_LEN: usize = 10;
@@ -90,6 +91,52 @@ pub enum Link {
     Probit,
 }
 
+/// How the variance term `k^T W k` is stored in `l1` (and `l2`).
+///
+/// ```
+/// use sgp_runtime::VarianceForm;
+/// assert_eq!(VarianceForm::default(), VarianceForm::Solves);
+/// assert_eq!(VarianceForm::Product.name(), "product");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum VarianceForm {
+    /// `k^T W k = |L1^-1 k|^2 - |L2^-1 k|^2`: one forward substitution per
+    /// stored factor (the second only with [`Shape::two_factors`]). The
+    /// only form before format version 4.
+    #[default]
+    Solves,
+    /// `k^T W k = |L1 k|^2` with `W = L1^T L1`: one triangular
+    /// matrix-vector product, `M (M + 1) / 2` multiply-adds whose rows do
+    /// not wait on each other, and no `l2` (format version 4).
+    Product,
+}
+
+impl VarianceForm {
+    /// Short lowercase name, as the trainer reports it.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::VarianceForm::Solves.name(), "solves");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            VarianceForm::Solves => "solves",
+            VarianceForm::Product => "product",
+        }
+    }
+
+    /// Accepts this form for `shape`: the product has one factor.
+    pub(crate) fn check(self, shape: &Shape) -> Result<Self, Error> {
+        if self == VarianceForm::Product && shape.two_factors {
+            Err(Error::InvalidValue {
+                field: Field::Variance.name(),
+            })
+        } else {
+            Ok(self)
+        }
+    }
+}
+
 /// The sizes and switches of a model: everything needed to know how long
 /// each array in the body is.
 ///
@@ -148,7 +195,9 @@ pub enum Field {
     Amplitudes,
     /// Mean weights (`M`).
     Beta,
-    /// First factor, lower triangle packed row-major, `M (M + 1) / 2`.
+    /// First factor, lower triangle packed row-major, `M (M + 1) / 2`:
+    /// solved against ([`VarianceForm::Solves`]) or multiplied by
+    /// ([`VarianceForm::Product`]).
     L1,
     /// Second factor, same packing, or empty.
     L2,
@@ -170,6 +219,8 @@ pub enum Field {
     /// Largest training value of each input, raw units (as many as
     /// [`Field::XMin`], none below its minimum; format version 3).
     XMax,
+    /// The [`VarianceForm`] of `l1` and `l2` (format version 4).
+    Variance,
 }
 
 impl Field {
@@ -197,6 +248,7 @@ impl Field {
             Field::PositiveClass => "positive_class",
             Field::XMin => "x_min",
             Field::XMax => "x_max",
+            Field::Variance => "variance",
         }
     }
 
@@ -366,7 +418,8 @@ impl Shape {
             | Field::Bias
             | Field::YMean
             | Field::YScale
-            | Field::PositiveClass => 1,
+            | Field::PositiveClass
+            | Field::Variance => 1,
         }
     }
 }
@@ -505,7 +558,7 @@ mod owned {
     /// Field order is wire order.
     ///
     /// ```
-    /// use sgp_runtime::{Link, Model, ModelKind, ModelSpec, Shape};
+    /// use sgp_runtime::{Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
     /// let spec = ModelSpec {
     ///     shape: Shape { kind: ModelKind::Exact, link: Link::Identity, input_dim: 1,
     ///         feature_dim: 1, n_basis: 1, projected: false, per_basis: false,
@@ -516,6 +569,7 @@ mod owned {
     ///     beta: vec![0.5], l1: vec![1.0], l2: vec![],
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
     ///     positive_class: 0.0, x_min: vec![-2.0], x_max: vec![3.0],
+    ///     variance: VarianceForm::Solves,
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -569,6 +623,9 @@ mod owned {
         /// See [`Field::XMax`]: each input's largest training value, as many
         /// as [`ModelSpec::x_min`].
         pub x_max: Vec<f32>,
+        /// See [`Field::Variance`]: what `l1` holds ([`VarianceForm::Solves`]
+        /// for blobs before version 4).
+        pub variance: VarianceForm,
     }
 
     /// The fields every format version has, in wire order: the whole body
@@ -619,6 +676,7 @@ mod owned {
                 positive_class: 1.0,
                 x_min: Vec::new(),
                 x_max: Vec::new(),
+                variance: VarianceForm::Solves,
             }
         }
     }
@@ -683,6 +741,7 @@ mod owned {
                     check_diagonal(field, diagonal.unwrap_or(0.0))?;
                 }
             }
+            self.variance.check(&self.shape)?;
             check_range_len(d, self.x_min.len())?;
             check_range_max_len(self.x_min.len(), self.x_max.len())?;
             for (&min, &max) in self.x_min.iter().zip(&self.x_max) {
@@ -713,7 +772,8 @@ mod owned {
 
         /// Decodes and validates a blob of any version this runtime reads
         /// (a version-1 blob gets `positive_class = 1`; version 1 and 2
-        /// blobs get no input range).
+        /// blobs get no input range; blobs before version 4 the
+        /// [`VarianceForm::Solves`]).
         ///
         /// # Errors
         /// Any [`Error`] describing a malformed blob.
@@ -729,6 +789,9 @@ mod owned {
             if version >= 3 {
                 spec.x_min = reader.value()?;
                 spec.x_max = reader.value()?;
+            }
+            if version >= 4 {
+                spec.variance = reader.value()?;
             }
             reader.finish()?;
             spec.validate()?;

@@ -9,8 +9,11 @@
 //! 1. `z = (x - x_mean) / x_scale`, then optionally `z = P z`;
 //! 2. `k_i = a_i exp(-1/2 sum_g w_ig (z_g - c_ig)^2)` for `i < M`;
 //! 3. mean `m = beta . k`;
-//! 4. variance `v = max(0, prior - |L1^-1 k|^2 + |L2^-1 k|^2)` by forward
-//!    substitution (the second term only for FITC-style models);
+//! 4. variance `v = max(0, prior - |L1 k|^2)` by one triangular product
+//!    ([`VarianceForm::Product`], format version 4), or
+//!    `v = max(0, prior - |L1^-1 k|^2 + |L2^-1 k|^2)` by forward
+//!    substitution ([`VarianceForm::Solves`]; the second term only for
+//!    FITC-style models), where f32 needs it;
 //! 5. regression: `y_mean + y_scale m`, `y_scale^2 (v + noise)`;
 //!    probit: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
 //!
@@ -62,7 +65,8 @@ pub use error::{Dimension, Error};
 #[cfg(feature = "alloc")]
 pub use format::ModelSpec;
 pub use format::{
-    Field, Link, ModelKind, Shape, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN, VERSION,
+    Field, Link, ModelKind, Shape, VarianceForm, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN,
+    VERSION,
 };
 pub use model::{
     ram_bytes, Model, Name, Prediction, PredictionWithGradient, ProbabilityWithGradient,

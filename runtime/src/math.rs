@@ -97,14 +97,34 @@ fn dot_pairs(a: &[[f32; 2]], b: &[[f32; 2]]) -> (f32, f32) {
     (first, second)
 }
 
-/// `sum_g (w_g / 2) (z_g - c_g)^2` for `params[g] = (c_g, w_g / 2)`, four
-/// dimensions per step so that the common small `G` runs without a loop.
+/// `sum_g (w_g / 2) (z_g - c_g)^2` for `params[g] = (c_g, w_g / 2)`.
 #[inline(always)]
 pub(crate) fn half_weighted_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]) -> f32 {
-    let term = |&[c, half_w]: &[f32; 2], z: f32| {
+    sum_terms(params, z, |&[c, half_w], z| {
         let diff = z - c;
         half_w * diff * diff
-    };
+    })
+}
+
+/// `sum_g (z_g - c_g)^2` for `params[g] = (c_g, _)`: the distance once
+/// shared widths are folded into the features and centres (the stored
+/// width, 1, is not read).
+#[inline(always)]
+pub(crate) fn unit_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]) -> f32 {
+    sum_terms(params, z, |&[c, _], z| {
+        let diff = z - c;
+        diff * diff
+    })
+}
+
+/// `sum_g term(params[g], z_g)`, four dimensions per step so that the
+/// common small `G` runs without a loop.
+#[inline(always)]
+fn sum_terms<const G: usize>(
+    params: &[[f32; 2]; G],
+    z: &[f32; G],
+    term: impl Fn(&[f32; 2], f32) -> f32,
+) -> f32 {
     let (p4, p_tail) = params.as_chunks::<4>();
     let (z4, z_tail) = z.as_chunks::<4>();
     // -0.0 is the exact identity of `+` (0.0 is not: 0.0 + -0.0 = 0.0), so
@@ -451,6 +471,140 @@ fn dot_block(columns: &[[[f32; 8]; BLOCK]], u: &[[[f32; 2]; BLOCK]]) -> [[f32; 2
     [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
 }
 
+/// A block's own lower corner `[c10, c20, c21, c30, c31, c32]` and
+/// diagonal `[d0, d1, d2, d3]` times the block's `k`, added to its rows'
+/// dot products with the `k` before it: the block's four numbers of
+/// `L k`. Unlike [`corner_forward`], no row waits for another.
+#[inline(always)]
+fn corner_product(
+    [k0, k1, k2, k3]: [f32; BLOCK],
+    [a0, a1, a2, a3]: [f32; BLOCK],
+    [c10, c20, c21, c30, c31, c32]: [f32; 6],
+    [d0, d1, d2, d3]: [f32; BLOCK],
+) -> [f32; BLOCK] {
+    [
+        a0 + d0 * k0,
+        a1 + c10 * k0 + d1 * k1,
+        a2 + c20 * k0 + c21 * k1 + d2 * k2,
+        a3 + c30 * k0 + c31 * k1 + c32 * k2 + d3 * k3,
+    ]
+}
+
+/// `u = L k` for one factor `L` over the packed storage (see
+/// [`packed_index`]) with its diagonal as it is (not inverted); returns
+/// `|u|^2` and, if asked, leaves `u` in the first `m` numbers of `u` for
+/// [`multiply_transposed_packed`]. The product form of the variance:
+/// `M (M + 1) / 2` multiply-adds and, unlike the forward substitution,
+/// no row waits on the one before, so loads and multiply-adds overlap.
+pub(crate) fn multiply_packed<const M: usize>(
+    packed: &[f32],
+    diagonal: &[f32; M],
+    k: &[f32; M],
+    m: usize,
+    mut u: Option<&mut [f32]>,
+) -> f32 {
+    let mut norm = 0.0f32;
+    let mut rest = packed;
+    let k4 = k.as_chunks::<BLOCK>().0;
+    let blocks = k4.iter().zip(diagonal.as_chunks::<BLOCK>().0);
+    let mut done = 0;
+    for (ks, d) in blocks.take(m / BLOCK) {
+        let Some((main, tail)) = rest.split_at_checked(BLOCK * done) else {
+            break;
+        };
+        let Some((corner, tail)) = tail.split_first_chunk::<6>() else {
+            break;
+        };
+        rest = tail;
+        // `main` holds done / 4 groups of four columns: the zip stops there.
+        let dots = dot_block_one(main.as_chunks::<BLOCK>().0.as_chunks::<BLOCK>().0, k4);
+        let block = corner_product(*ks, dots, *corner, *d);
+        norm += sum_squares(block);
+        let slots = u.as_deref_mut().and_then(|u| u.get_mut(done..));
+        if let Some(slots) = slots.and_then(|u| u.first_chunk_mut::<BLOCK>()) {
+            *slots = block;
+        }
+        done += BLOCK;
+    }
+    // Rows past the last full block, one at a time.
+    for (i, (&ki, &di)) in k.iter().zip(diagonal).enumerate().take(m).skip(done) {
+        let Some((row, tail)) = rest.split_at_checked(i) else {
+            break;
+        };
+        rest = tail;
+        let ui = dot(row, k) + di * ki;
+        norm += ui * ui;
+        if let Some(slot) = u.as_deref_mut().and_then(|u| u.get_mut(i)) {
+            *slot = ui;
+        }
+    }
+    norm
+}
+
+/// `r = L^T u` for the `u` that [`multiply_packed`] left in the first `m`
+/// numbers of `pairs.as_flattened()`; afterwards `pairs[i] = (r_i, 0)`, as
+/// [`back_substitute_packed`] leaves one factor's `r`. The weights of the
+/// product form's variance gradient: `d|u|^2 = 2 (L^T u) . dk`.
+pub(crate) fn multiply_transposed_packed<const M: usize>(
+    packed: &[f32],
+    diagonal: &[f32; M],
+    pairs: &mut [[f32; 2]; M],
+    m: usize,
+) {
+    let mut u = [0.0f32; M];
+    for (ui, &v) in u.iter_mut().zip(pairs.as_flattened()).take(m) {
+        *ui = v;
+    }
+    let mut r = [0.0f32; M];
+    let mut rest = packed;
+    let u4 = u.as_chunks::<BLOCK>().0;
+    let blocks = u4.iter().zip(diagonal.as_chunks::<BLOCK>().0);
+    let mut done = 0;
+    for (&[u0, u1, u2, u3], &[d0, d1, d2, d3]) in blocks.take(m / BLOCK) {
+        let Some((main, tail)) = rest.split_at_checked(BLOCK * done) else {
+            break;
+        };
+        let Some((&[c10, c20, c21, c30, c31, c32], tail)) = tail.split_first_chunk::<6>() else {
+            break;
+        };
+        rest = tail;
+        let Some((before, own)) = r.split_at_mut_checked(done) else {
+            break;
+        };
+        // Column j of the block's rows adds their four numbers times u.
+        let columns = main.as_chunks::<BLOCK>().0;
+        for (rj, &[l0, l1, l2, l3]) in before.iter_mut().zip(columns) {
+            *rj += (l0 * u0 + l1 * u1) + (l2 * u2 + l3 * u3);
+        }
+        if let Some(slots) = own.first_chunk_mut::<BLOCK>() {
+            *slots = [
+                d0 * u0 + c10 * u1 + c20 * u2 + c30 * u3,
+                d1 * u1 + c21 * u2 + c31 * u3,
+                d2 * u2 + c32 * u3,
+                d3 * u3,
+            ];
+        }
+        done += BLOCK;
+    }
+    // Rows past the last full block, one at a time.
+    for (i, (&ui, &di)) in u.iter().zip(diagonal).enumerate().take(m).skip(done) {
+        let Some((row, tail)) = rest.split_at_checked(i) else {
+            break;
+        };
+        rest = tail;
+        let Some((before, own)) = r.split_at_mut_checked(i) else {
+            break;
+        };
+        subtract_scaled(before, row, -ui);
+        if let Some(slot) = own.first_mut() {
+            *slot = di * ui;
+        }
+    }
+    for (pair, &ri) in pairs.iter_mut().zip(&r).take(m) {
+        *pair = [ri, 0.0];
+    }
+}
+
 /// The back substitutions `r1 = L1^{-T} u1` and, with two factors,
 /// `r2 = L2^{-T} u2`, in place over the forward solutions [`solve_packed`]
 /// left in `u`; afterwards `u[i] = (r1_i, r2_i)` whatever the number of
@@ -768,6 +922,69 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// `L k`, `|L k|^2` and `L^T (L k)` through the packed layout against
+    /// plain f64 sums, for every `m` up to the capacity (full blocks and
+    /// partial ones).
+    #[test]
+    #[allow(clippy::needless_range_loop)] // matrix indices read as the maths
+    fn products_match_plain_sums() {
+        const M: usize = 19;
+        for m in 1..=M {
+            let entry = |i: usize, j: usize| -> f32 {
+                if i == j {
+                    1.5 + 0.1 * i as f32
+                } else {
+                    0.3 * (((3 * i + 7 * j) % 11) as f32 / 5.0 - 1.0)
+                }
+            };
+            let mut packed = [[0.0f32; M]; M];
+            let mut diagonal = [0.0f32; M];
+            for i in 0..m {
+                diagonal[i] = entry(i, i);
+                for j in 0..i {
+                    packed.as_flattened_mut()[packed_index(i, j, 0, m, false)] = entry(i, j);
+                }
+            }
+            let k: [f32; M] = core::array::from_fn(|i| 0.5 - 0.13 * i as f32);
+            let mut pairs = [[0.0f32; 2]; M];
+            let norm = multiply_packed(
+                packed.as_flattened(),
+                &diagonal,
+                &k,
+                m,
+                Some(pairs.as_flattened_mut()),
+            );
+            let alone = multiply_packed(packed.as_flattened(), &diagonal, &k, m, None);
+            assert_eq!(norm, alone);
+            let want: std::vec::Vec<f64> = (0..m)
+                .map(|i| {
+                    (0..=i)
+                        .map(|j| f64::from(entry(i, j)) * f64::from(k[j]))
+                        .sum()
+                })
+                .collect();
+            let want_norm: f64 = want.iter().map(|v| v * v).sum();
+            assert!((f64::from(norm) - want_norm).abs() <= 1e-5 * want_norm.max(1.0));
+            for i in 0..m {
+                let got = f64::from(pairs.as_flattened()[i]);
+                assert!(
+                    (got - want[i]).abs() <= 1e-5 * want[i].abs().max(1.0),
+                    "m {m} row {i}"
+                );
+            }
+            multiply_transposed_packed(packed.as_flattened(), &diagonal, &mut pairs, m);
+            for j in 0..m {
+                let r: f64 = (j..m).map(|i| f64::from(entry(i, j)) * want[i]).sum();
+                assert!(
+                    (f64::from(pairs[j][0]) - r).abs() <= 1e-5 * r.abs().max(1.0),
+                    "m {m} column {j}: {} vs {r}",
+                    pairs[j][0]
+                );
+                assert_eq!(pairs[j][1], 0.0);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! form for every model").
 
 use crate::error::Error;
-use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape};
+use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape, VarianceForm};
 use crate::math::{self, packed_index};
 
 mod gradient;
@@ -66,8 +66,10 @@ impl Prediction {
 #[repr(C)] // the hot arrays first, where load offsets need no address arithmetic
 pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// `(c_ig, w_ig / 2)` side by side: one stream for the hottest loop.
-    /// Every row is full length (zeros past `g`), so that loop runs over the
-    /// constant `G` and unrolls; a zero width adds nothing.
+    /// With shared widths, `(s_g c_ig, 1)` instead, `s_g = sqrt(w_g / 2)`
+    /// folded into the features (see `fold_shared_widths`). Every row is
+    /// full length (zeros past `g`), so that loop runs over the constant
+    /// `G` and unrolls; a zero width adds nothing.
     basis_params: [[[f32; 2]; G]; M],
     /// `(a_i, beta_i)`: amplitude and mean weight, read together.
     amp_beta: [[f32; 2]; M],
@@ -75,10 +77,15 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
     /// `M x M` slots.
     factors: [[f32; M]; M],
-    inv_diagonal1: [f32; M],
+    /// `L1`'s diagonal: as it is for the product, its reciprocal for the
+    /// solves (which then never divide).
+    diagonal1: [f32; M],
+    /// The reciprocal of `L2`'s diagonal.
     inv_diagonal2: [f32; M],
     x_mean: [f32; D],
+    /// `1 / x_scale`, times `s_g` with shared widths and no projection.
     x_inv_scale: [f32; D],
+    /// The projection, row `g` times `s_g` with shared widths.
     projection: [[f32; D]; G],
     shape: Shape,
     m: usize,
@@ -94,6 +101,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     input_names: [Name; D],
     target_name: Name,
     ranged: bool,
+    /// Beside `ranged`, in the padding after the names (whose bytes come
+    /// in multiples of four), so it costs no RAM.
+    variance: VarianceForm,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -110,7 +120,7 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
     let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * (d + 1);
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
-    // (padded to a word with the names).
+    // and the variance form (padded to a word with the names).
     4 * numbers + names + 12 + 2 * 4 + 4
 }
 
@@ -154,6 +164,7 @@ impl<const M: usize, const G: usize, const D: usize> Default for Model<M, G, D> 
 impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     const EMPTY: Self = Model {
         shape: EMPTY_SHAPE,
+        variance: VarianceForm::Solves,
         m: 0,
         g: 0,
         x_mean: [0.0; D],
@@ -162,7 +173,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         basis_params: [[[0.0; 2]; G]; M],
         amp_beta: [[0.0; 2]; M],
         factors: [[0.0; M]; M],
-        inv_diagonal1: [0.0; M],
+        diagonal1: [0.0; M],
         inv_diagonal2: [0.0; M],
         prior: 0.0,
         noise: 0.0,
@@ -239,18 +250,19 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         self.m = 0;
         self.g = 0;
         self.ranged = false;
-        let (shape, ranged) = self.decode(bytes)?;
+        let (shape, ranged, variance) = self.decode(bytes)?;
         self.shape = shape;
         self.ranged = ranged;
+        self.variance = variance;
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
         Ok(())
     }
 
     /// Decodes every number into place; the caller publishes the shape (and
-    /// whether an input range was read) only on success, so a failed load
-    /// leaves an empty model.
-    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool), Error> {
+    /// whether an input range was read, and the variance form) only on
+    /// success, so a failed load leaves an empty model.
+    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool, VarianceForm), Error> {
         let (version, body) = open(bytes)?;
         let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
@@ -288,6 +300,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 (0..M).try_for_each(|row| set_param(&mut model.basis_params, row, i, 1, 0.5 * v))
             }
         })?;
+        if !per_basis {
+            model.fold_shared_widths(g.get(), shape.projected);
+        }
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
             if per_basis {
                 set_2d(&mut model.amp_beta, i, 0, v)
@@ -304,12 +319,14 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             reader.numbers(&shape, field, |i, v| {
                 let (row, col) = unpack(i);
                 if row == col {
+                    // As stored: the variance form, which says whether the
+                    // solves want its reciprocal, comes later in the body.
                     let diagonal = if factor == 0 {
-                        &mut model.inv_diagonal1
+                        &mut model.diagonal1
                     } else {
                         &mut model.inv_diagonal2
                     };
-                    set(diagonal, row, 1.0 / check_diagonal(field, v)?)
+                    set(diagonal, row, check_diagonal(field, v)?)
                 } else {
                     let at = packed_index(row, col, factor, m, two);
                     set(model.factors.as_flattened_mut(), at, v)
@@ -327,8 +344,52 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         }
         let ranged = version >= 3
             && inputs::read_range(&mut reader, d.get(), &mut model.x_min, &mut model.x_max)?;
+        let variance = if version >= 4 {
+            reader.value::<VarianceForm>()?.check(&shape)?
+        } else {
+            VarianceForm::Solves
+        };
         reader.finish()?;
-        Ok((shape, ranged))
+        if variance == VarianceForm::Solves {
+            for diagonal in [&mut model.diagonal1, &mut model.inv_diagonal2] {
+                for v in diagonal.iter_mut().take(m) {
+                    *v = 1.0 / *v;
+                }
+            }
+        }
+        Ok((shape, ranged, variance))
+    }
+
+    /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
+    /// (s_g z_g - s_g c_ig)^2` for `s_g = sqrt(h_g)`: `s_g` goes into the
+    /// standardisation (or the projection's row `g`) and the centres, the
+    /// stored half widths become 1, and the hot loop drops a load and a
+    /// multiply per basis function and dimension ([`math::unit_distance`]).
+    /// The gradient needs no change: its chain rule runs through the same
+    /// folded scales.
+    fn fold_shared_widths(&mut self, g: usize, projected: bool) {
+        for col in 0..g {
+            let Some(&[_, half_width]) = self.basis_params.first().and_then(|row| row.get(col))
+            else {
+                return;
+            };
+            let scale = libm::sqrtf(half_width);
+            for pair in self
+                .basis_params
+                .iter_mut()
+                .filter_map(|row| row.get_mut(col))
+            {
+                *pair = [pair[0] * scale, 1.0];
+            }
+            let folded = if projected {
+                self.projection.get_mut(col).map(|row| row.as_mut_slice())
+            } else {
+                self.x_inv_scale.get_mut(col..=col)
+            };
+            for v in folded.into_iter().flatten() {
+                *v *= scale;
+            }
+        }
     }
 
     /// Sizes, kind and link of the loaded model.
@@ -452,7 +513,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
-        let (latent, _) = self.latent(latent_mean, &k, &mut [[0.0; 2]; M]);
+        let (latent, _) = self.latent(latent_mean, &k, None);
         Ok(latent)
     }
 
@@ -498,20 +559,45 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
 
     /// Step 5 and the output units of step 6, from the basis values `k` and
     /// the latent mean `beta . k`: the latent prediction, whether its
-    /// variance was above the clamp at zero, and the forward solutions in
-    /// `u` (see `math::solve_packed`).
+    /// variance was above the clamp at zero, and in `u`, if given, the
+    /// vectors whose squared norms the variance sums (see
+    /// `math::solve_packed`, `math::multiply_packed`). Without `u` the
+    /// product keeps nothing (a plain prediction then neither zero-fills
+    /// nor stores a scratch vector: 160 instructions at M = 32).
     #[inline(always)]
-    fn latent(&self, latent_mean: f32, k: &[f32; M], u: &mut [[f32; 2]; M]) -> (Prediction, bool) {
+    fn latent(
+        &self,
+        latent_mean: f32,
+        k: &[f32; M],
+        u: Option<&mut [[f32; 2]; M]>,
+    ) -> (Prediction, bool) {
         let mean = self.output_mean(latent_mean);
-        let (explained, restored) = math::solve_packed(
-            self.factors.as_flattened(),
-            &self.inv_diagonal1,
-            &self.inv_diagonal2,
-            k,
-            self.m,
-            self.shape.two_factors,
-            u,
-        );
+        let factors = self.factors.as_flattened();
+        let (explained, restored) = match self.variance {
+            VarianceForm::Product => (
+                math::multiply_packed(
+                    factors,
+                    &self.diagonal1,
+                    k,
+                    self.m,
+                    u.map(|u| u.as_flattened_mut()),
+                ),
+                0.0,
+            ),
+            VarianceForm::Solves => {
+                // Each row's solution feeds the next: the solves need it.
+                let mut scratch = [[0.0f32; 2]; M];
+                math::solve_packed(
+                    factors,
+                    &self.diagonal1,
+                    &self.inv_diagonal2,
+                    k,
+                    self.m,
+                    self.shape.two_factors,
+                    u.unwrap_or(&mut scratch),
+                )
+            }
+        };
         let variance = self.prior - explained + restored;
         // f32 cancellation can push the difference below zero near the
         // basis centres; the comparison also maps NaN to zero, and unlike
@@ -597,18 +683,36 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// usual path pays one comparison.
     #[inline(always)]
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
-        let mut mean = 0.0f32;
-        let rows = self.basis_params.iter().zip(&self.amp_beta);
-        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
-            let distance = math::half_weighted_distance(params, z);
-            *ki = amplitude * math::exp_non_positive(-distance);
-            mean += beta * *ki;
-        }
+        // Shared widths were folded into the features at load.
+        let mean = if self.shape.per_basis {
+            self.basis_values(z, k, math::half_weighted_distance)
+        } else {
+            self.basis_values(z, k, math::unit_distance)
+        };
         if mean.is_finite() {
             Ok(mean)
         } else {
             Err(Error::InputOverflow)
         }
+    }
+}
+
+impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+    /// The loop of [`Model::kernel`] with one distance function.
+    #[inline(always)]
+    fn basis_values(
+        &self,
+        z: &[f32; G],
+        k: &mut [f32; M],
+        distance: impl Fn(&[[f32; 2]; G], &[f32; G]) -> f32,
+    ) -> f32 {
+        let mut mean = 0.0f32;
+        let rows = self.basis_params.iter().zip(&self.amp_beta);
+        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
+            *ki = amplitude * math::exp_non_positive(-distance(params, z));
+            mean += beta * *ki;
+        }
+        mean
     }
 }
 
@@ -688,14 +792,15 @@ mod tests {
     /// `size_of::<Model<M, G, D>>()` on this host, field by field in
     /// `Model`'s `repr(C)` order: the leading floats, the 12-byte shape,
     /// the two sizes (`usize`, aligned to it), the five scalars and the
-    /// range, the names (bytes), the `ranged` flag, and the padding to the
+    /// range, the names (bytes), the `ranged` flag and the variance form
+    /// (one byte each), and the padding to the
     /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
     fn host_size(m: usize, g: usize, d: usize) -> usize {
         let word = core::mem::size_of::<usize>();
         let leading = 4 * (m * m + m * (2 * g + 4) + g * d + 2 * d);
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * (d + 1);
-        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 1).next_multiple_of(word)
+        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 2).next_multiple_of(word)
     }
 
     #[test]

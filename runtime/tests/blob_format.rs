@@ -2,8 +2,10 @@
 
 mod common;
 
-use common::{doc_spec, random_spec};
-use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, MAGIC, NAME_CAPACITY, VERSION};
+use common::{doc_spec, product_variance, random_spec};
+use sgp_runtime::{
+    Dimension, Error, Link, Model, ModelSpec, VarianceForm, MAGIC, NAME_CAPACITY, VERSION,
+};
 
 type Small = Model<8, 3, 3>;
 
@@ -105,10 +107,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 4;
+    bad[4] = 5;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 4 }
+        Error::UnsupportedVersion { found: 5 }
     );
 
     let mut bad = blob.clone();
@@ -351,51 +353,95 @@ mod fuzz {
     }
 }
 
-/// `tests/data/doc-model-v1.sgp` and `doc-model-v2.sgp` are the
-/// documentation model as the version-1 writer (before `positive_class`)
-/// and the version-2 writer (before the input range) wrote it: they must
+/// `tests/data/doc-model-v1.sgp`, `doc-model-v2.sgp` and `doc-model-v3.sgp`
+/// are the documentation model as the version-1 writer (before
+/// `positive_class`), the version-2 writer (before the input range) and
+/// the version-3 writer (before the variance form) wrote it: they must
 /// still load, with the same numbers, `positive_class` read as 1 from
-/// version 1, and no input range.
+/// version 1, no input range before version 3, and the solves.
 #[test]
-fn version_1_and_2_blobs_still_load_without_a_range() {
+fn version_1_to_3_blobs_still_load() {
     let new = Model::<4, 2, 2>::from_bytes(&doc_spec().to_bytes().unwrap()).unwrap();
     assert!(new.training_range().is_some());
-    let fixtures: [(&[u8], u16, f32); 2] = [
+    let fixtures: [(&[u8], u16, f32); 3] = [
         (include_bytes!("data/doc-model-v1.sgp"), 1, 1.0),
         (include_bytes!("data/doc-model-v2.sgp"), 2, 0.0),
+        (include_bytes!("data/doc-model-v3.sgp"), 3, 0.0),
     ];
     for (blob, version, positive_class) in fixtures {
         assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), version);
         let mut expected = doc_spec();
         expected.positive_class = positive_class;
-        expected.x_min.clear();
-        expected.x_max.clear();
+        if version < 3 {
+            expected.x_min.clear();
+            expected.x_max.clear();
+        }
+        assert_eq!(expected.variance, VarianceForm::Solves);
         assert_eq!(ModelSpec::from_bytes(blob).unwrap(), expected);
         let old = Model::<4, 2, 2>::from_bytes(blob).unwrap();
         for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
             assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
         }
         assert!(old.input_names() == ["speed", "load"]);
-        assert_eq!(old.training_range(), None);
-        assert_eq!(
-            old.in_training_range(&[0.0, 0.0]),
-            Err(Error::NoTrainingRange)
-        );
         assert_every_flipped_bit_is_an_error(blob);
-        // Re-encoded, it is a version-3 blob that records no range.
+        // Re-encoded, it is a blob of the current version.
         let again = expected.to_bytes().unwrap();
         assert_eq!(u16::from_le_bytes([again[4], again[5]]), VERSION);
         assert_eq!(ModelSpec::from_bytes(&again).unwrap(), expected);
         let model = Model::<4, 2, 2>::from_bytes(&again).unwrap();
-        assert_eq!(model.training_range(), None);
+        if version < 3 {
+            assert_eq!(old.training_range(), None);
+            assert_eq!(
+                old.in_training_range(&[0.0, 0.0]),
+                Err(Error::NoTrainingRange)
+            );
+            assert_eq!(model.training_range(), None);
+        } else {
+            assert_eq!(old.training_range(), new.training_range());
+        }
     }
 }
 
+/// The product form (version 4): one factor, and a variance byte that
+/// names no form is no blob.
 #[test]
-fn versions_outside_1_to_3_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
-    assert_eq!(VERSION, 3);
+fn the_variance_form_is_checked() {
+    let mut spec = doc_spec();
+    spec.variance = VarianceForm::Product;
+    // Two factors cannot be a product.
+    assert_eq!(
+        spec.to_bytes().unwrap_err(),
+        Error::InvalidValue { field: "variance" }
+    );
+    spec.shape.two_factors = false;
+    spec.l2.clear();
+    let mut blob = spec.to_bytes().unwrap();
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
+    let model = Small::from_bytes(&blob).unwrap();
+    assert!(model.predict(&[0.5, -0.5]).is_ok());
+    // The form is the body's last byte: 1 (product).
+    let at = blob.len() - 5;
+    assert_eq!(blob[at], 1);
+    blob[at] = 2;
+    reseal(&mut blob);
+    assert_eq!(Small::from_bytes(&blob).unwrap_err(), Error::Malformed);
+    assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), Error::Malformed);
+    // A product claimed over a two-factor body.
+    let mut two = doc_spec().to_bytes().unwrap();
+    let at = two.len() - 5;
+    two[at] = 1;
+    reseal(&mut two);
+    assert_eq!(
+        Small::from_bytes(&two).unwrap_err(),
+        Error::InvalidValue { field: "variance" }
+    );
+}
+
+#[test]
+fn versions_outside_1_to_4_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
+    assert_eq!(VERSION, 4);
     let blob = small_blob();
-    for version in [0u16, 4, 0xffff] {
+    for version in [0u16, 5, 0xffff] {
         let mut bad = blob.clone();
         bad[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut bad);
@@ -403,9 +449,9 @@ fn versions_outside_1_to_3_are_unsupported_and_a_later_body_is_not_an_earlier_on
         assert_eq!(Small::from_bytes(&bad).unwrap_err(), expected);
         assert_eq!(ModelSpec::from_bytes(&bad).unwrap_err(), expected);
     }
-    // A v3 body labelled v2 or v1 has bytes (the range, positive_class)
-    // left over.
-    for version in [1u16, 2] {
+    // A v4 body labelled v3, v2 or v1 has bytes (the variance form, the
+    // range, positive_class) left over.
+    for version in [1u16, 2, 3] {
         let mut relabelled = blob.clone();
         relabelled[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut relabelled);
@@ -605,9 +651,12 @@ fn size_formula_of_format_md() {
     let mut spec = random_spec(1, 32, 4, 4, false, false, true, Link::Identity);
     spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
     spec.target_name = "y".into();
-    assert_eq!(spec.to_bytes().unwrap().len(), 5023);
+    assert_eq!(spec.to_bytes().unwrap().len(), 5024);
     let mut ivm = random_spec(1, 32, 4, 4, false, false, false, Link::Probit);
     ivm.input_names = spec.input_names.clone();
     ivm.target_name = "y".into();
-    assert_eq!(ivm.to_bytes().unwrap().len(), 2910);
+    assert_eq!(ivm.to_bytes().unwrap().len(), 2911);
+    // The product form drops `l2`: the SPGP's blob is the IVM's size.
+    let product = product_variance(spec, 1);
+    assert_eq!(product.to_bytes().unwrap().len(), 2911);
 }

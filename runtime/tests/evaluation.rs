@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{random_spec, reference_latent};
+use common::{product_variance, random_spec, reference_latent};
 use proptest::prelude::*;
-use sgp_runtime::{Error, Link, Model, ModelKind, ModelSpec, Shape};
+use sgp_runtime::{Error, Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
 
 /// One basis function at the origin of a 1-D standardised input.
 fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
@@ -39,6 +39,7 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         positive_class: 0.0,
         x_min: vec![1.0],
         x_max: vec![3.0],
+        variance: VarianceForm::Solves,
     }
 }
 
@@ -188,10 +189,12 @@ proptest! {
         projected in any::<bool>(),
         per_basis in any::<bool>(),
         two_factors in any::<bool>(),
+        product in any::<bool>(),
         x in proptest::collection::vec(-6.0f64..6.0, 3),
     ) {
         let g = if projected { 2 } else { 3 };
         let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, Link::Identity);
+        let spec = if product { product_variance(spec, seed) } else { spec };
         let model: Model<12, 3, 3> = load(&spec);
         tolerance_check(&spec, |x| {
             let p = model.predict_latent(x).unwrap();
@@ -216,27 +219,43 @@ proptest! {
 
 /// Two inputs, the second ignored (zero width: what the trainer exports for
 /// a constant column) with a tiny scale, so a large raw value of it
-/// standardises beyond f32's range.
-fn ignored_second_input() -> ModelSpec {
-    let mut spec = random_spec(3, 4, 2, 2, false, false, true, Link::Identity);
-    spec.widths[1] = 0.0;
+/// standardises beyond f32's range; widths per basis function or shared.
+fn ignored_second_input(per_basis: bool) -> ModelSpec {
+    let mut spec = random_spec(3, 4, 2, 2, false, per_basis, true, Link::Identity);
+    let g = 2;
+    for (i, w) in spec.widths.iter_mut().enumerate() {
+        if i % g == 1 {
+            *w = 0.0;
+        }
+    }
     spec.x_scale[1] = 1e-30;
     spec
 }
 
 #[test]
 fn an_input_that_overflows_standardisation_is_an_error_not_a_nan_mean() {
-    let model: Model<4, 2, 2> = load(&ignored_second_input());
-    let x_mean = ignored_second_input().x_mean;
-    // (1e10 - mean) / 1e-30 = inf, and the zero width times inf is NaN.
-    let x = [x_mean[0], 1e10];
+    // Per-basis widths: (1e10 - mean) / 1e-30 = inf, and the zero width
+    // times inf is NaN.
+    let spec = ignored_second_input(true);
+    let model: Model<4, 2, 2> = load(&spec);
+    let x = [spec.x_mean[0], 1e10];
     assert_eq!(model.predict(&x), Err(Error::InputOverflow));
     assert_eq!(model.mean(&x), Err(Error::InputOverflow));
     assert_eq!(model.predict_latent(&x), Err(Error::InputOverflow));
     // Within f32's range the ignored input changes nothing.
-    let near = model.predict(&[x_mean[0], x_mean[1] + 1e-25]).unwrap();
-    let at = model.predict(&[x_mean[0], x_mean[1]]).unwrap();
+    let near = model
+        .predict(&[spec.x_mean[0], spec.x_mean[1] + 1e-25])
+        .unwrap();
+    let at = model.predict(&[spec.x_mean[0], spec.x_mean[1]]).unwrap();
     assert!((near.mean - at.mean).abs() <= 1e-6 * at.mean.abs());
+    // Shared widths are folded into the scales at load (a zero width makes
+    // the input's scale 0): the ignored input cannot overflow, however
+    // large, and changes nothing.
+    let spec = ignored_second_input(false);
+    let model: Model<4, 2, 2> = load(&spec);
+    let huge = model.predict(&[spec.x_mean[0], 1e10]).unwrap();
+    let at = model.predict(&[spec.x_mean[0], spec.x_mean[1]]).unwrap();
+    assert_eq!(huge, at);
 }
 
 #[test]

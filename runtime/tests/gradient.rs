@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{doc_spec, random_spec, reference_latent};
+use common::{doc_spec, product_variance, random_spec, reference_latent};
 use proptest::prelude::*;
 use sgp_runtime::{Error, Link, Model, ModelSpec};
 
@@ -190,8 +190,8 @@ fn f64_differences(spec: &ModelSpec, x: &[f64]) -> Vec<Vec<f64>> {
 }
 
 /// Seed, M, and the switches (projection, per-basis widths, two factors,
-/// probit) of a random model with 3 inputs.
-type RandomShape = (u64, usize, bool, bool, bool, bool);
+/// probit, product form of the variance) of a random model with 3 inputs.
+type RandomShape = (u64, usize, bool, bool, bool, bool, bool);
 
 fn shapes() -> impl Strategy<Value = RandomShape> {
     (
@@ -201,15 +201,21 @@ fn shapes() -> impl Strategy<Value = RandomShape> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
 }
 
 fn random_model(
-    (seed, m, projected, per_basis, two_factors, probit): RandomShape,
+    (seed, m, projected, per_basis, two_factors, probit, product): RandomShape,
 ) -> (ModelSpec, Model<12, 3, 3>) {
     let g = if projected { 2 } else { 3 };
     let link = if probit { Link::Probit } else { Link::Identity };
     let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
+    let spec = if product {
+        product_variance(spec, seed)
+    } else {
+        spec
+    };
     let model = load(&spec);
     (spec, model)
 }

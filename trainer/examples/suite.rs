@@ -136,6 +136,9 @@ struct Row {
     coverage_95: Option<f64>,
     fit_seconds: Option<f64>,
     blob_bytes: Option<usize>,
+    /// The blob's variance form: "product", or "solves" where the product
+    /// failed the runtime check (the export's fallback).
+    variance: Option<&'static str>,
     /// What went wrong (a failed fit, export or runtime check), if anything.
     error: Option<String>,
 }
@@ -217,8 +220,8 @@ fn run(args: &Args) -> Result<()> {
 
     let mut rows = Vec::new();
     if !args.json {
-        println!("| data set | N x D | configuration | train NLML | NLPD | RMSE | RMSE vs truth | 95% cov | fit s | blob B | note |");
-        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+        println!("| data set | N x D | configuration | train NLML | NLPD | RMSE | RMSE vs truth | 95% cov | fit s | blob B | variance | note |");
+        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
     }
     for name in selected {
         let bench = load(name)?;
@@ -241,6 +244,9 @@ fn run(args: &Args) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| r.error.is_some()).count();
     eprintln!("suite: {} rows, {failed} with a failure noted", rows.len());
+    let exported = rows.iter().filter(|r| r.variance.is_some()).count();
+    let solves = rows.iter().filter(|r| r.variance == Some("solves")).count();
+    eprintln!("suite: {exported} exported, {solves} of them fell back to the solves");
     Ok(())
 }
 
@@ -257,6 +263,7 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
         coverage_95: None,
         fit_seconds: None,
         blob_bytes: None,
+        variance: None,
         error: None,
     };
     let start = Instant::now();
@@ -273,6 +280,7 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
     match export_fitted(&mut fitted, &train.raw_x(), false) {
         Ok((exported, cure)) => {
             row.blob_bytes = Some(exported.blob.len());
+            row.variance = Some(exported.variance.name());
             if let Some(c) = cure {
                 row.nlml = Some(c.nlml_after);
                 row.error = Some(format!("cured: jitter {:.0e}", c.to_eps));
@@ -302,7 +310,7 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
 fn markdown(r: &Row) -> String {
     let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
     format!(
-        "| {} | {} x {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} x {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.dataset,
         r.rows,
         r.inputs,
@@ -314,6 +322,7 @@ fn markdown(r: &Row) -> String {
         num(r.coverage_95, 3),
         num(r.fit_seconds, 2),
         r.blob_bytes.map_or("-".into(), |b| b.to_string()),
+        r.variance.unwrap_or("-"),
         r.error.as_deref().unwrap_or(""),
     )
 }

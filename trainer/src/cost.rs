@@ -11,9 +11,13 @@
 //! `instructions = b M + c M G + e F M (M + 1) / 2 + f D (1 + G [projected])`
 //!
 //! per basis function (its exponential, its mean and its share of the
-//! solves' bookkeeping), per basis function and feature dimension (the
-//! distance), per multiply-add of the `F` triangular solves (two for the
-//! regression models, one for the IVM classifier), and per raw input
+//! variance's bookkeeping), per basis function and feature dimension (the
+//! distance), per multiply-add of the `F` triangular passes of the variance
+//! (one for the product form every measured model exports; for a blob that
+//! fell back to the solves, two for the regression models and one for the
+//! IVM classifier, at the same coefficient: the solves measured 3.3
+//! instructions per multiply-add at M = 32 before the product form, the
+//! product 3.7 with its per-block work), and per raw input
 //! (standardising it, and for a projected model its G multiply-adds). No
 //! constant term: with one it fits no better and its value came out
 //! negative.
@@ -26,7 +30,7 @@ use std::sync::LazyLock;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
-use sgp_runtime::Shape;
+use sgp_runtime::{Shape, VarianceForm};
 
 /// The sizes a prediction's cost depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -39,19 +43,22 @@ pub struct Config {
     pub d: usize,
     /// Whether the model projects its inputs (SPGP+DR, PCA).
     pub projected: bool,
-    /// Triangular factors solved: 2, or 1 for the IVM classifier.
+    /// Triangular passes of the variance: 1 for the product form; for the
+    /// solves, 2 (two factors) or 1 (the IVM classifier).
     pub factors: usize,
 }
 
 impl Config {
-    /// The configuration of a model of this shape.
-    pub fn of(shape: &Shape) -> Config {
+    /// The configuration of a model of this shape whose variance has this
+    /// form.
+    pub fn of(shape: &Shape, variance: VarianceForm) -> Config {
+        let two_solves = variance == VarianceForm::Solves && shape.two_factors;
         Config {
             m: usize::from(shape.n_basis),
             g: usize::from(shape.feature_dim),
             d: usize::from(shape.input_dim),
             projected: shape.projected,
-            factors: if shape.two_factors { 2 } else { 1 },
+            factors: if two_solves { 2 } else { 1 },
         }
     }
 
@@ -97,20 +104,21 @@ const fn measured(
     }
 }
 
-/// The firmware example's table (`firmware-example/README.md`, "Cost per
-/// prediction (measured)", the default build of the merged runtime: format
-/// v3, input gradients, blocked solves). Rows that measure the same
-/// configuration (SPGP, VSGP and GPLasso at M = 32) are all kept: they
-/// weigh that configuration as the table does.
+/// The firmware example's table (`docs/device-cost.md`, "Instructions per
+/// prediction": format v4, every model in the product form, shared widths
+/// folded at load). Rows that measure the same configuration (SPGP, VSGP
+/// and GPLasso at M = 32) are all kept: they weigh that configuration as
+/// the table does; VSGP, whose per-basis widths cannot be folded, costs
+/// 322 more and is the worst-fitted row.
 pub const MEASURED: [Measured; 8] = [
-    measured("spgp", (16, 4, 4), false, 2, 2246),
-    measured("spgp", (32, 4, 4), false, 2, 5577),
-    measured("spgp", (64, 4, 4), false, 2, 15616),
-    measured("vsgp", (32, 4, 4), false, 2, 5577),
-    measured("gplasso", (32, 4, 4), false, 2, 5577),
-    measured("ivm (probit, probability)", (32, 4, 4), false, 1, 4366),
-    measured("spgp-dr", (32, 4, 16), true, 2, 6093),
-    measured("spgp", (32, 16, 16), false, 2, 9150),
+    measured("spgp", (16, 4, 4), false, 1, 1686),
+    measured("spgp", (32, 4, 4), false, 1, 3671),
+    measured("spgp", (64, 4, 4), false, 1, 9589),
+    measured("vsgp", (32, 4, 4), false, 1, 3993),
+    measured("gplasso", (32, 4, 4), false, 1, 3671),
+    measured("ivm (probit, probability)", (32, 4, 4), false, 1, 3795),
+    measured("spgp-dr", (32, 4, 16), true, 1, 4266),
+    measured("spgp", (32, 16, 16), false, 1, 6676),
 ];
 
 /// The fitted cost model.
@@ -180,10 +188,10 @@ impl CostModel {
 /// The cost model fitted to [`MEASURED`].
 pub static CORTEX_M4: LazyLock<CostModel> = LazyLock::new(|| CostModel::fit(&MEASURED));
 
-/// Cortex-M4 instructions of one prediction of a model of this shape
-/// (rounded), from [`CORTEX_M4`].
-pub fn instructions_per_prediction(shape: &Shape) -> u64 {
-    let estimate = CORTEX_M4.instructions(&Config::of(shape));
+/// Cortex-M4 instructions of one prediction of a model of this shape and
+/// variance form (rounded), from [`CORTEX_M4`].
+pub fn instructions_per_prediction(shape: &Shape, variance: VarianceForm) -> u64 {
+    let estimate = CORTEX_M4.instructions(&Config::of(shape, variance));
     estimate.max(0.0).round() as u64
 }
 
@@ -192,11 +200,13 @@ pub fn instructions_per_prediction(shape: &Shape) -> u64 {
 pub const HELP: &str = "Instructions per prediction are Cortex-M4 instructions (opt-level \"s\") \
 of predict (a classifier's probability; predict_with_gradient costs about twice as much) from a \
 cost model fitted by least squares to the firmware example's measured table \
-(firmware-example/README.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, \
-SPGP+DR, the IVM classifier): 63.7 M + 9.12 M G + 2.21 F M (M + 1) / 2 + 6.97 D (1 + G if \
-projected), F the triangular factors (2; the IVM classifier 1). It is within 0.7% of every \
-measured count; beyond the measured sizes it is an extrapolation (refitted without one \
-configuration it missed that one by up to 21%).";
+(docs/device-cost.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, SPGP+DR, the \
+IVM classifier, all with the product form of the variance): 55.6 M + 7.32 M G + 1.99 F M (M + \
+1) / 2 + 6.29 D (1 + G if projected), F the triangular passes of the variance (1; a blob that \
+fell back to the solves: 2, the IVM classifier 1). It is within 5.1% of every measured count \
+(VSGP, whose per-basis widths cost more, is the worst); beyond the measured sizes it is an \
+extrapolation (refitted without one configuration it missed that one by up to 7% at D = 4, and \
+by 45% on the only projected one).";
 
 #[cfg(test)]
 mod tests {
@@ -207,7 +217,7 @@ mod tests {
         let model = *CORTEX_M4;
         for p in &MEASURED {
             assert!(
-                model.relative_error(p) < 0.0075,
+                model.relative_error(p) < 0.052,
                 "{}: {:?}: {:.0} vs {}",
                 p.kind,
                 p.config,
@@ -216,7 +226,7 @@ mod tests {
             );
         }
         let worst = model.worst_relative_error();
-        assert!(worst > 0.007 && worst < 0.0075, "{worst}");
+        assert!(worst > 0.05 && worst < 0.052, "{worst}");
     }
 
     #[test]
@@ -247,7 +257,7 @@ mod tests {
                 .collect();
             worst = worst.max(CostModel::fit(&rest).relative_error(left_out));
         }
-        assert!(worst > 0.2 && worst < 0.22, "{worst}");
+        assert!(worst > 0.45 && worst < 0.46, "{worst}");
     }
 
     #[test]

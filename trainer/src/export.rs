@@ -12,7 +12,7 @@
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sgp_runtime::Link;
+use sgp_runtime::{Link, VarianceForm};
 
 use crate::device::predict_all;
 use crate::model::TrainedModel;
@@ -88,6 +88,13 @@ impl Fidelity {
 pub struct Exported {
     /// The blob bytes (FORMAT.md).
     pub blob: Vec<u8>,
+    /// How the blob stores the variance: the cheaper
+    /// [`VarianceForm::Product`] whenever it passes the check.
+    pub variance: VarianceForm,
+    /// Why the blob has the solves instead of the product (`None` when it
+    /// has the product): the product's own check, or why `W` has no
+    /// factor.
+    pub product_refused: Option<String>,
     /// How closely the runtime reproduces the trainer on the checked points.
     pub fidelity: Fidelity,
     /// Columns whose values f32 cannot resolve ([`crate::precision`]): the
@@ -97,7 +104,9 @@ pub struct Exported {
 
 /// Encodes `model` and compares the runtime's f32 predictions with the
 /// trainer's f64 ones at `check_x` (raw inputs; pass held-out or training
-/// points — [`far_points`] are added). Never refuses for fidelity: look at
+/// points — [`far_points`] are added). The blob has the product form of
+/// the variance when that passes the check, else the solves (and
+/// [`Exported::product_refused`] says why). Never refuses for fidelity: look at
 /// `fidelity.passes()`; a caller can try to cure a failing model and check
 /// again.
 ///
@@ -105,13 +114,34 @@ pub struct Exported {
 /// [`Error::Blob`] if the model cannot be encoded, or the runtime's refusal
 /// of the blob.
 pub fn check(model: &TrainedModel, check_x: &DMatrix<f64>) -> Result<Exported> {
-    let blob = model.to_spec()?.to_bytes()?;
     let far = far_points(model, 16, 0x5eed);
     let points = DMatrix::from_rows(&check_x.row_iter().chain(far.row_iter()).collect::<Vec<_>>());
-    let fidelity = compare(model, &blob, &points)?;
     let precision = crate::precision::for_model(model, check_x);
+    // The product first: it is the cheaper form on the device; the solves
+    // are the fallback where f32 needs them.
+    let product_refused = match model.to_product_spec() {
+        Ok(spec) => {
+            let blob = spec.to_bytes()?;
+            let fidelity = compare(model, &blob, &points)?;
+            if fidelity.passes() {
+                return Ok(Exported {
+                    blob,
+                    variance: VarianceForm::Product,
+                    product_refused: None,
+                    fidelity,
+                    precision,
+                });
+            }
+            format!("the product in f32: {}", fidelity.describe())
+        }
+        Err(e) => e.to_string(),
+    };
+    let blob = model.to_spec()?.to_bytes()?;
+    let fidelity = compare(model, &blob, &points)?;
     Ok(Exported {
         blob,
+        variance: VarianceForm::Solves,
+        product_refused: Some(product_refused),
         fidelity,
         precision,
     })
@@ -403,6 +433,31 @@ mod tests {
             f.worst_mean_ratio > 0.4 && f.worst_mean_ratio < 0.6,
             "{f:?}"
         );
+    }
+
+    /// A fit exports the product form, whose blob drops `L2`; a model
+    /// whose `W` has no factor (here `L2 = L1 / 2`, so `W = -3 L1^-T
+    /// L1^-1`) falls back to the solves and says why.
+    #[test]
+    fn the_product_form_is_chosen_when_it_passes_and_the_fallback_says_why() {
+        let (data, model) = fitted_line(200, 0.0, 2.0, 0.1);
+        let x = data.raw_x();
+        let exported = check(&model, &x).unwrap();
+        assert_eq!(exported.product_refused, None);
+        assert_eq!(exported.variance, VarianceForm::Product);
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert!(spec.l2.is_empty() && !spec.shape.two_factors);
+        assert_eq!(spec.variance, VarianceForm::Product);
+
+        let mut indefinite = model.clone();
+        indefinite.form.l2 = Some(&indefinite.form.l1 * 0.5);
+        let exported = check(&indefinite, &x).unwrap();
+        assert_eq!(exported.variance, VarianceForm::Solves);
+        let why = exported.product_refused.expect("a reason");
+        assert!(why.contains("not positive definite"), "{why}");
+        assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert_eq!(spec.variance, VarianceForm::Solves);
     }
 
     #[test]

@@ -40,5 +40,6 @@ pub mod plot;
 pub mod precision;
 pub mod sweep;
 pub mod synth;
+pub mod variance_factor;
 
 pub use error::{Error, Result};

@@ -1,7 +1,7 @@
 //! A trained model in runtime form, with the metadata a blob carries.
 
 use nalgebra::{DMatrix, DVector};
-use sgp_runtime::{Link, ModelKind, ModelSpec, Shape};
+use sgp_runtime::{Link, ModelKind, ModelSpec, Shape, VarianceForm};
 
 use crate::data::Standardisation;
 use crate::features::BasisWidths;
@@ -135,7 +135,24 @@ impl TrainedModel {
             // device reads it in f32, is inside the rounded range.
             x_min: f32s(self.transform.x_min.iter()),
             x_max: f32s(self.transform.x_max.iter()),
+            variance: VarianceForm::Solves,
         })
+    }
+
+    /// [`TrainedModel::to_spec`] with the product form of the variance
+    /// (one factor `C`, `W = C^T C`, see [`crate::variance_factor`]).
+    ///
+    /// # Errors
+    /// As [`TrainedModel::to_spec`], and [`Error::Numerical`] when `W` has
+    /// no such factor in f64.
+    pub fn to_product_spec(&self) -> Result<ModelSpec> {
+        let factor = crate::variance_factor::product_factor(&self.form)?;
+        let mut spec = self.to_spec()?;
+        spec.l1 = packed_lower(&factor);
+        spec.l2 = Vec::new();
+        spec.shape.two_factors = false;
+        spec.variance = VarianceForm::Product;
+        Ok(spec)
     }
 }
 

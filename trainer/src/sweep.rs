@@ -521,7 +521,8 @@ fn run_point(
 }
 
 fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -> Result<Outcome> {
-    let shape = ModelSpec::from_bytes(&blob)?.shape;
+    let spec = ModelSpec::from_bytes(&blob)?;
+    let shape = spec.shape;
     let figures = match shape.link {
         sgp_runtime::Link::Identity => Figures::Regression(evaluate_blob(&blob, &test.x, &test.y)?),
         sgp_runtime::Link::Probit => {
@@ -534,7 +535,7 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
         usize::from(shape.input_dim),
     );
     let ram = ram_bytes(m, g, d);
-    let instructions = instructions_per_prediction(&shape);
+    let instructions = instructions_per_prediction(&shape, spec.variance);
     Ok(Outcome::Ok(Done {
         n_basis: m,
         feature_dim: g,

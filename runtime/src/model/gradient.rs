@@ -3,15 +3,18 @@
 //! step.
 //!
 //! With `z` the features (standardised, then projected if the model has a
-//! projection `P`), `s_d` the input scales and the stored half widths
+//! projection `P`; with shared widths both already carry `sqrt(h_g)` and
+//! the stored `h` is 1), `s_d` the input scales and the stored half widths
 //! `h_ig = w_ig / 2`, each basis value `k_i = a_i exp(-sum_g h_ig (z_g -
 //! c_ig)^2)` has `dk_i/dz_g = -2 h_ig (z_g - c_ig) k_i`, so
 //!
 //! - latent mean `m = beta . k`: `dm/dz_g = -2 sum_i beta_i k_i h_ig (z_g - c_ig)`;
 //! - latent variance `v = prior - |u1|^2 + |u2|^2` with `u = L^{-1} k`:
 //!   `dv/dz_g = 2 (r2 - r1) . dk/dz_g = 4 sum_i (r1_i - r2_i) k_i h_ig (z_g - c_ig)`,
-//!   `r = L^{-T} u` (one back substitution per factor); zero where the
-//!   variance is clamped at zero;
+//!   `r = L^{-T} u` (one back substitution per factor); with the product
+//!   form `v = prior - |u|^2`, `u = L1 k`, the same with `r1 = L1^T u`
+//!   (one transposed product) and `r2 = 0`; zero where the variance is
+//!   clamped at zero;
 //! - `dz_g/dx_d = P_gd / s_d` (without a projection `z_d = (x_d - mean_d) / s_d`);
 //! - output units as [`Model::predict`]: regression scales the mean's
 //!   gradient by `y_scale` and the variance's by `y_scale^2` (the noise is
@@ -24,7 +27,7 @@
 
 use super::{Model, Prediction};
 use crate::error::Error;
-use crate::format::Link;
+use crate::format::{Link, VarianceForm};
 use crate::math;
 
 /// `1 / sqrt(2 pi)`, the standard normal density at 0.
@@ -141,16 +144,22 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let mut k = [0.0f32; M];
         let latent_mean = self.kernel(&z, &mut k)?;
         let mut u = [[0.0f32; 2]; M];
-        let (latent, unclamped) = self.latent(latent_mean, &k, &mut u);
+        let (latent, unclamped) = self.latent(latent_mean, &k, Some(&mut u));
         let Prediction { mean, variance } = self.observed(latent);
-        math::back_substitute_packed(
-            self.factors.as_flattened(),
-            &self.inv_diagonal1,
-            &self.inv_diagonal2,
-            &mut u,
-            self.m,
-            self.shape.two_factors,
-        );
+        let factors = self.factors.as_flattened();
+        match self.variance {
+            VarianceForm::Product => {
+                math::multiply_transposed_packed(factors, &self.diagonal1, &mut u, self.m);
+            }
+            VarianceForm::Solves => math::back_substitute_packed(
+                factors,
+                &self.diagonal1,
+                &self.inv_diagonal2,
+                &mut u,
+                self.m,
+                self.shape.two_factors,
+            ),
+        }
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i h_ig (z_g - c_ig),
         // with the weights written over the r pairs.

@@ -1,7 +1,7 @@
 //! Model builders shared by the runtime's integration tests.
 #![allow(dead_code)]
 
-use sgp_runtime::{Link, ModelKind, ModelSpec, Shape};
+use sgp_runtime::{Link, ModelKind, ModelSpec, Shape, VarianceForm};
 
 /// Deterministic pseudo-random numbers in [-1, 1) (xorshift), so tests need
 /// no RNG crate.
@@ -129,7 +129,26 @@ pub fn random_spec(
         y_mean: 10.0,
         y_scale: 2.0,
         positive_class: 0.0,
+        variance: VarianceForm::Solves,
     }
+}
+
+/// `spec` with the product form of the variance: one random factor `L1`,
+/// scaled so that `|L1 k|^2` mostly stays below the prior, and no `L2`.
+pub fn product_variance(mut spec: ModelSpec, seed: u64) -> ModelSpec {
+    let m = usize::from(spec.shape.n_basis);
+    let mut n = Numbers::new(seed ^ 0x5eed);
+    let scale = 0.3 / m as f64;
+    spec.l1 = f32s(
+        &random_factor(&mut n, m)
+            .iter()
+            .map(|v| v * scale)
+            .collect::<Vec<_>>(),
+    );
+    spec.l2.clear();
+    spec.shape.two_factors = false;
+    spec.variance = VarianceForm::Product;
+    spec
 }
 
 /// The runtime form evaluated in f64 from the spec's (f32) numbers:
@@ -186,7 +205,20 @@ pub fn reference_latent(spec: &ModelSpec, x: &[f64]) -> (f64, f64) {
         }
         u.iter().map(|v| v * v).sum()
     };
-    let mut var = spec.prior as f64 - solve(&spec.l1);
+    let product = |l: &[f32]| -> f64 {
+        (0..m)
+            .map(|i| {
+                let row = i * (i + 1) / 2;
+                let ui: f64 = (0..=i).map(|j| f(l, row + j) * k[j]).sum();
+                ui * ui
+            })
+            .sum()
+    };
+    let mut var = spec.prior as f64
+        - match spec.variance {
+            VarianceForm::Solves => solve(&spec.l1),
+            VarianceForm::Product => product(&spec.l1),
+        };
     if s.two_factors {
         var += solve(&spec.l2);
     }
@@ -233,5 +265,6 @@ pub fn doc_spec() -> ModelSpec {
         positive_class: 0.0,
         x_min: vec![-3.0, -1.5],
         x_max: vec![5.0, 0.5],
+        variance: VarianceForm::Solves,
     }
 }

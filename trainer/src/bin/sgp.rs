@@ -492,6 +492,11 @@ struct FitOutput<'a> {
     blob: &'a Path,
     blob_bytes: usize,
     fidelity: &'a Fidelity,
+    /// The blob's variance form: "product" or "solves".
+    variance: &'static str,
+    /// Why the blob has the solves, not the product.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    product_refused: Option<&'a str>,
     cure: Option<&'a Cure>,
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<&'a [PathRow]>,
@@ -584,6 +589,8 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             blob: &args.out,
             blob_bytes: exported.blob.len(),
             fidelity: &exported.fidelity,
+            variance: exported.variance.name(),
+            product_refused: exported.product_refused.as_deref(),
             cure: cure.as_ref(),
             path: path.as_deref(),
         };
@@ -825,6 +832,13 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
          variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
             f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
         );
+    }
+    match &exported.product_refused {
+        None => println!("variance form   product: |C k|^2, one triangular product on the device"),
+        Some(why) => println!(
+            "variance form   solves (forward substitutions): the cheaper product form was \
+             refused: {why}"
+        ),
     }
     println!(
         "blob            {} ({} bytes)",
