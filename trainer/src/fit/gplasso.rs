@@ -31,7 +31,6 @@
 //! ([`DEFAULT_WEIGHTS`]).
 
 use std::cell::Cell;
-use std::ops::Range;
 use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};
@@ -39,22 +38,24 @@ use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
-use super::spgp::{fit_sparse, SparseFit};
+use super::spgp::{
+    fit_sparse, minimise_part, objective_name, other_objective, screen_iter, SparseFit,
+};
 use super::{
-    check_max_points, default_optimiser, Checked, FitReport, Fitted, Hyperparameters, Method,
-    OptimiserReport,
+    check_max_points, default_optimiser, Checked, FitParams, FitReport, Fitted, Hyperparameters,
+    Method, OptimiserReport,
 };
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
 use crate::icf::{kernel_icf, Icf};
 use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
 use crate::inference::objective::SparseObjective;
-use crate::inference::RuntimeForm;
+use crate::inference::{Approximation, RuntimeForm};
 use crate::kernel::KernelParams;
 use crate::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
 use crate::linalg::{cholesky_jittered, solve_lower_vec, JitterPolicy};
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Which weights the exported mean uses.
@@ -126,6 +127,13 @@ pub struct GplassoParams {
     pub optimiser: OptimiseOptions,
     /// What is re-optimised after the selection.
     pub refit: GplassoRefit,
+    /// Objective of the last stage of [`GplassoRefit::Everything`] (the
+    /// other refits are FITC's, as the paper's variance).
+    pub approximation: Approximation,
+    /// With [`GplassoRefit::Everything`] on small data
+    /// ([`super::held_out::applies`]): switch to the other objective if it
+    /// clearly predicts held-out rows better, as SPGP does.
+    pub held_out_choice: bool,
 }
 
 impl Default for GplassoParams {
@@ -139,6 +147,8 @@ impl Default for GplassoParams {
             seed: 0,
             optimiser: default_optimiser(),
             refit: GplassoRefit::Everything,
+            approximation: Approximation::Fitc,
+            held_out_choice: true,
         }
     }
 }
@@ -371,7 +381,7 @@ pub(crate) fn iteration_budget(params: &GplassoParams) -> u64 {
     match params.refit {
         GplassoRefit::Nothing => max_iter,
         GplassoRefit::Hyperparameters => start + max_iter,
-        GplassoRefit::Everything => start + 2 * max_iter,
+        GplassoRefit::Everything => start + max_iter + 2 * screen_iter(max_iter) + max_iter,
     }
 }
 
@@ -397,6 +407,11 @@ pub(crate) fn fit_gplasso(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let started = Instant::now();
+    let choice = objective_choice(data, params)?;
+    let approximation = match &choice {
+        Some(c) if c.challenger_chosen => other_objective(params.approximation),
+        _ => params.approximation,
+    };
     let done = Cell::new(0u64);
     let mut counted = |p: Progress| {
         progress(Progress {
@@ -418,6 +433,7 @@ pub(crate) fn fit_gplasso(
     done.set(hyper_iterations);
     let hyper_seconds = started.elapsed().as_secs_f64();
     let selection = select(data, params, &kern)?;
+    let start_kern = kern.clone();
     let mut report = selection.report(params);
     report.hyper_rows = points.min(data.n_rows());
     report.hyper_iterations = hyper_iterations;
@@ -433,11 +449,34 @@ pub(crate) fn fit_gplasso(
             if params.refit == GplassoRefit::Hyperparameters {
                 into_fitted(data, params, kern, &selection.coef, Some(&run))?
             } else {
-                let features = PseudoInputs::new(data.x.select_rows(&rows))?;
+                // Two starts from the selected inputs, screened as SPGP
+                // screens its starts: the exact GP's hyperparameters and the
+                // re-optimised ones (module docs of `fit_gplasso`).
+                let screen = OptimiseOptions {
+                    max_iter: screen_iter(params.optimiser.max_iter),
+                    ..params.optimiser.clone()
+                };
+                let config = FitcConfig {
+                    approximation,
+                    ..config
+                };
+                let mut best: Option<SparseFit<PseudoInputs>> = None;
+                for kern in [start_kern, kern] {
+                    let features = PseudoInputs::new(data.x.select_rows(&rows))?;
+                    let fit = fit_sparse(data, features, kern, config, &screen, &mut counted)?;
+                    done.set(done.get() + fit.run.iterations);
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| fit.posterior.nlml < b.posterior.nlml)
+                    {
+                        best = Some(fit);
+                    }
+                }
+                let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
                 fit_sparse(
                     data,
-                    features,
-                    kern,
+                    best.features,
+                    best.kernel,
                     config,
                     &params.optimiser,
                     &mut counted,
@@ -447,35 +486,42 @@ pub(crate) fn fit_gplasso(
         }
     };
     fitted.report.gplasso = Some(report);
+    fitted.report.held_out = choice;
     Ok(fitted)
 }
 
-/// Minimises the FITC objective `objective` over the parameters `free`
-/// only, the others held where `objective` starts; the whole parameter
-/// vector at the end, and the run.
-fn minimise_part(
-    objective: &SparseObjective<'_, PseudoInputs>,
-    free: Range<usize>,
-    optimiser: &OptimiseOptions,
-    rows: usize,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(Vec<f64>, OptimiseReport)> {
-    let full = objective.initial();
-    let with = |part: &[f64]| {
-        let mut p = full.clone();
-        p[free.clone()].copy_from_slice(part);
-        p
+/// The held-out choice of objective of a small-data fit that moves its
+/// basis, as SPGP's ([`super::held_out`]); `None` where none is made.
+fn objective_choice(
+    data: &Dataset,
+    params: &GplassoParams,
+) -> Result<Option<super::held_out::HeldOutChoice>> {
+    if !(params.refit == GplassoRefit::Everything
+        && params.held_out_choice
+        && super::held_out::applies(data.n_rows(), params.m))
+    {
+        return Ok(None);
+    }
+    let asked = GplassoParams {
+        held_out_choice: false,
+        ..params.clone()
     };
-    let run = minimise(
-        |part| {
-            let (f, g) = objective.objective(&with(part))?;
-            Ok((f, g[free.clone()].to_vec()))
-        },
-        full[free.clone()].to_vec(),
-        &optimiser.for_rows(rows),
-        progress,
-    )?;
-    Ok((with(&run.x), run))
+    let other = GplassoParams {
+        approximation: other_objective(asked.approximation),
+        ..asked.clone()
+    };
+    let candidates = [
+        (
+            objective_name("gplasso", asked.approximation),
+            FitParams::Gplasso(asked),
+        ),
+        (
+            objective_name("gplasso", other.approximation),
+            FitParams::Gplasso(other),
+        ),
+    ];
+    let scores = super::held_out::score(data, params.seed, &candidates)?;
+    Ok(Some(scores.verdict(0, 1)))
 }
 
 /// The kernel hyperparameters re-optimised from `kern` on the FITC

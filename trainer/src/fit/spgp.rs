@@ -24,6 +24,7 @@
 //! fitted on a few thousand rows are close to where the full data put them.
 
 use std::cell::Cell;
+use std::ops::Range;
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, ModelKind};
@@ -36,6 +37,7 @@ use super::{
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
 use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
+use crate::inference::objective::SparseObjective;
 use crate::inference::Approximation;
 use crate::init;
 use crate::kernel::KernelParams;
@@ -66,7 +68,7 @@ pub fn screen_rows(n: usize, restarts: usize) -> usize {
 }
 
 /// Iterations of one screening run for a final budget of `max_iter`.
-fn screen_iter(max_iter: u64) -> u64 {
+pub(crate) fn screen_iter(max_iter: u64) -> u64 {
     (max_iter / 4).clamp(MIN_SCREEN_ITER.min(max_iter), MAX_SCREEN_ITER.min(max_iter))
 }
 
@@ -120,8 +122,14 @@ pub(crate) fn objective_candidates(params: &SparseParams) -> Vec<(String, FitPar
         ..asked.clone()
     };
     vec![
-        (objective_name(asked.approximation), FitParams::Spgp(asked)),
-        (objective_name(other.approximation), FitParams::Spgp(other)),
+        (
+            objective_name("spgp", asked.approximation),
+            FitParams::Spgp(asked),
+        ),
+        (
+            objective_name("spgp", other.approximation),
+            FitParams::Spgp(other),
+        ),
     ]
 }
 
@@ -132,8 +140,9 @@ pub(crate) fn other_objective(approximation: Approximation) -> Approximation {
     }
 }
 
-fn objective_name(approximation: Approximation) -> String {
-    format!("spgp ({approximation:?})").to_lowercase()
+/// How a held-out choice names `model` fitted with `approximation`.
+pub(crate) fn objective_name(model: &str, approximation: Approximation) -> String {
+    format!("{model} ({approximation:?})").to_lowercase()
 }
 
 /// SPGP's fit before it becomes a model: restarts (screened), then the
@@ -375,6 +384,34 @@ pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
         run,
         max_iter: optimiser.max_iter,
     })
+}
+
+/// Minimises the FITC or VFE objective `objective` over the parameters `free`
+/// only, the others held where `objective` starts; the whole parameter
+/// vector at the end, and the run.
+pub(crate) fn minimise_part<F: InducingFeatures + Clone + Sync>(
+    objective: &SparseObjective<'_, F>,
+    free: Range<usize>,
+    optimiser: &OptimiseOptions,
+    rows: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<f64>, OptimiseReport)> {
+    let full = objective.initial();
+    let with = |part: &[f64]| {
+        let mut p = full.clone();
+        p[free.clone()].copy_from_slice(part);
+        p
+    };
+    let run = minimise(
+        |part| {
+            let (f, g) = objective.objective(&with(part))?;
+            Ok((f, g[free.clone()].to_vec()))
+        },
+        full[free.clone()].to_vec(),
+        &optimiser.for_rows(rows),
+        progress,
+    )?;
+    Ok((with(&run.x), run))
 }
 
 #[cfg(test)]
