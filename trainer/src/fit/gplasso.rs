@@ -39,7 +39,7 @@ use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
 use super::spgp::{
-    fit_sparse, minimise_part, objective_name, other_objective, screen_iter, SparseFit,
+    fit_sparse, minimise_part, objective_name, other_objective, screen_iter, screen_rows, SparseFit,
 };
 use super::{
     check_max_points, default_optimiser, Checked, FitParams, FitReport, Fitted, Hyperparameters,
@@ -381,7 +381,7 @@ pub(crate) fn iteration_budget(params: &GplassoParams) -> u64 {
     match params.refit {
         GplassoRefit::Nothing => max_iter,
         GplassoRefit::Hyperparameters => start + max_iter,
-        GplassoRefit::Everything => start + max_iter + 2 * screen_iter(max_iter) + max_iter,
+        GplassoRefit::Everything => start + 3 * screen_iter(max_iter) + max_iter,
     }
 }
 
@@ -433,7 +433,6 @@ pub(crate) fn fit_gplasso(
     done.set(hyper_iterations);
     let hyper_seconds = started.elapsed().as_secs_f64();
     let selection = select(data, params, &kern)?;
-    let start_kern = kern.clone();
     let mut report = selection.report(params);
     report.hyper_rows = points.min(data.n_rows());
     report.hyper_iterations = hyper_iterations;
@@ -441,48 +440,58 @@ pub(crate) fn fit_gplasso(
     let config = FitcConfig::default();
     let mut fitted = match params.refit {
         GplassoRefit::Nothing => into_fitted(data, params, kern, &selection.coef, None)?,
-        GplassoRefit::Hyperparameters | GplassoRefit::Everything => {
-            let rows = selection.rows();
-            let (kern, run) =
-                reoptimise(data, &rows, kern, &params.optimiser, &config, &mut counted)?;
+        GplassoRefit::Hyperparameters => {
+            let z = data.x.select_rows(&selection.rows());
+            let (kern, run) = reoptimise(data, z, kern, &params.optimiser, &config, &mut counted)?;
             done.set(done.get() + run.iterations);
-            if params.refit == GplassoRefit::Hyperparameters {
-                into_fitted(data, params, kern, &selection.coef, Some(&run))?
-            } else {
-                // Two starts from the selected inputs, screened as SPGP
-                // screens its starts: the exact GP's hyperparameters and the
-                // re-optimised ones (module docs of `fit_gplasso`).
-                let screen = OptimiseOptions {
-                    max_iter: screen_iter(params.optimiser.max_iter),
-                    ..params.optimiser.clone()
-                };
-                let config = FitcConfig {
-                    approximation,
-                    ..config
-                };
-                let mut best: Option<SparseFit<PseudoInputs>> = None;
-                for kern in [start_kern, kern] {
-                    let features = PseudoInputs::new(data.x.select_rows(&rows))?;
-                    let fit = fit_sparse(data, features, kern, config, &screen, &mut counted)?;
-                    done.set(done.get() + fit.run.iterations);
-                    if best
-                        .as_ref()
-                        .is_none_or(|b| fit.posterior.nlml < b.posterior.nlml)
-                    {
-                        best = Some(fit);
-                    }
+            into_fitted(data, params, kern, &selection.coef, Some(&run))?
+        }
+        GplassoRefit::Everything => {
+            // Two starts from the selected inputs, screened as SPGP screens
+            // its starts (on a subset of the rows on large data): the exact
+            // GP's hyperparameters, and those re-optimised for the selected
+            // inputs for as long as a screening run.
+            let z = data.x.select_rows(&selection.rows());
+            let screen = OptimiseOptions {
+                max_iter: screen_iter(params.optimiser.max_iter),
+                ..params.optimiser.clone()
+            };
+            let subset = training_subset(data, screen_rows(data.n_rows(), 2), params.seed)?;
+            let (reoptimised, run) = reoptimise(
+                &subset,
+                z.clone(),
+                kern.clone(),
+                &screen,
+                &config,
+                &mut counted,
+            )?;
+            done.set(done.get() + run.iterations);
+            let config = FitcConfig {
+                approximation,
+                ..config
+            };
+            let mut best: Option<SparseFit<PseudoInputs>> = None;
+            for kern in [kern, reoptimised] {
+                let features = PseudoInputs::new(z.clone())?;
+                let fit = fit_sparse(&subset, features, kern, config, &screen, &mut counted)?;
+                done.set(done.get() + fit.run.iterations);
+                if best
+                    .as_ref()
+                    .is_none_or(|b| fit.posterior.nlml < b.posterior.nlml)
+                {
+                    best = Some(fit);
                 }
-                let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-                fit_sparse(
-                    data,
-                    best.features,
-                    best.kernel,
-                    config,
-                    &params.optimiser,
-                    &mut counted,
-                )?
-                .into_fitted(data, ModelKind::GpLasso, Method::Gplasso)
             }
+            let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+            fit_sparse(
+                data,
+                best.features,
+                best.kernel,
+                config,
+                &params.optimiser,
+                &mut counted,
+            )?
+            .into_fitted(data, ModelKind::GpLasso, Method::Gplasso)
         }
     };
     fitted.report.gplasso = Some(report);
@@ -528,13 +537,13 @@ fn objective_choice(
 /// likelihood, with the training inputs `rows` as fixed pseudo-inputs.
 fn reoptimise(
     data: &Dataset,
-    rows: &[usize],
+    z: DMatrix<f64>,
     kern: KernelParams,
     optimiser: &OptimiseOptions,
     config: &FitcConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, OptimiseReport)> {
-    let features = PseudoInputs::new(data.x.select_rows(rows))?;
+    let features = PseudoInputs::new(z)?;
     let objective = SparseObjective::new(&data.x, &data.y, features, kern, *config)?;
     let layout = objective.layout();
     let kernel = layout.feature_range().end..layout.len();
@@ -716,7 +725,8 @@ fn into_fitted(
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            reoptimise(&data, &rows, kern.clone(), &options, &config, &mut |_| {})?.0
+            let z = data.x.select_rows(&rows);
+            reoptimise(&data, z, kern.clone(), &options, &config, &mut |_| {})?.0
         };
         let (features, post, beta) =
             selected_model(&kern, &data.x, &data.y, &coef, weights, &config)?;
