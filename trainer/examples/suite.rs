@@ -42,7 +42,8 @@ type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
 /// single random start; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
 /// feature kinds with the defaults; `spgp-dr-gG-mM` and `spgp-pca-gG-mM` a
 /// learned and a PCA projection to G dims; `gplasso-mM` is GPLasso with its
-/// defaults.
+/// defaults, `gplasso-fixed-mM` the paper's procedure and `gplasso-basis-mM`
+/// re-optimised hyperparameters on the selected inputs.
 fn configurations() -> Vec<(String, Fitter)> {
     let mut configs: Vec<(String, Fitter)> = vec![(
         "exact".into(),
