@@ -1,6 +1,6 @@
-//! GPLasso (Yan & Qi 2010): hyperparameters fixed from an exact GP on a
-//! subset, then the basis points are chosen among the training inputs by
-//! the lasso path of
+//! GPLasso (Yan & Qi 2010): hyperparameters from an exact GP on a subset,
+//! then the basis points are chosen among the training inputs by the lasso
+//! path of
 //!
 //! `||C beta - d||^2 + lambda' |beta|_1`, `C = [K / sqrt(v); R]`,
 //! `d = [y / sqrt(v); 0]`, `K = R^T R`
@@ -387,12 +387,15 @@ pub(crate) fn iteration_budget(params: &GplassoParams) -> u64 {
 
 /// Fits GPLasso. With [`GplassoRefit::Nothing`], the paper's procedure:
 /// the exact GP on `max_points` rows, then the lasso path. Otherwise the
-/// exact GP on [`start_rows`] rows, the lasso path with its
-/// hyperparameters, then the hyperparameters re-optimised on the FITC
-/// likelihood with the selected training inputs as fixed pseudo-inputs
-/// (and the weights those of that posterior); with
-/// [`GplassoRefit::Everything`] the pseudo-inputs' positions are then
-/// optimised with the hyperparameters.
+/// exact GP on [`start_rows`] rows and the lasso path with its
+/// hyperparameters; then, with [`GplassoRefit::Hyperparameters`], the
+/// hyperparameters re-optimised on the FITC likelihood with the selected
+/// training inputs as fixed pseudo-inputs (the weights those of that
+/// posterior); with [`GplassoRefit::Everything`], two starts from the
+/// selected inputs (the exact GP's hyperparameters, and those re-optimised
+/// for one screening run) screened as SPGP screens its starts, and the
+/// better one optimised to the end, positions included, with the objective
+/// chosen on held-out rows on small data.
 ///
 /// Why: the exact GP's hyperparameters are right for N basis functions,
 /// not for M. On the suite's 8-D ridge set at M = 10 they kept a small
