@@ -10,7 +10,8 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::demo::synthetic;
 use sgp_trainer::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
-use sgp_trainer::fit::{fit, Method};
+use sgp_trainer::fit::gplasso::GplassoRefit;
+use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
 
 fn assert_runtime_matches(model: &TrainedModel) {
@@ -86,21 +87,41 @@ fn every_flipped_bit_of_a_vsgp_blob_is_an_error() {
 
 #[test]
 fn gplasso_runtime_matches_trainer() {
+    // The default moves the basis points from the selected inputs; the
+    // paper's procedure and --fixed-basis keep them on training inputs.
     let (train, model) = fitted(Method::Gplasso, 15, 1);
-    let spec = model.to_spec().unwrap();
-    assert_eq!(spec.shape.kind, ModelKind::GpLasso);
-    assert!(!spec.shape.per_basis);
-    // The basis points are training inputs.
-    let centres = train.transform.unapply_x(&model.form.basis.centres);
-    let raw = train.raw_x();
-    for c in centres.row_iter() {
-        let nearest = raw
+    let off_the_data = |model: &TrainedModel| {
+        let centres = train.transform.unapply_x(&model.form.basis.centres);
+        let raw = train.raw_x();
+        centres
             .row_iter()
-            .map(|r| (r - c).amax())
-            .fold(f64::INFINITY, f64::min);
-        assert!(nearest < 1e-9, "basis point off the data by {nearest}");
+            .map(|c| {
+                raw.row_iter()
+                    .map(|r| (r - c).amax())
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .fold(0.0, f64::max)
+    };
+    assert!(off_the_data(&model) > 1e-3);
+    for refit in [
+        GplassoRefit::Everything,
+        GplassoRefit::Hyperparameters,
+        GplassoRefit::Nothing,
+    ] {
+        let mut p = params(Method::Gplasso, 15, 1, 60);
+        if let FitParams::Gplasso(g) = &mut p {
+            g.refit = refit;
+        }
+        let model = fit(&train, &p, &mut |_| {}).unwrap().model;
+        let spec = model.to_spec().unwrap();
+        assert_eq!(spec.shape.kind, ModelKind::GpLasso);
+        assert!(!spec.shape.per_basis);
+        if refit != GplassoRefit::Everything {
+            let off = off_the_data(&model);
+            assert!(off < 1e-9, "{refit:?}: basis point off the data by {off}");
+        }
+        assert_runtime_matches(&model);
     }
-    assert_runtime_matches(&model);
 }
 
 #[test]

@@ -35,7 +35,7 @@ use std::time::Instant;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::gplasso::{
     exact_hyperparameters, fit_gplasso_given, fit_spgp_fixed_hyperparameters, GplassoParams,
-    GplassoWeights,
+    GplassoRefit, GplassoWeights,
 };
 use sgp_trainer::fit::{fit, FitParams, Fitted, SparseParams};
 use sgp_trainer::metrics::{mean_nlpd, rmse};
@@ -110,6 +110,7 @@ fn main() -> Result<()> {
             eprintln!("gplasso_vs_spgp: {name}, M = {m}");
             let base = GplassoParams {
                 m,
+                refit: GplassoRefit::Nothing,
                 ..GplassoParams::default()
             };
             let mut runs: Vec<(String, Result<Fitted>)> = vec![

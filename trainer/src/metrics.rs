@@ -66,14 +66,25 @@ pub fn mean_nlpd(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
     if variance.iter().any(|v| v.is_nan() || *v <= 0.0) {
         return f64::NAN;
     }
-    let ln_2pi = (2.0 * std::f64::consts::PI).ln();
     let sum: f64 = mean
         .iter()
         .zip(variance)
         .zip(target)
-        .map(|((m, v), t)| 0.5 * (ln_2pi + v.ln()) + (t - m) * (t - m) / (2.0 * v))
+        .map(|((&m, &v), &t)| point_nlpd(m, v, t))
         .sum();
     sum / target.len() as f64
+}
+
+/// Negative log density of `target` under N(`mean`, `variance`) (one row
+/// of [`mean_nlpd`]).
+///
+/// ```
+/// let at_mean = sgp_trainer::metrics::point_nlpd(0.0, 1.0, 0.0);
+/// assert!((at_mean - 0.5 * (2.0 * std::f64::consts::PI).ln()).abs() < 1e-12);
+/// ```
+pub fn point_nlpd(mean: f64, variance: f64, target: f64) -> f64 {
+    let ln_2pi = (2.0 * std::f64::consts::PI).ln();
+    0.5 * (ln_2pi + variance.ln()) + (target - mean) * (target - mean) / (2.0 * variance)
 }
 
 /// Fraction of misclassified examples. `predicted` holds ±1 labels or any

@@ -1262,6 +1262,7 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
             "random",
             "--objective",
             "fitc",
+            "--no-held-out-choice",
             "--out",
             blob,
             "--quiet",
@@ -1271,7 +1272,14 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
         }
         args
     };
+    // Without --no-held-out-choice, 150 rows get the held-out choice and
+    // the summary says which model won.
+    let mut chosen = fit_args("chosen.sgp", false);
+    chosen.retain(|a| *a != "--no-held-out-choice");
+    let text = ok(&sgp(&dir, &chosen), "fit with the held-out choice");
+    assert!(text.contains("held-out choice"), "fit:\n{text}");
     let text = ok(&sgp(&dir, &fit_args("hs.sgp", false)), "fit");
+    assert!(!text.contains("held-out choice"), "fit:\n{text}");
     assert!(text.contains("spgp-hs"), "fit:\n{text}");
     assert!(text.contains("uncertainties   h_m min"), "fit:\n{text}");
     let json: serde_json::Value =
@@ -1372,7 +1380,19 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
     );
     assert!(text.contains("val NLPD"), "{text}");
     assert!(text.contains("selected rows"), "{text}");
-    assert!(text.contains("FITC with the selected inputs"), "{text}");
+    assert!(text.contains("FITC with the basis points"), "{text}");
+    assert!(text.contains("then the basis points moved"), "{text}");
+    // The paper's procedure and the fixed basis say what they kept.
+    let text = ok(
+        &fit(&["--m", "6", "--fixed-hyperparameters", "--out", "p.sgp"]),
+        "fit --fixed-hyperparameters",
+    );
+    assert!(text.contains("kept (--fixed-hyperparameters)"), "{text}");
+    let text = ok(
+        &fit(&["--m", "6", "--fixed-basis", "--out", "b.sgp"]),
+        "fit --fixed-basis",
+    );
+    assert!(text.contains("(--fixed-basis)"), "{text}");
     // --json carries the rows (0-based data rows) and the path.
     let json: Value = serde_json::from_str(&ok(
         &fit(&["--m", "6", "--json", "--path", "--out", "g.sgp"]),
@@ -1409,6 +1429,20 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
             &["fit", "--data", "data.csv", "--rank", "5", "--out", "x.sgp"],
         ),
         &["gplasso"],
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "fit",
+                "--data",
+                "data.csv",
+                "--fixed-basis",
+                "--out",
+                "x.sgp",
+            ],
+        ),
+        &["--fixed-basis", "gplasso"],
     );
 }
 

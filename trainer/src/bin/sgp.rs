@@ -29,7 +29,7 @@ use sgp_trainer::export::{
     golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
     VARIANCE_TOLERANCE,
 };
-use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, PathRow, PATH_HOLDOUT};
+use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
@@ -288,10 +288,25 @@ struct FitArgs {
     /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
     #[arg(long)]
     path: bool,
+    /// gplasso: the paper's procedure: keep the hyperparameters of the
+    /// exact GP on --max-points rows instead of re-optimising them (and the
+    /// basis points) for the selected basis.
+    #[arg(long, conflicts_with = "fixed_basis")]
+    fixed_hyperparameters: bool,
+    /// gplasso: re-optimise the hyperparameters but keep the selected
+    /// training inputs as the basis (by default the basis points move too).
+    #[arg(long)]
+    fixed_basis: bool,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
-    /// (Titsias' variational bound, GPflow's SGPR).
-    #[arg(long, value_enum, default_value = "fitc")]
-    objective: Approximation,
+    /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
+    /// spgp on fewer than 2000 rows switches to VFE if VFE clearly predicts
+    /// held-out rows better (the report says so).
+    #[arg(long, value_enum)]
+    objective: Option<Approximation>,
+    /// spgp, spgp-hs: no held-out choice on small data (spgp: keep the
+    /// objective; spgp-hs: always learn the uncertainties).
+    #[arg(long)]
+    no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best
     /// is optimised to the end.
     #[arg(long, default_value_t = DEFAULT_RESTARTS)]
@@ -337,9 +352,13 @@ struct FitArgs {
 
 impl FitArgs {
     fn params(&self) -> Result<FitParams> {
-        if self.model != Method::Gplasso && (self.rank.is_some() || self.path) {
+        if self.model != Method::Gplasso
+            && (self.rank.is_some() || self.path || self.fixed_hyperparameters || self.fixed_basis)
+        {
             return Err(Error::BadInput(
-                "--rank and --path are for --model gplasso".into(),
+                "--rank, --path, --fixed-hyperparameters and --fixed-basis are for --model \
+                 gplasso"
+                    .into(),
             ));
         }
         let projected = self.model.is_projected();
@@ -371,12 +390,14 @@ impl FitArgs {
         let sparse = SparseParams {
             m: self.m,
             seed: self.seed,
-            approximation: self.objective,
+            approximation: self.objective.unwrap_or_default(),
             restarts: self.restarts,
             optimiser: optimiser.clone(),
             pseudo_init: self.init.into(),
             hyper_init: self.init_hyper,
             max_points: self.max_points,
+            held_out_choice: !self.no_held_out_choice
+                && (self.model == Method::SpgpHs || self.objective.is_none()),
         };
         Ok(match self.model {
             Method::Gplasso => FitParams::Gplasso(GplassoParams {
@@ -385,6 +406,11 @@ impl FitArgs {
                 max_points: self.max_points,
                 seed: self.seed,
                 optimiser,
+                refit: match (self.fixed_hyperparameters, self.fixed_basis) {
+                    (true, _) => GplassoRefit::Nothing,
+                    (false, true) => GplassoRefit::Hyperparameters,
+                    (false, false) => GplassoRefit::Everything,
+                },
                 ..GplassoParams::default()
             }),
             Method::Exact => FitParams::Exact(ExactParams {
@@ -726,6 +752,23 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
                 g.asked, g.reached
             );
         }
+        let start = format!(
+            "the exact GP's on {} rows ({} iterations, {:.2} s)",
+            g.hyper_rows, g.hyper_iterations, g.hyper_seconds
+        );
+        match g.refit {
+            GplassoRefit::Nothing => {
+                println!("hyperparameters {start}, kept (--fixed-hyperparameters)")
+            }
+            GplassoRefit::Hyperparameters => println!(
+                "hyperparameters re-optimised from {start} with the selected inputs as basis \
+                 (--fixed-basis)"
+            ),
+            GplassoRefit::Everything => println!(
+                "hyperparameters re-optimised from {start}, then the basis points moved from the \
+                 selected inputs with them"
+            ),
+        }
         let rows: Vec<String> = g.selected_rows.iter().map(usize::to_string).collect();
         println!(
             "selected rows   {} (0-based data rows, header not counted; the blob holds their \
@@ -733,10 +776,31 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
             rows.join(" ")
         );
         println!(
-            "variance        FITC with the selected inputs as pseudo-inputs (an approximation); \
+            "variance        FITC with the basis points as pseudo-inputs (an approximation); \
              its training NLML {:.4}",
             report.nlml
         );
+    }
+    if let Some(c) = &report.held_out {
+        println!(
+            "held-out choice {} (mean NLPD on {} held-out rows, raw units: {} {:.4}, {} {:.4}, \
+             standard error of the difference {:.4}; the other must win by more than {} of \
+             them)",
+            c.chosen(),
+            c.rows,
+            c.incumbent,
+            c.incumbent_nlpd,
+            c.challenger,
+            c.challenger_nlpd,
+            c.standard_error,
+            sgp_trainer::fit::held_out::MARGIN_SE
+        );
+        if report.method == Method::SpgpHs && !c.challenger_chosen {
+            println!(
+                "                the uncertainties did not pay on held-out rows: the model is \
+                 plain SPGP (all h = 0); --no-held-out-choice learns them anyway"
+            );
+        }
     }
     if let Some(p) = &report.projection {
         let s: Vec<String> = p.singular_values.iter().map(|v| number(*v)).collect();

@@ -12,13 +12,14 @@
 //! uncertainties, `dr` is SPGP+DR and the PCA-then-SPGP baseline; each is a
 //! feature kind ([`crate::features::InducingFeatures`]) fitted by
 //! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
-//! with fixed hyperparameters. `ivm` selects an active set of training
+//! and re-optimises the hyperparameters for them. `ivm` selects an active set of training
 //! inputs greedily (the informative vector machine), for classification
 //! (probit) or regression; it is the only procedure for a binary target.
 
 pub mod dr;
 pub mod exact;
 pub mod gplasso;
+pub mod held_out;
 pub mod ivm;
 pub mod spgp;
 pub mod spgp_hs;
@@ -59,8 +60,8 @@ pub enum Method {
     SpgpDr,
     /// PCA to G dims (fixed), then SPGP in that space.
     SpgpPca,
-    /// GPLasso: M training inputs chosen by a lasso path, fixed
-    /// hyperparameters from an exact GP.
+    /// GPLasso: M training inputs chosen by a lasso path, then the
+    /// hyperparameters re-optimised with them as fixed pseudo-inputs.
     Gplasso,
     /// IVM: an active set of M training inputs chosen greedily by
     /// differential entropy; a probit classifier or a sparse regression.
@@ -220,6 +221,11 @@ pub struct SparseParams {
     /// Rows of the exact GP behind [`HyperInit::ExactSubset`] (at most 500
     /// are used).
     pub max_points: usize,
+    /// On small data ([`held_out::applies`]), choose by NLPD on held-out
+    /// rows: SPGP between `approximation` and the other objective, SPGP+HS
+    /// between itself and plain SPGP (other procedures ignore it). The
+    /// procedure asked for is kept unless the other clearly wins.
+    pub held_out_choice: bool,
 }
 
 impl Default for SparseParams {
@@ -233,6 +239,7 @@ impl Default for SparseParams {
             pseudo_init: PseudoInit::Sample(InitMethod::Kmeans),
             hyper_init: HyperInit::DataScales,
             max_points: 1000,
+            held_out_choice: true,
         }
     }
 }
@@ -411,7 +418,7 @@ impl FitParams {
             FitParams::Vsgp(p) => vsgp::iteration_budget(p),
             FitParams::SpgpHs(p) => spgp_hs::iteration_budget(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
-            FitParams::Gplasso(p) => p.optimiser.max_iter,
+            FitParams::Gplasso(p) => gplasso::iteration_budget(p),
             FitParams::Ivm(p) => p.iteration_budget(),
         }
     }
@@ -530,6 +537,10 @@ pub struct FitReport {
     /// `h_m`, in raw target variance units (absent for other models).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncertainties: Option<crate::inspect::WidthSpread>,
+    /// The held-out choice of a small-data fit, if one was made
+    /// ([`held_out`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<held_out::HeldOutChoice>,
     /// GPLasso's selection: rows, rank, path (GPLasso only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gplasso: Option<gplasso::GplassoReport>,
@@ -561,6 +572,7 @@ impl FitReport {
             optimiser: None,
             starts: Vec::new(),
             uncertainties: None,
+            held_out: None,
             gplasso: None,
             ivm: None,
         }

@@ -24,18 +24,21 @@
 //! fitted on a few thousand rows are close to where the full data put them.
 
 use std::cell::Cell;
+use std::ops::Range;
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
 use super::{
-    data_scale_kernel, Checked, FitReport, Fitted, HyperInit, Hyperparameters, InitMethod, Method,
-    OptimiserReport, PseudoInit, SparseParams, StartReport,
+    data_scale_kernel, held_out, Checked, FitParams, FitReport, Fitted, HyperInit, Hyperparameters,
+    InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
 use crate::features::{InducingFeatures, PseudoInputs};
 use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
+use crate::inference::objective::SparseObjective;
+use crate::inference::Approximation;
 use crate::init;
 use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
@@ -65,7 +68,7 @@ pub fn screen_rows(n: usize, restarts: usize) -> usize {
 }
 
 /// Iterations of one screening run for a final budget of `max_iter`.
-fn screen_iter(max_iter: u64) -> u64 {
+pub(crate) fn screen_iter(max_iter: u64) -> u64 {
     (max_iter / 4).clamp(MIN_SCREEN_ITER.min(max_iter), MAX_SCREEN_ITER.min(max_iter))
 }
 
@@ -79,16 +82,67 @@ pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     }
 }
 
-/// Fits SPGP as `params` asks.
+/// Fits SPGP as `params` asks; on small data, with the objective chosen
+/// on held-out rows ([`held_out`]: the other one only if it clearly wins).
 pub(crate) fn fit_spgp(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
-    let (fit, starts) = fit_pseudo_inputs(data, params, progress)?;
+    let choice = if params.held_out_choice && held_out::applies(data.n_rows(), params.m) {
+        let scores = held_out::score(data, params.seed, &objective_candidates(params))?;
+        Some(scores.verdict(0, 1))
+    } else {
+        None
+    };
+    let chosen = SparseParams {
+        approximation: match &choice {
+            Some(c) if c.challenger_chosen => other_objective(params.approximation),
+            _ => params.approximation,
+        },
+        ..(**params).clone()
+    };
+    let (fit, starts) = fit_pseudo_inputs(data, &chosen.check(data)?, progress)?;
     let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
     fitted.report.starts = starts;
+    fitted.report.held_out = choice;
     Ok(fitted)
+}
+
+/// SPGP with the objective asked for, then with the other one (both
+/// without a held-out choice of their own): the candidates of SPGP's
+/// held-out choice, in the order [`held_out::Scores::verdict`] takes them.
+pub(crate) fn objective_candidates(params: &SparseParams) -> Vec<(String, FitParams)> {
+    let asked = SparseParams {
+        held_out_choice: false,
+        ..params.clone()
+    };
+    let other = SparseParams {
+        approximation: other_objective(asked.approximation),
+        ..asked.clone()
+    };
+    vec![
+        (
+            objective_name("spgp", asked.approximation),
+            FitParams::Spgp(asked),
+        ),
+        (
+            objective_name("spgp", other.approximation),
+            FitParams::Spgp(other),
+        ),
+    ]
+}
+
+pub(crate) fn other_objective(approximation: Approximation) -> Approximation {
+    match approximation {
+        Approximation::Fitc => Approximation::Vfe,
+        Approximation::Vfe => Approximation::Fitc,
+    }
+}
+
+/// How a held-out choice names `model` fitted with `approximation`.
+pub(crate) fn objective_name(model: &str, approximation: Approximation) -> String {
+    format!("{model} ({approximation:?})").to_lowercase()
 }
 
 /// SPGP's fit before it becomes a model: restarts (screened), then the
@@ -330,6 +384,34 @@ pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
         run,
         max_iter: optimiser.max_iter,
     })
+}
+
+/// Minimises the FITC or VFE objective `objective` over the parameters `free`
+/// only, the others held where `objective` starts; the whole parameter
+/// vector at the end, and the run.
+pub(crate) fn minimise_part<F: InducingFeatures + Clone + Sync>(
+    objective: &SparseObjective<'_, F>,
+    free: Range<usize>,
+    optimiser: &OptimiseOptions,
+    rows: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<f64>, OptimiseReport)> {
+    let full = objective.initial();
+    let with = |part: &[f64]| {
+        let mut p = full.clone();
+        p[free.clone()].copy_from_slice(part);
+        p
+    };
+    let run = minimise(
+        |part| {
+            let (f, g) = objective.objective(&with(part))?;
+            Ok((f, g[free.clone()].to_vec()))
+        },
+        full[free.clone()].to_vec(),
+        &optimiser.for_rows(rows),
+        progress,
+    )?;
+    Ok((with(&run.x), run))
 }
 
 #[cfg(test)]

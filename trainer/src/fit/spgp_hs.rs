@@ -1,13 +1,25 @@
 //! SPGP+HS (Snelson & Ghahramani 2006, section 5): SPGP, then every
-//! pseudo-input's uncertainty `h_m` freed from that optimum and everything
-//! optimised again.
+//! pseudo-input's uncertainty `h_m` freed from that optimum and optimised
+//! with the kernel hyperparameters.
 //!
 //! The first stage is [`super::spgp`]'s fit as is (initialisation,
-//! restarts, objective); the second is [`fit_sparse`] over
-//! [`Heteroscedastic`] features built from its pseudo-inputs with every
+//! restarts, objective); the second optimises the `log h_m` and the kernel
+//! of [`Heteroscedastic`] features built from its pseudo-inputs with every
 //! `h_m = H_START s2`, the same [`crate::inference::fitc::FitcConfig`]
-//! (FITC or VFE) and a second budget of `max_iter` — the same shape as
-//! VSGP ([`super::vsgp`]).
+//! (FITC or VFE) and a second budget of `max_iter`. On small data the
+//! result must beat SPGP on held-out rows ("Falling back to SPGP").
+//!
+//! # Only h and the kernel move
+//!
+//! Until issue 20 the second stage moved the pseudo-inputs too. On 200-row
+//! heteroscedastic sets (six seeds, M = 10, test NLPD against SPGP's) that
+//! was better on five and worse by 0.44 on one: pseudo-inputs moved onto
+//! training points and, with a small `h`, pinned the predictive variance
+//! there. With the pseudo-inputs left where SPGP put them it was better on
+//! four and worse by 0.08 on one; with the held-out choice below, better on
+//! three (by 0.10 to 0.19) and never worse by more than 0.002. The price is
+//! part of the gain on larger sets (suite, heteroscedastic, 420 rows at
+//! M = 10: 1.06 against 0.93 with moving pseudo-inputs, SPGP 1.09).
 //!
 //! # Why two stages, and where `h` starts
 //!
@@ -46,6 +58,19 @@
 //! model is (within 1e-3 of the objective) the SPGP-VFE it started from.
 //! Heteroscedasticity comes from FITC's `lambda_n = k_nn - q_nn + sigma2`.
 //!
+//! # Falling back to SPGP
+//!
+//! On 93 rows of `mcycle` at M = 30 the `h_m` fit the noise of the
+//! training points: the training NLML fell, the test NLPD rose from
+//! SPGP's 4.69 to 4.84. A prior on `h` would need a scale that suits every
+//! data set; instead, on small data ([`held_out`]) SPGP and SPGP+HS are
+//! both fitted on three quarters of the rows and scored on the rest, and
+//! SPGP+HS is fitted only if it wins by more than the noise of that
+//! comparison. Otherwise the model is the SPGP fit (all `h_m = 0`, which
+//! is SPGP+HS's own limit), exported under SPGP+HS's kind, and the report's
+//! `held_out` says which was chosen and why. On larger data the staged fit
+//! runs as before.
+//!
 //! `h` is not bounded beyond [`crate::features::heteroscedastic`]'s range
 //! for `log h`: a pseudo-input switched entirely off is a legitimate
 //! optimum (the paper's `h_m -> inf`).
@@ -54,10 +79,15 @@ use std::cell::Cell;
 
 use sgp_runtime::ModelKind;
 
-use super::spgp::{fit_pseudo_inputs, fit_sparse, iteration_budget as spgp_budget};
-use super::{Checked, Fitted, Method, SparseParams};
+use super::spgp::{
+    fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part, objective_candidates,
+    other_objective, SparseFit,
+};
+use super::{held_out, Checked, FitParams, Fitted, Method, SparseParams};
 use crate::data::Dataset;
 use crate::features::Heteroscedastic;
+use crate::inference::fitc::fitc_posterior;
+use crate::inference::objective::SparseObjective;
 use crate::inspect::WidthSpread;
 use crate::optimise::Progress;
 use crate::Result;
@@ -71,13 +101,50 @@ pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + params.optimiser.max_iter
 }
 
-/// Fits SPGP+HS as `params` asks.
+/// Fits SPGP+HS as `params` asks; on small data only if it clearly beats
+/// plain SPGP on held-out rows, else plain SPGP under SPGP+HS's name, with
+/// the report saying so (module docs, "Falling back to SPGP").
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
-    fit_staged(data, params, H_START, progress)
+    if !(params.held_out_choice && held_out::applies(data.n_rows(), params.m)) {
+        return fit_staged(data, params, H_START, progress);
+    }
+    // Both SPGP objectives and HS on the same split: HS must beat the SPGP
+    // that `--model spgp` would choose.
+    let mut candidates = objective_candidates(params);
+    let hs = SparseParams {
+        held_out_choice: false,
+        ..(**params).clone()
+    };
+    candidates.push(("spgp-hs".into(), FitParams::SpgpHs(hs)));
+    let scores = held_out::score(data, params.seed, &candidates)?;
+    let spgp = if scores.verdict(0, 1).challenger_chosen {
+        1
+    } else {
+        0
+    };
+    let choice = scores.verdict(spgp, 2);
+    let mut fitted = if choice.challenger_chosen {
+        fit_staged(data, params, H_START, progress)?
+    } else {
+        let chosen = SparseParams {
+            approximation: if spgp == 1 {
+                other_objective(params.approximation)
+            } else {
+                params.approximation
+            },
+            ..(**params).clone()
+        };
+        let (spgp, starts) = fit_pseudo_inputs(data, &chosen.check(data)?, progress)?;
+        let mut fitted = spgp.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs);
+        fitted.report.starts = starts;
+        fitted
+    };
+    fitted.report.held_out = Some(choice);
+    Ok(fitted)
 }
 
 fn fit_staged(
@@ -95,19 +162,34 @@ fn fit_staged(
     let offset = done.get();
     let h = h_start * spgp.kernel.signal_var();
     let features = Heteroscedastic::from_pseudo_inputs(&spgp.features, h);
-    let fit = fit_sparse(
-        data,
-        features,
-        spgp.kernel,
-        spgp.config,
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: offset + p.iteration,
+            ..p
+        })
+    };
+    // The pseudo-inputs stay where SPGP put them (module docs, "Only h
+    // and the kernel move").
+    let objective = SparseObjective::new(&data.x, &data.y, features, spgp.kernel, spgp.config)?;
+    let layout = objective.layout();
+    let free = layout.feature_range().end - params.m..layout.len();
+    let (p, run) = minimise_part(
+        &objective,
+        free,
         &params.optimiser,
-        &mut |p: Progress| {
-            progress(Progress {
-                iteration: offset + p.iteration,
-                ..p
-            })
-        },
+        data.n_rows(),
+        &mut counted,
     )?;
+    let (features, kernel) = objective.unpack(&p)?;
+    let posterior = fitc_posterior(&features, &kernel, &data.x, &data.y, &spgp.config)?;
+    let fit = SparseFit {
+        features,
+        kernel,
+        posterior,
+        config: spgp.config,
+        run,
+        max_iter: params.optimiser.max_iter,
+    };
     let h = fit.features.h();
     let mut fitted = fit.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs);
     fitted.report.starts = starts;
@@ -120,6 +202,7 @@ fn fit_staged(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fit::spgp::fit_sparse;
     use crate::fit::{data_scale_kernel, fit, FitParams};
     use crate::inference::fitc::FitcConfig;
     use crate::inference::Approximation;
@@ -155,6 +238,7 @@ mod tests {
             m,
             approximation,
             restarts,
+            held_out_choice: false,
             optimiser: OptimiseOptions {
                 max_iter: 40,
                 ..OptimiseOptions::default()
@@ -167,7 +251,10 @@ mod tests {
     fn learns_uncertainties_from_spgp_and_improves_on_it() {
         let train = data(200);
         for (approximation, restarts) in [(Approximation::Fitc, 1), (Approximation::Vfe, 2)] {
-            let p = params(8, approximation, restarts);
+            let mut p = params(8, approximation, restarts);
+            // With the pseudo-inputs fixed, h needs more than 40 iterations
+            // to move from its start to where it pays.
+            p.optimiser.max_iter = 150;
             let spgp = fit(&train, &FitParams::Spgp(p.clone()), &mut |_| {}).expect("fits");
             let mut last = 0;
             let hs = fit(&train, &FitParams::SpgpHs(p.clone()), &mut |pr| {
@@ -177,14 +264,18 @@ mod tests {
             .expect("fits");
             let budget = FitParams::SpgpHs(p.clone()).iteration_budget();
             assert!(last <= budget);
-            assert_eq!(budget, p.iteration_budget() + 40);
+            assert_eq!(budget, p.iteration_budget() + 150);
             // On input-dependent noise, FITC+HS ends clearly below SPGP;
             // VFE's noise is homoscedastic whatever h is, and h only adds
-            // to its trace penalty, so there it ends back at SPGP's bound.
+            // to its trace penalty, so there it ends back near SPGP's bound
+            // (within 2%: h starts above it and 40 iterations with the
+            // pseudo-inputs fixed do not bring it all the way back).
             let (a, b) = (hs.report.nlml, spgp.report.nlml);
             match approximation {
-                Approximation::Fitc => assert!(a < b - 5.0, "HS {a} vs SPGP {b}"),
-                Approximation::Vfe => assert!((a - b).abs() < 1e-3 * b.abs(), "HS {a} vs SPGP {b}"),
+                // (By a nat here: the pseudo-inputs stay where SPGP put
+                // them, which costs training NLML but not test NLPD.)
+                Approximation::Fitc => assert!(a < b - 0.5, "HS {a} vs SPGP {b}"),
+                Approximation::Vfe => assert!((a - b).abs() < 2e-2 * b.abs(), "HS {a} vs SPGP {b}"),
             }
             assert_eq!(hs.report.method, Method::SpgpHs);
             assert_eq!(hs.report.approximation, Some(approximation));
@@ -202,6 +293,43 @@ mod tests {
             assert!(hs.with_jitter(1e-4, 0).is_ok());
             assert!(hs.with_jitter(1e-4, 3).is_ok());
         }
+    }
+
+    /// Where noise varies HS clearly wins on held-out rows and is fitted;
+    /// where it does not, the model is exactly the SPGP `--model spgp`
+    /// fits, under HS's kind; the report says which was chosen.
+    #[test]
+    fn on_small_data_hs_must_beat_spgp_on_held_out_rows() {
+        use crate::synth::Shape;
+        let mut fell_back = 0;
+        for shape in [Shape::Heteroscedastic, Shape::VeryNoisy, Shape::Linear] {
+            let train = crate::synth::dataset(shape, 400, 0).expect("valid");
+            let p = SparseParams {
+                held_out_choice: true,
+                ..params(8, Approximation::Fitc, 2)
+            };
+            let hs = fit(&train, &FitParams::SpgpHs(p.clone()), &mut |_| {}).expect("fits");
+            let choice = hs.report.held_out.clone().expect("a choice on 400 rows");
+            assert_eq!(choice.challenger, "spgp-hs");
+            assert_eq!(choice.rows, 100);
+            assert_eq!(hs.model.kind, ModelKind::SpgpHs);
+            let hs_chosen = choice.challenger_chosen;
+            assert_eq!(hs.report.uncertainties.is_some(), hs_chosen);
+            if shape == Shape::Heteroscedastic {
+                assert!(hs_chosen, "{choice:?}");
+            }
+            if !hs_chosen {
+                fell_back += 1;
+                let spgp = fit(&train, &FitParams::Spgp(p), &mut |_| {}).expect("fits");
+                assert_eq!(spgp.model.form.beta, hs.model.form.beta);
+                assert_eq!(spgp.report.approximation, hs.report.approximation);
+                assert_eq!(
+                    Some(choice.incumbent.as_str()),
+                    spgp.report.held_out.as_ref().map(|c| c.chosen())
+                );
+            }
+        }
+        assert!(fell_back > 0, "no homoscedastic set fell back to SPGP");
     }
 
     #[test]

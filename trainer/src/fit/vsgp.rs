@@ -76,6 +76,7 @@ mod tests {
 
     fn params(m: usize, approximation: Approximation, restarts: usize) -> SparseParams {
         SparseParams {
+            held_out_choice: false,
             m,
             approximation,
             restarts,
