@@ -54,6 +54,8 @@ pub enum ModelKind {
     GpLasso,
     /// Informative vector machine: greedy active set.
     Ivm,
+    /// Sparse variational GP classifier: learned inducing inputs.
+    Svgp,
 }
 
 impl ModelKind {
@@ -71,6 +73,7 @@ impl ModelKind {
             ModelKind::Vsgp => "vsgp",
             ModelKind::GpLasso => "gplasso",
             ModelKind::Ivm => "ivm",
+            ModelKind::Svgp => "svgp",
         }
     }
 }

@@ -65,7 +65,7 @@ pub fn screen_rows(n: usize, restarts: usize) -> usize {
 }
 
 /// Iterations of one screening run for a final budget of `max_iter`.
-fn screen_iter(max_iter: u64) -> u64 {
+pub(crate) fn screen_iter(max_iter: u64) -> u64 {
     (max_iter / 4).clamp(MIN_SCREEN_ITER.min(max_iter), MAX_SCREEN_ITER.min(max_iter))
 }
 

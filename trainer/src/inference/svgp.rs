@@ -50,7 +50,8 @@ use std::sync::OnceLock;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use super::{col_sq_norms, sandwich_inv_factor, RuntimeForm};
+use super::objective::ParamLayout;
+use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, RuntimeForm};
 use crate::features::{FeatureGrad, InducingFeatures};
 use crate::kernel::KernelParams;
 use crate::likelihood::{log_norm_cdf, pdf_over_cdf};
@@ -296,7 +297,6 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     with_grad: bool,
 ) -> Result<SvgpValue> {
     check_inputs(feat, q, x, y)?;
-    let m = feat.num_inducing();
     let kuu = feat.kuu(kern);
     let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
     let lu = &chol.l;
@@ -484,6 +484,103 @@ pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
     Ok((a.tr_mul(&q.mean), var))
 }
 
+/// The negative bound over one feature kind as a function of the flat
+/// vector `[feature parameters | log l (free form) | log s2 | b | m | L]`
+/// (the first three blocks in [`ParamLayout`]'s packing, without a noise
+/// entry; the rest in [`Variational::params`]'s).
+#[derive(Clone, Debug)]
+pub struct SvgpObjective<'d, F> {
+    x: &'d DMatrix<f64>,
+    y: &'d DVector<f64>,
+    feature: F,
+    kernel: KernelParams,
+    variational: Variational,
+    layout: ParamLayout,
+    config: SvgpConfig,
+}
+
+impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
+    /// An objective starting from `feature`, `kernel` and `variational`.
+    ///
+    /// # Errors
+    /// Shape mismatches between the data, the features and `variational`.
+    pub fn new(
+        (x, y): (&'d DMatrix<f64>, &'d DVector<f64>),
+        feature: F,
+        kernel: KernelParams,
+        variational: Variational,
+        config: SvgpConfig,
+    ) -> Result<Self> {
+        check_inputs(&feature, &variational, x, y)?;
+        let layout = ParamLayout {
+            noise: false,
+            ..ParamLayout::sparse(&feature, &kernel)
+        };
+        Ok(SvgpObjective {
+            x,
+            y,
+            feature,
+            kernel,
+            variational,
+            layout,
+            config,
+        })
+    }
+
+    /// The starting vector.
+    pub fn initial(&self) -> Vec<f64> {
+        let mut p = self.layout.pack(&self.feature.params(), &self.kernel);
+        p.extend(self.variational.params());
+        p
+    }
+
+    /// The model at `p`.
+    ///
+    /// # Errors
+    /// A vector of the wrong length or with non-finite entries.
+    pub fn unpack(&self, p: &[f64]) -> Result<(F, KernelParams, Variational)> {
+        let n = self.layout.len();
+        if p.len() < n {
+            return Err(Error::Numerical("svgp: parameter vector too short".into()));
+        }
+        let mut kern = self.kernel.clone();
+        let fp = self.layout.unpack(&p[..n], &mut kern)?;
+        let mut feat = self.feature.clone();
+        feat.set_params(fp)?;
+        let q = Variational::from_params(feat.num_inducing(), &p[n..])?;
+        Ok((feat, kern, q))
+    }
+
+    /// The negative bound at `p`.
+    ///
+    /// # Errors
+    /// As [`svgp_objective`].
+    pub fn value(&self, p: &[f64]) -> Result<f64> {
+        let (f, k, q) = self.unpack(p)?;
+        Ok(svgp_objective(&f, &k, &q, (self.x, self.y), &self.config, false)?.neg_elbo)
+    }
+
+    /// The negative bound and its gradient at `p`.
+    ///
+    /// # Errors
+    /// As [`svgp_objective`].
+    pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let (f, k, q) = self.unpack(p)?;
+        let v = svgp_objective(&f, &k, &q, (self.x, self.y), &self.config, true)?;
+        let g = v
+            .grad
+            .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
+        let model = ModelGrad {
+            feature: g.feature.feature,
+            kernel: g.feature.kernel,
+            log_noise_excess: 0.0,
+        };
+        let mut out = self.layout.pack_grad(&p[..self.layout.len()], &model);
+        out.extend(g.variational);
+        Ok((v.neg_elbo, out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,6 +723,27 @@ mod tests {
         assert!((value(&p) - v.neg_elbo).abs() < 1e-12 * v.neg_elbo.abs());
         let num = fd_grad(value, &p, 1e-6);
         assert_grad_close(&num, &ana, 1e-6);
+    }
+
+    #[test]
+    fn packed_objective_gradient_matches_differences() {
+        let (x, y, feat, kern) = problem(25, 4);
+        let obj = SvgpObjective::new(
+            (&x, &y),
+            feat.clone(),
+            kern,
+            some_q(4),
+            SvgpConfig::default(),
+        )
+        .expect("valid");
+        let p = obj.initial();
+        let (f2, _, q2) = obj.unpack(&p).expect("ok");
+        assert_eq!(f2, feat);
+        assert!((q2.sqrt - some_q(4).sqrt).amax() < 1e-15);
+        let (v, g) = obj.objective(&p).expect("ok");
+        assert!((v - obj.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
+        let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-6);
+        assert_grad_close(&num, &g, 1e-6);
     }
 
     #[test]
