@@ -583,7 +583,7 @@ fn training_data(
         TaskArg::Classification => {
             if let Some(model) = regression_only {
                 return Err(Error::BadInput(format!(
-                    "classification needs {flag} svgp or ivm, not {flag} {}",
+                    "classification needs {flag} ivm or {flag} svgp, not {flag} {}",
                     model.name()
                 )));
             }

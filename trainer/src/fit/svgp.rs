@@ -9,11 +9,12 @@
 //! end. Every start begins at `q(u)` = the prior and the bias at
 //! `Phi^{-1}(fraction of positive labels)`.
 //!
-//! The kernel starts from an exact GP regression on the -1/+1 labels of at
-//! most [`HYPER_ROWS`] rows: its ARD length scales already shrink the
-//! irrelevant inputs' weight, which the bound's own gradient, starting from
-//! equal length scales, does only slowly (measured on the 6-D ring with 4
-//! irrelevant inputs: see docs/classification.md).
+//! The kernel starts with equal length scales ([`initial_kernel`]). An
+//! exact GP regression on the -1/+1 labels of 500 rows was tried as the
+//! start (ARD already there): it ended at a worse bound on the ring, digits
+//! and breast cancer sets (cancer: 36.5 against 32.9 nats, test log loss
+//! 0.175 against 0.150), its short length scales a local optimum the bound
+//! does not leave.
 //!
 //! Why this bound and not EP on the FITC prior (Naish-Guzman and Holden
 //! 2008): the bound has an analytic gradient in every parameter, pseudo-
@@ -27,11 +28,11 @@ use std::cell::Cell;
 
 use sgp_runtime::{Link, ModelKind};
 
-use super::exact::{optimise_exact, training_subset};
+use super::exact::training_subset;
 use super::spgp::{screen_rows, start_positions};
 use super::{
-    data_scale_kernel, Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport,
-    PseudoInit, SparseParams, StartReport, DEFAULT_RESTARTS,
+    Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
+    StartReport, DEFAULT_RESTARTS,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::features::PseudoInputs;
@@ -42,9 +43,6 @@ use crate::linalg::JitterPolicy;
 use crate::model::TrainedModel;
 use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
-
-/// Rows of the exact GP regression the kernel starts from.
-pub const HYPER_ROWS: usize = 500;
 
 /// Settings of an SVGP fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,7 +128,7 @@ pub(crate) fn fit_svgp(
         TargetKind::Binary { positive } => positive,
         TargetKind::Continuous => return Err(Error::BadInput("svgp needs a binary target".into())),
     };
-    let kern = initial_kernel(data, params.seed)?;
+    let kern = initial_kernel(data)?;
     let bias = initial_bias(data);
     let config = SvgpConfig::default();
     let sparse = params.sparse();
@@ -267,23 +265,13 @@ fn optimise(
     })
 }
 
-/// The starting kernel: an exact GP regression on the labels of a random
-/// subset (ARD length scales, signal variance), falling back to the data's
-/// scales if that fit fails.
-fn initial_kernel(data: &Dataset, seed: u64) -> Result<KernelParams> {
-    let subset = training_subset(data, HYPER_ROWS, seed)?;
-    let warm_up = OptimiseOptions {
-        max_iter: 100,
-        ..OptimiseOptions::default()
-    };
-    let kern = match optimise_exact(&subset, &warm_up, &mut |_| {}) {
-        Ok((kern, _)) => kern,
-        Err(_) => data_scale_kernel(data)?,
-    };
-    // The regression's signal variance is in units of the labels (about 1);
-    // the probit's latent needs a larger scale to reach confident
-    // probabilities, and the bound moves it from there.
-    KernelParams::new(&kern.lengthscales(), kern.signal_var().max(1.0), 1.0)
+/// The starting kernel: every length scale `sqrt(D)` standardised units
+/// (a typical squared distance between two rows, `2 D`, is then two
+/// squared length scales: neither flat nor a lookup table), signal
+/// variance 1. The noise variance is unused by the probit.
+fn initial_kernel(data: &Dataset) -> Result<KernelParams> {
+    let d = data.n_inputs();
+    KernelParams::new(&vec![(d as f64).sqrt(); d], 1.0, 1.0)
 }
 
 /// `Phi^{-1}` of the fraction of positive labels: the bias that predicts
@@ -292,4 +280,102 @@ fn initial_bias(data: &Dataset) -> f64 {
     let n = data.n_rows() as f64;
     let positive = data.y.iter().filter(|&&v| v > 0.0).count() as f64;
     norm_quantile(((positive + 0.5) / (n + 1.0)).clamp(1e-6, 1.0 - 1e-6))
+}
+
+#[cfg(test)]
+mod tests {
+    use nalgebra::{DMatrix, DVector};
+
+    use super::*;
+    use crate::export::check;
+    use crate::fit::{fit, FitParams};
+    use crate::metrics::error_rate;
+    use crate::synth::{classification, ClassShape};
+
+    /// Moons with a third input that is noise: `rows` rows, seed `seed`.
+    fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
+        let (x, y) = classification(ClassShape::Moons, rows, seed);
+        let noise = DVector::from_fn(rows, |i, _| ((i as f64 * 12.9898).sin() * 43758.55).fract());
+        let x = DMatrix::from_fn(rows, 3, |i, j| if j < 2 { x[(i, j)] } else { noise[i] });
+        let names = vec!["x1".into(), "x2".into(), "noise".into()];
+        Dataset::from_raw(x, y, names, "class".into())
+            .unwrap()
+            .into_binary(None)
+            .unwrap()
+    }
+
+    fn params(m: usize, seed: u64) -> FitParams {
+        FitParams::Svgp(SvgpParams {
+            m,
+            seed,
+            restarts: 2,
+            optimiser: OptimiseOptions {
+                max_iter: 150,
+                ..SvgpParams::default().optimiser
+            },
+            ..SvgpParams::default()
+        })
+    }
+
+    #[test]
+    fn learns_the_moons_and_switches_the_noise_input_off() {
+        let data = moons_and_noise(1300, 5);
+        let (test, train) = data.split(1000.0 / 1300.0, 5).unwrap();
+        let fitted = fit(&train, &params(20, 1), &mut |_| {}).unwrap();
+        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        let err = error_rate(p.mean.as_slice(), test.y.as_slice());
+        // The IVM's moons test asks for 0.12 at M = 100 without the noise
+        // input.
+        assert!(err < 0.12, "test error {err}");
+        let l = &fitted.report.hyper.lengthscales;
+        let scale = &train.transform.x_scale;
+        let relative: Vec<f64> = l.iter().zip(scale).map(|(l, s)| l / s).collect();
+        assert!(
+            relative[2] > 3.0 * relative[0].max(relative[1]),
+            "length scales (standardised) {relative:?}"
+        );
+    }
+
+    #[test]
+    fn the_blob_is_a_two_factor_probit_model_that_passes_its_check() {
+        let data = moons_and_noise(300, 2);
+        let fitted = fit(&data, &params(15, 0), &mut |_| {}).unwrap();
+        let exported = check(&fitted.model, &data.raw_x()).unwrap();
+        assert!(
+            exported.fidelity.passes(),
+            "{}",
+            exported.fidelity.describe()
+        );
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert_eq!(spec.shape.kind, ModelKind::Svgp);
+        assert_eq!(spec.shape.link, Link::Probit);
+        assert!(spec.shape.two_factors);
+        assert_eq!(spec.positive_class, 1.0);
+        assert_eq!(fitted.report.starts.len(), 2);
+        // The runtime form is the bound's posterior: the probabilities of
+        // the training rows are on the right side of 1/2 mostly.
+        let p = fitted.model.predict_raw(&data.raw_x()).unwrap();
+        assert!(error_rate(p.mean.as_slice(), data.y.as_slice()) < 0.15);
+    }
+
+    #[test]
+    fn same_seed_same_blob() {
+        let data = moons_and_noise(200, 3);
+        let a = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
+        let b = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
+        let blob = |f: &Fitted| check(&f.model, &data.raw_x()).unwrap().blob;
+        assert_eq!(blob(&a), blob(&b));
+    }
+
+    #[test]
+    fn a_continuous_target_or_too_many_points_is_refused() {
+        let regression = crate::synth::dataset(crate::synth::Shape::Periodic, 100, 1).unwrap();
+        let err = fit(&regression, &params(10, 0), &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("continuous"), "{err}");
+        let small = moons_and_noise(30, 1);
+        assert!(matches!(
+            fit(&small, &params(31, 0), &mut |_| {}),
+            Err(Error::BadInput(_))
+        ));
+    }
 }
