@@ -44,6 +44,16 @@ use crate::model::TrainedModel;
 use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
+/// Iterations that optimise `q(u)` (and the bias) alone, with the
+/// pseudo-inputs and the kernel held, before every joint run. From the
+/// prior `q(u)` the joint gradient first moves the kernel while the latent
+/// mean is still zero: on a 2-D wavy boundary (600 rows) the first three
+/// iterations raised one length scale threefold and the fit ended on a
+/// near-linear boundary (test error 7.3% against GPflow's 0.7%); with
+/// 20 iterations of `q(u)` first it reaches 0.5% (100 iterations: the
+/// same), and the ring and digits sets are unchanged.
+pub const WARM_UP_ITER: u64 = 20;
+
 /// Settings of an SVGP fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SvgpParams {
@@ -248,10 +258,31 @@ fn optimise(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
     let (features, kernel, q) = start;
+    let n_variational = Variational::num_params(q.mean.len());
     let objective = SvgpObjective::new((&data.x, &data.y), features, kernel, q, config)?;
+    let mut initial = objective.initial();
+    // q(u) alone first: see [`WARM_UP_ITER`].
+    let fixed = initial.len() - n_variational;
+    let head = initial[..fixed].to_vec();
+    let warm = minimise(
+        |qp| {
+            let mut p = head.clone();
+            p.extend_from_slice(qp);
+            let (v, g) = objective.objective(&p)?;
+            Ok((v, g[fixed..].to_vec()))
+        },
+        initial[fixed..].to_vec(),
+        &OptimiseOptions {
+            max_iter: WARM_UP_ITER.min(options.max_iter),
+            ..options.for_rows(data.n_rows())
+        },
+        &mut |_| {},
+    )?;
+    initial.truncate(fixed);
+    initial.extend(warm.x);
     let run = minimise(
         |p| objective.objective(p),
-        objective.initial(),
+        initial,
         &options.for_rows(data.n_rows()),
         progress,
     )?;
