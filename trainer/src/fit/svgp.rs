@@ -28,8 +28,7 @@ use std::cell::Cell;
 
 use sgp_runtime::{Link, ModelKind};
 
-use super::exact::training_subset;
-use super::spgp::{screen_rows, start_positions};
+use super::spgp::{screening, start_positions};
 use super::{
     Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
     StartReport, DEFAULT_RESTARTS,
@@ -158,15 +157,7 @@ pub(crate) fn fit_svgp(
             Variational::prior(params.m, bias),
         )
     } else {
-        let screen = OptimiseOptions {
-            max_iter: super::spgp::screen_iter(params.optimiser.max_iter),
-            ..params.optimiser.clone()
-        };
-        let subset = training_subset(
-            data,
-            screen_rows(data.n_rows(), params.restarts),
-            params.seed,
-        )?;
+        let (screen, subset) = screening(data, &sparse)?;
         let mut best: Option<SvgpFit> = None;
         for k in 0..params.restarts {
             let (label, z) = start_positions(&data.x, &sparse, k)?;
