@@ -20,6 +20,9 @@ const D16_SIZES: [usize; 1] = [32];
 /// The same for the IVM probit classifiers (files `ivm_m{M}.sgp`,
 /// `golden_ivm_m{M}.rs`).
 const IVM_SIZES: [usize; 1] = [32];
+/// The same for the SVGP probit classifiers (files `svgp_m{M}.sgp`,
+/// `golden_svgp_m{M}.rs`).
+const SVGP_SIZES: [usize; 1] = [32];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -60,6 +63,10 @@ fn main() {
     for m in IVM_SIZES {
         stage(&out, &format!("ivm_m{m}.sgp"));
         stage(&out, &format!("golden_ivm_m{m}.rs"));
+    }
+    for m in SVGP_SIZES {
+        stage(&out, &format!("svgp_m{m}.sgp"));
+        stage(&out, &format!("golden_svgp_m{m}.rs"));
     }
 }
 

@@ -32,7 +32,7 @@ GEN_DIR=$PWD/$TARGET_DIR/model-gen
 # G = D = DR_DIM, to compare with the projection), model/ivm_m$M.sgp and
 # golden_ivm_m$M.rs for the IVM probit classifier (fitted on the D = MODEL_DIM
 # data with the target thresholded at 0 into classes 0/1).
-MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16" "ivm 32")
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16" "ivm 32" "svgp 32")
 MODEL_DIM=4
 DR_DIM=16
 DR_G=4
@@ -128,6 +128,7 @@ for model in "${MODELS[@]}"; do
         spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G") ;;
         gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS") ;;
         ivm) name=ivm_m$m data=$GEN_DIR/data_cls.csv extra=(--link probit --positive 1) ;;
+        svgp) name=svgp_m$m data=$GEN_DIR/data_cls.csv extra=(--task classification --positive 1) ;;
         *) name=${kind}_m$m ;;
     esac
     sgp fit --data "$data" --model "$kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \

@@ -43,6 +43,7 @@ golden_module!(golden_dr_m32, "golden_dr_m32.rs");
 golden_module!(golden_gplasso_m32, "golden_gplasso_m32.rs");
 golden_module!(golden_spgp_d16_m32, "golden_spgp_d16_m32.rs");
 golden_module!(golden_ivm_m32, "golden_ivm_m32.rs");
+golden_module!(golden_svgp_m32, "golden_svgp_m32.rs");
 
 /// Control ticks simulated (a real loop would wait for a timer each tick).
 const CONTROL_TICKS: u32 = 200;
@@ -189,6 +190,21 @@ fn run() -> bool {
         golden_ivm_m32::INPUTS.as_slice(),
         golden_ivm_m32::DIM,
         &golden_ivm_m32::EXPECTED,
+    ) & check_golden(
+        &meter,
+        "svgp M=32",
+        models.svgp_m32,
+        golden_svgp_m32::INPUTS.as_slice(),
+        golden_svgp_m32::DIM,
+        &golden_svgp_m32::EXPECTED,
+        golden_svgp_m32::Y_SCALE,
+    ) & check_probability(
+        &meter,
+        "svgp M=32",
+        models.svgp_m32,
+        golden_svgp_m32::INPUTS.as_slice(),
+        golden_svgp_m32::DIM,
+        &golden_svgp_m32::EXPECTED,
     );
     // Every model's gradients against the host's central differences.
     macro_rules! gradient_golden {
@@ -210,7 +226,8 @@ fn run() -> bool {
         & gradient_golden!("spgp-dr M=32", models.dr_m32, golden_dr_m32)
         & gradient_golden!("gplasso M=32", models.gplasso_m32, golden_gplasso_m32)
         & gradient_golden!("spgp D=16 M=32", models.spgp_d16_m32, golden_spgp_d16_m32)
-        & gradient_golden!("ivm M=32", models.ivm_m32, golden_ivm_m32);
+        & gradient_golden!("ivm M=32", models.ivm_m32, golden_ivm_m32)
+        & gradient_golden!("svgp M=32", models.svgp_m32, golden_svgp_m32);
     let cost_ok = check_cost(&meter, &models);
     let api_ok = check_api_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
@@ -275,8 +292,9 @@ fn load_models() -> Option<Models> {
         model::BLOB_SPGP_D16_M32.len(),
     );
     describe("ivm M=32", models.ivm_m32, model::BLOB_IVM_M32.len());
+    describe("svgp M=32", models.svgp_m32, model::BLOB_SVGP_M32.len());
     hprintln!(
-        "load: all eight Model::load calls (in place, into .bss) <= {} B stack",
+        "load: all nine Model::load calls (in place, into .bss) <= {} B stack",
         load_stack
     );
     Some(models)

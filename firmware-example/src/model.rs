@@ -57,9 +57,12 @@ pub static BLOB_SPGP_D16_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/
 /// inputs, classes = sign of their target): shared widths and one factor,
 /// so it loads into `Model32` as well (its second factor stays unused).
 pub static BLOB_IVM_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ivm_m32.sgp"));
+/// The SVGP probit classifier on the IVM's data, `model/svgp_m32.sgp`:
+/// shared widths and two factors, so it loads into `Model32` too.
+pub static BLOB_SVGP_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/svgp_m32.sgp"));
 
 /// The loaded models: SPGP at three sizes, VSGP, GPLasso, SPGP+DR and
-/// SPGP on 16 inputs at M = 32, and the IVM classifier at M = 32.
+/// SPGP on 16 inputs at M = 32, and the IVM and SVGP classifiers at M = 32.
 pub struct Models {
     pub m16: &'static Model16,
     pub m32: &'static Model32,
@@ -69,6 +72,7 @@ pub struct Models {
     pub dr_m32: &'static ModelDr32,
     pub spgp_d16_m32: &'static ModelD16x32,
     pub ivm_m32: &'static Model32,
+    pub svgp_m32: &'static Model32,
 }
 
 /// Which blob failed to load (e.g. "spgp M=32"), and why.
@@ -100,6 +104,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let dr_m32 = cortex_m::singleton!(MODEL_DR_M32: ModelDr32 = ModelDr32::new())?;
     let spgp_d16_m32 = cortex_m::singleton!(MODEL_SPGP_D16_M32: ModelD16x32 = ModelD16x32::new())?;
     let ivm_m32 = cortex_m::singleton!(MODEL_IVM_M32: Model32 = Model32::new())?;
+    let svgp_m32 = cortex_m::singleton!(MODEL_SVGP_M32: Model32 = Model32::new())?;
     Some(load_into(Slots {
         m16,
         m32,
@@ -109,6 +114,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
         dr_m32,
         spgp_d16_m32,
         ivm_m32,
+        svgp_m32,
     }))
 }
 
@@ -122,6 +128,7 @@ struct Slots {
     dr_m32: &'static mut ModelDr32,
     spgp_d16_m32: &'static mut ModelD16x32,
     ivm_m32: &'static mut Model32,
+    svgp_m32: &'static mut Model32,
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
@@ -141,6 +148,7 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
         .load(BLOB_SPGP_D16_M32)
         .map_err(err("spgp D=16 M=32"))?;
     s.ivm_m32.load(BLOB_IVM_M32).map_err(err("ivm M=32"))?;
+    s.svgp_m32.load(BLOB_SVGP_M32).map_err(err("svgp M=32"))?;
     Ok(Models {
         m16: s.m16,
         m32: s.m32,
@@ -150,6 +158,7 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
         dr_m32: s.dr_m32,
         spgp_d16_m32: s.spgp_d16_m32,
         ivm_m32: s.ivm_m32,
+        svgp_m32: s.svgp_m32,
     })
 }
 

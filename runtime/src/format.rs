@@ -55,6 +55,8 @@ pub enum ModelKind {
     GpLasso,
     /// Informative vector machine: greedy active set.
     Ivm,
+    /// Sparse variational GP classifier: learned inducing inputs.
+    Svgp,
 }
 
 impl ModelKind {
@@ -72,6 +74,7 @@ impl ModelKind {
             ModelKind::Vsgp => "vsgp",
             ModelKind::GpLasso => "gplasso",
             ModelKind::Ivm => "ivm",
+            ModelKind::Svgp => "svgp",
         }
     }
 }

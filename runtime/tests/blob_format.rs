@@ -520,8 +520,8 @@ fn decoding_errors_are_malformed_as_format_md_says() {
     // Body: kind, link, D, G, M, 3 bools, names count, len "x0", "x0", ...
     assert_eq!(&blob[10..18], &[1, 0, 2, 2, 3, 0, 0, 1]);
     let malformed = (Error::Malformed, Error::Malformed);
-    // Enum index past the last variant (kind 7, link 2).
-    assert_eq!(both_errors(&edit_body(&blob, 0, 1, &[7])), malformed);
+    // Enum index past the last variant (kind 8, link 2).
+    assert_eq!(both_errors(&edit_body(&blob, 0, 1, &[8])), malformed);
     assert_eq!(both_errors(&edit_body(&blob, 1, 1, &[2])), malformed);
     // A bool other than 0 or 1.
     assert_eq!(both_errors(&edit_body(&blob, 5, 1, &[2])), malformed);

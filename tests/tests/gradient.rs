@@ -122,8 +122,8 @@ fn regression_gradients_match_differences_of_the_f64_trainer() {
     }
 }
 
-/// The IVM probit classifier: latent mean and variance, and the class
-/// probability's gradient by the chain rule.
+/// The probit classifiers (IVM, SVGP): latent mean and variance, and the
+/// class probability's gradient by the chain rule.
 #[test]
 fn classifier_gradients_match_differences_of_the_f64_trainer() {
     let (x, y) = classification(ClassShape::Moons, 300, 11);
@@ -131,9 +131,11 @@ fn classifier_gradients_match_differences_of_the_f64_trainer() {
         .unwrap()
         .into_binary(None)
         .unwrap();
-    let model = fit(&train, &params(Method::Ivm, 40, 1, 60), &mut |_| {})
-        .unwrap()
-        .model;
     let held_out = classification_dataset(ClassShape::Moons, 50, 12).unwrap();
-    assert_gradients_match("ivm probit", &model, &points(&model, &held_out));
+    for (label, method) in [("ivm probit", Method::Ivm), ("svgp", Method::Svgp)] {
+        let model = fit(&train, &params(method, 40, 1, 60), &mut |_| {})
+            .unwrap()
+            .model;
+        assert_gradients_match(label, &model, &points(&model, &held_out));
+    }
 }

@@ -292,6 +292,13 @@ impl Dataset {
         Ok(data)
     }
 
+    /// The distinct raw target values, ascending (values within
+    /// [`is_class`] of each other counted once): two for a column that can
+    /// be a binary classification without `--positive`.
+    pub fn target_classes(&self) -> Vec<f64> {
+        distinct_values(self.raw_y().as_slice())
+    }
+
     /// Number of examples N.
     pub fn n_rows(&self) -> usize {
         self.x.nrows()

@@ -64,6 +64,16 @@ pub fn pdf_over_cdf(z: f64) -> f64 {
     }
 }
 
+/// `log Phi(z)`, accurate where `Phi(z)` underflows (through
+/// [`pdf_over_cdf`]: `Phi = N / (N / Phi)`).
+pub fn log_norm_cdf(z: f64) -> f64 {
+    if z > -30.0 {
+        norm_cdf(z).ln()
+    } else {
+        -0.5 * z * z - 0.5 * (2.0 * std::f64::consts::PI).ln() - pdf_over_cdf(z).ln()
+    }
+}
+
 /// The inverse of [`norm_cdf`] for `p` in (0, 1), by bisection (used once
 /// per fit, for the bias).
 pub fn norm_quantile(p: f64) -> f64 {
@@ -90,6 +100,14 @@ mod tests {
         assert!((pdf_over_cdf(-30.001) - direct).abs() < 1e-9 * direct);
         assert!(pdf_over_cdf(-1e3).is_finite() && pdf_over_cdf(-1e3) > 999.0);
         assert!(pdf_over_cdf(40.0) >= 0.0);
+    }
+
+    #[test]
+    fn log_cdf_is_continuous_where_the_series_takes_over() {
+        let direct = norm_cdf(-30.001).ln();
+        assert!((log_norm_cdf(-30.001) - direct).abs() < 1e-9 * direct.abs());
+        assert!(log_norm_cdf(-1e3).is_finite());
+        assert!(log_norm_cdf(10.0) <= 0.0);
     }
 
     #[test]

@@ -1577,7 +1577,7 @@ fn ivm_one_vs_rest_and_bad_class_columns() {
         "two.csv",
         &classes_csv("0", "1", None),
         &["--model", "spgp", "--link", "probit"],
-        &["--model ivm"],
+        &["--model ivm or --model svgp"],
     );
     // One-vs-rest: 7 against 0 and 1.
     dir.write("three.csv", &three);
@@ -1595,4 +1595,71 @@ fn ivm_one_vs_rest_and_bad_class_columns() {
     let e: Value = serde_json::from_str(&eval).unwrap();
     let positives = e["true_positives"].as_u64().unwrap() + e["false_negatives"].as_u64().unwrap();
     assert_eq!(positives, 24);
+}
+
+/// A two-valued target is a classification unless told otherwise, fitted
+/// by svgp; `--task` overrides; a regression model asked for by name fits
+/// the values as numbers, and says so.
+#[test]
+fn two_valued_target_is_a_classification_by_default() {
+    let dir = TempDir::new("two_valued_default");
+    dir.write("c.csv", classes_csv("0", "1", None));
+    let fit = |extra: &[&str]| {
+        let mut args = vec![
+            "fit", "--data", "c.csv", "--m", "10", "--out", "c.sgp", "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = sgp(&dir, &args);
+        let report: Value = serde_json::from_str(&ok(&out, "fit")).unwrap();
+        (
+            report["report"]["method"].as_str().unwrap().to_string(),
+            stderr(&out),
+        )
+    };
+    let (method, err) = fit(&[]);
+    assert_eq!(method, "svgp");
+    assert!(
+        err.contains("binary classification, positive class 1"),
+        "{err}"
+    );
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
+        "predict",
+    );
+    assert!(predict.starts_with("probability,"), "{predict}");
+    let e: Value = serde_json::from_str(&ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
+        ),
+        "eval",
+    ))
+    .unwrap();
+    assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
+    assert_eq!(fit(&["--model", "ivm"]).0, "ivm");
+    assert_eq!(fit(&["--task", "regression"]).0, "spgp");
+    let (method, err) = fit(&["--model", "spgp"]);
+    assert_eq!(method, "spgp");
+    assert!(err.contains("regression model"), "{err}");
+    fit_rejects(
+        &dir,
+        "three.csv",
+        &classes_csv("0", "1", Some("7")),
+        &["--task", "classification"],
+        &["3 distinct values", "--positive"],
+    );
+    fit_rejects(
+        &dir,
+        "one.csv",
+        &classes_csv("3", "3", None),
+        &["--task", "classification"],
+        &["constant"],
+    );
+    fit_rejects(
+        &dir,
+        "c.csv",
+        &classes_csv("0", "1", None),
+        &["--task", "regression", "--link", "probit"],
+        &["disagree"],
+    );
 }

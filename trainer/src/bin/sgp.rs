@@ -20,7 +20,7 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::codegen::{default_name, export_source, Format};
 use sgp_trainer::cure::{export_fitted, Cure};
-use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset};
+use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset, TargetKind};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, figures, ClassEvaluation, Evaluation,
@@ -31,6 +31,7 @@ use sgp_trainer::export::{
 };
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::ivm::IvmParams;
+use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
     SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
@@ -244,6 +245,15 @@ struct SweepArgs {
     out: Option<PathBuf>,
 }
 
+/// `sgp fit --task`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TaskArg {
+    /// Predict a number (Gaussian noise).
+    Regression,
+    /// Predict one of two labels (probit likelihood).
+    Classification,
+}
+
 /// `sgp fit --link`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum LinkArg {
@@ -261,14 +271,20 @@ struct FitArgs {
     /// Target column (default: the last column); all others are inputs.
     #[arg(long)]
     target: Option<String>,
-    /// Model family.
-    #[arg(long, value_enum, default_value = "spgp")]
-    model: Method,
+    /// Model family (default: svgp for a classification, spgp for a
+    /// regression).
+    #[arg(long, value_enum)]
+    model: Option<Method>,
+    /// Regression or binary classification (default: classification when
+    /// the target holds exactly two distinct values or --positive is given,
+    /// else regression).
+    #[arg(long, value_enum)]
+    task: Option<TaskArg>,
     /// Likelihood of the target: identity (regression) or probit (binary
-    /// classification; --model ivm only).
-    #[arg(long, value_enum, default_value = "identity")]
-    link: LinkArg,
-    /// With --link probit: the target value of the positive class; every
+    /// classification); `--link probit` is `--task classification`.
+    #[arg(long, value_enum)]
+    link: Option<LinkArg>,
+    /// For a classification: the target value of the positive class; every
     /// other value is negative (one-vs-rest). Without it the target must
     /// hold exactly two values and the larger is positive.
     #[arg(long, allow_negative_numbers = true)]
@@ -351,8 +367,32 @@ struct FitArgs {
 }
 
 impl FitArgs {
-    fn params(&self) -> Result<FitParams> {
-        if self.model != Method::Gplasso
+    /// The task `--task` and `--link` ask for (`None`: decided by the
+    /// target).
+    fn task(&self) -> Result<Option<TaskArg>> {
+        match (self.task, self.link) {
+            (Some(TaskArg::Regression), Some(LinkArg::Probit))
+            | (Some(TaskArg::Classification), Some(LinkArg::Identity)) => Err(Error::BadInput(
+                "--task and --link disagree (--link probit is --task classification)".into(),
+            )),
+            (Some(task), _) => Ok(Some(task)),
+            (None, Some(LinkArg::Probit)) => Ok(Some(TaskArg::Classification)),
+            (None, Some(LinkArg::Identity)) => Ok(Some(TaskArg::Regression)),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The model to fit to `data`: `--model`, else the default of its
+    /// task.
+    fn model_for(&self, data: &Dataset) -> Method {
+        self.model.unwrap_or(match data.target {
+            TargetKind::Binary { .. } => Method::Svgp,
+            TargetKind::Continuous => Method::Spgp,
+        })
+    }
+
+    fn params(&self, model: Method) -> Result<FitParams> {
+        if model != Method::Gplasso
             && (self.rank.is_some() || self.path || self.fixed_hyperparameters || self.fixed_basis)
         {
             return Err(Error::BadInput(
@@ -361,19 +401,19 @@ impl FitArgs {
                     .into(),
             ));
         }
-        let projected = self.model.is_projected();
+        let projected = model.is_projected();
         let dim = match (projected, self.dim) {
             (true, Some(dim)) => dim,
             (true, None) => {
                 return Err(Error::BadInput(format!(
                     "--model {} needs --dim G, the projected dimension",
-                    self.model.name()
+                    model.name()
                 )))
             }
             (false, Some(_)) => {
                 return Err(Error::BadInput(format!(
                     "--dim applies to spgp-dr and spgp-pca only; --model {} takes no projection",
-                    self.model.name()
+                    model.name()
                 )))
             }
             (false, None) => 0,
@@ -397,9 +437,16 @@ impl FitArgs {
             hyper_init: self.init_hyper,
             max_points: self.max_points,
             held_out_choice: !self.no_held_out_choice
-                && (self.model == Method::SpgpHs || self.objective.is_none()),
+                && (model == Method::SpgpHs || self.objective.is_none()),
         };
-        Ok(match self.model {
+        Ok(match model {
+            Method::Svgp => FitParams::Svgp(SvgpParams {
+                m: self.m,
+                seed: self.seed,
+                restarts: self.restarts,
+                optimiser,
+                pseudo_init: self.init.into(),
+            }),
             Method::Gplasso => FitParams::Gplasso(GplassoParams {
                 m: self.m,
                 rank: self.rank,
@@ -528,34 +575,68 @@ struct FitOutput<'a> {
     path: Option<&'a [PathRow]>,
 }
 
-/// Reads the training data for `models` (named by the option `flag`): a
-/// binary target under `--link probit`, the warnings about constant and
-/// unresolvable columns unless `quiet`.
+/// Reads the training data for `models` (named by the option `flag`; empty:
+/// the default model of the task): the target as a binary classification
+/// when `task` says so, or, with no `task`, when it holds exactly two
+/// distinct values or `positive` is given (and no model asked for is a
+/// regression-only one); the warnings about constant and unresolvable
+/// columns unless `quiet`.
 fn training_data(
     path: &Path,
     target: Option<&str>,
-    link: LinkArg,
+    task: Option<TaskArg>,
     positive: Option<f64>,
     (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<Dataset> {
     let data = Dataset::from_csv(path, target)?;
-    let data = match link {
-        LinkArg::Probit => {
-            if let Some(model) = models.iter().find(|&&m| m != Method::Ivm) {
+    let classifies = |m: &Method| matches!(m, Method::Ivm | Method::Svgp);
+    let regression_only = models.iter().find(|m| !classifies(m));
+    let classes = data.target_classes();
+    let task = task.unwrap_or_else(|| {
+        let two = classes.len() == 2;
+        match regression_only {
+            Some(model) if two && !quiet => {
+                eprintln!(
+                    "sgp: target '{}' holds two values but {flag} {} is a regression model: \
+                     fitting the values as numbers (--model svgp or ivm classifies)",
+                    data.target_name,
+                    model.name()
+                );
+                TaskArg::Regression
+            }
+            Some(_) => TaskArg::Regression,
+            None if two || positive.is_some() => TaskArg::Classification,
+            None => TaskArg::Regression,
+        }
+    });
+    let data = match task {
+        TaskArg::Classification => {
+            if let Some(model) = regression_only {
                 return Err(Error::BadInput(format!(
-                    "--link probit (classification) needs {flag} ivm, not {flag} {}",
+                    "classification needs {flag} ivm or {flag} svgp, not {flag} {}",
                     model.name()
                 )));
             }
-            data.into_binary(positive)?
+            let data = data.into_binary(positive)?;
+            if let (false, TargetKind::Binary { positive }) = (quiet, data.target) {
+                let shown: Vec<String> = classes.iter().take(2).map(|v| v.to_string()).collect();
+                let rest = if classes.len() > 2 { ", ..." } else { "" };
+                eprintln!(
+                    "sgp: target '{}' ({}{rest}): binary classification, positive class {positive} \
+                     (--task regression fits it as a number)",
+                    data.target_name,
+                    shown.join(", ")
+                );
+            }
+            data
         }
-        LinkArg::Identity if positive.is_some() => {
+        TaskArg::Regression if positive.is_some() => {
             return Err(Error::BadInput(
-                "--positive names the positive class of --link probit".into(),
+                "--positive names the positive class of a classification".into(),
             ))
         }
-        LinkArg::Identity => data,
+        TaskArg::Regression => data,
     };
     if !quiet {
         for &j in &data.constant_inputs {
@@ -582,15 +663,16 @@ fn training_data(
 }
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
+    let asked: Vec<Method> = args.model.into_iter().collect();
     let data = training_data(
         &args.data,
         args.target.as_deref(),
-        args.link,
+        args.task()?,
         args.positive,
-        ("--model", &[args.model]),
+        ("--model", &asked),
         quiet,
     )?;
-    let params = args.params()?;
+    let params = args.params(args.model_for(&data))?;
     let path = match &params {
         FitParams::Gplasso(p) if args.path => {
             let (rows, stop) = gplasso_path(&data, p)?;
@@ -1169,10 +1251,14 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         LinkArg::Identity => vec![Method::Spgp, Method::Vsgp],
         LinkArg::Probit => vec![Method::Ivm],
     });
+    let task = match args.link {
+        LinkArg::Identity => TaskArg::Regression,
+        LinkArg::Probit => TaskArg::Classification,
+    };
     let train = training_data(
         &args.data,
         args.target.as_deref(),
-        args.link,
+        Some(task),
         args.positive,
         ("--models", &models),
         quiet,

@@ -23,6 +23,7 @@ pub mod held_out;
 pub mod ivm;
 pub mod spgp;
 pub mod spgp_hs;
+pub mod svgp;
 pub mod vsgp;
 
 use std::borrow::Cow;
@@ -66,6 +67,9 @@ pub enum Method {
     /// IVM: an active set of M training inputs chosen greedily by
     /// differential entropy; a probit classifier or a sparse regression.
     Ivm,
+    /// SVGP: a sparse variational probit classifier, M learned
+    /// inducing inputs and ARD length scales (the default classifier).
+    Svgp,
 }
 
 impl Method {
@@ -325,6 +329,8 @@ pub enum FitParams {
     Gplasso(gplasso::GplassoParams),
     /// IVM.
     Ivm(ivm::IvmParams),
+    /// SVGP classifier.
+    Svgp(svgp::SvgpParams),
 }
 
 impl FitParams {
@@ -358,6 +364,11 @@ impl FitParams {
                 seed,
                 ..ivm::IvmParams::default()
             }),
+            Method::Svgp => FitParams::Svgp(svgp::SvgpParams {
+                m,
+                seed,
+                ..svgp::SvgpParams::default()
+            }),
         }
     }
 
@@ -369,6 +380,7 @@ impl FitParams {
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => &mut p.sparse.optimiser,
             FitParams::Gplasso(p) => &mut p.optimiser,
             FitParams::Ivm(p) => &mut p.optimiser,
+            FitParams::Svgp(p) => &mut p.optimiser,
         }
     }
 
@@ -383,6 +395,7 @@ impl FitParams {
             FitParams::SpgpPca(_) => Method::SpgpPca,
             FitParams::Gplasso(_) => Method::Gplasso,
             FitParams::Ivm(_) => Method::Ivm,
+            FitParams::Svgp(_) => Method::Svgp,
         }
     }
 
@@ -390,6 +403,7 @@ impl FitParams {
     pub fn sparse_mut(&mut self) -> Option<&mut SparseParams> {
         match self {
             FitParams::Exact(_) | FitParams::Gplasso(_) | FitParams::Ivm(_) => None,
+            FitParams::Svgp(_) => None,
             FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p),
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(&mut p.sparse),
         }
@@ -420,6 +434,7 @@ impl FitParams {
             FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.iteration_budget(),
             FitParams::Gplasso(p) => gplasso::iteration_budget(p),
             FitParams::Ivm(p) => p.iteration_budget(),
+            FitParams::Svgp(p) => p.iteration_budget(),
         }
     }
 }
@@ -717,11 +732,12 @@ pub fn fit(
         reduced = data.without_inputs(ignored)?;
         (&reduced, Cow::Owned(params.without_inputs(ignored)))
     };
-    if let (crate::data::TargetKind::Binary { .. }, false) =
-        (data.target, matches!(params.as_ref(), FitParams::Ivm(_)))
-    {
+    if let (crate::data::TargetKind::Binary { .. }, false) = (
+        data.target,
+        matches!(params.as_ref(), FitParams::Ivm(_) | FitParams::Svgp(_)),
+    ) {
         return Err(Error::BadInput(format!(
-            "{}: a binary target (--link probit) can only be fitted with --model ivm",
+            "{}: a binary target (classification) can only be fitted with --model svgp or ivm",
             data.source
         )));
     }
@@ -734,6 +750,7 @@ pub fn fit(
         FitParams::SpgpPca(p) => dr::fit_pca(used, &p.check(used)?, progress)?,
         FitParams::Gplasso(p) => gplasso::fit_gplasso(used, &p.check(used)?, progress)?,
         FitParams::Ivm(p) => ivm::fit_ivm(used, &p.check(used)?, progress)?,
+        FitParams::Svgp(p) => svgp::fit_svgp(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
         let expansion = Expansion {

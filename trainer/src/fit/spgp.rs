@@ -187,15 +187,7 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
     let (features, kern) = if params.restarts <= 1 {
         (start(0)?.1, kern)
     } else {
-        let screen = OptimiseOptions {
-            max_iter: screen_iter(params.optimiser.max_iter),
-            ..params.optimiser.clone()
-        };
-        let subset = training_subset(
-            data,
-            screen_rows(data.n_rows(), params.restarts),
-            params.seed,
-        )?;
+        let (screen, subset) = screening(data, params)?;
         let mut best: Option<SparseFit<F>> = None;
         for k in 0..params.restarts {
             let (label, features) = start(k)?;
@@ -232,6 +224,19 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
         &mut counted,
     )?;
     Ok((fit, starts))
+}
+
+/// The screening runs' optimiser settings and the rows they see.
+pub(crate) fn screening(
+    data: &Dataset,
+    params: &SparseParams,
+) -> Result<(OptimiseOptions, Dataset)> {
+    let screen = OptimiseOptions {
+        max_iter: screen_iter(params.optimiser.max_iter),
+        ..params.optimiser.clone()
+    };
+    let rows = screen_rows(data.n_rows(), params.restarts);
+    Ok((screen, training_subset(data, rows, params.seed)?))
 }
 
 /// Start `k`'s pseudo-inputs among the rows of `x` and how they were

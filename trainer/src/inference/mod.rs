@@ -13,6 +13,7 @@ pub mod exact;
 pub mod fitc;
 pub mod ivm;
 pub mod objective;
+pub mod svgp;
 
 use nalgebra::{DMatrix, DVector};
 

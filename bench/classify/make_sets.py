@@ -1,0 +1,111 @@
+"""Writes the classification benchmark's data sets as train/test CSVs.
+
+Generated sets (truth known, seeded) and public ones that ship inside the
+scikit-learn wheel (digits, breast cancer, wine). Every CSV has a header,
+the inputs first and the 0/1 label `y` last. Needs numpy and scikit-learn
+(the peers' virtualenv has both):
+
+    python bench/classify/make_sets.py [OUT_DIR]   # default bench/classify/data
+"""
+
+import os
+import sys
+
+import numpy as np
+from sklearn import datasets
+from sklearn.model_selection import train_test_split
+
+
+def flip(rng, y, rate):
+    """Flips a fraction `rate` of the 0/1 labels."""
+    mask = rng.random(len(y)) < rate
+    return np.where(mask, 1 - y, y)
+
+
+def ring(rng, n):
+    """6-D: positive on an annulus in the first two inputs, four irrelevant
+    inputs, 5% label noise."""
+    x = rng.standard_normal((n, 6))
+    r = np.hypot(x[:, 0], x[:, 1])
+    y = ((r > 0.8) & (r < 1.6)).astype(int)
+    return x, flip(rng, y, 0.05)
+
+
+def xor(rng, n):
+    """2-D XOR of the signs, plus two irrelevant inputs, 5% label noise."""
+    x = rng.uniform(-1, 1, (n, 4))
+    y = (x[:, 0] * x[:, 1] > 0).astype(int)
+    return x, flip(rng, y, 0.05)
+
+
+def wave(rate):
+    """2-D smooth boundary x2 > sin(2 x1) / 2 with label noise `rate`."""
+
+    def make(rng, n):
+        x = rng.uniform(-2, 2, (n, 2))
+        y = (x[:, 1] > 0.5 * np.sin(2 * x[:, 0])).astype(int)
+        return x, flip(rng, y, rate)
+
+    return make
+
+
+def unbalanced(rng, n):
+    """3-D: positive (about 10%) inside a ball off the centre."""
+    x = rng.standard_normal((n, 3))
+    d = np.linalg.norm(x - np.array([1.0, 0.5, 0.0]), axis=1)
+    y = (d < 0.9).astype(int)
+    return x, flip(rng, y, 0.02)
+
+
+GENERATED = {
+    "ring6": (ring, 1000, 2000),
+    "xor4": (xor, 800, 1000),
+    "wave-noise0": (wave(0.0), 600, 1000),
+    "wave-noise5": (wave(0.05), 600, 1000),
+    "wave-noise10": (wave(0.10), 600, 1000),
+    "unbalanced3": (unbalanced, 1000, 1000),
+}
+
+
+def public():
+    digits = datasets.load_digits()
+    for d in (3, 8, 9):
+        yield f"digits{d}", digits.data, (digits.target == d).astype(int), 450
+    cancer = datasets.load_breast_cancer()
+    yield "cancer", cancer.data, cancer.target, 171
+    wine = datasets.load_wine()
+    yield "wine1", wine.data, (wine.target == 1).astype(int), 54
+
+
+def write(path, names, x, y):
+    with open(path, "w") as f:
+        f.write(",".join(names + ["y"]) + "\n")
+        for row, label in zip(x, y):
+            f.write(",".join(repr(float(v)) for v in row) + f",{int(label)}\n")
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "data")
+    os.makedirs(out, exist_ok=True)
+    for k, (name, (make, n_train, n_test)) in enumerate(GENERATED.items()):
+        x, y = make(np.random.default_rng(1000 + k), n_train + n_test)
+        sets = (x[:n_train], y[:n_train], x[n_train:], y[n_train:])
+        save(out, name, sets)
+    for name, x, y, n_test in public():
+        xtr, xte, ytr, yte = train_test_split(x, y, test_size=n_test, random_state=0, stratify=y)
+        # Pixels that are constant in the training part say nothing.
+        keep = xtr.std(axis=0) > 0
+        save(out, name, (xtr[:, keep], ytr, xte[:, keep], yte))
+
+
+def save(out, name, sets):
+    xtr, ytr, xte, yte = sets
+    names = [f"x{j}" for j in range(xtr.shape[1])]
+    write(os.path.join(out, f"{name}-train.csv"), names, xtr, ytr)
+    write(os.path.join(out, f"{name}-test.csv"), names, xte, yte)
+    print(f"{name}: {len(ytr)} train, {len(yte)} test, D = {xtr.shape[1]}, "
+          f"positive {ytr.mean():.2f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,403 @@
+//! The sparse variational GP classifier (`--model svgp`): the bound of
+//! [`crate::inference::svgp`] over M free pseudo-inputs, ARD length scales,
+//! the signal variance, the probit's bias and `q(u)`, all learned jointly
+//! by L-BFGS on the whole data set.
+//!
+//! Starts and restarts work as for SPGP ([`super::spgp`]): k-means centres
+//! first, then random subsets and k-means with other seeds, each screened
+//! by a short run on (a subset of) the rows; the best is optimised to the
+//! end. Every start begins at `q(u)` = the prior and the bias at
+//! `Phi^{-1}(fraction of positive labels)`.
+//!
+//! The kernel starts with equal length scales ([`initial_kernel`]). An
+//! exact GP regression on the -1/+1 labels of 500 rows was tried as the
+//! start (ARD already there): it ended at a worse bound on the ring, digits
+//! and breast cancer sets (cancer: 36.5 against 32.9 nats, test log loss
+//! 0.175 against 0.150), its short length scales a local optimum the bound
+//! does not leave.
+//!
+//! Why this bound and not EP on the FITC prior (Naish-Guzman and Holden
+//! 2008): the bound has an analytic gradient in every parameter, pseudo-
+//! inputs included, and a single L-BFGS run optimises all of them; EP needs
+//! an inner fixed-point loop per outer step whose convergence is not
+//! guaranteed, and its approximate marginal likelihood is not a bound, so
+//! the optimiser may chase a wrong optimum when the sites have not
+//! converged.
+
+use std::cell::Cell;
+
+use sgp_runtime::{Link, ModelKind};
+
+use super::spgp::{screening, start_positions};
+use super::{
+    Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
+    StartReport, DEFAULT_RESTARTS,
+};
+use crate::data::{Dataset, TargetKind};
+use crate::features::PseudoInputs;
+use crate::inference::svgp::{svgp_runtime_form, SvgpConfig, SvgpObjective, Variational};
+use crate::kernel::KernelParams;
+use crate::likelihood::norm_quantile;
+use crate::linalg::JitterPolicy;
+use crate::model::TrainedModel;
+use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::{Error, Result};
+
+/// Iterations that optimise `q(u)` (and the bias) alone, with the
+/// pseudo-inputs and the kernel held, before every joint run. From the
+/// prior `q(u)` the joint gradient first moves the kernel while the latent
+/// mean is still zero: on a 2-D wavy boundary (600 rows) the first three
+/// iterations raised one length scale threefold and the fit ended on a
+/// near-linear boundary (test error 7.3% against GPflow's 0.7%); with
+/// 20 iterations of `q(u)` first it reaches 0.5% (100 iterations: the
+/// same), and the ring and digits sets are unchanged.
+pub const WARM_UP_ITER: u64 = 20;
+
+/// Settings of an SVGP fit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SvgpParams {
+    /// Number of inducing points M.
+    pub m: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Number of starts, screened as for SPGP.
+    pub restarts: usize,
+    /// Optimiser settings; `max_iter` is the budget of the final run.
+    pub optimiser: OptimiseOptions,
+    /// Where the first start's pseudo-inputs come from.
+    pub pseudo_init: PseudoInit,
+}
+
+impl Default for SvgpParams {
+    fn default() -> Self {
+        let sparse = SparseParams::default();
+        SvgpParams {
+            m: 128,
+            seed: 0,
+            restarts: DEFAULT_RESTARTS,
+            optimiser: sparse.optimiser,
+            pseudo_init: sparse.pseudo_init,
+        }
+    }
+}
+
+impl SvgpParams {
+    /// The pseudo-input settings of SPGP these correspond to (for the shared
+    /// start and validation code).
+    fn sparse(&self) -> SparseParams {
+        SparseParams {
+            m: self.m,
+            seed: self.seed,
+            restarts: self.restarts,
+            optimiser: self.optimiser.clone(),
+            pseudo_init: self.pseudo_init.clone(),
+            ..SparseParams::default()
+        }
+    }
+
+    /// Validates the settings against `data`, which must be a binary
+    /// classification.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the offending setting.
+    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+        self.sparse().check(data)?;
+        if data.target == TargetKind::Continuous {
+            return Err(Error::BadInput(format!(
+                "{}: --model svgp is a classifier and target column '{}' is continuous: \
+                 use --task classification with two labels, or a regression model",
+                data.source, data.target_name
+            )));
+        }
+        Ok(super::Checked(self))
+    }
+
+    /// Optimiser iterations the fit may use in all.
+    pub fn iteration_budget(&self) -> u64 {
+        self.sparse().iteration_budget()
+    }
+}
+
+/// A fitted classifier before it becomes a model.
+struct SvgpFit {
+    features: PseudoInputs,
+    kernel: KernelParams,
+    q: Variational,
+    neg_elbo: f64,
+    run: OptimiseReport,
+}
+
+/// Fits SVGP as `params` asks.
+pub(crate) fn fit_svgp(
+    data: &Dataset,
+    params: &Checked<'_, SvgpParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    let positive = match data.target {
+        TargetKind::Binary { positive } => positive,
+        TargetKind::Continuous => return Err(Error::BadInput("svgp needs a binary target".into())),
+    };
+    let kern = initial_kernel(data)?;
+    let bias = initial_bias(data);
+    let config = SvgpConfig::default();
+    let sparse = params.sparse();
+    let done = Cell::new(0u64);
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: done.get() + p.iteration,
+            ..p
+        })
+    };
+    let mut starts = Vec::new();
+    let (features, kern, q) = if params.restarts <= 1 {
+        let z = start_positions(&data.x, &sparse, 0)?.1;
+        (
+            PseudoInputs::new(z)?,
+            kern,
+            Variational::prior(params.m, bias),
+        )
+    } else {
+        let (screen, subset) = screening(data, &sparse)?;
+        let mut best: Option<SvgpFit> = None;
+        for k in 0..params.restarts {
+            let (label, z) = start_positions(&data.x, &sparse, k)?;
+            let start = (
+                PseudoInputs::new(z)?,
+                kern.clone(),
+                Variational::prior(params.m, bias),
+            );
+            let run = optimise(&subset, start, config, &screen, &mut counted)?;
+            done.set(done.get() + run.run.iterations);
+            starts.push(StartReport {
+                init: label,
+                nlml: run.neg_elbo,
+            });
+            if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
+                best = Some(run);
+            }
+        }
+        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        (best.features, best.kernel, best.q)
+    };
+    let fit = optimise(
+        data,
+        (features, kern, q),
+        config,
+        &params.optimiser,
+        &mut counted,
+    )?;
+    let (form, escalations) = svgp_runtime_form(&fit.features, &fit.kernel, &fit.q, &config)?;
+    let mut report = FitReport::new(
+        Method::Svgp,
+        data,
+        data.n_rows(),
+        &fit.kernel,
+        fit.neg_elbo,
+        escalations,
+    );
+    report.hyper.noise_variance = 0.0;
+    report.optimiser = Some(OptimiserReport::new(&fit.run, params.optimiser.max_iter));
+    report.starts = starts;
+    let model = TrainedModel {
+        kind: ModelKind::Svgp,
+        link: Link::Probit,
+        form,
+        transform: data.transform.clone(),
+        input_names: data.input_names.clone(),
+        target_name: data.target_name.clone(),
+        bias: fit.q.bias,
+        positive_class: positive,
+    };
+    let data = data.clone();
+    let (features, kernel, q) = (fit.features, fit.kernel, fit.q);
+    // The export cure: the same parameters with more jitter on Kuu, after
+    // `max_iter` iterations that let the rest adapt to it.
+    let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
+        let config = SvgpConfig { jitter, ..config };
+        let start = (features.clone(), kernel.clone(), q.clone());
+        let (features, kernel, q, neg_elbo) = if max_iter == 0 {
+            let value = SvgpObjective::new((&data.x, &data.y), start.0, start.1, start.2, config)?;
+            let v = value.value(&value.initial())?;
+            (features.clone(), kernel.clone(), q.clone(), v)
+        } else {
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            let refit = optimise(&data, start, config, &options, &mut |_| {})?;
+            (refit.features, refit.kernel, refit.q, refit.neg_elbo)
+        };
+        let (form, _) = svgp_runtime_form(&features, &kernel, &q, &config)?;
+        let mut hyper = Hyperparameters::new(&kernel, &data.transform);
+        hyper.noise_variance = 0.0;
+        Ok((form, neg_elbo, hyper))
+    };
+    Ok(Fitted::new(
+        model,
+        report,
+        config.jitter.initial,
+        Box::new(rebuild),
+    ))
+}
+
+/// One L-BFGS run of the bound from `start`.
+fn optimise(
+    data: &Dataset,
+    start: (PseudoInputs, KernelParams, Variational),
+    config: SvgpConfig,
+    options: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SvgpFit> {
+    let (features, kernel, q) = start;
+    let n_variational = Variational::num_params(q.mean.len());
+    let objective = SvgpObjective::new((&data.x, &data.y), features, kernel, q, config)?;
+    let mut initial = objective.initial();
+    // q(u) alone first: see [`WARM_UP_ITER`].
+    let fixed = initial.len() - n_variational;
+    let head = initial[..fixed].to_vec();
+    let warm = minimise(
+        |qp| {
+            let mut p = head.clone();
+            p.extend_from_slice(qp);
+            let (v, g) = objective.objective(&p)?;
+            Ok((v, g[fixed..].to_vec()))
+        },
+        initial[fixed..].to_vec(),
+        &OptimiseOptions {
+            max_iter: WARM_UP_ITER.min(options.max_iter),
+            ..options.for_rows(data.n_rows())
+        },
+        &mut |_| {},
+    )?;
+    initial.truncate(fixed);
+    initial.extend(warm.x);
+    let run = minimise(
+        |p| objective.objective(p),
+        initial,
+        &options.for_rows(data.n_rows()),
+        progress,
+    )?;
+    let (features, kernel, q) = objective.unpack(&run.x)?;
+    Ok(SvgpFit {
+        features,
+        kernel,
+        q,
+        neg_elbo: run.value,
+        run,
+    })
+}
+
+/// The starting kernel: every length scale `sqrt(D)` standardised units
+/// (a typical squared distance between two rows, `2 D`, is then two
+/// squared length scales: neither flat nor a lookup table), signal
+/// variance 1. The noise variance is unused by the probit.
+fn initial_kernel(data: &Dataset) -> Result<KernelParams> {
+    let d = data.n_inputs();
+    KernelParams::new(&vec![(d as f64).sqrt(); d], 1.0, 1.0)
+}
+
+/// `Phi^{-1}` of the fraction of positive labels: the bias that predicts
+/// the base rate where the latent is 0.
+fn initial_bias(data: &Dataset) -> f64 {
+    let n = data.n_rows() as f64;
+    let positive = data.y.iter().filter(|&&v| v > 0.0).count() as f64;
+    norm_quantile(((positive + 0.5) / (n + 1.0)).clamp(1e-6, 1.0 - 1e-6))
+}
+
+#[cfg(test)]
+mod tests {
+    use nalgebra::{DMatrix, DVector};
+
+    use super::*;
+    use crate::export::check;
+    use crate::fit::{fit, FitParams};
+    use crate::metrics::error_rate;
+    use crate::synth::{classification, ClassShape};
+
+    /// Moons with a third input that is noise: `rows` rows, seed `seed`.
+    fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
+        let (x, y) = classification(ClassShape::Moons, rows, seed);
+        let noise = DVector::from_fn(rows, |i, _| ((i as f64 * 12.9898).sin() * 43758.55).fract());
+        let x = DMatrix::from_fn(rows, 3, |i, j| if j < 2 { x[(i, j)] } else { noise[i] });
+        let names = vec!["x1".into(), "x2".into(), "noise".into()];
+        Dataset::from_raw(x, y, names, "class".into())
+            .unwrap()
+            .into_binary(None)
+            .unwrap()
+    }
+
+    fn params(m: usize, seed: u64) -> FitParams {
+        FitParams::Svgp(SvgpParams {
+            m,
+            seed,
+            restarts: 2,
+            optimiser: OptimiseOptions {
+                max_iter: 150,
+                ..SvgpParams::default().optimiser
+            },
+            ..SvgpParams::default()
+        })
+    }
+
+    #[test]
+    fn learns_the_moons_and_switches_the_noise_input_off() {
+        let data = moons_and_noise(1300, 5);
+        let (test, train) = data.split(1000.0 / 1300.0, 5).unwrap();
+        let fitted = fit(&train, &params(20, 1), &mut |_| {}).unwrap();
+        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        let err = error_rate(p.mean.as_slice(), test.y.as_slice());
+        // The IVM's moons test asks for 0.12 at M = 100 without the noise
+        // input.
+        assert!(err < 0.12, "test error {err}");
+        let l = &fitted.report.hyper.lengthscales;
+        let scale = &train.transform.x_scale;
+        let relative: Vec<f64> = l.iter().zip(scale).map(|(l, s)| l / s).collect();
+        assert!(
+            relative[2] > 3.0 * relative[0].max(relative[1]),
+            "length scales (standardised) {relative:?}"
+        );
+    }
+
+    #[test]
+    fn the_blob_is_a_two_factor_probit_model_that_passes_its_check() {
+        let data = moons_and_noise(300, 2);
+        let fitted = fit(&data, &params(15, 0), &mut |_| {}).unwrap();
+        let exported = check(&fitted.model, &data.raw_x()).unwrap();
+        assert!(
+            exported.fidelity.passes(),
+            "{}",
+            exported.fidelity.describe()
+        );
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert_eq!(spec.shape.kind, ModelKind::Svgp);
+        assert_eq!(spec.shape.link, Link::Probit);
+        assert!(spec.shape.two_factors);
+        assert_eq!(spec.positive_class, 1.0);
+        assert_eq!(fitted.report.starts.len(), 2);
+        // The runtime form is the bound's posterior: the probabilities of
+        // the training rows are on the right side of 1/2 mostly.
+        let p = fitted.model.predict_raw(&data.raw_x()).unwrap();
+        assert!(error_rate(p.mean.as_slice(), data.y.as_slice()) < 0.15);
+    }
+
+    #[test]
+    fn same_seed_same_blob() {
+        let data = moons_and_noise(200, 3);
+        let a = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
+        let b = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
+        let blob = |f: &Fitted| check(&f.model, &data.raw_x()).unwrap().blob;
+        assert_eq!(blob(&a), blob(&b));
+    }
+
+    #[test]
+    fn a_continuous_target_or_too_many_points_is_refused() {
+        let regression = crate::synth::dataset(crate::synth::Shape::Periodic, 100, 1).unwrap();
+        let err = fit(&regression, &params(10, 0), &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("continuous"), "{err}");
+        let small = moons_and_noise(30, 1);
+        assert!(matches!(
+            fit(&small, &params(31, 0), &mut |_| {}),
+            Err(Error::BadInput(_))
+        ));
+    }
+}
