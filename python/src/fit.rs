@@ -68,7 +68,7 @@ pub(crate) struct Settings {
     model: String,
     m: usize,
     seed: u64,
-    objective: String,
+    objective: Option<String>,
     restarts: Option<usize>,
     max_iter: Option<u64>,
     tol: Option<f64>,
@@ -108,9 +108,19 @@ impl Settings {
                 ..DEFAULT_STALL
             });
         }
-        let approximation: Approximation = choice(&self.objective, "objective")?;
+        let approximation = self
+            .objective
+            .as_deref()
+            .map(|o| choice::<Approximation>(o, "objective"))
+            .transpose()?;
         if let Some(sparse) = params.sparse_mut() {
-            sparse.approximation = approximation;
+            // As `sgp fit --objective`: a named objective is kept, not
+            // weighed against the other on held-out rows (spgp-hs still
+            // weighs its uncertainties against plain SPGP).
+            if let Some(approximation) = approximation {
+                sparse.approximation = approximation;
+                sparse.held_out_choice &= method == Method::SpgpHs;
+            }
             if let Some(restarts) = self.restarts {
                 sparse.restarts = restarts;
             }

@@ -43,7 +43,7 @@ class _SparseGP(BaseEstimator):
         self,
         model: Optional[str] = None,
         m: int = 32,
-        objective: str = "fitc",
+        objective: Optional[str] = None,
         restarts: Optional[int] = None,
         max_iter: Optional[int] = None,
         tol: Optional[float] = None,
@@ -165,8 +165,11 @@ _SETTINGS_DOC = """
     m : int, default=32
         Number of basis functions M (pseudo-inputs, active set); at most the
         number of training rows is used.
-    objective : {"fitc", "vfe"}, default="fitc"
+    objective : {"fitc", "vfe"} or None, default=None
         Objective of a sparse fit (ignored by exact, gplasso and ivm).
+        None: FITC, or on fewer than 2000 rows whichever of FITC and VFE
+        predicts held-out rows better (as ``sgp fit`` without
+        ``--objective``).
     restarts : int or None, default=None
         Starts of a sparse fit (None: the trainer's default, 4).
     max_iter : int or None, default=None
