@@ -75,7 +75,8 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     amp_beta: [[f32; 2]; M],
     /// The strictly lower parts of `L1` and `L2` in the solver's streaming
     /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
-    /// `M x M` slots.
+    /// `M x M` slots. With one factor it is also in the product's order
+    /// from `math::product_offset` on (see `math::product_index`).
     factors: [[f32; M]; M],
     /// `L1`'s diagonal: as it is for the product, its reciprocal for the
     /// solves (which then never divide).
@@ -328,8 +329,12 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     };
                     set(diagonal, row, check_diagonal(field, v)?)
                 } else {
-                    let at = packed_index(row, col, factor, m, two);
-                    set(model.factors.as_flattened_mut(), at, v)
+                    let slots = model.factors.as_flattened_mut();
+                    if !two {
+                        let at = math::product_offset(M) + math::product_index(row, col, m);
+                        set(slots, at, v)?;
+                    }
+                    set(slots, packed_index(row, col, factor, m, two), v)
                 }
             })?;
         }
@@ -576,7 +581,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
                 math::multiply_packed(
-                    factors,
+                    self.product_factor(),
                     &self.diagonal1,
                     k,
                     self.m,
@@ -608,6 +613,13 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             variance *= self.y_scale * self.y_scale;
         }
         (Prediction { mean, variance }, unclamped)
+    }
+
+    /// The product form's `C` in its own order (`math::product_index`).
+    #[inline(always)]
+    fn product_factor(&self) -> &[f32] {
+        let slots = self.factors.as_flattened();
+        slots.get(math::product_offset(M)..).unwrap_or(&[])
     }
 
     /// What [`Model::predict`] reports for a latent prediction: regression
