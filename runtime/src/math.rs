@@ -2,57 +2,67 @@
 //! triangular solves and the packed layout they stream. Kept apart so the
 //! `micromath` switch lives in one place.
 
-/// `e^x` for `x` in `[-87, 88]`, branch-free (constant time, unlike libm's
-/// `expf`, whose special-range paths cost up to 2,000 instructions of
-/// spread per prediction on a Cortex-M4): `x = n ln2 + r` with
-/// `|r| <= ln2 / 2`, `e^r` by a polynomial of degree 5 (below 1.1e-7
-/// relative), times `2^n` built in the exponent bits.
+/// The polynomial of [`scaled_exp_of_negative`] for `e^-s`, `s` in
+/// `[-ln2 / 2, ln2 / 2]`: a Chebyshev interpolant of degree 5 of `e^r`
+/// (within 1.1e-7 relative, against 2.4e-6 for the degree-5 Taylor) with
+/// its odd coefficients negated. A model scales all six by a shared
+/// amplitude at load, so the basis loop multiplies by it for nothing.
+pub(crate) const EXP_OF_NEGATIVE: [f32; 6] = [
+    1.0,
+    -1.0,
+    0.499_988_7,
+    -0.166_665_05,
+    0.041_917_507,
+    -0.008_369_149,
+];
+
+/// `a e^-d` for `d >= 0` (a basis function's distance) and `poly =
+/// a EXP_OF_NEGATIVE`, branch-free (constant time, unlike libm's `expf`,
+/// whose special-range paths cost up to 2,000 instructions of spread per
+/// prediction on a Cortex-M4): `d` clamped at 87 (where `e^-d` ~
+/// 1.6e-38, negligible next to any basis value that matters, so far-away
+/// inputs cost the same as near ones), `-d = n ln2 - s` with `|s| <= ln2
+/// / 2`, `e^-s` by the polynomial, times `2^n` built in the exponent
+/// bits. Working with `d` and `s` rather than their negatives spares the
+/// Cortex-M4 a negation per basis function.
 #[cfg(not(feature = "micromath"))]
 #[inline(always)]
-fn exp_clamped(x: f32) -> f32 {
+pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
     // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
     const SHIFTER: f32 = 12_582_912.0;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    let shifted = x * core::f32::consts::LOG2_E + SHIFTER;
+    let d = if d > 87.0 { 87.0 } else { d };
+    let shifted = SHIFTER - d * core::f32::consts::LOG2_E;
     let n = (shifted.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
     let nf = shifted - SHIFTER;
-    let r = (x - nf * LN2_HI) - nf * LN2_LO;
-    // Chebyshev interpolant of degree 5 on `[-ln2 / 2, ln2 / 2]` (within
-    // 1.1e-7 relative of `e^r` there, against 2.4e-6 for the degree-5
-    // Taylor): one Horner step fewer than the degree-6 Taylor it
-    // replaced, two instructions per basis function on the Cortex-M4.
-    const C2: f32 = 0.499_988_7;
-    const C3: f32 = 0.166_665_05;
-    const C4: f32 = 0.041_917_507;
-    const C5: f32 = 0.008_369_149;
-    let p = 1.0 + r * (1.0 + r * (C2 + r * (C3 + r * (C4 + r * C5))));
+    let s = (d + nf * LN2_HI) + nf * LN2_LO;
+    let [c0, c1, c2, c3, c4, c5] = *poly;
+    let p = c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5))));
     p * f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
-/// `e^x` for `x <= 0`, a basis function's exponent: clamped below at -87
-/// (where `e^x` ~ 1.6e-38, negligible next to any basis value that
-/// matters), so far-away inputs cost the same as near ones.
-#[cfg(not(feature = "micromath"))]
-#[inline(always)]
-pub(crate) fn exp_non_positive(x: f32) -> f32 {
-    exp_clamped(if x < -87.0 { -87.0 } else { x })
-}
-
-/// `e^x` for `x <= 0` from micromath. Measured on the Cortex-M4 (README):
-/// cheaper for some arguments, dearer for others (so no longer constant
-/// time), and too inaccurate for the export tolerances; kept as the
-/// documented alternative the design names. Below -87 it is forced to 0
-/// because the approximation is not defined there.
+/// `a e^-d` from micromath's `e^x` (`a = poly[0]`). Measured on the
+/// Cortex-M4 (README): cheaper for some arguments, dearer for others (so
+/// no longer constant time), and too inaccurate for the export
+/// tolerances; kept as the documented alternative the design names.
+/// Beyond 87 it is forced to 0 because the approximation is not defined
+/// there.
 #[cfg(feature = "micromath")]
 #[inline(always)]
-pub(crate) fn exp_non_positive(x: f32) -> f32 {
+pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
     use micromath::F32Ext;
-    if x < -87.0 {
+    if d > 87.0 {
         0.0
     } else {
-        x.exp()
+        poly[0] * (-d).exp()
     }
+}
+
+/// `e^x` for `x <= 0`, as [`scaled_exp_of_negative`] computes it.
+#[inline(always)]
+pub(crate) fn exp_non_positive(x: f32) -> f32 {
+    scaled_exp_of_negative(-x, &EXP_OF_NEGATIVE)
 }
 
 /// Standard normal CDF `Phi(t) = erfc(-t / sqrt 2) / 2`; erfc keeps full

@@ -73,6 +73,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     basis_params: [[[f32; 2]; G]; M],
     /// `(a_i, beta_i)`: amplitude and mean weight, read together.
     amp_beta: [[f32; 2]; M],
+    /// `math::EXP_OF_NEGATIVE` times the amplitude shared by every basis
+    /// function (every kind but VSGP, whose basis loop reads `a_i`).
+    exp_poly: [f32; 6],
     /// The strictly lower parts of `L1` and `L2` in the solver's streaming
     /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
     /// `M x M` slots. With one factor it is also in the product's order
@@ -118,7 +121,7 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 /// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 24);
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
-    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 5;
+    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 11;
     let names = (NAME_CAPACITY + 1) * (d + 1);
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
     // and the variance form (padded to a word with the names).
@@ -173,6 +176,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         projection: [[0.0; D]; G],
         basis_params: [[[0.0; 2]; G]; M],
         amp_beta: [[0.0; 2]; M],
+        exp_poly: [0.0; 6],
         factors: [[0.0; M]; M],
         diagonal1: [0.0; M],
         inv_diagonal2: [0.0; M],
@@ -311,6 +315,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 (0..M).try_for_each(|row| set_2d(&mut model.amp_beta, row, 0, v))
             }
         })?;
+        let amplitude = model.amp_beta.first().map_or(0.0, |&[a, _]| a);
+        model.exp_poly = math::EXP_OF_NEGATIVE.map(|c| amplitude * c);
         reader.numbers(&shape, Field::Beta, |i, v| {
             set_2d(&mut model.amp_beta, i, 1, v)
         })?;
@@ -697,9 +703,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         // Shared widths were folded into the features at load.
         let mean = if self.shape.per_basis {
-            self.basis_values(z, k, math::half_weighted_distance)
+            self.basis_values(z, k, math::half_weighted_distance, None)
         } else {
-            self.basis_values(z, k, math::unit_distance)
+            self.basis_values(z, k, math::unit_distance, Some(&self.exp_poly))
         };
         if mean.is_finite() {
             Ok(mean)
@@ -717,11 +723,16 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         z: &[f32; G],
         k: &mut [f32; M],
         distance: impl Fn(&[[f32; 2]; G], &[f32; G]) -> f32,
+        shared_amplitude: Option<&[f32; 6]>,
     ) -> f32 {
         let mut mean = 0.0f32;
         let rows = self.basis_params.iter().zip(&self.amp_beta);
         for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
-            *ki = amplitude * math::exp_non_positive(-distance(params, z));
+            let d = distance(params, z);
+            *ki = match shared_amplitude {
+                Some(poly) => math::scaled_exp_of_negative(d, poly),
+                None => amplitude * math::exp_non_positive(-d),
+            };
             mean += beta * *ki;
         }
         mean
@@ -802,14 +813,15 @@ mod tests {
     }
 
     /// `size_of::<Model<M, G, D>>()` on this host, field by field in
-    /// `Model`'s `repr(C)` order: the leading floats, the 12-byte shape,
+    /// `Model`'s `repr(C)` order: the leading floats (six of them the
+    /// amplitude-scaled exp polynomial), the 12-byte shape,
     /// the two sizes (`usize`, aligned to it), the five scalars and the
     /// range, the names (bytes), the `ranged` flag and the variance form
     /// (one byte each), and the padding to the
     /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
     fn host_size(m: usize, g: usize, d: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let leading = 4 * (m * m + m * (2 * g + 4) + g * d + 2 * d);
+        let leading = 4 * (m * m + m * (2 * g + 4) + 6 + g * d + 2 * d);
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * (d + 1);
         (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 2).next_multiple_of(word)
@@ -836,7 +848,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2124);
-        assert_eq!(ram_bytes(32, 4, 4), 5964);
+        assert_eq!(ram_bytes(16, 4, 4), 2148);
+        assert_eq!(ram_bytes(32, 4, 4), 5988);
     }
 }
