@@ -52,10 +52,11 @@ pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
 #[inline(always)]
 pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
     use micromath::F32Ext;
+    let [amplitude, ..] = *poly;
     if d > 87.0 {
         0.0
     } else {
-        poly[0] * (-d).exp()
+        amplitude * (-d).exp()
     }
 }
 
