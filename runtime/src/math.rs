@@ -2,52 +2,68 @@
 //! triangular solves and the packed layout they stream. Kept apart so the
 //! `micromath` switch lives in one place.
 
-/// `e^x` for `x` in `[-87, 88]`, branch-free (constant time, unlike libm's
-/// `expf`, whose special-range paths cost up to 2,000 instructions of
-/// spread per prediction on a Cortex-M4): `x = n ln2 + r` with
-/// `|r| <= ln2 / 2`, `e^r` by its degree-6 Taylor polynomial (truncation
-/// below 2e-7 relative), times `2^n` built in the exponent bits.
+/// The polynomial of [`scaled_exp_of_negative`] for `e^-s`, `s` in
+/// `[-ln2 / 2, ln2 / 2]`: a Chebyshev interpolant of degree 5 of `e^r`
+/// (within 1.1e-7 relative, against 2.4e-6 for the degree-5 Taylor) with
+/// its odd coefficients negated. A model scales all six by a shared
+/// amplitude at load, so the basis loop multiplies by it for nothing.
+pub(crate) const EXP_OF_NEGATIVE: [f32; 6] = [
+    1.0,
+    -1.0,
+    0.499_988_7,
+    -0.166_665_05,
+    0.041_917_507,
+    -0.008_369_149,
+];
+
+/// `a e^-d` for `d >= 0` (a basis function's distance) and `poly =
+/// a EXP_OF_NEGATIVE`, branch-free (constant time, unlike libm's `expf`,
+/// whose special-range paths cost up to 2,000 instructions of spread per
+/// prediction on a Cortex-M4): `d` clamped at 87 (where `e^-d` ~
+/// 1.6e-38, negligible next to any basis value that matters, so far-away
+/// inputs cost the same as near ones), `-d = n ln2 - s` with `|s| <= ln2
+/// / 2`, `e^-s` by the polynomial, times `2^n` built in the exponent
+/// bits. Working with `d` and `s` rather than their negatives spares the
+/// Cortex-M4 a negation per basis function.
 #[cfg(not(feature = "micromath"))]
 #[inline(always)]
-fn exp_clamped(x: f32) -> f32 {
+pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
     // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
     const SHIFTER: f32 = 12_582_912.0;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    let shifted = x * core::f32::consts::LOG2_E + SHIFTER;
+    let d = if d > 87.0 { 87.0 } else { d };
+    let shifted = SHIFTER - d * core::f32::consts::LOG2_E;
     let n = (shifted.to_bits() as i32).wrapping_sub(SHIFTER.to_bits() as i32);
     let nf = shifted - SHIFTER;
-    let r = (x - nf * LN2_HI) - nf * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let s = (d + nf * LN2_HI) + nf * LN2_LO;
+    let [c0, c1, c2, c3, c4, c5] = *poly;
+    let p = c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5))));
     p * f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
-/// `e^x` for `x <= 0`, a basis function's exponent: clamped below at -87
-/// (where `e^x` ~ 1.6e-38, negligible next to any basis value that
-/// matters), so far-away inputs cost the same as near ones.
-#[cfg(not(feature = "micromath"))]
-#[inline(always)]
-pub(crate) fn exp_non_positive(x: f32) -> f32 {
-    exp_clamped(if x < -87.0 { -87.0 } else { x })
-}
-
-/// `e^x` for `x <= 0` from micromath. Measured on the Cortex-M4 (README):
-/// cheaper for some arguments, dearer for others (so no longer constant
-/// time), and too inaccurate for the export tolerances; kept as the
-/// documented alternative the design names. Below -87 it is forced to 0
-/// because the approximation is not defined there.
+/// `a e^-d` from micromath's `e^x` (`a = poly[0]`). Measured on the
+/// Cortex-M4 (README): cheaper for some arguments, dearer for others (so
+/// no longer constant time), and too inaccurate for the export
+/// tolerances; kept as the documented alternative the design names.
+/// Beyond 87 it is forced to 0 because the approximation is not defined
+/// there.
 #[cfg(feature = "micromath")]
 #[inline(always)]
-pub(crate) fn exp_non_positive(x: f32) -> f32 {
+pub(crate) fn scaled_exp_of_negative(d: f32, poly: &[f32; 6]) -> f32 {
     use micromath::F32Ext;
-    if x < -87.0 {
+    let [amplitude, ..] = *poly;
+    if d > 87.0 {
         0.0
     } else {
-        x.exp()
+        amplitude * (-d).exp()
     }
+}
+
+/// `e^x` for `x <= 0`, as [`scaled_exp_of_negative`] computes it.
+#[inline(always)]
+pub(crate) fn exp_non_positive(x: f32) -> f32 {
+    scaled_exp_of_negative(-x, &EXP_OF_NEGATIVE)
 }
 
 /// Standard normal CDF `Phi(t) = erfc(-t / sqrt 2) / 2`; erfc keeps full
@@ -118,7 +134,7 @@ pub(crate) fn unit_distance<const G: usize>(params: &[[f32; 2]; G], z: &[f32; G]
 }
 
 /// `sum_g term(params[g], z_g)`, four dimensions per step so that the
-/// common small `G` runs without a loop.
+/// common small `G` runs without a loop, in order.
 #[inline(always)]
 fn sum_terms<const G: usize>(
     params: &[[f32; 2]; G],
@@ -131,7 +147,9 @@ fn sum_terms<const G: usize>(
     // the compiler drops the first addition.
     let mut sum = -0.0f32;
     for ([p0, p1, p2, p3], &[z0, z1, z2, z3]) in p4.iter().zip(z4) {
-        sum += (term(p0, z0) + term(p1, z1)) + (term(p2, z2) + term(p3, z3));
+        // One chain: each square then folds into a multiply-add (paired
+        // sums cost the Cortex-M4 one instruction more per basis function).
+        sum = sum + term(p0, z0) + term(p1, z1) + term(p2, z2) + term(p3, z3);
     }
     for (p, &z) in p_tail.iter().zip(z_tail) {
         sum += term(p, z);
@@ -471,27 +489,135 @@ fn dot_block(columns: &[[[f32; 8]; BLOCK]], u: &[[[f32; 2]; BLOCK]]) -> [[f32; 2
     [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
 }
 
-/// A block's own lower corner `[c10, c20, c21, c30, c31, c32]` and
-/// diagonal `[d0, d1, d2, d3]` times the block's `k`, added to its rows'
-/// dot products with the `k` before it: the block's four numbers of
-/// `L k`. Unlike [`corner_forward`], no row waits for another.
+/// Rows multiplied together by the product form's blocks: eight rows per
+/// column group load each `k` once for 32 multiply-adds (four rows: once
+/// for 16), and halve the blocks whose corners are written out.
+const PRODUCT_BLOCK: usize = 8;
+
+/// Strictly lower entries of a product block's own corner.
+const PRODUCT_CORNER: usize = PRODUCT_BLOCK * (PRODUCT_BLOCK - 1) / 2;
+
+/// Where the product form's storage starts in the `M x M` slots: past the
+/// `M (M - 1) / 2` numbers a one-factor blob's solves layout
+/// ([`packed_index`]) fills, so the loader writes both and the variance
+/// form read at the body's end picks one without moving numbers.
+pub(crate) const fn product_offset(capacity: usize) -> usize {
+    capacity * capacity / 2
+}
+
+/// Where `C[row][col]` (`col < row`) of the product form's one factor
+/// sits in an `m`-basis model's product storage (from
+/// [`product_offset`] on).
+///
+/// Rows in blocks of eight (`i0 = 8b`), each block holding first, for
+/// every `j < i0`, the numbers `C[i0+t][j]` (`t = 0..8`) side by side,
+/// then the 28 entries of the block's own lower corner row by row; rows
+/// past the last full block follow as plain rows. `m (m - 1) / 2`
+/// numbers, as the solves' layout of one factor.
+pub(crate) fn product_index(row: usize, col: usize, m: usize) -> usize {
+    let full_rows = m / PRODUCT_BLOCK * PRODUCT_BLOCK;
+    if row < full_rows {
+        let (b, t) = (row / PRODUCT_BLOCK, row % PRODUCT_BLOCK);
+        let i0 = PRODUCT_BLOCK * b;
+        if col < i0 {
+            product_block_start(b) + PRODUCT_BLOCK * col + t
+        } else {
+            product_block_start(b) + PRODUCT_BLOCK * i0 + t * t.saturating_sub(1) / 2 + (col - i0)
+        }
+    } else {
+        let before: usize = (full_rows..row).sum();
+        product_block_start(full_rows / PRODUCT_BLOCK) + before + col
+    }
+}
+
+/// Offset of product block `b`: blocks before it hold `8 i0 + 28`
+/// numbers each.
+const fn product_block_start(b: usize) -> usize {
+    32 * b * b.saturating_sub(1) + PRODUCT_CORNER * b
+}
+
+/// The eight rows of a product block against `k`, four columns per step.
+#[inline(always)]
+fn dot_block_eight(columns: &[[[f32; PRODUCT_BLOCK]; 4]], k: &[[f32; 4]]) -> [f32; PRODUCT_BLOCK] {
+    let column = |acc: [f32; PRODUCT_BLOCK], l: &[f32; PRODUCT_BLOCK], v: f32| {
+        let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = *l;
+        [
+            a0 + l0 * v,
+            a1 + l1 * v,
+            a2 + l2 * v,
+            a3 + l3 * v,
+            a4 + l4 * v,
+            a5 + l5 * v,
+            a6 + l6 * v,
+            a7 + l7 * v,
+        ]
+    };
+    let mut acc = [0.0f32; PRODUCT_BLOCK];
+    for ([c0, c1, c2, c3], &[v0, v1, v2, v3]) in columns.iter().zip(k) {
+        acc = column(column(column(column(acc, c0, v0), c1, v1), c2, v2), c3, v3);
+    }
+    acc
+}
+
+/// A product block's own lower corner (row by row) and diagonal times the
+/// block's `k`, added to its rows' dot products with the `k` before it:
+/// the block's eight numbers of `C k`. No row waits for another. Written
+/// out: as loops LLVM kept them in memory (+1,200 instructions per
+/// `predict` at M = 32 on the Cortex-M4).
 #[inline(always)]
 fn corner_product(
-    [k0, k1, k2, k3]: [f32; BLOCK],
-    [a0, a1, a2, a3]: [f32; BLOCK],
-    [c10, c20, c21, c30, c31, c32]: [f32; 6],
-    [d0, d1, d2, d3]: [f32; BLOCK],
-) -> [f32; BLOCK] {
+    [k0, k1, k2, k3, k4, k5, k6, k7]: [f32; PRODUCT_BLOCK],
+    [a0, a1, a2, a3, a4, a5, a6, a7]: [f32; PRODUCT_BLOCK],
+    [
+        c10, c20, c21, c30, c31, c32, c40, c41, c42, c43, c50, c51, c52, c53, c54, c60, c61,
+        c62, c63, c64, c65, c70, c71, c72, c73, c74, c75, c76,
+    ]: [f32; PRODUCT_CORNER],
+    [d0, d1, d2, d3, d4, d5, d6, d7]: [f32; PRODUCT_BLOCK],
+) -> [f32; PRODUCT_BLOCK] {
     [
         a0 + d0 * k0,
         a1 + c10 * k0 + d1 * k1,
         a2 + c20 * k0 + c21 * k1 + d2 * k2,
         a3 + c30 * k0 + c31 * k1 + c32 * k2 + d3 * k3,
+        a4 + c40 * k0 + c41 * k1 + c42 * k2 + c43 * k3 + d4 * k4,
+        a5 + c50 * k0 + c51 * k1 + c52 * k2 + c53 * k3 + c54 * k4 + d5 * k5,
+        a6 + c60 * k0 + c61 * k1 + c62 * k2 + c63 * k3 + c64 * k4 + c65 * k5 + d6 * k6,
+        a7 + c70 * k0 + c71 * k1 + c72 * k2 + c73 * k3 + c74 * k4 + c75 * k5 + c76 * k6 + d7 * k7,
     ]
 }
 
-/// `u = L k` for one factor `L` over the packed storage (see
-/// [`packed_index`]) with its diagonal as it is (not inverted); returns
+/// The transposed corner: `C^T u` over a product block's own corner and
+/// diagonal, the block's `u` in, its columns' numbers out.
+#[inline(always)]
+fn corner_transposed_product(
+    [u0, u1, u2, u3, u4, u5, u6, u7]: [f32; PRODUCT_BLOCK],
+    [
+        c10, c20, c21, c30, c31, c32, c40, c41, c42, c43, c50, c51, c52, c53, c54, c60, c61,
+        c62, c63, c64, c65, c70, c71, c72, c73, c74, c75, c76,
+    ]: [f32; PRODUCT_CORNER],
+    [d0, d1, d2, d3, d4, d5, d6, d7]: [f32; PRODUCT_BLOCK],
+) -> [f32; PRODUCT_BLOCK] {
+    [
+        d0 * u0 + c10 * u1 + c20 * u2 + c30 * u3 + c40 * u4 + c50 * u5 + c60 * u6 + c70 * u7,
+        d1 * u1 + c21 * u2 + c31 * u3 + c41 * u4 + c51 * u5 + c61 * u6 + c71 * u7,
+        d2 * u2 + c32 * u3 + c42 * u4 + c52 * u5 + c62 * u6 + c72 * u7,
+        d3 * u3 + c43 * u4 + c53 * u5 + c63 * u6 + c73 * u7,
+        d4 * u4 + c54 * u5 + c64 * u6 + c74 * u7,
+        d5 * u5 + c65 * u6 + c75 * u7,
+        d6 * u6 + c76 * u7,
+        d7 * u7,
+    ]
+}
+
+/// `|u|^2` of a product block, in four independent pairs.
+#[inline(always)]
+fn block_norm([u0, u1, u2, u3, u4, u5, u6, u7]: [f32; PRODUCT_BLOCK]) -> f32 {
+    ((u0 * u0 + u1 * u1) + (u2 * u2 + u3 * u3)) + ((u4 * u4 + u5 * u5) + (u6 * u6 + u7 * u7))
+}
+
+/// `u = C k` for the product form's one factor `C` over its storage (see
+/// [`product_index`]) with its diagonal as it is (not inverted); returns
 /// `|u|^2` and, if asked, leaves `u` in the first `m` numbers of `u` for
 /// [`multiply_transposed_packed`]. The product form of the variance:
 /// `M (M + 1) / 2` multiply-adds and, unlike the forward substitution,
@@ -505,26 +631,30 @@ pub(crate) fn multiply_packed<const M: usize>(
 ) -> f32 {
     let mut norm = 0.0f32;
     let mut rest = packed;
-    let k4 = k.as_chunks::<BLOCK>().0;
-    let blocks = k4.iter().zip(diagonal.as_chunks::<BLOCK>().0);
+    let k4 = k.as_chunks::<4>().0;
+    let blocks = k
+        .as_chunks::<PRODUCT_BLOCK>()
+        .0
+        .iter()
+        .zip(diagonal.as_chunks::<PRODUCT_BLOCK>().0);
     let mut done = 0;
-    for (ks, d) in blocks.take(m / BLOCK) {
-        let Some((main, tail)) = rest.split_at_checked(BLOCK * done) else {
+    for (ks, d) in blocks.take(m / PRODUCT_BLOCK) {
+        let Some((main, tail)) = rest.split_at_checked(PRODUCT_BLOCK * done) else {
             break;
         };
-        let Some((corner, tail)) = tail.split_first_chunk::<6>() else {
+        let Some((corner, tail)) = tail.split_first_chunk::<PRODUCT_CORNER>() else {
             break;
         };
         rest = tail;
         // `main` holds done / 4 groups of four columns: the zip stops there.
-        let dots = dot_block_one(main.as_chunks::<BLOCK>().0.as_chunks::<BLOCK>().0, k4);
+        let dots = dot_block_eight(main.as_chunks::<PRODUCT_BLOCK>().0.as_chunks::<4>().0, k4);
         let block = corner_product(*ks, dots, *corner, *d);
-        norm += sum_squares(block);
+        norm += block_norm(block);
         let slots = u.as_deref_mut().and_then(|u| u.get_mut(done..));
-        if let Some(slots) = slots.and_then(|u| u.first_chunk_mut::<BLOCK>()) {
+        if let Some(slots) = slots.and_then(|u| u.first_chunk_mut::<PRODUCT_BLOCK>()) {
             *slots = block;
         }
-        done += BLOCK;
+        done += PRODUCT_BLOCK;
     }
     // Rows past the last full block, one at a time.
     for (i, (&ki, &di)) in k.iter().zip(diagonal).enumerate().take(m).skip(done) {
@@ -541,10 +671,10 @@ pub(crate) fn multiply_packed<const M: usize>(
     norm
 }
 
-/// `r = L^T u` for the `u` that [`multiply_packed`] left in the first `m`
+/// `r = C^T u` for the `u` that [`multiply_packed`] left in the first `m`
 /// numbers of `pairs.as_flattened()`; afterwards `pairs[i] = (r_i, 0)`, as
 /// [`back_substitute_packed`] leaves one factor's `r`. The weights of the
-/// product form's variance gradient: `d|u|^2 = 2 (L^T u) . dk`.
+/// product form's variance gradient: `d|u|^2 = 2 (C^T u) . dk`.
 pub(crate) fn multiply_transposed_packed<const M: usize>(
     packed: &[f32],
     diagonal: &[f32; M],
@@ -557,34 +687,35 @@ pub(crate) fn multiply_transposed_packed<const M: usize>(
     }
     let mut r = [0.0f32; M];
     let mut rest = packed;
-    let u4 = u.as_chunks::<BLOCK>().0;
-    let blocks = u4.iter().zip(diagonal.as_chunks::<BLOCK>().0);
+    let blocks = u
+        .as_chunks::<PRODUCT_BLOCK>()
+        .0
+        .iter()
+        .zip(diagonal.as_chunks::<PRODUCT_BLOCK>().0);
     let mut done = 0;
-    for (&[u0, u1, u2, u3], &[d0, d1, d2, d3]) in blocks.take(m / BLOCK) {
-        let Some((main, tail)) = rest.split_at_checked(BLOCK * done) else {
+    for (us, ds) in blocks.take(m / PRODUCT_BLOCK) {
+        let Some((main, tail)) = rest.split_at_checked(PRODUCT_BLOCK * done) else {
             break;
         };
-        let Some((&[c10, c20, c21, c30, c31, c32], tail)) = tail.split_first_chunk::<6>() else {
+        let Some((corner, tail)) = tail.split_first_chunk::<PRODUCT_CORNER>() else {
             break;
         };
         rest = tail;
         let Some((before, own)) = r.split_at_mut_checked(done) else {
             break;
         };
-        // Column j of the block's rows adds their four numbers times u.
-        let columns = main.as_chunks::<BLOCK>().0;
-        for (rj, &[l0, l1, l2, l3]) in before.iter_mut().zip(columns) {
-            *rj += (l0 * u0 + l1 * u1) + (l2 * u2 + l3 * u3);
+        // Column j of the block's rows adds their eight numbers times u.
+        let &[u0, u1, u2, u3, u4, u5, u6, u7] = us;
+        for (rj, &[l0, l1, l2, l3, l4, l5, l6, l7]) in
+            before.iter_mut().zip(main.as_chunks::<PRODUCT_BLOCK>().0)
+        {
+            *rj += ((l0 * u0 + l1 * u1) + (l2 * u2 + l3 * u3))
+                + ((l4 * u4 + l5 * u5) + (l6 * u6 + l7 * u7));
         }
-        if let Some(slots) = own.first_chunk_mut::<BLOCK>() {
-            *slots = [
-                d0 * u0 + c10 * u1 + c20 * u2 + c30 * u3,
-                d1 * u1 + c21 * u2 + c31 * u3,
-                d2 * u2 + c32 * u3,
-                d3 * u3,
-            ];
+        if let Some(own) = own.first_chunk_mut::<PRODUCT_BLOCK>() {
+            *own = corner_transposed_product(*us, *corner, *ds);
         }
-        done += BLOCK;
+        done += PRODUCT_BLOCK;
     }
     // Rows past the last full block, one at a time.
     for (i, (&ui, &di)) in u.iter().zip(diagonal).enumerate().take(m).skip(done) {
@@ -857,6 +988,29 @@ mod tests {
         }
     }
 
+    /// Every entry of the product form's factor gets its own slot, and
+    /// the product storage fits beside a one-factor solves layout.
+    #[test]
+    fn product_layout_is_a_bijection_beside_the_solves_layout() {
+        for capacity in 1..40 {
+            for m in 1..=capacity {
+                let mut seen = std::vec![false; capacity * capacity];
+                for row in 0..m {
+                    for col in 0..row {
+                        let solves = packed_index(row, col, 0, m, false);
+                        let product = product_offset(capacity) + product_index(row, col, m);
+                        assert!(solves < product_offset(capacity), "m {m} ({row}, {col})");
+                        for at in [solves, product] {
+                            assert!(at < capacity * capacity, "m {m} ({row}, {col}) -> {at}");
+                            assert!(!seen[at], "m {m} ({row}, {col}) collides at {at}");
+                            seen[at] = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Forward then back substitution through the packed layout against
     /// `L^{-T} L^{-1} k` in f64, for every `m` up to the capacity (full
     /// blocks, partial ones, one factor and two).
@@ -926,7 +1080,7 @@ mod tests {
         }
     }
 
-    /// `L k`, `|L k|^2` and `L^T (L k)` through the packed layout against
+    /// `C k`, `|C k|^2` and `C^T (C k)` through the product layout against
     /// plain f64 sums, for every `m` up to the capacity (full blocks and
     /// partial ones).
     #[test]
@@ -946,7 +1100,7 @@ mod tests {
             for i in 0..m {
                 diagonal[i] = entry(i, i);
                 for j in 0..i {
-                    packed.as_flattened_mut()[packed_index(i, j, 0, m, false)] = entry(i, j);
+                    packed.as_flattened_mut()[product_index(i, j, m)] = entry(i, j);
                 }
             }
             let k: [f32; M] = core::array::from_fn(|i| 0.5 - 0.13 * i as f32);

@@ -73,9 +73,13 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     basis_params: [[[f32; 2]; G]; M],
     /// `(a_i, beta_i)`: amplitude and mean weight, read together.
     amp_beta: [[f32; 2]; M],
+    /// `math::EXP_OF_NEGATIVE` times the amplitude shared by every basis
+    /// function (every kind but VSGP, whose basis loop reads `a_i`).
+    exp_poly: [f32; 6],
     /// The strictly lower parts of `L1` and `L2` in the solver's streaming
     /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
-    /// `M x M` slots.
+    /// `M x M` slots. With one factor it is also in the product's order
+    /// from `math::product_offset` on (see `math::product_index`).
     factors: [[f32; M]; M],
     /// `L1`'s diagonal: as it is for the product, its reciprocal for the
     /// solves (which then never divide).
@@ -117,7 +121,7 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 /// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 24);
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
-    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 5;
+    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 11;
     let names = (NAME_CAPACITY + 1) * (d + 1);
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
     // and the variance form (padded to a word with the names).
@@ -172,6 +176,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         projection: [[0.0; D]; G],
         basis_params: [[[0.0; 2]; G]; M],
         amp_beta: [[0.0; 2]; M],
+        exp_poly: [0.0; 6],
         factors: [[0.0; M]; M],
         diagonal1: [0.0; M],
         inv_diagonal2: [0.0; M],
@@ -310,6 +315,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 (0..M).try_for_each(|row| set_2d(&mut model.amp_beta, row, 0, v))
             }
         })?;
+        let amplitude = model.amp_beta.first().map_or(0.0, |&[a, _]| a);
+        model.exp_poly = math::EXP_OF_NEGATIVE.map(|c| amplitude * c);
         reader.numbers(&shape, Field::Beta, |i, v| {
             set_2d(&mut model.amp_beta, i, 1, v)
         })?;
@@ -328,8 +335,12 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                     };
                     set(diagonal, row, check_diagonal(field, v)?)
                 } else {
-                    let at = packed_index(row, col, factor, m, two);
-                    set(model.factors.as_flattened_mut(), at, v)
+                    let slots = model.factors.as_flattened_mut();
+                    if !two {
+                        let at = math::product_offset(M) + math::product_index(row, col, m);
+                        set(slots, at, v)?;
+                    }
+                    set(slots, packed_index(row, col, factor, m, two), v)
                 }
             })?;
         }
@@ -576,7 +587,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
                 math::multiply_packed(
-                    factors,
+                    self.product_factor(),
                     &self.diagonal1,
                     k,
                     self.m,
@@ -608,6 +619,13 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
             variance *= self.y_scale * self.y_scale;
         }
         (Prediction { mean, variance }, unclamped)
+    }
+
+    /// The product form's `C` in its own order (`math::product_index`).
+    #[inline(always)]
+    fn product_factor(&self) -> &[f32] {
+        let slots = self.factors.as_flattened();
+        slots.get(math::product_offset(M)..).unwrap_or(&[])
     }
 
     /// What [`Model::predict`] reports for a latent prediction: regression
@@ -685,9 +703,9 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         // Shared widths were folded into the features at load.
         let mean = if self.shape.per_basis {
-            self.basis_values(z, k, math::half_weighted_distance)
+            self.basis_values(z, k, math::half_weighted_distance, None)
         } else {
-            self.basis_values(z, k, math::unit_distance)
+            self.basis_values(z, k, math::unit_distance, Some(&self.exp_poly))
         };
         if mean.is_finite() {
             Ok(mean)
@@ -705,11 +723,16 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         z: &[f32; G],
         k: &mut [f32; M],
         distance: impl Fn(&[[f32; 2]; G], &[f32; G]) -> f32,
+        shared_amplitude: Option<&[f32; 6]>,
     ) -> f32 {
         let mut mean = 0.0f32;
         let rows = self.basis_params.iter().zip(&self.amp_beta);
         for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
-            *ki = amplitude * math::exp_non_positive(-distance(params, z));
+            let d = distance(params, z);
+            *ki = match shared_amplitude {
+                Some(poly) => math::scaled_exp_of_negative(d, poly),
+                None => amplitude * math::exp_non_positive(-d),
+            };
             mean += beta * *ki;
         }
         mean
@@ -790,14 +813,15 @@ mod tests {
     }
 
     /// `size_of::<Model<M, G, D>>()` on this host, field by field in
-    /// `Model`'s `repr(C)` order: the leading floats, the 12-byte shape,
+    /// `Model`'s `repr(C)` order: the leading floats (six of them the
+    /// amplitude-scaled exp polynomial), the 12-byte shape,
     /// the two sizes (`usize`, aligned to it), the five scalars and the
     /// range, the names (bytes), the `ranged` flag and the variance form
     /// (one byte each), and the padding to the
     /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
     fn host_size(m: usize, g: usize, d: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let leading = 4 * (m * m + m * (2 * g + 4) + g * d + 2 * d);
+        let leading = 4 * (m * m + m * (2 * g + 4) + 6 + g * d + 2 * d);
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * (d + 1);
         (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 2).next_multiple_of(word)
@@ -824,7 +848,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2124);
-        assert_eq!(ram_bytes(32, 4, 4), 5964);
+        assert_eq!(ram_bytes(16, 4, 4), 2148);
+        assert_eq!(ram_bytes(32, 4, 4), 5988);
     }
 }

@@ -149,7 +149,12 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let factors = self.factors.as_flattened();
         match self.variance {
             VarianceForm::Product => {
-                math::multiply_transposed_packed(factors, &self.diagonal1, &mut u, self.m);
+                math::multiply_transposed_packed(
+                    self.product_factor(),
+                    &self.diagonal1,
+                    &mut u,
+                    self.m,
+                );
             }
             VarianceForm::Solves => math::back_substitute_packed(
                 factors,
