@@ -265,7 +265,7 @@ struct FitArgs {
     #[arg(long, value_enum, default_value = "spgp")]
     model: Method,
     /// Likelihood of the target: identity (regression) or probit (binary
-    /// classification; --model ivm only).
+    /// classification; --model ivm or exact).
     #[arg(long, value_enum, default_value = "identity")]
     link: LinkArg,
     /// With --link probit: the target value of the positive class; every
@@ -511,9 +511,9 @@ fn training_data(
     let data = Dataset::from_csv(path, target)?;
     let data = match link {
         LinkArg::Probit => {
-            if let Some(model) = models.iter().find(|&&m| m != Method::Ivm) {
+            if let Some(model) = models.iter().find(|&&m| !m.classifies()) {
                 return Err(Error::BadInput(format!(
-                    "--link probit (classification) needs {flag} ivm, not {flag} {}",
+                    "--link probit (classification) needs {flag} ivm or exact, not {flag} {}",
                     model.name()
                 )));
             }

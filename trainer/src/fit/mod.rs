@@ -14,10 +14,12 @@
 //! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
 //! with fixed hyperparameters. `ivm` selects an active set of training
 //! inputs greedily (the informative vector machine), for classification
-//! (probit) or regression; it is the only procedure for a binary target.
+//! (probit) or regression. A binary target is fitted by the IVM or, with
+//! `exact`, by the exact GP classifier ([`exact_classifier`]).
 
 pub mod dr;
 pub mod exact;
+pub mod exact_classifier;
 pub mod gplasso;
 pub mod ivm;
 pub mod spgp;
@@ -73,6 +75,12 @@ impl Method {
         clap::ValueEnum::to_possible_value(&self)
             .map(|v| v.get_name().to_string())
             .unwrap_or_default()
+    }
+
+    /// Whether the model can be fitted to a binary target (a probit
+    /// classifier): the IVM, and the exact GP as the Laplace classifier.
+    pub fn classifies(self) -> bool {
+        matches!(self, Method::Ivm | Method::Exact)
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.
@@ -705,15 +713,17 @@ pub fn fit(
         reduced = data.without_inputs(ignored)?;
         (&reduced, Cow::Owned(params.without_inputs(ignored)))
     };
-    if let (crate::data::TargetKind::Binary { .. }, false) =
-        (data.target, matches!(params.as_ref(), FitParams::Ivm(_)))
-    {
+    let binary = matches!(data.target, crate::data::TargetKind::Binary { .. });
+    if binary && !params.method().classifies() {
         return Err(Error::BadInput(format!(
-            "{}: a binary target (--link probit) can only be fitted with --model ivm",
+            "{}: a binary target (--link probit) can only be fitted with --model ivm or exact",
             data.source
         )));
     }
     let mut fitted = match params.as_ref() {
+        FitParams::Exact(p) if binary => {
+            exact_classifier::fit_exact_classifier(used, &p.check(used)?, progress)?
+        }
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,
