@@ -8,6 +8,7 @@ Not run by CI. Usage (see docs/classifier-evaluation.md):
 """
 
 import json
+import warnings
 import sys
 from pathlib import Path
 
@@ -117,6 +118,7 @@ def peers(xtr, ytr, xte, yte):
 
 
 def main():
+    warnings.simplefilter("ignore", FutureWarning)
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     results = {}

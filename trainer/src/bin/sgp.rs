@@ -315,7 +315,8 @@ struct FitArgs {
     /// Hyperparameter initialisation.
     #[arg(long, value_enum, default_value = "scales")]
     init_hyper: HyperInit,
-    /// Rows an exact GP is fitted on at most (a random subset if more).
+    /// Rows an exact GP is fitted on at most (a random subset if more);
+    /// also the exact classifier an IVM classifier takes its kernel from.
     #[arg(long, default_value_t = 1000)]
     max_points: usize,
     /// Output blob.
@@ -404,6 +405,7 @@ impl FitArgs {
                     max_iter: self.max_iter.min(IvmParams::default().optimiser.max_iter),
                     ..OptimiseOptions::default()
                 },
+                kernel_points: self.max_points,
                 ..IvmParams::default()
             }),
         })

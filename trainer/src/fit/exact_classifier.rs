@@ -112,3 +112,73 @@ pub(crate) fn fit_exact_classifier(
         Box::new(rebuild),
     ))
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use nalgebra::{DMatrix, DVector};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use rand_distr::StandardNormal;
+
+    use crate::data::Dataset;
+    use crate::export::{check, PROBABILITY_TOLERANCE};
+    use crate::fit::{fit, ExactParams, FitParams};
+    use crate::metrics::error_rate;
+
+    /// A 6-D annulus: the label is `0.8 < |(x1, x2)| < 1.6`, the other four
+    /// inputs are irrelevant, 5% of the labels flipped.
+    pub(crate) fn noisy_ring(rows: usize, seed: u64) -> Dataset {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let x = DMatrix::from_fn(rows, 6, |_, _| rng.sample::<f64, _>(StandardNormal));
+        let y = DVector::from_fn(rows, |i, _| {
+            let r = x[(i, 0)].hypot(x[(i, 1)]);
+            let inside = r > 0.8 && r < 1.6;
+            f64::from(u8::from(inside != (rng.random::<f64>() < 0.05)))
+        });
+        let names = (1..=6).map(|j| format!("x{j}")).collect();
+        Dataset::from_raw(x, y, names, "class".into())
+            .unwrap()
+            .into_binary(None)
+            .unwrap()
+    }
+
+    /// Test error of a fit on `train`, and the fit.
+    pub(crate) fn test_error(
+        train: &Dataset,
+        test: &Dataset,
+        params: &FitParams,
+    ) -> (f64, crate::fit::Fitted) {
+        let fitted = fit(train, params, &mut |_| {}).unwrap();
+        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        (error_rate(p.mean.as_slice(), test.y.as_slice()), fitted)
+    }
+
+    #[test]
+    fn ard_switches_off_the_irrelevant_inputs_and_exports() {
+        let train = noisy_ring(400, 1);
+        let test = noisy_ring(1000, 2);
+        let params = FitParams::Exact(ExactParams::default());
+        let (err, fitted) = test_error(&train, &test, &params);
+        // The Bayes error is 5%; a model blind to the ring is near 45%.
+        assert!(err < 0.15, "test error {err}");
+        let l = &fitted.report.hyper.lengthscales;
+        let informative = l[0].max(l[1]);
+        assert!(
+            l[2..].iter().all(|&v| v > 5.0 * informative),
+            "length scales {l:?}"
+        );
+        let exported = check(&fitted.model, &test.raw_x()).unwrap();
+        assert!(
+            exported.fidelity.passes(),
+            "{}",
+            exported.fidelity.describe()
+        );
+        assert!(exported.fidelity.worst_mean <= PROBABILITY_TOLERANCE);
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert_eq!(spec.shape.kind, sgp_runtime::ModelKind::Exact);
+        assert_eq!(spec.shape.link, sgp_runtime::Link::Probit);
+        // Same seed, same model.
+        let again = fit(&train, &params, &mut |_| {}).unwrap();
+        assert_eq!(again.model.form, fitted.model.form);
+    }
+}

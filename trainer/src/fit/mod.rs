@@ -282,7 +282,7 @@ impl SparseParams {
     }
 }
 
-fn default_optimiser() -> OptimiseOptions {
+pub(crate) fn default_optimiser() -> OptimiseOptions {
     OptimiseOptions {
         max_iter: DEFAULT_MAX_ITER,
         stall: Some(DEFAULT_STALL),
@@ -290,7 +290,7 @@ fn default_optimiser() -> OptimiseOptions {
     }
 }
 
-fn check_max_points(max_points: usize) -> Result<()> {
+pub(crate) fn check_max_points(max_points: usize) -> Result<()> {
     if max_points < 2 {
         return Err(Error::BadInput("--max-points must be at least 2".into()));
     }
