@@ -189,10 +189,10 @@ pub fn grid(spec: &SweepSpec, train: &Dataset) -> Result<Vec<GridPoint>> {
         return Err(Error::BadInput("--models: no model to sweep".into()));
     }
     if let TargetKind::Binary { .. } = train.target {
-        if let Some(m) = models.iter().find(|&&m| m != Method::Ivm) {
+        if let Some(m) = models.iter().find(|&&m| !m.classifies()) {
             return Err(Error::BadInput(format!(
-                "--models {}: a binary target (--link probit) can only be fitted with ivm, the \
-                 classifier; the other families are regression models",
+                "--models {}: a binary target (--link probit) can only be fitted with svgp, ivm or \
+                 exact (the classifiers); the other families are regression models",
                 m.name()
             )));
         }

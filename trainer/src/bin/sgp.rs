@@ -346,7 +346,8 @@ struct FitArgs {
     /// Hyperparameter initialisation.
     #[arg(long, value_enum, default_value = "scales")]
     init_hyper: HyperInit,
-    /// Rows an exact GP is fitted on at most (a random subset if more).
+    /// Rows an exact GP is fitted on at most (a random subset if more);
+    /// also the exact classifier an IVM classifier takes its kernel from.
     #[arg(long, default_value_t = 1000)]
     max_points: usize,
     /// Output blob.
@@ -477,6 +478,7 @@ impl FitArgs {
                     max_iter: self.max_iter.min(IvmParams::default().optimiser.max_iter),
                     ..OptimiseOptions::default()
                 },
+                kernel_points: self.max_points,
                 ..IvmParams::default()
             }),
         })
@@ -590,8 +592,7 @@ fn training_data(
     quiet: bool,
 ) -> Result<Dataset> {
     let data = Dataset::from_csv(path, target)?;
-    let classifies = |m: &Method| matches!(m, Method::Ivm | Method::Svgp);
-    let regression_only = models.iter().find(|m| !classifies(m));
+    let regression_only = models.iter().find(|m| !m.classifies());
     let classes = data.target_classes();
     let task = task.unwrap_or_else(|| {
         let two = classes.len() == 2;
@@ -599,7 +600,7 @@ fn training_data(
             Some(model) if two && !quiet => {
                 eprintln!(
                     "sgp: target '{}' holds two values but {flag} {} is a regression model: \
-                     fitting the values as numbers (--model svgp or ivm classifies)",
+                     fitting the values as numbers (--model svgp, ivm or exact classifies)",
                     data.target_name,
                     model.name()
                 );
@@ -614,7 +615,7 @@ fn training_data(
         TaskArg::Classification => {
             if let Some(model) = regression_only {
                 return Err(Error::BadInput(format!(
-                    "classification needs {flag} ivm or {flag} svgp, not {flag} {}",
+                    "classification needs {flag} svgp, {flag} ivm or {flag} exact, not {flag} {}",
                     model.name()
                 )));
             }

@@ -14,10 +14,12 @@
 //! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
 //! and re-optimises the hyperparameters for them. `ivm` selects an active set of training
 //! inputs greedily (the informative vector machine), for classification
-//! (probit) or regression; it is the only procedure for a binary target.
+//! (probit) or regression. A binary target is fitted by the IVM or, with
+//! `exact`, by the exact GP classifier ([`exact_classifier`]).
 
 pub mod dr;
 pub mod exact;
+pub mod exact_classifier;
 pub mod gplasso;
 pub mod held_out;
 pub mod ivm;
@@ -78,6 +80,13 @@ impl Method {
         clap::ValueEnum::to_possible_value(&self)
             .map(|v| v.get_name().to_string())
             .unwrap_or_default()
+    }
+
+    /// Whether the model can be fitted to a binary target (a probit
+    /// classifier): the sparse variational classifier, the IVM, and the
+    /// exact GP as the Laplace classifier.
+    pub fn classifies(self) -> bool {
+        matches!(self, Method::Svgp | Method::Ivm | Method::Exact)
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.
@@ -285,7 +294,7 @@ impl SparseParams {
     }
 }
 
-fn default_optimiser() -> OptimiseOptions {
+pub(crate) fn default_optimiser() -> OptimiseOptions {
     OptimiseOptions {
         max_iter: DEFAULT_MAX_ITER,
         stall: Some(DEFAULT_STALL),
@@ -293,7 +302,7 @@ fn default_optimiser() -> OptimiseOptions {
     }
 }
 
-fn check_max_points(max_points: usize) -> Result<()> {
+pub(crate) fn check_max_points(max_points: usize) -> Result<()> {
     if max_points < 2 {
         return Err(Error::BadInput("--max-points must be at least 2".into()));
     }
@@ -732,16 +741,17 @@ pub fn fit(
         reduced = data.without_inputs(ignored)?;
         (&reduced, Cow::Owned(params.without_inputs(ignored)))
     };
-    if let (crate::data::TargetKind::Binary { .. }, false) = (
-        data.target,
-        matches!(params.as_ref(), FitParams::Ivm(_) | FitParams::Svgp(_)),
-    ) {
+    let binary = matches!(data.target, crate::data::TargetKind::Binary { .. });
+    if binary && !params.method().classifies() {
         return Err(Error::BadInput(format!(
-            "{}: a binary target (classification) can only be fitted with --model svgp or ivm",
+            "{}: a binary target (classification) can only be fitted with --model svgp, ivm or exact",
             data.source
         )));
     }
     let mut fitted = match params.as_ref() {
+        FitParams::Exact(p) if binary => {
+            exact_classifier::fit_exact_classifier(used, &p.check(used)?, progress)?
+        }
         FitParams::Exact(p) => exact::fit_exact(used, &p.check(used)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(used, &p.check(used)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(used, &p.check(used)?, progress)?,

@@ -12,6 +12,7 @@
 pub mod exact;
 pub mod fitc;
 pub mod ivm;
+pub mod laplace;
 pub mod objective;
 pub mod svgp;
 
