@@ -60,6 +60,9 @@ pub struct ClassEvaluation {
     pub log_loss: f64,
     /// Mean squared difference between `P(+1)` and the 0/1 outcome.
     pub brier: f64,
+    /// Expected calibration error over equal-width confidence bins
+    /// ([`metrics::expected_calibration_error`]).
+    pub ece: f64,
     /// Positive rows predicted positive.
     pub true_positives: usize,
     /// Negative rows predicted positive.
@@ -92,6 +95,7 @@ pub fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {
         error_rate: metrics::error_rate(&score, labels),
         log_loss: metrics::mean_nlpd_binary(prob_positive, labels),
         brier,
+        ece: metrics::expected_calibration_error(prob_positive, labels),
         true_positives: count(1.0, true),
         false_positives: count(-1.0, true),
         true_negatives: count(-1.0, false),

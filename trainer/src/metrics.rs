@@ -132,6 +132,40 @@ pub fn mean_nlpd_binary(prob_positive: &[f64], target: &[f64]) -> f64 {
     sum / target.len() as f64
 }
 
+/// Number of equal-width confidence bins of [`expected_calibration_error`].
+pub const ECE_BINS: usize = 10;
+
+/// Expected calibration error of ±1 targets given `prob_positive`: the
+/// rows are put into [`ECE_BINS`] equal-width bins by the confidence of
+/// the predicted class, `max(p, 1 - p)`, and the bins' gaps between mean
+/// confidence and accuracy are averaged, weighted by their rows (Guo et
+/// al. 2017). 0 for a calibrated classifier.
+pub fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) -> f64 {
+    if !same_nonzero_len(prob_positive.len(), target.len())
+        || !all_labels(target)
+        || prob_positive.iter().any(|p| !(0.0..=1.0).contains(p))
+    {
+        return f64::NAN;
+    }
+    // Per bin: summed confidence, rows predicted right.
+    let mut bins = [(0.0f64, 0usize); ECE_BINS];
+    for (&p, &t) in prob_positive.iter().zip(target) {
+        let confidence = p.max(1.0 - p);
+        // Confidence lies in [0.5, 1]; the top edge belongs to the last bin.
+        let bin = ((confidence * ECE_BINS as f64) as usize).min(ECE_BINS - 1);
+        let right = (p >= 0.5) == (t > 0.0);
+        let b = &mut bins[bin];
+        b.0 += confidence;
+        b.1 += usize::from(right);
+    }
+    // An empty bin adds |0 - 0|.
+    let gaps: f64 = bins
+        .iter()
+        .map(|&(confidence, right)| (confidence - right as f64).abs())
+        .sum();
+    gaps / target.len() as f64
+}
+
 /// Calibration: fraction of targets inside the central 95% interval
 /// `mean ± 1.96 sqrt(variance)` of the Gaussian predictive. A calibrated
 /// model scores about 0.95. NaN if any variance is negative or NaN.
@@ -154,6 +188,20 @@ pub fn coverage_95(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calibration_error_is_the_weighted_gap_between_confidence_and_accuracy() {
+        // Confidence 0.9 and right: gap 0.1 per row.
+        assert!((expected_calibration_error(&[0.9, 0.1], &[1.0, -1.0]) - 0.1).abs() < 1e-12);
+        // Bin [0.7, 0.8): confidences 0.75, one of two right: gap |1.5 - 1| / 2 rows.
+        let ece = expected_calibration_error(&[0.75, 0.25], &[1.0, 1.0]);
+        assert!((ece - 0.25).abs() < 1e-12, "{ece}");
+        // Certain and right everywhere: calibrated.
+        assert_eq!(expected_calibration_error(&[1.0, 0.0], &[1.0, -1.0]), 0.0);
+        assert!(expected_calibration_error(&[], &[]).is_nan());
+        assert!(expected_calibration_error(&[0.5], &[0.0]).is_nan());
+        assert!(expected_calibration_error(&[f64::NAN], &[1.0]).is_nan());
+    }
 
     #[test]
     fn squared_errors() {

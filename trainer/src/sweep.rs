@@ -1041,6 +1041,7 @@ mod tests {
                     error_rate,
                     log_loss,
                     brier: 0.1,
+                    ece: 0.1,
                     true_positives: 1,
                     false_positives: 1,
                     true_negatives: 1,

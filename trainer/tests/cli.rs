@@ -1509,6 +1509,8 @@ fn ivm_classifier_fit_predict_eval() {
     let e: Value = serde_json::from_str(&eval).unwrap();
     assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
     assert!(e["log_loss"].as_f64().unwrap() < 0.4, "{e}");
+    let ece = e["ece"].as_f64().unwrap();
+    assert!((0.0..0.2).contains(&ece), "{e}");
     let positives = e["true_positives"].as_u64().unwrap() + e["false_negatives"].as_u64().unwrap();
     let expected = classes_csv("2", "5", None)
         .lines()
@@ -1520,7 +1522,7 @@ fn ivm_classifier_fit_predict_eval() {
         "eval",
     );
     assert!(
-        text.contains("error rate") && text.contains("log loss"),
+        text.contains("error rate") && text.contains("log loss") && text.contains("ECE"),
         "{text}"
     );
 }

@@ -1078,6 +1078,11 @@ fn print_class_evaluation(e: &ClassEvaluation, positive: f64) {
     println!("log loss    {:.6}  (mean binary NLPD, nats)", e.log_loss);
     println!("Brier       {:.6}", e.brier);
     println!(
+        "ECE         {:.6}  (expected calibration error, {} confidence bins)",
+        e.ece,
+        sgp_trainer::metrics::ECE_BINS
+    );
+    println!(
         "confusion   positive class {positive}: {} true positive, {} false positive, {} true \
          negative, {} false negative",
         e.true_positives, e.false_positives, e.true_negatives, e.false_negatives
