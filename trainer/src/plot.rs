@@ -628,10 +628,12 @@ fn probabilities_by_class(
         -0.5..1.5,
     )?;
     let positive = spec.positive_class;
+    // Only the ticks at the two class levels are named: a band around
+    // each level named every tick in it ("1 1 1", "other other other").
     let y_ticks = |v: &f64| {
-        if (v - 1.0).abs() < 0.25 {
+        if (v - 1.0).abs() < 1e-6 {
             format!("{positive}")
-        } else if v.abs() < 0.25 {
+        } else if v.abs() < 1e-6 {
             "other".into()
         } else {
             String::new()

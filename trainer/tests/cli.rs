@@ -1016,6 +1016,8 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
     );
     let svg = plot(&dir, "c.sgp", "classes.csv", "c.svg");
     assert!(svg.contains("reliability") && svg.contains("P(label = 1)"));
+    // Each class level is named once on the class axis.
+    assert_eq!(svg.matches(">\nother\n<").count(), 1, "{svg}");
     // Data without one of the model's inputs, or without its target.
     dir.write(
         "fewer.csv",
