@@ -31,6 +31,36 @@ pub struct TrainedModel {
     pub positive_class: f64,
 }
 
+/// Several models on one basis: the `P` outputs of a multi-output
+/// regression, or the `K` latent functions of a classifier, exported as one
+/// blob that evaluates the basis vector once.
+///
+/// Every member has the same `form.basis` (bit for bit: a fit folds each
+/// output's own signal variance into its `beta`, factors and `prior`) and
+/// the same input standardisation; each keeps its own target scaling,
+/// noise, weights, factors and probit offset. A single-output model is a set
+/// of one ([`ModelSet::single`]).
+#[derive(Clone, Debug)]
+pub struct ModelSet {
+    /// The outputs (regression) or class latents, in output order.
+    pub members: Vec<TrainedModel>,
+    /// Class labels as the data spelled them, in class order: empty for
+    /// regression, `[negative, positive]` for a binary classifier (one
+    /// member), one per member for `K > 2` classes.
+    pub class_labels: Vec<String>,
+}
+
+impl ModelSet {
+    /// A set of one model, with the class labels of a binary classifier
+    /// (empty for regression).
+    pub fn single(model: TrainedModel, class_labels: Vec<String>) -> Self {
+        ModelSet {
+            members: vec![model],
+            class_labels,
+        }
+    }
+}
+
 /// Predictions in raw target units.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawPrediction {
