@@ -41,7 +41,7 @@ DR_G=4
 GPLASSO_MAX_POINTS=300
 BIN_DIR=$TARGET_DIR/$TARGET/release
 MAIN_BIN=sgp-firmware-example
-# The README's "Your own firmware in five steps", built and run as it stands.
+# The user guide's "Your own firmware in five steps", built and run as it stands.
 STEPS_BIN=five_steps
 PROOF_BIN=panic_free
 PROOF_SYMBOL=sgp_predict_path_can_panic
@@ -170,11 +170,11 @@ case $status in
     *) check_failed "$MAIN_BIN exited with status $status (see the lines marked FAILED/MISSES above)" ;;
 esac
 
-step "run $STEPS_BIN (the README's five-step firmware) under QEMU"
+step "run $STEPS_BIN (the user guide's five-step firmware) under QEMU"
 if "${QEMU[@]}" "$BIN_DIR/$STEPS_BIN"; then
-    echo "ok: the README's snippet builds and runs"
+    echo "ok: the user guide's snippet builds and runs"
 else
-    check_failed "$STEPS_BIN (the README's five-step firmware) exited with status $?"
+    check_failed "$STEPS_BIN (the user guide's five-step firmware) exited with status $?"
 fi
 
 step "run $MAIN_BIN built for $NOFPU_TARGET under QEMU (mps2-an385, Cortex-M3, no FPU)"
@@ -201,7 +201,7 @@ rm -f "$BIN_DIR/$PROOF_BIN"
 if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$PROOF_LOG" 2>&1; then
     grep -E 'error|undefined symbol|referenced by|>>>' "$PROOF_LOG" | head -n 20 >&2
     if grep -q "$PROOF_SYMBOL" "$PROOF_LOG"; then
-        check_failed "a panic is reachable from load/predict/mean/the gradients (undefined $PROOF_SYMBOL); README \"Panic-freedom proof\" shows how to find it"
+        check_failed "a panic is reachable from load/predict/mean/the gradients (undefined $PROOF_SYMBOL); the firmware chapter's \"Panic-freedom proof\" shows how to find it"
     else
         check_failed "$PROOF_BIN did not build"
     fi

@@ -3,7 +3,7 @@ with --peers, scores scikit-learn's GaussianProcessClassifier (Laplace,
 logistic, ARD for up to 10 inputs) and an RBF SVC (C by 5-fold
 cross-validation, Platt probabilities) on the same splits.
 
-Not run by CI. Usage (see docs/classifier-evaluation.md):
+Not run by CI. Usage (see docs/src/classifier-evaluation.md):
     python bench/classifiers/make_sets.py OUT_DIR [--peers]
 """
 

@@ -1,6 +1,6 @@
 /* Evaluates an exported model with the sgp C library: export the model with
  *     sgp export --model heater.sgp --format c --out heater.h
- * and build this file against sgp.h and libsgp_capi.a (README.md, "C library"). */
+ * and build this file against sgp.h and libsgp_capi.a (docs/src/c-library.md). */
 #include <stdio.h>
 
 #include "heater.h"

@@ -427,7 +427,7 @@ mod tests {
     }
 
     #[test]
-    fn the_header_and_the_readme_list_every_status() {
+    fn the_header_and_the_guide_list_every_status() {
         let listed: Vec<(String, i32)> = HEADER
             .lines()
             .filter_map(|l| l.trim().strip_prefix("SGP_STATUS_"))
@@ -439,11 +439,17 @@ mod tests {
         let codes: Vec<i32> = listed.iter().map(|(_, c)| *c).collect();
         let all: Vec<i32> = SgpStatus::ALL.iter().map(|s| *s as i32).collect();
         assert_eq!(codes, all, "{HEADER}");
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let chapter = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/src/c-library.md"
+        ))
+        .unwrap();
         for (name, code) in &listed {
             let row = format!("| {code} | `{name}` | {} |", message(*code));
-            assert!(readme.contains(&row), "README.md lacks the row\n{row}");
+            assert!(
+                chapter.contains(&row),
+                "docs/src/c-library.md lacks the row\n{row}"
+            );
         }
     }
 

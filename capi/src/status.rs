@@ -121,7 +121,7 @@ impl SgpStatus {
         }
     }
 
-    /// One sentence for people; the README's error table says the same.
+    /// One sentence for people; the user guide's error table (docs/src/c-library.md) says the same.
     pub(crate) fn message(self) -> &'static CStr {
         match self {
             SgpStatus::Ok => c"ok",

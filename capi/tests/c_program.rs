@@ -1,7 +1,7 @@
 //! The C library from C. The trainer fits small models, `sgp export
 //! --format c`'s code writes them as headers, the trainer's f64 predictions
 //! become golden values, and the system C compiler (`cc`) builds
-//! `c/test_capi.c` and the README's example `c/example.c` against the
+//! `c/test_capi.c` and the example `c/example.c` (README and user guide) against the
 //! generated `sgp.h` and the host `libsgp_capi.a` with `-Wall -Wextra
 //! -Werror -pedantic`; then both run.
 //!
@@ -279,7 +279,7 @@ fn c_program_matches_the_trainer_and_gets_every_status_code() {
 }
 
 #[test]
-fn readme_example_builds_runs_and_is_the_one_in_the_readme() {
+fn the_example_builds_runs_and_is_the_one_in_the_readme_and_the_guide() {
     let exe = compile("c/example.c", "example");
     let (out, text) = run(&exe, &[]);
     assert_eq!(out.status.code(), Some(0), "example failed:\n{text}");
@@ -290,10 +290,12 @@ fn readme_example_builds_runs_and_is_the_one_in_the_readme() {
 
     let example = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("c/example.c"))
         .expect("read example.c");
-    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-        .expect("read README.md");
-    assert!(
-        readme.contains(&format!("```c\n{example}```\n")),
-        "README.md must show capi/c/example.c verbatim in a ```c block"
-    );
+    for page in ["../README.md", "../docs/src/c-library.md"] {
+        let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page))
+            .unwrap_or_else(|e| panic!("read {page}: {e}"));
+        assert!(
+            text.contains(&format!("```c\n{example}```\n")),
+            "{page} must show capi/c/example.c verbatim in a ```c block"
+        );
+    }
 }

@@ -3,7 +3,7 @@ import re
 
 import numpy as np
 
-CHAPTER = pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"
+CHAPTER = pathlib.Path(__file__).resolve().parents[2] / "docs" / "src" / "python.md"
 
 
 def test_the_chapters_example_runs_and_keeps_its_promises(tmp_path, monkeypatch):

@@ -104,7 +104,7 @@ const fn measured(
     }
 }
 
-/// The firmware example's table (`docs/device-cost.md`, "Instructions per
+/// The firmware example's table (`docs/src/device-cost.md`, "Instructions per
 /// prediction": format v4, every model in the product form in blocks of
 /// eight rows, shared widths and amplitude folded at load). Rows that measure the same configuration (SPGP, VSGP
 /// and GPLasso at M = 32) are all kept: they weigh that configuration as
@@ -200,7 +200,7 @@ pub fn instructions_per_prediction(shape: &Shape, variance: VarianceForm) -> u64
 pub const HELP: &str = "Instructions per prediction are Cortex-M4 instructions (opt-level \"s\") \
 of predict (a classifier's probability; predict_with_gradient costs about twice as much) from a \
 cost model fitted by least squares to the firmware example's measured table \
-(docs/device-cost.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, SPGP+DR, the \
+(docs/src/device-cost.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, SPGP+DR, the \
 IVM classifier, all with the product form of the variance): 46.4 M + 6.82 M G + 1.70 F M (M + \
 1) / 2 + 6.18 D (1 + G if projected), F the triangular passes of the variance (1; a blob that \
 fell back to the solves: 2, the IVM classifier 1). It is within 7.4% of every measured count \

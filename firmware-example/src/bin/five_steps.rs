@@ -1,7 +1,8 @@
-//! The README's "Your own firmware in five steps", as a program: the lines
-//! between the `five-steps` markers are the README's snippet, character for
-//! character (`tests/tests/readme.rs` checks), so the snippet is compiled and
-//! run (run.sh, under QEMU) and cannot rot. Around it, what a real firmware
+//! The user guide's "Your own firmware in five steps"
+//! (docs/src/five-steps.md), as a program: the lines between the
+//! `five-steps` markers are the guide's snippet, character for character
+//! (`tests/tests/readme.rs` checks), so the snippet is compiled and run
+//! (run.sh, under QEMU) and cannot rot. Around it, what a real firmware
 //! would have in its place: simulated sensors, a stand-in actuator, and a
 //! `halt` that reports through semihosting.
 #![no_std]
