@@ -428,9 +428,51 @@ impl Dataset {
                 n.saturating_sub(n_test)
             )));
         }
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        let order = self.shuffled(seed);
         let (test_idx, train_idx) = order.split_at(n_test);
+        self.split_at_rows(test_idx, train_idx)
+    }
+
+    /// `k` train/test pairs that hold out every row once: the rows in a
+    /// seeded random order, fold `i` testing on every `k`-th from the
+    /// `i`-th. Each part is made as [`Self::split`] makes its parts.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] if `k < 2` or a fold would leave fewer than two
+    /// training rows or no test row.
+    pub fn folds(&self, k: usize, seed: u64) -> Result<Vec<(Dataset, Dataset)>> {
+        let n = self.n_rows();
+        if k < 2 || n < k + 2 {
+            return Err(Error::BadInput(format!(
+                "{}: cannot make {k} cross-validation folds of {n} rows (need k >= 2 and at \
+                 least k + 2 rows)",
+                self.source
+            )));
+        }
+        let order = self.shuffled(seed);
+        (0..k)
+            .map(|i| {
+                let test_idx: Vec<usize> = order.iter().copied().skip(i).step_by(k).collect();
+                let train_idx: Vec<usize> = order
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| j % k != i)
+                    .map(|(_, &r)| r)
+                    .collect();
+                self.split_at_rows(&test_idx, &train_idx)
+            })
+            .collect()
+    }
+
+    fn shuffled(&self, seed: u64) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.n_rows()).collect();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        order
+    }
+
+    /// The (training, test) parts with these rows (kept in their original
+    /// order); the training part is re-standardised from its own rows.
+    fn split_at_rows(&self, test_idx: &[usize], train_idx: &[usize]) -> Result<(Dataset, Dataset)> {
         let mut test_idx = test_idx.to_vec();
         let mut train_idx = train_idx.to_vec();
         test_idx.sort_unstable();
@@ -1120,6 +1162,41 @@ mod tests {
         let ds = parse(GOOD, None).unwrap();
         for f in [0.0, 1.0, -0.5, f64::NAN, 0.01, 0.9] {
             assert!(ds.split(f, 1).is_err(), "{f}");
+        }
+    }
+
+    /// Every row is held out by exactly one fold, each fold's training
+    /// part is the rest, standardised from its own rows as `split`'s is;
+    /// the folds depend on the seed only.
+    #[test]
+    fn folds_hold_out_every_row_once() {
+        let ds = crate::synth::dataset(crate::synth::Shape::Linear, 23, 0).expect("valid");
+        let folds = ds.folds(4, 7).expect("folds");
+        assert_eq!(folds.len(), 4);
+        let raw_y = ds.raw_y();
+        let mut held: Vec<f64> = Vec::new();
+        for (train, test) in &folds {
+            assert_eq!(train.n_rows() + test.n_rows(), 23);
+            assert!((5..=6).contains(&test.n_rows()), "{}", test.n_rows());
+            assert!(train.y.mean().abs() < 1e-12, "re-standardised");
+            assert_eq!(test.transform, train.transform);
+            held.extend(test.raw_y().iter());
+        }
+        held.sort_by(f64::total_cmp);
+        let mut all: Vec<f64> = raw_y.iter().copied().collect();
+        all.sort_by(f64::total_cmp);
+        assert_eq!(held.len(), all.len());
+        for (a, b) in held.iter().zip(&all) {
+            assert!((a - b).abs() < 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+        }
+        let again = ds.folds(4, 7).expect("folds");
+        let other = ds.folds(4, 8).expect("folds");
+        assert_eq!(again[0].1.raw_y(), folds[0].1.raw_y());
+        assert_ne!(other[0].1.raw_y(), folds[0].1.raw_y());
+        for (k, n) in [(1, 23), (4, 5)] {
+            let small = crate::synth::dataset(crate::synth::Shape::Linear, n, 0).expect("valid");
+            let err = small.folds(k, 0).expect_err("too few");
+            assert!(err.to_string().contains("folds"), "{err}");
         }
     }
 

@@ -6,8 +6,9 @@
 //! restarts, objective); the second optimises the `log h_m` and the kernel
 //! of [`Heteroscedastic`] features built from its pseudo-inputs with every
 //! `h_m = H_START s2`, the same [`crate::inference::fitc::FitcConfig`]
-//! (FITC or VFE) and a second budget of `max_iter`. On small data the
-//! result must beat SPGP on held-out rows ("Falling back to SPGP").
+//! (FITC or VFE) and a second budget of `max_iter`, the noise kept above a
+//! floor ("A floor under the noise"). On small data the result must beat
+//! SPGP on held-out rows ("Falling back to SPGP").
 //!
 //! # Only h and the kernel move
 //!
@@ -58,18 +59,46 @@
 //! model is (within 1e-3 of the objective) the SPGP-VFE it started from.
 //! Heteroscedasticity comes from FITC's `lambda_n = k_nn - q_nn + sigma2`.
 //!
+//! # A floor under the noise
+//!
+//! FITC's noise at a training point is `sigma2 + k_nn - q_nn`, and with
+//! `h` the second term can carry all of it: `sigma2` then falls to its
+//! floor and, next to a pseudo-input with `h_m` near 0, `k_nn - q_nn` is
+//! near 0 too, so the model takes the points there for noise-free
+//! observations. On a 200-row heteroscedastic set (seed 4 of
+//! `measure_hs_choice`) it predicted a standard deviation of 0.007 where
+//! the noise's is 0.075, and two test points cost 120 and 20 nats: test
+//! NLPD 2.65 against SPGP's 1.27. The second stage therefore keeps
+//! `sigma2` above [`NOISE_FLOOR`] times the fitted SPGP's (a noise
+//! variance that varies at most a hundredfold below SPGP's average
+//! level). With it that set scores 0.98. On the other sets of the
+//! measurement it changes HS's test NLPD by at most 0.03, except two
+//! where it helps (mcycle, 93 rows at M = 30: 4.40 -> 4.27; a 100-row
+//! mcycle split: 5.14 -> 5.03). A floor of a tenth was worse on one set
+//! (heteroscedastic seed 1: 1.41 against 1.26).
+//!
 //! # Falling back to SPGP
 //!
 //! On 93 rows of `mcycle` at M = 30 the `h_m` fit the noise of the
 //! training points: the training NLML fell, the test NLPD rose from
-//! SPGP's 4.69 to 4.84. A prior on `h` would need a scale that suits every
-//! data set; instead, on small data ([`held_out`]) SPGP and SPGP+HS are
-//! both fitted on three quarters of the rows and scored on the rest, and
-//! SPGP+HS is fitted only if it wins by more than the noise of that
+//! SPGP's 4.69 to 4.84. On small data ([`held_out`]) SPGP+HS must
+//! therefore beat the SPGP that `--model spgp` would fit (with that
+//! objective) in NLPD on held-out rows, over [`held_out::CHOICE_FOLDS`]
+//! folds (held_out, "Cross-validated"), by more than the noise of that
 //! comparison. Otherwise the model is the SPGP fit (all `h_m = 0`, which
-//! is SPGP+HS's own limit), exported under SPGP+HS's kind, and the report's
-//! `held_out` says which was chosen and why. On larger data the staged fit
-//! runs as before.
+//! is SPGP+HS's own limit), exported under SPGP+HS's kind, and the
+//! report's `held_out` says which was chosen and why. On larger data the
+//! staged fit runs as before.
+//!
+//! Measured (`measure_hs_choice`, test NLPD, M = 10 unless said): on six
+//! 200-row heteroscedastic sets the default is better than SPGP on five
+//! (by 0.04 to 0.54; on the sixth it keeps SPGP), on the suite's
+//! heteroscedastic set better by 0.05 at M = 10 (SPGP kept at M = 30), and
+//! on four 100-row mcycle splits, the suite's mcycle and two homoscedastic
+//! 200-row sets it keeps SPGP (or, on mcycle at M = 10, HS's `h` change
+//! nothing), so it is never worse. The price: on those mcycle splits HS
+//! alone was 0.4 to 1.8 better than SPGP on three of four, a gain the
+//! folds (25 rows each) could not confirm.
 //!
 //! `h` is not bounded beyond [`crate::features::heteroscedastic`]'s range
 //! for `log h`: a pseudo-input switched entirely off is a legitimate
@@ -81,7 +110,7 @@ use sgp_runtime::ModelKind;
 
 use super::spgp::{
     fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part, objective_candidates,
-    other_objective, SparseFit,
+    objective_name, other_objective, SparseFit,
 };
 use super::{held_out, Checked, FitParams, Fitted, Method, SparseParams};
 use crate::data::Dataset;
@@ -89,11 +118,16 @@ use crate::features::Heteroscedastic;
 use crate::inference::fitc::fitc_posterior;
 use crate::inference::objective::SparseObjective;
 use crate::inspect::WidthSpread;
+use crate::kernel::KernelParams;
 use crate::optimise::Progress;
 use crate::Result;
 
 /// Every `h_m` starts at this fraction of the fitted SPGP's `s2`.
 pub const H_START: f64 = 1e-2;
+
+/// The second stage's noise variance stays above this fraction of the
+/// fitted SPGP's.
+pub const NOISE_FLOOR: f64 = 1e-2;
 
 /// Iterations an SPGP+HS fit may use in all: the SPGP stage's, plus
 /// `max_iter`.
@@ -110,35 +144,37 @@ pub(crate) fn fit_spgp_hs(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     if !(params.held_out_choice && held_out::applies(data.n_rows(), params.m)) {
-        return fit_staged(data, params, H_START, progress);
+        return fit_staged(data, params, H_START, NOISE_FLOOR, false, progress);
     }
-    // Both SPGP objectives and HS on the same split: HS must beat the SPGP
-    // that `--model spgp` would choose.
-    let mut candidates = objective_candidates(params);
+    // HS must beat the SPGP that `--model spgp` would choose, over folds
+    // (held_out, "Cross-validated").
+    let objectives = objective_candidates(params);
+    let spgp_scores = held_out::score(data, params.seed, &objectives)?;
+    let spgp = SparseParams {
+        approximation: if spgp_scores.verdict(0, 1).challenger_chosen {
+            other_objective(params.approximation)
+        } else {
+            params.approximation
+        },
+        held_out_choice: false,
+        ..(**params).clone()
+    };
     let hs = SparseParams {
         held_out_choice: false,
         ..(**params).clone()
     };
-    candidates.push(("spgp-hs".into(), FitParams::SpgpHs(hs)));
-    let scores = held_out::score(data, params.seed, &candidates)?;
-    let spgp = if scores.verdict(0, 1).challenger_chosen {
-        1
-    } else {
-        0
-    };
-    let choice = scores.verdict(spgp, 2);
+    let candidates = [
+        (
+            objective_name("spgp", spgp.approximation),
+            FitParams::Spgp(spgp.clone()),
+        ),
+        ("spgp-hs".into(), FitParams::SpgpHs(hs)),
+    ];
+    let choice = held_out::cross_validate(data, params.seed, &candidates)?.verdict(0, 1);
     let mut fitted = if choice.challenger_chosen {
-        fit_staged(data, params, H_START, progress)?
+        fit_staged(data, params, H_START, NOISE_FLOOR, false, progress)?
     } else {
-        let chosen = SparseParams {
-            approximation: if spgp == 1 {
-                other_objective(params.approximation)
-            } else {
-                params.approximation
-            },
-            ..(**params).clone()
-        };
-        let (spgp, starts) = fit_pseudo_inputs(data, &chosen.check(data)?, progress)?;
+        let (spgp, starts) = fit_pseudo_inputs(data, &spgp.check(data)?, progress)?;
         let mut fitted = spgp.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs);
         fitted.report.starts = starts;
         fitted
@@ -151,6 +187,8 @@ fn fit_staged(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     h_start: f64,
+    noise_floor: f64,
+    move_pseudo_inputs: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     // Iterations are counted over both stages, as VSGP does.
@@ -170,9 +208,20 @@ fn fit_staged(
     };
     // The pseudo-inputs stay where SPGP put them (module docs, "Only h
     // and the kernel move").
-    let objective = SparseObjective::new(&data.x, &data.y, features, spgp.kernel, spgp.config)?;
+    let sigma2 = spgp.kernel.noise_var();
+    let kernel = KernelParams::with_noise_floor(
+        &spgp.kernel.lengthscales(),
+        spgp.kernel.signal_var(),
+        sigma2,
+        (noise_floor * sigma2).max(spgp.kernel.noise_floor),
+    )?;
+    let objective = SparseObjective::new(&data.x, &data.y, features, kernel, spgp.config)?;
     let layout = objective.layout();
-    let free = layout.feature_range().end - params.m..layout.len();
+    let free = if move_pseudo_inputs {
+        0..layout.len()
+    } else {
+        layout.feature_range().end - params.m..layout.len()
+    };
     let (p, run) = minimise_part(
         &objective,
         free,
@@ -270,6 +319,15 @@ mod tests {
             // to its trace penalty, so there it ends back near SPGP's bound
             // (within 2%: h starts above it and 40 iterations with the
             // pseudo-inputs fixed do not bring it all the way back).
+            // The second stage's noise stays above its floor.
+            let (n_hs, n_spgp) = (
+                hs.report.hyper.noise_variance,
+                spgp.report.hyper.noise_variance,
+            );
+            assert!(
+                n_hs >= NOISE_FLOOR * n_spgp * (1.0 - 1e-9),
+                "{n_hs} vs {n_spgp}"
+            );
             let (a, b) = (hs.report.nlml, spgp.report.nlml);
             match approximation {
                 // (By a nat here: the pseudo-inputs stay where SPGP put
@@ -311,7 +369,7 @@ mod tests {
             let hs = fit(&train, &FitParams::SpgpHs(p.clone()), &mut |_| {}).expect("fits");
             let choice = hs.report.held_out.clone().expect("a choice on 400 rows");
             assert_eq!(choice.challenger, "spgp-hs");
-            assert_eq!(choice.rows, 100);
+            assert_eq!(choice.rows, 400, "every row is held out once");
             assert_eq!(hs.model.kind, ModelKind::SpgpHs);
             let hs_chosen = choice.challenger_chosen;
             assert_eq!(hs.report.uncertainties.is_some(), hs_chosen);
@@ -389,7 +447,7 @@ mod tests {
                     for h in [1e-6, 1e-2, 1e-1] {
                         score(
                             &format!("staged h0={h:.0e}"),
-                            fit_staged(&train, &checked, h, &mut |_| {}),
+                            fit_staged(&train, &checked, h, NOISE_FLOOR, false, &mut |_| {}),
                         );
                     }
                     if restarts == 1 {
@@ -399,6 +457,103 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Measures the noise floor and the cross-validated choice (module
+    /// docs, "A floor under the noise"): `cargo test --release -p
+    /// sgp-trainer --lib measure_hs_choice -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn measure_hs_choice() {
+        use crate::synth::Shape;
+        let mcycle = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/data/mcycle.csv");
+        let mcycle = Dataset::from_csv(mcycle, None).expect("fetched");
+        // 200-row heteroscedastic sets and 100-row mcycle splits at M = 10;
+        // the suite's heteroscedastic and mcycle splits at M = 10 and 30;
+        // two homoscedastic 200-row sets.
+        let mut sets: Vec<(String, Dataset, Dataset, usize)> = Vec::new();
+        for seed in 1..=6u64 {
+            let d = crate::synth::dataset(Shape::Heteroscedastic, 286, seed).expect("ok");
+            let (train, test) = d.split(86.0 / 286.0, seed).expect("ok");
+            sets.push((format!("heteroscedastic/{seed}"), train, test, 10));
+        }
+        for seed in 0..4u64 {
+            let (train, test) = mcycle.split(33.0 / 133.0, seed).expect("ok");
+            sets.push((format!("mcycle 100/{seed}"), train, test, 10));
+        }
+        let d = crate::synth::dataset(Shape::Heteroscedastic, 600, 0).expect("ok");
+        let (train, test) = d.split(0.3, 0).expect("ok");
+        let (mtrain, mtest) = mcycle.split(0.3, 0).expect("ok");
+        for m in [10, 30] {
+            sets.push(("heteroscedastic".into(), train.clone(), test.clone(), m));
+            sets.push(("mcycle".into(), mtrain.clone(), mtest.clone(), m));
+        }
+        for shape in [Shape::Periodic, Shape::Chirp] {
+            let d = crate::synth::dataset(shape, 286, 1).expect("ok");
+            let (train, test) = d.split(86.0 / 286.0, 1).expect("ok");
+            sets.push((format!("{} 200", shape.name()), train, test, 10));
+        }
+        let staged = |noise_floor: f64, move_pseudo_inputs: bool| {
+            move |d: &Dataset, m: usize| {
+                let p = SparseParams {
+                    m,
+                    held_out_choice: false,
+                    ..SparseParams::default()
+                };
+                fit_staged(
+                    d,
+                    &p.check(d)?,
+                    H_START,
+                    noise_floor,
+                    move_pseudo_inputs,
+                    &mut |_| {},
+                )
+            }
+        };
+        type Fitter = Box<dyn Fn(&Dataset, usize) -> Result<Fitted>>;
+        let fitters: Vec<(&str, Fitter)> = vec![
+            (
+                "spgp",
+                Box::new(|d: &Dataset, m| {
+                    let p = SparseParams {
+                        m,
+                        ..SparseParams::default()
+                    };
+                    fit(d, &FitParams::Spgp(p), &mut |_| {})
+                }),
+            ),
+            ("hs, no floor", Box::new(staged(0.0, false))),
+            ("hs, floor", Box::new(staged(NOISE_FLOOR, false))),
+            ("hs, floor 0.1", Box::new(staged(0.1, false))),
+            ("hs, floor, moving", Box::new(staged(NOISE_FLOOR, true))),
+            (
+                "hs default",
+                Box::new(|d: &Dataset, m| {
+                    let p = SparseParams {
+                        m,
+                        ..SparseParams::default()
+                    };
+                    fit(d, &FitParams::SpgpHs(p), &mut |_| {})
+                }),
+            ),
+        ];
+        for (name, train, test, m) in &sets {
+            let mut line = format!("{name:<18} M={m:<3}");
+            for (label, fitter) in &fitters {
+                let fitted = fitter(train, *m).expect("fits");
+                let p = fitted.model.predict_raw(&test.raw_x()).expect("ok");
+                let e = crate::evaluate::figures(
+                    p.mean.as_slice(),
+                    p.var.as_slice(),
+                    test.raw_y().as_slice(),
+                );
+                line += &format!(" | {label} {:.3}", e.nlpd);
+                if let Some(choice) = fitted.report.held_out.filter(|_| *label == "hs default") {
+                    line += &format!(" ({})", choice.chosen());
+                }
+            }
+            println!("{line}");
         }
     }
 }
