@@ -60,11 +60,14 @@ pub enum SgpStatus {
     StorageTooSmall = 102,
     /// No blob has been loaded into this storage (or the last load failed).
     NotLoaded = 103,
+    /// The array for the outputs or class probabilities is shorter than
+    /// the model's output or class count.
+    OutputTooSmall = 104,
 }
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 24] = [
+    pub(crate) const ALL: [SgpStatus; 25] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -89,6 +92,7 @@ impl SgpStatus {
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
         SgpStatus::NotLoaded,
+        SgpStatus::OutputTooSmall,
     ];
 
     /// The status with this code, if there is one.
@@ -158,6 +162,9 @@ impl SgpStatus {
                 c"storage smaller than SGP_MODEL_STORAGE_SIZE (header from another build?)"
             }
             SgpStatus::NotLoaded => c"no model loaded in this storage",
+            SgpStatus::OutputTooSmall => {
+                c"output array shorter than the model's output or class count"
+            }
         }
     }
 }
