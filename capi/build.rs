@@ -1,9 +1,9 @@
 //! Fixes the model capacity of this build of the library and generates the
 //! C header that describes it.
 //!
-//! The capacity (`Model<M, G, D>` in the runtime) is read from the
-//! environment variables `SGP_CAPACITY_M`, `SGP_CAPACITY_G` and
-//! `SGP_CAPACITY_D` (defaults below). The header `sgp.h` is generated at
+//! The capacity (`Model<M, G, D, P>` in the runtime) is read from the
+//! environment variables `SGP_CAPACITY_M`, `SGP_CAPACITY_G`,
+//! `SGP_CAPACITY_D` and `SGP_CAPACITY_P` (defaults below). The header `sgp.h` is generated at
 //! build time rather than checked in because it carries this build's
 //! capacities and storage size, which also depend on the target's pointer
 //! width: a checked-in header could describe one configuration only, and a
@@ -15,29 +15,32 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Capacities when the variables are unset: a Cortex-M4-sized model
-/// (about 7 KB of RAM).
+/// Capacities when the variables are unset: a Cortex-M4-sized model of up
+/// to four outputs or classes (about 25 KB of RAM; 7 KB with
+/// `SGP_CAPACITY_P=1`).
 const DEFAULT_M: usize = 32;
 const DEFAULT_G: usize = 8;
 const DEFAULT_D: usize = 8;
+const DEFAULT_P: usize = 4;
 
 fn main() {
     let m = capacity("SGP_CAPACITY_M", DEFAULT_M);
     let g = capacity("SGP_CAPACITY_G", DEFAULT_G);
     let d = capacity("SGP_CAPACITY_D", DEFAULT_D);
+    let p = capacity("SGP_CAPACITY_P", DEFAULT_P);
     let pointer_bytes: usize = env::var("CARGO_CFG_TARGET_POINTER_WIDTH")
         .ok()
         .and_then(|w| w.parse::<usize>().ok())
         .map(|bits| bits / 8)
         .expect("cargo sets CARGO_CFG_TARGET_POINTER_WIDTH");
-    let words = storage_words(m, g, d, pointer_bytes);
+    let words = storage_words(m, g, d, p, pointer_bytes);
     let bytes = words * 8;
     // The largest object the target can address is isize::MAX bytes there.
     let target_max = (1u128 << (8 * pointer_bytes - 1)) - 1;
     if bytes as u128 > target_max {
         panic!(
-            "a model of capacity M = {m}, G = {g}, D = {d} needs {bytes} bytes, more than \
-             this target can address; lower SGP_CAPACITY_M/G/D"
+            "a model of capacity M = {m}, G = {g}, D = {d}, P = {p} needs {bytes} bytes, more \
+             than this target can address; lower SGP_CAPACITY_M/G/D/P"
         );
     }
 
@@ -51,6 +54,8 @@ fn main() {
              pub const CAPACITY_G: usize = {g};\n\
              /// Raw input dimension `D` (`SGP_CAPACITY_D`).\n\
              pub const CAPACITY_D: usize = {d};\n\
+             /// Outputs (or classes) `P` (`SGP_CAPACITY_P`).\n\
+             pub const CAPACITY_P: usize = {p};\n\
              /// 8-byte words of an `SgpModel`.\n\
              pub const SGP_MODEL_STORAGE_WORDS: usize = {words};\n"
         ),
@@ -59,11 +64,13 @@ fn main() {
 
     let defines = format!(
         "/* This build of the library: models of at most SGP_CAPACITY_M basis functions in\n\
-         \x20* SGP_CAPACITY_G feature dimensions with SGP_CAPACITY_D raw inputs (set by the\n\
-         \x20* environment variables of the same names when the library was built). */\n\
+         \x20* SGP_CAPACITY_G feature dimensions with SGP_CAPACITY_D raw inputs and\n\
+         \x20* SGP_CAPACITY_P outputs or classes (set by the environment variables of the\n\
+         \x20* same names when the library was built). */\n\
          #define SGP_CAPACITY_M {m}\n\
          #define SGP_CAPACITY_G {g}\n\
          #define SGP_CAPACITY_D {d}\n\
+         #define SGP_CAPACITY_P {p}\n\
          /* Size and alignment of an SgpModel, for storage placed by hand. */\n\
          #define SGP_MODEL_STORAGE_WORDS {words}\n\
          #define SGP_MODEL_STORAGE_SIZE {bytes}\n\
@@ -84,7 +91,12 @@ fn main() {
 
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
-    for var in ["SGP_CAPACITY_M", "SGP_CAPACITY_G", "SGP_CAPACITY_D"] {
+    for var in [
+        "SGP_CAPACITY_M",
+        "SGP_CAPACITY_G",
+        "SGP_CAPACITY_D",
+        "SGP_CAPACITY_P",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
 }
@@ -102,14 +114,14 @@ fn capacity(var: &str, default: usize) -> usize {
     }
 }
 
-/// 8-byte words of storage for a loaded flag and a `Model<M, G, D>`:
-/// `ram_bytes` (the runtime's own formula, for 32-bit targets) plus a
+/// 8-byte words of storage for a loaded flag and a `Model<M, G, D, P>`:
+/// `ram_bytes_with_outputs` (the runtime's own formula, for 32-bit targets) plus a
 /// flag word and, on 64-bit targets, room for the model's two `usize`
 /// sizes and their padding. The crate asserts at compile time that this
 /// holds the model and wastes at most 32 bytes.
-fn storage_words(m: usize, g: usize, d: usize, pointer_bytes: usize) -> usize {
+fn storage_words(m: usize, g: usize, d: usize, p: usize, pointer_bytes: usize) -> usize {
     let wide_sizes = if pointer_bytes >= 8 { 24 } else { 0 };
-    (sgp_runtime::ram_bytes(m, g, d) + 4 + wide_sizes).div_ceil(8)
+    (sgp_runtime::ram_bytes_with_outputs(m, g, d, p) + 4 + wide_sizes).div_ceil(8)
 }
 
 /// `target/<triple>/<profile>` (where the library lands) from OUT_DIR

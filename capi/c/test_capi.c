@@ -20,8 +20,11 @@
 #include "too_many_basis.h"  /* SGP_CAPACITY_M + 1 basis functions */
 #include "too_many_inputs.h" /* SGP_CAPACITY_D + 1 inputs, projected to one feature */
 #include "too_wide.h"        /* SGP_CAPACITY_G + 1 inputs and features */
+#include "two_outputs.h"     /* two regression outputs on one basis */
+#include "three_classes.h"   /* three classes (softmax) on one basis */
 
 #include "golden.h"
+#include "golden_outputs.h"
 
 static int failures = 0;
 static int checks = 0;
@@ -47,6 +50,8 @@ static int checks = 0;
 static SgpModel model;
 static SgpModel classifier;
 static SgpModel scratch;
+static SgpModel outputs;
+static SgpModel classes;
 
 static void golden_regression(double shift) {
     for (unsigned i = 0; i < GOLDEN_N; i++) {
@@ -82,6 +87,102 @@ static void golden_classifier(double shift) {
                       SGP_STATUS_OK);
         CHECK(latent.variance >= 0.0f, "point %u: latent variance %g", i, latent.variance);
     }
+}
+
+/* Every output of a multi-output model in one call, each against the trainer;
+ * the first is the single-output call's. */
+static void golden_outputs(double shift) {
+    CHECK(sgp_model_output_count(&outputs) == 2, "output count %u",
+          (unsigned)sgp_model_output_count(&outputs));
+    CHECK(sgp_model_class_count(&outputs) == 0, "a regression has no classes");
+    for (unsigned i = 0; i < OUTPUTS_N; i++) {
+        SgpPrediction all[SGP_CAPACITY_P];
+        SgpPrediction first;
+        EXPECT_STATUS(
+            sgp_model_predict_all(&outputs, outputs_x[i], TWO_OUTPUTS_INPUT_DIM, all, 2),
+            SGP_STATUS_OK);
+        EXPECT_STATUS(sgp_model_predict(&outputs, outputs_x[i], TWO_OUTPUTS_INPUT_DIM, &first),
+                      SGP_STATUS_OK);
+        CHECK(first.mean == all[0].mean && first.variance == all[0].variance,
+              "point %u: output 0 %.9g differs from the single-output call %.9g", i,
+              all[0].mean, first.mean);
+        for (unsigned p = 0; p < 2; p++) {
+            double mean = outputs_mean[2 * i + p] + shift * outputs_mean_tolerance[2 * i + p];
+            CHECK(fabs(all[p].mean - mean) <= outputs_mean_tolerance[2 * i + p],
+                  "point %u output %u: mean %.9g, trainer %.9g", i, p, all[p].mean, mean);
+            double variance = outputs_variance[2 * i + p] * (1.0 + shift * GOLDEN_VARIANCE_TOLERANCE);
+            CHECK(fabs(all[p].variance - variance) <=
+                      GOLDEN_VARIANCE_TOLERANCE * outputs_variance[2 * i + p],
+                  "point %u output %u: variance %.9g, trainer %.9g", i, p, all[p].variance,
+                  variance);
+        }
+    }
+}
+
+/* The class and the class probabilities of a three-class model, against the
+ * trainer's; a probit classifier's two classes. */
+static void golden_classes(double shift) {
+    CHECK(sgp_model_output_count(&classes) == 3, "class latents %u",
+          (unsigned)sgp_model_output_count(&classes));
+    CHECK(sgp_model_class_count(&classes) == 3, "classes %u",
+          (unsigned)sgp_model_class_count(&classes));
+    for (unsigned i = 0; i < OUTPUTS_N; i++) {
+        float p[3] = {NAN, NAN, NAN};
+        size_t class = 99;
+        EXPECT_STATUS(sgp_model_classify(&classes, outputs_x[i], THREE_CLASSES_INPUT_DIM,
+                                         &class, p, 3),
+                      SGP_STATUS_OK);
+        unsigned best = 0;
+        for (unsigned k = 0; k < 3; k++) {
+            double expected = classes_probability[3 * i + k] + shift * GOLDEN_PROBABILITY_TOLERANCE;
+            CHECK(fabs(p[k] - expected) <= GOLDEN_PROBABILITY_TOLERANCE,
+                  "point %u class %u: p %.9g, trainer %.9g", i, k, p[k], expected);
+            best = p[k] > p[best] ? k : best;
+        }
+        CHECK(class == best, "point %u: class %u, most probable %u", i, (unsigned)class, best);
+        CHECK(fabs(p[0] + p[1] + p[2] - 1.0) < 1e-5, "point %u: probabilities sum to %g", i,
+              p[0] + p[1] + p[2]);
+    }
+    float two[2];
+    float probability = NAN;
+    size_t class = 99;
+    CHECK(sgp_model_class_count(&classifier) == 2, "a probit model has two classes");
+    EXPECT_STATUS(
+        sgp_model_classify(&classifier, class_x[0], CLASSIFIER_INPUT_DIM, &class, two, 2),
+        SGP_STATUS_OK);
+    EXPECT_STATUS(
+        sgp_model_probability(&classifier, class_x[0], CLASSIFIER_INPUT_DIM, &probability),
+        SGP_STATUS_OK);
+    CHECK(two[1] == probability && two[0] == 1.0f - probability && class == (probability > 0.5f),
+          "probit classes %g, %g, class %u; P(+1) %g", two[0], two[1], (unsigned)class,
+          probability);
+}
+
+/* Misuse of the calls for several outputs. */
+static void bad_output_calls(void) {
+    SgpPrediction all[SGP_CAPACITY_P];
+    float p[SGP_CAPACITY_P];
+    size_t class = 99;
+    EXPECT_STATUS(sgp_model_predict_all(&outputs, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, all, 1),
+                  SGP_STATUS_OUTPUT_TOO_SMALL);
+    EXPECT_STATUS(sgp_model_predict_all(&outputs, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, NULL, 2),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_model_predict_all(&outputs, outputs_x[0], 1, all, 2),
+                  SGP_STATUS_INPUT_LENGTH);
+    EXPECT_STATUS(sgp_model_predict_all(&scratch, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, all, 2),
+                  SGP_STATUS_NOT_LOADED);
+    EXPECT_STATUS(
+        sgp_model_classify(&classes, outputs_x[0], THREE_CLASSES_INPUT_DIM, &class, p, 2),
+        SGP_STATUS_OUTPUT_TOO_SMALL);
+    CHECK(class == 99, "class written on failure");
+    EXPECT_STATUS(
+        sgp_model_classify(&classes, outputs_x[0], THREE_CLASSES_INPUT_DIM, NULL, p, 3),
+        SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(
+        sgp_model_classify(&outputs, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, &class, p, 3),
+        SGP_STATUS_NOT_CLASSIFIER);
+    CHECK(sgp_model_output_count(NULL) == 0 && sgp_model_class_count(NULL) == 0,
+          "counts of NULL");
 }
 
 /* Refusals of blobs: each kind of damage has its own code, and a failed load
@@ -210,8 +311,8 @@ static void messages(void) {
         SGP_STATUS_INCONSISTENT_SIZES, SGP_STATUS_NON_FINITE, SGP_STATUS_INVALID_VALUE,
         SGP_STATUS_INPUT_LENGTH, SGP_STATUS_NON_FINITE_INPUT, SGP_STATUS_NOT_CLASSIFIER,
         SGP_STATUS_NAME_TOO_LONG, SGP_STATUS_INPUT_OVERFLOW, SGP_STATUS_NO_TRAINING_RANGE,
-        SGP_STATUS_NULL_POINTER, SGP_STATUS_MISALIGNED, SGP_STATUS_STORAGE_TOO_SMALL,
-        SGP_STATUS_NOT_LOADED,
+        SGP_STATUS_CAPACITY_EXCEEDED_OUTPUT, SGP_STATUS_NULL_POINTER, SGP_STATUS_MISALIGNED,
+        SGP_STATUS_STORAGE_TOO_SMALL, SGP_STATUS_NOT_LOADED, SGP_STATUS_OUTPUT_TOO_SMALL,
     };
     const size_t n = sizeof all / sizeof all[0];
     const char *unknown = sgp_status_message(12345);
@@ -237,14 +338,24 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(sgp_model_load(&classifier, sizeof classifier, classifier_blob,
                                  CLASSIFIER_BLOB_LEN),
                   SGP_STATUS_OK);
+    EXPECT_STATUS(sgp_model_load(&outputs, sizeof outputs, two_outputs_blob,
+                                 TWO_OUTPUTS_BLOB_LEN),
+                  SGP_STATUS_OK);
+    EXPECT_STATUS(sgp_model_load(&classes, sizeof classes, three_classes_blob,
+                                 THREE_CLASSES_BLOB_LEN),
+                  SGP_STATUS_OK);
     golden_regression(shift);
     golden_classifier(shift);
+    golden_outputs(shift);
+    golden_classes(shift);
+    bad_output_calls();
     bad_blobs();
     bad_calls();
     training_range();
     messages();
-    printf("capacity M = %d, G = %d, D = %d; storage %d bytes; %d of %d checks passed\n",
-           SGP_CAPACITY_M, SGP_CAPACITY_G, SGP_CAPACITY_D, SGP_MODEL_STORAGE_SIZE,
-           checks - failures, checks);
+    printf("capacity M = %d, G = %d, D = %d, P = %d; storage %d bytes; %d of %d checks "
+           "passed\n",
+           SGP_CAPACITY_M, SGP_CAPACITY_G, SGP_CAPACITY_D, SGP_CAPACITY_P,
+           SGP_MODEL_STORAGE_SIZE, checks - failures, checks);
     return failures == 0 ? 0 : 1;
 }

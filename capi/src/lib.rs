@@ -3,8 +3,8 @@
 //! this crate at build time.
 //!
 //! The model lives in storage the caller provides (`SgpModel`, sized for
-//! the capacities `SGP_CAPACITY_M`, `SGP_CAPACITY_G`, `SGP_CAPACITY_D` fixed
-//! when the library is built: see `build.rs`). Every function checks its
+//! the capacities `SGP_CAPACITY_M`, `SGP_CAPACITY_G`, `SGP_CAPACITY_D`,
+//! `SGP_CAPACITY_P` fixed when the library is built: see `build.rs`). Every function checks its
 //! pointers and lengths and answers with an `SgpStatus`; nothing allocates
 //! and nothing panics. On a bare-metal target that is proved at link time
 //! (`panic_proof`); on a hosted target std's panic runtime is linked, and a
@@ -34,7 +34,7 @@ use core::ffi::c_char;
 use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
-use capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, SGP_MODEL_STORAGE_WORDS};
+use capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS};
 use sgp_runtime::{Error, Model};
 pub use status::SgpStatus;
 
@@ -58,7 +58,7 @@ pub struct SgpPrediction {
     pub variance: f32,
 }
 
-type DeviceModel = Model<CAPACITY_M, CAPACITY_G, CAPACITY_D>;
+type DeviceModel = Model<CAPACITY_M, CAPACITY_G, CAPACITY_D, CAPACITY_P>;
 
 /// What an `SgpModel` holds: the model, and whether a load succeeded.
 #[repr(C)]
@@ -208,6 +208,130 @@ pub unsafe extern "C" fn sgp_model_in_training_range(
     }
 }
 
+/// Every output's predictive mean and variance at `x` (`x_len` raw
+/// inputs) into `out[0 .. sgp_model_output_count(model)]`, the basis
+/// evaluated once for all of them (each as `sgp_model_predict` gives a
+/// single output's; a classifier's: each class latent).
+/// `SGP_STATUS_OUTPUT_TOO_SMALL` if `out_len` is less than the output
+/// count.
+///
+/// # Safety
+/// As `sgp_model_predict`, with `out` NULL or pointing to `out_len`
+/// writable `SgpPrediction`s. `out` is written only on success.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_predict_all(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut SgpPrediction,
+    out_len: usize,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `prepared`'s and `write_all`'s.
+    unsafe {
+        let (device, x) = match prepared(model, x, x_len, out) {
+            Ok(ready) => ready,
+            Err(status) => return status,
+        };
+        match device.predict_all(x) {
+            Ok(all) => write_all(
+                out,
+                out_len,
+                all.iter().map(|p| SgpPrediction {
+                    mean: p.mean,
+                    variance: p.variance,
+                }),
+                all.len(),
+            ),
+            Err(error) => SgpStatus::from_error(error),
+        }
+    }
+}
+
+/// The class of `x` (an index into the model's class labels) into
+/// `class_out`, and the probability of each class into
+/// `probabilities[0 .. sgp_model_class_count(model)]` (summing to 1):
+/// one-vs-rest or softmax over the class latents of a multi-class model, or
+/// `[1 - P(y = +1), P(y = +1)]` for a probit classifier (which needs
+/// `SGP_CAPACITY_P >= 2`). `SGP_STATUS_NOT_CLASSIFIER` for a regression
+/// model, `SGP_STATUS_OUTPUT_TOO_SMALL` if `probabilities_len` is less than
+/// the class count.
+///
+/// # Safety
+/// As `sgp_model_predict`, with `class_out` NULL or writable and
+/// `probabilities` NULL or pointing to `probabilities_len` writable floats.
+/// Both are written only on success.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_classify(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    class_out: *mut usize,
+    probabilities: *mut f32,
+    probabilities_len: usize,
+) -> SgpStatus {
+    if class_out.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !class_out.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    // SAFETY: this function's contract is `prepared`'s and `write_all`'s;
+    // `class_out` is non-null, aligned and writable (checked above, and the
+    // caller's promise).
+    unsafe {
+        let (device, x) = match prepared(model, x, x_len, probabilities) {
+            Ok(ready) => ready,
+            Err(status) => return status,
+        };
+        match device.classify(x) {
+            Ok(c) => {
+                let p = c.probabilities();
+                let status =
+                    write_all(probabilities, probabilities_len, p.iter().copied(), p.len());
+                if status == SgpStatus::Ok {
+                    class_out.write(c.class);
+                }
+                status
+            }
+            Err(error) => SgpStatus::from_error(error),
+        }
+    }
+}
+
+/// Number of outputs of the loaded model (a multi-output regression's
+/// targets, a multi-class model's classes; 1 for a single-output model);
+/// 0 if `model` is NULL or holds no loaded model.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_output_count(model: *const SgpModel) -> usize {
+    // SAFETY: this function's contract is `loaded`'s.
+    unsafe { loaded(model) }.map_or(0, DeviceModel::output_count)
+}
+
+/// Number of classes `sgp_model_classify` gives: a multi-class model's
+/// output count, 2 for a probit classifier, 0 for a regression model or if
+/// `model` is NULL or holds no loaded model.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_class_count(model: *const SgpModel) -> usize {
+    // SAFETY: this function's contract is `loaded`'s.
+    let Ok(device) = (unsafe { loaded(model) }) else {
+        return 0;
+    };
+    let link = device.shape().link;
+    if link.is_multi_class() {
+        device.output_count()
+    } else if link.classifies() {
+        2
+    } else {
+        0
+    }
+}
+
 /// Number of raw inputs a prediction takes; 0 if `model` is NULL or holds
 /// no loaded model.
 ///
@@ -266,34 +390,73 @@ unsafe fn evaluate<T>(
     out: *mut T,
     f: impl FnOnce(&DeviceModel, &[f32]) -> Result<T, Error>,
 ) -> SgpStatus {
-    // SAFETY: the caller's promise about `model`.
-    let device = match unsafe { loaded(model) } {
-        Ok(device) => device,
+    // SAFETY: the caller's promises are `prepared`'s.
+    let (device, x) = match unsafe { prepared(model, x, x_len, out) } {
+        Ok(ready) => ready,
         Err(status) => return status,
     };
-    if out.is_null() || x.is_null() {
-        return SgpStatus::NullPointer;
-    }
-    if !out.is_aligned() || !x.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    // Before the slice is made: a C caller passing `sizeof x` (bytes) for
-    // the count gets an error, not a read past its array.
-    if x_len != device.input_dim() {
-        return SgpStatus::InputLength;
-    }
-    // SAFETY: non-null and aligned; the caller promises `x_len` readable
-    // floats, and `x_len` is at most `SGP_CAPACITY_D`, so the size cannot
-    // overflow.
-    let x = unsafe { core::slice::from_raw_parts(x, x_len) };
-    match f(device, demo_reachable_panic(x)) {
+    match f(device, x) {
         Ok(value) => {
-            // SAFETY: non-null, aligned and writable (the caller's promise).
+            // SAFETY: non-null, aligned (checked by `prepared`) and writable
+            // (the caller's promise).
             unsafe { out.write(value) };
             SgpStatus::Ok
         }
         Err(error) => SgpStatus::from_error(error),
     }
+}
+
+/// The checks every evaluation makes, in order: a loaded model, non-null
+/// and aligned `x` and `out`, `x_len` the model's input count; then the
+/// model and the input as a slice.
+///
+/// # Safety
+/// `model` as for [`loaded`]; `x` NULL or pointing to `x_len` readable
+/// floats.
+unsafe fn prepared<'a, T>(
+    model: *const SgpModel,
+    x: *const f32,
+    x_len: usize,
+    out: *mut T,
+) -> Result<(&'a DeviceModel, &'a [f32]), SgpStatus> {
+    // SAFETY: the caller's promise about `model`.
+    let device = unsafe { loaded(model) }?;
+    if out.is_null() || x.is_null() {
+        return Err(SgpStatus::NullPointer);
+    }
+    if !out.is_aligned() || !x.is_aligned() {
+        return Err(SgpStatus::Misaligned);
+    }
+    // Before the slice is made: a C caller passing `sizeof x` (bytes) for
+    // the count gets an error, not a read past its array.
+    if x_len != device.input_dim() {
+        return Err(SgpStatus::InputLength);
+    }
+    // SAFETY: non-null and aligned; the caller promises `x_len` readable
+    // floats, and `x_len` is at most `SGP_CAPACITY_D`, so the size cannot
+    // overflow.
+    let x = unsafe { core::slice::from_raw_parts(x, x_len) };
+    Ok((device, demo_reachable_panic(x)))
+}
+
+/// Writes the `count` `values` to `out` if it holds them (`out_len`).
+///
+/// # Safety
+/// `out` non-null, aligned and pointing to `out_len` writable `T`s.
+unsafe fn write_all<T>(
+    out: *mut T,
+    out_len: usize,
+    values: impl Iterator<Item = T>,
+    count: usize,
+) -> SgpStatus {
+    if out_len < count {
+        return SgpStatus::OutputTooSmall;
+    }
+    for (i, value) in values.take(count).enumerate() {
+        // SAFETY: `i < count <= out_len` elements the caller made writable.
+        unsafe { out.add(i).write(value) };
+    }
+    SgpStatus::Ok
 }
 
 /// With feature `demo-reachable-panic`, slices the input with a length the
@@ -383,6 +546,11 @@ mod tests {
                 required: 2,
                 capacity: 1,
             },
+            Error::CapacityExceeded {
+                dimension: Dimension::Output,
+                required: 2,
+                capacity: 1,
+            },
             Error::InconsistentSizes {
                 field: "beta",
                 expected: 1,
@@ -421,7 +589,7 @@ mod tests {
         for status in SgpStatus::ALL {
             assert_eq!(SgpStatus::from_code(status as i32), Some(status));
         }
-        for unknown in [-1, 19, 99, 104, i32::MAX] {
+        for unknown in [-1, 20, 99, 105, i32::MAX] {
             assert_eq!(message(unknown), "unknown sgp status code");
         }
     }

@@ -49,6 +49,8 @@ pub enum SgpStatus {
     InputOverflow = 17,
     /// The blob records no training-input range (format version 1 or 2).
     NoTrainingRange = 18,
+    /// The model has more outputs (or classes) than `SGP_CAPACITY_P`.
+    CapacityExceededOutput = 19,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -58,11 +60,14 @@ pub enum SgpStatus {
     StorageTooSmall = 102,
     /// No blob has been loaded into this storage (or the last load failed).
     NotLoaded = 103,
+    /// The array for the outputs or class probabilities is shorter than
+    /// the model's output or class count.
+    OutputTooSmall = 104,
 }
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 23] = [
+    pub(crate) const ALL: [SgpStatus; 25] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -82,10 +87,12 @@ impl SgpStatus {
         SgpStatus::NameTooLong,
         SgpStatus::InputOverflow,
         SgpStatus::NoTrainingRange,
+        SgpStatus::CapacityExceededOutput,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
         SgpStatus::NotLoaded,
+        SgpStatus::OutputTooSmall,
     ];
 
     /// The status with this code, if there is one.
@@ -108,6 +115,7 @@ impl SgpStatus {
                 Dimension::Basis => SgpStatus::CapacityExceededBasis,
                 Dimension::Feature => SgpStatus::CapacityExceededFeature,
                 Dimension::Input => SgpStatus::CapacityExceededInput,
+                Dimension::Output => SgpStatus::CapacityExceededOutput,
             },
             Error::InconsistentSizes { .. } => SgpStatus::InconsistentSizes,
             Error::NonFinite { .. } => SgpStatus::NonFinite,
@@ -147,12 +155,16 @@ impl SgpStatus {
             SgpStatus::NameTooLong => c"a name in the blob is longer than the runtime keeps",
             SgpStatus::InputOverflow => c"input so far out that f32 overflows on it",
             SgpStatus::NoTrainingRange => c"blob records no training-input range (format v1/v2)",
+            SgpStatus::CapacityExceededOutput => c"model has more outputs than SGP_CAPACITY_P",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {
                 c"storage smaller than SGP_MODEL_STORAGE_SIZE (header from another build?)"
             }
             SgpStatus::NotLoaded => c"no model loaded in this storage",
+            SgpStatus::OutputTooSmall => {
+                c"output array shorter than the model's output or class count"
+            }
         }
     }
 }

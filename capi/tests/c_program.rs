@@ -15,15 +15,17 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use nalgebra::DMatrix;
+use sgp_runtime::Link;
 use sgp_trainer::codegen::{export_source, Format};
 use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::{
-    golden_points, mean_tolerance, probit, PROBABILITY_TOLERANCE, VARIANCE_TOLERANCE,
+    class_probabilities, export_set, golden_points, mean_tolerance, probit, PROBABILITY_TOLERANCE,
+    VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, ProjectedParams, SparseParams};
-use sgp_trainer::model::TrainedModel;
+use sgp_trainer::model::{ModelSet, TrainedModel};
 use sgp_trainer::optimise::OptimiseOptions;
 use sgp_trainer::synth::{classification_dataset, ridge, ClassShape};
 
@@ -168,6 +170,90 @@ fn write_headers(dir: &Path) {
         golden_header(&heater, &heater_data, &classifier, &class_data),
     )
     .expect("write golden.h");
+
+    // Several outputs on the heater's basis: a second target on another
+    // scale with its own weights, and three class latents.
+    let x = heater_data.raw_x();
+    let mut second = heater.clone();
+    second.form.beta *= -0.5;
+    second.transform.y_mean += 3.0;
+    second.transform.y_scale *= 2.0;
+    second.target_name = "power".into();
+    let outputs = ModelSet {
+        members: vec![heater.clone(), second],
+        class_labels: vec![],
+    };
+    let blob = export_set(&outputs, &x, false)
+        .expect("export the outputs")
+        .blob;
+    write_export(dir, "two_outputs", &blob);
+    let classes = ModelSet {
+        members: [0.0, 0.5, -0.5]
+            .iter()
+            .zip([1.0, -1.0, 0.3])
+            .map(|(&bias, sign)| {
+                let mut latent = heater.clone();
+                latent.link = Link::Softmax;
+                latent.bias = bias;
+                latent.form.beta *= sign;
+                latent
+            })
+            .collect(),
+        class_labels: vec!["cold".into(), "warm".into(), "hot".into()],
+    };
+    let blob = export_set(&classes, &x, false)
+        .expect("export the classes")
+        .blob;
+    write_export(dir, "three_classes", &blob);
+    fs::write(
+        dir.join("golden_outputs.h"),
+        golden_outputs_header(&outputs, &classes, &heater_data),
+    )
+    .expect("write golden_outputs.h");
+}
+
+/// The f64 trainer's predictions of every output of `outputs` and the class
+/// probabilities of `classes`, at 6 training rows and 2 far points.
+fn golden_outputs_header(outputs: &ModelSet, classes: &ModelSet, data: &Dataset) -> String {
+    let x = to_f32(&golden_points(&outputs.members[0], &data.raw_x(), 6, 2));
+    let predictions: Vec<_> = outputs
+        .members
+        .iter()
+        .map(|m| (m, m.predict_raw(&x).expect("f64 prediction")))
+        .collect();
+    let (mut means, mut tolerances, mut variances) = (vec![], vec![], vec![]);
+    for i in 0..x.nrows() {
+        for (member, p) in &predictions {
+            means.push(p.mean[i]);
+            tolerances.push(mean_tolerance(p.var[i].sqrt(), member.transform.y_scale));
+            variances.push(p.var[i]);
+        }
+    }
+    let latents: Vec<_> = classes
+        .members
+        .iter()
+        .map(|m| m.predict_raw(&x).expect("f64 prediction"))
+        .collect();
+    let probabilities = (0..x.nrows()).flat_map(|i| {
+        let at: Vec<(f64, f64)> = latents.iter().map(|l| (l.mean[i], l.var[i])).collect();
+        class_probabilities(Link::Softmax, &at)
+    });
+    format!(
+        "/* The f64 trainer's predictions of several outputs, written by\n\
+         \x20* capi/tests/c_program.rs: point by point, each point's outputs or classes. */\n\
+         #define OUTPUTS_N {}\n\
+         static const float outputs_x[OUTPUTS_N][TWO_OUTPUTS_INPUT_DIM] = {{\n{}\n}};\n\
+         static const double outputs_mean[OUTPUTS_N * 2] = {{{}}};\n\
+         static const double outputs_mean_tolerance[OUTPUTS_N * 2] = {{{}}};\n\
+         static const double outputs_variance[OUTPUTS_N * 2] = {{{}}};\n\
+         static const double classes_probability[OUTPUTS_N * 3] = {{{}}};\n",
+        x.nrows(),
+        c_rows(&x),
+        c_numbers(means.into_iter()),
+        c_numbers(tolerances.into_iter()),
+        c_numbers(variances.into_iter()),
+        c_numbers(probabilities),
+    )
 }
 
 /// The f64 trainer's predictions: the regression model at 12 training rows
@@ -271,11 +357,12 @@ fn c_program_matches_the_trainer_and_gets_every_status_code() {
     assert!(text.contains("checks passed"), "{text}");
 
     // Moved by twice their tolerance, every golden value must fail:
-    // 16 means and 16 variances, 16 probabilities.
+    // 16 means and 16 variances, 16 probabilities; 8 points of two
+    // outputs' means and variances, and of three class probabilities.
     let (out, text) = run(&exe, &["--perturb"]);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let failed = text.lines().filter(|l| l.starts_with("FAILED")).count();
-    assert_eq!(failed, 48, "{text}");
+    assert_eq!(failed, 48 + 32 + 24, "{text}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! [`TrainedModel`] to blob bytes, and the check that the f32 runtime
-//! reading those bytes still predicts what the f64 trainer predicts.
+//! [`TrainedModel`] (or a [`ModelSet`] of several outputs on one basis) to
+//! blob bytes, and the check that the f32 runtime reading those bytes
+//! still predicts what the f64 trainer predicts, output by output.
 //!
 //! The check is judged by what matters to a user (QUALITY.md, section 1):
 //! at each checked point the f32 mean must lie within 1% of the f64
@@ -7,15 +8,15 @@
 //! device error that small is invisible next to the model's own
 //! uncertainty — and the variance within 1% relative, never negative or
 //! NaN. Probit models are held to an absolute deviation of the class
-//! probability instead.
+//! probability instead, and so is each class of a multi-class model.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, VarianceForm};
 
-use crate::device::predict_all;
-use crate::model::TrainedModel;
+use crate::device::{predict_outputs, DevicePrediction};
+use crate::model::{ModelSet, RawPrediction, TrainedModel};
 use crate::{Error, Result};
 
 /// Largest mean deviation allowed at a point, as a fraction of the f64
@@ -59,6 +60,27 @@ pub struct Fidelity {
 }
 
 impl Fidelity {
+    /// The worst of each figure over several outputs' fidelities at the
+    /// same points (the whole blob passes when this does).
+    pub fn worst(all: &[Fidelity]) -> Fidelity {
+        let start = Fidelity {
+            points: all.first().map_or(0, |f| f.points),
+            worst_mean_ratio: 0.0,
+            worst_mean_sd: 0.0,
+            worst_mean: 0.0,
+            worst_variance: 0.0,
+            invalid: 0,
+        };
+        all.iter().fold(start, |acc, f| Fidelity {
+            points: acc.points,
+            worst_mean_ratio: acc.worst_mean_ratio.max(f.worst_mean_ratio),
+            worst_mean_sd: acc.worst_mean_sd.max(f.worst_mean_sd),
+            worst_mean: acc.worst_mean.max(f.worst_mean),
+            worst_variance: acc.worst_variance.max(f.worst_variance),
+            invalid: acc.invalid + f.invalid,
+        })
+    }
+
     /// Whether every deviation is within the QUALITY.md tolerances.
     pub fn passes(&self) -> bool {
         self.worst_mean_ratio <= 1.0
@@ -95,8 +117,11 @@ pub struct Exported {
     /// has the product): the product's own check, or why `W` has no
     /// factor.
     pub product_refused: Option<String>,
-    /// How closely the runtime reproduces the trainer on the checked points.
+    /// How closely the runtime reproduces the trainer on the checked points:
+    /// the worst over the outputs.
     pub fidelity: Fidelity,
+    /// The same, output by output (one for a single-output model).
+    pub outputs: Vec<Fidelity>,
     /// Columns whose values f32 cannot resolve ([`crate::precision`]): the
     /// likely cause when the check fails.
     pub precision: Vec<String>,
@@ -108,41 +133,70 @@ pub struct Exported {
 /// the variance when that passes the check, else the solves (and
 /// [`Exported::product_refused`] says why). Never refuses for fidelity: look at
 /// `fidelity.passes()`; a caller can try to cure a failing model and check
-/// again.
+/// again. The one-member case of [`check_set`], without class labels.
 ///
 /// # Errors
 /// [`Error::Blob`] if the model cannot be encoded, or the runtime's refusal
 /// of the blob.
 pub fn check(model: &TrainedModel, check_x: &DMatrix<f64>) -> Result<Exported> {
-    let far = far_points(model, 16, 0x5eed);
+    check_set(&ModelSet::single(model.clone(), Vec::new()), check_x)
+}
+
+/// [`check`] of a set of models on one basis (several outputs, or the
+/// classes of a classifier), exported as one blob of `P` outputs: every
+/// member's f32 predictions are held to its f64 ones at the same
+/// tolerances as a single model's (a multi-class model's: each class
+/// probability), and the variance takes the product form when every
+/// member passes in it, else the solves for all.
+///
+/// # Errors
+/// [`Error::BadInput`] when the members do not share one basis and link
+/// ([`ModelSet::link`]); otherwise as [`check`].
+pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
+    let first = set
+        .members
+        .first()
+        .ok_or_else(|| Error::BadInput("a model set needs at least one member".into()))?;
+    let far = far_points(first, 16, 0x5eed);
     let points = DMatrix::from_rows(&check_x.row_iter().chain(far.row_iter()).collect::<Vec<_>>());
-    let precision = crate::precision::for_model(model, check_x);
+    let mut precision = Vec::new();
+    for member in &set.members {
+        for warning in crate::precision::for_model(member, check_x) {
+            if !precision.contains(&warning) {
+                precision.push(warning);
+            }
+        }
+    }
     // The product first: it is the cheaper form on the device; the solves
     // are the fallback where f32 needs them.
-    let product_refused = match model.to_product_spec() {
+    let product_refused = match set.to_product_spec() {
         Ok(spec) => {
             let blob = spec.to_bytes()?;
-            let fidelity = compare(model, &blob, &points)?;
+            let outputs = compare_set(set, &blob, &points)?;
+            let fidelity = Fidelity::worst(&outputs);
             if fidelity.passes() {
                 return Ok(Exported {
                     blob,
                     variance: VarianceForm::Product,
                     product_refused: None,
                     fidelity,
+                    outputs,
                     precision,
                 });
             }
             format!("the product in f32: {}", fidelity.describe())
         }
+        Err(e @ Error::BadInput(_)) => return Err(e),
         Err(e) => e.to_string(),
     };
-    let blob = model.to_spec()?.to_bytes()?;
-    let fidelity = compare(model, &blob, &points)?;
+    let blob = set.to_spec()?.to_bytes()?;
+    let outputs = compare_set(set, &blob, &points)?;
     Ok(Exported {
         blob,
         variance: VarianceForm::Solves,
         product_refused: Some(product_refused),
-        fidelity,
+        fidelity: Fidelity::worst(&outputs),
+        outputs,
         precision,
     })
 }
@@ -154,9 +208,30 @@ pub fn check(model: &TrainedModel, check_x: &DMatrix<f64>) -> Result<Exported> {
 /// false (the message repeats any precision warning, the likely cause);
 /// [`Error::Blob`] if the model cannot be encoded.
 pub fn export(model: &TrainedModel, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
-    let exported = check(model, check_x)?;
+    export_set(&ModelSet::single(model.clone(), Vec::new()), check_x, force)
+}
+
+/// [`check_set`], refusing a set that fails it unless `force` is set: the
+/// entry point of every fit, of one output or several.
+///
+/// # Errors
+/// As [`export`], and [`check_set`]'s.
+pub fn export_set(set: &ModelSet, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+    let exported = check_set(set, check_x)?;
     if !exported.fidelity.passes() && !force {
-        return Err(refusal(&exported, ""));
+        let worst = exported
+            .outputs
+            .iter()
+            .zip(&set.members)
+            .filter(|(f, _)| !f.passes())
+            .map(|(_, m)| format!("'{}'", m.target_name))
+            .collect::<Vec<_>>();
+        let which = if set.members.len() > 1 {
+            format!("outputs failing the check: {}", worst.join(", "))
+        } else {
+            String::new()
+        };
+        return Err(refusal(&exported, &which));
     }
     Ok(exported)
 }
@@ -190,7 +265,82 @@ pub fn refusal(exported: &Exported, advice: &str) -> Error {
 /// If the runtime refuses the blob or an input.
 pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fidelity> {
     let reference = model.predict_raw(x)?;
-    let device = predict_all(blob, x)?;
+    let device: Vec<DevicePrediction> = predict_outputs(blob, x)?
+        .into_iter()
+        .map(|outputs| outputs.first().copied())
+        .collect::<Option<_>>()
+        .ok_or_else(|| Error::BadInput("the blob has no output".into()))?;
+    let probability =
+        (model.link == Link::Probit).then(|| reference.mean.zip_map(&reference.var, probit));
+    Ok(fidelity(model, &reference, probability.as_ref(), &device))
+}
+
+/// [`compare`] for every member of `set` against output `p` of the blob
+/// (class probabilities for a multi-class link, against
+/// [`class_probabilities`] of the f64 latents).
+///
+/// # Errors
+/// If the runtime refuses the blob or an input, or the blob has another
+/// number of outputs than the set has members.
+pub fn compare_set(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
+    let link = set.link()?;
+    let references = set
+        .members
+        .iter()
+        .map(|m| m.predict_raw(x))
+        .collect::<Result<Vec<_>>>()?;
+    let device = predict_outputs(blob, x)?;
+    let count = set.members.len();
+    if let Some(row) = device.iter().find(|row| row.len() != count) {
+        return Err(Error::BadInput(format!(
+            "the blob has {} outputs, the set {count} members",
+            row.len()
+        )));
+    }
+    let probabilities: Vec<Option<DVector<f64>>> = match link {
+        Link::Identity => vec![None; count],
+        Link::Probit => references
+            .iter()
+            .map(|r| Some(r.mean.zip_map(&r.var, probit)))
+            .collect(),
+        Link::OneVsRest | Link::Softmax => {
+            let per_row: Vec<Vec<f64>> = (0..x.nrows())
+                .map(|i| {
+                    let latents: Vec<(f64, f64)> =
+                        references.iter().map(|r| (r.mean[i], r.var[i])).collect();
+                    class_probabilities(link, &latents)
+                })
+                .collect();
+            (0..count)
+                .map(|k| {
+                    Some(DVector::from_iterator(
+                        x.nrows(),
+                        per_row.iter().map(|p| p[k]),
+                    ))
+                })
+                .collect()
+        }
+    };
+    Ok(set
+        .members
+        .iter()
+        .enumerate()
+        .map(|(p, member)| {
+            let outputs: Vec<DevicePrediction> = device.iter().map(|row| row[p]).collect();
+            fidelity(member, &references[p], probabilities[p].as_ref(), &outputs)
+        })
+        .collect())
+}
+
+/// The deviations of one output's f32 predictions `device` from its f64
+/// `reference` (and, for a classifier, from the f64 class probability of
+/// each point).
+fn fidelity(
+    model: &TrainedModel,
+    reference: &RawPrediction,
+    probability: Option<&DVector<f64>>,
+    device: &[DevicePrediction],
+) -> Fidelity {
     let link = model.link;
     let y_scale = model.transform.y_scale;
     let mut fidelity = Fidelity {
@@ -202,11 +352,12 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
         invalid: 0,
     };
     let references = reference.mean.iter().zip(reference.var.iter());
-    for (p, (&ref_mean, &ref_var)) in device.iter().zip(references) {
+    for (i, (p, (&ref_mean, &ref_var))) in device.iter().zip(references).enumerate() {
         let (mean, var) = (f64::from(p.mean), f64::from(p.variance));
-        match (link, p.probability) {
-            (Link::Probit, Some(probability)) => {
-                let dev = (f64::from(probability) - probit(ref_mean, ref_var)).abs();
+        match (p.probability, probability.map(|q| q[i])) {
+            (Some(probability), Some(expected)) => {
+                let dev = (f64::from(probability) - expected).abs();
+                let dev = if dev.is_nan() { f64::INFINITY } else { dev };
                 fidelity.worst_mean = fidelity.worst_mean.max(dev);
                 fidelity.worst_mean_ratio =
                     fidelity.worst_mean_ratio.max(dev / PROBABILITY_TOLERANCE);
@@ -231,14 +382,44 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
             // `1 + v` and may be clamped to zero near an active point:
             // relative to `1 + v`, never to `v` itself.
             let scale = match link {
-                Link::Probit => 1.0 + ref_var,
+                Link::Probit | Link::OneVsRest | Link::Softmax => 1.0 + ref_var,
                 Link::Identity => ref_var,
             };
             let rel = (var - ref_var).abs() / scale.max(f64::MIN_POSITIVE);
             fidelity.worst_variance = fidelity.worst_variance.max(rel);
         }
     }
-    Ok(fidelity)
+    fidelity
+}
+
+/// The class probabilities of a multi-class `link` (FORMAT.md) from each
+/// class's latent mean `t_k = m_k + b_k` and variance `v_k`, in f64: the
+/// reference the device's are held to, and what host tools report.
+/// One-vs-rest: `q_k = Phi(t_k / sqrt(1 + v_k))`, `p_k = q_k / sum q`
+/// (`1 / K` each when every `q_k` is 0); softmax: `p_k` proportional to
+/// `exp(t_k / sqrt(1 + pi v_k / 8))`. Any other link: the probit
+/// probability of each latent.
+pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
+    let weights: Vec<f64> = match link {
+        Link::Softmax => {
+            let scores: Vec<f64> = latents
+                .iter()
+                .map(|&(t, v)| t / (1.0 + std::f64::consts::PI * v / 8.0).sqrt())
+                .collect();
+            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            scores.iter().map(|s| (s - top).exp()).collect()
+        }
+        Link::OneVsRest => latents.iter().map(|&(t, v)| probit(t, v)).collect(),
+        Link::Identity | Link::Probit => {
+            return latents.iter().map(|&(t, v)| probit(t, v)).collect()
+        }
+    };
+    let total: f64 = weights.iter().sum();
+    let k = weights.len() as f64;
+    weights
+        .iter()
+        .map(|w| if total > 0.0 { w / total } else { 1.0 / k })
+        .collect()
 }
 
 /// `Phi(m / sqrt(1 + v))`: the probit class probability in f64.
@@ -285,16 +466,7 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
         "/// Target scale: the mean tolerance is 1e-3 * Y_SCALE.\npub const Y_SCALE: f32 = {};",
         f32_literal(model.transform.y_scale)
     );
-    let _ = writeln!(
-        s,
-        "/// Row-major inputs.\npub static INPUTS: [f32; {}] = [",
-        n * d
-    );
-    for row in x.row_iter() {
-        let cells: Vec<String> = row.iter().map(|&v| f32_literal(v)).collect();
-        let _ = writeln!(s, "    {},", cells.join(", "));
-    }
-    let _ = writeln!(s, "];");
+    golden_inputs(&mut s, x);
     let _ = writeln!(
         s,
         "/// (mean, variance) of y at each input row.\npub static EXPECTED: [(f32, f32); {n}] = ["
@@ -328,6 +500,122 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
     }
     let _ = writeln!(s, "];");
     Ok(s)
+}
+
+/// [`golden_rust`] of a set of models on one basis, for firmware that
+/// checks a multi-output or multi-class blob: `DIM`, `OUTPUTS` (the member
+/// count), `Y_SCALES` (one per output), `INPUTS`, `EXPECTED` (`(mean,
+/// variance)` of every output at each row: row by row, outputs in order
+/// within a row), `GRADIENTS` (row by row, output by output, input by
+/// input) and, for a multi-class set, `PROBABILITIES` (row by row, class
+/// by class: [`class_probabilities`] of the f64 latents).
+///
+/// # Errors
+/// If a member cannot predict at `x`, or the set has no valid link.
+pub fn golden_rust_set(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
+    use std::fmt::Write;
+    let link = set.link()?;
+    let (n, d) = x.shape();
+    let count = set.members.len();
+    let predictions = set
+        .members
+        .iter()
+        .map(|m| {
+            Ok((
+                m.predict_raw(x)?,
+                crate::gradient::central_differences(m, x)?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// Generated by `golden_rust_set`: f64 trainer predictions of {count} outputs."
+    );
+    let _ = writeln!(s, "/// Input dimension.\npub const DIM: usize = {d};");
+    let _ = writeln!(
+        s,
+        "/// Outputs (classes of a multi-class model).\npub const OUTPUTS: usize = {count};"
+    );
+    let scales: Vec<String> = set
+        .members
+        .iter()
+        .map(|m| f32_literal(m.transform.y_scale))
+        .collect();
+    let _ = writeln!(
+        s,
+        "/// Each output's target scale.\npub static Y_SCALES: [f32; {count}] = [{}];",
+        scales.join(", ")
+    );
+    golden_inputs(&mut s, x);
+    let _ = writeln!(
+        s,
+        "/// (mean, variance) of each output at each input row.\npub static EXPECTED: [(f32, f32); {}] = [",
+        n * count
+    );
+    for i in 0..n {
+        let cells: Vec<String> = predictions
+            .iter()
+            .map(|(p, _)| format!("({}, {})", f32_literal(p.mean[i]), f32_literal(p.var[i])))
+            .collect();
+        let _ = writeln!(s, "    {},", cells.join(", "));
+    }
+    let _ = writeln!(s, "];");
+    let _ = writeln!(
+        s,
+        "/// (d mean / d x_j, d variance / d x_j): row by row, output by output.\npub static GRADIENTS: [(f32, f32); {}] = [",
+        n * count * d
+    );
+    for i in 0..n {
+        for (_, g) in &predictions {
+            let cells: Vec<String> = (0..d)
+                .map(|j| {
+                    format!(
+                        "({}, {})",
+                        f32_literal(g.mean[(i, j)]),
+                        f32_literal(g.var[(i, j)])
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "    {},", cells.join(", "));
+        }
+    }
+    let _ = writeln!(s, "];");
+    if link.is_multi_class() {
+        let _ = writeln!(
+            s,
+            "/// Class probabilities at each input row.\npub static PROBABILITIES: [f32; {}] = [",
+            n * count
+        );
+        for i in 0..n {
+            let latents: Vec<(f64, f64)> = predictions
+                .iter()
+                .map(|(p, _)| (p.mean[i], p.var[i]))
+                .collect();
+            let cells: Vec<String> = class_probabilities(link, &latents)
+                .into_iter()
+                .map(f32_literal)
+                .collect();
+            let _ = writeln!(s, "    {},", cells.join(", "));
+        }
+        let _ = writeln!(s, "];");
+    }
+    Ok(s)
+}
+
+/// The golden files' `INPUTS`: the rows of `x`, row-major.
+fn golden_inputs(s: &mut String, x: &DMatrix<f64>) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "/// Row-major inputs.\npub static INPUTS: [f32; {}] = [",
+        x.len()
+    );
+    for row in x.row_iter() {
+        let cells: Vec<String> = row.iter().map(|&v| f32_literal(v)).collect();
+        let _ = writeln!(s, "    {},", cells.join(", "));
+    }
+    let _ = writeln!(s, "];");
 }
 
 /// `v` rounded to f32, as the shortest Rust literal that reads back as that
@@ -499,6 +787,212 @@ mod tests {
         let forced = export(&model, &x, true).unwrap();
         assert_eq!(forced.blob, checked.blob);
         assert_eq!(forced.fidelity, checked.fidelity);
+    }
+
+    /// A second output on `model`'s basis: its own weights (the first's
+    /// reversed and scaled), noise, target scaling and name.
+    fn second_output(model: &TrainedModel) -> TrainedModel {
+        let mut other = model.clone();
+        let m = other.form.beta.len();
+        other.form.beta = DVector::from_fn(m, |i, _| -0.7 * model.form.beta[m - 1 - i]);
+        other.form.noise_var *= 1.5;
+        other.transform.y_mean += 3.0;
+        other.transform.y_scale *= 2.0;
+        other.target_name = "y2".into();
+        other
+    }
+
+    #[test]
+    fn a_set_exports_one_blob_whose_outputs_each_match_their_member() {
+        let (data, model) = fitted_line(200, 0.0, 2.0, 0.1);
+        let x = data.raw_x();
+        let set = ModelSet {
+            members: vec![model.clone(), second_output(&model)],
+            class_labels: vec![],
+        };
+        let exported = export_set(&set, &x, false).unwrap();
+        assert_eq!(exported.outputs.len(), 2);
+        assert!(
+            exported.outputs.iter().all(Fidelity::passes),
+            "{:?}",
+            exported.outputs
+        );
+        assert_eq!(exported.variance, VarianceForm::Product);
+        let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+        assert_eq!(spec.output_count(), 2);
+        assert_eq!(spec.outputs[0].name, "y2");
+        // The shared basis is written once: far less than two blobs.
+        let alone = export(&model, &x, false).unwrap().blob.len();
+        assert!(
+            exported.blob.len() < 2 * alone - 100,
+            "{} vs {alone}",
+            exported.blob.len()
+        );
+        // Output 0 is the single-output blob's numbers; each output is
+        // checked against its own member: a wrong second member fails.
+        let mut wrong = set.clone();
+        wrong.members[1].form.beta *= 1.05;
+        let fidelities = compare_set(&wrong, &exported.blob, &x).unwrap();
+        assert!(
+            fidelities[0].passes() && !fidelities[1].passes(),
+            "{fidelities:?}"
+        );
+    }
+
+    #[test]
+    fn a_single_model_is_the_one_member_set_byte_for_byte() {
+        let (data, model) = fitted_line(100, 0.0, 2.0, 0.1);
+        let x = data.raw_x();
+        let one = export(&model, &x, false).unwrap();
+        let set = export_set(&ModelSet::single(model.clone(), vec![]), &x, false).unwrap();
+        assert_eq!(one.blob, set.blob);
+        // The body is the version-4 body and two empty sequences.
+        let spec = sgp_runtime::ModelSpec::from_bytes(&one.blob).unwrap();
+        assert!(spec.outputs.is_empty() && spec.class_labels.is_empty());
+        assert_eq!(&one.blob[one.blob.len() - 6..one.blob.len() - 4], &[0, 0]);
+    }
+
+    #[test]
+    fn members_that_do_not_share_a_basis_or_a_link_are_refused() {
+        let (data, model) = fitted_line(100, 0.0, 2.0, 0.1);
+        let x = data.raw_x();
+        let mut moved = second_output(&model);
+        moved.form.basis.centres[(0, 0)] += 0.1;
+        let set = ModelSet {
+            members: vec![model.clone(), moved],
+            class_labels: vec![],
+        };
+        match export_set(&set, &x, false) {
+            Err(Error::BadInput(m)) => {
+                assert!(m.contains("member 1") && m.contains("centres"), "{m}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let mut probit = second_output(&model);
+        probit.link = Link::Probit;
+        let set = ModelSet {
+            members: vec![model.clone(), probit],
+            class_labels: vec![],
+        };
+        assert!(matches!(
+            export_set(&set, &x, false),
+            Err(Error::BadInput(_))
+        ));
+        let empty = ModelSet {
+            members: vec![],
+            class_labels: vec![],
+        };
+        assert!(matches!(
+            export_set(&empty, &x, false),
+            Err(Error::BadInput(_))
+        ));
+    }
+
+    /// Three class latents on one basis: the blob's class probabilities
+    /// are held to the f64 ones, for both rules; several probit members
+    /// name no rule and are refused.
+    #[test]
+    fn a_multi_class_set_is_held_to_its_class_probabilities() {
+        let (data, model) = fitted_line(150, 0.0, 2.0, 0.1);
+        let x = data.raw_x();
+        let latent = |member: &TrainedModel, bias: f64, link: Link| {
+            let mut m = member.clone();
+            m.link = link;
+            m.bias = bias;
+            m
+        };
+        for link in [Link::OneVsRest, Link::Softmax] {
+            let members = vec![
+                latent(&model, 0.0, link),
+                latent(&second_output(&model), 0.5, link),
+                latent(&model, -1.0, link),
+            ];
+            let labels = vec!["cat".to_string(), "dog".into(), "emu".into()];
+            let set = ModelSet {
+                members,
+                class_labels: labels.clone(),
+            };
+            let exported = export_set(&set, &x, false).unwrap();
+            assert!(exported.fidelity.passes(), "{:?}", exported.outputs);
+            let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
+            assert_eq!((spec.shape.link, spec.class_labels.clone()), (link, labels));
+            let classes = crate::device::classify_all(&exported.blob, &x).unwrap();
+            for (i, (class, p)) in classes.iter().enumerate() {
+                let latents: Vec<(f64, f64)> = set
+                    .members
+                    .iter()
+                    .map(|m| {
+                        let r = m.predict_raw(&x.rows(i, 1).into_owned()).unwrap();
+                        (r.mean[0], r.var[0])
+                    })
+                    .collect();
+                let expected = class_probabilities(link, &latents);
+                for (a, b) in p.iter().zip(&expected) {
+                    assert!((f64::from(*a) - b).abs() < PROBABILITY_TOLERANCE, "{a} {b}");
+                }
+                assert!(p[*class] >= p.iter().copied().fold(0.0, f32::max));
+            }
+            // A class probability off by more than the tolerance fails.
+            let mut shifted = set.clone();
+            shifted.members[1].bias += 0.05;
+            let f = compare_set(&shifted, &exported.blob, &x).unwrap();
+            assert!(!Fidelity::worst(&f).passes(), "{f:?}");
+        }
+        let probits = ModelSet {
+            members: vec![
+                latent(&model, 0.0, Link::Probit),
+                latent(&model, 1.0, Link::Probit),
+            ],
+            class_labels: vec![],
+        };
+        match export_set(&probits, &x, false) {
+            Err(Error::BadInput(m)) => assert!(m.contains("softmax"), "{m}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn golden_values_of_a_set_list_every_output_at_every_point() {
+        let (data, model) = fitted_line(60, 0.0, 2.0, 0.1);
+        let x = golden_points(&model, &data.raw_x(), 3, 1);
+        let set = ModelSet {
+            members: vec![model.clone(), second_output(&model)],
+            class_labels: vec![],
+        };
+        let source = golden_rust_set(&set, &x).unwrap();
+        assert!(source.contains("pub const OUTPUTS: usize = 2;"), "{source}");
+        assert!(source.contains("EXPECTED: [(f32, f32); 8]"), "{source}");
+        assert!(source.contains("GRADIENTS: [(f32, f32); 8]"), "{source}");
+        assert!(!source.contains("PROBABILITIES"), "{source}");
+        // The second output's mean at the first point, as the trainer has it.
+        let second = set.members[1].predict_raw(&x).unwrap();
+        let first_row = source
+            .lines()
+            .skip_while(|l| !l.contains("EXPECTED"))
+            .nth(1)
+            .unwrap();
+        assert!(
+            first_row.contains(&f32_literal(second.mean[0])),
+            "{first_row}"
+        );
+        let mut classes = set.clone();
+        for m in &mut classes.members {
+            m.link = Link::Softmax;
+        }
+        let source = golden_rust_set(&classes, &x).unwrap();
+        assert!(source.contains("PROBABILITIES: [f32; 8]"), "{source}");
+    }
+
+    #[test]
+    fn class_probabilities_sum_to_one_and_follow_the_latents() {
+        for link in [Link::OneVsRest, Link::Softmax] {
+            let p = class_probabilities(link, &[(1.0, 0.5), (-1.0, 0.1), (0.0, 2.0)]);
+            assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            assert!(p[0] > p[2] && p[2] > p[1], "{p:?}");
+            // Far in every tail: no class claims the point.
+            let far = class_probabilities(link, &[(-60.0, 0.0), (-61.0, 0.0)]);
+            assert!((far.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{far:?}");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! shown here; `sgp fit` prints their spread (and `--json` reports it).
 
 use serde::Serialize;
-use sgp_runtime::{ram_bytes, Link, ModelSpec, NAME_CAPACITY};
+use sgp_runtime::{ram_bytes_with_outputs, Link, ModelSpec, NAME_CAPACITY};
 
 use crate::{Error, Result};
 
@@ -53,8 +53,21 @@ pub struct Summary {
     pub input_dim: usize,
     /// Input column names.
     pub inputs: Vec<String>,
-    /// Target column name.
+    /// Target column name (the first output's).
     pub target: String,
+    /// Every output (the first included) of a blob with several: a
+    /// multi-output regression's targets, a multi-class model's class
+    /// latents. Empty for a single output.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputSummary>,
+    /// How a multi-class model turns its latents into probabilities
+    /// (`one-vs-rest` or `softmax`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_rule: Option<&'static str>,
+    /// Class labels as the training data spelled them, in class order
+    /// (format version 5; empty when the blob records none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub class_labels: Vec<String>,
     /// Smallest and largest training value of each input, raw units
     /// (format version 3; absent from older blobs).
     pub training_range: Option<Vec<InputRange>>,
@@ -87,11 +100,25 @@ pub struct Summary {
     /// The capacities `(M, G, D)` of the `Model` type the RAM figure is for
     /// (the model's own sizes unless asked otherwise).
     pub capacity: (usize, usize, usize),
-    /// RAM of `Model<M, G, D>` with those capacities on a 32-bit device.
+    /// RAM of `Model<M, G, D, P>` with those capacities and the blob's
+    /// output count `P` on a 32-bit device.
     pub ram_bytes: usize,
     /// Whether the model fits those capacities (and its names a device
     /// `Model`'s).
     pub fits: bool,
+}
+
+/// One output of a multi-output blob.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputSummary {
+    /// Its (target column's) name.
+    pub name: String,
+    /// Latent prior (signal) variance in raw target units.
+    pub signal_variance: f64,
+    /// Noise variance in raw target units (regression).
+    pub noise_variance: f64,
+    /// Probit offset `b` (classifiers).
+    pub bias: f64,
 }
 
 /// One input's training range, raw units, as the blob stores it (f32:
@@ -197,13 +224,31 @@ pub fn summarise(
         kind: s.kind.name(),
         task: match s.link {
             Link::Identity => "regression",
-            Link::Probit => "classification",
+            Link::Probit | Link::OneVsRest | Link::Softmax => "classification",
         },
         n_basis: m,
         feature_dim: g,
         input_dim: d,
         inputs: spec.input_names.clone(),
         target: spec.target_name.clone(),
+        outputs: if spec.output_count() > 1 {
+            (0..spec.output_count())
+                .filter_map(|p| spec.output(p))
+                .map(|o| {
+                    let y_var = f64::from(o.y_scale).powi(2);
+                    OutputSummary {
+                        name: o.name,
+                        signal_variance: f64::from(o.prior) * y_var,
+                        noise_variance: f64::from(o.noise) * y_var,
+                        bias: f64::from(o.bias),
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        class_rule: s.link.is_multi_class().then(|| s.link.name()),
+        class_labels: spec.class_labels.clone(),
         training_range: (!spec.x_min.is_empty()).then(|| {
             spec.x_min
                 .iter()
@@ -211,7 +256,15 @@ pub fn summarise(
                 .map(|(&min, &max)| InputRange { min, max })
                 .collect()
         }),
-        names_too_long: names_too_long(&spec.input_names, &spec.target_name),
+        names_too_long: names_too_long(&spec.input_names, &spec.target_name)
+            .into_iter()
+            .chain(
+                spec.outputs
+                    .iter()
+                    .filter(|o| o.name.len() > NAME_CAPACITY)
+                    .map(|o| o.name.clone()),
+            )
+            .collect(),
         lengthscales,
         basis_widths,
         projection,
@@ -225,7 +278,7 @@ pub fn summarise(
         capacity: capacity.unwrap_or((m, g, d)),
         ram_bytes: {
             let (cm, cg, cd) = capacity.unwrap_or((m, g, d));
-            ram_bytes(cm, cg, cd)
+            ram_bytes_with_outputs(cm, cg, cd, spec.output_count())
         },
         fits: true,
     };
@@ -273,7 +326,25 @@ impl std::fmt::Display for Summary {
             self.n_basis, self.feature_dim, self.input_dim
         )?;
         writeln!(f, "inputs          {}", self.inputs.join(", "))?;
-        writeln!(f, "target          {}", self.target)?;
+        if self.outputs.is_empty() {
+            writeln!(f, "target          {}", self.target)?;
+        } else {
+            let what = match self.class_rule {
+                Some(rule) => format!("class latents ({rule})"),
+                None => "outputs".into(),
+            };
+            writeln!(f, "{what:<15} {}, on one basis:", self.outputs.len())?;
+            for o in &self.outputs {
+                writeln!(
+                    f,
+                    "  {:<13} signal variance {:.6}, noise variance {:.6}, bias {:.4}",
+                    o.name, o.signal_variance, o.noise_variance, o.bias
+                )?;
+            }
+        }
+        if !self.class_labels.is_empty() {
+            writeln!(f, "classes         {}", self.class_labels.join(", "))?;
+        }
         match &self.training_range {
             Some(ranges) => {
                 writeln!(f, "training range  per input, raw units:")?;
@@ -338,9 +409,13 @@ impl std::fmt::Display for Summary {
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;
         writeln!(f, "blob            {} bytes (flash)", self.blob_bytes)?;
         let (m, g, d) = self.capacity;
+        let p = match self.outputs.len() {
+            0 | 1 => String::new(),
+            p => format!(", {p}"),
+        };
         write!(
             f,
-            "RAM             {} bytes for Model<{m}, {g}, {d}>{}",
+            "RAM             {} bytes for Model<{m}, {g}, {d}{p}>{}",
             self.ram_bytes,
             match (self.fits, self.names_too_long.is_empty()) {
                 (true, _) => "",
@@ -354,6 +429,36 @@ impl std::fmt::Display for Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_outputs_and_their_classes_are_listed() {
+        let blob = include_bytes!("../../runtime/tests/data/doc-model.sgp");
+        let mut spec = ModelSpec::from_bytes(blob).unwrap();
+        let one = summarise(&spec, blob.len(), None);
+        assert!(one.outputs.is_empty() && one.class_labels.is_empty());
+        let mut second = spec.output(0).unwrap();
+        second.name = "power".into();
+        second.bias = -0.25;
+        spec.outputs.push(second);
+        spec.shape.link = Link::OneVsRest;
+        spec.class_labels = vec!["cold".into(), "hot".into()];
+        let two = summarise(&spec, 0, None);
+        let names: Vec<&str> = two.outputs.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["torque", "power"]);
+        assert_eq!(two.class_rule, Some("one-vs-rest"));
+        assert_eq!(two.ram_bytes, ram_bytes_with_outputs(3, 2, 2, 2));
+        let text = two.to_string();
+        assert!(
+            text.contains("class latents (one-vs-rest) 2, on one basis:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  power") && text.contains("bias -0.2500"),
+            "{text}"
+        );
+        assert!(text.contains("classes         cold, hot"), "{text}");
+        assert!(text.contains("Model<3, 2, 2, 2>"), "{text}");
+    }
 
     #[test]
     fn width_spread_is_min_median_max() {

@@ -1,7 +1,7 @@
 //! A trained model in runtime form, with the metadata a blob carries.
 
 use nalgebra::{DMatrix, DVector};
-use sgp_runtime::{Link, ModelKind, ModelSpec, Shape, VarianceForm};
+use sgp_runtime::{Link, ModelKind, ModelSpec, OutputSpec, Shape, VarianceForm};
 
 use crate::data::Standardisation;
 use crate::features::BasisWidths;
@@ -61,6 +61,134 @@ impl ModelSet {
     }
 }
 
+impl ModelSet {
+    /// The link of the set's blob: the members' (they must agree).
+    /// Several probit members are a multi-class classifier, which needs a
+    /// rule to turn their latents into probabilities: the fit sets every
+    /// member's link to [`Link::OneVsRest`] or [`Link::Softmax`] (each
+    /// member still predicts its latent `f + b`, as a probit model does).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for an empty set, members with different links,
+    /// several probit members, or one member with a multi-class link.
+    pub fn link(&self) -> Result<Link> {
+        let first = self
+            .members
+            .first()
+            .ok_or_else(|| Error::BadInput("a model set needs at least one member".into()))?;
+        let link = first.link;
+        if let Some((p, other)) = self
+            .members
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.link != link)
+        {
+            return Err(Error::BadInput(format!(
+                "the members of a model set share one link: member 0 is {}, member {p} {}",
+                link.name(),
+                other.link.name()
+            )));
+        }
+        let count = self.members.len();
+        match link {
+            Link::Probit if count > 1 => Err(Error::BadInput(format!(
+                "{count} probit members: a multi-class classifier's members take the {} or the \
+                 {} link, the rule that turns their latents into class probabilities",
+                Link::OneVsRest.name(),
+                Link::Softmax.name()
+            ))),
+            Link::OneVsRest | Link::Softmax if count < 2 => Err(Error::BadInput(format!(
+                "the {} link needs one member per class, at least two; a binary classifier \
+                 is one probit member",
+                link.name()
+            ))),
+            _ => Ok(link),
+        }
+    }
+
+    /// The blob description of the whole set (every member in the solves
+    /// form, as [`TrainedModel::to_spec`]): the first member's spec with
+    /// the others' own numbers as its further outputs.
+    ///
+    /// # Errors
+    /// As [`ModelSet::link`] and [`TrainedModel::to_spec`], and
+    /// [`Error::BadInput`] when a member does not share the first one's
+    /// basis and input scaling.
+    pub fn to_spec(&self) -> Result<ModelSpec> {
+        self.join(TrainedModel::to_spec)
+    }
+
+    /// [`ModelSet::to_spec`] with every member in the product form of the
+    /// variance ([`TrainedModel::to_product_spec`]).
+    ///
+    /// # Errors
+    /// As [`ModelSet::to_spec`], and [`Error::Numerical`] when a member's
+    /// `W` has no such factor in f64.
+    pub fn to_product_spec(&self) -> Result<ModelSpec> {
+        self.join(TrainedModel::to_product_spec)
+    }
+
+    /// Each member's spec by `member_spec`, joined into one.
+    fn join(&self, member_spec: impl Fn(&TrainedModel) -> Result<ModelSpec>) -> Result<ModelSpec> {
+        let link = self.link()?;
+        let mut specs = self.members.iter().map(member_spec);
+        let mut joined = specs
+            .next()
+            .ok_or_else(|| Error::BadInput("a model set needs at least one member".into()))??;
+        joined.shape.link = link;
+        if link.is_multi_class() {
+            joined.positive_class = 0.0;
+        }
+        for (p, spec) in specs.enumerate() {
+            let mut spec = spec?;
+            spec.shape.link = link;
+            if let Some(field) = basis_difference(&joined, &spec) {
+                return Err(Error::BadInput(format!(
+                    "member {} of the model set does not share member 0's basis: its {field} \
+                     differs",
+                    p + 1
+                )));
+            }
+            joined.outputs.push(OutputSpec {
+                name: spec.target_name,
+                beta: spec.beta,
+                l1: spec.l1,
+                l2: spec.l2,
+                prior: spec.prior,
+                noise: spec.noise,
+                bias: spec.bias,
+                y_mean: spec.y_mean,
+                y_scale: spec.y_scale,
+            });
+        }
+        joined.class_labels.clone_from(&self.class_labels);
+        joined.validate()?;
+        Ok(joined)
+    }
+}
+
+/// The first field (name as in FORMAT.md) in which `b` does not share the
+/// basis, inputs and variance form of `a`, if any.
+fn basis_difference(a: &ModelSpec, b: &ModelSpec) -> Option<&'static str> {
+    let fields: [(&'static str, bool); 11] = [
+        ("shape", a.shape == b.shape),
+        ("input_names", a.input_names == b.input_names),
+        ("x_mean", a.x_mean == b.x_mean),
+        ("x_scale", a.x_scale == b.x_scale),
+        ("projection", a.projection == b.projection),
+        ("centres", a.centres == b.centres),
+        ("widths", a.widths == b.widths),
+        ("amplitudes", a.amplitudes == b.amplitudes),
+        ("x_min", a.x_min == b.x_min),
+        ("x_max", a.x_max == b.x_max),
+        ("variance", a.variance == b.variance),
+    ];
+    fields
+        .into_iter()
+        .find(|(_, same)| !same)
+        .map(|(name, _)| name)
+}
+
 /// Predictions in raw target units.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawPrediction {
@@ -93,7 +221,7 @@ impl TrainedModel {
                 mean: self.transform.unapply_y(&p.mean),
                 var: p.var_y().map(|v| self.transform.unapply_var(v)),
             },
-            Link::Probit => RawPrediction {
+            Link::Probit | Link::OneVsRest | Link::Softmax => RawPrediction {
                 mean: p.mean.add_scalar(self.bias),
                 var: p.var,
             },
@@ -128,7 +256,7 @@ impl TrainedModel {
         };
         let (y_mean, y_scale) = match self.link {
             Link::Identity => (self.transform.y_mean, self.transform.y_scale),
-            Link::Probit => (0.0, 1.0),
+            Link::Probit | Link::OneVsRest | Link::Softmax => (0.0, 1.0),
         };
         Ok(ModelSpec {
             shape: Shape {
@@ -158,7 +286,7 @@ impl TrainedModel {
             y_mean: y_mean as f32,
             y_scale: y_scale as f32,
             positive_class: match self.link {
-                Link::Identity => 0.0,
+                Link::Identity | Link::OneVsRest | Link::Softmax => 0.0,
                 Link::Probit => self.positive_class as f32,
             },
             // Rounding to f32 keeps order, so every training input, as the
@@ -166,6 +294,8 @@ impl TrainedModel {
             x_min: f32s(self.transform.x_min.iter()),
             x_max: f32s(self.transform.x_max.iter()),
             variance: VarianceForm::Solves,
+            outputs: Vec::new(),
+            class_labels: Vec::new(),
         })
     }
 
