@@ -35,6 +35,7 @@ pub mod likelihood;
 pub mod linalg;
 pub mod metrics;
 pub mod model;
+pub mod multi_target;
 pub mod optimise;
 pub mod plot;
 pub mod precision;
