@@ -19,6 +19,7 @@ pub mod cure;
 pub mod data;
 pub mod demo;
 pub mod device;
+pub mod dynamics;
 pub mod error;
 pub mod evaluate;
 pub mod export;
