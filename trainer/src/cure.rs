@@ -15,7 +15,9 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::export::{check, refusal, Exported};
+use crate::fit::multi_output::FittedSet;
 use crate::fit::Fitted;
+use crate::model::ModelSet;
 use crate::Result;
 
 /// Largest relative jitter the cure tries: beyond a percent of the signal
@@ -97,6 +99,65 @@ pub fn export_fitted(
              functions (--m) or --objective vfe"
         ),
     ))
+}
+
+/// [`export_fitted`] for the outputs of a multi-output fit: every member
+/// is checked as a model of its own (the set's blob holds the same
+/// numbers); if any fails, the jitter of every output is raised tenfold at
+/// a time from the fitted parameters (no re-optimisation: the joint fit is
+/// not re-run) until all pass, and `fitted.set` becomes the cured set.
+/// Returns each member's check, in output order, and the cure.
+///
+/// # Errors
+/// As [`export_fitted`].
+pub fn export_outputs(
+    fitted: &mut FittedSet,
+    check_x: &DMatrix<f64>,
+    force: bool,
+) -> Result<(Vec<Exported>, Option<Cure>)> {
+    let check_all = |set: &ModelSet| -> Result<Vec<Exported>> {
+        set.members.iter().map(|m| check(m, check_x)).collect()
+    };
+    let passes = |checks: &[Exported]| checks.iter().all(|e| e.fidelity.passes());
+    let first = check_all(&fitted.set)?;
+    if passes(&first) {
+        return Ok((first, None));
+    }
+    let from_eps = fitted.jitter();
+    let mut eps = from_eps;
+    while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
+        eps *= 10.0;
+        let Ok((set, nlml)) = fitted.with_jitter(eps) else {
+            continue;
+        };
+        let checks = check_all(&set)?;
+        if passes(&checks) {
+            let cure = Cure {
+                from_eps,
+                to_eps: eps,
+                nlml_before: fitted.report.nlml,
+                nlml_after: nlml,
+                reoptimised: 0,
+            };
+            fitted.set = set;
+            return Ok((checks, Some(cure)));
+        }
+    }
+    let worst = first
+        .iter()
+        .find(|e| !e.fidelity.passes())
+        .or(first.first());
+    match worst {
+        Some(_) if force => Ok((first, None)),
+        Some(failed) => Err(refusal(
+            failed,
+            &format!(
+                "raising the jitter to {MAX_CURE_EPS:e} s2 did not cure it: try fewer basis \
+                 functions (--m) or --objective vfe"
+            ),
+        )),
+        None => Err(crate::Error::BadInput("no output to export".into())),
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod model;
 pub mod multi_target;
 pub mod optimise;
+pub mod output_blob;
 pub mod plot;
 pub mod precision;
 pub mod sweep;

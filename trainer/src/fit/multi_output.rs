@@ -34,6 +34,7 @@
 //! output, and the best continues. Seeds make the fit deterministic.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
@@ -58,12 +59,75 @@ use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// A multi-output fit: the models and how each output's fit went.
-#[derive(Clone, Debug)]
 pub struct FittedSet {
     /// The outputs' models on one basis.
     pub set: ModelSet,
     /// The fit.
     pub report: MultiFitReport,
+    /// The relative jitter the fit used.
+    jitter: f64,
+    /// Each output's runtime form and objective at another jitter, from
+    /// the fitted parameters.
+    posteriors: Posteriors,
+    /// Constant inputs the fit left out (the models take them and ignore
+    /// them).
+    ignored: Vec<usize>,
+}
+
+impl std::fmt::Debug for FittedSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FittedSet")
+            .field("set", &self.set)
+            .field("report", &self.report)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Each output's runtime form and training objective under a jitter
+/// policy, from the fitted parameters.
+type Posteriors = Arc<dyn Fn(&JitterPolicy) -> Result<Vec<(RuntimeForm, f64)>> + Send + Sync>;
+
+impl FittedSet {
+    /// The relative jitter the fit used.
+    pub fn jitter(&self) -> f64 {
+        self.jitter
+    }
+
+    /// The same fitted parameters with the relative jitter `eps` (times
+    /// each output's `s2`) on the factorised diagonal: the set (every
+    /// member again on one basis) and its joint training objective. A larger
+    /// jitter bounds the weights and the factors' condition, which an f32
+    /// export that fails its check needs ([`crate::cure`]).
+    ///
+    /// # Errors
+    /// If a factorisation fails even with that jitter.
+    pub fn with_jitter(&self, eps: f64) -> Result<(ModelSet, f64)> {
+        let default = JitterPolicy::default();
+        let policy = JitterPolicy {
+            initial: eps,
+            max: default.max.max(eps),
+            ..default
+        };
+        let (forms, nlml): (Vec<RuntimeForm>, Vec<f64>) =
+            (self.posteriors)(&policy)?.into_iter().unzip();
+        let basis = forms
+            .first()
+            .map(|f| f.basis.clone())
+            .ok_or_else(|| Error::Numerical("no output".into()))?;
+        let mut set = self.set.clone();
+        for (member, form) in set.members.iter_mut().zip(forms) {
+            let expanded = member.form.basis.input_dim() != form.basis.input_dim();
+            member.form = fold_onto(&basis, form)?;
+            if expanded {
+                member.form.basis = member
+                    .form
+                    .basis
+                    .with_ignored_inputs(member.input_names.len(), &self.ignored);
+            }
+        }
+        Ok((set, nlml.iter().sum()))
+    }
 }
 
 /// How a multi-output fit went: what `sgp fit --target a,b` prints.
@@ -157,6 +221,7 @@ pub fn fit_multi(
             expansion.apply(model);
             report.ignored_inputs = names.clone();
         }
+        fitted.ignored = ignored;
     }
     fitted.report.seconds = started.elapsed().as_secs_f64();
     for report in &mut fitted.report.outputs {
@@ -261,11 +326,9 @@ fn fit_exact_shared(
 ) -> Result<FittedSet> {
     let outputs = subsets(data, params.max_points, params.seed)?;
     let fit = optimise_exact_shared(&outputs, &params.optimiser, progress)?;
-    let mut forms = Vec::new();
     let mut reports = Vec::new();
     for ((full, used), kern) in data.outputs().iter().zip(&outputs).zip(&fit.kernels) {
         let post = exact_posterior(kern, &used.x, &used.y, &JitterPolicy::default())?;
-        forms.push(post.runtime_form()?);
         reports.push(FitReport::new(
             Method::Exact,
             full,
@@ -275,7 +338,25 @@ fn fit_exact_shared(
             post.jitter_escalations(),
         ));
     }
-    assemble(data, ModelKind::Exact, forms, reports, &fit, Vec::new())
+    let kernels = fit.kernels.clone();
+    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy| {
+        outputs
+            .iter()
+            .zip(&kernels)
+            .map(|(d, kern)| {
+                let post = exact_posterior(kern, &d.x, &d.y, jitter)?;
+                Ok((post.runtime_form()?, post.nlml()))
+            })
+            .collect()
+    });
+    assemble(
+        data,
+        ModelKind::Exact,
+        posteriors,
+        reports,
+        &fit,
+        Vec::new(),
+    )
 }
 
 /// SPGP on every output: restarts screened on the joint objective, then
@@ -468,7 +549,7 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
 }
 
 /// Each output's posterior of a shared sparse fit, assembled into a set.
-fn sparse_set<F: InducingFeatures>(
+fn sparse_set<F: InducingFeatures + Clone + Send + Sync + 'static>(
     data: &MultiTargetData,
     kind: ModelKind,
     method: Method,
@@ -477,11 +558,9 @@ fn sparse_set<F: InducingFeatures>(
     starts: Vec<StartReport>,
 ) -> Result<FittedSet> {
     let config = config(params);
-    let mut forms = Vec::new();
     let mut reports = Vec::new();
     for (d, kern) in data.outputs().iter().zip(&fit.kernels) {
         let post = fitc_posterior(&fit.features, kern, &d.x, &d.y, &config)?;
-        forms.push(post.runtime_form(&fit.features, kern));
         let mut report = FitReport::new(
             method,
             d,
@@ -496,7 +575,26 @@ fn sparse_set<F: InducingFeatures>(
         }
         reports.push(report);
     }
-    assemble(data, kind, forms, reports, fit, starts)
+    let (features, kernels, outputs) = (
+        fit.features.clone(),
+        fit.kernels.clone(),
+        data.outputs().to_vec(),
+    );
+    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy| {
+        let config = FitcConfig {
+            jitter: *jitter,
+            ..config
+        };
+        outputs
+            .iter()
+            .zip(&kernels)
+            .map(|(d, kern)| {
+                let post = fitc_posterior(&features, kern, &d.x, &d.y, &config)?;
+                Ok((post.runtime_form(&features, kern), post.nlml))
+            })
+            .collect()
+    });
+    assemble(data, kind, posteriors, reports, fit, starts)
 }
 
 /// The set of the outputs' runtime forms on the first one's basis, and
@@ -504,11 +602,13 @@ fn sparse_set<F: InducingFeatures>(
 fn assemble<F>(
     data: &MultiTargetData,
     kind: ModelKind,
-    forms: Vec<RuntimeForm>,
+    posteriors: Posteriors,
     reports: Vec<FitReport>,
     fit: &SharedFit<F>,
     starts: Vec<StartReport>,
 ) -> Result<FittedSet> {
+    let jitter = JitterPolicy::default();
+    let forms: Vec<RuntimeForm> = posteriors(&jitter)?.into_iter().map(|(f, _)| f).collect();
     let basis = forms
         .first()
         .map(|f| f.basis.clone())
@@ -546,6 +646,9 @@ fn assemble<F>(
             optimiser: Some(run),
             outputs,
         },
+        jitter: jitter.initial,
+        posteriors,
+        ignored: Vec::new(),
     })
 }
 
