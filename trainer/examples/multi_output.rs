@@ -6,16 +6,17 @@
 //! outputs). For each output: test NLPD and RMSE of its own single-output
 //! fit and of the shared fit at the same M (f64 trainer predictions, raw
 //! units), and the blob bytes of the separate models together against the
-//! one shared blob. A measurement, not a test:
+//! one shared blob (each exported as `sgp fit` exports it, cure included). A measurement, not a test:
 //! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
 //! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
 
+use sgp_trainer::cure::{export_fitted, export_outputs};
 use sgp_trainer::dynamics::System;
-use sgp_trainer::export::export;
 use sgp_trainer::fit::multi_output::fit_multi;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::metrics::{mean_nlpd, rmse};
 use sgp_trainer::model::TrainedModel;
+use sgp_trainer::output_blob::set_blob;
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;
@@ -60,7 +61,9 @@ fn main() -> sgp_trainer::Result<()> {
     for system in System::ALL {
         let data = system.data(TRAIN + TEST, 17)?;
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
-        let shared = fit_multi(&train, &params, &mut |_| {})?;
+        let mut shared = fit_multi(&train, &params, &mut |_| {})?;
+        let (exported, _) = export_outputs(&mut shared, &train.first().raw_x(), true)?;
+        let shared_bytes = set_blob(&shared.set, &exported)?.len();
         let x = test.first().raw_x();
         let mut single_bytes = 0;
         for ((out, test_out), member) in train
@@ -69,8 +72,8 @@ fn main() -> sgp_trainer::Result<()> {
             .zip(test.outputs())
             .zip(&shared.set.members)
         {
-            let single = fit(out, &params, &mut |_| {})?;
-            single_bytes += export(&single.model, &out.raw_x(), true)?.blob.len();
+            let mut single = fit(out, &params, &mut |_| {})?;
+            single_bytes += export_fitted(&mut single, &out.raw_x(), true)?.0.blob.len();
             let y = test_out.raw_y();
             let (ns, rs) = scores(&single.model, &x, y.as_slice())?;
             let (nm, rm) = scores(member, &x, y.as_slice())?;
@@ -81,21 +84,16 @@ fn main() -> sgp_trainer::Result<()> {
                 nm - ns
             );
         }
-        if let Some(run) = &shared.report.optimiser {
-            eprintln!(
-                "{}: shared run {} of {} iterations, {}",
-                system.name(),
-                run.iterations,
-                run.max_iter,
-                run.stop_reason
-            );
-        }
-        sizes.push((system, single_bytes));
+        sizes.push((system, single_bytes, shared_bytes));
     }
-    println!("\n| system | separate blobs (bytes) |");
-    println!("|---|---|");
-    for (system, single) in sizes {
-        println!("| {} | {single} |", system.name());
+    println!("\n| system | separate blobs (bytes) | shared blob (bytes) | ratio |");
+    println!("|---|---|---|---|");
+    for (system, single, shared) in sizes {
+        println!(
+            "| {} | {single} | {shared} | {:.2} |",
+            system.name(),
+            shared as f64 / single as f64
+        );
     }
     Ok(())
 }
