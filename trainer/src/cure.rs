@@ -19,6 +19,7 @@ use crate::fit::multi_output::FittedSet;
 use crate::fit::Fitted;
 use crate::model::ModelSet;
 use crate::Result;
+use sgp_runtime::VarianceForm;
 
 /// Largest relative jitter the cure tries: beyond a percent of the signal
 /// variance the model would be visibly smoothed.
@@ -104,8 +105,9 @@ pub fn export_fitted(
 /// [`export_fitted`] for the outputs of a multi-output fit: every member
 /// is checked as a model of its own (the set's blob holds the same
 /// numbers); if any fails, the jitter of every output is raised tenfold at
-/// a time from the fitted parameters (no re-optimisation: the joint fit is
-/// not re-run) until all pass, and `fitted.set` becomes the cured set.
+/// a time, the joint objective re-optimised briefly from the fitted
+/// parameters (falling back to the fitted parameters), until all pass, and
+/// `fitted.set` and each output's hyperparameters become the cured ones.
 /// Returns each member's check, in output order, and the cure.
 ///
 /// # Errors
@@ -119,36 +121,59 @@ pub fn export_outputs(
         set.members.iter().map(|m| check(m, check_x)).collect()
     };
     let passes = |checks: &[Exported]| checks.iter().all(|e| e.fidelity.passes());
+    // The blob has one variance form for all outputs: one member refusing
+    // the product form puts every output in the larger solves form, so a
+    // cure is also tried for that.
+    let compact = |checks: &[Exported]| {
+        passes(checks) && checks.iter().all(|e| e.variance == VarianceForm::Product)
+    };
     let first = check_all(&fitted.set)?;
-    if passes(&first) {
+    if compact(&first) {
         return Ok((first, None));
     }
     let from_eps = fitted.jitter();
     let mut eps = from_eps;
-    while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
+    let mut fallback = None;
+    'raise: while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
         eps *= 10.0;
-        let Ok((set, nlml)) = fitted.with_jitter(eps) else {
-            continue;
-        };
-        let checks = check_all(&set)?;
-        if passes(&checks) {
+        for reoptimise in [REOPTIMISE_ITER, 0] {
+            let Ok((set, nlml, hyper)) = fitted.with_jitter(eps, reoptimise) else {
+                continue;
+            };
+            let checks = check_all(&set)?;
+            if !passes(&checks) {
+                continue;
+            }
+            let done = compact(&checks);
             let cure = Cure {
                 from_eps,
                 to_eps: eps,
                 nlml_before: fitted.report.nlml,
                 nlml_after: nlml,
-                reoptimised: 0,
+                reoptimised: reoptimise,
             };
-            fitted.set = set;
-            return Ok((checks, Some(cure)));
+            if fallback.is_none() && !passes(&first) {
+                fallback = Some((set.clone(), hyper.clone(), checks.clone(), cure.clone()));
+            }
+            if done {
+                fallback = Some((set, hyper, checks, cure));
+                break 'raise;
+            }
         }
     }
-    let worst = first
+    if let Some((set, hyper, checks, cure)) = fallback {
+        fitted.set = set;
+        for (report, h) in fitted.report.outputs.iter_mut().zip(hyper) {
+            report.hyper = h;
+        }
+        return Ok((checks, Some(cure)));
+    }
+    let failed = first
         .iter()
         .find(|e| !e.fidelity.passes())
         .or(first.first());
-    match worst {
-        Some(_) if force => Ok((first, None)),
+    match failed {
+        _ if passes(&first) || force => Ok((first, None)),
         Some(failed) => Err(refusal(
             failed,
             &format!(

@@ -691,8 +691,9 @@ fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: bool) -> Resul
     if let Some(c) = &cure {
         println!(
             "export cure     jitter raised from {:e} to {:e} s2 for every output so that f32 \
-             reproduces the models; training objective {:.4} -> {:.4}",
-            c.from_eps, c.to_eps, c.nlml_before, c.nlml_after
+             reproduces the models ({} iterations of joint re-optimisation); training objective \
+             {:.4} -> {:.4}",
+            c.from_eps, c.to_eps, c.reoptimised, c.nlml_before, c.nlml_after
         );
     }
     println!(

@@ -86,7 +86,11 @@ impl std::fmt::Debug for FittedSet {
 
 /// Each output's runtime form and training objective under a jitter
 /// policy, from the fitted parameters.
-type Posteriors = Arc<dyn Fn(&JitterPolicy) -> Result<Vec<(RuntimeForm, f64)>> + Send + Sync>;
+/// Each output's runtime form, training objective and kernel under a
+/// jitter policy, after that many iterations of joint re-optimisation from
+/// the fitted parameters (0: the fitted parameters).
+type Posteriors =
+    Arc<dyn Fn(&JitterPolicy, u64) -> Result<Vec<(RuntimeForm, f64, KernelParams)>> + Send + Sync>;
 
 impl FittedSet {
     /// The relative jitter the fit used.
@@ -94,23 +98,41 @@ impl FittedSet {
         self.jitter
     }
 
-    /// The same fitted parameters with the relative jitter `eps` (times
-    /// each output's `s2`) on the factorised diagonal: the set (every
-    /// member again on one basis) and its joint training objective. A larger
+    /// The fit recomputed with the relative jitter `eps` (times each
+    /// output's `s2`) on the factorised diagonal, after `reoptimise`
+    /// iterations of the joint objective from the fitted parameters (0: the
+    /// same parameters): the set (every member again on one basis), its
+    /// joint training objective and each output's hyperparameters. A larger
     /// jitter bounds the weights and the factors' condition, which an f32
     /// export that fails its check needs ([`crate::cure`]).
     ///
     /// # Errors
     /// If a factorisation fails even with that jitter.
-    pub fn with_jitter(&self, eps: f64) -> Result<(ModelSet, f64)> {
+    pub fn with_jitter(
+        &self,
+        eps: f64,
+        reoptimise: u64,
+    ) -> Result<(ModelSet, f64, Vec<super::Hyperparameters>)> {
         let default = JitterPolicy::default();
         let policy = JitterPolicy {
             initial: eps,
             max: default.max.max(eps),
             ..default
         };
-        let (forms, nlml): (Vec<RuntimeForm>, Vec<f64>) =
-            (self.posteriors)(&policy)?.into_iter().unzip();
+        let rebuilt = (self.posteriors)(&policy, reoptimise)?;
+        let nlml: f64 = rebuilt.iter().map(|(_, v, _)| v).sum();
+        let hyper = rebuilt
+            .iter()
+            .zip(&self.set.members)
+            .map(|((_, _, kern), m)| {
+                let mut h = super::Hyperparameters::new(kern, &m.transform);
+                if m.form.basis.projection.is_some() {
+                    h.lengthscales.clear();
+                }
+                h
+            })
+            .collect();
+        let forms: Vec<RuntimeForm> = rebuilt.into_iter().map(|(f, _, _)| f).collect();
         let basis = forms
             .first()
             .map(|f| f.basis.clone())
@@ -126,7 +148,7 @@ impl FittedSet {
                     .with_ignored_inputs(member.input_names.len(), &self.ignored);
             }
         }
-        Ok((set, nlml.iter().sum()))
+        Ok((set, nlml, hyper))
     }
 }
 
@@ -255,7 +277,8 @@ fn initial_kernels(data: &MultiTargetData, params: &SparseParams) -> Result<Vec<
                 max_iter: params.optimiser.max_iter.min(100),
                 ..params.optimiser.clone()
             };
-            Ok(optimise_exact_shared(&subsets, &warm_up, &mut |_| {})?.kernels)
+            let jitter = JitterPolicy::default();
+            Ok(optimise_exact_shared(&subsets, None, jitter, &warm_up, &mut |_| {})?.kernels)
         }
     }
 }
@@ -268,20 +291,24 @@ fn subsets(data: &MultiTargetData, rows: usize, seed: u64) -> Result<Vec<Dataset
         .collect()
 }
 
+/// The joint exact objective of `outputs` minimised from each output's
+/// kernel `start` (the data's scales if `None`).
 fn optimise_exact_shared(
     outputs: &[Dataset],
+    start: Option<&[KernelParams]>,
+    jitter: JitterPolicy,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SharedFit<()>> {
     let objectives = outputs
         .iter()
-        .map(|d| {
-            ExactObjective::new(
-                &d.x,
-                &d.y,
-                super::data_scale_kernel(d)?,
-                JitterPolicy::default(),
-            )
+        .enumerate()
+        .map(|(i, d)| {
+            let kern = match start.and_then(|k| k.get(i)) {
+                Some(k) => k.clone(),
+                None => super::data_scale_kernel(d)?,
+            };
+            ExactObjective::new(&d.x, &d.y, kern, jitter)
         })
         .collect::<Result<_>>()?;
     let joint = SharedObjective::new(objectives)?;
@@ -325,7 +352,13 @@ fn fit_exact_shared(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<FittedSet> {
     let outputs = subsets(data, params.max_points, params.seed)?;
-    let fit = optimise_exact_shared(&outputs, &params.optimiser, progress)?;
+    let fit = optimise_exact_shared(
+        &outputs,
+        None,
+        JitterPolicy::default(),
+        &params.optimiser,
+        progress,
+    )?;
     let mut reports = Vec::new();
     for ((full, used), kern) in data.outputs().iter().zip(&outputs).zip(&fit.kernels) {
         let post = exact_posterior(kern, &used.x, &used.y, &JitterPolicy::default())?;
@@ -338,14 +371,30 @@ fn fit_exact_shared(
             post.jitter_escalations(),
         ));
     }
-    let kernels = fit.kernels.clone();
-    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy| {
+    let fitted_kernels = fit.kernels.clone();
+    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy, max_iter: u64| {
+        let kernels = if max_iter == 0 {
+            fitted_kernels.clone()
+        } else {
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            optimise_exact_shared(
+                &outputs,
+                Some(&fitted_kernels),
+                *jitter,
+                &options,
+                &mut |_| {},
+            )?
+            .kernels
+        };
         outputs
             .iter()
-            .zip(&kernels)
+            .zip(kernels)
             .map(|(d, kern)| {
-                let post = exact_posterior(kern, &d.x, &d.y, jitter)?;
-                Ok((post.runtime_form()?, post.nlml()))
+                let post = exact_posterior(&kern, &d.x, &d.y, jitter)?;
+                Ok((post.runtime_form()?, post.nlml(), kern))
             })
             .collect()
     });
@@ -580,17 +629,34 @@ fn sparse_set<F: InducingFeatures + Clone + Send + Sync + 'static>(
         fit.kernels.clone(),
         data.outputs().to_vec(),
     );
-    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy| {
+    let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy, max_iter: u64| {
         let config = FitcConfig {
             jitter: *jitter,
             ..config
         };
+        let (features, kernels) = if max_iter == 0 {
+            (features.clone(), kernels.clone())
+        } else {
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            let refit = fit_shared_sparse(
+                &outputs,
+                features.clone(),
+                kernels.clone(),
+                config,
+                &options,
+                &mut |_| {},
+            )?;
+            (refit.features, refit.kernels)
+        };
         outputs
             .iter()
-            .zip(&kernels)
+            .zip(kernels)
             .map(|(d, kern)| {
-                let post = fitc_posterior(&features, kern, &d.x, &d.y, &config)?;
-                Ok((post.runtime_form(&features, kern), post.nlml))
+                let post = fitc_posterior(&features, &kern, &d.x, &d.y, &config)?;
+                Ok((post.runtime_form(&features, &kern), post.nlml, kern))
             })
             .collect()
     });
@@ -608,7 +674,10 @@ fn assemble<F>(
     starts: Vec<StartReport>,
 ) -> Result<FittedSet> {
     let jitter = JitterPolicy::default();
-    let forms: Vec<RuntimeForm> = posteriors(&jitter)?.into_iter().map(|(f, _)| f).collect();
+    let forms: Vec<RuntimeForm> = posteriors(&jitter, 0)?
+        .into_iter()
+        .map(|(f, _, _)| f)
+        .collect();
     let basis = forms
         .first()
         .map(|f| f.basis.clone())
