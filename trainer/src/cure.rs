@@ -15,8 +15,11 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::export::{check, refusal, Exported};
+use crate::fit::multi_output::FittedSet;
 use crate::fit::Fitted;
+use crate::model::ModelSet;
 use crate::Result;
+use sgp_runtime::VarianceForm;
 
 /// Largest relative jitter the cure tries: beyond a percent of the signal
 /// variance the model would be visibly smoothed.
@@ -97,6 +100,89 @@ pub fn export_fitted(
              functions (--m) or --objective vfe"
         ),
     ))
+}
+
+/// [`export_fitted`] for the outputs of a multi-output fit: every member
+/// is checked as a model of its own (the set's blob holds the same
+/// numbers); if any fails, the jitter of every output is raised tenfold at
+/// a time, the joint objective re-optimised briefly from the fitted
+/// parameters (falling back to the fitted parameters), until all pass, and
+/// `fitted.set` and each output's hyperparameters become the cured ones.
+/// Returns each member's check, in output order, and the cure.
+///
+/// # Errors
+/// As [`export_fitted`].
+pub fn export_outputs(
+    fitted: &mut FittedSet,
+    check_x: &DMatrix<f64>,
+    force: bool,
+) -> Result<(Vec<Exported>, Option<Cure>)> {
+    let check_all = |set: &ModelSet| -> Result<Vec<Exported>> {
+        set.members.iter().map(|m| check(m, check_x)).collect()
+    };
+    let passes = |checks: &[Exported]| checks.iter().all(|e| e.fidelity.passes());
+    // The blob has one variance form for all outputs: one member refusing
+    // the product form puts every output in the larger solves form, so a
+    // cure is also tried for that.
+    let compact = |checks: &[Exported]| {
+        passes(checks) && checks.iter().all(|e| e.variance == VarianceForm::Product)
+    };
+    let first = check_all(&fitted.set)?;
+    if compact(&first) {
+        return Ok((first, None));
+    }
+    let from_eps = fitted.jitter();
+    let mut eps = from_eps;
+    let mut fallback = None;
+    'raise: while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
+        eps *= 10.0;
+        for reoptimise in [REOPTIMISE_ITER, 0] {
+            let Ok((set, nlml, hyper)) = fitted.with_jitter(eps, reoptimise) else {
+                continue;
+            };
+            let checks = check_all(&set)?;
+            if !passes(&checks) {
+                continue;
+            }
+            let done = compact(&checks);
+            let cure = Cure {
+                from_eps,
+                to_eps: eps,
+                nlml_before: fitted.report.nlml,
+                nlml_after: nlml,
+                reoptimised: reoptimise,
+            };
+            if fallback.is_none() && !passes(&first) {
+                fallback = Some((set.clone(), hyper.clone(), checks.clone(), cure.clone()));
+            }
+            if done {
+                fallback = Some((set, hyper, checks, cure));
+                break 'raise;
+            }
+        }
+    }
+    if let Some((set, hyper, checks, cure)) = fallback {
+        fitted.set = set;
+        for (report, h) in fitted.report.outputs.iter_mut().zip(hyper) {
+            report.hyper = h;
+        }
+        return Ok((checks, Some(cure)));
+    }
+    let failed = first
+        .iter()
+        .find(|e| !e.fidelity.passes())
+        .or(first.first());
+    match failed {
+        _ if passes(&first) || force => Ok((first, None)),
+        Some(failed) => Err(refusal(
+            failed,
+            &format!(
+                "raising the jitter to {MAX_CURE_EPS:e} s2 did not cure it: try fewer basis \
+                 functions (--m) or --objective vfe"
+            ),
+        )),
+        None => Err(crate::Error::BadInput("no output to export".into())),
+    }
 }
 
 #[cfg(test)]

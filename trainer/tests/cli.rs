@@ -225,6 +225,103 @@ fn fit_predict_eval_inspect_end_to_end() {
     assert_eq!(json["target"], "y");
 }
 
+/// `sgp fit --target a,b,c`: one blob for several outputs; `predict`
+/// prints each output's mean and variance, `eval` each output's figures;
+/// bad target lists and families that cannot share are clear errors.
+#[test]
+fn several_targets_fit_predict_eval() {
+    let dir = TempDir::new("several_targets");
+    let out = sgp(
+        &dir,
+        &["synth", "--system", "arm", "--rows", "200", "--seed", "3"],
+    );
+    dir.write("arm.csv", ok(&out, "synth --system"));
+    let fit = |extra: &[&str]| {
+        let mut args = vec![
+            "fit",
+            "--data",
+            "arm.csv",
+            "--m",
+            "10",
+            "--max-iter",
+            "30",
+            "--out",
+            "arm.sgp",
+        ];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let text = ok(
+        &fit(&["--target", "ex,ey,ez", "--quiet"]),
+        "fit --target ex,ey,ez",
+    );
+    assert!(text.contains("3 outputs on one basis"), "{text}");
+    for name in ["ex ", "ey ", "ez "] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{name}: {text}");
+    }
+    let json: Value =
+        serde_json::from_str(&ok(&fit(&["--target", "ex,ey,ez", "--json"]), "fit --json"))
+            .expect("JSON");
+    assert_eq!(json["report"]["outputs"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["fidelity"].as_array().map(Vec::len), Some(3));
+
+    let predicted = ok(
+        &sgp(
+            &dir,
+            &["predict", "--model", "arm.sgp", "--data", "arm.csv"],
+        ),
+        "predict",
+    );
+    let mut lines = predicted.lines();
+    assert_eq!(
+        lines.next(),
+        Some("ex_mean,ex_variance,ey_mean,ey_variance,ez_mean,ez_variance")
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().expect("number")).collect())
+        .collect();
+    assert_eq!(rows.len(), 200);
+    assert!(rows
+        .iter()
+        .all(|r| r.len() == 6 && r[1] > 0.0 && r[3] > 0.0 && r[5] > 0.0));
+
+    let evaluated = ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "arm.sgp", "--data", "arm.csv", "--json"],
+        ),
+        "eval",
+    );
+    let json: Value = serde_json::from_str(&evaluated).expect("JSON");
+    let outputs = json.as_array().expect("one entry per output");
+    assert_eq!(outputs.len(), 3);
+    for (entry, name) in outputs.iter().zip(["ex", "ey", "ez"]) {
+        assert_eq!(entry["output"], name);
+        let rmse = entry["rmse"].as_f64().expect("rmse");
+        assert!(rmse > 0.0 && rmse < 0.2, "{name}: RMSE {rmse}");
+    }
+
+    assert_bad_input(
+        &fit(&["--target", "ex,ex"]),
+        &["arm.csv", "'ex' is named twice"],
+    );
+    assert_bad_input(&fit(&["--target", "ex,nope"]), &["no column named 'nope'"]);
+    assert_bad_input(
+        &fit(&["--target", "ex,ey", "--model", "gplasso"]),
+        &["--model gplasso cannot fit several targets"],
+    );
+    dir.write("bad.csv", "a,b,c\n1,2,3\n2,NaN,4\n3,1,2\n");
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "fit", "--data", "bad.csv", "--target", "b,c", "--out", "x.sgp",
+            ],
+        ),
+        &["bad.csv", "line 3", "column 'b'"],
+    );
+}
+
 #[test]
 fn predict_picks_input_columns_by_name() {
     let dir = TempDir::new("columns_by_name");

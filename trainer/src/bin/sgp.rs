@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::codegen::{default_name, export_source, Format};
-use sgp_trainer::cure::{export_fitted, Cure};
+use sgp_trainer::cure::{export_fitted, export_outputs, Cure};
 use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset, TargetKind};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{
@@ -31,6 +31,7 @@ use sgp_trainer::export::{
 };
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::ivm::IvmParams;
+use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
 use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
@@ -38,7 +39,9 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
+use sgp_trainer::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
+use sgp_trainer::output_blob::{output_specs, set_blob};
 use sgp_trainer::plot::plot_svg;
 use sgp_trainer::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
@@ -125,6 +128,10 @@ enum Command {
         /// A named shape instead of the ridge data (its own inputs).
         #[arg(long, value_enum)]
         shape: Option<Shape>,
+        /// A dynamical system with several outputs instead (its own inputs
+        /// and outputs: fit them with --target a,b).
+        #[arg(long, value_enum, conflicts_with = "shape")]
+        system: Option<sgp_trainer::dynamics::System>,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -521,8 +528,9 @@ fn run(cli: &Cli) -> Result<()> {
             rows,
             dim,
             shape,
+            system,
             seed,
-        } => synth_command(*rows, *dim, *shape, *seed),
+        } => synth_command(*rows, *dim, *shape, *system, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
@@ -575,6 +583,126 @@ struct FitOutput<'a> {
     cure: Option<&'a Cure>,
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<&'a [PathRow]>,
+}
+
+/// What `sgp fit --target a,b --json` prints.
+#[derive(serde::Serialize)]
+struct MultiFitOutput<'a> {
+    report: &'a MultiFitReport,
+    blob: &'a Path,
+    blob_bytes: usize,
+    /// Each output's f32 fidelity, in output order.
+    fidelity: Vec<&'a Fidelity>,
+    /// The blob's variance form: "product" or "solves".
+    variance: &'static str,
+    cure: Option<&'a Cure>,
+}
+
+/// `sgp fit --target a,b,c`: one model for several targets on one basis.
+fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: bool) -> Result<()> {
+    if args.task()? == Some(TaskArg::Classification) || args.positive.is_some() {
+        return Err(Error::BadInput(
+            "several targets (--target a,b) are a multi-output regression; a classifier has one \
+             target column (its classes are that column's values)"
+                .into(),
+        ));
+    }
+    let data = MultiTargetData::from_csv(&args.data, targets)?;
+    let params = args.params(args.model.unwrap_or(Method::Spgp))?;
+    let bar = progress_bar(quiet || args.json, params.iteration_budget(), "fit");
+    let fitted = fit_multi(&data, &params, &mut |p: Progress| {
+        bar.set_position(p.iteration);
+        bar.set_message(format!("objective {:.4}", p.best_value));
+    });
+    bar.finish_and_clear();
+    let mut fitted = fitted?;
+    let raw_x = data.first().raw_x();
+    let (exported, cure) = export_outputs(&mut fitted, &raw_x, args.force)?;
+    let blob = set_blob(&fitted.set, &exported)?;
+    write_file(&args.out, &blob)?;
+    let variance = exported.first().map_or("solves", |e| e.variance.name());
+    if args.json {
+        let output = MultiFitOutput {
+            report: &fitted.report,
+            blob: &args.out,
+            blob_bytes: blob.len(),
+            fidelity: exported.iter().map(|e| &e.fidelity).collect(),
+            variance,
+            cure: cure.as_ref(),
+        };
+        println!("{}", to_json(&output)?);
+        return Ok(());
+    }
+    let report = &fitted.report;
+    let first = fitted.set.members.first();
+    println!(
+        "model           {} (M = {}, {} outputs on one basis, {} training rows)",
+        params.method().name(),
+        first.map_or(0, |m| m.n_basis()),
+        fitted.set.members.len(),
+        data.n_rows()
+    );
+    for (k, start) in report.starts.iter().enumerate() {
+        println!(
+            "start {:<9} {} -> objective {:.4}",
+            k + 1,
+            start.init,
+            start.nlml
+        );
+    }
+    if let Some(run) = &report.optimiser {
+        println!(
+            "objective       {:.4} -> {:.4} (sum over outputs) in {} iterations ({:.2} s; {})",
+            run.initial_nlml, report.nlml, run.iterations, report.seconds, run.stop_reason
+        );
+    }
+    if let Some(out) = report.outputs.first() {
+        if !out.hyper.lengthscales.is_empty() {
+            let scales: Vec<String> = out
+                .inputs
+                .iter()
+                .zip(&out.hyper.lengthscales)
+                .map(|(name, l)| format!("{name} {}", number(*l)))
+                .collect();
+            println!("length scales   {} (shared)", scales.join(", "));
+        }
+    }
+    println!("output          objective  signal var  noise var  f32 worst mean / sd");
+    for ((out, member), e) in report
+        .outputs
+        .iter()
+        .zip(&fitted.set.members)
+        .zip(&exported)
+    {
+        println!(
+            "{:<15} {:>9.4}  {:>10}  {:>9}{}  {:.3}",
+            member.target_name,
+            out.nlml,
+            number(out.hyper.signal_variance),
+            number(out.hyper.noise_variance),
+            if out.hyper.noise_on_floor {
+                " (floor)"
+            } else {
+                ""
+            },
+            e.fidelity.worst_mean_sd
+        );
+    }
+    if let Some(c) = &cure {
+        println!(
+            "export cure     jitter raised from {:e} to {:e} s2 for every output so that f32 \
+             reproduces the models ({} iterations of joint re-optimisation); training objective \
+             {:.4} -> {:.4}",
+            c.from_eps, c.to_eps, c.reoptimised, c.nlml_before, c.nlml_after
+        );
+    }
+    println!(
+        "blob            {} ({} bytes, {} variance form, every output's f32 predictions checked)",
+        args.out.display(),
+        blob.len(),
+        variance
+    );
+    Ok(())
 }
 
 /// Reads the training data for `models` (named by the option `flag`; empty:
@@ -664,6 +792,14 @@ fn training_data(
 }
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
+    let targets = args
+        .target
+        .as_deref()
+        .map(parse_target_list)
+        .unwrap_or_default();
+    if targets.len() > 1 {
+        return fit_outputs_command(args, &targets, quiet);
+    }
     let asked: Vec<Method> = args.model.into_iter().collect();
     let data = training_data(
         &args.data,
@@ -1023,6 +1159,9 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 fn predict_command(model: &Path, data: &Path) -> Result<()> {
     let (blob, spec) = read_blob(model)?;
     let x = read_inputs(data, &spec.input_names)?;
+    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
+        return predict_outputs(&spec, &x);
+    }
     let predictions = sgp_trainer::device::predict_all(&blob, &x)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = stdout_error;
@@ -1048,7 +1187,78 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
     out.flush().map_err(io)
 }
 
+/// `sgp predict` of a multi-output regression: `NAME_mean,NAME_variance`
+/// per output, each output evaluated through the runtime.
+fn predict_outputs(spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
+    let outputs = output_specs(spec);
+    let mut columns = Vec::with_capacity(outputs.len());
+    for output in &outputs {
+        columns.push(sgp_trainer::device::predict_all(&output.to_bytes()?, x)?);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = stdout_error;
+    let header: Vec<String> = outputs
+        .iter()
+        .map(|o| format!("{0}_mean,{0}_variance", o.target_name))
+        .collect();
+    writeln!(out, "{}", header.join(",")).map_err(io)?;
+    for i in 0..x.nrows() {
+        let cells: Vec<String> = columns
+            .iter()
+            .filter_map(|c| c.get(i))
+            .map(|p| format!("{},{}", p.mean, p.variance))
+            .collect();
+        writeln!(out, "{}", cells.join(",")).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// One output's evaluation, as `sgp eval --json` prints it for a
+/// multi-output blob.
+#[derive(serde::Serialize)]
+struct OutputEvaluation {
+    output: String,
+    #[serde(flatten)]
+    evaluation: Evaluation,
+}
+
+/// `sgp eval` of a multi-output regression: each output against its own
+/// target column (named as in the blob).
+fn eval_outputs(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
+    if input.target.is_some() {
+        return Err(Error::BadInput(
+            "--target does not apply to a multi-output blob: each output is evaluated against \
+             the column of its own name"
+                .into(),
+        ));
+    }
+    let mut all = Vec::new();
+    for output in output_specs(spec) {
+        let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;
+        all.push(OutputEvaluation {
+            evaluation: evaluate_blob(&output.to_bytes()?, &x, &y)?,
+            output: output.target_name,
+        });
+    }
+    if json {
+        println!("{}", to_json(&all)?);
+        return Ok(());
+    }
+    for (k, e) in all.iter().enumerate() {
+        if k > 0 {
+            println!();
+        }
+        println!("output          {}", e.output);
+        print_evaluation(&e.evaluation);
+    }
+    Ok(())
+}
+
 fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
+    let (_, spec) = read_blob(&input.model)?;
+    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
+        return eval_outputs(input, &spec, json);
+    }
     let BlobOnData { blob, spec, x, y } = input.read()?;
     if spec.shape.link == sgp_runtime::Link::Probit {
         // The blob names the positive class: every other value is negative.
@@ -1317,11 +1527,24 @@ fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     write_file(out, svg.as_bytes())
 }
 
-fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Result<()> {
+fn synth_command(
+    rows: usize,
+    dim: usize,
+    shape: Option<Shape>,
+    system: Option<sgp_trainer::dynamics::System>,
+    seed: u64,
+) -> Result<()> {
     if rows == 0 || dim == 0 {
         return Err(Error::BadInput(
             "--rows and --dim must be at least 1".into(),
         ));
+    }
+    if let Some(system) = system {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        system
+            .write_csv(rows, seed, &mut out)
+            .map_err(stdout_error)?;
+        return out.flush().map_err(stdout_error);
     }
     let generated = match shape {
         Some(shape) => synth::generate(shape, rows, seed),
