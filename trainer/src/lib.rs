@@ -30,6 +30,7 @@ pub mod inference;
 pub mod init;
 pub mod inspect;
 pub mod kernel;
+pub mod labels;
 pub mod lars;
 pub mod likelihood;
 pub mod linalg;
