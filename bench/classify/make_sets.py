@@ -77,6 +77,23 @@ def public():
     yield "wine1", wine.data, (wine.target == 1).astype(int), 54
 
 
+def multiclass():
+    """Sets of K > 2 classes, written to the `multiclass` folder: digits
+    (ten classes), wine (three) and a generated 2-D set of four Gaussian
+    blobs with 5% of the labels moved to a random class."""
+    digits = datasets.load_digits()
+    yield "digits10", digits.data, digits.target, 450
+    wine = datasets.load_wine()
+    yield "wine3", wine.data, wine.target, 54
+    rng = np.random.default_rng(77)
+    centres = np.array([[0, 0], [2, 0], [0, 2], [2, 2]])
+    y = rng.integers(0, 4, 1600)
+    x = centres[y] + 0.7 * rng.standard_normal((1600, 2))
+    noisy = rng.random(1600) < 0.05
+    y = np.where(noisy, rng.integers(0, 4, 1600), y)
+    yield "blobs4", x, y, 800
+
+
 def write(path, names, x, y):
     with open(path, "w") as f:
         f.write(",".join(names + ["y"]) + "\n")
@@ -96,6 +113,12 @@ def main():
         # Pixels that are constant in the training part say nothing.
         keep = xtr.std(axis=0) > 0
         save(out, name, (xtr[:, keep], ytr, xte[:, keep], yte))
+    out = os.path.join(out, "multiclass")
+    os.makedirs(out, exist_ok=True)
+    for name, x, y, n_test in multiclass():
+        xtr, xte, ytr, yte = train_test_split(x, y, test_size=n_test, random_state=0, stratify=y)
+        keep = xtr.std(axis=0) > 0
+        save(out, name, (xtr[:, keep], ytr, xte[:, keep], yte))
 
 
 def save(out, name, sets):
@@ -104,7 +127,7 @@ def save(out, name, sets):
     write(os.path.join(out, f"{name}-train.csv"), names, xtr, ytr)
     write(os.path.join(out, f"{name}-test.csv"), names, xte, yte)
     print(f"{name}: {len(ytr)} train, {len(yte)} test, D = {xtr.shape[1]}, "
-          f"positive {ytr.mean():.2f}", file=sys.stderr)
+          f"classes {len(np.unique(ytr))}", file=sys.stderr)
 
 
 if __name__ == "__main__":

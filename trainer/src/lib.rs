@@ -36,6 +36,7 @@ pub mod likelihood;
 pub mod linalg;
 pub mod metrics;
 pub mod model;
+pub mod multiclass;
 pub mod optimise;
 pub mod plot;
 pub mod precision;
