@@ -20,16 +20,23 @@
 //! Gaussian identities, which hold for the integral but not for its
 //! quadrature), so the finite-difference test sees the function it tests.
 //!
-//! # Adjoints
+//! # Evaluation and adjoints
 //!
-//! With `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
+//! The marginals go through `beta = Lu^{-T} m` and
+//! `P = Lu^{-T} (S - I) Lu^{-1}` (M x M, formed once per evaluation):
+//! `mu_n = Kuf_n . beta`, `s_n = kdiag_n + Kuf_n^T P Kuf_n`, so each row
+//! costs one M x M product (`P Kuf`) and the gradient one more
+//! (`Kuf diag(h) Kuf^T`), where the `A = Lu^{-1} Kuf` route needs six. With
+//! `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
 //!
-//! - `dF/dm = A g + m`,
-//! - `dF/dA = m g^T + 2 (S A - A) diag(h)`,
-//! - `dF/dL = tril(2 A diag(h) B^T + L - diag(1 / L_ii))`,
-//! - `dF/dkdiag = h`, `dF/dKuf = Lu^{-T} dF/dA`,
-//! - `dF/dLu = tril(-Lu^{-T} (dF/dA) A^T)`, taken back through the Cholesky
+//! - `dF/dKuf = beta g^T + 2 P Kuf diag(h)`, `dF/dkdiag = h`,
+//! - `dF/dbeta = Kuf g`, `dF/dP = Kuf diag(h) Kuf^T`, taken back to `m`,
+//!   `L` and `Lu` in [`gradient`]'s terms, then through the Cholesky
 //!   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
+//!
+//! Forming `P` loses about `cond(Kuu) * eps` relative precision in `s_n`
+//! against the `A` route; with the jitter `Kuu` carries that is far below
+//! what the quadrature resolves, and `s_n` is floored as before.
 //!
 //! # Runtime form
 //!
@@ -251,12 +258,10 @@ struct ChunkSums {
     ell: f64,
     /// Per latent.
     d_bias: Vec<f64>,
-    /// Per latent.
-    d_mean: Vec<DVector<f64>>,
-    /// Per latent, `A diag(h) B^T`.
-    a_h_bt: Vec<DMatrix<f64>>,
-    /// `(dF/dA) A^T`, summed over the latents.
-    ga_at: DMatrix<f64>,
+    /// Per latent, `dF/dbeta = Kuf g`.
+    d_beta: Vec<DVector<f64>>,
+    /// Per latent, `dF/dP = Kuf diag(h) Kuf^T`.
+    d_p: Vec<DMatrix<f64>>,
     feature: FeatureGrad,
 }
 
@@ -317,9 +322,20 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
     let lu = &chol.l;
     let lu_inv = lower_inverse(lu)?;
-    let covariances: Vec<DMatrix<f64>> = qs
+    // Per latent, `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I) Lu^{-1}`:
+    // then `mu = Kuf^T beta` and `s = kdiag + diag(Kuf^T P Kuf)` need one
+    // M x M product per row, not the three of going through `A`.
+    let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
+    let ps: Vec<DMatrix<f64>> = qs
         .iter()
-        .map(|q| mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose()))
+        .map(|q| {
+            let mut c = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+            for i in 0..c.nrows() {
+                c[(i, i)] -= 1.0;
+            }
+            let c_li = mul(faer_ref(&c), faer_ref(&lu_inv));
+            mul(faer_ref(&lu_inv).transpose(), faer_ref(&c_li))
+        })
         .collect();
     let step = cfg.chunk_rows.max(1);
     let starts: Vec<usize> = (0..x.nrows()).step_by(step).collect();
@@ -327,27 +343,24 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
         let rows = step.min(x.nrows() - r0);
         let xc = x.rows(r0, rows);
         let kuf = feat.kuf(kern, xc);
-        let a = mul(faer_ref(&lu_inv), faer_ref(&kuf));
         let kdiag = feat.kdiag(kern, xc);
-        let prior_var = &kdiag - col_sq_norms(&a);
         let mut sums = ChunkSums {
             ell: 0.0,
             d_bias: Vec::with_capacity(qs.len()),
-            d_mean: Vec::with_capacity(qs.len()),
-            a_h_bt: Vec::with_capacity(qs.len()),
-            ga_at: DMatrix::zeros(0, 0),
+            d_beta: Vec::with_capacity(qs.len()),
+            d_p: Vec::with_capacity(qs.len()),
             feature: FeatureGrad::zeros(0, 0),
         };
-        let mut ga = DMatrix::zeros(a.nrows(), rows);
+        let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
         let mut h_sum = DVector::zeros(rows);
-        for (k, (q, s)) in qs.iter().zip(&covariances).enumerate() {
-            let b = mul(faer_ref(&q.sqrt).transpose(), faer_ref(&a));
-            let mu = a.tr_mul(&q.mean);
-            let var = &prior_var + col_sq_norms(&b);
+        for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(&ps)).enumerate() {
+            let pk = mul(faer_ref(p), faer_ref(&kuf));
+            let mu = kuf.tr_mul(beta);
             let mut g = DVector::zeros(rows);
             let mut h = DVector::zeros(rows);
             for n in 0..rows {
-                let (v, d_mu, d_s) = expected_log_probit(y[(r0 + n, k)], mu[n], var[n], q.bias);
+                let var = kdiag[n] + kuf.column(n).dot(&pk.column(n));
+                let (v, d_mu, d_s) = expected_log_probit(y[(r0 + n, k)], mu[n], var, q.bias);
                 sums.ell += v;
                 g[n] = -d_mu;
                 h[n] = -d_s;
@@ -356,24 +369,23 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
             if !with_grad {
                 continue;
             }
-            sums.d_mean.push(&a * &g);
-            let mut a_h = a.clone();
-            for (mut col, hn) in a_h.column_iter_mut().zip(h.iter()) {
+            sums.d_beta.push(&kuf * &g);
+            let mut kuf_h = kuf.clone();
+            for (mut col, hn) in kuf_h.column_iter_mut().zip(h.iter()) {
                 col *= *hn;
             }
-            sums.a_h_bt
-                .push(mul(faer_ref(&a_h), faer_ref(&b).transpose()));
-            // dF/dA = m g^T + 2 (S - I) A diag(h), summed over the latents.
-            let mut ga_k = mul(faer_ref(s), faer_ref(&a_h));
-            ga_k -= &a_h;
-            ga_k *= 2.0;
-            ga_k.ger(1.0, &q.mean, &g, 1.0);
-            ga += ga_k;
+            sums.d_p
+                .push(mul(faer_ref(&kuf_h), faer_ref(&kuf).transpose()));
+            // dF/dKuf = beta g^T + 2 P Kuf diag(h), summed over the latents.
+            let mut pk_h = pk;
+            for (mut col, hn) in pk_h.column_iter_mut().zip(h.iter()) {
+                col *= 2.0 * *hn;
+            }
+            adj_kuf += pk_h;
+            adj_kuf.ger(1.0, beta, &g, 1.0);
             h_sum += h;
         }
         if with_grad {
-            sums.ga_at = mul(faer_ref(&ga), faer_ref(&a).transpose());
-            let adj_kuf = mul(faer_ref(&lu_inv).transpose(), faer_ref(&ga));
             sums.feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h_sum);
         }
         sums
@@ -388,7 +400,7 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
         )));
     }
     let grad = with_grad
-        .then(|| gradient(feat, kern, qs, lu, chol.jitter, &kuu, parts))
+        .then(|| gradient(feat, kern, qs, (lu, &lu_inv), chol.jitter, &kuu, parts))
         .transpose()?;
     Ok(SvgpValue {
         neg_elbo,
@@ -397,43 +409,57 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     })
 }
 
-/// Adds the chunks' sums and the KL terms into the full gradient.
+/// Adds the chunks' sums and the KL terms into the full gradient, taking
+/// `dF/dbeta` and `dF/dP` back to `m`, `L` and `Lu` (`Li = Lu^{-1}`):
+///
+/// - `dF/dm = Li dF/dbeta + m`,
+/// - `dF/dL = tril(2 Li (dF/dP) Li^T L + L - diag(1 / L_ii))`,
+/// - `dF/dLi = sum_k m_k (dF/dbeta_k)^T + 2 (S_k - I) Li (dF/dP_k)`,
+///   `dF/dLu = tril(-Li^T (dF/dLi) Li^T)`, then through the Cholesky
+///   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
 fn gradient<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     qs: &[Variational],
-    lu: &DMatrix<f64>,
+    (lu, lu_inv): (&DMatrix<f64>, &DMatrix<f64>),
     jitter: f64,
     kuu: &DMatrix<f64>,
     parts: Vec<ChunkSums>,
 ) -> Result<SvgpGrad> {
     let m = lu.nrows();
     let mut d_bias = vec![0.0; qs.len()];
-    let mut d_mean: Vec<DVector<f64>> = qs.iter().map(|q| q.mean.clone()).collect();
-    let mut a_h_bt = vec![DMatrix::zeros(m, m); qs.len()];
-    let mut ga_at = DMatrix::zeros(m, m);
+    let mut d_beta = vec![DVector::zeros(m); qs.len()];
+    let mut d_p = vec![DMatrix::zeros(m, m); qs.len()];
     let mut fg = FeatureGrad::zeros(feat.num_params(), kern.dim());
     for p in parts {
         for k in 0..qs.len() {
             d_bias[k] += p.d_bias[k];
-            d_mean[k] += &p.d_mean[k];
-            a_h_bt[k] += &p.a_h_bt[k];
+            d_beta[k] += &p.d_beta[k];
+            d_p[k] += &p.d_p[k];
         }
-        ga_at += p.ga_at;
         fg.add_assign(&p.feature);
     }
     let mut variational = Vec::with_capacity(qs.len() * Variational::num_params(m));
+    let mut d_li = DMatrix::zeros(m, m);
     for (k, q) in qs.iter().enumerate() {
-        let mut d_sqrt = &a_h_bt[k] * 2.0 + &q.sqrt;
+        let d_mean = lu_inv * &d_beta[k] + &q.mean;
+        // Li dF/dP, then dF/dS = Li dF/dP Li^T.
+        let li_dp = mul(faer_ref(lu_inv), faer_ref(&d_p[k]));
+        let d_s = mul(faer_ref(&li_dp), faer_ref(lu_inv).transpose());
+        let mut d_sqrt = mul(faer_ref(&d_s), faer_ref(&q.sqrt)) * 2.0 + &q.sqrt;
         for i in 0..m {
             d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
         }
         d_sqrt.fill_upper_triangle(0.0, 1);
-        variational.extend(q.pack_grad(d_bias[k], &d_mean[k], &d_sqrt));
+        variational.extend(q.pack_grad(d_bias[k], &d_mean, &d_sqrt));
+        let s = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+        let mut term = mul(faer_ref(&s), faer_ref(&li_dp));
+        term -= &li_dp;
+        d_li += term * 2.0;
+        d_li.ger(1.0, &q.mean, &d_beta[k], 1.0);
     }
-    // dF/dLu = tril(-Lu^{-T} (dF/dA) A^T).
-    let mut d_lu = -ga_at;
-    solve_lower_t_mut(lu, &mut d_lu)?;
+    let inner = mul(faer_ref(&d_li), faer_ref(lu_inv).transpose());
+    let mut d_lu = -mul(faer_ref(lu_inv).transpose(), faer_ref(&inner));
     d_lu.fill_upper_triangle(0.0, 1);
     let adj_kuu = cholesky_adjoint(lu, &d_lu)?;
     fg.add_assign(&feat.grad_kuu(kern, kuu, &adj_kuu));
