@@ -15,41 +15,19 @@
 //! error (top class, 10 bins) and fit seconds. The tuned RBF SVM on the
 //! same CSVs: `bench/classify/run_peers.py --multiclass --tools svm`.
 
-use std::path::Path;
 use std::time::Instant;
 
 use sgp_trainer::data::{read_inputs_and_target, Dataset};
 use sgp_trainer::fit::svgp::{fit_svgp_classes, SvgpParams};
 use sgp_trainer::multiclass::{probabilities, scores, ClassLink};
-use sgp_trainer::{Error, Result};
+use sgp_trainer::Result;
+
+mod bench_sets;
 
 fn main() -> Result<()> {
-    let mut only = Vec::new();
-    let mut m = 128;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--only", Some(name)) => only.push(name),
-            ("--m", Some(v)) => m = v.parse().map_err(|_| Error::BadInput(format!("--m {v}")))?,
-            _ => return Err(Error::BadInput(format!("unknown argument {a}"))),
-        }
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/classify/data/multiclass");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|e| {
-            Error::BadInput(format!(
-                "{}: {e} (run python bench/classify/make_sets.py first)",
-                dir.display()
-            ))
-        })?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_suffix("-train.csv").map(str::to_owned)
-        })
-        .filter(|n| only.is_empty() || only.contains(n))
-        .collect();
-    names.sort();
+    let args = bench_sets::args()?;
+    let (dir, names) = bench_sets::sets("multiclass", &args.only)?;
+    let m = args.m;
     println!("| set | K | M | link | error | log loss | ECE | fit s |");
     println!("|---|---:|---:|---|---:|---:|---:|---:|");
     for name in names {
