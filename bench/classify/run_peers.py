@@ -8,6 +8,12 @@ default 2; TensorFlow's intra-op pool is set to it, sgp's rayon pool is
 RAYON_NUM_THREADS).
 
     python bench/classify/run_peers.py [--only NAME,...] [--tools sgp,ivm,gpflow,gpc,svm] [--m 128]
+    python bench/classify/run_peers.py --multiclass --tools svm   # data/multiclass
+
+With --multiclass the sets of K > 2 classes are scored on all K
+probabilities (error of the most probable class, log loss, ECE of its
+probability); sgp's multi-class figures come from
+`cargo run --release -p sgp-trainer --example multiclass_suite`.
 
 Prints a markdown table: test error (%), log loss, ECE (10 equal-width
 bins), fit seconds; one JSON line per fit on stderr.
@@ -44,6 +50,21 @@ def scores(p, y):
         for b in range(10)
         if np.any(bins == b)
     )
+    return err, logloss, float(ece)
+
+
+def multiclass_scores(p, y):
+    """Error, log loss and top-class ECE (10 bins) of probabilities p (N x K)
+    against class indices y."""
+    top = p.argmax(axis=1)
+    confidence = p.max(axis=1)
+    right = top == y
+    err = float(np.mean(~right))
+    logloss = float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, 1))))
+    bins = np.minimum((confidence * 10).astype(int), 9)
+    ece = sum(
+        abs(np.sum(confidence[bins == b]) - np.sum(right[bins == b])) for b in range(10)
+    ) / len(y)
     return err, logloss, float(ece)
 
 
@@ -124,7 +145,7 @@ def run_svm(x, y, xs):
     search = GridSearchCV(SVC(kernel="rbf"), grid, cv=5, n_jobs=1).fit(x, y)
     svm = SVC(kernel="rbf", probability=True, random_state=0, **search.best_params_).fit(x, y)
     seconds = time.perf_counter() - start
-    return svm.predict_proba(xs)[:, 1], seconds
+    return svm.predict_proba(xs), seconds
 
 
 def main():
@@ -133,9 +154,14 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--tools", default="sgp,ivm,gpflow,gpc,svm")
     ap.add_argument("--m", type=int, default=128)
+    ap.add_argument("--multiclass", action="store_true")
     ap.add_argument("--sgp", default=os.path.join(ROOT, "target", "release", "sgp"))
     args = ap.parse_args()
     tools = args.tools.split(",")
+    if args.multiclass:
+        args.data = os.path.join(args.data, "multiclass")
+        if tools != ["svm"]:
+            sys.exit("--multiclass runs --tools svm only")
     names = sorted(f[: -len("-train.csv")] for f in os.listdir(args.data) if f.endswith("-train.csv"))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
@@ -157,9 +183,14 @@ def main():
                 p, sec = run_gpc(x, y, xs)
             elif tool == "svm":
                 p, sec = run_svm(x, y, xs)
+                if not args.multiclass:
+                    p = p[:, 1]
             else:
                 sys.exit(f"unknown tool {tool}")
-            err, logloss, ece = scores(p, ys)
+            if args.multiclass:
+                err, logloss, ece = multiclass_scores(p, ys.astype(int))
+            else:
+                err, logloss, ece = scores(p, ys)
             row = dict(set=name, tool=tool, error=err, logloss=logloss, ece=ece, seconds=sec)
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)

@@ -15,42 +15,21 @@
 //! and blob bytes. The peers (GPflow SVGP, an exact GP classifier, an RBF
 //! SVM) on the same CSVs: `bench/classify/run_peers.py`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::{is_class, read_inputs_and_target, Dataset};
 use sgp_trainer::evaluate::evaluate_classifier;
 use sgp_trainer::fit::{fit, FitParams, Method};
-use sgp_trainer::{Error, Result};
+use sgp_trainer::Result;
+
+mod bench_sets;
 
 fn main() -> Result<()> {
-    let mut only = Vec::new();
-    let mut m = 128;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--only", Some(name)) => only.push(name),
-            ("--m", Some(v)) => m = v.parse().map_err(|_| Error::BadInput(format!("--m {v}")))?,
-            _ => return Err(Error::BadInput(format!("unknown argument {a}"))),
-        }
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/classify/data");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|e| {
-            Error::BadInput(format!(
-                "{}: {e} (run python bench/classify/make_sets.py first)",
-                dir.display()
-            ))
-        })?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_suffix("-train.csv").map(str::to_owned)
-        })
-        .filter(|n| only.is_empty() || only.contains(n))
-        .collect();
-    names.sort();
+    let args = bench_sets::args()?;
+    let (dir, names) = bench_sets::sets("", &args.only)?;
+    let m = args.m;
     println!("| set | model | M | error | log loss | Brier | fit s | blob bytes |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for name in names {

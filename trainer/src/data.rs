@@ -25,6 +25,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::labels::TargetColumn;
 use crate::{Error, Result};
 
 /// The affine maps between raw units and the standardised units the models
@@ -129,6 +130,9 @@ pub struct Dataset {
     /// transform was computed from (ascending). Their scale is 1 and their
     /// standardised values are zero; models ignore them.
     pub constant_inputs: Vec<usize>,
+    /// The text labels of a target column that holds text, sorted: raw
+    /// target value `k` is label `k` ([`crate::labels`]). Empty for numbers.
+    pub class_labels: Vec<String>,
 }
 
 impl Dataset {
@@ -143,7 +147,7 @@ impl Dataset {
     /// As [`Dataset::from_csv`], reading CSV text from any reader; `source`
     /// names it in messages.
     pub fn from_reader(reader: impl Read, source: &str, target: Option<&str>) -> Result<Dataset> {
-        let table = read_table(reader, source, |header| {
+        let table = read_table(reader, source, true, |header| {
             let t = match target {
                 Some(name) => find_column(header, name, source)?,
                 None => header.len().saturating_sub(1),
@@ -165,10 +169,16 @@ impl Dataset {
             d,
             table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
         );
-        let y_raw = DVector::from_iterator(n, table.rows.iter().filter_map(|r| r.last().copied()));
         let mut names = table.names;
         let target_name = names.pop().unwrap_or_default();
-        build(source, x_raw, y_raw, names, target_name)
+        let (y_raw, class_labels) =
+            match TargetColumn::parse(&table.last_cells, table.first_text.as_deref())? {
+                TargetColumn::Numbers(y) => (y, Vec::new()),
+                TargetColumn::Labels { codes, names } => (codes, names),
+            };
+        let mut data = build(source, x_raw, DVector::from_vec(y_raw), names, target_name)?;
+        data.class_labels = class_labels;
+        Ok(data)
     }
 
     /// Builds a data set from values in raw units (e.g. generated demo
@@ -352,6 +362,7 @@ impl Dataset {
             transform: self.transform.clone(),
             source: self.source.clone(),
             constant_inputs: self.constant_inputs.clone(),
+            class_labels: self.class_labels.clone(),
         })
     }
 
@@ -401,6 +412,7 @@ impl Dataset {
                 .filter(|(_, j)| self.constant_inputs.contains(j))
                 .map(|(new, _)| new)
                 .collect(),
+            class_labels: self.class_labels.clone(),
         })
     }
 
@@ -487,6 +499,7 @@ impl Dataset {
             self.input_names.clone(),
             self.target_name.clone(),
         )?;
+        train.class_labels = self.class_labels.clone();
         if let TargetKind::Binary { .. } = self.target {
             // Labels stay -1/+1: undo the standardisation `build` applied.
             train.y = raw_y.select_rows(&train_idx);
@@ -503,6 +516,7 @@ impl Dataset {
             transform: train.transform.clone(),
             source: format!("{} (test part)", self.source),
             constant_inputs: train.constant_inputs.clone(),
+            class_labels: self.class_labels.clone(),
         };
         Ok((train, test))
     }
@@ -522,7 +536,7 @@ pub fn read_inputs_from_reader(
     source: &str,
     input_names: &[String],
 ) -> Result<DMatrix<f64>> {
-    let table = read_table(reader, source, |header| {
+    let table = read_table(reader, source, false, |header| {
         input_names
             .iter()
             .map(|name| find_column(header, name, source))
@@ -640,7 +654,7 @@ fn inputs_and_target(
             .map(String::as_str)
             .chain(std::iter::once(target))
     };
-    let table = read_table(reader, source, |header| {
+    let table = read_table(reader, source, false, |header| {
         if exact {
             let missing: Vec<&str> = wanted()
                 .filter(|w| !header.iter().any(|h| h == w))
@@ -698,6 +712,11 @@ fn open(path: &Path) -> Result<File> {
 struct Table {
     names: Vec<String>,
     rows: Vec<Vec<f64>>,
+    /// The cells of the last selected column as text, when asked for
+    /// (a target that may hold labels); `rows` then leave it out.
+    last_cells: Vec<String>,
+    /// Where the first of those cells that is not a number is.
+    first_text: Option<String>,
 }
 
 /// Parses CSV text, letting `select` choose column indices from the header.
@@ -706,6 +725,7 @@ struct Table {
 fn read_table<R: Read>(
     reader: R,
     source: &str,
+    last_as_text: bool,
     select: impl FnOnce(&[String]) -> Result<Vec<usize>>,
 ) -> Result<Table> {
     let mut csv = csv::ReaderBuilder::new()
@@ -731,7 +751,10 @@ fn read_table<R: Read>(
         .filter_map(|&c| header.get(c).cloned())
         .collect();
 
+    let numeric = selected.len() - usize::from(last_as_text && !selected.is_empty());
     let mut rows = Vec::new();
+    let mut last_cells = Vec::new();
+    let mut first_text = None;
     let mut record = csv::StringRecord::new();
     let mut data_row = 0usize;
     loop {
@@ -751,7 +774,22 @@ fn read_table<R: Read>(
             )));
         }
         let mut row = Vec::with_capacity(selected.len());
-        for &c in &selected {
+        if let (true, Some(&c)) = (last_as_text, selected.last()) {
+            let name = header.get(c).map_or("", String::as_str);
+            let cell = record.get(c).unwrap_or("");
+            match parse_cell(cell) {
+                Ok(_) => {}
+                // Missing and non-finite values are refused as in any column.
+                Err(why) if cell.is_empty() || cell.parse::<f64>().is_ok() => {
+                    return Err(Error::BadInput(format!("{place}, column '{name}': {why}")))
+                }
+                Err(_) => {
+                    first_text.get_or_insert_with(|| format!("{place}, column '{name}'"));
+                }
+            }
+            last_cells.push(cell.to_owned());
+        }
+        for &c in selected.iter().take(numeric) {
             let name = header.get(c).map_or("", String::as_str);
             let cell = record.get(c).unwrap_or("");
             let value = parse_cell(cell)
@@ -765,7 +803,12 @@ fn read_table<R: Read>(
             "{source}: no data rows after the header"
         )));
     }
-    Ok(Table { names, rows })
+    Ok(Table {
+        names,
+        rows,
+        last_cells,
+        first_text,
+    })
 }
 
 fn csv_error(source: &str, e: &csv::Error) -> Error {
@@ -923,6 +966,7 @@ pub(crate) fn build(
         transform,
         source: source.to_owned(),
         constant_inputs,
+        class_labels: Vec::new(),
     })
 }
 

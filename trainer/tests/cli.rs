@@ -1698,6 +1698,53 @@ fn ivm_one_vs_rest_and_bad_class_columns() {
     assert_eq!(positives, 24);
 }
 
+/// A text target is a classification: the rarer label is positive unless
+/// `--positive` names another, a regression on it is refused, and a text
+/// input column is still an error naming its line and column.
+#[test]
+fn text_labels_are_classes() {
+    let dir = TempDir::new("text_labels");
+    dir.write("t.csv", classes_csv("ok", "fault", Some("ok")));
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", "--data", "t.csv", "--m", "8", "--out", "t.sgp"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let out = fit(&["--restarts", "1"]);
+    ok(&out, "fit");
+    let err = stderr(&out);
+    assert!(
+        err.contains("positive class 'fault' against 'ok' (the rarer label"),
+        "{err}"
+    );
+    let err = stderr(&fit(&["--restarts", "1", "--positive", "ok"]));
+    assert!(
+        err.contains("positive class 'ok' against 'fault' (--positive"),
+        "{err}"
+    );
+    fit_rejects(
+        &dir,
+        "t.csv",
+        &classes_csv("ok", "fault", None),
+        &["--positive", "broken"],
+        &["class 'broken'", "one of fault, ok"],
+    );
+    fit_rejects(
+        &dir,
+        "t.csv",
+        &classes_csv("ok", "fault", None),
+        &["--task", "regression"],
+        &["text labels (fault, ok)", "regression needs numbers"],
+    );
+    fit_rejects(
+        &dir,
+        "x.csv",
+        "a,b,label\n1,2,ok\n1,x,fault\n3,1,ok\n",
+        &[],
+        &["x.csv", "line 3", "column 'b'", "'x' is not a number"],
+    );
+}
+
 /// A two-valued target is a classification unless told otherwise, fitted
 /// by svgp; `--task` overrides; a regression model asked for by name fits
 /// the values as numbers, and says so.
@@ -1720,7 +1767,7 @@ fn two_valued_target_is_a_classification_by_default() {
     let (method, err) = fit(&[]);
     assert_eq!(method, "svgp");
     assert!(
-        err.contains("binary classification, positive class 1"),
+        err.contains("binary classification, positive class '1' against '0' (the larger value"),
         "{err}"
     );
     let predict = ok(

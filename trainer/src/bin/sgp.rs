@@ -39,6 +39,7 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
+use sgp_trainer::labels;
 use sgp_trainer::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
 use sgp_trainer::output_blob::{output_specs, set_blob};
@@ -228,9 +229,10 @@ struct SweepArgs {
     /// classification, --models ivm).
     #[arg(long, value_enum, default_value = "identity")]
     link: LinkArg,
-    /// With --link probit: the target value of the positive class.
+    /// With --link probit: the positive class (a label of the target
+    /// column, text or number).
     #[arg(long, allow_negative_numbers = true)]
-    positive: Option<f64>,
+    positive: Option<String>,
     /// Flash budget: largest blob in bytes (K and M suffixes: 64K).
     #[arg(long, value_parser = parse_bytes)]
     flash: Option<usize>,
@@ -282,20 +284,21 @@ struct FitArgs {
     /// regression).
     #[arg(long, value_enum)]
     model: Option<Method>,
-    /// Regression or binary classification (default: classification when
-    /// the target holds exactly two distinct values or --positive is given,
-    /// else regression).
+    /// Regression or classification (default: classification when the
+    /// target holds text labels or exactly two distinct values, or
+    /// --positive is given; else regression).
     #[arg(long, value_enum)]
     task: Option<TaskArg>,
     /// Likelihood of the target: identity (regression) or probit (binary
     /// classification); `--link probit` is `--task classification`.
     #[arg(long, value_enum)]
     link: Option<LinkArg>,
-    /// For a classification: the target value of the positive class; every
-    /// other value is negative (one-vs-rest). Without it the target must
-    /// hold exactly two values and the larger is positive.
+    /// For a classification: the positive class (a label of the target
+    /// column, text or number); every other label is negative (one against
+    /// the rest). Without it a two-label target takes the larger number, or
+    /// the rarer text label.
     #[arg(long, allow_negative_numbers = true)]
-    positive: Option<f64>,
+    positive: Option<String>,
     /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca) or of
     /// selected training inputs (gplasso; ivm: the active-set size).
     #[arg(long, default_value_t = 20)]
@@ -715,27 +718,29 @@ fn training_data(
     path: &Path,
     target: Option<&str>,
     task: Option<TaskArg>,
-    positive: Option<f64>,
+    positive: Option<&str>,
     (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<Dataset> {
     let data = Dataset::from_csv(path, target)?;
     let regression_only = models.iter().find(|m| !m.classifies());
     let classes = data.target_classes();
+    let text = !data.class_labels.is_empty();
     let task = task.unwrap_or_else(|| {
         let two = classes.len() == 2;
         match regression_only {
-            Some(model) if two && !quiet => {
+            Some(model) if (two || text) && !quiet => {
                 eprintln!(
-                    "sgp: target '{}' holds two values but {flag} {} is a regression model: \
-                     fitting the values as numbers (--model svgp, ivm or exact classifies)",
+                    "sgp: target '{}' holds {} but {flag} {} is a regression model: fitting \
+                     it as a number (--model svgp, ivm or exact classifies)",
                     data.target_name,
+                    if text { "text labels" } else { "two values" },
                     model.name()
                 );
                 TaskArg::Regression
             }
             Some(_) => TaskArg::Regression,
-            None if two || positive.is_some() => TaskArg::Classification,
+            None if two || text || positive.is_some() => TaskArg::Classification,
             None => TaskArg::Regression,
         }
     });
@@ -747,15 +752,25 @@ fn training_data(
                     model.name()
                 )));
             }
-            let data = data.into_binary(positive)?;
-            if let (false, TargetKind::Binary { positive }) = (quiet, data.target) {
-                let shown: Vec<String> = classes.iter().take(2).map(|v| v.to_string()).collect();
-                let rest = if classes.len() > 2 { ", ..." } else { "" };
+            let chosen = positive.is_some();
+            let positive = match positive {
+                Some(label) => labels::class_value(&data, label)?,
+                None => labels::default_positive(&data)?,
+            };
+            let names = labels::binary_labels(&data, positive);
+            let data = data.into_binary(Some(positive))?;
+            if !quiet {
+                let why = match (chosen, text) {
+                    (true, _) => "--positive",
+                    (false, true) => "the rarer label",
+                    (false, false) => "the larger value",
+                };
                 eprintln!(
-                    "sgp: target '{}' ({}{rest}): binary classification, positive class {positive} \
-                     (--task regression fits it as a number)",
+                    "sgp: target '{}': binary classification, positive class '{}' against '{}' \
+                     ({why}; --positive LABEL chooses another, --task regression fits numbers)",
                     data.target_name,
-                    shown.join(", ")
+                    names.get(1).map_or("", String::as_str),
+                    names.first().map_or("", String::as_str),
                 );
             }
             data
@@ -764,6 +779,19 @@ fn training_data(
             return Err(Error::BadInput(
                 "--positive names the positive class of a classification".into(),
             ))
+        }
+        TaskArg::Regression if text => {
+            return Err(Error::BadInput(format!(
+                "{}: target column '{}' holds text labels ({}): a regression needs numbers",
+                data.source,
+                data.target_name,
+                data.class_labels
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
         }
         TaskArg::Regression => data,
     };
@@ -805,7 +833,7 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         &args.data,
         args.target.as_deref(),
         args.task()?,
-        args.positive,
+        args.positive.as_deref(),
         ("--model", &asked),
         quiet,
     )?;
@@ -1480,7 +1508,7 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         &args.data,
         args.target.as_deref(),
         Some(task),
-        args.positive,
+        args.positive.as_deref(),
         ("--models", &models),
         quiet,
     )?;

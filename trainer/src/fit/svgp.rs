@@ -33,13 +33,16 @@ use super::{
     Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
     StartReport, DEFAULT_RESTARTS,
 };
-use crate::data::{Dataset, TargetKind};
+use nalgebra::DMatrix;
+
+use crate::data::{is_class, Dataset, TargetKind};
 use crate::features::PseudoInputs;
 use crate::inference::svgp::{svgp_runtime_form, SvgpConfig, SvgpObjective, Variational};
 use crate::kernel::KernelParams;
+use crate::labels::class_name;
 use crate::likelihood::norm_quantile;
 use crate::linalg::JitterPolicy;
-use crate::model::TrainedModel;
+use crate::model::{ModelSet, TrainedModel};
 use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
@@ -122,9 +125,142 @@ impl SvgpParams {
 struct SvgpFit {
     features: PseudoInputs,
     kernel: KernelParams,
-    q: Variational,
+    qs: Vec<Variational>,
     neg_elbo: f64,
     run: OptimiseReport,
+    starts: Vec<StartReport>,
+}
+
+/// What the latent functions of a fit are.
+#[derive(Clone, Debug)]
+enum Latents {
+    /// One latent: `data.y` holds the -1/+1 labels.
+    Binary,
+    /// One latent per class value (raw target units), each against the
+    /// rest.
+    OneVsRest(Vec<f64>),
+}
+
+impl Latents {
+    /// The -1/+1 labels of `data`, one column per latent.
+    fn labels(&self, data: &Dataset) -> DMatrix<f64> {
+        match self {
+            Latents::Binary => DMatrix::from_column_slice(data.n_rows(), 1, data.y.as_slice()),
+            Latents::OneVsRest(classes) => {
+                let raw = data.raw_y();
+                DMatrix::from_fn(data.n_rows(), classes.len(), |i, k| {
+                    if is_class(raw[i], classes[k]) {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                })
+            }
+        }
+    }
+
+    /// Each latent's starting `q(u)`: the prior, with the bias that
+    /// predicts its base rate.
+    fn prior(&self, data: &Dataset, m: usize) -> Vec<Variational> {
+        let y = self.labels(data);
+        y.column_iter()
+            .map(|col| Variational::prior(m, initial_bias(col.as_slice())))
+            .collect()
+    }
+}
+
+/// Fits the latents of `latents` on shared pseudo-inputs and kernel:
+/// screened starts, then the best optimised to the end.
+fn fit_latents(
+    data: &Dataset,
+    latents: &Latents,
+    params: &SvgpParams,
+    config: SvgpConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SvgpFit> {
+    let kern = initial_kernel(data)?;
+    let sparse = params.sparse();
+    let done = Cell::new(0u64);
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: done.get() + p.iteration,
+            ..p
+        })
+    };
+    let mut starts = Vec::new();
+    let start = if params.restarts <= 1 {
+        let z = start_positions(&data.x, &sparse, 0)?.1;
+        (PseudoInputs::new(z)?, kern, latents.prior(data, params.m))
+    } else {
+        let (screen, subset) = screening(data, &sparse)?;
+        let y = latents.labels(&subset);
+        let mut best: Option<SvgpFit> = None;
+        for k in 0..params.restarts {
+            let (label, z) = start_positions(&data.x, &sparse, k)?;
+            let start = (
+                PseudoInputs::new(z)?,
+                kern.clone(),
+                latents.prior(data, params.m),
+            );
+            let run = optimise((&subset, &y), start, config, &screen, &mut counted)?;
+            done.set(done.get() + run.run.iterations);
+            starts.push(StartReport {
+                init: label,
+                nlml: run.neg_elbo,
+            });
+            if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
+                best = Some(run);
+            }
+        }
+        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        (best.features, best.kernel, best.qs)
+    };
+    let y = latents.labels(data);
+    let mut fit = optimise((data, &y), start, config, &params.optimiser, &mut counted)?;
+    fit.starts = starts;
+    Ok(fit)
+}
+
+/// The report of a fit.
+fn report(data: &Dataset, fit: &SvgpFit, params: &SvgpParams, escalations: u32) -> FitReport {
+    let mut report = FitReport::new(
+        Method::Svgp,
+        data,
+        data.n_rows(),
+        &fit.kernel,
+        fit.neg_elbo,
+        escalations,
+    );
+    report.hyper.noise_variance = 0.0;
+    report.optimiser = Some(OptimiserReport::new(&fit.run, params.optimiser.max_iter));
+    report.starts = fit.starts.clone();
+    report
+}
+
+/// One latent's model: its runtime form on the shared basis, its bias and
+/// the class value it says yes to.
+fn latent_model(
+    data: &Dataset,
+    fit: &SvgpFit,
+    q: &Variational,
+    class: f64,
+    config: &SvgpConfig,
+) -> Result<(TrainedModel, u32)> {
+    let (form, escalations) = svgp_runtime_form(&fit.features, &fit.kernel, q, config)?;
+    let mut transform = data.transform.clone();
+    transform.y_mean = 0.0;
+    transform.y_scale = 1.0;
+    let model = TrainedModel {
+        kind: ModelKind::Svgp,
+        link: Link::Probit,
+        form,
+        transform,
+        input_names: data.input_names.clone(),
+        target_name: data.target_name.clone(),
+        bias: q.bias,
+        positive_class: class,
+    };
+    Ok((model, escalations))
 }
 
 /// Fits SVGP as `params` asks.
@@ -137,97 +273,38 @@ pub(crate) fn fit_svgp(
         TargetKind::Binary { positive } => positive,
         TargetKind::Continuous => return Err(Error::BadInput("svgp needs a binary target".into())),
     };
-    let kern = initial_kernel(data)?;
-    let bias = initial_bias(data);
     let config = SvgpConfig::default();
-    let sparse = params.sparse();
-    let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    };
-    let mut starts = Vec::new();
-    let (features, kern, q) = if params.restarts <= 1 {
-        let z = start_positions(&data.x, &sparse, 0)?.1;
-        (
-            PseudoInputs::new(z)?,
-            kern,
-            Variational::prior(params.m, bias),
-        )
-    } else {
-        let (screen, subset) = screening(data, &sparse)?;
-        let mut best: Option<SvgpFit> = None;
-        for k in 0..params.restarts {
-            let (label, z) = start_positions(&data.x, &sparse, k)?;
-            let start = (
-                PseudoInputs::new(z)?,
-                kern.clone(),
-                Variational::prior(params.m, bias),
-            );
-            let run = optimise(&subset, start, config, &screen, &mut counted)?;
-            done.set(done.get() + run.run.iterations);
-            starts.push(StartReport {
-                init: label,
-                nlml: run.neg_elbo,
-            });
-            if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
-                best = Some(run);
-            }
-        }
-        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-        (best.features, best.kernel, best.q)
-    };
-    let fit = optimise(
-        data,
-        (features, kern, q),
-        config,
-        &params.optimiser,
-        &mut counted,
-    )?;
-    let (form, escalations) = svgp_runtime_form(&fit.features, &fit.kernel, &fit.q, &config)?;
-    let mut report = FitReport::new(
-        Method::Svgp,
-        data,
-        data.n_rows(),
-        &fit.kernel,
-        fit.neg_elbo,
-        escalations,
-    );
-    report.hyper.noise_variance = 0.0;
-    report.optimiser = Some(OptimiserReport::new(&fit.run, params.optimiser.max_iter));
-    report.starts = starts;
-    let model = TrainedModel {
-        kind: ModelKind::Svgp,
-        link: Link::Probit,
-        form,
-        transform: data.transform.clone(),
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: fit.q.bias,
-        positive_class: positive,
-    };
+    let fit = fit_latents(data, &Latents::Binary, params, config, progress)?;
+    let q = fit
+        .qs
+        .first()
+        .ok_or_else(|| Error::Numerical("svgp: no latent was fitted".into()))?;
+    let (model, escalations) = latent_model(data, &fit, q, positive, &config)?;
+    let report = report(data, &fit, params, escalations);
     let data = data.clone();
-    let (features, kernel, q) = (fit.features, fit.kernel, fit.q);
+    let (features, kernel, q) = (fit.features, fit.kernel, q.clone());
     // The export cure: the same parameters with more jitter on Kuu, after
     // `max_iter` iterations that let the rest adapt to it.
     let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
         let config = SvgpConfig { jitter, ..config };
-        let start = (features.clone(), kernel.clone(), q.clone());
-        let (features, kernel, q, neg_elbo) = if max_iter == 0 {
-            let value = SvgpObjective::new((&data.x, &data.y), start.0, start.1, start.2, config)?;
+        let y = Latents::Binary.labels(&data);
+        let start = (features.clone(), kernel.clone(), vec![q.clone()]);
+        let (features, kernel, qs, neg_elbo) = if max_iter == 0 {
+            let value = SvgpObjective::new((&data.x, &y), start.0, start.1, start.2, config)?;
             let v = value.value(&value.initial())?;
-            (features.clone(), kernel.clone(), q.clone(), v)
+            (features.clone(), kernel.clone(), vec![q.clone()], v)
         } else {
             let options = OptimiseOptions {
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            let refit = optimise(&data, start, config, &options, &mut |_| {})?;
-            (refit.features, refit.kernel, refit.q, refit.neg_elbo)
+            let refit = optimise((&data, &y), start, config, &options, &mut |_| {})?;
+            (refit.features, refit.kernel, refit.qs, refit.neg_elbo)
         };
-        let (form, _) = svgp_runtime_form(&features, &kernel, &q, &config)?;
+        let q = qs
+            .first()
+            .ok_or_else(|| Error::Numerical("svgp: no latent was refitted".into()))?;
+        let (form, _) = svgp_runtime_form(&features, &kernel, q, &config)?;
         let mut hyper = Hyperparameters::new(&kernel, &data.transform);
         hyper.noise_variance = 0.0;
         Ok((form, neg_elbo, hyper))
@@ -240,20 +317,81 @@ pub(crate) fn fit_svgp(
     ))
 }
 
-/// One L-BFGS run of the bound from `start`.
-fn optimise(
+/// A classifier of `K > 2` classes: its `K` latents on one basis and how
+/// the fit went.
+#[derive(Clone, Debug)]
+pub struct ClassesFit {
+    /// One probit member per class, labelled by the class names.
+    pub set: ModelSet,
+    /// How the fit went (the bound summed over the classes).
+    pub report: FitReport,
+}
+
+/// Fits one probit latent per class of `data`'s target, each against the
+/// rest, on shared pseudo-inputs and kernel (the bound of
+/// [`svgp_objective`](crate::inference::svgp::svgp_objective) summed over
+/// the classes). The target holds the class values (text labels coded as
+/// [`crate::labels`] does); probabilities are the normalised one-vs-rest
+/// probits ([`crate::multiclass::probabilities`]).
+///
+/// # Errors
+/// [`Error::BadInput`] for settings that do not fit the data, fewer than
+/// three classes or a continuous target; numerical failures of the fit.
+pub fn fit_svgp_classes(
     data: &Dataset,
-    start: (PseudoInputs, KernelParams, Variational),
+    params: &SvgpParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ClassesFit> {
+    let classes = data.target_classes();
+    let integral = classes.iter().all(|v| is_class(*v, v.round()));
+    if classes.len() < 3 || !integral || classes.len() > MAX_CLASSES {
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {} distinct values{}: a multi-class classifier needs \
+             3 to {MAX_CLASSES} class labels (two: the binary classifier)",
+            data.source,
+            data.target_name,
+            classes.len(),
+            if integral { "" } else { ", not all integers" }
+        )));
+    }
+    params.sparse().check(data)?;
+    let config = SvgpConfig::default();
+    let latents = Latents::OneVsRest(classes.clone());
+    let fit = fit_latents(data, &latents, params, config, progress)?;
+    let mut members = Vec::with_capacity(classes.len());
+    let mut escalations = 0;
+    for (q, &class) in fit.qs.iter().zip(&classes) {
+        let (model, raised) = latent_model(data, &fit, q, class, &config)?;
+        escalations += raised;
+        members.push(model);
+    }
+    Ok(ClassesFit {
+        set: ModelSet {
+            members,
+            class_labels: classes.iter().map(|&c| class_name(data, c)).collect(),
+        },
+        report: report(data, &fit, params, escalations),
+    })
+}
+
+/// Most classes a multi-class fit takes (each is a latent function with
+/// its own `M x M` factor).
+pub const MAX_CLASSES: usize = 100;
+
+/// One L-BFGS run of the bound from `start` on the rows of `data` with the
+/// latents' labels `y`.
+fn optimise(
+    (data, y): (&Dataset, &DMatrix<f64>),
+    start: (PseudoInputs, KernelParams, Vec<Variational>),
     config: SvgpConfig,
     options: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
-    let (features, kernel, q) = start;
-    let n_variational = Variational::num_params(q.mean.len());
-    let objective = SvgpObjective::new((&data.x, &data.y), features, kernel, q, config)?;
+    let (features, kernel, qs) = start;
+    let objective = SvgpObjective::new((&data.x, y), features, kernel, qs, config)?;
     let mut initial = objective.initial();
     // q(u) alone first: see [`WARM_UP_ITER`].
-    let fixed = initial.len() - n_variational;
+    let fixed = objective.n_shared();
     let head = initial[..fixed].to_vec();
     let warm = minimise(
         |qp| {
@@ -277,13 +415,14 @@ fn optimise(
         &options.for_rows(data.n_rows()),
         progress,
     )?;
-    let (features, kernel, q) = objective.unpack(&run.x)?;
+    let (features, kernel, qs) = objective.unpack(&run.x)?;
     Ok(SvgpFit {
         features,
         kernel,
-        q,
+        qs,
         neg_elbo: run.value,
         run,
+        starts: Vec::new(),
     })
 }
 
@@ -296,11 +435,11 @@ fn initial_kernel(data: &Dataset) -> Result<KernelParams> {
     KernelParams::new(&vec![(d as f64).sqrt(); d], 1.0, 1.0)
 }
 
-/// `Phi^{-1}` of the fraction of positive labels: the bias that predicts
-/// the base rate where the latent is 0.
-fn initial_bias(data: &Dataset) -> f64 {
-    let n = data.n_rows() as f64;
-    let positive = data.y.iter().filter(|&&v| v > 0.0).count() as f64;
+/// `Phi^{-1}` of the fraction of positive (+1) labels: the bias that
+/// predicts the base rate where the latent is 0.
+fn initial_bias(labels: &[f64]) -> f64 {
+    let n = labels.len() as f64;
+    let positive = labels.iter().filter(|&&v| v > 0.0).count() as f64;
     norm_quantile(((positive + 0.5) / (n + 1.0)).clamp(1e-6, 1.0 - 1e-6))
 }
 
@@ -312,6 +451,7 @@ mod tests {
     use crate::export::check;
     use crate::fit::{fit, FitParams};
     use crate::metrics::error_rate;
+    use crate::multiclass::{probabilities, scores, ClassLink};
     use crate::synth::{classification, ClassShape};
 
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.
@@ -387,6 +527,51 @@ mod tests {
         let b = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
         let blob = |f: &Fitted| check(&f.model, &data.raw_x()).unwrap().blob;
         assert_eq!(blob(&a), blob(&b));
+    }
+
+    /// Three text-labelled classes, each a disc in 2-D with a noise input:
+    /// one latent per class on one basis, probabilities summing to 1 that
+    /// name the right class on held-out rows.
+    #[test]
+    fn three_classes_share_one_basis_and_predict_their_labels() {
+        let mut text = String::from("x1,x2,noise,kind\n");
+        for i in 0..450 {
+            let k = i % 3;
+            let angle = 2.1 * k as f64;
+            let r = 0.6 * ((i as f64 * 12.9898).sin() * 43758.55).fract().abs();
+            let t = i as f64 * 2.4;
+            let x1 = 1.5 * angle.cos() + r * t.cos();
+            let x2 = 1.5 * angle.sin() + r * t.sin();
+            let noise = ((i as f64 * 78.233).sin() * 9631.3).fract();
+            let name = ["red", "green", "blue"][k];
+            text.push_str(&format!("{x1},{x2},{noise},{name}\n"));
+        }
+        let data = Dataset::from_reader(text.as_bytes(), "three", None).unwrap();
+        let (test, train) = data.split(150.0 / 450.0, 3).unwrap();
+        let params = SvgpParams {
+            m: 12,
+            restarts: 1,
+            optimiser: OptimiseOptions {
+                max_iter: 100,
+                ..SvgpParams::default().optimiser
+            },
+            ..SvgpParams::default()
+        };
+        let fit = fit_svgp_classes(&train, &params, &mut |_| {}).unwrap();
+        assert_eq!(fit.set.class_labels, ["blue", "green", "red"]);
+        assert_eq!(fit.set.members.len(), 3);
+        let basis = &fit.set.members[0].form.basis;
+        assert!(fit.set.members.iter().all(|m| &m.form.basis == basis));
+        let truth: Vec<usize> = test.raw_y().iter().map(|v| v.round() as usize).collect();
+        for link in [ClassLink::OneVsRest, ClassLink::Softmax] {
+            let p = probabilities(&fit.set, &test.raw_x(), link).unwrap();
+            assert!(p.row_iter().all(|r| (r.sum() - 1.0).abs() < 1e-12));
+            let s = scores(&p, &truth);
+            assert!(s.error_rate < 0.05, "{link:?}: {s:?}");
+        }
+        let two = Dataset::from_reader("a,y\n1,x\n2,y\n3,x\n".as_bytes(), "two", None).unwrap();
+        let err = fit_svgp_classes(&two, &params, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("2 distinct values"), "{err}");
     }
 
     #[test]

@@ -20,16 +20,23 @@
 //! Gaussian identities, which hold for the integral but not for its
 //! quadrature), so the finite-difference test sees the function it tests.
 //!
-//! # Adjoints
+//! # Evaluation and adjoints
 //!
-//! With `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
+//! The marginals go through `beta = Lu^{-T} m` and
+//! `P = Lu^{-T} (S - I) Lu^{-1}` (M x M, formed once per evaluation):
+//! `mu_n = Kuf_n . beta`, `s_n = kdiag_n + Kuf_n^T P Kuf_n`, so each row
+//! costs one M x M product (`P Kuf`) and the gradient one more
+//! (`Kuf diag(h) Kuf^T`), where the `A = Lu^{-1} Kuf` route needs six. With
+//! `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
 //!
-//! - `dF/dm = A g + m`,
-//! - `dF/dA = m g^T + 2 (S A - A) diag(h)`,
-//! - `dF/dL = tril(2 A diag(h) B^T + L - diag(1 / L_ii))`,
-//! - `dF/dkdiag = h`, `dF/dKuf = Lu^{-T} dF/dA`,
-//! - `dF/dLu = tril(-Lu^{-T} (dF/dA) A^T)`, taken back through the Cholesky
+//! - `dF/dKuf = beta g^T + 2 P Kuf diag(h)`, `dF/dkdiag = h`,
+//! - `dF/dbeta = Kuf g`, `dF/dP = Kuf diag(h) Kuf^T`, taken back to `m`,
+//!   `L` and `Lu` in [`gradient`]'s terms, then through the Cholesky
 //!   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
+//!
+//! Forming `P` loses about `cond(Kuu) * eps` relative precision in `s_n`
+//! against the `A` route; with the jitter `Kuu` carries that is far below
+//! what the quadrature resolves, and `s_n` is floored as before.
 //!
 //! # Runtime form
 //!
@@ -201,7 +208,8 @@ pub struct SvgpValue {
 pub struct SvgpGrad {
     /// Features and kernel (`log l`, `log s2`).
     pub feature: FeatureGrad,
-    /// `(b, m, L)` in the packing of [`Variational::params`].
+    /// `(b, m, L)` of each latent in turn, in the packing of
+    /// [`Variational::params`].
     pub variational: Vec<f64>,
 }
 
@@ -248,33 +256,42 @@ pub fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
 /// The sums one chunk of rows contributes.
 struct ChunkSums {
     ell: f64,
-    d_bias: f64,
-    d_mean: DVector<f64>,
-    /// `A diag(h) B^T`.
-    a_h_bt: DMatrix<f64>,
-    /// `(dF/dA) A^T`.
-    ga_at: DMatrix<f64>,
+    /// Per latent.
+    d_bias: Vec<f64>,
+    /// Per latent, `dF/dbeta = Kuf g`.
+    d_beta: Vec<DVector<f64>>,
+    /// Per latent, `dF/dP = Kuf diag(h) Kuf^T`.
+    d_p: Vec<DMatrix<f64>>,
     feature: FeatureGrad,
 }
 
-/// Checks shapes: data against features, labels, variational size.
+/// Checks shapes: data against features, one label column and one
+/// variational distribution per latent.
 fn check_inputs<F: InducingFeatures + ?Sized>(
     feat: &F,
-    q: &Variational,
+    qs: &[Variational],
     x: &DMatrix<f64>,
-    y: &DVector<f64>,
+    y: &DMatrix<f64>,
 ) -> Result<()> {
     let m = feat.num_inducing();
-    if x.nrows() != y.len() || x.ncols() != feat.input_dim() {
+    if x.nrows() != y.nrows() || x.ncols() != feat.input_dim() || y.ncols() != qs.len() {
         return Err(Error::BadInput(format!(
-            "x is {}x{}, y has {} entries, features expect {} dimensions",
+            "x is {}x{}, labels {}x{}, {} latents, features expect {} dimensions",
             x.nrows(),
             x.ncols(),
-            y.len(),
+            y.nrows(),
+            y.ncols(),
+            qs.len(),
             feat.input_dim()
         )));
     }
-    if q.mean.len() != m || q.sqrt.shape() != (m, m) {
+    if qs.is_empty() {
+        return Err(Error::BadInput("svgp: no latent function".into()));
+    }
+    if let Some(q) = qs
+        .iter()
+        .find(|q| q.mean.len() != m || q.sqrt.shape() != (m, m))
+    {
         return Err(Error::Numerical(format!(
             "variational distribution of size {} for {m} inducing points",
             q.mean.len()
@@ -284,88 +301,106 @@ fn check_inputs<F: InducingFeatures + ?Sized>(
 }
 
 /// The negative ELBO at the given parameters, with its gradient when
-/// `with_grad`. Labels `y` are -1/+1.
+/// `with_grad`: one latent function per column of the -1/+1 labels `y`
+/// (N x K), each with its own `q(v_k)` and bias, all on the same inducing
+/// features and kernel. `K = 1` is the binary classifier; `K > 2` is one
+/// probit latent per class against the rest, the bound the sum of the `K`
+/// binary bounds (their features and kernel shared).
 ///
 /// # Errors
 /// Shape mismatches, or a `Kuu` that jitter escalation cannot factorise.
 pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
-    q: &Variational,
-    (x, y): (&DMatrix<f64>, &DVector<f64>),
+    qs: &[Variational],
+    (x, y): (&DMatrix<f64>, &DMatrix<f64>),
     cfg: &SvgpConfig,
     with_grad: bool,
 ) -> Result<SvgpValue> {
-    check_inputs(feat, q, x, y)?;
+    check_inputs(feat, qs, x, y)?;
     let kuu = feat.kuu(kern);
     let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
     let lu = &chol.l;
     let lu_inv = lower_inverse(lu)?;
-    let s = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+    // Per latent, `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I) Lu^{-1}`:
+    // then `mu = Kuf^T beta` and `s = kdiag + diag(Kuf^T P Kuf)` need one
+    // M x M product per row, not the three of going through `A`.
+    let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
+    let ps: Vec<DMatrix<f64>> = qs
+        .iter()
+        .map(|q| {
+            let mut c = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+            for i in 0..c.nrows() {
+                c[(i, i)] -= 1.0;
+            }
+            let c_li = mul(faer_ref(&c), faer_ref(&lu_inv));
+            mul(faer_ref(&lu_inv).transpose(), faer_ref(&c_li))
+        })
+        .collect();
     let step = cfg.chunk_rows.max(1);
     let starts: Vec<usize> = (0..x.nrows()).step_by(step).collect();
     let chunk = |&r0: &usize| -> ChunkSums {
         let rows = step.min(x.nrows() - r0);
         let xc = x.rows(r0, rows);
         let kuf = feat.kuf(kern, xc);
-        let a = mul(faer_ref(&lu_inv), faer_ref(&kuf));
-        let b = mul(faer_ref(&q.sqrt).transpose(), faer_ref(&a));
-        let mu = a.tr_mul(&q.mean);
         let kdiag = feat.kdiag(kern, xc);
-        let var = &kdiag - col_sq_norms(&a) + col_sq_norms(&b);
-        let mut ell = 0.0;
-        let mut g = DVector::zeros(rows);
-        let mut h = DVector::zeros(rows);
-        for n in 0..rows {
-            let (v, d_mu, d_s) = expected_log_probit(y[r0 + n], mu[n], var[n], q.bias);
-            ell += v;
-            g[n] = -d_mu;
-            h[n] = -d_s;
+        let mut sums = ChunkSums {
+            ell: 0.0,
+            d_bias: Vec::with_capacity(qs.len()),
+            d_beta: Vec::with_capacity(qs.len()),
+            d_p: Vec::with_capacity(qs.len()),
+            feature: FeatureGrad::zeros(0, 0),
+        };
+        let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
+        let mut h_sum = DVector::zeros(rows);
+        for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(&ps)).enumerate() {
+            let pk = mul(faer_ref(p), faer_ref(&kuf));
+            let mu = kuf.tr_mul(beta);
+            let mut g = DVector::zeros(rows);
+            let mut h = DVector::zeros(rows);
+            for n in 0..rows {
+                let var = kdiag[n] + kuf.column(n).dot(&pk.column(n));
+                let (v, d_mu, d_s) = expected_log_probit(y[(r0 + n, k)], mu[n], var, q.bias);
+                sums.ell += v;
+                g[n] = -d_mu;
+                h[n] = -d_s;
+            }
+            sums.d_bias.push(g.sum());
+            if !with_grad {
+                continue;
+            }
+            sums.d_beta.push(&kuf * &g);
+            let mut kuf_h = kuf.clone();
+            for (mut col, hn) in kuf_h.column_iter_mut().zip(h.iter()) {
+                col *= *hn;
+            }
+            sums.d_p
+                .push(mul(faer_ref(&kuf_h), faer_ref(&kuf).transpose()));
+            // dF/dKuf = beta g^T + 2 P Kuf diag(h), summed over the latents.
+            let mut pk_h = pk;
+            for (mut col, hn) in pk_h.column_iter_mut().zip(h.iter()) {
+                col *= 2.0 * *hn;
+            }
+            adj_kuf += pk_h;
+            adj_kuf.ger(1.0, beta, &g, 1.0);
+            h_sum += h;
         }
-        let d_bias = g.sum();
-        if !with_grad {
-            return ChunkSums {
-                ell,
-                d_bias,
-                d_mean: DVector::zeros(0),
-                a_h_bt: DMatrix::zeros(0, 0),
-                ga_at: DMatrix::zeros(0, 0),
-                feature: FeatureGrad::zeros(0, 0),
-            };
+        if with_grad {
+            sums.feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h_sum);
         }
-        let d_mean = &a * &g;
-        let mut a_h = a.clone();
-        for (mut col, hn) in a_h.column_iter_mut().zip(h.iter()) {
-            col *= *hn;
-        }
-        let a_h_bt = mul(faer_ref(&a_h), faer_ref(&b).transpose());
-        // dF/dA = m g^T + 2 (S - I) A diag(h).
-        let mut ga = mul(faer_ref(&s), faer_ref(&a_h));
-        ga -= &a_h;
-        ga *= 2.0;
-        ga.ger(1.0, &q.mean, &g, 1.0);
-        let ga_at = mul(faer_ref(&ga), faer_ref(&a).transpose());
-        let adj_kuf = mul(faer_ref(&lu_inv).transpose(), faer_ref(&ga));
-        let feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h);
-        ChunkSums {
-            ell,
-            d_bias,
-            d_mean,
-            a_h_bt,
-            ga_at,
-            feature,
-        }
+        sums
     };
     let parts: Vec<ChunkSums> = starts.par_iter().map(chunk).collect();
     let ell: f64 = parts.iter().map(|p| p.ell).sum();
-    let neg_elbo = q.kl() - ell;
+    let kl: f64 = qs.iter().map(Variational::kl).sum();
+    let neg_elbo = kl - ell;
     if !neg_elbo.is_finite() {
         return Err(Error::Numerical(format!(
             "the variational bound is not finite ({neg_elbo})"
         )));
     }
     let grad = with_grad
-        .then(|| gradient(feat, kern, q, lu, chol.jitter, &kuu, parts))
+        .then(|| gradient(feat, kern, qs, (lu, &lu_inv), chol.jitter, &kuu, parts))
         .transpose()?;
     Ok(SvgpValue {
         neg_elbo,
@@ -374,44 +409,64 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     })
 }
 
-/// Adds the chunks' sums and the KL term into the full gradient.
+/// Adds the chunks' sums and the KL terms into the full gradient, taking
+/// `dF/dbeta` and `dF/dP` back to `m`, `L` and `Lu` (`Li = Lu^{-1}`):
+///
+/// - `dF/dm = Li dF/dbeta + m`,
+/// - `dF/dL = tril(2 Li (dF/dP) Li^T L + L - diag(1 / L_ii))`,
+/// - `dF/dLi = sum_k m_k (dF/dbeta_k)^T + 2 (S_k - I) Li (dF/dP_k)`,
+///   `dF/dLu = tril(-Li^T (dF/dLi) Li^T)`, then through the Cholesky
+///   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
 fn gradient<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
-    q: &Variational,
-    lu: &DMatrix<f64>,
+    qs: &[Variational],
+    (lu, lu_inv): (&DMatrix<f64>, &DMatrix<f64>),
     jitter: f64,
     kuu: &DMatrix<f64>,
     parts: Vec<ChunkSums>,
 ) -> Result<SvgpGrad> {
-    let m = q.mean.len();
-    let mut d_bias = 0.0;
-    let mut d_mean = q.mean.clone();
-    let mut a_h_bt = DMatrix::zeros(m, m);
-    let mut ga_at = DMatrix::zeros(m, m);
+    let m = lu.nrows();
+    let mut d_bias = vec![0.0; qs.len()];
+    let mut d_beta = vec![DVector::zeros(m); qs.len()];
+    let mut d_p = vec![DMatrix::zeros(m, m); qs.len()];
     let mut fg = FeatureGrad::zeros(feat.num_params(), kern.dim());
     for p in parts {
-        d_bias += p.d_bias;
-        d_mean += p.d_mean;
-        a_h_bt += p.a_h_bt;
-        ga_at += p.ga_at;
+        for k in 0..qs.len() {
+            d_bias[k] += p.d_bias[k];
+            d_beta[k] += &p.d_beta[k];
+            d_p[k] += &p.d_p[k];
+        }
         fg.add_assign(&p.feature);
     }
-    let mut d_sqrt = a_h_bt * 2.0 + &q.sqrt;
-    for i in 0..m {
-        d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
+    let mut variational = Vec::with_capacity(qs.len() * Variational::num_params(m));
+    let mut d_li = DMatrix::zeros(m, m);
+    for (k, q) in qs.iter().enumerate() {
+        let d_mean = lu_inv * &d_beta[k] + &q.mean;
+        // Li dF/dP, then dF/dS = Li dF/dP Li^T.
+        let li_dp = mul(faer_ref(lu_inv), faer_ref(&d_p[k]));
+        let d_s = mul(faer_ref(&li_dp), faer_ref(lu_inv).transpose());
+        let mut d_sqrt = mul(faer_ref(&d_s), faer_ref(&q.sqrt)) * 2.0 + &q.sqrt;
+        for i in 0..m {
+            d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
+        }
+        d_sqrt.fill_upper_triangle(0.0, 1);
+        variational.extend(q.pack_grad(d_bias[k], &d_mean, &d_sqrt));
+        let s = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+        let mut term = mul(faer_ref(&s), faer_ref(&li_dp));
+        term -= &li_dp;
+        d_li += term * 2.0;
+        d_li.ger(1.0, &q.mean, &d_beta[k], 1.0);
     }
-    d_sqrt.fill_upper_triangle(0.0, 1);
-    // dF/dLu = tril(-Lu^{-T} (dF/dA) A^T).
-    let mut d_lu = -ga_at;
-    solve_lower_t_mut(lu, &mut d_lu)?;
+    let inner = mul(faer_ref(&d_li), faer_ref(lu_inv).transpose());
+    let mut d_lu = -mul(faer_ref(lu_inv).transpose(), faer_ref(&inner));
     d_lu.fill_upper_triangle(0.0, 1);
     let adj_kuu = cholesky_adjoint(lu, &d_lu)?;
     fg.add_assign(&feat.grad_kuu(kern, kuu, &adj_kuu));
     fg.kernel.log_signal_var += jitter * adj_kuu.trace();
     Ok(SvgpGrad {
         feature: fg,
-        variational: q.pack_grad(d_bias, &d_mean, &d_sqrt),
+        variational,
     })
 }
 
@@ -485,30 +540,31 @@ pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
 }
 
 /// The negative bound over one feature kind as a function of the flat
-/// vector `[feature parameters | log l (free form) | log s2 | b | m | L]`
-/// (the first three blocks in [`ParamLayout`]'s packing, without a noise
-/// entry; the rest in [`Variational::params`]'s).
+/// vector `[feature parameters | log l (free form) | log s2 | q_1 | ... |
+/// q_K]` (the first three blocks in [`ParamLayout`]'s packing, without a
+/// noise entry; each `q_k = (b, m, L)` in [`Variational::params`]'s).
 #[derive(Clone, Debug)]
 pub struct SvgpObjective<'d, F> {
     x: &'d DMatrix<f64>,
-    y: &'d DVector<f64>,
+    y: &'d DMatrix<f64>,
     feature: F,
     kernel: KernelParams,
-    variational: Variational,
+    variational: Vec<Variational>,
     layout: ParamLayout,
     config: SvgpConfig,
 }
 
 impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
-    /// An objective starting from `feature`, `kernel` and `variational`.
+    /// An objective starting from `feature`, `kernel` and one
+    /// `variational` distribution per column of the labels `y`.
     ///
     /// # Errors
     /// Shape mismatches between the data, the features and `variational`.
     pub fn new(
-        (x, y): (&'d DMatrix<f64>, &'d DVector<f64>),
+        (x, y): (&'d DMatrix<f64>, &'d DMatrix<f64>),
         feature: F,
         kernel: KernelParams,
-        variational: Variational,
+        variational: Vec<Variational>,
         config: SvgpConfig,
     ) -> Result<Self> {
         check_inputs(&feature, &variational, x, y)?;
@@ -530,25 +586,39 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// The starting vector.
     pub fn initial(&self) -> Vec<f64> {
         let mut p = self.layout.pack(&self.feature.params(), &self.kernel);
-        p.extend(self.variational.params());
+        for q in &self.variational {
+            p.extend(q.params());
+        }
         p
+    }
+
+    /// Entries of the vector before the variational parameters.
+    pub fn n_shared(&self) -> usize {
+        self.layout.len()
     }
 
     /// The model at `p`.
     ///
     /// # Errors
     /// A vector of the wrong length or with non-finite entries.
-    pub fn unpack(&self, p: &[f64]) -> Result<(F, KernelParams, Variational)> {
+    pub fn unpack(&self, p: &[f64]) -> Result<(F, KernelParams, Vec<Variational>)> {
         let n = self.layout.len();
-        if p.len() < n {
-            return Err(Error::Numerical("svgp: parameter vector too short".into()));
+        let m = self.feature.num_inducing();
+        let per_latent = Variational::num_params(m);
+        if p.len() != n + per_latent * self.variational.len() {
+            return Err(Error::Numerical(
+                "svgp: parameter vector of the wrong length".into(),
+            ));
         }
         let mut kern = self.kernel.clone();
         let fp = self.layout.unpack(&p[..n], &mut kern)?;
         let mut feat = self.feature.clone();
         feat.set_params(fp)?;
-        let q = Variational::from_params(feat.num_inducing(), &p[n..])?;
-        Ok((feat, kern, q))
+        let qs = p[n..]
+            .chunks(per_latent)
+            .map(|c| Variational::from_params(m, c))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((feat, kern, qs))
     }
 
     /// The negative bound at `p`.
@@ -556,8 +626,8 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// # Errors
     /// As [`svgp_objective`].
     pub fn value(&self, p: &[f64]) -> Result<f64> {
-        let (f, k, q) = self.unpack(p)?;
-        Ok(svgp_objective(&f, &k, &q, (self.x, self.y), &self.config, false)?.neg_elbo)
+        let (f, k, qs) = self.unpack(p)?;
+        Ok(svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, false)?.neg_elbo)
     }
 
     /// The negative bound and its gradient at `p`.
@@ -565,8 +635,8 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// # Errors
     /// As [`svgp_objective`].
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
-        let (f, k, q) = self.unpack(p)?;
-        let v = svgp_objective(&f, &k, &q, (self.x, self.y), &self.config, true)?;
+        let (f, k, qs) = self.unpack(p)?;
+        let v = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, true)?;
         let g = v
             .grad
             .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
@@ -588,9 +658,9 @@ mod tests {
     use crate::inference::test_util::{assert_grad_close, fd_grad};
     use crate::likelihood::norm_cdf;
 
-    fn problem(n: usize, m: usize) -> (DMatrix<f64>, DVector<f64>, PseudoInputs, KernelParams) {
+    fn problem(n: usize, m: usize) -> (DMatrix<f64>, DMatrix<f64>, PseudoInputs, KernelParams) {
         let x = DMatrix::from_fn(n, 2, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin() * 1.5);
-        let y = DVector::from_fn(n, |i, _| {
+        let y = DMatrix::from_fn(n, 1, |i, _| {
             if x[(i, 0)] * x[(i, 1)] + 0.3 * ((i * 13) as f64).cos() > 0.0 {
                 1.0
             } else {
@@ -709,11 +779,12 @@ mod tests {
             k.log_lengthscales = p[np..np + 2].to_vec();
             k.log_signal_var = p[np + 2];
             let q = Variational::from_params(5, &p[np + 3..]).expect("ok");
-            svgp_objective(&f, &k, &q, (&x, &y), &cfg, false)
+            svgp_objective(&f, &k, &[q], (&x, &y), &cfg, false)
                 .expect("ok")
                 .neg_elbo
         };
-        let v = svgp_objective(&feat, &kern, &q, (&x, &y), &cfg, true).expect("ok");
+        let v = svgp_objective(&feat, &kern, std::slice::from_ref(&q), (&x, &y), &cfg, true)
+            .expect("ok");
         let g = v.grad.expect("asked for");
         let mut ana = g.feature.feature.clone();
         ana.extend(&g.feature.kernel.log_lengthscales);
@@ -732,18 +803,53 @@ mod tests {
             (&x, &y),
             feat.clone(),
             kern,
-            some_q(4),
+            vec![some_q(4)],
             SvgpConfig::default(),
         )
         .expect("valid");
         let p = obj.initial();
         let (f2, _, q2) = obj.unpack(&p).expect("ok");
         assert_eq!(f2, feat);
-        assert!((q2.sqrt - some_q(4).sqrt).amax() < 1e-15);
+        assert!((&q2[0].sqrt - some_q(4).sqrt).amax() < 1e-15);
         let (v, g) = obj.objective(&p).expect("ok");
         assert!((v - obj.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
         let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-6);
         assert_grad_close(&num, &g, 1e-6);
+    }
+
+    /// Three latents, one per class against the rest, on shared features:
+    /// the bound is the sum of the three binary bounds and its gradient
+    /// passes the difference test.
+    #[test]
+    fn several_latents_sum_their_bounds_and_pass_the_difference_test() {
+        let (x, _, feat, kern) = problem(31, 4);
+        let class = |i: usize| (i * 7 + i / 3) % 3;
+        let y = DMatrix::from_fn(31, 3, |i, k| if class(i) == k { 1.0 } else { -1.0 });
+        let mut qs = vec![some_q(4), some_q(4), some_q(4)];
+        qs[1].mean *= -0.5;
+        qs[2].sqrt *= 1.3;
+        qs[2].bias = -0.7;
+        let cfg = SvgpConfig {
+            chunk_rows: 12,
+            ..SvgpConfig::default()
+        };
+        let all = svgp_objective(&feat, &kern, &qs, (&x, &y), &cfg, false).expect("ok");
+        let sum: f64 = (0..3)
+            .map(|k| {
+                let yk = y.columns(k, 1).into_owned();
+                svgp_objective(&feat, &kern, &qs[k..=k], (&x, &yk), &cfg, false)
+                    .expect("ok")
+                    .neg_elbo
+            })
+            .sum();
+        assert!((all.neg_elbo - sum).abs() < 1e-10 * sum.abs());
+        let obj = SvgpObjective::new((&x, &y), feat, kern, qs, cfg).expect("valid");
+        let p = obj.initial();
+        let (v, g) = obj.objective(&p).expect("ok");
+        assert!((v - all.neg_elbo).abs() < 1e-12 * v.abs());
+        let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-6);
+        assert_grad_close(&num, &g, 1e-6);
+        assert!(obj.unpack(&p[1..]).is_err());
     }
 
     #[test]

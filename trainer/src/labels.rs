@@ -1,0 +1,239 @@
+//! Class labels: a target column that holds text (`ok`/`fault`) or numbers,
+//! coded as numbers for the fit, and the names a classifier reports its
+//! classes by.
+//!
+//! A text column is coded by its distinct labels in sorted order: label `k`
+//! is the value `k`. A numeric column keeps its values and its classes are
+//! named by them (`0`, `1`, `2.5`). Either way the fit sees numbers, so the
+//! rest of the trainer treats both alike.
+
+use crate::data::{is_class, Dataset};
+use crate::{Error, Result};
+
+/// More distinct text labels than this are taken for a numeric column
+/// with a typing error, not for classes.
+pub const MAX_TEXT_CLASSES: usize = 1000;
+
+/// A target column, read from its cells.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TargetColumn {
+    /// Every cell is a finite number.
+    Numbers(Vec<f64>),
+    /// At least one cell is text: each row's label as its index in
+    /// `names` (sorted, distinct).
+    Labels {
+        /// The label index of each row.
+        codes: Vec<f64>,
+        /// The distinct labels, sorted.
+        names: Vec<String>,
+    },
+}
+
+impl TargetColumn {
+    /// Reads the cells of a target column (one per data row, each a
+    /// finite number or text: the CSV reader refused empty and non-finite
+    /// cells). `first_text` is where the first cell that is not a number
+    /// is, if any: then the column is text labels, else numbers.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming that cell when the column has more than
+    /// [`MAX_TEXT_CLASSES`] distinct labels.
+    pub fn parse(cells: &[String], first_text: Option<&str>) -> Result<TargetColumn> {
+        let Some(place) = first_text else {
+            return Ok(TargetColumn::Numbers(
+                cells
+                    .iter()
+                    .map(|c| c.parse::<f64>().unwrap_or(f64::NAN))
+                    .collect(),
+            ));
+        };
+        let mut names: Vec<String> = cells.to_vec();
+        names.sort();
+        names.dedup();
+        if names.len() > MAX_TEXT_CLASSES {
+            return Err(Error::BadInput(format!(
+                "{place}: not a number, and the column has {} distinct values: too many to be \
+                 class labels (at most {MAX_TEXT_CLASSES})",
+                names.len()
+            )));
+        }
+        let codes = cells
+            .iter()
+            .map(|c| names.binary_search(c).map_or(f64::NAN, |k| k as f64))
+            .collect();
+        Ok(TargetColumn::Labels { codes, names })
+    }
+}
+
+/// The name of class value `value` of `data`: its text label, or the
+/// number as written.
+pub fn class_name(data: &Dataset, value: f64) -> String {
+    let text = (value >= 0.0 && is_class(value, value.round()))
+        .then(|| data.class_labels.get(value.round() as usize))
+        .flatten();
+    match text {
+        Some(label) => label.clone(),
+        None => format!("{value}"),
+    }
+}
+
+/// The class value `label` names in `data`: a text label of the column, or
+/// a number.
+///
+/// # Errors
+/// [`Error::BadInput`] listing the labels when `label` is neither.
+pub fn class_value(data: &Dataset, label: &str) -> Result<f64> {
+    if let Some(k) = data.class_labels.iter().position(|l| l == label) {
+        return Ok(k as f64);
+    }
+    if data.class_labels.is_empty() {
+        if let Ok(v) = label.parse::<f64>() {
+            if v.is_finite() {
+                return Ok(v);
+            }
+        }
+    }
+    let listed: Vec<&str> = data
+        .class_labels
+        .iter()
+        .take(10)
+        .map(String::as_str)
+        .collect();
+    let hint = if listed.is_empty() {
+        "a number".to_owned()
+    } else {
+        format!("one of {}", listed.join(", "))
+    };
+    Err(Error::BadInput(format!(
+        "{}: class '{label}' is not a value of target column '{}' (expected {hint})",
+        data.source, data.target_name
+    )))
+}
+
+/// The positive class a binary classification takes without `--positive`:
+/// for numbers the larger value (0/1 and -1/+1 targets predict `P(1)`); for
+/// text the rarer label (a fault, a gesture: the event the device looks
+/// for), the later in sorted order on a tie.
+///
+/// # Errors
+/// [`Error::BadInput`] unless the target holds exactly two classes.
+pub fn default_positive(data: &Dataset) -> Result<f64> {
+    let classes = data.target_classes();
+    let [low, high] = classes[..] else {
+        if data.class_labels.is_empty() {
+            // Its message tells a continuous column from too many classes.
+            data.clone().into_binary(None)?;
+        }
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {} classes; a binary classifier needs two, or \
+             --positive LABEL to name one class against the rest",
+            data.source,
+            data.target_name,
+            classes.len()
+        )));
+    };
+    if data.class_labels.is_empty() {
+        return Ok(high);
+    }
+    let raw = data.raw_y();
+    let count = |c: f64| raw.iter().filter(|&&v| is_class(v, c)).count();
+    Ok(if count(low) < count(high) { low } else { high })
+}
+
+/// The labels `[negative, positive]` of the binary classification of
+/// `data` (its target not yet made binary) with class value `positive`:
+/// the other class's name when there are two classes, `other` when the
+/// positive class is one against several.
+pub fn binary_labels(data: &Dataset, positive: f64) -> Vec<String> {
+    let classes = data.target_classes();
+    let mut others = classes.iter().filter(|&&v| !is_class(v, positive));
+    let negative = match (others.next(), others.next()) {
+        (Some(&only), None) => class_name(data, only),
+        _ => "other".to_owned(),
+    };
+    vec![negative, class_name(data, positive)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn data(text: &str) -> Dataset {
+        Dataset::from_reader(text.as_bytes(), "t.csv", None).unwrap()
+    }
+
+    fn data_err(text: &str) -> String {
+        Dataset::from_reader(text.as_bytes(), "t.csv", None)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn numbers_stay_numbers_and_text_is_coded_in_sorted_order() {
+        assert_eq!(
+            TargetColumn::parse(&cells(&["1", "0", "2.5"]), None).unwrap(),
+            TargetColumn::Numbers(vec![1.0, 0.0, 2.5])
+        );
+        assert_eq!(
+            TargetColumn::parse(&cells(&["ok", "fault", "ok", "3"]), Some("here")).unwrap(),
+            TargetColumn::Labels {
+                codes: vec![2.0, 1.0, 2.0, 0.0],
+                names: cells(&["3", "fault", "ok"])
+            }
+        );
+    }
+
+    #[test]
+    fn empty_and_non_finite_target_cells_name_their_line() {
+        let err = data_err("x,y\n1,ok\n2,\n");
+        assert!(
+            err.contains("line 3 (data row 2), column 'y': empty"),
+            "{err}"
+        );
+        let err = data_err("x,y\n1,ok\n2,inf\n");
+        assert!(err.contains("line 3 (data row 2), column 'y'"), "{err}");
+        assert!(err.contains("not a finite number"), "{err}");
+    }
+
+    #[test]
+    fn a_column_of_distinct_words_is_refused_as_labels() {
+        let mut text = String::from("x,y\n");
+        for i in 0..=MAX_TEXT_CLASSES {
+            let y = if i == 7 {
+                "1.2x".to_owned()
+            } else {
+                format!("{i}.5")
+            };
+            text.push_str(&format!("{i},{y}\n"));
+        }
+        let err = data_err(&text);
+        assert!(err.contains("line 9 (data row 8), column 'y'"), "{err}");
+        assert!(err.contains("too many to be class labels"), "{err}");
+    }
+
+    #[test]
+    fn the_rare_text_label_or_the_larger_number_is_positive() {
+        let text = data("x,state\n1,ok\n2,fault\n3,ok\n4,ok\n");
+        let positive = default_positive(&text).unwrap();
+        assert_eq!(class_name(&text, positive), "fault");
+        assert_eq!(class_value(&text, "ok").unwrap(), 1.0);
+        assert_eq!(binary_labels(&text, positive), cells(&["ok", "fault"]));
+        let numbers = data("x,y\n1,0\n2,1\n3,1\n");
+        assert_eq!(default_positive(&numbers).unwrap(), 1.0);
+        assert_eq!(class_value(&numbers, "0").unwrap(), 0.0);
+        assert_eq!(binary_labels(&numbers, 1.0), cells(&["0", "1"]));
+    }
+
+    #[test]
+    fn an_unknown_class_lists_the_labels_and_one_of_three_is_against_other() {
+        let three = data("x,c\n1,a\n2,b\n3,c\n4,a\n");
+        let err = class_value(&three, "d").unwrap_err().to_string();
+        assert!(err.contains("one of a, b, c"), "{err}");
+        assert!(default_positive(&three).is_err());
+        assert_eq!(binary_labels(&three, 1.0), cells(&["other", "b"]));
+    }
+}
