@@ -684,7 +684,7 @@ fn read_table<R: Read>(
     Ok(Table { names, rows })
 }
 
-fn csv_error(source: &str, e: &csv::Error) -> Error {
+pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {
     match e.position() {
         Some(p) => Error::BadInput(format!("{source}: line {}: {e}", p.line())),
         None => Error::BadInput(format!("{source}: {e}")),
@@ -694,7 +694,7 @@ fn csv_error(source: &str, e: &csv::Error) -> Error {
 /// Parses one cell. Rust's `f64::from_str` accepts "nan", "inf" and
 /// "infinity" and overflows "1e999" to infinity; none of those can be
 /// trained on, so anything non-finite is refused with its own message.
-fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
+pub(crate) fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
     if cell.is_empty() {
         return Err("empty cell (missing values are not supported)".into());
     }
@@ -707,7 +707,7 @@ fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
     }
 }
 
-fn check_names(names: &[String], source: &str) -> Result<()> {
+pub(crate) fn check_names(names: &[String], source: &str) -> Result<()> {
     for (j, name) in names.iter().enumerate() {
         if name.is_empty() {
             return Err(Error::BadInput(format!(
@@ -726,7 +726,7 @@ fn check_names(names: &[String], source: &str) -> Result<()> {
     Ok(())
 }
 
-fn find_column(header: &[String], name: &str, source: &str) -> Result<usize> {
+pub(crate) fn find_column(header: &[String], name: &str, source: &str) -> Result<usize> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         Error::BadInput(format!(
             "{source}: no column named '{name}'; available columns: {}",
@@ -765,7 +765,7 @@ fn distinct_values(values: &[f64]) -> Vec<f64> {
     out
 }
 
-fn build(
+pub(crate) fn build(
     source: &str,
     x_raw: DMatrix<f64>,
     y_raw: DVector<f64>,
