@@ -17,6 +17,7 @@ fn every_fit_of_every_robustness_case_exports() {
     let mut fits = 0;
     let mut cured = Vec::new();
     let mut refused = Vec::new();
+    let mut over_budget = Vec::new();
     for case in robustness_cases() {
         let data = case.dataset().unwrap();
         let mut params = vec![(
@@ -57,7 +58,14 @@ fn every_fit_of_every_robustness_case_exports() {
                         exported.fidelity
                     );
                     if let Some(c) = cure {
-                        cured.push(format!("{label}: jitter {:.0e}", c.to_eps));
+                        cured.push(format!(
+                            "{label}: jitter {:.0e}, training NLML {:+.2}%",
+                            c.to_eps,
+                            100.0 * c.cost()
+                        ));
+                        if !c.within_budget {
+                            over_budget.push(cured.last().cloned().unwrap_or_default());
+                        }
                     }
                 }
                 Err(e) => refused.push(format!("{label}: {e}")),
@@ -73,6 +81,12 @@ fn every_fit_of_every_robustness_case_exports() {
         println!("  cured {c}");
     }
     assert!(fits >= 30 * 3, "only {fits} fits");
+    // Issue 24: a cure costs at most 1% of the training objective.
+    assert!(
+        over_budget.is_empty(),
+        "cures over budget:\n{}",
+        over_budget.join("\n")
+    );
     assert!(
         refused.is_empty(),
         "{} of {fits} fits did not export:\n{}",

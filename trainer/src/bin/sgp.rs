@@ -41,7 +41,9 @@ use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
 use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
 use sgp_trainer::plot::plot_svg;
-use sgp_trainer::stream::{read_dataset, scan, Format as StreamFormat, ReadProgress, TableFile};
+use sgp_trainer::stream::{
+    read_dataset, scan, write_parquet, Format as StreamFormat, ReadProgress, TableFile,
+};
 use sgp_trainer::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
@@ -130,6 +132,10 @@ enum Command {
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Write Parquet (f64 columns) to this file instead of CSV on
+        /// standard output.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
     },
     /// Fit a grid of models (family x M, x G for projected families) with
     /// `sgp fit`'s default settings, evaluate every blob on a test set
@@ -532,7 +538,8 @@ fn run(cli: &Cli) -> Result<()> {
             dim,
             shape,
             seed,
-        } => synth_command(*rows, *dim, *shape, *seed),
+            parquet,
+        } => synth_command(*rows, *dim, *shape, *seed, parquet.as_deref()),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
@@ -920,6 +927,20 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         model.n_basis(),
         report.rows
     );
+    if let Some(streamed) = &report.streamed {
+        let stages: Vec<String> = streamed
+            .stages
+            .iter()
+            .map(|s| format!("{} rows {:.4}", s.rows, s.validation_nlpd))
+            .collect();
+        println!(
+            "subset          fitted on {} of {} rows (validation NLPD by stage: {}); every row              conditioned on in a {:.1} s pass",
+            streamed.fitted_rows,
+            streamed.rows,
+            stages.join(", "),
+            streamed.pass_seconds
+        );
+    }
     for (k, start) in report.starts.iter().enumerate() {
         println!(
             "start {:<9} {} -> NLML {:.4}",
@@ -1095,9 +1116,21 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     if let Some(c) = cure {
         println!(
             "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
-             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4}",
-            c.from_eps, c.to_eps, c.reoptimised, c.nlml_before, c.nlml_after
+             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4} ({:+.2}%)",
+            c.from_eps,
+            c.to_eps,
+            c.reoptimised,
+            c.nlml_before,
+            c.nlml_after,
+            100.0 * c.cost()
         );
+        if !c.within_budget {
+            println!(
+                "                warning: no jitter up to {:.0e} s2 cured the export within {:.0}%                  of the training NLML; this is the cheapest cure (try fewer basis functions,                  --m)",
+                sgp_trainer::cure::MAX_CURE_EPS,
+                100.0 * sgp_trainer::cure::MAX_CURE_COST
+            );
+        }
     }
     let f = &exported.fidelity;
     if model.link == sgp_runtime::Link::Probit {
@@ -1449,7 +1482,13 @@ fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     write_file(out, svg.as_bytes())
 }
 
-fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Result<()> {
+fn synth_command(
+    rows: usize,
+    dim: usize,
+    shape: Option<Shape>,
+    seed: u64,
+    parquet: Option<&Path>,
+) -> Result<()> {
     if rows == 0 || dim == 0 {
         return Err(Error::BadInput(
             "--rows and --dim must be at least 1".into(),
@@ -1459,6 +1498,15 @@ fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Re
         Some(shape) => synth::generate(shape, rows, seed),
         None => synth::ridge(rows, dim, seed),
     };
+    if let Some(path) = parquet {
+        return write_parquet(
+            path,
+            &generated.x,
+            &generated.y,
+            &generated.input_names,
+            &generated.target_name,
+        );
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     generated.write_csv(&mut out).map_err(stdout_error)?;
     out.flush().map_err(stdout_error)
