@@ -629,17 +629,7 @@ fn read_table<R: Read>(
         .flexible(true)
         .trim(csv::Trim::All)
         .from_reader(reader);
-    let header: Vec<String> = csv
-        .headers()
-        .map_err(|e| csv_error(source, &e))?
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    if header.is_empty() || (header.len() == 1 && header.first().is_some_and(String::is_empty)) {
-        return Err(Error::BadInput(format!(
-            "{source}: empty file (expected a header row of column names)"
-        )));
-    }
+    let header = read_header(&mut csv, source)?;
     check_names(&header, source)?;
     let selected = select(&header)?;
     let names: Vec<String> = selected
@@ -682,6 +672,22 @@ fn read_table<R: Read>(
         )));
     }
     Ok(Table { names, rows })
+}
+
+/// The column names of a CSV header row; an empty file is an error.
+pub(crate) fn read_header<R: Read>(csv: &mut csv::Reader<R>, source: &str) -> Result<Vec<String>> {
+    let header: Vec<String> = csv
+        .headers()
+        .map_err(|e| csv_error(source, &e))?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    if header.is_empty() || (header.len() == 1 && header.first().is_some_and(String::is_empty)) {
+        return Err(Error::BadInput(format!(
+            "{source}: empty file (expected a header row of column names)"
+        )));
+    }
+    Ok(header)
 }
 
 pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {

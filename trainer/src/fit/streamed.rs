@@ -25,7 +25,7 @@ use std::time::Instant;
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
-use super::spgp::{fit_pseudo_inputs, fit_sparse, SparseFit};
+use super::spgp::{fit_pseudo_inputs, fit_sparse, reoptimised, SparseFit};
 use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
 use crate::data::{Dataset, Standardisation, TargetKind};
 use crate::features::{InducingFeatures, PseudoInputs};
@@ -35,7 +35,7 @@ use crate::kernel::KernelParams;
 use crate::linalg::JitterPolicy;
 use crate::metrics::mean_nlpd;
 use crate::model::TrainedModel;
-use crate::optimise::{OptimiseOptions, Progress};
+use crate::optimise::Progress;
 use crate::posterior_sums::{ChunkModel, PosteriorSums};
 use crate::stream::{ReadProgress, Scan, TableFile};
 use crate::{Error, Result};
@@ -320,23 +320,8 @@ pub fn fit_streamed(
             jitter: policy,
             ..fit.config
         };
-        let (features, kernel) = if max_iter == 0 {
-            (fit.features.clone(), fit.kernel.clone())
-        } else {
-            let options = OptimiseOptions {
-                max_iter,
-                ..OptimiseOptions::default()
-            };
-            let refit = fit_sparse(
-                &fitted_data,
-                fit.features.clone(),
-                fit.kernel.clone(),
-                config,
-                &options,
-                &mut |_| {},
-            )?;
-            (refit.features, refit.kernel)
-        };
+        let (features, kernel) =
+            reoptimised(&fitted_data, &fit.features, &fit.kernel, config, max_iter)?;
         let post = conditioning.posterior(&features, &kernel, &config, &mut |_| {})?;
         let hyper = Hyperparameters::new(&kernel, &conditioning.transform);
         let form: RuntimeForm = post.runtime_form(&features, &kernel);
@@ -372,6 +357,7 @@ mod tests {
     use nalgebra::DMatrix;
 
     use crate::export::check;
+    use crate::optimise::OptimiseOptions;
     use crate::stream::{scan, write_parquet};
     use crate::synth::synthetic;
 

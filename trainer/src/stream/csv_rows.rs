@@ -23,24 +23,9 @@ fn reader(path: &Path) -> Result<csv::Reader<BufReader<File>>> {
         .from_reader(BufReader::with_capacity(BUFFER_BYTES, file)))
 }
 
-fn header(csv: &mut csv::Reader<BufReader<File>>, source: &str) -> Result<Vec<String>> {
-    let header: Vec<String> = csv
-        .headers()
-        .map_err(|e| crate::data::csv_error(source, &e))?
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    if header.is_empty() || (header.len() == 1 && header.first().is_some_and(String::is_empty)) {
-        return Err(Error::BadInput(format!(
-            "{source}: empty file (expected a header row of column names)"
-        )));
-    }
-    Ok(header)
-}
-
 /// The column names of the header row.
 pub(crate) fn columns(path: &Path, source: &str) -> Result<Vec<String>> {
-    header(&mut reader(path)?, source)
+    crate::data::read_header(&mut reader(path)?, source)
 }
 
 /// Reads every record of `table`, validating its selected cells, into
@@ -48,7 +33,7 @@ pub(crate) fn columns(path: &Path, source: &str) -> Result<Vec<String>> {
 pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
     let source = table.source.as_str();
     let mut csv = reader(&table.path)?;
-    let width = header(&mut csv, source)?.len();
+    let width = crate::data::read_header(&mut csv, source)?.len();
     let mut record = csv::StringRecord::new();
     let mut row = Vec::with_capacity(table.selected.len());
     let mut data_row = 0u64;
