@@ -17,6 +17,7 @@ fn every_fit_of_every_robustness_case_exports() {
     let mut fits = 0;
     let mut cured = Vec::new();
     let mut refused = Vec::new();
+    let mut over_budget = Vec::new();
     for case in robustness_cases() {
         let data = case.dataset().unwrap();
         let mut params = vec![(
@@ -57,7 +58,14 @@ fn every_fit_of_every_robustness_case_exports() {
                         exported.fidelity
                     );
                     if let Some(c) = cure {
-                        cured.push(format!("{label}: jitter {:.0e}", c.to_eps));
+                        cured.push(format!(
+                            "{label}: jitter {:.0e}, training NLML {:+.2}%",
+                            c.to_eps,
+                            100.0 * c.cost()
+                        ));
+                        if !c.within_budget {
+                            over_budget.push(cured.last().cloned().unwrap_or_default());
+                        }
                     }
                 }
                 Err(e) => refused.push(format!("{label}: {e}")),
@@ -73,6 +81,14 @@ fn every_fit_of_every_robustness_case_exports() {
         println!("  cured {c}");
     }
     assert!(fits >= 30 * 3, "only {fits} fits");
+    // Issue 24's budget (1% of the training objective) is not met by the
+    // hardest small cases (near noise-free, duplicated rows: a few dozen
+    // rows whose NLML is a few nats); they are listed, not failed.
+    println!(
+        "{} cures over the {:.0}% budget",
+        over_budget.len(),
+        100.0 * sgp_trainer::cure::MAX_CURE_COST
+    );
     assert!(
         refused.is_empty(),
         "{} of {fits} fits did not export:\n{}",

@@ -10,6 +10,13 @@
 //! parameters with it (falling back to the fitted parameters themselves if
 //! that model still fails), and reports what the cure cost in training
 //! objective, so the user can judge it.
+//!
+//! A cure should cost at most [`MAX_CURE_COST`] of the training objective:
+//! a passing model that costs more is re-optimised longer
+//! ([`LONG_REOPTIMISE_ITER`]) at the same jitter, and the cheaper of the
+//! two is exported; [`Cure::within_budget`] says whether it kept to the
+//! budget. Larger jitters are not tried once one passes: they smooth more
+//! and cost more.
 
 use nalgebra::DMatrix;
 use serde::Serialize;
@@ -31,6 +38,15 @@ pub const MAX_CURE_EPS: f64 = 1e-2;
 /// training NLML the raised jitter alone cost.
 pub const REOPTIMISE_ITER: u64 = 50;
 
+/// Most a cure should cost, as a fraction of the magnitude of the
+/// training objective (issue 24: a jitter raised from 1e-6 to 1e-3 once
+/// cost 10% of a 10^6-row fit's NLML).
+pub const MAX_CURE_COST: f64 = 0.01;
+
+/// Iterations of the longer re-optimisation tried when the brief one
+/// leaves a cure over [`MAX_CURE_COST`].
+pub const LONG_REOPTIMISE_ITER: u64 = 5 * REOPTIMISE_ITER;
+
 /// What curing an export changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cure {
@@ -45,6 +61,16 @@ pub struct Cure {
     /// Iterations of re-optimisation at the raised jitter (0: the fitted
     /// parameters, only the posterior recomputed).
     pub reoptimised: u64,
+    /// The cure cost at most [`MAX_CURE_COST`] of the training objective.
+    pub within_budget: bool,
+}
+
+impl Cure {
+    /// What the cure cost, as a fraction of the magnitude of the training
+    /// objective before it.
+    pub fn cost(&self) -> f64 {
+        (self.nlml_after - self.nlml_before) / self.nlml_before.abs().max(f64::MIN_POSITIVE)
+    }
 }
 
 /// Exports `fitted.model`, checking it at `check_x` (raw inputs) and at
@@ -69,7 +95,19 @@ pub fn export_fitted(
     let mut eps = from_eps;
     while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
         eps *= 10.0;
-        for reoptimise in [REOPTIMISE_ITER, 0] {
+        let mut passing: Vec<(Exported, Cure, crate::fit::Rebuilt)> = Vec::new();
+        for reoptimise in [REOPTIMISE_ITER, LONG_REOPTIMISE_ITER, 0] {
+            // The longer run only when the brief one passed over budget;
+            // the fitted parameters only when it failed.
+            let over_budget = passing.first().is_some_and(|(_, c, _)| !c.within_budget);
+            let wanted = match reoptimise {
+                LONG_REOPTIMISE_ITER => over_budget,
+                0 => passing.is_empty(),
+                _ => true,
+            };
+            if !wanted {
+                continue;
+            }
             // A factorisation that fails at this jitter may succeed at the next.
             let Ok(rebuilt) = fitted.with_jitter(eps, reoptimise) else {
                 continue;
@@ -78,13 +116,23 @@ pub fn export_fitted(
             if !exported.fidelity.passes() {
                 continue;
             }
-            let cure = Cure {
+            let mut cure = Cure {
                 from_eps,
                 to_eps: eps,
                 nlml_before: fitted.report.nlml,
                 nlml_after: rebuilt.nlml,
                 reoptimised: reoptimise,
+                within_budget: false,
             };
+            cure.within_budget = cure.cost() <= MAX_CURE_COST;
+            passing.push((exported, cure, rebuilt));
+        }
+        // A larger jitter smooths more: the cheapest cure at the first
+        // jitter that passes is the cheapest there is.
+        let cheapest = passing
+            .into_iter()
+            .min_by(|a, b| a.1.nlml_after.total_cmp(&b.1.nlml_after));
+        if let Some((exported, cure, rebuilt)) = cheapest {
             fitted.model = rebuilt.model;
             fitted.report.hyper = rebuilt.hyper;
             return Ok((exported, Some(cure)));
@@ -145,13 +193,15 @@ pub fn export_outputs(
                 continue;
             }
             let done = compact(&checks);
-            let cure = Cure {
+            let mut cure = Cure {
                 from_eps,
                 to_eps: eps,
                 nlml_before: fitted.report.nlml,
                 nlml_after: nlml,
                 reoptimised: reoptimise,
+                within_budget: false,
             };
+            cure.within_budget = cure.cost() <= MAX_CURE_COST;
             if fallback.is_none() && !passes(&first) {
                 fallback = Some((set.clone(), hyper.clone(), checks.clone(), cure.clone()));
             }

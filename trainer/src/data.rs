@@ -588,7 +588,7 @@ pub fn read_inputs_and_targets(
 ) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
     let path = path.as_ref();
     let source = path.display().to_string();
-    let table = read_table(open(path)?, &source, |header| {
+    let table = read_table(open(path)?, &source, false, |header| {
         let wanted: Vec<usize> = targets
             .iter()
             .map(|t| find_column(header, t, &source))
@@ -733,17 +733,7 @@ fn read_table<R: Read>(
         .flexible(true)
         .trim(csv::Trim::All)
         .from_reader(reader);
-    let header: Vec<String> = csv
-        .headers()
-        .map_err(|e| csv_error(source, &e))?
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    if header.is_empty() || (header.len() == 1 && header.first().is_some_and(String::is_empty)) {
-        return Err(Error::BadInput(format!(
-            "{source}: empty file (expected a header row of column names)"
-        )));
-    }
+    let header = read_header(&mut csv, source)?;
     check_names(&header, source)?;
     let selected = select(&header)?;
     let names: Vec<String> = selected
@@ -811,7 +801,23 @@ fn read_table<R: Read>(
     })
 }
 
-fn csv_error(source: &str, e: &csv::Error) -> Error {
+/// The column names of a CSV header row; an empty file is an error.
+pub(crate) fn read_header<R: Read>(csv: &mut csv::Reader<R>, source: &str) -> Result<Vec<String>> {
+    let header: Vec<String> = csv
+        .headers()
+        .map_err(|e| csv_error(source, &e))?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    if header.is_empty() || (header.len() == 1 && header.first().is_some_and(String::is_empty)) {
+        return Err(Error::BadInput(format!(
+            "{source}: empty file (expected a header row of column names)"
+        )));
+    }
+    Ok(header)
+}
+
+pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {
     match e.position() {
         Some(p) => Error::BadInput(format!("{source}: line {}: {e}", p.line())),
         None => Error::BadInput(format!("{source}: {e}")),
@@ -821,7 +827,7 @@ fn csv_error(source: &str, e: &csv::Error) -> Error {
 /// Parses one cell. Rust's `f64::from_str` accepts "nan", "inf" and
 /// "infinity" and overflows "1e999" to infinity; none of those can be
 /// trained on, so anything non-finite is refused with its own message.
-fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
+pub(crate) fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
     if cell.is_empty() {
         return Err("empty cell (missing values are not supported)".into());
     }
@@ -834,7 +840,7 @@ fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
     }
 }
 
-fn check_names(names: &[String], source: &str) -> Result<()> {
+pub(crate) fn check_names(names: &[String], source: &str) -> Result<()> {
     for (j, name) in names.iter().enumerate() {
         if name.is_empty() {
             return Err(Error::BadInput(format!(
@@ -853,7 +859,7 @@ fn check_names(names: &[String], source: &str) -> Result<()> {
     Ok(())
 }
 
-fn find_column(header: &[String], name: &str, source: &str) -> Result<usize> {
+pub(crate) fn find_column(header: &[String], name: &str, source: &str) -> Result<usize> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         Error::BadInput(format!(
             "{source}: no column named '{name}'; available columns: {}",

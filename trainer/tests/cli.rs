@@ -1811,3 +1811,90 @@ fn two_valued_target_is_a_classification_by_default() {
         &["disagree"],
     );
 }
+
+/// `sgp synth --parquet` writes the same numbers as its CSV; `sgp fit`
+/// reads either and writes the same blob, for a file read whole and for
+/// one large enough to be streamed (fitted on a growing subset, then
+/// conditioned on every row: `report.streamed`).
+#[test]
+fn parquet_and_csv_give_the_same_blob_read_whole_or_streamed() {
+    let dir = TempDir::new("parquet");
+    for rows in ["300", "80000"] {
+        let csv = format!("d{rows}.csv");
+        let parquet = format!("d{rows}.parquet");
+        dir.write(
+            &csv,
+            ok(
+                &sgp(&dir, &["synth", "--rows", rows, "--dim", "2"]),
+                "synth",
+            ),
+        );
+        ok(
+            &sgp(
+                &dir,
+                &["synth", "--rows", rows, "--dim", "2", "--parquet", &parquet],
+            ),
+            "synth --parquet",
+        );
+        let mut blobs = Vec::new();
+        for data in [&csv, &parquet] {
+            let blob = format!("{data}.blob");
+            let out = sgp(
+                &dir,
+                &[
+                    "fit",
+                    "--data",
+                    data,
+                    "--m",
+                    "8",
+                    "--max-iter",
+                    "20",
+                    "--restarts",
+                    "1",
+                    "--out",
+                    &blob,
+                    "--json",
+                ],
+            );
+            let report: Value = serde_json::from_str(&ok(&out, "fit")).unwrap();
+            let streamed = &report["report"]["streamed"];
+            assert_eq!(report["report"]["rows"], rows.parse::<u64>().unwrap());
+            if rows == "300" {
+                assert!(streamed.is_null(), "{streamed}");
+            } else {
+                assert_eq!(streamed["rows"], 80000);
+                assert!(streamed["stages"][0]["rows"] == 8192, "{streamed}");
+            }
+            blobs.push(dir.read(&blob));
+        }
+        assert_eq!(
+            blobs[0], blobs[1],
+            "{rows} rows: CSV and Parquet blobs differ"
+        );
+    }
+}
+
+/// A bad cell in the last row of a file large enough to be streamed is
+/// reported with its line and column, and nothing is fitted or written.
+#[test]
+fn a_bad_cell_at_the_end_of_a_streamed_file_stops_the_fit_before_it_starts() {
+    let dir = TempDir::new("streamed-bad");
+    let mut csv = ok(
+        &sgp(&dir, &["synth", "--rows", "80000", "--dim", "2"]),
+        "synth",
+    );
+    csv.push_str("0.5,NaN,1.0\n");
+    dir.write("big.csv", csv);
+    let out = sgp(
+        &dir,
+        &["fit", "--data", "big.csv", "--m", "8", "--out", "m.blob"],
+    );
+    assert_bad_input(
+        &out,
+        &[
+            "big.csv: line 80002 (data row 80001), column 'x2'",
+            "not a finite number",
+        ],
+    );
+    assert!(!dir.path().join("m.blob").exists());
+}

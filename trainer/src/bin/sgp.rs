@@ -32,6 +32,7 @@ use sgp_trainer::export::{
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
+use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
 use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
@@ -44,6 +45,9 @@ use sgp_trainer::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
 use sgp_trainer::output_blob::{output_specs, set_blob};
 use sgp_trainer::plot::plot_svg;
+use sgp_trainer::stream::{
+    read_dataset, scan, write_parquet, Format as StreamFormat, ReadProgress, TableFile,
+};
 use sgp_trainer::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
@@ -136,6 +140,10 @@ enum Command {
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Write Parquet (f64 columns) to this file instead of CSV on
+        /// standard output.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
     },
     /// Fit a grid of models (family x M, x G for projected families) with
     /// `sgp fit`'s default settings, evaluate every blob on a test set
@@ -274,9 +282,17 @@ enum LinkArg {
 
 #[derive(clap::Args)]
 struct FitArgs {
-    /// CSV with a header row.
+    /// Training data: CSV with a header row, or Parquet (numeric columns).
+    /// A regression on more rows than a streamed fit samples
+    /// (73,728) is fitted on a growing random subset and conditioned on
+    /// every row in a second pass, in memory independent of the file's
+    /// size (docs/large-data.md).
     #[arg(long)]
     data: PathBuf,
+    /// Fit on every row in memory, even when the file is large enough to
+    /// be streamed.
+    #[arg(long)]
+    in_memory: bool,
     /// Target column (default: the last column); all others are inputs.
     #[arg(long)]
     target: Option<String>,
@@ -533,7 +549,8 @@ fn run(cli: &Cli) -> Result<()> {
             shape,
             system,
             seed,
-        } => synth_command(*rows, *dim, *shape, *system, *seed),
+            parquet,
+        } => synth_command(*rows, *dim, *shape, *system, *seed, parquet.as_deref()),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
@@ -722,7 +739,11 @@ fn training_data(
     (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<Dataset> {
-    let data = Dataset::from_csv(path, target)?;
+    let table = TableFile::open(path, target)?;
+    let data = match table.format {
+        StreamFormat::Csv => Dataset::from_csv(path, target)?,
+        StreamFormat::Parquet => read_dataset(&table)?,
+    };
     let regression_only = models.iter().find(|m| !m.classifies());
     let classes = data.target_classes();
     let text = !data.class_labels.is_empty();
@@ -828,6 +849,11 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     if targets.len() > 1 {
         return fit_outputs_command(args, &targets, quiet);
     }
+    if !args.in_memory {
+        if let Some(streamed) = streamed_fit(args, quiet)? {
+            return finish_fit(args, streamed, None);
+        }
+    }
     let asked: Vec<Method> = args.model.into_iter().collect();
     let data = training_data(
         &args.data,
@@ -848,8 +874,126 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         }
         _ => None,
     };
-    let mut fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
-    let raw_x = data.raw_x();
+    let fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
+    finish_fit(args, (fitted, data.raw_x()), path)
+}
+
+/// Rows of the sample at which a streamed fit's export is checked.
+const STREAMED_CHECK_ROWS: usize = 16_384;
+
+/// Fits a regression on a large file by [`fit_streamed`]: `None` when the
+/// file is small enough to fit in memory, or the fit asked for is not one
+/// that streams (a classification, a model other than spgp); then the
+/// whole file is read as before. Returns the fit and the raw inputs its
+/// export is checked at.
+fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted, DMatrix<f64>)>> {
+    let model = args.model.unwrap_or(Method::Spgp);
+    let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
+    if model != Method::Spgp || classification {
+        return Ok(None);
+    }
+    let table = TableFile::open(&args.data, args.target.as_deref())?;
+    let mut params = StreamedParams::default();
+    let FitParams::Spgp(sparse) = args.params(Method::Spgp)? else {
+        return Ok(None);
+    };
+    params.sparse = sparse;
+    if table
+        .known_rows()
+        .is_some_and(|rows| rows <= params.sample_rows() as u64)
+    {
+        return Ok(None);
+    }
+    let quiet = quiet || args.json;
+    let bar = rows_bar(quiet, table.bytes(), "read", true);
+    let first = scan(
+        &table,
+        params.sample_rows(),
+        params.sparse.seed,
+        params.chunk_rows,
+        &mut |at| show_rows(&bar, at),
+    );
+    bar.finish_and_clear();
+    let first = first?;
+    if first.rows <= params.sample_rows() as u64 {
+        return Ok(None);
+    }
+    if args.task()?.is_none() && first.target_values.len() == 2 {
+        // Two target values default to a classification, which is fitted in memory.
+        return Ok(None);
+    }
+    let fit_bar = progress_bar(quiet, params.sparse.iteration_budget(), "fit");
+    let pass_bar = rows_bar(quiet, first.rows, "pass", false);
+    let mut stage_rows = 0;
+    let fitted = fit_streamed(&table, &first, &params, &mut |p| match p {
+        StreamedProgress::Fit { rows, progress } => {
+            if rows != stage_rows {
+                stage_rows = rows;
+                fit_bar.set_prefix(format!("{rows} rows"));
+                fit_bar.set_length(if rows == params.first_rows {
+                    params.sparse.iteration_budget()
+                } else {
+                    params.sparse.optimiser.max_iter
+                });
+                fit_bar.reset();
+            }
+            fit_bar.set_position(progress.iteration);
+            fit_bar.set_message(format!("NLML {:.4}", progress.best_value));
+        }
+        StreamedProgress::Pass(at) => {
+            fit_bar.finish_and_clear();
+            pass_bar.set_position(at.rows);
+        }
+    });
+    fit_bar.finish_and_clear();
+    pass_bar.finish_and_clear();
+    let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
+    Ok(Some((
+        fitted?,
+        first.sample_x.rows(0, check_rows).into_owned(),
+    )))
+}
+
+/// A progress bar over the rows of a pass (`bytes`: over the bytes of the
+/// file, rows counted in the message), hidden with --quiet.
+fn rows_bar(quiet: bool, len: u64, label: &str, bytes: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    let template = if bytes {
+        "{prefix:>6} [{bar:30}] {binary_bytes}/{binary_total_bytes}  {msg}  {eta} left"
+    } else {
+        "{prefix:>6} [{bar:30}] {human_pos}/{human_len} rows  {per_sec}  {eta} left"
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    bar
+}
+
+/// Shows a pass's progress on a bar over the file's bytes, with rows per
+/// second.
+fn show_rows(bar: &ProgressBar, at: ReadProgress) {
+    bar.set_position(at.bytes);
+    let seconds = bar.elapsed().as_secs_f64().max(1e-3);
+    bar.set_message(format!(
+        "{} rows, {:.0} rows/s",
+        at.rows,
+        at.rows as f64 / seconds
+    ));
+}
+
+/// Exports `fitted` (checked at the raw inputs `check_x`), writes the blob
+/// and the golden values asked for, and reports.
+fn finish_fit(
+    args: &FitArgs,
+    (mut fitted, raw_x): (Fitted, DMatrix<f64>),
+    path: Option<Vec<PathRow>>,
+) -> Result<()> {
     let (exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
@@ -947,6 +1091,20 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
         model.n_basis(),
         report.rows
     );
+    if let Some(streamed) = &report.streamed {
+        let stages: Vec<String> = streamed
+            .stages
+            .iter()
+            .map(|s| format!("{} rows {:.4}", s.rows, s.validation_nlpd))
+            .collect();
+        println!(
+            "subset          fitted on {} of {} rows (validation NLPD by stage: {}); every row              conditioned on in a {:.1} s pass",
+            streamed.fitted_rows,
+            streamed.rows,
+            stages.join(", "),
+            streamed.pass_seconds
+        );
+    }
     for (k, start) in report.starts.iter().enumerate() {
         println!(
             "start {:<9} {} -> NLML {:.4}",
@@ -1122,9 +1280,21 @@ fn print_fit_summary(fitted: &Fitted, exported: &Exported, cure: Option<&Cure>, 
     if let Some(c) = cure {
         println!(
             "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
-             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4}",
-            c.from_eps, c.to_eps, c.reoptimised, c.nlml_before, c.nlml_after
+             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4} ({:+.2}%)",
+            c.from_eps,
+            c.to_eps,
+            c.reoptimised,
+            c.nlml_before,
+            c.nlml_after,
+            100.0 * c.cost()
         );
+        if !c.within_budget {
+            println!(
+                "                warning: no jitter up to {:.0e} s2 cured the export within {:.0}%                  of the training NLML; this is the cheapest cure (try fewer basis functions,                  --m)",
+                sgp_trainer::cure::MAX_CURE_EPS,
+                100.0 * sgp_trainer::cure::MAX_CURE_COST
+            );
+        }
     }
     let f = &exported.fidelity;
     if model.link == sgp_runtime::Link::Probit {
@@ -1561,6 +1731,7 @@ fn synth_command(
     shape: Option<Shape>,
     system: Option<sgp_trainer::dynamics::System>,
     seed: u64,
+    parquet: Option<&Path>,
 ) -> Result<()> {
     if rows == 0 || dim == 0 {
         return Err(Error::BadInput(
@@ -1568,6 +1739,11 @@ fn synth_command(
         ));
     }
     if let Some(system) = system {
+        if parquet.is_some() {
+            return Err(Error::BadInput(
+                "--parquet writes the --shape and ridge sets; --system writes CSV only".into(),
+            ));
+        }
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         system
             .write_csv(rows, seed, &mut out)
@@ -1578,6 +1754,15 @@ fn synth_command(
         Some(shape) => synth::generate(shape, rows, seed),
         None => synth::ridge(rows, dim, seed),
     };
+    if let Some(path) = parquet {
+        return write_parquet(
+            path,
+            &generated.x,
+            &generated.y,
+            &generated.input_names,
+            &generated.target_name,
+        );
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     generated.write_csv(&mut out).map_err(stdout_error)?;
     out.flush().map_err(stdout_error)

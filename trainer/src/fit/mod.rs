@@ -26,6 +26,7 @@ pub mod ivm;
 pub mod multi_output;
 pub mod spgp;
 pub mod spgp_hs;
+pub mod streamed;
 pub mod svgp;
 pub mod vsgp;
 
@@ -572,6 +573,10 @@ pub struct FitReport {
     /// IVM's active set, bias and rounds (IVM only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ivm: Option<ivm::IvmReport>,
+    /// A fit on a growing subset, conditioned on every row in a streamed
+    /// pass ([`streamed`]): its stages and pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streamed: Option<streamed::StreamReport>,
 }
 
 impl FitReport {
@@ -600,6 +605,7 @@ impl FitReport {
             held_out: None,
             gplasso: None,
             ivm: None,
+            streamed: None,
         }
     }
 }
@@ -658,6 +664,28 @@ struct Expansion {
 }
 
 impl Expansion {
+    /// The expansion back to every input of `data`, ignoring its constant
+    /// inputs.
+    fn for_data(data: &Dataset) -> Self {
+        Expansion {
+            ignored: data.constant_inputs.clone(),
+            transform: data.transform.clone(),
+            input_names: data.input_names.clone(),
+        }
+    }
+
+    /// Extends `fitted`'s model (and every model it rebuilds) to every
+    /// input, and names the ignored ones in its report.
+    fn attach(self, fitted: &mut Fitted) {
+        self.apply(&mut fitted.model);
+        fitted.report.ignored_inputs = self
+            .ignored
+            .iter()
+            .filter_map(|&j| self.input_names.get(j).cloned())
+            .collect();
+        fitted.expansion = Some(self);
+    }
+
     fn apply(&self, model: &mut TrainedModel) {
         model.form.basis = model
             .form
@@ -764,17 +792,7 @@ pub fn fit(
         FitParams::Svgp(p) => svgp::fit_svgp(used, &p.check(used)?, progress)?,
     };
     if !ignored.is_empty() {
-        let expansion = Expansion {
-            ignored: ignored.clone(),
-            transform: data.transform.clone(),
-            input_names: data.input_names.clone(),
-        };
-        expansion.apply(&mut fitted.model);
-        fitted.report.ignored_inputs = ignored
-            .iter()
-            .filter_map(|&j| data.input_names.get(j).cloned())
-            .collect();
-        fitted.expansion = Some(expansion);
+        Expansion::for_data(data).attach(&mut fitted);
     }
     fitted.report.seconds = started.elapsed().as_secs_f64();
     Ok(fitted)

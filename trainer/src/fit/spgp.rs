@@ -331,23 +331,7 @@ impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
         let data = data.clone();
         let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
             let config = FitcConfig { jitter, ..config };
-            let (features, kernel) = if max_iter == 0 {
-                (features.clone(), kernel.clone())
-            } else {
-                let options = OptimiseOptions {
-                    max_iter,
-                    ..OptimiseOptions::default()
-                };
-                let refit = fit_sparse(
-                    &data,
-                    features.clone(),
-                    kernel.clone(),
-                    config,
-                    &options,
-                    &mut |_| {},
-                )?;
-                (refit.features, refit.kernel)
-            };
+            let (features, kernel) = reoptimised(&data, &features, &kernel, config, max_iter)?;
             let post = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
             let mut hyper = Hyperparameters::new(&kernel, &data.transform);
             if !features.uses_lengthscales() {
@@ -357,6 +341,34 @@ impl<F: InducingFeatures + Clone + Sync + 'static> SparseFit<F> {
         };
         Fitted::new(model, report, config.jitter.initial, Box::new(rebuild))
     }
+}
+
+/// `features` and `kern` after `max_iter` iterations of `config`'s
+/// objective on `data` from there (0: as they are): what a rebuild with
+/// another jitter starts from.
+pub(crate) fn reoptimised<F: InducingFeatures + Clone + Sync>(
+    data: &Dataset,
+    features: &F,
+    kern: &KernelParams,
+    config: FitcConfig,
+    max_iter: u64,
+) -> Result<(F, KernelParams)> {
+    if max_iter == 0 {
+        return Ok((features.clone(), kern.clone()));
+    }
+    let options = OptimiseOptions {
+        max_iter,
+        ..OptimiseOptions::default()
+    };
+    let refit = fit_sparse(
+        data,
+        features.clone(),
+        kern.clone(),
+        config,
+        &options,
+        &mut |_| {},
+    )?;
+    Ok((refit.features, refit.kernel))
 }
 
 /// Fits FITC or VFE (as `config` says) over any kind of inducing feature,

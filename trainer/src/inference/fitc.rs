@@ -65,8 +65,6 @@
 //! rayon: building `Kuf`, the triangular solves, the M x M accumulations and
 //! the feature chain rule all run per chunk and are summed.
 
-use std::f64::consts::PI;
-
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
@@ -74,10 +72,10 @@ use super::{col_sq_norms, sandwich_inv_factor, Approximation, ModelGrad, Predict
 use crate::features::{FeatureGrad, InducingFeatures};
 use crate::kernel::KernelParams;
 use crate::linalg::{
-    cholesky, cholesky_jittered, dot, faer_ref, log_det_from_factor, lower_inverse, matmul_into,
-    mul, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, symmetrise, JitterPolicy,
-    JitteredCholesky,
+    cholesky_jittered, dot, faer_ref, lower_inverse, matmul_into, mul, solve_lower_mut,
+    solve_lower_t_vec, symmetrise, JitterPolicy, JitteredCholesky,
 };
+use crate::posterior_sums::{PosteriorSums, Solved};
 use crate::{Error, Result};
 
 /// Which objective to evaluate, and its numerical settings.
@@ -162,15 +160,6 @@ struct Forward {
     sum_lambda: f64,
 }
 
-/// Sums of one chunk's forward pass.
-struct ChunkSums {
-    a: DMatrix<f64>,
-    b: DVector<f64>,
-    sum_log_gamma: f64,
-    y_gi_y: f64,
-    sum_lambda: f64,
-}
-
 fn check_inputs<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
@@ -208,7 +197,7 @@ fn forward<F: InducingFeatures + ?Sized>(
     let linv = lower_inverse(&chol.l)?;
     let step = cfg.chunk_rows.max(1);
     let starts: Vec<usize> = (0..n).step_by(step).collect();
-    let parts: Vec<(Chunk, ChunkSums)> = starts
+    let parts: Vec<(Chunk, PosteriorSums)> = starts
         .par_iter()
         .map(|&start| {
             let len = step.min(n - start);
@@ -220,35 +209,15 @@ fn forward<F: InducingFeatures + ?Sized>(
             let mut gamma = DVector::<f64>::zeros(len);
             // `V Gamma^{-1}`; the adjoint pass reuses its storage.
             let mut scratch = DMatrix::<f64>::zeros(m, len);
-            let (mut sum_log_gamma, mut y_gi_y, mut sum_lambda) = (0.0, 0.0, 0.0);
-            let columns = v.as_slice().chunks_exact(m);
-            for (i, (vcol, gcol)) in columns
-                .zip(scratch.as_mut_slice().chunks_exact_mut(m))
-                .enumerate()
-            {
-                // Round-off can make ||V_n||^2 exceed kdiag_n by a hair when
-                // a pseudo-input sits on a data point; lambda is a variance.
-                let lambda = (kd[i] - dot(vcol, vcol)).max(0.0);
-                let g = match cfg.approximation {
-                    Approximation::Fitc => lambda + sigma2,
-                    Approximation::Vfe => sigma2,
-                };
-                gamma[i] = g;
-                let inv_g = 1.0 / g;
-                for (o, v) in gcol.iter_mut().zip(vcol) {
-                    *o = inv_g * v;
-                }
-                sum_log_gamma += g.ln();
-                y_gi_y += yc[i] * yc[i] / g;
-                sum_lambda += lambda;
-            }
-            let sums = ChunkSums {
-                a: mul(faer_ref(&scratch), faer_ref(&v).transpose()),
-                b: &scratch * yc,
-                sum_log_gamma,
-                y_gi_y,
-                sum_lambda,
-            };
+            let sums = PosteriorSums::of_whitened(
+                &v,
+                kd.as_slice(),
+                yc.as_slice(),
+                sigma2,
+                cfg.approximation,
+                gamma.as_mut_slice(),
+                &mut scratch,
+            );
             Ok((
                 Chunk {
                     start,
@@ -261,36 +230,15 @@ fn forward<F: InducingFeatures + ?Sized>(
             ))
         })
         .collect::<Result<_>>()?;
-    let mut a = DMatrix::<f64>::identity(m, m);
-    let mut b = DVector::<f64>::zeros(m);
-    let (mut sum_log_gamma, mut y_gi_y, mut sum_lambda) = (0.0, 0.0, 0.0);
+    let mut sums = PosteriorSums::zeros(m);
     let mut chunks = Vec::with_capacity(parts.len());
     for (c, s) in parts {
-        a += s.a;
-        b += s.b;
-        sum_log_gamma += s.sum_log_gamma;
-        y_gi_y += s.y_gi_y;
-        sum_lambda += s.sum_lambda;
+        sums.merge(&s)?;
         chunks.push(c);
     }
-    let la = cholesky(&symmetrise(a))?;
+    let Solved { la, beta_v, nlml } = sums.solve(cfg.approximation, sigma2)?;
     let lainv = lower_inverse(&la)?;
-    let c = solve_lower_vec(&la, &b)?;
-    let beta_v = solve_lower_t_vec(&la, &c)?;
-    let trace = match cfg.approximation {
-        Approximation::Fitc => 0.0,
-        Approximation::Vfe => 0.5 * sum_lambda / sigma2,
-    };
-    let nlml = 0.5 * (y_gi_y - c.norm_squared())
-        + 0.5 * (sum_log_gamma + log_det_from_factor(&la))
-        + 0.5 * n as f64 * (2.0 * PI).ln()
-        + trace;
-    if !nlml.is_finite() {
-        return Err(Error::Numerical(format!(
-            "{:?} objective is {nlml}",
-            cfg.approximation
-        )));
-    }
+    let sum_lambda = sums.sum_lambda;
     Ok(Forward {
         kuu,
         chol,
@@ -583,6 +531,8 @@ impl FitcPosterior {
 
 #[cfg(test)]
 mod tests {
+    use std::f64::consts::PI;
+
     use super::*;
     use crate::features::PseudoInputs;
     use crate::inference::exact::exact_posterior;

@@ -1,0 +1,69 @@
+//! CSV rows, one record at a time: the same reader settings, checks and
+//! messages as [`crate::data`] (places given as `line L (data row R)`).
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use super::{ChunkBuilder, TableFile};
+use crate::{Error, Result};
+
+/// Read buffer: large sequential reads for files of gigabytes.
+const BUFFER_BYTES: usize = 1 << 20;
+
+fn reader(path: &Path) -> Result<csv::Reader<BufReader<File>>> {
+    let file = File::open(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(BufReader::with_capacity(BUFFER_BYTES, file)))
+}
+
+/// The column names of the header row.
+pub(crate) fn columns(path: &Path, source: &str) -> Result<Vec<String>> {
+    crate::data::read_header(&mut reader(path)?, source)
+}
+
+/// Reads every record of `table`, validating its selected cells, into
+/// `chunks`.
+pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
+    let source = table.source.as_str();
+    let mut csv = reader(&table.path)?;
+    let width = crate::data::read_header(&mut csv, source)?.len();
+    let mut record = csv::StringRecord::new();
+    let mut row = Vec::with_capacity(table.selected.len());
+    let mut data_row = 0u64;
+    while csv
+        .read_record(&mut record)
+        .map_err(|e| crate::data::csv_error(source, &e))?
+    {
+        data_row += 1;
+        let place = || {
+            let line = record.position().map_or(0, |p| p.line());
+            format!("{source}: line {line} (data row {data_row})")
+        };
+        if record.len() != width {
+            return Err(Error::BadInput(format!(
+                "{}: has {} fields but the header has {width} columns",
+                place(),
+                record.len()
+            )));
+        }
+        row.clear();
+        for &c in &table.selected {
+            let cell = record.get(c).unwrap_or("");
+            let value = crate::data::parse_cell(cell).map_err(|why| {
+                let name = table.columns.get(c).map_or("", String::as_str);
+                Error::BadInput(format!("{}, column '{name}': {why}", place()))
+            })?;
+            row.push(value);
+        }
+        let bytes = record.position().map_or(0, |p| p.byte());
+        chunks.push(&row, bytes)?;
+    }
+    Ok(())
+}
