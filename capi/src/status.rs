@@ -49,6 +49,8 @@ pub enum SgpStatus {
     InputOverflow = 17,
     /// The blob records no training-input range (format version 1 or 2).
     NoTrainingRange = 18,
+    /// The model has more outputs (or classes) than `SGP_CAPACITY_P`.
+    CapacityExceededOutput = 19,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -62,7 +64,7 @@ pub enum SgpStatus {
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 23] = [
+    pub(crate) const ALL: [SgpStatus; 24] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -82,6 +84,7 @@ impl SgpStatus {
         SgpStatus::NameTooLong,
         SgpStatus::InputOverflow,
         SgpStatus::NoTrainingRange,
+        SgpStatus::CapacityExceededOutput,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
@@ -108,6 +111,7 @@ impl SgpStatus {
                 Dimension::Basis => SgpStatus::CapacityExceededBasis,
                 Dimension::Feature => SgpStatus::CapacityExceededFeature,
                 Dimension::Input => SgpStatus::CapacityExceededInput,
+                Dimension::Output => SgpStatus::CapacityExceededOutput,
             },
             Error::InconsistentSizes { .. } => SgpStatus::InconsistentSizes,
             Error::NonFinite { .. } => SgpStatus::NonFinite,
@@ -147,6 +151,7 @@ impl SgpStatus {
             SgpStatus::NameTooLong => c"a name in the blob is longer than the runtime keeps",
             SgpStatus::InputOverflow => c"input so far out that f32 overflows on it",
             SgpStatus::NoTrainingRange => c"blob records no training-input range (format v1/v2)",
+            SgpStatus::CapacityExceededOutput => c"model has more outputs than SGP_CAPACITY_P",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {

@@ -14,6 +14,8 @@ pub enum Dimension {
     Feature,
     /// Raw input dimension `D`.
     Input,
+    /// Number of outputs (or class latents) `P` (format version 5).
+    Output,
 }
 
 impl fmt::Display for Dimension {
@@ -22,6 +24,7 @@ impl fmt::Display for Dimension {
             Dimension::Basis => "basis functions (M)",
             Dimension::Feature => "feature dimension (G)",
             Dimension::Input => "input dimension (D)",
+            Dimension::Output => "outputs (P)",
         })
     }
 }

@@ -1,4 +1,4 @@
-//! Blob format v4 (and v1 to v3, still read): the single definition of what
+//! Blob format v5 (and v1 to v4, still read): the single definition of what
 //! the trainer writes and the device reads. `runtime/FORMAT.md` describes the
 //! same layout byte by byte.
 //!
@@ -15,12 +15,13 @@ use crate::error::{Dimension, Error};
 pub const MAGIC: [u8; 4] = *b"SGPM";
 /// The format version this runtime writes. It also reads every version from
 /// [`OLDEST_VERSION`] on.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// The oldest format version this runtime reads. Each version appends
 /// fields to the body of the one before: version 2 adds `positive_class`
 /// (read as `1` from version 1), version 3 the training-input range
 /// `x_min`, `x_max` (none recorded before it), version 4 the
-/// [`VarianceForm`] (read as [`VarianceForm::Solves`] before it).
+/// [`VarianceForm`] (read as [`VarianceForm::Solves`] before it), version 5
+/// the further outputs and the class labels (none before it: one output).
 pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
 pub const PREAMBLE_LEN: usize = 10;
@@ -79,11 +80,15 @@ impl ModelKind {
     }
 }
 
-/// How the latent function maps to the output.
+/// How the latent functions map to the outputs. The variants' order is
+/// their wire index: new ones are appended, so an older blob keeps its
+/// meaning.
 ///
 /// ```
 /// use sgp_runtime::Link;
 /// assert_ne!(Link::Identity, Link::Probit);
+/// assert!(Link::Softmax.classifies() && !Link::Identity.classifies());
+/// assert!(Link::OneVsRest.is_multi_class() && !Link::Probit.is_multi_class());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -92,7 +97,93 @@ pub enum Link {
     Identity,
     /// Binary classification: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
     Probit,
+    /// `K >= 2` classes, one latent per class (format version 5):
+    /// `q_k = Phi((m_k + b_k) / sqrt(1 + v_k))`, `p_k = q_k / sum_j q_j`.
+    OneVsRest,
+    /// `K >= 2` classes, one latent per class (format version 5): `p_k`
+    /// proportional to `exp((m_k + b_k) / sqrt(1 + pi v_k / 8))`.
+    Softmax,
 }
+
+impl Link {
+    /// Whether the outputs are class latents (every link but
+    /// [`Link::Identity`]): their predictions are the latent `f + b`, not
+    /// target units, and `noise`, `y_mean`, `y_scale` are unused.
+    ///
+    /// ```
+    /// assert!(sgp_runtime::Link::Probit.classifies());
+    /// ```
+    pub const fn classifies(self) -> bool {
+        !matches!(self, Link::Identity)
+    }
+
+    /// Whether the link spreads probability over one latent per class
+    /// ([`Link::OneVsRest`], [`Link::Softmax`]).
+    ///
+    /// ```
+    /// assert!(!sgp_runtime::Link::Probit.is_multi_class());
+    /// ```
+    pub const fn is_multi_class(self) -> bool {
+        matches!(self, Link::OneVsRest | Link::Softmax)
+    }
+
+    /// Short lowercase name, as the trainer reports it.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::Link::OneVsRest.name(), "one-vs-rest");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Link::Identity => "identity",
+            Link::Probit => "probit",
+            Link::OneVsRest => "one-vs-rest",
+            Link::Softmax => "softmax",
+        }
+    }
+
+    /// Accepts `outputs` outputs and `labels` class labels for this link
+    /// (FORMAT.md, "Several outputs"): regression takes any number of
+    /// outputs and no labels; probit one output and no labels or two; a
+    /// multi-class link at least two outputs and no labels or one per
+    /// output.
+    pub(crate) fn check_outputs(self, outputs: usize) -> Result<(), Error> {
+        let fits = match self {
+            Link::Identity => outputs >= 1,
+            Link::Probit => outputs == 1,
+            Link::OneVsRest | Link::Softmax => outputs >= 2,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::InvalidValue {
+                field: OUTPUTS_FIELD,
+            })
+        }
+    }
+
+    /// Accepts `labels` class labels for a model with `outputs` outputs.
+    pub(crate) fn check_labels(self, outputs: usize, labels: usize) -> Result<(), Error> {
+        let expected = match self {
+            Link::Identity => 0,
+            Link::Probit => 2,
+            Link::OneVsRest | Link::Softmax => outputs,
+        };
+        if labels == 0 || labels == expected {
+            Ok(())
+        } else {
+            Err(Error::InconsistentSizes {
+                field: LABELS_FIELD,
+                expected,
+                found: labels,
+            })
+        }
+    }
+}
+
+/// The name of the sequence of further outputs in error messages.
+const OUTPUTS_FIELD: &str = "outputs";
+/// The name of the sequence of class labels in error messages.
+const LABELS_FIELD: &str = "class_labels";
 
 /// How the variance term `k^T W k` is stored in `l1` (and `l2`).
 ///
@@ -546,7 +637,7 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(feature = "alloc")]
-pub use owned::ModelSpec;
+pub use owned::{ModelSpec, OutputSpec};
 
 #[cfg(feature = "alloc")]
 mod owned {
@@ -572,7 +663,7 @@ mod owned {
     ///     beta: vec![0.5], l1: vec![1.0], l2: vec![],
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
     ///     positive_class: 0.0, x_min: vec![-2.0], x_max: vec![3.0],
-    ///     variance: VarianceForm::Solves,
+    ///     variance: VarianceForm::Solves, outputs: vec![], class_labels: vec![],
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -629,6 +720,115 @@ mod owned {
         /// See [`Field::Variance`]: what `l1` holds ([`VarianceForm::Solves`]
         /// for blobs before version 4).
         pub variance: VarianceForm,
+        /// The second to `P`-th outputs, on the same basis, with the first
+        /// one's sizes and [`VarianceForm`] (format version 5; empty before
+        /// it and for a single-output model).
+        pub outputs: Vec<OutputSpec>,
+        /// Class labels as the training data spelled them (format version
+        /// 5): none, or `[negative, positive]` for a probit model, or one
+        /// per output for a multi-class link ([`Link::is_multi_class`]).
+        pub class_labels: Vec<String>,
+    }
+
+    /// One further output of a [`ModelSpec`]: its own name, weights,
+    /// factors, prior, noise, probit offset and target scaling; everything
+    /// else (basis, inputs, sizes, variance form) is the first output's.
+    ///
+    /// ```
+    /// use sgp_runtime::{ModelSpec, OutputSpec};
+    /// # let spec = ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
+    /// let first: OutputSpec = spec.output(0).unwrap();
+    /// assert_eq!(first.name, spec.target_name);
+    /// assert_eq!(first.beta, spec.beta);
+    /// assert!(spec.output(1).is_none());
+    /// ```
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct OutputSpec {
+        /// The output's (target column's) name.
+        pub name: String,
+        /// See [`Field::Beta`].
+        pub beta: Vec<f32>,
+        /// See [`Field::L1`].
+        pub l1: Vec<f32>,
+        /// See [`Field::L2`].
+        pub l2: Vec<f32>,
+        /// See [`Field::Prior`].
+        pub prior: f32,
+        /// See [`Field::Noise`].
+        pub noise: f32,
+        /// See [`Field::Bias`].
+        pub bias: f32,
+        /// See [`Field::YMean`].
+        pub y_mean: f32,
+        /// See [`Field::YScale`].
+        pub y_scale: f32,
+    }
+
+    impl OutputSpec {
+        /// The numeric fields with their values, in wire order.
+        fn fields(&self) -> [(Field, &[f32]); 8] {
+            [
+                (Field::Beta, &self.beta),
+                (Field::L1, &self.l1),
+                (Field::L2, &self.l2),
+                (Field::Prior, core::slice::from_ref(&self.prior)),
+                (Field::Noise, core::slice::from_ref(&self.noise)),
+                (Field::Bias, core::slice::from_ref(&self.bias)),
+                (Field::YMean, core::slice::from_ref(&self.y_mean)),
+                (Field::YScale, core::slice::from_ref(&self.y_scale)),
+            ]
+        }
+    }
+
+    /// The fields versions 2 to 5 append, in wire order, each version's
+    /// after the one before; what a version lacks keeps its default.
+    fn read_appended(
+        version: u16,
+        reader: &mut Reader<'_>,
+        spec: &mut ModelSpec,
+    ) -> Result<(), Error> {
+        if version >= 2 {
+            spec.positive_class = reader.value()?;
+        }
+        if version >= 3 {
+            spec.x_min = reader.value()?;
+            spec.x_max = reader.value()?;
+        }
+        if version >= 4 {
+            spec.variance = reader.value()?;
+        }
+        if version >= 5 {
+            spec.outputs = reader.value()?;
+            spec.class_labels = reader.value()?;
+        }
+        Ok(())
+    }
+
+    /// Checks lengths, then values, of `fields`, then the diagonals of the
+    /// factors among them.
+    fn check_fields(shape: &Shape, fields: &[(Field, &[f32])]) -> Result<(), Error> {
+        for &(field, values) in fields {
+            let expected = shape.expected_len(field);
+            if values.len() != expected {
+                return Err(Error::InconsistentSizes {
+                    field: field.name(),
+                    expected,
+                    found: values.len(),
+                });
+            }
+            for &value in values {
+                field.check(value)?;
+            }
+        }
+        for &(field, factor) in fields {
+            if matches!(field, Field::L1 | Field::L2) {
+                for row in 0..factor_rows(factor.len()) {
+                    let diagonal = factor.get(packed_len(row + 1) - 1).copied();
+                    check_diagonal(field, diagonal.unwrap_or(0.0))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The fields every format version has, in wire order: the whole body
@@ -680,6 +880,8 @@ mod owned {
                 x_min: Vec::new(),
                 x_max: Vec::new(),
                 variance: VarianceForm::Solves,
+                outputs: Vec::new(),
+                class_labels: Vec::new(),
             }
         }
     }
@@ -725,25 +927,7 @@ mod owned {
                     found: names,
                 });
             }
-            for (field, values) in self.fields() {
-                let expected = self.shape.expected_len(field);
-                if values.len() != expected {
-                    return Err(Error::InconsistentSizes {
-                        field: field.name(),
-                        expected,
-                        found: values.len(),
-                    });
-                }
-                for &value in values {
-                    field.check(value)?;
-                }
-            }
-            for (field, factor) in [(Field::L1, &self.l1), (Field::L2, &self.l2)] {
-                for row in 0..factor_rows(factor.len()) {
-                    let diagonal = factor.get(packed_len(row + 1) - 1).copied();
-                    check_diagonal(field, diagonal.unwrap_or(0.0))?;
-                }
-            }
+            check_fields(&self.shape, &self.fields())?;
             self.variance.check(&self.shape)?;
             check_range_len(d, self.x_min.len())?;
             check_range_max_len(self.x_min.len(), self.x_max.len())?;
@@ -751,7 +935,47 @@ mod owned {
                 Field::XMin.check(min)?;
                 check_range_pair(min, Field::XMax.check(max)?)?;
             }
-            Ok(())
+            let link = self.shape.link;
+            link.check_outputs(self.output_count())?;
+            for output in &self.outputs {
+                check_fields(&self.shape, &output.fields())?;
+            }
+            link.check_labels(self.output_count(), self.class_labels.len())
+        }
+
+        /// Number of outputs `P` (class latents `K` for a multi-class link):
+        /// the first and [`ModelSpec::outputs`].
+        ///
+        /// ```
+        /// # let spec = sgp_runtime::ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
+        /// assert_eq!(spec.output_count(), 1);
+        /// ```
+        pub fn output_count(&self) -> usize {
+            1 + self.outputs.len()
+        }
+
+        /// Output `p` (`0` is the first, kept in the body's own fields),
+        /// or `None` past the last.
+        ///
+        /// ```
+        /// # let spec = sgp_runtime::ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
+        /// assert_eq!(spec.output(0).unwrap().prior, spec.prior);
+        /// ```
+        pub fn output(&self, p: usize) -> Option<OutputSpec> {
+            match p.checked_sub(1) {
+                None => Some(OutputSpec {
+                    name: self.target_name.clone(),
+                    beta: self.beta.clone(),
+                    l1: self.l1.clone(),
+                    l2: self.l2.clone(),
+                    prior: self.prior,
+                    noise: self.noise,
+                    bias: self.bias,
+                    y_mean: self.y_mean,
+                    y_scale: self.y_scale,
+                }),
+                Some(rest) => self.outputs.get(rest).cloned(),
+            }
         }
 
         /// Encodes the model as a blob of format [`VERSION`].
@@ -776,7 +1000,8 @@ mod owned {
         /// Decodes and validates a blob of any version this runtime reads
         /// (a version-1 blob gets `positive_class = 1`; version 1 and 2
         /// blobs get no input range; blobs before version 4 the
-        /// [`VarianceForm::Solves`]).
+        /// [`VarianceForm::Solves`]; blobs before version 5 one output and
+        /// no class labels).
         ///
         /// # Errors
         /// Any [`Error`] describing a malformed blob.
@@ -786,16 +1011,7 @@ mod owned {
             // each version's body is the one before it plus its new fields.
             let mut reader = Reader::new(body);
             let mut spec = reader.value::<Common>()?.into_spec();
-            if version >= 2 {
-                spec.positive_class = reader.value()?;
-            }
-            if version >= 3 {
-                spec.x_min = reader.value()?;
-                spec.x_max = reader.value()?;
-            }
-            if version >= 4 {
-                spec.variance = reader.value()?;
-            }
+            read_appended(version, &mut reader, &mut spec)?;
             reader.finish()?;
             spec.validate()?;
             Ok(spec)

@@ -17,6 +17,12 @@
 //! 5. regression: `y_mean + y_scale m`, `y_scale^2 (v + noise)`;
 //!    probit: `P(y = +1) = Phi((m + b) / sqrt(1 + v))`.
 //!
+//! A blob may hold several outputs on one basis (format version 5): a
+//! `Model<M, G, D, P>` holds up to `P` of them, [`Model::predict_all`]
+//! evaluates the basis once and predicts them all, and a multi-class model
+//! ([`Link::OneVsRest`], [`Link::Softmax`]: one latent per class)
+//! gives its class and probabilities with [`Model::classify`].
+//!
 //! [`Model::predict_with_gradient`] also gives the gradients of the mean
 //! and variance with respect to the raw inputs (and
 //! [`Model::probability_with_gradient`] the class probability's), for
@@ -62,13 +68,13 @@ mod math;
 mod model;
 
 pub use error::{Dimension, Error};
-#[cfg(feature = "alloc")]
-pub use format::ModelSpec;
 pub use format::{
     Field, Link, ModelKind, Shape, VarianceForm, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN,
     VERSION,
 };
+#[cfg(feature = "alloc")]
+pub use format::{ModelSpec, OutputSpec};
 pub use model::{
-    ram_bytes, Model, Name, Prediction, PredictionWithGradient, ProbabilityWithGradient,
-    NAME_CAPACITY,
+    ram_bytes, ram_bytes_with_outputs, Classification, Model, Name, Outputs, Prediction,
+    PredictionWithGradient, ProbabilityWithGradient, NAME_CAPACITY,
 };

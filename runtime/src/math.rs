@@ -95,7 +95,7 @@ pub(crate) fn normal_cdf(t: f32) -> f32 {
 /// chains are independent (the FPU pipelines them) and the loop overhead
 /// is paid once per four multiply-adds.
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]));
     let (a4, a_tail) = a.as_chunks::<4>();

@@ -2,14 +2,17 @@
 //! form for every model").
 
 use crate::error::Error;
-use crate::format::{check_diagonal, open, Field, Link, ModelKind, Reader, Shape, VarianceForm};
-use crate::math::{self, packed_index};
+use crate::format::{open, Field, Link, ModelKind, Reader, Shape, VarianceForm};
+use crate::math;
 
 mod gradient;
 mod inputs;
+mod outputs;
 
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
+use outputs::Output;
+pub use outputs::{Classification, Outputs};
 
 /// A predictive distribution.
 ///
@@ -43,16 +46,18 @@ impl Prediction {
 }
 
 /// A model loaded into fixed-capacity storage: at most `M` basis functions
-/// living in at most `G` dimensions, fed at most `D` raw inputs.
+/// living in at most `G` dimensions, fed at most `D` raw inputs, with at
+/// most `P` outputs (or class latents) on that basis; `P` defaults to one.
 ///
 /// Loading copies and checks every number once; predictions then do no
 /// allocation, no bounds-checked indexing that could panic, and the same
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (M^2 + M (2G + 4) + G D + 4D + 5) + 32 (D + 1)` bytes plus a
-/// few words (see [`ram_bytes`]); the two triangular factors share one
-/// `M x M` array, the column names take [`NAME_CAPACITY`] + 1 bytes each.
+/// RAM: `4 (P (M^2 + 3M + 5) + M (2G + 1) + G D + 4D + 6) + 32 (D + P)`
+/// bytes plus a few words (see [`ram_bytes`], [`ram_bytes_with_outputs`]);
+/// each output's two triangular factors share one `M x M` array, the
+/// column names take [`NAME_CAPACITY`] + 1 bytes each.
 ///
 /// ```
 /// use sgp_runtime::Model;
@@ -64,7 +69,7 @@ impl Prediction {
 /// ```
 #[derive(Debug, Clone)]
 #[repr(C)] // the hot arrays first, where load offsets need no address arithmetic
-pub struct Model<const M: usize, const G: usize, const D: usize> {
+pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize = 1> {
     /// `(s_ig c_ig, s_ig)` side by side, `s_ig = sqrt(w_ig / 2)` in the
     /// exp's fixed-point units (see `scale_own_widths`): one stream for the
     /// hottest loop. With shared widths, `(s_g c_ig, 1)` instead, `s_g`
@@ -72,43 +77,33 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
     /// full length (zeros past `g`), so that loop runs over the constant
     /// `G` and unrolls; a zero width adds nothing.
     basis_params: [[[f32; 2]; G]; M],
-    /// `(a_i, beta_i)`: amplitude and mean weight, read together.
-    amp_beta: [[f32; 2]; M],
+    /// `a_i`: the amplitudes (read by VSGP's basis loop only).
+    amplitudes: [f32; M],
     /// `math::EXP2_OF_NEGATIVE` times the amplitude shared by every basis
     /// function (every kind but VSGP, whose basis loop reads `a_i`).
     exp_poly: [f32; 6],
-    /// The strictly lower parts of `L1` and `L2` in the solver's streaming
-    /// order (see `math::packed_index`): `M (M - 1)` numbers at most, in
-    /// `M x M` slots. With one factor it is also in the product's order
-    /// from `math::product_offset` on (see `math::product_index`).
-    factors: [[f32; M]; M],
-    /// `L1`'s diagonal: as it is for the product, its reciprocal for the
-    /// solves (which then never divide).
-    diagonal1: [f32; M],
-    /// The reciprocal of `L2`'s diagonal.
-    inv_diagonal2: [f32; M],
+    /// Weights, factors and scalars of each output; the first is the one
+    /// the single-output calls evaluate.
+    outputs: [Output<M>; P],
     x_mean: [f32; D],
     /// `1 / x_scale`, times `s_g` with shared widths and no projection.
     x_inv_scale: [f32; D],
     /// The projection, row `g` times `s_g` with shared widths.
     projection: [[f32; D]; G],
-    shape: Shape,
-    m: usize,
-    g: usize,
-    prior: f32,
-    noise: f32,
-    bias: f32,
-    y_mean: f32,
-    y_scale: f32,
     /// Training-input range (raw units); meaningful only when `ranged`.
     x_min: [f32; D],
     x_max: [f32; D],
+    shape: Shape,
+    m: usize,
+    g: usize,
     input_names: [Name; D],
-    target_name: Name,
     ranged: bool,
     /// Beside `ranged`, in the padding after the names (whose bytes come
     /// in multiples of four), so it costs no RAM.
     variance: VarianceForm,
+    /// Outputs in the loaded blob, `1..=P` (0 when empty); in the same
+    /// padding.
+    p: u16,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -122,11 +117,24 @@ pub struct Model<const M: usize, const G: usize, const D: usize> {
 /// assert!(ram_bytes(32, 4, 4) >= core::mem::size_of::<Model<32, 4, 4>>() - 24);
 /// ```
 pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
-    let numbers = m * m + m * (2 * g + 4) + g * d + 4 * d + 11;
-    let names = (NAME_CAPACITY + 1) * (d + 1);
-    // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag
-    // and the variance form (padded to a word with the names).
-    4 * numbers + names + 12 + 2 * 4 + 4
+    ram_bytes_with_outputs(m, g, d, 1)
+}
+
+/// [`ram_bytes`] of a `Model<M, G, D, P>` with room for `p` outputs.
+///
+/// ```
+/// use sgp_runtime::{ram_bytes, ram_bytes_with_outputs};
+/// // A second output costs its weights, factors and name, not a basis.
+/// let extra = ram_bytes_with_outputs(32, 4, 4, 2) - ram_bytes(32, 4, 4);
+/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 5) + 32);
+/// ```
+pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
+    let output = 4 * (m * m + 3 * m + 5) + NAME_CAPACITY + 1;
+    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d;
+    let names = (NAME_CAPACITY + 1) * d;
+    // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
+    // the variance form and the output count (a word with the names).
+    p * output + 4 * numbers + 12 + 2 * 4 + names + 4
 }
 
 // On 32-bit targets (the devices) the formula is the layout, exactly.
@@ -138,6 +146,7 @@ const _: () = {
     assert!(size_of::<Model<32, 4, 4>>() == ram_bytes(32, 4, 4));
     assert!(size_of::<Model<32, 4, 16>>() == ram_bytes(32, 4, 16));
     assert!(size_of::<Model<33, 16, 16>>() == ram_bytes(33, 16, 16));
+    assert!(size_of::<Model<32, 4, 4, 3>>() == ram_bytes_with_outputs(32, 4, 4, 3));
 };
 
 /// The shape of an empty model. A constant of its own: taking
@@ -160,38 +169,29 @@ const EMPTY_SHAPE: Shape = Shape {
 /// let model: sgp_runtime::Model<4, 1, 1> = Default::default();
 /// assert!(model.mean(&[0.0]).is_err());
 /// ```
-impl<const M: usize, const G: usize, const D: usize> Default for Model<M, G, D> {
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Default for Model<M, G, D, P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
     const EMPTY: Self = Model {
         shape: EMPTY_SHAPE,
         variance: VarianceForm::Solves,
         m: 0,
         g: 0,
+        p: 0,
         x_mean: [0.0; D],
         x_inv_scale: [0.0; D],
         projection: [[0.0; D]; G],
         basis_params: [[[0.0; 2]; G]; M],
-        amp_beta: [[0.0; 2]; M],
+        amplitudes: [0.0; M],
         exp_poly: [0.0; 6],
-        factors: [[0.0; M]; M],
-        diagonal1: [0.0; M],
-        inv_diagonal2: [0.0; M],
-        prior: 0.0,
-        noise: 0.0,
-        bias: 0.0,
-        y_mean: 0.0,
-        // Zero like every other field, so the template is all-zero bits and
-        // the compiler zero-fills instead of copying a flash image of it.
-        y_scale: 0.0,
+        outputs: [const { Output::EMPTY }; P],
         x_min: [0.0; D],
         x_max: [0.0; D],
         input_names: [const { Name::new() }; D],
-        target_name: Name::new(),
         ranged: false,
     };
 
@@ -255,26 +255,33 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         self.shape = EMPTY_SHAPE;
         self.m = 0;
         self.g = 0;
+        self.p = 0;
         self.ranged = false;
-        let (shape, ranged, variance) = self.decode(bytes)?;
+        let (shape, ranged, variance, p) = self.decode(bytes)?;
         self.shape = shape;
         self.ranged = ranged;
         self.variance = variance;
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
+        self.p = p;
         Ok(())
     }
 
     /// Decodes every number into place; the caller publishes the shape (and
-    /// whether an input range was read, and the variance form) only on
-    /// success, so a failed load leaves an empty model.
-    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool, VarianceForm), Error> {
+    /// whether an input range was read, the variance form and the number of
+    /// outputs) only on success, so a failed load leaves an empty model.
+    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool, VarianceForm, u16), Error> {
         let (version, body) = open(bytes)?;
         let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
         shape.validate()?;
         shape.fits(M, G, D)?;
         let model = self;
+        let first = model.outputs.first_mut().ok_or(Error::CapacityExceeded {
+            dimension: crate::Dimension::Output,
+            required: 1,
+            capacity: P,
+        })?;
         // NonZero: `usize / NonZeroUsize` cannot panic, so the loader keeps
         // no division-by-zero path (validate() already rejected 0).
         let g =
@@ -282,7 +289,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let d =
             core::num::NonZeroUsize::new(usize::from(shape.input_dim)).ok_or(Error::Malformed)?;
 
-        model.target_name = inputs::read_names(&mut reader, &mut model.input_names, d.get())?;
+        first.name = inputs::read_names(&mut reader, &mut model.input_names, d.get())?;
 
         reader.numbers(&shape, Field::XMean, |i, v| set(&mut model.x_mean, i, v))?;
         reader.numbers(&shape, Field::XScale, |i, v| {
@@ -313,45 +320,16 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         }
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
             if per_basis {
-                set_2d(&mut model.amp_beta, i, 0, v)
+                set(&mut model.amplitudes, i, v)
             } else {
-                (0..M).try_for_each(|row| set_2d(&mut model.amp_beta, row, 0, v))
+                model.amplitudes = [v; M];
+                Ok(())
             }
         })?;
-        let amplitude = model.amp_beta.first().map_or(0.0, |&[a, _]| a);
+        let amplitude = model.amplitudes.first().copied().unwrap_or(0.0);
         model.exp_poly = math::EXP2_OF_NEGATIVE.map(|c| amplitude * c);
-        reader.numbers(&shape, Field::Beta, |i, v| {
-            set_2d(&mut model.amp_beta, i, 1, v)
-        })?;
-        let two = shape.two_factors;
-        let m = usize::from(shape.n_basis);
-        for (field, factor) in [(Field::L1, 0), (Field::L2, 1)] {
-            reader.numbers(&shape, field, |i, v| {
-                let (row, col) = unpack(i);
-                if row == col {
-                    // As stored: the variance form, which says whether the
-                    // solves want its reciprocal, comes later in the body.
-                    let diagonal = if factor == 0 {
-                        &mut model.diagonal1
-                    } else {
-                        &mut model.inv_diagonal2
-                    };
-                    set(diagonal, row, check_diagonal(field, v)?)
-                } else {
-                    let slots = model.factors.as_flattened_mut();
-                    if !two {
-                        let at = math::product_offset(M) + math::product_index(row, col, m);
-                        set(slots, at, v)?;
-                    }
-                    set(slots, packed_index(row, col, factor, m, two), v)
-                }
-            })?;
-        }
-        model.prior = reader.scalar(Field::Prior)?;
-        model.noise = reader.scalar(Field::Noise)?;
-        model.bias = reader.scalar(Field::Bias)?;
-        model.y_mean = reader.scalar(Field::YMean)?;
-        model.y_scale = reader.scalar(Field::YScale)?;
+        let first = model.outputs.first_mut().ok_or(Error::Malformed)?;
+        first.read_numbers(&mut reader, &shape)?;
         if version >= 2 {
             // Host tools map labels with it; the device only checks it.
             reader.scalar(Field::PositiveClass)?;
@@ -363,15 +341,23 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         } else {
             VarianceForm::Solves
         };
+        let p = if version >= 5 {
+            outputs::read_outputs(&mut reader, &shape, &mut model.outputs)?
+        } else {
+            1
+        };
         reader.finish()?;
         if variance == VarianceForm::Solves {
-            for diagonal in [&mut model.diagonal1, &mut model.inv_diagonal2] {
-                for v in diagonal.iter_mut().take(m) {
-                    *v = 1.0 / *v;
-                }
+            for output in model.outputs.iter_mut().take(p) {
+                output.invert_diagonals(usize::from(shape.n_basis));
             }
         }
-        Ok((shape, ranged, variance))
+        Ok((
+            shape,
+            ranged,
+            variance,
+            u16::try_from(p).map_err(|_| Error::Malformed)?,
+        ))
     }
 
     /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
@@ -452,7 +438,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn noise_variance(&self) -> f32 {
-        self.y_scale * self.y_scale * self.noise
+        self.outputs.first().map_or(0.0, Output::noise_variance)
     }
 
     /// Predictive mean only: `O(M G)`, no variance work.
@@ -470,7 +456,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
         let mut k = [0.0f32; M];
         let latent = self.basis(x, &mut k)?;
-        Ok(self.output_mean(latent))
+        Ok(self.output_mean(self.first()?, latent))
     }
 
     /// Predictive mean and variance: `O(M G + M^2)`.
@@ -492,7 +478,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// [`Error::NonFiniteInput`] for a NaN or infinite value,
     /// [`Error::InputOverflow`] for one so far out that f32 overflows.
     pub fn predict(&self, x: &[f32]) -> Result<Prediction, Error> {
-        Ok(self.observed(self.predict_latent(x)?))
+        Ok(self.observed(self.first()?, self.predict_latent(x)?))
     }
 
     /// [`Model::predict`] of exactly `D` inputs, the capacity: the compiler
@@ -539,7 +525,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
-        let (latent, _) = self.latent(latent_mean, &k, None);
+        let (latent, _) = self.latent(self.first()?, latent_mean, &k, None);
         Ok(latent)
     }
 
@@ -577,10 +563,20 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn prior_variance(&self) -> f32 {
-        match self.shape.link {
-            Link::Identity => self.y_scale * self.y_scale * self.prior,
-            Link::Probit => self.prior,
-        }
+        self.outputs
+            .first()
+            .map_or(0.0, |output| output.prior_variance(self.shape.link))
+    }
+
+    /// The first output, which the single-output calls evaluate. Always
+    /// there (`P >= 1` is checked at load: a `Model` with `P = 0` loads
+    /// nothing), so the error is never returned.
+    #[inline(always)]
+    fn first(&self) -> Result<&Output<M>, Error> {
+        self.outputs.first().ok_or(Error::InputLength {
+            expected: 0,
+            found: 0,
+        })
     }
 
     /// Step 5 and the output units of step 6, from the basis values `k` and
@@ -593,17 +589,18 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     #[inline(always)]
     fn latent(
         &self,
+        output: &Output<M>,
         latent_mean: f32,
         k: &[f32; M],
         u: Option<&mut [[f32; 2]; M]>,
     ) -> (Prediction, bool) {
-        let mean = self.output_mean(latent_mean);
-        let factors = self.factors.as_flattened();
+        let mean = self.output_mean(output, latent_mean);
+        let factors = output.factors.as_flattened();
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
                 math::multiply_packed(
-                    self.product_factor(),
-                    &self.diagonal1,
+                    output.product_factor(),
+                    &output.diagonal1,
                     k,
                     self.m,
                     u.map(|u| u.as_flattened_mut()),
@@ -615,8 +612,8 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 let mut scratch = [[0.0f32; 2]; M];
                 math::solve_packed(
                     factors,
-                    &self.diagonal1,
-                    &self.inv_diagonal2,
+                    &output.diagonal1,
+                    &output.inv_diagonal2,
                     k,
                     self.m,
                     self.shape.two_factors,
@@ -624,42 +621,35 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
                 )
             }
         };
-        let variance = self.prior - explained + restored;
+        let variance = output.prior - explained + restored;
         // f32 cancellation can push the difference below zero near the
         // basis centres; the comparison also maps NaN to zero, and unlike
         // `f32::max` it needs no libm call on a Cortex-M4.
         let unclamped = variance > 0.0;
         let mut variance = if unclamped { variance } else { 0.0 };
         if self.shape.link == Link::Identity {
-            variance *= self.y_scale * self.y_scale;
+            variance *= output.y_scale * output.y_scale;
         }
         (Prediction { mean, variance }, unclamped)
-    }
-
-    /// The product form's `C` in its own order (`math::product_index`).
-    #[inline(always)]
-    fn product_factor(&self) -> &[f32] {
-        let slots = self.factors.as_flattened();
-        slots.get(math::product_offset(M)..).unwrap_or(&[])
     }
 
     /// What [`Model::predict`] reports for a latent prediction: regression
     /// adds the observation noise.
     #[inline(always)]
-    fn observed(&self, latent: Prediction) -> Prediction {
+    fn observed(&self, output: &Output<M>, latent: Prediction) -> Prediction {
         match self.shape.link {
             Link::Identity => Prediction {
                 mean: latent.mean,
-                variance: latent.variance + self.noise_variance(),
+                variance: latent.variance + output.noise_variance(),
             },
-            Link::Probit => latent,
+            Link::Probit | Link::OneVsRest | Link::Softmax => latent,
         }
     }
 
-    fn output_mean(&self, latent: f32) -> f32 {
+    fn output_mean(&self, output: &Output<M>, latent: f32) -> f32 {
         match self.shape.link {
-            Link::Identity => self.y_mean + self.y_scale * latent,
-            Link::Probit => latent + self.bias,
+            Link::Identity => output.y_mean + output.y_scale * latent,
+            Link::Probit | Link::OneVsRest | Link::Softmax => latent + output.bias,
         }
     }
 
@@ -737,7 +727,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     }
 }
 
-impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
     /// The loop of [`Model::kernel`] with one distance function.
     #[inline(always)]
     fn basis_values(
@@ -748,8 +738,12 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         shared_amplitude: Option<&[f32; 6]>,
     ) -> f32 {
         let mut mean = 0.0f32;
-        let rows = self.basis_params.iter().zip(&self.amp_beta);
-        for (ki, (params, &[amplitude, beta])) in k.iter_mut().zip(rows).take(self.m) {
+        let beta = self
+            .outputs
+            .first()
+            .map_or(&[0.0; M], |output| &output.beta);
+        let rows = self.basis_params.iter().zip(&self.amplitudes).zip(beta);
+        for (ki, ((params, &amplitude), &beta)) in k.iter_mut().zip(rows).take(self.m) {
             let d = distance(params, z);
             *ki = match shared_amplitude {
                 Some(poly) => math::scaled_exp2_of_negative(d, poly),
@@ -847,19 +841,21 @@ mod tests {
         }
     }
 
-    /// `size_of::<Model<M, G, D>>()` on this host, field by field in
+    /// `size_of::<Model<M, G, D, P>>()` on this host, field by field in
     /// `Model`'s `repr(C)` order: the leading floats (six of them the
-    /// amplitude-scaled exp polynomial), the 12-byte shape,
-    /// the two sizes (`usize`, aligned to it), the five scalars and the
-    /// range, the names (bytes), the `ranged` flag and the variance form
-    /// (one byte each), and the padding to the
-    /// `usize` alignment. Where `usize` is 4 bytes this is [`ram_bytes`].
-    fn host_size(m: usize, g: usize, d: usize) -> usize {
+    /// amplitude-scaled exp polynomial, then each output's numbers and
+    /// name, then the input scaling and range), the 12-byte shape, the two
+    /// sizes (`usize`, aligned to it), the names (bytes), the `ranged` flag
+    /// and the variance form (one byte each), the output count (`u16`) and
+    /// the padding to the `usize` alignment. Where `usize` is 4 bytes this
+    /// is [`ram_bytes_with_outputs`].
+    fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let leading = 4 * (m * m + m * (2 * g + 4) + 6 + g * d + 2 * d);
+        let output = 4 * (m * m + 3 * m + 5) + NAME_CAPACITY + 1;
+        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
-        let names = (NAME_CAPACITY + 1) * (d + 1);
-        (sizes_at + 2 * word + 4 * (5 + 2 * d) + names + 2).next_multiple_of(word)
+        let names = (NAME_CAPACITY + 1) * d;
+        (sizes_at + 2 * word + names + 4).next_multiple_of(word)
     }
 
     #[test]
@@ -870,14 +866,16 @@ mod tests {
         // modulo 8), odd and even D, projected and unprojected sizes, the
         // firmware's.
         let cases = [
-            (size_of::<Model<1, 1, 1>>(), host_size(1, 1, 1)),
-            (size_of::<Model<7, 3, 5>>(), host_size(7, 3, 5)),
-            (size_of::<Model<16, 4, 4>>(), host_size(16, 4, 4)),
-            (size_of::<Model<32, 4, 4>>(), host_size(32, 4, 4)),
-            (size_of::<Model<32, 4, 16>>(), host_size(32, 4, 16)),
-            (size_of::<Model<32, 16, 16>>(), host_size(32, 16, 16)),
-            (size_of::<Model<33, 2, 9>>(), host_size(33, 2, 9)),
-            (size_of::<Model<64, 4, 4>>(), host_size(64, 4, 4)),
+            (size_of::<Model<1, 1, 1>>(), host_size(1, 1, 1, 1)),
+            (size_of::<Model<7, 3, 5>>(), host_size(7, 3, 5, 1)),
+            (size_of::<Model<16, 4, 4>>(), host_size(16, 4, 4, 1)),
+            (size_of::<Model<32, 4, 4>>(), host_size(32, 4, 4, 1)),
+            (size_of::<Model<32, 4, 16>>(), host_size(32, 4, 16, 1)),
+            (size_of::<Model<32, 16, 16>>(), host_size(32, 16, 16, 1)),
+            (size_of::<Model<33, 2, 9>>(), host_size(33, 2, 9, 1)),
+            (size_of::<Model<64, 4, 4>>(), host_size(64, 4, 4, 1)),
+            (size_of::<Model<32, 4, 4, 3>>(), host_size(32, 4, 4, 3)),
+            (size_of::<Model<7, 3, 5, 2>>(), host_size(7, 3, 5, 2)),
         ];
         for (i, (size, expected)) in cases.iter().enumerate() {
             assert_eq!(size, expected, "case {i}");

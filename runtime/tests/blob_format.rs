@@ -107,10 +107,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 5;
+    bad[4] = 6;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 5 }
+        Error::UnsupportedVersion { found: 6 }
     );
 
     let mut bad = blob.clone();
@@ -353,20 +353,22 @@ mod fuzz {
     }
 }
 
-/// `tests/data/doc-model-v1.sgp`, `doc-model-v2.sgp` and `doc-model-v3.sgp`
-/// are the documentation model as the version-1 writer (before
-/// `positive_class`), the version-2 writer (before the input range) and
-/// the version-3 writer (before the variance form) wrote it: they must
-/// still load, with the same numbers, `positive_class` read as 1 from
-/// version 1, no input range before version 3, and the solves.
+/// `tests/data/doc-model-v1.sgp` to `doc-model-v4.sgp` are the
+/// documentation model as the version-1 writer (before `positive_class`),
+/// the version-2 writer (before the input range), the version-3 writer
+/// (before the variance form) and the version-4 writer (before the further
+/// outputs and the class labels) wrote it: they must still load, with the
+/// same numbers, `positive_class` read as 1 from version 1, no input range
+/// before version 3, the solves, one output and no labels.
 #[test]
-fn version_1_to_3_blobs_still_load() {
+fn version_1_to_4_blobs_still_load() {
     let new = Model::<4, 2, 2>::from_bytes(&doc_spec().to_bytes().unwrap()).unwrap();
     assert!(new.training_range().is_some());
-    let fixtures: [(&[u8], u16, f32); 3] = [
+    let fixtures: [(&[u8], u16, f32); 4] = [
         (include_bytes!("data/doc-model-v1.sgp"), 1, 1.0),
         (include_bytes!("data/doc-model-v2.sgp"), 2, 0.0),
         (include_bytes!("data/doc-model-v3.sgp"), 3, 0.0),
+        (include_bytes!("data/doc-model-v4.sgp"), 4, 0.0),
     ];
     for (blob, version, positive_class) in fixtures {
         assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), version);
@@ -383,6 +385,7 @@ fn version_1_to_3_blobs_still_load() {
             assert_eq!(old.predict(&x).unwrap(), new.predict(&x).unwrap());
         }
         assert!(old.input_names() == ["speed", "load"]);
+        assert_eq!(old.output_count(), 1);
         assert_every_flipped_bit_is_an_error(blob);
         // Re-encoded, it is a blob of the current version.
         let again = expected.to_bytes().unwrap();
@@ -419,8 +422,9 @@ fn the_variance_form_is_checked() {
     assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), spec);
     let model = Small::from_bytes(&blob).unwrap();
     assert!(model.predict(&[0.5, -0.5]).is_ok());
-    // The form is the body's last byte: 1 (product).
-    let at = blob.len() - 5;
+    // The form is the body's last byte but the two empty sequences of
+    // version 5: 1 (product).
+    let at = blob.len() - 7;
     assert_eq!(blob[at], 1);
     blob[at] = 2;
     reseal(&mut blob);
@@ -428,7 +432,7 @@ fn the_variance_form_is_checked() {
     assert_eq!(ModelSpec::from_bytes(&blob).unwrap_err(), Error::Malformed);
     // A product claimed over a two-factor body.
     let mut two = doc_spec().to_bytes().unwrap();
-    let at = two.len() - 5;
+    let at = two.len() - 7;
     two[at] = 1;
     reseal(&mut two);
     assert_eq!(
@@ -438,10 +442,10 @@ fn the_variance_form_is_checked() {
 }
 
 #[test]
-fn versions_outside_1_to_4_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
-    assert_eq!(VERSION, 4);
+fn versions_outside_1_to_5_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
+    assert_eq!(VERSION, 5);
     let blob = small_blob();
-    for version in [0u16, 5, 0xffff] {
+    for version in [0u16, 6, 0xffff] {
         let mut bad = blob.clone();
         bad[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut bad);
@@ -449,9 +453,9 @@ fn versions_outside_1_to_4_are_unsupported_and_a_later_body_is_not_an_earlier_on
         assert_eq!(Small::from_bytes(&bad).unwrap_err(), expected);
         assert_eq!(ModelSpec::from_bytes(&bad).unwrap_err(), expected);
     }
-    // A v4 body labelled v3, v2 or v1 has bytes (the variance form, the
-    // range, positive_class) left over.
-    for version in [1u16, 2, 3] {
+    // A v5 body labelled v4, v3, v2 or v1 has bytes (the outputs and
+    // labels, the variance form, the range, positive_class) left over.
+    for version in [1u16, 2, 3, 4] {
         let mut relabelled = blob.clone();
         relabelled[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut relabelled);
@@ -520,9 +524,9 @@ fn decoding_errors_are_malformed_as_format_md_says() {
     // Body: kind, link, D, G, M, 3 bools, names count, len "x0", "x0", ...
     assert_eq!(&blob[10..18], &[1, 0, 2, 2, 3, 0, 0, 1]);
     let malformed = (Error::Malformed, Error::Malformed);
-    // Enum index past the last variant (kind 8, link 2).
+    // Enum index past the last variant (kind 8, link 4).
     assert_eq!(both_errors(&edit_body(&blob, 0, 1, &[8])), malformed);
-    assert_eq!(both_errors(&edit_body(&blob, 1, 1, &[2])), malformed);
+    assert_eq!(both_errors(&edit_body(&blob, 1, 1, &[4])), malformed);
     // A bool other than 0 or 1.
     assert_eq!(both_errors(&edit_body(&blob, 5, 1, &[2])), malformed);
     // u16 varint: four bytes are overlong, a third byte above 0x03 too ...
@@ -651,12 +655,12 @@ fn size_formula_of_format_md() {
     let mut spec = random_spec(1, 32, 4, 4, false, false, true, Link::Identity);
     spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
     spec.target_name = "y".into();
-    assert_eq!(spec.to_bytes().unwrap().len(), 5024);
+    assert_eq!(spec.to_bytes().unwrap().len(), 5026);
     let mut ivm = random_spec(1, 32, 4, 4, false, false, false, Link::Probit);
     ivm.input_names = spec.input_names.clone();
     ivm.target_name = "y".into();
-    assert_eq!(ivm.to_bytes().unwrap().len(), 2911);
+    assert_eq!(ivm.to_bytes().unwrap().len(), 2913);
     // The product form drops `l2`: the SPGP's blob is the IVM's size.
     let product = product_variance(spec, 1);
-    assert_eq!(product.to_bytes().unwrap().len(), 2911);
+    assert_eq!(product.to_bytes().unwrap().len(), 2913);
 }

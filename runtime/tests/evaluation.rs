@@ -40,6 +40,8 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         x_min: vec![1.0],
         x_max: vec![3.0],
         variance: VarianceForm::Solves,
+        outputs: vec![],
+        class_labels: vec![],
     }
 }
 

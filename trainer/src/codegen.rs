@@ -120,7 +120,7 @@ fn describe(spec: &ModelSpec) -> String {
     let s = &spec.shape;
     let task = match s.link {
         Link::Identity => "regression",
-        Link::Probit => "classifier",
+        Link::Probit | Link::OneVsRest | Link::Softmax => "classifier",
     };
     format!(
         "{} {task} model, M = {}, G = {}, D = {} (basis functions, features, inputs)",

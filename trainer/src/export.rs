@@ -231,7 +231,7 @@ pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fi
             // `1 + v` and may be clamped to zero near an active point:
             // relative to `1 + v`, never to `v` itself.
             let scale = match link {
-                Link::Probit => 1.0 + ref_var,
+                Link::Probit | Link::OneVsRest | Link::Softmax => 1.0 + ref_var,
                 Link::Identity => ref_var,
             };
             let rel = (var - ref_var).abs() / scale.max(f64::MIN_POSITIVE);

@@ -197,7 +197,7 @@ pub fn summarise(
         kind: s.kind.name(),
         task: match s.link {
             Link::Identity => "regression",
-            Link::Probit => "classification",
+            Link::Probit | Link::OneVsRest | Link::Softmax => "classification",
         },
         n_basis: m,
         feature_dim: g,

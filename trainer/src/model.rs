@@ -93,7 +93,7 @@ impl TrainedModel {
                 mean: self.transform.unapply_y(&p.mean),
                 var: p.var_y().map(|v| self.transform.unapply_var(v)),
             },
-            Link::Probit => RawPrediction {
+            Link::Probit | Link::OneVsRest | Link::Softmax => RawPrediction {
                 mean: p.mean.add_scalar(self.bias),
                 var: p.var,
             },
@@ -128,7 +128,7 @@ impl TrainedModel {
         };
         let (y_mean, y_scale) = match self.link {
             Link::Identity => (self.transform.y_mean, self.transform.y_scale),
-            Link::Probit => (0.0, 1.0),
+            Link::Probit | Link::OneVsRest | Link::Softmax => (0.0, 1.0),
         };
         Ok(ModelSpec {
             shape: Shape {
@@ -158,7 +158,7 @@ impl TrainedModel {
             y_mean: y_mean as f32,
             y_scale: y_scale as f32,
             positive_class: match self.link {
-                Link::Identity => 0.0,
+                Link::Identity | Link::OneVsRest | Link::Softmax => 0.0,
                 Link::Probit => self.positive_class as f32,
             },
             // Rounding to f32 keeps order, so every training input, as the
@@ -166,6 +166,8 @@ impl TrainedModel {
             x_min: f32s(self.transform.x_min.iter()),
             x_max: f32s(self.transform.x_max.iter()),
             variance: VarianceForm::Solves,
+            outputs: Vec::new(),
+            class_labels: Vec::new(),
         })
     }
 

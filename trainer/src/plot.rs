@@ -89,6 +89,12 @@ pub fn plot_svg(
                 predicted_against_actual(&left, spec, y, &predictions)?;
                 calibration(&right, y, &predictions)?;
             }
+            (_, Link::OneVsRest | Link::Softmax) => {
+                return Err(Error::BadInput(
+                    "sgp plot draws single-output models; this blob is a multi-class classifier"
+                        .into(),
+                ))
+            }
             (_, Link::Probit) => {
                 let labels = labels(spec, y);
                 let prob = probabilities(&predictions)?;

@@ -528,6 +528,12 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
         sgp_runtime::Link::Probit => {
             Figures::Classification(evaluate_classifier(&blob, &test.x, &test.y)?)
         }
+        sgp_runtime::Link::OneVsRest | sgp_runtime::Link::Softmax => {
+            return Err(Error::BadInput(
+                "sgp sweep evaluates single-output models; this blob is a multi-class classifier"
+                    .into(),
+            ))
+        }
     };
     let (m, g, d) = (
         usize::from(shape.n_basis),

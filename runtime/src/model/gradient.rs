@@ -30,7 +30,7 @@
 //! variance's needs the two back substitutions (`O(M^2)`, as many
 //! multiply-adds as the forward ones [`Model::predict`] already does).
 
-use super::{Model, Prediction};
+use super::{Model, Output, Prediction};
 use crate::error::Error;
 use crate::format::{Link, VarianceForm};
 use crate::math;
@@ -117,7 +117,7 @@ pub struct ProbabilityWithGradient<const D: usize> {
     pub gradient: [f32; D],
 }
 
-impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
     /// [`Model::predict`] and the gradients of its mean and variance with
     /// respect to the raw inputs (see [`PredictionWithGradient`]).
     ///
@@ -148,23 +148,36 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
         let z = self.features(x)?;
         let mut k = [0.0f32; M];
         let latent_mean = self.kernel(&z, &mut k)?;
+        self.output_gradient(self.first()?, &z, &k, latent_mean)
+    }
+
+    /// Output `output`'s prediction and gradients at features `z` with
+    /// basis values `k` and latent mean `latent_mean` (that output's).
+    #[inline(always)]
+    pub(super) fn output_gradient(
+        &self,
+        output: &Output<M>,
+        z: &[f32; G],
+        k: &[f32; M],
+        latent_mean: f32,
+    ) -> Result<PredictionWithGradient<D>, Error> {
         let mut u = [[0.0f32; 2]; M];
-        let (latent, unclamped) = self.latent(latent_mean, &k, Some(&mut u));
-        let Prediction { mean, variance } = self.observed(latent);
-        let factors = self.factors.as_flattened();
+        let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u));
+        let Prediction { mean, variance } = self.observed(output, latent);
+        let factors = output.factors.as_flattened();
         match self.variance {
             VarianceForm::Product => {
                 math::multiply_transposed_packed(
-                    self.product_factor(),
-                    &self.diagonal1,
+                    output.product_factor(),
+                    &output.diagonal1,
                     &mut u,
                     self.m,
                 );
             }
             VarianceForm::Solves => math::back_substitute_packed(
                 factors,
-                &self.diagonal1,
-                &self.inv_diagonal2,
+                &output.diagonal1,
+                &output.inv_diagonal2,
                 &mut u,
                 self.m,
                 self.shape.two_factors,
@@ -173,18 +186,18 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,
         // with the weights written over the r pairs.
-        let weights = u.iter_mut().zip(&k).zip(&self.amp_beta).take(self.m);
-        for ((pair, &ki), &[_, beta]) in weights {
+        let weights = u.iter_mut().zip(k).zip(&output.beta).take(self.m);
+        for ((pair, &ki), &beta) in weights {
             *pair = [beta * ki, (pair[0] - pair[1]) * ki];
         }
         let sums = if self.shape.per_basis {
-            math::weighted_offset_sums(&self.basis_params, &u, &z, self.m, math::scaled_offset)
+            math::weighted_offset_sums(&self.basis_params, &u, z, self.m, math::scaled_offset)
         } else {
-            math::weighted_offset_sums(&self.basis_params, &u, &z, self.m, math::unit_offset)
+            math::weighted_offset_sums(&self.basis_params, &u, z, self.m, math::unit_offset)
         };
         let (mean_scale, variance_scale) = match self.shape.link {
-            Link::Identity => (self.y_scale, self.y_scale * self.y_scale),
-            Link::Probit => (1.0, 1.0),
+            Link::Identity => (output.y_scale, output.y_scale * output.y_scale),
+            Link::Probit | Link::OneVsRest | Link::Softmax => (1.0, 1.0),
         };
         // A clamped variance is zero all around x.
         let variance_scale = if unclamped { variance_scale } else { 0.0 };

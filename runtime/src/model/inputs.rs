@@ -82,7 +82,7 @@ pub(super) fn read_range(
     Ok(n != 0)
 }
 
-impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
     /// The input column names, in the order a prediction takes the inputs
     /// ([`Model::input_dim`] of them; none for an empty model). Checking
     /// them once after loading catches a blob fitted on another column order.
@@ -107,11 +107,7 @@ impl<const M: usize, const G: usize, const D: usize> Model<M, G, D> {
     /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn target_name(&self) -> &str {
-        if self.input_dim() == 0 {
-            ""
-        } else {
-            &self.target_name
-        }
+        self.output_name(0).unwrap_or("")
     }
 
     /// The smallest and the largest training value of each input (raw

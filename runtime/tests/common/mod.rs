@@ -130,6 +130,8 @@ pub fn random_spec(
         y_scale: 2.0,
         positive_class: 0.0,
         variance: VarianceForm::Solves,
+        outputs: vec![],
+        class_labels: vec![],
     }
 }
 
@@ -228,7 +230,7 @@ pub fn reference_latent(spec: &ModelSpec, x: &[f64]) -> (f64, f64) {
             spec.y_mean as f64 + spec.y_scale as f64 * mean,
             (spec.y_scale as f64).powi(2) * var,
         ),
-        Link::Probit => (mean + spec.bias as f64, var),
+        Link::Probit | Link::OneVsRest | Link::Softmax => (mean + spec.bias as f64, var),
     }
 }
 
@@ -266,5 +268,7 @@ pub fn doc_spec() -> ModelSpec {
         x_min: vec![-3.0, -1.5],
         x_max: vec![5.0, 0.5],
         variance: VarianceForm::Solves,
+        outputs: vec![],
+        class_labels: vec![],
     }
 }

@@ -1032,6 +1032,11 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
         sgp_runtime::Link::Probit => {
             writeln!(out, "probability,latent_mean,latent_variance").map_err(io)?
         }
+        sgp_runtime::Link::OneVsRest | sgp_runtime::Link::Softmax => {
+            return Err(Error::BadInput(
+                "sgp predict of a multi-class blob is not supported yet".into(),
+            ))
+        }
     }
     for p in predictions {
         match p.probability {
