@@ -521,6 +521,48 @@ pub fn read_inputs_and_target_from_reader(
     inputs_and_target(reader, source, input_names, target, false)
 }
 
+/// Reads a CSV file whose columns `targets` are targets and every other
+/// column an input (a multi-output regression): the input names in file
+/// order, the raw inputs (N x D) and the raw targets (N x P, columns in the
+/// order of `targets`), validated cell by cell as [`Dataset::from_csv`]
+/// validates one target.
+pub fn read_inputs_and_targets(
+    path: impl AsRef<Path>,
+    targets: &[String],
+) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
+    let path = path.as_ref();
+    let source = path.display().to_string();
+    let table = read_table(open(path)?, &source, |header| {
+        let wanted: Vec<usize> = targets
+            .iter()
+            .map(|t| find_column(header, t, &source))
+            .collect::<Result<_>>()?;
+        let mut cols: Vec<usize> = (0..header.len()).filter(|c| !wanted.contains(c)).collect();
+        if cols.is_empty() {
+            return Err(Error::BadInput(format!(
+                "{source}: every column is a target; need at least one input column"
+            )));
+        }
+        cols.extend(wanted);
+        Ok(cols)
+    })?;
+    let (n, p) = (table.rows.len(), targets.len());
+    let d = table.names.len().saturating_sub(p);
+    let x = DMatrix::from_row_iterator(
+        n,
+        d,
+        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
+    );
+    let y = DMatrix::from_row_iterator(
+        n,
+        p,
+        table.rows.iter().flat_map(|r| r.iter().skip(d).copied()),
+    );
+    let mut names = table.names;
+    names.truncate(d);
+    Ok((names, x, y))
+}
+
 /// As [`read_inputs_and_target`], but the file must hold exactly those
 /// columns (in any order): a test set for a model fitted on another file,
 /// where an extra or a missing column means the two files do not match.
@@ -765,7 +807,7 @@ fn distinct_values(values: &[f64]) -> Vec<f64> {
     out
 }
 
-fn build(
+pub(crate) fn build(
     source: &str,
     x_raw: DMatrix<f64>,
     y_raw: DVector<f64>,

@@ -125,6 +125,10 @@ enum Command {
         /// A named shape instead of the ridge data (its own inputs).
         #[arg(long, value_enum)]
         shape: Option<Shape>,
+        /// A dynamical system with several outputs instead (its own inputs
+        /// and outputs: fit them with --target a,b).
+        #[arg(long, value_enum, conflicts_with = "shape")]
+        system: Option<sgp_trainer::dynamics::System>,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -521,8 +525,9 @@ fn run(cli: &Cli) -> Result<()> {
             rows,
             dim,
             shape,
+            system,
             seed,
-        } => synth_command(*rows, *dim, *shape, *seed),
+        } => synth_command(*rows, *dim, *shape, *system, *seed),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
@@ -1317,11 +1322,24 @@ fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     write_file(out, svg.as_bytes())
 }
 
-fn synth_command(rows: usize, dim: usize, shape: Option<Shape>, seed: u64) -> Result<()> {
+fn synth_command(
+    rows: usize,
+    dim: usize,
+    shape: Option<Shape>,
+    system: Option<sgp_trainer::dynamics::System>,
+    seed: u64,
+) -> Result<()> {
     if rows == 0 || dim == 0 {
         return Err(Error::BadInput(
             "--rows and --dim must be at least 1".into(),
         ));
+    }
+    if let Some(system) = system {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        system
+            .write_csv(rows, seed, &mut out)
+            .map_err(stdout_error)?;
+        return out.flush().map_err(stdout_error);
     }
     let generated = match shape {
         Some(shape) => synth::generate(shape, rows, seed),

@@ -103,13 +103,13 @@ pub fn singular_values(p: &DMatrix<f64>) -> Vec<f64> {
 /// A projected model's report: the projection instead of length scales,
 /// which such a model does not train (DR) or trains on components, not
 /// inputs (PCA).
-fn describe_projection(report: &mut FitReport, basis: &RuntimeBasis) {
+pub(crate) fn describe_projection(report: &mut FitReport, basis: &RuntimeBasis) {
     report.hyper.lengthscales.clear();
     report.projection = basis.projection.as_ref().map(ProjectionReport::of);
 }
 
 /// Given pseudo-inputs mapped through `p`.
-fn mapped(sparse: &SparseParams, p: &DMatrix<f64>) -> SparseParams {
+pub(crate) fn mapped(sparse: &SparseParams, p: &DMatrix<f64>) -> SparseParams {
     let mut out = sparse.clone();
     if let PseudoInit::Given(z) = &mut out.pseudo_init {
         *z = &*z * p.transpose();

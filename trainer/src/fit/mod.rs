@@ -23,6 +23,7 @@ pub mod exact_classifier;
 pub mod gplasso;
 pub mod held_out;
 pub mod ivm;
+pub mod multi_output;
 pub mod spgp;
 pub mod spgp_hs;
 pub mod svgp;

@@ -14,6 +14,7 @@ pub mod fitc;
 pub mod ivm;
 pub mod laplace;
 pub mod objective;
+pub mod shared;
 pub mod svgp;
 
 use nalgebra::{DMatrix, DVector};

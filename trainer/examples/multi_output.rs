@@ -1,0 +1,101 @@
+//! Several outputs on one basis against one model per output, on
+//! generated dynamical systems whose truth is known
+//! ([`sgp_trainer::dynamics`]): a cart-pole's one-step velocity changes (6
+//! inputs, 2 outputs), a pendulum's one-step state change (3 inputs, 2
+//! outputs) and a 3-link arm's end-effector position (4 inputs, 3
+//! outputs). For each output: test NLPD and RMSE of its own single-output
+//! fit and of the shared fit at the same M (f64 trainer predictions, raw
+//! units), and the blob bytes of the separate models together against the
+//! one shared blob. A measurement, not a test:
+//! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
+//! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
+
+use sgp_trainer::dynamics::System;
+use sgp_trainer::export::export;
+use sgp_trainer::fit::multi_output::fit_multi;
+use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
+use sgp_trainer::metrics::{mean_nlpd, rmse};
+use sgp_trainer::model::TrainedModel;
+
+const TRAIN: usize = 1500;
+const TEST: usize = 1000;
+
+fn params(model: &str, m: usize) -> FitParams {
+    let sparse = SparseParams {
+        m,
+        ..SparseParams::default()
+    };
+    match model {
+        "vsgp" => FitParams::Vsgp(sparse),
+        "spgp-dr" => FitParams::SpgpDr(ProjectedParams { sparse, dim: 3 }),
+        "exact" => FitParams::Exact(ExactParams {
+            max_points: m,
+            ..ExactParams::default()
+        }),
+        _ => FitParams::Spgp(sparse),
+    }
+}
+
+fn scores(
+    model: &TrainedModel,
+    x: &nalgebra::DMatrix<f64>,
+    y: &[f64],
+) -> sgp_trainer::Result<(f64, f64)> {
+    let p = model.predict_raw(x)?;
+    Ok((
+        mean_nlpd(p.mean.as_slice(), p.var.as_slice(), y),
+        rmse(p.mean.as_slice(), y),
+    ))
+}
+
+fn main() -> sgp_trainer::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
+    let model = args.get(2).map_or("spgp", String::as_str);
+    let params = params(model, m);
+    println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
+    println!("| system | output | single NLPD | shared NLPD | diff | single RMSE | shared RMSE |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut sizes = Vec::new();
+    for system in System::ALL {
+        let data = system.data(TRAIN + TEST, 17)?;
+        let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
+        let shared = fit_multi(&train, &params, &mut |_| {})?;
+        let x = test.first().raw_x();
+        let mut single_bytes = 0;
+        for ((out, test_out), member) in train
+            .outputs()
+            .iter()
+            .zip(test.outputs())
+            .zip(&shared.set.members)
+        {
+            let single = fit(out, &params, &mut |_| {})?;
+            single_bytes += export(&single.model, &out.raw_x(), true)?.blob.len();
+            let y = test_out.raw_y();
+            let (ns, rs) = scores(&single.model, &x, y.as_slice())?;
+            let (nm, rm) = scores(member, &x, y.as_slice())?;
+            println!(
+                "| {} | {} | {ns:.3} | {nm:.3} | {:+.3} | {rs:.4} | {rm:.4} |",
+                system.name(),
+                out.target_name,
+                nm - ns
+            );
+        }
+        if let Some(run) = &shared.report.optimiser {
+            eprintln!(
+                "{}: shared run {} of {} iterations, {}",
+                system.name(),
+                run.iterations,
+                run.max_iter,
+                run.stop_reason
+            );
+        }
+        sizes.push((system, single_bytes));
+    }
+    println!("\n| system | separate blobs (bytes) |");
+    println!("|---|---|");
+    for (system, single) in sizes {
+        println!("| {} | {single} |", system.name());
+    }
+    Ok(())
+}

@@ -1,0 +1,744 @@
+//! Several outputs on one basis (`sgp fit --target a,b,c`): one fit whose
+//! `P` outputs share the basis functions (pseudo-inputs, VSGP's widths,
+//! SPGP+DR's projection, the kernel's length scales) while each output
+//! keeps its own target mean and scale, signal variance, noise variance,
+//! weights and factors.
+//!
+//! # Objective
+//!
+//! The sum of the outputs' own objectives
+//! ([`crate::inference::shared`]): FITC's or VFE's over the shared
+//! features, or the exact NLML over shared length scales. Each output's
+//! term is that of a single-output fit, so a `P = 1` fit is today's fit.
+//!
+//! # What can share
+//!
+//! Exact GP, SPGP (FITC and VFE), VSGP and SPGP+DR. The others are refused
+//! with a message: SPGP+HS's per-pseudo-input uncertainties model one
+//! output's input-dependent noise, GPLasso's lasso path picks the basis
+//! points from one target's weights, the IVM picks its active set from one
+//! output's posterior, PCA-then-SPGP is the baseline of SPGP+DR, and SVGP
+//! is a classifier.
+//!
+//! # The result
+//!
+//! A [`ModelSet`] whose members carry the first output's basis bit for
+//! bit. An output whose signal variance is `s2_p` has basis functions
+//! `c k` with `c = s2_p / s2_1` (every amplitude is proportional to the
+//! signal variance), so its weights are multiplied by `c` and its factors
+//! divided by `c` ([`fold_onto`]): the same predictions from the shared
+//! basis vector.
+//!
+//! Restarts work as for one output ([`super::spgp`]): every start gets a
+//! screening run of the joint objective, on the same rows for every
+//! output, and the best continues. Seeds make the fit deterministic.
+
+use std::cell::Cell;
+
+use serde::Serialize;
+use sgp_runtime::{Link, ModelKind};
+
+use super::exact::training_subset;
+use super::spgp::{screen_iter, screen_rows, start_positions};
+use super::{
+    Checked, Expansion, FitParams, FitReport, Method, OptimiserReport, SparseParams, StartReport,
+};
+use crate::data::Dataset;
+use crate::features::{InducingFeatures, Multiscale, Projected, PseudoInputs, RuntimeBasis};
+use crate::inference::exact::exact_posterior;
+use crate::inference::fitc::{fitc_posterior, FitcConfig};
+use crate::inference::objective::{ExactObjective, SparseObjective};
+use crate::inference::shared::{OutputObjective, SharedObjective};
+use crate::inference::RuntimeForm;
+use crate::kernel::KernelParams;
+use crate::linalg::JitterPolicy;
+use crate::model::{ModelSet, TrainedModel};
+use crate::multi_target::MultiTargetData;
+use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::{Error, Result};
+
+/// A multi-output fit: the models and how each output's fit went.
+#[derive(Clone, Debug)]
+pub struct FittedSet {
+    /// The outputs' models on one basis.
+    pub set: ModelSet,
+    /// The fit.
+    pub report: MultiFitReport,
+}
+
+/// How a multi-output fit went: what `sgp fit --target a,b` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct MultiFitReport {
+    /// The joint objective (sum over outputs, standardised units).
+    pub nlml: f64,
+    /// Wall time of the whole fit, in seconds.
+    pub seconds: f64,
+    /// Every start of a restarted fit and its joint screening objective.
+    pub starts: Vec<StartReport>,
+    /// The final gradient run of the joint objective.
+    pub optimiser: Option<OptimiserReport>,
+    /// Each output's own report: its objective term and hyperparameters
+    /// (the length scales are the same in all).
+    pub outputs: Vec<FitReport>,
+}
+
+/// Whether `method` can fit several outputs on one basis, and if not, why.
+pub fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
+    match method {
+        Method::Exact | Method::Spgp | Method::Vsgp | Method::SpgpDr => Ok(()),
+        Method::SpgpHs => Err("its per-pseudo-input uncertainties model one output's \
+             input-dependent noise"),
+        Method::SpgpPca => Err("it is the baseline of spgp-dr, which shares its projection"),
+        Method::Gplasso => Err("its lasso path picks the basis points from one target's weights"),
+        Method::Ivm => Err("it picks its active set from one output's posterior"),
+        Method::Svgp => Err("it is a classifier"),
+    }
+}
+
+/// Fits every output of `data` on one basis, as `params` asks.
+///
+/// # Errors
+/// [`Error::BadInput`] for a model that cannot share its basis
+/// ([`shares_basis`]) or settings that do not fit the data; a numerical
+/// failure that jitter escalation could not cure.
+pub fn fit_multi(
+    data: &MultiTargetData,
+    params: &FitParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FittedSet> {
+    let started = std::time::Instant::now();
+    let refused = |why: &str| {
+        Error::BadInput(format!(
+            "--model {} cannot fit several targets on one basis: {why}; fit each target \
+             separately, or use exact, spgp, vsgp or spgp-dr",
+            params.method().name()
+        ))
+    };
+    shares_basis(params.method()).map_err(refused)?;
+    let first = data.first();
+    let ignored = first.constant_inputs.clone();
+    let reduced;
+    let (used, params) = if ignored.is_empty() {
+        (data, params.clone())
+    } else {
+        reduced = data.without_inputs(&ignored)?;
+        (&reduced, params.without_inputs(&ignored))
+    };
+    let mut fitted = match &params {
+        FitParams::Exact(p) => fit_exact_shared(used, &p.check(used.first())?, progress)?,
+        FitParams::Spgp(p) => fit_spgp_shared(used, &p.check(used.first())?, progress)?.0,
+        FitParams::Vsgp(p) => fit_vsgp_shared(used, &p.check(used.first())?, progress)?,
+        FitParams::SpgpDr(p) => {
+            let p = p.check(used.first())?;
+            fit_dr_shared(used, &p.sparse, p.dim, progress)?
+        }
+        other => {
+            return Err(refused(
+                shares_basis(other.method()).err().unwrap_or_default(),
+            ))
+        }
+    };
+    if !ignored.is_empty() {
+        let expansion = Expansion {
+            ignored: ignored.clone(),
+            transform: first.transform.clone(),
+            input_names: first.input_names.clone(),
+        };
+        let names: Vec<String> = ignored
+            .iter()
+            .filter_map(|&j| first.input_names.get(j).cloned())
+            .collect();
+        for (model, report) in fitted
+            .set
+            .members
+            .iter_mut()
+            .zip(&mut fitted.report.outputs)
+        {
+            expansion.apply(model);
+            report.ignored_inputs = names.clone();
+        }
+    }
+    fitted.report.seconds = started.elapsed().as_secs_f64();
+    for report in &mut fitted.report.outputs {
+        report.seconds = fitted.report.seconds;
+    }
+    Ok(fitted)
+}
+
+/// The shared optimisation's outcome: features, each output's kernel,
+/// the run and the joint objective.
+struct SharedFit<F> {
+    features: F,
+    kernels: Vec<KernelParams>,
+    run: OptimiseReport,
+    max_iter: u64,
+}
+
+/// Each output's starting kernel: the data's scales (the length scales
+/// come from the inputs, which every output shares), or an exact GP on a
+/// subset fitted to all outputs at once.
+fn initial_kernels(data: &MultiTargetData, params: &SparseParams) -> Result<Vec<KernelParams>> {
+    match params.hyper_init {
+        super::HyperInit::DataScales => data
+            .outputs()
+            .iter()
+            .map(super::data_scale_kernel)
+            .collect(),
+        super::HyperInit::ExactSubset => {
+            let subsets = subsets(data, params.max_points.min(500), params.seed)?;
+            let warm_up = OptimiseOptions {
+                max_iter: params.optimiser.max_iter.min(100),
+                ..params.optimiser.clone()
+            };
+            Ok(optimise_exact_shared(&subsets, &warm_up, &mut |_| {})?.kernels)
+        }
+    }
+}
+
+/// The same random rows of every output.
+fn subsets(data: &MultiTargetData, rows: usize, seed: u64) -> Result<Vec<Dataset>> {
+    data.outputs()
+        .iter()
+        .map(|d| training_subset(d, rows, seed))
+        .collect()
+}
+
+fn optimise_exact_shared(
+    outputs: &[Dataset],
+    optimiser: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SharedFit<()>> {
+    let objectives = outputs
+        .iter()
+        .map(|d| {
+            ExactObjective::new(
+                &d.x,
+                &d.y,
+                super::data_scale_kernel(d)?,
+                JitterPolicy::default(),
+            )
+        })
+        .collect::<Result<_>>()?;
+    let joint = SharedObjective::new(objectives)?;
+    let run = run_joint(&joint, outputs, optimiser, progress)?;
+    let kernels = (0..joint.n_outputs())
+        .map(|i| {
+            joint
+                .outputs()
+                .get(i)
+                .ok_or_else(|| Error::Numerical("output out of range".into()))?
+                .unpack(&joint.output_params(&run.x, i)?)
+        })
+        .collect::<Result<_>>()?;
+    Ok(SharedFit {
+        features: (),
+        kernels,
+        run,
+        max_iter: optimiser.max_iter,
+    })
+}
+
+/// L-BFGS on a joint objective; the stall test counts every output's rows.
+fn run_joint<O: OutputObjective>(
+    joint: &SharedObjective<O>,
+    outputs: &[Dataset],
+    optimiser: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OptimiseReport> {
+    let rows = outputs.iter().map(Dataset::n_rows).sum();
+    minimise(
+        |p| joint.objective(p),
+        joint.initial(),
+        &optimiser.for_rows(rows),
+        progress,
+    )
+}
+
+fn fit_exact_shared(
+    data: &MultiTargetData,
+    params: &Checked<'_, super::ExactParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FittedSet> {
+    let outputs = subsets(data, params.max_points, params.seed)?;
+    let fit = optimise_exact_shared(&outputs, &params.optimiser, progress)?;
+    let mut forms = Vec::new();
+    let mut reports = Vec::new();
+    for ((full, used), kern) in data.outputs().iter().zip(&outputs).zip(&fit.kernels) {
+        let post = exact_posterior(kern, &used.x, &used.y, &JitterPolicy::default())?;
+        forms.push(post.runtime_form()?);
+        reports.push(FitReport::new(
+            Method::Exact,
+            full,
+            used.n_rows(),
+            kern,
+            post.nlml(),
+            post.jitter_escalations(),
+        ));
+    }
+    assemble(data, ModelKind::Exact, forms, reports, &fit, Vec::new())
+}
+
+/// SPGP on every output: restarts screened on the joint objective, then
+/// the final run.
+fn fit_spgp_shared(
+    data: &MultiTargetData,
+    params: &Checked<'_, SparseParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(FittedSet, SharedFit<PseudoInputs>)> {
+    let kernels = initial_kernels(data, params)?;
+    let x = &data.first().x;
+    let start = |k: usize| {
+        let (label, z) = start_positions(x, params, k)?;
+        Ok((label, PseudoInputs::new(z)?))
+    };
+    let (fit, starts) = fit_restarted_shared(data, params, kernels, &start, progress)?;
+    let set = sparse_set(data, ModelKind::Spgp, Method::Spgp, params, &fit, starts)?;
+    Ok((set, fit))
+}
+
+fn fit_vsgp_shared(
+    data: &MultiTargetData,
+    params: &Checked<'_, SparseParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FittedSet> {
+    let done = Cell::new(0u64);
+    let (spgp, first) = fit_spgp_shared(data, params, &mut |p: Progress| {
+        done.set(p.iteration);
+        progress(p)
+    })?;
+    let offset = done.get();
+    let fit = fit_shared_sparse(
+        data.outputs(),
+        Multiscale::from_pseudo_inputs(&first.features),
+        first.kernels,
+        config(params),
+        &params.optimiser,
+        &mut |p: Progress| {
+            progress(Progress {
+                iteration: offset + p.iteration,
+                ..p
+            })
+        },
+    )?;
+    sparse_set(
+        data,
+        ModelKind::Vsgp,
+        Method::Vsgp,
+        params,
+        &fit,
+        spgp.report.starts,
+    )
+}
+
+fn fit_dr_shared(
+    data: &MultiTargetData,
+    params: &SparseParams,
+    dim: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FittedSet> {
+    let kernels = initial_kernels(data, params)?;
+    let kern = kernels
+        .first()
+        .ok_or_else(|| Error::BadInput("no output".into()))?;
+    let x = &data.first().x;
+    let p0 = Projected::pca_start(x, kern, dim)?;
+    let xp = x * p0.transpose();
+    let sparse = super::dr::mapped(params, &p0);
+    let start = |k: usize| {
+        let (label, zbar) = start_positions(&xp, &sparse, k)?;
+        Ok((label, Projected::new(p0.clone(), zbar)?))
+    };
+    let (fit, starts) = fit_restarted_shared(data, &sparse, kernels, &start, progress)?;
+    let mut fitted = sparse_set(
+        data,
+        ModelKind::SpgpDr,
+        Method::SpgpDr,
+        params,
+        &fit,
+        starts,
+    )?;
+    let basis = fitted
+        .set
+        .members
+        .first()
+        .map(|m| m.form.basis.clone())
+        .ok_or_else(|| Error::Numerical("no output".into()))?;
+    for report in &mut fitted.report.outputs {
+        super::dr::describe_projection(report, &basis);
+    }
+    Ok(fitted)
+}
+
+fn config(params: &SparseParams) -> FitcConfig {
+    FitcConfig {
+        approximation: params.approximation,
+        ..FitcConfig::default()
+    }
+}
+
+/// [`super::spgp::fit_restarted`] for the joint objective.
+fn fit_restarted_shared<F: InducingFeatures + Clone + Sync>(
+    data: &MultiTargetData,
+    params: &SparseParams,
+    kernels: Vec<KernelParams>,
+    start: &dyn Fn(usize) -> Result<(String, F)>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SharedFit<F>, Vec<StartReport>)> {
+    let config = config(params);
+    let done = Cell::new(0u64);
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: done.get() + p.iteration,
+            ..p
+        })
+    };
+    let mut starts = Vec::new();
+    let (features, kernels) = if params.restarts <= 1 {
+        (start(0)?.1, kernels)
+    } else {
+        let screen = OptimiseOptions {
+            max_iter: screen_iter(params.optimiser.max_iter),
+            ..params.optimiser.clone()
+        };
+        let rows = screen_rows(data.n_rows(), params.restarts);
+        let subset = subsets(data, rows, params.seed)?;
+        let mut best: Option<(f64, SharedFit<F>)> = None;
+        for k in 0..params.restarts {
+            let (label, features) = start(k)?;
+            let run = fit_shared_sparse(
+                &subset,
+                features,
+                kernels.clone(),
+                config,
+                &screen,
+                &mut counted,
+            )?;
+            done.set(done.get() + run.run.iterations);
+            let nlml = run.run.value;
+            starts.push(StartReport { init: label, nlml });
+            if best.as_ref().is_none_or(|(b, _)| nlml < *b) {
+                best = Some((nlml, run));
+            }
+        }
+        let (_, best) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        (best.features, best.kernels)
+    };
+    let fit = fit_shared_sparse(
+        data.outputs(),
+        features,
+        kernels,
+        config,
+        &params.optimiser,
+        &mut counted,
+    )?;
+    Ok((fit, starts))
+}
+
+/// Minimises the joint FITC or VFE objective of `outputs` from `features`
+/// and each output's kernel.
+fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
+    outputs: &[Dataset],
+    features: F,
+    kernels: Vec<KernelParams>,
+    config: FitcConfig,
+    optimiser: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SharedFit<F>> {
+    let objectives = outputs
+        .iter()
+        .zip(kernels)
+        .map(|(d, kern)| SparseObjective::new(&d.x, &d.y, features.clone(), kern, config))
+        .collect::<Result<_>>()?;
+    let joint = SharedObjective::new(objectives)?;
+    let run = run_joint(&joint, outputs, optimiser, progress)?;
+    let mut fitted = Vec::with_capacity(joint.n_outputs());
+    for (i, objective) in joint.outputs().iter().enumerate() {
+        fitted.push(objective.unpack(&joint.output_params(&run.x, i)?)?);
+    }
+    let features = fitted
+        .first()
+        .map(|(f, _)| f.clone())
+        .ok_or_else(|| Error::Numerical("no output".into()))?;
+    Ok(SharedFit {
+        features,
+        kernels: fitted.into_iter().map(|(_, k)| k).collect(),
+        run,
+        max_iter: optimiser.max_iter,
+    })
+}
+
+/// Each output's posterior of a shared sparse fit, assembled into a set.
+fn sparse_set<F: InducingFeatures>(
+    data: &MultiTargetData,
+    kind: ModelKind,
+    method: Method,
+    params: &SparseParams,
+    fit: &SharedFit<F>,
+    starts: Vec<StartReport>,
+) -> Result<FittedSet> {
+    let config = config(params);
+    let mut forms = Vec::new();
+    let mut reports = Vec::new();
+    for (d, kern) in data.outputs().iter().zip(&fit.kernels) {
+        let post = fitc_posterior(&fit.features, kern, &d.x, &d.y, &config)?;
+        forms.push(post.runtime_form(&fit.features, kern));
+        let mut report = FitReport::new(
+            method,
+            d,
+            d.n_rows(),
+            kern,
+            post.nlml,
+            post.jitter_escalations,
+        );
+        report.approximation = Some(config.approximation);
+        if !fit.features.uses_lengthscales() {
+            report.hyper.lengthscales.clear();
+        }
+        reports.push(report);
+    }
+    assemble(data, kind, forms, reports, fit, starts)
+}
+
+/// The set of the outputs' runtime forms on the first one's basis, and
+/// the joint report.
+fn assemble<F>(
+    data: &MultiTargetData,
+    kind: ModelKind,
+    forms: Vec<RuntimeForm>,
+    reports: Vec<FitReport>,
+    fit: &SharedFit<F>,
+    starts: Vec<StartReport>,
+) -> Result<FittedSet> {
+    let basis = forms
+        .first()
+        .map(|f| f.basis.clone())
+        .ok_or_else(|| Error::Numerical("no output".into()))?;
+    let members = forms
+        .into_iter()
+        .zip(data.outputs())
+        .map(|(form, d)| {
+            Ok(TrainedModel {
+                kind,
+                link: Link::Identity,
+                form: fold_onto(&basis, form)?,
+                transform: d.transform.clone(),
+                input_names: d.input_names.clone(),
+                target_name: d.target_name.clone(),
+                bias: 0.0,
+                positive_class: 0.0,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let run = OptimiserReport::new(&fit.run, fit.max_iter);
+    let mut outputs = reports;
+    for report in &mut outputs {
+        report.optimiser = Some(run.clone());
+    }
+    Ok(FittedSet {
+        set: ModelSet {
+            members,
+            class_labels: Vec::new(),
+        },
+        report: MultiFitReport {
+            nlml: outputs.iter().map(|r| r.nlml).sum(),
+            seconds: 0.0,
+            starts,
+            optimiser: Some(run),
+            outputs,
+        },
+    })
+}
+
+/// `form` moved onto `basis`, whose basis functions are those of `form`
+/// divided by one constant `c` (another signal variance): weights times
+/// `c`, factors divided by `c`, so every prediction is unchanged.
+///
+/// # Errors
+/// [`Error::Numerical`] when the two bases differ in more than a common
+/// amplitude factor.
+pub fn fold_onto(basis: &RuntimeBasis, form: RuntimeForm) -> Result<RuntimeForm> {
+    let ratios: Vec<f64> = form
+        .basis
+        .amplitudes
+        .iter()
+        .zip(&basis.amplitudes)
+        .map(|(a, b)| a / b)
+        .collect();
+    let c = ratios.first().copied().unwrap_or(1.0);
+    let same_shape = RuntimeBasis {
+        amplitudes: basis.amplitudes.clone(),
+        ..form.basis.clone()
+    } == *basis;
+    if !same_shape
+        || ratios.len() != basis.amplitudes.len()
+        || ratios
+            .iter()
+            .any(|r| !(r.is_finite() && *r > 0.0) || (r - c).abs() > 1e-9 * c)
+    {
+        return Err(Error::Numerical(
+            "the outputs' basis functions differ in more than their amplitude".into(),
+        ));
+    }
+    Ok(RuntimeForm {
+        basis: basis.clone(),
+        beta: form.beta * c,
+        l1: form.l1 / c,
+        l2: form.l2.map(|l| l / c),
+        prior: form.prior,
+        noise_var: form.noise_var,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use nalgebra::DMatrix;
+
+    use super::*;
+    use crate::fit::{ExactParams, ProjectedParams};
+    use crate::inference::Approximation;
+
+    /// Two outputs of very different scale and noise on 2-D inputs.
+    fn data(n: usize, seed: u64) -> MultiTargetData {
+        let (x, y) = crate::demo::synthetic(n, 2, seed);
+        let wobble = |i: usize| (1.7 * (i as f64)).sin();
+        let y2 = DMatrix::from_fn(n, 1, |i, _| {
+            40.0 * (0.5 * x[(i, 1)] + 0.3 * x[(i, 0)]).cos() + 5.0 + wobble(i)
+        });
+        let ys = DMatrix::from_fn(n, 2, |i, j| if j == 0 { y[i] } else { y2[(i, 0)] });
+        MultiTargetData::from_raw(
+            x,
+            ys,
+            vec!["a".into(), "b".into()],
+            &["p".into(), "q".into()],
+        )
+        .unwrap()
+    }
+
+    fn sparse(m: usize, restarts: usize) -> SparseParams {
+        SparseParams {
+            m,
+            restarts,
+            held_out_choice: false,
+            optimiser: OptimiseOptions {
+                max_iter: 30,
+                ..OptimiseOptions::default()
+            },
+            ..SparseParams::default()
+        }
+    }
+
+    fn check_set(fitted: &FittedSet, data: &MultiTargetData) {
+        let set = &fitted.set;
+        assert_eq!(set.members.len(), 2);
+        assert!(set.class_labels.is_empty());
+        let (a, b) = (&set.members[0], &set.members[1]);
+        assert_eq!(a.form.basis, b.form.basis, "one basis, bit for bit");
+        assert_eq!(a.target_name, "p");
+        assert_eq!(b.target_name, "q");
+        assert_ne!(a.transform.y_scale, b.transform.y_scale);
+        assert_eq!(fitted.report.outputs.len(), 2);
+        let x = data.first().raw_x();
+        for (model, d) in set.members.iter().zip(data.outputs()) {
+            let pred = model.predict_raw(&x).unwrap();
+            let y = d.raw_y();
+            let rmse = ((&pred.mean - &y).norm_squared() / y.len() as f64).sqrt();
+            let spread = (y.variance()).sqrt();
+            assert!(
+                rmse < 0.5 * spread,
+                "{:?} {}: rmse {rmse}, spread {spread}",
+                model.kind,
+                model.target_name
+            );
+            assert!(pred.var.iter().all(|v| *v > 0.0));
+        }
+    }
+
+    #[test]
+    fn spgp_vsgp_dr_and_exact_share_one_basis_and_fit_each_output() {
+        let d = data(120, 4);
+        let params = [
+            FitParams::Spgp(sparse(8, 2)),
+            FitParams::Spgp(SparseParams {
+                approximation: Approximation::Vfe,
+                ..sparse(8, 1)
+            }),
+            FitParams::Vsgp(sparse(8, 1)),
+            FitParams::SpgpDr(ProjectedParams {
+                sparse: sparse(8, 1),
+                dim: 2,
+            }),
+            FitParams::Exact(ExactParams {
+                max_points: 80,
+                ..ExactParams::default()
+            }),
+        ];
+        for p in params {
+            let fitted = fit_multi(&d, &p, &mut |_| {}).unwrap();
+            check_set(&fitted, &d);
+            let total: f64 = fitted.report.outputs.iter().map(|r| r.nlml).sum();
+            assert!((total - fitted.report.nlml).abs() < 1e-9 * total.abs());
+        }
+    }
+
+    #[test]
+    fn same_seed_same_models() {
+        let d = data(90, 5);
+        let p = FitParams::Spgp(sparse(6, 2));
+        let a = fit_multi(&d, &p, &mut |_| {}).unwrap();
+        let b = fit_multi(&d, &p, &mut |_| {}).unwrap();
+        for (x, y) in a.set.members.iter().zip(&b.set.members) {
+            assert_eq!(x.form, y.form);
+        }
+        assert_eq!(a.report.starts.len(), 2);
+    }
+
+    /// One output through the multi-output fit is the single-output fit.
+    #[test]
+    fn one_output_is_the_single_output_fit() {
+        let d = data(80, 6);
+        let one = MultiTargetData::from_raw(
+            d.first().raw_x(),
+            DMatrix::from_column_slice(80, 1, d.first().raw_y().as_slice()),
+            vec!["a".into(), "b".into()],
+            &["p".into()],
+        )
+        .unwrap();
+        let p = FitParams::Spgp(sparse(6, 1));
+        let multi = fit_multi(&one, &p, &mut |_| {}).unwrap();
+        let single = crate::fit::fit(one.first(), &p, &mut |_| {}).unwrap();
+        let (a, b) = (&multi.set.members[0].form, &single.model.form);
+        assert_eq!(a.basis, b.basis);
+        assert!((&a.beta - &b.beta).norm() <= 1e-9 * b.beta.norm());
+    }
+
+    #[test]
+    fn models_that_cannot_share_are_refused_with_the_reason() {
+        let d = data(40, 7);
+        for p in [
+            FitParams::SpgpHs(sparse(4, 1)),
+            FitParams::Gplasso(Default::default()),
+            FitParams::Ivm(Default::default()),
+        ] {
+            let err = fit_multi(&d, &p, &mut |_| {}).unwrap_err().to_string();
+            assert!(err.contains("cannot fit several targets"), "{err}");
+            assert!(err.contains(&p.method().name()), "{err}");
+        }
+    }
+
+    #[test]
+    fn folding_keeps_predictions_and_refuses_other_shapes() {
+        let d = data(60, 8);
+        let p = FitParams::Spgp(sparse(5, 1));
+        let single = crate::fit::fit(&d.outputs()[1], &p, &mut |_| {}).unwrap();
+        let form = single.model.form.clone();
+        let mut basis = form.basis.clone();
+        basis.amplitudes.iter_mut().for_each(|a| *a *= 0.37);
+        let folded = fold_onto(&basis, form.clone()).unwrap();
+        let z = d.first().x.clone();
+        let (a, b) = (form.predict(&z).unwrap(), folded.predict(&z).unwrap());
+        assert!((&a.mean - &b.mean).norm() < 1e-9 * a.mean.norm());
+        assert!((&a.var - &b.var).norm() < 1e-9 * a.var.norm());
+        basis.centres[(0, 0)] += 0.1;
+        assert!(fold_onto(&basis, form).is_err());
+    }
+}
