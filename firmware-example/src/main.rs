@@ -35,6 +35,9 @@ macro_rules! golden_module {
         }
     };
 }
+// After the macro, which it uses too.
+mod outputs;
+
 golden_module!(golden_m16, "golden_m16.rs");
 golden_module!(golden_m32, "golden_m32.rs");
 golden_module!(golden_m64, "golden_m64.rs");
@@ -240,7 +243,8 @@ fn run() -> bool {
     let cost_ok = check_cost(&meter, &models);
     let api_ok = check_api_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
-    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok
+    let outputs_ok = outputs::check(&meter);
+    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok & outputs_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the
