@@ -68,6 +68,19 @@ fn main() {
         stage(&out, &format!("svgp_m{m}.sgp"));
         stage(&out, &format!("golden_svgp_m{m}.rs"));
     }
+    // Several outputs on one basis (src/outputs.rs), from the trainer's
+    // `firmware_outputs` example: the sets, their golden values, and each
+    // output (class latent) alone.
+    for set in ["outputs", "classes"] {
+        stage(&out, &format!("{set}_m32.sgp"));
+        stage(&out, &format!("golden_{set}_m32.rs"));
+    }
+    for p in 0..3 {
+        stage(&out, &format!("output{p}_m32.sgp"));
+    }
+    for k in 0..4 {
+        stage(&out, &format!("class{k}_m32.sgp"));
+    }
 }
 
 /// Copies `model/<name>` into OUT_DIR, failing the build if it is absent.

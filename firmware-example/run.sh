@@ -142,6 +142,20 @@ for model in "${MODELS[@]}"; do
     BLOBS+=("model/$name.sgp")
     echo "$kind${on:+ $on} M=$m: model/$name.sgp ($(wc -c <"model/$name.sgp") B), model/golden_$name.rs; $(grep -m1 '^runtime check' "$GEN_DIR/fit_$name.log" || true)"
 done
+# Several outputs on one basis (src/outputs.rs): the trainer's example fits
+# a P = 3 regression and a K = 4 classifier at M = 32 and writes the sets,
+# their golden values and each output alone (the separate models).
+OUTPUT_FILES=(outputs_m32.sgp golden_outputs_m32.rs output{0,1,2}_m32.sgp
+    classes_m32.sgp golden_classes_m32.rs class{0,1,2,3}_m32.sgp)
+(cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-trainer \
+    --example firmware_outputs -- "$GEN_DIR") || fail "cargo run -p sgp-trainer --example firmware_outputs"
+for f in "${OUTPUT_FILES[@]}"; do
+    cmp -s "$GEN_DIR/$f" "model/$f" || cp "$GEN_DIR/$f" "model/$f"
+    [[ -s "model/$f" ]] || fail "model/$f missing or empty"
+done
+for f in "${OUTPUT_FILES[@]}"; do
+    if [[ $f == *.sgp ]]; then BLOBS+=("model/$f"); fi
+done
 
 # --- 3. build ----------------------------------------------------------------
 step "build (release${OPT_LEVEL:+, opt-level $OPT_LEVEL})"

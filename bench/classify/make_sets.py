@@ -81,7 +81,7 @@ def xor2(rng, n):
     return x, flip(rng, (x[:, 0] * x[:, 1] > 0).astype(int), 0.05)
 
 
-# The sets docs/classification.md's exact classifier and IVM table was
+# The sets docs/src/classification.md's exact classifier and IVM table was
 # measured on (each drawn from its own generator seeded 19).
 SEEDED_19 = {
     "ring6-2000": (ring, 2000, 2000),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scaling of `sgp fit --m 64` with the number of training rows (ridge data,
 # D = 8): wall time, peak memory (maximum resident set size) and accuracy on
-# 20,000 held-out rows, for 10^4 ... 10^7 rows (docs/large-data.md).
+# 20,000 held-out rows, for 10^4 ... 10^7 rows (docs/src/large-data.md).
 #
 #   bench/large-data/run.sh                    # 10^4, 10^5, 10^6 rows
 #   SIZES="10000 100000 1000000 10000000" bench/large-data/run.sh

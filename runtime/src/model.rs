@@ -70,15 +70,16 @@ impl Prediction {
 #[derive(Debug, Clone)]
 #[repr(C)] // the hot arrays first, where load offsets need no address arithmetic
 pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize = 1> {
-    /// `(c_ig, w_ig / 2)` side by side: one stream for the hottest loop.
-    /// With shared widths, `(s_g c_ig, 1)` instead, `s_g = sqrt(w_g / 2)`
+    /// `(s_ig c_ig, s_ig)` side by side, `s_ig = sqrt(w_ig / 2)` in the
+    /// exp's fixed-point units (see `scale_own_widths`): one stream for the
+    /// hottest loop. With shared widths, `(s_g c_ig, 1)` instead, `s_g`
     /// folded into the features (see `fold_shared_widths`). Every row is
     /// full length (zeros past `g`), so that loop runs over the constant
     /// `G` and unrolls; a zero width adds nothing.
     basis_params: [[[f32; 2]; G]; M],
     /// `a_i`: the amplitudes (read by VSGP's basis loop only).
     amplitudes: [f32; M],
-    /// `math::EXP_OF_NEGATIVE` times the amplitude shared by every basis
+    /// `math::EXP2_OF_NEGATIVE` times the amplitude shared by every basis
     /// function (every kind but VSGP, whose basis loop reads `a_i`).
     exp_poly: [f32; 6],
     /// Weights, factors and scalars of each output; the first is the one
@@ -312,7 +313,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 (0..M).try_for_each(|row| set_param(&mut model.basis_params, row, i, 1, 0.5 * v))
             }
         })?;
-        if !per_basis {
+        if per_basis {
+            model.scale_own_widths();
+        } else {
             model.fold_shared_widths(g.get(), shape.projected);
         }
         reader.numbers(&shape, Field::Amplitudes, |i, v| {
@@ -324,7 +327,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             }
         })?;
         let amplitude = model.amplitudes.first().copied().unwrap_or(0.0);
-        model.exp_poly = math::EXP_OF_NEGATIVE.map(|c| amplitude * c);
+        model.exp_poly = math::EXP2_OF_NEGATIVE.map(|c| amplitude * c);
         let first = model.outputs.first_mut().ok_or(Error::Malformed)?;
         first.read_numbers(&mut reader, &shape)?;
         if version >= 2 {
@@ -360,9 +363,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
     /// (s_g z_g - s_g c_ig)^2` for `s_g = sqrt(h_g)`: `s_g` goes into the
     /// standardisation (or the projection's row `g`) and the centres, the
-    /// stored half widths become 1, and the hot loop drops a load and a
+    /// stored scales become 1, and the hot loop drops a load and a
     /// multiply per basis function and dimension ([`math::unit_distance`]).
-    /// The gradient needs no change: its chain rule runs through the same
+    /// `s_g` carries the square root of the exp's fixed-point units too
+    /// ([`math::FIXED_PER_NAT`]), so the distance comes out in them. The
+    /// gradient needs no change: its chain rule runs through the same
     /// folded scales.
     fn fold_shared_widths(&mut self, g: usize, projected: bool) {
         for col in 0..g {
@@ -370,13 +375,13 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             else {
                 return;
             };
-            let scale = libm::sqrtf(half_width);
+            let scale = fixed_point_scale(half_width);
             for pair in self
                 .basis_params
                 .iter_mut()
                 .filter_map(|row| row.get_mut(col))
             {
-                *pair = [pair[0] * scale, 1.0];
+                *pair = [scaled_centre(pair[0], scale), 1.0];
             }
             let folded = if projected {
                 self.projection.get_mut(col).map(|row| row.as_mut_slice())
@@ -386,6 +391,16 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             for v in folded.into_iter().flatten() {
                 *v *= scale;
             }
+        }
+    }
+
+    /// Widths of each basis function's own (VSGP): the pair `(c, h)`
+    /// becomes `(s c, s)`, `s = sqrt(h)` in the exp's fixed-point units,
+    /// for [`math::scaled_distance`].
+    fn scale_own_widths(&mut self) {
+        for pair in self.basis_params.iter_mut().flatten() {
+            let scale = fixed_point_scale(pair[1]);
+            *pair = [scaled_centre(pair[0], scale), scale];
         }
     }
 
@@ -663,10 +678,6 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 found: x.len(),
             });
         }
-        // NaN would otherwise flow into a clamped (hence plausible) variance.
-        if !x.iter().all(|v| v.is_finite()) {
-            return Err(Error::NonFiniteInput);
-        }
         let mut z = [0.0f32; G];
         if self.shape.projected {
             let mut standard = [0.0f32; D];
@@ -677,23 +688,34 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         } else {
             standardise(&mut z, x, &self.x_mean, &self.x_inv_scale);
         }
+        // Every non-finite input makes some feature non-finite (NaN stays
+        // NaN, inf times a zero scale or projection weight is NaN), so the
+        // features alone are checked: G tests rather than D, and the input
+        // only on the way out. A non-finite feature from finite inputs
+        // (a huge input, a tiny scale; a projection's inf - inf) is an
+        // overflow. NaN would otherwise read as distance 0 in the exp.
+        if !z.iter().all(|v| v.is_finite()) {
+            return Err(if x.iter().all(|v| v.is_finite()) {
+                Error::InputOverflow
+            } else {
+                Error::NonFiniteInput
+            });
+        }
         Ok(z)
     }
 
     /// Steps 3-4 at features `z`: basis values into `k` (entries past `m`
     /// untouched) and the latent mean `beta . k`, summed in the same pass.
     ///
-    /// A finite input can still overflow f32 on the way: a standardised
-    /// value beyond `3.4e38` (a huge input, a tiny scale) is infinite, and
-    /// then a zero width (an input the model ignores) times it, or a
-    /// projection summing `inf - inf`, is NaN. Any NaN or infinite `k_i`
-    /// reaches the mean, so one test of the mean catches them all and the
-    /// usual path pays one comparison.
+    /// With finite features (checked by [`Model::features`]) and the
+    /// loader's finite scaled centres no distance is NaN and every `k_i` is
+    /// finite; the mean can still overflow for an absurd blob (weights near
+    /// `f32::MAX`), which one comparison catches.
     #[inline(always)]
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         // Shared widths were folded into the features at load.
         let mean = if self.shape.per_basis {
-            self.basis_values(z, k, math::half_weighted_distance, None)
+            self.basis_values(z, k, math::scaled_distance, None)
         } else {
             self.basis_values(z, k, math::unit_distance, Some(&self.exp_poly))
         };
@@ -724,13 +746,26 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         for (ki, ((params, &amplitude), &beta)) in k.iter_mut().zip(rows).take(self.m) {
             let d = distance(params, z);
             *ki = match shared_amplitude {
-                Some(poly) => math::scaled_exp_of_negative(d, poly),
-                None => amplitude * math::exp_non_positive(-d),
+                Some(poly) => math::scaled_exp2_of_negative(d, poly),
+                None => amplitude * math::scaled_exp2_of_negative(d, &math::EXP2_OF_NEGATIVE),
             };
             mean += beta * *ki;
         }
         mean
     }
+}
+
+/// `sqrt(h)` in the exp's fixed-point units: finite for every finite `h`
+/// (the square root is taken first).
+fn fixed_point_scale(half_width: f32) -> f32 {
+    libm::sqrtf(half_width) * libm::sqrtf(math::FIXED_PER_NAT)
+}
+
+/// `s c`, kept finite (an absurd blob's product may overflow): a distance
+/// `(s z - s c)^2` is then never `inf - inf`. A centre that far away gives
+/// 0 wherever an input can be.
+fn scaled_centre(centre: f32, scale: f32) -> f32 {
+    (centre * scale).clamp(f32::MIN, f32::MAX)
 }
 
 /// `out[i] = (x[i] - mean[i]) * inv_scale[i]` over the shortest of them.

@@ -268,7 +268,12 @@ fn a_projection_summing_inf_minus_inf_is_an_error_not_a_nan_mean() {
     spec.x_scale = vec![1e-30, 1e-30];
     let model: Model<3, 1, 2> = load(&spec);
     assert_eq!(model.predict(&[1e10, -1e10]), Err(Error::InputOverflow));
-    // One-sided: z = +inf is simply far from every basis function.
+    // One-sided, z = +inf overflowed f32 too: also an error.
+    assert_eq!(model.predict(&[1e10, 1e10]), Err(Error::InputOverflow));
+    // A feature that stays finite, however far, is simply far from every
+    // basis function (its squared distance overflows to inf: k = 0).
+    spec.x_scale = vec![1e-20, 1e-20];
+    let model: Model<3, 1, 2> = load(&spec);
     let far = model.predict(&[1e10, 1e10]).unwrap();
     let expected = 4.0 * (1.3 + 0.05);
     assert!((far.variance - expected).abs() < 1e-5 * expected, "{far:?}");

@@ -3,14 +3,19 @@
 //! step.
 //!
 //! With `z` the features (standardised, then projected if the model has a
-//! projection `P`; with shared widths both already carry `sqrt(h_g)` and
-//! the stored `h` is 1), `s_d` the input scales and the stored half widths
-//! `h_ig = w_ig / 2`, each basis value `k_i = a_i exp(-sum_g h_ig (z_g -
-//! c_ig)^2)` has `dk_i/dz_g = -2 h_ig (z_g - c_ig) k_i`, so
+//! projection `P`; with shared widths both already carry `s_g`), `s_d`
+//! the input scales, and the stored pairs `(c_ig, s_ig)` (see
+//! `Model::basis_params`: scaled centres, and the scales `s_ig =
+//! sqrt(w_ig / 2)`, or 1 once shared ones are folded into `z`), each basis
+//! value is `k_i = a_i 2^-(q_i / 2^25)`, `q_i = sum_g (s_ig z_g -
+//! c_ig)^2` the distance in the exp's fixed-point units (`s_ig` carries
+//! `sqrt(log2(e) 2^25)`). With `o_ig = s_ig (s_ig z_g - c_ig)` (`z_g -
+//! c_ig` for shared widths) and `n = ln 2 / 2^25`, `dk_i/dz_g = -2 n o_ig
+//! k_i`, so
 //!
-//! - latent mean `m = beta . k`: `dm/dz_g = -2 sum_i beta_i k_i h_ig (z_g - c_ig)`;
+//! - latent mean `m = beta . k`: `dm/dz_g = -2 n sum_i beta_i k_i o_ig`;
 //! - latent variance `v = prior - |u1|^2 + |u2|^2` with `u = L^{-1} k`:
-//!   `dv/dz_g = 2 (r2 - r1) . dk/dz_g = 4 sum_i (r1_i - r2_i) k_i h_ig (z_g - c_ig)`,
+//!   `dv/dz_g = 2 (r2 - r1) . dk/dz_g = 4 n sum_i (r1_i - r2_i) k_i o_ig`,
 //!   `r = L^{-T} u` (one back substitution per factor); with the product
 //!   form `v = prior - |u|^2`, `u = L1 k`, the same with `r1 = L1^T u`
 //!   (one transposed product) and `r2 = 0`; zero where the variance is
@@ -179,19 +184,29 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             ),
         }
 
-        // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i h_ig (z_g - c_ig),
+        // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,
         // with the weights written over the r pairs.
         let weights = u.iter_mut().zip(k).zip(&output.beta).take(self.m);
         for ((pair, &ki), &beta) in weights {
             *pair = [beta * ki, (pair[0] - pair[1]) * ki];
         }
-        let sums = math::weighted_offset_sums(&self.basis_params, &u, z, self.m);
+        let sums = if self.shape.per_basis {
+            math::weighted_offset_sums(&self.basis_params, &u, z, self.m, math::scaled_offset)
+        } else {
+            math::weighted_offset_sums(&self.basis_params, &u, z, self.m, math::unit_offset)
+        };
         let (mean_scale, variance_scale) = match self.shape.link {
             Link::Identity => (output.y_scale, output.y_scale * output.y_scale),
             Link::Probit | Link::OneVsRest | Link::Softmax => (1.0, 1.0),
         };
         // A clamped variance is zero all around x.
         let variance_scale = if unclamped { variance_scale } else { 0.0 };
+        // The distances are in the exp's fixed-point units (see
+        // `math::FIXED_PER_NAT`): `dk = -k NAT_PER_FIXED d(distance)`.
+        let (mean_scale, variance_scale) = (
+            math::NAT_PER_FIXED * mean_scale,
+            math::NAT_PER_FIXED * variance_scale,
+        );
         let per_feature = sums.map(|[m, v]| [-2.0 * mean_scale * m, 4.0 * variance_scale * v]);
 
         // (d mean / d x_j, d variance / d x_j) side by side.

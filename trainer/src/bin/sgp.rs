@@ -286,7 +286,7 @@ struct FitArgs {
     /// A regression on more rows than a streamed fit samples
     /// (73,728) is fitted on a growing random subset and conditioned on
     /// every row in a second pass, in memory independent of the file's
-    /// size (docs/large-data.md).
+    /// size (docs/src/large-data.md).
     #[arg(long)]
     data: PathBuf,
     /// Fit on every row in memory, even when the file is large enough to

@@ -60,7 +60,7 @@ pub struct StreamedParams {
 }
 
 impl Default for StreamedParams {
-    /// Chosen by measurement (docs/large-data.md): on ridge data with
+    /// Chosen by measurement (docs/src/large-data.md): on ridge data with
     /// D = 8 at M = 64, the validation NLPD settles by 16,384 to 32,768
     /// rows; 65,536 rows keep the largest stage within about 220 MB.
     fn default() -> Self {
