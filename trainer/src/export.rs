@@ -487,19 +487,24 @@ pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
         n * d
     );
     for i in 0..n {
-        let cells: Vec<String> = (0..d)
-            .map(|j| {
-                format!(
-                    "({}, {})",
-                    f32_literal(g.mean[(i, j)]),
-                    f32_literal(g.var[(i, j)])
-                )
-            })
-            .collect();
-        let _ = writeln!(s, "    {},", cells.join(", "));
+        let _ = writeln!(s, "    {},", gradient_row(&g, i));
     }
     let _ = writeln!(s, "];");
     Ok(s)
+}
+
+/// Row `i` of the input gradients as `(d mean, d variance)` literals.
+fn gradient_row(g: &crate::gradient::RawGradient, i: usize) -> String {
+    let cells: Vec<String> = (0..g.mean.ncols())
+        .map(|j| {
+            format!(
+                "({}, {})",
+                f32_literal(g.mean[(i, j)]),
+                f32_literal(g.var[(i, j)])
+            )
+        })
+        .collect();
+    cells.join(", ")
 }
 
 /// [`golden_rust`] of a set of models on one basis, for firmware that
@@ -568,16 +573,7 @@ pub fn golden_rust_set(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
     );
     for i in 0..n {
         for (_, g) in &predictions {
-            let cells: Vec<String> = (0..d)
-                .map(|j| {
-                    format!(
-                        "({}, {})",
-                        f32_literal(g.mean[(i, j)]),
-                        f32_literal(g.var[(i, j)])
-                    )
-                })
-                .collect();
-            let _ = writeln!(s, "    {},", cells.join(", "));
+            let _ = writeln!(s, "    {},", gradient_row(g, i));
         }
     }
     let _ = writeln!(s, "];");

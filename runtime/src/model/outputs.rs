@@ -186,8 +186,12 @@ impl<T: Copy, const P: usize> Outputs<T, P> {
     /// library copies it out).
     ///
     /// ```
-    /// let model = sgp_runtime::Model::<4, 1, 1, 2>::new();
-    /// assert!(model.predict_all(&[0.0]).is_err());
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2, 3>::from_bytes(blob)?;
+    /// let all = model.predict_all(&[0.5, -1.0])?;
+    /// assert_eq!(all.as_array().len(), 3); // the capacity
+    /// assert_eq!(all.as_array()[0], all[0]);
+    /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn as_array(&self) -> &[T; P] {
         &self.values
