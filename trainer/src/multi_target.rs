@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 
 use crate::data::{build, read_inputs_and_targets, Dataset};
 use crate::{Error, Result};
@@ -29,7 +29,9 @@ impl MultiTargetData {
         let source = path.display().to_string();
         check_target_names(&source, targets)?;
         let (names, x, y) = read_inputs_and_targets(path, targets)?;
-        Self::build(&source, x, y, names, targets)
+        Self::per_target(targets, &y, |name, col| {
+            build(&source, x.clone(), col, names.clone(), name)
+        })
     }
 
     /// Builds the data from values in raw units (N x D inputs, N x P
@@ -53,40 +55,21 @@ impl MultiTargetData {
                 target_names.len()
             )));
         }
-        let outputs = target_names
-            .iter()
-            .zip(y.column_iter())
-            .map(|(name, col)| {
-                Dataset::from_raw(
-                    x.clone(),
-                    col.into_owned(),
-                    input_names.clone(),
-                    name.clone(),
-                )
-            })
-            .collect::<Result<_>>()?;
-        Ok(MultiTargetData { outputs })
+        Self::per_target(target_names, &y, |name, col| {
+            Dataset::from_raw(x.clone(), col, input_names.clone(), name)
+        })
     }
 
-    fn build(
-        source: &str,
-        x: DMatrix<f64>,
-        y: DMatrix<f64>,
-        input_names: Vec<String>,
+    /// One data set per target column of `y`, made by `make(name, column)`.
+    fn per_target(
         targets: &[String],
+        y: &DMatrix<f64>,
+        make: impl Fn(String, DVector<f64>) -> Result<Dataset>,
     ) -> Result<Self> {
         let outputs = targets
             .iter()
             .zip(y.column_iter())
-            .map(|(name, col)| {
-                build(
-                    source,
-                    x.clone(),
-                    col.into_owned(),
-                    input_names.clone(),
-                    name.clone(),
-                )
-            })
+            .map(|(name, col)| make(name.clone(), col.into_owned()))
             .collect::<Result<_>>()?;
         Ok(MultiTargetData { outputs })
     }
