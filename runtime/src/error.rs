@@ -147,8 +147,8 @@ impl fmt::Display for Error {
             Error::UnsupportedVersion { found } => write!(
                 f,
                 "unsupported blob format version {found} (this runtime reads versions {} to {})",
-                crate::format::OLDEST_VERSION,
-                crate::format::VERSION
+                crate::version::OLDEST_VERSION,
+                crate::version::VERSION
             ),
             Error::TrailingBytes { expected, found } => write!(
                 f,

@@ -10,19 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Dimension, Error};
+use crate::version::{OLDEST_VERSION, VERSION};
 
 /// The four bytes every blob starts with.
 pub const MAGIC: [u8; 4] = *b"SGPM";
-/// The format version this runtime writes. It also reads every version from
-/// [`OLDEST_VERSION`] on.
-pub const VERSION: u16 = 5;
-/// The oldest format version this runtime reads. Each version appends
-/// fields to the body of the one before: version 2 adds `positive_class`
-/// (read as `1` from version 1), version 3 the training-input range
-/// `x_min`, `x_max` (none recorded before it), version 4 the
-/// [`VarianceForm`] (read as [`VarianceForm::Solves`] before it), version 5
-/// the further outputs and the class labels (none before it: one output).
-pub const OLDEST_VERSION: u16 = 1;
 /// Bytes before the body: magic, version (u16 LE), body length (u32 LE).
 pub const PREAMBLE_LEN: usize = 10;
 /// Bytes after the body: CRC-32 (LE).

@@ -66,15 +66,14 @@ mod error;
 mod format;
 mod math;
 mod model;
+mod version;
 
 pub use error::{Dimension, Error};
-pub use format::{
-    Field, Link, ModelKind, Shape, VarianceForm, MAGIC, OLDEST_VERSION, PREAMBLE_LEN, TRAILER_LEN,
-    VERSION,
-};
+pub use format::{Field, Link, ModelKind, Shape, VarianceForm, MAGIC, PREAMBLE_LEN, TRAILER_LEN};
 #[cfg(feature = "alloc")]
 pub use format::{ModelSpec, OutputSpec};
 pub use model::{
     ram_bytes, ram_bytes_with_outputs, Classification, Model, Name, Outputs, Prediction,
     PredictionWithGradient, ProbabilityWithGradient, NAME_CAPACITY,
 };
+pub use version::{OLDEST_VERSION, VERSION};
