@@ -588,7 +588,7 @@ pub fn read_inputs_and_targets(
 ) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
     let path = path.as_ref();
     let source = path.display().to_string();
-    let table = read_table(open(path)?, &source, |header| {
+    let table = read_table(open(path)?, &source, false, |header| {
         let wanted: Vec<usize> = targets
             .iter()
             .map(|t| find_column(header, t, &source))
