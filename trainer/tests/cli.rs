@@ -1589,13 +1589,16 @@ fn ivm_classifier_fit_predict_eval() {
     let mut lines = predict.lines();
     assert_eq!(
         lines.next(),
-        Some("probability,latent_mean,latent_variance")
+        Some("class,p_2,p_5,probability,latent_mean,latent_variance")
     );
     for line in lines {
         let cells: Vec<f64> = line.split(',').map(|v| v.parse().unwrap()).collect();
-        assert_eq!(cells.len(), 3, "{line}");
-        assert!((0.0..=1.0).contains(&cells[0]), "{line}");
-        assert!(cells[2] >= 0.0, "{line}");
+        assert_eq!(cells.len(), 6, "{line}");
+        assert!((0.0..=1.0).contains(&cells[3]), "{line}");
+        assert!((cells[1] + cells[2] - 1.0).abs() < 1e-5, "{line}");
+        assert_eq!(cells[2], cells[3], "{line}");
+        assert_eq!(cells[0], if cells[3] > 0.5 { 5.0 } else { 2.0 }, "{line}");
+        assert!(cells[5] >= 0.0, "{line}");
     }
     // The blob knows the positive class (5): eval needs no flag.
     let eval = ok(
@@ -1637,7 +1640,7 @@ fn ivm_one_vs_rest_and_bad_class_columns() {
         "three.csv",
         &three,
         &probit,
-        &["three.csv", "3 distinct values", "--positive"],
+        &["three.csv", "3 classes", "--model svgp", "--positive"],
     );
     // --positive naming a value that does not occur.
     let mut args = probit.to_vec();
@@ -1722,6 +1725,46 @@ fn text_labels_are_classes() {
         err.contains("positive class 'ok' against 'fault' (--positive"),
         "{err}"
     );
+    // The blob records the labels: predict names them, eval reads them.
+    ok(&fit(&["--restarts", "1"]), "fit");
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "t.sgp", "--data", "t.csv"]),
+        "predict",
+    );
+    let mut lines = predict.lines();
+    assert_eq!(
+        lines.next(),
+        Some("class,p_ok,p_fault,probability,latent_mean,latent_variance")
+    );
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let p: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
+        assert!((p[0] + p[1] - 1.0).abs() < 1e-5, "{line}");
+        assert_eq!(cells[0], if p[1] > 0.5 { "fault" } else { "ok" }, "{line}");
+    }
+    let inspect = ok(&sgp(&dir, &["inspect", "t.sgp"]), "inspect");
+    assert!(inspect.contains("classes         ok, fault"), "{inspect}");
+    let e: Value = serde_json::from_str(&ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "t.sgp", "--data", "t.csv", "--json"],
+        ),
+        "eval",
+    ))
+    .unwrap();
+    // Every fifth row is `ok` whatever its inputs: a 10% floor.
+    assert!(e["error_rate"].as_f64().unwrap() < 0.25, "{e}");
+    assert_eq!(e["rows"].as_u64(), Some(120), "{e}");
+    dir.write("u.csv", "a,b,label\n0.1,0.2,ok\n0.3,0.9,okay\n");
+    assert_bad_input(
+        &sgp(&dir, &["eval", "--model", "t.sgp", "--data", "u.csv"]),
+        &[
+            "u.csv: line 3",
+            "column 'label'",
+            "'okay' is not a class",
+            "ok, fault",
+        ],
+    );
     fit_rejects(
         &dir,
         "t.csv",
@@ -1774,7 +1817,10 @@ fn two_valued_target_is_a_classification_by_default() {
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
     );
-    assert!(predict.starts_with("probability,"), "{predict}");
+    assert!(
+        predict.starts_with("class,p_0,p_1,probability,"),
+        "{predict}"
+    );
     let e: Value = serde_json::from_str(&ok(
         &sgp(
             &dir,
@@ -1793,8 +1839,8 @@ fn two_valued_target_is_a_classification_by_default() {
         &dir,
         "three.csv",
         &classes_csv("0", "1", Some("7")),
-        &["--task", "classification"],
-        &["3 distinct values", "--positive"],
+        &["--task", "classification", "--model", "exact"],
+        &["3 classes", "--model svgp", "not --model exact"],
     );
     fit_rejects(
         &dir,
@@ -1809,5 +1855,85 @@ fn two_valued_target_is_a_classification_by_default() {
         &classes_csv("0", "1", None),
         &["--task", "regression", "--link", "probit"],
         &["disagree"],
+    );
+}
+
+/// A text target of three labels is a classifier of three classes: predict
+/// names the class and gives a probability per class summing to one, eval
+/// scores it, inspect lists the classes; sweep and plot refuse it.
+#[test]
+fn three_text_classes_fit_predict_eval() {
+    let dir = TempDir::new("three_classes");
+    let mut csv = String::from("a,b,side\n");
+    for i in 0..150 {
+        let a = (i * 37 % 101) as f64 / 100.0;
+        let b = (i * 53 % 97) as f64 / 96.0;
+        let side = ["left", "mid", "right"][((a * 3.0) as usize).min(2)];
+        csv.push_str(&format!("{a},{b},{side}\n"));
+    }
+    dir.write("c.csv", &csv);
+    let fit = sgp(
+        &dir,
+        &["fit", "--data", "c.csv", "--m", "10", "--out", "c.sgp"],
+    );
+    ok(&fit, "fit");
+    let err = stderr(&fit);
+    assert!(
+        err.contains("classification of 3 classes (left, mid, right)"),
+        "{err}"
+    );
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
+        "predict",
+    );
+    let mut lines = predict.lines();
+    assert_eq!(lines.next(), Some("class,p_left,p_mid,p_right"));
+    let mut rows = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let p: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
+        assert_eq!(p.len(), 3, "{line}");
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{line}");
+        let best = (0..3).fold(0, |b, k| if p[k] > p[b] { k } else { b });
+        assert_eq!(cells[0], ["left", "mid", "right"][best], "{line}");
+        rows += 1;
+    }
+    assert_eq!(rows, 150);
+    let e: Value = serde_json::from_str(&ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
+        ),
+        "eval",
+    ))
+    .unwrap();
+    assert!(e["error_rate"].as_f64().unwrap() < 0.15, "{e}");
+    assert!(e["log_loss"].as_f64().unwrap() < 0.6, "{e}");
+    assert!((0.0..=1.0).contains(&e["ece"].as_f64().unwrap()), "{e}");
+    let inspect = ok(&sgp(&dir, &["inspect", "c.sgp"]), "inspect");
+    assert!(
+        inspect.contains("classes         left, mid, right"),
+        "{inspect}"
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "c.sgp", "--data", "c.csv", "--out", "p.svg",
+            ],
+        ),
+        &["3 classes", "sgp plot"],
+    );
+    let sweep = sgp(
+        &dir,
+        &[
+            "sweep", "--data", "c.csv", "--test", "c.csv", "--link", "probit", "--models", "svgp",
+        ],
+    );
+    assert_eq!(sweep.status.code(), Some(2));
+    let err = stderr(&sweep);
+    assert!(
+        err.contains("3 classes: sgp sweep compares binary classifiers"),
+        "{err}"
     );
 }
