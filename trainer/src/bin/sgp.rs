@@ -72,7 +72,8 @@ enum Command {
     /// Fit a model to a CSV file and export it as a blob.
     Fit(FitArgs),
     /// Predict with a blob: CSV `mean,variance` on stdout, one row per input row
-    /// (`probability,latent_mean,latent_variance` for a classifier).
+    /// (a classifier: `class` and one `p_LABEL` per class; a binary one also
+    /// `probability,latent_mean,latent_variance`).
     Predict {
         /// The model blob.
         #[arg(long)]
