@@ -1545,6 +1545,43 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
     );
 }
 
+/// `sgp eval --json` of `blob` on `data`, parsed.
+fn eval_json(dir: &TempDir, blob: &str, data: &str) -> Value {
+    let out = sgp(dir, &["eval", "--model", blob, "--data", data, "--json"]);
+    serde_json::from_str(&ok(&out, "eval")).unwrap()
+}
+
+/// Checks `sgp predict`'s output for a classifier of the classes `labels`:
+/// the header (`class`, one `p_LABEL` each and, for two classes, the
+/// positive class's `probability` and the latent Gaussian), probabilities
+/// summing to 1, `class` the most probable one. Returns the rows.
+fn check_class_predictions(predict: &str, labels: &[&str]) -> usize {
+    let k = labels.len();
+    let mut header = vec!["class".to_owned()];
+    header.extend(labels.iter().map(|l| format!("p_{l}")));
+    if k == 2 {
+        header.push("probability,latent_mean,latent_variance".into());
+    }
+    let mut lines = predict.lines();
+    assert_eq!(lines.next(), Some(header.join(",").as_str()));
+    let mut rows = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let v: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
+        assert_eq!(v.len(), if k == 2 { 5 } else { k }, "{line}");
+        let p = &v[..k];
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{line}");
+        let best = (0..k).fold(0, |b, j| if p[j] > p[b] { j } else { b });
+        assert_eq!(cells[0], labels[best], "{line}");
+        if k == 2 {
+            assert_eq!(v[2], p[1], "{line}");
+            assert!(v[4] >= 0.0, "{line}");
+        }
+        rows += 1;
+    }
+    rows
+}
+
 /// A small two-class CSV: label `hi` where `a + b > 1`, else `lo`; `extra`
 /// adds a third label on every fifth row.
 fn classes_csv(lo: &str, hi: &str, extra: Option<&str>) -> String {
@@ -1586,20 +1623,7 @@ fn ivm_classifier_fit_predict_eval() {
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
     );
-    let mut lines = predict.lines();
-    assert_eq!(
-        lines.next(),
-        Some("class,p_2,p_5,probability,latent_mean,latent_variance")
-    );
-    for line in lines {
-        let cells: Vec<f64> = line.split(',').map(|v| v.parse().unwrap()).collect();
-        assert_eq!(cells.len(), 6, "{line}");
-        assert!((0.0..=1.0).contains(&cells[3]), "{line}");
-        assert!((cells[1] + cells[2] - 1.0).abs() < 1e-5, "{line}");
-        assert_eq!(cells[2], cells[3], "{line}");
-        assert_eq!(cells[0], if cells[3] > 0.5 { 5.0 } else { 2.0 }, "{line}");
-        assert!(cells[5] >= 0.0, "{line}");
-    }
+    check_class_predictions(&predict, &["2", "5"]);
     // The blob knows the positive class (5): eval needs no flag.
     let eval = ok(
         &sgp(
@@ -1731,27 +1755,10 @@ fn text_labels_are_classes() {
         &sgp(&dir, &["predict", "--model", "t.sgp", "--data", "t.csv"]),
         "predict",
     );
-    let mut lines = predict.lines();
-    assert_eq!(
-        lines.next(),
-        Some("class,p_ok,p_fault,probability,latent_mean,latent_variance")
-    );
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        let p: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
-        assert!((p[0] + p[1] - 1.0).abs() < 1e-5, "{line}");
-        assert_eq!(cells[0], if p[1] > 0.5 { "fault" } else { "ok" }, "{line}");
-    }
+    check_class_predictions(&predict, &["ok", "fault"]);
     let inspect = ok(&sgp(&dir, &["inspect", "t.sgp"]), "inspect");
     assert!(inspect.contains("classes         ok, fault"), "{inspect}");
-    let e: Value = serde_json::from_str(&ok(
-        &sgp(
-            &dir,
-            &["eval", "--model", "t.sgp", "--data", "t.csv", "--json"],
-        ),
-        "eval",
-    ))
-    .unwrap();
+    let e: Value = eval_json(&dir, "t.sgp", "t.csv");
     // Every fifth row is `ok` whatever its inputs: a 10% floor.
     assert!(e["error_rate"].as_f64().unwrap() < 0.25, "{e}");
     assert_eq!(e["rows"].as_u64(), Some(120), "{e}");
@@ -1821,14 +1828,7 @@ fn two_valued_target_is_a_classification_by_default() {
         predict.starts_with("class,p_0,p_1,probability,"),
         "{predict}"
     );
-    let e: Value = serde_json::from_str(&ok(
-        &sgp(
-            &dir,
-            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
-        ),
-        "eval",
-    ))
-    .unwrap();
+    let e: Value = eval_json(&dir, "c.sgp", "c.csv");
     assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
     assert_eq!(fit(&["--model", "ivm"]).0, "ivm");
     assert_eq!(fit(&["--task", "regression"]).0, "spgp");
@@ -1886,27 +1886,11 @@ fn three_text_classes_fit_predict_eval() {
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
     );
-    let mut lines = predict.lines();
-    assert_eq!(lines.next(), Some("class,p_left,p_mid,p_right"));
-    let mut rows = 0;
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        let p: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
-        assert_eq!(p.len(), 3, "{line}");
-        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{line}");
-        let best = (0..3).fold(0, |b, k| if p[k] > p[b] { k } else { b });
-        assert_eq!(cells[0], ["left", "mid", "right"][best], "{line}");
-        rows += 1;
-    }
-    assert_eq!(rows, 150);
-    let e: Value = serde_json::from_str(&ok(
-        &sgp(
-            &dir,
-            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
-        ),
-        "eval",
-    ))
-    .unwrap();
+    assert_eq!(
+        check_class_predictions(&predict, &["left", "mid", "right"]),
+        150
+    );
+    let e: Value = eval_json(&dir, "c.sgp", "c.csv");
     assert!(e["error_rate"].as_f64().unwrap() < 0.15, "{e}");
     assert!(e["log_loss"].as_f64().unwrap() < 0.6, "{e}");
     assert!((0.0..=1.0).contains(&e["ece"].as_f64().unwrap()), "{e}");
