@@ -577,6 +577,46 @@ pub fn read_inputs_and_target_from_reader(
     inputs_and_target(reader, source, input_names, target, false)
 }
 
+/// A cell as text and where it is (`source: line L (data row R), column
+/// 'NAME'`).
+pub type PlacedCell = (String, String);
+
+/// The named inputs (RAW units) and the cells of the `target` column of a
+/// CSV file, as text (class labels, or numbers as written), each with
+/// where it is (`source: line L (data row R), column 'NAME'`).
+///
+/// # Errors
+/// As [`read_inputs_and_target`], except that a target cell may be text.
+pub fn read_inputs_and_labels(
+    path: impl AsRef<Path>,
+    input_names: &[String],
+    target: &str,
+) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
+    let path = path.as_ref();
+    let source = path.display().to_string();
+    let table = read_table(open(path)?, &source, true, |header| {
+        input_names
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::once(target))
+            .map(|name| find_column(header, name, &source))
+            .collect()
+    })?;
+    let x = DMatrix::from_row_iterator(
+        table.rows.len(),
+        input_names.len(),
+        table.rows.iter().flat_map(|r| r.iter().copied()),
+    );
+    Ok((
+        x,
+        table
+            .last_cells
+            .into_iter()
+            .zip(table.last_places)
+            .collect(),
+    ))
+}
+
 /// Reads a CSV file whose columns `targets` are targets and every other
 /// column an input (a multi-output regression): the input names in file
 /// order, the raw inputs (N x D) and the raw targets (N x P, columns in the
@@ -717,6 +757,9 @@ struct Table {
     last_cells: Vec<String>,
     /// Where the first of those cells that is not a number is.
     first_text: Option<String>,
+    /// Where each of those cells is (`source: line L (data row R), column
+    /// 'NAME'`), for messages about a label.
+    last_places: Vec<String>,
 }
 
 /// Parses CSV text, letting `select` choose column indices from the header.
@@ -745,6 +788,7 @@ fn read_table<R: Read>(
     let mut rows = Vec::new();
     let mut last_cells = Vec::new();
     let mut first_text = None;
+    let mut last_places = Vec::new();
     let mut record = csv::StringRecord::new();
     let mut data_row = 0usize;
     loop {
@@ -778,6 +822,7 @@ fn read_table<R: Read>(
                 }
             }
             last_cells.push(cell.to_owned());
+            last_places.push(format!("{place}, column '{name}'"));
         }
         for &c in selected.iter().take(numeric) {
             let name = header.get(c).map_or("", String::as_str);
@@ -798,6 +843,7 @@ fn read_table<R: Read>(
         rows,
         last_cells,
         first_text,
+        last_places,
     })
 }
 

@@ -9,6 +9,7 @@
 
 use crate::data::{is_class, Dataset};
 use crate::{Error, Result};
+use sgp_runtime::{Link, ModelSpec};
 
 /// More distinct text labels than this are taken for a numeric column
 /// with a typing error, not for classes.
@@ -68,8 +69,10 @@ impl TargetColumn {
 /// The name of class value `value` of `data`: its text label, or the
 /// number as written.
 pub fn class_name(data: &Dataset, value: f64) -> String {
-    let text = (value >= 0.0 && is_class(value, value.round()))
-        .then(|| data.class_labels.get(value.round() as usize))
+    // Standardising and back leaves code 0 at about -1e-16: round first.
+    let code = value.round();
+    let text = (code >= 0.0 && is_class(value, code))
+        .then(|| data.class_labels.get(code as usize))
         .flatten();
     match text {
         Some(label) => label.clone(),
@@ -154,6 +157,60 @@ pub fn binary_labels(data: &Dataset, positive: f64) -> Vec<String> {
     vec![negative, class_name(data, positive)]
 }
 
+/// The negative class of a binary classifier of one class against several:
+/// every class but the positive one.
+pub const OTHER: &str = "other";
+
+/// The class labels of a classifier's blob, in class order: those it
+/// records, else (a blob older than format v5, or written without labels)
+/// `[other, POSITIVE]` for a probit model and the class indices for `K`
+/// classes. Empty for a regression.
+pub fn blob_labels(spec: &ModelSpec) -> Vec<String> {
+    if !spec.class_labels.is_empty() {
+        return spec.class_labels.clone();
+    }
+    match spec.shape.link {
+        Link::Identity => Vec::new(),
+        Link::Probit => vec![OTHER.to_owned(), format!("{}", spec.positive_class)],
+        Link::OneVsRest | Link::Softmax => {
+            (0..spec.output_count()).map(|k| k.to_string()).collect()
+        }
+    }
+}
+
+/// The class index (into `labels`) of each cell of a test target, given
+/// with where it is: a cell that spells a label, or a number equal to a
+/// numeric label (`1.0` is class `1`). For a binary classifier of one class
+/// against the rest (`[other, POSITIVE]`) every other value is `other`.
+///
+/// # Errors
+/// [`Error::BadInput`] naming the first cell that is none of the labels,
+/// and listing them.
+pub fn class_indices(cells: &[(String, String)], labels: &[String]) -> Result<Vec<usize>> {
+    let against_rest = labels.len() == 2 && labels.first().is_some_and(|l| l == OTHER);
+    let number = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
+    cells
+        .iter()
+        .map(|(cell, place)| {
+            let spelled = labels.iter().position(|l| l == cell);
+            let valued = || {
+                let v = number(cell)?;
+                labels
+                    .iter()
+                    .position(|l| number(l).is_some_and(|w| is_class(v, w)))
+            };
+            match spelled.or_else(valued) {
+                Some(k) => Ok(k),
+                None if against_rest => Ok(0),
+                None => Err(Error::BadInput(format!(
+                    "{place}: '{cell}' is not a class of the model (its classes: {})",
+                    labels.join(", ")
+                ))),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,10 +279,45 @@ mod tests {
         assert_eq!(class_name(&text, positive), "fault");
         assert_eq!(class_value(&text, "ok").unwrap(), 1.0);
         assert_eq!(binary_labels(&text, positive), cells(&["ok", "fault"]));
+        assert_eq!(class_name(&text, -1e-16), "fault");
         let numbers = data("x,y\n1,0\n2,1\n3,1\n");
         assert_eq!(default_positive(&numbers).unwrap(), 1.0);
         assert_eq!(class_value(&numbers, "0").unwrap(), 0.0);
         assert_eq!(binary_labels(&numbers, 1.0), cells(&["0", "1"]));
+    }
+
+    #[test]
+    fn test_cells_map_to_the_blob_labels_by_name_or_value() {
+        let at = |v: &[&str]| -> Vec<(String, String)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, c)| ((*c).to_owned(), format!("t.csv: line {}", i + 2)))
+                .collect()
+        };
+        let names = cells(&["fault", "ok"]);
+        assert_eq!(
+            class_indices(&at(&["ok", "fault", "ok"]), &names).unwrap(),
+            vec![1, 0, 1]
+        );
+        let err = class_indices(&at(&["ok", "okay"]), &names)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.csv: line 3: 'okay' is not a class"),
+            "{err}"
+        );
+        assert!(err.contains("fault, ok"), "{err}");
+        let numbers = cells(&["0", "1", "2"]);
+        assert_eq!(
+            class_indices(&at(&["2.0", "0", "1"]), &numbers).unwrap(),
+            vec![2, 0, 1]
+        );
+        assert!(class_indices(&at(&["3"]), &numbers).is_err());
+        let rest = cells(&[OTHER, "3"]);
+        assert_eq!(
+            class_indices(&at(&["3", "1", "2"]), &rest).unwrap(),
+            vec![1, 0, 0]
+        );
     }
 
     #[test]

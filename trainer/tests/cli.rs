@@ -1545,6 +1545,43 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
     );
 }
 
+/// `sgp eval --json` of `blob` on `data`, parsed.
+fn eval_json(dir: &TempDir, blob: &str, data: &str) -> Value {
+    let out = sgp(dir, &["eval", "--model", blob, "--data", data, "--json"]);
+    serde_json::from_str(&ok(&out, "eval")).unwrap()
+}
+
+/// Checks `sgp predict`'s output for a classifier of the classes `labels`:
+/// the header (`class`, one `p_LABEL` each and, for two classes, the
+/// positive class's `probability` and the latent Gaussian), probabilities
+/// summing to 1, `class` the most probable one. Returns the rows.
+fn check_class_predictions(predict: &str, labels: &[&str]) -> usize {
+    let k = labels.len();
+    let mut header = vec!["class".to_owned()];
+    header.extend(labels.iter().map(|l| format!("p_{l}")));
+    if k == 2 {
+        header.push("probability,latent_mean,latent_variance".into());
+    }
+    let mut lines = predict.lines();
+    assert_eq!(lines.next(), Some(header.join(",").as_str()));
+    let mut rows = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let v: Vec<f64> = cells[1..].iter().map(|v| v.parse().unwrap()).collect();
+        assert_eq!(v.len(), if k == 2 { 5 } else { k }, "{line}");
+        let p = &v[..k];
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{line}");
+        let best = (0..k).fold(0, |b, j| if p[j] > p[b] { j } else { b });
+        assert_eq!(cells[0], labels[best], "{line}");
+        if k == 2 {
+            assert_eq!(v[2], p[1], "{line}");
+            assert!(v[4] >= 0.0, "{line}");
+        }
+        rows += 1;
+    }
+    rows
+}
+
 /// A small two-class CSV: label `hi` where `a + b > 1`, else `lo`; `extra`
 /// adds a third label on every fifth row.
 fn classes_csv(lo: &str, hi: &str, extra: Option<&str>) -> String {
@@ -1586,17 +1623,7 @@ fn ivm_classifier_fit_predict_eval() {
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
     );
-    let mut lines = predict.lines();
-    assert_eq!(
-        lines.next(),
-        Some("probability,latent_mean,latent_variance")
-    );
-    for line in lines {
-        let cells: Vec<f64> = line.split(',').map(|v| v.parse().unwrap()).collect();
-        assert_eq!(cells.len(), 3, "{line}");
-        assert!((0.0..=1.0).contains(&cells[0]), "{line}");
-        assert!(cells[2] >= 0.0, "{line}");
-    }
+    check_class_predictions(&predict, &["2", "5"]);
     // The blob knows the positive class (5): eval needs no flag.
     let eval = ok(
         &sgp(
@@ -1637,7 +1664,7 @@ fn ivm_one_vs_rest_and_bad_class_columns() {
         "three.csv",
         &three,
         &probit,
-        &["three.csv", "3 distinct values", "--positive"],
+        &["three.csv", "3 classes", "--model svgp", "--positive"],
     );
     // --positive naming a value that does not occur.
     let mut args = probit.to_vec();
@@ -1722,6 +1749,29 @@ fn text_labels_are_classes() {
         err.contains("positive class 'ok' against 'fault' (--positive"),
         "{err}"
     );
+    // The blob records the labels: predict names them, eval reads them.
+    ok(&fit(&["--restarts", "1"]), "fit");
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "t.sgp", "--data", "t.csv"]),
+        "predict",
+    );
+    check_class_predictions(&predict, &["ok", "fault"]);
+    let inspect = ok(&sgp(&dir, &["inspect", "t.sgp"]), "inspect");
+    assert!(inspect.contains("classes         ok, fault"), "{inspect}");
+    let e: Value = eval_json(&dir, "t.sgp", "t.csv");
+    // Every fifth row is `ok` whatever its inputs: a 10% floor.
+    assert!(e["error_rate"].as_f64().unwrap() < 0.25, "{e}");
+    assert_eq!(e["rows"].as_u64(), Some(120), "{e}");
+    dir.write("u.csv", "a,b,label\n0.1,0.2,ok\n0.3,0.9,okay\n");
+    assert_bad_input(
+        &sgp(&dir, &["eval", "--model", "t.sgp", "--data", "u.csv"]),
+        &[
+            "u.csv: line 3",
+            "column 'label'",
+            "'okay' is not a class",
+            "ok, fault",
+        ],
+    );
     fit_rejects(
         &dir,
         "t.csv",
@@ -1774,15 +1824,11 @@ fn two_valued_target_is_a_classification_by_default() {
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
     );
-    assert!(predict.starts_with("probability,"), "{predict}");
-    let e: Value = serde_json::from_str(&ok(
-        &sgp(
-            &dir,
-            &["eval", "--model", "c.sgp", "--data", "c.csv", "--json"],
-        ),
-        "eval",
-    ))
-    .unwrap();
+    assert!(
+        predict.starts_with("class,p_0,p_1,probability,"),
+        "{predict}"
+    );
+    let e: Value = eval_json(&dir, "c.sgp", "c.csv");
     assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
     assert_eq!(fit(&["--model", "ivm"]).0, "ivm");
     assert_eq!(fit(&["--task", "regression"]).0, "spgp");
@@ -1793,8 +1839,8 @@ fn two_valued_target_is_a_classification_by_default() {
         &dir,
         "three.csv",
         &classes_csv("0", "1", Some("7")),
-        &["--task", "classification"],
-        &["3 distinct values", "--positive"],
+        &["--task", "classification", "--model", "exact"],
+        &["3 classes", "--model svgp", "not --model exact"],
     );
     fit_rejects(
         &dir,
@@ -1897,4 +1943,68 @@ fn a_bad_cell_at_the_end_of_a_streamed_file_stops_the_fit_before_it_starts() {
         ],
     );
     assert!(!dir.path().join("m.blob").exists());
+}
+
+/// A text target of three labels is a classifier of three classes: predict
+/// names the class and gives a probability per class summing to one, eval
+/// scores it, inspect lists the classes; sweep and plot refuse it.
+#[test]
+fn three_text_classes_fit_predict_eval() {
+    let dir = TempDir::new("three_classes");
+    let mut csv = String::from("a,b,side\n");
+    for i in 0..150 {
+        let a = (i * 37 % 101) as f64 / 100.0;
+        let b = (i * 53 % 97) as f64 / 96.0;
+        let side = ["left", "mid", "right"][((a * 3.0) as usize).min(2)];
+        csv.push_str(&format!("{a},{b},{side}\n"));
+    }
+    dir.write("c.csv", &csv);
+    let fit = sgp(
+        &dir,
+        &["fit", "--data", "c.csv", "--m", "10", "--out", "c.sgp"],
+    );
+    ok(&fit, "fit");
+    let err = stderr(&fit);
+    assert!(
+        err.contains("classification of 3 classes (left, mid, right)"),
+        "{err}"
+    );
+    let predict = ok(
+        &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
+        "predict",
+    );
+    assert_eq!(
+        check_class_predictions(&predict, &["left", "mid", "right"]),
+        150
+    );
+    let e: Value = eval_json(&dir, "c.sgp", "c.csv");
+    assert!(e["error_rate"].as_f64().unwrap() < 0.15, "{e}");
+    assert!(e["log_loss"].as_f64().unwrap() < 0.6, "{e}");
+    assert!((0.0..=1.0).contains(&e["ece"].as_f64().unwrap()), "{e}");
+    let inspect = ok(&sgp(&dir, &["inspect", "c.sgp"]), "inspect");
+    assert!(
+        inspect.contains("classes         left, mid, right"),
+        "{inspect}"
+    );
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "c.sgp", "--data", "c.csv", "--out", "p.svg",
+            ],
+        ),
+        &["3 classes", "sgp plot"],
+    );
+    let sweep = sgp(
+        &dir,
+        &[
+            "sweep", "--data", "c.csv", "--test", "c.csv", "--link", "probit", "--models", "svgp",
+        ],
+    );
+    assert_eq!(sweep.status.code(), Some(2));
+    let err = stderr(&sweep);
+    assert!(
+        err.contains("3 classes: sgp sweep compares binary classifiers"),
+        "{err}"
+    );
 }

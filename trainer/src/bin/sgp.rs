@@ -20,20 +20,22 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::codegen::{default_name, export_source, Format};
 use sgp_trainer::cure::{export_fitted, export_outputs, Cure};
-use sgp_trainer::data::{read_inputs, read_inputs_and_target, Dataset, TargetKind};
+use sgp_trainer::data::{
+    is_class, read_inputs, read_inputs_and_labels, read_inputs_and_target, Dataset, TargetKind,
+};
 use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, figures, ClassEvaluation, Evaluation,
 };
 use sgp_trainer::export::{
-    golden_points, golden_rust, Exported, Fidelity, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD,
-    VARIANCE_TOLERANCE,
+    export_set, golden_points, golden_rust, golden_rust_set, Exported, Fidelity,
+    MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
-use sgp_trainer::fit::svgp::SvgpParams;
+use sgp_trainer::fit::svgp::{fit_svgp_classes, ClassesFit, SvgpParams};
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, FitReport, Fitted, HyperInit, InitMethod, Method, ProjectedParams,
     SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
@@ -41,6 +43,7 @@ use sgp_trainer::fit::{
 use sgp_trainer::inference::Approximation;
 use sgp_trainer::inspect::{names_too_long, parse_capacity, summarise};
 use sgp_trainer::labels;
+use sgp_trainer::model::ModelSet;
 use sgp_trainer::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::optimise::{OptimiseOptions, Progress, Stall};
 use sgp_trainer::output_blob::{output_specs, set_blob};
@@ -73,7 +76,8 @@ enum Command {
     /// Fit a model to a CSV file and export it as a blob.
     Fit(FitArgs),
     /// Predict with a blob: CSV `mean,variance` on stdout, one row per input row
-    /// (`probability,latent_mean,latent_variance` for a classifier).
+    /// (a classifier: `class` and one `p_LABEL` per class; a binary one also
+    /// `probability,latent_mean,latent_variance`).
     Predict {
         /// The model blob.
         #[arg(long)]
@@ -725,12 +729,24 @@ fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: bool) -> Resul
     Ok(())
 }
 
+/// What the target of the training data became.
+enum Classes {
+    /// A regression: no labels.
+    None,
+    /// A binary classification: the labels `[negative, positive]`.
+    Binary(Vec<String>),
+    /// A classification of `K > 2` classes: the target keeps its class
+    /// values (the fit codes them).
+    Several,
+}
+
 /// Reads the training data for `models` (named by the option `flag`; empty:
-/// the default model of the task): the target as a binary classification
-/// when `task` says so, or, with no `task`, when it holds exactly two
-/// distinct values or `positive` is given (and no model asked for is a
-/// regression-only one); the warnings about constant and unresolvable
-/// columns unless `quiet`.
+/// the default model of the task): the target as a classification when
+/// `task` says so, or, with no `task`, when it holds exactly two distinct
+/// values, text labels, or `positive` is given (and no model asked for is a
+/// regression-only one): binary with two classes or `positive`, else of
+/// `K` classes; the warnings about constant and unresolvable columns
+/// unless `quiet`.
 fn training_data(
     path: &Path,
     target: Option<&str>,
@@ -738,7 +754,7 @@ fn training_data(
     positive: Option<&str>,
     (flag, models): (&str, &[Method]),
     quiet: bool,
-) -> Result<Dataset> {
+) -> Result<(Dataset, Classes)> {
     let table = TableFile::open(path, target)?;
     let data = match table.format {
         StreamFormat::Csv => Dataset::from_csv(path, target)?,
@@ -773,6 +789,11 @@ fn training_data(
                     model.name()
                 )));
             }
+            // Non-integer values are a continuous column: refused below.
+            let integral = classes.iter().all(|&v| is_class(v, v.round()));
+            if positive.is_none() && classes.len() > 2 && integral {
+                return several_classes(data, flag, models, quiet);
+            }
             let chosen = positive.is_some();
             let positive = match positive {
                 Some(label) => labels::class_value(&data, label)?,
@@ -794,7 +815,7 @@ fn training_data(
                     names.first().map_or("", String::as_str),
                 );
             }
-            data
+            (data, Classes::Binary(names))
         }
         TaskArg::Regression if positive.is_some() => {
             return Err(Error::BadInput(
@@ -814,30 +835,72 @@ fn training_data(
                     .join(", ")
             )))
         }
-        TaskArg::Regression => data,
+        TaskArg::Regression => (data, Classes::None),
     };
     if !quiet {
-        for &j in &data.constant_inputs {
-            eprintln!(
-                "sgp: warning: input '{}' is constant in the training data (value {}): the \
-                 model ignores it",
-                data.input_names[j], data.transform.x_mean[j]
-            );
-        }
-        for warning in sgp_trainer::precision::for_dataset(&data) {
-            eprintln!("sgp: warning: {warning}");
-        }
-        let long = names_too_long(&data.input_names, &data.target_name);
-        if !long.is_empty() {
-            eprintln!(
-                "sgp: warning: column names longer than the {} bytes a device Model holds: \
-                 {}; a device will refuse the blob (rename the columns)",
-                sgp_runtime::NAME_CAPACITY,
-                long.join(", ")
-            );
-        }
+        warn_about_columns(&data.0);
     }
     Ok(data)
+}
+
+/// The training data of a classification of `K > 2` classes: the svgp fit
+/// of one latent per class ([`fit_svgp_classes`]) is the only one there is.
+fn several_classes(
+    data: Dataset,
+    flag: &str,
+    models: &[Method],
+    quiet: bool,
+) -> Result<(Dataset, Classes)> {
+    if let Some(model) = models.iter().find(|&&m| m != Method::Svgp) {
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {} classes: a multi-class classifier is {flag} svgp, \
+             not {flag} {} (--positive LABEL fits that class against the rest)",
+            data.source,
+            data.target_name,
+            data.target_classes().len(),
+            model.name()
+        )));
+    }
+    if !quiet {
+        let names: Vec<String> = data
+            .target_classes()
+            .iter()
+            .map(|&c| labels::class_name(&data, c))
+            .collect();
+        eprintln!(
+            "sgp: target '{}': classification of {} classes ({}), one latent each on one basis \
+             (--positive LABEL fits one class against the rest)",
+            data.target_name,
+            names.len(),
+            names.join(", ")
+        );
+        warn_about_columns(&data);
+    }
+    Ok((data, Classes::Several))
+}
+
+/// Warns about constant inputs, columns f32 cannot resolve and names too
+/// long for a device.
+fn warn_about_columns(data: &Dataset) {
+    for &j in &data.constant_inputs {
+        eprintln!(
+            "sgp: warning: input '{}' is constant in the training data (value {}): the \
+                 model ignores it",
+            data.input_names[j], data.transform.x_mean[j]
+        );
+    }
+    for warning in sgp_trainer::precision::for_dataset(data) {
+        eprintln!("sgp: warning: {warning}");
+    }
+    let long = names_too_long(&data.input_names, &data.target_name);
+    if !long.is_empty() {
+        eprintln!(
+            "sgp: warning: column names longer than the {} bytes a device Model holds: \
+                 {}; a device will refuse the blob (rename the columns)",
+            sgp_runtime::NAME_CAPACITY,
+            long.join(", ")
+        );
+    }
 }
 
 fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
@@ -851,11 +914,11 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
     }
     if !args.in_memory {
         if let Some(streamed) = streamed_fit(args, quiet)? {
-            return finish_fit(args, streamed, None);
+            return finish_fit(args, streamed, None, Vec::new());
         }
     }
     let asked: Vec<Method> = args.model.into_iter().collect();
-    let data = training_data(
+    let (data, classes) = training_data(
         &args.data,
         args.target.as_deref(),
         args.task()?,
@@ -863,6 +926,11 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         ("--model", &asked),
         quiet,
     )?;
+    let labels = match classes {
+        Classes::Several => return fit_classes_command(args, &data, quiet),
+        Classes::Binary(labels) => labels,
+        Classes::None => Vec::new(),
+    };
     let params = args.params(args.model_for(&data))?;
     let path = match &params {
         FitParams::Gplasso(p) if args.path => {
@@ -875,7 +943,7 @@ fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         _ => None,
     };
     let fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
-    finish_fit(args, (fitted, data.raw_x()), path)
+    finish_fit(args, (fitted, data.raw_x()), path, labels)
 }
 
 /// Rows of the sample at which a streamed fit's export is checked.
@@ -993,8 +1061,14 @@ fn finish_fit(
     args: &FitArgs,
     (mut fitted, raw_x): (Fitted, DMatrix<f64>),
     path: Option<Vec<PathRow>>,
+    labels: Vec<String>,
 ) -> Result<()> {
-    let (exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
+    let (mut exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
+    if !labels.is_empty() {
+        // The (cured) model again, now with the labels in its blob.
+        let set = ModelSet::single(fitted.model.clone(), labels);
+        exported = export_set(&set, &raw_x, args.force)?;
+    }
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {
         let points = golden_points(&fitted.model, &raw_x, 12, 4);
@@ -1016,6 +1090,85 @@ fn finish_fit(
         print_fit_summary(&fitted, &exported, cure.as_ref(), &args.out);
     }
     Ok(())
+}
+
+/// `sgp fit` of a target of `K > 2` classes: one probit latent per class on
+/// one basis ([`fit_svgp_classes`]), exported with the softmax link (the
+/// rule the classification chapter measured against one-vs-rest).
+fn fit_classes_command(args: &FitArgs, data: &Dataset, quiet: bool) -> Result<()> {
+    let FitParams::Svgp(params) = args.params(Method::Svgp)? else {
+        return Err(Error::BadInput(
+            "a multi-class classifier is --model svgp".into(),
+        ));
+    };
+    let budget = FitParams::Svgp(params.clone()).iteration_budget();
+    let bar = progress_bar(quiet || args.json, budget, "fit");
+    let mut on_progress = |p: Progress| {
+        bar.set_position(p.iteration);
+        bar.set_message(format!("bound {:.4}", p.best_value));
+    };
+    let fitted = fit_svgp_classes(data, &params, &mut on_progress);
+    bar.finish_and_clear();
+    let ClassesFit { mut set, report } = fitted?;
+    for member in &mut set.members {
+        member.link = sgp_runtime::Link::Softmax;
+    }
+    let raw_x = data.raw_x();
+    let exported = export_set(&set, &raw_x, args.force)?;
+    write_file(&args.out, &exported.blob)?;
+    if let Some(path) = &args.golden {
+        let first = set
+            .members
+            .first()
+            .ok_or_else(|| Error::Numerical("the multi-class fit returned no classes".into()))?;
+        let points = golden_points(first, &raw_x, 12, 4);
+        write_file(path, golden_rust_set(&set, &points)?.as_bytes())?;
+    }
+    if args.json {
+        let output = ClassesFitOutput {
+            report: &report,
+            classes: &set.class_labels,
+            blob: &args.out,
+            blob_bytes: exported.blob.len(),
+            fidelity: &exported.fidelity,
+            variance: exported.variance.name(),
+        };
+        println!("{}", to_json(&output)?);
+        return Ok(());
+    }
+    let first = set.members.first().map_or(0, |m| m.n_basis());
+    println!(
+        "model           svgp, {} classes on one basis (M = {first}, {} training rows), \
+         softmax link",
+        set.members.len(),
+        report.rows
+    );
+    println!("classes         {}", set.class_labels.join(", "));
+    println!(
+        "objective       {:.4} (the bound summed over the classes, {:.2} s)",
+        report.nlml, report.seconds
+    );
+    println!("fidelity        {}", exported.fidelity.describe());
+    println!(
+        "blob            {} ({} bytes, {} variance form)",
+        args.out.display(),
+        exported.blob.len(),
+        exported.variance.name()
+    );
+    Ok(())
+}
+
+/// What `sgp fit --json` prints for a classifier of `K > 2` classes.
+#[derive(serde::Serialize)]
+struct ClassesFitOutput<'a> {
+    report: &'a FitReport,
+    /// The class labels, in class (output) order.
+    classes: &'a [String],
+    blob: &'a Path,
+    blob_bytes: usize,
+    fidelity: &'a Fidelity,
+    /// The blob's variance form: "product" or "solves".
+    variance: &'static str,
 }
 
 fn print_path(rows: &[PathRow], stop: sgp_trainer::lars::LarsStop, m: usize) {
@@ -1360,27 +1513,45 @@ fn predict_command(model: &Path, data: &Path) -> Result<()> {
     if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
         return predict_outputs(&spec, &x);
     }
+    if spec.shape.link != sgp_runtime::Link::Identity {
+        return predict_classes(&blob, &spec, &x);
+    }
     let predictions = sgp_trainer::device::predict_all(&blob, &x)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = stdout_error;
-    match spec.shape.link {
-        sgp_runtime::Link::Identity => writeln!(out, "mean,variance").map_err(io)?,
-        // A classifier's answer first; the latent Gaussian behind it after.
-        sgp_runtime::Link::Probit => {
-            writeln!(out, "probability,latent_mean,latent_variance").map_err(io)?
-        }
-        sgp_runtime::Link::OneVsRest | sgp_runtime::Link::Softmax => {
-            return Err(Error::BadInput(
-                "sgp predict of a multi-class blob is not supported yet".into(),
-            ))
-        }
-    }
+    writeln!(out, "mean,variance").map_err(io)?;
     for p in predictions {
-        match p.probability {
-            Some(prob) => writeln!(out, "{},{},{}", prob, p.mean, p.variance),
-            None => writeln!(out, "{},{}", p.mean, p.variance),
+        writeln!(out, "{},{}", p.mean, p.variance).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// `sgp predict` of a classifier: the class (its label), one `p_LABEL`
+/// per class, and for a binary one the columns it printed before labels
+/// (`probability`, of the positive class, and the latent Gaussian).
+fn predict_classes(blob: &[u8], spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
+    let names = labels::blob_labels(spec);
+    let classified = sgp_trainer::device::classify_all(blob, x)?;
+    let latents = match spec.shape.link {
+        sgp_runtime::Link::Probit => Some(sgp_trainer::device::predict_all(blob, x)?),
+        _ => None,
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = stdout_error;
+    let mut header = vec!["class".to_owned()];
+    header.extend(names.iter().map(|n| format!("p_{n}")));
+    if latents.is_some() {
+        header.push("probability,latent_mean,latent_variance".to_owned());
+    }
+    writeln!(out, "{}", header.join(",")).map_err(io)?;
+    for (i, (k, probabilities)) in classified.iter().enumerate() {
+        let mut cells = vec![names.get(*k).cloned().unwrap_or_else(|| k.to_string())];
+        cells.extend(probabilities.iter().map(|p| p.to_string()));
+        if let Some(p) = latents.as_ref().and_then(|l| l.get(i)) {
+            let probability = p.probability.unwrap_or(f32::NAN);
+            cells.push(format!("{probability},{},{}", p.mean, p.variance));
         }
-        .map_err(io)?;
+        writeln!(out, "{}", cells.join(",")).map_err(io)?;
     }
     out.flush().map_err(io)
 }
@@ -1457,25 +1628,10 @@ fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
     if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
         return eval_outputs(input, &spec, json);
     }
-    let BlobOnData { blob, spec, x, y } = input.read()?;
-    if spec.shape.link == sgp_runtime::Link::Probit {
-        // The blob names the positive class: every other value is negative.
-        let positive = f64::from(spec.positive_class);
-        let labels = y.map(|v| {
-            if sgp_trainer::data::is_class(v, positive) {
-                1.0
-            } else {
-                -1.0
-            }
-        });
-        let evaluation = evaluate_classifier(&blob, &x, &labels)?;
-        if json {
-            println!("{}", to_json(&evaluation)?);
-        } else {
-            print_class_evaluation(&evaluation, positive);
-        }
-        return Ok(());
+    if spec.shape.link != sgp_runtime::Link::Identity {
+        return eval_classes(input, &spec, json);
     }
+    let BlobOnData { blob, x, y, .. } = input.read()?;
     let evaluation = evaluate_blob(&blob, &x, &y)?;
     if json {
         println!("{}", to_json(&evaluation)?);
@@ -1485,7 +1641,83 @@ fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn print_class_evaluation(e: &ClassEvaluation, positive: f64) {
+/// What `sgp eval --json` prints for a classifier of `K > 2` classes.
+#[derive(serde::Serialize)]
+struct ClassesEvaluation {
+    rows: usize,
+    /// The class labels, in class order.
+    classes: Vec<String>,
+    error_rate: f64,
+    /// Mean `-ln p(true class)`, nats.
+    log_loss: f64,
+    /// Expected calibration error of the most probable class.
+    ece: f64,
+}
+
+/// `sgp eval` of a classifier: the test target's labels (text or numbers)
+/// mapped through the blob's; the binary figures for one probit output,
+/// error rate, log loss and ECE for `K` classes.
+fn eval_classes(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
+    let blob = std::fs::read(&input.model).map_err(|source| Error::Io {
+        path: input.model.clone(),
+        source,
+    })?;
+    let target = input.target.as_deref().unwrap_or(&spec.target_name);
+    let (x, cells) = read_inputs_and_labels(&input.data, &spec.input_names, target)?;
+    let names = labels::blob_labels(spec);
+    let truth = labels::class_indices(&cells, &names)?;
+    if spec.shape.link == sgp_runtime::Link::Probit {
+        let signs = DVector::from_iterator(
+            truth.len(),
+            truth.iter().map(|&k| if k == 1 { 1.0 } else { -1.0 }),
+        );
+        let evaluation = evaluate_classifier(&blob, &x, &signs)?;
+        if json {
+            println!("{}", to_json(&evaluation)?);
+        } else {
+            let positive = names.get(1).map_or("", String::as_str);
+            print_class_evaluation(&evaluation, positive);
+        }
+        return Ok(());
+    }
+    let classified = sgp_trainer::device::classify_all(&blob, &x)?;
+    let k = names.len();
+    let p = DMatrix::from_row_iterator(
+        classified.len(),
+        k,
+        classified
+            .iter()
+            .flat_map(|(_, q)| (0..k).map(|j| q.get(j).map_or(0.0, |&v| f64::from(v)))),
+    );
+    let s = sgp_trainer::multiclass::scores(&p, &truth);
+    let evaluation = ClassesEvaluation {
+        rows: truth.len(),
+        classes: names,
+        error_rate: s.error_rate,
+        log_loss: s.log_loss,
+        ece: s.ece,
+    };
+    if json {
+        println!("{}", to_json(&evaluation)?);
+        return Ok(());
+    }
+    println!("rows        {}", evaluation.rows);
+    println!("classes     {}", evaluation.classes.join(", "));
+    println!("error rate  {:.6}", evaluation.error_rate);
+    println!(
+        "log loss    {:.6}  (mean -ln p(true class), nats)",
+        evaluation.log_loss
+    );
+    println!(
+        "ECE         {:.6}  (expected calibration error of the most probable class, {} \
+         confidence bins)",
+        evaluation.ece,
+        sgp_trainer::metrics::ECE_BINS
+    );
+    Ok(())
+}
+
+fn print_class_evaluation(e: &ClassEvaluation, positive: &str) {
     println!("rows        {}", e.rows);
     println!("error rate  {:.6}", e.error_rate);
     println!("log loss    {:.6}  (mean binary NLPD, nats)", e.log_loss);
@@ -1674,7 +1906,7 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         LinkArg::Identity => TaskArg::Regression,
         LinkArg::Probit => TaskArg::Classification,
     };
-    let train = training_data(
+    let (train, classes) = training_data(
         &args.data,
         args.target.as_deref(),
         Some(task),
@@ -1682,6 +1914,15 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         ("--models", &models),
         quiet,
     )?;
+    if let Classes::Several = classes {
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
+             (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
+            train.source,
+            train.target_name,
+            train.target_classes().len()
+        )));
+    }
     let spec = SweepSpec {
         models,
         m: args.m.clone(),
@@ -1720,6 +1961,18 @@ fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
 }
 
 fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
+    let (_, spec) = read_blob(&input.model)?;
+    if spec.output_count() > 1 {
+        let what = match spec.shape.link {
+            sgp_runtime::Link::Identity => "outputs",
+            _ => "classes",
+        };
+        return Err(Error::BadInput(format!(
+            "{}: a model of {} {what}: sgp plot draws one output or a binary classifier",
+            input.model.display(),
+            spec.output_count()
+        )));
+    }
     let BlobOnData { blob, spec, x, y } = input.read()?;
     let svg = plot_svg(&blob, &spec, &x, &y, &input.data.display().to_string())?;
     write_file(out, svg.as_bytes())
