@@ -16,18 +16,19 @@ use std::sync::OnceLock;
 
 use nalgebra::DMatrix;
 use sgp_runtime::Link;
-use sgp_trainer::codegen::{export_source, Format};
-use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
+use sgp_trainer::export::codegen::{export_source, Format};
+use sgp_trainer::export::cure::export_fitted;
 use sgp_trainer::export::{
-    class_probabilities, export_set, golden_points, mean_tolerance, probit, PROBABILITY_TOLERANCE,
+    class_probabilities, export_set, golden_points, mean_tolerance, PROBABILITY_TOLERANCE,
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, ProjectedParams, SparseParams};
+use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::{ModelSet, TrainedModel};
-use sgp_trainer::optimise::OptimiseOptions;
-use sgp_trainer::synth::{classification_dataset, ridge, ClassShape};
+use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::tools::synth::{classification_dataset, ridge, ClassShape};
 
 /// The capacities this build of the library has (`CAPACITY_M`, ...), from
 /// the file its build script wrote.

@@ -15,11 +15,11 @@ use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelKind};
 use sgp_trainer::data::{Dataset, Standardisation};
 use sgp_trainer::export::export;
-use sgp_trainer::features::{BasisWidths, PseudoInputs, RuntimeBasis};
-use sgp_trainer::inference::fitc::{fitc_posterior, FitcConfig};
-use sgp_trainer::inference::{Approximation, RuntimeForm};
-use sgp_trainer::kernel::KernelParams;
-use sgp_trainer::linalg::{
+use sgp_trainer::model::features::{BasisWidths, PseudoInputs, RuntimeBasis};
+use sgp_trainer::model::inference::fitc::{fitc_posterior, FitcConfig};
+use sgp_trainer::model::inference::{Approximation, RuntimeForm};
+use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
 };
 use sgp_trainer::model::TrainedModel;

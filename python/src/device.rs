@@ -5,9 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
-use sgp_trainer::codegen::{export_source as source_of, Format};
-use sgp_trainer::device::predict_all;
-use sgp_trainer::inspect::summarise;
+use sgp_trainer::export::codegen::{export_source as source_of, Format};
+use sgp_trainer::export::device::predict_all;
+use sgp_trainer::tools::inspect::summarise;
 
 use crate::arrays::{matrix, to_bytes, Predictions};
 use crate::choice::choice;

@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::cure::{export_fitted, Cure};
+use sgp_trainer::export::cure::{export_fitted, Cure};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::{
     fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
 };
-use sgp_trainer::inference::Approximation;
-use sgp_trainer::inspect::names_too_long;
-use sgp_trainer::optimise::{Progress, Stall};
+use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::export::device::names_too_long;
+use sgp_trainer::numerics::optimise::{Progress, Stall};
 
 use crate::arrays::{matrix, vector};
 use crate::choice::choice;
@@ -47,7 +47,7 @@ fn data_warnings(data: &Dataset) -> Vec<String> {
             ))
         })
         .collect();
-    warnings.extend(sgp_trainer::precision::for_dataset(data));
+    warnings.extend(sgp_trainer::export::precision::for_dataset(data));
     let long = names_too_long(&data.input_names, &data.target_name);
     if !long.is_empty() {
         warnings.push(format!(

@@ -2,10 +2,10 @@
 //! share.
 
 use sgp_trainer::data::Dataset;
-use sgp_trainer::demo::synthetic;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::optimise::OptimiseOptions;
+use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::tools::demo::synthetic;
 
 /// `n` rows of the synthetic regression data in `d` inputs, columns
 /// `x1..xd` and target `y`.

@@ -7,13 +7,13 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec};
+use sgp_trainer::data::labels::{binary_labels, default_positive};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::{class_probabilities, export_set, PROBABILITY_TOLERANCE};
 use sgp_trainer::fit::svgp::{fit_svgp_classes, SvgpParams};
 use sgp_trainer::fit::{fit, FitParams};
-use sgp_trainer::labels::{binary_labels, default_positive};
 use sgp_trainer::model::ModelSet;
-use sgp_trainer::optimise::OptimiseOptions;
+use sgp_trainer::numerics::optimise::OptimiseOptions;
 
 /// `rows` points on the unit square labelled by `label(a, b)`.
 fn labelled(rows: usize, label: impl Fn(f64, f64) -> &'static str) -> Dataset {

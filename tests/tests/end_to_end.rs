@@ -7,12 +7,12 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Model, ModelKind, ModelSpec};
 use sgp_tests::{data, fitted, params};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::demo::synthetic;
-use sgp_trainer::device::predict_all;
+use sgp_trainer::export::device::predict_all;
 use sgp_trainer::export::{compare, export, far_points};
 use sgp_trainer::fit::gplasso::GplassoRefit;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
+use sgp_trainer::tools::demo::synthetic;
 
 fn assert_runtime_matches(model: &TrainedModel) {
     let held_out = data(200, 3, 99);
@@ -288,8 +288,9 @@ fn ivm_regression_runtime_matches_trainer() {
 /// and far points, the positive class in the blob, every bit flip refused.
 #[test]
 fn ivm_classifier_fit_to_blob_to_runtime_probability() {
-    use sgp_trainer::export::{probit, PROBABILITY_TOLERANCE};
-    use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
+    use sgp_trainer::export::PROBABILITY_TOLERANCE;
+    use sgp_trainer::model::likelihood::probit;
+    use sgp_trainer::tools::synth::{classification, classification_dataset, ClassShape};
     // Labels 3 and 7: the larger is the positive class.
     let (x, y) = classification(ClassShape::Moons, 300, 11);
     let y = y.map(|v| if v > 0.5 { 7.0 } else { 3.0 });

@@ -4,7 +4,7 @@
 //! today.
 
 use sgp_runtime::ModelSpec;
-use sgp_trainer::codegen::{export_source, Format, BLOB_ALIGN};
+use sgp_trainer::export::codegen::{export_source, Format, BLOB_ALIGN};
 
 include!("data/doc_model.rs");
 

@@ -15,11 +15,11 @@
 //! several pseudo-inputs on one spot and strands some outside the data,
 //! which these assertions would reject.
 
-use sgp_trainer::demo::{bunched_left, demo_data, demo_test_set, figure1_params};
 use sgp_trainer::evaluate::figures;
 use sgp_trainer::fit::{fit, ExactParams, FitParams};
-use sgp_trainer::inference::Approximation;
+use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::TrainedModel;
+use sgp_trainer::tools::demo::{bunched_left, demo_data, demo_test_set, figure1_params};
 
 #[test]
 fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {

@@ -7,10 +7,10 @@ use sgp_runtime::Model;
 use sgp_tests::{data, fitted, params};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::far_points;
+use sgp_trainer::export::gradient::central_differences;
 use sgp_trainer::fit::{fit, Method};
-use sgp_trainer::gradient::central_differences;
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
+use sgp_trainer::tools::synth::{classification, classification_dataset, ClassShape};
 
 type Device = Model<64, 4, 4>;
 
@@ -39,7 +39,7 @@ const OF_STEEPEST: f64 = 1e-4;
 /// 0.013), so there is room for worse-conditioned fits, while a wrong
 /// sign, a missing term or a wrong scale is off by the size of the
 /// gradient itself (a dropped second factor: 50x the tolerance). The
-/// reference's own error (`sgp_trainer::gradient::STEP`) is below 1e-6
+/// reference's own error (`sgp_trainer::export::gradient::STEP`) is below 1e-6
 /// relative.
 fn worst_ratio(device: &[Vec<f32>], reference: &DMatrix<f64>) -> f64 {
     let steepest = reference.amax();

@@ -7,13 +7,13 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Model, ModelSpec};
-use sgp_trainer::cure::export_outputs;
-use sgp_trainer::dynamics::System;
+use sgp_trainer::export::cure::export_outputs;
+use sgp_trainer::export::output_blob::set_blob;
 use sgp_trainer::export::{mean_tolerance, VARIANCE_TOLERANCE};
 use sgp_trainer::fit::multi_output::fit_multi;
 use sgp_trainer::fit::{ExactParams, FitParams, ProjectedParams, SparseParams};
-use sgp_trainer::optimise::OptimiseOptions;
-use sgp_trainer::output_blob::set_blob;
+use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::tools::dynamics::System;
 
 fn sparse(m: usize) -> SparseParams {
     SparseParams {

@@ -6,11 +6,11 @@
 //! exact GP, must export a blob that passes the f32 runtime check without
 //! `--force` — cured by more jitter where needed, as `sgp fit` does.
 
-use sgp_trainer::cure::export_fitted;
+use sgp_trainer::export::cure::export_fitted;
 use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
-use sgp_trainer::inference::Approximation;
-use sgp_trainer::synth::robustness_cases;
+use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::tools::synth::robustness_cases;
 
 #[test]
 fn every_fit_of_every_robustness_case_exports() {
@@ -87,7 +87,7 @@ fn every_fit_of_every_robustness_case_exports() {
     println!(
         "{} cures over the {:.0}% budget",
         over_budget.len(),
-        100.0 * sgp_trainer::cure::MAX_CURE_COST
+        100.0 * sgp_trainer::export::cure::MAX_CURE_COST
     );
     assert!(
         refused.is_empty(),

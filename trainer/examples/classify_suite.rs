@@ -18,9 +18,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::{is_class, read_inputs_and_target, Dataset};
 use sgp_trainer::evaluate::evaluate_classifier;
+use sgp_trainer::export::cure::export_fitted;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::Result;
 

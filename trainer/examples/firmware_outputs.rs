@@ -1,7 +1,7 @@
 //! The firmware example's models with several outputs on one basis
 //! (`firmware-example/run.sh` runs this, issue 21 item 5): a P = 3
 //! regression (the 3-link arm's end-effector position from its 4 joint
-//! angles, [`sgp_trainer::dynamics`]) and a K = 4 classifier (which
+//! angles, [`sgp_trainer::tools::dynamics`]) and a K = 4 classifier (which
 //! quadrant of the plane the end effector is in), both SPGP at M = 32 on
 //! one basis, as v5 blobs with f64 golden values, and each output as a
 //! single-output blob of its own, for the cost of P separate models.
@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec, OutputSpec};
-use sgp_trainer::dynamics::System;
+use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::export::golden_points;
 use sgp_trainer::fit::multi_output::fit_multi;
 use sgp_trainer::fit::{FitParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::multi_target::MultiTargetData;
-use sgp_trainer::optimise::OptimiseOptions;
+use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::tools::dynamics::System;
 use sgp_trainer::{Error, Result};
 
 /// Basis functions of both models.

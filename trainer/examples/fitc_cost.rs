@@ -27,13 +27,13 @@ use std::time::Instant;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::demo::synthetic;
-use sgp_trainer::features::PseudoInputs;
+use sgp_trainer::fit::init::random_subset;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
-use sgp_trainer::inference::fitc::{fitc_nlml_grad, FitcConfig};
-use sgp_trainer::init::random_subset;
-use sgp_trainer::kernel::KernelParams;
-use sgp_trainer::linalg::{faer_ref, mul};
+use sgp_trainer::model::features::PseudoInputs;
+use sgp_trainer::model::inference::fitc::{fitc_nlml_grad, FitcConfig};
+use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::numerics::linalg::{faer_ref, mul};
+use sgp_trainer::tools::demo::synthetic;
 
 /// The `sgp` binary's allocator, so these figures are what a fit gets.
 #[global_allocator]

@@ -33,12 +33,12 @@
 use std::time::Instant;
 
 use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::fit::gplasso::{
     exact_hyperparameters, fit_gplasso_given, fit_spgp_fixed_hyperparameters, GplassoParams,
     GplassoRefit, GplassoWeights,
 };
 use sgp_trainer::fit::{fit, FitParams, Fitted, SparseParams};
-use sgp_trainer::metrics::{mean_nlpd, rmse};
 use sgp_trainer::Result;
 
 #[path = "bench_data/mod.rs"]

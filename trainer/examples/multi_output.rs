@@ -1,6 +1,6 @@
 //! Several outputs on one basis against one model per output, on
 //! generated dynamical systems whose truth is known
-//! ([`sgp_trainer::dynamics`]): a cart-pole's one-step velocity changes (6
+//! ([`sgp_trainer::tools::dynamics`]): a cart-pole's one-step velocity changes (6
 //! inputs, 2 outputs), a pendulum's one-step state change (3 inputs, 2
 //! outputs) and a 3-link arm's end-effector position (4 inputs, 3
 //! outputs). For each output: test NLPD and RMSE of its own single-output
@@ -10,13 +10,13 @@
 //! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
 //! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
 
-use sgp_trainer::cure::{export_fitted, export_outputs};
-use sgp_trainer::dynamics::System;
+use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
+use sgp_trainer::export::cure::{export_fitted, export_outputs};
+use sgp_trainer::export::output_blob::set_blob;
 use sgp_trainer::fit::multi_output::fit_multi;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
-use sgp_trainer::metrics::{mean_nlpd, rmse};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::output_blob::set_blob;
+use sgp_trainer::tools::dynamics::System;
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use sgp_trainer::data::{read_inputs_and_target, Dataset};
 use sgp_trainer::fit::svgp::{fit_svgp_classes, SvgpParams};
-use sgp_trainer::multiclass::{probabilities, scores, ClassLink};
+use sgp_trainer::model::multiclass::{probabilities, scores, ClassLink};
 use sgp_trainer::Result;
 
 mod bench_sets;

@@ -19,15 +19,15 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use sgp_trainer::cure::export_fitted;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
+use sgp_trainer::export::cure::export_fitted;
 use sgp_trainer::fit::gplasso::{GplassoParams, GplassoRefit};
 use sgp_trainer::fit::{
     fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
 };
-use sgp_trainer::inference::Approximation;
-use sgp_trainer::synth;
+use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::tools::synth;
 use sgp_trainer::{Error, Result};
 
 #[path = "bench_data/mod.rs"]
@@ -330,7 +330,7 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
             row.coverage_95 = Some(e.coverage_95);
             if let Some(shape) = bench.shape {
                 let f = synth::truth(shape, &test_x);
-                row.rmse_truth = Some(sgp_trainer::metrics::rmse(mean, f.as_slice()));
+                row.rmse_truth = Some(sgp_trainer::evaluate::metrics::rmse(mean, f.as_slice()));
             }
         }
         Err(e) => row.error = Some(format!("predict: {e}")),

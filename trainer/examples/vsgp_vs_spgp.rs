@@ -9,10 +9,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
-use sgp_trainer::inference::Approximation;
-use sgp_trainer::metrics::{mean_nlpd, rmse};
-use sgp_trainer::optimise::OptimiseOptions;
+use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::numerics::optimise::OptimiseOptions;
 
 const NOISE_SD: f64 = 0.1;
 

@@ -8,7 +8,7 @@
 //! they are embedded here, so the test needs no Python.
 
 use nalgebra::{DMatrix, DVector};
-use sgp_trainer::lars::{lasso_path, LarsAction, LarsOptions};
+use sgp_trainer::numerics::lars::{lasso_path, LarsAction, LarsOptions};
 
 fn diabetes() -> (DMatrix<f64>, DVector<f64>) {
     let text = include_str!("data/diabetes.csv");

@@ -25,9 +25,9 @@ use sgp_runtime::ModelKind;
 use super::spgp::{fit_restarted, fit_spgp, initial_kernel, start_positions};
 use super::{Checked, FitReport, Fitted, Method, PseudoInit, SparseParams};
 use crate::data::{column_ranges, Dataset, Standardisation};
-use crate::features::projected::principal_directions;
-use crate::features::{BasisWidths, Projected, RuntimeBasis};
-use crate::optimise::Progress;
+use crate::model::features::projected::principal_directions;
+use crate::model::features::{BasisWidths, Projected, RuntimeBasis};
+use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
 /// Settings of a fit with a G x D projection (SPGP+DR, PCA + SPGP): those
@@ -211,10 +211,10 @@ fn compose(basis: &mut RuntimeBasis, p: &DMatrix<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::synthetic;
     use crate::fit::{fit, FitParams};
-    use crate::inference::Approximation;
-    use crate::optimise::OptimiseOptions;
+    use crate::model::inference::Approximation;
+    use crate::numerics::optimise::OptimiseOptions;
+    use crate::tools::demo::synthetic;
 
     fn data(n: usize, d: usize) -> Dataset {
         let (x, y) = synthetic(n, d, 3);
@@ -279,7 +279,8 @@ mod tests {
             // Trainer -> blob -> f32 runtime, within the fidelity tolerance
             // (export_fitted checks it on these and far-away points).
             let (exported, _) =
-                crate::cure::export_fitted(&mut fitted, &train.raw_x(), false).expect("exports");
+                crate::export::cure::export_fitted(&mut fitted, &train.raw_x(), false)
+                    .expect("exports");
             assert!(exported.fidelity.worst_mean_ratio <= 1.0);
             assert!(last <= fp.iteration_budget());
             let (model, report) = (&fitted.model, &fitted.report);

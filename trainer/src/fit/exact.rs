@@ -13,12 +13,12 @@ use super::{
     OptimiserReport,
 };
 use crate::data::Dataset;
-use crate::inference::exact::exact_posterior;
-use crate::inference::objective::ExactObjective;
-use crate::kernel::KernelParams;
-use crate::linalg::JitterPolicy;
+use crate::model::inference::exact::exact_posterior;
+use crate::model::inference::objective::ExactObjective;
+use crate::model::kernel::KernelParams;
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, Progress};
 use crate::Result;
 
 /// A random subset of at most `max_points` rows (all rows if fewer), in
@@ -39,7 +39,7 @@ pub(crate) fn optimise_exact(
     data: &Dataset,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
+) -> Result<(KernelParams, crate::numerics::optimise::OptimiseReport)> {
     optimise_exact_from(
         &data.x,
         &data.y,
@@ -57,7 +57,7 @@ pub(crate) fn optimise_exact_from(
     kern: KernelParams,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(KernelParams, crate::optimise::OptimiseReport)> {
+) -> Result<(KernelParams, crate::numerics::optimise::OptimiseReport)> {
     let objective = ExactObjective::new(x, y, kern, JitterPolicy::default())?;
     let run = minimise(
         |p| objective.objective(p),

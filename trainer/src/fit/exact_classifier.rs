@@ -1,5 +1,5 @@
 //! The exact GP classifier (`--model exact` on a binary target): Laplace's
-//! approximation with a probit likelihood ([`crate::inference::laplace`]),
+//! approximation with a probit likelihood ([`crate::model::inference::laplace`]),
 //! ARD hyperparameters fitted to its approximate marginal likelihood on a
 //! random subset of at most `max_points` rows. It is the reference the
 //! sparse classifiers are judged against, the source of the IVM's kernel,
@@ -19,12 +19,12 @@ use super::{
     OptimiserReport,
 };
 use crate::data::{Dataset, TargetKind};
-use crate::inference::laplace::{laplace_posterior, LaplaceObjective};
-use crate::kernel::KernelParams;
-use crate::likelihood::norm_quantile;
-use crate::linalg::JitterPolicy;
+use crate::model::inference::laplace::{laplace_posterior, LaplaceObjective};
+use crate::model::kernel::KernelParams;
+use crate::model::likelihood::norm_quantile;
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// The probit bias `Phi^{-1}(r)`, `r` the fraction of labels `y > 0`.
@@ -121,9 +121,9 @@ pub(crate) mod tests {
     use rand_distr::StandardNormal;
 
     use crate::data::Dataset;
+    use crate::evaluate::metrics::error_rate;
     use crate::export::{check, PROBABILITY_TOLERANCE};
     use crate::fit::{fit, ExactParams, FitParams};
-    use crate::metrics::error_rate;
 
     /// A 6-D annulus: the label is `0.8 < |(x1, x2)| < 1.6`, the other four
     /// inputs are irrelevant, 5% of the labels flipped.

@@ -7,11 +7,11 @@
 //!
 //! (MATH.md, "GPLasso"), which is `2 KL(exact || sparse posterior)` up to a
 //! constant plus the l1 penalty. With a pivoted incomplete Cholesky
-//! `K ~ Rt^T Rt` (rank r, [`crate::icf`]) and `S = Rt Rt^T = Ls Ls^T`, the
+//! `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]) and `S = Rt Rt^T = Ls Ls^T`, the
 //! reduced problem is 2r x N: `C~ = [Ls^T Rt / sqrt(v); Rt]`,
 //! `d~ = [Ls^{-1} Rt y / sqrt(v); 0]`, whose `C~^T C~ = K~ K~ / v + K~`
 //! and `C~^T d~ = K~ y / v` are the original's with `K~` for `K`. LARS
-//! ([`crate::lars`], which minimises `1/2 ||.||^2 + lambda |beta|_1`, so
+//! ([`crate::numerics::lars`], which minimises `1/2 ||.||^2 + lambda |beta|_1`, so
 //! the paper's `lambda' = 2 lambda`) follows the path until M weights are
 //! non-zero; those training inputs are the basis.
 //!
@@ -46,16 +46,16 @@ use super::{
     Method, OptimiserReport,
 };
 use crate::data::Dataset;
-use crate::features::{InducingFeatures, PseudoInputs};
-use crate::icf::{kernel_icf, Icf};
-use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
-use crate::inference::objective::SparseObjective;
-use crate::inference::{Approximation, RuntimeForm};
-use crate::kernel::KernelParams;
-use crate::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
-use crate::linalg::{cholesky_jittered, solve_lower_vec, JitterPolicy};
+use crate::model::features::{InducingFeatures, PseudoInputs};
+use crate::model::icf::{kernel_icf, Icf};
+use crate::model::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
+use crate::model::inference::objective::SparseObjective;
+use crate::model::inference::{Approximation, RuntimeForm};
+use crate::model::kernel::KernelParams;
 use crate::model::TrainedModel;
-use crate::optimise::{OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
+use crate::numerics::linalg::{cholesky_jittered, solve_lower_vec, JitterPolicy};
+use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Which weights the exported mean uses.
@@ -846,12 +846,12 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
             nonzeros: point.nonzeros(),
             lambda: point.lambda,
             objective: 2.0 * point.half_rss - d_sq,
-            validation_nlpd: crate::metrics::mean_nlpd(
+            validation_nlpd: crate::evaluate::metrics::mean_nlpd(
                 mean.as_slice(),
                 var.as_slice(),
                 y_raw.as_slice(),
             ),
-            validation_rmse: crate::metrics::rmse(mean.as_slice(), y_raw.as_slice()),
+            validation_rmse: crate::evaluate::metrics::rmse(mean.as_slice(), y_raw.as_slice()),
         });
     }
     Ok((rows, path.stop))
@@ -876,7 +876,7 @@ pub fn fit_spgp_fixed_hyperparameters(
     require_no_constant_inputs(data)?;
     let started = Instant::now();
     let params = params.check(data)?;
-    let z = crate::init::kmeans(&data.x, params.m, params.seed, 100)?;
+    let z = crate::fit::init::kmeans(&data.x, params.m, params.seed, 100)?;
     let config = FitcConfig::default();
     let objective = SparseObjective::new(
         &data.x,
@@ -914,7 +914,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
 
     fn data(n: usize, seed: u64) -> Dataset {
-        let (x, y) = crate::inference::test_util::problem(seed, n, 2);
+        let (x, y) = crate::model::inference::test_util::problem(seed, n, 2);
         Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
     }
 
@@ -964,7 +964,7 @@ mod tests {
         }
         // Fits the data much better than the mean.
         let p = fitted.model.predict_raw(&d.raw_x()).expect("predict");
-        let rmse = crate::metrics::rmse(p.mean.as_slice(), d.raw_y().as_slice());
+        let rmse = crate::evaluate::metrics::rmse(p.mean.as_slice(), d.raw_y().as_slice());
         let sd = d.raw_y().variance().sqrt();
         assert!(rmse < 0.5 * sd, "rmse {rmse} vs sd {sd}");
         assert!(p.var.iter().all(|v| *v > 0.0));

@@ -144,7 +144,7 @@ fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)])
                     .iter()
                     .zip(p.var.iter())
                     .zip(valid.raw_y().iter())
-                    .map(|((&m, &v), &y)| crate::metrics::point_nlpd(m, v, y)),
+                    .map(|((&m, &v), &y)| crate::evaluate::metrics::point_nlpd(m, v, y)),
             );
         }
         Ok(nlpds)
@@ -226,7 +226,7 @@ fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::fit::SparseParams;
-    use crate::inference::Approximation;
+    use crate::model::inference::Approximation;
 
     #[test]
     fn applies_to_small_data_with_enough_rows_to_hold_out() {
@@ -254,7 +254,8 @@ mod tests {
     /// figures are those of the held-out quarter.
     #[test]
     fn the_challenger_must_clearly_win() {
-        let data = crate::synth::dataset(crate::synth::Shape::Periodic, 240, 1).expect("valid");
+        let data = crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 240, 1)
+            .expect("valid");
         let params = |m, max_iter| {
             let mut p = SparseParams {
                 m,

@@ -1,7 +1,7 @@
 //! The informative vector machine (MATH.md, "IVM"): a classifier (probit
 //! likelihood, labels -1/+1) or a sparse regression (Gaussian likelihood)
 //! whose basis is an active set of `M` training inputs chosen greedily by
-//! differential entropy ([`crate::inference::ivm`]).
+//! differential entropy ([`crate::model::inference::ivm`]).
 //!
 //! Where the kernel comes from. A classifier first fits the exact GP
 //! classifier (Laplace, [`super::exact_classifier`]) with ARD to a random
@@ -51,12 +51,14 @@ use super::{
     Hyperparameters, Method, OptimiserReport,
 };
 use crate::data::{Dataset, TargetKind};
-use crate::inference::ivm::{active_posterior, ActiveObjective, ActiveSet, Ivm, SelectionOptions};
-use crate::kernel::KernelParams;
-use crate::likelihood::{norm_cdf, Likelihood};
-use crate::linalg::JitterPolicy;
+use crate::model::inference::ivm::{
+    active_posterior, ActiveObjective, ActiveSet, Ivm, SelectionOptions,
+};
+use crate::model::kernel::KernelParams;
+use crate::model::likelihood::{norm_cdf, Likelihood};
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Default number of select-then-optimise rounds before the final
@@ -153,7 +155,7 @@ pub struct IvmReport {
     /// The probit's bias `b` (0 for the Gaussian).
     pub bias: f64,
     /// The label-flip rate the sites were computed with (probit; see
-    /// [`crate::inference::ivm::site`]), chosen with the kernel.
+    /// [`crate::model::inference::ivm::site`]), chosen with the kernel.
     pub label_noise: f64,
     /// Every kernel tried, in order; the one with the best validation
     /// score is exported.
@@ -190,7 +192,7 @@ const EXACT_VARIANTS: [(f64, f64); 6] = [
 
 /// Label-flip rates each probit start is tried with: the plain probit, and
 /// the robust likelihood that stops the selection chasing flipped labels
-/// (see [`crate::inference::ivm::site`]).
+/// (see [`crate::model::inference::ivm::site`]).
 const LABEL_NOISE_GRID: [f64; 3] = [0.0, 0.05, 0.1];
 
 /// Fraction of the training rows held out to choose the kernel.
@@ -474,7 +476,7 @@ fn exact_classifier_kernel(
 }
 
 /// How the sites are computed: the likelihood, the probit's bias and its
-/// label-flip rate (see [`crate::inference::ivm::site`]).
+/// label-flip rate (see [`crate::model::inference::ivm::site`]).
 #[derive(Clone, Copy, Debug)]
 struct Sites {
     likelihood: Likelihood,
@@ -539,10 +541,10 @@ fn optimise_kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evaluate::metrics::error_rate;
     use crate::export::{check, PROBABILITY_TOLERANCE};
     use crate::fit::{fit, FitParams};
-    use crate::metrics::error_rate;
-    use crate::synth::{classification_dataset, ClassShape};
+    use crate::tools::synth::{classification_dataset, ClassShape};
 
     fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fitted) {
         let data = classification_dataset(shape, n + 1000, seed).unwrap();
@@ -644,7 +646,8 @@ mod tests {
 
     #[test]
     fn regression_variant_fits_and_equals_an_exact_gp_on_its_active_set() {
-        let data = crate::synth::dataset(crate::synth::Shape::Periodic, 300, 1).unwrap();
+        let data =
+            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 300, 1).unwrap();
         let params = FitParams::Ivm(IvmParams {
             m: 30,
             ..IvmParams::default()
@@ -668,7 +671,7 @@ mod tests {
             h.noise_variance / (t.y_scale * t.y_scale),
         )
         .unwrap();
-        let exact = crate::inference::exact::exact_posterior(
+        let exact = crate::model::inference::exact::exact_posterior(
             &kern,
             &active.x,
             &active.y,

@@ -10,12 +10,14 @@
 //! is gradient fitting of FITC or VFE over pseudo-inputs; `vsgp` continues
 //! from SPGP's fit with multiscale features, `spgp_hs` with per-pseudo-input
 //! uncertainties, `dr` is SPGP+DR and the PCA-then-SPGP baseline; each is a
-//! feature kind ([`crate::features::InducingFeatures`]) fitted by
+//! feature kind ([`crate::model::features::InducingFeatures`]) fitted by
 //! [`spgp::fit_sparse`]. `gplasso` selects training inputs by a lasso path
 //! and re-optimises the hyperparameters for them. `ivm` selects an active set of training
 //! inputs greedily (the informative vector machine), for classification
 //! (probit) or regression. A binary target is fitted by the IVM or, with
 //! `exact`, by the exact GP classifier ([`exact_classifier`]).
+
+pub mod init;
 
 pub mod dr;
 pub mod exact;
@@ -37,11 +39,11 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use crate::data::Dataset;
-use crate::inference::{Approximation, RuntimeForm};
-use crate::kernel::KernelParams;
-use crate::linalg::JitterPolicy;
+use crate::model::inference::{Approximation, RuntimeForm};
+use crate::model::kernel::KernelParams;
 use crate::model::TrainedModel;
-use crate::optimise::{OptimiseOptions, OptimiseReport, OptimiseStatus, Progress, Stall};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, OptimiseStatus, Progress, Stall};
 use crate::{Error, Result};
 pub use dr::{ProjectedParams, ProjectionReport};
 
@@ -127,7 +129,7 @@ impl From<InitMethod> for PseudoInit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum HyperInit {
-    /// From the data's scales (see [`crate::init::default_hyperparameters`]).
+    /// From the data's scales (see [`crate::fit::init::default_hyperparameters`]).
     #[value(name = "scales")]
     DataScales,
     /// From an exact GP fitted to a random subset of at most 500 rows.
@@ -309,7 +311,7 @@ pub(crate) fn check_max_points(max_points: usize) -> Result<()> {
         return Err(Error::BadInput("--max-points must be at least 2".into()));
     }
     // The exported exact GP has one basis function per row, and the host's
-    // runtime check holds at most 4096 (crate::device).
+    // runtime check holds at most 4096 (crate::export::device).
     if max_points > MAX_EXACT_POINTS {
         return Err(Error::BadInput(format!(
             "--max-points {max_points} is too large: an exact GP is exported with one basis \
@@ -526,6 +528,38 @@ impl Hyperparameters {
     }
 }
 
+/// Minimum, median and maximum over the basis functions of one quantity:
+/// one input's width as a length scale in raw input units (VSGP), or the
+/// pseudo-inputs' uncertainties `h_m` in raw target variance units (HS, in
+/// the fit report).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WidthSpread {
+    /// Narrowest basis function.
+    pub min: f64,
+    /// Median (mean of the two middle values for an even M).
+    pub median: f64,
+    /// Widest basis function.
+    pub max: f64,
+}
+
+impl WidthSpread {
+    /// The spread of `values` (not empty, no NaN).
+    pub(crate) fn of(mut values: Vec<f64>) -> Self {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            0.5 * (values[n / 2 - 1] + values[n / 2])
+        };
+        WidthSpread {
+            min: values[0],
+            median,
+            max: values[n - 1],
+        }
+    }
+}
+
 /// How a fit went: what `sgp fit` prints (`--json`: this, serialised).
 #[derive(Clone, Debug, Serialize)]
 pub struct FitReport {
@@ -562,7 +596,7 @@ pub struct FitReport {
     /// SPGP+HS: min / median / max of the pseudo-inputs' uncertainties
     /// `h_m`, in raw target variance units (absent for other models).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub uncertainties: Option<crate::inspect::WidthSpread>,
+    pub uncertainties: Option<WidthSpread>,
     /// The held-out choice of a small-data fit, if one was made
     /// ([`held_out`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -654,7 +688,7 @@ impl std::fmt::Debug for Fitted {
 
 /// Constant inputs are left out of a fit; the fitted model is then extended
 /// to take every input and ignore those
-/// ([`crate::features::RuntimeBasis::with_ignored_inputs`]), so that on the
+/// ([`crate::model::features::RuntimeBasis::with_ignored_inputs`]), so that on the
 /// device their value, whatever it is, does not change the prediction.
 #[derive(Clone, Debug)]
 struct Expansion {
@@ -713,7 +747,7 @@ impl Fitted {
     }
 
     /// The fitted model recomputed with the relative jitter `eps` (times
-    /// `s2`, see [`crate::linalg`]) on the diagonal that is factorised,
+    /// `s2`, see [`crate::numerics::linalg`]) on the diagonal that is factorised,
     /// after `reoptimise` iterations that let the other parameters adapt to
     /// it (0: the same parameters): the model and its training objective. A
     /// larger jitter bounds the weights and the factors' condition, which is
@@ -750,7 +784,7 @@ impl Fitted {
 ///
 /// Constant inputs ([`Dataset::constant_inputs`]) are left out of the fit
 /// and the model is then extended to take every input and ignore those
-/// ([`crate::features::RuntimeBasis::with_ignored_inputs`]): on the device
+/// ([`crate::model::features::RuntimeBasis::with_ignored_inputs`]): on the device
 /// their value, whatever it is, does not change the prediction.
 ///
 /// # Errors
@@ -800,7 +834,7 @@ pub fn fit(
 
 /// Starting kernel hyperparameters from the data's scales.
 pub(crate) fn data_scale_kernel(data: &Dataset) -> Result<KernelParams> {
-    let h = crate::init::default_hyperparameters(&data.x, data.y.as_slice());
+    let h = crate::fit::init::default_hyperparameters(&data.x, data.y.as_slice());
     let l: Vec<f64> = h.log_lengthscales.iter().map(|v| v.exp()).collect();
     KernelParams::new(&l, h.log_signal_var.exp(), h.log_noise_var.exp())
 }

@@ -7,7 +7,7 @@
 //! # Objective
 //!
 //! The sum of the outputs' own objectives
-//! ([`crate::inference::shared`]): FITC's or VFE's over the shared
+//! ([`crate::model::inference::shared`]): FITC's or VFE's over the shared
 //! features, or the exact NLML over shared length scales. Each output's
 //! term is that of a single-output fit, so a `P = 1` fit is today's fit.
 //!
@@ -44,18 +44,18 @@ use super::spgp::{screen_iter, screen_rows, start_positions};
 use super::{
     Checked, Expansion, FitParams, FitReport, Method, OptimiserReport, SparseParams, StartReport,
 };
+use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
-use crate::features::{InducingFeatures, Multiscale, Projected, PseudoInputs, RuntimeBasis};
-use crate::inference::exact::exact_posterior;
-use crate::inference::fitc::{fitc_posterior, FitcConfig};
-use crate::inference::objective::{ExactObjective, SparseObjective};
-use crate::inference::shared::{OutputObjective, SharedObjective};
-use crate::inference::RuntimeForm;
-use crate::kernel::KernelParams;
-use crate::linalg::JitterPolicy;
+use crate::model::features::{InducingFeatures, Multiscale, Projected, PseudoInputs, RuntimeBasis};
+use crate::model::inference::exact::exact_posterior;
+use crate::model::inference::fitc::{fitc_posterior, FitcConfig};
+use crate::model::inference::objective::{ExactObjective, SparseObjective};
+use crate::model::inference::shared::{OutputObjective, SharedObjective};
+use crate::model::inference::RuntimeForm;
+use crate::model::kernel::KernelParams;
 use crate::model::{ModelSet, TrainedModel};
-use crate::multi_target::MultiTargetData;
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// A multi-output fit: the models and how each output's fit went.
@@ -104,7 +104,7 @@ impl FittedSet {
     /// same parameters): the set (every member again on one basis), its
     /// joint training objective and each output's hyperparameters. A larger
     /// jitter bounds the weights and the factors' condition, which an f32
-    /// export that fails its check needs ([`crate::cure`]).
+    /// export that fails its check needs ([`crate::export::cure`]).
     ///
     /// # Errors
     /// If a factorisation fails even with that jitter.
@@ -767,11 +767,11 @@ mod tests {
 
     use super::*;
     use crate::fit::{ExactParams, ProjectedParams};
-    use crate::inference::Approximation;
+    use crate::model::inference::Approximation;
 
     /// Two outputs of very different scale and noise on 2-D inputs.
     fn data(n: usize, seed: u64) -> MultiTargetData {
-        let (x, y) = crate::demo::synthetic(n, 2, seed);
+        let (x, y) = crate::tools::demo::synthetic(n, 2, seed);
         let wobble = |i: usize| (1.7 * (i as f64)).sin();
         let y2 = DMatrix::from_fn(n, 1, |i, _| {
             40.0 * (0.5 * x[(i, 1)] + 0.3 * x[(i, 0)]).cos() + 5.0 + wobble(i)

@@ -35,15 +35,15 @@ use super::{
     InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
-use crate::features::{InducingFeatures, PseudoInputs};
-use crate::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
-use crate::inference::objective::SparseObjective;
-use crate::inference::Approximation;
-use crate::init;
-use crate::kernel::KernelParams;
-use crate::linalg::JitterPolicy;
+use crate::fit::init;
+use crate::model::features::{InducingFeatures, PseudoInputs};
+use crate::model::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
+use crate::model::inference::objective::SparseObjective;
+use crate::model::inference::Approximation;
+use crate::model::kernel::KernelParams;
 use crate::model::TrainedModel;
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Fewest iterations a screening run gets.
@@ -382,7 +382,7 @@ pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SparseFit<F>> {
-    let objective = crate::inference::objective::SparseObjective::new(
+    let objective = crate::model::inference::objective::SparseObjective::new(
         &data.x, &data.y, features, kern, config,
     )?;
     let run = minimise(
@@ -434,8 +434,8 @@ pub(crate) fn minimise_part<F: InducingFeatures + Clone + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::synthetic;
     use crate::fit::{fit, FitParams};
+    use crate::tools::demo::synthetic;
 
     #[test]
     fn screening_sees_n_over_k_rows_but_never_fewer_than_the_floor() {

@@ -5,7 +5,7 @@
 //! The first stage is [`super::spgp`]'s fit as is (initialisation,
 //! restarts, objective); the second optimises the `log h_m` and the kernel
 //! of [`Heteroscedastic`] features built from its pseudo-inputs with every
-//! `h_m = H_START s2`, the same [`crate::inference::fitc::FitcConfig`]
+//! `h_m = H_START s2`, the same [`crate::model::inference::fitc::FitcConfig`]
 //! (FITC or VFE) and a second budget of `max_iter`, the noise kept above a
 //! floor ("A floor under the noise"). On small data the result must beat
 //! SPGP on held-out rows ("Falling back to SPGP").
@@ -100,7 +100,7 @@
 //! alone was 0.4 to 1.8 better than SPGP on three of four, a gain the
 //! folds (25 rows each) could not confirm.
 //!
-//! `h` is not bounded beyond [`crate::features::heteroscedastic`]'s range
+//! `h` is not bounded beyond [`crate::model::features::heteroscedastic`]'s range
 //! for `log h`: a pseudo-input switched entirely off is a legitimate
 //! optimum (the paper's `h_m -> inf`).
 
@@ -114,12 +114,12 @@ use super::spgp::{
 };
 use super::{held_out, Checked, FitParams, Fitted, Method, SparseParams};
 use crate::data::Dataset;
-use crate::features::Heteroscedastic;
-use crate::inference::fitc::fitc_posterior;
-use crate::inference::objective::SparseObjective;
-use crate::inspect::WidthSpread;
-use crate::kernel::KernelParams;
-use crate::optimise::Progress;
+use crate::fit::WidthSpread;
+use crate::model::features::Heteroscedastic;
+use crate::model::inference::fitc::fitc_posterior;
+use crate::model::inference::objective::SparseObjective;
+use crate::model::kernel::KernelParams;
+use crate::numerics::optimise::Progress;
 use crate::Result;
 
 /// Every `h_m` starts at this fraction of the fitted SPGP's `s2`.
@@ -253,17 +253,17 @@ mod tests {
     use super::*;
     use crate::fit::spgp::fit_sparse;
     use crate::fit::{data_scale_kernel, fit, FitParams};
-    use crate::inference::fitc::FitcConfig;
-    use crate::inference::Approximation;
-    use crate::optimise::OptimiseOptions;
+    use crate::model::inference::fitc::FitcConfig;
+    use crate::model::inference::Approximation;
+    use crate::numerics::optimise::OptimiseOptions;
 
     /// The paper's procedure: `h` learned with everything else from the
     /// first iteration (one k-means start, a budget of both stages).
     fn fit_joint(data: &Dataset, params: &SparseParams, h_start: f64) -> Result<Fitted> {
         let kern = data_scale_kernel(data)?;
-        let z = crate::init::kmeans(&data.x, params.m, params.seed, 100)?;
+        let z = crate::fit::init::kmeans(&data.x, params.m, params.seed, 100)?;
         let features = Heteroscedastic::from_pseudo_inputs(
-            &crate::features::PseudoInputs::new(z)?,
+            &crate::model::features::PseudoInputs::new(z)?,
             h_start * kern.signal_var(),
         );
         let config = FitcConfig {
@@ -279,7 +279,8 @@ mod tests {
     }
 
     fn data(n: usize) -> Dataset {
-        crate::synth::dataset(crate::synth::Shape::Heteroscedastic, n, 0).expect("valid")
+        crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, n, 0)
+            .expect("valid")
     }
 
     fn params(m: usize, approximation: Approximation, restarts: usize) -> SparseParams {
@@ -358,10 +359,10 @@ mod tests {
     /// fits, under HS's kind; the report says which was chosen.
     #[test]
     fn on_small_data_hs_must_beat_spgp_on_held_out_rows() {
-        use crate::synth::Shape;
+        use crate::tools::synth::Shape;
         let mut fell_back = 0;
         for shape in [Shape::Heteroscedastic, Shape::VeryNoisy, Shape::Linear] {
-            let train = crate::synth::dataset(shape, 400, 0).expect("valid");
+            let train = crate::tools::synth::dataset(shape, 400, 0).expect("valid");
             let p = SparseParams {
                 held_out_choice: true,
                 ..params(8, Approximation::Fitc, 2)
@@ -411,7 +412,8 @@ mod tests {
         let sets = [
             (
                 "heteroscedastic",
-                crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 600, 0).expect("ok"),
+                crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, 600, 0)
+                    .expect("ok"),
             ),
             ("mcycle", Dataset::from_csv(mcycle, None).expect("fetched")),
         ];
@@ -466,7 +468,7 @@ mod tests {
     #[test]
     #[ignore]
     fn measure_hs_choice() {
-        use crate::synth::Shape;
+        use crate::tools::synth::Shape;
         let mcycle = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/data/mcycle.csv");
         let mcycle = Dataset::from_csv(mcycle, None).expect("fetched");
         // 200-row heteroscedastic sets and 100-row mcycle splits at M = 10;
@@ -474,7 +476,7 @@ mod tests {
         // two homoscedastic 200-row sets.
         let mut sets: Vec<(String, Dataset, Dataset, usize)> = Vec::new();
         for seed in 1..=6u64 {
-            let d = crate::synth::dataset(Shape::Heteroscedastic, 286, seed).expect("ok");
+            let d = crate::tools::synth::dataset(Shape::Heteroscedastic, 286, seed).expect("ok");
             let (train, test) = d.split(86.0 / 286.0, seed).expect("ok");
             sets.push((format!("heteroscedastic/{seed}"), train, test, 10));
         }
@@ -482,7 +484,7 @@ mod tests {
             let (train, test) = mcycle.split(33.0 / 133.0, seed).expect("ok");
             sets.push((format!("mcycle 100/{seed}"), train, test, 10));
         }
-        let d = crate::synth::dataset(Shape::Heteroscedastic, 600, 0).expect("ok");
+        let d = crate::tools::synth::dataset(Shape::Heteroscedastic, 600, 0).expect("ok");
         let (train, test) = d.split(0.3, 0).expect("ok");
         let (mtrain, mtest) = mcycle.split(0.3, 0).expect("ok");
         for m in [10, 30] {
@@ -490,7 +492,7 @@ mod tests {
             sets.push(("mcycle".into(), mtrain.clone(), mtest.clone(), m));
         }
         for shape in [Shape::Periodic, Shape::Chirp] {
-            let d = crate::synth::dataset(shape, 286, 1).expect("ok");
+            let d = crate::tools::synth::dataset(shape, 286, 1).expect("ok");
             let (train, test) = d.split(86.0 / 286.0, 1).expect("ok");
             sets.push((format!("{} 200", shape.name()), train, test, 10));
         }

@@ -5,7 +5,7 @@
 //! pseudo-inputs and hyperparameters in any way that shows on held-out
 //! data, while every optimiser iteration still costs O(N M^2). So:
 //!
-//! 1. the first pass ([`crate::stream::scan`]) validates the whole file,
+//! 1. the first pass ([`crate::data::stream::scan`]) validates the whole file,
 //!    standardises it and keeps a seeded random sample of
 //!    [`StreamedParams::max_rows`] + [`StreamedParams::validation_rows`]
 //!    rows;
@@ -16,7 +16,7 @@
 //!    than [`StreamedParams::min_gain`] nats per row, or at
 //!    [`StreamedParams::max_rows`], and the best-scoring stage is kept;
 //! 3. a second pass computes the posterior of every row with those
-//!    parameters: the sums of [`crate::posterior_sums`], chunk by chunk.
+//!    parameters: the sums of [`crate::model::posterior_sums`], chunk by chunk.
 //!
 //! Memory is O(sample + chunk + M^2), whatever the number of rows.
 
@@ -27,17 +27,17 @@ use sgp_runtime::{Link, ModelKind};
 
 use super::spgp::{fit_pseudo_inputs, fit_sparse, reoptimised, SparseFit};
 use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
+use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, Standardisation, TargetKind};
-use crate::features::{InducingFeatures, PseudoInputs};
-use crate::inference::fitc::{FitcConfig, FitcPosterior};
-use crate::inference::RuntimeForm;
-use crate::kernel::KernelParams;
-use crate::linalg::JitterPolicy;
-use crate::metrics::mean_nlpd;
+use crate::evaluate::metrics::mean_nlpd;
+use crate::model::features::{InducingFeatures, PseudoInputs};
+use crate::model::inference::fitc::{FitcConfig, FitcPosterior};
+use crate::model::inference::RuntimeForm;
+use crate::model::kernel::KernelParams;
+use crate::model::posterior_sums::{ChunkModel, PosteriorSums};
 use crate::model::TrainedModel;
-use crate::optimise::Progress;
-use crate::posterior_sums::{ChunkModel, PosteriorSums};
-use crate::stream::{ReadProgress, Scan, TableFile};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
 /// Settings of a streamed fit.
@@ -69,7 +69,7 @@ impl Default for StreamedParams {
                 held_out_choice: false,
                 ..SparseParams::default()
             },
-            chunk_rows: crate::stream::DEFAULT_CHUNK_ROWS,
+            chunk_rows: crate::data::stream::DEFAULT_CHUNK_ROWS,
             first_rows: 8_192,
             max_rows: 65_536,
             validation_rows: 8_192,
@@ -357,10 +357,10 @@ mod tests {
     use super::*;
     use nalgebra::DMatrix;
 
+    use crate::data::stream::{scan, write_parquet};
     use crate::export::check;
-    use crate::optimise::OptimiseOptions;
-    use crate::stream::{scan, write_parquet};
-    use crate::synth::synthetic;
+    use crate::numerics::optimise::OptimiseOptions;
+    use crate::tools::synth::synthetic;
 
     fn small() -> StreamedParams {
         StreamedParams {
@@ -426,7 +426,7 @@ mod tests {
 
         // Conditioned on 3000 rows, not on the 800 it was fitted on: the
         // objective is that of every row (the posterior pass itself is
-        // checked against the in-memory posterior in crate::posterior_sums).
+        // checked against the in-memory posterior in crate::model::posterior_sums).
         assert!(fitted.report.nlml < 0.0, "{}", fitted.report.nlml);
 
         // Same data as Parquet: the same blob.

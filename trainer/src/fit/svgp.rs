@@ -1,5 +1,5 @@
 //! The sparse variational GP classifier (`--model svgp`): the bound of
-//! [`crate::inference::svgp`] over M free pseudo-inputs, ARD length scales,
+//! [`crate::model::inference::svgp`] over M free pseudo-inputs, ARD length scales,
 //! the signal variance, the probit's bias and `q(u)`, all learned jointly
 //! by L-BFGS on the whole data set.
 //!
@@ -35,15 +35,15 @@ use super::{
 };
 use nalgebra::DMatrix;
 
+use crate::data::labels::class_name;
 use crate::data::{is_class, Dataset, TargetKind};
-use crate::features::PseudoInputs;
-use crate::inference::svgp::{svgp_runtime_form, SvgpConfig, SvgpObjective, Variational};
-use crate::kernel::KernelParams;
-use crate::labels::class_name;
-use crate::likelihood::norm_quantile;
-use crate::linalg::JitterPolicy;
+use crate::model::features::PseudoInputs;
+use crate::model::inference::svgp::{svgp_runtime_form, SvgpConfig, SvgpObjective, Variational};
+use crate::model::kernel::KernelParams;
+use crate::model::likelihood::norm_quantile;
 use crate::model::{ModelSet, TrainedModel};
-use crate::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::linalg::JitterPolicy;
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Iterations that optimise `q(u)` (and the bias) alone, with the
@@ -329,10 +329,10 @@ pub struct ClassesFit {
 
 /// Fits one probit latent per class of `data`'s target, each against the
 /// rest, on shared pseudo-inputs and kernel (the bound of
-/// [`svgp_objective`](crate::inference::svgp::svgp_objective) summed over
+/// [`svgp_objective`](crate::model::inference::svgp::svgp_objective) summed over
 /// the classes). The target holds the class values (text labels coded as
-/// [`crate::labels`] does); probabilities are the normalised one-vs-rest
-/// probits ([`crate::multiclass::probabilities`]).
+/// [`crate::data::labels`] does); probabilities are the normalised one-vs-rest
+/// probits ([`crate::model::multiclass::probabilities`]).
 ///
 /// # Errors
 /// [`Error::BadInput`] for settings that do not fit the data, fewer than
@@ -448,11 +448,11 @@ mod tests {
     use nalgebra::{DMatrix, DVector};
 
     use super::*;
+    use crate::evaluate::metrics::error_rate;
     use crate::export::check;
     use crate::fit::{fit, FitParams};
-    use crate::metrics::error_rate;
-    use crate::multiclass::{probabilities, scores, ClassLink};
-    use crate::synth::{classification, ClassShape};
+    use crate::model::multiclass::{probabilities, scores, ClassLink};
+    use crate::tools::synth::{classification, ClassShape};
 
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.
     fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
@@ -576,7 +576,8 @@ mod tests {
 
     #[test]
     fn a_continuous_target_or_too_many_points_is_refused() {
-        let regression = crate::synth::dataset(crate::synth::Shape::Periodic, 100, 1).unwrap();
+        let regression =
+            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 100, 1).unwrap();
         let err = fit(&regression, &params(10, 0), &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("continuous"), "{err}");
         let small = moons_and_noise(30, 1);

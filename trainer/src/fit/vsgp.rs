@@ -5,7 +5,7 @@
 //! The first stage is [`super::spgp`]'s fit as is (initialisation,
 //! restarts, objective); the second is [`fit_sparse`] over
 //! [`Multiscale`] features built from its pseudo-inputs, with the same
-//! [`crate::inference::fitc::FitcConfig`] (FITC or VFE) and a second budget
+//! [`crate::model::inference::fitc::FitcConfig`] (FITC or VFE) and a second budget
 //! of `max_iter`. At the start of the second stage the widths equal `l^2`,
 //! so the model (and the objective) is exactly the fitted SPGP's: VSGP can
 //! only improve the training objective.
@@ -17,8 +17,8 @@ use sgp_runtime::ModelKind;
 use super::spgp::{fit_pseudo_inputs, fit_sparse, iteration_budget as spgp_budget};
 use super::{Checked, Fitted, Method, SparseParams};
 use crate::data::Dataset;
-use crate::features::Multiscale;
-use crate::optimise::Progress;
+use crate::model::features::Multiscale;
+use crate::numerics::optimise::Progress;
 use crate::Result;
 
 /// Iterations a VSGP fit may use in all: the SPGP stage's, plus `max_iter`.
@@ -62,11 +62,11 @@ pub(crate) fn fit_vsgp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::synthetic;
-    use crate::features::BasisWidths;
     use crate::fit::{fit, FitParams};
-    use crate::inference::Approximation;
-    use crate::optimise::OptimiseOptions;
+    use crate::model::features::BasisWidths;
+    use crate::model::inference::Approximation;
+    use crate::numerics::optimise::OptimiseOptions;
+    use crate::tools::demo::synthetic;
     use crate::Error;
 
     fn data(n: usize) -> Dataset {

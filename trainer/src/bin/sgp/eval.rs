@@ -1,0 +1,172 @@
+//! `sgp eval`: a blob's accuracy on a CSV with targets.
+
+use nalgebra::{DMatrix, DVector};
+use sgp_runtime::ModelSpec;
+use sgp_trainer::data::labels;
+use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
+use sgp_trainer::evaluate::{evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation};
+use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::{Error, Result};
+
+use super::{read_blob, to_json, BlobAndData, BlobOnData};
+
+/// One output's evaluation, as `sgp eval --json` prints it for a
+/// multi-output blob.
+#[derive(serde::Serialize)]
+pub(crate) struct OutputEvaluation {
+    output: String,
+    #[serde(flatten)]
+    evaluation: Evaluation,
+}
+
+/// `sgp eval` of a multi-output regression: each output against its own
+/// target column (named as in the blob).
+pub(crate) fn eval_outputs(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
+    if input.target.is_some() {
+        return Err(Error::BadInput(
+            "--target does not apply to a multi-output blob: each output is evaluated against \
+             the column of its own name"
+                .into(),
+        ));
+    }
+    let mut all = Vec::new();
+    for output in output_specs(spec) {
+        let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;
+        all.push(OutputEvaluation {
+            evaluation: evaluate_blob(&output.to_bytes()?, &x, &y)?,
+            output: output.target_name,
+        });
+    }
+    if json {
+        println!("{}", to_json(&all)?);
+        return Ok(());
+    }
+    for (k, e) in all.iter().enumerate() {
+        if k > 0 {
+            println!();
+        }
+        println!("output          {}", e.output);
+        print_evaluation(&e.evaluation);
+    }
+    Ok(())
+}
+
+pub(crate) fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
+    let (_, spec) = read_blob(&input.model)?;
+    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
+        return eval_outputs(input, &spec, json);
+    }
+    if spec.shape.link != sgp_runtime::Link::Identity {
+        return eval_classes(input, &spec, json);
+    }
+    let BlobOnData { blob, x, y, .. } = input.read()?;
+    let evaluation = evaluate_blob(&blob, &x, &y)?;
+    if json {
+        println!("{}", to_json(&evaluation)?);
+    } else {
+        print_evaluation(&evaluation);
+    }
+    Ok(())
+}
+
+/// What `sgp eval --json` prints for a classifier of `K > 2` classes.
+#[derive(serde::Serialize)]
+pub(crate) struct ClassesEvaluation {
+    rows: usize,
+    /// The class labels, in class order.
+    classes: Vec<String>,
+    error_rate: f64,
+    /// Mean `-ln p(true class)`, nats.
+    log_loss: f64,
+    /// Expected calibration error of the most probable class.
+    ece: f64,
+}
+
+/// `sgp eval` of a classifier: the test target's labels (text or numbers)
+/// mapped through the blob's; the binary figures for one probit output,
+/// error rate, log loss and ECE for `K` classes.
+pub(crate) fn eval_classes(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
+    let blob = std::fs::read(&input.model).map_err(|source| Error::Io {
+        path: input.model.clone(),
+        source,
+    })?;
+    let target = input.target.as_deref().unwrap_or(&spec.target_name);
+    let (x, cells) = read_inputs_and_labels(&input.data, &spec.input_names, target)?;
+    let names = labels::blob_labels(spec);
+    let truth = labels::class_indices(&cells, &names)?;
+    if spec.shape.link == sgp_runtime::Link::Probit {
+        let signs = DVector::from_iterator(
+            truth.len(),
+            truth.iter().map(|&k| if k == 1 { 1.0 } else { -1.0 }),
+        );
+        let evaluation = evaluate_classifier(&blob, &x, &signs)?;
+        if json {
+            println!("{}", to_json(&evaluation)?);
+        } else {
+            let positive = names.get(1).map_or("", String::as_str);
+            print_class_evaluation(&evaluation, positive);
+        }
+        return Ok(());
+    }
+    let classified = sgp_trainer::export::device::classify_all(&blob, &x)?;
+    let k = names.len();
+    let p = DMatrix::from_row_iterator(
+        classified.len(),
+        k,
+        classified
+            .iter()
+            .flat_map(|(_, q)| (0..k).map(|j| q.get(j).map_or(0.0, |&v| f64::from(v)))),
+    );
+    let s = sgp_trainer::model::multiclass::scores(&p, &truth);
+    let evaluation = ClassesEvaluation {
+        rows: truth.len(),
+        classes: names,
+        error_rate: s.error_rate,
+        log_loss: s.log_loss,
+        ece: s.ece,
+    };
+    if json {
+        println!("{}", to_json(&evaluation)?);
+        return Ok(());
+    }
+    println!("rows        {}", evaluation.rows);
+    println!("classes     {}", evaluation.classes.join(", "));
+    println!("error rate  {:.6}", evaluation.error_rate);
+    println!(
+        "log loss    {:.6}  (mean -ln p(true class), nats)",
+        evaluation.log_loss
+    );
+    println!(
+        "ECE         {:.6}  (expected calibration error of the most probable class, {} \
+         confidence bins)",
+        evaluation.ece,
+        sgp_trainer::evaluate::metrics::ECE_BINS
+    );
+    Ok(())
+}
+
+pub(crate) fn print_class_evaluation(e: &ClassEvaluation, positive: &str) {
+    println!("rows        {}", e.rows);
+    println!("error rate  {:.6}", e.error_rate);
+    println!("log loss    {:.6}  (mean binary NLPD, nats)", e.log_loss);
+    println!("Brier       {:.6}", e.brier);
+    println!(
+        "ECE         {:.6}  (expected calibration error, {} confidence bins)",
+        e.ece,
+        sgp_trainer::evaluate::metrics::ECE_BINS
+    );
+    println!(
+        "confusion   positive class {positive}: {} true positive, {} false positive, {} true \
+         negative, {} false negative",
+        e.true_positives, e.false_positives, e.true_negatives, e.false_negatives
+    );
+}
+
+pub(crate) fn print_evaluation(e: &Evaluation) {
+    println!("rows        {}", e.rows);
+    println!("RMSE        {:.6}", e.rmse);
+    println!("MSE         {:.6}", e.mse);
+    println!("SMSE        {:.6}", e.smse);
+    println!("mean NLPD   {:.6}", e.nlpd);
+    println!("95% cover   {:.3}", e.coverage_95);
+}

@@ -1,0 +1,303 @@
+//! `sgp`: fit sparse GP models from CSV, export them as blobs for
+//! `sgp-runtime`, and predict, evaluate and inspect blobs. Thin: parsing and
+//! printing here, everything else in the `sgp_trainer` library.
+
+mod demo;
+mod eval;
+mod export;
+mod fit;
+mod inspect;
+mod plot;
+mod predict;
+mod sweep;
+mod synth;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use nalgebra::{DMatrix, DVector};
+use sgp_runtime::ModelSpec;
+use sgp_trainer::data::read_inputs_and_target;
+use sgp_trainer::export::codegen::Format;
+use sgp_trainer::tools::synth::Shape;
+use sgp_trainer::{Error, Result};
+
+use demo::demo_command;
+use eval::eval_command;
+use export::export_command;
+use fit::{fit_command, FitArgs};
+use inspect::inspect_command;
+use plot::plot_command;
+use predict::predict_command;
+use sweep::{sweep_command, SweepArgs};
+use synth::synth_command;
+
+/// mimalloc instead of the system allocator: the sparse objectives allocate
+/// and free blocks of a few hundred KB every evaluation, which glibc's
+/// allocator handed back to the kernel and faulted in again each time (page
+/// faults and their locks were a tenth of a fit's time at 14000 x 4).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(
+    name = "sgp",
+    version,
+    about = "Sparse Gaussian processes: fit on the host, run on the microcontroller"
+)]
+struct Cli {
+    /// Print only results: no progress bars or notes.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fit a model to a CSV file and export it as a blob.
+    Fit(FitArgs),
+    /// Predict with a blob: CSV `mean,variance` on stdout, one row per input row
+    /// (a classifier: `class` and one `p_LABEL` per class; a binary one also
+    /// `probability,latent_mean,latent_variance`).
+    Predict {
+        /// The model blob.
+        #[arg(long)]
+        model: PathBuf,
+        /// CSV with a header; the model's input columns are picked by name.
+        #[arg(long)]
+        data: PathBuf,
+    },
+    /// RMSE, SMSE and NLPD of a blob on a CSV file, computed by the runtime.
+    Eval {
+        #[command(flatten)]
+        input: BlobAndData,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Describe a blob: kind, sizes, hyperparameters, flash and RAM.
+    Inspect {
+        /// The model blob.
+        model: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Capacities `M` or `M,G,D` of the device's `Model<M, G, D>`: RAM
+        /// is reported for them, with whether the model fits; exit status 1
+        /// when it does not (2 stays for unusable input).
+        #[arg(long, value_name = "M[,G,D]")]
+        capacity: Option<String>,
+    },
+    /// Write a blob as source code to compile into firmware: a C header for
+    /// the sgp C library, or a Rust file to `include!`.
+    Export {
+        /// The model blob.
+        #[arg(long)]
+        model: PathBuf,
+        /// `c`: the blob as an aligned array and its length; `rust`: a module
+        /// with the blob, the input names and the `Model` type of its sizes.
+        #[arg(long, value_enum)]
+        format: Format,
+        /// Output file (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Rust module name and C identifier prefix (default: the blob's file
+        /// name, e.g. `heater` for heater.sgp).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Write a synthetic regression data set as CSV (stdout): a smooth
+    /// D-dimensional ridge function, or one of the shapes users feed in.
+    Synth {
+        /// Rows.
+        #[arg(long, default_value_t = 500)]
+        rows: usize,
+        /// Input dimension of the ridge data (without --shape).
+        #[arg(long, default_value_t = 4)]
+        dim: usize,
+        /// A named shape instead of the ridge data (its own inputs).
+        #[arg(long, value_enum)]
+        shape: Option<Shape>,
+        /// A dynamical system with several outputs instead (its own inputs
+        /// and outputs: fit them with --target a,b).
+        #[arg(long, value_enum, conflicts_with = "shape")]
+        system: Option<sgp_trainer::tools::dynamics::System>,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write Parquet (f64 columns) to this file instead of CSV on
+        /// standard output.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
+    },
+    /// Fit a grid of models (family x M, x G for projected families) with
+    /// `sgp fit`'s default settings, evaluate every blob on a test set
+    /// through the runtime, and mark the most accurate one within a flash,
+    /// RAM and instruction budget.
+    ///
+    /// Exit code 0 when a model was chosen, 3 when fitted models exist but
+    /// none meets the budget (the table is printed all the same), 2 for
+    /// bad input, 1 when every grid point failed otherwise.
+    #[command(after_help = sgp_trainer::tools::cost::HELP)]
+    Sweep(SweepArgs),
+    /// Plot a blob's predictions on a CSV file as SVG: for one input the
+    /// data, predictive mean, 2-sigma band and basis-function locations
+    /// (a classifier: P(y = +1)); for more, predicted against actual and a
+    /// calibration curve.
+    Plot {
+        #[command(flatten)]
+        input: BlobAndData,
+        /// Where to write the SVG.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Fit exact GP and SPGP on built-in 1-D data and compare them.
+    Demo {
+        /// Where to write the SPGP blob.
+        #[arg(long, default_value = "sgp-demo.sgp")]
+        out: PathBuf,
+        /// Number of pseudo-inputs.
+        #[arg(long, default_value_t = 20)]
+        m: usize,
+        /// Seed for data and fit.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+/// A blob and a CSV file holding its inputs and target (`eval`, `plot`).
+#[derive(clap::Args)]
+struct BlobAndData {
+    /// The model blob.
+    #[arg(long)]
+    model: PathBuf,
+    /// CSV with a header holding the model's inputs and the target.
+    #[arg(long)]
+    data: PathBuf,
+    /// Target column (default: the name stored in the blob).
+    #[arg(long)]
+    target: Option<String>,
+}
+
+/// What [`BlobAndData`] names, read: the data in raw units, columns picked
+/// by name.
+struct BlobOnData {
+    blob: Vec<u8>,
+    spec: ModelSpec,
+    x: DMatrix<f64>,
+    y: DVector<f64>,
+}
+
+impl BlobAndData {
+    fn read(&self) -> Result<BlobOnData> {
+        let (blob, spec) = read_blob(&self.model)?;
+        let target = self.target.as_deref().unwrap_or(&spec.target_name);
+        let (x, y) = read_inputs_and_target(&self.data, &spec.input_names, target)?;
+        Ok(BlobOnData { blob, spec, x, y })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // `sgp predict ... | head` closes the pipe early: the reader has all
+        // it wanted, so that is not a failure worth a message.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sgp: error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<()> {
+    match &cli.command {
+        Command::Fit(args) => fit_command(args, cli.quiet),
+        Command::Predict { model, data } => predict_command(model, data),
+        Command::Eval { input, json } => eval_command(input, *json),
+        Command::Inspect {
+            model,
+            json,
+            capacity,
+        } => inspect_command(model, *json, capacity.as_deref()),
+        Command::Export {
+            model,
+            format,
+            out,
+            name,
+        } => export_command(model, *format, out.as_deref(), name.as_deref()),
+        Command::Synth {
+            rows,
+            dim,
+            shape,
+            system,
+            seed,
+            parquet,
+        } => synth_command(*rows, *dim, *shape, *system, *seed, parquet.as_deref()),
+        Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
+        Command::Sweep(args) => sweep_command(args, cli.quiet),
+        Command::Plot { input, out } => plot_command(input, out),
+    }
+}
+
+/// A progress bar over optimiser iterations, hidden with --quiet.
+fn progress_bar(quiet: bool, max_iter: u64, label: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(max_iter);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} iterations  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    bar
+}
+
+/// A number for people: fixed point in the usual range, scientific notation
+/// where fixed point would show only zeros or too many digits.
+fn number(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+fn read_blob(path: &Path) -> Result<(Vec<u8>, ModelSpec)> {
+    let blob = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let spec = ModelSpec::from_bytes(&blob).map_err(|e| {
+        Error::BadInput(format!("{}: not a usable model blob: {e}", path.display()))
+    })?;
+    Ok((blob, spec))
+}
+
+/// A failed write to standard output (e.g. a closed pipe).
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string_pretty(value).map_err(|e| Error::Numerical(format!("JSON: {e}")))
+}

@@ -1,0 +1,91 @@
+//! `sgp predict`: a blob's predictions for a CSV, as CSV.
+
+use std::io::Write;
+use std::path::Path;
+
+use nalgebra::DMatrix;
+use sgp_runtime::ModelSpec;
+use sgp_trainer::data::labels;
+use sgp_trainer::data::read_inputs;
+use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::Result;
+
+use super::{read_blob, stdout_error};
+
+pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
+    let (blob, spec) = read_blob(model)?;
+    let x = read_inputs(data, &spec.input_names)?;
+    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
+        return predict_outputs(&spec, &x);
+    }
+    if spec.shape.link != sgp_runtime::Link::Identity {
+        return predict_classes(&blob, &spec, &x);
+    }
+    let predictions = sgp_trainer::export::device::predict_all(&blob, &x)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = stdout_error;
+    writeln!(out, "mean,variance").map_err(io)?;
+    for p in predictions {
+        writeln!(out, "{},{}", p.mean, p.variance).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// `sgp predict` of a classifier: the class (its label), one `p_LABEL`
+/// per class, and for a binary one the columns it printed before labels
+/// (`probability`, of the positive class, and the latent Gaussian).
+pub(crate) fn predict_classes(blob: &[u8], spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
+    let names = labels::blob_labels(spec);
+    let classified = sgp_trainer::export::device::classify_all(blob, x)?;
+    let latents = match spec.shape.link {
+        sgp_runtime::Link::Probit => Some(sgp_trainer::export::device::predict_all(blob, x)?),
+        _ => None,
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = stdout_error;
+    let mut header = vec!["class".to_owned()];
+    header.extend(names.iter().map(|n| format!("p_{n}")));
+    if latents.is_some() {
+        header.push("probability,latent_mean,latent_variance".to_owned());
+    }
+    writeln!(out, "{}", header.join(",")).map_err(io)?;
+    for (i, (k, probabilities)) in classified.iter().enumerate() {
+        let mut cells = vec![names.get(*k).cloned().unwrap_or_else(|| k.to_string())];
+        cells.extend(probabilities.iter().map(|p| p.to_string()));
+        if let Some(p) = latents.as_ref().and_then(|l| l.get(i)) {
+            let probability = p.probability.unwrap_or(f32::NAN);
+            cells.push(format!("{probability},{},{}", p.mean, p.variance));
+        }
+        writeln!(out, "{}", cells.join(",")).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// `sgp predict` of a multi-output regression: `NAME_mean,NAME_variance`
+/// per output, each output evaluated through the runtime.
+pub(crate) fn predict_outputs(spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
+    let outputs = output_specs(spec);
+    let mut columns = Vec::with_capacity(outputs.len());
+    for output in &outputs {
+        columns.push(sgp_trainer::export::device::predict_all(
+            &output.to_bytes()?,
+            x,
+        )?);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = stdout_error;
+    let header: Vec<String> = outputs
+        .iter()
+        .map(|o| format!("{0}_mean,{0}_variance", o.target_name))
+        .collect();
+    writeln!(out, "{}", header.join(",")).map_err(io)?;
+    for i in 0..x.nrows() {
+        let cells: Vec<String> = columns
+            .iter()
+            .filter_map(|c| c.get(i))
+            .map(|p| format!("{},{}", p.mean, p.variance))
+            .collect();
+        writeln!(out, "{}", cells.join(",")).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}

@@ -1,0 +1,125 @@
+//! `sgp sweep`: a grid of models against a device budget.
+
+use std::path::PathBuf;
+
+use sgp_trainer::fit::Method;
+use sgp_trainer::tools::sweep::{
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
+};
+use sgp_trainer::{Error, Result};
+
+use super::fit::{training_data, Classes, LinkArg, TaskArg};
+use super::{progress_bar, to_json, write_file};
+
+#[derive(clap::Args)]
+pub(crate) struct SweepArgs {
+    /// Training CSV with a header row.
+    #[arg(long)]
+    data: PathBuf,
+    /// Test CSV with the same columns (in any order).
+    #[arg(long)]
+    test: PathBuf,
+    /// Target column (default: the last column); all others are inputs.
+    #[arg(long)]
+    target: Option<String>,
+    /// Model families, comma-separated (default: spgp,vsgp; with --link
+    /// probit: ivm, the only classifier). exact is one row whatever --m.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    models: Option<Vec<Method>>,
+    /// Numbers of basis functions M, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    m: Vec<usize>,
+    /// Projected dimensions G, comma-separated (spgp-dr and spgp-pca only).
+    #[arg(long, value_delimiter = ',')]
+    dim: Vec<usize>,
+    /// Likelihood of the target: identity (regression) or probit (binary
+    /// classification, --models ivm).
+    #[arg(long, value_enum, default_value = "identity")]
+    link: LinkArg,
+    /// With --link probit: the positive class (a label of the target
+    /// column, text or number).
+    #[arg(long, allow_negative_numbers = true)]
+    positive: Option<String>,
+    /// Flash budget: largest blob in bytes (K and M suffixes: 64K).
+    #[arg(long, value_parser = parse_bytes)]
+    flash: Option<usize>,
+    /// RAM budget: largest `Model<M, G, D>` in bytes (K and M suffixes).
+    #[arg(long, value_parser = parse_bytes)]
+    ram: Option<usize>,
+    /// Time budget: most Cortex-M4 instructions per prediction (estimated:
+    /// see below).
+    #[arg(long)]
+    instructions: Option<u64>,
+    /// Seed of every fit.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print the rows as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Write the chosen model's blob here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
+    let models = args.models.clone().unwrap_or_else(|| match args.link {
+        LinkArg::Identity => vec![Method::Spgp, Method::Vsgp],
+        LinkArg::Probit => vec![Method::Ivm],
+    });
+    let task = match args.link {
+        LinkArg::Identity => TaskArg::Regression,
+        LinkArg::Probit => TaskArg::Classification,
+    };
+    let (train, classes) = training_data(
+        &args.data,
+        args.target.as_deref(),
+        Some(task),
+        args.positive.as_deref(),
+        ("--models", &models),
+        quiet,
+    )?;
+    if let Classes::Several = classes {
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
+             (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
+            train.source,
+            train.target_name,
+            train.target_classes().len()
+        )));
+    }
+    let spec = SweepSpec {
+        models,
+        m: args.m.clone(),
+        dims: args.dim.clone(),
+        seed: args.seed,
+    };
+    let points = grid(&spec, &train)?;
+    let test = TestSet::read(&args.test, &train)?;
+    let budget = Budget {
+        flash: args.flash,
+        ram: args.ram,
+        instructions: args.instructions,
+    };
+    let bar = progress_bar(quiet, iteration_total(&points, args.seed), "sweep");
+    bar.set_message(format!("0/{} fits done", points.len()));
+    let on_progress = |p: SweepProgress| match p {
+        SweepProgress::Iterations(n) => bar.inc(n),
+        SweepProgress::Finished { done, total } => {
+            bar.set_message(format!("{done}/{total} fits done"))
+        }
+    };
+    let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", to_json(&result)?);
+    } else {
+        println!("{result}");
+    }
+    if let (Some(out), Some(blob)) = (&args.out, result.chosen_blob()) {
+        write_file(out, blob)?;
+        if !args.json {
+            println!("blob of the chosen model written to {}", out.display());
+        }
+    }
+    result.outcome()
+}

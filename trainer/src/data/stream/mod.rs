@@ -1,0 +1,504 @@
+//! Training files of any size, read in chunks of rows: CSV ([`csv_rows`])
+//! and Parquet ([`parquet_rows`]), validated as [`crate::data`] validates
+//! a CSV file read whole, but never holding more than one chunk.
+//!
+//! A [`TableFile`] is a file whose header (or schema) has been read and
+//! whose columns have been chosen: the target (by name, default the last
+//! column) and every other column as an input, in file order, as
+//! [`crate::data::Dataset::from_csv`] chooses them. Its rows are then read
+//! as often as needed ([`TableFile::for_each_chunk`]), each time in chunks
+//! of exactly the same rows whatever the format, so that sums over chunks
+//! (the streamed posterior, [`crate::model::posterior_sums`]) come out bit for bit
+//! the same from a CSV file and a Parquet file holding the same numbers.
+//! [`scan`] is the first pass: validation, standardisation and a random
+//! sample of rows.
+//!
+//! The format is recognised by content, not by name: a Parquet file starts
+//! with the bytes `PAR1`, anything else is read as CSV.
+//!
+//! ```no_run
+//! use sgp_trainer::data::stream::TableFile;
+//!
+//! let table = TableFile::open("log.parquet", Some("power")).unwrap();
+//! let mut rows = 0;
+//! table
+//!     .for_each_chunk(65_536, &mut |chunk, _| {
+//!         rows += chunk.y.len();
+//!         Ok(())
+//!     })
+//!     .unwrap();
+//! println!("{rows} rows of {} inputs", table.input_names.len());
+//! ```
+
+pub mod csv_rows;
+pub mod parquet_rows;
+pub mod scan;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use nalgebra::{DMatrix, DVector};
+
+use crate::{Error, Result};
+pub use parquet_rows::write_parquet;
+pub use scan::{scan, Scan};
+
+/// Rows per chunk of the streamed passes: large enough that per-chunk
+/// overhead vanishes and every core gets parallel work, small enough to
+/// stay a few megabytes (65,536 rows x 9 columns is 4.7 MB of f64).
+pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
+
+/// How a training file stores its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated text with a header row.
+    Csv,
+    /// Apache Parquet (numeric columns).
+    Parquet,
+}
+
+/// A training file with its columns chosen (module documentation).
+#[derive(Clone, Debug)]
+pub struct TableFile {
+    /// The file.
+    pub path: PathBuf,
+    /// How it names itself in messages (the path as given).
+    pub source: String,
+    /// CSV or Parquet.
+    pub format: Format,
+    /// Input column names, in file order.
+    pub input_names: Vec<String>,
+    /// Target column name.
+    pub target_name: String,
+    /// Every column name of the file, in file order.
+    columns: Vec<String>,
+    /// Index in `columns` of each input, then of the target.
+    selected: Vec<usize>,
+    /// Data rows, when the format records them (Parquet).
+    known_rows: Option<u64>,
+    /// File size in bytes.
+    bytes: u64,
+}
+
+/// One chunk of rows in raw units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawChunk {
+    /// Inputs, rows x D, columns in the order of [`TableFile::input_names`].
+    pub x: DMatrix<f64>,
+    /// Targets.
+    pub y: DVector<f64>,
+    /// 0-based index among the file's data rows of the chunk's first row.
+    pub first_row: u64,
+}
+
+/// How far a pass over a file has come.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReadProgress {
+    /// Data rows read so far.
+    pub rows: u64,
+    /// Bytes of the file read so far (estimated from the rows for Parquet).
+    pub bytes: u64,
+    /// The file's size in bytes.
+    pub total_bytes: u64,
+}
+
+impl TableFile {
+    /// Opens `path`, reads its header (CSV) or schema (Parquet) and chooses
+    /// the columns: `target` (default: the last column) and every other
+    /// column as an input.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::BadInput`] for an
+    /// empty file, empty or duplicate column names, a missing target
+    /// column, or a single column.
+    pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
+        let path = path.as_ref();
+        let source = path.display().to_string();
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = std::fs::metadata(path).map_err(io)?.len();
+        let mut magic = [0u8; 4];
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let read = file.read(&mut magic).map_err(io)?;
+        let (format, columns, known_rows) = if read == 4 && &magic == b"PAR1" {
+            let (columns, rows) = parquet_rows::columns(path, &source)?;
+            (Format::Parquet, columns, Some(rows))
+        } else {
+            (Format::Csv, csv_rows::columns(path, &source)?, None)
+        };
+        crate::data::check_names(&columns, &source)?;
+        let t = match target {
+            Some(name) => crate::data::find_column(&columns, name, &source)?,
+            None => columns.len().saturating_sub(1),
+        };
+        if columns.len() < 2 {
+            return Err(Error::BadInput(format!(
+                "{source}: only one column ('{}'); need at least one input column besides the target",
+                columns.first().map_or("", String::as_str)
+            )));
+        }
+        let mut selected: Vec<usize> = (0..columns.len()).filter(|&c| c != t).collect();
+        selected.push(t);
+        let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
+        let target_name = names.pop().unwrap_or_default();
+        Ok(TableFile {
+            path: path.to_path_buf(),
+            source,
+            format,
+            input_names: names,
+            target_name,
+            columns,
+            selected,
+            known_rows,
+            bytes,
+        })
+    }
+
+    /// Data rows, if the format records them without a pass (Parquet).
+    pub fn known_rows(&self) -> Option<u64> {
+        self.known_rows
+    }
+
+    /// The file's size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Reads every data row, validating each selected cell, and hands them
+    /// to `f` in chunks of `chunk_rows` rows (the last one shorter), with
+    /// how far the pass has come. Stops at the first bad cell or at the
+    /// first error `f` returns.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the file, the place (CSV: line and data
+    /// row; Parquet: data row) and the column of a bad cell, a ragged CSV
+    /// row, a non-numeric Parquet column, or a file without data rows;
+    /// whatever `f` returns.
+    pub fn for_each_chunk(
+        &self,
+        chunk_rows: usize,
+        f: &mut dyn FnMut(RawChunk, ReadProgress) -> Result<()>,
+    ) -> Result<u64> {
+        let mut chunks = ChunkBuilder::new(self, chunk_rows.max(1), f);
+        match self.format {
+            Format::Csv => csv_rows::read(self, &mut chunks)?,
+            Format::Parquet => parquet_rows::read(self, &mut chunks)?,
+        }
+        let rows = chunks.finish()?;
+        if rows == 0 {
+            return Err(Error::BadInput(format!(
+                "{}: no data rows after the header",
+                self.source
+            )));
+        }
+        Ok(rows)
+    }
+}
+
+/// Collects validated rows into chunks of a fixed size, whatever batches
+/// the format delivers them in.
+pub(crate) struct ChunkBuilder<'f> {
+    d: usize,
+    chunk_rows: usize,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    rows: u64,
+    progress: ReadProgress,
+    sink: &'f mut dyn FnMut(RawChunk, ReadProgress) -> Result<()>,
+}
+
+impl<'f> ChunkBuilder<'f> {
+    fn new(
+        table: &TableFile,
+        chunk_rows: usize,
+        sink: &'f mut dyn FnMut(RawChunk, ReadProgress) -> Result<()>,
+    ) -> Self {
+        let d = table.input_names.len();
+        ChunkBuilder {
+            d,
+            chunk_rows,
+            x: Vec::with_capacity(chunk_rows * d),
+            y: Vec::with_capacity(chunk_rows),
+            rows: 0,
+            progress: ReadProgress {
+                rows: 0,
+                bytes: 0,
+                total_bytes: table.bytes,
+            },
+            sink,
+        }
+    }
+
+    /// Adds one row: the inputs, then the target, as selected.
+    pub(crate) fn push(&mut self, row: &[f64], bytes_read: u64) -> Result<()> {
+        let (inputs, target) = row.split_at(self.d);
+        self.x.extend_from_slice(inputs);
+        self.y.extend(target.first());
+        self.rows += 1;
+        self.progress.rows = self.rows;
+        self.progress.bytes = bytes_read;
+        if self.y.len() == self.chunk_rows {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let n = self.y.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let chunk = RawChunk {
+            x: DMatrix::from_row_slice(n, self.d, &self.x),
+            y: DVector::from_column_slice(&self.y),
+            first_row: self.rows - n as u64,
+        };
+        self.x.clear();
+        self.y.clear();
+        (self.sink)(chunk, self.progress)
+    }
+
+    fn finish(mut self) -> Result<u64> {
+        self.progress.bytes = self.progress.total_bytes;
+        self.flush()?;
+        Ok(self.rows)
+    }
+}
+
+/// Reads every row of `table` into memory as a validated, standardised
+/// [`crate::data::Dataset`], exactly as [`crate::data::Dataset::from_csv`]
+/// reads a CSV file: for files small enough to fit whole, whatever their
+/// format.
+///
+/// # Errors
+/// Every error of [`TableFile::for_each_chunk`] and of the data set's
+/// validation.
+pub fn read_dataset(table: &TableFile) -> Result<crate::data::Dataset> {
+    let d = table.input_names.len();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    table.for_each_chunk(DEFAULT_CHUNK_ROWS, &mut |chunk, _| {
+        x.extend(chunk.x.transpose().iter().copied());
+        y.extend(chunk.y.iter().copied());
+        Ok(())
+    })?;
+    crate::data::build(
+        &table.source,
+        DMatrix::from_row_slice(y.len(), d, &x),
+        DVector::from_vec(y),
+        table.input_names.clone(),
+        table.target_name.clone(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Dataset;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sgp-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    /// 50 rows of two inputs and a target, as CSV text and as Parquet.
+    fn both_formats(tag: &str) -> (PathBuf, PathBuf, DMatrix<f64>, DVector<f64>) {
+        let x = DMatrix::from_fn(50, 2, |i, j| (i * (j + 2)) as f64 * 0.37 - 3.0);
+        let y = DVector::from_fn(50, |i, _| (i as f64 * 0.3).sin());
+        let mut text = String::from("a,b,y\n");
+        for i in 0..50 {
+            text += &format!("{},{},{}\n", x[(i, 0)], x[(i, 1)], y[i]);
+        }
+        let csv = temp(&format!("{tag}.csv"));
+        std::fs::write(&csv, text).unwrap();
+        let parquet = temp(&format!("{tag}.parquet"));
+        write_parquet(&parquet, &x, &y, &["a".into(), "b".into()], "y").unwrap();
+        (csv, parquet, x, y)
+    }
+
+    fn chunks(path: &Path, target: Option<&str>, rows: usize) -> Result<Vec<RawChunk>> {
+        let table = TableFile::open(path, target)?;
+        let mut out = Vec::new();
+        table.for_each_chunk(rows, &mut |c, _| {
+            out.push(c);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn csv_and_parquet_give_the_same_chunks() {
+        let (csv, parquet, x, y) = both_formats("same");
+        let from_csv = chunks(&csv, None, 7).unwrap();
+        let from_parquet = chunks(&parquet, None, 7).unwrap();
+        assert_eq!(from_csv.len(), 8);
+        assert_eq!(from_csv, from_parquet);
+        assert_eq!(from_csv[7].first_row, 49);
+        assert_eq!(from_csv[7].x, x.rows(49, 1).into_owned());
+        assert_eq!(from_csv[0].y, y.rows(0, 7).into_owned());
+        assert_eq!(
+            TableFile::open(&parquet, None).unwrap().format,
+            Format::Parquet
+        );
+        assert_eq!(
+            TableFile::open(&parquet, None).unwrap().known_rows(),
+            Some(50)
+        );
+        // A named target moves to the end; the other columns are inputs.
+        let by_name = TableFile::open(&parquet, Some("a")).unwrap();
+        assert_eq!(by_name.input_names, ["b", "y"]);
+        assert_eq!(
+            chunks(&parquet, Some("a"), 64).unwrap()[0].y,
+            x.column(0).into_owned()
+        );
+    }
+
+    #[test]
+    fn read_dataset_equals_the_whole_file_csv_reader() {
+        let (csv, parquet, _, _) = both_formats("dataset");
+        let whole = Dataset::from_csv(&csv, None).unwrap();
+        let mut streamed = read_dataset(&TableFile::open(&parquet, None).unwrap()).unwrap();
+        streamed.source = whole.source.clone();
+        assert_eq!(streamed, whole);
+    }
+
+    #[test]
+    fn a_bad_cell_in_a_late_chunk_names_file_line_and_column() {
+        let mut text = String::from("a,b,y\n");
+        for i in 0..40 {
+            let b = if i == 33 {
+                "oops".to_string()
+            } else {
+                i.to_string()
+            };
+            text += &format!("{i},{b},{}\n", i % 3);
+        }
+        let path = temp("bad.csv");
+        std::fs::write(&path, text).unwrap();
+        let mut delivered = 0;
+        let err = TableFile::open(&path, None)
+            .unwrap()
+            .for_each_chunk(5, &mut |c, _| {
+                delivered += c.y.len();
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.csv: line 35 (data row 34), column 'b': 'oops' is not a number"),
+            "{err}"
+        );
+        // The rows before it were read: a fit must validate first (scan).
+        assert_eq!(delivered, 30);
+        let ragged = temp("ragged.csv");
+        std::fs::write(&ragged, "a,y\n1,2\n3\n").unwrap();
+        let err = chunks(&ragged, None, 4).unwrap_err().to_string();
+        assert!(
+            err.contains("line 3 (data row 2): has 1 fields but the header has 2"),
+            "{err}"
+        );
+        let empty = temp("empty.csv");
+        std::fs::write(&empty, "").unwrap();
+        assert!(TableFile::open(&empty, None)
+            .unwrap_err()
+            .to_string()
+            .contains("empty file"));
+        std::fs::write(&empty, "a,y\n").unwrap();
+        let err = chunks(&empty, None, 4).unwrap_err().to_string();
+        assert!(err.contains("no data rows"), "{err}");
+        let err = TableFile::open(&ragged, Some("z")).unwrap_err().to_string();
+        assert!(err.contains("no column named 'z'"), "{err}");
+    }
+
+    #[test]
+    fn parquet_nulls_non_finite_and_text_columns_are_refused_with_their_place() {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
+
+        let write = |name: &str, extra: ArrayRef| {
+            let batch = RecordBatch::try_from_iter([
+                (
+                    "a",
+                    Arc::new(Int32Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+                ),
+                ("y", extra),
+            ])
+            .unwrap();
+            let path = temp(name);
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+            chunks(&path, None, 2).map_err(|e| e.to_string())
+        };
+        let null = Arc::new(Float64Array::from(vec![
+            Some(1.0),
+            Some(2.0),
+            None,
+            Some(0.0),
+        ]));
+        let err = write("null.parquet", null).unwrap_err();
+        assert!(err.contains("data row 3, column 'y': empty cell"), "{err}");
+        let nan = Arc::new(Float64Array::from(vec![1.0, f64::NAN, 0.0, 1.0]));
+        let err = write("nan.parquet", nan).unwrap_err();
+        assert!(
+            err.contains("data row 2, column 'y': NaN is not a finite number"),
+            "{err}"
+        );
+        let text = Arc::new(StringArray::from(vec!["x", "y", "z", "w"]));
+        let err = write("text.parquet", text).unwrap_err();
+        assert!(
+            err.contains("column 'y': type Utf8 is not numeric"),
+            "{err}"
+        );
+        // Integer columns are numbers.
+        let fine = Arc::new(Float64Array::from(vec![1.0, 2.0, 0.5, 1.0]));
+        let read = write("ints.parquet", fine).unwrap();
+        assert_eq!(read[1].x, DMatrix::from_column_slice(2, 1, &[3.0, 4.0]));
+    }
+
+    #[test]
+    fn scan_standardises_like_the_whole_file_reader_and_samples_by_seed() {
+        let (csv, parquet, _, _) = both_formats("scan");
+        let whole = Dataset::from_csv(&csv, None).unwrap();
+        let table = TableFile::open(&csv, None).unwrap();
+        let mut calls = 0;
+        let all = scan(&table, 100, 3, 8, &mut |_| calls += 1).unwrap();
+        assert_eq!((all.rows, calls), (50, 7));
+        let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(p, q)| (p - q).abs() < 1e-12);
+        assert!(close(&all.transform.x_mean, &whole.transform.x_mean));
+        assert!(close(&all.transform.x_scale, &whole.transform.x_scale));
+        assert!((all.transform.y_scale - whole.transform.y_scale).abs() < 1e-12);
+        assert_eq!(all.transform.x_min, whole.transform.x_min);
+        // A file no larger than the sample is kept whole, in file order.
+        assert!((&all.sample_x - whole.raw_x()).amax() < 1e-12);
+        assert_eq!(all.target_values.len(), 3);
+        let some = scan(&table, 10, 3, 8, &mut |_| {}).unwrap();
+        let again = scan(
+            &TableFile::open(&parquet, None).unwrap(),
+            10,
+            3,
+            8,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(some.sample_x.nrows(), 10);
+        assert_eq!(some.sample_x, again.sample_x);
+        assert_ne!(some.sample_x, all.sample_x.rows(0, 10).into_owned());
+    }
+
+    #[test]
+    fn scan_refuses_a_constant_target_and_too_few_rows() {
+        let path = temp("constant.csv");
+        std::fs::write(&path, "a,y\n1,5\n2,5\n3,5\n").unwrap();
+        let table = TableFile::open(&path, None).unwrap();
+        let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("target column 'y' is constant"), "{err}");
+        std::fs::write(&path, "a,y\n1,5\n").unwrap();
+        let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("1 data row(s)"), "{err}");
+    }
+}

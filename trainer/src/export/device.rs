@@ -1,0 +1,304 @@
+//! Evaluation through `sgp-runtime` itself, in f32: what the device would
+//! compute. Used by the export fidelity check and by `sgp predict`/`eval`.
+//!
+//! The runtime's capacities are const generics, so the host picks the
+//! smallest of a few capacity classes that holds the blob. A
+//! `Model<M, G, D, P>` lives on the stack of a dedicated thread sized for
+//! it: the largest class is far beyond a default thread stack.
+
+use sgp_runtime::{ram_bytes_with_outputs, Model, ModelSpec, Prediction};
+
+use crate::{Error, Result};
+use sgp_runtime::NAME_CAPACITY;
+
+/// What the host needs from a loaded runtime model of any capacity.
+pub trait DeviceModel {
+    /// [`Model::predict`].
+    fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error>;
+    /// [`Model::probability`].
+    fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error>;
+    /// [`Model::predict_all`].
+    fn predict_all(&self, x: &[f32]) -> std::result::Result<Vec<Prediction>, sgp_runtime::Error>;
+    /// [`Model::classify`]: the class and the class probabilities.
+    fn classify(&self, x: &[f32]) -> std::result::Result<(usize, Vec<f32>), sgp_runtime::Error>;
+}
+
+impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
+    for Model<M, G, D, P>
+{
+    fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error> {
+        Model::predict(self, x)
+    }
+    fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error> {
+        Model::probability(self, x)
+    }
+    fn predict_all(&self, x: &[f32]) -> std::result::Result<Vec<Prediction>, sgp_runtime::Error> {
+        Ok(Model::predict_all(self, x)?.to_vec())
+    }
+    fn classify(&self, x: &[f32]) -> std::result::Result<(usize, Vec<f32>), sgp_runtime::Error> {
+        let c = Model::classify(self, x)?;
+        Ok((c.class, c.probabilities().to_vec()))
+    }
+}
+
+/// Basis-function capacity classes.
+const BASIS_CLASSES: [usize; 5] = [32, 128, 512, 2048, 4096];
+/// Input/feature dimension classes (G and D share one class).
+const DIM_CLASSES: [usize; 3] = [8, 32, 128];
+/// Output capacity classes: one output, or up to 16 (multi-output
+/// regression, classes of a classifier). Several outputs hold several
+/// `M x M` factors, so they stop at [`MULTI_OUTPUT_BASIS_LIMIT`].
+const OUTPUT_CLASSES: [usize; 2] = [1, 16];
+/// The largest number of basis functions the host evaluates with several
+/// outputs (16 factors of 512 x 512 are 16 MB of stack).
+const MULTI_OUTPUT_BASIS_LIMIT: usize = 512;
+
+/// Loads `blob` into the runtime and runs `f` on it, on a thread whose
+/// stack holds the model.
+///
+/// # Errors
+/// The runtime's refusal of the blob, or [`Error::BadInput`] when the model
+/// is larger than the largest capacity class.
+pub fn with_device_model<R: Send>(
+    blob: &[u8],
+    f: impl FnOnce(&dyn DeviceModel) -> R + Send,
+) -> Result<R> {
+    let spec = ModelSpec::from_bytes(blob)?;
+    // A device refuses names longer than it holds (`sgp fit` warns, `sgp
+    // inspect --capacity` says the model does not fit); the host evaluates
+    // the same numbers with the names left out, so that host tools still
+    // work on such a blob.
+    let unnamed;
+    let outputs_fit = spec
+        .outputs
+        .iter()
+        .all(|output| output.name.len() <= sgp_runtime::NAME_CAPACITY);
+    let blob = if names_too_long(&spec.input_names, &spec.target_name).is_empty() && outputs_fit {
+        blob
+    } else {
+        let mut spec = spec.clone();
+        spec.input_names.iter_mut().for_each(String::clear);
+        spec.target_name.clear();
+        spec.outputs
+            .iter_mut()
+            .for_each(|output| output.name.clear());
+        unnamed = spec.to_bytes()?;
+        &unnamed
+    };
+    let m = usize::from(spec.shape.n_basis);
+    let dim = usize::from(spec.shape.input_dim.max(spec.shape.feature_dim));
+    let class = |classes: &[usize], need: usize, what: &str| {
+        classes.iter().copied().find(|&c| c >= need).ok_or_else(|| {
+            Error::BadInput(format!(
+                "{what} = {need} exceeds the host evaluator's largest capacity {}",
+                classes.last().copied().unwrap_or(0)
+            ))
+        })
+    };
+    let m_class = class(&BASIS_CLASSES, m, "number of basis functions")?;
+    let d_class = class(&DIM_CLASSES, dim, "input dimension")?;
+    let p_class = class(&OUTPUT_CLASSES, spec.output_count(), "number of outputs")?;
+    if p_class > 1 && m > MULTI_OUTPUT_BASIS_LIMIT {
+        return Err(Error::BadInput(format!(
+            "a model with {} outputs and {m} basis functions exceeds the host evaluator's \
+             largest multi-output capacity ({MULTI_OUTPUT_BASIS_LIMIT} basis functions)",
+            spec.output_count()
+        )));
+    }
+    // from_bytes builds the model and moves it out: allow a few copies.
+    let stack = 4 * ram_bytes_with_outputs(m_class, d_class, d_class, p_class) + (8 << 20);
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("sgp-device".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, move || dispatch(blob, m_class, d_class, p_class, f))
+            .map_err(|e| Error::Numerical(format!("cannot start the evaluator thread: {e}")))?;
+        worker
+            .join()
+            .map_err(|_| Error::Numerical("the runtime evaluator thread panicked".into()))?
+    })
+}
+
+/// One capacity class; never inlined so that the caller's frame does not
+/// reserve room for every class's model at once.
+#[inline(never)]
+fn load_and_run<const M: usize, const D: usize, const P: usize, R>(
+    blob: &[u8],
+    f: impl FnOnce(&dyn DeviceModel) -> R,
+) -> Result<R> {
+    let model = Model::<M, D, D, P>::from_bytes(blob)?;
+    Ok(f(&model))
+}
+
+fn dispatch<R>(
+    blob: &[u8],
+    m: usize,
+    d: usize,
+    p: usize,
+    f: impl FnOnce(&dyn DeviceModel) -> R,
+) -> Result<R> {
+    macro_rules! classes {
+        ($(($m:literal, $d:literal, $p:literal)),*) => {
+            match (m, d, p) {
+                $(($m, $d, $p) => load_and_run::<$m, $d, $p, R>(blob, f),)*
+                _ => Err(Error::Numerical(format!(
+                    "no evaluator for capacity class ({m}, {d}, {p})"
+                ))),
+            }
+        };
+    }
+    classes!(
+        (32, 8, 1),
+        (32, 32, 1),
+        (32, 128, 1),
+        (128, 8, 1),
+        (128, 32, 1),
+        (128, 128, 1),
+        (512, 8, 1),
+        (512, 32, 1),
+        (512, 128, 1),
+        (2048, 8, 1),
+        (2048, 32, 1),
+        (2048, 128, 1),
+        (4096, 8, 1),
+        (4096, 32, 1),
+        (4096, 128, 1),
+        (32, 8, 16),
+        (32, 32, 16),
+        (32, 128, 16),
+        (128, 8, 16),
+        (128, 32, 16),
+        (128, 128, 16),
+        (512, 8, 16),
+        (512, 32, 16),
+        (512, 128, 16)
+    )
+}
+
+/// The runtime's prediction at every row of `x` (raw inputs): mean and
+/// variance, plus the class probability for probit models.
+///
+/// # Errors
+/// The runtime's refusal of the blob or of an input.
+pub fn predict_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<DevicePrediction>> {
+    let rows = f32_rows(x);
+    with_device_model(blob, |device| {
+        rows.iter()
+            .map(|row| {
+                let p = device.predict(row)?;
+                // The runtime itself says whether the model classifies; no
+                // second decode of the blob to find out.
+                let probability = match device.probability(row) {
+                    Ok(probability) => Some(probability),
+                    Err(sgp_runtime::Error::NotClassifier) => None,
+                    Err(e) => return Err(e),
+                };
+                Ok(DevicePrediction {
+                    mean: p.mean,
+                    variance: p.variance,
+                    probability,
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
+    })?
+    .map_err(Error::from)
+}
+
+/// The runtime's prediction of every output at every row of `x` (raw
+/// inputs): `[row][output]`, each with the class probability of that
+/// output's class for a classifier (a probit model's one output: `P(y =
+/// +1)`).
+///
+/// # Errors
+/// The runtime's refusal of the blob or of an input.
+pub fn predict_outputs(
+    blob: &[u8],
+    x: &nalgebra::DMatrix<f64>,
+) -> Result<Vec<Vec<DevicePrediction>>> {
+    let rows = f32_rows(x);
+    with_device_model(blob, |device| {
+        rows.iter()
+            .map(|row| {
+                let all = device.predict_all(row)?;
+                let probabilities = match device.classify(row) {
+                    Ok((_, p)) if p.len() == all.len() => Some(p),
+                    // A probit model's two classes: its output is the second.
+                    Ok((_, p)) => p.get(1).map(|&positive| vec![positive]),
+                    Err(sgp_runtime::Error::NotClassifier) => None,
+                    Err(sgp_runtime::Error::CapacityExceeded { .. }) => {
+                        Some(vec![device.probability(row)?])
+                    }
+                    Err(e) => return Err(e),
+                };
+                Ok(all
+                    .iter()
+                    .enumerate()
+                    .map(|(p, prediction)| DevicePrediction {
+                        mean: prediction.mean,
+                        variance: prediction.variance,
+                        probability: probabilities.as_ref().and_then(|q| q.get(p).copied()),
+                    })
+                    .collect())
+            })
+            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
+    })?
+    .map_err(Error::from)
+}
+
+/// The runtime's class and class probabilities at every row of `x` (raw
+/// inputs) of a classifier's blob (a probit model's two classes:
+/// `[negative, positive]`).
+///
+/// # Errors
+/// The runtime's refusal of the blob or of an input
+/// (`NotClassifier` for a regression blob).
+pub fn classify_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<(usize, Vec<f32>)>> {
+    let rows = f32_rows(x);
+    with_device_model(blob, |device| {
+        rows.iter()
+            .map(|row| match device.classify(row) {
+                // A probit blob in a one-output capacity: its two classes.
+                Err(sgp_runtime::Error::CapacityExceeded { .. }) => {
+                    let p = device.probability(row)?;
+                    Ok((usize::from(p > 0.5), vec![1.0 - p, p]))
+                }
+                other => other,
+            })
+            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
+    })?
+    .map_err(Error::from)
+}
+
+/// The rows of `x` in f32, as a device reads its inputs.
+fn f32_rows(x: &nalgebra::DMatrix<f64>) -> Vec<Vec<f32>> {
+    x.row_iter()
+        .map(|r| r.iter().map(|&v| v as f32).collect())
+        .collect()
+}
+
+/// One prediction of the runtime, in f32 as the device computes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DevicePrediction {
+    /// Predictive mean (regression: of `y`; probit: of the latent).
+    pub mean: f32,
+    /// Predictive variance (regression: of `y`, noise included).
+    pub variance: f32,
+    /// `P(y = +1)` for probit models; the probability of this output's
+    /// class for a multi-class model.
+    pub probability: Option<f32>,
+}
+
+/// The column names (inputs, then the target) longer than the
+/// [`NAME_CAPACITY`] bytes a device `Model` holds per name.
+pub fn names_too_long<'a>(
+    input_names: impl IntoIterator<Item = &'a String>,
+    target_name: &'a str,
+) -> Vec<String> {
+    input_names
+        .into_iter()
+        .map(String::as_str)
+        .chain([target_name])
+        .filter(|name| name.len() > NAME_CAPACITY)
+        .map(str::to_owned)
+        .collect()
+}

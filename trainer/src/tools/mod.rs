@@ -1,0 +1,11 @@
+//! What the `sgp` subcommands do beyond fitting and exporting: generated
+//! data, the demo, inspecting a blob, sweeping a grid of models against a
+//! device budget (with its instruction cost model) and plotting.
+
+pub mod cost;
+pub mod demo;
+pub mod dynamics;
+pub mod inspect;
+pub mod plot;
+pub mod sweep;
+pub mod synth;

@@ -1,0 +1,1144 @@
+//! `sgp sweep`: fit a grid of models (family x M, x G for projected
+//! families) with the settings `sgp fit` uses by default, export each one
+//! as `sgp fit` does (runtime check and cure included), evaluate every blob
+//! on a test set through the runtime, and pick the most accurate model that
+//! fits a device: its blob in the flash budget, its `Model<M, G, D>` in the
+//! RAM budget, its instructions per prediction ([`crate::tools::cost`]) in the
+//! time budget.
+//!
+//! A grid point that fails to fit or to export is a row saying why, not the
+//! end of the sweep. Grid points run in parallel (rayon); every fit is
+//! deterministic and the rows keep the grid's order, so the table does not
+//! depend on the scheduling. Fit times are wall times with the other grid
+//! points running beside them.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+use serde::Serialize;
+use sgp_runtime::{ram_bytes, ModelSpec};
+
+use crate::data::{is_class, read_same_columns, Dataset, TargetKind};
+use crate::evaluate::{evaluate_blob, evaluate_classifier, Figures};
+use crate::export::cure::{export_fitted, Cure};
+use crate::fit::{fit, FitParams, Method};
+use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
+use crate::{Error, Result};
+
+/// What to sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepSpec {
+    /// Model families, in the order of the table.
+    pub models: Vec<Method>,
+    /// Basis-function counts M (the exact GP has none: one row).
+    pub m: Vec<usize>,
+    /// Projected dimensions G, for the projected families only.
+    pub dims: Vec<usize>,
+    /// Seed of every fit.
+    pub seed: u64,
+}
+
+/// Device limits; `None` is no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// Largest blob, bytes (flash).
+    pub flash: Option<usize>,
+    /// Largest `Model<M, G, D>`, bytes (RAM).
+    pub ram: Option<usize>,
+    /// Most Cortex-M4 instructions per prediction.
+    pub instructions: Option<u64>,
+}
+
+/// One of a [`Budget`]'s limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// `--flash`.
+    Flash,
+    /// `--ram`.
+    Ram,
+    /// `--instructions`.
+    Instructions,
+}
+
+impl Limit {
+    fn name(self) -> &'static str {
+        match self {
+            Limit::Flash => "flash",
+            Limit::Ram => "ram",
+            Limit::Instructions => "instructions",
+        }
+    }
+}
+
+impl Budget {
+    /// Whether any limit is set.
+    pub fn is_set(&self) -> bool {
+        *self != Budget::default()
+    }
+
+    /// The limits a model with these figures exceeds.
+    pub fn exceeded(&self, blob_bytes: usize, ram_bytes: usize, instructions: u64) -> Vec<Limit> {
+        let over = |limit: Option<u64>, value: u64| limit.is_some_and(|l| value > l);
+        [
+            (
+                Limit::Flash,
+                over(self.flash.map(to_u64), to_u64(blob_bytes)),
+            ),
+            (Limit::Ram, over(self.ram.map(to_u64), to_u64(ram_bytes))),
+            (Limit::Instructions, over(self.instructions, instructions)),
+        ]
+        .into_iter()
+        .filter_map(|(limit, over)| over.then_some(limit))
+        .collect()
+    }
+
+    fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            self.flash.map(|b| format!("flash <= {b} B")),
+            self.ram.map(|b| format!("RAM <= {b} B")),
+            self.instructions
+                .map(|n| format!("<= {n} instructions per prediction")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Parses a byte count: a whole number, optionally followed by `K` (1024)
+/// or `M` (1024 * 1024), e.g. `65536`, `64K`, `1M`.
+///
+/// # Errors
+/// [`Error::BadInput`] for anything else.
+pub fn parse_bytes(text: &str) -> Result<usize> {
+    let bad = || {
+        Error::BadInput(format!(
+            "'{text}' is not a byte count (a whole number, optionally with K or M: 65536, 64K, 1M)"
+        ))
+    };
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1024),
+        Some((i, 'm' | 'M')) => (&t[..i], 1024 * 1024),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(bad)
+}
+
+/// One fit of the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GridPoint {
+    /// Family.
+    pub model: Method,
+    /// Asked basis-function count (none for the exact GP).
+    pub m: Option<usize>,
+    /// Asked projected dimension (projected families only).
+    pub dim: Option<usize>,
+}
+
+impl GridPoint {
+    /// The settings `sgp fit` would use for this point.
+    pub fn params(&self, seed: u64) -> FitParams {
+        FitParams::defaults(self.model, self.m.unwrap_or(0), self.dim.unwrap_or(0), seed)
+    }
+
+    /// E.g. `spgp-dr M = 16, G = 2`.
+    pub fn label(&self) -> String {
+        let mut label = self.model.name();
+        if let Some(m) = self.m {
+            label += &format!(" M = {m}");
+        }
+        if let Some(g) = self.dim {
+            label += &format!(", G = {g}");
+        }
+        label
+    }
+}
+
+/// Checks `spec` against the training data and lays out its grid: every
+/// family in the given order, each with every M (and every G when
+/// projected); repeated values count once. The exact GP is one point.
+///
+/// # Errors
+/// [`Error::BadInput`] for an empty grid, an M or G of zero, a G larger
+/// than the inputs, `--dim` without a projected family or a projected
+/// family without `--dim`, and a regression family on a binary target.
+pub fn grid(spec: &SweepSpec, train: &Dataset) -> Result<Vec<GridPoint>> {
+    let models = distinct(&spec.models);
+    let ms = distinct(&spec.m);
+    let dims = distinct(&spec.dims);
+    if models.is_empty() {
+        return Err(Error::BadInput("--models: no model to sweep".into()));
+    }
+    if let TargetKind::Binary { .. } = train.target {
+        if let Some(m) = models.iter().find(|&&m| !m.classifies()) {
+            return Err(Error::BadInput(format!(
+                "--models {}: a binary target (--link probit) can only be fitted with svgp, ivm or \
+                 exact (the classifiers); the other families are regression models",
+                m.name()
+            )));
+        }
+    }
+    if ms.is_empty() && models.iter().any(|&m| m != Method::Exact) {
+        return Err(Error::BadInput(
+            "--m: no basis-function count to sweep".into(),
+        ));
+    }
+    if ms.contains(&0) {
+        return Err(Error::BadInput("--m: every M must be at least 1".into()));
+    }
+    let projected: Vec<String> = models
+        .iter()
+        .filter(|m| m.is_projected())
+        .map(|m| m.name())
+        .collect();
+    match (projected.is_empty(), dims.is_empty()) {
+        (true, false) => {
+            return Err(Error::BadInput(
+                "--dim applies to spgp-dr and spgp-pca only, and --models names neither".into(),
+            ))
+        }
+        (false, true) => {
+            return Err(Error::BadInput(format!(
+                "--models {} needs --dim G, the projected dimensions to try (e.g. --dim 2,4)",
+                projected.join(",")
+            )))
+        }
+        _ => {}
+    }
+    // Constant inputs are fitted around, so they do not count.
+    let inputs = train.n_inputs() - train.constant_inputs.len();
+    if let Some(&g) = dims.iter().find(|&&g| g == 0 || g > inputs) {
+        return Err(Error::BadInput(format!(
+            "--dim {g}: the projected dimension must be 1 to the {inputs} (non-constant) inputs"
+        )));
+    }
+    let mut points = Vec::new();
+    for &model in &models {
+        if model == Method::Exact {
+            points.push(GridPoint {
+                model,
+                m: None,
+                dim: None,
+            });
+            continue;
+        }
+        for &m in &ms {
+            if model.is_projected() {
+                points.extend(dims.iter().map(|&g| GridPoint {
+                    model,
+                    m: Some(m),
+                    dim: Some(g),
+                }));
+            } else {
+                points.push(GridPoint {
+                    model,
+                    m: Some(m),
+                    dim: None,
+                });
+            }
+        }
+    }
+    Ok(points)
+}
+
+fn distinct<T: PartialEq + Copy>(values: &[T]) -> Vec<T> {
+    let mut out = Vec::new();
+    for &v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A test set read against the training data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestSet {
+    /// Raw inputs, in the training data's input order.
+    pub x: DMatrix<f64>,
+    /// Raw targets, or ±1 labels for a binary training target (its
+    /// positive class is +1).
+    pub y: DVector<f64>,
+    /// The file.
+    pub source: String,
+}
+
+impl TestSet {
+    /// Reads `path`, which must hold exactly the training data's columns
+    /// (in any order).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for different columns and every data error.
+    pub fn read(path: &Path, train: &Dataset) -> Result<TestSet> {
+        let (x, y) = read_same_columns(path, &train.input_names, &train.target_name)?;
+        let y = match train.target {
+            TargetKind::Continuous => y,
+            TargetKind::Binary { positive } => {
+                y.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 })
+            }
+        };
+        Ok(TestSet {
+            x,
+            y,
+            source: path.display().to_string(),
+        })
+    }
+}
+
+/// What a sweep reports while it runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SweepProgress {
+    /// Optimiser iterations done since the last report (over all grid
+    /// points; they add up to [`iteration_total`]).
+    Iterations(u64),
+    /// A grid point is finished.
+    Finished {
+        /// Grid points finished so far.
+        done: usize,
+        /// Grid points in all.
+        total: usize,
+    },
+}
+
+/// Optimiser iterations the whole grid may use: the length of a progress
+/// bar fed by [`SweepProgress::Iterations`].
+pub fn iteration_total(points: &[GridPoint], seed: u64) -> u64 {
+    points
+        .iter()
+        .map(|p| p.params(seed).iteration_budget())
+        .sum()
+}
+
+/// A fitted and exported grid point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Done {
+    /// Basis functions of the model (GPLasso may reach fewer than asked;
+    /// the exact GP has one per training row it used).
+    pub n_basis: usize,
+    /// Feature dimension G of the runtime model (D when unprojected).
+    pub feature_dim: usize,
+    /// Raw inputs D.
+    pub input_dim: usize,
+    /// Test-set figures, computed by the runtime from the blob.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Blob size (flash).
+    pub blob_bytes: usize,
+    /// RAM of `Model<M, G, D>` at exactly the model's sizes.
+    pub ram_bytes: usize,
+    /// Cortex-M4 instructions per prediction ([`crate::tools::cost`]).
+    pub instructions: u64,
+    /// The budget's limits this model exceeds.
+    pub over_budget: Vec<Limit>,
+    /// The export cure, if the f32 check needed one.
+    pub cure: Option<Cure>,
+    /// The blob.
+    #[serde(skip)]
+    pub blob: Vec<u8>,
+}
+
+/// How a grid point ended.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Fitted, exported and evaluated.
+    Ok(Done),
+    /// Fitting or exporting failed.
+    Failed {
+        /// The error.
+        reason: String,
+        /// The error was about the input (exit code 2), e.g. M above N.
+        #[serde(skip)]
+        bad_input: bool,
+    },
+}
+
+/// One row of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was fitted.
+    #[serde(flatten)]
+    pub point: GridPoint,
+    /// Wall time of the fit and the export, seconds.
+    pub fit_seconds: f64,
+    /// Result.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The chosen model: the most accurate within the budget.
+    pub chosen: bool,
+}
+
+impl Row {
+    /// The figures and sizes of a fitted row.
+    pub fn done(&self) -> Option<&Done> {
+        match &self.outcome {
+            Outcome::Ok(done) => Some(done),
+            Outcome::Failed { .. } => None,
+        }
+    }
+}
+
+/// `regression` or `classification`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Task {
+    /// Continuous target: lowest test NLPD wins.
+    Regression,
+    /// Binary target: lowest test error rate wins (then log loss).
+    Classification,
+}
+
+/// A finished sweep: what `sgp sweep` prints (`--json`: this, serialised).
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    /// Regression or classification.
+    pub task: Task,
+    /// Training file and rows.
+    pub train: String,
+    /// Training rows.
+    pub train_rows: usize,
+    /// Test file.
+    pub test: String,
+    /// Test rows.
+    pub test_rows: usize,
+    /// Raw inputs D.
+    pub inputs: usize,
+    /// The budget.
+    pub budget: Budget,
+    /// The instruction cost model.
+    pub cost_model: CostModel,
+    /// Its formula, for people.
+    pub cost_formula: String,
+    /// One row per grid point, in grid order.
+    pub rows: Vec<Row>,
+    /// Index of the chosen row.
+    pub chosen: Option<usize>,
+}
+
+/// Fits, exports and evaluates every point of `points` (from [`grid`]) on
+/// `train`, evaluates it on `test`, and marks the most accurate row within
+/// `budget`. `progress` is called from the worker threads.
+pub fn sweep(
+    train: &Dataset,
+    test: &TestSet,
+    points: &[GridPoint],
+    seed: u64,
+    budget: Budget,
+    progress: &(dyn Fn(SweepProgress) + Sync),
+) -> Sweep {
+    let raw_x = train.raw_x();
+    let finished = AtomicUsize::new(0);
+    let mut rows: Vec<Row> = points
+        .par_iter()
+        .map(|point| {
+            let row = run_point(train, &raw_x, test, point, seed, budget, progress);
+            progress(SweepProgress::Finished {
+                done: finished.fetch_add(1, Ordering::Relaxed) + 1,
+                total: points.len(),
+            });
+            row
+        })
+        .collect();
+    let task = match train.target {
+        TargetKind::Continuous => Task::Regression,
+        TargetKind::Binary { .. } => Task::Classification,
+    };
+    let chosen = choose(&mut rows);
+    Sweep {
+        task,
+        train: train.source.clone(),
+        train_rows: train.n_rows(),
+        test: test.source.clone(),
+        test_rows: test.y.len(),
+        inputs: train.n_inputs(),
+        budget,
+        cost_model: *CORTEX_M4,
+        cost_formula: CORTEX_M4.formula(),
+        rows,
+        chosen,
+    }
+}
+
+fn run_point(
+    train: &Dataset,
+    raw_x: &DMatrix<f64>,
+    test: &TestSet,
+    point: &GridPoint,
+    seed: u64,
+    budget: Budget,
+    progress: &(dyn Fn(SweepProgress) + Sync),
+) -> Row {
+    let params = point.params(seed);
+    let iterations = params.iteration_budget();
+    let started = Instant::now();
+    let mut reported = 0;
+    let result = (|| {
+        let mut fitted = fit(train, &params, &mut |p| {
+            let now = p.iteration.min(iterations);
+            if now > reported {
+                progress(SweepProgress::Iterations(now - reported));
+                reported = now;
+            }
+        })?;
+        let (exported, cure) = export_fitted(&mut fitted, raw_x, false)?;
+        Ok::<_, Error>((exported.blob, cure))
+    })();
+    // A fit that converged early, or failed, used less than its budget:
+    // the bar still has to reach its end.
+    progress(SweepProgress::Iterations(iterations - reported));
+    let fit_seconds = started.elapsed().as_secs_f64();
+    let outcome = result
+        .and_then(|(blob, cure)| evaluate(blob, cure, test, budget))
+        .unwrap_or_else(|e| Outcome::Failed {
+            reason: e.to_string(),
+            bad_input: e.exit_code() == 2,
+        });
+    Row {
+        point: *point,
+        fit_seconds,
+        outcome,
+        chosen: false,
+    }
+}
+
+fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -> Result<Outcome> {
+    let spec = ModelSpec::from_bytes(&blob)?;
+    let shape = spec.shape;
+    let figures = match shape.link {
+        sgp_runtime::Link::Identity => Figures::Regression(evaluate_blob(&blob, &test.x, &test.y)?),
+        sgp_runtime::Link::Probit => {
+            Figures::Classification(evaluate_classifier(&blob, &test.x, &test.y)?)
+        }
+        sgp_runtime::Link::OneVsRest | sgp_runtime::Link::Softmax => {
+            return Err(Error::BadInput(
+                "sgp sweep evaluates single-output models; this blob is a multi-class classifier"
+                    .into(),
+            ))
+        }
+    };
+    let (m, g, d) = (
+        usize::from(shape.n_basis),
+        usize::from(shape.feature_dim),
+        usize::from(shape.input_dim),
+    );
+    let ram = ram_bytes(m, g, d);
+    let instructions = instructions_per_prediction(&shape, spec.variance);
+    Ok(Outcome::Ok(Done {
+        n_basis: m,
+        feature_dim: g,
+        input_dim: d,
+        figures,
+        blob_bytes: blob.len(),
+        ram_bytes: ram,
+        instructions,
+        over_budget: budget.exceeded(blob.len(), ram, instructions),
+        cure,
+        blob,
+    }))
+}
+
+/// How a row ranks: lower is better; `None` cannot be chosen (failed,
+/// over budget, or a figure that is NaN).
+fn rank(done: &Done) -> Option<(f64, f64)> {
+    let key = match &done.figures {
+        Figures::Regression(e) => (e.nlpd, e.rmse),
+        Figures::Classification(c) => (c.error_rate, c.log_loss),
+    };
+    (done.over_budget.is_empty() && !key.0.is_nan() && !key.1.is_nan()).then_some(key)
+}
+
+/// Marks the most accurate row within the budget and returns its index:
+/// lowest test NLPD (classifiers: error rate, then log loss), then fewer
+/// instructions, then the first.
+fn choose(rows: &mut [Row]) -> Option<usize> {
+    let chosen = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, row)| {
+            let done = row.done()?;
+            Some((i, rank(done)?, done.instructions))
+        })
+        .min_by(|a, b| {
+            a.1 .0
+                .total_cmp(&b.1 .0)
+                .then(a.1 .1.total_cmp(&b.1 .1))
+                .then(a.2.cmp(&b.2))
+                .then(a.0.cmp(&b.0))
+        })
+        .map(|(i, _, _)| i);
+    if let Some(row) = chosen.and_then(|i| rows.get_mut(i)) {
+        row.chosen = true;
+    }
+    chosen
+}
+
+impl Sweep {
+    /// The chosen row's blob.
+    pub fn chosen_blob(&self) -> Option<&[u8]> {
+        let row = self.rows.get(self.chosen?)?;
+        row.done().map(|done| done.blob.as_slice())
+    }
+
+    /// `Ok` when a model was chosen; otherwise why not.
+    ///
+    /// # Errors
+    /// [`Error::OverBudget`] (exit code 3) when fitted models exist but
+    /// none meets the budget, naming the smallest figure reached per limit;
+    /// when every grid point failed, [`Error::BadInput`] if every failure
+    /// was about the input, else [`Error::Numerical`].
+    pub fn outcome(&self) -> Result<()> {
+        if self.chosen.is_some() {
+            return Ok(());
+        }
+        let fitted: Vec<(&Row, &Done)> = self
+            .rows
+            .iter()
+            .filter_map(|row| Some((row, row.done()?)))
+            .collect();
+        if fitted.is_empty() {
+            let all_bad_input = self.rows.iter().all(|row| {
+                matches!(
+                    row.outcome,
+                    Outcome::Failed {
+                        bad_input: true,
+                        ..
+                    }
+                )
+            });
+            let message = format!(
+                "every one of the {} grid points failed (reasons in the table)",
+                self.rows.len()
+            );
+            return Err(if all_bad_input {
+                Error::BadInput(message)
+            } else {
+                Error::Numerical(message)
+            });
+        }
+        if !self.budget.is_set() {
+            return Err(Error::Numerical(
+                "no fitted model has finite test figures to rank".into(),
+            ));
+        }
+        let closest_to = |what: &str, value: fn(&Done) -> u64| {
+            fitted
+                .iter()
+                .min_by_key(|(_, done)| value(done))
+                .map(|(row, done)| format!("{what} {} ({})", value(done), row.point.label()))
+        };
+        let closest: Vec<String> = [
+            self.budget
+                .flash
+                .and_then(|_| closest_to("smallest blob (B)", |d| to_u64(d.blob_bytes))),
+            self.budget
+                .ram
+                .and_then(|_| closest_to("least RAM (B)", |d| to_u64(d.ram_bytes))),
+            self.budget
+                .instructions
+                .and_then(|_| closest_to("fewest instructions", |d| d.instructions)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Err(Error::OverBudget(format!(
+            "no model meets the budget ({}): {}; raise the budget or sweep smaller M (or G)",
+            self.budget.describe(),
+            closest.join(", ")
+        )))
+    }
+}
+
+impl fmt::Display for Sweep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fitted = self.rows.iter().filter(|r| r.done().is_some()).count();
+        writeln!(
+            f,
+            "{} fits on {} ({} rows, D = {}), evaluated on {} ({} rows) through the runtime; \
+             budget: {}",
+            self.rows.len(),
+            self.train,
+            self.train_rows,
+            self.inputs,
+            self.test,
+            self.test_rows,
+            self.budget.describe()
+        )?;
+        let accuracy = match self.task {
+            Task::Regression => ["NLPD", "RMSE", "cover95"],
+            Task::Classification => ["error", "log loss", "Brier"],
+        };
+        let label_width = self
+            .rows
+            .iter()
+            .map(|r| r.point.model.name().len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        writeln!(
+            f,
+            "  {:<label_width$} {:>5} {:>3} {:>9} {:>10} {:>8} {:>7} {:>8} {:>9} {:>8}  budget",
+            "model",
+            "M",
+            "G",
+            accuracy[0],
+            accuracy[1],
+            accuracy[2],
+            "fit s",
+            "blob B",
+            "RAM B",
+            "instr",
+        )?;
+        for row in &self.rows {
+            let mark = if row.chosen { '*' } else { ' ' };
+            let name = row.point.model.name();
+            match &row.outcome {
+                Outcome::Ok(done) => {
+                    let figures = match &done.figures {
+                        Figures::Regression(e) => [
+                            format!("{:.4}", e.nlpd),
+                            number(e.rmse),
+                            format!("{:.3}", e.coverage_95),
+                        ],
+                        Figures::Classification(c) => [
+                            format!("{:.4}", c.error_rate),
+                            format!("{:.4}", c.log_loss),
+                            format!("{:.4}", c.brier),
+                        ],
+                    };
+                    let budget = if !self.budget.is_set() {
+                        "-".to_string()
+                    } else if done.over_budget.is_empty() {
+                        "ok".to_string()
+                    } else {
+                        let over: Vec<&str> = done.over_budget.iter().map(|l| l.name()).collect();
+                        format!("over: {}", over.join(", "))
+                    };
+                    writeln!(
+                        f,
+                        "{mark} {name:<label_width$} {:>5} {:>3} {:>9} {:>10} {:>8} {:>7.2} {:>8} \
+                         {:>9} {:>8}  {budget}",
+                        done.n_basis,
+                        done.feature_dim,
+                        figures[0],
+                        figures[1],
+                        figures[2],
+                        row.fit_seconds,
+                        done.blob_bytes,
+                        done.ram_bytes,
+                        done.instructions,
+                    )?;
+                }
+                Outcome::Failed { reason, .. } => {
+                    let m = row.point.m.map_or("-".into(), |m| m.to_string());
+                    let g = row.point.dim.map_or("-".into(), |g| g.to_string());
+                    writeln!(
+                        f,
+                        "{mark} {name:<label_width$} {m:>5} {g:>3}  failed after {:.2} s: {reason}",
+                        row.fit_seconds
+                    )?;
+                }
+            }
+        }
+        // Where a row's model differs from what was asked, say so.
+        for row in &self.rows {
+            let Some(done) = row.done() else { continue };
+            if row.point.m.is_some_and(|m| m != done.n_basis) {
+                writeln!(
+                    f,
+                    "note: {}: the model has {} basis functions",
+                    row.point.label(),
+                    done.n_basis
+                )?;
+            }
+            if let Some(c) = &done.cure {
+                writeln!(
+                    f,
+                    "note: {}: export cured, jitter {:.0e} -> {:.0e} s2 (training NLML {:.4} -> {:.4})",
+                    row.point.label(),
+                    c.from_eps,
+                    c.to_eps,
+                    c.nlml_before,
+                    c.nlml_after
+                )?;
+            }
+        }
+        let criterion = match self.task {
+            Task::Regression => "lowest test NLPD",
+            Task::Classification => "lowest test error rate",
+        };
+        match self.chosen.and_then(|i| self.rows.get(i)) {
+            Some(row) => {
+                let within = self
+                    .rows
+                    .iter()
+                    .filter(|r| r.done().is_some_and(|d| d.over_budget.is_empty()))
+                    .count();
+                write!(
+                    f,
+                    "* chosen: {} ({criterion} of the {within} of {fitted} fitted models within the \
+                     budget)",
+                    row.point.label()
+                )?;
+            }
+            None if fitted == 0 => write!(f, "no model chosen: every grid point failed")?,
+            None => write!(
+                f,
+                "no model chosen: none of the {fitted} fitted models is within the budget"
+            )?,
+        }
+        writeln!(f)?;
+        write!(
+            f,
+            "instr: Cortex-M4 instructions per prediction, estimated by {} (see --help)",
+            self.cost_formula
+        )
+    }
+}
+
+/// Four decimals, or scientific notation where they would not show the
+/// value (raw targets can be of any scale).
+fn number(v: f64) -> String {
+    if v != 0.0 && (v.abs() < 1e-2 || v.abs() >= 1e5) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{ClassEvaluation, Evaluation};
+    use crate::tools::synth::{dataset, Shape};
+
+    fn spec(models: &[Method], m: &[usize], dims: &[usize]) -> SweepSpec {
+        SweepSpec {
+            models: models.to_vec(),
+            m: m.to_vec(),
+            dims: dims.to_vec(),
+            seed: 0,
+        }
+    }
+
+    fn refused(spec: &SweepSpec, data: &Dataset, mentions: &str) {
+        match grid(spec, data) {
+            Err(Error::BadInput(message)) => {
+                assert!(message.contains(mentions), "{message}")
+            }
+            other => panic!("expected bad input mentioning {mentions:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_grid_is_family_by_m_by_g_in_the_given_order() {
+        let data = dataset(Shape::Ridge, 60, 0).unwrap();
+        let points = grid(
+            &spec(
+                &[Method::SpgpDr, Method::Spgp, Method::Exact, Method::Spgp],
+                &[16, 8, 16],
+                &[2, 1],
+            ),
+            &data,
+        )
+        .unwrap();
+        let labels: Vec<String> = points.iter().map(GridPoint::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "spgp-dr M = 16, G = 2",
+                "spgp-dr M = 16, G = 1",
+                "spgp-dr M = 8, G = 2",
+                "spgp-dr M = 8, G = 1",
+                "spgp M = 16",
+                "spgp M = 8",
+                "exact",
+            ]
+        );
+        // Each point's settings are sgp fit's defaults for it.
+        assert_eq!(
+            points[2].params(7),
+            FitParams::defaults(Method::SpgpDr, 8, 2, 7)
+        );
+    }
+
+    #[test]
+    fn bad_grids_are_refused() {
+        let data = dataset(Shape::Ridge, 60, 0).unwrap();
+        refused(&spec(&[], &[8], &[]), &data, "no model");
+        refused(
+            &spec(&[Method::Spgp], &[], &[]),
+            &data,
+            "no basis-function count",
+        );
+        refused(&spec(&[Method::Spgp], &[8, 0], &[]), &data, "at least 1");
+        refused(&spec(&[Method::Spgp], &[8], &[2]), &data, "--dim applies");
+        refused(&spec(&[Method::SpgpPca], &[8], &[]), &data, "needs --dim");
+        refused(&spec(&[Method::SpgpDr], &[8], &[5]), &data, "--dim 5");
+        refused(&spec(&[Method::SpgpDr], &[8], &[0]), &data, "--dim 0");
+        // The exact GP alone needs no M.
+        assert_eq!(
+            grid(&spec(&[Method::Exact], &[], &[]), &data)
+                .unwrap()
+                .len(),
+            1
+        );
+        // A binary target: only the IVM classifies.
+        let mut classes = dataset(Shape::Ridge, 60, 0).unwrap();
+        classes.y = classes.y.map(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        let classes = classes.into_binary(None).unwrap();
+        refused(
+            &spec(&[Method::Ivm, Method::Spgp], &[8], &[]),
+            &classes,
+            "ivm",
+        );
+        assert_eq!(
+            grid(&spec(&[Method::Ivm], &[8], &[]), &classes)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn byte_counts_take_k_and_m() {
+        assert_eq!(parse_bytes("65536").unwrap(), 65536);
+        assert_eq!(parse_bytes("64K").unwrap(), 65536);
+        assert_eq!(parse_bytes("64k").unwrap(), 65536);
+        assert_eq!(parse_bytes(" 2M ").unwrap(), 2 << 20);
+        for bad in ["", "K", "-1", "1.5K", "12Q", "99999999999999999999"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A fitted regression row with these figures, checked against `budget`.
+    fn fitted(nlpd: f64, blob: usize, ram: usize, instructions: u64, budget: Budget) -> Row {
+        Row {
+            point: GridPoint {
+                model: Method::Spgp,
+                m: Some(8),
+                dim: None,
+            },
+            fit_seconds: 0.1,
+            outcome: Outcome::Ok(Done {
+                n_basis: 8,
+                feature_dim: 2,
+                input_dim: 2,
+                figures: Figures::Regression(Evaluation {
+                    rows: 10,
+                    rmse: 1.0,
+                    mse: 1.0,
+                    smse: 1.0,
+                    nlpd,
+                    coverage_95: 0.95,
+                }),
+                blob_bytes: blob,
+                ram_bytes: ram,
+                instructions,
+                over_budget: budget.exceeded(blob, ram, instructions),
+                cure: None,
+                blob: vec![1, 2, 3],
+            }),
+            chosen: false,
+        }
+    }
+
+    fn failed(bad_input: bool) -> Row {
+        let mut row = fitted(0.0, 1, 1, 1, Budget::default());
+        row.outcome = Outcome::Failed {
+            reason: "no".into(),
+            bad_input,
+        };
+        row
+    }
+
+    fn finished(mut rows: Vec<Row>, budget: Budget) -> Sweep {
+        let chosen = choose(&mut rows);
+        Sweep {
+            task: Task::Regression,
+            train: "train.csv".into(),
+            train_rows: 10,
+            test: "test.csv".into(),
+            test_rows: 10,
+            inputs: 2,
+            budget,
+            cost_model: *CORTEX_M4,
+            cost_formula: CORTEX_M4.formula(),
+            rows,
+            chosen,
+        }
+    }
+
+    #[test]
+    fn the_most_accurate_row_within_the_budget_is_chosen() {
+        let budget = Budget {
+            flash: Some(1000),
+            ram: Some(2000),
+            instructions: Some(3000),
+        };
+        assert_eq!(
+            budget.exceeded(1001, 2000, 3001),
+            [Limit::Flash, Limit::Instructions]
+        );
+        let rows = vec![
+            fitted(0.5, 900, 1500, 2000, budget),
+            fitted(-1.0, 1200, 1500, 2000, budget), // best, but over flash
+            failed(false),
+            fitted(0.2, 1000, 2000, 3000, budget), // at every limit: within
+            fitted(f64::NAN, 100, 100, 100, budget),
+        ];
+        let sweep = finished(rows, budget);
+        assert_eq!(sweep.chosen, Some(3));
+        assert!(sweep.outcome().is_ok());
+        assert_eq!(sweep.chosen_blob(), Some(&[1u8, 2, 3][..]));
+        let table = sweep.to_string();
+        assert!(table.contains("over: flash"), "{table}");
+        assert!(table.contains("failed after"), "{table}");
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with('*')).count(),
+            2,
+            "{table}"
+        );
+        // Without a budget the best row wins.
+        let open = finished(
+            vec![
+                fitted(0.5, 900, 1500, 2000, Budget::default()),
+                fitted(-1.0, 1200, 1, 1, Budget::default()),
+            ],
+            Budget::default(),
+        );
+        assert_eq!(open.chosen, Some(1));
+        // Equal NLPD: fewer instructions.
+        let tie = finished(
+            vec![
+                fitted(0.5, 9, 9, 2000, Budget::default()),
+                fitted(0.5, 9, 9, 1000, Budget::default()),
+            ],
+            Budget::default(),
+        );
+        assert_eq!(tie.chosen, Some(1));
+    }
+
+    #[test]
+    fn a_classifier_is_chosen_by_error_rate_then_log_loss() {
+        let class = |error_rate: f64, log_loss: f64| {
+            let mut row = fitted(0.0, 1, 1, 1, Budget::default());
+            if let Outcome::Ok(done) = &mut row.outcome {
+                done.figures = Figures::Classification(ClassEvaluation {
+                    rows: 10,
+                    error_rate,
+                    log_loss,
+                    brier: 0.1,
+                    ece: 0.1,
+                    true_positives: 1,
+                    false_positives: 1,
+                    true_negatives: 1,
+                    false_negatives: 1,
+                });
+            }
+            row
+        };
+        let mut rows = vec![class(0.2, 0.3), class(0.1, 0.6), class(0.1, 0.5)];
+        assert_eq!(choose(&mut rows), Some(2));
+        assert!(rows[2].chosen && !rows[1].chosen);
+    }
+
+    #[test]
+    fn an_unmet_budget_and_a_sweep_that_failed_everywhere_are_errors() {
+        let budget = Budget {
+            flash: None,
+            ram: Some(100),
+            instructions: None,
+        };
+        let over = finished(
+            vec![
+                fitted(0.5, 900, 1500, 2000, budget),
+                fitted(0.1, 900, 700, 2000, budget),
+            ],
+            budget,
+        );
+        match over.outcome() {
+            Err(e @ Error::OverBudget(_)) => {
+                assert_eq!(e.exit_code(), 3);
+                let message = e.to_string();
+                assert!(message.contains("RAM <= 100 B"), "{message}");
+                assert!(message.contains("least RAM (B) 700"), "{message}");
+            }
+            other => panic!("expected OverBudget, got {other:?}"),
+        }
+        assert!(over.chosen_blob().is_none());
+        assert!(over.to_string().contains("no model chosen"));
+        let refused = finished(vec![failed(true), failed(true)], budget);
+        assert!(matches!(refused.outcome(), Err(Error::BadInput(_))));
+        let broken = finished(vec![failed(true), failed(false)], budget);
+        assert_eq!(broken.outcome().unwrap_err().exit_code(), 1);
+    }
+
+    #[test]
+    fn a_small_sweep_fits_exports_and_evaluates_every_point_in_order() {
+        let data = dataset(Shape::Periodic, 120, 1).unwrap();
+        let (train, test) = data.split(0.3, 1).unwrap();
+        let test = TestSet {
+            x: test.raw_x(),
+            y: test.raw_y(),
+            source: "test part".into(),
+        };
+        let points = grid(
+            &spec(&[Method::Spgp, Method::Gplasso], &[4, 200], &[]),
+            &train,
+        )
+        .unwrap();
+        let total = iteration_total(&points, 0);
+        let counted = AtomicUsize::new(0);
+        let iterations = std::sync::atomic::AtomicU64::new(0);
+        let progress = |p: SweepProgress| match p {
+            SweepProgress::Iterations(n) => {
+                iterations.fetch_add(n, Ordering::Relaxed);
+            }
+            SweepProgress::Finished { total, .. } => {
+                assert_eq!(total, 4);
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        let result = sweep(&train, &test, &points, 0, Budget::default(), &progress);
+        // The progress bar ends exactly full.
+        assert_eq!(counted.into_inner(), 4);
+        assert_eq!(iterations.into_inner(), total);
+        let status: Vec<bool> = result.rows.iter().map(|r| r.done().is_some()).collect();
+        // M = 200 is more than the 84 training rows: failed rows, in place.
+        assert_eq!(status, [true, false, true, false]);
+        assert_eq!(result.rows[0].point.label(), "spgp M = 4");
+        let done = result.rows[0].done().unwrap();
+        assert_eq!(done.ram_bytes, ram_bytes(4, 1, 1));
+        assert_eq!(done.blob_bytes, done.blob.len());
+        assert!(done.instructions > 0);
+        // The same blob as a fit of that point on its own.
+        let mut alone = fit(&train, &points[0].params(0), &mut |_| {}).unwrap();
+        let (exported, _) = export_fitted(&mut alone, &train.raw_x(), false).unwrap();
+        assert_eq!(exported.blob, done.blob);
+        let Figures::Regression(e) = &done.figures else {
+            panic!("a regression row")
+        };
+        assert_eq!(e.rows, test.y.len());
+        assert_eq!(*e, evaluate_blob(&done.blob, &test.x, &test.y).unwrap());
+        assert!(result.chosen.is_some_and(|i| i == 0 || i == 2));
+    }
+}
