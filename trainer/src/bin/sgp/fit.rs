@@ -667,6 +667,10 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         return Ok(None);
     }
     let table = TableFile::open(&args.data, args.target.as_deref())?;
+    if table.target_is_text()? {
+        // Class labels: a classification, which is fitted in memory.
+        return Ok(None);
+    }
     let mut params = StreamedParams::default();
     let FitParams::Spgp(sparse) = args.params(Method::Spgp)? else {
         return Ok(None);

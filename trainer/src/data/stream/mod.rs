@@ -166,6 +166,38 @@ impl TableFile {
         self.bytes
     }
 
+    /// Whether the target of the first data row is text rather than a
+    /// number: a CSV of class labels (`ok`/`fault`), which is read whole,
+    /// never streamed. Parquet columns are numeric.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn target_is_text(&self) -> Result<bool> {
+        if matches!(self.format, Format::Parquet) {
+            return Ok(false);
+        }
+        let Some(&target) = self.selected.last() else {
+            return Ok(false);
+        };
+        let file = std::fs::File::open(&self.path).map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        let mut rows = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(file);
+        let first = rows.records().next();
+        Ok(match first {
+            Some(Ok(row)) => row
+                .get(target)
+                .is_some_and(|cell| !cell.is_empty() && cell.parse::<f64>().is_err()),
+            // A bad or missing first row is the validating pass's to report.
+            _ => false,
+        })
+    }
+
     /// Reads every data row, validating each selected cell, and hands them
     /// to `f` in chunks of `chunk_rows` rows (the last one shorter), with
     /// how far the pass has come. Stops at the first bad cell or at the
