@@ -19,10 +19,10 @@ use sgp_trainer::model::features::{BasisWidths, PseudoInputs, RuntimeBasis};
 use sgp_trainer::model::inference::fitc::{fitc_posterior, FitcConfig};
 use sgp_trainer::model::inference::{Approximation, RuntimeForm};
 use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
 };
-use sgp_trainer::model::TrainedModel;
 use sgp_trainer::{Error, Result};
 
 use crate::arrays::{matrix, vector};

@@ -8,9 +8,9 @@ use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
 use sgp_runtime::{Link, ModelKind};
 use sgp_trainer::data::Standardisation;
-use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::features::{BasisWidths, RuntimeBasis};
 use sgp_trainer::model::inference::RuntimeForm;
+use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::TrainedModel;
 
 use crate::arrays::{matrix, to_bytes, Predictions};
