@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{product_variance, random_spec};
+use common::{product_variance, random_spec, unchecked_blob};
 use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, OutputSpec, Prediction};
 
 /// `count` outputs on the basis of `random_spec(seed, ...)`: output `p`
@@ -232,16 +232,8 @@ fn outputs_and_labels_must_fit_the_link() {
     );
 }
 
-/// The blob of `spec` as a writer without checks would encode it.
 fn unchecked(spec: &ModelSpec) -> Vec<u8> {
-    let body = postcard::to_allocvec(spec).unwrap();
-    let mut blob = b"SGPM".to_vec();
-    blob.extend_from_slice(&sgp_runtime::VERSION.to_le_bytes());
-    blob.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    blob.extend_from_slice(&body);
-    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&blob);
-    blob.extend_from_slice(&crc.to_le_bytes());
-    blob
+    unchecked_blob(spec, sgp_runtime::VERSION)
 }
 
 #[test]

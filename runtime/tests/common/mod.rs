@@ -272,3 +272,16 @@ pub fn doc_spec() -> ModelSpec {
         class_labels: vec![],
     }
 }
+
+/// The blob of `spec` as a writer without checks would encode it, with
+/// `version` in its preamble.
+pub fn unchecked_blob(spec: &ModelSpec, version: u16) -> Vec<u8> {
+    let body = postcard::to_allocvec(spec).unwrap();
+    let mut blob = b"SGPM".to_vec();
+    blob.extend_from_slice(&version.to_le_bytes());
+    blob.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    blob.extend_from_slice(&body);
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&blob);
+    blob.extend_from_slice(&crc.to_le_bytes());
+    blob
+}
