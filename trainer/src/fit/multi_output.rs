@@ -194,7 +194,7 @@ pub enum VarianceSharing {
 
 /// How much worse (nats per row and output) the tied training objective
 /// may be than the untied one for [`VarianceSharing::Auto`] to tie.
-pub const TIE_TOLERANCE: f64 = 0.01;
+pub const TIE_TOLERANCE: f64 = 0.02;
 
 /// What a fit chose for [`VarianceSharing`], from both objectives.
 #[derive(Clone, Debug, Serialize)]
