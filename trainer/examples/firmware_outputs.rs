@@ -18,7 +18,8 @@
 //! one basis.
 //!
 //! `cargo run --release -p sgp-trainer --example firmware_outputs -- OUT_DIR`
-//! writes `outputs_m32.sgp`, `golden_outputs_m32.rs`, `output{0,1,2}_m32.sgp`,
+//! writes `outputs_m32.sgp`, `golden_outputs_m32.rs`, `outputs2_m32.sgp`
+//! (the first two outputs), `output{0,1,2}_m32.sgp`,
 //! `classes_m32.sgp`, `golden_classes_m32.rs` and `class{0,1,2,3}_m32.sgp`.
 //! Fixed seeds: the same files every run.
 
@@ -238,6 +239,12 @@ fn regression(dir: &Path, data: &MultiTargetData) -> Result<()> {
     }
     let blob = single_blob(&fitted.set.to_product_spec()?)?;
     check_runtime::<3>(&blob, &points, &outputs)?;
+    // The first two outputs alone, for the cost of P = 2.
+    let mut two = fitted.set.clone();
+    two.members.truncate(2);
+    let two_blob = single_blob(&two.to_product_spec()?)?;
+    check_runtime::<2>(&two_blob, &points, &outputs[..2])?;
+    write(dir, &format!("outputs2_m{M}.sgp"), &two_blob)?;
     write(dir, &format!("outputs_m{M}.sgp"), &blob)?;
     let golden = golden_rust(&points, &outputs, tolerance, None);
     write(dir, &format!("golden_outputs_m{M}.rs"), golden.as_bytes())?;

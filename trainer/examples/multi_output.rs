@@ -107,7 +107,11 @@ fn main() -> sgp_trainer::Result<()> {
             Some(r) => match r.tied_nlml {
                 Some(t) => {
                     let per_row = (t - r.untied_nlml) / r.rows as f64;
-                    let choice = if per_row <= TIE_TOLERANCE { "one" } else { "own" };
+                    let choice = if per_row <= TIE_TOLERANCE {
+                        "one"
+                    } else {
+                        "own"
+                    };
                     format!("{per_row:+.4} ({choice})")
                 }
                 None => "tied fit failed (own)".into(),
