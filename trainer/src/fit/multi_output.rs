@@ -756,22 +756,7 @@ fn fit_tied_sparse<F: InducingFeatures + Clone + Sync>(
         progress,
     )?;
     let p = tied.untied(&run.x)?;
-    let joint = tied.joint();
-    let mut fitted = Vec::with_capacity(joint.n_outputs());
-    for (i, objective) in joint.outputs().iter().enumerate() {
-        fitted.push(objective.unpack(&joint.output_params(&p, i)?)?);
-    }
-    let features = fitted
-        .first()
-        .map(|(f, _)| f.clone())
-        .ok_or_else(|| Error::Numerical("no output".into()))?;
-    Ok(SharedFit {
-        features,
-        kernels: fitted.into_iter().map(|(_, k)| k).collect(),
-        run,
-        max_iter: optimiser.max_iter,
-        sharing: None,
-    })
+    unpacked(tied.joint(), &p, run, optimiser.max_iter)
 }
 
 /// Minimises the joint FITC or VFE objective of `outputs` from `features`
@@ -791,9 +776,21 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
         .collect::<Result<_>>()?;
     let joint = SharedObjective::new(objectives)?;
     let run = run_joint(&joint, outputs, optimiser, progress)?;
+    let p = run.x.clone();
+    unpacked(&joint, &p, run, optimiser.max_iter)
+}
+
+/// The features and each output's kernel at the joint vector `p` of a
+/// finished `run`.
+fn unpacked<F: InducingFeatures + Clone + Sync>(
+    joint: &SharedObjective<SparseObjective<'_, F>>,
+    p: &[f64],
+    run: OptimiseReport,
+    max_iter: u64,
+) -> Result<SharedFit<F>> {
     let mut fitted = Vec::with_capacity(joint.n_outputs());
     for (i, objective) in joint.outputs().iter().enumerate() {
-        fitted.push(objective.unpack(&joint.output_params(&run.x, i)?)?);
+        fitted.push(objective.unpack(&joint.output_params(p, i)?)?);
     }
     let features = fitted
         .first()
@@ -803,7 +800,7 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
         features,
         kernels: fitted.into_iter().map(|(_, k)| k).collect(),
         run,
-        max_iter: optimiser.max_iter,
+        max_iter,
         sharing: None,
     })
 }
