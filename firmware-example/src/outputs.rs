@@ -137,7 +137,12 @@ fn check_regression(
             ok = false;
         }
     }
-    compare_costs("P=2 outputs", "predict_all", two_cost, [separate[0], separate[1]]);
+    compare_costs(
+        "P=2 outputs",
+        "predict_all",
+        two_cost,
+        [separate[0], separate[1]],
+    );
     ok
 }
 
