@@ -75,6 +75,7 @@ fn main() {
         stage(&out, &format!("{set}_m32.sgp"));
         stage(&out, &format!("golden_{set}_m32.rs"));
     }
+    stage(&out, "outputs2_m32.sgp");
     for p in 0..3 {
         stage(&out, &format!("output{p}_m32.sgp"));
     }

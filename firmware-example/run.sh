@@ -145,7 +145,7 @@ done
 # Several outputs on one basis (src/outputs.rs): the trainer's example fits
 # a P = 3 regression and a K = 4 classifier at M = 32 and writes the sets,
 # their golden values and each output alone (the separate models).
-OUTPUT_FILES=(outputs_m32.sgp golden_outputs_m32.rs output{0,1,2}_m32.sgp
+OUTPUT_FILES=(outputs_m32.sgp golden_outputs_m32.rs outputs2_m32.sgp output{0,1,2}_m32.sgp
     classes_m32.sgp golden_classes_m32.rs class{0,1,2,3}_m32.sgp)
 (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-trainer \
     --example firmware_outputs -- "$GEN_DIR") || fail "cargo run -p sgp-trainer --example firmware_outputs"

@@ -382,6 +382,20 @@ pub(crate) fn check_diagonal(field: Field, value: f32) -> Result<f32, Error> {
     }
 }
 
+/// The factor by which an output that shares the first output's variance
+/// (format version 6: no `l1` of its own) scales it: `prior / first_prior`,
+/// which must be finite (so the first output's prior must be `> 0`).
+pub(crate) fn shared_variance_ratio(first_prior: f32, prior: f32) -> Result<f32, Error> {
+    let ratio = prior / first_prior;
+    if first_prior > 0.0 && ratio.is_finite() {
+        Ok(ratio)
+    } else {
+        Err(Error::InvalidValue {
+            field: Field::Prior.name(),
+        })
+    }
+}
+
 /// Checks the length of `x_min`: `D`, or 0 when no range is recorded.
 pub(crate) fn check_range_len(input_dim: usize, found: usize) -> Result<(), Error> {
     if found == 0 || found == input_dim {
@@ -580,7 +594,16 @@ impl<'a> Reader<'a> {
         field: Field,
         sink: impl FnMut(usize, f32) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let expected = shape.expected_len(field);
+        self.sized(field, shape.expected_len(field), sink)
+    }
+
+    /// [`Reader::numbers`] for a sequence of `expected` values.
+    pub(crate) fn sized(
+        &mut self,
+        field: Field,
+        expected: usize,
+        sink: impl FnMut(usize, f32) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let found = self.length()?;
         if found != expected {
             return Err(Error::InconsistentSizes {
@@ -590,6 +613,30 @@ impl<'a> Reader<'a> {
             });
         }
         self.elements(field, found, sink)
+    }
+
+    /// A further output's `l1` (format version 6 on): the sequence length
+    /// the shape implies, or none (the output shares the first output's
+    /// variance); `sink` takes the values. Returns whether it shares.
+    pub(crate) fn own_or_shared_factor(
+        &mut self,
+        shape: &Shape,
+        sink: impl FnMut(usize, f32) -> Result<(), Error>,
+    ) -> Result<bool, Error> {
+        let expected = shape.expected_len(Field::L1);
+        let found = self.length()?;
+        if found == 0 {
+            return Ok(true);
+        }
+        if found != expected {
+            return Err(Error::InconsistentSizes {
+                field: Field::L1.name(),
+                expected,
+                found,
+            });
+        }
+        self.elements(Field::L1, found, sink)?;
+        Ok(false)
     }
 
     /// Decodes the length of a postcard sequence.
@@ -756,6 +803,18 @@ mod owned {
     }
 
     impl OutputSpec {
+        /// Whether the output has no factors of its own (an empty `l1`,
+        /// format version 6): its latent variance is then the first
+        /// output's times `prior / first prior`.
+        ///
+        /// ```
+        /// # let spec = sgp_runtime::ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
+        /// assert!(!spec.output(0).unwrap().shares_variance());
+        /// ```
+        pub fn shares_variance(&self) -> bool {
+            self.l1.is_empty()
+        }
+
         /// The numeric fields with their values, in wire order.
         fn fields(&self) -> [(Field, &[f32]); 8] {
             [
@@ -929,9 +988,44 @@ mod owned {
             let link = self.shape.link;
             link.check_outputs(self.output_count())?;
             for output in &self.outputs {
-                check_fields(&self.shape, &output.fields())?;
+                if output.shares_variance() {
+                    // No factors: the fields' checks with both empty.
+                    let fields = output.fields();
+                    let own = fields
+                        .iter()
+                        .filter(|(f, _)| !matches!(f, Field::L1 | Field::L2));
+                    for &(field, values) in own {
+                        check_fields(&self.shape, &[(field, values)])?;
+                    }
+                    if !output.l2.is_empty() {
+                        return Err(Error::InconsistentSizes {
+                            field: Field::L2.name(),
+                            expected: 0,
+                            found: output.l2.len(),
+                        });
+                    }
+                    shared_variance_ratio(self.prior, output.prior)?;
+                } else {
+                    check_fields(&self.shape, &output.fields())?;
+                }
             }
             link.check_labels(self.output_count(), self.class_labels.len())
+        }
+
+        /// The format version [`ModelSpec::to_bytes`] writes: the oldest
+        /// that holds the model, 6 when an output shares the first output's
+        /// variance ([`OutputSpec::shares_variance`]), else 5.
+        ///
+        /// ```
+        /// # let spec = sgp_runtime::ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
+        /// assert_eq!(spec.version(), 5);
+        /// ```
+        pub fn version(&self) -> u16 {
+            if self.outputs.iter().any(OutputSpec::shares_variance) {
+                6
+            } else {
+                5
+            }
         }
 
         /// Number of outputs `P` (class latents `K` for a multi-class link):
@@ -969,7 +1063,7 @@ mod owned {
             }
         }
 
-        /// Encodes the model as a blob of format [`VERSION`].
+        /// Encodes the model as a blob of format [`ModelSpec::version`].
         ///
         /// # Errors
         /// [`ModelSpec::validate`]'s, or [`Error::Malformed`] if the body
@@ -980,7 +1074,7 @@ mod owned {
             let body_len = u32::try_from(body.len()).map_err(|_| Error::Malformed)?;
             let mut blob = Vec::with_capacity(PREAMBLE_LEN + body.len() + TRAILER_LEN);
             blob.extend_from_slice(&MAGIC);
-            blob.extend_from_slice(&VERSION.to_le_bytes());
+            blob.extend_from_slice(&self.version().to_le_bytes());
             blob.extend_from_slice(&body_len.to_le_bytes());
             blob.extend_from_slice(&body);
             let crc = CRC.checksum(&blob);
@@ -1004,6 +1098,16 @@ mod owned {
             let mut spec = reader.value::<Common>()?.into_spec();
             read_appended(version, &mut reader, &mut spec)?;
             reader.finish()?;
+            if version < 6 {
+                // Before version 6 every output has factors of its own.
+                if let Some(shared) = spec.outputs.iter().find(|o| o.shares_variance()) {
+                    return Err(Error::InconsistentSizes {
+                        field: Field::L1.name(),
+                        expected: spec.shape.expected_len(Field::L1),
+                        found: shared.l1.len(),
+                    });
+                }
+            }
             spec.validate()?;
             Ok(spec)
         }

@@ -54,7 +54,7 @@ impl Prediction {
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (P (M^2 + 3M + 5) + M (2G + 1) + G D + 4D + 6) + 32 (D + P)`
+/// RAM: `4 (P (M^2 + 3M + 7) + M (2G + 1) + G D + 4D + 6) + 32 (D + P)`
 /// bytes plus a few words (see [`ram_bytes`], [`ram_bytes_with_outputs`]);
 /// each output's two triangular factors share one `M x M` array, the
 /// column names take [`NAME_CAPACITY`] + 1 bytes each.
@@ -126,10 +126,10 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
 /// use sgp_runtime::{ram_bytes, ram_bytes_with_outputs};
 /// // A second output costs its weights, factors and name, not a basis.
 /// let extra = ram_bytes_with_outputs(32, 4, 4, 2) - ram_bytes(32, 4, 4);
-/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 5) + 32);
+/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 7) + 32);
 /// ```
 pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
-    let output = 4 * (m * m + 3 * m + 5) + NAME_CAPACITY + 1;
+    let output = 4 * (m * m + 3 * m + 7) + NAME_CAPACITY + 1;
     let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
@@ -329,7 +329,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let amplitude = model.amplitudes.first().copied().unwrap_or(0.0);
         model.exp_poly = math::EXP2_OF_NEGATIVE.map(|c| amplitude * c);
         let first = model.outputs.first_mut().ok_or(Error::Malformed)?;
-        first.read_numbers(&mut reader, &shape)?;
+        first.read_numbers(&mut reader, &shape, None)?;
         if version >= 2 {
             // Host tools map labels with it; the device only checks it.
             reader.scalar(Field::PositiveClass)?;
@@ -342,7 +342,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             VarianceForm::Solves
         };
         let p = if version >= 5 {
-            outputs::read_outputs(&mut reader, &shape, &mut model.outputs)?
+            outputs::read_outputs(&mut reader, &shape, &mut model.outputs, version)?
         } else {
             1
         };
@@ -583,9 +583,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// the latent mean `beta . k`: the latent prediction, whether its
     /// variance was above the clamp at zero, and in `u`, if given, the
     /// vectors whose squared norms the variance sums (see
-    /// `math::solve_packed`, `math::multiply_packed`). Without `u` the
-    /// product keeps nothing (a plain prediction then neither zero-fills
-    /// nor stores a scratch vector: 160 instructions at M = 32).
+    /// `math::solve_packed`, `math::multiply_packed`; for an output that
+    /// shares the first output's variance, the first output's vectors).
+    /// Without `u` the product keeps nothing (a plain prediction then
+    /// neither zero-fills nor stores a scratch vector: 160 instructions at
+    /// M = 32).
     #[inline(always)]
     fn latent(
         &self,
@@ -594,7 +596,35 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         k: &[f32; M],
         u: Option<&mut [[f32; 2]; M]>,
     ) -> (Prediction, bool) {
-        let mean = self.output_mean(output, latent_mean);
+        let (source, ratio) = self.variance_source(output);
+        let (variance, unclamped) = self.latent_variance(source, k, u);
+        (
+            self.scaled_latent(output, latent_mean, ratio * variance),
+            unclamped,
+        )
+    }
+
+    /// The output whose factors give `output`'s variance, and the ratio
+    /// that scales it: `output` itself and 1, or the first output and the
+    /// ratio of the priors (format version 6).
+    #[inline(always)]
+    fn variance_source<'a>(&'a self, output: &'a Output<M>) -> (&'a Output<M>, f32) {
+        match (output.shared_variance, self.outputs.first()) {
+            (Some(ratio), Some(first)) => (first, ratio),
+            _ => (output, 1.0),
+        }
+    }
+
+    /// Step 5 for `output`'s own factors: the latent variance in
+    /// standardised units, clamped at zero, and whether it was above the
+    /// clamp.
+    #[inline(always)]
+    fn latent_variance(
+        &self,
+        output: &Output<M>,
+        k: &[f32; M],
+        u: Option<&mut [[f32; 2]; M]>,
+    ) -> (f32, bool) {
         let factors = output.factors.as_flattened();
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
@@ -626,11 +656,20 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // basis centres; the comparison also maps NaN to zero, and unlike
         // `f32::max` it needs no libm call on a Cortex-M4.
         let unclamped = variance > 0.0;
-        let mut variance = if unclamped { variance } else { 0.0 };
-        if self.shape.link == Link::Identity {
-            variance *= output.y_scale * output.y_scale;
-        }
-        (Prediction { mean, variance }, unclamped)
+        (if unclamped { variance } else { 0.0 }, unclamped)
+    }
+
+    /// `output`'s latent prediction from its latent mean `beta . k` and
+    /// its clamped latent variance in standardised units.
+    #[inline(always)]
+    fn scaled_latent(&self, output: &Output<M>, latent_mean: f32, variance: f32) -> Prediction {
+        let mean = self.output_mean(output, latent_mean);
+        let variance = if self.shape.link == Link::Identity {
+            variance * (output.y_scale * output.y_scale)
+        } else {
+            variance
+        };
+        Prediction { mean, variance }
     }
 
     /// What [`Model::predict`] reports for a latent prediction: regression
@@ -851,7 +890,7 @@ mod tests {
     /// is [`ram_bytes_with_outputs`].
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let output = 4 * (m * m + 3 * m + 5) + NAME_CAPACITY + 1;
+        let output = 4 * (m * m + 3 * m + 7) + NAME_CAPACITY + 1;
         let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
@@ -881,7 +920,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2148);
-        assert_eq!(ram_bytes(32, 4, 4), 5988);
+        assert_eq!(ram_bytes(16, 4, 4), 2156);
+        assert_eq!(ram_bytes(32, 4, 4), 5996);
     }
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{product_variance, random_spec};
+use common::{assert_every_damage_is_an_error, product_variance, random_spec, unchecked_blob};
 use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, OutputSpec, Prediction};
 
 /// `count` outputs on the basis of `random_spec(seed, ...)`: output `p`
@@ -232,16 +232,8 @@ fn outputs_and_labels_must_fit_the_link() {
     );
 }
 
-/// The blob of `spec` as a writer without checks would encode it.
 fn unchecked(spec: &ModelSpec) -> Vec<u8> {
-    let body = postcard::to_allocvec(spec).unwrap();
-    let mut blob = b"SGPM".to_vec();
-    blob.extend_from_slice(&sgp_runtime::VERSION.to_le_bytes());
-    blob.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    blob.extend_from_slice(&body);
-    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&blob);
-    blob.extend_from_slice(&crc.to_le_bytes());
-    blob
+    unchecked_blob(spec, sgp_runtime::VERSION)
 }
 
 #[test]
@@ -249,21 +241,7 @@ fn every_damaged_multi_output_blob_is_an_error() {
     let (mut spec, _) = several(13, 3, false, Link::OneVsRest);
     spec.class_labels = vec!["cat".into(), "dog".into(), "emu".into()];
     let blob = spec.to_bytes().unwrap();
-    for cut in 0..blob.len() {
-        assert!(Model::<6, 3, 3, 3>::from_bytes(&blob[..cut]).is_err());
-        assert!(ModelSpec::from_bytes(&blob[..cut]).is_err());
-    }
-    for byte in 0..blob.len() {
-        for bit in 0..8 {
-            let mut bad = blob.clone();
-            bad[byte] ^= 1 << bit;
-            assert!(
-                Model::<6, 3, 3, 3>::from_bytes(&bad).is_err(),
-                "byte {byte} bit {bit}"
-            );
-            assert!(ModelSpec::from_bytes(&bad).is_err());
-        }
-    }
+    assert_every_damage_is_an_error(&blob, |b| Model::<6, 3, 3, 3>::from_bytes(b).map(|_| ()));
 }
 
 /// The probabilities of FORMAT.md in f64, from the separate latents.

@@ -3,10 +3,11 @@
 //! regression (the 3-link arm's end-effector position from its 4 joint
 //! angles, [`sgp_trainer::tools::dynamics`]) and a K = 4 classifier (which
 //! quadrant of the plane the end effector is in), both SPGP at M = 32 on
-//! one basis, as v5 blobs with f64 golden values, and each output as a
-//! single-output blob of its own, for the cost of P separate models.
+//! one basis, with f64 golden values, and each output as a single-output
+//! blob of its own, for the cost of P separate models.
 //!
-//! The regression is the multi-output fit (`fit_multi`). The classifier is
+//! The regression is the multi-output fit with one variance factor for all
+//! outputs (`fit_multi_with`, `VarianceSharing::Tied`: a v6 blob). The classifier is
 //! a `ModelSet` assembled here: its K latents are the shared fit of the
 //! K one-vs-rest indicators (+1 in the class, -1 elsewhere) as regression
 //! targets, each turned into a latent `f_k = y_mean_k + y_scale_k g_k`
@@ -17,7 +18,8 @@
 //! one basis.
 //!
 //! `cargo run --release -p sgp-trainer --example firmware_outputs -- OUT_DIR`
-//! writes `outputs_m32.sgp`, `golden_outputs_m32.rs`, `output{0,1,2}_m32.sgp`,
+//! writes `outputs_m32.sgp`, `golden_outputs_m32.rs`, `outputs2_m32.sgp`
+//! (the first two outputs), `output{0,1,2}_m32.sgp`,
 //! `classes_m32.sgp`, `golden_classes_m32.rs` and `class{0,1,2,3}_m32.sgp`.
 //! Fixed seeds: the same files every run.
 
@@ -28,7 +30,7 @@ use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec, OutputSpec};
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::export::golden_points;
-use sgp_trainer::fit::multi_output::fit_multi;
+use sgp_trainer::fit::multi_output::{fit_multi, fit_multi_with, VarianceSharing};
 use sgp_trainer::fit::{FitParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
@@ -213,7 +215,9 @@ fn check_runtime<const P: usize>(
 }
 
 fn regression(dir: &Path, data: &MultiTargetData) -> Result<()> {
-    let fitted = fit_multi(data, &params(), &mut |_| {})?;
+    // One variance factor for the three outputs (format v6): the form
+    // whose device cost docs/src/multi-output.md reports.
+    let fitted = fit_multi_with(data, &params(), VarianceSharing::Tied, &mut |_| {})?;
     let members = &fitted.set.members;
     let raw_x = data.first().raw_x();
     let points = golden_points(&members[0], &raw_x, GOLDEN_DATA, GOLDEN_FAR);
@@ -233,8 +237,14 @@ fn regression(dir: &Path, data: &MultiTargetData) -> Result<()> {
             &single_blob(&specs[p])?,
         )?;
     }
-    let blob = set_blob(&specs, Vec::new())?;
+    let blob = single_blob(&fitted.set.to_product_spec()?)?;
     check_runtime::<3>(&blob, &points, &outputs)?;
+    // The first two outputs alone, for the cost of P = 2.
+    let mut two = fitted.set.clone();
+    two.members.truncate(2);
+    let two_blob = single_blob(&two.to_product_spec()?)?;
+    check_runtime::<2>(&two_blob, &points, &outputs[..2])?;
+    write(dir, &format!("outputs2_m{M}.sgp"), &two_blob)?;
     write(dir, &format!("outputs_m{M}.sgp"), &blob)?;
     let golden = golden_rust(&points, &outputs, tolerance, None);
     write(dir, &format!("golden_outputs_m{M}.rs"), golden.as_bytes())?;

@@ -4,16 +4,19 @@
 //! inputs, 2 outputs), a pendulum's one-step state change (3 inputs, 2
 //! outputs) and a 3-link arm's end-effector position (4 inputs, 3
 //! outputs). For each output: test NLPD and RMSE of its own single-output
-//! fit and of the shared fit at the same M (f64 trainer predictions, raw
-//! units), and the blob bytes of the separate models together against the
-//! one shared blob (each exported as `sgp fit` exports it, cure included). A measurement, not a test:
+//! fit, of the shared fit with one variance factor per output and of the
+//! shared fit with one factor for all (the noise-to-signal ratio tied) at
+//! the same M (f64 trainer predictions, raw units), which of the two
+//! `sgp fit` keeps, and the blob bytes of the separate models together
+//! against each shared blob (each exported as `sgp fit` exports it, cure
+//! included). A measurement, not a test:
 //! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
 //! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::export::cure::{export_fitted, export_outputs};
 use sgp_trainer::export::output_blob::set_blob;
-use sgp_trainer::fit::multi_output::fit_multi;
+use sgp_trainer::fit::multi_output::{fit_multi_with, FittedSet, VarianceSharing, TIE_TOLERANCE};
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::tools::dynamics::System;
@@ -49,50 +52,85 @@ fn scores(
     ))
 }
 
+/// The shared fit as `sharing` asks, and its blob's bytes.
+fn shared_fit(
+    train: &sgp_trainer::data::multi_target::MultiTargetData,
+    params: &FitParams,
+    sharing: VarianceSharing,
+) -> sgp_trainer::Result<(FittedSet, usize)> {
+    let mut fitted = fit_multi_with(train, params, sharing, &mut |_| {})?;
+    let (exported, _) = export_outputs(&mut fitted, &train.first().raw_x(), true)?;
+    let bytes = set_blob(&fitted.set, &exported)?.len();
+    Ok((fitted, bytes))
+}
+
 fn main() -> sgp_trainer::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
     let model = args.get(2).map_or("spgp", String::as_str);
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
-    println!("| system | output | single NLPD | shared NLPD | diff | single RMSE | shared RMSE |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| system | output | single NLPD | own factors NLPD | one factor NLPD | one factor - \
+         single | single RMSE | own factors RMSE | one factor RMSE |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
     for system in System::ALL {
         let data = system.data(TRAIN + TEST, 17)?;
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
-        let mut shared = fit_multi(&train, &params, &mut |_| {})?;
-        let (exported, _) = export_outputs(&mut shared, &train.first().raw_x(), true)?;
-        let shared_bytes = set_blob(&shared.set, &exported)?.len();
+        let (own, own_bytes) = shared_fit(&train, &params, VarianceSharing::Separate)?;
+        let (tied, tied_bytes) = shared_fit(&train, &params, VarianceSharing::Tied)?;
         let x = test.first().raw_x();
         let mut single_bytes = 0;
-        for ((out, test_out), member) in train
+        for (((out, test_out), member), one) in train
             .outputs()
             .iter()
             .zip(test.outputs())
-            .zip(&shared.set.members)
+            .zip(&own.set.members)
+            .zip(&tied.set.members)
         {
             let mut single = fit(out, &params, &mut |_| {})?;
             single_bytes += export_fitted(&mut single, &out.raw_x(), true)?.0.blob.len();
             let y = test_out.raw_y();
             let (ns, rs) = scores(&single.model, &x, y.as_slice())?;
             let (nm, rm) = scores(member, &x, y.as_slice())?;
+            let (nt, rt) = scores(one, &x, y.as_slice())?;
             println!(
-                "| {} | {} | {ns:.3} | {nm:.3} | {:+.3} | {rs:.4} | {rm:.4} |",
+                "| {} | {} | {ns:.3} | {nm:.3} | {nt:.3} | {:+.3} | {rs:.4} | {rm:.4} | {rt:.4} |",
                 system.name(),
                 out.target_name,
-                nm - ns
+                nt - ns
             );
         }
-        sizes.push((system, single_bytes, shared_bytes));
+        let kept = match &tied.report.variance {
+            Some(r) => match r.tied_nlml {
+                Some(t) => {
+                    let per_row = (t - r.untied_nlml) / r.rows as f64;
+                    let choice = if per_row <= TIE_TOLERANCE {
+                        "one"
+                    } else {
+                        "own"
+                    };
+                    format!("{per_row:+.4} ({choice})")
+                }
+                None => "tied fit failed (own)".into(),
+            },
+            None => "-".into(),
+        };
+        sizes.push((system, single_bytes, own_bytes, tied_bytes, kept));
     }
-    println!("\n| system | separate blobs (bytes) | shared blob (bytes) | ratio |");
-    println!("|---|---|---|---|");
-    for (system, single, shared) in sizes {
+    println!(
+        "\n| system | separate blobs (bytes) | own factors (bytes, ratio) | one factor (bytes, \
+         ratio) | tied - untied objective per row and output (`sgp fit` keeps) |"
+    );
+    println!("|---|---|---|---|---|");
+    for (system, single, own, tied, kept) in sizes {
         println!(
-            "| {} | {single} | {shared} | {:.2} |",
+            "| {} | {single} | {own} ({:.2}) | {tied} ({:.2}) | {kept} |",
             system.name(),
-            shared as f64 / single as f64
+            own as f64 / single as f64,
+            tied as f64 / single as f64
         );
     }
     Ok(())

@@ -256,6 +256,11 @@ fn several_targets_fit_predict_eval() {
         "fit --target ex,ey,ez",
     );
     assert!(text.contains("3 outputs on one basis"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("variance        one factor")),
+        "{text}"
+    );
     for name in ["ex ", "ey ", "ez "] {
         assert!(text.lines().any(|l| l.starts_with(name)), "{name}: {text}");
     }
@@ -263,6 +268,7 @@ fn several_targets_fit_predict_eval() {
         serde_json::from_str(&ok(&fit(&["--target", "ex,ey,ez", "--json"]), "fit --json"))
             .expect("JSON");
     assert_eq!(json["report"]["outputs"].as_array().map(Vec::len), Some(3));
+    assert!(json["report"]["variance"]["tied"].is_boolean());
     assert_eq!(json["fidelity"].as_array().map(Vec::len), Some(3));
 
     let predicted = ok(

@@ -164,20 +164,23 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let mut u = [[0.0f32; 2]; M];
         let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u));
         let Prediction { mean, variance } = self.observed(output, latent);
-        let factors = output.factors.as_flattened();
+        // A shared variance is the first output's times `ratio`: its
+        // factors, its vectors `u`, and the ratio in the chain rule.
+        let (source, ratio) = self.variance_source(output);
+        let factors = source.factors.as_flattened();
         match self.variance {
             VarianceForm::Product => {
                 math::multiply_transposed_packed(
-                    output.product_factor(),
-                    &output.diagonal1,
+                    source.product_factor(),
+                    &source.diagonal1,
                     &mut u,
                     self.m,
                 );
             }
             VarianceForm::Solves => math::back_substitute_packed(
                 factors,
-                &output.diagonal1,
-                &output.inv_diagonal2,
+                &source.diagonal1,
+                &source.inv_diagonal2,
                 &mut u,
                 self.m,
                 self.shape.two_factors,
@@ -196,8 +199,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             math::weighted_offset_sums(&self.basis_params, &u, z, self.m, math::unit_offset)
         };
         let (mean_scale, variance_scale) = match self.shape.link {
-            Link::Identity => (output.y_scale, output.y_scale * output.y_scale),
-            Link::Probit | Link::OneVsRest | Link::Softmax => (1.0, 1.0),
+            Link::Identity => (output.y_scale, ratio * (output.y_scale * output.y_scale)),
+            Link::Probit | Link::OneVsRest | Link::Softmax => (1.0, ratio),
         };
         // A clamped variance is zero all around x.
         let variance_scale = if unclamped { variance_scale } else { 0.0 };

@@ -6,7 +6,7 @@ use core::ops::Deref;
 
 use super::{set, unpack, Model, Name, Prediction, PredictionWithGradient};
 use crate::error::{Dimension, Error};
-use crate::format::{check_diagonal, Field, Link, Reader, Shape};
+use crate::format::{check_diagonal, shared_variance_ratio, Field, Link, Reader, Shape};
 use crate::math::{self, packed_index};
 
 /// What each output of a [`Model`] holds besides the shared basis.
@@ -32,6 +32,10 @@ pub(super) struct Output<const M: usize> {
     pub(super) y_scale: f32,
     /// The output's (target column's) name.
     pub(super) name: Name,
+    /// `Some(prior / the first output's prior)` when the output has no
+    /// factors of its own and its latent variance is the first output's
+    /// times that ratio (format version 6); `None` with its own factors.
+    pub(super) shared_variance: Option<f32>,
 }
 
 impl<const M: usize> Output<M> {
@@ -48,21 +52,26 @@ impl<const M: usize> Output<M> {
         y_mean: 0.0,
         y_scale: 0.0,
         name: Name::new(),
+        shared_variance: None,
     };
 
     /// Decodes `beta`, `l1`, `l2`, `prior`, `noise`, `bias`, `y_mean` and
     /// `y_scale` (fields 17 to 24, and the same fields of each further
-    /// output), the diagonals as stored.
+    /// output), the diagonals as stored. `first_prior` is the first
+    /// output's prior when this output may share its variance (a further
+    /// output of a version-6 blob), else `None`.
     pub(super) fn read_numbers(
         &mut self,
         reader: &mut Reader<'_>,
         shape: &Shape,
+        first_prior: Option<f32>,
     ) -> Result<(), Error> {
         reader.numbers(shape, Field::Beta, |i, v| set(&mut self.beta, i, v))?;
         let two = shape.two_factors;
         let m = usize::from(shape.n_basis);
+        let mut shares = false;
         for (field, factor) in [(Field::L1, 0), (Field::L2, 1)] {
-            reader.numbers(shape, field, |i, v| {
+            let sink = |i: usize, v: f32| {
                 let (row, col) = unpack(i);
                 if row == col {
                     // As stored: the variance form, which says whether the
@@ -81,9 +90,19 @@ impl<const M: usize> Output<M> {
                     }
                     set(slots, packed_index(row, col, factor, m, two), v)
                 }
-            })?;
+            };
+            match (field, first_prior) {
+                (Field::L1, Some(_)) => shares = reader.own_or_shared_factor(shape, sink)?,
+                // A shared variance has no second factor either.
+                _ if shares => reader.sized(field, 0, sink)?,
+                _ => reader.numbers(shape, field, sink)?,
+            }
         }
         self.prior = reader.scalar(Field::Prior)?;
+        self.shared_variance = match first_prior {
+            Some(first) if shares => Some(shared_variance_ratio(first, self.prior)?),
+            _ => None,
+        };
         self.noise = reader.scalar(Field::Noise)?;
         self.bias = reader.scalar(Field::Bias)?;
         self.y_mean = reader.scalar(Field::YMean)?;
@@ -129,6 +148,7 @@ pub(super) fn read_outputs<const M: usize>(
     reader: &mut Reader<'_>,
     shape: &Shape,
     outputs: &mut [Output<M>],
+    version: u16,
 ) -> Result<usize, Error> {
     let count = reader.length()?.checked_add(1).ok_or(Error::Malformed)?;
     shape.link.check_outputs(count)?;
@@ -139,14 +159,16 @@ pub(super) fn read_outputs<const M: usize>(
             capacity: outputs.len(),
         });
     }
-    for output in outputs.iter_mut().take(count).skip(1) {
+    let (first, further) = outputs.split_first_mut().ok_or(Error::Malformed)?;
+    let first_prior = (version >= 6).then_some(first.prior);
+    for output in further.iter_mut().take(count.saturating_sub(1)) {
         let name: &str = reader.value()?;
         output.name = Name::try_from(name).map_err(|_| Error::NameTooLong {
             input: None,
             length: name.len(),
             capacity: crate::NAME_CAPACITY,
         })?;
-        output.read_numbers(reader, shape)?;
+        output.read_numbers(reader, shape, first_prior)?;
     }
     let labels = reader.length()?;
     shape.link.check_labels(count, labels)?;
@@ -297,9 +319,21 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             },
             self.output_count(),
         );
+        // The first output's latent variance, which outputs that share it
+        // scale instead of evaluating factors of their own.
+        let mut first_variance = 0.0;
         for (p, (slot, output)) in all.values.iter_mut().zip(&self.outputs).enumerate() {
             let latent_mean = self.output_latent_mean(p, first_mean, output, &k)?;
-            let (latent, _) = self.latent(output, latent_mean, &k, None);
+            let latent = match output.shared_variance {
+                Some(ratio) => self.scaled_latent(output, latent_mean, ratio * first_variance),
+                None => {
+                    let (variance, _) = self.latent_variance(output, &k, None);
+                    if p == 0 {
+                        first_variance = variance;
+                    }
+                    self.scaled_latent(output, latent_mean, variance)
+                }
+            };
             *slot = self.observed(output, latent);
         }
         Ok(all)

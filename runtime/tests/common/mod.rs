@@ -272,3 +272,34 @@ pub fn doc_spec() -> ModelSpec {
         class_labels: vec![],
     }
 }
+
+/// The blob of `spec` as a writer without checks would encode it, with
+/// `version` in its preamble.
+pub fn unchecked_blob(spec: &ModelSpec, version: u16) -> Vec<u8> {
+    let body = postcard::to_allocvec(spec).unwrap();
+    let mut blob = b"SGPM".to_vec();
+    blob.extend_from_slice(&version.to_le_bytes());
+    blob.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    blob.extend_from_slice(&body);
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&blob);
+    blob.extend_from_slice(&crc.to_le_bytes());
+    blob
+}
+
+/// Every truncation of `blob` and every single flipped bit is an error
+/// (never a panic) for `load` (a device model of the caller's capacity)
+/// and for `ModelSpec::from_bytes`.
+pub fn assert_every_damage_is_an_error<E>(blob: &[u8], load: impl Fn(&[u8]) -> Result<(), E>) {
+    for cut in 0..blob.len() {
+        assert!(load(&blob[..cut]).is_err(), "cut at {cut}");
+        assert!(ModelSpec::from_bytes(&blob[..cut]).is_err());
+    }
+    for byte in 0..blob.len() {
+        for bit in 0..8 {
+            let mut bad = blob.to_vec();
+            bad[byte] ^= 1 << bit;
+            assert!(load(&bad).is_err(), "byte {byte} bit {bit}");
+            assert!(ModelSpec::from_bytes(&bad).is_err());
+        }
+    }
+}

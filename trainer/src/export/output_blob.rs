@@ -2,59 +2,26 @@
 //! "Several outputs"), and the way back: one single-output description
 //! per output, which host tools evaluate through the runtime.
 
-use sgp_runtime::{ModelSpec, OutputSpec, VarianceForm};
+use sgp_runtime::{ModelSpec, VarianceForm};
 
 use crate::export::Exported;
-use crate::model::{ModelSet, TrainedModel};
-use crate::{Error, Result};
+use crate::model::ModelSet;
+use crate::Result;
 
 /// The set's blob: the first member's description with the others' own
-/// numbers as its further outputs, in the variance form every member
-/// passed its check in (`exported`, one per member, from
-/// [`crate::export::cure::export_outputs`]).
+/// numbers as its further outputs ([`ModelSet::to_spec`]; an output whose
+/// variance is the first's scaled goes without factors, format version 6),
+/// in the variance form every member passed its check in (`exported`, one
+/// per member, from [`crate::export::cure::export_outputs`]).
 ///
 /// # Errors
 /// An empty set, or a member that cannot be described or encoded.
 pub fn set_blob(set: &ModelSet, exported: &[Exported]) -> Result<Vec<u8>> {
-    let product = exported.iter().all(|e| e.variance == VarianceForm::Product);
-    let spec_of = |m: &TrainedModel| {
-        if product {
-            m.to_product_spec()
-        } else {
-            m.to_spec()
-        }
+    let spec = if exported.iter().all(|e| e.variance == VarianceForm::Product) {
+        set.to_product_spec()?
+    } else {
+        set.to_spec()?
     };
-    let mut members = set.members.iter().map(spec_of);
-    let mut spec = members
-        .next()
-        .ok_or_else(|| Error::BadInput("no output to export".into()))??;
-    for (p, member) in members.enumerate() {
-        let m = member?;
-        let shared = m.centres == spec.centres
-            && m.widths == spec.widths
-            && m.amplitudes == spec.amplitudes
-            && m.projection == spec.projection
-            && m.x_mean == spec.x_mean
-            && m.x_scale == spec.x_scale
-            && m.shape == spec.shape;
-        if !shared {
-            return Err(Error::BadInput(format!(
-                "output {} does not share the first output's basis",
-                p + 2
-            )));
-        }
-        spec.outputs.push(OutputSpec {
-            name: m.target_name,
-            beta: m.beta,
-            l1: m.l1,
-            l2: m.l2,
-            prior: m.prior,
-            noise: m.noise,
-            bias: m.bias,
-            y_mean: m.y_mean,
-            y_scale: m.y_scale,
-        });
-    }
     Ok(spec.to_bytes()?)
 }
 
@@ -73,8 +40,21 @@ pub fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
     let o = spec.outputs.get(p - 1)?;
     single.target_name.clone_from(&o.name);
     single.beta.clone_from(&o.beta);
-    single.l1.clone_from(&o.l1);
-    single.l2.clone_from(&o.l2);
+    if o.shares_variance() {
+        // The first output's factors, scaled so that `W` is `ratio` times
+        // the first's: `L` times sqrt(ratio) in the product form, divided
+        // by it in the solves (whose inverses `W` sums).
+        let root = (o.prior / spec.prior).sqrt();
+        let scale = match spec.variance {
+            VarianceForm::Product => root,
+            VarianceForm::Solves => 1.0 / root,
+        };
+        single.l1 = spec.l1.iter().map(|v| v * scale).collect();
+        single.l2 = spec.l2.iter().map(|v| v * scale).collect();
+    } else {
+        single.l1.clone_from(&o.l1);
+        single.l2.clone_from(&o.l2);
+    }
     single.prior = o.prior;
     single.noise = o.noise;
     single.bias = o.bias;

@@ -51,8 +51,10 @@ use crate::model::inference::exact::exact_posterior;
 use crate::model::inference::fitc::{fitc_posterior, FitcConfig};
 use crate::model::inference::objective::{ExactObjective, SparseObjective};
 use crate::model::inference::shared::{OutputObjective, SharedObjective};
+use crate::model::inference::tied_ratio::{without_noise_floor, TiedRatio};
 use crate::model::inference::RuntimeForm;
 use crate::model::kernel::KernelParams;
+use crate::model::shared_variance::share_first_variance;
 use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
@@ -72,6 +74,8 @@ pub struct FittedSet {
     /// Constant inputs the fit left out (the models take them and ignore
     /// them).
     ignored: Vec<usize>,
+    /// Whether the outputs share one variance factor (a tied fit).
+    tied: bool,
 }
 
 impl std::fmt::Debug for FittedSet {
@@ -138,9 +142,10 @@ impl FittedSet {
             .map(|f| f.basis.clone())
             .ok_or_else(|| Error::Numerical("no output".into()))?;
         let mut set = self.set.clone();
+        let forms = folded(&basis, forms, self.tied)?;
         for (member, form) in set.members.iter_mut().zip(forms) {
             let expanded = member.form.basis.input_dim() != form.basis.input_dim();
-            member.form = fold_onto(&basis, form)?;
+            member.form = form;
             if expanded {
                 member.form.basis = member
                     .form
@@ -166,6 +171,70 @@ pub struct MultiFitReport {
     /// Each output's own report: its objective term and hyperparameters
     /// (the length scales are the same in all).
     pub outputs: Vec<FitReport>,
+    /// Whether the outputs share one variance factor, and why (sparse
+    /// fits of several outputs; `None` otherwise).
+    pub variance: Option<SharingReport>,
+}
+
+/// Whether the outputs of a sparse fit share one variance factor: their
+/// noise-to-signal ratio tied ([`crate::model::inference::tied_ratio`]),
+/// so that the blob holds one `M x M` factor for all of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VarianceSharing {
+    /// Tie when the tied training objective is within [`TIE_TOLERANCE`]
+    /// nats per training row (summed over outputs) of the untied one.
+    #[default]
+    Auto,
+    /// Always tie.
+    Tied,
+    /// Never tie: every output keeps its own factor.
+    Separate,
+}
+
+/// How much worse (nats per row and output) the tied training objective
+/// may be than the untied one for [`VarianceSharing::Auto`] to tie.
+pub const TIE_TOLERANCE: f64 = 0.02;
+
+/// What a fit chose for [`VarianceSharing`], from both objectives.
+#[derive(Clone, Debug, Serialize)]
+pub struct SharingReport {
+    /// What was asked.
+    pub asked: VarianceSharing,
+    /// Whether the outputs share one variance factor.
+    pub tied: bool,
+    /// The joint objective with every output's own noise.
+    pub untied_nlml: f64,
+    /// The joint objective with one noise-to-signal ratio (`None` when
+    /// not fitted, or when its fit failed).
+    pub tied_nlml: Option<f64>,
+    /// Training rows times outputs, the scale of the tolerance.
+    pub rows: usize,
+}
+
+impl SharingReport {
+    /// The report line: what the outputs share and why.
+    pub fn describe(&self) -> String {
+        let per_row = |t: f64| (t - self.untied_nlml) / self.rows.max(1) as f64;
+        match (self.tied, self.tied_nlml) {
+            (true, Some(t)) => format!(
+                "one factor for all outputs (noise-to-signal ratio tied: objective {t:.4}, \
+                 {:+.4} nats per row and output against separate factors{})",
+                per_row(t),
+                if self.asked == VarianceSharing::Auto {
+                    format!(", within {TIE_TOLERANCE}")
+                } else {
+                    String::new()
+                }
+            ),
+            (_, Some(t)) => format!(
+                "one factor per output (a tied noise-to-signal ratio costs {:+.4} nats per row \
+                 and output, over {TIE_TOLERANCE})",
+                per_row(t)
+            ),
+            _ => "one factor per output".into(),
+        }
+    }
 }
 
 /// Whether `method` can fit several outputs on one basis, and if not, why.
@@ -192,6 +261,20 @@ pub fn fit_multi(
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<FittedSet> {
+    fit_multi_with(data, params, VarianceSharing::Auto, progress)
+}
+
+/// [`fit_multi`] with the outputs' variance factors shared as `sharing`
+/// asks (sparse fits; the exact GP keeps one factor per output).
+///
+/// # Errors
+/// As [`fit_multi`].
+pub fn fit_multi_with(
+    data: &MultiTargetData,
+    params: &FitParams,
+    sharing: VarianceSharing,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FittedSet> {
     let started = std::time::Instant::now();
     let refused = |why: &str| {
         Error::BadInput(format!(
@@ -212,11 +295,11 @@ pub fn fit_multi(
     };
     let mut fitted = match &params {
         FitParams::Exact(p) => fit_exact_shared(used, &p.check(used.first())?, progress)?,
-        FitParams::Spgp(p) => fit_spgp_shared(used, &p.check(used.first())?, progress)?.0,
-        FitParams::Vsgp(p) => fit_vsgp_shared(used, &p.check(used.first())?, progress)?,
+        FitParams::Spgp(p) => fit_spgp_shared(used, &p.check(used.first())?, sharing, progress)?.0,
+        FitParams::Vsgp(p) => fit_vsgp_shared(used, &p.check(used.first())?, sharing, progress)?,
         FitParams::SpgpDr(p) => {
             let p = p.check(used.first())?;
-            fit_dr_shared(used, &p.sparse, p.dim, progress)?
+            fit_dr_shared(used, &p.sparse, p.dim, sharing, progress)?
         }
         other => {
             return Err(refused(
@@ -259,6 +342,8 @@ struct SharedFit<F> {
     kernels: Vec<KernelParams>,
     run: OptimiseReport,
     max_iter: u64,
+    /// Whether the noise-to-signal ratio was tied, and why (sparse fits).
+    sharing: Option<SharingReport>,
 }
 
 /// Each output's starting kernel: the data's scales (the length scales
@@ -327,6 +412,7 @@ fn optimise_exact_shared(
         kernels,
         run,
         max_iter: optimiser.max_iter,
+        sharing: None,
     })
 }
 
@@ -413,6 +499,7 @@ fn fit_exact_shared(
 fn fit_spgp_shared(
     data: &MultiTargetData,
     params: &Checked<'_, SparseParams>,
+    sharing: VarianceSharing,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(FittedSet, SharedFit<PseudoInputs>)> {
     let kernels = initial_kernels(data, params)?;
@@ -421,7 +508,7 @@ fn fit_spgp_shared(
         let (label, z) = start_positions(x, params, k)?;
         Ok((label, PseudoInputs::new(z)?))
     };
-    let (fit, starts) = fit_restarted_shared(data, params, kernels, &start, progress)?;
+    let (fit, starts) = fit_restarted_shared(data, params, kernels, &start, sharing, progress)?;
     let set = sparse_set(data, ModelKind::Spgp, Method::Spgp, params, &fit, starts)?;
     Ok((set, fit))
 }
@@ -429,20 +516,24 @@ fn fit_spgp_shared(
 fn fit_vsgp_shared(
     data: &MultiTargetData,
     params: &Checked<'_, SparseParams>,
+    sharing: VarianceSharing,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<FittedSet> {
     let done = Cell::new(0u64);
-    let (spgp, first) = fit_spgp_shared(data, params, &mut |p: Progress| {
+    // The widths are freed from an untied SPGP; the choice is VSGP's own.
+    let separate = VarianceSharing::Separate;
+    let (spgp, first) = fit_spgp_shared(data, params, separate, &mut |p: Progress| {
         done.set(p.iteration);
         progress(p)
     })?;
     let offset = done.get();
-    let fit = fit_shared_sparse(
+    let fit = fit_final_sparse(
         data.outputs(),
         Multiscale::from_pseudo_inputs(&first.features),
         first.kernels,
         config(params),
         &params.optimiser,
+        sharing,
         &mut |p: Progress| {
             progress(Progress {
                 iteration: offset + p.iteration,
@@ -464,6 +555,7 @@ fn fit_dr_shared(
     data: &MultiTargetData,
     params: &SparseParams,
     dim: usize,
+    sharing: VarianceSharing,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<FittedSet> {
     let kernels = initial_kernels(data, params)?;
@@ -478,7 +570,7 @@ fn fit_dr_shared(
         let (label, zbar) = start_positions(&xp, &sparse, k)?;
         Ok((label, Projected::new(p0.clone(), zbar)?))
     };
-    let (fit, starts) = fit_restarted_shared(data, &sparse, kernels, &start, progress)?;
+    let (fit, starts) = fit_restarted_shared(data, &sparse, kernels, &start, sharing, progress)?;
     let mut fitted = sparse_set(
         data,
         ModelKind::SpgpDr,
@@ -512,6 +604,7 @@ fn fit_restarted_shared<F: InducingFeatures + Clone + Sync>(
     params: &SparseParams,
     kernels: Vec<KernelParams>,
     start: &dyn Fn(usize) -> Result<(String, F)>,
+    sharing: VarianceSharing,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SharedFit<F>, Vec<StartReport>)> {
     let config = config(params);
@@ -553,15 +646,117 @@ fn fit_restarted_shared<F: InducingFeatures + Clone + Sync>(
         let (_, best) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
         (best.features, best.kernels)
     };
-    let fit = fit_shared_sparse(
+    let fit = fit_final_sparse(
         data.outputs(),
         features,
         kernels,
         config,
         &params.optimiser,
+        sharing,
         &mut counted,
     )?;
     Ok((fit, starts))
+}
+
+/// The final run of a sparse fit: the joint objective, then, unless
+/// `sharing` is [`VarianceSharing::Separate`], the tied one from its
+/// optimum, kept as `sharing` says ([`TIE_TOLERANCE`]).
+fn fit_final_sparse<F: InducingFeatures + Clone + Sync>(
+    outputs: &[Dataset],
+    features: F,
+    kernels: Vec<KernelParams>,
+    config: FitcConfig,
+    optimiser: &OptimiseOptions,
+    sharing: VarianceSharing,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SharedFit<F>> {
+    let done = Cell::new(0u64);
+    let mut counted = |p: Progress| {
+        done.set(p.iteration);
+        progress(p)
+    };
+    let untied = fit_shared_sparse(outputs, features, kernels, config, optimiser, &mut counted)?;
+    let rows = outputs.iter().map(Dataset::n_rows).sum();
+    let mut report = SharingReport {
+        asked: sharing,
+        tied: false,
+        untied_nlml: untied.run.value,
+        tied_nlml: None,
+        rows,
+    };
+    if sharing == VarianceSharing::Separate || outputs.len() < 2 {
+        return Ok(SharedFit {
+            sharing: (outputs.len() > 1).then_some(report),
+            ..untied
+        });
+    }
+    let offset = done.get();
+    let tied = fit_tied_sparse(
+        outputs,
+        untied.features.clone(),
+        &untied.kernels,
+        config,
+        optimiser,
+        &mut |p: Progress| {
+            progress(Progress {
+                iteration: offset + p.iteration,
+                ..p
+            })
+        },
+    );
+    let tied = match (tied, sharing) {
+        (Ok(tied), _) => tied,
+        (Err(e), VarianceSharing::Tied) => return Err(e),
+        (Err(_), _) => {
+            return Ok(SharedFit {
+                sharing: Some(report),
+                ..untied
+            })
+        }
+    };
+    report.tied_nlml = Some(tied.run.value);
+    report.tied = sharing == VarianceSharing::Tied
+        || tied.run.value - untied.run.value <= TIE_TOLERANCE * rows as f64;
+    let chosen = if report.tied { tied } else { untied };
+    Ok(SharedFit {
+        sharing: Some(report),
+        ..chosen
+    })
+}
+
+/// Minimises the tied objective of `outputs` (one noise-to-signal ratio)
+/// from `features` and each output's kernel.
+fn fit_tied_sparse<F: InducingFeatures + Clone + Sync>(
+    outputs: &[Dataset],
+    features: F,
+    kernels: &[KernelParams],
+    config: FitcConfig,
+    optimiser: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SharedFit<F>> {
+    let objectives = outputs
+        .iter()
+        .zip(kernels)
+        .map(|(d, kern)| {
+            SparseObjective::new(
+                &d.x,
+                &d.y,
+                features.clone(),
+                without_noise_floor(kern)?,
+                config,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let tied = TiedRatio::new(objectives)?;
+    let rows = outputs.iter().map(Dataset::n_rows).sum();
+    let run = minimise(
+        |q| tied.objective(q),
+        tied.initial(),
+        &optimiser.for_rows(rows),
+        progress,
+    )?;
+    let p = tied.untied(&run.x)?;
+    unpacked(tied.joint(), &p, run, optimiser.max_iter)
 }
 
 /// Minimises the joint FITC or VFE objective of `outputs` from `features`
@@ -581,9 +776,21 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
         .collect::<Result<_>>()?;
     let joint = SharedObjective::new(objectives)?;
     let run = run_joint(&joint, outputs, optimiser, progress)?;
+    let p = run.x.clone();
+    unpacked(&joint, &p, run, optimiser.max_iter)
+}
+
+/// The features and each output's kernel at the joint vector `p` of a
+/// finished `run`.
+fn unpacked<F: InducingFeatures + Clone + Sync>(
+    joint: &SharedObjective<SparseObjective<'_, F>>,
+    p: &[f64],
+    run: OptimiseReport,
+    max_iter: u64,
+) -> Result<SharedFit<F>> {
     let mut fitted = Vec::with_capacity(joint.n_outputs());
     for (i, objective) in joint.outputs().iter().enumerate() {
-        fitted.push(objective.unpack(&joint.output_params(&run.x, i)?)?);
+        fitted.push(objective.unpack(&joint.output_params(p, i)?)?);
     }
     let features = fitted
         .first()
@@ -593,7 +800,8 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
         features,
         kernels: fitted.into_iter().map(|(_, k)| k).collect(),
         run,
-        max_iter: optimiser.max_iter,
+        max_iter,
+        sharing: None,
     })
 }
 
@@ -629,6 +837,7 @@ fn sparse_set<F: InducingFeatures + Clone + Send + Sync + 'static>(
         fit.kernels.clone(),
         data.outputs().to_vec(),
     );
+    let tied = fit.sharing.as_ref().is_some_and(|s| s.tied);
     let posteriors: Posteriors = Arc::new(move |jitter: &JitterPolicy, max_iter: u64| {
         let config = FitcConfig {
             jitter: *jitter,
@@ -641,14 +850,25 @@ fn sparse_set<F: InducingFeatures + Clone + Send + Sync + 'static>(
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            let refit = fit_shared_sparse(
-                &outputs,
-                features.clone(),
-                kernels.clone(),
-                config,
-                &options,
-                &mut |_| {},
-            )?;
+            let refit = if tied {
+                fit_tied_sparse(
+                    &outputs,
+                    features.clone(),
+                    &kernels,
+                    config,
+                    &options,
+                    &mut |_| {},
+                )?
+            } else {
+                fit_shared_sparse(
+                    &outputs,
+                    features.clone(),
+                    kernels.clone(),
+                    config,
+                    &options,
+                    &mut |_| {},
+                )?
+            };
             (refit.features, refit.kernels)
         };
         outputs
@@ -682,14 +902,15 @@ fn assemble<F>(
         .first()
         .map(|f| f.basis.clone())
         .ok_or_else(|| Error::Numerical("no output".into()))?;
-    let members = forms
+    let tied = fit.sharing.as_ref().is_some_and(|s| s.tied);
+    let members = folded(&basis, forms, tied)?
         .into_iter()
         .zip(data.outputs())
         .map(|(form, d)| {
             Ok(TrainedModel {
                 kind,
                 link: Link::Identity,
-                form: fold_onto(&basis, form)?,
+                form,
                 transform: d.transform.clone(),
                 input_names: d.input_names.clone(),
                 target_name: d.target_name.clone(),
@@ -714,11 +935,28 @@ fn assemble<F>(
             starts,
             optimiser: Some(run),
             outputs,
+            variance: fit.sharing.clone(),
         },
         jitter: jitter.initial,
         posteriors,
         ignored: Vec::new(),
+        tied,
     })
+}
+
+/// `forms` moved onto `basis` ([`fold_onto`]); with `tied`, every output
+/// after the first takes the first one's variance factor, scaled
+/// ([`share_first_variance`]): the same variance up to rounding, which
+/// the blob then stores once.
+fn folded(basis: &RuntimeBasis, forms: Vec<RuntimeForm>, tied: bool) -> Result<Vec<RuntimeForm>> {
+    let mut forms = forms
+        .into_iter()
+        .map(|form| fold_onto(basis, form))
+        .collect::<Result<Vec<_>>>()?;
+    if tied {
+        share_first_variance(&mut forms);
+    }
+    Ok(forms)
 }
 
 /// `form` moved onto `basis`, whose basis functions are those of `form`
@@ -850,6 +1088,50 @@ mod tests {
             let total: f64 = fitted.report.outputs.iter().map(|r| r.nlml).sum();
             assert!((total - fitted.report.nlml).abs() < 1e-9 * total.abs());
         }
+    }
+
+    #[test]
+    fn a_tied_fit_shares_one_variance_factor_in_its_blob() {
+        let d = data(120, 4);
+        let p = FitParams::Spgp(sparse(8, 1));
+        let tied = fit_multi_with(&d, &p, VarianceSharing::Tied, &mut |_| {}).unwrap();
+        check_set(&tied, &d);
+        let report = tied.report.variance.clone().unwrap();
+        assert!(report.tied && report.tied_nlml.is_some(), "{report:?}");
+        assert!(report.describe().contains("one factor for all outputs"));
+        let ratio = |m: &TrainedModel| m.form.noise_var / m.form.prior;
+        let (a, b) = (&tied.set.members[0], &tied.set.members[1]);
+        assert!((ratio(a) - ratio(b)).abs() < 1e-9 * ratio(a));
+        let x = d.first().raw_x();
+        let shared = crate::export::export_set(&tied.set, &x, false).unwrap();
+        assert_eq!(shared.blob[4], 6, "format version 6");
+        let separate = fit_multi_with(&d, &p, VarianceSharing::Separate, &mut |_| {}).unwrap();
+        assert!(!separate.report.variance.unwrap().tied);
+        let own = crate::export::export_set(&separate.set, &x, false).unwrap();
+        assert_eq!(own.blob[4], 5);
+        assert!(shared.blob.len() < own.blob.len());
+        // Host tools read each shared output as a blob of its own.
+        let spec = sgp_runtime::ModelSpec::from_bytes(&shared.blob).unwrap();
+        let all = crate::export::device::predict_outputs(&shared.blob, &x).unwrap();
+        for (p, single) in crate::export::output_blob::output_specs(&spec)
+            .iter()
+            .enumerate()
+        {
+            let alone =
+                crate::export::device::predict_all(&single.to_bytes().unwrap(), &x).unwrap();
+            for (row, one) in all.iter().zip(&alone) {
+                assert_eq!(row[p].mean, one.mean);
+                let scale = 1e-5 * (1.0 + one.variance.abs());
+                assert!(
+                    (row[p].variance - one.variance).abs() <= scale,
+                    "output {p}"
+                );
+            }
+        }
+        // The re-fit under a larger jitter keeps the outputs tied.
+        let (set, _, _) = tied.with_jitter(1e-4, 5).unwrap();
+        let (a, b) = (&set.members[0].form, &set.members[1].form);
+        assert!(crate::model::shared_variance::shares_first_variance(a, b));
     }
 
     #[test]

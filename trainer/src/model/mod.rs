@@ -7,6 +7,7 @@ pub mod kernel;
 pub mod likelihood;
 pub mod multiclass;
 pub mod posterior_sums;
+pub mod shared_variance;
 pub mod variance_factor;
 
 use nalgebra::{DMatrix, DVector};
@@ -148,9 +149,15 @@ impl ModelSet {
         if link.is_multi_class() {
             joined.positive_class = 0.0;
         }
-        for (p, spec) in specs.enumerate() {
+        let first_form = self.members.first().map(|m| &m.form);
+        for (p, (spec, member)) in specs.zip(self.members.iter().skip(1)).enumerate() {
             let mut spec = spec?;
             spec.shape.link = link;
+            if first_form.is_some_and(|f| shared_variance::shares_first_variance(f, &member.form)) {
+                // Format version 6: no factors, the first output's variance.
+                spec.l1.clear();
+                spec.l2.clear();
+            }
             if let Some(field) = basis_difference(&joined, &spec) {
                 return Err(Error::BadInput(format!(
                     "member {} of the model set does not share member 0's basis: its {field} \

@@ -397,6 +397,9 @@ pub(crate) fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: boo
             println!("length scales   {} (shared)", scales.join(", "));
         }
     }
+    if let Some(sharing) = &report.variance {
+        println!("variance        {}", sharing.describe());
+    }
     println!("output          objective  signal var  noise var  f32 worst mean / sd");
     for ((out, member), e) in report
         .outputs

@@ -16,6 +16,7 @@ pub mod laplace;
 pub mod objective;
 pub mod shared;
 pub mod svgp;
+pub mod tied_ratio;
 
 use nalgebra::{DMatrix, DVector};
 
