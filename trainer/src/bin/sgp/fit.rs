@@ -676,10 +676,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         return Ok(None);
     };
     params.sparse = sparse;
-    if table
-        .known_rows()
-        .is_some_and(|rows| rows <= params.sample_rows() as u64)
-    {
+    if !table.has_more_rows_than(params.sample_rows() as u64)? {
         return Ok(None);
     }
     let quiet = quiet || args.json;
@@ -693,14 +690,11 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
     );
     bar.finish_and_clear();
     let first = first?;
-    if first.rows <= params.sample_rows() as u64 {
-        return Ok(None);
-    }
     if args.task()?.is_none() && first.target_values.len() == 2 {
         // Two target values default to a classification, which is fitted in memory.
         return Ok(None);
     }
-    let fit_bar = progress_bar(quiet, params.sparse.iteration_budget(), "fit");
+    let fit_bar = progress_bar(quiet, params.first_stage_budget(), "fit");
     let pass_bar = rows_bar(quiet, first.rows, "pass", false);
     let mut stage_rows = 0;
     let fitted = fit_streamed(&table, &first, &params, &mut |p| match p {
@@ -709,7 +703,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
                 stage_rows = rows;
                 fit_bar.set_prefix(format!("{rows} rows"));
                 fit_bar.set_length(if rows == params.first_rows {
-                    params.sparse.iteration_budget()
+                    params.first_stage_budget()
                 } else {
                     params.sparse.optimiser.max_iter
                 });
