@@ -154,19 +154,11 @@ pub(crate) fn fit_pseudo_inputs(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
     let kern = initial_kernel(data, params)?;
-    let start = |k: usize| pseudo_input_start(data, params, k);
+    let start = |k: usize| {
+        let (label, z) = start_positions(&data.x, params, k)?;
+        Ok((label, PseudoInputs::new(z)?))
+    };
     fit_restarted(data, params, kern, &start, progress)
-}
-
-/// Start `k` of SPGP's restarts: pseudo-inputs among the rows of `data`
-/// ([`start_positions`]) and how they were drawn.
-pub(crate) fn pseudo_input_start(
-    data: &Dataset,
-    params: &SparseParams,
-    k: usize,
-) -> Result<(String, PseudoInputs)> {
-    let (label, z) = start_positions(&data.x, params, k)?;
-    Ok((label, PseudoInputs::new(z)?))
 }
 
 /// The restart procedure of the module documentation over any feature
@@ -180,19 +172,48 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
     start: &dyn Fn(usize) -> Result<(String, F)>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<F>, Vec<StartReport>)> {
-    let config = sparse_config(params);
+    let config = FitcConfig {
+        approximation: params.approximation,
+        ..FitcConfig::default()
+    };
     let done = Cell::new(0u64);
-    let mut counted = counted_progress(&done, progress);
-    let (features, kern, starts) = if params.restarts <= 1 {
-        (start(0)?.1, kern, Vec::new())
+    let mut counted = |p: Progress| {
+        progress(Progress {
+            iteration: done.get() + p.iteration,
+            ..p
+        })
+    };
+    let mut starts = Vec::new();
+    let (features, kern) = if params.restarts <= 1 {
+        (start(0)?.1, kern)
     } else {
-        let (starts, screened) = screen_starts(data, params, kern, start, &done, &mut counted)?;
-        // `restarts > 1` here, so there are screened starts.
-        let best = screened
-            .into_iter()
-            .min_by(|a, b| a.posterior.nlml.total_cmp(&b.posterior.nlml))
-            .ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-        (best.features, best.kernel, starts)
+        let (screen, subset) = screening(data, params)?;
+        let mut best: Option<SparseFit<F>> = None;
+        for k in 0..params.restarts {
+            let (label, features) = start(k)?;
+            let run = fit_sparse(
+                &subset,
+                features,
+                kern.clone(),
+                config,
+                &screen,
+                &mut counted,
+            )?;
+            done.set(done.get() + run.run.iterations);
+            starts.push(StartReport {
+                init: label,
+                nlml: run.posterior.nlml,
+            });
+            if best
+                .as_ref()
+                .is_none_or(|b| run.posterior.nlml < b.posterior.nlml)
+            {
+                best = Some(run);
+            }
+        }
+        // `restarts > 1` here, so the loop ran.
+        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        (best.features, best.kernel)
     };
     let fit = fit_sparse(
         data,
@@ -203,56 +224,6 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
         &mut counted,
     )?;
     Ok((fit, starts))
-}
-
-/// The FITC/VFE settings of a sparse fit asked for by `params`.
-pub(crate) fn sparse_config(params: &SparseParams) -> FitcConfig {
-    FitcConfig {
-        approximation: params.approximation,
-        ..FitcConfig::default()
-    }
-}
-
-/// `progress` with the iterations counted in `done` added: the runs of a
-/// restarted fit shown as one run.
-pub(crate) fn counted_progress<'a>(
-    done: &'a Cell<u64>,
-    progress: &'a mut dyn FnMut(Progress),
-) -> impl FnMut(Progress) + 'a {
-    move |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    }
-}
-
-/// Every one of `params.restarts` starts after its screening run (on the
-/// rows of [`screening`]), in start order, with how each was drawn and
-/// where it ended; the iterations are added to `done`.
-pub(crate) fn screen_starts<F: InducingFeatures + Clone + Sync>(
-    data: &Dataset,
-    params: &SparseParams,
-    kern: KernelParams,
-    start: &dyn Fn(usize) -> Result<(String, F)>,
-    done: &Cell<u64>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(Vec<StartReport>, Vec<SparseFit<F>>)> {
-    let config = sparse_config(params);
-    let (screen, subset) = screening(data, params)?;
-    let mut starts = Vec::new();
-    let mut screened = Vec::new();
-    for k in 0..params.restarts {
-        let (label, features) = start(k)?;
-        let run = fit_sparse(&subset, features, kern.clone(), config, &screen, progress)?;
-        done.set(done.get() + run.run.iterations);
-        starts.push(StartReport {
-            init: label,
-            nlml: run.posterior.nlml,
-        });
-        screened.push(run);
-    }
-    Ok((starts, screened))
 }
 
 /// The screening runs' optimiser settings and the rows they see.

@@ -20,20 +20,13 @@
 //!
 //! Memory is O(sample + chunk + M^2), whatever the number of rows.
 
-use std::cell::Cell;
 use std::time::Instant;
 
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
-use super::spgp::{
-    counted_progress, fit_pseudo_inputs, fit_sparse, initial_kernel, pseudo_input_start,
-    reoptimised, screen_starts, SparseFit,
-};
-use super::{
-    Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams,
-    StartReport,
-};
+use super::spgp::{fit_pseudo_inputs, fit_sparse, reoptimised, SparseFit};
+use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, Standardisation, TargetKind};
 use crate::evaluate::metrics::mean_nlpd;
@@ -64,10 +57,6 @@ pub struct StreamedParams {
     /// Least gain in validation NLPD (nats per row) for which the subset
     /// keeps doubling.
     pub min_gain: f64,
-    /// Screened starts of the first stage optimised to the end, the one of
-    /// best validation NLPD kept (1: the lowest screening objective, as an
-    /// in-memory fit chooses).
-    pub finalists: usize,
 }
 
 impl Default for StreamedParams {
@@ -85,7 +74,6 @@ impl Default for StreamedParams {
             max_rows: 65_536,
             validation_rows: 8_192,
             min_gain: 0.01,
-            finalists: 2,
         }
     }
 }
@@ -95,17 +83,6 @@ impl StreamedParams {
     /// validation rows.
     pub fn sample_rows(&self) -> usize {
         self.max_rows + self.validation_rows
-    }
-
-    /// Optimiser iterations the first stage may use: the restarts'
-    /// screening runs and every finalist's full run.
-    pub fn first_stage_budget(&self) -> u64 {
-        let finals = if self.sparse.restarts <= 1 {
-            1
-        } else {
-            self.finalists.clamp(1, self.sparse.restarts)
-        };
-        self.sparse.iteration_budget() + (finals as u64 - 1) * self.sparse.optimiser.max_iter
     }
 
     fn check(&self, scan: &Scan) -> Result<()> {
@@ -259,13 +236,8 @@ pub fn fit_streamed(
             |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
         let fit = match &best {
             None => {
-                let (fit, tried) = first_stage(
-                    &data,
-                    &validation,
-                    &sparse,
-                    params.finalists,
-                    &mut stage_progress,
-                )?;
+                let (fit, tried) =
+                    fit_pseudo_inputs(&data, &sparse.check(&data)?, &mut stage_progress)?;
                 starts = tried;
                 fit
             }
@@ -364,49 +336,6 @@ pub fn fit_streamed(
     Ok(fitted)
 }
 
-/// The first stage: SPGP's screened restarts ([`super::spgp`]), then the
-/// `finalists` starts of lowest screening objective each optimised to the
-/// end, and the one of best validation NLPD kept. Which local optimum a
-/// start ends in decides the model more than the rows do; the training
-/// objective of a short screening run ranks the starts only roughly, so
-/// the last word is the validation rows'.
-fn first_stage(
-    data: &Dataset,
-    validation: &Dataset,
-    sparse: &SparseParams,
-    finalists: usize,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
-    let sparse = sparse.check(data)?;
-    if sparse.restarts <= 1 || finalists <= 1 {
-        return fit_pseudo_inputs(data, &sparse, progress);
-    }
-    let kern = initial_kernel(data, &sparse)?;
-    let start = |k: usize| pseudo_input_start(data, &sparse, k);
-    let done = Cell::new(0u64);
-    let mut counted = counted_progress(&done, progress);
-    let (starts, mut screened) = screen_starts(data, &sparse, kern, &start, &done, &mut counted)?;
-    screened.sort_by(|a, b| a.posterior.nlml.total_cmp(&b.posterior.nlml));
-    let mut best: Option<(SparseFit<PseudoInputs>, f64)> = None;
-    for candidate in screened.into_iter().take(finalists) {
-        let fit = fit_sparse(
-            data,
-            candidate.features,
-            candidate.kernel,
-            candidate.config,
-            &sparse.optimiser,
-            &mut counted,
-        )?;
-        done.set(done.get() + fit.run.iterations);
-        let nlpd = validation_nlpd(&fit, validation)?;
-        if best.as_ref().is_none_or(|(_, b)| nlpd < *b) {
-            best = Some((fit, nlpd));
-        }
-    }
-    let (fit, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-    Ok((fit, starts))
-}
-
 /// Test NLPD of `fit`'s posterior (on its own rows) on `validation`.
 fn validation_nlpd(fit: &SparseFit<PseudoInputs>, validation: &Dataset) -> Result<f64> {
     let p = fit
@@ -449,7 +378,6 @@ mod tests {
             max_rows: 800,
             validation_rows: 300,
             min_gain: 0.0,
-            finalists: 2,
         }
     }
 
@@ -501,21 +429,9 @@ mod tests {
         // checked against the in-memory posterior in crate::model::posterior_sums).
         assert!(fitted.report.nlml < 0.0, "{}", fitted.report.nlml);
 
-        // The first stage's finalists include the start an in-memory fit
-        // would keep, so choosing among them on validation rows never
-        // does worse there.
-        let single = StreamedParams {
-            finalists: 1,
-            max_rows: 200,
-            ..params.clone()
-        };
-        let one = fit_streamed(&csv, &first, &single, &mut |_| {}).unwrap();
-        let first_nlpd = |f: &Fitted| f.report.streamed.as_ref().unwrap().stages[0].validation_nlpd;
-        assert!(first_nlpd(&fitted) <= first_nlpd(&one));
-
-        // Same data as Parquet: the same blob.
-        // As `sgp fit` exports them: checked (and cured if need be) at the
-        // same sampled rows, then compared byte for byte.
+        // Same data as Parquet: the same blob, byte for byte, exported as
+        // `sgp fit` exports it (checked, and cured if need be, at the same
+        // sampled rows).
         let first_pq = scan(&parquet, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
         let mut from_pq = fit_streamed(&parquet, &first_pq, &params, &mut |_| {}).unwrap();
         assert_eq!(first_pq.sample_x, first.sample_x);

@@ -694,7 +694,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         // Two target values default to a classification, which is fitted in memory.
         return Ok(None);
     }
-    let fit_bar = progress_bar(quiet, params.first_stage_budget(), "fit");
+    let fit_bar = progress_bar(quiet, params.sparse.iteration_budget(), "fit");
     let pass_bar = rows_bar(quiet, first.rows, "pass", false);
     let mut stage_rows = 0;
     let fitted = fit_streamed(&table, &first, &params, &mut |p| match p {
@@ -703,7 +703,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
                 stage_rows = rows;
                 fit_bar.set_prefix(format!("{rows} rows"));
                 fit_bar.set_length(if rows == params.first_rows {
-                    params.first_stage_budget()
+                    params.sparse.iteration_budget()
                 } else {
                     params.sparse.optimiser.max_iter
                 });
