@@ -775,11 +775,7 @@ fn read_table<R: Read>(
     last_as_text: bool,
     select: impl FnOnce(&[String]) -> Result<Vec<usize>>,
 ) -> Result<Table> {
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(reader);
+    let mut csv = csv_reader(reader);
     let header = read_header(&mut csv, source)?;
     check_names(&header, source)?;
     let selected = select(&header)?;
@@ -849,6 +845,18 @@ fn read_table<R: Read>(
         first_text,
         last_places,
     })
+}
+
+/// The one CSV dialect of training files, whether read whole or streamed:
+/// a header row and cells trimmed of spaces. Rows of any width are let
+/// through so that a ragged row is reported with its line and widths
+/// rather than the csv crate's terse message.
+pub(crate) fn csv_reader<R: Read>(reader: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(reader)
 }
 
 /// The column names of a CSV header row; an empty file is an error.

@@ -358,7 +358,7 @@ mod tests {
     use nalgebra::DMatrix;
 
     use crate::data::stream::{scan, write_parquet};
-    use crate::export::check;
+    use crate::export::cure::export_fitted;
     use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::synth::synthetic;
 
@@ -407,7 +407,7 @@ mod tests {
         let first = scan(&csv, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
         assert_eq!(first.constant_inputs, [2]);
         let mut passed = 0;
-        let fitted = fit_streamed(&csv, &first, &params, &mut |p| {
+        let mut fitted = fit_streamed(&csv, &first, &params, &mut |p| {
             if let StreamedProgress::Pass(at) = p {
                 passed = at.rows;
             }
@@ -429,12 +429,17 @@ mod tests {
         // checked against the in-memory posterior in crate::model::posterior_sums).
         assert!(fitted.report.nlml < 0.0, "{}", fitted.report.nlml);
 
-        // Same data as Parquet: the same blob.
+        // Same data as Parquet: the same blob, byte for byte, exported as
+        // `sgp fit` exports it (checked, and cured if need be, at the same
+        // sampled rows).
         let first_pq = scan(&parquet, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
-        let from_pq = fit_streamed(&parquet, &first_pq, &params, &mut |_| {}).unwrap();
+        let mut from_pq = fit_streamed(&parquet, &first_pq, &params, &mut |_| {}).unwrap();
+        assert_eq!(first_pq.sample_x, first.sample_x);
         let check_x = first.sample_x.rows(0, 200).into_owned();
-        let blob = check(&fitted.model, &check_x).unwrap().blob;
-        assert_eq!(check(&from_pq.model, &check_x).unwrap().blob, blob);
+        let (blob, _) = export_fitted(&mut fitted, &check_x, false).unwrap();
+        let (blob_pq, _) = export_fitted(&mut from_pq, &check_x, false).unwrap();
+        assert!(!blob.blob.is_empty());
+        assert_eq!(blob_pq.blob, blob.blob);
     }
 
     #[test]

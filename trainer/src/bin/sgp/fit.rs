@@ -679,10 +679,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         return Ok(None);
     };
     params.sparse = sparse;
-    if table
-        .known_rows()
-        .is_some_and(|rows| rows <= params.sample_rows() as u64)
-    {
+    if !table.has_more_rows_than(params.sample_rows() as u64)? {
         return Ok(None);
     }
     let quiet = quiet || args.json;
@@ -696,9 +693,6 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
     );
     bar.finish_and_clear();
     let first = first?;
-    if first.rows <= params.sample_rows() as u64 {
-        return Ok(None);
-    }
     if args.task()?.is_none() && first.target_values.len() == 2 {
         // Two target values default to a classification, which is fitted in memory.
         return Ok(None);

@@ -1,5 +1,6 @@
-//! CSV rows, one record at a time: the same reader settings, checks and
-//! messages as [`crate::data`] (places given as `line L (data row R)`).
+//! CSV rows, one record at a time: the same dialect
+//! ([`crate::data::csv_reader`]), checks and messages as [`crate::data`]
+//! (places given as `line L (data row R)`).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -16,11 +17,41 @@ fn reader(path: &Path) -> Result<csv::Reader<BufReader<File>>> {
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(BufReader::with_capacity(BUFFER_BYTES, file)))
+    Ok(crate::data::csv_reader(BufReader::with_capacity(
+        BUFFER_BYTES,
+        file,
+    )))
+}
+
+/// Whether `path` has more than `rows` data rows, reading no further than
+/// the row after them (cells are not parsed). A record the csv crate
+/// cannot read before then counts as the end: the file is then read whole,
+/// and that reader reports it with its place.
+pub(crate) fn more_rows_than(path: &Path, rows: u64) -> Result<bool> {
+    let mut csv = reader(path)?;
+    let mut record = csv::ByteRecord::new();
+    let mut seen = 0u64;
+    while seen <= rows {
+        match csv.read_byte_record(&mut record) {
+            Ok(true) => seen += 1,
+            Ok(false) | Err(_) => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// Whether the first data row's cell in column `target` is text rather
+/// than a number (class labels). A missing or unreadable first row is not:
+/// the validating pass reports it.
+pub(crate) fn first_cell_is_text(path: &Path, target: usize) -> Result<bool> {
+    let mut csv = reader(path)?;
+    let mut record = csv::StringRecord::new();
+    Ok(match csv.read_record(&mut record) {
+        Ok(true) => record
+            .get(target)
+            .is_some_and(|cell| !cell.is_empty() && cell.parse::<f64>().is_err()),
+        Ok(false) | Err(_) => false,
+    })
 }
 
 /// The column names of the header row.

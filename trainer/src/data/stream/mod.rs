@@ -173,29 +173,23 @@ impl TableFile {
     /// # Errors
     /// [`Error::Io`] if the file cannot be read.
     pub fn target_is_text(&self) -> Result<bool> {
-        if matches!(self.format, Format::Parquet) {
-            return Ok(false);
+        match (self.format, self.selected.last()) {
+            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.path, target),
+            _ => Ok(false),
         }
-        let Some(&target) = self.selected.last() else {
-            return Ok(false);
-        };
-        let file = std::fs::File::open(&self.path).map_err(|source| Error::Io {
-            path: self.path.clone(),
-            source,
-        })?;
-        let mut rows = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .flexible(true)
-            .trim(csv::Trim::All)
-            .from_reader(file);
-        let first = rows.records().next();
-        Ok(match first {
-            Some(Ok(row)) => row
-                .get(target)
-                .is_some_and(|cell| !cell.is_empty() && cell.parse::<f64>().is_err()),
-            // A bad or missing first row is the validating pass's to report.
-            _ => false,
-        })
+    }
+
+    /// Whether the file has more than `rows` data rows: from the metadata
+    /// for Parquet, by reading no further than row `rows + 1` for CSV, so
+    /// that a small file is not read through before being read whole.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
+        match self.known_rows {
+            Some(known) => Ok(known > rows),
+            None => csv_rows::more_rows_than(&self.path, rows),
+        }
     }
 
     /// Reads every data row, validating each selected cell, and hands them
@@ -385,6 +379,32 @@ mod tests {
             chunks(&parquet, Some("a"), 64).unwrap()[0].y,
             x.column(0).into_owned()
         );
+    }
+
+    #[test]
+    fn counts_rows_only_up_to_the_question_and_sees_text_targets() {
+        let (csv, parquet, _, _) = both_formats("count");
+        for path in [&csv, &parquet] {
+            let table = TableFile::open(path, None).unwrap();
+            assert!(table.has_more_rows_than(49).unwrap());
+            assert!(!table.has_more_rows_than(50).unwrap());
+            assert!(!table.target_is_text().unwrap());
+        }
+        // Cells past the question are not read: a bad one does not answer it.
+        let late = temp("late.csv");
+        std::fs::write(&late, "a,y\n1,2\n3,4\n5,6\n7,oops\n").unwrap();
+        assert!(TableFile::open(&late, None)
+            .unwrap()
+            .has_more_rows_than(2)
+            .unwrap());
+        let labels = temp("labels.csv");
+        std::fs::write(&labels, "a,y\n1,ok\n3,fault\n").unwrap();
+        let table = TableFile::open(&labels, None).unwrap();
+        assert!(table.target_is_text().unwrap());
+        assert!(!TableFile::open(&labels, Some("a"))
+            .unwrap()
+            .target_is_text()
+            .unwrap());
     }
 
     #[test]
