@@ -54,7 +54,7 @@ use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::kernel::KernelParams;
 use crate::model::TrainedModel;
 use crate::numerics::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
-use crate::numerics::linalg::{cholesky_jittered, solve_lower_vec, JitterPolicy};
+use crate::numerics::linalg::{cholesky_jittered, faer_ref, mul, solve_lower_vec, JitterPolicy};
 use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
@@ -295,7 +295,7 @@ fn reduced_problem(
     let rt = &icf.r;
     let r = rt.nrows();
     let n = rt.ncols();
-    let s = rt * rt.transpose();
+    let s = mul(faer_ref(rt), faer_ref(rt).transpose());
     let scale = s.diagonal().max().max(f64::MIN_POSITIVE);
     let policy = JitterPolicy {
         initial: 1e-12,
@@ -303,7 +303,7 @@ fn reduced_problem(
     };
     let ls = cholesky_jittered(&s, scale, &policy)?.l;
     let sv = kern.noise_var().sqrt();
-    let top = ls.tr_mul(rt) / sv;
+    let top = mul(faer_ref(&ls).transpose(), faer_ref(rt)) / sv;
     let d_top = solve_lower_vec(&ls, &(rt * y))? / sv;
     let mut c = DMatrix::zeros(2 * r, n);
     c.rows_mut(0, r).copy_from(&top);
