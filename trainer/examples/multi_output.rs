@@ -7,8 +7,11 @@
 //! fit and of the shared fit at the same M (f64 trainer predictions, raw
 //! units), and the blob bytes of the separate models together against the
 //! one shared blob (each exported as `sgp fit` exports it, cure included). A measurement, not a test:
-//! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
-//! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
+//! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL [SEEDS]]]`
+//! with MODEL one of spgp (default), vsgp, spgp-dr, exact, and SEEDS the
+//! data seeds, comma-separated (default 17): one row per seed, system and
+//! output, then each system's and output's mean and worst difference over
+//! the seeds.
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::export::cure::{export_fitted, export_outputs};
@@ -53,13 +56,24 @@ fn main() -> sgp_trainer::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
     let model = args.get(2).map_or("spgp", String::as_str);
+    let seeds: Vec<u64> = args.get(3).map_or(vec![17], |list| {
+        list.split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect()
+    });
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
-    println!("| system | output | single NLPD | shared NLPD | diff | single RMSE | shared RMSE |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| seed | system | output | single NLPD | shared NLPD | diff | single RMSE | shared RMSE |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
-    for system in System::ALL {
-        let data = system.data(TRAIN + TEST, 17)?;
+    let mut diffs: Vec<(String, Vec<f64>)> = Vec::new();
+    for (system, seed) in System::ALL
+        .into_iter()
+        .flat_map(|system| seeds.iter().map(move |&seed| (system, seed)))
+    {
+        let data = system.data(TRAIN + TEST, seed)?;
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
         let mut shared = fit_multi(&train, &params, &mut |_| {})?;
         let (exported, _) = export_outputs(&mut shared, &train.first().raw_x(), true)?;
@@ -78,19 +92,32 @@ fn main() -> sgp_trainer::Result<()> {
             let (ns, rs) = scores(&single.model, &x, y.as_slice())?;
             let (nm, rm) = scores(member, &x, y.as_slice())?;
             println!(
-                "| {} | {} | {ns:.3} | {nm:.3} | {:+.3} | {rs:.4} | {rm:.4} |",
+                "| {seed} | {} | {} | {ns:.3} | {nm:.3} | {:+.3} | {rs:.4} | {rm:.4} |",
                 system.name(),
                 out.target_name,
                 nm - ns
             );
+            let key = format!("{} | {}", system.name(), out.target_name);
+            match diffs.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, d)) => d.push(nm - ns),
+                None => diffs.push((key, vec![nm - ns])),
+            }
         }
-        sizes.push((system, single_bytes, shared_bytes));
+        sizes.push((system, seed, single_bytes, shared_bytes));
     }
-    println!("\n| system | separate blobs (bytes) | shared blob (bytes) | ratio |");
+    println!("\nshared - single test NLPD over seeds {seeds:?}\n");
+    println!("| system | output | mean | worst |");
     println!("|---|---|---|---|");
-    for (system, single, shared) in sizes {
+    for (key, d) in &diffs {
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        let worst = d.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        println!("| {key} | {mean:+.3} | {worst:+.3} |");
+    }
+    println!("\n| seed | system | separate blobs (bytes) | shared blob (bytes) | ratio |");
+    println!("|---|---|---|---|---|");
+    for (system, seed, single, shared) in sizes {
         println!(
-            "| {} | {single} | {shared} | {:.2} |",
+            "| {seed} | {} | {single} | {shared} | {:.2} |",
             system.name(),
             shared as f64 / single as f64
         );
