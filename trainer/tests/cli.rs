@@ -384,15 +384,16 @@ fn several_targets_sweep_and_plot() {
     );
 
     let svg = plot(&dir, "best.sgp", "test.csv", "outputs.svg");
-    for text in [
-        "3 outputs",
-        "output ex",
-        "output ey",
-        "output ez",
-        "actual ez",
-    ] {
-        assert!(svg.contains(text), "{text}");
-    }
+    assert_shows(
+        &svg,
+        &[
+            "3 outputs",
+            "output ex",
+            "output ey",
+            "output ez",
+            "actual ez",
+        ],
+    );
     assert_eq!(svg.matches("calibration").count(), 3);
     assert_bad_input(
         &sgp(
@@ -1094,6 +1095,13 @@ fn plot(dir: &TempDir, model: &str, data: &str, out: &str) -> String {
     svg
 }
 
+/// Asserts that `svg` holds every one of `texts`.
+fn assert_shows(svg: &str, texts: &[&str]) {
+    for text in texts {
+        assert!(svg.contains(text), "{text}");
+    }
+}
+
 /// Counts the SVG elements named `tag` (`<tag ...`).
 fn count_tags(svg: &str, tag: &str) -> usize {
     svg.matches(&format!("<{tag} ")).count()
@@ -1165,14 +1173,15 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
     synth(&dir, "data.csv", 80, 3);
     fit_spgp(&dir, "data.csv", "m.sgp", "0");
     let svg = plot(&dir, "m.sgp", "data.csv", "nd.svg");
-    for text in [
-        "predicted against actual",
-        "calibration",
-        "Gaussian expectation",
-        "actual y",
-    ] {
-        assert!(svg.contains(text), "{text}");
-    }
+    assert_shows(
+        &svg,
+        &[
+            "predicted against actual",
+            "calibration",
+            "Gaussian expectation",
+            "actual y",
+        ],
+    );
     // The classifier: probabilities by class and the reliability diagram.
     dir.write("classes.csv", classes_csv("0", "1", None));
     ok(
