@@ -10,8 +10,11 @@
 //! `sgp fit` keeps, and the blob bytes of the separate models together
 //! against each shared blob (each exported as `sgp fit` exports it, cure
 //! included). A measurement, not a test:
-//! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL]]`
-//! with MODEL one of spgp (default), vsgp, spgp-dr, exact.
+//! `cargo run --release -p sgp-trainer --example multi_output [-- M [MODEL [SEEDS]]]`
+//! with MODEL one of spgp (default), vsgp, spgp-dr, exact, and SEEDS the
+//! data seeds, comma-separated (default 17): one row per seed, system and
+//! output, then each system's and output's mean and worst difference over
+//! the seeds.
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::export::cure::{export_fitted, export_outputs};
@@ -68,16 +71,25 @@ fn main() -> sgp_trainer::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
     let model = args.get(2).map_or("spgp", String::as_str);
+    let seeds: Vec<u64> = args.get(3).map_or(vec![17], |list| {
+        list.split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect()
+    });
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
     println!(
-        "| system | output | single NLPD | own factors NLPD | one factor NLPD | one factor - \
-         single | single RMSE | own factors RMSE | one factor RMSE |"
+        "| seed | system | output | single NLPD | own factors NLPD | one factor NLPD | one \
+         factor - single | single RMSE | own factors RMSE | one factor RMSE |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
-    for system in System::ALL {
-        let data = system.data(TRAIN + TEST, 17)?;
+    let mut diffs: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
+    for (system, seed) in System::ALL
+        .into_iter()
+        .flat_map(|system| seeds.iter().map(move |&seed| (system, seed)))
+    {
+        let data = system.data(TRAIN + TEST, seed)?;
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
         let (own, own_bytes) = shared_fit(&train, &params, VarianceSharing::Separate)?;
         let (tied, tied_bytes) = shared_fit(&train, &params, VarianceSharing::Tied)?;
@@ -97,11 +109,20 @@ fn main() -> sgp_trainer::Result<()> {
             let (nm, rm) = scores(member, &x, y.as_slice())?;
             let (nt, rt) = scores(one, &x, y.as_slice())?;
             println!(
-                "| {} | {} | {ns:.3} | {nm:.3} | {nt:.3} | {:+.3} | {rs:.4} | {rm:.4} | {rt:.4} |",
+                "| {seed} | {} | {} | {ns:.3} | {nm:.3} | {nt:.3} | {:+.3} | {rs:.4} | {rm:.4} | \
+                 {rt:.4} |",
                 system.name(),
                 out.target_name,
                 nt - ns
             );
+            let key = format!("{} | {}", system.name(), out.target_name);
+            match diffs.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, own, one)) => {
+                    own.push(nm - ns);
+                    one.push(nt - ns);
+                }
+                None => diffs.push((key, vec![nm - ns], vec![nt - ns])),
+            }
         }
         let kept = match &tied.report.variance {
             Some(r) => match r.tied_nlml {
@@ -118,16 +139,30 @@ fn main() -> sgp_trainer::Result<()> {
             },
             None => "-".into(),
         };
-        sizes.push((system, single_bytes, own_bytes, tied_bytes, kept));
+        sizes.push((system, seed, single_bytes, own_bytes, tied_bytes, kept));
+    }
+    println!("\nshared - single test NLPD over seeds {seeds:?} (own factors; one factor)\n");
+    println!("| system | output | own mean | own worst | one mean | one worst |");
+    println!("|---|---|---|---|---|---|");
+    for (key, own, one) in &diffs {
+        let mean = |d: &[f64]| d.iter().sum::<f64>() / d.len() as f64;
+        let worst = |d: &[f64]| d.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "| {key} | {:+.3} | {:+.3} | {:+.3} | {:+.3} |",
+            mean(own),
+            worst(own),
+            mean(one),
+            worst(one)
+        );
     }
     println!(
-        "\n| system | separate blobs (bytes) | own factors (bytes, ratio) | one factor (bytes, \
-         ratio) | tied - untied objective per row and output (`sgp fit` keeps) |"
+        "\n| seed | system | separate blobs (bytes) | own factors (bytes, ratio) | one factor \
+         (bytes, ratio) | tied - untied objective per row and output (`sgp fit` keeps) |"
     );
-    println!("|---|---|---|---|---|");
-    for (system, single, own, tied, kept) in sizes {
+    println!("|---|---|---|---|---|---|");
+    for (system, seed, single, own, tied, kept) in sizes {
         println!(
-            "| {} | {single} | {own} ({:.2}) | {tied} ({:.2}) | {kept} |",
+            "| {seed} | {} | {single} | {own} ({:.2}) | {tied} ({:.2}) | {kept} |",
             system.name(),
             own as f64 / single as f64,
             tied as f64 / single as f64

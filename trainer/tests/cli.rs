@@ -328,6 +328,91 @@ fn several_targets_fit_predict_eval() {
     );
 }
 
+/// `sgp sweep --target a,b,c`: one blob per grid point for every output,
+/// each output's figures in the table and the JSON, ranked by their summed
+/// NLPD; `sgp plot` of that blob: one row of panels per output.
+#[test]
+fn several_targets_sweep_and_plot() {
+    let dir = TempDir::new("several_targets_sweep");
+    let csv = ok(
+        &sgp(
+            &dir,
+            &["synth", "--system", "arm", "--rows", "200", "--seed", "4"],
+        ),
+        "synth --system",
+    );
+    split_csv(&dir, &csv, 150);
+    let grid = [
+        "--target", "ex,ey,ez", "--models", "spgp", "--m", "4,8", "--out", "best.sgp",
+    ];
+    let text = ok(&sweep(&dir, &grid), "sweep --target ex,ey,ez");
+    assert!(
+        text.contains("3 outputs (ex, ey, ez) on one basis"),
+        "{text}"
+    );
+    assert!(text.contains("lowest summed test NLPD"), "{text}");
+    for name in ["ex ", "ey ", "ez "] {
+        let rows = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with(name))
+            .count();
+        assert_eq!(rows, 2, "{name}: {text}");
+    }
+    let (out, json) = sweep_json(&dir, &grid);
+    ok(&out, "sweep --json");
+    assert_eq!(json["targets"], serde_json::json!(["ex", "ey", "ez"]));
+    for row in json["rows"].as_array().expect("rows") {
+        let outputs = row["outputs"].as_array().expect("each output's figures");
+        let sum: f64 = outputs.iter().map(|o| o["nlpd"].as_f64().unwrap()).sum();
+        assert!((row["nlpd"].as_f64().unwrap() - sum).abs() < 1e-9, "{row}");
+    }
+    let evaluated = ok(
+        &sgp(
+            &dir,
+            &[
+                "eval", "--model", "best.sgp", "--data", "test.csv", "--json",
+            ],
+        ),
+        "eval of the chosen blob",
+    );
+    let evaluated: Value = serde_json::from_str(&evaluated).expect("JSON");
+    assert_eq!(evaluated.as_array().map(Vec::len), Some(3));
+    assert_bad_input(
+        &sweep(
+            &dir,
+            &["--target", "ex,ey", "--models", "gplasso", "--m", "4"],
+        ),
+        &["--models gplasso", "cannot fit the 2 targets on one basis"],
+    );
+    assert_bad_input(
+        &sweep(&dir, &["--target", "ex,ey", "--link", "probit"]),
+        &["several targets", "--link probit"],
+    );
+
+    let svg = plot(&dir, "best.sgp", "test.csv", "outputs.svg");
+    assert_shows(
+        &svg,
+        &[
+            "3 outputs",
+            "output ex",
+            "output ey",
+            "output ez",
+            "actual ez",
+        ],
+    );
+    assert_eq!(svg.matches("calibration").count(), 3);
+    assert_bad_input(
+        &sgp(
+            &dir,
+            &[
+                "plot", "--model", "best.sgp", "--data", "test.csv", "--target", "ex", "--out",
+                "x.svg",
+            ],
+        ),
+        &["--target does not apply to a multi-output blob"],
+    );
+}
+
 #[test]
 fn predict_picks_input_columns_by_name() {
     let dir = TempDir::new("columns_by_name");
@@ -1016,6 +1101,13 @@ fn plot(dir: &TempDir, model: &str, data: &str, out: &str) -> String {
     svg
 }
 
+/// Asserts that `svg` holds every one of `texts`.
+fn assert_shows(svg: &str, texts: &[&str]) {
+    for text in texts {
+        assert!(svg.contains(text), "{text}");
+    }
+}
+
 /// Counts the SVG elements named `tag` (`<tag ...`).
 fn count_tags(svg: &str, tag: &str) -> usize {
     svg.matches(&format!("<{tag} ")).count()
@@ -1087,14 +1179,15 @@ fn plot_many_inputs_and_classifiers_and_mismatched_data() {
     synth(&dir, "data.csv", 80, 3);
     fit_spgp(&dir, "data.csv", "m.sgp", "0");
     let svg = plot(&dir, "m.sgp", "data.csv", "nd.svg");
-    for text in [
-        "predicted against actual",
-        "calibration",
-        "Gaussian expectation",
-        "actual y",
-    ] {
-        assert!(svg.contains(text), "{text}");
-    }
+    assert_shows(
+        &svg,
+        &[
+            "predicted against actual",
+            "calibration",
+            "Gaussian expectation",
+            "actual y",
+        ],
+    );
     // The classifier: probabilities by class and the reliability diagram.
     dir.write("classes.csv", classes_csv("0", "1", None));
     ok(

@@ -26,6 +26,17 @@ pub struct Evaluation {
     pub coverage_95: f64,
 }
 
+/// One output's evaluation, named: what `sgp eval --json` and `sgp sweep`
+/// give per output of a multi-output blob.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputEvaluation {
+    /// The output's (target's) name.
+    pub output: String,
+    /// Its figures.
+    #[serde(flatten)]
+    pub evaluation: Evaluation,
+}
+
 /// Evaluates `blob` on raw inputs `x` and targets `y`.
 ///
 /// # Errors

@@ -32,7 +32,9 @@
 
 use serde::Serialize;
 
+use super::multi_output::fit_multi;
 use super::{fit, FitParams};
+use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
 use crate::{Error, Result};
 
@@ -138,17 +140,56 @@ fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)])
         let mut nlpds = Vec::new();
         for (train, valid) in parts {
             let fitted = fit(train, params, &mut |_| {})?;
-            let p = fitted.model.predict_raw(&valid.raw_x())?;
-            nlpds.extend(
-                p.mean
-                    .iter()
-                    .zip(p.var.iter())
-                    .zip(valid.raw_y().iter())
-                    .map(|((&m, &v), &y)| crate::evaluate::metrics::point_nlpd(m, v, y)),
-            );
+            nlpds.extend(row_nlpds(&fitted.model, valid)?);
         }
         Ok(nlpds)
     };
+    let rows = parts.iter().map(|(_, valid)| valid.n_rows()).sum();
+    score_with(candidates, rows, one)
+}
+
+/// [`score`] of a multi-output fit: each candidate fitted to every output
+/// on one basis ([`fit_multi`]), a held-out row's NLPD the sum of its
+/// outputs' (the NLPD of the output vector).
+///
+/// # Errors
+/// If `data` cannot be split, or every candidate fails.
+pub(crate) fn score_outputs(
+    data: &MultiTargetData,
+    seed: u64,
+    candidates: &[(String, FitParams)],
+) -> Result<Scores> {
+    let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
+    let one = |params: &FitParams| -> Result<Vec<f64>> {
+        let fitted = fit_multi(&train, params, &mut |_| {})?;
+        let mut sums = vec![0.0; valid.n_rows()];
+        for (model, output) in fitted.set.members.iter().zip(valid.outputs()) {
+            for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
+                *sum += nlpd;
+            }
+        }
+        Ok(sums)
+    };
+    score_with(candidates, valid.n_rows(), one)
+}
+
+/// `model`'s NLPD on each row of `valid` (raw units).
+fn row_nlpds(model: &crate::model::TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
+    let p = model.predict_raw(&valid.raw_x())?;
+    Ok(p.mean
+        .iter()
+        .zip(p.var.iter())
+        .zip(valid.raw_y().iter())
+        .map(|((&m, &v), &y)| crate::evaluate::metrics::point_nlpd(m, v, y))
+        .collect())
+}
+
+/// Every candidate's per-row NLPDs on `rows` held-out rows, from `one`.
+fn score_with(
+    candidates: &[(String, FitParams)],
+    rows: usize,
+    one: impl Fn(&FitParams) -> Result<Vec<f64>>,
+) -> Result<Scores> {
     let mut nlpds = Vec::with_capacity(candidates.len());
     let mut last_error = None;
     for (_, params) in candidates {
@@ -170,7 +211,7 @@ fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)])
         )));
     }
     Ok(Scores {
-        rows: parts.iter().map(|(_, valid)| valid.n_rows()).sum(),
+        rows,
         names: candidates.iter().map(|(n, _)| n.clone()).collect(),
         nlpds,
     })

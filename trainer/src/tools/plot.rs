@@ -10,6 +10,8 @@
 //! bars) and a calibration curve (the fraction of points within k
 //! predictive standard deviations, against the Gaussian expectation); a
 //! classifier gets its probabilities by class and a reliability diagram.
+//! A model of several outputs gets one such row of panels per output
+//! ([`plot_outputs_svg`]).
 
 use nalgebra::{DMatrix, DVector};
 use plotters::coord::Shift;
@@ -55,57 +57,107 @@ pub fn plot_svg(
     y: &DVector<f64>,
     source: &str,
 ) -> Result<String> {
-    let d = usize::from(spec.shape.input_dim);
-    if x.ncols() != d || x.nrows() != y.len() || y.is_empty() {
-        return Err(Error::BadInput(format!(
-            "{source}: {} rows of {} inputs and {} targets do not match the model's {d} inputs",
-            x.nrows(),
-            x.ncols(),
-            y.len()
-        )));
+    let output = OutputPlot { blob, spec, y };
+    plot_outputs_svg(std::slice::from_ref(&output), x, source)
+}
+
+/// One output of a model to plot: its single-output blob (from
+/// [`crate::export::output_blob::output_specs`] for a multi-output blob),
+/// its spec and its raw targets.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputPlot<'a> {
+    /// The output's blob.
+    pub blob: &'a [u8],
+    /// Its spec.
+    pub spec: &'a ModelSpec,
+    /// Its raw targets, one per row of the inputs.
+    pub y: &'a DVector<f64>,
+}
+
+/// [`plot_svg`] of several outputs on the same raw inputs `x`: one row of
+/// panels per output, each titled with the output's name, the rows in the
+/// order given. One output is [`plot_svg`]'s figure.
+///
+/// # Errors
+/// As [`plot_svg`], for any output; [`Error::BadInput`] for no output.
+pub fn plot_outputs_svg(outputs: &[OutputPlot], x: &DMatrix<f64>, source: &str) -> Result<String> {
+    let first = outputs
+        .first()
+        .ok_or_else(|| Error::BadInput("sgp plot: no output to draw".into()))?;
+    for output in outputs {
+        check_shapes(output, x, source)?;
     }
-    let predictions = predict_all(blob, x)?;
+    let d = x.ncols();
+    let rows = outputs.len();
     let mut svg = String::new();
     {
-        let size = if d == 1 {
-            (WIDTH, HEIGHT)
-        } else {
-            (2 * PANEL_WIDTH, HEIGHT)
-        };
+        let width = if d == 1 { WIDTH } else { 2 * PANEL_WIDTH };
+        let size = (width, HEIGHT * u32::try_from(rows).unwrap_or(u32::MAX));
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
+        let what = if rows > 1 {
+            format!(", {rows} outputs")
+        } else {
+            String::new()
+        };
         let title = format!(
-            "{} model, M = {}, on {source} ({} rows)",
-            spec.shape.kind.name(),
-            spec.shape.n_basis,
-            y.len()
+            "{} model, M = {}{what}, on {source} ({} rows)",
+            first.spec.shape.kind.name(),
+            first.spec.shape.n_basis,
+            first.y.len()
         );
         let root = root.titled(&title, (FONT, 22)).map_err(drawing)?;
-        match (d, spec.shape.link) {
-            (1, Link::Identity) => one_input(&root, blob, spec, x, y)?,
-            (1, Link::Probit) => one_input_classifier(&root, blob, spec, x, y)?,
-            (_, Link::Identity) => {
-                let (left, right) = root.split_horizontally(PANEL_WIDTH);
-                predicted_against_actual(&left, spec, y, &predictions)?;
-                calibration(&right, y, &predictions)?;
-            }
-            (_, Link::OneVsRest | Link::Softmax) => {
-                return Err(Error::BadInput(
-                    "sgp plot draws single-output models; this blob is a multi-class classifier"
-                        .into(),
-                ))
-            }
-            (_, Link::Probit) => {
-                let labels = labels(spec, y);
-                let prob = probabilities(&predictions)?;
-                let (left, right) = root.split_horizontally(PANEL_WIDTH);
-                probabilities_by_class(&left, spec, &labels, &prob)?;
-                reliability(&right, &labels, &prob)?;
+        for (output, area) in outputs.iter().zip(root.split_evenly((rows, 1))) {
+            if rows > 1 {
+                let caption = format!("output {}", output.spec.target_name);
+                let area = area.titled(&caption, (FONT, 18)).map_err(drawing)?;
+                draw_output(&area, output, x)?;
+            } else {
+                draw_output(&area, output, x)?;
             }
         }
         root.present().map_err(drawing)?;
     }
     Ok(svg)
+}
+
+fn check_shapes(output: &OutputPlot, x: &DMatrix<f64>, source: &str) -> Result<()> {
+    let d = usize::from(output.spec.shape.input_dim);
+    if x.ncols() != d || x.nrows() != output.y.len() || output.y.is_empty() {
+        return Err(Error::BadInput(format!(
+            "{source}: {} rows of {} inputs and {} targets do not match the model's {d} inputs",
+            x.nrows(),
+            x.ncols(),
+            output.y.len()
+        )));
+    }
+    Ok(())
+}
+
+/// One output's figure in `root`: the curve along a single input, or the
+/// two judging panels side by side.
+fn draw_output(root: &Area, output: &OutputPlot, x: &DMatrix<f64>) -> Result<()> {
+    let OutputPlot { blob, spec, y } = *output;
+    let predictions = predict_all(blob, x)?;
+    match (x.ncols(), spec.shape.link) {
+        (1, Link::Identity) => one_input(root, blob, spec, x, y),
+        (1, Link::Probit) => one_input_classifier(root, blob, spec, x, y),
+        (_, Link::Identity) => {
+            let (left, right) = root.split_horizontally(PANEL_WIDTH);
+            predicted_against_actual(&left, spec, y, &predictions)?;
+            calibration(&right, y, &predictions)
+        }
+        (_, Link::OneVsRest | Link::Softmax) => Err(Error::BadInput(
+            "sgp plot draws single-output models; this blob is a multi-class classifier".into(),
+        )),
+        (_, Link::Probit) => {
+            let labels = labels(spec, y);
+            let prob = probabilities(&predictions)?;
+            let (left, right) = root.split_horizontally(PANEL_WIDTH);
+            probabilities_by_class(&left, spec, &labels, &prob)?;
+            reliability(&right, &labels, &prob)
+        }
+    }
 }
 
 fn drawing(e: impl std::fmt::Display) -> Error {

@@ -6,6 +6,16 @@
 //! RAM budget, its instructions per prediction ([`crate::tools::cost`]) in the
 //! time budget.
 //!
+//! Several targets (`--target a,b,c`) sweep the multi-output fit
+//! ([`crate::fit::multi_output`]): one blob for all outputs per grid
+//! point, each output evaluated against its own test column. The row's
+//! figures are then those of the output vector ([`joint`]): the sum of the
+//! outputs' NLPDs (the NLPD of the vector, outputs independent given the
+//! model), which ranks the rows, and its Euclidean RMSE; each output's own
+//! figures are listed under the row. The RAM is that of a model holding
+//! `P` outputs and the instructions those of one call predicting all of
+//! them ([`crate::tools::cost::instructions_for_outputs`]).
+//!
 //! A grid point that fails to fit or to export is a row saying why, not the
 //! end of the sweep. Grid points run in parallel (rayon); every fit is
 //! deterministic and the rows keep the grid's order, so the table does not
@@ -20,13 +30,16 @@ use std::time::Instant;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use serde::Serialize;
-use sgp_runtime::{ram_bytes, ModelSpec};
+use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 
-use crate::data::{is_class, read_same_columns, Dataset, TargetKind};
-use crate::evaluate::{evaluate_blob, evaluate_classifier, Figures};
-use crate::export::cure::{export_fitted, Cure};
+use crate::data::multi_target::MultiTargetData;
+use crate::data::{is_class, read_inputs_and_target, read_same_columns, Dataset, TargetKind};
+use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
+use crate::export::cure::{export_fitted, export_outputs, Cure};
+use crate::export::output_blob::{output_specs, set_blob};
+use crate::fit::multi_output::{fit_multi, shares_basis};
 use crate::fit::{fit, FitParams, Method};
-use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
+use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
 /// What to sweep.
@@ -40,6 +53,46 @@ pub struct SweepSpec {
     pub dims: Vec<usize>,
     /// Seed of every fit.
     pub seed: u64,
+}
+
+/// The training data of a sweep: one target, or several fitted on one
+/// basis.
+#[derive(Clone, Copy, Debug)]
+pub enum Training<'a> {
+    /// One target.
+    One(&'a Dataset),
+    /// Several targets (`--target a,b,c`).
+    Outputs(&'a MultiTargetData),
+}
+
+impl<'a> From<&'a Dataset> for Training<'a> {
+    fn from(data: &'a Dataset) -> Self {
+        Training::One(data)
+    }
+}
+
+impl<'a> From<&'a MultiTargetData> for Training<'a> {
+    fn from(data: &'a MultiTargetData) -> Self {
+        Training::Outputs(data)
+    }
+}
+
+impl<'a> Training<'a> {
+    /// The (first) target's data: inputs, names and rows of all.
+    pub fn first(&self) -> &'a Dataset {
+        match *self {
+            Training::One(data) => data,
+            Training::Outputs(data) => data.first(),
+        }
+    }
+
+    /// Every target's data, in target order.
+    pub fn outputs(&self) -> &'a [Dataset] {
+        match *self {
+            Training::One(data) => std::slice::from_ref(data),
+            Training::Outputs(data) => data.outputs(),
+        }
+    }
 }
 
 /// Device limits; `None` is no limit.
@@ -180,8 +233,11 @@ impl GridPoint {
 /// # Errors
 /// [`Error::BadInput`] for an empty grid, an M or G of zero, a G larger
 /// than the inputs, `--dim` without a projected family or a projected
-/// family without `--dim`, and a regression family on a binary target.
-pub fn grid(spec: &SweepSpec, train: &Dataset) -> Result<Vec<GridPoint>> {
+/// family without `--dim`, a regression family on a binary target, and
+/// for several targets a family that cannot fit them on one basis.
+pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<GridPoint>> {
+    let training = train.into();
+    let train = training.first();
     let models = distinct(&spec.models);
     let ms = distinct(&spec.m);
     let dims = distinct(&spec.dims);
@@ -195,6 +251,18 @@ pub fn grid(spec: &SweepSpec, train: &Dataset) -> Result<Vec<GridPoint>> {
                  exact (the classifiers); the other families are regression models",
                 m.name()
             )));
+        }
+    }
+    if let Training::Outputs(data) = training {
+        for &m in &models {
+            shares_basis(m).map_err(|why| {
+                Error::BadInput(format!(
+                    "--models {}: cannot fit the {} targets on one basis: {why} (the families \
+                     that can: exact, spgp, vsgp, spgp-dr)",
+                    m.name(),
+                    data.n_outputs()
+                ))
+            })?;
         }
     }
     if ms.is_empty() && models.iter().any(|&m| m != Method::Exact) {
@@ -275,20 +343,40 @@ fn distinct<T: PartialEq + Copy>(values: &[T]) -> Vec<T> {
 pub struct TestSet {
     /// Raw inputs, in the training data's input order.
     pub x: DMatrix<f64>,
-    /// Raw targets, or ±1 labels for a binary training target (its
-    /// positive class is +1).
-    pub y: DVector<f64>,
+    /// Raw targets, one vector per target in the training data's order,
+    /// or ±1 labels for a binary training target (its positive class is
+    /// +1).
+    pub targets: Vec<DVector<f64>>,
     /// The file.
     pub source: String,
 }
 
 impl TestSet {
     /// Reads `path`, which must hold exactly the training data's columns
-    /// (in any order).
+    /// (in any order); for several targets, its inputs and every target
+    /// column (other columns are ignored).
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
-    pub fn read(path: &Path, train: &Dataset) -> Result<TestSet> {
+    pub fn read<'a>(path: &Path, train: impl Into<Training<'a>>) -> Result<TestSet> {
+        let train = match train.into() {
+            Training::One(train) => train,
+            Training::Outputs(data) => {
+                let names = &data.first().input_names;
+                let mut x = DMatrix::zeros(0, 0);
+                let mut targets = Vec::with_capacity(data.n_outputs());
+                for output in data.outputs() {
+                    let (read_x, y) = read_inputs_and_target(path, names, &output.target_name)?;
+                    x = read_x;
+                    targets.push(y);
+                }
+                return Ok(TestSet {
+                    x,
+                    targets,
+                    source: path.display().to_string(),
+                });
+            }
+        };
         let (x, y) = read_same_columns(path, &train.input_names, &train.target_name)?;
         let y = match train.target {
             TargetKind::Continuous => y,
@@ -298,9 +386,14 @@ impl TestSet {
         };
         Ok(TestSet {
             x,
-            y,
+            targets: vec![y],
             source: path.display().to_string(),
         })
+    }
+
+    /// Test rows.
+    pub fn rows(&self) -> usize {
+        self.x.nrows()
     }
 }
 
@@ -338,14 +431,19 @@ pub struct Done {
     pub feature_dim: usize,
     /// Raw inputs D.
     pub input_dim: usize,
-    /// Test-set figures, computed by the runtime from the blob.
+    /// Test-set figures, computed by the runtime from the blob; for
+    /// several outputs those of the output vector ([`joint`]).
     #[serde(flatten)]
     pub figures: Figures,
+    /// Each output's own figures (several outputs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputEvaluation>,
     /// Blob size (flash).
     pub blob_bytes: usize,
-    /// RAM of `Model<M, G, D>` at exactly the model's sizes.
+    /// RAM of `Model<M, G, D, P>` at exactly the model's sizes.
     pub ram_bytes: usize,
-    /// Cortex-M4 instructions per prediction ([`crate::tools::cost`]).
+    /// Cortex-M4 instructions per prediction of every output
+    /// ([`crate::tools::cost`]).
     pub instructions: u64,
     /// The budget's limits this model exceeds.
     pub over_budget: Vec<Limit>,
@@ -361,7 +459,7 @@ pub struct Done {
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Fitted, exported and evaluated.
-    Ok(Done),
+    Ok(Box<Done>),
     /// Fitting or exporting failed.
     Failed {
         /// The error.
@@ -391,7 +489,7 @@ impl Row {
     /// The figures and sizes of a fitted row.
     pub fn done(&self) -> Option<&Done> {
         match &self.outcome {
-            Outcome::Ok(done) => Some(done),
+            Outcome::Ok(done) => Some(done.as_ref()),
             Outcome::Failed { .. } => None,
         }
     }
@@ -422,6 +520,8 @@ pub struct Sweep {
     pub test_rows: usize,
     /// Raw inputs D.
     pub inputs: usize,
+    /// The target names (several: a multi-output sweep).
+    pub targets: Vec<String>,
     /// The budget.
     pub budget: Budget,
     /// The instruction cost model.
@@ -437,20 +537,21 @@ pub struct Sweep {
 /// Fits, exports and evaluates every point of `points` (from [`grid`]) on
 /// `train`, evaluates it on `test`, and marks the most accurate row within
 /// `budget`. `progress` is called from the worker threads.
-pub fn sweep(
-    train: &Dataset,
+pub fn sweep<'a>(
+    train: impl Into<Training<'a>>,
     test: &TestSet,
     points: &[GridPoint],
     seed: u64,
     budget: Budget,
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Sweep {
-    let raw_x = train.raw_x();
+    let train = train.into();
+    let raw_x = train.first().raw_x();
     let finished = AtomicUsize::new(0);
     let mut rows: Vec<Row> = points
         .par_iter()
         .map(|point| {
-            let row = run_point(train, &raw_x, test, point, seed, budget, progress);
+            let row = run_point(&train, &raw_x, test, point, seed, budget, progress);
             progress(SweepProgress::Finished {
                 done: finished.fetch_add(1, Ordering::Relaxed) + 1,
                 total: points.len(),
@@ -458,18 +559,24 @@ pub fn sweep(
             row
         })
         .collect();
-    let task = match train.target {
+    let first = train.first();
+    let task = match first.target {
         TargetKind::Continuous => Task::Regression,
         TargetKind::Binary { .. } => Task::Classification,
     };
     let chosen = choose(&mut rows);
     Sweep {
         task,
-        train: train.source.clone(),
-        train_rows: train.n_rows(),
+        train: first.source.clone(),
+        train_rows: first.n_rows(),
         test: test.source.clone(),
-        test_rows: test.y.len(),
-        inputs: train.n_inputs(),
+        test_rows: test.rows(),
+        inputs: first.n_inputs(),
+        targets: train
+            .outputs()
+            .iter()
+            .map(|d| d.target_name.clone())
+            .collect(),
         budget,
         cost_model: *CORTEX_M4,
         cost_formula: CORTEX_M4.formula(),
@@ -479,7 +586,7 @@ pub fn sweep(
 }
 
 fn run_point(
-    train: &Dataset,
+    train: &Training,
     raw_x: &DMatrix<f64>,
     test: &TestSet,
     point: &GridPoint,
@@ -491,17 +598,13 @@ fn run_point(
     let iterations = params.iteration_budget();
     let started = Instant::now();
     let mut reported = 0;
-    let result = (|| {
-        let mut fitted = fit(train, &params, &mut |p| {
-            let now = p.iteration.min(iterations);
-            if now > reported {
-                progress(SweepProgress::Iterations(now - reported));
-                reported = now;
-            }
-        })?;
-        let (exported, cure) = export_fitted(&mut fitted, raw_x, false)?;
-        Ok::<_, Error>((exported.blob, cure))
-    })();
+    let result = fit_and_export(train, raw_x, &params, &mut |p| {
+        let now = p.iteration.min(iterations);
+        if now > reported {
+            progress(SweepProgress::Iterations(now - reported));
+            reported = now;
+        }
+    });
     // A fit that converged early, or failed, used less than its budget:
     // the bar still has to reach its end.
     progress(SweepProgress::Iterations(iterations - reported));
@@ -520,13 +623,89 @@ fn run_point(
     }
 }
 
+/// `params`' fit of `train`, exported as `sgp fit` exports it: the blob
+/// and the export cure, if any.
+fn fit_and_export(
+    train: &Training,
+    raw_x: &DMatrix<f64>,
+    params: &FitParams,
+    progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
+) -> Result<(Vec<u8>, Option<Cure>)> {
+    match *train {
+        Training::One(data) => {
+            let mut fitted = fit(data, params, progress)?;
+            let (exported, cure) = export_fitted(&mut fitted, raw_x, false)?;
+            Ok((exported.blob, cure))
+        }
+        Training::Outputs(data) => {
+            let mut fitted = fit_multi(data, params, progress)?;
+            let (exported, cure) = export_outputs(&mut fitted, raw_x, false)?;
+            Ok((set_blob(&fitted.set, &exported)?, cure))
+        }
+    }
+}
+
+/// The figures of a vector of outputs from each output's: the sum of their
+/// NLPDs (the NLPD of the vector, the outputs independent given the
+/// model), the Euclidean RMSE (the root of the summed MSEs: an error
+/// distance when the outputs share a unit, e.g. a position), the mean
+/// SMSE and the worst output's 95% coverage.
+pub fn joint(outputs: &[Evaluation]) -> Evaluation {
+    let mse: f64 = outputs.iter().map(|e| e.mse).sum();
+    Evaluation {
+        rows: outputs.first().map_or(0, |e| e.rows),
+        rmse: mse.sqrt(),
+        mse,
+        smse: outputs.iter().map(|e| e.smse).sum::<f64>() / outputs.len().max(1) as f64,
+        nlpd: outputs.iter().map(|e| e.nlpd).sum(),
+        coverage_95: outputs
+            .iter()
+            .map(|e| e.coverage_95)
+            .fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// Each output of a multi-output blob evaluated against its own test
+/// column.
+fn evaluate_outputs(spec: &ModelSpec, test: &TestSet) -> Result<Vec<OutputEvaluation>> {
+    let specs = output_specs(spec);
+    if specs.len() != test.targets.len() {
+        return Err(Error::BadInput(format!(
+            "{}: {} target columns for a blob of {} outputs",
+            test.source,
+            test.targets.len(),
+            specs.len()
+        )));
+    }
+    specs
+        .iter()
+        .zip(&test.targets)
+        .map(|(output, y)| {
+            Ok(OutputEvaluation {
+                output: output.target_name.clone(),
+                evaluation: evaluate_blob(&output.to_bytes()?, &test.x, y)?,
+            })
+        })
+        .collect()
+}
+
 fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -> Result<Outcome> {
     let spec = ModelSpec::from_bytes(&blob)?;
     let shape = spec.shape;
+    let first = test
+        .targets
+        .first()
+        .ok_or_else(|| Error::BadInput(format!("{}: no target column", test.source)))?;
+    let mut outputs = Vec::new();
     let figures = match shape.link {
-        sgp_runtime::Link::Identity => Figures::Regression(evaluate_blob(&blob, &test.x, &test.y)?),
+        sgp_runtime::Link::Identity if spec.output_count() > 1 => {
+            outputs = evaluate_outputs(&spec, test)?;
+            let each: Vec<Evaluation> = outputs.iter().map(|o| o.evaluation.clone()).collect();
+            Figures::Regression(joint(&each))
+        }
+        sgp_runtime::Link::Identity => Figures::Regression(evaluate_blob(&blob, &test.x, first)?),
         sgp_runtime::Link::Probit => {
-            Figures::Classification(evaluate_classifier(&blob, &test.x, &test.y)?)
+            Figures::Classification(evaluate_classifier(&blob, &test.x, first)?)
         }
         sgp_runtime::Link::OneVsRest | sgp_runtime::Link::Softmax => {
             return Err(Error::BadInput(
@@ -540,20 +719,22 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
         usize::from(shape.feature_dim),
         usize::from(shape.input_dim),
     );
-    let ram = ram_bytes(m, g, d);
-    let instructions = instructions_per_prediction(&shape, spec.variance);
-    Ok(Outcome::Ok(Done {
+    let p = spec.output_count();
+    let ram = ram_bytes_with_outputs(m, g, d, p);
+    let instructions = instructions_for_outputs(&shape, spec.variance, p);
+    Ok(Outcome::Ok(Box::new(Done {
         n_basis: m,
         feature_dim: g,
         input_dim: d,
         figures,
+        outputs,
         blob_bytes: blob.len(),
         ram_bytes: ram,
         instructions,
         over_budget: budget.exceeded(blob.len(), ram, instructions),
         cure,
         blob,
-    }))
+    })))
 }
 
 /// How a row ranks: lower is better; `None` cannot be chosen (failed,
@@ -682,6 +863,17 @@ impl fmt::Display for Sweep {
             self.test_rows,
             self.budget.describe()
         )?;
+        let several = self.targets.len() > 1;
+        if several {
+            writeln!(
+                f,
+                "{} outputs ({}) on one basis per model: NLPD is the sum of the outputs' (the \
+                 output vector's), RMSE the vector's (root of the summed MSEs), cover95 the \
+                 worst output's; each output's own figures below its row",
+                self.targets.len(),
+                self.targets.join(", ")
+            )?;
+        }
         let accuracy = match self.task {
             Task::Regression => ["NLPD", "RMSE", "cover95"],
             Task::Classification => ["error", "log loss", "Brier"],
@@ -746,6 +938,18 @@ impl fmt::Display for Sweep {
                         done.ram_bytes,
                         done.instructions,
                     )?;
+                    for output in &done.outputs {
+                        let e = &output.evaluation;
+                        writeln!(
+                            f,
+                            "    {:<label_width$} {:>9} {:>9} {:>10} {:>8}",
+                            output.output,
+                            "",
+                            format!("{:.4}", e.nlpd),
+                            number(e.rmse),
+                            format!("{:.3}", e.coverage_95),
+                        )?;
+                    }
                 }
                 Outcome::Failed { reason, .. } => {
                     let m = row.point.m.map_or("-".into(), |m| m.to_string());
@@ -782,6 +986,7 @@ impl fmt::Display for Sweep {
             }
         }
         let criterion = match self.task {
+            Task::Regression if several => "lowest summed test NLPD",
             Task::Regression => "lowest test NLPD",
             Task::Classification => "lowest test error rate",
         };
@@ -938,7 +1143,7 @@ mod tests {
                 dim: None,
             },
             fit_seconds: 0.1,
-            outcome: Outcome::Ok(Done {
+            outcome: Outcome::Ok(Box::new(Done {
                 n_basis: 8,
                 feature_dim: 2,
                 input_dim: 2,
@@ -950,13 +1155,14 @@ mod tests {
                     nlpd,
                     coverage_95: 0.95,
                 }),
+                outputs: Vec::new(),
                 blob_bytes: blob,
                 ram_bytes: ram,
                 instructions,
                 over_budget: budget.exceeded(blob, ram, instructions),
                 cure: None,
                 blob: vec![1, 2, 3],
-            }),
+            })),
             chosen: false,
         }
     }
@@ -979,6 +1185,7 @@ mod tests {
             test: "test.csv".into(),
             test_rows: 10,
             inputs: 2,
+            targets: vec!["y".into()],
             budget,
             cost_model: *CORTEX_M4,
             cost_formula: CORTEX_M4.formula(),
@@ -1098,7 +1305,7 @@ mod tests {
         let (train, test) = data.split(0.3, 1).unwrap();
         let test = TestSet {
             x: test.raw_x(),
-            y: test.raw_y(),
+            targets: vec![test.raw_y()],
             source: "test part".into(),
         };
         let points = grid(
@@ -1127,7 +1334,7 @@ mod tests {
         assert_eq!(status, [true, false, true, false]);
         assert_eq!(result.rows[0].point.label(), "spgp M = 4");
         let done = result.rows[0].done().unwrap();
-        assert_eq!(done.ram_bytes, ram_bytes(4, 1, 1));
+        assert_eq!(done.ram_bytes, sgp_runtime::ram_bytes(4, 1, 1));
         assert_eq!(done.blob_bytes, done.blob.len());
         assert!(done.instructions > 0);
         // The same blob as a fit of that point on its own.
@@ -1137,8 +1344,87 @@ mod tests {
         let Figures::Regression(e) = &done.figures else {
             panic!("a regression row")
         };
-        assert_eq!(e.rows, test.y.len());
-        assert_eq!(*e, evaluate_blob(&done.blob, &test.x, &test.y).unwrap());
+        assert_eq!(e.rows, test.rows());
+        assert_eq!(
+            *e,
+            evaluate_blob(&done.blob, &test.x, &test.targets[0]).unwrap()
+        );
         assert!(result.chosen.is_some_and(|i| i == 0 || i == 2));
+    }
+
+    /// Several targets: one blob per grid point holding every output, each
+    /// output evaluated on its own column, the row's figures those of the
+    /// output vector; families that cannot share a basis are refused.
+    #[test]
+    fn a_sweep_of_several_targets_evaluates_each_output_of_one_blob() {
+        let data = crate::tools::dynamics::System::Arm.data(160, 2).unwrap();
+        let (train, test) = data.split(0.25, 1).unwrap();
+        let test = TestSet {
+            x: test.first().raw_x(),
+            targets: test.outputs().iter().map(Dataset::raw_y).collect(),
+            source: "test part".into(),
+        };
+        match grid(&spec(&[Method::Spgp, Method::Gplasso], &[4], &[]), &train) {
+            Err(Error::BadInput(message)) => {
+                assert!(message.contains("--models gplasso"), "{message}");
+                assert!(message.contains("3 targets on one basis"), "{message}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let points = grid(&spec(&[Method::Spgp], &[4, 6], &[]), &train).unwrap();
+        let result = sweep(&train, &test, &points, 0, Budget::default(), &|_| {});
+        assert_eq!(result.targets, ["ex", "ey", "ez"]);
+        for row in &result.rows {
+            let done = row.done().expect("fitted");
+            let names: Vec<&str> = done.outputs.iter().map(|o| o.output.as_str()).collect();
+            assert_eq!(names, ["ex", "ey", "ez"]);
+            let spec = ModelSpec::from_bytes(&done.blob).unwrap();
+            assert_eq!(spec.output_count(), 3);
+            for (output, (one, y)) in done
+                .outputs
+                .iter()
+                .zip(output_specs(&spec).iter().zip(&test.targets))
+            {
+                let alone = evaluate_blob(&one.to_bytes().unwrap(), &test.x, y).unwrap();
+                assert_eq!(output.evaluation, alone);
+            }
+            let each: Vec<Evaluation> = done.outputs.iter().map(|o| o.evaluation.clone()).collect();
+            let Figures::Regression(e) = &done.figures else {
+                panic!("a regression row")
+            };
+            assert_eq!(*e, joint(&each));
+            let (m, g, d) = (done.n_basis, done.feature_dim, done.input_dim);
+            assert_eq!(done.ram_bytes, ram_bytes_with_outputs(m, g, d, 3));
+            let single =
+                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance);
+            assert!(done.instructions > single && done.instructions < 3 * single);
+        }
+        let text = result.to_string();
+        assert!(
+            text.contains("3 outputs (ex, ey, ez) on one basis"),
+            "{text}"
+        );
+        assert!(text.contains("lowest summed test NLPD"), "{text}");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("ez "))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn the_joint_figures_sum_nlpd_and_mse_and_keep_the_worst_coverage() {
+        let e = |nlpd: f64, mse: f64, smse: f64, coverage_95: f64| Evaluation {
+            rows: 5,
+            rmse: mse.sqrt(),
+            mse,
+            smse,
+            nlpd,
+            coverage_95,
+        };
+        let both = joint(&[e(-1.0, 9.0, 0.25, 0.9), e(0.5, 16.0, 0.75, 0.97)]);
+        assert_eq!(both, e(-0.5, 25.0, 0.5, 0.9));
+        assert_eq!(both.rmse, 5.0);
     }
 }

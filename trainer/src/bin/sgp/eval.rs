@@ -4,31 +4,18 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::data::labels;
 use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
-use sgp_trainer::evaluate::{evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation};
+use sgp_trainer::evaluate::{
+    evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation, OutputEvaluation,
+};
 use sgp_trainer::export::output_blob::output_specs;
 use sgp_trainer::{Error, Result};
 
 use super::{read_blob, to_json, BlobAndData, BlobOnData};
 
-/// One output's evaluation, as `sgp eval --json` prints it for a
-/// multi-output blob.
-#[derive(serde::Serialize)]
-pub(crate) struct OutputEvaluation {
-    output: String,
-    #[serde(flatten)]
-    evaluation: Evaluation,
-}
-
 /// `sgp eval` of a multi-output regression: each output against its own
 /// target column (named as in the blob).
 pub(crate) fn eval_outputs(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
-    if input.target.is_some() {
-        return Err(Error::BadInput(
-            "--target does not apply to a multi-output blob: each output is evaluated against \
-             the column of its own name"
-                .into(),
-        ));
-    }
+    input.refuse_target("evaluated")?;
     let mut all = Vec::new();
     for output in output_specs(spec) {
         let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;

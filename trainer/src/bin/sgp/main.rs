@@ -146,7 +146,8 @@ enum Command {
     /// Plot a blob's predictions on a CSV file as SVG: for one input the
     /// data, predictive mean, 2-sigma band and basis-function locations
     /// (a classifier: P(y = +1)); for more, predicted against actual and a
-    /// calibration curve.
+    /// calibration curve. A multi-output blob gets one row of panels per
+    /// output, each against the column of its own name.
     Plot {
         #[command(flatten)]
         input: BlobAndData,
@@ -192,6 +193,18 @@ struct BlobOnData {
 }
 
 impl BlobAndData {
+    /// Refuses `--target` for a multi-output blob, whose outputs are each
+    /// `what` against the column of their own name.
+    fn refuse_target(&self, what: &str) -> Result<()> {
+        if self.target.is_some() {
+            return Err(Error::BadInput(format!(
+                "--target does not apply to a multi-output blob: each output is {what} against \
+                 the column of its own name"
+            )));
+        }
+        Ok(())
+    }
+
     fn read(&self) -> Result<BlobOnData> {
         let (blob, spec) = read_blob(&self.model)?;
         let target = self.target.as_deref().unwrap_or(&spec.target_name);

@@ -2,25 +2,55 @@
 
 use std::path::Path;
 
-use sgp_trainer::tools::plot::plot_svg;
+use sgp_trainer::data::read_inputs_and_target;
+use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::tools::plot::{plot_outputs_svg, plot_svg, OutputPlot};
 use sgp_trainer::{Error, Result};
 
 use super::{read_blob, write_file, BlobAndData, BlobOnData};
 
 pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     let (_, spec) = read_blob(&input.model)?;
-    if spec.output_count() > 1 {
-        let what = match spec.shape.link {
-            sgp_runtime::Link::Identity => "outputs",
-            _ => "classes",
-        };
-        return Err(Error::BadInput(format!(
-            "{}: a model of {} {what}: sgp plot draws one output or a binary classifier",
-            input.model.display(),
-            spec.output_count()
-        )));
-    }
-    let BlobOnData { blob, spec, x, y } = input.read()?;
-    let svg = plot_svg(&blob, &spec, &x, &y, &input.data.display().to_string())?;
+    let source = input.data.display().to_string();
+    let svg = match (spec.output_count(), spec.shape.link) {
+        (1, _) => {
+            let BlobOnData { blob, spec, x, y } = input.read()?;
+            plot_svg(&blob, &spec, &x, &y, &source)?
+        }
+        (_, sgp_runtime::Link::Identity) => plot_outputs(input, &spec, &source)?,
+        (classes, _) => {
+            return Err(Error::BadInput(format!(
+                "{}: a model of {classes} classes: sgp plot draws regression outputs or a \
+                 binary classifier",
+                input.model.display(),
+            )))
+        }
+    };
     write_file(out, svg.as_bytes())
+}
+
+/// One row of panels per output of a multi-output regression, each output
+/// against the column of its own name.
+fn plot_outputs(
+    input: &BlobAndData,
+    spec: &sgp_runtime::ModelSpec,
+    source: &str,
+) -> Result<String> {
+    input.refuse_target("plotted")?;
+    let specs = output_specs(spec);
+    let mut read = Vec::with_capacity(specs.len());
+    for output in &specs {
+        let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;
+        read.push((output.to_bytes()?, x, y));
+    }
+    let x = match read.first() {
+        Some((_, x, _)) => x.clone(),
+        None => return Err(Error::BadInput("the blob has no output".into())),
+    };
+    let outputs: Vec<OutputPlot> = read
+        .iter()
+        .zip(&specs)
+        .map(|((blob, _, y), spec)| OutputPlot { blob, spec, y })
+        .collect();
+    plot_outputs_svg(&outputs, &x, source)
 }

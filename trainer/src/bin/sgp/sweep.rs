@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::Method;
 use sgp_trainer::tools::sweep::{
-    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
 };
 use sgp_trainer::{Error, Result};
 
@@ -20,6 +21,8 @@ pub(crate) struct SweepArgs {
     #[arg(long)]
     test: PathBuf,
     /// Target column (default: the last column); all others are inputs.
+    /// Several, comma-separated (a,b,c): one model for all of them on one
+    /// basis per grid point, ranked by the sum of the outputs' test NLPDs.
     #[arg(long)]
     target: Option<String>,
     /// Model families, comma-separated (default: spgp,vsgp; with --link
@@ -43,7 +46,8 @@ pub(crate) struct SweepArgs {
     /// Flash budget: largest blob in bytes (K and M suffixes: 64K).
     #[arg(long, value_parser = parse_bytes)]
     flash: Option<usize>,
-    /// RAM budget: largest `Model<M, G, D>` in bytes (K and M suffixes).
+    /// RAM budget: largest `Model<M, G, D>` in bytes (K and M suffixes;
+    /// several targets: `Model<M, G, D, P>`).
     #[arg(long, value_parser = parse_bytes)]
     ram: Option<usize>,
     /// Time budget: most Cortex-M4 instructions per prediction (estimated:
@@ -70,31 +74,52 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         LinkArg::Identity => TaskArg::Regression,
         LinkArg::Probit => TaskArg::Classification,
     };
-    let (train, classes) = training_data(
-        &args.data,
-        args.target.as_deref(),
-        Some(task),
-        args.positive.as_deref(),
-        ("--models", &models),
-        quiet,
-    )?;
-    if let Classes::Several = classes {
-        return Err(Error::BadInput(format!(
-            "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
-             (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
-            train.source,
-            train.target_name,
-            train.target_classes().len()
-        )));
-    }
+    let targets = args
+        .target
+        .as_deref()
+        .map(parse_target_list)
+        .unwrap_or_default();
+    let several;
+    let single;
+    let train = if targets.len() > 1 {
+        if task == TaskArg::Classification || args.positive.is_some() {
+            return Err(Error::BadInput(
+                "several targets (--target a,b) are a multi-output regression: --link probit \
+                 and --positive sweep a classifier of one target column"
+                    .into(),
+            ));
+        }
+        several = MultiTargetData::from_csv(&args.data, &targets)?;
+        Training::Outputs(&several)
+    } else {
+        let (data, classes) = training_data(
+            &args.data,
+            args.target.as_deref(),
+            Some(task),
+            args.positive.as_deref(),
+            ("--models", &models),
+            quiet,
+        )?;
+        if let Classes::Several = classes {
+            return Err(Error::BadInput(format!(
+                "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
+                 (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
+                data.source,
+                data.target_name,
+                data.target_classes().len()
+            )));
+        }
+        single = data;
+        Training::One(&single)
+    };
     let spec = SweepSpec {
         models,
         m: args.m.clone(),
         dims: args.dim.clone(),
         seed: args.seed,
     };
-    let points = grid(&spec, &train)?;
-    let test = TestSet::read(&args.test, &train)?;
+    let points = grid(&spec, train)?;
+    let test = TestSet::read(&args.test, train)?;
     let budget = Budget {
         flash: args.flash,
         ram: args.ram,
@@ -108,7 +133,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
             bar.set_message(format!("{done}/{total} fits done"))
         }
     };
-    let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
+    let result = sweep(train, &test, &points, args.seed, budget, &on_progress);
     bar.finish_and_clear();
     if args.json {
         println!("{}", to_json(&result)?);
