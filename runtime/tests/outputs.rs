@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{assert_every_damage_is_an_error, product_variance, random_spec, unchecked_blob};
+use common::{
+    assert_every_damage_is_an_error, product_variance, random_spec, size_example_spec,
+    unchecked_blob,
+};
 use sgp_runtime::{Dimension, Error, Link, Model, ModelSpec, OutputSpec, Prediction};
 
 /// `count` outputs on the basis of `random_spec(seed, ...)`: output `p`
@@ -330,14 +333,8 @@ fn a_probit_model_classifies_into_two_classes() {
 
 #[test]
 fn size_formula_of_format_md_for_two_outputs() {
-    let base = product_variance(
-        random_spec(1, 32, 4, 4, false, false, false, Link::Identity),
-        1,
-    );
+    let base = size_example_spec();
     let mut spec = base.clone();
-    spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
-    spec.target_name = "y".into();
-    assert_eq!(spec.to_bytes().unwrap().len(), 2913);
     spec.outputs.push(OutputSpec {
         name: "y2".into(),
         beta: base.beta.clone(),

@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{assert_every_damage_is_an_error, product_variance, random_spec, unchecked_blob};
+use common::{
+    assert_every_damage_is_an_error, product_variance, random_spec, size_example_spec,
+    unchecked_blob,
+};
 use sgp_runtime::{Error, Link, Model, ModelSpec, OutputSpec, VarianceForm};
 
 /// Output `p`'s prior is `ratio` times the first output's.
@@ -179,14 +182,8 @@ fn every_damaged_shared_blob_is_an_error() {
 /// and `4 (M + 5)` bytes.
 #[test]
 fn size_formula_of_format_md_for_shared_outputs() {
-    let base = product_variance(
-        random_spec(1, 32, 4, 4, false, false, false, Link::Identity),
-        1,
-    );
+    let base = size_example_spec();
     let mut spec = base.clone();
-    spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
-    spec.target_name = "y".into();
-    assert_eq!(spec.to_bytes().unwrap().len(), 2913);
     for (p, total) in [(2, 3067), (3, 3221)] {
         spec.outputs.push(OutputSpec {
             name: format!("y{p}"),

@@ -303,3 +303,16 @@ pub fn assert_every_damage_is_an_error<E>(blob: &[u8], load: impl Fn(&[u8]) -> R
         }
     }
 }
+
+/// FORMAT.md's size example: one output in the product form, `M = 32`,
+/// `D = 4`, inputs `x0..x3` and target `y`, a 2,913-byte blob.
+pub fn size_example_spec() -> ModelSpec {
+    let mut spec = product_variance(
+        random_spec(1, 32, 4, 4, false, false, false, Link::Identity),
+        1,
+    );
+    spec.input_names = (0..4).map(|i| format!("x{i}")).collect();
+    spec.target_name = "y".into();
+    assert_eq!(spec.to_bytes().unwrap().len(), 2913);
+    spec
+}

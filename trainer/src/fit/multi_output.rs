@@ -1148,6 +1148,37 @@ mod tests {
         let own = crate::export::export_set(&separate.set, &x, false).unwrap();
         assert_eq!(own.blob[4], 5);
         assert!(shared.blob.len() < own.blob.len());
+        // Host tools read each output back as a single-output model with
+        // the shared factor rebuilt (scaled): the same f32 prediction as the
+        // device's all-outputs call, up to the rounding of the scaling.
+        let spec = sgp_runtime::ModelSpec::from_bytes(&shared.blob).unwrap();
+        let device = sgp_runtime::Model::<8, 2, 2, 2>::from_bytes(&shared.blob).unwrap();
+        for p in 0..2 {
+            let single_spec = crate::export::output_blob::output_spec(&spec, p).unwrap();
+            let single =
+                sgp_runtime::Model::<8, 2, 2>::from_bytes(&single_spec.to_bytes().unwrap())
+                    .unwrap();
+            for i in (0..x.nrows()).step_by(7) {
+                let xi: Vec<f32> = x.row(i).iter().map(|&v| v as f32).collect();
+                let all = device.predict_all(&xi).unwrap();
+                let one = single.predict(&xi).unwrap();
+                let (a, b) = (all[p], one);
+                // The two paths sum in different orders: a few f32
+                // roundings of the mean's terms (raw units) and of the variance's
+                // before they cancel (prior and noise): 1e-5 of those, far
+                // inside the export check's tolerances.
+                let close = |u: f32, v: f32, scale: f32| (u - v).abs() <= 1e-5 * scale;
+                let terms = single_spec.y_scale.powi(2) * (single_spec.prior + single_spec.noise);
+                assert!(
+                    close(a.mean, b.mean, a.mean.abs() + single_spec.y_scale),
+                    "output {p}, row {i}: {a:?} vs {b:?}"
+                );
+                assert!(
+                    close(a.variance, b.variance, terms),
+                    "output {p}, row {i}: {a:?} vs {b:?}"
+                );
+            }
+        }
         // The re-fit under a larger jitter keeps the outputs tied.
         let (set, _, _) = tied.with_jitter(1e-4, 5).unwrap();
         let (a, b) = (&set.members[0].form, &set.members[1].form);
