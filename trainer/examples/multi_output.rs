@@ -14,7 +14,11 @@
 //! with MODEL one of spgp (default), vsgp, spgp-dr, exact, and SEEDS the
 //! data seeds, comma-separated (default 17): one row per seed, system and
 //! output, then each system's and output's mean and worst difference over
-//! the seeds.
+//! the seeds. A fourth argument picks the systems, comma-separated, each
+//! optionally with its input box shrunk to a fraction of its width
+//! (`arm@0.5`; default every system, whole box). The `floor` column is the
+//! single fit's test RMSE over the noise standard deviation (1: the noise
+//! floor).
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::export::cure::{export_fitted, export_outputs};
@@ -22,7 +26,7 @@ use sgp_trainer::export::output_blob::set_blob;
 use sgp_trainer::fit::multi_output::{fit_multi_with, FittedSet, VarianceSharing, TIE_TOLERANCE};
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::tools::dynamics::{noise_sd, System};
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;
@@ -67,6 +71,15 @@ fn shared_fit(
     Ok((fitted, bytes))
 }
 
+/// The system's name, with its box fraction when shrunk.
+fn system_label(system: System, fraction: f64) -> String {
+    if fraction == 1.0 {
+        system.name().to_string()
+    } else {
+        format!("{}@{fraction}", system.name())
+    }
+}
+
 fn main() -> sgp_trainer::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
@@ -76,31 +89,44 @@ fn main() -> sgp_trainer::Result<()> {
             .filter_map(|s| s.trim().parse().ok())
             .collect()
     });
+    let systems: Vec<(System, f64)> = match args.get(4) {
+        Some(list) => list
+            .split(',')
+            .filter_map(|item| {
+                let (name, fraction) = item.split_once('@').unwrap_or((item, "1"));
+                let system = System::ALL.into_iter().find(|s| s.name() == name.trim())?;
+                Some((system, fraction.parse().ok()?))
+            })
+            .collect(),
+        None => System::ALL.into_iter().map(|s| (s, 1.0)).collect(),
+    };
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
     println!(
         "| seed | system | output | single NLPD | own factors NLPD | one factor NLPD | one \
-         factor - single | single RMSE | own factors RMSE | one factor RMSE |"
+         factor - single | single RMSE | own factors RMSE | one factor RMSE | floor |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
     let mut diffs: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
-    for (system, seed) in System::ALL
-        .into_iter()
-        .flat_map(|system| seeds.iter().map(move |&seed| (system, seed)))
+    for (system, fraction, seed) in systems
+        .iter()
+        .flat_map(|&(system, f)| seeds.iter().map(move |&seed| (system, f, seed)))
     {
-        let data = system.data(TRAIN + TEST, seed)?;
+        let data = system.data_in(TRAIN + TEST, seed, fraction)?;
+        let floors = noise_sd(&system.generate_in(TRAIN + TEST, seed, fraction).2);
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
         let (own, own_bytes) = shared_fit(&train, &params, VarianceSharing::Separate)?;
         let (tied, tied_bytes) = shared_fit(&train, &params, VarianceSharing::Tied)?;
         let x = test.first().raw_x();
         let mut single_bytes = 0;
-        for (((out, test_out), member), one) in train
+        for ((((out, test_out), member), one), floor) in train
             .outputs()
             .iter()
             .zip(test.outputs())
             .zip(&own.set.members)
             .zip(&tied.set.members)
+            .zip(&floors)
         {
             let mut single = fit(out, &params, &mut |_| {})?;
             single_bytes += export_fitted(&mut single, &out.raw_x(), true)?.0.blob.len();
@@ -110,12 +136,13 @@ fn main() -> sgp_trainer::Result<()> {
             let (nt, rt) = scores(one, &x, y.as_slice())?;
             println!(
                 "| {seed} | {} | {} | {ns:.3} | {nm:.3} | {nt:.3} | {:+.3} | {rs:.4} | {rm:.4} | \
-                 {rt:.4} |",
-                system.name(),
+                 {rt:.4} | {:.2} |",
+                system_label(system, fraction),
                 out.target_name,
-                nt - ns
+                nt - ns,
+                rs / floor
             );
-            let key = format!("{} | {}", system.name(), out.target_name);
+            let key = format!("{} | {}", system_label(system, fraction), out.target_name);
             match diffs.iter_mut().find(|(k, _, _)| *k == key) {
                 Some((_, own, one)) => {
                     own.push(nm - ns);
@@ -139,7 +166,14 @@ fn main() -> sgp_trainer::Result<()> {
             },
             None => "-".into(),
         };
-        sizes.push((system, seed, single_bytes, own_bytes, tied_bytes, kept));
+        sizes.push((
+            system_label(system, fraction),
+            seed,
+            single_bytes,
+            own_bytes,
+            tied_bytes,
+            kept,
+        ));
     }
     println!("\nshared - single test NLPD over seeds {seeds:?} (own factors; one factor)\n");
     println!("| system | output | own mean | own worst | one mean | one worst |");
@@ -162,8 +196,7 @@ fn main() -> sgp_trainer::Result<()> {
     println!("|---|---|---|---|---|---|");
     for (system, seed, single, own, tied, kept) in sizes {
         println!(
-            "| {seed} | {} | {single} | {own} ({:.2}) | {tied} ({:.2}) | {kept} |",
-            system.name(),
+            "| {seed} | {system} | {single} | {own} ({:.2}) | {tied} ({:.2}) | {kept} |",
             own as f64 / single as f64,
             tied as f64 / single as f64
         );

@@ -772,20 +772,11 @@ fn fit_tied_sparse<F: InducingFeatures + Clone + Sync>(
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SharedFit<F>> {
-    let objectives = outputs
+    let kernels = kernels
         .iter()
-        .zip(kernels)
-        .map(|(d, kern)| {
-            SparseObjective::new(
-                &d.x,
-                &d.y,
-                features.clone(),
-                without_noise_floor(kern)?,
-                config,
-            )
-        })
-        .collect::<Result<_>>()?;
-    let tied = TiedRatio::new(objectives)?;
+        .map(without_noise_floor)
+        .collect::<Result<Vec<_>>>()?;
+    let tied = TiedRatio::new(output_objectives(outputs, &features, kernels, config)?)?;
     let rows = outputs.iter().map(Dataset::n_rows).sum();
     let run = minimise(
         |q| tied.objective(q),
@@ -807,15 +798,25 @@ fn fit_shared_sparse<F: InducingFeatures + Clone + Sync>(
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SharedFit<F>> {
-    let objectives = outputs
-        .iter()
-        .zip(kernels)
-        .map(|(d, kern)| SparseObjective::new(&d.x, &d.y, features.clone(), kern, config))
-        .collect::<Result<_>>()?;
-    let joint = SharedObjective::new(objectives)?;
+    let joint = SharedObjective::new(output_objectives(outputs, &features, kernels, config)?)?;
     let run = run_joint(&joint, outputs, optimiser, progress)?;
     let p = run.x.clone();
     unpacked(&joint, &p, run, optimiser.max_iter)
+}
+
+/// Each output's FITC or VFE objective on the shared `features`, from
+/// its own kernel: the terms of the joint and of the tied objective.
+fn output_objectives<'a, F: InducingFeatures + Clone + Sync>(
+    outputs: &'a [Dataset],
+    features: &F,
+    kernels: Vec<KernelParams>,
+    config: FitcConfig,
+) -> Result<Vec<SparseObjective<'a, F>>> {
+    outputs
+        .iter()
+        .zip(kernels)
+        .map(|(d, kern)| SparseObjective::new(&d.x, &d.y, features.clone(), kern, config))
+        .collect()
 }
 
 /// The features and each output's kernel at the joint vector `p` of a

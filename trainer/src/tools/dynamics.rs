@@ -99,8 +99,28 @@ impl System {
     /// (noise sd [`NOISE_FRACTION`] of each output's spread), and the
     /// noise-free outputs; deterministic in `seed`.
     pub fn generate(self, n: usize, seed: u64) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
+        self.generate_in(n, seed, 1.0)
+    }
+
+    /// [`System::generate`] in the input box shrunk about its centre to
+    /// `fraction` of its width along every input (1: the whole box), the
+    /// noise still [`NOISE_FRACTION`] of each output's spread there.
+    pub fn generate_in(
+        self,
+        n: usize,
+        seed: u64,
+        fraction: f64,
+    ) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let ranges = self.ranges();
+        let ranges: Vec<(f64, f64)> = if fraction == 1.0 {
+            self.ranges()
+        } else {
+            let shrunk = |(lo, hi): (f64, f64)| {
+                let (centre, half) = ((lo + hi) / 2.0, fraction * (hi - lo) / 2.0);
+                (centre - half, centre + half)
+            };
+            self.ranges().into_iter().map(shrunk).collect()
+        };
         let x = DMatrix::from_fn(n, ranges.len(), |_, j| {
             let (lo, hi) = ranges[j];
             rng.random_range(lo..hi)
@@ -111,10 +131,7 @@ impl System {
             .collect();
         let p = self.outputs().len();
         let truth = DMatrix::from_fn(n, p, |i, j| rows[i][j]);
-        let sd: Vec<f64> = truth
-            .column_iter()
-            .map(|c| NOISE_FRACTION * c.variance().sqrt())
-            .collect();
+        let sd = noise_sd(&truth);
         let y = DMatrix::from_fn(n, p, |i, j| {
             truth[(i, j)] + sd[j] * rng.sample::<f64, _>(StandardNormal)
         });
@@ -148,9 +165,27 @@ impl System {
     /// # Errors
     /// As [`MultiTargetData::from_raw`] (fewer than two rows).
     pub fn data(self, n: usize, seed: u64) -> Result<MultiTargetData> {
-        let (x, y, _) = self.generate(n, seed);
+        self.data_in(n, seed, 1.0)
+    }
+
+    /// [`System::generate_in`] as multi-target data.
+    ///
+    /// # Errors
+    /// As [`MultiTargetData::from_raw`] (fewer than two rows).
+    pub fn data_in(self, n: usize, seed: u64, fraction: f64) -> Result<MultiTargetData> {
+        let (x, y, _) = self.generate_in(n, seed, fraction);
         MultiTargetData::from_raw(x, y, self.inputs(), &self.outputs())
     }
+}
+
+/// Each output's noise standard deviation for the noise-free outputs
+/// `truth` (one column per output): [`NOISE_FRACTION`] of its spread. The
+/// root mean squared error of a perfect model on noisy rows.
+pub fn noise_sd(truth: &DMatrix<f64>) -> Vec<f64> {
+    truth
+        .column_iter()
+        .map(|c| NOISE_FRACTION * c.variance().sqrt())
+        .collect()
 }
 
 /// One 50 ms step of the cart-pole (Barto, Sutton and Anderson's
@@ -263,6 +298,23 @@ mod tests {
                 .map(|c| c.parse().unwrap())
                 .collect();
             assert_eq!(first[x.ncols()], y[(0, 0)], "values round-trip");
+        }
+    }
+
+    #[test]
+    fn a_shrunk_box_keeps_its_centre_and_its_noise_fraction() {
+        for system in System::ALL {
+            let (x, _, _) = system.generate(400, 5);
+            let (half, y, truth) = system.generate_in(400, 5, 0.5);
+            for (j, (lo, hi)) in system.ranges().into_iter().enumerate() {
+                let (centre, quarter) = ((lo + hi) / 2.0, (hi - lo) / 4.0);
+                let column = half.column(j);
+                assert!(column.iter().all(|v| (v - centre).abs() <= quarter));
+                assert!(x.column(j).iter().any(|v| (v - centre).abs() > quarter));
+            }
+            let noise = (&y - &truth).column(0).variance().sqrt();
+            let floor = noise_sd(&truth)[0];
+            assert!((noise / floor - 1.0).abs() < 0.2, "{}", system.name());
         }
     }
 }

@@ -121,6 +121,10 @@ pub struct OutputSummary {
     pub noise_variance: f64,
     /// Probit offset `b` (classifiers).
     pub bias: f64,
+    /// Whether it has no variance factor of its own (format version 6):
+    /// its latent variance is the first output's times the ratio of
+    /// their signal variances.
+    pub shares_first_variance: bool,
 }
 
 /// One input's training range, raw units, as the blob stores it (f32:
@@ -192,6 +196,7 @@ pub fn summarise(
                 .map(|o| {
                     let y_var = f64::from(o.y_scale).powi(2);
                     OutputSummary {
+                        shares_first_variance: o.shares_variance(),
                         name: o.name,
                         signal_variance: f64::from(o.prior) * y_var,
                         noise_variance: f64::from(o.noise) * y_var,
@@ -296,6 +301,21 @@ impl std::fmt::Display for Summary {
                     o.name, o.signal_variance, o.noise_variance, o.bias
                 )?;
             }
+            let sharing = self
+                .outputs
+                .iter()
+                .filter(|o| o.shares_first_variance)
+                .count();
+            let factors = match sharing {
+                0 => "one variance factor per output".to_string(),
+                n if n + 1 == self.outputs.len() => {
+                    "one variance factor for all outputs (the first's, scaled by each output's \
+                     signal variance)"
+                        .to_string()
+                }
+                n => format!("{n} outputs share the first's variance factor, scaled"),
+            };
+            writeln!(f, "variance        {factors}")?;
         }
         if !self.class_labels.is_empty() {
             writeln!(f, "classes         {}", self.class_labels.join(", "))?;
@@ -413,6 +433,34 @@ mod tests {
         );
         assert!(text.contains("classes         cold, hot"), "{text}");
         assert!(text.contains("Model<3, 2, 2, 2>"), "{text}");
+        assert!(
+            text.contains("variance        one variance factor per output"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn outputs_sharing_one_variance_factor_are_shown() {
+        let blob = include_bytes!("../../../runtime/tests/data/doc-model.sgp");
+        let mut spec = ModelSpec::from_bytes(blob).unwrap();
+        let mut second = spec.output(0).unwrap();
+        second.name = "power".into();
+        second.l1.clear();
+        second.l2.clear();
+        assert!(second.shares_variance());
+        spec.outputs.push(second);
+        let two = summarise(&spec, 0, None);
+        let shares: Vec<bool> = two
+            .outputs
+            .iter()
+            .map(|o| o.shares_first_variance)
+            .collect();
+        assert_eq!(shares, [false, true]);
+        let text = two.to_string();
+        assert!(
+            text.contains("variance        one variance factor for all outputs"),
+            "{text}"
+        );
     }
 
     #[test]
