@@ -565,20 +565,43 @@ fn fit_vsgp_shared(
         progress(p)
     })?;
     let offset = done.get();
-    let fit = fit_final_sparse(
+    let last = Cell::new(offset);
+    let mut counted = |base: u64, p: Progress| {
+        last.set(base + p.iteration);
+        progress(Progress {
+            iteration: base + p.iteration,
+            ..p
+        })
+    };
+    let from_spgp = fit_final_sparse(
         data.outputs(),
         Multiscale::from_pseudo_inputs(&first.features),
         first.kernels,
         config(params),
         &params.optimiser,
         sharing,
-        &mut |p: Progress| {
-            progress(Progress {
-                iteration: offset + p.iteration,
-                ..p
-            })
-        },
+        &mut |p| counted(offset, p),
     )?;
+    let second = last.get();
+    // A second optimum of the same joint objective, from a start where
+    // each output has basis functions of its own widths; the lower wins.
+    let fit = match concatenated_start(data, params) {
+        Ok(Some((features, kernels))) => {
+            match fit_final_sparse(
+                data.outputs(),
+                features,
+                kernels,
+                config(params),
+                &params.optimiser,
+                sharing,
+                &mut |p| counted(second, p),
+            ) {
+                Ok(other) if other.run.value < from_spgp.run.value => other,
+                _ => from_spgp,
+            }
+        }
+        _ => from_spgp,
+    };
     sparse_set(
         data,
         ModelKind::Vsgp,
@@ -587,6 +610,60 @@ fn fit_vsgp_shared(
         &fit,
         spgp.report.starts,
     )
+}
+
+/// Widest start width of [`concatenated_start`], as `rho`: `l^2 (1/2 +
+/// e^2)`, about 2.8 times the shared length scale. Wider starts (an
+/// output's length scale of over 1000 in an input it ignores) left the
+/// optimiser far from the optimum of the start from SPGP.
+const CONCATENATED_WIDEST_RHO: f64 = 2.0;
+
+/// VSGP's start from each output's own SPGP fit at about `M / P` basis
+/// functions: their pseudo-inputs side by side, each keeping its own
+/// output's length scales as its widths (at most
+/// [`CONCATENATED_WIDEST_RHO`]), under the shortest length scale of each
+/// input (so every width is one a multiscale basis can take). Outputs
+/// that depend on the inputs in different places or not at all (a
+/// kinematic chain's x, y, z) start with basis functions of their own.
+/// `None` for one output or fewer than two basis functions per output.
+fn concatenated_start(
+    data: &MultiTargetData,
+    params: &Checked<'_, SparseParams>,
+) -> Result<Option<(Multiscale, Vec<KernelParams>)>> {
+    let n_out = data.n_outputs();
+    if n_out < 2 || params.m < 2 * n_out {
+        return Ok(None);
+    }
+    let mut centres: Vec<Vec<f64>> = Vec::new();
+    let mut lengths: Vec<Vec<f64>> = Vec::new();
+    let mut kernels = Vec::new();
+    for (k, out) in data.outputs().iter().enumerate() {
+        let m = params.m / n_out + usize::from(k < params.m % n_out);
+        let own = SparseParams {
+            m,
+            ..(**params).clone()
+        };
+        let (fit, _) = super::spgp::fit_pseudo_inputs(out, &own.check(out)?, &mut |_| {})?;
+        let l: Vec<f64> = fit.kernel.log_lengthscales.clone();
+        for row in fit.features.z().row_iter() {
+            centres.push(row.iter().copied().collect());
+            lengths.push(l.clone());
+        }
+        kernels.push(fit.kernel);
+    }
+    let d = lengths.first().map_or(0, Vec::len);
+    let shortest: Vec<f64> = (0..d)
+        .map(|j| lengths.iter().map(|l| l[j]).fold(f64::INFINITY, f64::min))
+        .collect();
+    let rho = nalgebra::DMatrix::from_fn(centres.len(), d, |i, j| {
+        let ratio = (2.0 * (lengths[i][j] - shortest[j])).exp();
+        (ratio - 0.5).ln().min(CONCATENATED_WIDEST_RHO)
+    });
+    let centres = nalgebra::DMatrix::from_fn(centres.len(), d, |i, j| centres[i][j]);
+    for kern in &mut kernels {
+        kern.log_lengthscales = shortest.clone();
+    }
+    Ok(Some((Multiscale::new(centres, rho)?, kernels)))
 }
 
 fn fit_dr_shared(
@@ -1278,6 +1355,48 @@ mod tests {
         };
         let again = fit_multi(&d, &FitParams::Spgp(fixed), &mut |_| {}).unwrap();
         assert_eq!(again.set.members[1].form, fitted.set.members[1].form);
+    }
+
+    #[test]
+    fn vsgp_may_start_from_each_outputs_own_basis_functions_side_by_side() {
+        let data = data(120, 4);
+        let params = sparse(9, 1);
+        let checked = params.check(data.first()).unwrap();
+        let (features, kernels) = concatenated_start(&data, &checked).unwrap().unwrap();
+        // 9 basis functions for 2 outputs: 5 from the first, 4 from the second.
+        assert_eq!(features.centres().shape(), (9, 2));
+        let shared = &kernels[0].log_lengthscales;
+        assert!(kernels.iter().all(|k| &k.log_lengthscales == shared));
+        // Every width is at least the shared length scale's (rho >= log 1/2,
+        // the width of an SPGP basis function) and at most the cap.
+        let lowest = (0.5f64).ln() - 1e-12;
+        assert!(features
+            .rho()
+            .iter()
+            .all(|&r| (lowest..=CONCATENATED_WIDEST_RHO).contains(&r)));
+        // The input where an output's own length scale is the shortest
+        // gives its basis functions exactly the shared width.
+        assert!(features
+            .rho()
+            .iter()
+            .any(|&r| (r - 0.5f64.ln()).abs() < 1e-12));
+        // One output, or fewer than two basis functions per output: no such start.
+        let one = MultiTargetData::from_raw(
+            data.first().raw_x(),
+            DMatrix::from_column_slice(120, 1, data.first().raw_y().as_slice()),
+            vec!["a".into(), "b".into()],
+            &["p".into()],
+        )
+        .unwrap();
+        assert!(
+            concatenated_start(&one, &params.check(one.first()).unwrap())
+                .unwrap()
+                .is_none()
+        );
+        let few = sparse(3, 1);
+        assert!(concatenated_start(&data, &few.check(data.first()).unwrap())
+            .unwrap()
+            .is_none());
     }
 
     #[test]
