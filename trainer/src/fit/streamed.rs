@@ -25,8 +25,13 @@ use std::time::Instant;
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
-use super::spgp::{fit_pseudo_inputs, fit_sparse, reoptimised, SparseFit};
-use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
+use super::spgp::{
+    fit_pseudo_inputs, fit_sparse, initial_kernel, reoptimised, start_positions, SparseFit,
+};
+use super::{
+    Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams,
+    StartReport,
+};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, Standardisation, TargetKind};
 use crate::evaluate::metrics::mean_nlpd;
@@ -57,12 +62,21 @@ pub struct StreamedParams {
     /// Least gain in validation NLPD (nats per row) for which the subset
     /// keeps doubling.
     pub min_gain: f64,
+    /// Every start of the first stage is optimised to the end and the one
+    /// of best validation NLPD kept (instead of screening them).
+    pub validated_starts: bool,
+    /// Files of at most this many rows are fitted in memory instead
+    /// (`sgp fit` asks [`StreamedParams::streams`]).
+    pub in_memory_rows: u64,
 }
 
 impl Default for StreamedParams {
     /// Chosen by measurement (docs/src/large-data.md): on ridge data with
-    /// D = 8 at M = 64, the validation NLPD settles by 16,384 to 32,768
-    /// rows; 65,536 rows keep the largest stage within about 220 MB.
+    /// D = 8 at M = 64 the doubling from 32,768 to 65,536 rows still gained
+    /// 0.011 to 0.017 nats on some files, so the subset may grow to 131,072
+    /// rows (about 450 MB at its largest stage) when the file has them and
+    /// the doublings keep paying. Files up to 73,728 rows are fitted in
+    /// memory in less time than a streamed fit takes.
     fn default() -> Self {
         StreamedParams {
             sparse: SparseParams {
@@ -71,9 +85,11 @@ impl Default for StreamedParams {
             },
             chunk_rows: crate::data::stream::DEFAULT_CHUNK_ROWS,
             first_rows: 8_192,
-            max_rows: 65_536,
+            max_rows: 131_072,
             validation_rows: 8_192,
             min_gain: 0.01,
+            validated_starts: true,
+            in_memory_rows: 73_728,
         }
     }
 }
@@ -83,6 +99,27 @@ impl StreamedParams {
     /// validation rows.
     pub fn sample_rows(&self) -> usize {
         self.max_rows + self.validation_rows
+    }
+
+    /// Optimiser iterations the stage of `rows` rows may use (for
+    /// progress bars).
+    pub fn stage_budget(&self, rows: usize) -> u64 {
+        match rows == self.first_rows {
+            true if self.validated_starts => {
+                self.sparse.restarts as u64 * self.sparse.optimiser.max_iter
+            }
+            true => self.sparse.iteration_budget(),
+            false => self.sparse.optimiser.max_iter,
+        }
+    }
+
+    /// Whether a file of `table`'s rows is streamed rather than fitted in
+    /// memory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read.
+    pub fn streams(&self, table: &TableFile) -> Result<bool> {
+        table.has_more_rows_than(self.in_memory_rows)
     }
 
     fn check(&self, scan: &Scan) -> Result<()> {
@@ -235,6 +272,12 @@ pub fn fit_streamed(
         let mut stage_progress =
             |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
         let fit = match &best {
+            None if params.validated_starts => {
+                let (fit, tried) =
+                    validated_start(&data, &sparse, &validation, &mut stage_progress)?;
+                starts = tried;
+                fit
+            }
             None => {
                 let (fit, tried) =
                     fit_pseudo_inputs(&data, &sparse.check(&data)?, &mut stage_progress)?;
@@ -336,6 +379,53 @@ pub fn fit_streamed(
     Ok(fitted)
 }
 
+/// The first stage with every start of `sparse` optimised to the end on
+/// `data`: the fit of best NLPD on `validation`, and every start tried
+/// (with its final training objective).
+fn validated_start(
+    data: &Dataset,
+    sparse: &SparseParams,
+    validation: &Dataset,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
+    let checked = sparse.check(data)?;
+    let kern = initial_kernel(data, &checked)?;
+    let config = FitcConfig {
+        approximation: sparse.approximation,
+        ..FitcConfig::default()
+    };
+    let mut done = 0;
+    let mut best: Option<(SparseFit<PseudoInputs>, f64)> = None;
+    let mut starts = Vec::new();
+    for k in 0..sparse.restarts {
+        let (init, z) = start_positions(&data.x, &checked, k)?;
+        let fit = fit_sparse(
+            data,
+            PseudoInputs::new(z)?,
+            kern.clone(),
+            config,
+            &sparse.optimiser,
+            &mut |p| {
+                progress(Progress {
+                    iteration: done + p.iteration,
+                    ..p
+                })
+            },
+        )?;
+        done += fit.run.iterations;
+        let nlpd = validation_nlpd(&fit, validation)?;
+        starts.push(StartReport {
+            init,
+            nlml: fit.posterior.nlml,
+        });
+        if best.as_ref().is_none_or(|(_, b)| nlpd < *b) {
+            best = Some((fit, nlpd));
+        }
+    }
+    let (fit, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+    Ok((fit, starts))
+}
+
 /// Test NLPD of `fit`'s posterior (on its own rows) on `validation`.
 fn validation_nlpd(fit: &SparseFit<PseudoInputs>, validation: &Dataset) -> Result<f64> {
     let p = fit
@@ -378,6 +468,8 @@ mod tests {
             max_rows: 800,
             validation_rows: 300,
             min_gain: 0.0,
+            validated_starts: true,
+            in_memory_rows: 1000,
         }
     }
 
