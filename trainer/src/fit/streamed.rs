@@ -535,6 +535,42 @@ mod tests {
     }
 
     #[test]
+    fn the_first_stage_keeps_the_start_of_best_validation_nlpd() {
+        let (x, y) = synthetic(900, 2, 5);
+        let data = Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).unwrap();
+        let fitted = data.subset(&(0..600).collect::<Vec<_>>()).unwrap();
+        let validation = data.subset(&(600..900).collect::<Vec<_>>()).unwrap();
+        let sparse = SparseParams {
+            restarts: 3,
+            held_out_choice: false,
+            ..small().sparse
+        };
+        let (kept, starts) = validated_start(&fitted, &sparse, &validation, &mut |_| {}).unwrap();
+        assert_eq!(starts.len(), 3);
+        let checked = sparse.check(&fitted).unwrap();
+        let kern = initial_kernel(&fitted, &checked).unwrap();
+        let each: Vec<f64> = (0..3)
+            .map(|k| {
+                let z = start_positions(&fitted.x, &checked, k).unwrap().1;
+                let fit = fit_sparse(
+                    &fitted,
+                    PseudoInputs::new(z).unwrap(),
+                    kern.clone(),
+                    kept.config,
+                    &sparse.optimiser,
+                    &mut |_| {},
+                )
+                .unwrap();
+                validation_nlpd(&fit, &validation).unwrap()
+            })
+            .collect();
+        let best = each.iter().copied().fold(f64::INFINITY, f64::min);
+        // The starts end in different optima, so the choice matters.
+        assert!(each.iter().any(|&v| v > best + 1e-6), "{each:?}");
+        assert_eq!(validation_nlpd(&kept, &validation).unwrap(), best);
+    }
+
+    #[test]
     fn refuses_a_sample_too_small_for_its_stages() {
         let (csv, _) = files();
         let params = StreamedParams {
