@@ -9,12 +9,16 @@
 //!    standardises it and keeps a seeded random sample of
 //!    [`StreamedParams::max_rows`] + [`StreamedParams::validation_rows`]
 //!    rows;
-//! 2. SPGP is fitted (restarts, screening, as [`super::spgp`]) on the first
-//!    [`StreamedParams::first_rows`] sampled rows, then warm-started on
-//!    twice as many, and so on, each stage scored by test NLPD on the
-//!    validation rows; the subset stops growing when a doubling gains less
-//!    than [`StreamedParams::min_gain`] nats per row, or at
-//!    [`StreamedParams::max_rows`], and the best-scoring stage is kept;
+//! 2. SPGP is fitted on the first [`StreamedParams::first_rows`] sampled
+//!    rows from each of its starts, every start optimised to the end and
+//!    the one of best test NLPD on the validation rows kept (the starts
+//!    land in different local optima, which decide the model, and a short
+//!    screening run does not rank them: see docs/src/large-data.md); then
+//!    warm-started from the best stage on twice as many rows, and so on,
+//!    each stage scored on the validation rows; the subset stops growing
+//!    when a doubling gains less than [`StreamedParams::min_gain`] nats per
+//!    row, or at [`StreamedParams::max_rows`], and the best-scoring stage
+//!    is kept;
 //! 3. a second pass computes the posterior of every row with those
 //!    parameters: the sums of [`crate::model::posterior_sums`], chunk by chunk.
 //!
@@ -25,9 +29,7 @@ use std::time::Instant;
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
-use super::spgp::{
-    fit_pseudo_inputs, fit_sparse, initial_kernel, reoptimised, start_positions, SparseFit,
-};
+use super::spgp::{fit_sparse, initial_kernel, reoptimised, start_positions, SparseFit};
 use super::{
     Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams,
     StartReport,
@@ -49,7 +51,8 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedParams {
     /// The SPGP fit of each stage (its held-out choice is not used: the
-    /// stages are scored on validation rows instead).
+    /// stages are scored on validation rows instead, and its starts are
+    /// not screened but each optimised to the end).
     pub sparse: SparseParams,
     /// Rows per chunk of the posterior pass.
     pub chunk_rows: usize,
@@ -62,9 +65,6 @@ pub struct StreamedParams {
     /// Least gain in validation NLPD (nats per row) for which the subset
     /// keeps doubling.
     pub min_gain: f64,
-    /// Every start of the first stage is optimised to the end and the one
-    /// of best validation NLPD kept (instead of screening them).
-    pub validated_starts: bool,
     /// Files of at most this many rows are fitted in memory instead
     /// (`sgp fit` asks [`StreamedParams::streams`]).
     pub in_memory_rows: u64,
@@ -88,7 +88,6 @@ impl Default for StreamedParams {
             max_rows: 131_072,
             validation_rows: 8_192,
             min_gain: 0.01,
-            validated_starts: true,
             in_memory_rows: 73_728,
         }
     }
@@ -104,13 +103,12 @@ impl StreamedParams {
     /// Optimiser iterations the stage of `rows` rows may use (for
     /// progress bars).
     pub fn stage_budget(&self, rows: usize) -> u64 {
-        match rows == self.first_rows {
-            true if self.validated_starts => {
-                self.sparse.restarts as u64 * self.sparse.optimiser.max_iter
-            }
-            true => self.sparse.iteration_budget(),
-            false => self.sparse.optimiser.max_iter,
-        }
+        let starts = if rows == self.first_rows {
+            self.sparse.restarts as u64
+        } else {
+            1
+        };
+        starts * self.sparse.optimiser.max_iter
     }
 
     /// Whether a file of `table`'s rows is streamed rather than fitted in
@@ -272,15 +270,9 @@ pub fn fit_streamed(
         let mut stage_progress =
             |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
         let fit = match &best {
-            None if params.validated_starts => {
-                let (fit, tried) =
-                    validated_start(&data, &sparse, &validation, &mut stage_progress)?;
-                starts = tried;
-                fit
-            }
             None => {
                 let (fit, tried) =
-                    fit_pseudo_inputs(&data, &sparse.check(&data)?, &mut stage_progress)?;
+                    validated_start(&data, &sparse, &validation, &mut stage_progress)?;
                 starts = tried;
                 fit
             }
@@ -468,7 +460,6 @@ mod tests {
             max_rows: 800,
             validation_rows: 300,
             min_gain: 0.0,
-            validated_starts: true,
             in_memory_rows: 1000,
         }
     }
