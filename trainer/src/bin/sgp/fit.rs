@@ -679,7 +679,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         return Ok(None);
     };
     params.sparse = sparse;
-    if !table.has_more_rows_than(params.sample_rows() as u64)? {
+    if !params.streams(&table)? {
         return Ok(None);
     }
     let quiet = quiet || args.json;
@@ -697,7 +697,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
         // Two target values default to a classification, which is fitted in memory.
         return Ok(None);
     }
-    let fit_bar = progress_bar(quiet, params.sparse.iteration_budget(), "fit");
+    let fit_bar = progress_bar(quiet, params.stage_budget(params.first_rows), "fit");
     let pass_bar = rows_bar(quiet, first.rows, "pass", false);
     let mut stage_rows = 0;
     let fitted = fit_streamed(&table, &first, &params, &mut |p| match p {
@@ -705,11 +705,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
             if rows != stage_rows {
                 stage_rows = rows;
                 fit_bar.set_prefix(format!("{rows} rows"));
-                fit_bar.set_length(if rows == params.first_rows {
-                    params.sparse.iteration_budget()
-                } else {
-                    params.sparse.optimiser.max_iter
-                });
+                fit_bar.set_length(params.stage_budget(rows));
                 fit_bar.reset();
             }
             fit_bar.set_position(progress.iteration);
