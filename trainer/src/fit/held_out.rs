@@ -27,19 +27,6 @@
 //! keeps the single split: it is the cheaper default, and its candidates
 //! share their basis functions' kind.
 //!
-//! # Collapsed candidates
-//!
-//! A candidate whose signal variance fell below [`COLLAPSED_BELOW`] of its
-//! noise variance predicts the constant mean: it explains nothing, and it
-//! is refused whenever the other candidate explains the data, however
-//! they score. On a few hundred rows in many dimensions a constant can win
-//! the held-out quarter against a fit that overfits there, yet lose to
-//! that fit once it sees every row: on the suite's few-directions set
-//! (700 x 32, M = 30) VFE from the data-scale start sent the signal
-//! variance to 1e-9 on every seed and beat FITC on the held-out rows (1.32
-//! against 1.56), while FITC on all the rows scored 1.29 on the test rows
-//! against the constant's 1.32.
-//!
 //! On more rows the objective has enough data to be trusted and a second
 //! and third fit would cost real time, so nothing changes there.
 
@@ -63,11 +50,6 @@ pub const MIN_HELD_OUT: usize = 20;
 
 /// Standard errors by which the challenger must win.
 pub const MARGIN_SE: f64 = 1.0;
-
-/// A fit whose signal variance is below this fraction of its noise variance
-/// has collapsed to the constant mean (module docs, "Collapsed
-/// candidates").
-pub const COLLAPSED_BELOW: f64 = 1e-3;
 
 /// Folds of the cross-validated choice ([`cross_validate`]).
 pub const CHOICE_FOLDS: usize = 4;
@@ -102,10 +84,6 @@ pub struct HeldOutChoice {
     pub standard_error: f64,
     /// The challenger won, and is the model fitted on all rows.
     pub challenger_chosen: bool,
-    /// The candidate refused because its fit collapsed to the constant mean
-    /// while the other's did not (module docs, "Collapsed candidates").
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub collapsed: Option<String>,
 }
 
 impl HeldOutChoice {
@@ -126,21 +104,6 @@ pub(crate) struct Scores {
     /// Per-row NLPDs (raw units); `None` where the fit or its prediction
     /// failed.
     nlpds: Vec<Option<Vec<f64>>>,
-    /// Whether each candidate's fit collapsed to the constant mean (on any
-    /// part).
-    collapsed: Vec<bool>,
-}
-
-/// One candidate's per-row held-out NLPDs, and whether its fit collapsed.
-struct Scored {
-    nlpds: Vec<f64>,
-    collapsed: bool,
-}
-
-/// Whether a fit with these hyperparameters predicts the constant mean
-/// ([`COLLAPSED_BELOW`]).
-fn collapsed(hyper: &super::Hyperparameters) -> bool {
-    hyper.signal_variance < COLLAPSED_BELOW * hyper.noise_variance
 }
 
 /// Fits every candidate (name, settings) on a random
@@ -173,17 +136,13 @@ pub(crate) fn cross_validate(
 /// Every candidate fitted on each part's training rows and scored on its
 /// held-out rows, the per-row NLPDs of all the parts in one list.
 fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)]) -> Result<Scores> {
-    let one = |params: &FitParams| -> Result<Scored> {
-        let mut scored = Scored {
-            nlpds: Vec::new(),
-            collapsed: false,
-        };
+    let one = |params: &FitParams| -> Result<Vec<f64>> {
+        let mut nlpds = Vec::new();
         for (train, valid) in parts {
             let fitted = fit(train, params, &mut |_| {})?;
-            scored.nlpds.extend(row_nlpds(&fitted.model, valid)?);
-            scored.collapsed |= collapsed(&fitted.report.hyper);
+            nlpds.extend(row_nlpds(&fitted.model, valid)?);
         }
-        Ok(scored)
+        Ok(nlpds)
     };
     let rows = parts.iter().map(|(_, valid)| valid.n_rows()).sum();
     score_with(candidates, rows, one)
@@ -201,7 +160,7 @@ pub(crate) fn score_outputs(
     candidates: &[(String, FitParams)],
 ) -> Result<Scores> {
     let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
-    let one = |params: &FitParams| -> Result<Scored> {
+    let one = |params: &FitParams| -> Result<Vec<f64>> {
         let fitted = fit_multi(&train, params, &mut |_| {})?;
         let mut sums = vec![0.0; valid.n_rows()];
         for (model, output) in fitted.set.members.iter().zip(valid.outputs()) {
@@ -209,16 +168,7 @@ pub(crate) fn score_outputs(
                 *sum += nlpd;
             }
         }
-        // The set explains nothing only if every output's fit collapsed.
-        let collapsed = fitted
-            .report
-            .outputs
-            .iter()
-            .all(|output| collapsed(&output.hyper));
-        Ok(Scored {
-            nlpds: sums,
-            collapsed,
-        })
+        Ok(sums)
     };
     score_with(candidates, valid.n_rows(), one)
 }
@@ -238,21 +188,16 @@ fn row_nlpds(model: &crate::model::TrainedModel, valid: &Dataset) -> Result<Vec<
 fn score_with(
     candidates: &[(String, FitParams)],
     rows: usize,
-    one: impl Fn(&FitParams) -> Result<Scored>,
+    one: impl Fn(&FitParams) -> Result<Vec<f64>>,
 ) -> Result<Scores> {
     let mut nlpds = Vec::with_capacity(candidates.len());
-    let mut collapsed = Vec::with_capacity(candidates.len());
     let mut last_error = None;
     for (_, params) in candidates {
         match one(params) {
-            Ok(s) => {
-                let finite = s.nlpds.iter().all(|x| x.is_finite());
-                nlpds.push(finite.then_some(s.nlpds));
-                collapsed.push(s.collapsed);
-            }
+            Ok(v) if v.iter().all(|x| x.is_finite()) => nlpds.push(Some(v)),
+            Ok(_) => nlpds.push(None),
             Err(e) => {
                 nlpds.push(None);
-                collapsed.push(false);
                 last_error = Some(e);
             }
         }
@@ -269,7 +214,6 @@ fn score_with(
         rows,
         names: candidates.iter().map(|(n, _)| n.clone()).collect(),
         nlpds,
-        collapsed,
     })
 }
 
@@ -282,37 +226,19 @@ impl Scores {
         }
     }
 
-    /// Whether candidate `i` was fitted and its fit collapsed.
-    fn collapsed(&self, i: usize) -> bool {
-        self.mean(i).is_finite() && self.collapsed.get(i).copied().unwrap_or(false)
-    }
-
-    /// Candidate `incumbent` against candidate `challenger`: a collapsed
-    /// candidate loses to one that is not (module docs); otherwise the
-    /// challenger wins if it beats the incumbent by more than [`MARGIN_SE`]
-    /// standard errors, or if only the incumbent failed.
+    /// Candidate `incumbent` against candidate `challenger`: the challenger
+    /// wins if it beats the incumbent by more than [`MARGIN_SE`] standard
+    /// errors, or if only the incumbent failed.
     pub(crate) fn verdict(&self, incumbent: usize, challenger: usize) -> HeldOutChoice {
         let (incumbent_nlpd, challenger_nlpd) = (self.mean(incumbent), self.mean(challenger));
         let standard_error = match (self.nlpds.get(incumbent), self.nlpds.get(challenger)) {
             (Some(Some(a)), Some(Some(b))) => paired_standard_error(a, b),
             _ => 0.0,
         };
+        let challenger_chosen = challenger_nlpd.is_finite()
+            && (!incumbent_nlpd.is_finite()
+                || challenger_nlpd - incumbent_nlpd + MARGIN_SE * standard_error < 0.0);
         let name = |i: usize| self.names.get(i).cloned().unwrap_or_default();
-        let (incumbent_collapsed, challenger_collapsed) =
-            (self.collapsed(incumbent), self.collapsed(challenger));
-        let refused = match (incumbent_collapsed, challenger_collapsed) {
-            (true, false) if challenger_nlpd.is_finite() => Some(incumbent),
-            (false, true) if incumbent_nlpd.is_finite() => Some(challenger),
-            _ => None,
-        };
-        let challenger_chosen = match refused {
-            Some(i) => i == incumbent,
-            None => {
-                challenger_nlpd.is_finite()
-                    && (!incumbent_nlpd.is_finite()
-                        || challenger_nlpd - incumbent_nlpd + MARGIN_SE * standard_error < 0.0)
-            }
-        };
         HeldOutChoice {
             incumbent: name(incumbent),
             challenger: name(challenger),
@@ -321,7 +247,6 @@ impl Scores {
             challenger_nlpd,
             standard_error,
             challenger_chosen,
-            collapsed: refused.map(name),
         }
     }
 }
@@ -399,53 +324,5 @@ mod tests {
         assert_eq!(displaced.chosen(), "good");
         // A candidate against itself is never displaced.
         assert!(!scores.verdict(0, 0).challenger_chosen);
-    }
-
-    fn hyper(signal_variance: f64, noise_variance: f64) -> crate::fit::Hyperparameters {
-        crate::fit::Hyperparameters {
-            lengthscales: vec![1.0],
-            signal_variance,
-            noise_variance,
-            noise_on_floor: false,
-        }
-    }
-
-    #[test]
-    fn a_fit_collapsed_when_its_signal_is_negligible_against_its_noise() {
-        assert!(collapsed(&hyper(1e-9, 0.9)));
-        assert!(collapsed(&hyper(0.9e-3, 1.0)));
-        assert!(!collapsed(&hyper(1.1e-3, 1.0)));
-        // Raw units: a small signal on a small noise has not collapsed.
-        assert!(!collapsed(&hyper(1e-6, 1e-4)));
-    }
-
-    /// The collapsed candidate scores better on the held-out rows (as the
-    /// constant VFE fit did on the 700 x 32 set), yet the other is chosen,
-    /// as incumbent or as challenger; two collapsed candidates are judged
-    /// by their scores.
-    #[test]
-    fn a_collapsed_candidate_loses_to_one_that_explains_the_data() {
-        let scores = |collapsed: Vec<bool>| Scores {
-            rows: 4,
-            names: vec!["fitc".into(), "vfe".into()],
-            nlpds: vec![Some(vec![1.6, 1.5, 1.4, 1.7]), Some(vec![1.3; 4])],
-            collapsed,
-        };
-        let refused = scores(vec![false, true]).verdict(0, 1);
-        assert!(!refused.challenger_chosen, "{refused:?}");
-        assert_eq!(refused.collapsed.as_deref(), Some("vfe"));
-        let displaced = scores(vec![false, true]).verdict(1, 0);
-        assert!(displaced.challenger_chosen, "{displaced:?}");
-        assert_eq!(displaced.chosen(), "fitc");
-        assert_eq!(displaced.collapsed.as_deref(), Some("vfe"));
-        for both in [vec![false, false], vec![true, true]] {
-            let judged = scores(both).verdict(0, 1);
-            assert!(judged.challenger_chosen, "{judged:?}");
-            assert_eq!(judged.collapsed, None);
-        }
-        // A collapsed candidate still beats one that failed.
-        let mut failed = scores(vec![false, true]);
-        failed.nlpds[0] = None;
-        assert!(failed.verdict(0, 1).challenger_chosen);
     }
 }

@@ -1054,13 +1054,6 @@ pub(crate) fn print_fit_summary(
             c.standard_error,
             sgp_trainer::fit::held_out::MARGIN_SE
         );
-        if let Some(name) = &c.collapsed {
-            println!(
-                "                {name} was refused: its signal variance collapsed to under \
-                 {} of its noise variance (a constant prediction)",
-                sgp_trainer::fit::held_out::COLLAPSED_BELOW
-            );
-        }
         if report.method == Method::SpgpHs && !c.challenger_chosen {
             println!(
                 "                the uncertainties did not pay on held-out rows: the model is \
