@@ -37,7 +37,7 @@ use nalgebra::DMatrix;
 
 use crate::data::labels::class_name;
 use crate::data::{is_class, Dataset, TargetKind};
-use crate::model::features::PseudoInputs;
+use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::svgp::{svgp_runtime_form, SvgpConfig, SvgpObjective, Variational};
 use crate::model::kernel::KernelParams;
 use crate::model::likelihood::norm_quantile;
@@ -389,26 +389,15 @@ fn optimise(
 ) -> Result<SvgpFit> {
     let (features, kernel, qs) = start;
     let objective = SvgpObjective::new((&data.x, y), features, kernel, qs, config)?;
-    let mut initial = objective.initial();
     // q(u) alone first: see [`WARM_UP_ITER`].
-    let fixed = objective.n_shared();
-    let head = initial[..fixed].to_vec();
-    let warm = minimise(
-        |qp| {
-            let mut p = head.clone();
-            p.extend_from_slice(qp);
-            let (v, g) = objective.objective(&p)?;
-            Ok((v, g[fixed..].to_vec()))
-        },
-        initial[fixed..].to_vec(),
+    let (initial, _) = optimise_variational(
+        &objective,
         &OptimiseOptions {
             max_iter: WARM_UP_ITER.min(options.max_iter),
             ..options.for_rows(data.n_rows())
         },
         &mut |_| {},
     )?;
-    initial.truncate(fixed);
-    initial.extend(warm.x);
     let run = minimise(
         |p| objective.objective(p),
         initial,
@@ -424,6 +413,68 @@ fn optimise(
         run,
         starts: Vec::new(),
     })
+}
+
+/// Minimises the bound over `q(u)` and the bias alone from the objective's
+/// start, the basis and the kernel held; returns the whole parameter
+/// vector at the end and the run.
+fn optimise_variational<F: InducingFeatures + Clone>(
+    objective: &SvgpObjective<'_, F>,
+    options: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<f64>, OptimiseReport)> {
+    let mut p = objective.initial();
+    let fixed = objective.n_shared();
+    let head = p[..fixed].to_vec();
+    let run = minimise(
+        |qp| {
+            let mut p = head.clone();
+            p.extend_from_slice(qp);
+            let (v, g) = objective.objective(&p)?;
+            Ok((v, g[fixed..].to_vec()))
+        },
+        p[fixed..].to_vec(),
+        options,
+        progress,
+    )?;
+    p.truncate(fixed);
+    p.extend_from_slice(&run.x);
+    Ok((p, run))
+}
+
+/// The bound's `q(u)` and bias on every row of `data` (a binary target)
+/// with the inducing inputs fixed at the rows of `z` and the kernel held:
+/// the posterior of a basis chosen elsewhere (the IVM's active set), fitted
+/// to all the data rather than to the basis rows alone. Starts at the prior
+/// with the bias `bias`.
+///
+/// # Errors
+/// Shape mismatches; numerical failures of the bound.
+pub(crate) fn fit_variational_on_basis(
+    data: &Dataset,
+    z: DMatrix<f64>,
+    kernel: &KernelParams,
+    bias: f64,
+    (config, options): (SvgpConfig, &OptimiseOptions),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(PseudoInputs, Variational, OptimiseReport)> {
+    let features = PseudoInputs::new(z)?;
+    let m = features.num_inducing();
+    let y = Latents::Binary.labels(data);
+    let objective = SvgpObjective::new(
+        (&data.x, &y),
+        features.clone(),
+        kernel.clone(),
+        vec![Variational::prior(m, bias)],
+        config,
+    )?;
+    let (p, run) = optimise_variational(&objective, &options.for_rows(data.n_rows()), progress)?;
+    let (_, _, qs) = objective.unpack(&p)?;
+    let q = qs
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Numerical("svgp: no latent was fitted".into()))?;
+    Ok((features, q, run))
 }
 
 /// The starting kernel: every length scale `sqrt(D)` standardised units
