@@ -188,13 +188,21 @@ fn fit_latents(
         })
     };
     let mut starts = Vec::new();
-    let start = if params.restarts <= 1 {
+    // A screened start already has its q(u): no warm-up before the final run.
+    let (start, warm_up) = if params.restarts <= 1 {
         let z = start_positions(&data.x, &sparse, 0)?.1;
-        (PseudoInputs::new(z)?, kern, latents.prior(data, params.m))
+        let start = (PseudoInputs::new(z)?, kern, latents.prior(data, params.m));
+        (start, WARM_UP_ITER)
     } else {
         let (screen, subset) = screening(data, &sparse)?;
         let y = latents.labels(&subset);
-        let mut best: Option<SvgpFit> = None;
+        // Successive halving: every start gets the first half of the
+        // screening iterations, the better half of them the second.
+        let half = OptimiseOptions {
+            max_iter: screen.max_iter.div_ceil(2),
+            ..screen
+        };
+        let mut runs = Vec::with_capacity(params.restarts);
         for k in 0..params.restarts {
             let (label, z) = start_positions(&data.x, &sparse, k)?;
             let start = (
@@ -202,21 +210,38 @@ fn fit_latents(
                 kern.clone(),
                 latents.prior(data, params.m),
             );
-            let run = optimise((&subset, &y), start, config, &screen, &mut counted)?;
+            let run = optimise(
+                (&subset, &y),
+                start,
+                config,
+                (WARM_UP_ITER, &half),
+                &mut counted,
+            )?;
             done.set(done.get() + run.run.iterations);
             starts.push(StartReport {
                 init: label,
                 nlml: run.neg_elbo,
             });
+            runs.push((k, run));
+        }
+        runs.sort_by(|a, b| a.1.neg_elbo.total_cmp(&b.1.neg_elbo));
+        runs.truncate(params.restarts.div_ceil(2));
+        let mut best: Option<SvgpFit> = None;
+        for (k, run) in runs {
+            let start = (run.features, run.kernel, run.qs);
+            let run = optimise((&subset, &y), start, config, (0, &half), &mut counted)?;
+            done.set(done.get() + run.run.iterations);
+            starts[k].nlml = run.neg_elbo;
             if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
                 best = Some(run);
             }
         }
         let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-        (best.features, best.kernel, best.qs)
+        ((best.features, best.kernel, best.qs), 0)
     };
     let y = latents.labels(data);
-    let mut fit = optimise((data, &y), start, config, &params.optimiser, &mut counted)?;
+    let options = (warm_up, &params.optimiser);
+    let mut fit = optimise((data, &y), start, config, options, &mut counted)?;
     fit.starts = starts;
     Ok(fit)
 }
@@ -298,7 +323,7 @@ pub(crate) fn fit_svgp(
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            let refit = optimise((&data, &y), start, config, &options, &mut |_| {})?;
+            let refit = optimise((&data, &y), start, config, (0, &options), &mut |_| {})?;
             (refit.features, refit.kernel, refit.qs, refit.neg_elbo)
         };
         let q = qs
@@ -379,25 +404,26 @@ pub fn fit_svgp_classes(
 pub const MAX_CLASSES: usize = 100;
 
 /// One L-BFGS run of the bound from `start` on the rows of `data` with the
-/// latents' labels `y`.
+/// latents' labels `y`, after `warm_up` iterations of `q(u)` alone (see
+/// [`WARM_UP_ITER`]; 0 from a start whose `q(u)` is already fitted).
 fn optimise(
     (data, y): (&Dataset, &DMatrix<f64>),
     start: (PseudoInputs, KernelParams, Vec<Variational>),
     config: SvgpConfig,
-    options: &OptimiseOptions,
+    (warm_up, options): (u64, &OptimiseOptions),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
     let (features, kernel, qs) = start;
     let objective = SvgpObjective::new((&data.x, y), features, kernel, qs, config)?;
-    // q(u) alone first: see [`WARM_UP_ITER`].
-    let (initial, _) = optimise_variational(
-        &objective,
-        &OptimiseOptions {
-            max_iter: WARM_UP_ITER.min(options.max_iter),
+    let initial = if warm_up == 0 {
+        objective.initial()
+    } else {
+        let options = OptimiseOptions {
+            max_iter: warm_up.min(options.max_iter),
             ..options.for_rows(data.n_rows())
-        },
-        &mut |_| {},
-    )?;
+        };
+        optimise_variational(&objective, &options, &mut |_| {})?.0
+    };
     let run = minimise(
         |p| objective.objective(p),
         initial,
