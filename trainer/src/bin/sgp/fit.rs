@@ -18,7 +18,7 @@ use sgp_trainer::export::{
     MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::gplasso::{gplasso_path, GplassoParams, GplassoRefit, PathRow, PATH_HOLDOUT};
-use sgp_trainer::fit::ivm::IvmParams;
+use sgp_trainer::fit::ivm::{IvmParams, IvmPosterior};
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
 use sgp_trainer::fit::svgp::{fit_svgp_classes, ClassesFit, SvgpParams};
@@ -147,6 +147,11 @@ pub(crate) struct FitArgs {
     /// also the exact classifier an IVM classifier takes its kernel from.
     #[arg(long, default_value_t = 1000)]
     max_points: usize,
+    /// ivm classifier: the posterior over the active set: the svgp bound's
+    /// q(u) on every training row (all-rows), or the paper's, from the
+    /// active rows' sites alone (active-set).
+    #[arg(long, value_enum, default_value = "all-rows")]
+    ivm_posterior: IvmPosterior,
     /// Output blob.
     #[arg(long)]
     out: PathBuf,
@@ -276,6 +281,7 @@ impl FitArgs {
                     ..OptimiseOptions::default()
                 },
                 kernel_points: self.max_points,
+                posterior: self.ivm_posterior,
                 ..IvmParams::default()
             }),
         })
@@ -1104,8 +1110,9 @@ pub(crate) fn print_fit_summary(
         );
         if model.link == sgp_runtime::Link::Probit {
             println!(
-                "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}",
-                model.positive_class, ivm.bias
+                "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}; \
+                 posterior {:?}",
+                model.positive_class, model.bias, ivm.posterior
             );
         }
     }
