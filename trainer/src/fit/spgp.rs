@@ -200,18 +200,21 @@ pub(crate) fn fit_pseudo_inputs(
     // screened already, and screening them again from the new kernel
     // made the fit several times slower.
     let (fit, starts) = fitted;
-    let rescued = fit_sparse(
-        data,
-        fit.features.clone(),
-        initial_kernel(data, &exact)?,
-        fit.config,
-        &params.optimiser,
-        progress,
-    )?;
-    Ok(if rescued.posterior.nlml < fit.posterior.nlml {
-        (rescued, starts)
-    } else {
-        (fit, starts)
+    // A rescue that fails (an exact GP that cannot be fitted, say) leaves
+    // the collapsed fit, which is still a valid model.
+    let rescued = initial_kernel(data, &exact).and_then(|kern| {
+        fit_sparse(
+            data,
+            fit.features.clone(),
+            kern,
+            fit.config,
+            &params.optimiser,
+            progress,
+        )
+    });
+    Ok(match rescued {
+        Ok(rescued) if rescued.posterior.nlml < fit.posterior.nlml => (rescued, starts),
+        _ => (fit, starts),
     })
 }
 
