@@ -1718,6 +1718,31 @@ fn ivm_classifier_fit_predict_eval() {
             .len(),
         20
     );
+    assert_eq!(report["report"]["ivm"]["posterior"], "AllRows");
+    // The paper's posterior on request: the same active set.
+    let paper = sgp(
+        &dir,
+        &[
+            "fit",
+            "--data",
+            "c.csv",
+            "--model",
+            "ivm",
+            "--m",
+            "20",
+            "--ivm-posterior",
+            "active-set",
+            "--out",
+            "paper.sgp",
+            "--json",
+        ],
+    );
+    let paper: Value = serde_json::from_str(&ok(&paper, "fit")).unwrap();
+    assert_eq!(paper["report"]["ivm"]["posterior"], "ActiveSet");
+    assert_eq!(
+        paper["report"]["ivm"]["active_rows"],
+        report["report"]["ivm"]["active_rows"]
+    );
     let predict = ok(
         &sgp(&dir, &["predict", "--model", "c.sgp", "--data", "c.csv"]),
         "predict",
