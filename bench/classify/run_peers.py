@@ -8,7 +8,7 @@ default 2; TensorFlow's intra-op pool is set to it, sgp's rayon pool is
 RAYON_NUM_THREADS).
 
     python bench/classify/run_peers.py [--only NAME,...] [--tools sgp,ivm,gpflow,gpc,svm] [--m 128]
-    python bench/classify/run_peers.py --multiclass --tools svm   # data/multiclass
+    python bench/classify/run_peers.py --multiclass --tools svm,gpflow   # data/multiclass
 
 With --multiclass the sets of K > 2 classes are scored on all K
 probabilities (error of the most probable class, log loss, ECE of its
@@ -92,7 +92,7 @@ def standardise(x, xs):
     return (x - mean) / sd, (xs - mean) / sd
 
 
-def run_gpflow(x, y, xs, m, seed=0):
+def run_gpflow(x, y, xs, m, classes=None, seed=0):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(THREADS)
@@ -109,8 +109,14 @@ def run_gpflow(x, y, xs, m, seed=0):
     # the prior (probability 1/2 everywhere).
     d = x.shape[1]
     kern = gpflow.kernels.SquaredExponential(lengthscales=np.full(d, np.sqrt(d)))
+    if classes is None:
+        likelihood, latents = gpflow.likelihoods.Bernoulli(), 1
+    else:
+        # GPflow's multi-class SVGP: K latents on one kernel and one set of
+        # inducing inputs, robust-max link (its default).
+        likelihood, latents = gpflow.likelihoods.MultiClass(classes), classes
     model = gpflow.models.SVGP(
-        kern, gpflow.likelihoods.Bernoulli(), z, whiten=True, num_data=len(x)
+        kern, likelihood, z, whiten=True, num_data=len(x), num_latent_gps=latents
     )
     data = (x, y[:, None])
     gpflow.optimizers.Scipy().minimize(
@@ -118,7 +124,8 @@ def run_gpflow(x, y, xs, m, seed=0):
     )
     seconds = time.perf_counter() - start
     p, _ = model.predict_y(xs)
-    return p.numpy().ravel(), seconds
+    p = p.numpy()
+    return (p.ravel() if classes is None else p), seconds
 
 
 def run_gpc(x, y, xs):
@@ -160,8 +167,8 @@ def main():
     tools = args.tools.split(",")
     if args.multiclass:
         args.data = os.path.join(args.data, "multiclass")
-        if tools != ["svm"]:
-            sys.exit("--multiclass runs --tools svm only")
+        if not set(tools) <= {"svm", "gpflow"}:
+            sys.exit("--multiclass runs --tools svm,gpflow only")
     names = sorted(f[: -len("-train.csv")] for f in os.listdir(args.data) if f.endswith("-train.csv"))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
@@ -178,7 +185,8 @@ def main():
             elif tool == "ivm":
                 p, sec = run_sgp(args.sgp, train, test, m, "ivm")
             elif tool == "gpflow":
-                p, sec = run_gpflow(x, y, xs, m)
+                classes = int(y.max()) + 1 if args.multiclass else None
+                p, sec = run_gpflow(x, y, xs, m, classes)
             elif tool == "gpc":
                 p, sec = run_gpc(x, y, xs)
             elif tool == "svm":
