@@ -76,11 +76,12 @@ const TARGET_PREDICT_INSTRUCTIONS_M64: u32 = 9000;
 const CONSTANT_TIME_SLACK: u32 = 8;
 /// The same for a classifier's `probability`: `Phi` is libm's `erfcf`,
 /// which picks one of several rational approximations by the size of its
-/// argument, so the spread depends on where the model's latent values fall
-/// (14 instructions for the IVM whose kernel comes from the exact
-/// classifier); `predict` inside it is still held to
-/// `CONSTANT_TIME_SLACK`.
-const PROBABILITY_SLACK: u32 = 24;
+/// argument, so the spread depends on where the model's latent values fall:
+/// 14 instructions when the probes' latent values share a branch, 141 with
+/// the IVM whose posterior uses every training row (its probabilities at
+/// the probes reach different branches). `predict` inside it is still held
+/// to `CONSTANT_TIME_SLACK`; this bounds the branches' difference.
+const PROBABILITY_SLACK: u32 = 160;
 /// Built for a core with a hardware FPU (thumbv7em-none-eabihf, run.sh's
 /// Cortex-M4F). Without one (thumbv7m-none-eabi on the Cortex-M3, run.sh's
 /// second run) every float operation is a compiler-builtins routine whose
