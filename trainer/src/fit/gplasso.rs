@@ -38,6 +38,7 @@ use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
+use super::progress::continuing;
 use super::spgp::{
     fit_sparse, minimise_part, objective_name, other_objective, screen_iter, screen_rows, SparseFit,
 };
@@ -423,12 +424,7 @@ pub(crate) fn fit_gplasso(
         _ => params.approximation,
     };
     let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    };
+    let mut counted = continuing(&done, progress);
     let (points, start) = if params.refit == GplassoRefit::Nothing {
         (params.max_points, params.optimiser.clone())
     } else {

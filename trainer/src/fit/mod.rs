@@ -26,6 +26,7 @@ pub mod gplasso;
 pub mod held_out;
 pub mod ivm;
 pub mod multi_output;
+mod progress;
 pub mod spgp;
 pub mod spgp_hs;
 pub mod streamed;

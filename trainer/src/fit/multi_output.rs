@@ -42,6 +42,7 @@ use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::training_subset;
+use super::progress::{continuing, recording};
 use super::spgp::{screen_iter, screen_rows, start_positions};
 use super::{
     held_out, Checked, Expansion, FitParams, FitReport, Method, OptimiserReport, SparseParams,
@@ -560,19 +561,8 @@ fn fit_vsgp_shared(
     let done = Cell::new(0u64);
     // The widths are freed from an untied SPGP; the choice is VSGP's own.
     let separate = VarianceSharing::Separate;
-    let (spgp, first) = fit_spgp_shared(data, params, separate, &mut |p: Progress| {
-        done.set(p.iteration);
-        progress(p)
-    })?;
-    let offset = done.get();
-    let last = Cell::new(offset);
-    let mut counted = |base: u64, p: Progress| {
-        last.set(base + p.iteration);
-        progress(Progress {
-            iteration: base + p.iteration,
-            ..p
-        })
-    };
+    let (spgp, first) = fit_spgp_shared(data, params, separate, &mut recording(&done, progress))?;
+    let shown = Cell::new(done.get());
     let from_spgp = fit_final_sparse(
         data.outputs(),
         Multiscale::from_pseudo_inputs(&first.features),
@@ -580,9 +570,9 @@ fn fit_vsgp_shared(
         config(params),
         &params.optimiser,
         sharing,
-        &mut |p| counted(offset, p),
+        &mut recording(&shown, &mut continuing(&done, progress)),
     )?;
-    let second = last.get();
+    done.set(shown.get());
     // A second optimum of the same joint objective, from a start where
     // each output has basis functions of its own widths; the lower wins.
     let fit = match concatenated_start(data, params) {
@@ -594,7 +584,7 @@ fn fit_vsgp_shared(
                 config(params),
                 &params.optimiser,
                 sharing,
-                &mut |p| counted(second, p),
+                &mut continuing(&done, progress),
             ) {
                 Ok(other) if other.run.value < from_spgp.run.value => other,
                 _ => from_spgp,
@@ -724,12 +714,7 @@ fn fit_restarted_shared<F: InducingFeatures + Clone + Sync>(
 ) -> Result<(SharedFit<F>, Vec<StartReport>)> {
     let config = config(params);
     let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    };
+    let mut counted = continuing(&done, progress);
     let mut starts = Vec::new();
     let (features, kernels) = if params.restarts <= 1 {
         (start(0)?.1, kernels)
@@ -786,11 +771,14 @@ fn fit_final_sparse<F: InducingFeatures + Clone + Sync>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SharedFit<F>> {
     let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        done.set(p.iteration);
-        progress(p)
-    };
-    let untied = fit_shared_sparse(outputs, features, kernels, config, optimiser, &mut counted)?;
+    let untied = fit_shared_sparse(
+        outputs,
+        features,
+        kernels,
+        config,
+        optimiser,
+        &mut recording(&done, progress),
+    )?;
     let rows = outputs.iter().map(Dataset::n_rows).sum();
     let mut report = SharingReport {
         asked: sharing,
@@ -805,19 +793,13 @@ fn fit_final_sparse<F: InducingFeatures + Clone + Sync>(
             ..untied
         });
     }
-    let offset = done.get();
     let tied = fit_tied_sparse(
         outputs,
         untied.features.clone(),
         &untied.kernels,
         config,
         optimiser,
-        &mut |p: Progress| {
-            progress(Progress {
-                iteration: offset + p.iteration,
-                ..p
-            })
-        },
+        &mut continuing(&done, progress),
     );
     let tied = match (tied, sharing) {
         (Ok(tied), _) => tied,

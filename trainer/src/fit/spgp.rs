@@ -30,6 +30,7 @@ use nalgebra::DMatrix;
 use sgp_runtime::{Link, ModelKind};
 
 use super::exact::{optimise_exact, training_subset};
+use super::progress::continuing;
 use super::{
     data_scale_kernel, held_out, Checked, FitParams, FitReport, Fitted, HyperInit, Hyperparameters,
     InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
@@ -234,12 +235,7 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
         ..FitcConfig::default()
     };
     let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    };
+    let mut counted = continuing(&done, progress);
     let mut starts = Vec::new();
     let (features, kern) = if params.restarts <= 1 {
         (start(0)?.1, kern)

@@ -108,6 +108,7 @@ use std::cell::Cell;
 
 use sgp_runtime::ModelKind;
 
+use super::progress::{continuing, recording};
 use super::spgp::{
     fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part, objective_candidates,
     objective_name, other_objective, SparseFit,
@@ -193,19 +194,10 @@ fn fit_staged(
 ) -> Result<Fitted> {
     // Iterations are counted over both stages, as VSGP does.
     let done = Cell::new(0u64);
-    let (spgp, starts) = fit_pseudo_inputs(data, params, &mut |p: Progress| {
-        done.set(p.iteration);
-        progress(p)
-    })?;
-    let offset = done.get();
+    let (spgp, starts) = fit_pseudo_inputs(data, params, &mut recording(&done, progress))?;
     let h = h_start * spgp.kernel.signal_var();
     let features = Heteroscedastic::from_pseudo_inputs(&spgp.features, h);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: offset + p.iteration,
-            ..p
-        })
-    };
+    let mut counted = continuing(&done, progress);
     // The pseudo-inputs stay where SPGP put them (module docs, "Only h
     // and the kernel move").
     let sigma2 = spgp.kernel.noise_var();

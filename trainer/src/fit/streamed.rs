@@ -24,11 +24,13 @@
 //!
 //! Memory is O(sample + chunk + M^2), whatever the number of rows.
 
+use std::cell::Cell;
 use std::time::Instant;
 
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
+use super::progress::continuing;
 use super::spgp::{fit_sparse, initial_kernel, reoptimised, start_positions, SparseFit};
 use super::{
     Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams,
@@ -397,12 +399,7 @@ fn validated_start(
             kern.clone(),
             config,
             &sparse.optimiser,
-            &mut |p| {
-                progress(Progress {
-                    iteration: done + p.iteration,
-                    ..p
-                })
-            },
+            &mut continuing(&Cell::new(done), progress),
         )?;
         done += fit.run.iterations;
         let nlpd = validation_nlpd(&fit, validation)?;

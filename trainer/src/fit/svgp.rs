@@ -28,6 +28,7 @@ use std::cell::Cell;
 
 use sgp_runtime::{Link, ModelKind};
 
+use super::progress::continuing;
 use super::spgp::{screening, start_positions};
 use super::{
     Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
@@ -191,12 +192,7 @@ fn fit_latents(
     let kern = initial_kernel(data)?;
     let sparse = params.sparse();
     let done = Cell::new(0u64);
-    let mut counted = |p: Progress| {
-        progress(Progress {
-            iteration: done.get() + p.iteration,
-            ..p
-        })
-    };
+    let mut counted = continuing(&done, progress);
     let mut starts = Vec::new();
     // A screened start already has its q(u): no warm-up before the final run.
     let (start, warm_up) = if params.restarts <= 1 {

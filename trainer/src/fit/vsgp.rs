@@ -14,6 +14,7 @@ use std::cell::Cell;
 
 use sgp_runtime::ModelKind;
 
+use super::progress::{continuing, recording};
 use super::spgp::{fit_pseudo_inputs, fit_sparse, iteration_budget as spgp_budget};
 use super::{Checked, Fitted, Method, SparseParams};
 use crate::data::Dataset;
@@ -35,11 +36,7 @@ pub(crate) fn fit_vsgp(
     // Iterations are counted over both stages: the second continues from
     // the last iteration the first reported.
     let done = Cell::new(0u64);
-    let (spgp, starts) = fit_pseudo_inputs(data, params, &mut |p: Progress| {
-        done.set(p.iteration);
-        progress(p)
-    })?;
-    let offset = done.get();
+    let (spgp, starts) = fit_pseudo_inputs(data, params, &mut recording(&done, progress))?;
     let features = Multiscale::from_pseudo_inputs(&spgp.features);
     let fit = fit_sparse(
         data,
@@ -47,12 +44,7 @@ pub(crate) fn fit_vsgp(
         spgp.kernel,
         spgp.config,
         &params.optimiser,
-        &mut |p: Progress| {
-            progress(Progress {
-                iteration: offset + p.iteration,
-                ..p
-            })
-        },
+        &mut continuing(&done, progress),
     )?;
     let mut fitted = fit.into_fitted(data, ModelKind::Vsgp, Method::Vsgp);
     fitted.report.starts = starts;
