@@ -45,8 +45,8 @@ use super::exact::training_subset;
 use super::progress::{continuing, recording};
 use super::spgp::{screen_iter, screen_rows, start_positions};
 use super::{
-    held_out, Checked, Expansion, FitParams, FitReport, Method, OptimiserReport, SparseParams,
-    StartReport,
+    held_out, Checked, Expansion, FitParams, FitReport, Method, OptimiserReport, PseudoInit,
+    SparseParams, StartReport,
 };
 use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
@@ -92,8 +92,6 @@ impl std::fmt::Debug for FittedSet {
     }
 }
 
-/// Each output's runtime form and training objective under a jitter
-/// policy, from the fitted parameters.
 /// Each output's runtime form, training objective and kernel under a
 /// jitter policy, after that many iterations of joint re-optimisation from
 /// the fitted parameters (0: the fitted parameters).
@@ -178,6 +176,10 @@ pub struct MultiFitReport {
     /// Whether the outputs share one variance factor, and why (sparse
     /// fits of several outputs; `None` otherwise).
     pub variance: Option<SharingReport>,
+    /// What went wrong in a part of the fit that was not needed for the
+    /// result (VSGP's second start), one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Whether the outputs of a sparse fit share one variance factor: their
@@ -575,31 +577,55 @@ fn fit_vsgp_shared(
     done.set(shown.get());
     // A second optimum of the same joint objective, from a start where
     // each output has basis functions of its own widths; the lower wins.
-    let fit = match concatenated_start(data, params) {
-        Ok(Some((features, kernels))) => {
-            match fit_final_sparse(
-                data.outputs(),
-                features,
-                kernels,
-                config(params),
-                &params.optimiser,
-                sharing,
-                &mut continuing(&done, progress),
-            ) {
-                Ok(other) if other.run.value < from_spgp.run.value => other,
-                _ => from_spgp,
-            }
-        }
-        _ => from_spgp,
-    };
-    sparse_set(
+    let second = concatenated_start(data, params).and_then(|start| {
+        start
+            .map(|(features, kernels)| {
+                fit_final_sparse(
+                    data.outputs(),
+                    features,
+                    kernels,
+                    config(params),
+                    &params.optimiser,
+                    sharing,
+                    &mut continuing(&done, progress),
+                )
+            })
+            .transpose()
+    });
+    let mut warnings = Vec::new();
+    let fit = lower_objective(from_spgp, second, |f| f.run.value, &mut warnings);
+    let mut set = sparse_set(
         data,
         ModelKind::Vsgp,
         Method::Vsgp,
         params,
         &fit,
         spgp.report.starts,
-    )
+    )?;
+    set.report.warnings = warnings;
+    Ok(set)
+}
+
+/// The fit of lower `objective` of VSGP's two starts. The first is a
+/// complete fit, so a second start that failed only costs the choice: it
+/// is said in `warnings` rather than ending the fit.
+fn lower_objective<T>(
+    first: T,
+    second: Result<Option<T>>,
+    objective: impl Fn(&T) -> f64,
+    warnings: &mut Vec<String>,
+) -> T {
+    match second {
+        Ok(Some(other)) if objective(&other) < objective(&first) => other,
+        Ok(_) => first,
+        Err(e) => {
+            warnings.push(format!(
+                "VSGP's second start (each output's own SPGP at M / P basis functions, side by \
+                 side) failed, so the model comes from the shared SPGP's start alone: {e}"
+            ));
+            first
+        }
+    }
 }
 
 /// Widest start width of [`concatenated_start`], as `rho`: `l^2 (1/2 +
@@ -615,13 +641,15 @@ const CONCATENATED_WIDEST_RHO: f64 = 2.0;
 /// input (so every width is one a multiscale basis can take). Outputs
 /// that depend on the inputs in different places or not at all (a
 /// kinematic chain's x, y, z) start with basis functions of their own.
-/// `None` for one output or fewer than two basis functions per output.
+/// `None` for one output, fewer than two basis functions per output, or
+/// pseudo-inputs given by the caller (who chose the start).
 fn concatenated_start(
     data: &MultiTargetData,
     params: &Checked<'_, SparseParams>,
 ) -> Result<Option<(Multiscale, Vec<KernelParams>)>> {
     let n_out = data.n_outputs();
-    if n_out < 2 || params.m < 2 * n_out {
+    let given = matches!(params.pseudo_init, PseudoInit::Given(_));
+    if n_out < 2 || params.m < 2 * n_out || given {
         return Ok(None);
     }
     let mut centres: Vec<Vec<f64>> = Vec::new();
@@ -1034,6 +1062,7 @@ fn assemble<F>(
             optimiser: Some(run),
             outputs,
             variance: fit.sharing.clone(),
+            warnings: Vec::new(),
         },
         jitter: jitter.initial,
         posteriors,
@@ -1379,6 +1408,54 @@ mod tests {
         assert!(concatenated_start(&data, &few.check(data.first()).unwrap())
             .unwrap()
             .is_none());
+        // Pseudo-inputs the caller gave are the start: no second one.
+        let given = SparseParams {
+            pseudo_init: PseudoInit::Given(data.first().x.rows(0, 9).into_owned()),
+            ..params
+        };
+        assert!(
+            concatenated_start(&data, &given.check(data.first()).unwrap())
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_failed_second_vsgp_start_keeps_the_first_and_says_why() {
+        let mut warnings = Vec::new();
+        let failed = Err(Error::Numerical("Cholesky failed".into()));
+        assert_eq!(lower_objective(2.0, failed, |v| *v, &mut warnings), 2.0);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("second start"), "{}", warnings[0]);
+        assert!(warnings[0].contains("Cholesky failed"), "{}", warnings[0]);
+        // Tried and better, tried and worse, not tried: no warning.
+        assert_eq!(
+            lower_objective(2.0, Ok(Some(1.0)), |v| *v, &mut warnings),
+            1.0
+        );
+        assert_eq!(
+            lower_objective(2.0, Ok(Some(3.0)), |v| *v, &mut warnings),
+            2.0
+        );
+        assert_eq!(lower_objective(2.0, Ok(None), |v| *v, &mut warnings), 2.0);
+        assert_eq!(warnings.len(), 1);
+    }
+
+    #[test]
+    fn vsgp_with_given_pseudo_inputs_fits_without_a_warning() {
+        let d = data(80, 5);
+        let params = SparseParams {
+            // Spread over the rows: the first few sit in one corner.
+            pseudo_init: PseudoInit::Given(DMatrix::from_fn(6, 2, |i, j| d.first().x[(13 * i, j)])),
+            ..sparse(6, 1)
+        };
+        let fitted = fit_multi(&d, &FitParams::Vsgp(params), &mut |_| {}).unwrap();
+        assert!(
+            fitted.report.warnings.is_empty(),
+            "{:?}",
+            fitted.report.warnings
+        );
+        check_set(&fitted, &d);
     }
 
     #[test]

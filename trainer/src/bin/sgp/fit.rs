@@ -406,6 +406,9 @@ pub(crate) fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: boo
     if let Some(sharing) = &report.variance {
         println!("variance        {}", sharing.describe());
     }
+    for warning in &report.warnings {
+        eprintln!("sgp: warning: {warning}");
+    }
     println!("output          objective  signal var  noise var  f32 worst mean / sd");
     for ((out, member), e) in report
         .outputs
