@@ -83,7 +83,8 @@ pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
 }
 
 /// Fits SPGP as `params` asks; on small data, with the objective chosen
-/// on held-out rows ([`held_out`]: the other one only if it clearly wins).
+/// on held-out rows ([`held_out`]: the other one only if it clearly wins,
+/// and VFE if FITC's noise collapses: [`fit_chosen_objective`]).
 pub(crate) fn fit_spgp(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
