@@ -84,16 +84,33 @@ pub struct HeldOutChoice {
     pub standard_error: f64,
     /// The challenger won, and is the model fitted on all rows.
     pub challenger_chosen: bool,
+    /// The chosen FITC fit on all rows put its noise variance on the floor
+    /// and did not clearly win here, so the model is the VFE fit instead
+    /// (SPGP only: [`super::spgp::fit_chosen_objective`]).
+    pub noise_collapsed: bool,
 }
 
 impl HeldOutChoice {
     /// The name of the chosen fit.
     pub fn chosen(&self) -> &str {
-        if self.challenger_chosen {
+        if self.challenger_chosen != self.noise_collapsed {
             &self.challenger
         } else {
             &self.incumbent
         }
+    }
+
+    /// Whether the chosen candidate beat the other by more than
+    /// [`MARGIN_SE`] standard errors (a challenger always has, unless the
+    /// incumbent failed).
+    pub(crate) fn chosen_clearly_better(&self) -> bool {
+        let (chosen, other) = if self.challenger_chosen {
+            (self.challenger_nlpd, self.incumbent_nlpd)
+        } else {
+            (self.incumbent_nlpd, self.challenger_nlpd)
+        };
+        chosen.is_finite()
+            && (!other.is_finite() || chosen + MARGIN_SE * self.standard_error < other)
     }
 }
 
@@ -247,6 +264,7 @@ impl Scores {
             challenger_nlpd,
             standard_error,
             challenger_chosen,
+            noise_collapsed: false,
         }
     }
 }
@@ -324,5 +342,9 @@ mod tests {
         assert_eq!(displaced.chosen(), "good");
         // A candidate against itself is never displaced.
         assert!(!scores.verdict(0, 0).challenger_chosen);
+        // "good" won by more than the margin either way; a tie did not.
+        assert!(kept.chosen_clearly_better());
+        assert!(displaced.chosen_clearly_better());
+        assert!(!scores.verdict(0, 0).chosen_clearly_better());
     }
 }

@@ -110,8 +110,8 @@ use sgp_runtime::ModelKind;
 
 use super::progress::{continuing, recording};
 use super::spgp::{
-    fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part, objective_candidates,
-    objective_name, other_objective, SparseFit,
+    fit_chosen_objective, fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part,
+    objective_candidates, objective_name, other_objective, SparseFit,
 };
 use super::{held_out, Checked, FitParams, Fitted, Method, SparseParams};
 use crate::data::Dataset;
@@ -150,9 +150,9 @@ pub(crate) fn fit_spgp_hs(
     // HS must beat the SPGP that `--model spgp` would choose, over folds
     // (held_out, "Cross-validated").
     let objectives = objective_candidates(params);
-    let spgp_scores = held_out::score(data, params.seed, &objectives)?;
+    let mut spgp_choice = held_out::score(data, params.seed, &objectives)?.verdict(0, 1);
     let spgp = SparseParams {
-        approximation: if spgp_scores.verdict(0, 1).challenger_chosen {
+        approximation: if spgp_choice.challenger_chosen {
             other_objective(params.approximation)
         } else {
             params.approximation
@@ -175,7 +175,12 @@ pub(crate) fn fit_spgp_hs(
     let mut fitted = if choice.challenger_chosen {
         fit_staged(data, params, H_START, NOISE_FLOOR, false, progress)?
     } else {
-        let (spgp, starts) = fit_pseudo_inputs(data, &spgp.check(data)?, progress)?;
+        // As `--model spgp` fits it, a collapsed FITC noise included.
+        let asked = SparseParams {
+            held_out_choice: false,
+            ..(**params).clone()
+        };
+        let (spgp, starts) = fit_chosen_objective(data, &asked, &mut spgp_choice, progress)?;
         let mut fitted = spgp.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs);
         fitted.report.starts = starts;
         fitted

@@ -185,6 +185,13 @@ pub(crate) fn print_fit_summary(
             c.standard_error,
             sgp_trainer::fit::held_out::MARGIN_SE
         );
+        if c.noise_collapsed {
+            println!(
+                "                FITC's fit on all rows put its noise on the floor (near \
+                 noise-free predictions at its pseudo-inputs) without clearly winning: the \
+                 model is the VFE fit"
+            );
+        }
         if report.method == Method::SpgpHs && !c.challenger_chosen {
             println!(
                 "                the uncertainties did not pay on held-out rows: the model is \
