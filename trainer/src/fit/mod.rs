@@ -495,7 +495,8 @@ pub struct StartReport {
     /// How the start's pseudo-inputs were drawn, e.g. `kmeans (seed 3)`.
     pub init: String,
     /// Training objective after the screening run, on the rows it saw (a
-    /// subset on large data: see [`spgp::screen_rows`]).
+    /// subset on large data: see [`spgp::screen_rows`]); after the full
+    /// run where the start is chosen on validation rows (a streamed fit).
     pub nlml: f64,
 }
 

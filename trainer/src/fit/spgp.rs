@@ -36,6 +36,7 @@ use super::{
     InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
+use crate::evaluate::metrics::mean_nlpd;
 use crate::fit::init;
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
@@ -199,13 +200,69 @@ pub(crate) fn collapsed(kern: &KernelParams) -> bool {
     kern.signal_var() < COLLAPSED_BELOW * kern.noise_var()
 }
 
-/// SPGP's fit before it becomes a model: restarts (screened), then the
-/// final run; the fitted pseudo-inputs, kernel and posterior, and the
-/// starts tried (empty for one start). VSGP continues from it.
+/// How the restart procedure picks among its starts, and whether a rescued
+/// fit beats the collapsed one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum StartChoice<'a> {
+    /// Every start gets a screening run and the one of lowest training
+    /// objective is finished (the module documentation): cheap, and what
+    /// data held whole in memory get.
+    Objective,
+    /// Every start is optimised to the end on the data and the one of
+    /// lowest test NLPD on these rows, which no start is fitted on, is
+    /// kept: the streamed fit's first stage ([`super::streamed`]), where
+    /// the screening runs cannot rank the optima the starts end in.
+    Validation(&'a Dataset),
+}
+
+impl StartChoice<'_> {
+    /// What the choice minimises for `fit`.
+    fn score<F: InducingFeatures + Clone + Sync>(&self, fit: &SparseFit<F>) -> Result<f64> {
+        match self {
+            StartChoice::Objective => Ok(fit.posterior.nlml),
+            StartChoice::Validation(rows) => validation_nlpd(fit, rows),
+        }
+    }
+}
+
+/// Test NLPD of `fit`'s posterior (on its own rows) on `validation`.
+pub(crate) fn validation_nlpd<F: InducingFeatures + Clone + Sync>(
+    fit: &SparseFit<F>,
+    validation: &Dataset,
+) -> Result<f64> {
+    let p = fit
+        .posterior
+        .predict(&fit.features, &fit.kernel, &validation.x)?;
+    let var: Vec<f64> = p.var.iter().map(|v| v + p.noise_var).collect();
+    let nlpd = mean_nlpd(p.mean.as_slice(), &var, validation.y.as_slice());
+    if nlpd.is_finite() {
+        Ok(nlpd)
+    } else {
+        Err(Error::Numerical(format!(
+            "the validation NLPD of a sparse fit is {nlpd}"
+        )))
+    }
+}
+
+/// SPGP's fit before it becomes a model, its starts screened
+/// ([`StartChoice::Objective`]): see [`fit_pseudo_inputs_by`].
+pub(crate) fn fit_pseudo_inputs(
+    data: &Dataset,
+    params: &Checked<'_, SparseParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
+    fit_pseudo_inputs_by(data, params, StartChoice::Objective, progress)
+}
+
+/// SPGP's fit before it becomes a model: the restart procedure
+/// ([`fit_restarted_by`], the starts picked by `choice`), then the rescue
+/// of a collapsed fit; the fitted pseudo-inputs, kernel and posterior, and
+/// the starts tried (empty for one start). VSGP continues from it, and
+/// the streamed fit's first stage is it.
 ///
 /// A fit from the data-scale start that collapsed to the constant mean
 /// ([`collapsed`]) is fitted again from the exact GP's hyperparameters
-/// ([`HyperInit::ExactSubset`]), and the lower training objective kept.
+/// ([`HyperInit::ExactSubset`]), and the one `choice` scores better kept.
 /// Why: in many dimensions the data-scale length scales (half each
 /// input's range) can put the optimum's basin out of reach. On the
 /// suite's few-directions set (700 x 32, M = 30) VFE from there sent the
@@ -216,20 +273,22 @@ pub(crate) fn collapsed(kern: &KernelParams) -> bool {
 /// rows (on 120 rows it was five times faster on that set but ended at
 /// 984, test 1.315). Where the data hold no signal both collapse and the
 /// constant stays.
-pub(crate) fn fit_pseudo_inputs(
+pub(crate) fn fit_pseudo_inputs_by(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
+    choice: StartChoice<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
     let start = |k: usize| {
         let (label, z) = start_positions(&data.x, params, k)?;
         Ok((label, PseudoInputs::new(z)?))
     };
-    let fitted = fit_restarted(
+    let fitted = fit_restarted_by(
         data,
         params,
         initial_kernel(data, params)?,
         &start,
+        choice,
         progress,
     )?;
     if params.hyper_init != HyperInit::DataScales || !collapsed(&fitted.0.kernel) {
@@ -240,36 +299,50 @@ pub(crate) fn fit_pseudo_inputs(
         ..(**params).clone()
     };
     // One run from the collapsed fit's pseudo-inputs: its starts were
-    // screened already, and screening them again from the new kernel
-    // made the fit several times slower.
+    // tried already, and screening them again from the new kernel made
+    // the fit several times slower.
     let (fit, starts) = fitted;
     // A rescue that fails (an exact GP that cannot be fitted, say) leaves
     // the collapsed fit, which is still a valid model.
     let rescued = initial_kernel(data, &exact).and_then(|kern| {
-        fit_sparse(
+        let run = fit_sparse(
             data,
             fit.features.clone(),
             kern,
             fit.config,
             &params.optimiser,
             progress,
-        )
+        )?;
+        let better = choice.score(&run)? < choice.score(&fit)?;
+        Ok((run, better))
     });
     Ok(match rescued {
-        Ok(rescued) if rescued.posterior.nlml < fit.posterior.nlml => (rescued, starts),
+        Ok((rescued, true)) => (rescued, starts),
         _ => (fit, starts),
     })
 }
 
-/// The restart procedure of the module documentation over any feature
-/// kind: `start(k)` gives start `k`'s features and how they were drawn,
-/// every start begins at the kernel `kern`. SPGP, and DR in the projected
-/// space, use it.
+/// [`fit_restarted_by`] with the starts screened ([`StartChoice::Objective`]).
 pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
     data: &Dataset,
     params: &SparseParams,
     kern: KernelParams,
     start: &dyn Fn(usize) -> Result<(String, F)>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<F>, Vec<StartReport>)> {
+    fit_restarted_by(data, params, kern, start, StartChoice::Objective, progress)
+}
+
+/// The restart procedure over any feature kind: `start(k)` gives start
+/// `k`'s features and how they were drawn, every start begins at the
+/// kernel `kern`, and `choice` says how the starts are run and which one
+/// is kept. SPGP, the streamed fit, and DR in the projected space use it.
+pub(crate) fn fit_restarted_by<F: InducingFeatures + Clone + Sync>(
+    data: &Dataset,
+    params: &SparseParams,
+    kern: KernelParams,
+    start: &dyn Fn(usize) -> Result<(String, F)>,
+    choice: StartChoice<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<F>, Vec<StartReport>)> {
     let config = FitcConfig {
@@ -278,46 +351,63 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
     };
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);
-    let mut starts = Vec::new();
-    let (features, kern) = if params.restarts <= 1 {
-        (start(0)?.1, kern)
-    } else {
-        let (screen, subset) = screening(data, params)?;
-        let mut best: Option<SparseFit<F>> = None;
-        for k in 0..params.restarts {
-            let (label, features) = start(k)?;
-            let run = fit_sparse(
-                &subset,
-                features,
-                kern.clone(),
-                config,
-                &screen,
-                &mut counted,
-            )?;
-            done.set(done.get() + run.run.iterations);
-            starts.push(StartReport {
-                init: label,
-                nlml: run.posterior.nlml,
-            });
-            if best
-                .as_ref()
-                .is_none_or(|b| run.posterior.nlml < b.posterior.nlml)
-            {
-                best = Some(run);
-            }
-        }
-        // `restarts > 1` here, so the loop ran.
-        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-        (best.features, best.kernel)
+    if params.restarts <= 1 {
+        let fit = fit_sparse(
+            data,
+            start(0)?.1,
+            kern,
+            config,
+            &params.optimiser,
+            &mut counted,
+        )?;
+        return Ok((fit, Vec::new()));
+    }
+    // Screened starts run briefly on a subset of the rows and the best
+    // one is finished; validated starts each run to the end and are
+    // finished already.
+    let screened = match choice {
+        StartChoice::Objective => Some(screening(data, params)?),
+        StartChoice::Validation(_) => None,
     };
-    let fit = fit_sparse(
-        data,
-        features,
-        kern,
-        config,
-        &params.optimiser,
-        &mut counted,
-    )?;
+    let (run_options, rows) = match &screened {
+        Some((options, subset)) => (options, subset),
+        None => (&params.optimiser, data),
+    };
+    let mut starts = Vec::new();
+    let mut best: Option<(SparseFit<F>, f64)> = None;
+    for k in 0..params.restarts {
+        let (label, features) = start(k)?;
+        let run = fit_sparse(
+            rows,
+            features,
+            kern.clone(),
+            config,
+            run_options,
+            &mut counted,
+        )?;
+        done.set(done.get() + run.run.iterations);
+        starts.push(StartReport {
+            init: label,
+            nlml: run.posterior.nlml,
+        });
+        let score = choice.score(&run)?;
+        if best.as_ref().is_none_or(|(_, b)| score < *b) {
+            best = Some((run, score));
+        }
+    }
+    // `restarts > 1` here, so the loop ran.
+    let (best, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+    let fit = match choice {
+        StartChoice::Validation(_) => best,
+        StartChoice::Objective => fit_sparse(
+            data,
+            best.features,
+            best.kernel,
+            config,
+            &params.optimiser,
+            &mut counted,
+        )?,
+    };
     Ok((fit, starts))
 }
 

@@ -13,7 +13,9 @@
 //!    rows from each of its starts, every start optimised to the end and
 //!    the one of best test NLPD on the validation rows kept (the starts
 //!    land in different local optima, which decide the model, and a short
-//!    screening run does not rank them: see docs/src/large-data.md); then
+//!    screening run does not rank them: see docs/src/large-data.md), by
+//!    SPGP's restart procedure and its rescue of a collapsed fit
+//!    ([`super::spgp::fit_pseudo_inputs_by`]); then
 //!    warm-started from the best stage on twice as many rows, and so on,
 //!    each stage scored on the validation rows; the subset stops growing
 //!    when a doubling gains less than [`StreamedParams::min_gain`] nats per
@@ -24,21 +26,17 @@
 //!
 //! Memory is O(sample + chunk + M^2), whatever the number of rows.
 
-use std::cell::Cell;
 use std::time::Instant;
 
 use serde::Serialize;
 use sgp_runtime::{Link, ModelKind};
 
-use super::progress::continuing;
-use super::spgp::{fit_sparse, initial_kernel, reoptimised, start_positions, SparseFit};
-use super::{
-    Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams,
-    StartReport,
+use super::spgp::{
+    fit_pseudo_inputs_by, fit_sparse, reoptimised, validation_nlpd, SparseFit, StartChoice,
 };
+use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, Standardisation, TargetKind};
-use crate::evaluate::metrics::mean_nlpd;
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::{FitcConfig, FitcPosterior};
 use crate::model::inference::RuntimeForm;
@@ -273,8 +271,12 @@ pub fn fit_streamed(
             |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
         let fit = match &best {
             None => {
-                let (fit, tried) =
-                    validated_start(&data, &sparse, &validation, &mut stage_progress)?;
+                let (fit, tried) = fit_pseudo_inputs_by(
+                    &data,
+                    &sparse.check(&data)?,
+                    StartChoice::Validation(&validation),
+                    &mut stage_progress,
+                )?;
                 starts = tried;
                 fit
             }
@@ -373,64 +375,6 @@ pub fn fit_streamed(
     Ok(fitted)
 }
 
-/// The first stage with every start of `sparse` optimised to the end on
-/// `data`: the fit of best NLPD on `validation`, and every start tried
-/// (with its final training objective).
-fn validated_start(
-    data: &Dataset,
-    sparse: &SparseParams,
-    validation: &Dataset,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
-    let checked = sparse.check(data)?;
-    let kern = initial_kernel(data, &checked)?;
-    let config = FitcConfig {
-        approximation: sparse.approximation,
-        ..FitcConfig::default()
-    };
-    let mut done = 0;
-    let mut best: Option<(SparseFit<PseudoInputs>, f64)> = None;
-    let mut starts = Vec::new();
-    for k in 0..sparse.restarts {
-        let (init, z) = start_positions(&data.x, &checked, k)?;
-        let fit = fit_sparse(
-            data,
-            PseudoInputs::new(z)?,
-            kern.clone(),
-            config,
-            &sparse.optimiser,
-            &mut continuing(&Cell::new(done), progress),
-        )?;
-        done += fit.run.iterations;
-        let nlpd = validation_nlpd(&fit, validation)?;
-        starts.push(StartReport {
-            init,
-            nlml: fit.posterior.nlml,
-        });
-        if best.as_ref().is_none_or(|(_, b)| nlpd < *b) {
-            best = Some((fit, nlpd));
-        }
-    }
-    let (fit, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-    Ok((fit, starts))
-}
-
-/// Test NLPD of `fit`'s posterior (on its own rows) on `validation`.
-fn validation_nlpd(fit: &SparseFit<PseudoInputs>, validation: &Dataset) -> Result<f64> {
-    let p = fit
-        .posterior
-        .predict(&fit.features, &fit.kernel, &validation.x)?;
-    let var: Vec<f64> = p.var.iter().map(|v| v + p.noise_var).collect();
-    let nlpd = mean_nlpd(p.mean.as_slice(), &var, validation.y.as_slice());
-    if nlpd.is_finite() {
-        Ok(nlpd)
-    } else {
-        Err(Error::Numerical(format!(
-            "the validation NLPD of a subset fit is {nlpd}"
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,8 +382,12 @@ mod tests {
 
     use crate::data::stream::{scan, write_parquet};
     use crate::export::cure::export_fitted;
+    use crate::fit::spgp::{
+        collapsed, fit_restarted_by, initial_kernel, start_positions, COLLAPSED_BELOW,
+    };
+    use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
+    use crate::tools::synth::{generate, synthetic, Shape};
 
     fn small() -> StreamedParams {
         StreamedParams {
@@ -533,9 +481,15 @@ mod tests {
             held_out_choice: false,
             ..small().sparse
         };
-        let (kept, starts) = validated_start(&fitted, &sparse, &validation, &mut |_| {}).unwrap();
-        assert_eq!(starts.len(), 3);
         let checked = sparse.check(&fitted).unwrap();
+        let (kept, starts) = fit_pseudo_inputs_by(
+            &fitted,
+            &checked,
+            StartChoice::Validation(&validation),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(starts.len(), 3);
         let kern = initial_kernel(&fitted, &checked).unwrap();
         let each: Vec<f64> = (0..3)
             .map(|k| {
@@ -556,6 +510,69 @@ mod tests {
         // The starts end in different optima, so the choice matters.
         assert!(each.iter().any(|&v| v > best + 1e-6), "{each:?}");
         assert_eq!(validation_nlpd(&kept, &validation).unwrap(), best);
+    }
+
+    /// VFE from the data-scale start collapses to the constant mean on
+    /// few-directions data (32 inputs); the streamed fit's first stage,
+    /// like an in-memory fit, then starts again from the exact GP's
+    /// hyperparameters, and the whole streamed fit keeps the signal.
+    #[test]
+    fn a_collapsed_first_stage_is_rescued() {
+        let generated = generate(Shape::FewDirections, 1200, 0);
+        let sparse = SparseParams {
+            m: 5,
+            approximation: Approximation::Vfe,
+            restarts: 1,
+            held_out_choice: false,
+            ..SparseParams::default()
+        };
+        let data = generated.to_dataset().unwrap();
+        let fitted = data.subset(&(0..600).collect::<Vec<_>>()).unwrap();
+        let validation = data.subset(&(600..1200).collect::<Vec<_>>()).unwrap();
+        let checked = sparse.check(&fitted).unwrap();
+        let choice = StartChoice::Validation(&validation);
+        let start = |k: usize| {
+            let (label, z) = start_positions(&fitted.x, &checked, k)?;
+            Ok((label, PseudoInputs::new(z)?))
+        };
+        let kern = initial_kernel(&fitted, &checked).unwrap();
+        let (plain, _) =
+            fit_restarted_by(&fitted, &checked, kern, &start, choice, &mut |_| {}).unwrap();
+        assert!(collapsed(&plain.kernel), "{:?}", plain.kernel);
+        let (rescued, _) = fit_pseudo_inputs_by(&fitted, &checked, choice, &mut |_| {}).unwrap();
+        assert!(!collapsed(&rescued.kernel), "{:?}", rescued.kernel);
+        assert!(
+            validation_nlpd(&rescued, &validation).unwrap()
+                < validation_nlpd(&plain, &validation).unwrap()
+        );
+
+        let dir = std::env::temp_dir().join(format!("sgp-rescue-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("few.parquet");
+        let names = &generated.input_names;
+        write_parquet(
+            &path,
+            &generated.x,
+            &generated.y,
+            names,
+            &generated.target_name,
+        )
+        .unwrap();
+        let table = TableFile::open(&path, None).unwrap();
+        let params = StreamedParams {
+            sparse,
+            first_rows: 600,
+            max_rows: 600,
+            validation_rows: 600,
+            ..small()
+        };
+        let first = scan(&table, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
+        let streamed = fit_streamed(&table, &first, &params, &mut |_| {}).unwrap();
+        let hyper = &streamed.report.hyper;
+        assert!(
+            hyper.signal_variance > COLLAPSED_BELOW * hyper.noise_variance,
+            "{hyper:?}"
+        );
     }
 
     #[test]
