@@ -544,37 +544,65 @@ fn all_rows_model(
         max_iter: ALL_ROWS_MAX_ITER,
         ..params.optimiser.clone()
     };
-    let (features, q, run) = fit_variational_on_basis(
-        data,
-        x_active.clone(),
-        kern,
-        bias,
-        (config, &options),
-        progress,
-    )?;
-    let (form, escalations) = svgp_runtime_form(&features, kern, &q, &config)?;
+    let fitted = fit_on_basis(data, &x_active, kern, bias, (config, &options), progress)?;
     let (kern, data) = (kern.clone(), data.clone());
     Ok(Exported {
-        form,
-        objective: run.value,
-        escalations,
-        bias: q.bias,
-        run: Some(run),
+        form: fitted.form,
+        objective: fitted.run.value,
+        escalations: fitted.escalations,
+        bias: fitted.bias,
+        run: Some(fitted.run),
         rebuild: Box::new(move |jitter: JitterPolicy, _max_iter: u64| {
             let config = SvgpConfig { jitter, ..config };
-            let (features, q, run) = fit_variational_on_basis(
+            let refit = fit_on_basis(
                 &data,
-                x_active.clone(),
+                &x_active,
                 &kern,
                 bias,
                 (config, &options),
                 &mut |_| {},
             )?;
-            let (form, _) = svgp_runtime_form(&features, &kern, &q, &config)?;
             let mut hyper = Hyperparameters::new(&kern, &data.transform);
             hyper.noise_variance = 0.0;
-            Ok((form, run.value, hyper))
+            Ok((refit.form, refit.run.value, hyper))
         }),
+    })
+}
+
+/// The all-rows posterior on a basis: its runtime form, the bias it
+/// learned, the optimiser run and the jitter escalations of the form.
+struct OnBasis {
+    form: RuntimeForm,
+    bias: f64,
+    run: OptimiseReport,
+    escalations: u32,
+}
+
+/// Fits the svgp bound's `q(u)` and bias on every row of `data` with the
+/// inducing inputs at `x_active` and the kernel held, and forms it for
+/// the runtime.
+fn fit_on_basis(
+    data: &Dataset,
+    x_active: &DMatrix<f64>,
+    kern: &KernelParams,
+    bias: f64,
+    (config, options): (SvgpConfig, &OptimiseOptions),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OnBasis> {
+    let (features, q, run) = fit_variational_on_basis(
+        data,
+        x_active.clone(),
+        kern,
+        bias,
+        (config, options),
+        progress,
+    )?;
+    let (form, escalations) = svgp_runtime_form(&features, kern, &q, &config)?;
+    Ok(OnBasis {
+        form,
+        bias: q.bias,
+        run,
+        escalations,
     })
 }
 

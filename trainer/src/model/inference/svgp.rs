@@ -60,7 +60,7 @@ use rayon::prelude::*;
 use super::objective::ParamLayout;
 use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, RuntimeForm};
 use crate::model::features::{FeatureGrad, InducingFeatures};
-use crate::model::kernel::KernelParams;
+use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::model::likelihood::{log_norm_cdf, pdf_over_cdf};
 use crate::numerics::linalg::{
     cholesky_jittered, faer_ref, lower_inverse, mul, solve_lower_mut, solve_lower_t_mut,
@@ -86,6 +86,9 @@ pub struct SvgpConfig {
     pub jitter: JitterPolicy,
     /// Rows of data per parallel chunk.
     pub chunk_rows: usize,
+    /// A prior on the log length scales, added to the negative bound by
+    /// [`SvgpObjective`] (none: maximum likelihood).
+    pub lengthscale_prior: Option<LengthscalePrior>,
 }
 
 impl Default for SvgpConfig {
@@ -93,7 +96,38 @@ impl Default for SvgpConfig {
         SvgpConfig {
             jitter: JitterPolicy::default(),
             chunk_rows: 512,
+            lengthscale_prior: None,
         }
+    }
+}
+
+/// Independent Gaussian priors on every `log l_d` (standardised units):
+/// the objective becomes the negative bound plus
+/// `sum_d (log l_d - mean)^2 / (2 sd^2)`, a MAP fit of the length scales.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LengthscalePrior {
+    /// Prior mean of every `log l_d`.
+    pub mean: f64,
+    /// Prior standard deviation of every `log l_d`.
+    pub sd: f64,
+}
+
+impl LengthscalePrior {
+    /// The prior's negative log density (up to a constant) at `kernel`,
+    /// its gradient added into `grad`.
+    fn penalty(&self, kernel: &KernelParams, grad: &mut KernelGrad) -> f64 {
+        let precision = self.sd.powi(-2);
+        let mut value = 0.0;
+        for (d, log_l) in grad
+            .log_lengthscales
+            .iter_mut()
+            .zip(&kernel.log_lengthscales)
+        {
+            let gap = log_l - self.mean;
+            value += 0.5 * gap * gap * precision;
+            *d += gap * precision;
+        }
+        value
     }
 }
 
@@ -627,7 +661,11 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// As [`svgp_objective`].
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let (f, k, qs) = self.unpack(p)?;
-        Ok(svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, false)?.neg_elbo)
+        let bound = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, false)?.neg_elbo;
+        let penalty = self.config.lengthscale_prior.map_or(0.0, |prior| {
+            prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
+        });
+        Ok(bound + penalty)
     }
 
     /// The negative bound and its gradient at `p`.
@@ -637,9 +675,13 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (f, k, qs) = self.unpack(p)?;
         let v = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, true)?;
-        let g = v
+        let mut g = v
             .grad
             .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
+        let penalty = self
+            .config
+            .lengthscale_prior
+            .map_or(0.0, |prior| prior.penalty(&k, &mut g.feature.kernel));
         let model = ModelGrad {
             feature: g.feature.feature,
             kernel: g.feature.kernel,
@@ -647,7 +689,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
         };
         let mut out = self.layout.pack_grad(&p[..self.layout.len()], &model);
         out.extend(g.variational);
-        Ok((v.neg_elbo, out))
+        Ok((v.neg_elbo + penalty, out))
     }
 }
 
@@ -814,6 +856,47 @@ mod tests {
         let (v, g) = obj.objective(&p).expect("ok");
         assert!((v - obj.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
         let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-6);
+        assert_grad_close(&num, &g, 1e-6);
+    }
+
+    /// The prior on the log length scales adds its penalty to the value
+    /// and its gradient passes the difference test.
+    #[test]
+    fn the_lengthscale_prior_adds_a_penalty_that_passes_the_difference_test() {
+        let (x, y, feat, kern) = problem(25, 4);
+        let objective = |prior| {
+            let config = SvgpConfig {
+                lengthscale_prior: prior,
+                ..SvgpConfig::default()
+            };
+            SvgpObjective::new(
+                (&x, &y),
+                feat.clone(),
+                kern.clone(),
+                vec![some_q(4)],
+                config,
+            )
+            .expect("valid")
+        };
+        let plain = objective(None);
+        let p = plain.initial();
+        let elsewhere = LengthscalePrior {
+            mean: kern.log_lengthscales[0] + 0.7,
+            sd: 0.5,
+        };
+        let bound = plain.value(&p).expect("ok");
+        let penalty = |prior| objective(Some(prior)).value(&p).expect("ok") - bound;
+        let gaps: f64 = kern
+            .log_lengthscales
+            .iter()
+            .map(|l| (l - elsewhere.mean).powi(2) / (2.0 * 0.25))
+            .sum();
+        assert!((penalty(elsewhere) - gaps).abs() < 1e-9 * gaps);
+        assert!(gaps > 0.5);
+        let with_prior = objective(Some(elsewhere));
+        let (v, g) = with_prior.objective(&p).expect("ok");
+        assert!((v - with_prior.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
+        let num = fd_grad(|q| with_prior.value(q).expect("ok"), &p, 1e-6);
         assert_grad_close(&num, &g, 1e-6);
     }
 
