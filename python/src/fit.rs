@@ -115,11 +115,11 @@ impl Settings {
             .transpose()?;
         if let Some(sparse) = params.sparse_mut() {
             // As `sgp fit --objective`: a named objective is kept, not
-            // weighed against the other on held-out rows (spgp-hs still
-            // weighs its uncertainties against plain SPGP).
+            // weighed against the other on held-out rows (spgp-hs, vsgp
+            // and spgp-dr are still weighed against plain SPGP).
             if let Some(approximation) = approximation {
                 sparse.approximation = approximation;
-                sparse.held_out_choice &= method == Method::SpgpHs;
+                sparse.held_out_choice &= method.falls_back_to_spgp();
             }
             if let Some(restarts) = self.restarts {
                 sparse.restarts = restarts;

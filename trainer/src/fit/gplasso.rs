@@ -539,7 +539,7 @@ fn objective_choice(
             FitParams::Gplasso(other),
         ),
     ];
-    let scores = super::held_out::score(data, params.seed, &candidates)?;
+    let scores = super::held_out::score(data, params.seed, &candidates, &super::refit)?;
     Ok(Some(scores.verdict(0, 1)))
 }
 

@@ -29,13 +29,20 @@
 //!
 //! On more rows the objective has enough data to be trusted and a second
 //! and third fit would cost real time, so nothing changes there.
+//!
+//! # The candidates' fits come from the caller
+//!
+//! A candidate is a name and its settings; the caller passes the function
+//! that fits settings to rows (`refit`: [`super::refit`] for one output,
+//! `fit_multi` for several). A choice between fits is made of fits, and
+//! the fits are the ones that make choices: taking the function as an
+//! argument keeps this module below every procedure that uses it.
 
 use serde::Serialize;
 
-use super::multi_output::fit_multi;
-use super::{fit, FitParams};
 use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
+use crate::model::TrainedModel;
 use crate::{Error, Result};
 
 /// Data sets with fewer rows than this get the held-out choice.
@@ -123,18 +130,19 @@ pub(crate) struct Scores {
     nlpds: Vec<Option<Vec<f64>>>,
 }
 
-/// Fits every candidate (name, settings) on a random
+/// Fits every candidate (name, settings) by `refit` on a random
 /// `1 - HELD_OUT_FRACTION` of `data` (seed `seed`) and scores it on the
 /// rest (module docs).
 ///
 /// # Errors
 /// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score(
+pub(crate) fn score<P>(
     data: &Dataset,
     seed: u64,
-    candidates: &[(String, FitParams)],
+    candidates: &[(String, P)],
+    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
 ) -> Result<Scores> {
-    score_parts(&[data.split(HELD_OUT_FRACTION, seed)?], candidates)
+    score_parts(&[data.split(HELD_OUT_FRACTION, seed)?], candidates, refit)
 }
 
 /// As [`score`], but over [`CHOICE_FOLDS`] folds, so that every row is
@@ -142,22 +150,26 @@ pub(crate) fn score(
 ///
 /// # Errors
 /// If `data` cannot be split into folds, or every candidate fails.
-pub(crate) fn cross_validate(
+pub(crate) fn cross_validate<P>(
     data: &Dataset,
     seed: u64,
-    candidates: &[(String, FitParams)],
+    candidates: &[(String, P)],
+    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
 ) -> Result<Scores> {
-    score_parts(&data.folds(CHOICE_FOLDS, seed)?, candidates)
+    score_parts(&data.folds(CHOICE_FOLDS, seed)?, candidates, refit)
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
 /// held-out rows, the per-row NLPDs of all the parts in one list.
-fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)]) -> Result<Scores> {
-    let one = |params: &FitParams| -> Result<Vec<f64>> {
+fn score_parts<P>(
+    parts: &[(Dataset, Dataset)],
+    candidates: &[(String, P)],
+    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
+) -> Result<Scores> {
+    let one = |params: &P| -> Result<Vec<f64>> {
         let mut nlpds = Vec::new();
         for (train, valid) in parts {
-            let fitted = fit(train, params, &mut |_| {})?;
-            nlpds.extend(row_nlpds(&fitted.model, valid)?);
+            nlpds.extend(row_nlpds(&refit(train, params)?, valid)?);
         }
         Ok(nlpds)
     };
@@ -165,22 +177,23 @@ fn score_parts(parts: &[(Dataset, Dataset)], candidates: &[(String, FitParams)])
     score_with(candidates, rows, one)
 }
 
-/// [`score`] of a multi-output fit: each candidate fitted to every output
-/// on one basis ([`fit_multi`]), a held-out row's NLPD the sum of its
-/// outputs' (the NLPD of the output vector).
+/// [`score`] of a multi-output fit: each candidate fitted by `refit` to
+/// every output (one model per output), a held-out row's NLPD the sum of
+/// its outputs' (the NLPD of the output vector).
 ///
 /// # Errors
 /// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score_outputs(
+pub(crate) fn score_outputs<P>(
     data: &MultiTargetData,
     seed: u64,
-    candidates: &[(String, FitParams)],
+    candidates: &[(String, P)],
+    refit: &dyn Fn(&MultiTargetData, &P) -> Result<Vec<TrainedModel>>,
 ) -> Result<Scores> {
     let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
-    let one = |params: &FitParams| -> Result<Vec<f64>> {
-        let fitted = fit_multi(&train, params, &mut |_| {})?;
+    let one = |params: &P| -> Result<Vec<f64>> {
+        let models = refit(&train, params)?;
         let mut sums = vec![0.0; valid.n_rows()];
-        for (model, output) in fitted.set.members.iter().zip(valid.outputs()) {
+        for (model, output) in models.iter().zip(valid.outputs()) {
             for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
                 *sum += nlpd;
             }
@@ -191,7 +204,7 @@ pub(crate) fn score_outputs(
 }
 
 /// `model`'s NLPD on each row of `valid` (raw units).
-fn row_nlpds(model: &crate::model::TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
+fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
     let p = model.predict_raw(&valid.raw_x())?;
     Ok(p.mean
         .iter()
@@ -202,10 +215,10 @@ fn row_nlpds(model: &crate::model::TrainedModel, valid: &Dataset) -> Result<Vec<
 }
 
 /// Every candidate's per-row NLPDs on `rows` held-out rows, from `one`.
-fn score_with(
-    candidates: &[(String, FitParams)],
+fn score_with<P>(
+    candidates: &[(String, P)],
     rows: usize,
-    one: impl Fn(&FitParams) -> Result<Vec<f64>>,
+    one: impl Fn(&P) -> Result<Vec<f64>>,
 ) -> Result<Scores> {
     let mut nlpds = Vec::with_capacity(candidates.len());
     let mut last_error = None;
@@ -284,7 +297,7 @@ fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::SparseParams;
+    use crate::fit::{refit, FitParams, SparseParams};
     use crate::model::inference::Approximation;
 
     #[test]
@@ -330,7 +343,7 @@ mod tests {
             ("good".to_string(), params(12, 200)),
             ("poor".to_string(), params(1, 2)),
         ];
-        let scores = score(&data, 0, &candidates).expect("scores");
+        let scores = score(&data, 0, &candidates, &refit).expect("scores");
         let kept = scores.verdict(0, 1);
         assert_eq!(kept.rows, 60);
         assert!(kept.incumbent_nlpd + 0.5 < kept.challenger_nlpd, "{kept:?}");

@@ -19,6 +19,7 @@
 
 pub mod init;
 
+mod against_spgp;
 pub mod dr;
 pub mod exact;
 pub mod exact_classifier;
@@ -92,6 +93,13 @@ impl Method {
     /// exact GP as the Laplace classifier.
     pub fn classifies(self) -> bool {
         matches!(self, Method::Svgp | Method::Ivm | Method::Exact)
+    }
+
+    /// Whether, on small data, the model must beat plain SPGP on held-out
+    /// rows, and is otherwise SPGP's fit under its own name (SPGP+HS, VSGP,
+    /// SPGP+DR: [`against_spgp`]).
+    pub fn falls_back_to_spgp(self) -> bool {
+        matches!(self, Method::SpgpHs | Method::Vsgp | Method::SpgpDr)
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.
@@ -240,9 +248,10 @@ pub struct SparseParams {
     /// are used).
     pub max_points: usize,
     /// On small data ([`held_out::applies`]), choose by NLPD on held-out
-    /// rows: SPGP between `approximation` and the other objective, SPGP+HS
-    /// between itself and plain SPGP (other procedures ignore it). The
-    /// procedure asked for is kept unless the other clearly wins.
+    /// rows: SPGP between `approximation` and the other objective, SPGP+HS,
+    /// VSGP and SPGP+DR between themselves and plain SPGP (other procedures
+    /// ignore it). The procedure asked for is kept unless the other clearly
+    /// wins.
     pub held_out_choice: bool,
 }
 
@@ -832,6 +841,12 @@ pub fn fit(
     }
     fitted.report.seconds = started.elapsed().as_secs_f64();
     Ok(fitted)
+}
+
+/// The model `params` fits on `data`, without progress: how a held-out
+/// choice fits its candidates ([`held_out`]).
+pub(crate) fn refit(data: &Dataset, params: &FitParams) -> Result<TrainedModel> {
+    fit(data, params, &mut |_| {}).map(|fitted| fitted.model)
 }
 
 /// Starting kernel hyperparameters from the data's scales.

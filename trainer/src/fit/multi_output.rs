@@ -358,7 +358,10 @@ fn fit_spgp_chosen(
     params.check(data.first())?;
     let choice = if params.held_out_choice && held_out::applies(data.n_rows(), params.m) {
         let candidates = super::spgp::objective_candidates(params);
-        Some(held_out::score_outputs(data, params.seed, &candidates)?.verdict(0, 1))
+        let refit = |train: &MultiTargetData, params: &FitParams| {
+            Ok(fit_multi(train, params, &mut |_| {})?.set.members)
+        };
+        Some(held_out::score_outputs(data, params.seed, &candidates, &refit)?.verdict(0, 1))
     } else {
         None
     };

@@ -32,8 +32,8 @@ use sgp_runtime::{Link, ModelKind};
 use super::exact::{optimise_exact, training_subset};
 use super::progress::continuing;
 use super::{
-    data_scale_kernel, held_out, Checked, FitParams, FitReport, Fitted, HyperInit, Hyperparameters,
-    InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
+    data_scale_kernel, held_out, refit, Checked, FitParams, FitReport, Fitted, HyperInit,
+    Hyperparameters, InitMethod, Method, OptimiserReport, PseudoInit, SparseParams, StartReport,
 };
 use crate::data::Dataset;
 use crate::evaluate::metrics::mean_nlpd;
@@ -94,7 +94,8 @@ pub(crate) fn fit_spgp(
 ) -> Result<Fitted> {
     let (fit, starts, choice) =
         if params.held_out_choice && held_out::applies(data.n_rows(), params.m) {
-            let scores = held_out::score(data, params.seed, &objective_candidates(params))?;
+            let candidates = objective_candidates(params);
+            let scores = held_out::score(data, params.seed, &candidates, &refit)?;
             let mut choice = scores.verdict(0, 1);
             let (fit, starts) = fit_chosen_objective(data, params, &mut choice, progress)?;
             (fit, starts, Some(choice))

@@ -116,8 +116,9 @@ pub(crate) struct FitArgs {
     /// held-out rows better (the report says so).
     #[arg(long, value_enum)]
     objective: Option<Approximation>,
-    /// spgp, spgp-hs: no held-out choice on small data (spgp: keep the
-    /// objective; spgp-hs: always learn the uncertainties).
+    /// spgp, spgp-hs, vsgp, spgp-dr: no held-out choice on small data
+    /// (spgp: keep the objective; the others: keep their own model even
+    /// where plain SPGP predicts held-out rows better).
     #[arg(long)]
     no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best

@@ -83,7 +83,7 @@ impl FitArgs {
             hyper_init: self.init_hyper,
             max_points: self.max_points,
             held_out_choice: !self.no_held_out_choice
-                && (model == Method::SpgpHs || self.objective.is_none()),
+                && (model.falls_back_to_spgp() || self.objective.is_none()),
         };
         Ok(match model {
             Method::Svgp => FitParams::Svgp(SvgpParams {

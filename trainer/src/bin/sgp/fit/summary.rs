@@ -192,10 +192,16 @@ pub(crate) fn print_fit_summary(
                  model is the VFE fit"
             );
         }
-        if report.method == Method::SpgpHs && !c.challenger_chosen {
+        if report.method.falls_back_to_spgp() && !c.challenger_chosen {
+            let (what, unused) = match report.method {
+                Method::SpgpHs => ("the uncertainties", "all h = 0"),
+                Method::Vsgp => ("the per-basis widths", "every width at the length scales"),
+                _ => ("the projection", "all inputs, no projection"),
+            };
             println!(
-                "                the uncertainties did not pay on held-out rows: the model is \
-                 plain SPGP (all h = 0); --no-held-out-choice learns them anyway"
+                "                {what} did not pay on held-out rows: the model is plain SPGP \
+                 ({unused}); --no-held-out-choice fits {} anyway",
+                report.method.name()
             );
         }
     }
