@@ -5,6 +5,7 @@ markdown table of median fit seconds, time ratios and mean test NLPD, then
 a paired comparison of sgp's test NLPD with each peer's on the same rows."""
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -18,21 +19,34 @@ from peer_fit import point_nlpd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# name, rows generated (70% train / 30% test), ridge input dimension or
-# `sgp synth --shape` name, M, seed. The first three are the issue's shapes
-# (large ridge data); the rest are the generated sets of the benchmark suite
-# (`trainer/examples/suite.rs`, same shapes and sizes) at its larger M.
+# A data set: its name, the rows generated (`None` for a public file), the
+# ridge input dimension, a `sgp synth --shape` name or "file:NAME" (the
+# public set bench/data/NAME.csv, from bench/fetch-public.sh), M, the seed,
+# the training fraction, and whether each round draws its own split (and,
+# for a generated set, its own data) with seed + round instead of every
+# round fitting the same split.
+Set = collections.namedtuple("Set", "name rows source m seed train resplit", defaults=(0.7, False))
+
+# The first four are the issue's shapes (large ridge data); then the
+# generated sets of the benchmark suite (`trainer/examples/suite.rs`, same
+# shapes and sizes) at its larger M; then sets of the sizes of issue 20's
+# held-out small sets (75/25 splits: 332 training rows of diabetes, 100 of
+# mcycle, 200 of a heteroscedastic 1-D set), one split per round.
 SETS = [
-    ("ridge 7168 x 32", 10240, 32, 50, 1),
-    ("ridge 10000 x 8", 14286, 8, 25, 2),
-    ("ridge 14000 x 4", 20000, 4, 50, 3),
-    ("suite chirp", 600, "chirp", 30, 0),
-    ("suite heteroscedastic", 600, "heteroscedastic", 30, 0),
-    ("suite periodic", 500, "periodic", 30, 0),
-    ("suite one-of-eight", 800, "one-of-eight", 30, 0),
-    ("suite varying2d", 800, "varying2d", 30, 0),
-    ("suite ridge", 800, "ridge", 30, 0),
-    ("suite few-directions", 1000, "few-directions", 30, 0),
+    Set("ridge 7168 x 32", 10240, 32, 50, 1),
+    Set("ridge 10000 x 8", 14286, 8, 25, 2),
+    Set("ridge 10000 x 8", 14286, 8, 100, 2),
+    Set("ridge 14000 x 4", 20000, 4, 50, 3),
+    Set("suite chirp", 600, "chirp", 30, 0),
+    Set("suite heteroscedastic", 600, "heteroscedastic", 30, 0),
+    Set("suite periodic", 500, "periodic", 30, 0),
+    Set("suite one-of-eight", 800, "one-of-eight", 30, 0),
+    Set("suite varying2d", 800, "varying2d", 30, 0),
+    Set("suite ridge", 800, "ridge", 30, 0),
+    Set("suite few-directions", 1000, "few-directions", 30, 0),
+    Set("small diabetes 332 x 10", None, "file:diabetes", 25, 0, 0.75, True),
+    Set("small mcycle 100 x 1", None, "file:mcycle", 10, 0, 0.75, True),
+    Set("small heteroscedastic 200 x 1", 267, "heteroscedastic", 10, 0, 0.75, True),
 ]
 
 # Extra sgp configurations beside the defaults, by tool name: the same fit
@@ -41,22 +55,32 @@ SETS = [
 SGP_EXTRA = {"sgp-i1000": ["--max-iter", "1000"]}
 
 
-def make_set(sgp, data_dir, name, rows, dim, seed):
-    slug = name.replace(" ", "").replace("x", "_")
+def make_set(sgp, data_dir, spec, round_):
+    """The training and test CSVs of `spec` (for `round_` if it draws a
+    split per round), made on first use."""
+    seed = spec.seed + round_ if spec.resplit else spec.seed
+    slug = spec.name.replace(" ", "").replace("x", "_") + (f"-s{seed}" if spec.resplit else "")
     train = os.path.join(data_dir, f"{slug}-train.csv")
     test = os.path.join(data_dir, f"{slug}-test.csv")
     if os.path.exists(train) and os.path.exists(test):
         return train, test
-    what = ["--shape", dim] if isinstance(dim, str) else ["--dim", str(dim)]
-    raw = subprocess.run(
-        [sgp, "synth", "--rows", str(rows), "--seed", str(seed)] + what,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
+    if isinstance(spec.source, str) and spec.source.startswith("file:"):
+        public = os.path.join(HERE, "..", "data", spec.source[len("file:"):] + ".csv")
+        if not os.path.exists(public):
+            sys.exit(f"run_peers.py: {public} is missing: run `bash bench/fetch-public.sh` first")
+        with open(public) as f:
+            raw = f.read().splitlines()
+    else:
+        what = ["--shape", spec.source] if isinstance(spec.source, str) else ["--dim", str(spec.source)]
+        raw = subprocess.run(
+            [sgp, "synth", "--rows", str(spec.rows), "--seed", str(seed)] + what,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
     header, body = raw[0], raw[1:]
     order = np.random.default_rng(seed).permutation(len(body))
-    cut = int(round(0.7 * len(body)))
+    cut = int(round(spec.train * len(body)))
     for path, idx in ((train, order[:cut]), (test, order[cut:])):
         with open(path, "w") as f:
             f.write(header + "\n")
@@ -109,17 +133,22 @@ def run_peer(tool, train, test, m, iters, timeout, seed, work):
     return res
 
 
-def paired(by_tool, peer):
+def paired(by_tool, peer, resplit):
     """sgp's test NLPD minus `peer`'s and the standard error of that
     difference: each test row's NLPD is averaged over the rounds for each
-    tool, and the spread of the per-row differences gives the error (the
-    test set is a sample; a difference inside two standard errors is one
-    the next test set could reverse)."""
-    ours = [r["points"] for r in by_tool.get("sgp", []) if "points" in r]
-    theirs = [r["points"] for r in by_tool.get(peer, []) if "points" in r]
-    if not ours or not theirs:
+    tool (or, where every round has its own split, each round's rows are
+    paired within the round and pooled), and the spread of the per-row
+    differences gives the error (the test set is a sample; a difference
+    inside two standard errors is one the next test set could reverse)."""
+    ours = {r["round"]: r["points"] for r in by_tool.get("sgp", []) if "points" in r}
+    theirs = {r["round"]: r["points"] for r in by_tool.get(peer, []) if "points" in r}
+    rounds = sorted(set(ours) & set(theirs))
+    if not rounds:
         return None
-    d = np.mean(ours, axis=0) - np.mean(theirs, axis=0)
+    if resplit:
+        d = np.concatenate([ours[r] - theirs[r] for r in rounds])
+    else:
+        d = np.mean([ours[r] for r in rounds], axis=0) - np.mean([theirs[r] for r in rounds], axis=0)
     return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
 
 
@@ -140,8 +169,9 @@ def main():
     results = {}
     log = open(os.path.join(data_dir, "results.jsonl"), "a")
     for r in range(args.rounds):
-        for s, (name, rows, dim, m, seed) in enumerate(x for x in SETS if args.sets in x[0]):
-            train, test = make_set(args.sgp, data_dir, name, rows, dim, seed)
+        for s, spec in enumerate(x for x in SETS if args.sets in x.name):
+            name, m = spec.name, spec.m
+            train, test = make_set(args.sgp, data_dir, spec, r)
             k = (r + s) % len(tools)
             for tool in tools[k:] + tools[:k]:
                 # Round r fits with seed r (k-means start, restarts), the
@@ -156,11 +186,11 @@ def main():
                 print(line, file=sys.stderr, flush=True)
                 log.write(line + "\n")
                 log.flush()
-                results.setdefault((name, m), {}).setdefault(tool, []).append(res)
+                results.setdefault((name, m, spec.resplit), {}).setdefault(tool, []).append(res)
     print()
     print("| data (N x D) | M | tool | fit s (median) | test NLPD (mean, range) | RMSE | train NLML | time / sgp's |")
     print("|---|---:|---|---:|---:|---:|---:|---:|")
-    for (name, m), by_tool in results.items():
+    for (name, m, _), by_tool in results.items():
         base = statistics.median(x["seconds"] for x in by_tool.get("sgp", [{"seconds": float("nan")}]))
         for tool in tools:
             runs = by_tool.get(tool, [])
@@ -178,10 +208,10 @@ def main():
     print()
     print("| data (N x D) | M | sgp - GPflow | sgp - GPy | fastest peer / sgp | verdict against the more accurate peer |")
     print("|---|---:|---:|---:|---:|---|")
-    for (name, m), by_tool in results.items():
+    for (name, m, resplit), by_tool in results.items():
         cells, verdict, best = [], "", None
         for peer in ("gpflow", "gpy"):
-            pair = paired(by_tool, peer)
+            pair = paired(by_tool, peer, resplit)
             cells.append("n/a" if pair is None else f"{pair[0]:+.3f} +- {2 * pair[1]:.3f}")
             if pair is not None and (best is None or pair[0] > best[0]):
                 best = pair

@@ -111,7 +111,8 @@ pub(crate) fn fit_spgp(
 
 /// SPGP on all of `data` with the objective its held-out `choice` between
 /// `params`' objective and the other one picked; but a FITC fit whose
-/// noise variance ends on its floor is replaced by the VFE fit, unless FITC
+/// noise variance ends at its floor ([`noise_collapsed`]) is replaced by
+/// the VFE fit, unless FITC
 /// beat VFE on the held-out rows by more than the choice's margin (the
 /// report says so: [`held_out::HeldOutChoice::noise_collapsed`]).
 ///
@@ -141,7 +142,7 @@ pub(crate) fn fit_chosen_objective(
     };
     let (fit, starts) = fit_pseudo_inputs(data, &chosen.check(data)?, progress)?;
     if chosen.approximation != Approximation::Fitc
-        || !fit.kernel.noise_on_floor()
+        || !noise_collapsed(&fit.kernel)
         || choice.chosen_clearly_better()
     {
         return Ok((fit, starts));
@@ -152,6 +153,26 @@ pub(crate) fn fit_chosen_objective(
         ..chosen
     };
     fit_pseudo_inputs(data, &vfe.check(data)?, progress)
+}
+
+/// A FITC noise variance below this many times its floor has collapsed
+/// ([`fit_chosen_objective`]).
+///
+/// Not only one exactly on the floor: the optimiser's stall test can stop
+/// the fit while the noise is still on its way there. On a 100-row split of
+/// `mcycle` (75/25, seed 0, M = 10) FITC stopped at 1.03 times the floor,
+/// which [`KernelParams::noise_on_floor`] (1% above it) does not call
+/// collapsed, and scored test NLPD 12.0 against VFE's 4.54 and GPflow's
+/// 5.71, although the held-out rows had put VFE ahead (4.56 against 7.67,
+/// standard error 3.3). A noise variance within a decade of a floor of
+/// `1e-6` (standardised) claims a noise standard deviation below 0.3% of
+/// the target's: what collapse looks like, not a fit.
+pub const COLLAPSED_NOISE_BELOW: f64 = 10.0;
+
+/// Whether `kern`'s noise variance has collapsed to its floor
+/// ([`COLLAPSED_NOISE_BELOW`]).
+pub(crate) fn noise_collapsed(kern: &KernelParams) -> bool {
+    kern.noise_var() < COLLAPSED_NOISE_BELOW * kern.noise_floor
 }
 
 /// SPGP with the objective asked for, then with the other one (both
@@ -630,6 +651,20 @@ mod tests {
         assert!(collapsed(&kern(0.9e-3, 1.0)));
         assert!(!collapsed(&kern(1.1e-3, 1.0)));
         assert!(!collapsed(&kern(0.3, 0.7)));
+    }
+
+    /// A noise variance near its floor has collapsed, not only one that
+    /// sits on it; one a decade above has not.
+    #[test]
+    fn a_noise_variance_within_a_decade_of_its_floor_has_collapsed() {
+        let kern = |n2: f64| KernelParams::new(&[1.0], 1.0, n2).expect("valid");
+        let floor = kern(1.0).noise_floor;
+        let stalled_above = kern(1.03 * floor);
+        assert!(!stalled_above.noise_on_floor(), "{stalled_above:?}");
+        assert!(noise_collapsed(&stalled_above));
+        assert!(noise_collapsed(&kern(9.0 * floor)));
+        assert!(!noise_collapsed(&kern(11.0 * floor)));
+        assert!(!noise_collapsed(&kern(0.01)));
     }
 
     /// VFE from the data-scale start collapses to the constant mean on
