@@ -91,9 +91,9 @@ pub struct HeldOutChoice {
     pub standard_error: f64,
     /// The challenger won, and is the model fitted on all rows.
     pub challenger_chosen: bool,
-    /// The chosen FITC fit on all rows put its noise variance at the floor
-    /// (below ten times it) and did not clearly win here, so the model is
-    /// the VFE fit instead (SPGP only: [`super::spgp::fit_chosen_objective`]).
+    /// The chosen FITC fit on all rows let its noise variance collapse
+    /// (below `1e-3` of the standardised target's) and did not clearly win
+    /// here, so the model is the VFE fit instead (SPGP only: [`super::spgp::fit_chosen_objective`]).
     pub noise_collapsed: bool,
 }
 

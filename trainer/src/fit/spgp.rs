@@ -155,24 +155,27 @@ pub(crate) fn fit_chosen_objective(
     fit_pseudo_inputs(data, &vfe.check(data)?, progress)
 }
 
-/// A FITC noise variance below this many times its floor has collapsed
-/// ([`fit_chosen_objective`]).
+/// A FITC noise variance (standardised target) below this has collapsed
+/// ([`fit_chosen_objective`]): the model claims a noise standard deviation
+/// under 3% of the target's, and carries the rest of the noise in FITC's
+/// diagonal correction `k_nn - q_nn`, which vanishes at the pseudo-inputs.
 ///
-/// Not only one exactly on the floor: the optimiser's stall test can stop
-/// the fit while the noise is still on its way there. On a 100-row split of
-/// `mcycle` (75/25, seed 0, M = 10) FITC stopped at 1.03 times the floor,
-/// which [`KernelParams::noise_on_floor`] (1% above it) does not call
-/// collapsed, and scored test NLPD 12.0 against VFE's 4.54 and GPflow's
-/// 5.71, although the held-out rows had put VFE ahead (4.56 against 7.67,
-/// standard error 3.3). A noise variance within a decade of a floor of
-/// `1e-6` (standardised) claims a noise standard deviation below 0.3% of
-/// the target's: what collapse looks like, not a fit.
-pub const COLLAPSED_NOISE_BELOW: f64 = 10.0;
+/// Not only a noise on its floor (`1e-6`), which was the rule first:
+/// - the optimiser's stall test can stop the fit on its way there. On a
+///   100-row split of `mcycle` (75/25, seed 0, M = 10) FITC stopped at
+///   1.03 times the floor, which [`KernelParams::noise_on_floor`] (1%
+///   above it) does not call collapsed, and scored test NLPD 12.0 against
+///   VFE's 4.54 and GPflow's 5.71, although the held-out rows had put VFE
+///   ahead (4.56 against 7.67, standard error 3.3);
+/// - on 332-row splits of diabetes (M = 25) FITC settled at a noise of
+///   6e-5 where VFE's is 0.48, and lost 0.10 to 0.16 test NLPD to VFE on
+///   each of three splits (and 0.02 to 0.04 to the better of GPflow's and
+///   GPy's FITC on two), while the held-out quarter called the two even.
+pub const COLLAPSED_NOISE_BELOW: f64 = 1e-3;
 
-/// Whether `kern`'s noise variance has collapsed to its floor
-/// ([`COLLAPSED_NOISE_BELOW`]).
+/// Whether `kern`'s noise variance has collapsed ([`COLLAPSED_NOISE_BELOW`]).
 pub(crate) fn noise_collapsed(kern: &KernelParams) -> bool {
-    kern.noise_var() < COLLAPSED_NOISE_BELOW * kern.noise_floor
+    kern.noise_var() < COLLAPSED_NOISE_BELOW
 }
 
 /// SPGP with the objective asked for, then with the other one (both
@@ -654,17 +657,17 @@ mod tests {
     }
 
     /// A noise variance near its floor has collapsed, not only one that
-    /// sits on it; one a decade above has not.
+    /// sits on it, and so has one that claims nearly noise-free targets.
     #[test]
-    fn a_noise_variance_within_a_decade_of_its_floor_has_collapsed() {
+    fn a_noise_variance_far_below_the_targets_has_collapsed() {
         let kern = |n2: f64| KernelParams::new(&[1.0], 1.0, n2).expect("valid");
         let floor = kern(1.0).noise_floor;
         let stalled_above = kern(1.03 * floor);
         assert!(!stalled_above.noise_on_floor(), "{stalled_above:?}");
         assert!(noise_collapsed(&stalled_above));
-        assert!(noise_collapsed(&kern(9.0 * floor)));
-        assert!(!noise_collapsed(&kern(11.0 * floor)));
-        assert!(!noise_collapsed(&kern(0.01)));
+        assert!(noise_collapsed(&kern(6e-5)));
+        assert!(!noise_collapsed(&kern(2e-3)));
+        assert!(!noise_collapsed(&kern(0.3)));
     }
 
     /// VFE from the data-scale start collapses to the constant mean on
