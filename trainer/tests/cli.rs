@@ -1518,6 +1518,9 @@ fn projected_models_fit_and_inspect_with_their_projection() {
                 "random",
                 "--max-iter",
                 "15",
+                // The projection itself, not the small-data fallback to
+                // SPGP (fit::against_spgp has its own tests).
+                "--no-held-out-choice",
                 "--out",
                 &blob,
             ],
