@@ -188,10 +188,10 @@ fn fit_latents(
     data: &Dataset,
     latents: &Latents,
     params: &SvgpParams,
-    config: SvgpConfig,
+    bound: &Bound,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
-    let kern = initial_kernel(data)?;
+    let kern = initial_kernel(&bound.prior)?;
     let sparse = params.sparse();
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);
@@ -221,7 +221,7 @@ fn fit_latents(
             let run = optimise(
                 (&subset, &y),
                 start,
-                config,
+                bound,
                 (WARM_UP_ITER, &half),
                 &mut counted,
             )?;
@@ -237,7 +237,7 @@ fn fit_latents(
         let mut best: Option<SvgpFit> = None;
         for (k, run) in runs {
             let start = (run.features, run.kernel, run.qs);
-            let run = optimise((&subset, &y), start, config, (0, &half), &mut counted)?;
+            let run = optimise((&subset, &y), start, bound, (0, &half), &mut counted)?;
             done.set(done.get() + run.run.iterations);
             starts[k].nlml = run.neg_elbo;
             if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
@@ -249,7 +249,7 @@ fn fit_latents(
     };
     let y = latents.labels(data);
     let options = (warm_up, &params.optimiser);
-    let mut fit = optimise((data, &y), start, config, options, &mut counted)?;
+    let mut fit = optimise((data, &y), start, bound, options, &mut counted)?;
     fit.starts = starts;
     Ok(fit)
 }
@@ -306,8 +306,9 @@ pub(crate) fn fit_svgp(
         TargetKind::Binary { positive } => positive,
         TargetKind::Continuous => return Err(Error::BadInput("svgp needs a binary target".into())),
     };
-    let config = bound_config(data);
-    let fit = fit_latents(data, &Latents::Binary, params, config, progress)?;
+    let bound = Bound::for_data(data)?;
+    let config = bound.config;
+    let fit = fit_latents(data, &Latents::Binary, params, &bound, progress)?;
     let q = fit
         .qs
         .first()
@@ -319,11 +320,15 @@ pub(crate) fn fit_svgp(
     // The export cure: the same parameters with more jitter on Kuu, after
     // `max_iter` iterations that let the rest adapt to it.
     let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
-        let config = SvgpConfig { jitter, ..config };
+        let bound = Bound {
+            config: SvgpConfig { jitter, ..config },
+            prior: bound.prior.clone(),
+        };
+        let config = bound.config;
         let y = Latents::Binary.labels(&data);
         let start = (features.clone(), kernel.clone(), vec![q.clone()]);
         let (features, kernel, qs, neg_elbo) = if max_iter == 0 {
-            let value = SvgpObjective::new((&data.x, &y), start.0, start.1, start.2, config)?;
+            let value = bound.objective((&data.x, &y), start)?;
             let v = value.value(&value.initial())?;
             (features.clone(), kernel.clone(), vec![q.clone()], v)
         } else {
@@ -331,7 +336,7 @@ pub(crate) fn fit_svgp(
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            let refit = optimise((&data, &y), start, config, (0, &options), &mut |_| {})?;
+            let refit = optimise((&data, &y), start, &bound, (0, &options), &mut |_| {})?;
             (refit.features, refit.kernel, refit.qs, refit.neg_elbo)
         };
         let q = qs
@@ -388,9 +393,10 @@ pub fn fit_svgp_classes(
         )));
     }
     params.sparse().check(data)?;
-    let config = bound_config(data);
+    let bound = Bound::for_data(data)?;
+    let config = bound.config;
     let latents = Latents::OneVsRest(classes.clone());
-    let fit = fit_latents(data, &latents, params, config, progress)?;
+    let fit = fit_latents(data, &latents, params, &bound, progress)?;
     let mut members = Vec::with_capacity(classes.len());
     let mut escalations = 0;
     for (q, &class) in fit.qs.iter().zip(&classes) {
@@ -417,12 +423,11 @@ pub const MAX_CLASSES: usize = 100;
 fn optimise(
     (data, y): (&Dataset, &DMatrix<f64>),
     start: (PseudoInputs, KernelParams, Vec<Variational>),
-    config: SvgpConfig,
+    bound: &Bound,
     (warm_up, options): (u64, &OptimiseOptions),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
-    let (features, kernel, qs) = start;
-    let objective = SvgpObjective::new((&data.x, y), features, kernel, qs, config)?;
+    let objective = bound.objective((&data.x, y), start)?;
     let initial = if warm_up == 0 {
         objective.initial()
     } else {
@@ -512,8 +517,8 @@ pub(crate) fn fit_variational_on_basis(
 }
 
 /// Standard deviation of the prior on every log length scale, centred on
-/// the start [`initial_kernel`]: a length scale `e` times shorter or
-/// longer than `sqrt(D)` costs half a nat. Maximum likelihood over `D`
+/// the start ([`prior_centres`]): a length scale `e` times shorter or
+/// longer than its centre costs half a nat. Maximum likelihood over `D`
 /// length scales overfits small data: on breast cancer (398 rows, 30
 /// inputs) the bound drove them from 0.3 to 10^5 raw units and the
 /// signal variance to 130..7700, and the test error over six splits was
@@ -524,29 +529,88 @@ pub(crate) fn fit_variational_on_basis(
 /// cost the ring 0.4 point; 2 helped cancer and digits less.
 pub const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
 
-/// The bound's settings for a fit on `data`: the defaults and the prior
-/// [`LENGTHSCALE_PRIOR_SD`] on the log length scales.
-fn bound_config(data: &Dataset) -> SvgpConfig {
-    SvgpConfig {
-        lengthscale_prior: Some(LengthscalePrior {
-            mean: initial_lengthscale(data).ln(),
-            sd: LENGTHSCALE_PRIOR_SD,
-        }),
-        ..SvgpConfig::default()
+/// How far (in standard deviations) an input's most extreme training row
+/// may lie from its mean before the input's prior centre moves out with
+/// it ([`prior_centres`]).
+pub const EXTREME_SD: f64 = 3.0;
+
+/// The objective of a fit: the bound's numerical settings and the prior
+/// on the log length scales.
+#[derive(Clone, Debug)]
+struct Bound {
+    config: SvgpConfig,
+    prior: LengthscalePrior,
+}
+
+impl Bound {
+    /// The default settings and the prior [`LENGTHSCALE_PRIOR_SD`] around
+    /// [`prior_centres`] of `data`.
+    fn for_data(data: &Dataset) -> Result<Self> {
+        Ok(Bound {
+            config: SvgpConfig::default(),
+            prior: LengthscalePrior {
+                centres: prior_centres(data)?,
+                sd: LENGTHSCALE_PRIOR_SD,
+            },
+        })
+    }
+
+    /// The penalised negative bound on the rows `x` with labels `y`, from
+    /// `start`.
+    fn objective<'d>(
+        &self,
+        (x, y): (&'d DMatrix<f64>, &'d DMatrix<f64>),
+        (features, kernel, qs): (PseudoInputs, KernelParams, Vec<Variational>),
+    ) -> Result<SvgpObjective<'d, PseudoInputs>> {
+        SvgpObjective::new((x, y), features, kernel, qs, self.config)?
+            .with_lengthscale_prior(self.prior.clone())
     }
 }
 
-/// Every starting length scale, in standardised units.
-fn initial_lengthscale(data: &Dataset) -> f64 {
-    (data.n_inputs() as f64).sqrt()
+/// Each input's prior centre and starting value of `log l_d`, standardised
+/// units: `log sqrt(D)` (a typical squared distance between two rows,
+/// `2 D`, is then two squared length scales: neither flat nor a lookup
+/// table), plus `log(r_d / EXTREME_SD)` where the input's most extreme
+/// row lies `r_d > EXTREME_SD` standard deviations from its mean.
+///
+/// Why: a rare or skewed input (a pixel that is ink in 2 rows of 1,347, a
+/// long-tailed measurement) has rows 10 to 36 standard deviations out;
+/// at a length scale of `sqrt(D)` such a row is far from every other
+/// one, and its latent falls back to the prior. The bound alone lengthens
+/// such inputs freely (their few rows carry little evidence), but the
+/// prior held them: on digits 3 vs rest the test error over six splits
+/// was 1.19% (log loss 0.038) against GPflow SVGP's 0.85% (0.030); with the
+/// centre moved out 0.89% (0.031). Breast cancer: 3.21% before, 3.31%
+/// after (one row in six splits). Inputs drawn from a normal or a uniform
+/// distribution lie within about 3.5 standard deviations at these sizes
+/// and barely move.
+fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
+    let base = (data.n_inputs() as f64).sqrt();
+    let centres = data
+        .x
+        .column_iter()
+        .map(|col| {
+            let mean = col.mean();
+            let sd = col.variance().sqrt();
+            let extreme = col.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max);
+            let reach = if sd > 0.0 { extreme / sd } else { 0.0 };
+            (base * (reach / EXTREME_SD).max(1.0)).ln()
+        })
+        .collect::<Vec<f64>>();
+    if centres.iter().any(|c| !c.is_finite()) {
+        return Err(Error::Numerical(
+            "svgp: an input's spread is not finite".into(),
+        ));
+    }
+    Ok(centres)
 }
 
-/// The starting kernel: every length scale `sqrt(D)` standardised units
-/// (a typical squared distance between two rows, `2 D`, is then two
-/// squared length scales: neither flat nor a lookup table), signal
-/// variance 1. The noise variance is unused by the probit.
-fn initial_kernel(data: &Dataset) -> Result<KernelParams> {
-    KernelParams::new(&vec![initial_lengthscale(data); data.n_inputs()], 1.0, 1.0)
+/// The starting kernel: every log length scale at its prior centre
+/// ([`prior_centres`]), signal variance 1. The noise variance is unused
+/// by the probit.
+fn initial_kernel(prior: &LengthscalePrior) -> Result<KernelParams> {
+    let lengthscales: Vec<f64> = prior.centres.iter().map(|c| c.exp()).collect();
+    KernelParams::new(&lengthscales, 1.0, 1.0)
 }
 
 /// `Phi^{-1}` of the fraction of positive (+1) labels: the bias that
@@ -610,6 +674,35 @@ mod tests {
             relative[2] > 3.0 * relative[0].max(relative[1]),
             "length scales (standardised) {relative:?}"
         );
+    }
+
+    /// An input whose extreme row lies far out (one row in 200 is ink)
+    /// gets a prior centre that much longer; evenly spread inputs keep
+    /// `log sqrt(D)`, and the start is the centre.
+    #[test]
+    fn a_rare_input_gets_a_longer_prior_centre() {
+        let rows = 200;
+        let x = DMatrix::from_fn(rows, 3, |i, j| match j {
+            0 => i as f64,
+            1 => ((i * 37) % 11) as f64,
+            _ => f64::from(u8::from(i == 7)),
+        });
+        let y = DVector::from_fn(rows, |i, _| f64::from(u8::from(i % 3 == 0)));
+        let names = vec!["a".into(), "b".into(), "rare".into()];
+        let data = Dataset::from_raw(x, y, names, "y".into())
+            .unwrap()
+            .into_binary(None)
+            .unwrap();
+        let bound = Bound::for_data(&data).unwrap();
+        let base = 3f64.sqrt().ln();
+        let centres = &bound.prior.centres;
+        assert!((centres[0] - base).abs() < 1e-12, "{centres:?}");
+        assert!((centres[1] - base).abs() < 1e-12, "{centres:?}");
+        // The ink row is sqrt(199) standard deviations from the mean.
+        let reach = (rows as f64 - 1.0).sqrt();
+        assert!((centres[2] - base - (reach / EXTREME_SD).ln()).abs() < 1e-9);
+        let start = initial_kernel(&bound.prior).unwrap();
+        assert!((start.log_lengthscales[2] - centres[2]).abs() < 1e-12);
     }
 
     #[test]

@@ -86,9 +86,6 @@ pub struct SvgpConfig {
     pub jitter: JitterPolicy,
     /// Rows of data per parallel chunk.
     pub chunk_rows: usize,
-    /// A prior on the log length scales, added to the negative bound by
-    /// [`SvgpObjective`] (none: maximum likelihood).
-    pub lengthscale_prior: Option<LengthscalePrior>,
 }
 
 impl Default for SvgpConfig {
@@ -96,18 +93,19 @@ impl Default for SvgpConfig {
         SvgpConfig {
             jitter: JitterPolicy::default(),
             chunk_rows: 512,
-            lengthscale_prior: None,
         }
     }
 }
 
-/// Independent Gaussian priors on every `log l_d` (standardised units):
+/// Independent Gaussian priors on every `log l_d` (standardised units),
+/// added to the negative bound by [`SvgpObjective::with_lengthscale_prior`]:
 /// the objective becomes the negative bound plus
-/// `sum_d (log l_d - mean)^2 / (2 sd^2)`, a MAP fit of the length scales.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// `sum_d (log l_d - centres_d)^2 / (2 sd^2)`, a MAP fit of the length
+/// scales.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LengthscalePrior {
-    /// Prior mean of every `log l_d`.
-    pub mean: f64,
+    /// Prior mean of each `log l_d`, one per input.
+    pub centres: Vec<f64>,
     /// Prior standard deviation of every `log l_d`.
     pub sd: f64,
 }
@@ -118,12 +116,13 @@ impl LengthscalePrior {
     fn penalty(&self, kernel: &KernelParams, grad: &mut KernelGrad) -> f64 {
         let precision = self.sd.powi(-2);
         let mut value = 0.0;
-        for (d, log_l) in grad
+        for ((d, log_l), centre) in grad
             .log_lengthscales
             .iter_mut()
             .zip(&kernel.log_lengthscales)
+            .zip(&self.centres)
         {
-            let gap = log_l - self.mean;
+            let gap = log_l - centre;
             value += 0.5 * gap * gap * precision;
             *d += gap * precision;
         }
@@ -586,6 +585,7 @@ pub struct SvgpObjective<'d, F> {
     variational: Vec<Variational>,
     layout: ParamLayout,
     config: SvgpConfig,
+    prior: Option<LengthscalePrior>,
 }
 
 impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
@@ -614,7 +614,25 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
             variational,
             layout,
             config,
+            prior: None,
         })
+    }
+
+    /// This objective plus the penalty of `prior` on the log length scales
+    /// (without one: maximum likelihood).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] if `prior` does not have one centre per input.
+    pub fn with_lengthscale_prior(mut self, prior: LengthscalePrior) -> Result<Self> {
+        if prior.centres.len() != self.kernel.dim() {
+            return Err(Error::BadInput(format!(
+                "length-scale prior with {} centres for {} inputs",
+                prior.centres.len(),
+                self.kernel.dim()
+            )));
+        }
+        self.prior = Some(prior);
+        Ok(self)
     }
 
     /// The starting vector.
@@ -662,7 +680,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let (f, k, qs) = self.unpack(p)?;
         let bound = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, false)?.neg_elbo;
-        let penalty = self.config.lengthscale_prior.map_or(0.0, |prior| {
+        let penalty = self.prior.as_ref().map_or(0.0, |prior| {
             prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
         });
         Ok(bound + penalty)
@@ -679,8 +697,8 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
             .grad
             .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
         let penalty = self
-            .config
-            .lengthscale_prior
+            .prior
+            .as_ref()
             .map_or(0.0, |prior| prior.penalty(&k, &mut g.feature.kernel));
         let model = ModelGrad {
             feature: g.feature.feature,
@@ -859,45 +877,50 @@ mod tests {
         assert_grad_close(&num, &g, 1e-6);
     }
 
-    /// The prior on the log length scales adds its penalty to the value
-    /// and its gradient passes the difference test.
+    /// The prior on the log length scales, one centre per input, adds its
+    /// penalty to the value and its gradient passes the difference test;
+    /// a prior with a centre missing is refused.
     #[test]
     fn the_lengthscale_prior_adds_a_penalty_that_passes_the_difference_test() {
         let (x, y, feat, kern) = problem(25, 4);
-        let objective = |prior| {
-            let config = SvgpConfig {
-                lengthscale_prior: prior,
-                ..SvgpConfig::default()
-            };
-            SvgpObjective::new(
-                (&x, &y),
-                feat.clone(),
-                kern.clone(),
-                vec![some_q(4)],
-                config,
-            )
-            .expect("valid")
-        };
-        let plain = objective(None);
+        let plain = SvgpObjective::new(
+            (&x, &y),
+            feat.clone(),
+            kern.clone(),
+            vec![some_q(4)],
+            SvgpConfig::default(),
+        )
+        .expect("valid");
         let p = plain.initial();
         let elsewhere = LengthscalePrior {
-            mean: kern.log_lengthscales[0] + 0.7,
+            centres: vec![
+                kern.log_lengthscales[0] + 0.7,
+                kern.log_lengthscales[1] - 1.2,
+            ],
             sd: 0.5,
         };
-        let bound = plain.value(&p).expect("ok");
-        let penalty = |prior| objective(Some(prior)).value(&p).expect("ok") - bound;
+        let with_prior = plain
+            .clone()
+            .with_lengthscale_prior(elsewhere.clone())
+            .expect("one centre per input");
+        let penalty = with_prior.value(&p).expect("ok") - plain.value(&p).expect("ok");
         let gaps: f64 = kern
             .log_lengthscales
             .iter()
-            .map(|l| (l - elsewhere.mean).powi(2) / (2.0 * 0.25))
+            .zip(&elsewhere.centres)
+            .map(|(l, c)| (l - c).powi(2) / (2.0 * 0.25))
             .sum();
-        assert!((penalty(elsewhere) - gaps).abs() < 1e-9 * gaps);
+        assert!((penalty - gaps).abs() < 1e-9 * gaps);
         assert!(gaps > 0.5);
-        let with_prior = objective(Some(elsewhere));
         let (v, g) = with_prior.objective(&p).expect("ok");
         assert!((v - with_prior.value(&p).expect("ok")).abs() < 1e-12 * v.abs());
         let num = fd_grad(|q| with_prior.value(q).expect("ok"), &p, 1e-6);
         assert_grad_close(&num, &g, 1e-6);
+        let short = LengthscalePrior {
+            centres: vec![0.0],
+            sd: 1.0,
+        };
+        assert!(plain.with_lengthscale_prior(short).is_err());
     }
 
     /// Three latents, one per class against the rest, on shared features:
