@@ -484,8 +484,8 @@ fn optimise_variational<F: InducingFeatures + Clone>(
 /// The bound's `q(u)` and bias on every row of `data` (a binary target)
 /// with the inducing inputs fixed at the rows of `z` and the kernel held:
 /// the posterior of a basis chosen elsewhere (the IVM's active set), fitted
-/// to all the data rather than to the basis rows alone. Starts at the prior
-/// with the bias `bias`.
+/// to all the data rather than to the basis rows alone. Starts at `start`
+/// (whitened, as the bound's parameters are).
 ///
 /// # Errors
 /// Shape mismatches; numerical failures of the bound.
@@ -493,18 +493,17 @@ pub(crate) fn fit_variational_on_basis(
     data: &Dataset,
     z: DMatrix<f64>,
     kernel: &KernelParams,
-    bias: f64,
+    start: Variational,
     (config, options): (SvgpConfig, &OptimiseOptions),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(PseudoInputs, Variational, OptimiseReport)> {
     let features = PseudoInputs::new(z)?;
-    let m = features.num_inducing();
     let y = Latents::Binary.labels(data);
     let objective = SvgpObjective::new(
         (&data.x, &y),
         features.clone(),
         kernel.clone(),
-        vec![Variational::prior(m, bias)],
+        vec![start],
         config,
     )?;
     let (p, run) = optimise_variational(&objective, &options.for_rows(data.n_rows()), progress)?;
