@@ -25,8 +25,7 @@ pub struct Scan {
     /// Indices of the constant inputs.
     pub constant_inputs: Vec<usize>,
     /// The sampled rows' inputs in raw units, in a seeded random order
-    /// (all rows, in that order, when the file has no more than the sample
-    /// size).
+    /// (all rows when the file has no more than the sample size).
     pub sample_x: DMatrix<f64>,
     /// The sampled rows' targets in raw units.
     pub sample_y: DVector<f64>,
@@ -158,11 +157,11 @@ pub fn scan(
             table.target_name, target.min
         )));
     };
-    if rows > sample.len() as u64 {
-        // The reservoir's slots hold early rows in file order until they
-        // are replaced; a shuffle makes every prefix a random sample too.
-        sample.shuffle(&mut rng);
-    }
+    // The reservoir's slots hold rows in file order until they are
+    // replaced, and a file no larger than the reservoir is kept in file
+    // order; files are often sorted (a log by time), so a shuffle makes
+    // every prefix of the sample a random sample too.
+    sample.shuffle(&mut rng);
     let sample_x = DMatrix::from_fn(sample.len(), d, |i, j| sample[i][j]);
     let sample_y = DVector::from_fn(sample.len(), |i, _| sample[i][d]);
     Ok(Scan {
