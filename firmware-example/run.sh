@@ -27,7 +27,9 @@ GEN_DIR=$PWD/$TARGET_DIR/model-gen
 # models in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
 # model/{kind}_m$M.sgp and golden_{kind}_m$M.rs for vsgp and gplasso,
 # model/dr_m$M.sgp and golden_dr_m$M.rs for spgp-dr (fitted on its own
-# D = DR_DIM data, projected to G = DR_G dims), model/spgp_d16_m$M.sgp and
+# D = DR_DIM data, projected to G = DR_G dims; --no-held-out-choice, or the
+# small-data rule may export plain SPGP and leave the projection untested on
+# the device), model/spgp_d16_m$M.sgp and
 # golden_spgp_d16_m$M.rs for "spgp M d16" (plain SPGP on the spgp-dr data,
 # G = D = DR_DIM, to compare with the projection), model/ivm_m$M.sgp and
 # golden_ivm_m$M.rs for the IVM probit classifier (fitted on the D = MODEL_DIM
@@ -125,7 +127,7 @@ for model in "${MODELS[@]}"; do
     case $kind${on:+ $on} in
         spgp) ;;
         "spgp d16") name=spgp_d16_m$m data=$GEN_DIR/data_dr.csv ;;
-        spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G") ;;
+        spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G" --no-held-out-choice) ;;
         gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS") ;;
         ivm) name=ivm_m$m data=$GEN_DIR/data_cls.csv extra=(--link probit --positive 1) ;;
         svgp) name=svgp_m$m data=$GEN_DIR/data_cls.csv extra=(--task classification --positive 1) ;;
