@@ -40,7 +40,8 @@ use sgp_runtime::{Link, ModelKind};
 use super::exact::{optimise_exact, training_subset};
 use super::progress::continuing;
 use super::spgp::{
-    fit_sparse, minimise_part, objective_name, other_objective, screen_iter, screen_rows, SparseFit,
+    fit_sparse, minimise_part, objective_name, other_objective, run_starts, screen_iter,
+    screen_rows, SparseFit, StartChoice,
 };
 use super::{
     check_max_points, default_optimiser, Checked, FitParams, FitReport, Fitted, Hyperparameters,
@@ -480,19 +481,19 @@ pub(crate) fn fit_gplasso(
                 approximation,
                 ..config
             };
-            let mut best: Option<SparseFit<PseudoInputs>> = None;
-            for kern in [kern, reoptimised, super::data_scale_kernel(data)?] {
-                let features = PseudoInputs::new(z.clone())?;
-                let fit = fit_sparse(&subset, features, kern, config, &screen, &mut counted)?;
-                done.set(done.get() + fit.run.iterations);
-                if best
-                    .as_ref()
-                    .is_none_or(|b| fit.posterior.nlml < b.posterior.nlml)
-                {
-                    best = Some(fit);
-                }
-            }
-            let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+            let kernels = [kern, reoptimised, super::data_scale_kernel(data)?];
+            let starts = kernels
+                .into_iter()
+                .map(|kern| Ok((String::new(), PseudoInputs::new(z.clone())?, kern)));
+            let (best, _) = run_starts(
+                &subset,
+                starts,
+                config,
+                &screen,
+                StartChoice::Objective,
+                &done,
+                &mut counted,
+            )?;
             fit_sparse(
                 data,
                 best.features,

@@ -398,30 +398,11 @@ pub(crate) fn fit_restarted_by<F: InducingFeatures + Clone + Sync>(
         Some((options, subset)) => (options, subset),
         None => (&params.optimiser, data),
     };
-    let mut starts = Vec::new();
-    let mut best: Option<(SparseFit<F>, f64)> = None;
-    for k in 0..params.restarts {
+    let each = (0..params.restarts).map(|k| {
         let (label, features) = start(k)?;
-        let run = fit_sparse(
-            rows,
-            features,
-            kern.clone(),
-            config,
-            run_options,
-            &mut counted,
-        )?;
-        done.set(done.get() + run.run.iterations);
-        starts.push(StartReport {
-            init: label,
-            nlml: run.posterior.nlml,
-        });
-        let score = choice.score(&run)?;
-        if best.as_ref().is_none_or(|(_, b)| score < *b) {
-            best = Some((run, score));
-        }
-    }
-    // `restarts > 1` here, so the loop ran.
-    let (best, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+        Ok((label, features, kern.clone()))
+    });
+    let (best, starts) = run_starts(rows, each, config, run_options, choice, &done, &mut counted)?;
     let fit = match choice {
         StartChoice::Validation(_) => best,
         StartChoice::Objective => fit_sparse(
@@ -434,6 +415,39 @@ pub(crate) fn fit_restarted_by<F: InducingFeatures + Clone + Sync>(
         )?,
     };
     Ok((fit, starts))
+}
+
+/// Runs every start (how it was drawn, its features, its kernel) on
+/// `rows` with `options`, adding the iterations to `done`; the start
+/// `choice` scores best (the first of equals) and every start's report.
+/// The loop of the restart procedure ([`fit_restarted_by`]), and GPLasso's
+/// screening of its three kernels on the selected basis.
+pub(crate) fn run_starts<F: InducingFeatures + Clone + Sync>(
+    rows: &Dataset,
+    starts: impl Iterator<Item = Result<(String, F, KernelParams)>>,
+    config: FitcConfig,
+    options: &OptimiseOptions,
+    choice: StartChoice<'_>,
+    done: &Cell<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<F>, Vec<StartReport>)> {
+    let mut reports = Vec::new();
+    let mut best: Option<(SparseFit<F>, f64)> = None;
+    for start in starts {
+        let (label, features, kern) = start?;
+        let run = fit_sparse(rows, features, kern, config, options, progress)?;
+        done.set(done.get() + run.run.iterations);
+        reports.push(StartReport {
+            init: label,
+            nlml: run.posterior.nlml,
+        });
+        let score = choice.score(&run)?;
+        if best.as_ref().is_none_or(|(_, b)| score < *b) {
+            best = Some((run, score));
+        }
+    }
+    let (best, _) = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
+    Ok((best, reports))
 }
 
 /// The screening runs' optimiser settings and the rows they see.
