@@ -469,8 +469,7 @@ fn optimise_variational<F: InducingFeatures + Clone>(
         |qp| {
             let mut p = head.clone();
             p.extend_from_slice(qp);
-            let (v, g) = objective.objective(&p)?;
-            Ok((v, g[fixed..].to_vec()))
+            objective.variational_objective(&p)
         },
         p[fixed..].to_vec(),
         options,

@@ -61,7 +61,7 @@ use super::objective::ParamLayout;
 use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, RuntimeForm};
 use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::{KernelGrad, KernelParams};
-use crate::model::likelihood::{log_norm_cdf, pdf_over_cdf};
+use crate::model::likelihood::log_norm_cdf_and_ratio;
 use crate::numerics::linalg::{
     cholesky_jittered, faer_ref, lower_inverse, mul, solve_lower_mut, solve_lower_t_mut,
     JitterPolicy,
@@ -278,8 +278,9 @@ pub fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
     let (mut value, mut d_mu, mut d_sd) = (0.0, 0.0, 0.0);
     for (x, w) in nodes.iter().zip(weights) {
         let z = y * (mu + sd * x + b);
-        let slope = w * y * pdf_over_cdf(z);
-        value += w * log_norm_cdf(z);
+        let (log_cdf, ratio) = log_norm_cdf_and_ratio(z);
+        let slope = w * y * ratio;
+        value += w * log_cdf;
         d_mu += slope;
         d_sd += slope * x;
     }
@@ -333,8 +334,21 @@ fn check_inputs<F: InducingFeatures + ?Sized>(
     Ok(())
 }
 
-/// The negative ELBO at the given parameters, with its gradient when
-/// `with_grad`: one latent function per column of the -1/+1 labels `y`
+/// Which derivatives an evaluation of the bound takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Derivatives {
+    /// The value alone.
+    None,
+    /// With respect to `q(u)` and the biases only: the features and the
+    /// kernel are held (the warm-up of a fit), so their adjoints, about a
+    /// third of an evaluation, are skipped and reported as zero.
+    Variational,
+    /// With respect to every parameter.
+    All,
+}
+
+/// The negative ELBO at the given parameters, with the derivatives `wanted`
+/// asks for: one latent function per column of the -1/+1 labels `y`
 /// (N x K), each with its own `q(v_k)` and bias, all on the same inducing
 /// features and kernel. `K = 1` is the binary classifier; `K > 2` is one
 /// probit latent per class against the rest, the bound the sum of the `K`
@@ -348,8 +362,10 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     qs: &[Variational],
     (x, y): (&DMatrix<f64>, &DMatrix<f64>),
     cfg: &SvgpConfig,
-    with_grad: bool,
+    wanted: Derivatives,
 ) -> Result<SvgpValue> {
+    let with_grad = wanted != Derivatives::None;
+    let adjoints = wanted == Derivatives::All;
     check_inputs(feat, qs, x, y)?;
     let kuu = feat.kuu(kern);
     let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
@@ -409,6 +425,9 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
             }
             sums.d_p
                 .push(mul(faer_ref(&kuf_h), faer_ref(&kuf).transpose()));
+            if !adjoints {
+                continue;
+            }
             // dF/dKuf = beta g^T + 2 P Kuf diag(h), summed over the latents.
             let mut pk_h = pk;
             for (mut col, hn) in pk_h.column_iter_mut().zip(h.iter()) {
@@ -418,7 +437,7 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
             adj_kuf.ger(1.0, beta, &g, 1.0);
             h_sum += h;
         }
-        if with_grad {
+        if adjoints {
             sums.feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h_sum);
         }
         sums
@@ -432,8 +451,9 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
             "the variational bound is not finite ({neg_elbo})"
         )));
     }
+    let kuu = adjoints.then_some((&kuu, chol.jitter));
     let grad = with_grad
-        .then(|| gradient(feat, kern, qs, (lu, &lu_inv), chol.jitter, &kuu, parts))
+        .then(|| gradient(feat, kern, qs, (lu, &lu_inv), kuu, parts))
         .transpose()?;
     Ok(SvgpValue {
         neg_elbo,
@@ -442,8 +462,9 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     })
 }
 
-/// Adds the chunks' sums and the KL terms into the full gradient, taking
-/// `dF/dbeta` and `dF/dP` back to `m`, `L` and `Lu` (`Li = Lu^{-1}`):
+/// Adds the chunks' sums and the KL terms into the gradient, taking
+/// `dF/dbeta` and `dF/dP` back to `m`, `L` and, given `Kuu` and its jitter
+/// (the features' and kernel's adjoints wanted), `Lu` (`Li = Lu^{-1}`):
 ///
 /// - `dF/dm = Li dF/dbeta + m`,
 /// - `dF/dL = tril(2 Li (dF/dP) Li^T L + L - diag(1 / L_ii))`,
@@ -455,8 +476,7 @@ fn gradient<F: InducingFeatures + ?Sized>(
     kern: &KernelParams,
     qs: &[Variational],
     (lu, lu_inv): (&DMatrix<f64>, &DMatrix<f64>),
-    jitter: f64,
-    kuu: &DMatrix<f64>,
+    kuu: Option<(&DMatrix<f64>, f64)>,
     parts: Vec<ChunkSums>,
 ) -> Result<SvgpGrad> {
     let m = lu.nrows();
@@ -470,7 +490,9 @@ fn gradient<F: InducingFeatures + ?Sized>(
             d_beta[k] += &p.d_beta[k];
             d_p[k] += &p.d_p[k];
         }
-        fg.add_assign(&p.feature);
+        if kuu.is_some() {
+            fg.add_assign(&p.feature);
+        }
     }
     let mut variational = Vec::with_capacity(qs.len() * Variational::num_params(m));
     let mut d_li = DMatrix::zeros(m, m);
@@ -485,12 +507,21 @@ fn gradient<F: InducingFeatures + ?Sized>(
         }
         d_sqrt.fill_upper_triangle(0.0, 1);
         variational.extend(q.pack_grad(d_bias[k], &d_mean, &d_sqrt));
+        if kuu.is_none() {
+            continue;
+        }
         let s = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
         let mut term = mul(faer_ref(&s), faer_ref(&li_dp));
         term -= &li_dp;
         d_li += term * 2.0;
         d_li.ger(1.0, &q.mean, &d_beta[k], 1.0);
     }
+    let Some((kuu, jitter)) = kuu else {
+        return Ok(SvgpGrad {
+            feature: fg,
+            variational,
+        });
+    };
     let inner = mul(faer_ref(&d_li), faer_ref(lu_inv).transpose());
     let mut d_lu = -mul(faer_ref(lu_inv).transpose(), faer_ref(&inner));
     d_lu.fill_upper_triangle(0.0, 1);
@@ -679,7 +710,15 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// As [`svgp_objective`].
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let (f, k, qs) = self.unpack(p)?;
-        let bound = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, false)?.neg_elbo;
+        let bound = svgp_objective(
+            &f,
+            &k,
+            &qs,
+            (self.x, self.y),
+            &self.config,
+            Derivatives::None,
+        )?
+        .neg_elbo;
         let penalty = self.prior.as_ref().map_or(0.0, |prior| {
             prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
         });
@@ -692,7 +731,14 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// As [`svgp_objective`].
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (f, k, qs) = self.unpack(p)?;
-        let v = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, true)?;
+        let v = svgp_objective(
+            &f,
+            &k,
+            &qs,
+            (self.x, self.y),
+            &self.config,
+            Derivatives::All,
+        )?;
         let mut g = v
             .grad
             .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
@@ -708,6 +754,32 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
         let mut out = self.layout.pack_grad(&p[..self.layout.len()], &model);
         out.extend(g.variational);
         Ok((v.neg_elbo + penalty, out))
+    }
+
+    /// The negative bound at `p` and its gradient with respect to the
+    /// variational parameters alone (the entries after
+    /// [`Self::n_shared`]), for a run that holds the features and the
+    /// kernel.
+    ///
+    /// # Errors
+    /// As [`svgp_objective`].
+    pub fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let (f, k, qs) = self.unpack(p)?;
+        let v = svgp_objective(
+            &f,
+            &k,
+            &qs,
+            (self.x, self.y),
+            &self.config,
+            Derivatives::Variational,
+        )?;
+        let g = v
+            .grad
+            .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
+        let penalty = self.prior.as_ref().map_or(0.0, |prior| {
+            prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
+        });
+        Ok((v.neg_elbo + penalty, g.variational))
     }
 }
 
@@ -839,12 +911,19 @@ mod tests {
             k.log_lengthscales = p[np..np + 2].to_vec();
             k.log_signal_var = p[np + 2];
             let q = Variational::from_params(5, &p[np + 3..]).expect("ok");
-            svgp_objective(&f, &k, &[q], (&x, &y), &cfg, false)
+            svgp_objective(&f, &k, &[q], (&x, &y), &cfg, Derivatives::None)
                 .expect("ok")
                 .neg_elbo
         };
-        let v = svgp_objective(&feat, &kern, std::slice::from_ref(&q), (&x, &y), &cfg, true)
-            .expect("ok");
+        let v = svgp_objective(
+            &feat,
+            &kern,
+            std::slice::from_ref(&q),
+            (&x, &y),
+            &cfg,
+            Derivatives::All,
+        )
+        .expect("ok");
         let g = v.grad.expect("asked for");
         let mut ana = g.feature.feature.clone();
         ana.extend(&g.feature.kernel.log_lengthscales);
@@ -939,11 +1018,11 @@ mod tests {
             chunk_rows: 12,
             ..SvgpConfig::default()
         };
-        let all = svgp_objective(&feat, &kern, &qs, (&x, &y), &cfg, false).expect("ok");
+        let all = svgp_objective(&feat, &kern, &qs, (&x, &y), &cfg, Derivatives::None).expect("ok");
         let sum: f64 = (0..3)
             .map(|k| {
                 let yk = y.columns(k, 1).into_owned();
-                svgp_objective(&feat, &kern, &qs[k..=k], (&x, &yk), &cfg, false)
+                svgp_objective(&feat, &kern, &qs[k..=k], (&x, &yk), &cfg, Derivatives::None)
                     .expect("ok")
                     .neg_elbo
             })
@@ -953,6 +1032,10 @@ mod tests {
         let p = obj.initial();
         let (v, g) = obj.objective(&p).expect("ok");
         assert!((v - all.neg_elbo).abs() < 1e-12 * v.abs());
+        // Holding the features and the kernel changes no other derivative.
+        let (held, g_q) = obj.variational_objective(&p).expect("ok");
+        assert_eq!(held, v);
+        assert_eq!(g_q, g[obj.n_shared()..]);
         let num = fd_grad(|q| obj.value(q).expect("ok"), &p, 1e-6);
         assert_grad_close(&num, &g, 1e-6);
         assert!(obj.unpack(&p[1..]).is_err());
