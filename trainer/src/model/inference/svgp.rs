@@ -48,7 +48,8 @@
 //!
 //! # Parallelism
 //!
-//! Rows are processed in chunks of [`SvgpConfig::chunk_rows`] with rayon;
+//! Rows are processed in equal chunks of at most [`SvgpConfig::chunk_rows`]
+//! with rayon;
 //! each chunk's sums are added in chunk order, so the result does not depend
 //! on the thread count.
 
@@ -79,12 +80,20 @@ pub const QUADRATURE_POINTS: usize = 20;
 /// its square root.
 const MIN_MARGINAL_VAR: f64 = 1e-12;
 
+/// Default [`SvgpConfig::chunk_rows`]. Chunks of 512 rows left a 600-row
+/// set as one chunk of 512 and one of 88 (one core idle most of an
+/// evaluation), and their `M x 512` blocks were large enough that the
+/// allocator returned them to the kernel and faulted them in again every
+/// evaluation.
+pub const CHUNK_ROWS: usize = 128;
+
 /// Numerical settings of the bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SvgpConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
-    /// Rows of data per parallel chunk.
+    /// Most rows of data per parallel chunk; the rows are split into
+    /// chunks of equal size (within one row).
     pub chunk_rows: usize,
 }
 
@@ -92,7 +101,7 @@ impl Default for SvgpConfig {
     fn default() -> Self {
         SvgpConfig {
             jitter: JitterPolicy::default(),
-            chunk_rows: 512,
+            chunk_rows: CHUNK_ROWS,
         }
     }
 }
@@ -375,18 +384,27 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     // then `mu = Kuf^T beta` and `s = kdiag + diag(Kuf^T P Kuf)` need one
     // M x M product per row, not the three of going through `A`.
     let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
-    let ps: Vec<DMatrix<f64>> = qs
+    let cs: Vec<DMatrix<f64>> = qs
         .iter()
         .map(|q| {
             let mut c = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
             for i in 0..c.nrows() {
                 c[(i, i)] -= 1.0;
             }
-            let c_li = mul(faer_ref(&c), faer_ref(&lu_inv));
+            c
+        })
+        .collect();
+    let ps: Vec<DMatrix<f64>> = cs
+        .iter()
+        .map(|c| {
+            let c_li = mul(faer_ref(c), faer_ref(&lu_inv));
             mul(faer_ref(&lu_inv).transpose(), faer_ref(&c_li))
         })
         .collect();
-    let step = cfg.chunk_rows.max(1);
+    let step = x
+        .nrows()
+        .div_ceil(x.nrows().div_ceil(cfg.chunk_rows.max(1)).max(1))
+        .max(1);
     let starts: Vec<usize> = (0..x.nrows()).step_by(step).collect();
     let chunk = |&r0: &usize| -> ChunkSums {
         let rows = step.min(x.nrows() - r0);
@@ -453,7 +471,10 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     }
     let kuu = adjoints.then_some((&kuu, chol.jitter));
     let grad = with_grad
-        .then(|| gradient(feat, kern, qs, (lu, &lu_inv), kuu, parts))
+        .then(|| {
+            let latents = (betas.as_slice(), cs.as_slice());
+            gradient(feat, kern, qs, (lu, &lu_inv), latents, kuu, parts)
+        })
         .transpose()?;
     Ok(SvgpValue {
         neg_elbo,
@@ -464,18 +485,25 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
 
 /// Adds the chunks' sums and the KL terms into the gradient, taking
 /// `dF/dbeta` and `dF/dP` back to `m`, `L` and, given `Kuu` and its jitter
-/// (the features' and kernel's adjoints wanted), `Lu` (`Li = Lu^{-1}`):
+/// (the features' and kernel's adjoints wanted), `Lu` (`Li = Lu^{-1}`,
+/// `C_k = S_k - I`, `beta_k = Li^T m_k`):
 ///
 /// - `dF/dm = Li dF/dbeta + m`,
-/// - `dF/dL = tril(2 Li (dF/dP) Li^T L + L - diag(1 / L_ii))`,
-/// - `dF/dLi = sum_k m_k (dF/dbeta_k)^T + 2 (S_k - I) Li (dF/dP_k)`,
-///   `dF/dLu = tril(-Li^T (dF/dLi) Li^T)`, then through the Cholesky
-///   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
+/// - `dF/dS = D = Li (dF/dP) Li^T`, `dF/dL = tril(2 D L + L - diag(1 / L_ii))`,
+/// - `dF/dLu = -tril(sum_k 2 Li^T C_k D_k + beta_k (Li dF/dbeta_k)^T)`,
+///   then through the Cholesky factorisation to `dF/dKuu`
+///   ([`cholesky_adjoint`]).
+///
+/// The last is `-tril(Li^T (dF/dLi) Li^T)` for `dF/dLi = sum_k 2 C_k Li
+/// (dF/dP_k) + m_k (dF/dbeta_k)^T`, with `Li dF/dP = D Lu^T` and
+/// `Lu^T Li^T = I`: two `M x M` products fewer than the direct form, and
+/// the product for `dF/dL` runs beside the one with `C_k`.
 fn gradient<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     qs: &[Variational],
     (lu, lu_inv): (&DMatrix<f64>, &DMatrix<f64>),
+    (betas, cs): (&[DVector<f64>], &[DMatrix<f64>]),
     kuu: Option<(&DMatrix<f64>, f64)>,
     parts: Vec<ChunkSums>,
 ) -> Result<SvgpGrad> {
@@ -495,26 +523,26 @@ fn gradient<F: InducingFeatures + ?Sized>(
         }
     }
     let mut variational = Vec::with_capacity(qs.len() * Variational::num_params(m));
-    let mut d_li = DMatrix::zeros(m, m);
+    // sum_k 2 C_k D_k, and sum_k beta_k (Li dF/dbeta_k)^T.
+    let mut c_d = DMatrix::zeros(m, m);
+    let mut outer = DMatrix::zeros(m, m);
     for (k, q) in qs.iter().enumerate() {
-        let d_mean = lu_inv * &d_beta[k] + &q.mean;
-        // Li dF/dP, then dF/dS = Li dF/dP Li^T.
+        let li_d_beta = lu_inv * &d_beta[k];
         let li_dp = mul(faer_ref(lu_inv), faer_ref(&d_p[k]));
         let d_s = mul(faer_ref(&li_dp), faer_ref(lu_inv).transpose());
-        let mut d_sqrt = mul(faer_ref(&d_s), faer_ref(&q.sqrt)) * 2.0 + &q.sqrt;
+        let (mut d_sqrt, c_d_s) = rayon::join(
+            || mul(faer_ref(&d_s), faer_ref(&q.sqrt)) * 2.0 + &q.sqrt,
+            || kuu.map(|_| mul(faer_ref(&cs[k]), faer_ref(&d_s))),
+        );
         for i in 0..m {
             d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
         }
         d_sqrt.fill_upper_triangle(0.0, 1);
-        variational.extend(q.pack_grad(d_bias[k], &d_mean, &d_sqrt));
-        if kuu.is_none() {
-            continue;
+        variational.extend(q.pack_grad(d_bias[k], &(&li_d_beta + &q.mean), &d_sqrt));
+        if let Some(c_d_s) = c_d_s {
+            c_d += c_d_s * 2.0;
         }
-        let s = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
-        let mut term = mul(faer_ref(&s), faer_ref(&li_dp));
-        term -= &li_dp;
-        d_li += term * 2.0;
-        d_li.ger(1.0, &q.mean, &d_beta[k], 1.0);
+        outer.ger(1.0, &betas[k], &li_d_beta, 1.0);
     }
     let Some((kuu, jitter)) = kuu else {
         return Ok(SvgpGrad {
@@ -522,8 +550,8 @@ fn gradient<F: InducingFeatures + ?Sized>(
             variational,
         });
     };
-    let inner = mul(faer_ref(&d_li), faer_ref(lu_inv).transpose());
-    let mut d_lu = -mul(faer_ref(lu_inv).transpose(), faer_ref(&inner));
+    let mut d_lu = mul(faer_ref(lu_inv).transpose(), faer_ref(&c_d)) + outer;
+    d_lu.neg_mut();
     d_lu.fill_upper_triangle(0.0, 1);
     let adj_kuu = cholesky_adjoint(lu, &d_lu)?;
     fg.add_assign(&feat.grad_kuu(kern, kuu, &adj_kuu));
