@@ -64,8 +64,8 @@ use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::model::likelihood::log_norm_cdf_and_ratio;
 use crate::numerics::linalg::{
-    cholesky_jittered, faer_ref, lower_inverse, mul, solve_lower_mut, solve_lower_t_mut,
-    JitterPolicy,
+    cholesky_jittered, faer_ref, lower_inverse, mirror_lower, mul, mul_triangular, solve_lower_mut,
+    solve_lower_t_mut, JitterPolicy, Triangle,
 };
 use crate::{Error, Result};
 
@@ -387,7 +387,11 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     let cs: Vec<DMatrix<f64>> = qs
         .iter()
         .map(|q| {
-            let mut c = mul(faer_ref(&q.sqrt), faer_ref(&q.sqrt).transpose());
+            let mut c = mirror_lower(mul_triangular(
+                (faer_ref(&q.sqrt), Triangle::TriangularLower),
+                (faer_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
+                Triangle::TriangularLower,
+            ));
             for i in 0..c.nrows() {
                 c[(i, i)] -= 1.0;
             }
@@ -397,8 +401,16 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
     let ps: Vec<DMatrix<f64>> = cs
         .iter()
         .map(|c| {
-            let c_li = mul(faer_ref(c), faer_ref(&lu_inv));
-            mul(faer_ref(&lu_inv).transpose(), faer_ref(&c_li))
+            let c_li = mul_triangular(
+                (faer_ref(c), Triangle::Rectangular),
+                (faer_ref(&lu_inv), Triangle::TriangularLower),
+                Triangle::Rectangular,
+            );
+            mirror_lower(mul_triangular(
+                (faer_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
+                (faer_ref(&c_li), Triangle::Rectangular),
+                Triangle::TriangularLower,
+            ))
         })
         .collect();
     let step = x
@@ -528,10 +540,25 @@ fn gradient<F: InducingFeatures + ?Sized>(
     let mut outer = DMatrix::zeros(m, m);
     for (k, q) in qs.iter().enumerate() {
         let li_d_beta = lu_inv * &d_beta[k];
-        let li_dp = mul(faer_ref(lu_inv), faer_ref(&d_p[k]));
-        let d_s = mul(faer_ref(&li_dp), faer_ref(lu_inv).transpose());
+        let li_dp = mul_triangular(
+            (faer_ref(lu_inv), Triangle::TriangularLower),
+            (faer_ref(&d_p[k]), Triangle::Rectangular),
+            Triangle::Rectangular,
+        );
+        let d_s = mirror_lower(mul_triangular(
+            (faer_ref(&li_dp), Triangle::Rectangular),
+            (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+            Triangle::TriangularLower,
+        ));
         let (mut d_sqrt, c_d_s) = rayon::join(
-            || mul(faer_ref(&d_s), faer_ref(&q.sqrt)) * 2.0 + &q.sqrt,
+            || {
+                let d_s_l = mul_triangular(
+                    (faer_ref(&d_s), Triangle::Rectangular),
+                    (faer_ref(&q.sqrt), Triangle::TriangularLower),
+                    Triangle::TriangularLower,
+                );
+                d_s_l * 2.0 + &q.sqrt
+            },
             || kuu.map(|_| mul(faer_ref(&cs[k]), faer_ref(&d_s))),
         );
         for i in 0..m {
@@ -550,7 +577,11 @@ fn gradient<F: InducingFeatures + ?Sized>(
             variational,
         });
     };
-    let mut d_lu = mul(faer_ref(lu_inv).transpose(), faer_ref(&c_d)) + outer;
+    let mut d_lu = mul_triangular(
+        (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+        (faer_ref(&c_d), Triangle::Rectangular),
+        Triangle::TriangularLower,
+    ) + outer;
     d_lu.neg_mut();
     d_lu.fill_upper_triangle(0.0, 1);
     let adj_kuu = cholesky_adjoint(lu, &d_lu)?;
