@@ -69,11 +69,16 @@ use crate::numerics::linalg::{
 };
 use crate::{Error, Result};
 
-/// Gauss-Hermite nodes per expectation, GPflow's default. They integrate
-/// the probit against a Gaussian to within 5e-5 for latent variances up to
-/// 4 (see the tests; 2e-3 at 10, where a latent that uncertain gives
-/// probabilities near 1/2 whatever the error).
-pub const QUADRATURE_POINTS: usize = 20;
+/// Gauss-Hermite nodes per expectation. They integrate `log Phi` against
+/// a Gaussian to within 2e-5 nats for latent variances up to 4 and 1.5e-3
+/// at 10 to 25 (the probit itself within 3e-4 up to 4), where a latent that
+/// uncertain gives probabilities near 1/2 whatever the error. GPflow's
+/// default of 20 nodes made the quadrature (an `erfc`, an `exp` and a `log`
+/// per node and row) a fifth of a fit's CPU time; with 12 the fits of the
+/// classification suite (11 sets, three splits) change no test error by
+/// more than 0.3 point (three rows of 1,000, both ways) and no log loss by
+/// more than 0.002, at 7% less CPU (digits 8 vs rest).
+pub const QUADRATURE_POINTS: usize = 12;
 
 /// Smallest marginal variance the quadrature is evaluated at: the nodes
 /// collapse onto the mean below it, and the variance derivative divides by
@@ -847,7 +852,7 @@ mod tests {
     use super::*;
     use crate::model::features::PseudoInputs;
     use crate::model::inference::test_util::{assert_grad_close, fd_grad};
-    use crate::model::likelihood::norm_cdf;
+    use crate::model::likelihood::{norm_cdf, norm_pdf};
 
     fn problem(n: usize, m: usize) -> (DMatrix<f64>, DMatrix<f64>, PseudoInputs, KernelParams) {
         let x = DMatrix::from_fn(n, 2, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin() * 1.5);
@@ -893,7 +898,25 @@ mod tests {
                 .map(|(x, w)| w * norm_cdf(mu + sd * x))
                 .sum();
             let err = (quad - norm_cdf(mu / (1.0 + s).sqrt())).abs();
-            assert!(err < 5e-5, "mu {mu} s {s}: error {err}");
+            assert!(err < 3e-4, "mu {mu} s {s}: error {err}");
+            // E[log Phi(f)], against a fine midpoint rule.
+            let (steps, width) = (20_000, 24.0);
+            let h = width / steps as f64;
+            let fine: f64 = (0..steps)
+                .map(|i| {
+                    let t = -width / 2.0 + (i as f64 + 0.5) * h;
+                    h * norm_pdf(t) * log_norm_cdf_and_ratio(mu + sd * t).0
+                })
+                .sum();
+            let quad: f64 = x
+                .iter()
+                .zip(w)
+                .map(|(x, w)| w * log_norm_cdf_and_ratio(mu + sd * x).0)
+                .sum();
+            assert!(
+                (quad - fine).abs() < 2e-5,
+                "mu {mu} s {s}: {quad} vs {fine}"
+            );
         }
     }
 
