@@ -768,25 +768,27 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
         Ok((feat, kern, qs))
     }
 
+    /// The negative bound at `p` with the derivatives `wanted`, plus the
+    /// length-scale prior's penalty (its gradient added to the kernel's).
+    fn evaluate(&self, p: &[f64], wanted: Derivatives) -> Result<(f64, Option<SvgpGrad>)> {
+        let (f, k, qs) = self.unpack(p)?;
+        let v = svgp_objective(&f, &k, &qs, (self.x, self.y), &self.config, wanted)?;
+        let mut grad = v.grad;
+        let mut unused = KernelGrad::zeros(k.dim());
+        let kernel_grad = grad.as_mut().map_or(&mut unused, |g| &mut g.feature.kernel);
+        let penalty = self
+            .prior
+            .as_ref()
+            .map_or(0.0, |prior| prior.penalty(&k, kernel_grad));
+        Ok((v.neg_elbo + penalty, grad))
+    }
+
     /// The negative bound at `p`.
     ///
     /// # Errors
     /// As [`svgp_objective`].
     pub fn value(&self, p: &[f64]) -> Result<f64> {
-        let (f, k, qs) = self.unpack(p)?;
-        let bound = svgp_objective(
-            &f,
-            &k,
-            &qs,
-            (self.x, self.y),
-            &self.config,
-            Derivatives::None,
-        )?
-        .neg_elbo;
-        let penalty = self.prior.as_ref().map_or(0.0, |prior| {
-            prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
-        });
-        Ok(bound + penalty)
+        Ok(self.evaluate(p, Derivatives::None)?.0)
     }
 
     /// The negative bound and its gradient at `p`.
@@ -794,22 +796,8 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// # Errors
     /// As [`svgp_objective`].
     pub fn objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
-        let (f, k, qs) = self.unpack(p)?;
-        let v = svgp_objective(
-            &f,
-            &k,
-            &qs,
-            (self.x, self.y),
-            &self.config,
-            Derivatives::All,
-        )?;
-        let mut g = v
-            .grad
-            .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
-        let penalty = self
-            .prior
-            .as_ref()
-            .map_or(0.0, |prior| prior.penalty(&k, &mut g.feature.kernel));
+        let (value, g) = self.evaluate(p, Derivatives::All)?;
+        let g = g.ok_or_else(no_gradient)?;
         let model = ModelGrad {
             feature: g.feature.feature,
             kernel: g.feature.kernel,
@@ -817,7 +805,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
         };
         let mut out = self.layout.pack_grad(&p[..self.layout.len()], &model);
         out.extend(g.variational);
-        Ok((v.neg_elbo + penalty, out))
+        Ok((value, out))
     }
 
     /// The negative bound at `p` and its gradient with respect to the
@@ -828,23 +816,13 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     /// # Errors
     /// As [`svgp_objective`].
     pub fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
-        let (f, k, qs) = self.unpack(p)?;
-        let v = svgp_objective(
-            &f,
-            &k,
-            &qs,
-            (self.x, self.y),
-            &self.config,
-            Derivatives::Variational,
-        )?;
-        let g = v
-            .grad
-            .ok_or_else(|| Error::Numerical("svgp objective returned no gradient".into()))?;
-        let penalty = self.prior.as_ref().map_or(0.0, |prior| {
-            prior.penalty(&k, &mut KernelGrad::zeros(k.dim()))
-        });
-        Ok((v.neg_elbo + penalty, g.variational))
+        let (value, g) = self.evaluate(p, Derivatives::Variational)?;
+        Ok((value, g.ok_or_else(no_gradient)?.variational))
     }
+}
+
+fn no_gradient() -> Error {
+    Error::Numerical("svgp objective returned no gradient".into())
 }
 
 #[cfg(test)]
