@@ -20,8 +20,11 @@
 //! operands on every call was a fifth of the objective's time (measured
 //! at M = 25..100 on 1024 columns, `examples/fitc_cost`). Matrices stay
 //! nalgebra's; the products borrow their column-major storage.
+//! [`mul_triangular`] skips the blocks a triangular factor holds as zeros,
+//! and the triangle of a result that is not wanted.
 
 use faer::linalg::matmul::matmul;
+pub use faer::linalg::matmul::triangular::BlockStructure as Triangle;
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
 };
@@ -315,6 +318,38 @@ pub fn mul(lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) -> DMatrix<f64> {
     out
 }
 
+/// `lhs rhs` where a factor may be triangular (its other triangle is not
+/// read) and only one triangle of the result may be wanted (the rest is
+/// zero). An `M x M` product of a triangular and a full factor costs half
+/// of [`mul`]; with a triangular result, a quarter to a third.
+pub fn mul_triangular(
+    (lhs, lhs_shape): (MatRef<'_, f64>, Triangle),
+    (rhs, rhs_shape): (MatRef<'_, f64>, Triangle),
+    out_shape: Triangle,
+) -> DMatrix<f64> {
+    let mut out = DMatrix::<f64>::zeros(lhs.nrows(), rhs.ncols());
+    let dst = MatMut::from_column_major_slice_mut(out.as_mut_slice(), lhs.nrows(), rhs.ncols());
+    faer::linalg::matmul::triangular::matmul(
+        dst,
+        out_shape,
+        Accum::Replace,
+        lhs,
+        lhs_shape,
+        rhs,
+        rhs_shape,
+        1.0,
+        Par::Seq,
+    );
+    clear_upper_vector_state();
+    out
+}
+
+/// The symmetric matrix whose lower triangle `lower` holds.
+pub fn mirror_lower(mut lower: DMatrix<f64>) -> DMatrix<f64> {
+    lower.fill_upper_triangle_with_lower_triangle();
+    lower
+}
+
 /// A square factor of the right size with no zero on its diagonal (a
 /// substitution would divide by it).
 fn check_solve(l: &DMatrix<f64>, rows: usize) -> Result<()> {
@@ -339,6 +374,39 @@ fn singular() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Triangular factors and triangular results give the dense product's
+    /// entries where they are wanted and zeros elsewhere.
+    #[test]
+    fn triangular_products_match_the_dense_one() {
+        let n = 37;
+        let mut l = DMatrix::from_fn(n, n, |i, j| ((i * 7 + j * 3) as f64).sin());
+        l.fill_upper_triangle(0.0, 1);
+        let a = DMatrix::from_fn(n, n, |i, j| ((i * 5 + j * 11) as f64).cos());
+        let close = |x: &DMatrix<f64>, y: &DMatrix<f64>| (x - y).amax() < 1e-12;
+        let dense = mul(faer_ref(&l), faer_ref(&a));
+        let got = mul_triangular(
+            (faer_ref(&l), Triangle::TriangularLower),
+            (faer_ref(&a), Triangle::Rectangular),
+            Triangle::Rectangular,
+        );
+        assert!(close(&got, &dense));
+        let mut lower = mul(faer_ref(&a), faer_ref(&l).transpose());
+        lower.fill_upper_triangle(0.0, 1);
+        let got = mul_triangular(
+            (faer_ref(&a), Triangle::Rectangular),
+            (faer_ref(&l).transpose(), Triangle::TriangularUpper),
+            Triangle::TriangularLower,
+        );
+        assert!(close(&got, &lower));
+        let gram = mul(faer_ref(&l), faer_ref(&l).transpose());
+        let got = mirror_lower(mul_triangular(
+            (faer_ref(&l), Triangle::TriangularLower),
+            (faer_ref(&l).transpose(), Triangle::TriangularUpper),
+            Triangle::TriangularLower,
+        ));
+        assert!(close(&got, &gram));
+    }
 
     #[test]
     fn no_escalation_for_a_well_conditioned_matrix() {

@@ -2,5 +2,6 @@
 //! algebra, the pivoted incomplete Cholesky, LARS, and the L-BFGS wrapper.
 
 pub mod lars;
+mod lbfgs;
 pub mod linalg;
 pub mod optimise;

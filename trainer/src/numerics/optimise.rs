@@ -1,7 +1,8 @@
 //! L-BFGS minimisation that never loses the best point it has seen.
 //!
-//! Built on `argmin`'s L-BFGS (two-loop recursion, history handling) and its
-//! More–Thuente line search. argmin's line searches abort on the first
+//! Built on the L-BFGS iteration of [`super::lbfgs`] (argmin's, without its
+//! allocations), run by `argmin`'s executor, and argmin's More–Thuente line
+//! search. argmin's line searches abort on the first
 //! non-finite objective value instead of backtracking (checked against
 //! argmin 0.11: More–Thuente reports "NaN or Inf encountered", Hager–Zhang
 //! reaches an "unreachable point"). GP likelihoods routinely go non-finite
@@ -17,11 +18,12 @@ use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 use argmin::core::{
-    CostFunction, Error as ArgminError, Executor, Gradient, IterState, LineSearch, Problem, Solver,
-    State, TerminationReason, TerminationStatus, KV,
+    CostFunction, Error as ArgminError, Executor, Gradient, LineSearch, Problem, Solver, State,
+    TerminationReason, TerminationStatus, KV,
 };
 use argmin::solver::linesearch::MoreThuenteLineSearch;
-use argmin::solver::quasinewton::LBFGS;
+
+use super::lbfgs::{Lbfgs, VecState};
 
 use crate::{Error, Result};
 
@@ -282,16 +284,14 @@ where
         let remaining = opts.max_iter.saturating_sub(iterations);
         let segment_best = tracker.best_value();
         let solver = Driver {
-            inner: LBFGS::new(
+            inner: Lbfgs::new(
                 ProbingLineSearch {
                     direction: None,
                     max_step: opts.max_step,
                     inner: MoreThuente::new(),
                 },
                 opts.memory.unwrap_or_else(|| auto_memory(start.len())),
-            )
-            .with_tolerance_cost(0.0)
-            .map_err(argmin_to_numerical)?,
+            ),
             rel_tol: opts.rel_tol,
             stall: opts.stall.map(|s| (s.window, s.per_row * opts.rows as f64)),
             bests: Vec::new(),
@@ -361,10 +361,6 @@ where
         restarts,
         elapsed: started.elapsed(),
     })
-}
-
-fn argmin_to_numerical(e: ArgminError) -> Error {
-    Error::Numerical(format!("optimiser setup: {e}"))
 }
 
 /// One evaluated point: parameters, value, gradient.
@@ -592,7 +588,6 @@ where
     }
 }
 
-type VecState = IterState<Vec<f64>, Vec<f64>, (), (), (), f64>;
 type MoreThuente = MoreThuenteLineSearch<Vec<f64>, Vec<f64>, f64>;
 
 /// More–Thuente preceded by step halving until the trial point is finite.
@@ -691,7 +686,7 @@ where
 /// L-BFGS plus the relative-improvement and stall stopping tests and the
 /// progress callback, none of which argmin's L-BFGS offers.
 struct Driver<'p> {
-    inner: LBFGS<ProbingLineSearch, Vec<f64>, Vec<f64>, f64>,
+    inner: Lbfgs<ProbingLineSearch>,
     rel_tol: f64,
     /// The stall test's window and smallest decrease in objective units.
     stall: Option<(u64, f64)>,
@@ -737,10 +732,8 @@ where
     }
 
     fn terminate(&mut self, state: &VecState) -> TerminationStatus {
-        let inner = <LBFGS<_, _, _, _> as Solver<Objective<'_, F>, VecState>>::terminate(
-            &mut self.inner,
-            state,
-        );
+        let inner =
+            <Lbfgs<_> as Solver<Objective<'_, F>, VecState>>::terminate(&mut self.inner, state);
         if inner.terminated() {
             return inner;
         }
