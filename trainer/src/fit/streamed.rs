@@ -409,13 +409,14 @@ mod tests {
         }
     }
 
-    /// 3000 ridge rows with a constant third input, as CSV and Parquet.
-    fn files() -> (TableFile, TableFile) {
+    /// 3000 ridge rows with a constant third input, as CSV and Parquet, in
+    /// a directory of the caller's own (tests run in parallel).
+    fn files() -> (tempfile::TempDir, TableFile, TableFile) {
         let (x2, y) = synthetic(3000, 2, 11);
         let x = DMatrix::from_fn(3000, 3, |i, j| if j < 2 { x2[(i, j)] } else { 4.0 });
         let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
-        let dir = std::env::temp_dir().join(format!("sgp-streamed-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
         let mut text = String::from("a,b,c,y\n");
         for i in 0..3000 {
             text += &format!("{},{},{},{}\n", x[(i, 0)], x[(i, 1)], x[(i, 2)], y[i]);
@@ -423,6 +424,7 @@ mod tests {
         std::fs::write(dir.join("d.csv"), text).unwrap();
         write_parquet(&dir.join("d.parquet"), &x, &y, &names, "y").unwrap();
         (
+            temp,
             TableFile::open(dir.join("d.csv"), None).unwrap(),
             TableFile::open(dir.join("d.parquet"), None).unwrap(),
         )
@@ -430,7 +432,7 @@ mod tests {
 
     #[test]
     fn grows_the_subset_and_conditions_on_every_row() {
-        let (csv, parquet) = files();
+        let (_dir, csv, parquet) = files();
         let params = small();
         let first = scan(&csv, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
         assert_eq!(first.constant_inputs, [2]);
@@ -546,9 +548,8 @@ mod tests {
                 < validation_nlpd(&plain, &validation).unwrap()
         );
 
-        let dir = std::env::temp_dir().join(format!("sgp-rescue-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("few.parquet");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("few.parquet");
         let names = &generated.input_names;
         write_parquet(
             &path,
@@ -577,7 +578,7 @@ mod tests {
 
     #[test]
     fn refuses_a_sample_too_small_for_its_stages() {
-        let (csv, _) = files();
+        let (_dir, csv, _) = files();
         let params = StreamedParams {
             first_rows: 2000,
             max_rows: 2000,

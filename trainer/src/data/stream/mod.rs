@@ -318,23 +318,18 @@ mod tests {
     use super::*;
     use crate::data::Dataset;
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("sgp-stream-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
-
-    /// 50 rows of two inputs and a target, as CSV text and as Parquet.
-    fn both_formats(tag: &str) -> (PathBuf, PathBuf, DMatrix<f64>, DVector<f64>) {
+    /// 50 rows of two inputs and a target, as CSV text and as Parquet, in
+    /// `dir`.
+    fn both_formats(dir: &Path) -> (PathBuf, PathBuf, DMatrix<f64>, DVector<f64>) {
         let x = DMatrix::from_fn(50, 2, |i, j| (i * (j + 2)) as f64 * 0.37 - 3.0);
         let y = DVector::from_fn(50, |i, _| (i as f64 * 0.3).sin());
         let mut text = String::from("a,b,y\n");
         for i in 0..50 {
             text += &format!("{},{},{}\n", x[(i, 0)], x[(i, 1)], y[i]);
         }
-        let csv = temp(&format!("{tag}.csv"));
+        let csv = dir.join("d.csv");
         std::fs::write(&csv, text).unwrap();
-        let parquet = temp(&format!("{tag}.parquet"));
+        let parquet = dir.join("d.parquet");
         write_parquet(&parquet, &x, &y, &["a".into(), "b".into()], "y").unwrap();
         (csv, parquet, x, y)
     }
@@ -351,7 +346,8 @@ mod tests {
 
     #[test]
     fn csv_and_parquet_give_the_same_chunks() {
-        let (csv, parquet, x, y) = both_formats("same");
+        let dir = tempfile::tempdir().unwrap();
+        let (csv, parquet, x, y) = both_formats(dir.path());
         let from_csv = chunks(&csv, None, 7).unwrap();
         let from_parquet = chunks(&parquet, None, 7).unwrap();
         assert_eq!(from_csv.len(), 8);
@@ -374,7 +370,8 @@ mod tests {
 
     #[test]
     fn counts_rows_only_up_to_the_question_and_sees_text_targets() {
-        let (csv, parquet, _, _) = both_formats("count");
+        let dir = tempfile::tempdir().unwrap();
+        let (csv, parquet, _, _) = both_formats(dir.path());
         // 50 rows: counted from the metadata for Parquet, read for CSV.
         for path in [&csv, &parquet] {
             let table = TableFile::open(path, None).unwrap();
@@ -383,13 +380,13 @@ mod tests {
             assert!(!table.target_is_text().unwrap());
         }
         // Cells past the question are not read: a bad one does not answer it.
-        let late = temp("late.csv");
+        let late = dir.path().join("late.csv");
         std::fs::write(&late, "a,y\n1,2\n3,4\n5,6\n7,oops\n").unwrap();
         assert!(TableFile::open(&late, None)
             .unwrap()
             .has_more_rows_than(2)
             .unwrap());
-        let labels = temp("labels.csv");
+        let labels = dir.path().join("labels.csv");
         std::fs::write(&labels, "a,y\n1,ok\n3,fault\n").unwrap();
         let table = TableFile::open(&labels, None).unwrap();
         assert!(table.target_is_text().unwrap());
@@ -401,7 +398,8 @@ mod tests {
 
     #[test]
     fn read_dataset_equals_the_whole_file_csv_reader() {
-        let (csv, parquet, _, _) = both_formats("dataset");
+        let dir = tempfile::tempdir().unwrap();
+        let (csv, parquet, _, _) = both_formats(dir.path());
         let whole = Dataset::from_csv(&csv, None).unwrap();
         let mut streamed = read_dataset(&TableFile::open(&parquet, None).unwrap()).unwrap();
         streamed.source = whole.source.clone();
@@ -410,6 +408,7 @@ mod tests {
 
     #[test]
     fn a_bad_cell_in_a_late_chunk_names_file_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
         let mut text = String::from("a,b,y\n");
         for i in 0..40 {
             let b = if i == 33 {
@@ -419,7 +418,7 @@ mod tests {
             };
             text += &format!("{i},{b},{}\n", i % 3);
         }
-        let path = temp("bad.csv");
+        let path = dir.path().join("bad.csv");
         std::fs::write(&path, text).unwrap();
         let mut delivered = 0;
         let err = TableFile::open(&path, None)
@@ -436,14 +435,14 @@ mod tests {
         );
         // The rows before it were read: a fit must validate first (scan).
         assert_eq!(delivered, 30);
-        let ragged = temp("ragged.csv");
+        let ragged = dir.path().join("ragged.csv");
         std::fs::write(&ragged, "a,y\n1,2\n3\n").unwrap();
         let err = chunks(&ragged, None, 4).unwrap_err().to_string();
         assert!(
             err.contains("line 3 (data row 2): has 1 fields but the header has 2"),
             "{err}"
         );
-        let empty = temp("empty.csv");
+        let empty = dir.path().join("empty.csv");
         std::fs::write(&empty, "").unwrap();
         assert!(TableFile::open(&empty, None)
             .unwrap_err()
@@ -462,6 +461,7 @@ mod tests {
 
         use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
 
+        let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, extra: ArrayRef| {
             let batch = RecordBatch::try_from_iter([
                 (
@@ -471,7 +471,7 @@ mod tests {
                 ("y", extra),
             ])
             .unwrap();
-            let path = temp(name);
+            let path = dir.path().join(name);
             let file = std::fs::File::create(&path).unwrap();
             let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
             w.write(&batch).unwrap();
@@ -506,7 +506,8 @@ mod tests {
 
     #[test]
     fn scan_standardises_like_the_whole_file_reader_and_samples_by_seed() {
-        let (csv, parquet, _, _) = both_formats("scan");
+        let dir = tempfile::tempdir().unwrap();
+        let (csv, parquet, _, _) = both_formats(dir.path());
         let whole = Dataset::from_csv(&csv, None).unwrap();
         let table = TableFile::open(&csv, None).unwrap();
         let mut calls = 0;
@@ -544,7 +545,8 @@ mod tests {
 
     #[test]
     fn scan_refuses_a_constant_target_and_too_few_rows() {
-        let path = temp("constant.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("constant.csv");
         std::fs::write(&path, "a,y\n1,5\n2,5\n3,5\n").unwrap();
         let table = TableFile::open(&path, None).unwrap();
         let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
