@@ -69,17 +69,21 @@ def multiclass_scores(p, y):
 
 
 def run_sgp(sgp, train, test, m, model):
-    blob = os.path.join(tempfile.gettempdir(), f"classify-{os.getpid()}.sgp")
-    start = time.perf_counter()
-    subprocess.run(
-        [sgp, "fit", "--quiet", "--data", train, "--m", str(m), "--model", model, "--out", blob],
-        check=True,
-        capture_output=True,
-    )
-    seconds = time.perf_counter() - start
-    out = subprocess.run(
-        [sgp, "predict", "--model", blob, "--data", test], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
+    with tempfile.TemporaryDirectory(prefix="classify-") as scratch:
+        blob = os.path.join(scratch, "model.sgp")
+        start = time.perf_counter()
+        subprocess.run(
+            [sgp, "fit", "--quiet", "--data", train, "--m", str(m), "--model", model, "--out", blob],
+            check=True,
+            capture_output=True,
+        )
+        seconds = time.perf_counter() - start
+        out = subprocess.run(
+            [sgp, "predict", "--model", blob, "--data", test],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
     header = out[0].split(",")
     col = header.index("probability")
     p = np.array([float(line.split(",")[col]) for line in out[1:]])
