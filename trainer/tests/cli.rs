@@ -1538,6 +1538,38 @@ fn projected_models_fit_and_inspect_with_their_projection() {
         assert!(inspect.contains("projection      2 x 5"), "{inspect}");
         assert!(!inspect.contains("length scales"), "{inspect}");
     }
+    // On these 80 rows the projection loses to plain SPGP on held-out
+    // rows; a firmware sized from --dim must be told the blob wants all
+    // five inputs.
+    let out = sgp(
+        &dir,
+        &[
+            "fit",
+            "--data",
+            "data.csv",
+            "--model",
+            "spgp-dr",
+            "--m",
+            "6",
+            "--dim",
+            "2",
+            "--restarts",
+            "2",
+            "--init",
+            "random",
+            "--max-iter",
+            "15",
+            "--out",
+            "fallen.sgp",
+        ],
+    );
+    let summary = ok(&out, "spgp-dr with the held-out choice");
+    assert!(
+        summary.contains("the blob's feature dimension is all 5 inputs, not --dim"),
+        "{summary}"
+    );
+    let inspect = ok(&sgp(&dir, &["inspect", "fallen.sgp"]), "inspect");
+    assert!(inspect.contains("G = 5, D = 5"), "{inspect}");
 }
 
 #[test]

@@ -193,10 +193,19 @@ pub(crate) fn print_fit_summary(
             );
         }
         if report.method.falls_back_to_spgp() && !c.challenger_chosen {
+            // A firmware sized from `--dim` must hear that the blob's
+            // feature dimension is every input's, not the projection's.
+            let inputs = report.hyper.lengthscales.len();
             let (what, unused) = match report.method {
-                Method::SpgpHs => ("the uncertainties", "all h = 0"),
-                Method::Vsgp => ("the per-basis widths", "every width at the length scales"),
-                _ => ("the projection", "all inputs, no projection"),
+                Method::SpgpHs => ("the uncertainties", "all h = 0".to_string()),
+                Method::Vsgp => (
+                    "the per-basis widths",
+                    "every width at the length scales".to_string(),
+                ),
+                _ => (
+                    "the projection",
+                    format!("no projection: the blob's feature dimension is all {inputs} inputs, not --dim"),
+                ),
             };
             println!(
                 "                {what} did not pay on held-out rows: the model is plain SPGP \
