@@ -1,6 +1,6 @@
 """Fit FITC with GPy or GPflow on a training CSV, score on a test CSV.
 
-    python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S] [--points FILE]
+    python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S] [--points FILE] [--params FILE]
 
 Prints one JSON line: seconds (fit only: initialisation + optimisation, not
 imports or CSV reading), test NLPD and RMSE in raw target units, the
@@ -11,7 +11,9 @@ squared-exponential kernel, pseudo-inputs started at k-means centres (scipy,
 seeded), the same data-scale start as `sgp` (each length scale half its
 input's range, signal variance 1, noise variance 0.1), noise floor 1e-6 (GPflow's default; GPy's is set to match),
 L-BFGS-B (scipy) for at most --iters iterations. The last CSV column is the
-target; every other column is an input.
+target; every other column is an input. --params writes the start and the
+fitted parameters in raw units (pseudo-inputs, length scales, signal and
+noise variance) as JSON, to evaluate another fit's objective there.
 """
 
 import argparse
@@ -47,6 +49,26 @@ def start_lengthscales(x):
     return half
 
 
+def fitted_params(z, lengthscales, signal_var, noise_var):
+    """Fitted parameters in the standardised units of the fit."""
+    return {
+        "z": np.asarray(z, dtype=float).tolist(),
+        "lengthscales": np.atleast_1d(np.asarray(lengthscales, dtype=float)).tolist(),
+        "signal_var": float(np.asarray(signal_var).ravel()[0]),
+        "noise_var": float(np.asarray(noise_var).ravel()[0]),
+    }
+
+
+def to_raw_units(params, xm, xsd, ysd):
+    """`params` (standardised units) in the raw units of the data."""
+    return {
+        "z": (np.asarray(params["z"]) * xsd + xm).tolist(),
+        "lengthscales": (np.asarray(params["lengthscales"]) * xsd).tolist(),
+        "signal_var": params["signal_var"] * ysd * ysd,
+        "noise_var": params["noise_var"] * ysd * ysd,
+    }
+
+
 def fit_gpy(x, y, z, iters):
     import GPy
 
@@ -63,7 +85,10 @@ def fit_gpy(x, y, z, iters):
         mean, var = model.predict(xs, include_likelihood=True)
         return mean, var
 
-    return predict, iterations, float(-model.log_likelihood())
+    fitted = fitted_params(
+        model.Z.values, kern.lengthscale.values, kern.variance.values, model.likelihood.variance.values
+    )
+    return predict, iterations, float(-model.log_likelihood()), fitted
 
 
 def fit_gpflow(x, y, z, iters, threads):
@@ -89,7 +114,13 @@ def fit_gpflow(x, y, z, iters, threads):
         mean, var = model.predict_y(xs)
         return mean.numpy(), var.numpy()
 
-    return predict, int(res.nit), float(model.training_loss().numpy())
+    fitted = fitted_params(
+        model.inducing_variable.Z.numpy(),
+        kern.lengthscales.numpy(),
+        kern.variance.numpy(),
+        model.likelihood.variance.numpy(),
+    )
+    return predict, int(res.nit), float(model.training_loss().numpy()), fitted
 
 
 def main():
@@ -101,6 +132,7 @@ def main():
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--points", help="also write each test row's NLPD here, one per line")
+    ap.add_argument("--params", help="also write the start and the fitted parameters (raw units) here, as JSON")
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     x, y = load(args.train)
@@ -116,10 +148,11 @@ def main():
     ym, ysd = float(y.mean()), float(y.std())
     xn, yn = (x - xm) / xsd, (y - ym) / ysd
     z = kmeans_centres(xn, args.m, args.seed)
+    start_params = fitted_params(z, start_lengthscales(xn), 1.0, 0.1)
     if args.tool == "gpy":
-        predict, iterations, train_nlml = fit_gpy(xn, yn, z, args.iters)
+        predict, iterations, train_nlml, fitted = fit_gpy(xn, yn, z, args.iters)
     else:
-        predict, iterations, train_nlml = fit_gpflow(xn, yn, z, args.iters, threads)
+        predict, iterations, train_nlml, fitted = fit_gpflow(xn, yn, z, args.iters, threads)
     seconds = time.perf_counter() - start
     mean, var = predict((xs - xm) / xsd)
     mean = mean * ysd + ym
@@ -127,6 +160,15 @@ def main():
     points = point_nlpd(mean, var, ys)
     if args.points:
         np.savetxt(args.points, points)
+    if args.params:
+        with open(args.params, "w") as f:
+            json.dump(
+                {
+                    "start": to_raw_units(start_params, xm, xsd, ysd),
+                    "fitted": to_raw_units(fitted, xm, xsd, ysd),
+                },
+                f,
+            )
     out = {
         "tool": args.tool,
         "seconds": seconds,
