@@ -637,6 +637,20 @@ pub(crate) fn minimise_part<F: InducingFeatures + Clone + Sync>(
     rows: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(Vec<f64>, OptimiseReport)> {
+    minimise_part_penalised(objective, free, &|_, _| 0.0, optimiser, rows, progress)
+}
+
+/// [`minimise_part`] with `penalty(part, grad)` added to the objective:
+/// it returns its value at the free parameters `part` and adds its
+/// gradient to `grad` (SPGP+HS's prior on `h`).
+pub(crate) fn minimise_part_penalised<F: InducingFeatures + Clone + Sync>(
+    objective: &SparseObjective<'_, F>,
+    free: Range<usize>,
+    penalty: &dyn Fn(&[f64], &mut [f64]) -> f64,
+    optimiser: &OptimiseOptions,
+    rows: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<f64>, OptimiseReport)> {
     let full = objective.initial();
     let with = |part: &[f64]| {
         let mut p = full.clone();
@@ -646,7 +660,9 @@ pub(crate) fn minimise_part<F: InducingFeatures + Clone + Sync>(
     let run = minimise(
         |part| {
             let (f, g) = objective.objective(&with(part))?;
-            Ok((f, g[free.clone()].to_vec()))
+            let mut g = g[free.clone()].to_vec();
+            let f = f + penalty(part, &mut g);
+            Ok((f, g))
         },
         full[free.clone()].to_vec(),
         &optimiser.for_rows(rows),
