@@ -23,7 +23,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::unless_spgp_wins;
+use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::spgp::{fit_restarted, fit_spgp, initial_kernel, start_positions};
 use super::{Checked, FitParams, FitReport, Fitted, Method, PseudoInit, SparseParams};
 use crate::data::{column_ranges, Dataset, Standardisation};
@@ -135,6 +135,7 @@ pub(crate) fn fit_dr(
         &params.sparse.check(data)?,
         |sparse| FitParams::SpgpDr(ProjectedParams { sparse, dim }),
         ModelKind::SpgpDr,
+        Rivals::ChosenObjective,
         progress,
         |progress| fit_projection(data, params, progress),
     )

@@ -146,7 +146,7 @@ use std::cell::Cell;
 
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::unless_spgp_wins;
+use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::progress::{continuing, recording};
 use nalgebra::DMatrix;
 
@@ -215,6 +215,7 @@ pub(crate) fn fit_spgp_hs(
         params,
         FitParams::SpgpHs,
         ModelKind::SpgpHs,
+        Rivals::BothObjectives,
         progress,
         |progress| fit_staged(data, params, DEFAULT_STAGE, progress),
     )

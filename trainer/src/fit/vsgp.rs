@@ -17,7 +17,7 @@ use std::cell::Cell;
 
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::unless_spgp_wins;
+use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::progress::{continuing, recording};
 use super::spgp::{fit_pseudo_inputs, fit_sparse, iteration_budget as spgp_budget};
 use super::{Checked, FitParams, Fitted, Method, SparseParams};
@@ -43,6 +43,7 @@ pub(crate) fn fit_vsgp(
         params,
         FitParams::Vsgp,
         ModelKind::Vsgp,
+        Rivals::ChosenObjective,
         progress,
         |progress| fit_staged(data, params, progress),
     )
