@@ -7,10 +7,14 @@
 //!
 //! (MATH.md, "GPLasso"), which is `2 KL(exact || sparse posterior)` up to a
 //! constant plus the l1 penalty. With a pivoted incomplete Cholesky
-//! `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]) and `S = Rt Rt^T = Ls Ls^T`, the
-//! reduced problem is 2r x N: `C~ = [Ls^T Rt / sqrt(v); Rt]`,
-//! `d~ = [Ls^{-1} Rt y / sqrt(v); 0]`, whose `C~^T C~ = K~ K~ / v + K~`
-//! and `C~^T d~ = K~ y / v` are the original's with `K~` for `K`. LARS
+//! `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]) and
+//! `Rt Rt^T + v I = Lv Lv^T`, the reduced problem is r x N:
+//! `C~ = Lv^T Rt / sqrt(v)`, `d~ = Lv^{-1} Rt y / sqrt(v)`, whose
+//! `C~^T C~ = K~ K~ / v + K~` and `C~^T d~ = K~ y / v` are the original's
+//! with `K~` for `K`. The lasso path depends on the problem only through
+//! these two, so it is the path of the 2r x N stacking
+//! `[Ls^T Rt / sqrt(v); Rt]` (`Rt Rt^T = Ls Ls^T`) in half the rows: LARS's
+//! correlations, most of the selection's time, cost half as much. LARS
 //! ([`crate::numerics::lars`], which minimises `1/2 ||.||^2 + lambda |beta|_1`, so
 //! the paper's `lambda' = 2 lambda`) follows the path until M weights are
 //! non-zero; those training inputs are the basis.
@@ -295,23 +299,19 @@ fn reduced_problem(
 ) -> Result<Reduced> {
     let icf = kernel_icf(kern, x, rank, trace_tol)?;
     let rt = &icf.r;
-    let r = rt.nrows();
-    let n = rt.ncols();
-    let s = mul(faer_ref(rt), faer_ref(rt).transpose());
+    let v = kern.noise_var();
+    let mut s = mul(faer_ref(rt), faer_ref(rt).transpose());
+    for i in 0..s.nrows() {
+        s[(i, i)] += v;
+    }
     let scale = s.diagonal().max().max(f64::MIN_POSITIVE);
     let policy = JitterPolicy {
         initial: 1e-12,
         ..JitterPolicy::default()
     };
-    let ls = cholesky_jittered(&s, scale, &policy)?.l;
-    let sv = kern.noise_var().sqrt();
-    let top = mul(faer_ref(&ls).transpose(), faer_ref(rt)) / sv;
-    let d_top = solve_lower_vec(&ls, &(rt * y))? / sv;
-    let mut c = DMatrix::zeros(2 * r, n);
-    c.rows_mut(0, r).copy_from(&top);
-    c.rows_mut(r, r).copy_from(rt);
-    let mut d = DVector::zeros(2 * r);
-    d.rows_mut(0, r).copy_from(&d_top);
+    let lv = cholesky_jittered(&s, scale, &policy)?.l;
+    let c = mul(faer_ref(&lv).transpose(), faer_ref(rt)) / v.sqrt();
+    let d = solve_lower_vec(&lv, &(rt * y))? / v.sqrt();
     Ok(Reduced { c, d, icf })
 }
 
@@ -931,6 +931,7 @@ mod tests {
         let d = data(40, 1);
         let kern = KernelParams::new(&[0.8, 1.1], 1.2, 0.05).expect("valid");
         let red = reduced_problem(&kern, &d.x, &d.y, 40, 0.0).expect("ok");
+        assert_eq!(red.c.nrows(), red.icf.rank(), "one row per ICF rank");
         let k = kern.cross(&d.x, &d.x);
         let v = kern.noise_var();
         let ctc = red.c.tr_mul(&red.c);
