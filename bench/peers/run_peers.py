@@ -20,14 +20,15 @@ from peer_fit import point_nlpd
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # A data set: its name, the rows generated (`None` for a public file), the
-# ridge input dimension, a `sgp synth --shape` name or "file:NAME" (the
-# public set bench/data/NAME.csv, from bench/fetch-public.sh), M, the seed,
-# the training fraction, and whether each round draws its own split (and,
-# for a generated set, its own data) with seed + round instead of every
-# round fitting the same split.
+# ridge input dimension, "arm8" (`arm8_csv`), a `sgp synth --shape` name
+# or "file:NAME" (the public set bench/data/NAME.csv, from
+# bench/fetch-public.sh), M, the seed, the training fraction, and whether
+# each round draws its own split (and, for a generated set, its own data)
+# with seed + round instead of every round fitting the same split.
 Set = collections.namedtuple("Set", "name rows source m seed train resplit", defaults=(0.7, False))
 
-# The first four are the issue's shapes (large ridge data); then the
+# The first four are the issue's shapes (large ridge data), then a stand-in
+# for issue 20's held-out 8-link arm at its two M; then the
 # generated sets of the benchmark suite (`trainer/examples/suite.rs`, same
 # shapes and sizes) at its larger M; then sets of the sizes of issue 20's
 # held-out small sets (75/25 splits: 332 training rows of diabetes, 100 of
@@ -37,6 +38,8 @@ SETS = [
     Set("ridge 10000 x 8", 14286, 8, 25, 2),
     Set("ridge 10000 x 8", 14286, 8, 100, 2),
     Set("ridge 14000 x 4", 20000, 4, 50, 3),
+    Set("arm 10000 x 8", 14286, "arm8", 25, 4),
+    Set("arm 10000 x 8", 14286, "arm8", 100, 4),
     Set("suite chirp", 600, "chirp", 30, 0),
     Set("suite heteroscedastic", 600, "heteroscedastic", 30, 0),
     Set("suite periodic", 500, "periodic", 30, 0),
@@ -55,6 +58,24 @@ SETS = [
 SGP_EXTRA = {"sgp-i1000": ["--max-iter", "1000"]}
 
 
+def arm8_csv(rows, seed):
+    """A stand-in for issue 20's held-out "8-link arm" set, in the style of
+    the Delve kin family: the joint angles of a planar arm of eight links
+    (0.5 down to 0.15 long), each U(-pi/4, pi/4), and the distance of its
+    tip from the point (1.5, 0.5), plus N(0, 0.075^2) (an eighth of the
+    target's spread). Nonlinear in every angle, less so for the distal
+    joints: a linear fit explains a third of the variance. CSV lines."""
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-np.pi / 4, np.pi / 4, size=(rows, 8))
+    phi = np.cumsum(q, axis=1)
+    lengths = np.linspace(0.5, 0.15, 8)
+    tip_x = (lengths * np.cos(phi)).sum(axis=1)
+    tip_y = (lengths * np.sin(phi)).sum(axis=1)
+    y = np.hypot(tip_x - 1.5, tip_y - 0.5) + 0.075 * rng.standard_normal(rows)
+    header = ",".join(f"q{j}" for j in range(8)) + ",distance"
+    return [header] + [",".join(f"{v:.10g}" for v in row) for row in np.column_stack([q, y])]
+
+
 def make_set(sgp, data_dir, spec, round_):
     """The training and test CSVs of `spec` (for `round_` if it draws a
     split per round), made on first use."""
@@ -70,6 +91,8 @@ def make_set(sgp, data_dir, spec, round_):
             sys.exit(f"run_peers.py: {public} is missing: run `bash bench/fetch-public.sh` first")
         with open(public) as f:
             raw = f.read().splitlines()
+    elif spec.source == "arm8":
+        raw = arm8_csv(spec.rows, seed)
     else:
         what = ["--shape", spec.source] if isinstance(spec.source, str) else ["--dim", str(spec.source)]
         raw = subprocess.run(
