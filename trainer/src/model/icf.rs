@@ -14,7 +14,7 @@
 //! factorisation of the symmetrically permuted matrix: with `P` the pivot
 //! order, `R[:, P]` is upper triangular and `R[:, P]^T R[:, P] = K[P, P]`.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, DVectorViewMut};
 use rayon::prelude::*;
 
 use crate::model::kernel::KernelParams;
@@ -151,12 +151,10 @@ fn subtract_earlier_rows(row: &mut DVector<f64>, rows: &[DVector<f64>], p: usize
         .enumerate()
         .for_each(|(block, out)| {
             let start = block * COLUMNS_PER_TASK;
+            let mut out = DVectorViewMut::from_slice(out, out.len());
             for (prev, &c) in rows.iter().zip(&coefficients) {
                 if c != 0.0 {
-                    let earlier = &prev.as_slice()[start..start + out.len()];
-                    for (o, e) in out.iter_mut().zip(earlier) {
-                        *o += -c * e;
-                    }
+                    out.axpy(-c, &prev.rows(start, out.len()), 1.0);
                 }
             }
         });
