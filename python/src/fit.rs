@@ -131,6 +131,10 @@ impl Settings {
                 sparse.hyper_init = choice::<HyperInit>(hyper, "init_hyper")?;
             }
         }
+        if let (FitParams::Gplasso(p), Some(approximation)) = (&mut params, approximation) {
+            p.approximation = approximation;
+            p.choose_objective = false;
+        }
         if let Some(max_points) = self.max_points {
             match &mut params {
                 FitParams::Exact(p) => p.max_points = max_points,

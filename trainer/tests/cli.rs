@@ -1606,9 +1606,40 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
         args.extend_from_slice(extra);
         sgp(&dir, &args)
     };
-    // The path, then the summary with the selected rows.
+    // On 120 rows the default must beat plain SPGP on held-out rows; here
+    // it does not, and the summary says the model is SPGP's.
+    let text = ok(&fit(&["--m", "6", "--out", "d.sgp"]), "fit (default)");
+    assert!(text.contains("held-out choice spgp ("), "{text}");
+    assert!(
+        text.contains("the lasso's basis did not pay on held-out rows"),
+        "{text}"
+    );
+    assert!(!text.contains("selected rows"), "{text}");
+    // A named objective is kept.
     let text = ok(
-        &fit(&["--m", "6", "--path", "--out", "g.sgp"]),
+        &fit(&[
+            "--m",
+            "6",
+            "--objective",
+            "vfe",
+            "--no-held-out-choice",
+            "--out",
+            "v.sgp",
+        ]),
+        "fit --objective vfe",
+    );
+    assert!(text.contains("training rows, VFE)"), "{text}");
+    // The path, then the summary with the selected rows (no choice: the
+    // lasso's basis whatever the held-out rows say).
+    let text = ok(
+        &fit(&[
+            "--m",
+            "6",
+            "--path",
+            "--no-held-out-choice",
+            "--out",
+            "g.sgp",
+        ]),
         "fit --path",
     );
     assert!(text.contains("val NLPD"), "{text}");
@@ -1628,7 +1659,15 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
     assert!(text.contains("(--fixed-basis)"), "{text}");
     // --json carries the rows (0-based data rows) and the path.
     let json: Value = serde_json::from_str(&ok(
-        &fit(&["--m", "6", "--json", "--path", "--out", "g.sgp"]),
+        &fit(&[
+            "--m",
+            "6",
+            "--json",
+            "--path",
+            "--no-held-out-choice",
+            "--out",
+            "g.sgp",
+        ]),
         "json",
     ))
     .expect("JSON");
@@ -1651,6 +1690,18 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
     assert_bad_input(
         &fit(&["--m", "5", "--rank", "0", "--out", "x.sgp"]),
         &["--rank"],
+    );
+    assert_bad_input(
+        &fit(&[
+            "--m",
+            "5",
+            "--objective",
+            "vfe",
+            "--fixed-basis",
+            "--out",
+            "x.sgp",
+        ]),
+        &["--objective", "FITC"],
     );
     assert_bad_input(
         &fit(&["--m", "30", "--rank", "20", "--out", "x.sgp"]),

@@ -166,7 +166,7 @@ _SETTINGS_DOC = """
         Number of basis functions M (pseudo-inputs, active set); at most the
         number of training rows is used.
     objective : {"fitc", "vfe"} or None, default=None
-        Objective of a sparse fit (ignored by exact, gplasso and ivm).
+        Objective of a sparse fit (ignored by exact and ivm).
         None: FITC, or on fewer than 2000 rows whichever of FITC and VFE
         predicts held-out rows better (as ``sgp fit`` without
         ``--objective``).

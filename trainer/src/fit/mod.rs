@@ -97,9 +97,12 @@ impl Method {
 
     /// Whether, on small data, the model must beat plain SPGP on held-out
     /// rows, and is otherwise SPGP's fit under its own name (SPGP+HS, VSGP,
-    /// SPGP+DR: [`against_spgp`]).
+    /// SPGP+DR, GPLasso with its basis moved: [`against_spgp`]).
     pub fn falls_back_to_spgp(self) -> bool {
-        matches!(self, Method::SpgpHs | Method::Vsgp | Method::SpgpDr)
+        matches!(
+            self,
+            Method::SpgpHs | Method::Vsgp | Method::SpgpDr | Method::Gplasso
+        )
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.

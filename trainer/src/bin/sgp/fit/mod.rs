@@ -112,13 +112,14 @@ pub(crate) struct FitArgs {
     fixed_basis: bool,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
     /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
-    /// spgp on fewer than 2000 rows switches to VFE if VFE clearly predicts
-    /// held-out rows better (the report says so).
+    /// spgp and gplasso on fewer than 2000 rows switch to VFE if VFE
+    /// clearly predicts held-out rows better (the report says so).
     #[arg(long, value_enum)]
     objective: Option<Approximation>,
-    /// spgp, spgp-hs, vsgp, spgp-dr: no held-out choice on small data
-    /// (spgp: keep the objective; the others: keep their own model even
-    /// where plain SPGP predicts held-out rows better).
+    /// spgp, spgp-hs, vsgp, spgp-dr, gplasso: no held-out choice on small
+    /// data (spgp: keep the objective; the others: keep their own model
+    /// even where plain SPGP predicts held-out rows better; gplasso also
+    /// keeps FITC).
     #[arg(long)]
     no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best

@@ -47,6 +47,15 @@ impl FitArgs {
                     .into(),
             ));
         }
+        if model == Method::Gplasso
+            && self.objective.is_some()
+            && (self.fixed_hyperparameters || self.fixed_basis)
+        {
+            return Err(Error::BadInput(
+                "--objective applies to gplasso's default fit: --fixed-hyperparameters and                  --fixed-basis keep FITC, the paper's variance"
+                    .into(),
+            ));
+        }
         let projected = model.is_projected();
         let dim = match (projected, self.dim) {
             (true, Some(dim)) => dim,
@@ -104,6 +113,9 @@ impl FitArgs {
                     (false, true) => GplassoRefit::Hyperparameters,
                     (false, false) => GplassoRefit::Everything,
                 },
+                approximation: self.objective.unwrap_or_default(),
+                held_out_choice: !self.no_held_out_choice,
+                choose_objective: self.objective.is_none(),
                 ..GplassoParams::default()
             }),
             Method::Exact => FitParams::Exact(ExactParams {

@@ -202,6 +202,10 @@ pub(crate) fn print_fit_summary(
                     "the per-basis widths",
                     "every width at the length scales".to_string(),
                 ),
+                Method::Gplasso => (
+                    "the lasso's basis",
+                    "pseudo-inputs from SPGP's own starts".to_string(),
+                ),
                 _ => (
                     "the projection",
                     format!("no projection: the blob's feature dimension is all {inputs} inputs, not --dim"),
