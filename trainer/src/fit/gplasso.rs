@@ -427,8 +427,9 @@ pub(crate) fn iteration_budget(params: &GplassoParams) -> u64 {
 /// GPLasso's kind. GPLasso with its basis moved is SPGP from other starts,
 /// and the lasso's starts can be the worse ones: on 24 splits of the peer
 /// benchmark's 100-row `mcycle` (M = 10) it was more than 0.10 behind SPGP
-/// on 8, by up to 31.9 (a FITC fit with its noise collapsed), and on
-/// fewer since (docs/src/model-families.md, "GPLasso").
+/// on 8, by up to 31.9 (a FITC fit with its noise collapsed); with the
+/// rule on 1, and on 24 200-row heteroscedastic splits on 1 instead of 3
+/// (docs/src/model-families.md, "GPLasso").
 pub(crate) fn fit_gplasso(
     data: &Dataset,
     params: &Checked<'_, GplassoParams>,
