@@ -25,7 +25,9 @@ REPO_ROOT=$(cd .. && pwd)
 GEN_DIR=$PWD/$TARGET_DIR/model-gen
 # "kind M [d16]" per model; must match the *_SIZES lists in build.rs and the
 # models in src/model.rs. Files: model/m$M.sgp and golden_m$M.rs for spgp,
-# model/{kind}_m$M.sgp and golden_{kind}_m$M.rs for vsgp and gplasso,
+# model/{kind}_m$M.sgp and golden_{kind}_m$M.rs for vsgp and gplasso (gplasso
+# with --no-held-out-choice: on its 400 rows the small-data rule exported
+# plain SPGP, and the device ran no lasso basis),
 # model/dr_m$M.sgp and golden_dr_m$M.rs for spgp-dr (fitted on its own
 # D = DR_DIM data, projected to G = DR_G dims; --no-held-out-choice, or the
 # small-data rule may export plain SPGP and leave the projection untested on
@@ -128,7 +130,7 @@ for model in "${MODELS[@]}"; do
         spgp) ;;
         "spgp d16") name=spgp_d16_m$m data=$GEN_DIR/data_dr.csv ;;
         spgp-dr) name=dr_m$m data=$GEN_DIR/data_dr.csv extra=(--dim "$DR_G" --no-held-out-choice) ;;
-        gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS") ;;
+        gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS" --no-held-out-choice) ;;
         ivm) name=ivm_m$m data=$GEN_DIR/data_cls.csv extra=(--link probit --positive 1) ;;
         svgp) name=svgp_m$m data=$GEN_DIR/data_cls.csv extra=(--task classification --positive 1) ;;
         *) name=${kind}_m$m ;;
