@@ -1492,6 +1492,60 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     assert!(text.contains("not stored"), "inspect:\n{text}");
 }
 
+/// SPGP+HS must beat SPGP with either objective on the folds; where it
+/// beat the objective exported but lost to the other, the summary and the
+/// JSON report name the rival it lost to, so the scores printed do not
+/// read as a win.
+#[test]
+fn a_family_that_lost_to_the_other_objective_says_so() {
+    let dir = TempDir::new("lost-to");
+    synth(&dir, "data.csv", 300, 2);
+    let fit = |json: bool| {
+        let mut args = vec![
+            "fit",
+            "--data",
+            "data.csv",
+            "--model",
+            "spgp-hs",
+            "--m",
+            "6",
+            "--max-iter",
+            "20",
+            "--out",
+            "hs.sgp",
+            "--quiet",
+        ];
+        if json {
+            args.push("--json");
+        }
+        sgp(&dir, &args)
+    };
+    let text = ok(&fit(false), "fit");
+    assert!(
+        text.contains("spgp-hs must beat both objectives: spgp (vfe) scored"),
+        "{text}"
+    );
+    assert!(text.contains("the uncertainties did not pay"), "{text}");
+    let json: Value = serde_json::from_str(&ok(&fit(true), "fit --json")).expect("JSON");
+    let choice = &json["report"]["held_out"];
+    assert_eq!(choice["incumbent"], "spgp (fitc)", "{choice}");
+    assert_eq!(choice["challenger_chosen"], false, "{choice}");
+    let lost_to = &choice["lost_to"];
+    assert_eq!(lost_to["name"], "spgp (vfe)", "{choice}");
+    // The rival it lost to scored better than the one exported, and better
+    // than SPGP+HS by more than the margin allows.
+    let rival = lost_to["nlpd"].as_f64().expect("nlpd");
+    let se = lost_to["standard_error"].as_f64().expect("se");
+    assert!(
+        rival < choice["incumbent_nlpd"].as_f64().expect("nlpd"),
+        "{choice}"
+    );
+    assert!(
+        choice["challenger_nlpd"].as_f64().expect("nlpd") - rival + se >= 0.0,
+        "{choice}"
+    );
+}
+
 #[test]
 fn projected_models_fit_and_inspect_with_their_projection() {
     let dir = TempDir::new("projected");

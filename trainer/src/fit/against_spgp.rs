@@ -159,8 +159,15 @@ pub(crate) fn unless_spgp_wins(
         let mut exported = verdicts
             .into_iter()
             .find(|v| v.incumbent == spgp_choice.chosen())
-            .unwrap_or(toughest);
+            .unwrap_or_else(|| toughest.clone());
         exported.challenger_chosen = false;
+        if exported.incumbent != toughest.incumbent {
+            exported.lost_to = Some(held_out::Rival {
+                name: toughest.incumbent,
+                nlpd: toughest.incumbent_nlpd,
+                standard_error: toughest.standard_error,
+            });
+        }
         (fitted, exported)
     };
     fitted.report.held_out = Some(choice);

@@ -95,6 +95,22 @@ pub struct HeldOutChoice {
     /// (below `1e-3` of the standardised target's) and did not clearly win
     /// here, so the model is the VFE fit instead (SPGP only: [`super::spgp::fit_chosen_objective`]).
     pub noise_collapsed: bool,
+    /// Where a family weighed against SPGP with either objective lost to
+    /// the other objective than the one exported (the incumbent above):
+    /// that rival ([`super::against_spgp`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_to: Option<Rival>,
+}
+
+/// An SPGP rival a family lost to on held-out rows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rival {
+    /// Its name, e.g. `spgp (fitc)`.
+    pub name: String,
+    /// Its mean held-out NLPD (raw units).
+    pub nlpd: f64,
+    /// Standard error of the family's mean per-row difference to it.
+    pub standard_error: f64,
 }
 
 impl HeldOutChoice {
@@ -278,6 +294,7 @@ impl Scores {
             standard_error,
             challenger_chosen,
             noise_collapsed: false,
+            lost_to: None,
         }
     }
 }

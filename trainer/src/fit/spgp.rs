@@ -753,6 +753,7 @@ mod tests {
             standard_error: 0.1,
             challenger_chosen: false,
             noise_collapsed: false,
+            lost_to: None,
         }
     }
 

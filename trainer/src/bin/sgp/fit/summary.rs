@@ -192,6 +192,13 @@ pub(crate) fn print_fit_summary(
                  model is the VFE fit"
             );
         }
+        if let Some(rival) = &c.lost_to {
+            println!(
+                "                {} must beat both objectives: {} scored {:.4} (standard \
+                 error of the difference {:.4})",
+                c.challenger, rival.name, rival.nlpd, rival.standard_error
+            );
+        }
         if report.method.falls_back_to_spgp() && !c.challenger_chosen {
             // A firmware sized from `--dim` must hear that the blob's
             // feature dimension is every input's, not the projection's.
