@@ -38,6 +38,7 @@
 //! the fits are the ones that make choices: taking the function as an
 //! argument keeps this module below every procedure that uses it.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::data::multi_target::MultiTargetData;
@@ -152,11 +153,11 @@ pub(crate) struct Scores {
 ///
 /// # Errors
 /// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score<P>(
+pub(crate) fn score<P: Sync>(
     data: &Dataset,
     seed: u64,
     candidates: &[(String, P)],
-    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
+    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
 ) -> Result<Scores> {
     score_parts(&[data.split(HELD_OUT_FRACTION, seed)?], candidates, refit)
 }
@@ -166,28 +167,29 @@ pub(crate) fn score<P>(
 ///
 /// # Errors
 /// If `data` cannot be split into folds, or every candidate fails.
-pub(crate) fn cross_validate<P>(
+pub(crate) fn cross_validate<P: Sync>(
     data: &Dataset,
     seed: u64,
     candidates: &[(String, P)],
-    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
+    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
 ) -> Result<Scores> {
     score_parts(&data.folds(CHOICE_FOLDS, seed)?, candidates, refit)
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
 /// held-out rows, the per-row NLPDs of all the parts in one list.
-fn score_parts<P>(
+fn score_parts<P: Sync>(
     parts: &[(Dataset, Dataset)],
     candidates: &[(String, P)],
-    refit: &dyn Fn(&Dataset, &P) -> Result<TrainedModel>,
+    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
 ) -> Result<Scores> {
     let one = |params: &P| -> Result<Vec<f64>> {
-        let mut nlpds = Vec::new();
-        for (train, valid) in parts {
-            nlpds.extend(row_nlpds(&refit(train, params)?, valid)?);
-        }
-        Ok(nlpds)
+        let per_part: Vec<Result<Vec<f64>>> = parts
+            .par_iter()
+            .map(|(train, valid)| row_nlpds(&refit(train, params)?, valid))
+            .collect();
+        let per_part = per_part.into_iter().collect::<Result<Vec<_>>>()?;
+        Ok(per_part.concat())
     };
     let rows = parts.iter().map(|(_, valid)| valid.n_rows()).sum();
     score_with(candidates, rows, one)
@@ -199,11 +201,11 @@ fn score_parts<P>(
 ///
 /// # Errors
 /// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score_outputs<P>(
+pub(crate) fn score_outputs<P: Sync>(
     data: &MultiTargetData,
     seed: u64,
     candidates: &[(String, P)],
-    refit: &dyn Fn(&MultiTargetData, &P) -> Result<Vec<TrainedModel>>,
+    refit: &(dyn Fn(&MultiTargetData, &P) -> Result<Vec<TrainedModel>> + Sync),
 ) -> Result<Scores> {
     let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
     let one = |params: &P| -> Result<Vec<f64>> {
@@ -231,15 +233,25 @@ fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
 }
 
 /// Every candidate's per-row NLPDs on `rows` held-out rows, from `one`.
-fn score_with<P>(
+///
+/// The candidates' fits (and, in `one`, their parts') are independent and
+/// run in parallel: on a few hundred rows one fit barely uses a second
+/// core. Each fit is deterministic and the results are taken in candidate
+/// and part order, so the scores, and which error is reported, do not
+/// depend on the threads.
+fn score_with<P: Sync>(
     candidates: &[(String, P)],
     rows: usize,
-    one: impl Fn(&P) -> Result<Vec<f64>>,
+    one: impl Fn(&P) -> Result<Vec<f64>> + Sync,
 ) -> Result<Scores> {
+    let results: Vec<Result<Vec<f64>>> = candidates
+        .par_iter()
+        .map(|(_, params)| one(params))
+        .collect();
     let mut nlpds = Vec::with_capacity(candidates.len());
     let mut last_error = None;
-    for (_, params) in candidates {
-        match one(params) {
+    for result in results {
+        match result {
             Ok(v) if v.iter().all(|x| x.is_finite()) => nlpds.push(Some(v)),
             Ok(_) => nlpds.push(None),
             Err(e) => {
