@@ -14,11 +14,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelKind};
 use sgp_trainer::data::{Dataset, Standardisation};
-use sgp_trainer::export::export;
+use sgp_trainer::export::{check, refusal};
 use sgp_trainer::model::features::{BasisWidths, PseudoInputs, RuntimeBasis};
 use sgp_trainer::model::inference::fitc::{fitc_posterior, FitcConfig};
 use sgp_trainer::model::inference::{Approximation, RuntimeForm};
 use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::model::ModelSet;
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
@@ -123,7 +124,11 @@ impl Fitted {
         let step = n.div_ceil(MAX_CHECK_ROWS).max(1);
         let rows: Vec<usize> = (0..n).step_by(step).collect();
         let check_x = data.raw_x().select_rows(&rows);
-        Ok(export(&model, &check_x, self.force)?.blob)
+        let exported = check(&ModelSet::single(model, Vec::new()), &check_x)?;
+        if !exported.fidelity.passes() && !self.force {
+            return Err(refusal(&exported, ""));
+        }
+        Ok(exported.blob)
     }
 }
 

@@ -8,8 +8,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::cure::{export_fitted, Cure};
+use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
+use sgp_trainer::export::export;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::{
     fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
@@ -235,16 +236,16 @@ pub(crate) fn fit<'py>(
                 reporter.report(&p, true);
             }
             let mut fitted = fitted?;
-            let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), force)?;
+            let exported = export(&mut fitted, &data.raw_x(), force)?;
             let summary = FitSummary {
                 report: &fitted.report,
                 fidelity: &exported.fidelity,
-                cure: cure.as_ref(),
+                cure: exported.cure.as_ref(),
                 warnings: data_warnings(&data),
             };
             let json = serde_json::to_string(&summary)
                 .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-            Ok((exported.blob, encode(&fitted.model)?, json))
+            Ok((exported.blob, encode(&fitted.set.members[0])?, json))
         })
         .py_err();
     if let Some(e) = reporter.error {

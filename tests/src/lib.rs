@@ -19,10 +19,8 @@ pub fn data(n: usize, d: usize, seed: u64) -> Dataset {
 /// rows of 3-input data, and that data.
 pub fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
     let train = data(300, 3, seed);
-    let model = fit(&train, &params(method, m, seed, 60), &mut |_| {})
-        .unwrap()
-        .model;
-    (train, model)
+    let mut fitted = fit(&train, &params(method, m, seed, 60), &mut |_| {}).unwrap();
+    (train, fitted.set.members.remove(0))
 }
 
 /// The defaults of `method` with `m` basis functions, `seed`, and at most

@@ -34,7 +34,11 @@ fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
         assert!(start.max() - start.min() < 0.05 * range);
 
         let params = figure1_params(&data, m, seed, Approximation::Vfe);
-        let spgp = fit(&data, &params, &mut |_| {}).unwrap().model;
+        let spgp = fit(&data, &params, &mut |_| {})
+            .unwrap()
+            .set
+            .members
+            .remove(0);
         let z = data.transform.unapply_x(&spgp.form.basis.centres);
         let mut z: Vec<f64> = z.iter().copied().collect();
         z.sort_by(f64::total_cmp);
@@ -58,7 +62,11 @@ fn pseudo_inputs_spread_from_a_bunched_start_and_match_the_exact_gp() {
             seed,
             ..ExactParams::default()
         });
-        let exact = fit(&data, &exact, &mut |_| {}).unwrap().model;
+        let exact = fit(&data, &exact, &mut |_| {})
+            .unwrap()
+            .set
+            .members
+            .remove(0);
         let score = |model: &TrainedModel| {
             let p = model.predict_raw(&test_x).unwrap();
             figures(p.mean.as_slice(), p.var.as_slice(), test_y.as_slice())

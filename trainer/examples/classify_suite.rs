@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use sgp_trainer::data::{is_class, read_inputs_and_target, Dataset};
 use sgp_trainer::evaluate::evaluate_classifier;
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::Result;
 
@@ -44,7 +44,7 @@ fn main() -> Result<()> {
             let started = Instant::now();
             let mut fitted = fit(&train, &FitParams::defaults(method, m, 0, 0), &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
-            let (exported, _) = export_fitted(&mut fitted, &train.raw_x(), false)?;
+            let exported = export(&mut fitted, &train.raw_x(), false)?;
             let e = evaluate_classifier(&exported.blob, &x_test, &labels)?;
             println!(
                 "| {name} | {} | {m} | {:.1}% | {:.3} | {:.3} | {seconds:.1} | {} |",

@@ -21,10 +21,10 @@ use std::time::Instant;
 use serde::Serialize;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::fit::gplasso::{GplassoParams, GplassoRefit};
 use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
+    fit, ExactParams, Fit, FitParams, InitMethod, ProjectedParams, SparseParams,
 };
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::synth;
@@ -35,7 +35,7 @@ mod bench_data;
 use bench_data::{dataset_names, load, Bench, SEED, TEST_FRACTION};
 
 /// A way of fitting a model to a training set.
-type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
+type Fitter = Box<dyn Fn(&Dataset) -> Result<Fit>>;
 
 /// The configurations compared: a name and a fitter each. Sparse ones are
 /// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
@@ -308,18 +308,18 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
         )
     });
     // As `sgp fit` does: cure a failed runtime check, refuse what nothing cures.
-    match export_fitted(&mut fitted, &train.raw_x(), false) {
-        Ok((exported, cure)) => {
+    match export(&mut fitted, &train.raw_x(), false) {
+        Ok(exported) => {
             row.blob_bytes = Some(exported.blob.len());
             row.variance = Some(exported.variance.name());
-            if let Some(c) = cure {
+            if let Some(c) = exported.cure {
                 row.nlml = Some(c.nlml_after);
                 row.error = Some(format!("cured: jitter {:.0e}", c.to_eps));
             }
         }
         Err(e) => row.error = Some(format!("export: {e}")),
     }
-    let model = &fitted.model;
+    let model = &fitted.set.members[0];
     let test_x = test.raw_x();
     match model.predict_raw(&test_x) {
         Ok(p) => {

@@ -65,8 +65,8 @@ fn main() -> sgp_trainer::Result<()> {
                 ("VSGP", FitParams::Vsgp(sparse)),
             ] {
                 let fitted = fit(&train, &params, &mut |_| {})?;
-                let p = fitted.model.predict_raw(&test_x)?;
-                let blob = fitted.model.to_spec()?.to_bytes()?;
+                let p = fitted.set.members[0].predict_raw(&test_x)?;
+                let blob = fitted.set.members[0].to_spec()?.to_bytes()?;
                 println!(
                     "| {m} | {name} | {:.3} | {:.4} | {:.2} | {} | {:.2} |",
                     mean_nlpd(p.mean.as_slice(), p.var.as_slice(), &test_y),

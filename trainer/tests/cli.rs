@@ -269,7 +269,7 @@ fn several_targets_fit_predict_eval() {
             .expect("JSON");
     assert_eq!(json["report"]["outputs"].as_array().map(Vec::len), Some(3));
     assert!(json["report"]["variance"]["tied"].is_boolean());
-    assert_eq!(json["fidelity"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["fidelities"].as_array().map(Vec::len), Some(3));
 
     let predicted = ok(
         &sgp(

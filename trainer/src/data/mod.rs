@@ -103,7 +103,17 @@ pub enum TargetKind {
         /// Raw target value of the positive class.
         positive: f64,
     },
+    /// `count` classes (3 to [`MAX_CLASSES`]), kept as their raw values
+    /// ([`Dataset::into_classes`]).
+    Classes {
+        /// Number of classes.
+        count: usize,
+    },
 }
+
+/// Most classes a multi-class classifier takes (each is a latent function
+/// with its own `M x M` factor).
+pub const MAX_CLASSES: usize = 100;
 
 /// Whether a raw target value is the class `positive`, allowing for the
 /// rounding of a label through standardisation and through the f32 the blob
@@ -304,6 +314,33 @@ impl Dataset {
         data.transform.y_scale = 1.0;
         data.target = TargetKind::Binary { positive };
         Ok(data)
+    }
+
+    /// The same data as a classification of its target's distinct values,
+    /// each a class (one latent each, against the rest).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for fewer than 3 or more than [`MAX_CLASSES`]
+    /// values, or values that are not all integers.
+    pub fn into_classes(self) -> Result<Dataset> {
+        let classes = self.target_classes();
+        let integral = classes.iter().all(|v| is_class(*v, v.round()));
+        if classes.len() < 3 || !integral || classes.len() > MAX_CLASSES {
+            return Err(Error::BadInput(format!(
+                "{}: target column '{}' holds {} distinct values{}: a multi-class classifier \
+                 needs 3 to {MAX_CLASSES} class labels (two: the binary classifier)",
+                self.source,
+                self.target_name,
+                classes.len(),
+                if integral { "" } else { ", not all integers" }
+            )));
+        }
+        Ok(Dataset {
+            target: TargetKind::Classes {
+                count: classes.len(),
+            },
+            ..self
+        })
     }
 
     /// The distinct raw target values, ascending (values within
@@ -509,6 +546,9 @@ impl Dataset {
             train.y = raw_y.select_rows(&train_idx);
             train.transform.y_mean = 0.0;
             train.transform.y_scale = 1.0;
+            train.target = self.target;
+        }
+        if let TargetKind::Classes { .. } = self.target {
             train.target = self.target;
         }
         let test = Dataset {

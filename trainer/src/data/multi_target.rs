@@ -134,6 +134,37 @@ impl MultiTargetData {
     }
 }
 
+/// The outputs of a fit: data sets over the same inputs, one per target (a
+/// single [`Dataset`] is one output). What [`crate::fit::fit`] takes.
+pub trait Outputs {
+    /// The data of each output, in output order.
+    fn outputs(&self) -> &[Dataset];
+}
+
+impl Outputs for Dataset {
+    fn outputs(&self) -> &[Dataset] {
+        std::slice::from_ref(self)
+    }
+}
+
+impl Outputs for [Dataset] {
+    fn outputs(&self) -> &[Dataset] {
+        self
+    }
+}
+
+impl Outputs for Vec<Dataset> {
+    fn outputs(&self) -> &[Dataset] {
+        self
+    }
+}
+
+impl Outputs for MultiTargetData {
+    fn outputs(&self) -> &[Dataset] {
+        MultiTargetData::outputs(self)
+    }
+}
+
 /// Splits `--target a,b,c` into names, trimmed.
 pub fn parse_target_list(list: &str) -> Vec<String> {
     list.split(',').map(|t| t.trim().to_string()).collect()

@@ -143,20 +143,3 @@ pub enum Figures {
     /// Binary target.
     Classification(ClassEvaluation),
 }
-
-/// Evaluates `blob` on `data`, switching on its target kind: regression
-/// figures in raw units, or classification figures on its ±1 labels.
-///
-/// # Errors
-/// As [`evaluate_blob`] and [`evaluate_classifier`].
-pub fn evaluate_dataset(blob: &[u8], data: &crate::data::Dataset) -> Result<Figures> {
-    let x = data.raw_x();
-    Ok(match data.target {
-        crate::data::TargetKind::Continuous => {
-            Figures::Regression(evaluate_blob(blob, &x, &data.raw_y())?)
-        }
-        crate::data::TargetKind::Binary { .. } => {
-            Figures::Classification(evaluate_classifier(blob, &x, &data.y)?)
-        }
-    })
-}

@@ -69,8 +69,9 @@
 use sgp_runtime::ModelKind;
 
 use super::held_out;
+use super::sparse::SparseFit;
 use super::spgp::{fit_chosen_objective, objective_candidates, objective_name, other_objective};
-use super::{refit, Checked, FitParams, Fitted, SparseParams};
+use super::{refit, Checked, Fit, FitParams, SparseParams};
 use crate::data::Dataset;
 use crate::numerics::optimise::Progress;
 use crate::Result;
@@ -90,15 +91,15 @@ pub(crate) enum Rivals {
 /// `fit_family` unless, on small data, plain SPGP (`rivals`) beats it on
 /// held-out rows (module docs); then SPGP's fit, under `kind`.
 pub(crate) fn unless_spgp_wins(
-    data: &Dataset,
+    data: &[Dataset],
     params: &Checked<'_, SparseParams>,
     family: impl Fn(SparseParams) -> FitParams,
     kind: ModelKind,
     rivals: Rivals,
     progress: &mut dyn FnMut(Progress),
-    fit_family: impl FnOnce(&mut dyn FnMut(Progress)) -> Result<Fitted>,
-) -> Result<Fitted> {
-    if !(params.held_out_choice && held_out::applies(data.n_rows(), params.m)) {
+    fit_family: impl FnOnce(&mut dyn FnMut(Progress)) -> Result<Fit>,
+) -> Result<Fit> {
+    if !(params.held_out_choice && held_out::applies(data[0].n_rows(), params.m)) {
         return fit_family(progress);
     }
     let objectives = objective_candidates(params);
@@ -153,8 +154,9 @@ pub(crate) fn unless_spgp_wins(
         // report weighs the family against that SPGP where the folds have
         // it, and says the family lost (to the toughest rival) even where
         // it beat this one.
-        let (spgp, starts) = fit_chosen_objective(data, &asked, &mut spgp_choice, progress)?;
-        let mut fitted = spgp.into_fitted(data, kind, method);
+        let (spgp, starts): (SparseFit<_>, _) =
+            fit_chosen_objective(data, &asked, &mut spgp_choice, progress)?;
+        let mut fitted = spgp.into_fit(data, kind, method)?;
         fitted.report.starts = starts;
         let mut exported = verdicts
             .into_iter()
@@ -236,11 +238,14 @@ mod tests {
         assert!(!choice.challenger_chosen, "{choice:?}");
         assert!(choice.incumbent_nlpd < choice.challenger_nlpd, "{choice:?}");
         assert_eq!(fallen.report.method, Method::SpgpDr);
-        assert_eq!(fallen.model.kind, sgp_runtime::ModelKind::SpgpDr);
+        assert_eq!(fallen.set.members[0].kind, sgp_runtime::ModelKind::SpgpDr);
         assert!(fallen.report.projection.is_none());
-        assert_eq!(fallen.report.hyper.lengthscales.len(), 2);
+        assert_eq!(fallen.report.lengthscales.len(), 2);
         let spgp = fit(&train, &FitParams::Spgp(sparse(true)), &mut |_| {}).expect("fits");
-        assert_eq!(spgp.model.form.beta, fallen.model.form.beta);
+        assert_eq!(
+            spgp.set.members[0].form.beta,
+            fallen.set.members[0].form.beta
+        );
         assert_eq!(
             Some(choice.incumbent.as_str()),
             spgp.report.held_out.as_ref().map(|c| c.chosen())
@@ -263,10 +268,14 @@ mod tests {
         assert_eq!(own.chosen(), "spgp (fitc)", "{own:?}");
         let hs = fit(&train, &FitParams::SpgpHs(params.clone()), &mut |_| {}).expect("fits");
         let choice = hs.report.held_out.expect("a choice on 200 rows");
-        let folds =
-            held_out::cross_validate(&train, params.seed, &objective_candidates(&params), &refit)
-                .expect("scores")
-                .verdict(0, 1);
+        let folds = held_out::cross_validate(
+            std::slice::from_ref(&train),
+            params.seed,
+            &objective_candidates(&params),
+            &refit,
+        )
+        .expect("scores")
+        .verdict(0, 1);
         assert_eq!(choice.incumbent, "spgp (vfe)", "{choice:?}");
         assert_eq!(choice.incumbent_nlpd, folds.challenger_nlpd, "{folds:?}");
         assert!(folds.challenger_nlpd < folds.incumbent_nlpd, "{folds:?}");
@@ -304,12 +313,15 @@ mod tests {
             assert_eq!(choice.challenger, "gplasso", "{choice:?}");
             assert!(choice.incumbent.starts_with("spgp ("), "{choice:?}");
             assert_eq!(choice.rows, train.n_rows(), "every row held out once");
-            assert_eq!(fitted.model.kind, sgp_runtime::ModelKind::GpLasso);
+            assert_eq!(fitted.set.members[0].kind, sgp_runtime::ModelKind::GpLasso);
             assert_eq!(fitted.report.method, Method::Gplasso);
             assert_eq!(fitted.report.gplasso.is_some(), choice.challenger_chosen);
             if !choice.challenger_chosen {
                 let spgp = fit(&train, &spgp(m), &mut |_| {}).expect("fits");
-                assert_eq!(spgp.model.form.beta, fitted.model.form.beta);
+                assert_eq!(
+                    spgp.set.members[0].form.beta,
+                    fitted.set.members[0].form.beta
+                );
             }
             outcomes.push(choice.challenger_chosen);
             let asked = fit(&train, &gplasso(m, false), &mut |_| {}).expect("fits");
@@ -327,9 +339,9 @@ mod tests {
         let vsgp = fit(&train, &FitParams::Vsgp(sparse(true)), &mut |_| {}).expect("fits");
         let choice = vsgp.report.held_out.clone().expect("a choice on 240 rows");
         assert_eq!(choice.challenger, "vsgp");
-        assert_eq!(vsgp.model.kind, sgp_runtime::ModelKind::Vsgp);
+        assert_eq!(vsgp.set.members[0].kind, sgp_runtime::ModelKind::Vsgp);
         let per_basis = matches!(
-            vsgp.model.form.basis.widths,
+            vsgp.set.members[0].form.basis.widths,
             crate::model::features::BasisWidths::PerBasis(_)
         );
         assert_eq!(per_basis, choice.challenger_chosen, "{choice:?}");

@@ -39,18 +39,17 @@ use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::ModelKind;
 
 use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::exact::{optimise_exact, training_subset};
 use super::progress::continuing;
-use super::spgp::{
-    fit_sparse, minimise_part, objective_name, other_objective, run_starts, screen_iter,
-    screen_rows, SparseFit, StartChoice,
-};
+use super::restarts::{best_start, first, screen_iter, screen_rows};
+use super::sparse::{fit_sparse, minimise_part, no_penalty, SparseFit};
+use super::spgp::{objective_name, other_objective};
 use super::{
-    check_max_points, default_optimiser, Checked, FitParams, FitReport, Fitted, Hyperparameters,
-    Method, OptimiserReport, SparseParams,
+    check_max_points, default_optimiser, Checked, Fit, FitParams, FitReport, Method,
+    OptimiserReport, OutputReport, Rebuilt, SparseParams,
 };
 use crate::data::Dataset;
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -59,7 +58,7 @@ use crate::model::inference::fitc::{fitc_posterior, FitcConfig, FitcPosterior};
 use crate::model::inference::objective::SparseObjective;
 use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::kernel::KernelParams;
-use crate::model::TrainedModel;
+use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
 use crate::numerics::linalg::{cholesky_jittered, faer_ref, mul, solve_lower_vec, JitterPolicy};
 use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
@@ -362,8 +361,9 @@ fn hyperparameters(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, u64)> {
     let subset = training_subset(data, max_points, seed)?;
-    let (kern, run) = optimise_exact(&subset, optimiser, progress)?;
-    Ok((kern, run.iterations))
+    let jitter = JitterPolicy::default();
+    let (kernels, run) = optimise_exact(&[subset], None, jitter, optimiser, progress)?;
+    Ok((kernels[0].clone(), run.iterations))
 }
 
 fn lars_for(reduced: &Reduced, m: usize) -> Result<LassoPath> {
@@ -434,7 +434,7 @@ pub(crate) fn fit_gplasso(
     data: &Dataset,
     params: &Checked<'_, GplassoParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     if !(params.refit == GplassoRefit::Everything
         && params.held_out_choice
         && super::held_out::applies(data.n_rows(), params.m))
@@ -453,7 +453,7 @@ pub(crate) fn fit_gplasso(
     };
     let spgp = rival_spgp(params);
     unless_spgp_wins(
-        data,
+        std::slice::from_ref(data),
         &spgp.check(data)?,
         |_| FitParams::Gplasso(family.clone()),
         ModelKind::GpLasso,
@@ -483,7 +483,7 @@ fn fit_with(
     params: &Checked<'_, GplassoParams>,
     approximation: Approximation,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let started = Instant::now();
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);
@@ -545,25 +545,25 @@ fn fit_with(
             let kernels = [kern, reoptimised, super::data_scale_kernel(data)?];
             let starts = kernels
                 .into_iter()
-                .map(|kern| Ok((String::new(), PseudoInputs::new(z.clone())?, kern)));
-            let (best, _) = run_starts(
-                &subset,
-                starts,
-                config,
-                &screen,
-                StartChoice::Objective,
-                &done,
-                &mut counted,
-            )?;
+                .map(|kern| Ok((String::new(), (PseudoInputs::new(z.clone())?, kern))));
+            let subset = [subset];
+            let (best, _) = best_start(starts, 1, &mut |stage| {
+                let (features, kern) = first(stage)?;
+                let run = fit_sparse(&subset, features, vec![kern], config, &screen, &mut counted)?;
+                done.set(done.get() + run.run.iterations);
+                let score = run.nlml();
+                Ok((run, score))
+            })?;
+            let outputs = std::slice::from_ref(data);
             fit_sparse(
-                data,
+                outputs,
                 best.features,
-                best.kernel,
+                best.kernels,
                 config,
                 &params.optimiser,
                 &mut counted,
             )?
-            .into_fitted(data, ModelKind::GpLasso, Method::Gplasso)
+            .into_fit(outputs, ModelKind::GpLasso, Method::Gplasso)?
         }
     };
     fitted.report.gplasso = Some(report);
@@ -591,7 +591,8 @@ fn chosen_objective(data: &Dataset, params: &GplassoParams) -> Result<Approximat
             FitParams::Gplasso(other),
         ),
     ];
-    let scores = super::held_out::score(data, params.seed, &candidates, &super::refit)?;
+    let outputs = std::slice::from_ref(data);
+    let scores = super::held_out::score(outputs, params.seed, &candidates, &super::refit)?;
     Ok(if scores.verdict(0, 1).challenger_chosen {
         other_objective(params.approximation)
     } else {
@@ -613,7 +614,14 @@ fn reoptimise(
     let objective = SparseObjective::new(&data.x, &data.y, features, kern, *config)?;
     let layout = objective.layout();
     let kernel = layout.feature_range().end..layout.len();
-    let (p, run) = minimise_part(&objective, kernel, optimiser, data.n_rows(), progress)?;
+    let (p, run) = minimise_part(
+        &objective,
+        kernel,
+        &no_penalty,
+        optimiser,
+        data.n_rows(),
+        progress,
+    )?;
     Ok((objective.unpack(&p)?.1, run))
 }
 
@@ -644,7 +652,7 @@ pub fn fit_gplasso_given(
     data: &Dataset,
     params: &GplassoParams,
     kern: KernelParams,
-) -> Result<Fitted> {
+) -> Result<Fit> {
     require_no_constant_inputs(data)?;
     let started = Instant::now();
     let params = params.check(data)?;
@@ -749,31 +757,19 @@ fn into_fitted(
     kern: KernelParams,
     coef: &[(usize, f64)],
     reoptimised: Option<&OptimiseReport>,
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let config = FitcConfig::default();
     let (features, post, beta) =
         selected_model(&kern, &data.x, &data.y, coef, params.weights, &config)?;
-    let mut report = FitReport::new(
-        Method::Gplasso,
-        data,
-        data.n_rows(),
-        &kern,
-        post.nlml,
-        post.jitter_escalations,
-    );
+    let mut report = FitReport::new(Method::Gplasso, data.n_rows(), post.nlml);
+    report.jitter_escalations = post.jitter_escalations;
+    report.outputs = vec![OutputReport::named(&data.target_name, Some(post.nlml))];
     report.optimiser = reoptimised.map(|run| OptimiserReport::new(run, params.optimiser.max_iter));
-    let model = TrainedModel {
-        kind: ModelKind::GpLasso,
-        link: Link::Identity,
-        form: runtime_form(&features, &kern, &post, beta),
-        transform: data.transform.clone(),
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: 0.0,
-        positive_class: 0.0,
-    };
+    let form = runtime_form(&features, &kern, &post, beta);
+    let model = TrainedModel::regression(ModelKind::GpLasso, form, data);
     let (weights, coef) = (params.weights, coef.to_vec());
     let kept = params.refit == GplassoRefit::Nothing;
+    let kernels = vec![kern.clone()];
     let data = data.clone();
     // The selection stays; a rebuild refactorises with the new jitter and,
     // unless the hyperparameters are the paper's fixed ones, lets them
@@ -796,18 +792,18 @@ fn into_fitted(
         };
         let (features, post, beta) =
             selected_model(&kern, &data.x, &data.y, &coef, weights, &config)?;
-        let form = runtime_form(&features, &kern, &post, beta);
-        Ok((
-            form,
-            post.nlml,
-            Hyperparameters::new(&kern, &data.transform),
-        ))
+        Ok(Rebuilt {
+            forms: vec![runtime_form(&features, &kern, &post, beta)],
+            biases: None,
+            nlml: post.nlml,
+            kernels: vec![kern],
+        })
     };
-    Ok(Fitted::new(
-        model,
+    Ok(Fit::new(
+        ModelSet::single(model, Vec::new()),
         report,
-        config.jitter.initial,
-        Box::new(rebuild),
+        kernels,
+        (config.jitter.initial, Box::new(rebuild)),
     ))
 }
 
@@ -924,7 +920,7 @@ pub fn fit_spgp_fixed_hyperparameters(
     data: &Dataset,
     params: &GplassoParams,
     kern: KernelParams,
-) -> Result<Fitted> {
+) -> Result<Fit> {
     require_no_constant_inputs(data)?;
     let started = Instant::now();
     let params = params.check(data)?;
@@ -941,6 +937,7 @@ pub fn fit_spgp_fixed_hyperparameters(
     let (p, run) = minimise_part(
         &objective,
         range,
+        &no_penalty,
         &params.optimiser,
         data.n_rows(),
         &mut |_| {},
@@ -949,13 +946,15 @@ pub fn fit_spgp_fixed_hyperparameters(
     let posterior = fitc_posterior(&features, &kernel, &data.x, &data.y, &config)?;
     let fit = SparseFit {
         features,
-        kernel,
-        posterior,
+        kernels: vec![kernel],
+        posteriors: vec![posterior],
         config,
         run,
         max_iter: params.optimiser.max_iter,
+        sharing: None,
     };
-    let mut fitted = fit.into_fitted(data, ModelKind::Spgp, Method::Spgp);
+    let outputs = std::slice::from_ref(data);
+    let mut fitted = fit.into_fit(outputs, ModelKind::Spgp, Method::Spgp)?;
     fitted.report.seconds = started.elapsed().as_secs_f64();
     Ok(fitted)
 }
@@ -1008,15 +1007,17 @@ mod tests {
         let report = fitted.report.gplasso.as_ref().expect("gplasso report");
         assert_eq!(report.reached, 12);
         assert_eq!(report.selected_rows.len(), 12);
-        assert_eq!(fitted.model.kind, ModelKind::GpLasso);
-        assert_eq!(fitted.model.n_basis(), 12);
+        assert_eq!(fitted.set.members[0].kind, ModelKind::GpLasso);
+        assert_eq!(fitted.set.members[0].n_basis(), 12);
         // The basis points are the selected rows' inputs.
-        let centres = &fitted.model.form.basis.centres;
+        let centres = &fitted.set.members[0].form.basis.centres;
         for (i, &row) in report.selected_rows.iter().enumerate() {
             assert!((centres.row(i) - d.x.row(row)).amax() < 1e-12);
         }
         // Fits the data much better than the mean.
-        let p = fitted.model.predict_raw(&d.raw_x()).expect("predict");
+        let p = fitted.set.members[0]
+            .predict_raw(&d.raw_x())
+            .expect("predict");
         let rmse = crate::evaluate::metrics::rmse(p.mean.as_slice(), d.raw_y().as_slice());
         let sd = d.raw_y().variance().sqrt();
         assert!(rmse < 0.5 * sd, "rmse {rmse} vs sd {sd}");
@@ -1055,8 +1056,8 @@ mod tests {
         let (a, b, c) = (kept.report.nlml, hyper.report.nlml, moved.report.nlml);
         assert!(b < a - 1.0, "re-optimised {b} vs kept {a}");
         assert!(c < b - 1e-3, "moved {c} vs fixed basis {b}");
-        let on_rows = |f: &Fitted, report: &GplassoReport| {
-            let centres = &f.model.form.basis.centres;
+        let on_rows = |f: &Fit, report: &GplassoReport| {
+            let centres = &f.set.members[0].form.basis.centres;
             report
                 .selected_rows
                 .iter()
@@ -1065,7 +1066,7 @@ mod tests {
         };
         assert!(on_rows(&kept, &kept_report) && on_rows(&hyper, &hyper_report));
         assert!(!on_rows(&moved, &moved_report));
-        assert_eq!(moved.model.kind, ModelKind::GpLasso);
+        assert_eq!(moved.set.members[0].kind, ModelKind::GpLasso);
         assert_eq!(moved.report.method, Method::Gplasso);
         // Both re-optimised models can be rebuilt with more jitter (the
         // export cure), re-optimising for a few iterations.

@@ -33,15 +33,13 @@
 //! # The candidates' fits come from the caller
 //!
 //! A candidate is a name and its settings; the caller passes the function
-//! that fits settings to rows (`refit`: [`super::refit`] for one output,
-//! `fit_multi` for several). A choice between fits is made of fits, and
+//! that fits settings to rows (`refit`: [`super::refit`]). A choice between fits is made of fits, and
 //! the fits are the ones that make choices: taking the function as an
 //! argument keeps this module below every procedure that uses it.
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
 use crate::model::TrainedModel;
 use crate::{Error, Result};
@@ -142,83 +140,85 @@ impl HeldOutChoice {
 pub(crate) struct Scores {
     rows: usize,
     names: Vec<String>,
-    /// Per-row NLPDs (raw units); `None` where the fit or its prediction
-    /// failed.
+    /// Per-row NLPDs (raw units, summed over the outputs); `None` where
+    /// the fit or its prediction failed.
     nlpds: Vec<Option<Vec<f64>>>,
 }
 
+/// How a choice fits a candidate's settings to the training rows of every
+/// output: one model per output.
+pub(crate) type Refit<'a, P> = dyn Fn(&[Dataset], &P) -> Result<Vec<TrainedModel>> + Sync + 'a;
+
 /// Fits every candidate (name, settings) by `refit` on a random
-/// `1 - HELD_OUT_FRACTION` of `data` (seed `seed`) and scores it on the
-/// rest (module docs).
+/// `1 - HELD_OUT_FRACTION` of the rows of `outputs` (seed `seed`, the same
+/// rows for every output) and scores it on the rest (module docs).
 ///
 /// # Errors
-/// If `data` cannot be split, or every candidate fails.
+/// If the data cannot be split, or every candidate fails.
 pub(crate) fn score<P: Sync>(
-    data: &Dataset,
+    outputs: &[Dataset],
     seed: u64,
     candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+    refit: &Refit<'_, P>,
 ) -> Result<Scores> {
-    score_parts(&[data.split(HELD_OUT_FRACTION, seed)?], candidates, refit)
+    let parts: Vec<(Dataset, Dataset)> = outputs
+        .iter()
+        .map(|d| d.split(HELD_OUT_FRACTION, seed))
+        .collect::<Result<_>>()?;
+    score_parts(&[parts.into_iter().unzip()], candidates, refit)
 }
 
 /// As [`score`], but over [`CHOICE_FOLDS`] folds, so that every row is
 /// held out once (module docs, "Cross-validated").
 ///
 /// # Errors
-/// If `data` cannot be split into folds, or every candidate fails.
+/// If the data cannot be split into folds, or every candidate fails.
 pub(crate) fn cross_validate<P: Sync>(
-    data: &Dataset,
+    outputs: &[Dataset],
     seed: u64,
     candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+    refit: &Refit<'_, P>,
 ) -> Result<Scores> {
-    score_parts(&data.folds(CHOICE_FOLDS, seed)?, candidates, refit)
+    let per_output: Vec<Vec<(Dataset, Dataset)>> = outputs
+        .iter()
+        .map(|d| d.folds(CHOICE_FOLDS, seed))
+        .collect::<Result<_>>()?;
+    let parts: Vec<(Vec<Dataset>, Vec<Dataset>)> = (0..CHOICE_FOLDS)
+        .map(|k| per_output.iter().map(|folds| folds[k].clone()).unzip())
+        .collect();
+    score_parts(&parts, candidates, refit)
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
-/// held-out rows, the per-row NLPDs of all the parts in one list.
+/// held-out rows (a row's NLPD summed over the outputs: the NLPD of the
+/// output vector), the per-row NLPDs of all the parts in one list.
 fn score_parts<P: Sync>(
-    parts: &[(Dataset, Dataset)],
+    parts: &[(Vec<Dataset>, Vec<Dataset>)],
     candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+    refit: &Refit<'_, P>,
 ) -> Result<Scores> {
     let one = |params: &P| -> Result<Vec<f64>> {
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
-            .map(|(train, valid)| row_nlpds(&refit(train, params)?, valid))
+            .map(|(train, valid)| {
+                let models = refit(train, params)?;
+                let mut sums = vec![0.0; valid.first().map_or(0, Dataset::n_rows)];
+                for (model, output) in models.iter().zip(valid) {
+                    for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
+                        *sum += nlpd;
+                    }
+                }
+                Ok(sums)
+            })
             .collect();
         let per_part = per_part.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(per_part.concat())
     };
-    let rows = parts.iter().map(|(_, valid)| valid.n_rows()).sum();
+    let rows = parts
+        .iter()
+        .map(|(_, valid)| valid.first().map_or(0, Dataset::n_rows))
+        .sum();
     score_with(candidates, rows, one)
-}
-
-/// [`score`] of a multi-output fit: each candidate fitted by `refit` to
-/// every output (one model per output), a held-out row's NLPD the sum of
-/// its outputs' (the NLPD of the output vector).
-///
-/// # Errors
-/// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score_outputs<P: Sync>(
-    data: &MultiTargetData,
-    seed: u64,
-    candidates: &[(String, P)],
-    refit: &(dyn Fn(&MultiTargetData, &P) -> Result<Vec<TrainedModel>> + Sync),
-) -> Result<Scores> {
-    let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
-    let one = |params: &P| -> Result<Vec<f64>> {
-        let models = refit(&train, params)?;
-        let mut sums = vec![0.0; valid.n_rows()];
-        for (model, output) in models.iter().zip(valid.outputs()) {
-            for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
-                *sum += nlpd;
-            }
-        }
-        Ok(sums)
-    };
-    score_with(candidates, valid.n_rows(), one)
 }
 
 /// `model`'s NLPD on each row of `valid` (raw units).
@@ -372,7 +372,7 @@ mod tests {
             ("good".to_string(), params(12, 200)),
             ("poor".to_string(), params(1, 2)),
         ];
-        let scores = score(&data, 0, &candidates, &refit).expect("scores");
+        let scores = score(std::slice::from_ref(&data), 0, &candidates, &refit).expect("scores");
         let kept = scores.verdict(0, 1);
         assert_eq!(kept.rows, 60);
         assert!(kept.incumbent_nlpd + 0.5 < kept.challenger_nlpd, "{kept:?}");

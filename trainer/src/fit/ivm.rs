@@ -4,7 +4,7 @@
 //! differential entropy ([`crate::model::inference::ivm`]).
 //!
 //! Where the kernel comes from. A classifier first fits the exact GP
-//! classifier (Laplace, [`super::exact_classifier`]) with ARD to a random
+//! classifier (Laplace, [`super::exact`]) with ARD to a random
 //! subset of at most [`IvmParams::kernel_points`] training rows, the way
 //! GPLasso takes its kernel from an exact GP: its approximate marginal
 //! likelihood sees every row of the subset, so it switches irrelevant inputs
@@ -44,12 +44,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact_from, training_subset};
-use super::exact_classifier::{optimise_laplace, probit_bias};
+use super::exact::{optimise_exact_from, optimise_laplace, probit_bias, training_subset};
 use super::svgp::fit_variational_on_basis;
 use super::{
-    check_max_points, data_scale_kernel, default_optimiser, Checked, FitReport, Fitted,
-    Hyperparameters, Method, OptimiserReport, Rebuild,
+    check_max_points, data_scale_kernel, default_optimiser, Checked, Fit, FitReport, Method,
+    OptimiserReport, OutputReport, Rebuild, Rebuilt,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -60,7 +59,7 @@ use crate::model::inference::svgp::{svgp_runtime_form, SvgpConfig, Variational};
 use crate::model::inference::RuntimeForm;
 use crate::model::kernel::KernelParams;
 use crate::model::likelihood::{norm_cdf, Likelihood};
-use crate::model::TrainedModel;
+use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::{cholesky_jittered, lower_inverse, JitterPolicy};
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
@@ -324,11 +323,11 @@ pub(crate) fn fit_ivm(
     data: &Dataset,
     params: &Checked<'_, IvmParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let likelihood = Likelihood::for_target(data.target);
     let bias = match data.target {
-        TargetKind::Continuous => 0.0,
         TargetKind::Binary { .. } => probit_bias(&data.y),
+        _ => 0.0,
     };
     let validation = Validation::new(data, params.seed)?;
     let (mut select_seconds, mut optimise_seconds) = (0.0, 0.0);
@@ -435,21 +434,19 @@ pub(crate) fn fit_ivm(
     };
     let started = Instant::now();
     let exported = match posterior {
-        IvmPosterior::ActiveSet => active_set_model(x_active, &set, &kern, sites, data)?,
+        IvmPosterior::ActiveSet => active_set_model(x_active, &set, &kern, sites)?,
         IvmPosterior::AllRows => {
             let start = whitened_active_posterior(&x_active, &set, &kern, bias)?;
             all_rows_model(x_active, &kern, start, params, data, progress)?
         }
     };
     optimise_seconds += started.elapsed().as_secs_f64();
-    let mut report = FitReport::new(
-        Method::Ivm,
-        data,
-        data.n_rows(),
-        &kern,
-        exported.objective,
-        exported.escalations,
-    );
+    let mut report = FitReport::new(Method::Ivm, data.n_rows(), exported.objective);
+    report.jitter_escalations = exported.escalations;
+    report.outputs = vec![OutputReport::named(
+        &data.target_name,
+        Some(exported.objective),
+    )];
     report.optimiser = exported
         .run
         .as_ref()
@@ -466,24 +463,20 @@ pub(crate) fn fit_ivm(
         select_seconds,
         optimise_seconds,
     });
-    let model = TrainedModel {
-        kind: ModelKind::Ivm,
-        link: likelihood.link(),
-        form: exported.form,
-        transform: data.transform.clone(),
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: exported.bias,
-        positive_class: match data.target {
-            TargetKind::Continuous => 0.0,
-            TargetKind::Binary { positive } => positive,
-        },
+    let model = match data.target {
+        TargetKind::Binary { positive } => TrainedModel::classifier(
+            ModelKind::Ivm,
+            exported.form,
+            data,
+            (exported.bias, positive),
+        ),
+        _ => TrainedModel::regression(ModelKind::Ivm, exported.form, data),
     };
-    Ok(Fitted::new(
-        model,
+    Ok(Fit::new(
+        ModelSet::single(model, Vec::new()),
         report,
-        JitterPolicy::default().initial,
-        exported.rebuild,
+        vec![kern],
+        (JitterPolicy::default().initial, exported.rebuild),
     ))
 }
 
@@ -507,13 +500,11 @@ fn active_set_model(
     set: &ActiveSet,
     kern: &KernelParams,
     sites: Sites,
-    data: &Dataset,
 ) -> Result<Exported> {
     let likelihood = sites.likelihood;
     let jitter = JitterPolicy::default();
     let post = active_posterior(kern, &x_active, &set.p, &set.m, likelihood, &jitter)?;
     let (kern, p, m) = (kern.clone(), set.p.clone(), set.m.clone());
-    let transform = data.transform.clone();
     Ok(Exported {
         form: post.runtime_form()?,
         objective: post.nlml(),
@@ -522,11 +513,12 @@ fn active_set_model(
         run: None,
         rebuild: Box::new(move |jitter: JitterPolicy, _max_iter: u64| {
             let post = active_posterior(&kern, &x_active, &p, &m, likelihood, &jitter)?;
-            Ok((
-                post.runtime_form()?,
-                post.nlml(),
-                Hyperparameters::new(&kern, &transform),
-            ))
+            Ok(Rebuilt {
+                forms: vec![post.runtime_form()?],
+                biases: None,
+                nlml: post.nlml(),
+                kernels: vec![kern.clone()],
+            })
         }),
     })
 }
@@ -567,9 +559,12 @@ fn all_rows_model(
                 (config, &options),
                 &mut |_| {},
             )?;
-            let mut hyper = Hyperparameters::new(&kern, &data.transform);
-            hyper.noise_variance = 0.0;
-            Ok((refit.form, refit.run.value, hyper))
+            Ok(Rebuilt {
+                forms: vec![refit.form],
+                biases: Some(vec![refit.q.bias]),
+                nlml: refit.run.value,
+                kernels: vec![kern.clone()],
+            })
         }),
     })
 }
@@ -746,7 +741,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
     use crate::tools::synth::{classification_dataset, ClassShape};
 
-    fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fitted) {
+    fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fit) {
         let data = classification_dataset(shape, n + 1000, seed).unwrap();
         let (test, train) = data.split(1000.0 / (n + 1000) as f64, seed).unwrap();
         let params = FitParams::Ivm(IvmParams {
@@ -755,7 +750,7 @@ mod tests {
             ..IvmParams::default()
         });
         let fitted = fit(&train, &params, &mut |_| {}).unwrap();
-        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
         let err = error_rate(p.mean.as_slice(), test.y.as_slice());
         (err, fitted)
     }
@@ -764,9 +759,9 @@ mod tests {
     fn separable_problem_is_learned_almost_perfectly() {
         let (err, fitted) = test_error(ClassShape::Separable, 300, 30, 1);
         assert!(err < 0.03, "test error {err}");
-        assert_eq!(fitted.model.n_basis(), 30);
+        assert_eq!(fitted.set.members[0].n_basis(), 30);
         // The all-rows posterior: the variational q(u)'s second factor.
-        assert!(fitted.model.form.l2.is_some());
+        assert!(fitted.set.members[0].form.l2.is_some());
     }
 
     #[test]
@@ -782,7 +777,7 @@ mod tests {
 
     #[test]
     fn learned_ard_brings_the_ivm_near_the_exact_classifier_on_a_noisy_ring() {
-        use crate::fit::exact_classifier::tests::{noisy_ring, test_error};
+        use crate::fit::exact::tests::{noisy_ring, test_error};
         let train = noisy_ring(600, 3);
         let test = noisy_ring(1000, 4);
         let exact = FitParams::Exact(crate::fit::ExactParams {
@@ -799,7 +794,7 @@ mod tests {
             })
         };
         let (err, fitted) = test_error(&train, &test, &ivm(400, IvmPosterior::AllRows));
-        let l = &fitted.report.hyper.lengthscales;
+        let l = &fitted.report.lengthscales;
         assert!(
             l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
             "length scales {l:?}"
@@ -828,14 +823,14 @@ mod tests {
             let fitted = fit(&train, &params, &mut |_| {}).unwrap();
             check_blob(&fitted, &data);
             // The all-rows posterior has q(u)'s second factor.
-            let two_factors = fitted.model.form.l2.is_some();
+            let two_factors = fitted.set.members[0].form.l2.is_some();
             assert_eq!(two_factors, posterior == IvmPosterior::AllRows);
         }
     }
 
     /// Checks the blob of `fitted` against the trainer on `data`'s rows.
-    fn check_blob(fitted: &Fitted, data: &Dataset) {
-        let exported = check(&fitted.model, &data.raw_x()).unwrap();
+    fn check_blob(fitted: &Fit, data: &Dataset) {
+        let exported = check(&fitted.set, &data.raw_x()).unwrap();
         assert!(
             exported.fidelity.passes(),
             "{}",
@@ -846,7 +841,7 @@ mod tests {
         assert_eq!(spec.shape.kind, ModelKind::Ivm);
         assert_eq!(spec.shape.link, sgp_runtime::Link::Probit);
         assert_eq!(spec.positive_class, 1.0);
-        assert!(spec.bias != 0.0 || fitted.model.bias == 0.0);
+        assert!(spec.bias != 0.0 || fitted.set.members[0].bias == 0.0);
     }
 
     /// The active set's sites on a kernel of signal variance `s2`: the
@@ -941,7 +936,7 @@ mod tests {
         });
         let a = fit(&data, &params, &mut |_| {}).unwrap();
         let b = fit(&data, &params, &mut |_| {}).unwrap();
-        assert_eq!(a.model.form, b.model.form);
+        assert_eq!(a.set.members[0].form, b.set.members[0].form);
         assert_eq!(
             a.report.ivm.as_ref().unwrap().active_rows,
             b.report.ivm.as_ref().unwrap().active_rows
@@ -957,13 +952,14 @@ mod tests {
             ..IvmParams::default()
         });
         let fitted = fit(&data, &params, &mut |_| {}).unwrap();
-        assert_eq!(fitted.model.link, sgp_runtime::Link::Identity);
+        assert_eq!(fitted.set.members[0].link, sgp_runtime::Link::Identity);
         let rows = &fitted.report.ivm.as_ref().unwrap().active_rows;
         let active = data.subset(rows).unwrap();
         // The kernel of the fit, in standardised units, from the report.
-        let h = &fitted.report.hyper;
+        let h = &fitted.report.outputs[0];
         let t = &data.transform;
-        let l: Vec<f64> = h
+        let l: Vec<f64> = fitted
+            .report
             .lengthscales
             .iter()
             .zip(&t.x_scale)
@@ -982,7 +978,7 @@ mod tests {
             &JitterPolicy::default(),
         )
         .unwrap();
-        let a = fitted.model.form.predict(&data.x).unwrap();
+        let a = fitted.set.members[0].form.predict(&data.x).unwrap();
         let b = exact.predict(&data.x).unwrap();
         for i in 0..data.n_rows() {
             assert!(

@@ -152,10 +152,10 @@ use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::progress::{continuing, recording};
 use nalgebra::DMatrix;
 
-use super::spgp::{
-    fit_pseudo_inputs, iteration_budget as spgp_budget, minimise_part_penalised, SparseFit,
-};
-use super::{Checked, FitParams, Fitted, Method, SparseParams};
+use super::restarts::iteration_budget as spgp_budget;
+use super::sparse::{minimise_part, SparseFit, StartChoice};
+use super::spgp::fit_pseudo_inputs;
+use super::{Checked, Fit, FitParams, Method, SparseParams};
 use crate::data::Dataset;
 use crate::fit::WidthSpread;
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
@@ -211,9 +211,9 @@ pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     unless_spgp_wins(
-        data,
+        std::slice::from_ref(data),
         params,
         FitParams::SpgpHs,
         ModelKind::SpgpHs,
@@ -228,19 +228,23 @@ fn fit_staged(
     params: &Checked<'_, SparseParams>,
     stage: Stage,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     // Iterations are counted over both stages, as VSGP does.
     let done = Cell::new(0u64);
-    let (spgp, starts) = fit_pseudo_inputs(data, params, &mut recording(&done, progress))?;
-    let h = stage.h_start * spgp.kernel.signal_var();
+    let outputs = std::slice::from_ref(data);
+    let choice = StartChoice::Objective;
+    let (spgp, starts) =
+        fit_pseudo_inputs(outputs, params, choice, &mut recording(&done, progress))?;
+    let spgp_kernel = spgp.kernel().clone();
+    let h = stage.h_start * spgp_kernel.signal_var();
     let features = Heteroscedastic::from_pseudo_inputs(&spgp.features, h);
     let mut counted = continuing(&done, progress);
     let noise = average_noise(&spgp, &data.x)?;
-    let floor = (stage.noise_floor * noise).max(spgp.kernel.noise_floor);
+    let floor = (stage.noise_floor * noise).max(spgp_kernel.noise_floor);
     let kernel = KernelParams::with_noise_floor(
-        &spgp.kernel.lengthscales(),
-        spgp.kernel.signal_var(),
-        spgp.kernel.noise_var().max(floor),
+        &spgp_kernel.lengthscales(),
+        spgp_kernel.signal_var(),
+        spgp_kernel.noise_var().max(floor),
         floor,
     )?;
     let objective = SparseObjective::new(&data.x, &data.y, features, kernel, spgp.config)?;
@@ -259,7 +263,7 @@ fn fit_staged(
         Approximation::Fitc => stage.h_prior * noise,
         Approximation::Vfe => 0.0,
     };
-    let (p, run) = minimise_part_penalised(
+    let (p, run) = minimise_part(
         &objective,
         free,
         &|part, grad| h_prior(beta, &part[h_at.clone()], &mut grad[h_at.clone()]),
@@ -271,19 +275,20 @@ fn fit_staged(
     let posterior = fitc_posterior(&features, &kernel, &data.x, &data.y, &spgp.config)?;
     let fit = SparseFit {
         features,
-        kernel,
-        posterior,
+        kernels: vec![kernel],
+        posteriors: vec![posterior],
         config: spgp.config,
         run,
         max_iter: params.optimiser.max_iter,
+        sharing: None,
     };
     let h = fit.features.h();
-    let mut fitted = fit.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs);
-    fitted.report.starts = starts;
-    fitted.report.uncertainties = Some(WidthSpread::of(
+    let mut fit = fit.into_fit(outputs, ModelKind::SpgpHs, Method::SpgpHs)?;
+    fit.report.starts = starts;
+    fit.report.uncertainties = Some(WidthSpread::of(
         h.iter().map(|&h| data.transform.unapply_var(h)).collect(),
     ));
-    Ok(fitted)
+    Ok(fit)
 }
 
 /// The fitted SPGP's noise variance averaged over the training rows `x`:
@@ -298,15 +303,14 @@ fn average_noise(spgp: &SparseFit<PseudoInputs>, x: &DMatrix<f64>) -> Result<f64
     let mut correction = 0.0;
     for start in (0..x.nrows()).step_by(ROWS) {
         let rows = x.rows(start, ROWS.min(x.nrows() - start));
-        let kuf = spgp.features.kuf(&spgp.kernel, rows);
-        let v = spgp
-            .posterior
+        let kuf = spgp.features.kuf(spgp.kernel(), rows);
+        let v = spgp.posteriors[0]
             .l1
             .solve_lower_triangular(&kuf)
             .ok_or_else(|| Error::Numerical("SPGP+HS: SPGP's Kuu factor is singular".into()))?;
-        correction += spgp.features.kdiag(&spgp.kernel, rows).sum() - v.norm_squared();
+        correction += spgp.features.kdiag(spgp.kernel(), rows).sum() - v.norm_squared();
     }
-    Ok(spgp.kernel.noise_var() + (correction / x.nrows().max(1) as f64).max(0.0))
+    Ok(spgp.kernel().noise_var() + (correction / x.nrows().max(1) as f64).max(0.0))
 }
 
 /// The prior on `h`: `beta sum_m 1 / h_m` over `log_h` (the `log h_m`),
@@ -327,14 +331,14 @@ fn h_prior(beta: f64, log_h: &[f64], grad: &mut [f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::spgp::fit_sparse;
+    use crate::fit::sparse::fit_sparse;
     use crate::fit::{data_scale_kernel, fit, FitParams};
     use crate::model::inference::fitc::FitcConfig;
     use crate::numerics::optimise::OptimiseOptions;
 
     /// The paper's procedure: `h` learned with everything else from the
     /// first iteration (one k-means start, a budget of both stages).
-    fn fit_joint(data: &Dataset, params: &SparseParams, h_start: f64) -> Result<Fitted> {
+    fn fit_joint(data: &Dataset, params: &SparseParams, h_start: f64) -> Result<Fit> {
         let kern = data_scale_kernel(data)?;
         let z = crate::fit::init::kmeans(&data.x, params.m, params.seed, 100)?;
         let features = Heteroscedastic::from_pseudo_inputs(
@@ -349,8 +353,9 @@ mod tests {
             max_iter: 2 * params.optimiser.max_iter,
             ..params.optimiser.clone()
         };
-        let fit = fit_sparse(data, features, kern, config, &options, &mut |_| {})?;
-        Ok(fit.into_fitted(data, ModelKind::SpgpHs, Method::SpgpHs))
+        let one = std::slice::from_ref(data);
+        let fit = fit_sparse(one, features, vec![kern], config, &options, &mut |_| {})?;
+        fit.into_fit(one, ModelKind::SpgpHs, Method::SpgpHs)
     }
 
     fn data(n: usize) -> Dataset {
@@ -393,8 +398,8 @@ mod tests {
             // The second stage's noise stays above its floor, a fraction of
             // SPGP's average noise, which is at least SPGP's sigma2.
             let (n_hs, n_spgp) = (
-                hs.report.hyper.noise_variance,
-                spgp.report.hyper.noise_variance,
+                hs.report.outputs[0].noise_variance,
+                spgp.report.outputs[0].noise_variance,
             );
             assert!(
                 n_hs >= NOISE_FLOOR * n_spgp * (1.0 - 1e-9),
@@ -403,8 +408,10 @@ mod tests {
             let test =
                 crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, 200, 1)
                     .expect("valid");
-            let nlpd = |f: &Fitted| {
-                let p = f.model.predict_raw(&test.raw_x()).expect("predicts");
+            let nlpd = |f: &Fit| {
+                let p = f.set.members[0]
+                    .predict_raw(&test.raw_x())
+                    .expect("predicts");
                 let y = test.raw_y();
                 crate::evaluate::figures(p.mean.as_slice(), p.var.as_slice(), y.as_slice()).nlpd
             };
@@ -439,8 +446,8 @@ mod tests {
             assert!(spgp.report.uncertainties.is_none());
             // The blob is SPGP's shape under its own kind; the model can be
             // rebuilt with more jitter (the export cure) through HS.
-            assert_eq!(hs.model.kind, ModelKind::SpgpHs);
-            let spec = hs.model.to_spec().expect("fits a blob");
+            assert_eq!(hs.set.members[0].kind, ModelKind::SpgpHs);
+            let spec = hs.set.members[0].to_spec().expect("fits a blob");
             assert!(!spec.shape.per_basis && !spec.shape.projected);
             assert_eq!(spec.shape.kind, ModelKind::SpgpHs);
             assert!(hs.with_jitter(1e-4, 0).is_ok());
@@ -465,7 +472,7 @@ mod tests {
             let choice = hs.report.held_out.clone().expect("a choice on 400 rows");
             assert_eq!(choice.challenger, "spgp-hs");
             assert_eq!(choice.rows, 400, "every row is held out once");
-            assert_eq!(hs.model.kind, ModelKind::SpgpHs);
+            assert_eq!(hs.set.members[0].kind, ModelKind::SpgpHs);
             let hs_chosen = choice.challenger_chosen;
             assert_eq!(hs.report.uncertainties.is_some(), hs_chosen);
             if shape == Shape::Heteroscedastic {
@@ -474,7 +481,7 @@ mod tests {
             if !hs_chosen {
                 fell_back += 1;
                 let spgp = fit(&train, &FitParams::Spgp(p), &mut |_| {}).expect("fits");
-                assert_eq!(spgp.model.form.beta, hs.model.form.beta);
+                assert_eq!(spgp.set.members[0].form.beta, hs.set.members[0].form.beta);
                 assert_eq!(spgp.report.approximation, hs.report.approximation);
                 assert_eq!(
                     Some(choice.incumbent.as_str()),
@@ -500,9 +507,11 @@ mod tests {
     /// One HS fit's test figures on a generated heteroscedastic set: mean
     /// NLPD, the worst row's NLPD, and the smallest ratio of predicted to
     /// true noise standard deviation.
-    fn pinning(fitted: &Fitted, test: &Dataset) -> (f64, f64, f64) {
+    fn pinning(fitted: &Fit, test: &Dataset) -> (f64, f64, f64) {
         let shape = crate::tools::synth::Shape::Heteroscedastic;
-        let p = fitted.model.predict_raw(&test.raw_x()).expect("predicts");
+        let p = fitted.set.members[0]
+            .predict_raw(&test.raw_x())
+            .expect("predicts");
         let (x, y) = (test.raw_x(), test.raw_y());
         let (mut sum, mut worst, mut ratio) = (0.0, f64::NEG_INFINITY, f64::INFINITY);
         for i in 0..y.len() {
@@ -657,9 +666,9 @@ mod tests {
                         restarts,
                         ..SparseParams::default()
                     };
-                    let score = |label: &str, f: Result<Fitted>| match f {
+                    let score = |label: &str, f: Result<Fit>| match f {
                         Ok(f) => {
-                            let p = f.model.predict_raw(&test.raw_x()).expect("ok");
+                            let p = f.set.members[0].predict_raw(&test.raw_x()).expect("ok");
                             let e = crate::evaluate::figures(
                                 p.mean.as_slice(),
                                 p.var.as_slice(),
@@ -745,7 +754,7 @@ mod tests {
                 fit_staged(d, &p.check(d)?, stage, &mut |_| {})
             }
         };
-        type Fitter = Box<dyn Fn(&Dataset, usize) -> Result<Fitted>>;
+        type Fitter = Box<dyn Fn(&Dataset, usize) -> Result<Fit>>;
         let fitters: Vec<(&str, Fitter)> = vec![
             (
                 "spgp",
@@ -794,7 +803,9 @@ mod tests {
             let mut line = format!("{name:<18} M={m:<3}");
             for (label, fitter) in &fitters {
                 let fitted = fitter(train, *m).expect("fits");
-                let p = fitted.model.predict_raw(&test.raw_x()).expect("ok");
+                let p = fitted.set.members[0]
+                    .predict_raw(&test.raw_x())
+                    .expect("ok");
                 let e = crate::evaluate::figures(
                     p.mean.as_slice(),
                     p.var.as_slice(),

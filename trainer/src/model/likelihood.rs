@@ -24,7 +24,7 @@ impl Likelihood {
     pub fn for_target(target: TargetKind) -> Self {
         match target {
             TargetKind::Continuous => Likelihood::Gaussian,
-            TargetKind::Binary { .. } => Likelihood::Probit,
+            TargetKind::Binary { .. } | TargetKind::Classes { .. } => Likelihood::Probit,
         }
     }
 

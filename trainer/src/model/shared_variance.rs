@@ -66,7 +66,12 @@ mod tests {
             held_out_choice: false,
             ..SparseParams::default()
         });
-        let first = fit(&data, &params, &mut |_| {}).unwrap().model.form;
+        let first = fit(&data, &params, &mut |_| {})
+            .unwrap()
+            .set
+            .members
+            .remove(0)
+            .form;
         let mut other = first.clone();
         other.prior *= 3.0;
         other.l1[(1, 0)] += 0.5;

@@ -35,10 +35,10 @@ use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 use crate::data::multi_target::MultiTargetData;
 use crate::data::{is_class, read_inputs_and_target, read_same_columns, Dataset, TargetKind};
 use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
-use crate::export::cure::{export_fitted, export_outputs, Cure};
-use crate::export::output_blob::{output_specs, set_blob};
-use crate::fit::multi_output::{fit_multi, shares_basis};
-use crate::fit::{fit, FitParams, Method};
+use crate::export::cure::Cure;
+use crate::export::export;
+use crate::export::output_blob::output_specs;
+use crate::fit::{fit, shares_basis, FitParams, Method};
 use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
@@ -55,43 +55,32 @@ pub struct SweepSpec {
     pub seed: u64,
 }
 
-/// The training data of a sweep: one target, or several fitted on one
-/// basis.
+/// The training data of a sweep: one data set per target, over the same
+/// inputs (several targets are fitted on one basis).
 #[derive(Clone, Copy, Debug)]
-pub enum Training<'a> {
-    /// One target.
-    One(&'a Dataset),
-    /// Several targets (`--target a,b,c`).
-    Outputs(&'a MultiTargetData),
-}
+pub struct Training<'a>(&'a [Dataset]);
 
 impl<'a> From<&'a Dataset> for Training<'a> {
     fn from(data: &'a Dataset) -> Self {
-        Training::One(data)
+        Training(std::slice::from_ref(data))
     }
 }
 
 impl<'a> From<&'a MultiTargetData> for Training<'a> {
     fn from(data: &'a MultiTargetData) -> Self {
-        Training::Outputs(data)
+        Training(data.outputs())
     }
 }
 
 impl<'a> Training<'a> {
-    /// The (first) target's data: inputs, names and rows of all.
+    /// The first target's data: inputs, names and rows of all.
     pub fn first(&self) -> &'a Dataset {
-        match *self {
-            Training::One(data) => data,
-            Training::Outputs(data) => data.first(),
-        }
+        &self.0[0]
     }
 
     /// Every target's data, in target order.
     pub fn outputs(&self) -> &'a [Dataset] {
-        match *self {
-            Training::One(data) => std::slice::from_ref(data),
-            Training::Outputs(data) => data.outputs(),
-        }
+        self.0
     }
 }
 
@@ -253,14 +242,15 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
             )));
         }
     }
-    if let Training::Outputs(data) = training {
+    if training.outputs().len() > 1 {
+        let data = training;
         for &m in &models {
             shares_basis(m).map_err(|why| {
                 Error::BadInput(format!(
                     "--models {}: cannot fit the {} targets on one basis: {why} (the families \
                      that can: exact, spgp, vsgp, spgp-dr)",
                     m.name(),
-                    data.n_outputs()
+                    data.outputs().len()
                 ))
             })?;
         }
@@ -359,12 +349,13 @@ impl TestSet {
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
     pub fn read<'a>(path: &Path, train: impl Into<Training<'a>>) -> Result<TestSet> {
-        let train = match train.into() {
-            Training::One(train) => train,
-            Training::Outputs(data) => {
+        let data: Training<'a> = train.into();
+        let train = match data.outputs() {
+            [train] => train,
+            outputs => {
                 let names = &data.first().input_names;
                 let mut x = DMatrix::zeros(0, 0);
-                let mut targets = Vec::with_capacity(data.n_outputs());
+                let mut targets = Vec::with_capacity(outputs.len());
                 for output in data.outputs() {
                     let (read_x, y) = read_inputs_and_target(path, names, &output.target_name)?;
                     x = read_x;
@@ -379,10 +370,10 @@ impl TestSet {
         };
         let (x, y) = read_same_columns(path, &train.input_names, &train.target_name)?;
         let y = match train.target {
-            TargetKind::Continuous => y,
             TargetKind::Binary { positive } => {
                 y.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 })
             }
+            _ => y,
         };
         Ok(TestSet {
             x,
@@ -458,7 +449,7 @@ pub struct Done {
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
-    /// Fitted, exported and evaluated.
+    /// Fit, exported and evaluated.
     Ok(Box<Done>),
     /// Fitting or exporting failed.
     Failed {
@@ -562,7 +553,7 @@ pub fn sweep<'a>(
     let first = train.first();
     let task = match first.target {
         TargetKind::Continuous => Task::Regression,
-        TargetKind::Binary { .. } => Task::Classification,
+        _ => Task::Classification,
     };
     let chosen = choose(&mut rows);
     Sweep {
@@ -631,18 +622,9 @@ fn fit_and_export(
     params: &FitParams,
     progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
 ) -> Result<(Vec<u8>, Option<Cure>)> {
-    match *train {
-        Training::One(data) => {
-            let mut fitted = fit(data, params, progress)?;
-            let (exported, cure) = export_fitted(&mut fitted, raw_x, false)?;
-            Ok((exported.blob, cure))
-        }
-        Training::Outputs(data) => {
-            let mut fitted = fit_multi(data, params, progress)?;
-            let (exported, cure) = export_outputs(&mut fitted, raw_x, false)?;
-            Ok((set_blob(&fitted.set, &exported)?, cure))
-        }
-    }
+    let mut fitted = fit(train.outputs(), params, progress)?;
+    let exported = export(&mut fitted, raw_x, false)?;
+    Ok((exported.blob, exported.cure))
 }
 
 /// The figures of a vector of outputs from each output's: the sum of their
@@ -1339,7 +1321,7 @@ mod tests {
         assert!(done.instructions > 0);
         // The same blob as a fit of that point on its own.
         let mut alone = fit(&train, &points[0].params(0), &mut |_| {}).unwrap();
-        let (exported, _) = export_fitted(&mut alone, &train.raw_x(), false).unwrap();
+        let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();
         assert_eq!(exported.blob, done.blob);
         let Figures::Regression(e) = &done.figures else {
             panic!("a regression row")

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use nalgebra::DMatrix;
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::fit::{ExactParams, FitParams, Method};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::demo::{
@@ -55,10 +55,10 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Resu
     let mut positions_after = Vec::new();
     for (name, params) in &fits {
         let started = Instant::now();
-        let mut fitted = fit_with_progress(&data, params, quiet, name)?;
+        let mut fitted = fit_with_progress(std::slice::from_ref(&data), params, quiet, name)?;
         let seconds = started.elapsed().as_secs_f64();
-        let (exported, _) = export_fitted(&mut fitted, &test_x, false)?;
-        let (model, report) = (&fitted.model, &fitted.report);
+        let exported = export(&mut fitted, &test_x, false)?;
+        let (model, report) = (&fitted.set.members[0], &fitted.report);
         let reference = model.predict_raw(&test_x)?;
         let trainer = figures(
             reference.mean.as_slice(),

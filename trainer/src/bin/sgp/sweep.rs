@@ -90,7 +90,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
             ));
         }
         several = MultiTargetData::from_csv(&args.data, &targets)?;
-        Training::Outputs(&several)
+        Training::from(&several)
     } else {
         let (data, classes) = training_data(
             &args.data,
@@ -110,7 +110,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
             )));
         }
         single = data;
-        Training::One(&single)
+        Training::from(&single)
     };
     let spec = SweepSpec {
         models,

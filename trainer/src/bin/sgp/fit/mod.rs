@@ -1,35 +1,29 @@
 //! `sgp fit`: the options ([`FitArgs`], as library parameters in
-//! [`params`]) and the dispatch by kind of fit. Each kind reads, fits,
-//! exports and reports in a module of its own: one target, a regression
-//! or a binary classification ([`single`]); a regression on a file too
-//! large for memory ([`streamed`]); several outputs ([`outputs`]); `K > 2`
-//! classes ([`classes`]). [`data`] reads the training data and decides
-//! the task; [`summary`] prints what a single fit did.
+//! [`params`]), the training data and its task ([`data`]), then one path
+//! for every fit ([`run`]): one target, several outputs or `K` classes,
+//! in memory or streamed from a large file ([`streamed`]); [`summary`]
+//! prints what it did.
 
-mod classes;
 mod data;
-mod outputs;
 mod params;
-mod single;
+mod run;
 mod streamed;
 mod summary;
 
 use std::path::PathBuf;
 
-use sgp_trainer::data::multi_target::parse_target_list;
+use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{
     FitParams, HyperInit, InitMethod, Method, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
 };
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::Result;
+use sgp_trainer::{Error, Result};
 
-use classes::fit_classes_command;
 pub(crate) use data::{training_data, Classes};
-use outputs::fit_outputs_command;
-use single::finish_fit;
-pub(crate) use single::fit_with_progress;
+use run::finish_fit;
+pub(crate) use run::fit_with_progress;
 use streamed::streamed_fit;
 use summary::print_path;
 
@@ -177,32 +171,41 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
-    if targets.len() > 1 {
-        return fit_outputs_command(args, &targets, quiet);
-    }
-    if !args.in_memory {
-        if let Some(streamed) = streamed_fit(args, quiet)? {
-            return finish_fit(args, streamed, None, Vec::new());
+    if targets.len() < 2 && !args.in_memory {
+        if let Some((fit, check_x)) = streamed_fit(args, quiet)? {
+            return finish_fit(args, fit, &check_x, None);
         }
     }
-    let asked: Vec<Method> = args.model.into_iter().collect();
-    let (data, classes) = training_data(
-        &args.data,
-        args.target.as_deref(),
-        args.task()?,
-        args.positive.as_deref(),
-        ("--model", &asked),
-        quiet,
-    )?;
-    let labels = match classes {
-        Classes::Several => return fit_classes_command(args, &data, quiet),
-        Classes::Binary(labels) => labels,
-        Classes::None => Vec::new(),
+    let (outputs, labels) = if targets.len() > 1 {
+        if args.task()? == Some(TaskArg::Classification) || args.positive.is_some() {
+            return Err(Error::BadInput(
+                "several targets (--target a,b) are a multi-output regression; a classifier \
+                 has one target column (its classes are that column's values)"
+                    .into(),
+            ));
+        }
+        let data = MultiTargetData::from_csv(&args.data, &targets)?;
+        (data.outputs().to_vec(), Vec::new())
+    } else {
+        let asked: Vec<Method> = args.model.into_iter().collect();
+        let (data, classes) = training_data(
+            &args.data,
+            args.target.as_deref(),
+            args.task()?,
+            args.positive.as_deref(),
+            ("--model", &asked),
+            quiet,
+        )?;
+        match classes {
+            Classes::Several => (vec![data.into_classes()?], Vec::new()),
+            Classes::Binary(labels) => (vec![data], labels),
+            Classes::None => (vec![data], Vec::new()),
+        }
     };
-    let params = args.params(args.model_for(&data))?;
+    let params = args.params(args.model_for(&outputs[0]))?;
     let path = match &params {
         FitParams::Gplasso(p) if args.path => {
-            let (rows, stop) = gplasso_path(&data, p)?;
+            let (rows, stop) = gplasso_path(&outputs[0], p)?;
             if !args.json {
                 print_path(&rows, stop, p.m);
             }
@@ -210,6 +213,9 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         }
         _ => None,
     };
-    let fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
-    finish_fit(args, (fitted, data.raw_x()), path, labels)
+    let mut fit = fit_with_progress(&outputs, &params, quiet || args.json, "fit")?;
+    if !labels.is_empty() {
+        fit.set.class_labels = labels;
+    }
+    finish_fit(args, fit, &outputs[0].raw_x(), path)
 }

@@ -32,8 +32,8 @@ impl FitArgs {
     /// task.
     pub(super) fn model_for(&self, data: &Dataset) -> Method {
         self.model.unwrap_or(match data.target {
-            TargetKind::Binary { .. } => Method::Svgp,
             TargetKind::Continuous => Method::Spgp,
+            _ => Method::Svgp,
         })
     }
 
@@ -93,6 +93,7 @@ impl FitArgs {
             max_points: self.max_points,
             held_out_choice: !self.no_held_out_choice
                 && (model.falls_back_to_spgp() || self.objective.is_none()),
+            ..SparseParams::default()
         };
         Ok(match model {
             Method::Svgp => FitParams::Svgp(SvgpParams {

@@ -4,7 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
-use sgp_trainer::fit::{FitParams, Fitted, Method};
+use sgp_trainer::fit::{Fit, FitParams, Method};
 use sgp_trainer::Result;
 
 use crate::progress_bar;
@@ -19,7 +19,7 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 /// that streams (a classification, a model other than spgp); then the
 /// whole file is read as before. Returns the fit and the raw inputs its
 /// export is checked at.
-pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted, DMatrix<f64>)>> {
+pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, DMatrix<f64>)>> {
     let model = args.model.unwrap_or(Method::Spgp);
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
     if model != Method::Spgp || classification {

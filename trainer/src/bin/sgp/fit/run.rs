@@ -1,15 +1,15 @@
-//! `sgp fit` of one target (a regression or a binary classification): the
-//! fit with its progress bar, the export and the blob.
+//! `sgp fit`'s one path after the data are read: the fit with its
+//! progress bar, the export (its check and cure), the blob, the golden
+//! values and the report.
 
 use std::path::Path;
 
 use nalgebra::DMatrix;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::cure::{export_fitted, Cure};
-use sgp_trainer::export::{export_set, golden_points, golden_rust, Fidelity};
+use sgp_trainer::export::cure::Cure;
+use sgp_trainer::export::{export, golden_points, golden_rust, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
-use sgp_trainer::fit::{fit, FitParams, FitReport, Fitted};
-use sgp_trainer::model::ModelSet;
+use sgp_trainer::fit::{fit, Fit, FitParams, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::Result;
 
@@ -18,18 +18,19 @@ use crate::{progress_bar, to_json, write_file};
 use super::summary::print_fit_summary;
 use super::FitArgs;
 
+/// `fit` of `outputs` with a progress bar over its iteration budget.
 pub(crate) fn fit_with_progress(
-    data: &Dataset,
+    outputs: &[Dataset],
     params: &FitParams,
     quiet: bool,
     label: &str,
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let bar = progress_bar(quiet, params.iteration_budget(), label);
     let mut on_progress = |p: Progress| {
         bar.set_position(p.iteration);
-        bar.set_message(format!("NLML {:.4}", p.best_value));
+        bar.set_message(format!("objective {:.4}", p.best_value));
     };
-    let result = fit(data, params, &mut on_progress);
+    let result = fit(outputs, params, &mut on_progress);
     bar.finish_and_clear();
     result
 }
@@ -38,9 +39,15 @@ pub(crate) fn fit_with_progress(
 #[derive(serde::Serialize)]
 pub(crate) struct FitOutput<'a> {
     report: &'a FitReport,
+    /// A classifier's class labels, in class order.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    classes: &'a [String],
     blob: &'a Path,
     blob_bytes: usize,
+    /// The worst f32 deviations over the outputs.
     fidelity: &'a Fidelity,
+    /// Each output's, in output order.
+    fidelities: &'a [Fidelity],
     /// The blob's variance form: "product" or "solves".
     variance: &'static str,
     /// Why the blob has the solves, not the product.
@@ -51,39 +58,36 @@ pub(crate) struct FitOutput<'a> {
     path: Option<&'a [PathRow]>,
 }
 
-/// Exports `fitted` (checked at the raw inputs `check_x`), writes the blob
-/// and the golden values asked for, and reports.
+/// Exports `fit` (checked at the raw inputs `check_x`), writes the blob and
+/// the golden values asked for, and reports.
 pub(crate) fn finish_fit(
     args: &FitArgs,
-    (mut fitted, raw_x): (Fitted, DMatrix<f64>),
+    mut fit: Fit,
+    check_x: &DMatrix<f64>,
     path: Option<Vec<PathRow>>,
-    labels: Vec<String>,
 ) -> Result<()> {
-    let (mut exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
-    if !labels.is_empty() {
-        // The (cured) model again, now with the labels in its blob.
-        let set = ModelSet::single(fitted.model.clone(), labels);
-        exported = export_set(&set, &raw_x, args.force)?;
-    }
+    let exported = export(&mut fit, check_x, args.force)?;
     write_file(&args.out, &exported.blob)?;
-    if let Some(path) = &args.golden {
-        let points = golden_points(&fitted.model, &raw_x, 12, 4);
-        write_file(path, golden_rust(&fitted.model, &points)?.as_bytes())?;
+    if let Some(golden) = &args.golden {
+        let points = golden_points(&fit.set.members[0], check_x, 12, 4);
+        write_file(golden, golden_rust(&fit.set, &points)?.as_bytes())?;
     }
     if args.json {
         let output = FitOutput {
-            report: &fitted.report,
+            report: &fit.report,
+            classes: &fit.set.class_labels,
             blob: &args.out,
             blob_bytes: exported.blob.len(),
             fidelity: &exported.fidelity,
+            fidelities: &exported.outputs,
             variance: exported.variance.name(),
             product_refused: exported.product_refused.as_deref(),
-            cure: cure.as_ref(),
+            cure: exported.cure.as_ref(),
             path: path.as_deref(),
         };
         println!("{}", to_json(&output)?);
     } else {
-        print_fit_summary(&fitted, &exported, cure.as_ref(), &args.out);
+        print_fit_summary(&fit, &exported, &args.out);
     }
     Ok(())
 }
