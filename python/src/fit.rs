@@ -12,9 +12,8 @@ use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::export;
 use sgp_trainer::export::Fidelity;
-use sgp_trainer::fit::{
-    fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
-};
+use sgp_trainer::choose::{self, Asked, Request};
+use sgp_trainer::fit::{FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::numerics::optimise::{Progress, Stall};
 
@@ -115,12 +114,8 @@ impl Settings {
             .map(|o| choice::<Approximation>(o, "objective"))
             .transpose()?;
         if let Some(sparse) = params.sparse_mut() {
-            // As `sgp fit --objective`: a named objective is kept, not
-            // weighed against the other on held-out rows (spgp-hs, vsgp
-            // and spgp-dr are still weighed against plain SPGP).
             if let Some(approximation) = approximation {
                 sparse.approximation = approximation;
-                sparse.held_out_choice &= method.falls_back_to_spgp();
             }
             if let Some(restarts) = self.restarts {
                 sparse.restarts = restarts;
@@ -134,7 +129,6 @@ impl Settings {
         }
         if let (FitParams::Gplasso(p), Some(approximation)) = (&mut params, approximation) {
             p.approximation = approximation;
-            p.choose_objective = false;
         }
         if let Some(max_points) = self.max_points {
             match &mut params {
@@ -231,7 +225,12 @@ pub(crate) fn fit<'py>(
                 reporter.report(&p, false);
                 last = Some(p);
             };
-            let fitted = fit_model(&data, &params, &mut on_progress);
+            let request = Request {
+                asked: Asked::Family(params),
+                held_out: true,
+                choose_objective: settings.objective.is_none(),
+            };
+            let fitted = choose::fit(&data, &request, &mut on_progress);
             if let Some(p) = last {
                 reporter.report(&p, true);
             }

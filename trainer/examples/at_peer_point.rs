@@ -89,7 +89,6 @@ fn main() -> sgp_trainer::Result<()> {
     let sparse = SparseParams {
         m: params["fitted"]["z"].as_array().expect("z").len(),
         approximation,
-        held_out_choice: false,
         seed,
         ..SparseParams::default()
     };

@@ -13,6 +13,7 @@
 //! subcommands' work (generated data, the demo, inspect, sweep and its
 //! cost model, plot).
 
+pub mod choose;
 pub mod data;
 pub mod error;
 pub mod evaluate;

@@ -8,8 +8,7 @@
 //! - DR learns `P` with the pseudo-inputs ([`Projected`]), for every
 //!   output: starts from [`Projected::pca_start`] with the pseudo-inputs
 //!   drawn in the projected space, then the restart driver over those
-//!   features. On small data it must beat plain SPGP on held-out rows, or
-//!   the model is SPGP's ([`super::against_spgp`]).
+//!   features.
 //! - PCA fixes `P` to the top-G principal directions of the standardised
 //!   inputs, each divided by the component's standard deviation (unit
 //!   variance per component, so SPGP's data-scale start suits every
@@ -22,11 +21,10 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::restarts::start_positions;
 use super::sparse::{fit_restarted, StartChoice};
 use super::spgp::{fit_spgp, initial_kernels};
-use super::{Checked, Fit, FitParams, Method, PseudoInit, Rebuilt, SparseParams};
+use super::{Checked, Fit, Method, PseudoInit, Rebuilt, SparseParams};
 use crate::data::{column_ranges, Dataset, Standardisation};
 use crate::model::features::projected::principal_directions;
 use crate::model::features::{BasisWidths, Projected, RuntimeBasis};
@@ -112,30 +110,10 @@ pub(crate) fn mapped(sparse: &SparseParams, p: &DMatrix<f64>) -> SparseParams {
     out
 }
 
-/// Fits SPGP+DR as `params` asks; on small data only if it clearly beats
-/// plain SPGP on held-out rows, else plain SPGP (on all D inputs) under
-/// SPGP+DR's name ([`super::against_spgp`]).
+/// Fits SPGP+DR: the projection learned with the pseudo-inputs.
 pub(crate) fn fit_dr(
     outputs: &[Dataset],
     params: &Checked<'_, ProjectedParams>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Fit> {
-    let dim = params.dim;
-    unless_spgp_wins(
-        outputs,
-        &params.sparse.check(&outputs[0])?,
-        |sparse| FitParams::SpgpDr(ProjectedParams { sparse, dim }),
-        ModelKind::SpgpDr,
-        Rivals::ChosenObjective,
-        progress,
-        |progress| fit_projection(outputs, params, progress),
-    )
-}
-
-/// SPGP+DR's own fit: the projection learned with the pseudo-inputs.
-fn fit_projection(
-    outputs: &[Dataset],
-    params: &ProjectedParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     let kernels = initial_kernels(outputs, &params.sparse)?;

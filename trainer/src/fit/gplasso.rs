@@ -41,15 +41,13 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::exact::{optimise_exact, training_subset};
 use super::progress::continuing;
 use super::restarts::{best_start, first, screen_iter, screen_rows};
 use super::sparse::{fit_sparse, minimise_part, no_penalty, SparseFit};
-use super::spgp::{objective_name, other_objective};
 use super::{
-    check_max_points, default_optimiser, Checked, Fit, FitParams, FitReport, Method,
-    OptimiserReport, OutputReport, Rebuilt, SparseParams,
+    check_max_points, default_optimiser, Checked, Fit, FitReport, Method, OptimiserReport,
+    OutputReport, Rebuilt,
 };
 use crate::data::Dataset;
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -136,15 +134,6 @@ pub struct GplassoParams {
     /// Objective of the last stage of [`GplassoRefit::Everything`] (the
     /// other refits are FITC's, as the paper's variance).
     pub approximation: Approximation,
-    /// With [`GplassoRefit::Everything`] on small data
-    /// ([`super::held_out::applies`]): keep GPLasso only if it beats plain
-    /// SPGP on held-out rows ([`fit_gplasso`]), and choose the objective
-    /// first as `choose_objective` says.
-    pub held_out_choice: bool,
-    /// With `held_out_choice`: switch to the other objective if it clearly
-    /// predicts held-out rows better, as SPGP does (off when the objective
-    /// was named, `sgp fit --objective`).
-    pub choose_objective: bool,
 }
 
 impl Default for GplassoParams {
@@ -159,8 +148,6 @@ impl Default for GplassoParams {
             optimiser: default_optimiser(),
             refit: GplassoRefit::Everything,
             approximation: Approximation::Fitc,
-            held_out_choice: true,
-            choose_objective: true,
         }
     }
 }
@@ -402,78 +389,16 @@ pub(crate) fn iteration_budget(params: &GplassoParams) -> u64 {
 /// training inputs as fixed pseudo-inputs (the weights those of that
 /// posterior); with [`GplassoRefit::Everything`], three starts from the
 /// selected inputs (the exact GP's hyperparameters, those re-optimised for
-/// one screening run, and SPGP's data-scale hyperparameters) screened as
-/// SPGP screens its starts, and the best one optimised to the end,
-/// positions included, with the objective chosen on held-out rows on small
-/// data.
-///
+/// one screening run, and SPGP's data-scale start) screened as SPGP
+/// screens its starts, the best optimised to the end, positions included.
 /// Why: the exact GP's hyperparameters are right for N basis functions,
-/// not for M. On the suite's 8-D ridge set at M = 10 they kept a small
-/// noise variance and short length scales, the FITC diagonal absorbed the
-/// misfit, and the test NLPD was 0.70 against SPGP's -0.20; re-optimised
-/// hyperparameters gave 0.60, moved basis points -0.20 (docs,
-/// "Model families"). A second round of selection with the re-optimised
-/// hyperparameters did not pay (better on 3 of 10 sets, worse on 3).
-///
-/// The data-scale start is SPGP's own: with the lasso's basis and only the
-/// two starts derived from a 100-row exact GP, the 10,000 x 8 ridge set at
-/// M = 25 ended 0.04 to 0.21 behind SPGP (three seeds); with it, 0.12
-/// better to 0.07 behind, and on the suite at most 0.09 behind except on
-/// mcycle at M = 10 (as before).
-///
-/// On small data the default must also beat the SPGP that `--model spgp`
-/// fits, FITC and VFE both, over folds, as SPGP+HS must
-/// ([`super::against_spgp`]); otherwise the model is that SPGP under
-/// GPLasso's kind. GPLasso with its basis moved is SPGP from other starts,
-/// and the lasso's starts can be the worse ones: on 24 splits of the peer
-/// benchmark's 100-row `mcycle` (M = 10) it was more than 0.10 behind SPGP
-/// on 8, by up to 31.9 (a FITC fit with its noise collapsed); with the
-/// rule on 1, and on 24 200-row heteroscedastic splits on 1 instead of 3
-/// (docs/src/model-families.md, "GPLasso").
+/// not for M (docs/src/model-families.md, "GPLasso").
 pub(crate) fn fit_gplasso(
     data: &Dataset,
     params: &Checked<'_, GplassoParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    if !(params.refit == GplassoRefit::Everything
-        && params.held_out_choice
-        && super::held_out::applies(data.n_rows(), params.m))
-    {
-        return fit_with(data, params, params.approximation, progress);
-    }
-    let approximation = if params.choose_objective {
-        chosen_objective(data, params)?
-    } else {
-        params.approximation
-    };
-    let family = GplassoParams {
-        approximation,
-        held_out_choice: false,
-        ..(**params).clone()
-    };
-    let spgp = rival_spgp(params);
-    unless_spgp_wins(
-        std::slice::from_ref(data),
-        &spgp.check(data)?,
-        |_| FitParams::Gplasso(family.clone()),
-        ModelKind::GpLasso,
-        Rivals::BothObjectives,
-        progress,
-        |progress| fit_with(data, params, approximation, progress),
-    )
-}
-
-/// The SPGP a GPLasso fit on small data must beat: `--model spgp` with the
-/// same M, seed, objective and optimiser.
-fn rival_spgp(params: &GplassoParams) -> SparseParams {
-    SparseParams {
-        m: params.m,
-        seed: params.seed,
-        approximation: params.approximation,
-        optimiser: params.optimiser.clone(),
-        held_out_choice: true,
-        ..SparseParams::default()
-    }
+    fit_with(data, params, params.approximation, progress)
 }
 
 /// GPLasso as [`fit_gplasso`] describes it, the last stage under
@@ -568,36 +493,6 @@ fn fit_with(
     };
     fitted.report.gplasso = Some(report);
     Ok(fitted)
-}
-
-/// The objective a small-data fit that moves its basis chooses on
-/// held-out rows, as SPGP does ([`super::held_out`]).
-fn chosen_objective(data: &Dataset, params: &GplassoParams) -> Result<Approximation> {
-    let asked = GplassoParams {
-        held_out_choice: false,
-        ..params.clone()
-    };
-    let other = GplassoParams {
-        approximation: other_objective(asked.approximation),
-        ..asked.clone()
-    };
-    let candidates = [
-        (
-            objective_name("gplasso", asked.approximation),
-            FitParams::Gplasso(asked),
-        ),
-        (
-            objective_name("gplasso", other.approximation),
-            FitParams::Gplasso(other),
-        ),
-    ];
-    let outputs = std::slice::from_ref(data);
-    let scores = super::held_out::score(outputs, params.seed, &candidates, &super::refit)?;
-    Ok(if scores.verdict(0, 1).challenger_chosen {
-        other_objective(params.approximation)
-    } else {
-        params.approximation
-    })
 }
 
 /// The kernel hyperparameters re-optimised from `kern` on the FITC
@@ -1036,7 +931,6 @@ mod tests {
             let params = GplassoParams {
                 refit,
                 max_points: 100,
-                held_out_choice: false,
                 ..quick(8)
             };
             let fitted = fit(&d, &FitParams::Gplasso(params), &mut |_| {}).expect("fit");

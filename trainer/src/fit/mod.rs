@@ -12,11 +12,9 @@
 //! sparse variational classifier. Families that cannot share a basis
 //! between outputs ([`shares_basis`]) refuse `P > 1`.
 
-mod against_spgp;
 pub mod dr;
 pub mod exact;
 pub mod gplasso;
-pub mod held_out;
 pub mod init;
 pub mod ivm;
 mod params;
@@ -283,26 +281,7 @@ fn fit_outputs(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     let started = std::time::Instant::now();
-    let first = check_outputs(outputs, params.method())?;
-    if first.target != TargetKind::Continuous && !params.method().classifies() {
-        return Err(Error::BadInput(format!(
-            "{}: a classification can only be fitted with --model svgp, ivm or exact",
-            first.source
-        )));
-    }
-    let ignored = &first.constant_inputs;
-    let (used, params) = if ignored.is_empty() {
-        (Cow::Borrowed(outputs), Cow::Borrowed(params))
-    } else {
-        let reduced = outputs
-            .iter()
-            .map(|d| d.without_inputs(ignored))
-            .collect::<Result<Vec<_>>>()?;
-        (
-            Cow::Owned(reduced),
-            Cow::Owned(params.without_inputs(ignored)),
-        )
-    };
+    let (first, used, params) = prepared(outputs, params)?;
     let one = &used[0];
     let classifier = matches!(one.target, TargetKind::Binary { .. });
     let mut fit = match params.as_ref() {
@@ -319,11 +298,72 @@ fn fit_outputs(
         FitParams::Ivm(p) => ivm::fit_ivm(one, &p.check(one)?, progress)?,
         FitParams::Svgp(p) => svgp::fit_svgp(one, &p.check(one)?, progress)?,
     };
-    if !ignored.is_empty() {
+    if !first.constant_inputs.is_empty() {
         Expansion::for_data(first).attach(&mut fit);
     }
     fit.report.seconds = started.elapsed().as_secs_f64();
     Ok(fit)
+}
+
+/// Whether `params` can be fitted to `data`, as [`fit`] checks before any
+/// work: the error it would give for the data or the settings.
+///
+/// # Errors
+/// As [`fit`]'s [`Error::BadInput`].
+pub fn check(data: &(impl Outputs + ?Sized), params: &FitParams) -> Result<()> {
+    let (_, used, params) = prepared(data.outputs(), params)?;
+    let one = &used[0];
+    match params.as_ref() {
+        FitParams::Exact(p) => p.check(one).map(drop),
+        FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.check(one).map(drop),
+        FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.check(one).map(drop),
+        FitParams::Gplasso(p) => p.check(one).map(drop),
+        FitParams::Ivm(p) => p.check(one).map(drop),
+        FitParams::Svgp(p) => p.check(one).map(drop),
+    }
+}
+
+/// The outputs checked for the family, and without their constant inputs
+/// (the settings too: given pseudo-inputs lose those columns).
+#[allow(clippy::type_complexity)]
+fn prepared<'a>(
+    outputs: &'a [Dataset],
+    params: &'a FitParams,
+) -> Result<(&'a Dataset, Cow<'a, [Dataset]>, Cow<'a, FitParams>)> {
+    let first = check_outputs(outputs, params.method())?;
+    match (first.target, params.method()) {
+        (TargetKind::Continuous, _) => {}
+        (TargetKind::Binary { .. }, m) if m.classifies() => {}
+        (TargetKind::Classes { .. }, Method::Svgp) => {}
+        (TargetKind::Classes { count }, m) => {
+            return Err(Error::BadInput(format!(
+                "{}: target column '{}' holds {count} classes: a multi-class classifier is \
+                 --model svgp, not --model {} (--positive LABEL fits one class against the rest)",
+                first.source,
+                first.target_name,
+                m.name()
+            )))
+        }
+        (TargetKind::Binary { .. }, _) => {
+            return Err(Error::BadInput(format!(
+                "{}: a classification can only be fitted with --model svgp, ivm or exact",
+                first.source
+            )))
+        }
+    }
+    let ignored = &first.constant_inputs;
+    if ignored.is_empty() {
+        return Ok((first, Cow::Borrowed(outputs), Cow::Borrowed(params)));
+    }
+    let reduced = outputs
+        .iter()
+        .map(|d| d.without_inputs(ignored))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((
+        first,
+        Cow::Owned(reduced),
+        Cow::Owned(params.without_inputs(ignored)),
+    ))
 }
 
 /// The first of `outputs`, once they are known to be outputs of one data
@@ -355,12 +395,6 @@ fn check_outputs(outputs: &[Dataset], method: Method) -> Result<&Dataset> {
         ));
     }
     Ok(first)
-}
-
-/// The models `params` fits on `outputs`, without progress: how a held-out
-/// choice fits its candidates ([`held_out`]).
-pub(crate) fn refit(outputs: &[Dataset], params: &FitParams) -> Result<Vec<TrainedModel>> {
-    fit(outputs, params, &mut |_| {}).map(|fitted| fitted.set.members)
 }
 
 /// Starting kernel hyperparameters from the data's scales.

@@ -61,16 +61,6 @@ impl Method {
         matches!(self, Method::Svgp | Method::Ivm | Method::Exact)
     }
 
-    /// Whether, on small data, the model must beat plain SPGP on held-out
-    /// rows, and is otherwise SPGP's fit under its own name (SPGP+HS, VSGP,
-    /// SPGP+DR, GPLasso with its basis moved: [`against_spgp`]).
-    pub fn falls_back_to_spgp(self) -> bool {
-        matches!(
-            self,
-            Method::SpgpHs | Method::Vsgp | Method::SpgpDr | Method::Gplasso
-        )
-    }
-
     /// Whether the model projects its inputs to `--dim` G dimensions.
     pub fn is_projected(self) -> bool {
         matches!(self, Method::SpgpDr | Method::SpgpPca)
@@ -200,12 +190,6 @@ pub struct SparseParams {
     /// Rows of the exact GP behind [`HyperInit::ExactSubset`] (at most 500
     /// are used).
     pub max_points: usize,
-    /// On small data ([`held_out::applies`]), choose by NLPD on held-out
-    /// rows: SPGP between `approximation` and the other objective, SPGP+HS,
-    /// VSGP and SPGP+DR between themselves and plain SPGP (other procedures
-    /// ignore it). The procedure asked for is kept unless the other clearly
-    /// wins.
-    pub held_out_choice: bool,
     /// Whether several outputs share one variance factor.
     pub sharing: VarianceSharing,
 }
@@ -221,7 +205,6 @@ impl Default for SparseParams {
             pseudo_init: PseudoInit::Sample(InitMethod::Kmeans),
             hyper_init: HyperInit::DataScales,
             max_points: 1000,
-            held_out_choice: true,
             sharing: VarianceSharing::Auto,
         }
     }
@@ -375,6 +358,56 @@ impl FitParams {
             FitParams::Gplasso(_) => Method::Gplasso,
             FitParams::Ivm(_) => Method::Ivm,
             FitParams::Svgp(_) => Method::Svgp,
+        }
+    }
+
+    /// The objective of a sparse family (`None`: the family has none).
+    pub fn approximation(&self) -> Option<Approximation> {
+        match self {
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p.approximation),
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(p.sparse.approximation),
+            FitParams::Gplasso(p) => Some(p.approximation),
+            FitParams::Exact(_) | FitParams::Ivm(_) | FitParams::Svgp(_) => None,
+        }
+    }
+
+    /// The same settings with the objective `approximation` (unchanged for
+    /// a family without one).
+    pub fn with_approximation(&self, approximation: Approximation) -> FitParams {
+        let mut params = self.clone();
+        match &mut params {
+            FitParams::Gplasso(p) => p.approximation = approximation,
+            other => {
+                if let Some(p) = other.sparse_mut() {
+                    p.approximation = approximation;
+                }
+            }
+        }
+        params
+    }
+
+    /// Basis functions the family fits (`None` for the exact GP, which has
+    /// one per row).
+    pub fn m(&self) -> Option<usize> {
+        match self {
+            FitParams::Exact(_) => None,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => Some(p.m),
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => Some(p.sparse.m),
+            FitParams::Gplasso(p) => Some(p.m),
+            FitParams::Ivm(p) => Some(p.m),
+            FitParams::Svgp(p) => Some(p.m),
+        }
+    }
+
+    /// The seed of every random choice of the fit.
+    pub fn seed(&self) -> u64 {
+        match self {
+            FitParams::Exact(p) => p.seed,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.seed,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.seed,
+            FitParams::Gplasso(p) => p.seed,
+            FitParams::Ivm(p) => p.seed,
+            FitParams::Svgp(p) => p.seed,
         }
     }
 

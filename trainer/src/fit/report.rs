@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use super::dr::ProjectionReport;
 use super::sparse::SharingReport;
-use super::{gplasso, held_out, ivm, streamed, Method};
+use super::{gplasso, ivm, streamed, Method};
+use crate::choose::Choice;
 use crate::data::Standardisation;
 use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;
@@ -50,9 +51,9 @@ pub struct FitReport {
     /// SPGP+HS: the spread of the uncertainties `h_m` (raw target variance).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncertainties: Option<WidthSpread>,
-    /// The held-out choice of a small-data fit, if one was made.
+    /// The choices made above the family ([`crate::choose`]), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub held_out: Option<held_out::HeldOutChoice>,
+    pub choice: Option<Choice>,
     /// GPLasso's selection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gplasso: Option<gplasso::GplassoReport>,
@@ -118,7 +119,7 @@ impl FitReport {
             starts: Vec::new(),
             variance: None,
             uncertainties: None,
-            held_out: None,
+            choice: None,
             gplasso: None,
             ivm: None,
             streamed: None,

@@ -12,82 +12,28 @@ use sgp_runtime::ModelKind;
 use super::exact::{optimise_exact, training_subset};
 use super::restarts::start_positions;
 use super::sparse::{fit_final, fit_restarted, SparseFit, StartChoice};
-use super::{
-    data_scale_kernel, held_out, refit, Checked, Fit, FitParams, HyperInit, Method, SparseParams,
-    StartReport,
-};
+use super::{data_scale_kernel, Checked, Fit, HyperInit, Method, SparseParams, StartReport};
 use crate::data::Dataset;
 use crate::model::features::PseudoInputs;
-use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::Result;
 
-/// Fits SPGP as `params` asks; on small data, with the objective chosen
-/// on held-out rows ([`held_out`]: the other one only if it clearly wins,
-/// and VFE if FITC's noise collapses: [`fit_chosen_objective`]).
+/// Fits SPGP as `params` asks.
 pub(crate) fn fit_spgp(
     outputs: &[Dataset],
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    let n = outputs[0].n_rows();
-    let (fit, starts, choice) = if params.held_out_choice && held_out::applies(n, params.m) {
-        let candidates = objective_candidates(params);
-        let scores = held_out::score(outputs, params.seed, &candidates, &refit)?;
-        let mut choice = scores.verdict(0, 1);
-        let (fit, starts) = fit_chosen_objective(outputs, params, &mut choice, progress)?;
-        (fit, starts, Some(choice))
-    } else {
-        let (fit, starts) = fit_pseudo_inputs(outputs, params, StartChoice::Objective, progress)?;
-        (fit, starts, None)
-    };
+    let (fit, starts) = fit_pseudo_inputs(outputs, params, StartChoice::Objective, progress)?;
     let mut fit = fit.into_fit(outputs, ModelKind::Spgp, Method::Spgp)?;
     fit.report.starts = starts;
-    fit.report.held_out = choice;
     Ok(fit)
 }
 
-/// SPGP on all of `outputs` with the objective its held-out `choice`
-/// between `params`' objective and the other one picked; but a FITC fit
-/// whose noise collapsed ([`noise_collapsed`]) is replaced by the VFE fit,
-/// unless FITC beat VFE on the held-out rows by more than the choice's
-/// margin. With its noise on the floor FITC predicts nearly noise-free
-/// targets at its pseudo-inputs (MATH.md, FITC's noise collapse).
-pub(crate) fn fit_chosen_objective(
-    outputs: &[Dataset],
-    params: &SparseParams,
-    choice: &mut held_out::HeldOutChoice,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
-    let chosen = SparseParams {
-        approximation: if choice.challenger_chosen {
-            other_objective(params.approximation)
-        } else {
-            params.approximation
-        },
-        ..params.clone()
-    };
-    let checked = chosen.check(&outputs[0])?;
-    let (fit, starts) = fit_pseudo_inputs(outputs, &checked, StartChoice::Objective, progress)?;
-    if chosen.approximation != Approximation::Fitc
-        || !fit.kernels.iter().any(noise_collapsed)
-        || choice.chosen_clearly_better()
-    {
-        return Ok((fit, starts));
-    }
-    choice.noise_collapsed = true;
-    let vfe = SparseParams {
-        approximation: Approximation::Vfe,
-        ..chosen
-    };
-    let checked = vfe.check(&outputs[0])?;
-    fit_pseudo_inputs(outputs, &checked, StartChoice::Objective, progress)
-}
-
 /// A FITC noise variance (standardised target) below this has collapsed
-/// ([`fit_chosen_objective`]): a noise standard deviation under 3% of the
+/// ([`crate::choose`] then prefers VFE): a noise standard deviation under 3% of the
 /// target's, the rest carried by FITC's diagonal correction, which
 /// vanishes at the pseudo-inputs (docs/src/model-families.md).
 pub const COLLAPSED_NOISE_BELOW: f64 = 1e-3;
@@ -95,42 +41,6 @@ pub const COLLAPSED_NOISE_BELOW: f64 = 1e-3;
 /// Whether `kern`'s noise variance has collapsed ([`COLLAPSED_NOISE_BELOW`]).
 pub(crate) fn noise_collapsed(kern: &KernelParams) -> bool {
     kern.noise_var() < COLLAPSED_NOISE_BELOW
-}
-
-/// SPGP with the objective asked for, then with the other one (both
-/// without a held-out choice of their own): the candidates of SPGP's
-/// held-out choice, in the order [`held_out::Scores::verdict`] takes them.
-pub(crate) fn objective_candidates(params: &SparseParams) -> Vec<(String, FitParams)> {
-    let asked = SparseParams {
-        held_out_choice: false,
-        ..params.clone()
-    };
-    let other = SparseParams {
-        approximation: other_objective(asked.approximation),
-        ..asked.clone()
-    };
-    vec![
-        (
-            objective_name("spgp", asked.approximation),
-            FitParams::Spgp(asked),
-        ),
-        (
-            objective_name("spgp", other.approximation),
-            FitParams::Spgp(other),
-        ),
-    ]
-}
-
-pub(crate) fn other_objective(approximation: Approximation) -> Approximation {
-    match approximation {
-        Approximation::Fitc => Approximation::Vfe,
-        Approximation::Vfe => Approximation::Fitc,
-    }
-}
-
-/// How a held-out choice names `model` fitted with `approximation`.
-pub(crate) fn objective_name(model: &str, approximation: Approximation) -> String {
-    format!("{model} ({approximation:?})").to_lowercase()
 }
 
 /// A fit whose signal variance is below this fraction of its noise
@@ -222,12 +132,11 @@ pub(crate) fn initial_kernels(
 
 #[cfg(test)]
 mod tests {
-    use nalgebra::DMatrix;
-
     use super::*;
     use crate::fit::restarts::{screen_rows, SCREEN_MIN_ROWS};
     use crate::fit::sparse::VarianceSharing;
     use crate::fit::{fit, FitParams};
+    use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::demo::synthetic;
 
@@ -265,7 +174,6 @@ mod tests {
             m: 5,
             approximation: Approximation::Vfe,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         };
         let checked = params.check(&data).expect("valid");
@@ -288,91 +196,6 @@ mod tests {
             rescued.posteriors[0].nlml,
             plain.posteriors[0].nlml
         );
-    }
-
-    /// Noise-free targets: FITC puts its noise on the floor, VFE does not.
-    fn noise_free() -> Dataset {
-        let x = DMatrix::from_fn(150, 1, |i, _| 10.0 * ((i * 37 % 150) as f64) / 150.0);
-        let y = nalgebra::DVector::from_fn(150, |i, _| {
-            let t = x[(i, 0)];
-            t.sin() + 0.3 * (3.0 * t).sin()
-        });
-        Dataset::from_raw(x, y, vec!["x".into()], "y".into()).expect("valid")
-    }
-
-    /// A held-out choice that kept FITC, the incumbent, with these scores.
-    fn fitc_kept(fitc_nlpd: f64, vfe_nlpd: f64) -> held_out::HeldOutChoice {
-        held_out::HeldOutChoice {
-            incumbent: "spgp (fitc)".into(),
-            challenger: "spgp (vfe)".into(),
-            rows: 40,
-            incumbent_nlpd: fitc_nlpd,
-            challenger_nlpd: vfe_nlpd,
-            standard_error: 0.1,
-            challenger_chosen: false,
-            noise_collapsed: false,
-            lost_to: None,
-        }
-    }
-
-    /// A FITC fit with its noise on the floor that did not clearly win on
-    /// held-out rows gives way to VFE; one that clearly won stays.
-    #[test]
-    fn a_collapsed_fitc_noise_gives_way_to_vfe_unless_fitc_clearly_won() {
-        let data = noise_free();
-        let params = SparseParams {
-            m: 8,
-            restarts: 1,
-            ..SparseParams::default()
-        };
-        let mut close = fitc_kept(-1.0, -0.95);
-        let (fit, _) = fit_chosen_objective(
-            std::slice::from_ref(&data),
-            &params,
-            &mut close,
-            &mut |_| {},
-        )
-        .expect("fit");
-        assert!(close.noise_collapsed);
-        assert_eq!(close.chosen(), "spgp (vfe)");
-        assert_eq!(fit.config.approximation, Approximation::Vfe);
-        assert!(!fit.kernel().noise_on_floor(), "{:?}", fit.kernel());
-
-        let mut clear = fitc_kept(-1.0, -0.5);
-        let (fit, _) = fit_chosen_objective(
-            std::slice::from_ref(&data),
-            &params,
-            &mut clear,
-            &mut |_| {},
-        )
-        .expect("fit");
-        assert!(!clear.noise_collapsed);
-        assert_eq!(clear.chosen(), "spgp (fitc)");
-        assert_eq!(fit.config.approximation, Approximation::Fitc);
-        assert!(fit.kernel().noise_on_floor(), "{:?}", fit.kernel());
-    }
-
-    /// Noisy targets: FITC's noise stays off the floor and FITC is kept.
-    #[test]
-    fn fitc_with_noise_off_the_floor_is_kept() {
-        let (x, y) = synthetic(300, 1, 3);
-        let data = Dataset::from_raw(x, y, vec!["a".into()], "y".into()).expect("valid");
-        let params = SparseParams {
-            m: 8,
-            restarts: 1,
-            ..SparseParams::default()
-        };
-        let mut choice = fitc_kept(1.0, 1.0);
-        let (fit, _) = fit_chosen_objective(
-            std::slice::from_ref(&data),
-            &params,
-            &mut choice,
-            &mut |_| {},
-        )
-        .expect("fit");
-        assert!(!fit.kernel().noise_on_floor(), "{:?}", fit.kernel());
-        assert!(!choice.noise_collapsed);
-        assert_eq!(fit.config.approximation, Approximation::Fitc);
     }
 
     #[test]

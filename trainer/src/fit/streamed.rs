@@ -50,9 +50,8 @@ use crate::{Error, Result};
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedParams {
-    /// The SPGP fit of each stage (its held-out choice is not used: the
-    /// stages are scored on validation rows instead, and its starts are
-    /// not screened but each optimised to the end).
+    /// The SPGP fit of each stage (its starts are not screened but each
+    /// optimised to the end and scored on validation rows).
     pub sparse: SparseParams,
     /// Rows per chunk of the posterior pass.
     pub chunk_rows: usize,
@@ -79,10 +78,7 @@ impl Default for StreamedParams {
     /// memory in less time than a streamed fit takes.
     fn default() -> Self {
         StreamedParams {
-            sparse: SparseParams {
-                held_out_choice: false,
-                ..SparseParams::default()
-            },
+            sparse: SparseParams::default(),
             chunk_rows: crate::data::stream::DEFAULT_CHUNK_ROWS,
             first_rows: 8_192,
             max_rows: 131_072,
@@ -255,10 +251,7 @@ pub fn fit_streamed(
     let validation =
         sample.subset(&((n_sample - params.validation_rows)..n_sample).collect::<Vec<_>>())?;
     let pool = n_sample - params.validation_rows;
-    let sparse = SparseParams {
-        held_out_choice: false,
-        ..params.sparse.clone()
-    };
+    let sparse = params.sparse.clone();
 
     let mut stages = Vec::new();
     let mut best: Option<(SparseFit<PseudoInputs>, f64, usize)> = None;
@@ -493,7 +486,6 @@ mod tests {
         let validation = data.subset(&(600..900).collect::<Vec<_>>()).unwrap();
         let sparse = SparseParams {
             restarts: 3,
-            held_out_choice: false,
             ..small().sparse
         };
         let checked = sparse.check(&fitted).unwrap();
@@ -539,7 +531,6 @@ mod tests {
             m: 5,
             approximation: Approximation::Vfe,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         };
         let data = generated.to_dataset().unwrap();

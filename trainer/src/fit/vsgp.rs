@@ -13,12 +13,11 @@ use std::cell::Cell;
 use nalgebra::DMatrix;
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::progress::{continuing, recording};
 use super::restarts::iteration_budget as spgp_budget;
 use super::sparse::{fit_final, StartChoice, VarianceSharing};
 use super::spgp::fit_pseudo_inputs;
-use super::{Checked, Fit, FitParams, Method, PseudoInit, SparseParams};
+use super::{Checked, Fit, Method, PseudoInit, SparseParams};
 use crate::data::Dataset;
 use crate::model::features::Multiscale;
 use crate::model::kernel::KernelParams;
@@ -30,27 +29,9 @@ pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + params.optimiser.max_iter
 }
 
-/// Fits VSGP as `params` asks; on small data only if it clearly beats
-/// plain SPGP on held-out rows, else plain SPGP under VSGP's name.
+/// Fits VSGP: SPGP (without a tied variance), then the widths freed (the
+/// paper's procedure), and the second start for several outputs.
 pub(crate) fn fit_vsgp(
-    outputs: &[Dataset],
-    params: &Checked<'_, SparseParams>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Fit> {
-    unless_spgp_wins(
-        outputs,
-        params,
-        FitParams::Vsgp,
-        ModelKind::Vsgp,
-        Rivals::ChosenObjective,
-        progress,
-        |progress| fit_staged(outputs, params, progress),
-    )
-}
-
-/// SPGP (without a tied variance), then the widths freed: the paper's
-/// procedure, and the second start for several outputs.
-fn fit_staged(
     outputs: &[Dataset],
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
@@ -186,7 +167,6 @@ mod tests {
 
     fn params(m: usize, approximation: Approximation, restarts: usize) -> SparseParams {
         SparseParams {
-            held_out_choice: false,
             m,
             approximation,
             restarts,

@@ -63,7 +63,6 @@ mod tests {
         let params = FitParams::Spgp(SparseParams {
             m: 5,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         });
         let first = fit(&data, &params, &mut |_| {})

@@ -32,13 +32,14 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 
+use crate::choose::{self, Asked, Request};
 use crate::data::multi_target::MultiTargetData;
 use crate::data::{is_class, read_inputs_and_target, read_same_columns, Dataset, TargetKind};
 use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
 use crate::export::cure::Cure;
 use crate::export::export;
 use crate::export::output_blob::output_specs;
-use crate::fit::{fit, shares_basis, FitParams, Method};
+use crate::fit::{shares_basis, FitParams, Method};
 use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
@@ -622,7 +623,13 @@ fn fit_and_export(
     params: &FitParams,
     progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
 ) -> Result<(Vec<u8>, Option<Cure>)> {
-    let mut fitted = fit(train.outputs(), params, progress)?;
+    // As `sgp fit --model FAMILY` fits it: the objective chosen where open.
+    let request = Request {
+        asked: Asked::Family(params.clone()),
+        held_out: true,
+        choose_objective: true,
+    };
+    let mut fitted = choose::fit(train.outputs(), &request, progress)?;
     let exported = export(&mut fitted, raw_x, false)?;
     Ok((exported.blob, exported.cure))
 }
@@ -1319,8 +1326,13 @@ mod tests {
         assert_eq!(done.ram_bytes, sgp_runtime::ram_bytes(4, 1, 1));
         assert_eq!(done.blob_bytes, done.blob.len());
         assert!(done.instructions > 0);
-        // The same blob as a fit of that point on its own.
-        let mut alone = fit(&train, &points[0].params(0), &mut |_| {}).unwrap();
+        // The same blob as `sgp fit` of that point on its own.
+        let request = Request {
+            asked: Asked::Family(points[0].params(0)),
+            held_out: true,
+            choose_objective: true,
+        };
+        let mut alone = choose::fit(&train, &request, &mut |_| {}).unwrap();
         let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();
         assert_eq!(exported.blob, done.blob);
         let Figures::Regression(e) = &done.figures else {

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use nalgebra::DMatrix;
+use sgp_trainer::choose::Request;
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::export;
 use sgp_trainer::fit::{ExactParams, FitParams, Method};
@@ -55,7 +56,8 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Resu
     let mut positions_after = Vec::new();
     for (name, params) in &fits {
         let started = Instant::now();
-        let mut fitted = fit_with_progress(std::slice::from_ref(&data), params, quiet, name)?;
+        let request = Request::exactly(params.clone());
+        let mut fitted = fit_with_progress(std::slice::from_ref(&data), &request, quiet, name)?;
         let seconds = started.elapsed().as_secs_f64();
         let exported = export(&mut fitted, &test_x, false)?;
         let (model, report) = (&fitted.set.members[0], &fitted.report);

@@ -12,6 +12,7 @@ mod summary;
 
 use std::path::PathBuf;
 
+use sgp_trainer::choose::Asked;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
@@ -26,6 +27,41 @@ use run::finish_fit;
 pub(crate) use run::fit_with_progress;
 use streamed::streamed_fit;
 use summary::print_path;
+
+/// `sgp fit --model`: a family, or the choice among them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ModelArg {
+    /// The family that predicts held-out rows best.
+    Auto,
+    /// This family.
+    Family(Method),
+}
+
+impl ModelArg {
+    /// The family asked for, if one was.
+    pub(crate) fn family(self) -> Option<Method> {
+        match self {
+            ModelArg::Auto => None,
+            ModelArg::Family(m) => Some(m),
+        }
+    }
+}
+
+/// Parses `--model`: `auto` or a family's name.
+fn model_arg(value: &str) -> std::result::Result<ModelArg, String> {
+    if value == sgp_trainer::choose::AUTO {
+        return Ok(ModelArg::Auto);
+    }
+    <Method as clap::ValueEnum>::from_str(value, false)
+        .map(ModelArg::Family)
+        .map_err(|_| {
+            let names: Vec<String> = <Method as clap::ValueEnum>::value_variants()
+                .iter()
+                .map(|m| m.name())
+                .collect();
+            format!("not auto or one of: {}", names.join(", "))
+        })
+}
 
 /// `sgp fit --task`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -62,9 +98,10 @@ pub(crate) struct FitArgs {
     #[arg(long)]
     target: Option<String>,
     /// Model family (default: svgp for a classification, spgp for a
-    /// regression).
-    #[arg(long, value_enum)]
-    model: Option<Method>,
+    /// regression), or `auto`: the family that predicts held-out rows best
+    /// (small data; else spgp), with the choice and its figures reported.
+    #[arg(long, value_parser = model_arg)]
+    model: Option<ModelArg>,
     /// Regression or classification (default: classification when the
     /// target holds text labels or exactly two distinct values, or
     /// --positive is given; else regression).
@@ -106,14 +143,13 @@ pub(crate) struct FitArgs {
     fixed_basis: bool,
     /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
     /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
-    /// spgp and gplasso on fewer than 2000 rows switch to VFE if VFE
-    /// clearly predicts held-out rows better (the report says so).
+    /// spgp, spgp-pca and gplasso on fewer than 2000 rows switch to VFE if
+    /// VFE clearly predicts held-out rows better (the report says so).
     #[arg(long, value_enum)]
     objective: Option<Approximation>,
-    /// spgp, spgp-hs, vsgp, spgp-dr, gplasso: no held-out choice on small
-    /// data (spgp: keep the objective; the others: keep their own model
-    /// even where plain SPGP predicts held-out rows better; gplasso also
-    /// keeps FITC).
+    /// No held-out comparisons on small data: the objective is FITC unless
+    /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
+    /// weighed against plain SPGP, and --model auto fits spgp.
     #[arg(long)]
     no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best
@@ -173,7 +209,7 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         .unwrap_or_default();
     if targets.len() < 2 && !args.in_memory {
         if let Some((fit, check_x)) = streamed_fit(args, quiet)? {
-            return finish_fit(args, fit, &check_x, None);
+            return finish_fit(args, fit, &check_x, None, quiet);
         }
     }
     let (outputs, labels) = if targets.len() > 1 {
@@ -187,7 +223,7 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         let data = MultiTargetData::from_csv(&args.data, &targets)?;
         (data.outputs().to_vec(), Vec::new())
     } else {
-        let asked: Vec<Method> = args.model.into_iter().collect();
+        let asked: Vec<Method> = args.model.and_then(ModelArg::family).into_iter().collect();
         let (data, classes) = training_data(
             &args.data,
             args.target.as_deref(),
@@ -202,9 +238,9 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             Classes::None => (vec![data], Vec::new()),
         }
     };
-    let params = args.params(args.model_for(&outputs[0]))?;
-    let path = match &params {
-        FitParams::Gplasso(p) if args.path => {
+    let request = args.request(&outputs)?;
+    let path = match &request.asked {
+        Asked::Family(FitParams::Gplasso(p)) if args.path => {
             let (rows, stop) = gplasso_path(&outputs[0], p)?;
             if !args.json {
                 print_path(&rows, stop, p.m);
@@ -213,9 +249,9 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         }
         _ => None,
     };
-    let mut fit = fit_with_progress(&outputs, &params, quiet || args.json, "fit")?;
+    let mut fit = fit_with_progress(&outputs, &request, quiet || args.json, "fit")?;
     if !labels.is_empty() {
         fit.set.class_labels = labels;
     }
-    finish_fit(args, fit, &outputs[0].raw_x(), path)
+    finish_fit(args, fit, &outputs[0].raw_x(), path, quiet)
 }

@@ -1,5 +1,6 @@
 //! The fit options as the library's validated parameters.
 
+use sgp_trainer::choose::{Asked, Request};
 use sgp_trainer::data::{Dataset, TargetKind};
 use sgp_trainer::fit::gplasso::{GplassoParams, GplassoRefit};
 use sgp_trainer::fit::ivm::IvmParams;
@@ -10,7 +11,7 @@ use sgp_trainer::fit::{
 use sgp_trainer::numerics::optimise::{OptimiseOptions, Stall};
 use sgp_trainer::{Error, Result};
 
-use super::{FitArgs, LinkArg, TaskArg};
+use super::{FitArgs, LinkArg, ModelArg, TaskArg};
 
 impl FitArgs {
     /// The task `--task` and `--link` ask for (`None`: decided by the
@@ -28,17 +29,53 @@ impl FitArgs {
         }
     }
 
-    /// The model to fit to `data`: `--model`, else the default of its
-    /// task.
-    pub(super) fn model_for(&self, data: &Dataset) -> Method {
-        self.model.unwrap_or(match data.target {
-            TargetKind::Continuous => Method::Spgp,
-            _ => Method::Svgp,
+    /// What to fit to `outputs`: `--model` (a family, or `auto`: every
+    /// family that applies, SPGP first), else the default of the task, and
+    /// the choices the options leave open.
+    pub(super) fn request(&self, outputs: &[Dataset]) -> Result<Request> {
+        let classifier = outputs[0].target != TargetKind::Continuous;
+        let default = if classifier {
+            Method::Svgp
+        } else {
+            Method::Spgp
+        };
+        let asked = match self.model {
+            Some(ModelArg::Family(method)) => Asked::Family(self.params(method)?),
+            None => Asked::Family(self.params(default)?),
+            Some(ModelArg::Auto) => {
+                let mut families = vec![default];
+                if !classifier {
+                    families.push(Method::Vsgp);
+                    if outputs.len() == 1 {
+                        families.extend([Method::SpgpHs, Method::Gplasso]);
+                    }
+                    if self.dim.is_some() {
+                        families.push(Method::SpgpDr);
+                    }
+                }
+                let candidates = families
+                    .into_iter()
+                    .map(|m| self.params_for(m, true))
+                    .collect::<Result<_>>()?;
+                Asked::Auto(candidates)
+            }
+        };
+        Ok(Request {
+            asked,
+            held_out: !self.no_held_out_choice,
+            choose_objective: self.objective.is_none(),
         })
     }
 
     pub(super) fn params(&self, model: Method) -> Result<FitParams> {
+        self.params_for(model, false)
+    }
+
+    /// `model`'s settings from the options; `among`: one of `auto`'s
+    /// candidates, which may ignore options meant for others (`--dim`).
+    fn params_for(&self, model: Method, among: bool) -> Result<FitParams> {
         if model != Method::Gplasso
+            && !among
             && (self.rank.is_some() || self.path || self.fixed_hyperparameters || self.fixed_basis)
         {
             return Err(Error::BadInput(
@@ -65,13 +102,13 @@ impl FitArgs {
                     model.name()
                 )))
             }
-            (false, Some(_)) => {
+            (false, Some(_)) if !among => {
                 return Err(Error::BadInput(format!(
                     "--dim applies to spgp-dr and spgp-pca only; --model {} takes no projection",
                     model.name()
                 )))
             }
-            (false, None) => 0,
+            (false, _) => 0,
         };
         let optimiser = OptimiseOptions {
             max_iter: self.max_iter,
@@ -91,8 +128,6 @@ impl FitArgs {
             pseudo_init: self.init.into(),
             hyper_init: self.init_hyper,
             max_points: self.max_points,
-            held_out_choice: !self.no_held_out_choice
-                && (model.falls_back_to_spgp() || self.objective.is_none()),
             ..SparseParams::default()
         };
         Ok(match model {
@@ -115,8 +150,6 @@ impl FitArgs {
                     (false, false) => GplassoRefit::Everything,
                 },
                 approximation: self.objective.unwrap_or_default(),
-                held_out_choice: !self.no_held_out_choice,
-                choose_objective: self.objective.is_none(),
                 ..GplassoParams::default()
             }),
             Method::Exact => FitParams::Exact(ExactParams {

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 use nalgebra::DMatrix;
+use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::{export, golden_points, golden_rust, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
-use sgp_trainer::fit::{fit, Fit, FitParams, FitReport};
+use sgp_trainer::fit::{Fit, FitParams, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::Result;
 
@@ -18,19 +19,28 @@ use crate::{progress_bar, to_json, write_file};
 use super::summary::print_fit_summary;
 use super::FitArgs;
 
-/// `fit` of `outputs` with a progress bar over its iteration budget.
+/// The fit `request` asks for, with a progress bar over the final fit's
+/// iteration budget.
 pub(crate) fn fit_with_progress(
     outputs: &[Dataset],
-    params: &FitParams,
+    request: &Request,
     quiet: bool,
     label: &str,
 ) -> Result<Fit> {
-    let bar = progress_bar(quiet, params.iteration_budget(), label);
+    let budget = match &request.asked {
+        Asked::Family(params) => params.iteration_budget(),
+        Asked::Auto(candidates) => candidates
+            .iter()
+            .map(FitParams::iteration_budget)
+            .max()
+            .unwrap_or(0),
+    };
+    let bar = progress_bar(quiet, budget, label);
     let mut on_progress = |p: Progress| {
         bar.set_position(p.iteration);
         bar.set_message(format!("objective {:.4}", p.best_value));
     };
-    let result = fit(outputs, params, &mut on_progress);
+    let result = choose::fit(outputs, request, &mut on_progress);
     bar.finish_and_clear();
     result
 }
@@ -39,6 +49,8 @@ pub(crate) fn fit_with_progress(
 #[derive(serde::Serialize)]
 pub(crate) struct FitOutput<'a> {
     report: &'a FitReport,
+    /// The blob's kind (the family's, but spgp-pca's is spgp-dr).
+    kind: String,
     /// A classifier's class labels, in class order.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     classes: &'a [String],
@@ -65,8 +77,12 @@ pub(crate) fn finish_fit(
     mut fit: Fit,
     check_x: &DMatrix<f64>,
     path: Option<Vec<PathRow>>,
+    quiet: bool,
 ) -> Result<()> {
     let exported = export(&mut fit, check_x, args.force)?;
+    if !quiet {
+        note_choices(&fit);
+    }
     write_file(&args.out, &exported.blob)?;
     if let Some(golden) = &args.golden {
         let points = golden_points(&fit.set.members[0], check_x, 12, 4);
@@ -75,6 +91,7 @@ pub(crate) fn finish_fit(
     if args.json {
         let output = FitOutput {
             report: &fit.report,
+            kind: fit.set.members[0].kind.name().to_string(),
             classes: &fit.set.class_labels,
             blob: &args.out,
             blob_bytes: exported.blob.len(),
@@ -90,4 +107,24 @@ pub(crate) fn finish_fit(
         print_fit_summary(&fit, &exported, &args.out);
     }
     Ok(())
+}
+
+/// Says on standard error what the choices above the family did where the
+/// blob is not simply the family asked for: `auto`'s choice, a named family
+/// that plain SPGP beat on held-out rows, a blob whose kind is not the
+/// family's name.
+fn note_choices(fit: &Fit) {
+    let report = &fit.report;
+    if let Some(c) = &report.choice {
+        if c.asked == choose::AUTO || c.spgp_not_beaten() {
+            eprintln!("sgp: note: {}", c.reason);
+        }
+    }
+    let kind = fit.set.members[0].kind.name();
+    let method = report.method.name();
+    if kind != method {
+        eprintln!(
+            "sgp: note: the {method} blob has kind {kind}: the device evaluates the same form"
+        );
+    }
 }

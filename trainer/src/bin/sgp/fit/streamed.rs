@@ -9,7 +9,7 @@ use sgp_trainer::Result;
 
 use crate::progress_bar;
 
-use super::{FitArgs, TaskArg};
+use super::{FitArgs, ModelArg, TaskArg};
 
 /// Rows of the sample at which a streamed fit's export is checked.
 pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
@@ -20,7 +20,13 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 /// whole file is read as before. Returns the fit and the raw inputs its
 /// export is checked at.
 pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, DMatrix<f64>)>> {
-    let model = args.model.unwrap_or(Method::Spgp);
+    let model = match args.model {
+        None => Method::Spgp,
+        Some(ModelArg::Family(m)) => m,
+        // On data large enough to stream, auto is spgp (no held-out
+        // comparison at this size).
+        Some(ModelArg::Auto) => Method::Spgp,
+    };
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
     if model != Method::Spgp || classification {
         return Ok(None);

@@ -5,7 +5,7 @@ use std::path::Path;
 use sgp_runtime::Link;
 use sgp_trainer::export::{Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE};
 use sgp_trainer::fit::gplasso::{GplassoRefit, PathRow, PATH_HOLDOUT};
-use sgp_trainer::fit::{Fit, Method};
+use sgp_trainer::fit::Fit;
 
 use crate::number;
 
@@ -174,57 +174,17 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             report.nlml
         );
     }
-    if let Some(c) = &report.held_out {
-        println!(
-            "held-out choice {} (mean NLPD on {} held-out rows, raw units: {} {:.4}, {} {:.4}, \
-             standard error of the difference {:.4}; the other must win by more than {} of \
-             them)",
-            c.chosen(),
-            c.rows,
-            c.incumbent,
-            c.incumbent_nlpd,
-            c.challenger,
-            c.challenger_nlpd,
-            c.standard_error,
-            sgp_trainer::fit::held_out::MARGIN_SE
-        );
-        if c.noise_collapsed {
+    if let Some(c) = &report.choice {
+        println!("choice          {}", c.reason);
+        if !c.candidates.is_empty() {
+            let scores: Vec<String> = c
+                .candidates
+                .iter()
+                .map(|k| format!("{} {:.4}", k.name, k.nlpd))
+                .collect();
             println!(
-                "                FITC's fit on all rows put its noise on the floor (near \
-                 noise-free predictions at its pseudo-inputs) without clearly winning: the \
-                 model is the VFE fit"
-            );
-        }
-        if let Some(rival) = &c.lost_to {
-            println!(
-                "                {} must beat both objectives: {} scored {:.4} (standard \
-                 error of the difference {:.4})",
-                c.challenger, rival.name, rival.nlpd, rival.standard_error
-            );
-        }
-        if report.method.falls_back_to_spgp() && !c.challenger_chosen {
-            // A firmware sized from `--dim` must hear that the blob's
-            // feature dimension is every input's, not the projection's.
-            let inputs = report.lengthscales.len();
-            let (what, unused) = match report.method {
-                Method::SpgpHs => ("the uncertainties", "all h = 0".to_string()),
-                Method::Vsgp => (
-                    "the per-basis widths",
-                    "every width at the length scales".to_string(),
-                ),
-                Method::Gplasso => (
-                    "the lasso's basis",
-                    "pseudo-inputs from SPGP's own starts".to_string(),
-                ),
-                _ => (
-                    "the projection",
-                    format!("no projection: the blob's feature dimension is all {inputs} inputs, not --dim"),
-                ),
-            };
-            println!(
-                "                {what} did not pay on held-out rows: the model is plain SPGP \
-                 ({unused}); --no-held-out-choice fits {} anyway",
-                report.method.name()
+                "                mean held-out NLPD (raw units) over the folds: {}",
+                scores.join(", ")
             );
         }
     }
