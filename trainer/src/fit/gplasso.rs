@@ -1,38 +1,21 @@
 //! GPLasso (Yan & Qi 2010): hyperparameters from an exact GP on a subset,
-//! then the basis points are chosen among the training inputs by the lasso
-//! path of
+//! then the basis points chosen among the training inputs by the lasso
+//! path of `||C beta - d||^2 + lambda' |beta|_1` (MATH.md, "GPLasso":
+//! `2 KL(exact || sparse posterior)` plus the penalty), then (by default)
+//! the hyperparameters and the basis points re-optimised ([`GplassoRefit`]).
 //!
-//! `||C beta - d||^2 + lambda' |beta|_1`, `C = [K / sqrt(v); R]`,
-//! `d = [y / sqrt(v); 0]`, `K = R^T R`
+//! The path is computed on the reduced problem of a pivoted incomplete
+//! Cholesky `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]): with
+//! `Rt Rt^T + v I = Lv Lv^T`, `C~ = Lv^T Rt / sqrt(v)` and `d~ = Lv^{-1} Rt y
+//! / sqrt(v)` have the original's normal equations with `K~` for `K`, so
+//! LARS ([`crate::numerics::lars`], `lambda' = 2 lambda`) follows the same
+//! path in r rows until M weights are non-zero. At most r weights can be
+//! non-zero, and duplicated rows enter once, so a path may end short of M
+//! ([`GplassoReport::reached`]).
 //!
-//! (MATH.md, "GPLasso"), which is `2 KL(exact || sparse posterior)` up to a
-//! constant plus the l1 penalty. With a pivoted incomplete Cholesky
-//! `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]) and
-//! `Rt Rt^T + v I = Lv Lv^T`, the reduced problem is r x N:
-//! `C~ = Lv^T Rt / sqrt(v)`, `d~ = Lv^{-1} Rt y / sqrt(v)`, whose
-//! `C~^T C~ = K~ K~ / v + K~` and `C~^T d~ = K~ y / v` are the original's
-//! with `K~` for `K`. The lasso path depends on the problem only through
-//! these two, so it is the path of the 2r x N stacking
-//! `[Ls^T Rt / sqrt(v); Rt]` (`Rt Rt^T = Ls Ls^T`) in half the rows: LARS's
-//! correlations, most of the selection's time, cost half as much. LARS
-//! ([`crate::numerics::lars`], which minimises `1/2 ||.||^2 + lambda |beta|_1`, so
-//! the paper's `lambda' = 2 lambda`) follows the path until M weights are
-//! non-zero; those training inputs are the basis.
-//!
-//! `C~` has rank at most r, so at most r weights can be non-zero: M may not
-//! exceed the ICF rank. Duplicated training inputs give identical columns;
-//! LARS admits only one of each, so a path may end with fewer than M
-//! non-zeros — the fit says so ([`GplassoReport::reached`]).
-//!
-//! # Prediction
-//!
-//! The mean is `sum_i beta_i k(x, x_i)` over the selected inputs. The paper
-//! gives no variance; we use FITC's predictive variance with the selected
-//! inputs as pseudo-inputs and the same hyperparameters (an approximation:
-//! it is not the variance of the lasso posterior). The weights are, per
-//! [`GplassoWeights`], the lasso's or those of that same FITC posterior
-//! (refitted on the selected set); the default is chosen by measurement
-//! ([`DEFAULT_WEIGHTS`]).
+//! The paper gives no variance: the model's is FITC's with the selected
+//! inputs as pseudo-inputs; its mean takes the lasso's weights or that
+//! posterior's ([`GplassoWeights`]).
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -73,13 +56,8 @@ pub enum GplassoWeights {
     Refit,
 }
 
-/// Default weights. Measured with `examples/gplasso_vs_spgp.rs` (9 data
-/// sets, M in {10, 25, 50, 100}, 35 cases): the refit's test NLPD was
-/// better or equal in 30, worse in 5 by at most 0.005 nats, and better by
-/// up to 1.9 nats (chirp) and 5.7 (periodic) at M = 10 and 0.6 (varying2d)
-/// at M = 50 — the lasso's weights are shrunk by the penalty that stops
-/// the path at M non-zeros, which costs most at small M; once the path
-/// nears the kernel's rank the two coincide.
+/// Default weights: the lasso's are shrunk by the penalty that stops the
+/// path at M non-zeros (docs/src/gplasso.md has the comparison).
 pub const DEFAULT_WEIGHTS: GplassoWeights = GplassoWeights::Refit;
 
 /// What a GPLasso fit re-optimises once the lasso path has picked its
@@ -101,12 +79,8 @@ pub enum GplassoRefit {
 /// Default relative trace tolerance of the incomplete Cholesky.
 pub const DEFAULT_TRACE_TOL: f64 = 1e-6;
 
-/// The ICF rank used when none is given: `max(4 M, 100)`, at most N.
-/// Measured (`examples/gplasso_vs_spgp.rs --ranks`, chirp, ridge and
-/// diabetes at M = 10, 25, 50; ranks 2M, 4M, 8M, N): from 4 M on, test NLPD
-/// is within 0.003 of the full-rank result; at 2 M it moved by up to 0.04
-/// either way (ridge, M = 10: 0.737 vs 0.699). The ICF's trace tolerance
-/// stops it earlier on smooth kernels anyway (rank 44 on chirp).
+/// The ICF rank used when none is given: `max(4 M, 100)`, at most N (from
+/// 4 M on the test NLPD is that of the full rank: docs/src/gplasso.md).
 pub fn default_rank(m: usize, n: usize) -> usize {
     (4 * m).max(100).min(n)
 }
@@ -358,10 +332,8 @@ fn lars_for(reduced: &Reduced, m: usize) -> Result<LassoPath> {
 }
 
 /// Rows of the exact GP that starts a re-optimised fit: `4 M`, within
-/// `[100, 500]` (and at most `max_points`). The start only has to be good
-/// enough for the lasso to pick a sensible basis, since the hyperparameters
-/// are re-optimised; an exact GP on the paper's 1000 rows cost more than
-/// the whole default SPGP fit on every suite set.
+/// `[100, 500]` (and at most `max_points`): the start only has to let the
+/// lasso pick a sensible basis.
 pub fn start_rows(m: usize) -> usize {
     (4 * m).clamp(100, 500)
 }
@@ -800,14 +772,10 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
     Ok((rows, path.stop))
 }
 
-/// The paper's baseline: SPGP (FITC) with the SAME fixed hyperparameters as
-/// GPLasso (the exact GP on at most `max_points` rows), optimising only the
-/// pseudo-input positions, from one k-means start. For the comparison of
-/// `examples/gplasso_vs_spgp.rs`; `report.seconds` is the time spent on
-/// the pseudo-inputs alone, as for [`fit_gplasso_given`]. (A cure that re-optimises would free the
-/// hyperparameters too; the benchmark only reports the fit.) `kern`: the
-/// hyperparameters ([`exact_hyperparameters`]); `data` without constant
-/// inputs.
+/// The paper's baseline (`examples/gplasso_vs_spgp.rs`): SPGP (FITC) with
+/// GPLasso's fixed hyperparameters `kern` ([`exact_hyperparameters`]),
+/// only the pseudo-inputs optimised from one k-means start; `data` without
+/// constant inputs; `report.seconds` is the time of the pseudo-inputs.
 ///
 /// # Errors
 /// As the fits it is made of.

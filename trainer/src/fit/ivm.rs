@@ -1,39 +1,20 @@
-//! The informative vector machine (MATH.md, "IVM"): a classifier (probit
-//! likelihood, labels -1/+1) or a sparse regression (Gaussian likelihood)
-//! whose basis is an active set of `M` training inputs chosen greedily by
-//! differential entropy ([`crate::model::inference::ivm`]).
+//! The informative vector machine (MATH.md, "IVM"): a classifier (probit,
+//! labels -1/+1, bias `Phi^{-1}` of the positive fraction) or a sparse
+//! regression whose basis is an active set of `M` training inputs chosen
+//! greedily by differential entropy ([`crate::model::inference::ivm`]).
 //!
-//! Where the kernel comes from. A classifier first fits the exact GP
-//! classifier (Laplace, [`super::exact`]) with ARD to a random
-//! subset of at most [`IvmParams::kernel_points`] training rows, the way
-//! GPLasso takes its kernel from an exact GP: its approximate marginal
-//! likelihood sees every row of the subset, so it switches irrelevant inputs
-//! off (measured on a 6-D ring with four irrelevant inputs: length scales
-//! 0.5 on the two informative inputs and above 2000 on the others). The
-//! alternation the GPmat/GPc IVM code uses instead, (1) select the active
-//! set with the current kernel, (2) minimise the active set's approximate
-//! marginal likelihood `-log N(m_I | 0, K_I + Pi_I^{-1})` with the sites
-//! held fixed, sees only M points and their ADF sites; it is easily
-//! fooled: the entropy score favours surprising points (flipped labels),
-//! their sites pull the length scales down, the next selection is worse;
-//! on a noisy XOR the alternation alone ended at chance (measured: test
-//! error 0.52, against 0.195 with the starting kernel), and on the ring it
-//! left all six length scales between 2.6 and 3.3 (test error 31%).
+//! Every kernel tried (a classifier's exact GP classifier's, fitted with
+//! ARD on at most [`IvmParams::kernel_points`] rows, and rescalings of it;
+//! a grid around the data's scales; each round of the select-then-optimise
+//! alternation from the best) selects its active set on 80% of the rows
+//! and is scored by the mean log predictive of the other 20%
+//! ([`VALIDATION_FRACTION`]): the alternation alone is easily fooled by
+//! flipped labels (docs/src/classification.md, "How the IVM learns its
+//! kernel"). The best selects the final active set on every row.
 //!
-//! So every kernel tried (the exact classifier's, a small grid of starts
-//! around the data's scales, then each round of the alternation from the
-//! best of those) is scored by the mean log predictive probability of a
-//! held-out 20% of the rows ([`VALIDATION_FRACTION`]), with its active set
-//! selected on the other 80% (the exact classifier is fitted on those 80%
-//! too); the best one is used to select the final active set on every row.
-//! A regression IVM has no exact classifier: its alternation fits the exact
-//! GP's NLML on the active set (for Gaussian sites, `Pi^{-1} = sigma2 I`).
-//! The probit's bias is fixed as in the paper's experiments,
-//! `b = Phi^{-1}(r)` with `r` the fraction of positive labels.
-//!
-//! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`,
-//! no `L2`, `beta = L1^{-T} L1^{-1} m_I`; probit
-//! `P(+1) = Phi((m + b) / sqrt(1 + v))`.
+//! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`, no
+//! `L2`, `beta = L1^{-T} L1^{-1} m_I`; or, for a classifier by default, the
+//! svgp bound's `q(u)` on every row over that basis ([`IvmPosterior`]).
 
 use std::time::Instant;
 

@@ -1,148 +1,18 @@
 //! SPGP+HS (Snelson & Ghahramani 2006, section 5): SPGP, then every
 //! pseudo-input's uncertainty `h_m` freed from that optimum and optimised
-//! with the kernel hyperparameters.
+//! with the kernel, the pseudo-inputs held where SPGP put them.
 //!
-//! The first stage is [`super::spgp`]'s fit as is (initialisation,
-//! restarts, objective); the second optimises the `log h_m` and the kernel
-//! of [`Heteroscedastic`] features built from its pseudo-inputs with every
-//! `h_m = H_START s2`, the same [`crate::model::inference::fitc::FitcConfig`]
-//! (FITC or VFE) and a second budget of `max_iter`, the noise kept above a
-//! floor ("A floor under the noise") and every `h_m` under a prior ("A
-//! prior on h"). On small data the result must beat
-//! SPGP on held-out rows ("Falling back to SPGP").
-//!
-//! # Only h and the kernel move
-//!
-//! Until issue 20 the second stage moved the pseudo-inputs too. On 200-row
-//! heteroscedastic sets (six seeds, M = 10, test NLPD against SPGP's) that
-//! was better on five and worse by 0.44 on one: pseudo-inputs moved onto
-//! training points and, with a small `h`, pinned the predictive variance
-//! there. With the pseudo-inputs left where SPGP put them it was better on
-//! four and worse by 0.08 on one; with the held-out choice below, better on
-//! three (by 0.10 to 0.19) and never worse by more than 0.002. The price is
-//! part of the gain on larger sets (suite, heteroscedastic, 420 rows at
-//! M = 10: 1.06 against 0.93 with moving pseudo-inputs, SPGP 1.09).
-//!
-//! # Why two stages, and where `h` starts
-//!
-//! The paper learns `h` "with the rest" from the start. Measured on the
-//! suite's data (`synth` heteroscedastic, 600 rows, and `mcycle`, 70/30
-//! split, seed 0; FITC; `measure_hs_start` below, `--ignored`), test NLPD:
-//!
-//! | data, M | SPGP | staged, h0 = 1e-6 / 1e-2 / 1e-1 s2 | joint, 1e-2 / 1e-1 s2 |
-//! |---|---:|---:|---:|
-//! | heteroscedastic, 10 | 1.109 | 0.969 / 0.929 / 0.926 | 0.926 / 0.926 |
-//! | heteroscedastic, 20 | 1.079 | 1.029 / **0.929** / 0.926 | 1.416 / 0.994 |
-//! | mcycle, 10 | 4.697 | 4.674 / **4.397** / 4.397 | 4.440 / 4.439 |
-//! | mcycle, 20 | 4.686 | 4.686 / 4.756 / 5.070 | **4.348** / 5.157 |
-//!
-//! (one k-means start each, equal iteration budgets; with the default four
-//! starts the staged fit at `1e-2 s2` gives 0.927, 0.927, 4.341, 4.356.)
-//!
-//! - **Staged**: never far from the best, and it reuses SPGP's restarts
-//!   (the joint fit would need its own); jointly from the data-scale start,
-//!   `h` can switch pseudo-inputs off before they have found their place
-//!   (heteroscedastic, M = 20: 1.42 against 0.93).
-//! - **`h0 = 1e-2 s2`**: the gradient in `log h_m` is `adj_mm h_m`, so a
-//!   start near 0 barely moves (`1e-6 s2` stays at SPGP); `1e-1 s2` is
-//!   already a large perturbation that overfits `mcycle` at M = 20 (lowest
-//!   training NLML, worst NLPD). Even at `1e-2 s2` the second stage starts
-//!   above the SPGP optimum (by 23 of 161 nats in this module's test), so,
-//!   unlike VSGP, HS is not guaranteed to end at or below SPGP's training
-//!   objective — in every run above it ended well below.
-//!
-//! # FITC only, in effect
-//!
-//! With `--objective vfe` the fit runs, but cannot model input-dependent
-//! noise: VFE's noise is `sigma2 I` whatever `Kuu` is, and a larger `h_m`
-//! only shrinks `Q` and so raises the bound's trace penalty
-//! `tr(K - Q) / (2 sigma2)`. The `h_m` then fall back towards zero and the
-//! model is (within 1e-3 of the objective) the SPGP-VFE it started from.
-//! Heteroscedasticity comes from FITC's `lambda_n = k_nn - q_nn + sigma2`.
-//!
-//! # A floor under the noise
-//!
-//! FITC's noise at a training point is `sigma2 + k_nn - q_nn`, and with
-//! `h` the second term can carry all of it: `sigma2` then falls to its
-//! floor and, next to a pseudo-input with `h_m` near 0, `k_nn - q_nn` is
-//! near 0 too, so the model takes the points there for noise-free
-//! observations. On a 200-row heteroscedastic set (seed 4 of
-//! `measure_hs_choice`) it predicted a standard deviation of 0.007 where
-//! the noise's is 0.075, and two test points cost 120 and 20 nats: test
-//! NLPD 2.65 against SPGP's 1.27. The second stage therefore keeps
-//! `sigma2` above [`NOISE_FLOOR`] times the fitted SPGP's average noise
-//! variance `v = sigma2 + mean_n (k_nn - q_nn)` (a noise variance that
-//! varies at most a hundredfold below that average). Until issue 20's
-//! last round the floor was relative to SPGP's `sigma2` alone; but where
-//! FITC carries the noise in its diagonal, `sigma2` is itself small (on
-//! a 100-row mcycle split, where FITC's fit on all rows put it near its
-//! floor, HS scored 5.35 against SPGP's 4.54; relative to `v`, 4.76). A
-//! floor of a tenth was worse on one set (heteroscedastic seed 1 of
-//! `measure_hs_choice`: 1.41 against 1.26).
-//!
-//! # A prior on h
-//!
-//! The floor is not enough. A pseudo-input that SPGP put on a training
-//! point where the noise is large can take `h_m` near 0: the model then
-//! interpolates that point, the training NLML rewards it (one tiny
-//! `lambda_n`), and the predictive noise there is `sigma2` on its floor.
-//! On a fold of the peer benchmark's heteroscedastic set (split 0, 150
-//! rows, M = 10) HS predicted a standard deviation of 0.054 at `x = 6.02`,
-//! where the noise's is 0.95 (SPGP's 0.34): that held-out row cost 839
-//! nats, the fold 17.9 against SPGP's 1.54, and the held-out choice
-//! refused HS on a set where HS fitted on all rows was 0.24 better.
-//!
-//! So each `h_m` costs `beta / h_m` nats, `beta = H_PRIOR v`: nothing
-//! where `h_m >> beta`, a steep price below. The noise at pseudo-input
-//! `m` (about `sigma2 + h_m` for small `h_m`) can still fall below `v`,
-//! but no longer to `sigma2`'s floor at a single point: an improper
-//! prior `exp(-beta / h)`, a soft floor under each `h_m` on the scale of
-//! the average noise, and its weight against the likelihood falls as the
-//! rows grow. On 40 generated 150-row heteroscedastic sets
-//! (`measure_hs_prior`, M = 10, held-out choice off) it took HS's mean
-//! test NLPD from 1.275 to 1.155 (SPGP 1.442), its worst row from 37.3 to
-//! 9.7 nats, and the smallest ratio of predicted to true noise standard
-//! deviation from 0.13 to 0.51; HS is then more than 0.01 worse than SPGP
-//! on 4 of the 40 (by at most 0.10), against 8 (by up to 0.43).
-//! `H_PRIOR` between 0.2 and 0.5 gave much the same on the peer
-//! benchmark's 8 heteroscedastic and 8 mcycle splits; 1 cost part of the
-//! gain, 3 made HS worse than SPGP on every mcycle split. A prior on the
-//! noise at the pseudo-input instead, `beta / (h_m + sigma2)`, which
-//! leaves SPGP's `h = 0` reachable, let heteroscedastic split 7 end 0.14
-//! worse than SPGP (this prior: 0.04 better) and was otherwise alike.
-//! Starting every `h_m` at `beta` or `3 beta` (where the prior's pull is
-//! gentle) instead of `H_START s2` changed those 16 splits by at most
-//! 0.04 (one split), so the start stays.
-//!
-//! Under VFE there is no prior: the noise is `sigma2` whatever `h` is
-//! ("FITC only, in effect"), so there is nothing to guard, and the prior
-//! would only keep `h` from SPGP-VFE's optimum at 0.
-//!
-//! # Falling back to SPGP
-//!
-//! On 93 rows of `mcycle` at M = 30 the `h_m` fit the noise of the
-//! training points: the training NLML fell, the test NLPD rose from
-//! SPGP's 4.69 to 4.84. On small data SPGP+HS must therefore beat SPGP in
-//! NLPD on held-out rows, over folds, by more than the noise of that
-//! comparison: the rule VSGP and SPGP+DR share ([`super::against_spgp`]),
-//! with SPGP fitted with either objective, FITC and VFE, and HS measured
-//! against the better (there, "Both objectives"). Otherwise the model is the
-//! SPGP fit (all `h_m = 0`, which is SPGP+HS's own limit), exported under
-//! SPGP+HS's kind, and the report's `held_out` says which was chosen and
-//! why. On larger data the staged fit runs as before.
-//!
-//! Measured (`measure_hs_choice`, test NLPD, M = 10 unless said; with
-//! the prior, against both objectives): the default is better than SPGP
-//! on all six 200-row heteroscedastic sets (by 0.13 to 0.55), on the four
-//! 100-row mcycle splits (by 0.16 to 2.76) and on the suite's
-//! heteroscedastic set at M = 10 (by 0.005); it keeps SPGP on the suite's
-//! heteroscedastic set at M = 30, its mcycle at M = 10 and 30 (where HS
-//! was 0.17 and 0.21 better before HS had to beat both objectives) and on
-//! two homoscedastic 200-row sets, so it is never worse there.
-//!
-//! `h` is not bounded beyond [`crate::model::features::heteroscedastic`]'s range
-//! for `log h`: a pseudo-input switched entirely off is a legitimate
-//! optimum (the paper's `h_m -> inf`).
+//! The second stage starts every `h_m` at [`H_START`] `s2` (a start near 0
+//! barely moves: the gradient in `log h_m` is proportional to `h_m`),
+//! keeps the noise above [`NOISE_FLOOR`] times SPGP's average noise `v =
+//! sigma2 + mean_n (k_nn - q_nn)` and charges each `h_m` `H_PRIOR v / h_m`
+//! nats, so that no pseudo-input can pin the predicted noise to zero next
+//! to a training point (docs/src/model-families.md, "SPGP+HS", has the
+//! sets where each guard was needed). Under VFE the noise is `sigma2`
+//! whatever `h` is: the fit runs, but ends at SPGP-VFE, and needs no
+//! prior. `h` is not bounded beyond the features' range for `log h`: a
+//! pseudo-input switched off is a legitimate optimum (the paper's
+//! `h_m -> inf`).
 
 use std::cell::Cell;
 
@@ -173,7 +43,7 @@ pub const H_START: f64 = 1e-2;
 pub const NOISE_FLOOR: f64 = 1e-2;
 
 /// Each `h_m` costs `H_PRIOR v / h_m` nats in the second stage, `v` the
-/// fitted SPGP's average noise variance (module docs, "A prior on h").
+/// fitted SPGP's average noise variance (module docs).
 pub const H_PRIOR: f64 = 0.3;
 
 /// How the second stage runs: the defaults, or a variant measured against
@@ -281,8 +151,7 @@ fn fit_staged(
 }
 
 /// The fitted SPGP's noise variance averaged over the training rows `x`:
-/// `sigma2 + mean_n (k_nn - q_nn)`, FITC's noise at each row (module docs,
-/// "A prior on h").
+/// `sigma2 + mean_n (k_nn - q_nn)`, FITC's noise at each row (module docs).
 ///
 /// # Errors
 /// [`Error::Numerical`] if SPGP's factor of `Kuu` cannot be solved with.
@@ -303,8 +172,7 @@ fn average_noise(spgp: &SparseFit<PseudoInputs>, x: &DMatrix<f64>) -> Result<f64
 }
 
 /// The prior on `h`: `beta sum_m 1 / h_m` over `log_h` (the `log h_m`),
-/// its gradient in the `log h_m` added to `grad` (module docs, "A prior
-/// on h").
+/// its gradient in the `log h_m` added to `grad` (module docs).
 fn h_prior(beta: f64, log_h: &[f64], grad: &mut [f64]) -> f64 {
     log_h
         .iter()
@@ -563,7 +431,7 @@ mod tests {
         assert!(h_prior(0.3, &[-20.0], &mut [0.0]) > 1e7);
     }
 
-    /// Measures the prior on `h` (module docs, "A prior on h") on 40
+    /// Measures the prior on `h` (module docs) on 40
     /// generated 150-row heteroscedastic sets: `cargo test --release -p
     /// sgp-trainer --lib measure_hs_prior -- --ignored --nocapture`.
     #[test]

@@ -1,28 +1,15 @@
 //! The sparse variational GP classifier (`--model svgp`): the bound of
-//! [`crate::model::inference::svgp`] over M free pseudo-inputs, ARD length scales,
-//! the signal variance, the probit's bias and `q(u)`, all learned jointly
-//! by L-BFGS on the whole data set.
+//! [`crate::model::inference::svgp`] over M free pseudo-inputs, ARD length
+//! scales, the signal variance, each latent's probit bias and `q(u)`,
+//! learned jointly by L-BFGS on every row; one latent for a binary target,
+//! one per class (each against the rest, softmax link) for `K` classes.
 //!
-//! Starts and restarts as for SPGP ([`super::spgp`]): k-means centres
-//! first, then random subsets and k-means with other seeds, on (a subset
-//! of) the rows. Screening is by successive halving ([`SCREEN_ROUNDS`]);
-//! the best start is optimised to the end. Every start begins at `q(u)` =
-//! the prior and the bias at `Phi^{-1}(fraction of positive labels)`.
-//!
-//! The kernel starts with equal length scales ([`initial_kernel`]). An
-//! exact GP regression on the -1/+1 labels of 500 rows was tried as the
-//! start (ARD already there): it ended at a worse bound on the ring, digits
-//! and breast cancer sets (cancer: 36.5 against 32.9 nats, test log loss
-//! 0.175 against 0.150), its short length scales a local optimum the bound
-//! does not leave.
-//!
-//! Why this bound and not EP on the FITC prior (Naish-Guzman and Holden
-//! 2008): the bound has an analytic gradient in every parameter, pseudo-
-//! inputs included, and a single L-BFGS run optimises all of them; EP needs
-//! an inner fixed-point loop per outer step whose convergence is not
-//! guaranteed, and its approximate marginal likelihood is not a bound, so
-//! the optimiser may chase a wrong optimum when the sites have not
-//! converged.
+//! Starts as SPGP's ([`super::restarts`]), screened by successive halving
+//! ([`SCREEN_ROUNDS`]); every start begins at the prior `q(u)`, each bias
+//! at its base rate, and the length scales at their prior centres
+//! ([`prior_centres`]). Why this bound and not EP on the FITC prior, and
+//! what the defaults below were measured on: docs/src/classification.md,
+//! "svgp".
 
 use std::cell::Cell;
 
@@ -50,35 +37,20 @@ use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progr
 use crate::{Error, Result};
 
 /// Iterations that optimise `q(u)` (and the bias) alone, with the
-/// pseudo-inputs and the kernel held, before every joint run. From the
-/// prior `q(u)` the joint gradient first moves the kernel while the latent
-/// mean is still zero: on a 2-D wavy boundary (600 rows) the first three
-/// iterations raised one length scale threefold and the fit ended on a
-/// near-linear boundary (test error 7.3% against GPflow's 0.7%); with
-/// 20 iterations of `q(u)` first it reaches 0.5% (100 iterations: the
-/// same), and the ring and digits sets are unchanged.
+/// pseudo-inputs and the kernel held, before every joint run: from the
+/// prior `q(u)` the joint gradient would first move the kernel while the
+/// latent mean is still zero.
 pub const WARM_UP_ITER: u64 = 20;
 
 /// A screening round is this fraction of SPGP's screening run
-/// ([`super::spgp::screen_iter`]), after the [`WARM_UP_ITER`] iterations of
-/// `q(u)`. The screening was about half of a fit's time: on digits 9 vs
-/// rest (M = 128) the final run stalled after 97 iterations where the four
-/// starts had taken 280. Measured on the classification suite (11 sets,
-/// seed 0), rounds of a quarter change no test error by more than 0.3 point
-/// against screening every start for the whole run, at about a third less
-/// CPU per fit (docs/src/classification.md).
+/// ([`super::restarts::screen_iter`]), after the [`WARM_UP_ITER`]
+/// iterations of `q(u)`: a third less CPU than whole runs, the same test
+/// errors.
 pub const SCREEN_ROUNDS: u64 = 4;
 
 /// L-BFGS pairs remembered by the fit's runs (unless its options name
-/// another number), where the general rule ([`auto_memory`]) gives the
-/// 8,600 to 17,000 parameters of M = 128 its largest memory, 50. The
-/// two-loop recursion over 50 pairs of vectors that long was a tenth of a
-/// fit's CPU time; with 20 the fits of the classification suite (11 sets,
-/// three splits) change no test error by more than 0.2 point (a few test
-/// rows, both ways) and no log loss by more than 0.002, at 8 to 13% less
-/// CPU (wave-noise5, digits8).
-///
-/// [`auto_memory`]: crate::numerics::optimise::auto_memory
+/// another number): the general rule's 50 for M = 128 cost a tenth of the
+/// CPU in the two-loop recursion, for the same test errors.
 pub const LBFGS_MEMORY: usize = 20;
 
 /// Settings of an SVGP fit.
@@ -479,14 +451,8 @@ pub(crate) fn fit_variational_on_basis(
 /// Standard deviation of the prior on every log length scale, centred on
 /// the start ([`prior_centres`]): a length scale `e` times shorter or
 /// longer than its centre costs half a nat. Maximum likelihood over `D`
-/// length scales overfits small data: on breast cancer (398 rows, 30
-/// inputs) the bound drove them from 0.3 to 10^5 raw units and the
-/// signal variance to 130..7700, and the test error over six splits was
-/// 4.1% against a tuned RBF SVM's 2.9%; with this prior 3.2%. Where the
-/// rows are many the bound outweighs it: an irrelevant input still
-/// switches off (ring, XOR: the same errors within 0.1 point over three
-/// splits). A prior of sd 0.5 gave cancer 3.5% over three splits but
-/// cost the ring 0.4 point; 2 helped cancer and digits less.
+/// length scales overfits small data; where the rows are many the bound
+/// outweighs the prior and an irrelevant input still switches off.
 pub const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
 
 /// How far (in standard deviations) an input's most extreme training row
@@ -533,17 +499,10 @@ impl Bound {
 /// table), plus `log(r_d / EXTREME_SD)` where the input's most extreme
 /// row lies `r_d > EXTREME_SD` standard deviations from its mean.
 ///
-/// Why: a rare or skewed input (a pixel that is ink in 2 rows of 1,347, a
-/// long-tailed measurement) has rows 10 to 36 standard deviations out;
-/// at a length scale of `sqrt(D)` such a row is far from every other
-/// one, and its latent falls back to the prior. The bound alone lengthens
-/// such inputs freely (their few rows carry little evidence), but the
-/// prior held them: on digits 3 vs rest the test error over six splits
-/// was 1.19% (log loss 0.038) against GPflow SVGP's 0.85% (0.030); with the
-/// centre moved out 0.89% (0.031). Breast cancer: 3.21% before, 3.31%
-/// after (one row in six splits). Inputs drawn from a normal or a uniform
-/// distribution lie within about 3.5 standard deviations at these sizes
-/// and barely move.
+/// Why: a rare or skewed input (a pixel that is ink in 2 rows of 1,347)
+/// has rows far out, which at `sqrt(D)` are far from every other row and
+/// fall back to the prior; the prior would otherwise hold its length
+/// scale there.
 fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
     let base = (data.n_inputs() as f64).sqrt();
     let centres = data
