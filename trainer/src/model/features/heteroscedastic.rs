@@ -8,31 +8,16 @@
 //! factors `L1`, `L2`. The basis functions themselves are SPGP's, so the
 //! blob has exactly SPGP's shape (and `h` is not stored in it).
 //!
-//! A growing `h_m` partly "switches off" pseudo-input `m`: it keeps
-//! modelling correlations nearby, but lets the predictive variance there
-//! rise towards `s2 + sigma2` — input-dependent noise at no runtime cost.
+//! A growing `h_m` partly switches pseudo-input `m` off: the predictive
+//! variance there rises towards `s2 + sigma2`, input-dependent noise at no
+//! runtime cost. The pseudo-inputs are a [`PseudoInputs`] inside; this
+//! file adds the diagonal.
 //!
-//! The pseudo-inputs are a [`PseudoInputs`] inside (composition): `kuf`,
-//! `grad_kuf`, the runtime basis and the pseudo-inputs' part of `kuu` and
-//! `grad_kuu` are its code. This file adds only the diagonal.
-//!
-//! # Parameterisation
-//!
-//! `h_m = exp(log_h_m)`, in standardised target-variance units (the units
-//! of `s2`), absolute rather than relative to `s2`:
-//!
-//! - **Positive without a bound**, and `d/d log h_m = adj_mm h_m` (the
-//!   diagonal of `dF/dKuu`): no coupling with `log s2`.
-//! - **`h -> 0` is SPGP**; `log h` is kept within
-//!   `[LOG_H_MIN, LOG_H_MAX]` ([`set_params`](InducingFeatures::set_params)
-//!   returns [`Error::Numerical`] outside, which the optimiser treats as a
-//!   failed trial point). At `LOG_H_MIN` (`h ~ 4e-18`) `h` is far below the
-//!   jitter `Kuu` gets anyway (`1e-8 s2` and up), so there is nothing to gain
-//!   below it and the gradient `adj_mm h_m` has vanished; at `LOG_H_MAX`
-//!   (`h ~ 5e8` on targets of unit variance) the pseudo-input is entirely
-//!   off, and `exp` is still far from overflow.
-//!
-//! How `h` starts is the fitting procedure's choice (`fit::spgp_hs`).
+//! `h_m = exp(log_h_m)` in standardised target-variance units (absolute,
+//! not relative to `s2`: `d/d log h_m = adj_mm h_m` couples to nothing),
+//! kept within `[LOG_H_MIN, LOG_H_MAX]` (outside,
+//! [`set_params`](InducingFeatures::set_params) refuses the point): below,
+//! `h` is far under `Kuu`'s own jitter; above, the pseudo-input is off.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 

@@ -5,29 +5,10 @@
 //! once against [`InducingFeatures`]; a new kind of feature is one new file
 //! here.
 //!
-//! # How each kind implements the trait
-//!
-//! - **SPGP** ([`PseudoInputs`]): parameters are the M x D pseudo-inputs;
-//!   `Kuu = K(Z, Z)`, `Kuf = K(Z, X)`, `kdiag = s2`; runtime basis: centres
-//!   `Z`, shared widths `1/l^2`, amplitudes `s2`.
-//! - **SPGP+HS** ([`Heteroscedastic`]): wraps pseudo-inputs and adds M parameters `log h_m`;
-//!   `Kuu = K(Z, Z) + diag(h)`, `Kuf` unchanged. In `grad_kuu` the diagonal of
-//!   the adjoint gives `d/d log h_m = adj_mm * h_m`. The runtime basis is that
-//!   of SPGP: `h` only enters through `Kuu`, hence through `L1` and `L2`.
-//! - **SPGP+DR** ([`Projected`]): parameters are `P` (G x D) and pseudo-inputs `Zbar`
-//!   (M x G); `uses_lengthscales` returns false (P absorbs them) and the
-//!   kernel is evaluated with unit length scales in G dims:
-//!   `Kuf = K_1(Zbar, X P^T)`, `Kuu = K_1(Zbar, Zbar)`. `grad_kuf` gets
-//!   `dF/d(X P^T)` from `cross_grad` (the `b` side) and maps it to
-//!   `dF/dP = (dF/d(X P^T))^T X`. Runtime basis: projection `P`, centres
-//!   `Zbar`, shared widths 1, amplitudes `s2`.
-//! - **VSGP** ([`Multiscale`]): parameters are centres `V` (M x D) and
-//!   relative width parameters `rho` (M x D), `Delta = l^2 (1/2 + e^rho)`
-//!   (valid for every `rho`, narrower or wider than `l^2`; why not MATH.md's
-//!   `(l + r)^2` is in [`multiscale`]); `Kuu`/`Kuf` are the multiscale
-//!   covariances, which it differentiates itself (its own `KernelGrad`)
-//!   rather than calling `cross_grad`. Runtime basis: per-basis widths
-//!   `1/Delta_i` and amplitudes `s2 prod_d sqrt(l_d^2/Delta_id)`.
+//! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
+//! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
+//! projection, unit length scales in G dims) and [`Multiscale`] (VSGP:
+//! per-basis widths). Each module documents its covariances.
 //!
 //! # Conventions
 //!

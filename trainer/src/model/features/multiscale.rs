@@ -7,53 +7,12 @@
 //!   `S_ijd = Delta_id + Delta_jd - l_d^2`
 //! - `kdiag = s2`.
 //!
-//! # Parameterisation
-//!
-//! The widths are stored relative to the length scales:
-//!
-//! `Delta_id = l_d^2 (1/2 + exp(rho_id))`, `rho_id` free.
-//!
-//! Why this form:
-//!
-//! - **Always valid.** The covariances are defined only while every
-//!   `S_ijd > 0`; here `S_ijd = l_d^2 (exp(rho_id) + exp(rho_jd)) > 0` for any
-//!   finite `rho`, including after the optimiser moves `l`. No bound or
-//!   projection is needed.
-//! - **Covers the whole valid region.** `S_iid > 0` is exactly
-//!   `Delta_id > l_d^2 / 2`, and `Delta_id` ranges over `(l_d^2/2, inf)`:
-//!   basis functions can become narrower than the kernel (down to half its
-//!   variance) as well as wider. MATH.md's `Delta = (l + r)^2, r >= 0`
-//!   (GPflow's `Multiscale`) cannot go below `l^2`, and its `r` is an
-//!   absolute offset, so widths drift when `l` is trained.
-//! - **Contains SPGP at an interior point.** `rho = log(1/2)` gives
-//!   `Delta = l^2`, `S = l^2`: exactly SPGP's covariances, so VSGP can start
-//!   from a fitted SPGP with a smooth objective around it.
-//! - **Simple chain rule.** The prefactor `l_d^2 / Delta_id = 1 / (1/2 +
-//!   e^rho_id)` and `l_d^2 / S_ijd = 1 / (e^rho_id + e^rho_jd)` do not depend
-//!   on `l` at all; `log l_d` enters only through the exponents, as
-//!   `d/d log l_d = (distance_d)^2 / Delta_id` (resp. `/ S_ijd`) times the
-//!   entry — the same form as the plain SE kernel with `l_d^2` replaced by
-//!   the width.
-//!
-//! `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`: outside it
-//! [`InducingFeatures::set_params`] returns [`Error::Numerical`], which the
-//! optimiser treats like any failed trial point and backs off from. At the
-//! limit the width is `l^2 (1/2 + 2e-9)` (the basis functions' `Kuu`
-//! diagonal is then about `1.6e4` times `s2` per dimension) or about
-//! `5e8 l^2` (flat over any standardised data set), so nothing useful lies
-//! beyond it, while `exp` could overflow or underflow to a zero `S`.
-//!
-//! # Derivatives
-//!
-//! With `h_id = 1/2 + e_id`, `e_id = exp(rho_id)`, `r = x_d - v_id`,
-//! `t_ijd = e_id + e_jd`, `q = v_id - v_jd`, every entry is `s2` times a
-//! product, so with `B = adj * entry`:
-//!
-//! - Kuf: `d/dv_id = B r / Delta_id`, `d/drho_id = B e_id/(2 h_id) (r^2/Delta_id - 1)`,
-//!   `d/dlog l_d = B r^2 / Delta_id`, `d/dlog s2 = B`;
-//! - Kuu: `d/dv_id = -B q / S_ijd` (and `+` for `v_jd`),
-//!   `d/drho_id = B e_id/(2 t_ijd) (q^2/S_ijd - 1)` (likewise for `rho_jd`),
-//!   `d/dlog l_d = B q^2 / S_ijd`, `d/dlog s2 = B`.
+//! The widths are `Delta_id = l_d^2 (1/2 + exp(rho_id))` with `rho_id`
+//! free: always a valid covariance, every valid width reachable, SPGP at
+//! `rho = log(1/2)`; `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`
+//! (outside, [`InducingFeatures::set_params`] refuses the point and the
+//! optimiser backs off). docs/src/vsgp.md derives the form and the
+//! gradients.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 use rayon::prelude::*;

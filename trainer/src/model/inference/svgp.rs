@@ -15,28 +15,13 @@
 //! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`,
 //! `KL = 1/2 (|L|_F^2 + |m|^2 - M) - sum_i log L_ii`.
 //!
-//! The expectations are Gauss-Hermite quadratures
-//! ([`QUADRATURE_POINTS`] nodes), differentiated exactly (not through the
-//! Gaussian identities, which hold for the integral but not for its
-//! quadrature), so the finite-difference test sees the function it tests.
-//!
-//! # Evaluation and adjoints
-//!
-//! The marginals go through `beta = Lu^{-T} m` and
-//! `P = Lu^{-T} (S - I) Lu^{-1}` (M x M, formed once per evaluation):
-//! `mu_n = Kuf_n . beta`, `s_n = kdiag_n + Kuf_n^T P Kuf_n`, so each row
-//! costs one M x M product (`P Kuf`) and the gradient one more
-//! (`Kuf diag(h) Kuf^T`), where the `A = Lu^{-1} Kuf` route needs six. With
-//! `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
-//!
-//! - `dF/dKuf = beta g^T + 2 P Kuf diag(h)`, `dF/dkdiag = h`,
-//! - `dF/dbeta = Kuf g`, `dF/dP = Kuf diag(h) Kuf^T`, taken back to `m`,
-//!   `L` and `Lu` in [`gradient`]'s terms, then through the Cholesky
-//!   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
-//!
-//! Forming `P` loses about `cond(Kuu) * eps` relative precision in `s_n`
-//! against the `A` route; with the jitter `Kuu` carries that is far below
-//! what the quadrature resolves, and `s_n` is floored as before.
+//! The expectations are Gauss-Hermite quadratures ([`QUADRATURE_POINTS`]
+//! nodes), differentiated exactly: the Gaussian identities hold for the
+//! integral, not for its quadrature. The marginals go through `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I)
+//! Lu^{-1}` (M x M, once per evaluation): `mu_n = Kuf_n . beta`, `s_n =
+//! kdiag_n + Kuf_n^T P Kuf_n`, one M x M product per row where the `A`
+//! route needs three; the adjoints are [`gradient`]'s. Forming `P` costs
+//! about `cond(Kuu) eps` of `s_n`'s precision, far below the quadrature's.
 //!
 //! # Runtime form
 //!
@@ -46,12 +31,9 @@
 //! factorisation `L^{-1} = Q R`, `S^{-1} = R^T R`, so `L2 = Lu R^T` (no
 //! product that squares the condition number of `S` is ever factorised).
 //!
-//! # Parallelism
-//!
-//! Rows are processed in equal chunks of at most [`SvgpConfig::chunk_rows`]
-//! with rayon;
-//! each chunk's sums are added in chunk order, so the result does not depend
-//! on the thread count.
+//! Rows are processed in parallel chunks of at most
+//! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
+//! depend on the thread count.
 
 use std::sync::OnceLock;
 
@@ -69,15 +51,9 @@ use crate::numerics::linalg::{
 };
 use crate::{Error, Result};
 
-/// Gauss-Hermite nodes per expectation. They integrate `log Phi` against
-/// a Gaussian to within 2e-5 nats for latent variances up to 4 and 1.5e-3
-/// at 10 to 25 (the probit itself within 3e-4 up to 4), where a latent that
-/// uncertain gives probabilities near 1/2 whatever the error. GPflow's
-/// default of 20 nodes made the quadrature (an `erfc`, an `exp` and a `log`
-/// per node and row) a fifth of a fit's CPU time; with 12 the fits of the
-/// classification suite (11 sets, three splits) change no test error by
-/// more than 0.3 point (three rows of 1,000, both ways) and no log loss by
-/// more than 0.002, at 7% less CPU (digits 8 vs rest).
+/// Gauss-Hermite nodes per expectation: `log Phi` against a Gaussian to
+/// within 2e-5 nats for latent variances up to 4 (GPflow's 20 cost a fifth
+/// of a fit's CPU for the same test errors: docs/src/classification.md).
 pub const QUADRATURE_POINTS: usize = 12;
 
 /// Smallest marginal variance the quadrature is evaluated at: the nodes
@@ -85,11 +61,8 @@ pub const QUADRATURE_POINTS: usize = 12;
 /// its square root.
 const MIN_MARGINAL_VAR: f64 = 1e-12;
 
-/// Default [`SvgpConfig::chunk_rows`]. Chunks of 512 rows left a 600-row
-/// set as one chunk of 512 and one of 88 (one core idle most of an
-/// evaluation), and their `M x 512` blocks were large enough that the
-/// allocator returned them to the kernel and faulted them in again every
-/// evaluation.
+/// Default [`SvgpConfig::chunk_rows`]: small enough to keep both cores of
+/// a 600-row set busy and the allocator from returning the blocks.
 pub const CHUNK_ROWS: usize = 128;
 
 /// Numerical settings of the bound.
