@@ -36,7 +36,7 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
     let seconds = started.elapsed().as_secs_f64();
     let p = fit.set.members[0].predict_raw(&test.raw_x())?;
     let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
-    Ok((e.nlpd, fit.report.method.name(), seconds))
+    Ok((e.nlpd, fit.report.method.name().to_string(), seconds))
 }
 
 /// The default and auto on one split: their NLPDs, auto's family, times.
@@ -59,7 +59,10 @@ fn summary(group: &str, rows: &[[f64; 4]]) {
     let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
     let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
     let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
-    let worst = rows.iter().map(|r| r[1] - r[0]).fold(f64::NEG_INFINITY, f64::max);
+    let worst = rows
+        .iter()
+        .map(|r| r[1] - r[0])
+        .fold(f64::NEG_INFINITY, f64::max);
     println!(
         "{group}: {} fits; mean NLPD spgp {:.4}, auto {:.4}; auto better by > 0.01 on {better}, \
          worse by > 0.01 on {worse} (at most {worst:+.4}); time auto / spgp {:.1}x",
@@ -83,7 +86,9 @@ fn main() -> Result<()> {
     let mut suite = Vec::new();
     for name in bench_data::dataset_names() {
         let bench = bench_data::load(&name)?;
-        let (train, test) = bench.data.split(bench_data::TEST_FRACTION, bench_data::SEED)?;
+        let (train, test) = bench
+            .data
+            .split(bench_data::TEST_FRACTION, bench_data::SEED)?;
         for m in [10, 30] {
             suite.push(compare(&format!("suite {name}"), &train, &test, m, 0)?);
         }
@@ -97,15 +102,33 @@ fn main() -> Result<()> {
     for seed in 0..splits {
         if let Some(d) = &diabetes {
             let (train, test) = d.split(0.25, seed)?;
-            small.push(compare(&format!("diabetes 332 /{seed}"), &train, &test, 25, seed)?);
+            small.push(compare(
+                &format!("diabetes 332 /{seed}"),
+                &train,
+                &test,
+                25,
+                seed,
+            )?);
         }
         if let Some(d) = &mcycle {
             let (train, test) = d.split(0.25, seed)?;
-            small.push(compare(&format!("mcycle 100 /{seed}"), &train, &test, 10, seed)?);
+            small.push(compare(
+                &format!("mcycle 100 /{seed}"),
+                &train,
+                &test,
+                10,
+                seed,
+            )?);
         }
         let het = dataset(Shape::Heteroscedastic, 267, seed)?;
         let (train, test) = het.split(0.25, seed)?;
-        small.push(compare(&format!("heteroscedastic 200 /{seed}"), &train, &test, 10, seed)?);
+        small.push(compare(
+            &format!("heteroscedastic 200 /{seed}"),
+            &train,
+            &test,
+            10,
+            seed,
+        )?);
     }
     println!();
     summary("suite", &suite);

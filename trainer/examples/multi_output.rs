@@ -100,11 +100,14 @@ fn main() -> sgp_trainer::Result<()> {
             .split(',')
             .filter_map(|item| {
                 let (name, fraction) = item.split_once('@').unwrap_or((item, "1"));
-                let system = System::ALL.into_iter().find(|s| s.name() == name.trim())?;
+                let system = System::ALL
+                    .iter()
+                    .copied()
+                    .find(|s| s.name() == name.trim())?;
                 Some((system, fraction.parse().ok()?))
             })
             .collect(),
-        None => System::ALL.into_iter().map(|s| (s, 1.0)).collect(),
+        None => System::ALL.iter().copied().map(|s| (s, 1.0)).collect(),
     };
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");

@@ -13,6 +13,8 @@
 //! subcommands' work (generated data, the demo, inspect, sweep and its
 //! cost model, plot).
 
+#[macro_use]
+pub mod options;
 pub mod choose;
 pub mod data;
 pub mod error;

@@ -232,7 +232,7 @@ fn auto(
         .map(|(chosen, _)| chosen);
     let (chosen, objective) = winner.unwrap_or((spgp_params, objective));
     choice.objective = objective;
-    choice.exported = chosen.method().name();
+    choice.exported = chosen.method().name().to_string();
     Ok((chosen, choice))
 }
 
@@ -351,7 +351,11 @@ fn weigh(
         ));
     }
     let rivals = named.len();
-    named.extend(challengers.iter().map(|p| (p.method().name(), p.clone())));
+    named.extend(
+        challengers
+            .iter()
+            .map(|p| (p.method().name().to_string(), p.clone())),
+    );
     let scores = held_out::cross_validate(outputs, spgp.seed, &named)?;
     let mut candidates: Vec<Candidate> = (0..rivals)
         .map(|r| Candidate {

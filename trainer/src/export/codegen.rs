@@ -32,13 +32,15 @@ pub const BLOB_ALIGN: usize = 8;
 /// Bytes per line of the generated array.
 const BYTES_PER_LINE: usize = 16;
 
-/// What `sgp export --format` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A C header for the sgp C library (`sgp.h`).
-    C,
-    /// A Rust file to `include!`, for `sgp-runtime`.
-    Rust,
+named_enum! {
+    /// What `sgp export --format` writes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Format {
+        /// A C header for the sgp C library (`sgp.h`).
+        C = "c",
+        /// A Rust file to `include!`, for `sgp-runtime`.
+        Rust = "rust",
+    }
 }
 
 /// `blob` as `format` source code whose identifiers derive from `name`

@@ -45,15 +45,17 @@ use crate::numerics::linalg::{cholesky_jittered, faer_ref, mul, solve_lower_vec,
 use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
-/// Which weights the exported mean uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum GplassoWeights {
-    /// The lasso solution itself (shrunk towards zero by the penalty).
-    Lasso,
-    /// Refitted on the selected inputs: the mean of the FITC posterior with
-    /// them as pseudo-inputs (the posterior the variance comes from).
-    Refit,
+named_enum! {
+    /// Which weights the exported mean uses.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum GplassoWeights {
+        /// The lasso solution itself (shrunk towards zero by the penalty).
+        Lasso = "lasso",
+        /// Refitted on the selected inputs: the mean of the FITC posterior with
+        /// them as pseudo-inputs (the posterior the variance comes from).
+        Refit = "refit",
+    }
 }
 
 /// Default weights: the lasso's are shrunk by the penalty that stops the
@@ -62,7 +64,7 @@ pub const DEFAULT_WEIGHTS: GplassoWeights = GplassoWeights::Refit;
 
 /// What a GPLasso fit re-optimises once the lasso path has picked its
 /// basis ([`fit_gplasso`] says why and what it costs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GplassoRefit {
     /// Nothing: the exact GP's hyperparameters and the selected training

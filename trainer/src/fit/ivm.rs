@@ -71,22 +71,29 @@ pub struct IvmParams {
     pub posterior: IvmPosterior,
 }
 
-/// The posterior a probit IVM exports over its active set.
-///
-/// The paper's posterior conditions on the ADF sites of the M active rows
-/// alone: every other row only chose the basis. With the basis and the
-/// kernel fixed, the variational `q(u)` of the svgp bound
-/// ([`super::svgp`]) over those M rows as inducing inputs uses every
-/// training row's label (docs/src/ivm.md has both on the whole suite).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-pub enum IvmPosterior {
-    /// `q(u)` and the bias of the svgp bound on every training row, the
-    /// inducing inputs at the active rows and the kernel held.
-    #[default]
-    AllRows,
-    /// The paper's: the active rows' ADF sites, the bias fixed at
-    /// `Phi^{-1}` of the positive fraction.
-    ActiveSet,
+named_enum! {
+    /// The posterior a probit IVM exports over its active set.
+    ///
+    /// The paper's posterior conditions on the ADF sites of the M active rows
+    /// alone: every other row only chose the basis. With the basis and the
+    /// kernel fixed, the variational `q(u)` of the svgp bound
+    /// ([`super::svgp`]) over those M rows as inducing inputs uses every
+    /// training row's label (docs/src/ivm.md has both on the whole suite).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    pub enum IvmPosterior {
+        /// `q(u)` and the bias of the svgp bound on every training row, the
+        /// inducing inputs at the active rows and the kernel held.
+        AllRows = "all-rows",
+        /// The paper's: the active rows' ADF sites, the bias fixed at
+        /// `Phi^{-1}` of the positive fraction.
+        ActiveSet = "active-set",
+    }
+}
+
+impl Default for IvmPosterior {
+    fn default() -> Self {
+        IvmPosterior::AllRows
+    }
 }
 
 /// Default [`IvmParams::kernel_points`]: the exact classifier's time grows

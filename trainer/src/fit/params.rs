@@ -18,42 +18,37 @@ use crate::{Error, Result};
 /// Largest number of rows an exact GP may be fitted on.
 pub const MAX_EXACT_POINTS: usize = 4096;
 
-/// Which model to fit (`sgp fit --model`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Exact GP on (a random subset of) the data.
-    Exact,
-    /// SPGP: FITC or VFE with M free pseudo-inputs.
-    Spgp,
-    /// VSGP: SPGP, then each basis function's widths freed (multiscale).
-    Vsgp,
-    /// SPGP+HS: SPGP, then each pseudo-input's uncertainty freed
-    /// (input-dependent noise).
-    SpgpHs,
-    /// SPGP+DR: a learned G x D projection, pseudo-inputs in G dims.
-    SpgpDr,
-    /// PCA to G dims (fixed), then SPGP in that space.
-    SpgpPca,
-    /// GPLasso: M training inputs chosen by a lasso path, then the
-    /// hyperparameters re-optimised with them as fixed pseudo-inputs.
-    Gplasso,
-    /// IVM: an active set of M training inputs chosen greedily by
-    /// differential entropy; a probit classifier or a sparse regression.
-    Ivm,
-    /// SVGP: a sparse variational probit classifier, M learned
-    /// inducing inputs and ARD length scales (the default classifier).
-    Svgp,
+named_enum! {
+    /// Which model to fit (`sgp fit --model`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Method {
+        /// Exact GP on (a random subset of) the data.
+        Exact = "exact",
+        /// SPGP: FITC or VFE with M free pseudo-inputs.
+        Spgp = "spgp",
+        /// VSGP: SPGP, then each basis function's widths freed (multiscale).
+        Vsgp = "vsgp",
+        /// SPGP+HS: SPGP, then each pseudo-input's uncertainty freed
+        /// (input-dependent noise).
+        SpgpHs = "spgp-hs",
+        /// SPGP+DR: a learned G x D projection, pseudo-inputs in G dims.
+        SpgpDr = "spgp-dr",
+        /// PCA to G dims (fixed), then SPGP in that space.
+        SpgpPca = "spgp-pca",
+        /// GPLasso: M training inputs chosen by a lasso path, then the
+        /// hyperparameters re-optimised with them as fixed pseudo-inputs.
+        Gplasso = "gplasso",
+        /// IVM: an active set of M training inputs chosen greedily by
+        /// differential entropy; a probit classifier or a sparse regression.
+        Ivm = "ivm",
+        /// SVGP: a sparse variational probit classifier, M learned
+        /// inducing inputs and ARD length scales (the default classifier).
+        Svgp = "svgp",
+    }
 }
 
 impl Method {
-    /// The name as typed after `--model`.
-    pub fn name(self) -> String {
-        clap::ValueEnum::to_possible_value(&self)
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
-    }
-
     /// Whether the model can be fitted to a binary target (a probit
     /// classifier): the sparse variational classifier, the IVM, and the
     /// exact GP as the Laplace classifier.
@@ -67,14 +62,16 @@ impl Method {
     }
 }
 
-/// How pseudo-inputs are drawn from the data (`sgp fit --init`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum InitMethod {
-    /// A random subset of the training inputs (the SPGP paper's choice).
-    Random,
-    /// k-means centres of the training inputs (the VSGP paper's choice).
-    Kmeans,
+named_enum! {
+    /// How pseudo-inputs are drawn from the data (`sgp fit --init`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum InitMethod {
+        /// A random subset of the training inputs (the SPGP paper's choice).
+        Random = "random",
+        /// k-means centres of the training inputs (the VSGP paper's choice).
+        Kmeans = "kmeans",
+    }
 }
 
 /// Where the pseudo-inputs start.
@@ -93,16 +90,16 @@ impl From<InitMethod> for PseudoInit {
     }
 }
 
-/// Where the kernel hyperparameters start (`sgp fit --init-hyper`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum HyperInit {
-    /// From the data's scales (see [`crate::fit::init::default_hyperparameters`]).
-    #[value(name = "scales")]
-    DataScales,
-    /// From an exact GP fitted to a random subset of at most 500 rows.
-    #[value(name = "exact")]
-    ExactSubset,
+named_enum! {
+    /// Where the kernel hyperparameters start (`sgp fit --init-hyper`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum HyperInit {
+        /// From the data's scales (see [`crate::fit::init::default_hyperparameters`]).
+        DataScales = "scales",
+        /// From an exact GP fitted to a random subset of at most 500 rows.
+        ExactSubset = "exact",
+    }
 }
 
 /// A parameter struct that passed its `check` against a data set. Only

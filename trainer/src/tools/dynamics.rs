@@ -12,19 +12,21 @@ use rand_distr::StandardNormal;
 use crate::data::multi_target::MultiTargetData;
 use crate::Result;
 
-/// Which system generates the data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum System {
-    /// Cart-pole (cart 1 kg, pole 0.1 kg): from position, velocity, pole
-    /// angle, angular velocity, push force and pole half-length, the
-    /// changes of velocity and angular velocity over one 50 ms step.
-    CartPole,
-    /// Damped pendulum driven by a torque: from angle, angular velocity and
-    /// torque, the changes of angle and angular velocity over 100 ms.
-    Pendulum,
-    /// Three-link arm on a rotating base (links 0.5, 0.4, 0.2 m): from the
-    /// four joint angles, the end effector's x, y and z.
-    Arm,
+named_enum! {
+    /// Which system generates the data.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum System {
+        /// Cart-pole (cart 1 kg, pole 0.1 kg): from position, velocity, pole
+        /// angle, angular velocity, push force and pole half-length, the
+        /// changes of velocity and angular velocity over one 50 ms step.
+        CartPole = "cart-pole",
+        /// Damped pendulum driven by a torque: from angle, angular velocity and
+        /// torque, the changes of angle and angular velocity over 100 ms.
+        Pendulum = "pendulum",
+        /// Three-link arm on a rotating base (links 0.5, 0.4, 0.2 m): from the
+        /// four joint angles, the end effector's x, y and z.
+        Arm = "arm",
+    }
 }
 
 /// Standard deviation of each output's measurement noise, as a fraction
@@ -32,18 +34,6 @@ pub enum System {
 pub const NOISE_FRACTION: f64 = 0.05;
 
 impl System {
-    /// Every system, in benchmark order.
-    pub const ALL: [System; 3] = [System::CartPole, System::Pendulum, System::Arm];
-
-    /// The name as `sgp synth --system` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            System::CartPole => "cart-pole",
-            System::Pendulum => "pendulum",
-            System::Arm => "arm",
-        }
-    }
-
     /// Input column names.
     pub fn inputs(self) -> Vec<String> {
         let names: &[&str] = match self {
@@ -273,7 +263,7 @@ mod tests {
 
     #[test]
     fn generated_sets_are_deterministic_and_shaped() {
-        for system in System::ALL {
+        for &system in System::ALL {
             let (x, y, truth) = system.generate(50, 3);
             assert_eq!(x.ncols(), system.inputs().len());
             assert_eq!(y.ncols(), system.outputs().len());
@@ -303,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_shrunk_box_keeps_its_centre_and_its_noise_fraction() {
-        for system in System::ALL {
+        for &system in System::ALL {
             let (x, _, _) = system.generate(400, 5);
             let (half, y, truth) = system.generate_in(400, 5, 0.5);
             for (j, (lo, hi)) in system.ranges().into_iter().enumerate() {

@@ -205,7 +205,7 @@ impl GridPoint {
 
     /// E.g. `spgp-dr M = 16, G = 2`.
     pub fn label(&self) -> String {
-        let mut label = self.model.name();
+        let mut label = self.model.name().to_string();
         if let Some(m) = self.m {
             label += &format!(" M = {m}");
         }
@@ -267,7 +267,7 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
     let projected: Vec<String> = models
         .iter()
         .filter(|m| m.is_projected())
-        .map(|m| m.name())
+        .map(|m| m.name().to_string())
         .collect();
     match (projected.is_empty(), dims.is_empty()) {
         (true, false) => {

@@ -24,49 +24,51 @@ use serde::Serialize;
 use crate::data::Dataset;
 use crate::Result;
 
-/// A named kind of generated data set. The value names (`--shape linear`,
-/// ...) are the kebab-case variant names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: the case that once failed
-    /// export (a straight line pushes the length scale to its ceiling).
-    Linear,
-    /// `y = x^2 + N(0, 0.2^2)`, `x ~ U(-2, 2)`.
-    Quadratic,
-    /// A jump of 1 at `x = 0.5`, `x ~ U(0, 1)`, noise std 0.05.
-    Step,
-    /// Four periods of a sine over `x ~ U(0, 10)`, noise std 0.1.
-    Periodic,
-    /// `sin(2 pi x)`, noise std `1e-4` of the signal's std.
-    NearNoiseFree,
-    /// `sin(2 pi x)`, noise std twice the signal's std.
-    VeryNoisy,
-    /// Ten rows of the demo function (`demo::demo_function` over [0, 6]).
-    Tiny,
-    /// Every row (inputs and target) appears two or three times, shuffled.
-    Duplicated,
-    /// Eight inputs `U(-1, 1)`, the target depends on the third only.
-    OneOfEight,
-    /// Large raw offsets with small spreads: a temperature of
-    /// 293.15 +- 0.5 K and a pressure of 101325 +- 50 Pa.
-    Offsets,
-    /// Two integer count inputs in 0..=20.
-    Integer,
-    /// 1-D, noise std growing with `x` (0.05 to 1.55), as in the
-    /// motorcycle data.
-    Heteroscedastic,
-    /// 1-D, smooth (one period per unit) on the left half of [0, 1],
-    /// increasingly wiggly (up to 11 periods per unit) on the right half.
-    Chirp,
-    /// 2-D, the length scale along `x2` shrinks as `x1` grows.
-    Varying2d,
-    /// The smooth 4-D ridge function of [`synthetic`].
-    Ridge,
-    /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
-    /// two linear combinations of them only ([`few_directions`]): SPGP+DR's
-    /// case.
-    FewDirections,
+named_enum! {
+    /// A named kind of generated data set. The value names (`--shape linear`,
+    /// ...) are the kebab-case variant names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Shape {
+        /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: the case that once failed
+        /// export (a straight line pushes the length scale to its ceiling).
+        Linear = "linear",
+        /// `y = x^2 + N(0, 0.2^2)`, `x ~ U(-2, 2)`.
+        Quadratic = "quadratic",
+        /// A jump of 1 at `x = 0.5`, `x ~ U(0, 1)`, noise std 0.05.
+        Step = "step",
+        /// Four periods of a sine over `x ~ U(0, 10)`, noise std 0.1.
+        Periodic = "periodic",
+        /// `sin(2 pi x)`, noise std `1e-4` of the signal's std.
+        NearNoiseFree = "near-noise-free",
+        /// `sin(2 pi x)`, noise std twice the signal's std.
+        VeryNoisy = "very-noisy",
+        /// Ten rows of the demo function (`demo::demo_function` over [0, 6]).
+        Tiny = "tiny",
+        /// Every row (inputs and target) appears two or three times, shuffled.
+        Duplicated = "duplicated",
+        /// Eight inputs `U(-1, 1)`, the target depends on the third only.
+        OneOfEight = "one-of-eight",
+        /// Large raw offsets with small spreads: a temperature of
+        /// 293.15 +- 0.5 K and a pressure of 101325 +- 50 Pa.
+        Offsets = "offsets",
+        /// Two integer count inputs in 0..=20.
+        Integer = "integer",
+        /// 1-D, noise std growing with `x` (0.05 to 1.55), as in the
+        /// motorcycle data.
+        Heteroscedastic = "heteroscedastic",
+        /// 1-D, smooth (one period per unit) on the left half of [0, 1],
+        /// increasingly wiggly (up to 11 periods per unit) on the right half.
+        Chirp = "chirp",
+        /// 2-D, the length scale along `x2` shrinks as `x1` grows.
+        Varying2d = "varying2d",
+        /// The smooth 4-D ridge function of [`synthetic`].
+        Ridge = "ridge",
+        /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
+        /// two linear combinations of them only ([`few_directions`]): SPGP+DR's
+        /// case.
+        FewDirections = "few-directions",
+    }
 }
 
 /// Input dimension of [`Shape::Ridge`].
@@ -76,48 +78,6 @@ pub const RIDGE_DIM: usize = 4;
 const SINE_STD: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 impl Shape {
-    /// Every shape, in declaration order.
-    pub const ALL: [Shape; 16] = [
-        Shape::Linear,
-        Shape::Quadratic,
-        Shape::Step,
-        Shape::Periodic,
-        Shape::NearNoiseFree,
-        Shape::VeryNoisy,
-        Shape::Tiny,
-        Shape::Duplicated,
-        Shape::OneOfEight,
-        Shape::Offsets,
-        Shape::Integer,
-        Shape::Heteroscedastic,
-        Shape::Chirp,
-        Shape::Varying2d,
-        Shape::Ridge,
-        Shape::FewDirections,
-    ];
-
-    /// The kebab-case name (as on the command line).
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::Linear => "linear",
-            Shape::Quadratic => "quadratic",
-            Shape::Step => "step",
-            Shape::Periodic => "periodic",
-            Shape::NearNoiseFree => "near-noise-free",
-            Shape::VeryNoisy => "very-noisy",
-            Shape::Tiny => "tiny",
-            Shape::Duplicated => "duplicated",
-            Shape::OneOfEight => "one-of-eight",
-            Shape::Offsets => "offsets",
-            Shape::Integer => "integer",
-            Shape::Heteroscedastic => "heteroscedastic",
-            Shape::Chirp => "chirp",
-            Shape::Varying2d => "varying2d",
-            Shape::Ridge => "ridge",
-            Shape::FewDirections => "few-directions",
-        }
-    }
-
     /// Rows generated when the caller has no preference.
     pub fn default_rows(self) -> usize {
         match self {
@@ -495,7 +455,7 @@ pub const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
 /// each with the M of [`ROBUSTNESS_M`] that do not exceed N.
 pub fn robustness_cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for shape in Shape::ALL {
+    for &shape in Shape::ALL {
         let sizes: &[usize] = match shape {
             // The tiny shape is about N itself: 10, the smallest M fits, and less.
             Shape::Tiny => &[10, 5, 12],
@@ -523,7 +483,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_data_other_seed_other_data() {
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             let n = shape.default_rows();
             let a = generate(shape, n, 7);
             assert_eq!(a, generate(shape, n, 7), "{shape}");
@@ -533,7 +493,7 @@ mod tests {
 
     #[test]
     fn sizes_names_and_truth_match() {
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             for n in [2, 10, shape.default_rows()] {
                 let g = generate(shape, n, 1);
                 assert_eq!(g.x.shape(), (n, shape.n_inputs()), "{shape}");
@@ -552,17 +512,15 @@ mod tests {
 
     #[test]
     fn value_names_are_the_kebab_case_names() {
-        use clap::ValueEnum;
-        for shape in Shape::ALL {
-            let value = shape.to_possible_value().unwrap();
-            assert_eq!(value.get_name(), shape.name());
-            assert_eq!(Shape::from_str(shape.name(), false), Ok(shape));
+        for &shape in Shape::ALL {
+            let parsed: Shape = crate::options::parse(shape.name(), "--shape").unwrap();
+            assert_eq!(parsed, shape);
             assert_eq!(
                 serde_json::to_string(&shape).unwrap(),
                 format!("\"{}\"", shape.name())
             );
         }
-        assert_eq!(Shape::value_variants().len(), Shape::ALL.len());
+        assert_eq!(Shape::ALL.len(), 16);
     }
 
     #[test]
@@ -702,7 +660,7 @@ mod tests {
     fn robustness_cases_cover_every_shape_within_budget() {
         let cases = robustness_cases();
         assert!(cases.len() >= 30);
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             assert!(
                 cases.iter().filter(|c| c.shape == shape).count() >= 2,
                 "{shape}"
@@ -735,7 +693,7 @@ mod tests {
 
 /// A generated 2-D binary classification problem (labels 0 and 1), for the
 /// IVM's tests and claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClassShape {
     /// Two classes on either side of the line `x1 + 0.5 x2 = 0`, with a gap

@@ -27,7 +27,7 @@ pub(crate) struct SweepArgs {
     target: Option<String>,
     /// Model families, comma-separated (default: spgp,vsgp; with --link
     /// probit: ivm, the only classifier). exact is one row whatever --m.
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = crate::named::named::<Method>(), value_delimiter = ',')]
     models: Option<Vec<Method>>,
     /// Numbers of basis functions M, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]

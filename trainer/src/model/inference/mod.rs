@@ -25,24 +25,31 @@ use crate::model::kernel::KernelGrad;
 use crate::numerics::linalg::{solve_lower_mut, symmetrise};
 use crate::Result;
 
-/// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
-/// forward pass, the adjoints and the runtime form; they differ only in the
-/// diagonal `Gamma` of the data covariance and in VFE's trace term.
-///
-/// When each tends to win: FITC often fits better but drives the noise to
-/// its floor and can overfit; VFE is a true bound, tends to over-estimate
-/// the noise, but spreads the inducing points and never overfits the
-/// inducing inputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Approximation {
-    /// SPGP's likelihood (Snelson & Ghahramani 2006): the Nystrom covariance
-    /// plus the diagonal correction `Gamma = diag(Kff - Q) + sigma2 I`.
-    #[default]
-    Fitc,
-    /// Titsias' (2009) collapsed variational bound (GPflow's SGPR): the
-    /// negative ELBO, `Gamma = sigma2 I` plus `tr(Kff - Q) / (2 sigma2)`.
-    Vfe,
+named_enum! {
+    /// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
+    /// forward pass, the adjoints and the runtime form; they differ only in the
+    /// diagonal `Gamma` of the data covariance and in VFE's trace term.
+    ///
+    /// When each tends to win: FITC often fits better but drives the noise to
+    /// its floor and can overfit; VFE is a true bound, tends to over-estimate
+    /// the noise, but spreads the inducing points and never overfits the
+    /// inducing inputs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Approximation {
+        /// SPGP's likelihood (Snelson & Ghahramani 2006): the Nystrom covariance
+        /// plus the diagonal correction `Gamma = diag(Kff - Q) + sigma2 I`.
+        Fitc = "fitc",
+        /// Titsias' (2009) collapsed variational bound (GPflow's SGPR): the
+        /// negative ELBO, `Gamma = sigma2 I` plus `tr(Kff - Q) / (2 sigma2)`.
+        Vfe = "vfe",
+    }
+}
+
+impl Default for Approximation {
+    fn default() -> Self {
+        Approximation::Fitc
+    }
 }
 
 /// Gradient of an NLML with respect to every free parameter of a model.

@@ -52,15 +52,9 @@ fn model_arg(value: &str) -> std::result::Result<ModelArg, String> {
     if value == sgp_trainer::choose::AUTO {
         return Ok(ModelArg::Auto);
     }
-    <Method as clap::ValueEnum>::from_str(value, false)
+    sgp_trainer::options::parse::<Method>(value, "--model")
         .map(ModelArg::Family)
-        .map_err(|_| {
-            let names: Vec<String> = <Method as clap::ValueEnum>::value_variants()
-                .iter()
-                .map(|m| m.name())
-                .collect();
-            format!("not auto or one of: {}", names.join(", "))
-        })
+        .map_err(|e| e.to_string())
 }
 
 /// `sgp fit --task`.
@@ -145,7 +139,7 @@ pub(crate) struct FitArgs {
     /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
     /// spgp, spgp-pca and gplasso on fewer than 2000 rows switch to VFE if
     /// VFE clearly predicts held-out rows better (the report says so).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = crate::named::named::<Approximation>())]
     objective: Option<Approximation>,
     /// No held-out comparisons on small data: the objective is FITC unless
     /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
@@ -170,10 +164,10 @@ pub(crate) struct FitArgs {
     #[arg(long, default_value_t = DEFAULT_STALL.per_row)]
     tol: f64,
     /// Pseudo-input initialisation of the first start.
-    #[arg(long, value_enum, default_value = "kmeans")]
+    #[arg(long, value_parser = crate::named::named::<InitMethod>(), default_value = "kmeans")]
     init: InitMethod,
     /// Hyperparameter initialisation.
-    #[arg(long, value_enum, default_value = "scales")]
+    #[arg(long, value_parser = crate::named::named::<HyperInit>(), default_value = "scales")]
     init_hyper: HyperInit,
     /// Rows an exact GP is fitted on at most (a random subset if more);
     /// also the exact classifier an IVM classifier takes its kernel from.
@@ -182,7 +176,7 @@ pub(crate) struct FitArgs {
     /// ivm classifier: the posterior over the active set: the svgp bound's
     /// q(u) on every training row (all-rows), or the paper's, from the
     /// active rows' sites alone (active-set).
-    #[arg(long, value_enum, default_value = "all-rows")]
+    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), default_value = "all-rows")]
     ivm_posterior: IvmPosterior,
     /// Output blob.
     #[arg(long)]

@@ -63,7 +63,7 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
         .unwrap_or_default();
     let method = report.method.name();
     let kind = if method == model.kind.name() {
-        method
+        method.to_string()
     } else {
         format!("{method} (blob kind {})", model.kind.name())
     };

@@ -1,0 +1,6 @@
+//! One builder from user settings to a fit request.
+
+#[macro_use]
+mod named;
+
+pub use named::{parse, Named};
