@@ -7,7 +7,6 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.multiclass import OneVsRestClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 import sgp
@@ -105,13 +104,18 @@ def test_classifier_device_probabilities_equal_its_own(ridge):
     assert np.max(np.abs(device.predict_proba(X) - proba)) <= 1e-3
 
 
-def test_more_than_two_classes_point_to_one_vs_rest(ridge):
+def test_more_than_two_classes_are_one_model_on_one_basis(ridge):
     X, _ = ridge
-    y = np.digitize(X["temperature"], [2.0, 4.0])
-    with pytest.raises(ValueError, match="OneVsRestClassifier"):
-        sgp.SparseGPClassifier(m=8).fit(X, y)
-    ovr = OneVsRestClassifier(sgp.SparseGPClassifier(m=12)).fit(X, y)
-    assert ovr.score(X, y) > 0.8
+    y = np.array(["cold", "mild", "hot"])[np.digitize(X["temperature"], [2.0, 4.0])]
+    clf = sgp.SparseGPClassifier(m=12).fit(X, y)
+    assert list(clf.classes_) == ["cold", "hot", "mild"]
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X, y) > 0.8
+    device = sgp.Model.from_bytes(clf.to_bytes())
+    assert device.class_labels == ["cold", "hot", "mild"]
+    assert np.max(np.abs(device.predict_proba(X) - proba)) <= 1e-3
 
 
 def test_pickled_estimator_predicts_the_same(ridge):
@@ -216,7 +220,9 @@ def test_the_clis_data_warnings_are_python_warnings(ridge):
 
 def test_verbose_fits_print_their_progress(ridge, capsys):
     X, y = ridge
-    sgp.SparseGPRegressor(m=8, max_iter=30, tol=0.0, restarts=1, verbose=True).fit(X, y)
+    sgp.SparseGPRegressor(
+        model="spgp", m=8, max_iter=30, tol=0.0, restarts=1, verbose=True
+    ).fit(X, y)
     err = capsys.readouterr().err
     assert "sgp fit: iteration 30/" in err and "objective" in err
     sgp.SparseGPRegressor(m=8, max_iter=30).fit(X, y)
@@ -231,10 +237,11 @@ def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
 
     with pytest.raises(KeyboardInterrupt):
         sgp._native.fit(
-            sgp._arrays.to_native(X), len(X), 2, sgp._arrays.to_native(y),
-            ["a", "b"], "y",
+            sgp._arrays.to_native(X), len(X), 2, sgp._arrays.to_native(y), 1,
+            ["a", "b"], ["y"],
             {"model": "spgp", "m": 5, "seed": 0, "objective": "fitc", "restarts": None,
              "max_iter": None, "tol": None, "init": None, "init_hyper": None,
-             "max_points": None, "dim": None},
+             "max_points": None, "dim": None, "rank": None, "fixed_hyperparameters": False,
+             "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None},
             progress=interrupt,
         )

@@ -5,6 +5,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::options::Options;
 use sgp_trainer::tools::demo::synthetic;
 
 /// `n` rows of the synthetic regression data in `d` inputs, columns
@@ -26,7 +27,7 @@ pub fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
 /// The defaults of `method` with `m` basis functions, `seed`, and at most
 /// `max_iter` optimiser iterations (SPGP+DR and PCA: 2 dimensions).
 pub fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
-    let mut params = FitParams::defaults(method, m, 2, seed);
+    let mut params = Options::defaults(method, m, 2, seed).unwrap();
     *params.optimiser_mut() = OptimiseOptions {
         max_iter,
         ..OptimiseOptions::default()

@@ -17,7 +17,8 @@ use std::time::Instant;
 use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::fit::{FitParams, Method};
+use sgp_trainer::fit::Method;
+use sgp_trainer::options::Options;
 use sgp_trainer::tools::synth::{dataset, Shape};
 use sgp_trainer::Result;
 
@@ -41,7 +42,7 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
 
 /// The default and auto on one split: their NLPDs, auto's family, times.
 fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> Result<[f64; 4]> {
-    let params = |method| FitParams::defaults(method, m, 0, seed);
+    let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
     let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
     let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
     let auto = Asked::Auto(families.into_iter().map(params).collect());

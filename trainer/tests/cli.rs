@@ -1339,8 +1339,10 @@ fn fit_json_is_the_report_and_the_summary_labels_length_scales() {
     let out = sgp(&dir, &[&base[..], &["--json", "--restarts", "2"]].concat());
     let json: Value = serde_json::from_str(&ok(&out, "fit --json")).expect("valid JSON");
     let report = &json["report"];
-    assert_eq!(report["method"], "spgp");
-    assert_eq!(report["approximation"], "fitc");
+    // The default is auto: the family it chose, and why.
+    assert_eq!(report["choice"]["asked"], "auto");
+    assert_eq!(report["method"], report["choice"]["exported"]);
+    assert!(report["approximation"].is_string());
     assert_eq!(report["inputs"], serde_json::json!(["x1", "x2", "x3"]));
     assert_eq!(report["lengthscales"].as_array().map(Vec::len), Some(3));
     assert_eq!(report["starts"].as_array().map(Vec::len), Some(2));
@@ -2163,7 +2165,10 @@ fn two_valued_target_is_a_classification_by_default() {
     let e: Value = eval_json(&dir, "c.sgp", "c.csv");
     assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
     assert_eq!(fit(&["--model", "ivm"]).0, "ivm");
-    assert_eq!(fit(&["--task", "regression"]).0, "spgp");
+    assert_eq!(
+        fit(&["--task", "regression", "--model", "spgp"]).0,
+        "spgp"
+    );
     let (method, err) = fit(&["--model", "spgp"]);
     assert_eq!(method, "spgp");
     assert!(err.contains("regression model"), "{err}");

@@ -32,6 +32,10 @@ class Model:
     @property
     def positive_class(self) -> float: ...
     @property
+    def n_outputs(self) -> int: ...
+    @property
+    def class_labels(self) -> List[str]: ...
+    @property
     def n_basis(self) -> int: ...
     @property
     def n_inputs(self) -> int: ...
@@ -43,17 +47,20 @@ def fit(
     n: int,
     d: int,
     y: bytes,
+    p: int,
     input_names: List[str],
-    target_name: str,
+    target_names: List[str],
     settings: Dict[str, Any],
-    positive_class: Optional[float] = None,
+    classes: int = 0,
+    text_labels: List[str] = ...,
     force: bool = False,
     progress: Optional[Callable[[int, int, float], None]] = None,
 ) -> Tuple[bytes, bytes, str]:
-    """Fits and exports: (blob, fitted f64 state, JSON summary)."""
+    """Fits and exports as ``sgp fit`` does: (blob, fitted f64 state, JSON
+    summary)."""
 
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
-    """The fitted f64 model's (mean, variance, probability)."""
+    """The fitted f64 models' (means, variances, probabilities), row by row."""
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def exact_blob(

@@ -27,7 +27,7 @@ use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
-use crate::fit::{fit as fit_family, Fit, FitParams, SparseParams};
+use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
@@ -57,6 +57,18 @@ pub struct Request {
 }
 
 impl Request {
+    /// Optimiser iterations of the final fit, at most (for progress bars).
+    pub fn iteration_budget(&self) -> u64 {
+        match &self.asked {
+            Asked::Family(params) => params.iteration_budget(),
+            Asked::Auto(candidates) => candidates
+                .iter()
+                .map(FitParams::iteration_budget)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
     /// The family `params` names, fitted exactly as set: no choice open.
     pub fn exactly(params: FitParams) -> Self {
         Request {
@@ -100,6 +112,14 @@ pub struct Candidate {
 }
 
 impl Choice {
+    /// `auto`'s choice on `rows` rows, too many for held-out comparisons:
+    /// SPGP.
+    pub fn unweighed(rows: usize) -> Self {
+        let mut choice = empty_choice(AUTO, Method::Spgp.name());
+        choice.reason = reason(&choice, rows, true);
+        choice
+    }
+
     /// Whether the exported family did not clearly beat plain SPGP on
     /// held-out rows (`--model auto` would have exported SPGP).
     pub fn spgp_not_beaten(&self) -> bool {
@@ -179,7 +199,7 @@ fn named(
     request: &Request,
 ) -> Result<(FitParams, Choice)> {
     let name = params.method().name();
-    let mut choice = empty_choice(&name, &name);
+    let mut choice = empty_choice(name, name);
     if !small(outputs, params, request) {
         return Ok((params.clone(), choice));
     }
@@ -203,7 +223,7 @@ fn auto(
     let (first, rest) = candidates
         .split_first()
         .ok_or_else(|| crate::Error::BadInput("--model auto: no family to choose from".into()))?;
-    let mut choice = empty_choice(AUTO, &first.method().name());
+    let mut choice = empty_choice(AUTO, first.method().name());
     let spgp = match first {
         FitParams::Spgp(p) if small(outputs, first, request) => p.clone(),
         // Classifiers, and larger data: the first family, no comparison.
@@ -273,9 +293,9 @@ fn own_objective(
     let other = other_objective(asked);
     let name = params.method().name();
     let candidates = [
-        (objective_name(&name, asked), params.clone()),
+        (objective_name(name, asked), params.clone()),
         (
-            objective_name(&name, other),
+            objective_name(name, other),
             params.with_approximation(other),
         ),
     ];

@@ -90,6 +90,8 @@ named_enum! {
     }
 }
 
+// `named_enum!` takes no `#[default]` on a variant.
+#[allow(clippy::derivable_impls)]
 impl Default for IvmPosterior {
     fn default() -> Self {
         IvmPosterior::AllRows

@@ -293,44 +293,6 @@ pub enum FitParams {
 }
 
 impl FitParams {
-    /// The settings of `sgp fit --model METHOD --m M --seed SEED` (and
-    /// `--dim DIM` for a projected method) with every other flag at its
-    /// default. `m` is ignored by the exact GP and `dim` by unprojected
-    /// methods.
-    pub fn defaults(method: Method, m: usize, dim: usize, seed: u64) -> FitParams {
-        let sparse = SparseParams {
-            m,
-            seed,
-            ..SparseParams::default()
-        };
-        match method {
-            Method::Exact => FitParams::Exact(ExactParams {
-                seed,
-                ..ExactParams::default()
-            }),
-            Method::Spgp => FitParams::Spgp(sparse),
-            Method::Vsgp => FitParams::Vsgp(sparse),
-            Method::SpgpHs => FitParams::SpgpHs(sparse),
-            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
-            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
-            Method::Gplasso => FitParams::Gplasso(gplasso::GplassoParams {
-                m,
-                seed,
-                ..gplasso::GplassoParams::default()
-            }),
-            Method::Ivm => FitParams::Ivm(ivm::IvmParams {
-                m,
-                seed,
-                ..ivm::IvmParams::default()
-            }),
-            Method::Svgp => FitParams::Svgp(svgp::SvgpParams {
-                m,
-                seed,
-                ..svgp::SvgpParams::default()
-            }),
-        }
-    }
-
     /// The optimiser settings of the procedure (of its final run).
     pub fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
         match self {

@@ -384,7 +384,7 @@ pub(crate) fn fit_restarted<F: InducingFeatures + Clone + Sync>(
         Some((options, subset)) => (options, subset.as_slice()),
         None => (&params.optimiser, outputs),
     };
-    let starts = (0..params.restarts).map(|k| start(k));
+    let starts = (0..params.restarts).map(start);
     let (best, reports) = best_start(starts, 1, &mut |stage| {
         let features = first(stage)?;
         let run = fit_sparse(

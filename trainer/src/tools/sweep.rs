@@ -40,6 +40,7 @@ use crate::export::cure::Cure;
 use crate::export::export;
 use crate::export::output_blob::output_specs;
 use crate::fit::{shares_basis, FitParams, Method};
+use crate::options::{Options, DEFAULT_M};
 use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
@@ -199,8 +200,12 @@ pub struct GridPoint {
 
 impl GridPoint {
     /// The settings `sgp fit` would use for this point.
-    pub fn params(&self, seed: u64) -> FitParams {
-        FitParams::defaults(self.model, self.m.unwrap_or(0), self.dim.unwrap_or(0), seed)
+    ///
+    /// # Errors
+    /// As [`Options::params`] (never for a point of [`grid`]).
+    pub fn params(&self, seed: u64) -> Result<FitParams> {
+        let (m, dim) = (self.m.unwrap_or(DEFAULT_M), self.dim.unwrap_or(0));
+        Options::defaults(self.model, m, dim, seed)
     }
 
     /// E.g. `spgp-dr M = 16, G = 2`.
@@ -409,7 +414,7 @@ pub enum SweepProgress {
 pub fn iteration_total(points: &[GridPoint], seed: u64) -> u64 {
     points
         .iter()
-        .map(|p| p.params(seed).iteration_budget())
+        .map(|p| p.params(seed).map_or(0, |params| params.iteration_budget()))
         .sum()
 }
 
@@ -587,15 +592,17 @@ fn run_point(
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Row {
     let params = point.params(seed);
-    let iterations = params.iteration_budget();
+    let iterations = params.as_ref().map_or(0, FitParams::iteration_budget);
     let started = Instant::now();
     let mut reported = 0;
-    let result = fit_and_export(train, raw_x, &params, &mut |p| {
-        let now = p.iteration.min(iterations);
-        if now > reported {
-            progress(SweepProgress::Iterations(now - reported));
-            reported = now;
-        }
+    let result = params.and_then(|params| {
+        fit_and_export(train, raw_x, &params, &mut |p| {
+            let now = p.iteration.min(iterations);
+            if now > reported {
+                progress(SweepProgress::Iterations(now - reported));
+                reported = now;
+            }
+        })
     });
     // A fit that converged early, or failed, used less than its budget:
     // the bar still has to reach its end.
@@ -1069,8 +1076,8 @@ mod tests {
         );
         // Each point's settings are sgp fit's defaults for it.
         assert_eq!(
-            points[2].params(7),
-            FitParams::defaults(Method::SpgpDr, 8, 2, 7)
+            points[2].params(7).unwrap(),
+            Options::defaults(Method::SpgpDr, 8, 2, 7).unwrap()
         );
     }
 
@@ -1328,7 +1335,7 @@ mod tests {
         assert!(done.instructions > 0);
         // The same blob as `sgp fit` of that point on its own.
         let request = Request {
-            asked: Asked::Family(points[0].params(0)),
+            asked: Asked::Family(points[0].params(0).unwrap()),
             held_out: true,
             choose_objective: true,
         };

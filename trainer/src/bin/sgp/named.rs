@@ -18,6 +18,20 @@ pub(crate) fn named<T: Named + Send + Sync + Clone>() -> impl TypedValueParser<V
     })
 }
 
+/// `T`'s parser with one more value, `extra` (its name and help), parsed
+/// as `None`.
+pub(crate) fn named_or<T: Named + Send + Sync + Clone>(
+    (extra, help): (&'static str, &'static str),
+) -> impl TypedValueParser<Value = Option<T>> {
+    let values = std::iter::once(PossibleValue::new(extra).help(help)).chain(
+        T::ALL
+            .iter()
+            .map(|v| PossibleValue::new(v.name()).help(help_line(v.help()))),
+    );
+    PossibleValuesParser::new(values)
+        .map(|name: String| T::ALL.iter().copied().find(|v| v.name() == name))
+}
+
 /// A doc comment's lines as one line of help.
 fn help_line(doc: &str) -> String {
     doc.split_whitespace().collect::<Vec<_>>().join(" ")

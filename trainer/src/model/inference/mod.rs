@@ -46,6 +46,8 @@ named_enum! {
     }
 }
 
+// `named_enum!` takes no `#[default]` on a variant.
+#[allow(clippy::derivable_impls)]
 impl Default for Approximation {
     fn default() -> Self {
         Approximation::Fitc

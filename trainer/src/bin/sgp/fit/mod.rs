@@ -12,14 +12,15 @@ mod summary;
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser;
+
 use sgp_trainer::choose::Asked;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
-use sgp_trainer::fit::{
-    FitParams, HyperInit, InitMethod, Method, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
-};
+use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::options::{ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
 pub(crate) use data::{training_data, Classes};
@@ -37,6 +38,18 @@ pub(crate) enum ModelArg {
     Family(Method),
 }
 
+/// `--model auto` in `--help`.
+const AUTO_HELP: (&str, &str) = (
+    sgp_trainer::choose::AUTO,
+    "The family that predicts held-out rows best, and why (small data; else spgp)",
+);
+
+impl From<Option<Method>> for ModelArg {
+    fn from(family: Option<Method>) -> Self {
+        family.map_or(ModelArg::Auto, ModelArg::Family)
+    }
+}
+
 impl ModelArg {
     /// The family asked for, if one was.
     pub(crate) fn family(self) -> Option<Method> {
@@ -45,16 +58,6 @@ impl ModelArg {
             ModelArg::Family(m) => Some(m),
         }
     }
-}
-
-/// Parses `--model`: `auto` or a family's name.
-fn model_arg(value: &str) -> std::result::Result<ModelArg, String> {
-    if value == sgp_trainer::choose::AUTO {
-        return Ok(ModelArg::Auto);
-    }
-    sgp_trainer::options::parse::<Method>(value, "--model")
-        .map(ModelArg::Family)
-        .map_err(|e| e.to_string())
 }
 
 /// `sgp fit --task`.
@@ -91,11 +94,6 @@ pub(crate) struct FitArgs {
     /// Target column (default: the last column); all others are inputs.
     #[arg(long)]
     target: Option<String>,
-    /// Model family (default: svgp for a classification, spgp for a
-    /// regression), or `auto`: the family that predicts held-out rows best
-    /// (small data; else spgp), with the choice and its figures reported.
-    #[arg(long, value_parser = model_arg)]
-    model: Option<ModelArg>,
     /// Regression or classification (default: classification when the
     /// target holds text labels or exactly two distinct values, or
     /// --positive is given; else regression).
@@ -111,10 +109,44 @@ pub(crate) struct FitArgs {
     /// the rarer text label.
     #[arg(long, allow_negative_numbers = true)]
     positive: Option<String>,
-    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca) or of
-    /// selected training inputs (gplasso; ivm: the active-set size).
-    #[arg(long, default_value_t = 20)]
-    m: usize,
+    /// The fit's settings.
+    #[command(flatten)]
+    settings: Settings,
+    /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
+    /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
+    #[arg(long)]
+    path: bool,
+    /// Output blob.
+    #[arg(long)]
+    out: PathBuf,
+    /// Write the blob even if the f32 runtime deviates beyond tolerance
+    /// and raising the jitter does not cure it.
+    #[arg(long)]
+    force: bool,
+    /// Print the fit report as JSON on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// Also write golden values (Rust source) for firmware tests: f64
+    /// predictions and their input gradients at 12 training rows and 4
+    /// far-away points.
+    #[arg(long)]
+    golden: Option<PathBuf>,
+}
+
+/// The settings of a fit, as the library's [`Options`] name them (the
+/// defaults are the library's).
+#[derive(clap::Args)]
+pub(crate) struct Settings {
+    /// Model family (default: auto for a regression, svgp for a
+    /// classification), or `auto`: the family that predicts held-out rows
+    /// best (small data; else spgp), with the choice and its figures
+    /// reported.
+    #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
+    model: Option<ModelArg>,
+    /// Number of basis functions: pseudo-inputs, selected training inputs
+    /// (gplasso), the active set (ivm) [default: 20, at most the rows].
+    #[arg(long)]
+    m: Option<usize>,
     /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
     #[arg(long)]
     dim: Option<usize>,
@@ -122,14 +154,10 @@ pub(crate) struct FitArgs {
     /// at most N); at most this many basis points can be selected.
     #[arg(long)]
     rank: Option<usize>,
-    /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
-    /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
-    #[arg(long)]
-    path: bool,
     /// gplasso: the paper's procedure: keep the hyperparameters of the
     /// exact GP on --max-points rows instead of re-optimising them (and the
     /// basis points) for the selected basis.
-    #[arg(long, conflicts_with = "fixed_basis")]
+    #[arg(long)]
     fixed_hyperparameters: bool,
     /// gplasso: re-optimise the hyperparameters but keep the selected
     /// training inputs as the basis (by default the basis points move too).
@@ -147,52 +175,65 @@ pub(crate) struct FitArgs {
     #[arg(long)]
     no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best
-    /// is optimised to the end.
-    #[arg(long, default_value_t = DEFAULT_RESTARTS)]
-    restarts: usize,
-    /// Seed for every random choice.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// is optimised to the end [default: 4].
+    #[arg(long)]
+    restarts: Option<usize>,
+    /// Seed for every random choice [default: 0].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Largest number of optimiser iterations of the final run (vsgp,
     /// spgp-hs: of each of their two stages); most fits stop earlier, see
-    /// --tol.
-    #[arg(long, default_value_t = DEFAULT_MAX_ITER)]
-    max_iter: u64,
+    /// --tol [default: 500; ivm's rounds: 100].
+    #[arg(long)]
+    max_iter: Option<u64>,
     /// Stop a fit (not ivm's) once its training objective fell by less
     /// than TOL nats per row over the last 50 iterations (0: run to
-    /// --max-iter).
-    #[arg(long, default_value_t = DEFAULT_STALL.per_row)]
-    tol: f64,
-    /// Pseudo-input initialisation of the first start.
-    #[arg(long, value_parser = crate::named::named::<InitMethod>(), default_value = "kmeans")]
-    init: InitMethod,
-    /// Hyperparameter initialisation.
-    #[arg(long, value_parser = crate::named::named::<HyperInit>(), default_value = "scales")]
-    init_hyper: HyperInit,
+    /// --max-iter) [default: 0.002].
+    #[arg(long)]
+    tol: Option<f64>,
+    /// Pseudo-input initialisation of the first start [default: kmeans].
+    #[arg(long, value_parser = crate::named::named::<InitMethod>())]
+    init: Option<InitMethod>,
+    /// Hyperparameter initialisation [default: scales].
+    #[arg(long, value_parser = crate::named::named::<HyperInit>())]
+    init_hyper: Option<HyperInit>,
     /// Rows an exact GP is fitted on at most (a random subset if more);
-    /// also the exact classifier an IVM classifier takes its kernel from.
-    #[arg(long, default_value_t = 1000)]
-    max_points: usize,
+    /// also the exact classifier an IVM classifier takes its kernel from
+    /// [default: 1000].
+    #[arg(long)]
+    max_points: Option<usize>,
     /// ivm classifier: the posterior over the active set: the svgp bound's
-    /// q(u) on every training row (all-rows), or the paper's, from the
-    /// active rows' sites alone (active-set).
-    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), default_value = "all-rows")]
-    ivm_posterior: IvmPosterior,
-    /// Output blob.
-    #[arg(long)]
-    out: PathBuf,
-    /// Write the blob even if the f32 runtime deviates beyond tolerance
-    /// and raising the jitter does not cure it.
-    #[arg(long)]
-    force: bool,
-    /// Print the fit report as JSON on stdout instead of the summary.
-    #[arg(long)]
-    json: bool,
-    /// Also write golden values (Rust source) for firmware tests: f64
-    /// predictions and their input gradients at 12 training rows and 4
-    /// far-away points.
-    #[arg(long)]
-    golden: Option<PathBuf>,
+    /// q(u) on every training row, or the paper's, from the active rows'
+    /// sites alone [default: all-rows].
+    #[arg(long, value_parser = crate::named::named::<IvmPosterior>())]
+    ivm_posterior: Option<IvmPosterior>,
+}
+
+impl Settings {
+    /// The settings as the library's options.
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            model: self.model.map(|m| match m {
+                ModelArg::Auto => ModelChoice::Auto,
+                ModelArg::Family(f) => ModelChoice::Family(f),
+            }),
+            m: self.m,
+            dim: self.dim,
+            rank: self.rank,
+            fixed_hyperparameters: self.fixed_hyperparameters,
+            fixed_basis: self.fixed_basis,
+            objective: self.objective,
+            no_held_out_choice: self.no_held_out_choice,
+            restarts: self.restarts,
+            seed: self.seed,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            init: self.init,
+            init_hyper: self.init_hyper,
+            max_points: self.max_points,
+            ivm_posterior: self.ivm_posterior,
+        }
+    }
 }
 
 pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
@@ -217,7 +258,12 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
         let data = MultiTargetData::from_csv(&args.data, &targets)?;
         (data.outputs().to_vec(), Vec::new())
     } else {
-        let asked: Vec<Method> = args.model.and_then(ModelArg::family).into_iter().collect();
+        let asked: Vec<Method> = args
+            .settings
+            .model
+            .and_then(ModelArg::family)
+            .into_iter()
+            .collect();
         let (data, classes) = training_data(
             &args.data,
             args.target.as_deref(),
@@ -232,7 +278,7 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             Classes::None => (vec![data], Vec::new()),
         }
     };
-    let request = args.request(&outputs)?;
+    let request = args.settings.options().request(&outputs)?;
     let path = match &request.asked {
         Asked::Family(FitParams::Gplasso(p)) if args.path => {
             let (rows, stop) = gplasso_path(&outputs[0], p)?;

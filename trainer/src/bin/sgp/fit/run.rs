@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use nalgebra::DMatrix;
-use sgp_trainer::choose::{self, Asked, Request};
+use sgp_trainer::choose::{self, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::{export, golden_points, golden_rust, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
-use sgp_trainer::fit::{Fit, FitParams, FitReport};
+use sgp_trainer::fit::{Fit, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::Result;
 
@@ -27,15 +27,7 @@ pub(crate) fn fit_with_progress(
     quiet: bool,
     label: &str,
 ) -> Result<Fit> {
-    let budget = match &request.asked {
-        Asked::Family(params) => params.iteration_budget(),
-        Asked::Auto(candidates) => candidates
-            .iter()
-            .map(FitParams::iteration_budget)
-            .max()
-            .unwrap_or(0),
-    };
-    let bar = progress_bar(quiet, budget, label);
+    let bar = progress_bar(quiet, request.iteration_budget(), label);
     let mut on_progress = |p: Progress| {
         bar.set_position(p.iteration);
         bar.set_message(format!("objective {:.4}", p.best_value));

@@ -2,6 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
+use sgp_trainer::choose::Choice;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
 use sgp_trainer::fit::{Fit, FitParams, Method};
@@ -20,13 +21,14 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 /// whole file is read as before. Returns the fit and the raw inputs its
 /// export is checked at.
 pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, DMatrix<f64>)>> {
-    let model = match args.model {
-        None => Method::Spgp,
-        Some(ModelArg::Family(m)) => m,
-        // On data large enough to stream, auto is spgp (no held-out
-        // comparison at this size).
-        Some(ModelArg::Auto) => Method::Spgp,
-    };
+    // On data large enough to stream, auto is spgp (no held-out
+    // comparison at this size).
+    let auto = args.settings.model.is_none_or(|m| m == ModelArg::Auto);
+    let model = args
+        .settings
+        .model
+        .and_then(ModelArg::family)
+        .unwrap_or(Method::Spgp);
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
     if model != Method::Spgp || classification {
         return Ok(None);
@@ -37,7 +39,8 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, D
         return Ok(None);
     }
     let mut params = StreamedParams::default();
-    let FitParams::Spgp(sparse) = args.params(Method::Spgp)? else {
+    let options = args.settings.options();
+    let FitParams::Spgp(sparse) = options.params(Method::Spgp, usize::MAX)? else {
         return Ok(None);
     };
     params.sparse = sparse;
@@ -81,8 +84,12 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, D
     fit_bar.finish_and_clear();
     pass_bar.finish_and_clear();
     let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
+    let mut fitted = fitted?;
+    if auto {
+        fitted.report.choice = Some(Choice::unweighed(fitted.report.rows));
+    }
     Ok(Some((
-        fitted?,
+        fitted,
         first.sample_x.rows(0, check_rows).into_owned(),
     )))
 }

@@ -1,0 +1,104 @@
+"""The command line and the Python estimators are thin layers over one
+options builder: the same data and settings give the same blob, byte for
+byte, for every family, two outputs and three classes."""
+
+import os
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sgp
+
+CLI = os.environ.get("SGP_CLI")
+pytestmark = pytest.mark.skipif(
+    not CLI, reason="SGP_CLI (the path of the sgp binary) is not set; python/ci.sh sets it"
+)
+
+
+def frame(rows=160, seed=5):
+    """Three inputs and two smooth targets, the second a class of the first."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.uniform(-2.0, 2.0, (rows, 3)), columns=["a", "b", "c"])
+    y = np.sin(2.0 * X["a"]) + 0.5 * X["b"] * X["c"] + 0.1 * rng.standard_normal(rows)
+    z = np.cos(X["b"]) - 0.3 * X["a"] + 0.1 * rng.standard_normal(rows)
+    return X, pd.Series(y, name="y"), pd.Series(z, name="z")
+
+
+def cli_blob(tmp_path, table, args):
+    """The blob `sgp fit` writes for `table` (written as the CSV it reads,
+    every float round-tripping exactly) and `args`."""
+    data = tmp_path / "train.csv"
+    table.to_csv(data, index=False, float_format="%.17g")
+    out = tmp_path / "cli.sgp"
+    subprocess.run(
+        [CLI, "-q", "fit", "--data", str(data), "--out", str(out)] + args,
+        check=True,
+        capture_output=True,
+    )
+    return out.read_bytes()
+
+
+FAMILIES = [
+    ("spgp", {}),
+    ("vsgp", {}),
+    ("spgp-hs", {}),
+    ("spgp-dr", {"dim": 2}),
+    ("spgp-pca", {"dim": 2}),
+    ("gplasso", {}),
+    ("ivm", {}),
+    ("exact", {}),
+    ("auto", {}),
+]
+
+
+def flags(model, extra):
+    args = ["--model", model, "--m", "8", "--max-iter", "40", "--seed", "3"]
+    for key, value in extra.items():
+        args += ["--" + key.replace("_", "-"), str(value)]
+    return args
+
+
+@pytest.mark.parametrize("model, extra", FAMILIES, ids=[f for f, _ in FAMILIES])
+def test_every_regression_family_writes_the_clis_blob(tmp_path, model, extra):
+    X, y, _ = frame()
+    est = sgp.SparseGPRegressor(model=model, m=8, max_iter=40, random_state=3, **extra)
+    ours = est.fit(X, y).to_bytes()
+    assert ours == cli_blob(tmp_path, pd.concat([X, y], axis=1), flags(model, extra))
+
+
+@pytest.mark.parametrize("model", ["svgp", "ivm", "exact"])
+def test_every_classifier_writes_the_clis_blob(tmp_path, model):
+    X, y, _ = frame()
+    labels = pd.Series((y > 0).astype(int), name="label")
+    ours = sgp.SparseGPClassifier(model=model, m=8, max_iter=40, random_state=3)
+    blob = ours.fit(X, labels).to_bytes()
+    assert blob == cli_blob(tmp_path, pd.concat([X, labels], axis=1), flags(model, {}))
+
+
+def test_two_outputs_write_the_clis_blob(tmp_path):
+    X, y, z = frame()
+    targets = pd.concat([y, z], axis=1)
+    est = sgp.SparseGPRegressor(model="spgp", m=8, max_iter=40, random_state=3)
+    blob = est.fit(X, targets).to_bytes()
+    table = pd.concat([X, targets], axis=1)
+    assert blob == cli_blob(tmp_path, table, flags("spgp", {}) + ["--target", "y,z"])
+    mean = est.predict(X)
+    assert mean.shape == (len(X), 2)
+    device_mean, _ = sgp.Model.from_bytes(blob).predict(X)
+    assert device_mean.shape == (len(X), 2)
+
+
+def test_three_classes_write_the_clis_blob(tmp_path):
+    X, y, _ = frame()
+    classes = pd.Series(np.digitize(y, [-0.5, 0.5]), name="kind")
+    clf = sgp.SparseGPClassifier(m=8, max_iter=40, random_state=3)
+    blob = clf.fit(X, classes).to_bytes()
+    table = pd.concat([X, classes], axis=1)
+    args = flags("svgp", {}) + ["--task", "classification"]
+    assert blob == cli_blob(tmp_path, table, args)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    device = sgp.Model.from_bytes(blob).predict_proba(X)
+    assert np.max(np.abs(device - proba)) <= 1e-3
