@@ -64,7 +64,7 @@ fn pythonic(message: &str) -> String {
 pub(crate) fn to_py(error: Error) -> PyErr {
     let message = pythonic(&error.to_string());
     match error {
-        Error::BadInput(_) | Error::Blob(_) | Error::DoesNotFit(_) => {
+        Error::BadInput(_) | Error::Unreadable { .. } | Error::Blob(_) | Error::DoesNotFit(_) => {
             PyValueError::new_err(message)
         }
         Error::Fidelity(_) => ExportError::new_err(message),

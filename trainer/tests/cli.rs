@@ -798,9 +798,9 @@ fn missing_files_name_the_path() {
         let out = sgp(&dir, &args);
         let err = stderr(&out);
         assert!(!err.contains("panicked"), "sgp panicked:\n{err}");
-        // A missing file is an I/O error (Error::Io), which the CLI maps to
-        // exit code 1, not 2: see trainer/src/error.rs.
-        assert_eq!(out.status.code(), Some(1), "{args:?}\nstderr:\n{err}");
+        // An input that cannot be read is bad input (Error::Unreadable):
+        // exit code 2, as the guide says.
+        assert_eq!(out.status.code(), Some(2), "{args:?}\nstderr:\n{err}");
         assert!(err.starts_with("sgp: error:"), "{args:?}\nstderr:\n{err}");
         assert!(err.contains(path), "{args:?} should name {path}:\n{err}");
     }

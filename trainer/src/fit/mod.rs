@@ -20,6 +20,7 @@
 pub mod init;
 
 mod against_spgp;
+pub mod applies;
 pub mod dr;
 pub mod exact;
 pub mod exact_classifier;

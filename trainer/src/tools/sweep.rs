@@ -23,7 +23,6 @@
 //! points running beside them.
 
 use std::fmt;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -33,10 +32,14 @@ use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 
 use crate::data::multi_target::MultiTargetData;
-use crate::data::{is_class, read_inputs_and_target, read_same_columns, Dataset, TargetKind};
+use crate::data::{
+    is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
+    TargetKind,
+};
 use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
 use crate::export::cure::{export_fitted, export_outputs, Cure};
 use crate::export::output_blob::{output_specs, set_blob};
+use crate::files::Input;
 use crate::fit::multi_output::{fit_multi, shares_basis};
 use crate::fit::{fit, FitParams, Method};
 use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
@@ -358,7 +361,7 @@ impl TestSet {
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
-    pub fn read<'a>(path: &Path, train: impl Into<Training<'a>>) -> Result<TestSet> {
+    pub fn read<'a>(input: &Input, train: impl Into<Training<'a>>) -> Result<TestSet> {
         let train = match train.into() {
             Training::One(train) => train,
             Training::Outputs(data) => {
@@ -366,18 +369,21 @@ impl TestSet {
                 let mut x = DMatrix::zeros(0, 0);
                 let mut targets = Vec::with_capacity(data.n_outputs());
                 for output in data.outputs() {
-                    let (read_x, y) = read_inputs_and_target(path, names, &output.target_name)?;
+                    let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
                     x = read_x;
                     targets.push(y);
                 }
                 return Ok(TestSet {
                     x,
                     targets,
-                    source: path.display().to_string(),
+                    source: input.name().to_owned(),
                 });
             }
         };
-        let (x, y) = read_same_columns(path, &train.input_names, &train.target_name)?;
+        if !train.class_labels.is_empty() {
+            return TestSet::read_labels(input, train);
+        }
+        let (x, y) = read_same_columns(input, &train.input_names, &train.target_name)?;
         let y = match train.target {
             TargetKind::Continuous => y,
             TargetKind::Binary { positive } => {
@@ -387,7 +393,39 @@ impl TestSet {
         Ok(TestSet {
             x,
             targets: vec![y],
-            source: path.display().to_string(),
+            source: input.name().to_owned(),
+        })
+    }
+
+    /// A test set whose target holds the text labels of `train`'s
+    /// classification: each mapped through the training labels to +1 (the
+    /// positive class) or -1.
+    fn read_labels(input: &Input, train: &Dataset) -> Result<TestSet> {
+        let (x, cells) = read_inputs_and_labels(input, &train.input_names, &train.target_name)?;
+        let positive = match train.target {
+            TargetKind::Binary { positive } => positive,
+            TargetKind::Continuous => f64::NAN,
+        };
+        let y = cells
+            .iter()
+            .map(
+                |(cell, place)| match train.class_labels.iter().position(|l| l == cell) {
+                    Some(k) => Ok(if is_class(k as f64, positive) {
+                        1.0
+                    } else {
+                        -1.0
+                    }),
+                    None => Err(Error::BadInput(format!(
+                        "{place}: '{cell}' is not a class of the training data (its classes: {})",
+                        train.class_labels.join(", ")
+                    ))),
+                },
+            )
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(TestSet {
+            x,
+            targets: vec![DVector::from_vec(y)],
+            source: input.name().to_owned(),
         })
     }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 use nalgebra::DMatrix;
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::files::check_outputs;
 use sgp_trainer::fit::{ExactParams, FitParams, Method};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::demo::{
@@ -27,6 +28,7 @@ pub(crate) struct DemoRow {
 }
 
 pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
+    check_outputs(&[("--out", out)], &[])?;
     let data = demo_data(200, seed)?;
     let (test_x, test_y) = demo_test_set(400, seed.wrapping_add(1000));
     println!(

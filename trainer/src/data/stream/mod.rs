@@ -14,7 +14,9 @@
 //! sample of rows.
 //!
 //! The format is recognised by content, not by name: a Parquet file starts
-//! with the bytes `PAR1`, anything else is read as CSV.
+//! with the bytes `PAR1`, anything else is read as CSV. The file is opened
+//! once ([`crate::files::Input`]; a pipe is copied to a temporary file) and
+//! every pass reads that one open file from its start.
 //!
 //! ```no_run
 //! use sgp_trainer::data::stream::TableFile;
@@ -34,11 +36,11 @@ pub mod csv_rows;
 pub mod parquet_rows;
 pub mod scan;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
 pub use scan::{scan, Scan};
@@ -49,19 +51,13 @@ pub use scan::{scan, Scan};
 pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Comma-separated text with a header row.
-    Csv,
-    /// Apache Parquet (numeric columns).
-    Parquet,
-}
+pub type Format = InputFormat;
 
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
 pub struct TableFile {
-    /// The file.
-    pub path: PathBuf,
+    /// The file, open.
+    input: Input,
     /// How it names itself in messages (the path as given).
     pub source: String,
     /// CSV or Parquet.
@@ -108,25 +104,26 @@ impl TableFile {
     /// column as an input.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read; [`Error::BadInput`] for an
-    /// empty file, empty or duplicate column names, a missing target
+    /// [`Error::Unreadable`] if the file cannot be read; [`Error::BadInput`]
+    /// for an empty file, empty or duplicate column names, a missing target
     /// column, or a single column.
     pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
-        let path = path.as_ref();
-        let source = path.display().to_string();
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let bytes = std::fs::metadata(path).map_err(io)?.len();
-        let mut magic = [0u8; 4];
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        let read = file.read(&mut magic).map_err(io)?;
-        let (format, columns, known_rows) = if read == 4 && &magic == b"PAR1" {
-            let (columns, rows) = parquet_rows::columns(path, &source)?;
-            (Format::Parquet, columns, Some(rows))
-        } else {
-            (Format::Csv, csv_rows::columns(path, &source)?, None)
+        TableFile::from_input(&Input::open(path)?, target)
+    }
+
+    /// As [`TableFile::open`], for an input already open (it is shared,
+    /// not reopened).
+    ///
+    /// # Errors
+    /// As [`TableFile::open`].
+    pub fn from_input(input: &Input, target: Option<&str>) -> Result<TableFile> {
+        let source = input.name().to_owned();
+        let (format, columns, known_rows) = match input.format()? {
+            InputFormat::Parquet => {
+                let (columns, rows) = parquet_rows::columns(input)?;
+                (Format::Parquet, columns, Some(rows))
+            }
+            InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, None),
         };
         crate::data::check_names(&columns, &source)?;
         let t = match target {
@@ -144,7 +141,7 @@ impl TableFile {
         let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
         let target_name = names.pop().unwrap_or_default();
         Ok(TableFile {
-            path: path.to_path_buf(),
+            input: input.clone(),
             source,
             format,
             input_names: names,
@@ -152,7 +149,7 @@ impl TableFile {
             columns,
             selected,
             known_rows,
-            bytes,
+            bytes: input.bytes(),
         })
     }
 
@@ -166,10 +163,10 @@ impl TableFile {
     /// never streamed. Parquet columns are numeric.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Unreadable`] if the file cannot be read.
     pub fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
-            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.path, target),
+            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.input, target),
             _ => Ok(false),
         }
     }
@@ -179,11 +176,11 @@ impl TableFile {
     /// that a small file is not read through before being read whole.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Unreadable`] if the file cannot be read.
     pub fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
         match self.known_rows {
             Some(known) => Ok(known > rows),
-            None => csv_rows::more_rows_than(&self.path, rows),
+            None => csv_rows::more_rows_than(&self.input, rows),
         }
     }
 
@@ -315,6 +312,8 @@ pub fn read_dataset(table: &TableFile) -> Result<crate::data::Dataset> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::data::Dataset;
 

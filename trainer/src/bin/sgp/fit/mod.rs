@@ -26,8 +26,12 @@ use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::Result;
 
 use classes::fit_classes_command;
-pub(crate) use data::{training_data, Classes};
+use data::training_data;
+pub(crate) use data::warn_about_columns;
 use outputs::fit_outputs_command;
+use sgp_trainer::data::task::{Classes, Task};
+use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::fit::applies;
 use single::finish_fit;
 pub(crate) use single::fit_with_progress;
 use streamed::streamed_fit;
@@ -53,8 +57,8 @@ pub(crate) enum LinkArg {
 
 #[derive(clap::Args)]
 pub(crate) struct FitArgs {
-    /// Training data: CSV with a header row, or Parquet (numeric columns).
-    /// A regression on more rows than a streamed fit samples
+    /// Training data: CSV with a header row, or Parquet (`-`: standard
+    /// input). A regression on more rows than a streamed fit samples
     /// (73,728) is fitted on a growing random subset and conditioned on
     /// every row in a second pass, in memory independent of the file's
     /// size (docs/src/large-data.md).
@@ -171,35 +175,62 @@ pub(crate) struct FitArgs {
     golden: Option<PathBuf>,
 }
 
-pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
+pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    let input = Input::open(&args.data)?;
+    let mut outputs = vec![("--out", args.out.as_path())];
+    if let Some(golden) = &args.golden {
+        outputs.push(("--golden", golden.as_path()));
+    }
+    check_outputs(&outputs, &[&input])?;
+    let task = args.task()?;
+    if let Some(model) = args.model {
+        // What the model is asked to do: classification if asked for, else
+        // the check waits for the target (both tasks are possible).
+        let asked = task.map(Task::from);
+        let flagged: Vec<&str> = given
+            .iter()
+            .copied()
+            .filter(|&f| asked.is_some() || (f != "--ivm-posterior" && f != "--positive"))
+            .collect();
+        applies::check(&[model], asked.unwrap_or(Task::Regression), &flagged)?;
+    }
     let targets = args
         .target
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
     if targets.len() > 1 {
-        return fit_outputs_command(args, &targets, quiet);
+        return fit_outputs_command(args, &input, &targets, given, quiet);
     }
     if !args.in_memory {
-        if let Some(streamed) = streamed_fit(args, quiet)? {
+        if let Some(streamed) = streamed_fit(args, &input, given, quiet)? {
             return finish_fit(args, streamed, None, Vec::new());
         }
     }
     let asked: Vec<Method> = args.model.into_iter().collect();
     let (data, classes) = training_data(
-        &args.data,
+        &input,
         args.target.as_deref(),
-        args.task()?,
+        task,
         args.positive.as_deref(),
         ("--model", &asked),
         quiet,
     )?;
+    let model = match classes {
+        Classes::Several => Method::Svgp,
+        _ => args.model_for(&data),
+    };
+    let task_of = match classes {
+        Classes::None => Task::Regression,
+        _ => Task::Classification,
+    };
+    applies::check(&[model], task_of, given)?;
     let labels = match classes {
         Classes::Several => return fit_classes_command(args, &data, quiet),
         Classes::Binary(labels) => labels,
         Classes::None => Vec::new(),
     };
-    let params = args.params(args.model_for(&data))?;
+    let params = args.params(model)?;
     let path = match &params {
         FitParams::Gplasso(p) if args.path => {
             let (rows, stop) = gplasso_path(&data, p)?;

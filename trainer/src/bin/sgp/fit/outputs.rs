@@ -3,11 +3,13 @@
 use std::path::Path;
 
 use sgp_trainer::data::multi_target::MultiTargetData;
+use sgp_trainer::data::task::Task;
 use sgp_trainer::export::cure::{export_outputs, Cure};
 use sgp_trainer::export::output_blob::set_blob;
 use sgp_trainer::export::Fidelity;
+use sgp_trainer::files::Input;
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
-use sgp_trainer::fit::Method;
+use sgp_trainer::fit::{applies, Method};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::{Error, Result};
 
@@ -29,7 +31,13 @@ pub(crate) struct MultiFitOutput<'a> {
 }
 
 /// `sgp fit --target a,b,c`: one model for several targets on one basis.
-pub(crate) fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: bool) -> Result<()> {
+pub(crate) fn fit_outputs_command(
+    args: &FitArgs,
+    input: &Input,
+    targets: &[String],
+    given: &[&str],
+    quiet: bool,
+) -> Result<()> {
     if args.task()? == Some(TaskArg::Classification) || args.positive.is_some() {
         return Err(Error::BadInput(
             "several targets (--target a,b) are a multi-output regression; a classifier has one \
@@ -37,8 +45,17 @@ pub(crate) fn fit_outputs_command(args: &FitArgs, targets: &[String], quiet: boo
                 .into(),
         ));
     }
-    let data = MultiTargetData::from_csv(&args.data, targets)?;
-    let params = args.params(args.model.unwrap_or(Method::Spgp))?;
+    if args.golden.is_some() {
+        return Err(Error::BadInput(
+            "--golden writes the golden values of a model of one target; several targets \
+             (--target a,b) have none yet"
+                .into(),
+        ));
+    }
+    let model = args.model.unwrap_or(Method::Spgp);
+    applies::check(&[model], Task::Regression, given)?;
+    let data = MultiTargetData::from_input(input, targets)?;
+    let params = args.params(model)?;
     let bar = progress_bar(quiet || args.json, params.iteration_budget(), "fit");
     let fitted = fit_multi(&data, &params, &mut |p: Progress| {
         bar.set_position(p.iteration);

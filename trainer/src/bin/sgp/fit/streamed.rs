@@ -3,6 +3,9 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
+use sgp_trainer::data::task::Task;
+use sgp_trainer::files::Input;
+use sgp_trainer::fit::applies;
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
 use sgp_trainer::fit::{FitParams, Fitted, Method};
 use sgp_trainer::Result;
@@ -19,13 +22,18 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 /// that streams (a classification, a model other than spgp); then the
 /// whole file is read as before. Returns the fit and the raw inputs its
 /// export is checked at.
-pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted, DMatrix<f64>)>> {
+pub(crate) fn streamed_fit(
+    args: &FitArgs,
+    input: &Input,
+    given: &[&str],
+    quiet: bool,
+) -> Result<Option<(Fitted, DMatrix<f64>)>> {
     let model = args.model.unwrap_or(Method::Spgp);
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
     if model != Method::Spgp || classification {
         return Ok(None);
     }
-    let table = TableFile::open(&args.data, args.target.as_deref())?;
+    let table = TableFile::from_input(input, args.target.as_deref())?;
     if table.target_is_text()? {
         // Class labels: a classification, which is fitted in memory.
         return Ok(None);
@@ -38,6 +46,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fitted
     if !params.streams(&table)? {
         return Ok(None);
     }
+    applies::check(&[Method::Spgp], Task::Regression, given)?;
     let quiet = quiet || args.json;
     let bar = rows_bar(quiet, table.bytes(), "read", true);
     let first = scan(

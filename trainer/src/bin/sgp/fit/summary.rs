@@ -98,7 +98,23 @@ pub(crate) fn print_fit_summary(
             start.nlml
         );
     }
-    if let Some(run) = &report.optimiser {
+    if let (Some(run), Some(streamed)) = (&report.optimiser, &report.streamed) {
+        // Two row counts: the kept stage's start is on its subset, the
+        // final NLML on every row; per row they compare.
+        println!(
+            "NLML per row    {:.4} at the start of the kept stage ({} rows) -> {:.4} on every \
+             row ({} rows; NLML {:.4}); {} iterations ({} evaluations, {:.2} s; {})",
+            run.initial_nlml / streamed.fitted_rows as f64,
+            streamed.fitted_rows,
+            report.nlml / streamed.rows as f64,
+            streamed.rows,
+            report.nlml,
+            run.iterations,
+            run.evaluations,
+            report.seconds,
+            run.stop_reason
+        );
+    } else if let Some(run) = &report.optimiser {
         println!(
             "NLML            {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
             run.initial_nlml,
@@ -108,6 +124,8 @@ pub(crate) fn print_fit_summary(
             report.seconds,
             run.stop_reason
         );
+    }
+    if let Some(run) = &report.optimiser {
         if run.budget_exhausted {
             println!(
                 "                the optimiser used its whole budget of {} iterations and was \
