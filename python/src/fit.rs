@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use sgp_trainer::data::task::{choose_task, Task};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::{export_fitted, Cure};
 use sgp_trainer::export::device::names_too_long;
@@ -47,6 +48,7 @@ fn data_warnings(data: &Dataset) -> Vec<String> {
             ))
         })
         .collect();
+    warnings.extend(sgp_trainer::data::extremes::warnings(data));
     warnings.extend(sgp_trainer::export::precision::for_dataset(data));
     let long = names_too_long(&data.input_names, &data.target_name);
     if !long.is_empty() {
@@ -221,10 +223,20 @@ pub(crate) fn fit<'py>(
     let fitted = py
         .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
             let data = Dataset::from_raw(x, y, input_names, target_name)?;
-            let data = match positive_class {
-                Some(positive) => data.into_binary(Some(positive))?,
-                None => data,
+            // The estimator's class is the task; the rules of the target
+            // (a class in at least two rows) are `sgp fit`'s.
+            let (task, positive) = match positive_class {
+                Some(p) => (Task::Classification, Some(format!("{p}"))),
+                None => (Task::Regression, None),
             };
+            let data = choose_task(
+                data,
+                Some(task),
+                positive.as_deref(),
+                "--model",
+                &[params.method()],
+            )?
+            .data;
             let mut last = None;
             let mut on_progress = |p: Progress| {
                 reporter.report(&p, false);

@@ -1034,7 +1034,10 @@ fn sweep_rows_for_failed_grid_points_and_bad_input() {
     assert!(stderr(&unknown).contains("gpx"), "{}", stderr(&unknown));
     assert_bad_input(
         &sweep(&dir, &["--models", "spgp", "--dim", "1"]),
-        &["--dim applies"],
+        &[
+            "--dim does not apply to spgp",
+            "applies to spgp-dr, spgp-pca",
+        ],
     );
     assert_bad_input(&sweep(&dir, &["--models", "spgp-dr"]), &["needs --dim"]);
     assert_bad_input(

@@ -935,6 +935,16 @@ pub(crate) fn read_header<R: Read>(csv: &mut csv::Reader<R>, source: &str) -> Re
             "{source}: empty file (expected a header row of column names)"
         )));
     }
+    if let [only] = header.as_slice() {
+        if let Some(sep) = [';', '\t', '|'].into_iter().find(|&c| only.contains(c)) {
+            return Err(Error::BadInput(format!(
+                "{source}: line 1 has no comma but {} '{}': sgp reads comma-separated values \
+                 (export the file with commas)",
+                only.matches(sep).count(),
+                sep.escape_default()
+            )));
+        }
+    }
     if header.iter().all(|h| parse_cell(h).is_ok()) {
         let shown: Vec<&str> = header.iter().take(4).map(String::as_str).collect();
         return Err(Error::BadInput(format!(
@@ -948,6 +958,14 @@ pub(crate) fn read_header<R: Read>(csv: &mut csv::Reader<R>, source: &str) -> Re
 }
 
 pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {
+    if let csv::ErrorKind::Utf8 { pos, err } = e.kind() {
+        let line = pos.as_ref().map_or(0, |p| p.line());
+        return Error::BadInput(format!(
+            "{source}: line {line}, field {}: not UTF-8 text (save the file as UTF-8; sgp reads \
+             CSV as UTF-8 text, or Parquet)",
+            err.field() + 1
+        ));
+    }
     match e.position() {
         Some(p) => Error::BadInput(format!("{source}: line {}: {e}", p.line())),
         None => Error::BadInput(format!("{source}: {e}")),

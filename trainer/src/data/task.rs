@@ -128,10 +128,7 @@ fn classification(
     if classes.len() >= 2 && (integral || text) {
         every_class_twice(&data, &classes)?;
     }
-    let counted = |value: f64| {
-        let rows = data.raw_y().iter().filter(|&&v| is_class(v, value)).count();
-        format!("'{}' ({rows} rows)", labels::class_name(&data, value))
-    };
+    let rows_of = |value: f64| data.raw_y().iter().filter(|&&v| is_class(v, value)).count();
     if positive.is_none() && classes.len() > 2 && integral {
         if let Some(model) = models.iter().find(|&&m| m != Method::Svgp) {
             return Err(Error::BadInput(format!(
@@ -143,13 +140,18 @@ fn classification(
                 model.name()
             )));
         }
-        let found: Vec<String> = classes.iter().map(|&c| counted(c)).collect();
+        let names: Vec<String> = classes
+            .iter()
+            .map(|&c| labels::class_name(&data, c))
+            .collect();
+        let counts: Vec<String> = classes.iter().map(|&c| rows_of(c).to_string()).collect();
         notes.push(format!(
-            "target '{}': classification of {} classes ({}), one latent each on one basis \
-             (--positive LABEL fits one class against the rest)",
+            "target '{}': classification of {} classes ({}) in {} rows, one latent each on \
+             one basis (--positive LABEL fits one class against the rest)",
             data.target_name,
-            found.len(),
-            found.join(", ")
+            names.len(),
+            names.join(", "),
+            counts.join(", ")
         ));
         return Ok(Target {
             data,
@@ -163,33 +165,19 @@ fn classification(
         None => labels::default_positive(&data)?,
     };
     let names = labels::binary_labels(&data, positive);
-    let against = if classes.len() == 2 {
-        classes
-            .iter()
-            .find(|&&c| !is_class(c, positive))
-            .map_or_else(String::new, |&c| counted(c))
-    } else {
-        let rest = data
-            .raw_y()
-            .iter()
-            .filter(|&&v| !is_class(v, positive))
-            .count();
-        format!(
-            "'{}' (the {} other classes, {rest} rows)",
-            labels::OTHER,
-            classes.len() - 1
-        )
-    };
+    let positives = rows_of(positive);
+    let negatives = data.n_rows() - positives;
     let why = match (chosen, text) {
         (true, _) => "--positive",
         (false, true) => "the rarer label",
         (false, false) => "the larger value",
     };
     notes.push(format!(
-        "target '{}': binary classification, positive class {} against {against} ({why}; \
-         --positive LABEL chooses another, --link identity fits numbers)",
+        "target '{}': binary classification, positive class '{}' against '{}' ({why}; {positives} \
+         and {negatives} rows; --positive LABEL chooses another, --link identity fits numbers)",
         data.target_name,
-        counted(positive)
+        names.get(1).map_or("", String::as_str),
+        names.first().map_or("", String::as_str),
     ));
     let data = data.into_binary(Some(positive))?;
     Ok(Target {
@@ -236,7 +224,7 @@ mod tests {
         let t = choose_task(two.clone(), None, None, "--model", &[]).unwrap();
         assert_eq!(t.classes, Classes::Binary(vec!["0".into(), "1".into()]));
         assert!(
-            t.notes[0].contains("'1' (2 rows) against '0' (2 rows)"),
+            t.notes[0].contains("positive class '1' against '0' (the larger value; 2 and 2 rows"),
             "{:?}",
             t.notes
         );
@@ -268,7 +256,7 @@ mod tests {
         let t = choose_task(three.clone(), None, None, "--model", &[]).unwrap();
         assert_eq!(t.classes, Classes::Several);
         assert!(
-            t.notes[0].contains("3 classes ('a' (2 rows), 'b' (2 rows), 'c' (3 rows))"),
+            t.notes[0].contains("3 classes (a, b, c) in 2, 2, 3 rows"),
             "{:?}",
             t.notes
         );
@@ -282,7 +270,7 @@ mod tests {
         let t = choose_task(three, None, Some("c"), "--model", &[]).unwrap();
         assert_eq!(t.classes, Classes::Binary(vec!["other".into(), "c".into()]));
         assert!(
-            t.notes[0].contains("against 'other' (the 2 other classes, 4 rows)"),
+            t.notes[0].contains("'c' against 'other' (--positive; 3 and 4 rows"),
             "{:?}",
             t.notes
         );

@@ -241,11 +241,16 @@ impl Input {
                 Err(e) => return Err(self.unreadable(e)),
             }
         }
-        Ok(if read == 4 && &magic == b"PAR1" {
-            InputFormat::Parquet
-        } else {
-            InputFormat::Csv
-        })
+        if read == 4 && &magic == b"PAR1" {
+            return Ok(InputFormat::Parquet);
+        }
+        if let Some(what) = binary_kind(&magic[..read]) {
+            return Err(Error::BadInput(format!(
+                "{}: {what}; sgp reads data as CSV (UTF-8 text) or Parquet",
+                self.name
+            )));
+        }
+        Ok(InputFormat::Csv)
     }
 
     /// Every byte, refusing an input larger than `limit` bytes without
@@ -281,6 +286,18 @@ impl Input {
             path: PathBuf::from(&self.name),
             source,
         }
+    }
+}
+
+/// What a file that is neither CSV nor Parquet is, from its first bytes,
+/// for the kinds a user most often hands over by mistake.
+fn binary_kind(start: &[u8]) -> Option<&'static str> {
+    match start {
+        [0x1f, 0x8b, ..] => Some("a gzip-compressed file (decompress it first)"),
+        [b'P', b'K', 3, 4] => Some("a zip archive (an Excel workbook? save the sheet as CSV)"),
+        [0xff, 0xfe, ..] | [0xfe, 0xff, ..] => Some("UTF-16 text (save it as UTF-8)"),
+        [b'S', b'G', b'P', b'M'] => Some("an sgp model blob, not data"),
+        _ => None,
     }
 }
 

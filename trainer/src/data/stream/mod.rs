@@ -72,6 +72,8 @@ pub struct TableFile {
     selected: Vec<usize>,
     /// Data rows, when the format records them (Parquet).
     known_rows: Option<u64>,
+    /// Which columns hold text, when the format records it (Parquet).
+    text_columns: Vec<bool>,
     /// File size in bytes.
     bytes: u64,
 }
@@ -118,12 +120,12 @@ impl TableFile {
     /// As [`TableFile::open`].
     pub fn from_input(input: &Input, target: Option<&str>) -> Result<TableFile> {
         let source = input.name().to_owned();
-        let (format, columns, known_rows) = match input.format()? {
+        let (format, columns, text_columns, known_rows) = match input.format()? {
             InputFormat::Parquet => {
-                let (columns, rows) = parquet_rows::columns(input)?;
-                (Format::Parquet, columns, Some(rows))
+                let (columns, text, rows) = parquet_rows::columns(input)?;
+                (Format::Parquet, columns, text, Some(rows))
             }
-            InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, None),
+            InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, Vec::new(), None),
         };
         crate::data::check_names(&columns, &source)?;
         let t = match target {
@@ -149,6 +151,7 @@ impl TableFile {
             columns,
             selected,
             known_rows,
+            text_columns,
             bytes: input.bytes(),
         })
     }
@@ -159,14 +162,18 @@ impl TableFile {
     }
 
     /// Whether the target of the first data row is text rather than a
-    /// number: a CSV of class labels (`ok`/`fault`), which is read whole,
-    /// never streamed. Parquet columns are numeric.
+    /// number (a CSV of class labels, `ok`/`fault`), or the target is a
+    /// text column of a Parquet file: class labels, which are read whole,
+    /// never streamed.
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read.
     pub fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
             (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.input, target),
+            (Format::Parquet, Some(&target)) => {
+                Ok(self.text_columns.get(target).copied().unwrap_or(false))
+            }
             _ => Ok(false),
         }
     }

@@ -123,17 +123,24 @@ fn check_metadata(meta: &ParquetMetaData, file_bytes: u64, source: &str) -> Resu
     Ok(())
 }
 
-/// The top-level column names and the number of data rows.
-pub(crate) fn columns(input: &Input) -> Result<(Vec<String>, u64)> {
+/// The top-level column names, which of them hold text, and the number of
+/// data rows.
+pub(crate) fn columns(input: &Input) -> Result<(Vec<String>, Vec<bool>, u64)> {
+    use arrow_schema::DataType;
     let builder = builder(input)?;
-    let names = builder
-        .schema()
-        .fields()
+    let fields = builder.schema().fields();
+    let names = fields.iter().map(|f| f.name().clone()).collect();
+    let text = fields
         .iter()
-        .map(|f| f.name().clone())
+        .map(|f| {
+            matches!(
+                f.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            )
+        })
         .collect();
     let rows = builder.metadata().file_metadata().num_rows();
-    Ok((names, u64::try_from(rows).unwrap_or(0)))
+    Ok((names, text, u64::try_from(rows).unwrap_or(0)))
 }
 
 /// Reads the columns `select` picks from the schema's names into a
