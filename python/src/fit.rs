@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::data::task::{choose_task, Task};
+use sgp_trainer::fit::task::{choose_task, Task};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::{export_fitted, Cure};
 use sgp_trainer::export::device::names_too_long;

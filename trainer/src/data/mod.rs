@@ -21,7 +21,6 @@ pub mod extremes;
 pub mod labels;
 pub mod multi_target;
 pub mod stream;
-pub mod task;
 
 use std::io::Read;
 use std::path::Path;

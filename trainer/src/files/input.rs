@@ -99,6 +99,13 @@ impl Input {
                 path.display()
             )));
         }
+        if is_device(&meta) {
+            // /dev/zero or /dev/urandom would be copied without end.
+            return Err(Error::BadInput(format!(
+                "{}: is a device, not a data file (pipe its output into '-' instead)",
+                path.display()
+            )));
+        }
         let canonical = std::fs::canonicalize(path).ok();
         Self::from_file(file, &meta, path.display().to_string(), canonical)
     }
@@ -208,6 +215,20 @@ impl Input {
         self.bytes
     }
 
+    /// The size now (a file being written grows after it was opened).
+    ///
+    /// # Errors
+    /// [`Error::Unreadable`] if it cannot be asked.
+    pub fn current_bytes(&self) -> Result<u64> {
+        if self.spooled {
+            return Ok(self.bytes);
+        }
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| self.unreadable(e))
+    }
+
     /// Whether a pipe or device was copied to a temporary file.
     pub fn is_spooled(&self) -> bool {
         self.spooled
@@ -286,6 +307,21 @@ impl Input {
             path: PathBuf::from(&self.name),
             source,
         }
+    }
+}
+
+/// Whether `meta` is a character or block device.
+fn is_device(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        kind.is_char_device() || kind.is_block_device()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
     }
 }
 
@@ -368,6 +404,11 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         let err = Input::open(dir.path()).unwrap_err().to_string();
         assert!(err.contains("is a directory"), "{err}");
+        #[cfg(unix)]
+        {
+            let err = Input::open("/dev/zero").unwrap_err().to_string();
+            assert!(err.contains("is a device"), "{err}");
+        }
         let big = Input::from_bytes(&[0; 100], "b").unwrap();
         assert!(big.read_all(99).is_err());
         assert_eq!(big.read_all(100).unwrap().len(), 100);

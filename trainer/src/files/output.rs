@@ -158,10 +158,16 @@ impl Drop for AtomicFile {
     }
 }
 
-/// The file a symbolic link names (the path itself otherwise).
+/// The file a symbolic link names (the path itself otherwise, and for a
+/// link to something without a path, such as `/dev/stdout` on a pipe).
 fn follow_link(path: &Path) -> std::io::Result<PathBuf> {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(path).or_else(|e| match std::fs::metadata(path) {
+                Ok(_) => Ok(path.to_path_buf()),
+                Err(_) => Err(e),
+            })
+        }
         _ => Ok(path.to_path_buf()),
     }
 }

@@ -5,7 +5,7 @@
 //! read off the fits: which parameters each procedure (and the SPGP fit
 //! that VSGP, SPGP+HS and the projected fits start from) reads.
 
-use crate::data::task::Task;
+use crate::fit::task::Task;
 use crate::fit::Method;
 use crate::{Error, Result};
 
@@ -128,7 +128,7 @@ pub const SETTINGS: &[Setting] = &[
 /// `task` (one model for `sgp fit`, the swept ones for `sgp sweep`).
 ///
 /// ```
-/// use sgp_trainer::data::task::Task;
+/// use sgp_trainer::fit::task::Task;
 /// use sgp_trainer::fit::{applies, Method};
 ///
 /// assert!(applies::check(&[Method::Spgp], Task::Regression, &["--objective"]).is_ok());

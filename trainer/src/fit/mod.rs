@@ -33,6 +33,7 @@ pub mod spgp;
 pub mod spgp_hs;
 pub mod streamed;
 pub mod svgp;
+pub mod task;
 pub mod vsgp;
 
 use std::borrow::Cow;

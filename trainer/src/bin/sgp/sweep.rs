@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
-use sgp_trainer::data::task::{choose_task, Classes, Task};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::fit::task::{choose_task, Classes, Task};
 use sgp_trainer::fit::{applies, Method};
 use sgp_trainer::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,

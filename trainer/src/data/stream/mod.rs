@@ -37,6 +37,7 @@ pub mod parquet_rows;
 pub mod scan;
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use nalgebra::{DMatrix, DVector};
 
@@ -74,6 +75,8 @@ pub struct TableFile {
     known_rows: Option<u64>,
     /// Which columns hold text, when the format records it (Parquet).
     text_columns: Vec<bool>,
+    /// Data rows of the first complete pass (every pass must agree).
+    rows_read: Arc<OnceLock<u64>>,
     /// File size in bytes.
     bytes: u64,
 }
@@ -152,6 +155,7 @@ impl TableFile {
             selected,
             known_rows,
             text_columns,
+            rows_read: Arc::new(OnceLock::new()),
             bytes: input.bytes(),
         })
     }
@@ -206,6 +210,18 @@ impl TableFile {
         chunk_rows: usize,
         f: &mut dyn FnMut(RawChunk, ReadProgress) -> Result<()>,
     ) -> Result<u64> {
+        // Passes over a file that grows or shrinks meanwhile (a log still
+        // being written) would disagree on the data: refused.
+        let changed = |what: String| {
+            Error::BadInput(format!(
+                "{}: changed while it was read ({what}); fit a copy that is not being written",
+                self.source
+            ))
+        };
+        let now = self.input.current_bytes()?;
+        if now != self.bytes {
+            return Err(changed(format!("{} bytes, then {now}", self.bytes)));
+        }
         let mut chunks = ChunkBuilder::new(self, chunk_rows.max(1), f);
         match self.format {
             Format::Csv => csv_rows::read(self, &mut chunks)?,
@@ -217,6 +233,10 @@ impl TableFile {
                 "{}: no data rows after the header",
                 self.source
             )));
+        }
+        let first = *self.rows_read.get_or_init(|| rows);
+        if first != rows {
+            return Err(changed(format!("{first} data rows, then {rows}")));
         }
         Ok(rows)
     }
@@ -550,6 +570,25 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_grows_between_passes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.csv");
+        std::fs::write(&path, "a,y\n1,2\n3,4\n5,7\n").unwrap();
+        let table = TableFile::open(&path, None).unwrap();
+        assert_eq!(table.for_each_chunk(2, &mut |_, _| Ok(())).unwrap(), 3);
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut log, b"7,9\n").unwrap();
+        let err = table
+            .for_each_chunk(2, &mut |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("log.csv: changed while it was read"), "{err}");
+    }
+
+    #[test]
     fn scan_refuses_a_constant_target_and_too_few_rows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("constant.csv");
@@ -558,6 +597,7 @@ mod tests {
         let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("target column 'y' is constant"), "{err}");
         std::fs::write(&path, "a,y\n1,5\n").unwrap();
+        let table = TableFile::open(&path, None).unwrap();
         let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("1 data row(s)"), "{err}");
     }

@@ -2,10 +2,10 @@
 //! asks for (decided by the library, [`choose_task`]), and the warnings
 //! about its columns.
 
-use sgp_trainer::data::task::{choose_task, Classes, Task};
 use sgp_trainer::data::{extremes, Dataset};
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::files::Input;
+use sgp_trainer::fit::task::{choose_task, Classes, Task};
 use sgp_trainer::fit::Method;
 use sgp_trainer::Result;
 

@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use sgp_trainer::data::multi_target::MultiTargetData;
-use sgp_trainer::data::task::Task;
 use sgp_trainer::export::cure::{export_outputs, Cure};
 use sgp_trainer::export::output_blob::set_blob;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
+use sgp_trainer::fit::task::Task;
 use sgp_trainer::fit::{applies, Method};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::{Error, Result};

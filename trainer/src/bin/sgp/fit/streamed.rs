@@ -3,10 +3,10 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
-use sgp_trainer::data::task::Task;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::applies;
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
+use sgp_trainer::fit::task::Task;
 use sgp_trainer::fit::{FitParams, Fitted, Method};
 use sgp_trainer::Result;
 

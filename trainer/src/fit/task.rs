@@ -1,6 +1,7 @@
 //! The task a training target asks for (a regression, a binary
 //! classification, or one of `K > 2` classes), decided in one place for
-//! `sgp fit`, `sgp sweep` and Python.
+//! `sgp fit`, `sgp sweep` and Python. Here, above the data, because the
+//! models asked for take part (a regression-only model regresses).
 //!
 //! Without an explicit task, a target is a classification when it holds
 //! text labels or exactly two distinct values, or a positive class is named
