@@ -558,3 +558,43 @@ fn absurd_sizes_and_bad_targets_are_refused() {
         refused(&out, &[]);
     }
 }
+
+/// Standard output closed before `sgp` writes a line (`sgp ... | head -0`):
+/// a quiet exit 0, not a panic, for every subcommand that prints.
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    let dir = workspace();
+    let d = dir.path();
+    for args in [
+        vec!["inspect", "m.sgp"],
+        vec!["eval", "--model", "m.sgp", "--data", "d.csv"],
+        vec![
+            "fit",
+            "--data",
+            "d.csv",
+            "--out",
+            "c.sgp",
+            "--m",
+            "4",
+            "--max-iter",
+            "5",
+        ],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_sgp"))
+            .args(&args)
+            .current_dir(d)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(
+        d.join("c.sgp").exists(),
+        "the blob is written before the summary"
+    );
+}

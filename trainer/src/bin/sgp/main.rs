@@ -269,8 +269,30 @@ fn given_flags(matches: &ArgMatches) -> Vec<String> {
         .collect()
 }
 
+/// Ends quietly (exit 0) when standard output is a pipe its reader closed
+/// (`sgp inspect m.sgp | head -1`): `println!` panics there, and the reader
+/// has all it wanted. Files are written before the summaries that follow
+/// them are printed, so none is lost.
+fn end_quietly_on_a_closed_pipe() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let closed = message.contains("Broken pipe") || message.contains("os error 32");
+        if message.starts_with("failed printing to stdout") && closed {
+            std::process::exit(0);
+        }
+        previous(info);
+    }));
+}
+
 fn main() -> ExitCode {
     ignore_file_size_signal();
+    end_quietly_on_a_closed_pipe();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let given = matches

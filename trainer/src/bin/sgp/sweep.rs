@@ -160,14 +160,20 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
     };
     let result = sweep(train, &test, &points, args.seed, budget, &on_progress);
     bar.finish_and_clear();
+    // The blob first: a reader that closes the pipe early (`| head`)
+    // must not cost the file.
+    let written = match (&args.out, result.chosen_blob()) {
+        (Some(out), Some(blob)) => {
+            write_file(out, blob)?;
+            Some(out)
+        }
+        _ => None,
+    };
     if args.json {
         println!("{}", to_json(&result)?);
     } else {
         println!("{result}");
-    }
-    if let (Some(out), Some(blob)) = (&args.out, result.chosen_blob()) {
-        write_file(out, blob)?;
-        if !args.json {
+        if let Some(out) = written {
             println!("blob of the chosen model written to {}", out.display());
         }
     }

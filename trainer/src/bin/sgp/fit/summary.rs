@@ -83,7 +83,8 @@ pub(crate) fn print_fit_summary(
             .map(|s| format!("{} rows {:.4}", s.rows, s.validation_nlpd))
             .collect();
         println!(
-            "subset          fitted on {} of {} rows (validation NLPD by stage: {}); every row              conditioned on in a {:.1} s pass",
+            "subset          fitted on {} of {} rows (validation NLPD by stage: {}); every row \
+             conditioned on in a {:.1} s pass",
             streamed.fitted_rows,
             streamed.rows,
             stages.join(", "),
