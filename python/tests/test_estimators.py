@@ -93,6 +93,18 @@ def test_save_and_exports_are_what_the_cli_writes(ridge, tmp_path):
         assert method(name="heater") == written
 
 
+def test_save_leaves_the_old_file_when_it_cannot_write(ridge, tmp_path):
+    X, y = ridge
+    est = sgp.SparseGPRegressor(m=6, random_state=0).fit(X, y)
+    with pytest.raises(OSError, match="no-such-dir"):
+        est.save(tmp_path / "no-such-dir" / "m.sgp")
+    target = tmp_path / "m.sgp"
+    target.write_bytes(b"old")
+    est.to_model().save(target)
+    assert target.read_bytes() == est.to_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.sgp"]
+
+
 def test_classifier_device_probabilities_equal_its_own(ridge):
     X, _ = ridge
     labels = np.where(X["temperature"] + 0.5 * X["humidity"] > 4.0, "hot", "cold")

@@ -537,7 +537,11 @@ impl Dataset {
 
 /// The columns of a training file: every column but the target, then the
 /// target (`target`, default the last column).
-fn training_columns(header: &[String], target: Option<&str>, source: &str) -> Result<Vec<usize>> {
+pub(crate) fn training_columns(
+    header: &[String],
+    target: Option<&str>,
+    source: &str,
+) -> Result<Vec<usize>> {
     let t = match target {
         Some(name) => find_column(header, name, source)?,
         None => header.len().saturating_sub(1),
@@ -559,12 +563,7 @@ fn training_columns(header: &[String], target: Option<&str>, source: &str) -> Re
 /// be numeric).
 pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>> {
     let source = input.name();
-    let table = read_table(input, false, |header| {
-        input_names
-            .iter()
-            .map(|name| find_column(header, name, source))
-            .collect()
-    })?;
+    let table = read_table(input, false, |h| columns_named(h, input_names, source))?;
     Ok(inputs_of(&table, input_names.len()))
 }
 
@@ -575,13 +574,18 @@ pub fn read_inputs_from_reader(
     source: &str,
     input_names: &[String],
 ) -> Result<DMatrix<f64>> {
-    let table = read_csv_table(reader, source, false, |header| {
-        input_names
-            .iter()
-            .map(|name| find_column(header, name, source))
-            .collect()
+    let table = read_csv_table(reader, source, false, |h| {
+        columns_named(h, input_names, source)
     })?;
     Ok(inputs_of(&table, input_names.len()))
+}
+
+/// The columns named `names`, by name, in that order.
+fn columns_named(header: &[String], names: &[String], source: &str) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|name| find_column(header, name, source))
+        .collect()
 }
 
 fn inputs_of(table: &Table, d: usize) -> DMatrix<f64> {

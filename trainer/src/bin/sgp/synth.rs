@@ -22,14 +22,8 @@ pub(crate) struct SynthArgs<'a> {
 }
 
 pub(crate) fn synth_command(args: SynthArgs<'_>, given: &[&str]) -> Result<()> {
-    let SynthArgs {
-        rows,
-        dim,
-        shape,
-        system,
-        seed,
-        parquet,
-    } = args;
+    let (rows, dim, shape, seed) = (args.rows, args.dim, args.shape, args.seed);
+    let (system, parquet) = (args.system, args.parquet);
     if given.contains(&"--dim") && (shape.is_some() || system.is_some()) {
         return Err(Error::BadInput(
             "--dim does not apply to --shape or --system: it is the input dimension of the \

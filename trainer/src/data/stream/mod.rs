@@ -131,18 +131,7 @@ impl TableFile {
             InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, Vec::new(), None),
         };
         crate::data::check_names(&columns, &source)?;
-        let t = match target {
-            Some(name) => crate::data::find_column(&columns, name, &source)?,
-            None => columns.len().saturating_sub(1),
-        };
-        if columns.len() < 2 {
-            return Err(Error::BadInput(format!(
-                "{source}: only one column ('{}'); need at least one input column besides the target",
-                columns.first().map_or("", String::as_str)
-            )));
-        }
-        let mut selected: Vec<usize> = (0..columns.len()).filter(|&c| c != t).collect();
-        selected.push(t);
+        let selected = crate::data::training_columns(&columns, target, &source)?;
         let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
         let target_name = names.pop().unwrap_or_default();
         Ok(TableFile {

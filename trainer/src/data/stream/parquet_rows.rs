@@ -19,7 +19,7 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
     UInt64Type, UInt8Type,
 };
-use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{Array, ArrowPrimitiveType, GenericStringArray, OffsetSizeTrait, PrimitiveArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
@@ -236,33 +236,11 @@ pub(crate) fn read_table(
 /// A column as text: the strings of a text column, the numbers of a
 /// numeric one as Rust writes them (a label `3`, or a value to parse).
 fn to_text(array: &dyn Array) -> std::result::Result<Vec<String>, (usize, String)> {
-    let empty = |i: usize| {
-        (
-            i,
-            "empty cell (missing values are not supported)".to_owned(),
-        )
-    };
     if let Some(a) = array.as_string_opt::<i32>() {
-        return (0..a.len())
-            .map(|i| {
-                if a.is_null(i) {
-                    Err(empty(i))
-                } else {
-                    Ok(a.value(i).to_owned())
-                }
-            })
-            .collect();
+        return strings(a);
     }
     if let Some(a) = array.as_string_opt::<i64>() {
-        return (0..a.len())
-            .map(|i| {
-                if a.is_null(i) {
-                    Err(empty(i))
-                } else {
-                    Ok(a.value(i).to_owned())
-                }
-            })
-            .collect();
+        return strings(a);
     }
     let mut numbers = Vec::new();
     to_f64(array, &mut numbers)?;
@@ -320,6 +298,24 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
         first_row += batch.num_rows() as u64;
     }
     Ok(())
+}
+
+/// The cells of a text column; a null is refused with its offset.
+fn strings<O: OffsetSizeTrait>(
+    array: &GenericStringArray<O>,
+) -> std::result::Result<Vec<String>, (usize, String)> {
+    (0..array.len())
+        .map(|i| {
+            if array.is_null(i) {
+                Err((
+                    i,
+                    "empty cell (missing values are not supported)".to_owned(),
+                ))
+            } else {
+                Ok(array.value(i).to_owned())
+            }
+        })
+        .collect()
 }
 
 /// A numeric column as finite f64 values (replacing `out`'s contents), or
