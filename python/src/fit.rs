@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::fit::task::{choose_task, Task};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::{export_fitted, Cure};
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::Fidelity;
+use sgp_trainer::fit::task::{choose_task, Task};
 use sgp_trainer::fit::{
     fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
 };

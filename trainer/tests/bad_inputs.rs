@@ -527,6 +527,25 @@ fn absurd_sizes_and_bad_targets_are_refused() {
         &["--dim"],
     );
     refused(
+        &sgp_in(
+            d,
+            &[
+                "fit",
+                "--data",
+                "d.csv",
+                "--out",
+                "o.sgp",
+                "--restarts",
+                "1000000000",
+            ],
+        ),
+        &["--restarts 1000000000"],
+    );
+    refused(
+        &sgp_in(d, &["demo", "--m", "1000000000", "--out", "o.sgp"]),
+        &["--m 1000000000"],
+    );
+    refused(
         &sgp_in(d, &["inspect", "m.sgp", "--capacity", "100000000000"]),
         &["--capacity"],
     );

@@ -206,6 +206,11 @@ impl ExactParams {
 /// beside the final run.
 pub const DEFAULT_RESTARTS: usize = 4;
 
+/// The most starts a fit takes: each is a screening run, and more than a
+/// few dozen never found a better optimum; a typo of `--restarts` must not
+/// become a fit that never ends.
+pub const MAX_RESTARTS: usize = 1000;
+
 /// Default cap on a sparse fit's final run (and each of VSGP's and
 /// SPGP+HS's two stages), and on an exact GP's run. Most fits stop earlier,
 /// on [`DEFAULT_STALL`]; the cap bounds the time of those that keep
@@ -291,6 +296,12 @@ impl SparseParams {
         data.require_rows(self.m, "pseudo-inputs (--m)")?;
         if self.restarts == 0 {
             return Err(Error::BadInput("--restarts must be at least 1".into()));
+        }
+        if self.restarts > MAX_RESTARTS {
+            return Err(Error::BadInput(format!(
+                "--restarts {} is more starts than a fit takes (at most {MAX_RESTARTS})",
+                self.restarts
+            )));
         }
         if let PseudoInit::Given(z) = &self.pseudo_init {
             if z.shape() != (self.m, data.n_inputs()) {
