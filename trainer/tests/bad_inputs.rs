@@ -6,6 +6,8 @@
 //! are errors naming what is wrong (exit 2), never a panic, a hang or a
 //! silent change of task; flags that do not apply are refused.
 
+#![cfg(unix)]
+
 use std::fs;
 use std::io::Write;
 use std::path::Path;
