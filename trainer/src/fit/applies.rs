@@ -125,26 +125,31 @@ pub const SETTINGS: &[Setting] = &[
 ];
 
 /// Refuses any flag of `given` that applies to none of `models` for
-/// `task` (one model for `sgp fit`, the swept ones for `sgp sweep`).
+/// `task` (one model for `sgp fit`, the swept ones for `sgp sweep`;
+/// `None`: the task is not known yet, and settings of one task are let
+/// through until it is).
 ///
 /// ```
 /// use sgp_trainer::fit::task::Task;
 /// use sgp_trainer::fit::{applies, Method};
 ///
-/// assert!(applies::check(&[Method::Spgp], Task::Regression, &["--objective"]).is_ok());
-/// let err = applies::check(&[Method::Svgp], Task::Classification, &["--objective"]);
+/// assert!(applies::check(&[Method::Spgp], Some(Task::Regression), &["--objective"]).is_ok());
+/// let err = applies::check(&[Method::Svgp], None, &["--objective"]);
 /// assert!(err.unwrap_err().to_string().contains("--objective does not apply to svgp"));
 /// ```
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the first such flag, what it is for and the
 /// models it applies to.
-pub fn check(models: &[Method], task: Task, given: &[&str]) -> Result<()> {
+pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()> {
     for &flag in given {
         let Some(setting) = SETTINGS.iter().find(|s| s.flag == flag) else {
             continue;
         };
-        let for_task = setting.task.is_none_or(|t| t == task);
+        let for_task = match (setting.task, task) {
+            (Some(only), Some(task)) => only == task,
+            _ => true,
+        };
         if for_task && models.iter().any(|m| setting.models.contains(m)) {
             continue;
         }
@@ -155,8 +160,9 @@ pub fn check(models: &[Method], task: Task, given: &[&str]) -> Result<()> {
             names.join(", ")
         };
         let task_named = match task {
-            Task::Regression => "a regression",
-            Task::Classification => "a classification",
+            Some(Task::Regression) => " (a regression)",
+            Some(Task::Classification) => " (a classification)",
+            None => "",
         };
         let applies_to: Vec<String> = setting.models.iter().map(|m| m.name()).collect();
         let only = match setting.task {
@@ -165,7 +171,7 @@ pub fn check(models: &[Method], task: Task, given: &[&str]) -> Result<()> {
             None => "",
         };
         return Err(Error::BadInput(format!(
-            "{flag} does not apply to {models_named} ({task_named}): it is {}; it applies \
+            "{flag} does not apply to {models_named}{task_named}: it is {}; it applies \
              to{only} {}",
             setting.what,
             applies_to.join(", ")
@@ -180,18 +186,26 @@ mod tests {
 
     #[test]
     fn settings_for_other_models_are_refused_and_named() {
-        let err =
-            |models: &[Method], task, flag| check(models, task, &[flag]).unwrap_err().to_string();
+        let err = |models: &[Method], task: Task, flag| {
+            check(models, Some(task), &[flag]).unwrap_err().to_string()
+        };
         let e = err(&[Svgp], Task::Classification, "--objective");
         assert!(e.starts_with("--objective does not apply to svgp"), "{e}");
         let e = err(&[Spgp], Task::Regression, "--ivm-posterior");
         assert!(e.contains("--ivm-posterior does not apply to spgp"), "{e}");
         assert!(err(&[Ivm], Task::Regression, "--ivm-posterior").contains("classifying ivm"));
         assert!(err(&[Exact], Task::Regression, "--m").contains("exact GP has none"));
-        assert!(check(&[Ivm], Task::Classification, &["--ivm-posterior", "--m"]).is_ok());
+        assert!(check(
+            &[Ivm],
+            Some(Task::Classification),
+            &["--ivm-posterior", "--m"]
+        )
+        .is_ok());
+        // The task unknown yet: a classifying setting waits for it.
+        assert!(check(&[Ivm], None, &["--ivm-posterior"]).is_ok());
         // A sweep: a setting applies if it applies to any model swept.
-        assert!(check(&[Spgp, SpgpDr], Task::Regression, &["--dim"]).is_ok());
-        assert!(check(&[Spgp], Task::Regression, &["--seed", "--max-iter"]).is_ok());
+        assert!(check(&[Spgp, SpgpDr], Some(Task::Regression), &["--dim"]).is_ok());
+        assert!(check(&[Spgp], Some(Task::Regression), &["--seed", "--max-iter"]).is_ok());
         assert!(err(&[Spgp], Task::Regression, "--positive").contains("a classification"));
     }
 }

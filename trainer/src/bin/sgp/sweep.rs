@@ -136,7 +136,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
         Task::Classification => vec![Method::Ivm],
     });
-    applies::check(&models, task, given)?;
+    applies::check(&models, Some(task), given)?;
     let spec = SweepSpec {
         models,
         m: args.m.clone(),

@@ -184,15 +184,8 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
     check_outputs(&outputs, &[&input])?;
     let task = args.task()?;
     if let Some(model) = args.model {
-        // What the model is asked to do: classification if asked for, else
-        // the check waits for the target (both tasks are possible).
-        let asked = task.map(Task::from);
-        let flagged: Vec<&str> = given
-            .iter()
-            .copied()
-            .filter(|&f| asked.is_some() || (f != "--ivm-posterior" && f != "--positive"))
-            .collect();
-        applies::check(&[model], asked.unwrap_or(Task::Regression), &flagged)?;
+        // Before the data are read: settings of one task wait for it.
+        applies::check(&[model], task.map(Task::from), given)?;
     }
     let targets = args
         .target
@@ -224,7 +217,7 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
         Classes::None => Task::Regression,
         _ => Task::Classification,
     };
-    applies::check(&[model], task_of, given)?;
+    applies::check(&[model], Some(task_of), given)?;
     let labels = match classes {
         Classes::Several => return fit_classes_command(args, &data, quiet),
         Classes::Binary(labels) => labels,

@@ -53,7 +53,7 @@ pub(crate) fn fit_outputs_command(
         ));
     }
     let model = args.model.unwrap_or(Method::Spgp);
-    applies::check(&[model], Task::Regression, given)?;
+    applies::check(&[model], Some(Task::Regression), given)?;
     let data = MultiTargetData::from_input(input, targets)?;
     let params = args.params(model)?;
     let bar = progress_bar(quiet || args.json, params.iteration_budget(), "fit");

@@ -46,7 +46,7 @@ pub(crate) fn streamed_fit(
     if !params.streams(&table)? {
         return Ok(None);
     }
-    applies::check(&[Method::Spgp], Task::Regression, given)?;
+    applies::check(&[Method::Spgp], Some(Task::Regression), given)?;
     let quiet = quiet || args.json;
     let bar = rows_bar(quiet, table.bytes(), "read", true);
     let first = scan(
