@@ -143,3 +143,11 @@ pub(crate) fn export_source(
     let format: Format = choice(format, "format")?;
     source_of(blob, format, name, source).py_err()
 }
+
+/// Writes `data` to `path` as `sgp` writes its outputs: to a temporary
+/// file beside it, renamed over it, so that a failure leaves any old file
+/// as it was (`Model.save`, the estimators' `save`).
+#[pyfunction]
+pub(crate) fn write_file(path: std::path::PathBuf, data: &[u8]) -> PyResult<()> {
+    sgp_trainer::files::write_atomic(&path, data).py_err()
+}

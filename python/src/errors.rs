@@ -1,12 +1,13 @@
 //! The trainer's errors as Python exceptions, with the trainer's messages.
 //!
 //! Bad input and unreadable blobs are `ValueError`s (what scikit-learn and
-//! numpy users catch); a blob whose f32 predictions drift from the f64 fit
-//! is an `sgp.ExportError`, a failed factorisation an `sgp.NumericalError`,
-//! both subclasses of `sgp.SgpError` (itself a `RuntimeError`).
+//! numpy users catch) and a file that cannot be written an `OSError`; a
+//! blob whose f32 predictions drift from the f64 fit is an
+//! `sgp.ExportError`, a failed factorisation an `sgp.NumericalError`, both
+//! subclasses of `sgp.SgpError` (itself a `RuntimeError`).
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use sgp_trainer::Error;
 
@@ -64,12 +65,15 @@ fn pythonic(message: &str) -> String {
 pub(crate) fn to_py(error: Error) -> PyErr {
     let message = pythonic(&error.to_string());
     match error {
-        Error::BadInput(_) | Error::Blob(_) | Error::DoesNotFit(_) => {
+        Error::BadInput(_) | Error::Unreadable { .. } | Error::Blob(_) | Error::DoesNotFit(_) => {
             PyValueError::new_err(message)
         }
         Error::Fidelity(_) => ExportError::new_err(message),
         Error::Numerical(_) => NumericalError::new_err(message),
-        Error::Io { .. } | Error::OverBudget(_) => SgpError::new_err(message),
+        // A file that could not be written (`save`): what Python's own
+        // `open` raises.
+        Error::Io { .. } => PyOSError::new_err(message),
+        Error::OverBudget(_) => SgpError::new_err(message),
     }
 }
 

@@ -8,14 +8,15 @@ use nalgebra::DMatrix;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::choose;
-use sgp_trainer::data::labels::binary_labels;
+use sgp_trainer::data::labels::class_name;
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::{export, Fidelity};
-use sgp_trainer::fit::FitReport;
+use sgp_trainer::fit::{FitReport, Method};
 use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::options::{ModelChoice, Options};
 
 use crate::arrays::matrix;
@@ -50,6 +51,7 @@ fn data_warnings(data: &Dataset) -> Vec<String> {
             ))
         })
         .collect();
+    warnings.extend(sgp_trainer::data::extremes::warnings(data));
     warnings.extend(sgp_trainer::export::precision::for_dataset(data));
     let long = names_too_long(&data.input_names, &data.target_name);
     if !long.is_empty() {
@@ -169,12 +171,14 @@ impl ProgressReporter {
 
 /// The outputs to fit: the `p` target columns of `y` (a regression), or
 /// one column of class values (`classes` of them; `text`: their labels,
-/// the values their indices).
+/// the values their indices; the larger of two is positive), its task
+/// checked as `sgp fit` checks it for `models` (every class in two rows).
 fn outputs(
     x: DMatrix<f64>,
     y: DMatrix<f64>,
     (input_names, target_names): (Vec<String>, Vec<String>),
     (classes, text): (usize, Vec<String>),
+    models: &[Method],
 ) -> sgp_trainer::Result<(Vec<Dataset>, Vec<String>)> {
     if classes == 0 {
         let data = MultiTargetData::from_raw(x, y, input_names, &target_names)?;
@@ -183,12 +187,22 @@ fn outputs(
     let target = target_names.into_iter().next().unwrap_or_default();
     let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
     data.class_labels = text;
-    if classes > 2 {
-        return Ok((vec![data.into_classes()?], Vec::new()));
-    }
-    let positive = data.target_classes().last().copied().unwrap_or(1.0);
-    let labels = binary_labels(&data, positive);
-    Ok((vec![data.into_binary(Some(positive))?], labels))
+    let positive = match data.target_classes()[..] {
+        [_, larger] => Some(class_name(&data, larger)),
+        _ => None,
+    };
+    let target = choose_task(
+        data,
+        Some(Task::Classification),
+        positive.as_deref(),
+        "model",
+        models,
+    )?;
+    Ok(match target.classes {
+        Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
+        Classes::Binary(labels) => (vec![target.data], labels),
+        Classes::None => (vec![target.data], Vec::new()),
+    })
 }
 
 /// Fits `x` (`n x d`, raw units) to `y` (`n x p`) as `settings` ask, as
@@ -230,7 +244,11 @@ pub(crate) fn fit<'py>(
     let fitted = py
         .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
             let names = (input_names, target_names);
-            let (outputs, labels) = outputs(x, y, names, (classes, text_labels))?;
+            let models: Vec<Method> = match options.model {
+                Some(ModelChoice::Family(family)) => vec![family],
+                _ => Vec::new(),
+            };
+            let (outputs, labels) = outputs(x, y, names, (classes, text_labels), &models)?;
             let request = options.request(&outputs)?;
             reporter.budget = request.iteration_budget();
             let mut last = None;

@@ -37,7 +37,8 @@ def test_arrays_get_default_names():
 @pytest.mark.parametrize("model", ["spgp", "vsgp", "gplasso", "exact"])
 def test_device_predictions_equal_the_fit_within_the_export_tolerance(ridge, model):
     X, y = ridge
-    est = sgp.SparseGPRegressor(model=model, m=12).fit(X, y)
+    m = {} if model == "exact" else {"m": 12}
+    est = sgp.SparseGPRegressor(model=model, **m).fit(X, y)
     test = pd.DataFrame(np.random.default_rng(1).uniform(-1, 7, (200, 2)), columns=X.columns)
     mean, sd = est.predict(test, return_std=True)
     device_mean, device_var = sgp.Model.from_bytes(est.to_bytes()).predict(test)
@@ -92,6 +93,18 @@ def test_save_and_exports_are_what_the_cli_writes(ridge, tmp_path):
         assert method(name="heater") == written
 
 
+def test_save_leaves_the_old_file_when_it_cannot_write(ridge, tmp_path):
+    X, y = ridge
+    est = sgp.SparseGPRegressor(m=6, random_state=0).fit(X, y)
+    with pytest.raises(OSError, match="no-such-dir"):
+        est.save(tmp_path / "no-such-dir" / "m.sgp")
+    target = tmp_path / "m.sgp"
+    target.write_bytes(b"old")
+    est.to_model().save(target)
+    assert target.read_bytes() == est.to_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.sgp"]
+
+
 def test_classifier_device_probabilities_equal_its_own(ridge):
     X, _ = ridge
     labels = np.where(X["temperature"] + 0.5 * X["humidity"] > 4.0, "hot", "cold")
@@ -134,7 +147,7 @@ def test_pickled_estimator_predicts_the_same(ridge):
         ({"m": 0}, "m must be a positive integer"),
         ({"restarts": 0}, "^restarts must be at least 1"),
         ({"model": "spgp-dr"}, "needs dim"),
-        ({"model": "spgp", "dim": 1}, "dim applies to spgp-dr and spgp-pca only"),
+        ({"model": "spgp", "dim": 1}, "dim does not apply to spgp"),
     ],
 )
 def test_bad_settings_raise_value_errors_with_the_trainers_words(ridge, params, message):

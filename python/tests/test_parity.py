@@ -53,9 +53,20 @@ FAMILIES = [
 ]
 
 
-def flags(model, extra):
-    args = ["--model", model, "--m", "8", "--max-iter", "40", "--seed", "3"]
-    for key, value in extra.items():
+def settings(model, extra):
+    """The estimator's keywords: a few iterations, a seed, and 8 basis
+    functions (the exact GP has none: `m` does not apply to it)."""
+    given = {"max_iter": 40, "random_state": 3}
+    if model != "exact":
+        given["m"] = 8
+    return {**given, **extra}
+
+
+def flags(model, given):
+    """The same settings as `sgp fit` flags."""
+    args = ["--model", model]
+    for key, value in given.items():
+        key = "seed" if key == "random_state" else key
         args += ["--" + key.replace("_", "-"), str(value)]
     return args
 
@@ -63,18 +74,19 @@ def flags(model, extra):
 @pytest.mark.parametrize("model, extra", FAMILIES, ids=[f for f, _ in FAMILIES])
 def test_every_regression_family_writes_the_clis_blob(tmp_path, model, extra):
     X, y, _ = frame()
-    est = sgp.SparseGPRegressor(model=model, m=8, max_iter=40, random_state=3, **extra)
-    ours = est.fit(X, y).to_bytes()
-    assert ours == cli_blob(tmp_path, pd.concat([X, y], axis=1), flags(model, extra))
+    given = settings(model, extra)
+    ours = sgp.SparseGPRegressor(model=model, **given).fit(X, y).to_bytes()
+    assert ours == cli_blob(tmp_path, pd.concat([X, y], axis=1), flags(model, given))
 
 
 @pytest.mark.parametrize("model", ["svgp", "ivm", "exact"])
 def test_every_classifier_writes_the_clis_blob(tmp_path, model):
     X, y, _ = frame()
     labels = pd.Series((y > 0).astype(int), name="label")
-    ours = sgp.SparseGPClassifier(model=model, m=8, max_iter=40, random_state=3)
+    given = settings(model, {})
+    ours = sgp.SparseGPClassifier(model=model, **given)
     blob = ours.fit(X, labels).to_bytes()
-    assert blob == cli_blob(tmp_path, pd.concat([X, labels], axis=1), flags(model, {}))
+    assert blob == cli_blob(tmp_path, pd.concat([X, labels], axis=1), flags(model, given))
 
 
 def test_two_outputs_write_the_clis_blob(tmp_path):
@@ -83,7 +95,7 @@ def test_two_outputs_write_the_clis_blob(tmp_path):
     est = sgp.SparseGPRegressor(model="spgp", m=8, max_iter=40, random_state=3)
     blob = est.fit(X, targets).to_bytes()
     table = pd.concat([X, targets], axis=1)
-    assert blob == cli_blob(tmp_path, table, flags("spgp", {}) + ["--target", "y,z"])
+    assert blob == cli_blob(tmp_path, table, flags("spgp", settings("spgp", {})) + ["--target", "y,z"])
     mean = est.predict(X)
     assert mean.shape == (len(X), 2)
     device_mean, _ = sgp.Model.from_bytes(blob).predict(X)
@@ -96,7 +108,7 @@ def test_three_classes_write_the_clis_blob(tmp_path):
     clf = sgp.SparseGPClassifier(m=8, max_iter=40, random_state=3)
     blob = clf.fit(X, classes).to_bytes()
     table = pd.concat([X, classes], axis=1)
-    args = flags("svgp", {}) + ["--task", "classification"]
+    args = flags("svgp", settings("svgp", {})) + ["--task", "classification"]
     assert blob == cli_blob(tmp_path, table, args)
     proba = clf.predict_proba(X)
     assert proba.shape == (len(X), 3)

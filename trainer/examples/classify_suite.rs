@@ -37,7 +37,8 @@ fn main() -> Result<()> {
         let train_path: PathBuf = dir.join(format!("{name}-train.csv"));
         let test_path = dir.join(format!("{name}-test.csv"));
         let train = Dataset::from_csv(&train_path, Some("y"))?.into_binary(Some(1.0))?;
-        let (x_test, y_test) = read_inputs_and_target(&test_path, &train.input_names, "y")?;
+        let test_input = sgp_trainer::files::Input::open(&test_path)?;
+        let (x_test, y_test) = read_inputs_and_target(&test_input, &train.input_names, "y")?;
         let labels = y_test.map(|v| if is_class(v, 1.0) { 1.0 } else { -1.0 });
         let m = m.min(train.n_rows());
         for method in [Method::Svgp, Method::Ivm] {

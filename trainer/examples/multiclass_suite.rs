@@ -34,7 +34,8 @@ fn main() -> Result<()> {
     for name in names {
         let train = Dataset::from_csv(dir.join(format!("{name}-train.csv")), Some("y"))?;
         let test_path = dir.join(format!("{name}-test.csv"));
-        let (x_test, y_test) = read_inputs_and_target(&test_path, &train.input_names, "y")?;
+        let test_input = sgp_trainer::files::Input::open(&test_path)?;
+        let (x_test, y_test) = read_inputs_and_target(&test_input, &train.input_names, "y")?;
         let m = m.min(train.n_rows());
         let params = SvgpParams {
             m,

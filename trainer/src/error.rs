@@ -9,7 +9,16 @@ pub enum Error {
     /// The message names the file, row and column where there is one.
     #[error("{0}")]
     BadInput(String),
-    /// Reading or writing a file failed.
+    /// An input file (data, model) cannot be opened or read: bad input,
+    /// as a bad cell is.
+    #[error("{path}: cannot read: {source}")]
+    Unreadable {
+        /// The file involved.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// Writing a file failed (or reading one the tools made themselves).
     #[error("{path}: {source}")]
     Io {
         /// The file involved.
@@ -37,11 +46,12 @@ pub enum Error {
 }
 
 impl Error {
-    /// Process exit code: 2 for bad input, 3 for a sweep whose budget no
-    /// model meets, 1 for every other failure.
+    /// Process exit code: 2 for bad input (an unreadable input file
+    /// included), 3 for a sweep whose budget no model meets, 1 for every
+    /// other failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::BadInput(_) => 2,
+            Error::BadInput(_) | Error::Unreadable { .. } => 2,
             Error::Blob(_) => 2,
             Error::OverBudget(_) => 3,
             _ => 1,

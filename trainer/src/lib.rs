@@ -11,7 +11,8 @@
 //! `evaluate` (RMSE, NLPD, error rate, calibration). `numerics` holds the
 //! linear algebra, LARS and the optimiser they share; `tools` the other
 //! subcommands' work (generated data, the demo, inspect, sweep and its
-//! cost model, plot).
+//! cost model, plot); `files` the user's files (inputs opened once, outputs
+//! replaced whole).
 
 #[macro_use]
 pub mod options;
@@ -20,6 +21,7 @@ pub mod data;
 pub mod error;
 pub mod evaluate;
 pub mod export;
+pub mod files;
 pub mod fit;
 pub mod model;
 pub mod numerics;

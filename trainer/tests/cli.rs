@@ -798,9 +798,9 @@ fn missing_files_name_the_path() {
         let out = sgp(&dir, &args);
         let err = stderr(&out);
         assert!(!err.contains("panicked"), "sgp panicked:\n{err}");
-        // A missing file is an I/O error (Error::Io), which the CLI maps to
-        // exit code 1, not 2: see trainer/src/error.rs.
-        assert_eq!(out.status.code(), Some(1), "{args:?}\nstderr:\n{err}");
+        // An input that cannot be read is bad input (Error::Unreadable):
+        // exit code 2, as the guide says.
+        assert_eq!(out.status.code(), Some(2), "{args:?}\nstderr:\n{err}");
         assert!(err.starts_with("sgp: error:"), "{args:?}\nstderr:\n{err}");
         assert!(err.contains(path), "{args:?} should name {path}:\n{err}");
     }
@@ -1034,7 +1034,10 @@ fn sweep_rows_for_failed_grid_points_and_bad_input() {
     assert!(stderr(&unknown).contains("gpx"), "{}", stderr(&unknown));
     assert_bad_input(
         &sweep(&dir, &["--models", "spgp", "--dim", "1"]),
-        &["--dim applies"],
+        &[
+            "--dim does not apply to spgp",
+            "applies to spgp-dr, spgp-pca",
+        ],
     );
     assert_bad_input(&sweep(&dir, &["--models", "spgp-dr"]), &["needs --dim"]);
     assert_bad_input(
@@ -1831,12 +1834,13 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
         &fit(&["--m", "30", "--rank", "20", "--out", "x.sgp"]),
         &["--m 30", "rank 20"],
     );
+    // auto takes the settings of its candidates: --rank is gplasso's.
     assert_bad_input(
         &sgp(
             &dir,
             &["fit", "--data", "data.csv", "--rank", "5", "--out", "x.sgp"],
         ),
-        &["gplasso"],
+        &["gplasso: --m 20", "rank 5"],
     );
     assert_bad_input(
         &sgp(
@@ -1845,12 +1849,14 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
                 "fit",
                 "--data",
                 "data.csv",
+                "--model",
+                "spgp",
                 "--fixed-basis",
                 "--out",
                 "x.sgp",
             ],
         ),
-        &["--fixed-basis", "gplasso"],
+        &["--fixed-basis does not apply to spgp", "gplasso"],
     );
 }
 
@@ -2165,10 +2171,7 @@ fn two_valued_target_is_a_classification_by_default() {
     let e: Value = eval_json(&dir, "c.sgp", "c.csv");
     assert!(e["error_rate"].as_f64().unwrap() < 0.1, "{e}");
     assert_eq!(fit(&["--model", "ivm"]).0, "ivm");
-    assert_eq!(
-        fit(&["--task", "regression", "--model", "spgp"]).0,
-        "spgp"
-    );
+    assert_eq!(fit(&["--task", "regression", "--model", "spgp"]).0, "spgp");
     let (method, err) = fit(&["--model", "spgp"]);
     assert_eq!(method, "spgp");
     assert!(err.contains("regression model"), "{err}");

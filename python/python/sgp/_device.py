@@ -93,9 +93,9 @@ class Model:
         return self._native.to_bytes()
 
     def save(self, path: PathLike) -> None:
-        """Writes the blob to ``path``."""
-        with open(path, "wb") as f:
-            f.write(self.to_bytes())
+        """Writes the blob to ``path``, as ``sgp fit --out`` does: to a
+        temporary file renamed over it, so a failure leaves any old file."""
+        _native.write_file(os.fspath(path), self.to_bytes())
 
     def export_c(self, name: str = "model") -> str:
         """The blob as a C header for the sgp C library (``sgp export

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
@@ -160,9 +161,10 @@ class _SparseGP(BaseEstimator):
         return Model.from_bytes(self.to_bytes())
 
     def save(self, path: PathLike) -> None:
-        """Writes the blob to ``path`` (e.g. ``heater.sgp``)."""
-        with open(path, "wb") as f:
-            f.write(self.to_bytes())
+        """Writes the blob to ``path`` (e.g. ``heater.sgp``), as ``sgp fit
+        --out`` does: to a temporary file renamed over it, so a failure
+        leaves any old file."""
+        _native.write_file(os.fspath(path), self.to_bytes())
 
     def export_c(self, name: str = "model") -> str:
         """The blob as a C header for the sgp C library: what ``sgp export

@@ -43,6 +43,24 @@ pub enum Asked {
     Auto(Vec<FitParams>),
 }
 
+impl Asked {
+    /// The families it may fit.
+    pub fn families(&self) -> Vec<Method> {
+        match self {
+            Asked::Family(params) => vec![params.method()],
+            Asked::Auto(candidates) => candidates.iter().map(FitParams::method).collect(),
+        }
+    }
+
+    /// The family's name, or `auto`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Asked::Family(params) => params.method().name(),
+            Asked::Auto(_) => AUTO,
+        }
+    }
+}
+
 /// A fit request: the family (or families) asked for and what this layer
 /// may choose.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,7 @@
 //! named by them (`0`, `1`, `2.5`). Either way the fit sees numbers, so the
 //! rest of the trainer treats both alike.
 
-use crate::data::{is_class, Dataset};
+use crate::data::{is_class, Dataset, Place};
 use crate::{Error, Result};
 use sgp_runtime::{Link, ModelSpec};
 
@@ -31,37 +31,126 @@ pub enum TargetColumn {
 }
 
 impl TargetColumn {
-    /// Reads the cells of a target column (one per data row, each a
-    /// finite number or text: the CSV reader refused empty and non-finite
-    /// cells). `first_text` is where the first cell that is not a number
-    /// is, if any: then the column is text labels, else numbers.
+    /// Reads the cells of a target column (one per data row, each a finite
+    /// number or text: the readers refused empty and non-finite cells),
+    /// with where each is, in the file `source`, column `column`.
+    ///
+    /// A column of numbers is numbers. A column whose cells are mostly
+    /// numbers with some text is a column of numbers with bad cells, not
+    /// class labels: one typing error must not turn a regression into a
+    /// classification. Otherwise the text makes it a column of class
+    /// labels, in which every label must appear at least twice (a label
+    /// seen once cannot be learned, and is nearly always a typing error).
     ///
     /// # Errors
-    /// [`Error::BadInput`] naming that cell when the column has more than
+    /// [`Error::BadInput`] naming the bad cells of a column of numbers (up
+    /// to five, with their lines), the labels seen once, or more than
     /// [`MAX_TEXT_CLASSES`] distinct labels.
-    pub fn parse(cells: &[String], first_text: Option<&str>) -> Result<TargetColumn> {
-        let Some(place) = first_text else {
+    pub fn parse(
+        cells: &[String],
+        places: &[Place],
+        source: &str,
+        column: &str,
+    ) -> Result<TargetColumn> {
+        let number = |c: &String| c.parse::<f64>().ok().filter(|v| v.is_finite());
+        let text: Vec<usize> = (0..cells.len())
+            .filter(|&i| cells.get(i).and_then(number).is_none())
+            .collect();
+        let at = |i: usize| places.get(i).map_or_else(String::new, Place::describe);
+        let cell = |i: usize| cells.get(i).map_or("", String::as_str);
+        let Some(&first) = text.first() else {
             return Ok(TargetColumn::Numbers(
                 cells
                     .iter()
-                    .map(|c| c.parse::<f64>().unwrap_or(f64::NAN))
+                    .map(|c| number(c).unwrap_or(f64::NAN))
                     .collect(),
             ));
         };
+        let numbers = cells.len() - text.len();
+        if numbers > text.len() {
+            let others: Vec<String> = text
+                .iter()
+                .skip(1)
+                .take(4)
+                .map(|&i| format!("{} '{}'", at(i), cell(i)))
+                .collect();
+            let more = text.len().saturating_sub(5);
+            return Err(Error::BadInput(format!(
+                "{source}: {}, column '{column}': '{}' is not a number; the column holds numbers \
+                 in {numbers} of {} rows, so it is a column of numbers with {} bad cell{}{}{}",
+                at(first),
+                cell(first),
+                cells.len(),
+                text.len(),
+                if text.len() == 1 { "" } else { "s" },
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (also {})", others.join(", "))
+                },
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                },
+            )));
+        }
         let mut names: Vec<String> = cells.to_vec();
         names.sort();
         names.dedup();
         if names.len() > MAX_TEXT_CLASSES {
             return Err(Error::BadInput(format!(
-                "{place}: not a number, and the column has {} distinct values: too many to be \
-                 class labels (at most {MAX_TEXT_CLASSES})",
+                "{source}: {}, column '{column}': '{}' is not a number, and the column has {} \
+                 distinct values: too many to be class labels (at most {MAX_TEXT_CLASSES})",
+                at(first),
+                cell(first),
                 names.len()
             )));
         }
-        let codes = cells
+        let codes: Vec<f64> = cells
             .iter()
             .map(|c| names.binary_search(c).map_or(f64::NAN, |k| k as f64))
             .collect();
+        let mut counts = vec![0usize; names.len()];
+        for &c in &codes {
+            if let Some(n) = counts.get_mut(c as usize) {
+                *n += 1;
+            }
+        }
+        let once: Vec<usize> = (0..cells.len())
+            .filter(|&i| {
+                names
+                    .binary_search(&cells[i])
+                    .is_ok_and(|k| counts.get(k) == Some(&1))
+            })
+            .collect();
+        if let Some(&i) = once.first() {
+            let listed: Vec<String> = names
+                .iter()
+                .zip(&counts)
+                .take(12)
+                .map(|(n, c)| format!("'{n}' x{c}"))
+                .collect();
+            let others: Vec<String> = once
+                .iter()
+                .skip(1)
+                .take(4)
+                .map(|&j| format!("{} '{}'", at(j), cell(j)))
+                .collect();
+            return Err(Error::BadInput(format!(
+                "{source}: {}, column '{column}': label '{}' appears in no other row{} (labels: \
+                 {}{}): a classifier needs every class in at least two rows; a typing error?",
+                at(i),
+                cell(i),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("; nor do {}", others.join(", "))
+                },
+                listed.join(", "),
+                if names.len() > 12 { ", ..." } else { "" },
+            )));
+        }
         Ok(TargetColumn::Labels { codes, names })
     }
 }
@@ -229,19 +318,74 @@ mod tests {
             .to_string()
     }
 
+    fn places(n: usize) -> Vec<Place> {
+        (1..=n as u64)
+            .map(|row| Place {
+                line: Some(row + 1),
+                row,
+            })
+            .collect()
+    }
+
+    fn parse(v: &[&str]) -> Result<TargetColumn> {
+        TargetColumn::parse(&cells(v), &places(v.len()), "t.csv", "y")
+    }
+
     #[test]
     fn numbers_stay_numbers_and_text_is_coded_in_sorted_order() {
         assert_eq!(
-            TargetColumn::parse(&cells(&["1", "0", "2.5"]), None).unwrap(),
+            parse(&["1", "0", "2.5"]).unwrap(),
             TargetColumn::Numbers(vec![1.0, 0.0, 2.5])
         );
         assert_eq!(
-            TargetColumn::parse(&cells(&["ok", "fault", "ok", "3"]), Some("here")).unwrap(),
+            parse(&["ok", "fault", "ok", "3", "fault", "3"]).unwrap(),
             TargetColumn::Labels {
-                codes: vec![2.0, 1.0, 2.0, 0.0],
+                codes: vec![2.0, 1.0, 2.0, 0.0, 1.0, 0.0],
                 names: cells(&["3", "fault", "ok"])
             }
         );
+    }
+
+    #[test]
+    fn a_few_words_among_numbers_are_bad_cells_named_by_line() {
+        let mut column: Vec<String> = (0..300).map(|i| format!("{}", i % 5)).collect();
+        column[77] = "oops".into();
+        let refs: Vec<&str> = column.iter().map(String::as_str).collect();
+        let err = parse(&refs).unwrap_err().to_string();
+        assert!(
+            err.contains("t.csv: line 79 (data row 78), column 'y': 'oops' is not a number"),
+            "{err}"
+        );
+        assert!(err.contains("numbers in 299 of 300 rows"), "{err}");
+        column[10] = "n/a".into();
+        let refs: Vec<&str> = column.iter().map(String::as_str).collect();
+        let err = parse(&refs).unwrap_err().to_string();
+        assert!(
+            err.contains("line 12 (data row 11), column 'y': 'n/a'"),
+            "{err}"
+        );
+        assert!(
+            err.contains("2 bad cells (also line 79 (data row 78) 'oops')"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_label_seen_once_is_refused_with_its_line_and_the_labels() {
+        let err = parse(&["ok", "fault", "ok", "okk", "fault"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 5 (data row 4), column 'y': label 'okk' appears in no other row"),
+            "{err}"
+        );
+        assert!(err.contains("'fault' x2, 'ok' x2, 'okk' x1"), "{err}");
+    }
+
+    #[test]
+    fn one_label_in_every_row_is_nothing_to_learn() {
+        let err = data_err("x,y\n1,ok\n2,ok\n3,ok\n");
+        assert!(err.contains("the one label 'ok' in every row"), "{err}");
     }
 
     #[test]
@@ -269,12 +413,18 @@ mod tests {
         }
         let err = data_err(&text);
         assert!(err.contains("line 9 (data row 8), column 'y'"), "{err}");
+        assert!(err.contains("'1.2x' is not a number"), "{err}");
+        // Distinct words, none a number: too many to be labels.
+        let words: String = (0..=MAX_TEXT_CLASSES)
+            .map(|i| format!("{i},w{i}\n"))
+            .collect();
+        let err = data_err(&format!("x,y\n{words}"));
         assert!(err.contains("too many to be class labels"), "{err}");
     }
 
     #[test]
     fn the_rare_text_label_or_the_larger_number_is_positive() {
-        let text = data("x,state\n1,ok\n2,fault\n3,ok\n4,ok\n");
+        let text = data("x,state\n1,ok\n2,fault\n3,ok\n4,ok\n5,fault\n6,ok\n");
         let positive = default_positive(&text).unwrap();
         assert_eq!(class_name(&text, positive), "fault");
         assert_eq!(class_value(&text, "ok").unwrap(), 1.0);
@@ -322,7 +472,7 @@ mod tests {
 
     #[test]
     fn an_unknown_class_lists_the_labels_and_one_of_three_is_against_other() {
-        let three = data("x,c\n1,a\n2,b\n3,c\n4,a\n");
+        let three = data("x,c\n1,a\n2,b\n3,c\n4,a\n5,b\n6,c\n");
         let err = class_value(&three, "d").unwrap_err().to_string();
         assert!(err.contains("one of a, b, c"), "{err}");
         assert!(default_positive(&three).is_err());

@@ -1,6 +1,7 @@
 //! Reading, validating and standardising tabular data.
 //!
-//! Files are CSV with a header row. Every problem is reported as
+//! Files are CSV with a header row, or Parquet (recognised by content),
+//! each opened once ([`crate::files::Input`]). Every problem is reported as
 //! [`Error::BadInput`] with a message that names the file, the place and
 //! the column. Places in a file are given as `line L (data row R)`: `L` is
 //! the 1-based line in the file (the header is line 1), which is what an
@@ -16,11 +17,11 @@
 //! ([`Dataset::without_inputs`]), so the exported model ignores it. A
 //! constant target is an error: there is nothing to learn.
 
+pub mod extremes;
 pub mod labels;
 pub mod multi_target;
 pub mod stream;
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -30,6 +31,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::labels::TargetColumn;
+use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 
 /// The affine maps between raw units and the standardised units the models
@@ -150,32 +152,32 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Reads and validates a CSV file; `target` names the target column
-    /// (default: the last column) and every other column is an input.
+    /// Reads and validates a CSV or Parquet file (recognised by content);
+    /// `target` names the target column (default: the last column) and
+    /// every other column is an input.
     pub fn from_csv(path: impl AsRef<Path>, target: Option<&str>) -> Result<Dataset> {
-        let path = path.as_ref();
-        let file = open(path)?;
-        Dataset::from_reader(file, &path.display().to_string(), target)
+        Dataset::from_input(&Input::open(path)?, target)
+    }
+
+    /// As [`Dataset::from_csv`], from an input already open.
+    pub fn from_input(input: &Input, target: Option<&str>) -> Result<Dataset> {
+        let source = input.name();
+        let table = read_table(input, true, |header| {
+            training_columns(header, target, source)
+        })?;
+        Dataset::from_table(table, source)
     }
 
     /// As [`Dataset::from_csv`], reading CSV text from any reader; `source`
     /// names it in messages.
     pub fn from_reader(reader: impl Read, source: &str, target: Option<&str>) -> Result<Dataset> {
-        let table = read_table(reader, source, true, |header| {
-            let t = match target {
-                Some(name) => find_column(header, name, source)?,
-                None => header.len().saturating_sub(1),
-            };
-            if header.len() < 2 {
-                return Err(Error::BadInput(format!(
-                    "{source}: only one column ('{}'); need at least one input column besides the target",
-                    header.first().map_or("", String::as_str)
-                )));
-            }
-            let mut cols: Vec<usize> = (0..header.len()).filter(|&c| c != t).collect();
-            cols.push(t);
-            Ok(cols)
+        let table = read_csv_table(reader, source, true, |header| {
+            training_columns(header, target, source)
         })?;
+        Dataset::from_table(table, source)
+    }
+
+    fn from_table(table: Table, source: &str) -> Result<Dataset> {
         let d = table.names.len().saturating_sub(1);
         let n = table.rows.len();
         let x_raw = DMatrix::from_row_iterator(
@@ -186,10 +188,17 @@ impl Dataset {
         let mut names = table.names;
         let target_name = names.pop().unwrap_or_default();
         let (y_raw, class_labels) =
-            match TargetColumn::parse(&table.last_cells, table.first_text.as_deref())? {
+            match TargetColumn::parse(&table.last_cells, &table.last_places, source, &target_name)?
+            {
                 TargetColumn::Numbers(y) => (y, Vec::new()),
                 TargetColumn::Labels { codes, names } => (codes, names),
             };
+        if let [only] = class_labels.as_slice() {
+            return Err(Error::BadInput(format!(
+                "{source}: target column '{target_name}' holds the one label '{only}' in every \
+                 row: there is nothing to learn"
+            )));
+        }
         let mut data = build(source, x_raw, DVector::from_vec(y_raw), names, target_name)?;
         data.class_labels = class_labels;
         Ok(data)
@@ -566,59 +575,91 @@ impl Dataset {
     }
 }
 
-/// Reads the named input columns of a CSV file in RAW units (N x D, columns
-/// in the order of `input_names`). Other columns, including the target, may
-/// be present in any order and are ignored (they need not be numeric).
-pub fn read_inputs(path: impl AsRef<Path>, input_names: &[String]) -> Result<DMatrix<f64>> {
-    let path = path.as_ref();
-    read_inputs_from_reader(open(path)?, &path.display().to_string(), input_names)
+/// The columns of a training file: every column but the target, then the
+/// target (`target`, default the last column).
+pub(crate) fn training_columns(
+    header: &[String],
+    target: Option<&str>,
+    source: &str,
+) -> Result<Vec<usize>> {
+    let t = match target {
+        Some(name) => find_column(header, name, source)?,
+        None => header.len().saturating_sub(1),
+    };
+    if header.len() < 2 {
+        return Err(Error::BadInput(format!(
+            "{source}: only one column ('{}'); need at least one input column besides the target",
+            header.first().map_or("", String::as_str)
+        )));
+    }
+    let mut cols: Vec<usize> = (0..header.len()).filter(|&c| c != t).collect();
+    cols.push(t);
+    Ok(cols)
 }
 
-/// As [`read_inputs`], from any reader; `source` names it in messages.
+/// Reads the named input columns of a CSV or Parquet file in RAW units
+/// (N x D, columns in the order of `input_names`). Other columns, including
+/// the target, may be present in any order and are ignored (they need not
+/// be numeric).
+pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>> {
+    let source = input.name();
+    let table = read_table(input, false, |h| columns_named(h, input_names, source))?;
+    Ok(inputs_of(&table, input_names.len()))
+}
+
+/// As [`read_inputs`], from CSV text in any reader; `source` names it in
+/// messages.
 pub fn read_inputs_from_reader(
     reader: impl Read,
     source: &str,
     input_names: &[String],
 ) -> Result<DMatrix<f64>> {
-    let table = read_table(reader, source, false, |header| {
-        input_names
-            .iter()
-            .map(|name| find_column(header, name, source))
-            .collect()
+    let table = read_csv_table(reader, source, false, |h| {
+        columns_named(h, input_names, source)
     })?;
-    let d = input_names.len();
-    Ok(DMatrix::from_row_iterator(
-        table.rows.len(),
-        d,
-        table.rows.iter().flat_map(|r| r.iter().copied()),
-    ))
+    Ok(inputs_of(&table, input_names.len()))
 }
 
-/// Reads the named inputs and the `target` column of a CSV file, both in
-/// RAW units; columns are picked by name as in [`read_inputs`].
-pub fn read_inputs_and_target(
-    path: impl AsRef<Path>,
-    input_names: &[String],
-    target: &str,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let path = path.as_ref();
-    read_inputs_and_target_from_reader(
-        open(path)?,
-        &path.display().to_string(),
-        input_names,
-        target,
+/// The columns named `names`, by name, in that order.
+fn columns_named(header: &[String], names: &[String], source: &str) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|name| find_column(header, name, source))
+        .collect()
+}
+
+fn inputs_of(table: &Table, d: usize) -> DMatrix<f64> {
+    DMatrix::from_row_iterator(
+        table.rows.len(),
+        d,
+        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
     )
 }
 
-/// As [`read_inputs_and_target`], from any reader; `source` names it in
-/// messages.
+/// Reads the named inputs and the `target` column of a CSV or Parquet
+/// file, both in RAW units; columns are picked by name as in
+/// [`read_inputs`]. The target may not be one of the inputs.
+pub fn read_inputs_and_target(
+    input: &Input,
+    input_names: &[String],
+    target: &str,
+) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    inputs_and_target(input, input_names, target, false)
+}
+
+/// As [`read_inputs_and_target`], from CSV text in any reader; `source`
+/// names it in messages.
 pub fn read_inputs_and_target_from_reader(
     reader: impl Read,
     source: &str,
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    inputs_and_target(reader, source, input_names, target, false)
+    target_not_an_input(input_names, target, source)?;
+    let table = read_csv_table(reader, source, false, |header| {
+        named_columns(header, input_names, target, source)
+    })?;
+    Ok(inputs_and_last(&table, input_names.len()))
 }
 
 /// A cell as text and where it is (`source: line L (data row R), column
@@ -626,56 +667,43 @@ pub fn read_inputs_and_target_from_reader(
 pub type PlacedCell = (String, String);
 
 /// The named inputs (RAW units) and the cells of the `target` column of a
-/// CSV file, as text (class labels, or numbers as written), each with
-/// where it is (`source: line L (data row R), column 'NAME'`).
+/// CSV or Parquet file, as text (class labels, or numbers as written),
+/// each with where it is (`source: line L (data row R), column 'NAME'`).
 ///
 /// # Errors
 /// As [`read_inputs_and_target`], except that a target cell may be text.
 pub fn read_inputs_and_labels(
-    path: impl AsRef<Path>,
+    input: &Input,
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
-    let path = path.as_ref();
-    let source = path.display().to_string();
-    let table = read_table(open(path)?, &source, true, |header| {
-        input_names
-            .iter()
-            .map(String::as_str)
-            .chain(std::iter::once(target))
-            .map(|name| find_column(header, name, &source))
-            .collect()
+    let source = input.name();
+    target_not_an_input(input_names, target, source)?;
+    let table = read_table(input, true, |header| {
+        named_columns(header, input_names, target, source)
     })?;
-    let x = DMatrix::from_row_iterator(
-        table.rows.len(),
-        input_names.len(),
-        table.rows.iter().flat_map(|r| r.iter().copied()),
-    );
-    Ok((
-        x,
-        table
-            .last_cells
-            .into_iter()
-            .zip(table.last_places)
-            .collect(),
-    ))
+    let x = inputs_of(&table, input_names.len());
+    let places = table
+        .last_places
+        .iter()
+        .map(|p| format!("{source}: {}, column '{target}'", p.describe()));
+    Ok((x, table.last_cells.into_iter().zip(places).collect()))
 }
 
-/// Reads a CSV file whose columns `targets` are targets and every other
-/// column an input (a multi-output regression): the input names in file
-/// order, the raw inputs (N x D) and the raw targets (N x P, columns in the
-/// order of `targets`), validated cell by cell as [`Dataset::from_csv`]
-/// validates one target.
+/// Reads a CSV or Parquet file whose columns `targets` are targets and
+/// every other column an input (a multi-output regression): the input
+/// names in file order, the raw inputs (N x D) and the raw targets (N x P,
+/// columns in the order of `targets`), validated cell by cell as
+/// [`Dataset::from_csv`] validates one target.
 pub fn read_inputs_and_targets(
-    path: impl AsRef<Path>,
+    input: &Input,
     targets: &[String],
 ) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
-    let path = path.as_ref();
-    let source = path.display().to_string();
-    let table = read_table(open(path)?, &source, false, |header| {
+    let source = input.name();
+    let table = read_table(input, false, |header| {
         let wanted: Vec<usize> = targets
             .iter()
-            .map(|t| find_column(header, t, &source))
+            .map(|t| find_column(header, t, source))
             .collect::<Result<_>>()?;
         let mut cols: Vec<usize> = (0..header.len()).filter(|c| !wanted.contains(c)).collect();
         if cols.is_empty() {
@@ -688,11 +716,7 @@ pub fn read_inputs_and_targets(
     })?;
     let (n, p) = (table.rows.len(), targets.len());
     let d = table.names.len().saturating_sub(p);
-    let x = DMatrix::from_row_iterator(
-        n,
-        d,
-        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-    );
+    let x = inputs_of(&table, d);
     let y = DMatrix::from_row_iterator(
         n,
         p,
@@ -711,34 +735,62 @@ pub fn read_inputs_and_targets(
 /// [`Error::BadInput`] naming the missing and the extra columns, and every
 /// error of [`read_inputs_and_target`].
 pub fn read_same_columns(
-    path: impl AsRef<Path>,
+    input: &Input,
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let path = path.as_ref();
-    inputs_and_target(
-        open(path)?,
-        &path.display().to_string(),
-        input_names,
-        target,
-        true,
-    )
+    inputs_and_target(input, input_names, target, true)
+}
+
+/// Refuses a target that is one of the inputs: its predictions would be
+/// scored against an input (`sgp eval --target x1`).
+fn target_not_an_input(input_names: &[String], target: &str, source: &str) -> Result<()> {
+    if input_names.iter().any(|n| n == target) {
+        return Err(Error::BadInput(format!(
+            "{source}: target column '{target}' is one of the model's inputs ({}): predictions \
+             would be scored against an input; name the column that holds the target",
+            input_names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The columns `input_names`, then `target`, by name.
+fn named_columns(
+    header: &[String],
+    input_names: &[String],
+    target: &str,
+    source: &str,
+) -> Result<Vec<usize>> {
+    input_names
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(target))
+        .map(|name| find_column(header, name, source))
+        .collect()
+}
+
+fn inputs_and_last(table: &Table, d: usize) -> (DMatrix<f64>, DVector<f64>) {
+    let n = table.rows.len();
+    let y = DVector::from_iterator(n, table.rows.iter().filter_map(|r| r.last().copied()));
+    (inputs_of(table, d), y)
 }
 
 fn inputs_and_target(
-    reader: impl Read,
-    source: &str,
+    input: &Input,
     input_names: &[String],
     target: &str,
     exact: bool,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    let source = input.name();
+    target_not_an_input(input_names, target, source)?;
     let wanted = || {
         input_names
             .iter()
             .map(String::as_str)
             .chain(std::iter::once(target))
     };
-    let table = read_table(reader, source, false, |header| {
+    let table = read_table(input, false, |header| {
         if exact {
             let missing: Vec<&str> = wanted()
                 .filter(|w| !header.iter().any(|h| h == w))
@@ -769,47 +821,60 @@ fn inputs_and_target(
                 )));
             }
         }
-        wanted()
-            .map(|name| find_column(header, name, source))
-            .collect()
+        named_columns(header, input_names, target, source)
     })?;
-    let n = table.rows.len();
-    let d = input_names.len();
-    let x = DMatrix::from_row_iterator(
-        n,
-        d,
-        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-    );
-    let y = DVector::from_iterator(n, table.rows.iter().filter_map(|r| r.last().copied()));
-    Ok((x, y))
+    Ok(inputs_and_last(&table, input_names.len()))
 }
 
-fn open(path: &Path) -> Result<File> {
-    File::open(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+/// Where a cell is: its 1-based line in a text file (none in Parquet) and
+/// its 1-based index among the data rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Line in the file (the header is line 1); `None` for Parquet.
+    pub line: Option<u64>,
+    /// Data row.
+    pub row: u64,
 }
 
-/// The selected columns of a CSV table: their names and, per data row, their
+impl Place {
+    /// `line L (data row R)`, or `data row R` where there are no lines.
+    pub fn describe(&self) -> String {
+        match self.line {
+            Some(line) => format!("line {line} (data row {})", self.row),
+            None => format!("data row {}", self.row),
+        }
+    }
+}
+
+/// The selected columns of a table: their names and, per data row, their
 /// values in the selection order.
-struct Table {
-    names: Vec<String>,
-    rows: Vec<Vec<f64>>,
+pub(crate) struct Table {
+    pub(crate) names: Vec<String>,
+    pub(crate) rows: Vec<Vec<f64>>,
     /// The cells of the last selected column as text, when asked for
     /// (a target that may hold labels); `rows` then leave it out.
-    last_cells: Vec<String>,
-    /// Where the first of those cells that is not a number is.
-    first_text: Option<String>,
-    /// Where each of those cells is (`source: line L (data row R), column
-    /// 'NAME'`), for messages about a label.
-    last_places: Vec<String>,
+    pub(crate) last_cells: Vec<String>,
+    /// Where each of those cells is.
+    pub(crate) last_places: Vec<Place>,
+}
+
+/// Reads a CSV or Parquet input, letting `select` choose column indices
+/// from the header (or schema), as [`read_csv_table`] does.
+fn read_table(
+    input: &Input,
+    last_as_text: bool,
+    select: impl FnOnce(&[String]) -> Result<Vec<usize>>,
+) -> Result<Table> {
+    match input.format()? {
+        InputFormat::Csv => read_csv_table(input.reader()?, input.name(), last_as_text, select),
+        InputFormat::Parquet => stream::parquet_rows::read_table(input, last_as_text, select),
+    }
 }
 
 /// Parses CSV text, letting `select` choose column indices from the header.
 /// Only selected cells must be numbers, so unrelated columns (ids, labels)
 /// do not get in the way of reading inputs by name.
-fn read_table<R: Read>(
+fn read_csv_table<R: Read>(
     reader: R,
     source: &str,
     last_as_text: bool,
@@ -827,10 +892,9 @@ fn read_table<R: Read>(
     let numeric = selected.len() - usize::from(last_as_text && !selected.is_empty());
     let mut rows = Vec::new();
     let mut last_cells = Vec::new();
-    let mut first_text = None;
     let mut last_places = Vec::new();
     let mut record = csv::StringRecord::new();
-    let mut data_row = 0usize;
+    let mut data_row = 0u64;
     loop {
         match csv.read_record(&mut record) {
             Ok(false) => break,
@@ -838,8 +902,11 @@ fn read_table<R: Read>(
             Err(e) => return Err(csv_error(source, &e)),
         }
         data_row += 1;
-        let line = record.position().map_or(0, |p| p.line());
-        let place = format!("{source}: line {line} (data row {data_row})");
+        let at = Place {
+            line: Some(record.position().map_or(0, |p| p.line())),
+            row: data_row,
+        };
+        let place = format!("{source}: {}", at.describe());
         if record.len() != header.len() {
             return Err(Error::BadInput(format!(
                 "{place}: has {} fields but the header has {} columns",
@@ -857,12 +924,12 @@ fn read_table<R: Read>(
                 Err(why) if cell.is_empty() || cell.parse::<f64>().is_ok() => {
                     return Err(Error::BadInput(format!("{place}, column '{name}': {why}")))
                 }
-                Err(_) => {
-                    first_text.get_or_insert_with(|| format!("{place}, column '{name}'"));
-                }
+                // Text: a class label, or a bad cell in a column of numbers
+                // (TargetColumn::parse tells which).
+                Err(_) => {}
             }
             last_cells.push(cell.to_owned());
-            last_places.push(format!("{place}, column '{name}'"));
+            last_places.push(at);
         }
         for &c in selected.iter().take(numeric) {
             let name = header.get(c).map_or("", String::as_str);
@@ -882,7 +949,6 @@ fn read_table<R: Read>(
         names,
         rows,
         last_cells,
-        first_text,
         last_places,
     })
 }
@@ -912,10 +978,37 @@ pub(crate) fn read_header<R: Read>(csv: &mut csv::Reader<R>, source: &str) -> Re
             "{source}: empty file (expected a header row of column names)"
         )));
     }
+    if let [only] = header.as_slice() {
+        if let Some(sep) = [';', '\t', '|'].into_iter().find(|&c| only.contains(c)) {
+            return Err(Error::BadInput(format!(
+                "{source}: line 1 has no comma but {} '{}': sgp reads comma-separated values \
+                 (export the file with commas)",
+                only.matches(sep).count(),
+                sep.escape_default()
+            )));
+        }
+    }
+    if header.iter().all(|h| parse_cell(h).is_ok()) {
+        let shown: Vec<&str> = header.iter().take(4).map(String::as_str).collect();
+        return Err(Error::BadInput(format!(
+            "{source}: line 1 ({}{}) is all numbers: the first line must be a header naming \
+             the columns (e.g. x1,x2,y); the file seems to have none",
+            shown.join(","),
+            if header.len() > 4 { ",..." } else { "" }
+        )));
+    }
     Ok(header)
 }
 
 pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {
+    if let csv::ErrorKind::Utf8 { pos, err } = e.kind() {
+        let line = pos.as_ref().map_or(0, |p| p.line());
+        return Error::BadInput(format!(
+            "{source}: line {line}, field {}: not UTF-8 text (save the file as UTF-8; sgp reads \
+             CSV as UTF-8 text, or Parquet)",
+            err.field() + 1
+        ));
+    }
     match e.position() {
         Some(p) => Error::BadInput(format!("{source}: line {}: {e}", p.line())),
         None => Error::BadInput(format!("{source}: {e}")),
@@ -966,12 +1059,37 @@ pub(crate) fn find_column(header: &[String], name: &str, source: &str) -> Result
     })
 }
 
-/// Sample mean and standard deviation (divisor n − 1); needs n >= 2.
+/// Refuses a column whose mean or standard deviation double precision
+/// cannot hold: values so large that their squares overflow, or so close
+/// together (1e-300 apart) that they underflow to a spread of zero.
+pub(crate) fn unstandardisable(
+    source: &str,
+    role: &str,
+    name: &str,
+    (lo, hi): (f64, f64),
+    mean: f64,
+    std: f64,
+) -> Result<()> {
+    if std.is_finite() && std > 0.0 && mean.is_finite() {
+        return Ok(());
+    }
+    let why = if std.is_finite() && mean.is_finite() {
+        "too close together to standardise: their spread underflows double precision"
+    } else {
+        "too large to standardise: their spread overflows double precision"
+    };
+    Err(Error::BadInput(format!(
+        "{source}: {role} column '{name}': values from {lo:e} to {hi:e} are {why}; rescale \
+         the column (to units in which it varies by about 1)"
+    )))
+}
+
 /// The smallest and the largest value of each column of `x`.
 pub(crate) fn column_ranges(x: &DMatrix<f64>) -> (Vec<f64>, Vec<f64>) {
     x.column_iter().map(|c| (c.min(), c.max())).unzip()
 }
 
+/// Sample mean and standard deviation (divisor n − 1); needs n >= 2.
 fn mean_and_std<'a>(values: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64) {
     let n = values.clone().count() as f64;
     let mean = values.clone().sum::<f64>() / n;
@@ -1016,11 +1134,12 @@ pub(crate) fn build(
             return Ok(None);
         }
         let (mean, std) = mean_and_std(values.iter());
-        if !(std.is_finite() && std > 0.0 && mean.is_finite()) {
-            return Err(Error::BadInput(format!(
-                "{source}: {role} column '{name}': values too large to standardise (std {std})"
-            )));
-        }
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        unstandardisable(source, role, name, (lo, hi), mean, std)?;
         Ok(Some((mean, std)))
     };
     let mut x_mean = Vec::with_capacity(input_names.len());
@@ -1304,7 +1423,7 @@ mod tests {
         assert!(ds.source.contains("sgp-data-test"));
         assert!(matches!(
             Dataset::from_csv(&path, None),
-            Err(Error::Io { .. })
+            Err(Error::Unreadable { .. })
         ));
     }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use nalgebra::{DMatrix, DVector};
 
 use crate::data::{build, read_inputs_and_targets, Dataset};
+use crate::files::Input;
 use crate::{Error, Result};
 
 /// The targets of a multi-output regression, each a [`Dataset`] over the
@@ -25,10 +26,18 @@ impl MultiTargetData {
     /// [`Error::BadInput`] for fewer than one target, a target named twice
     /// or missing, and every error of [`Dataset::from_csv`].
     pub fn from_csv(path: impl AsRef<Path>, targets: &[String]) -> Result<Self> {
-        let path = path.as_ref();
-        let source = path.display().to_string();
+        Self::from_input(&Input::open(path)?, targets)
+    }
+
+    /// As [`MultiTargetData::from_csv`], from an input already open (CSV or
+    /// Parquet).
+    ///
+    /// # Errors
+    /// As [`MultiTargetData::from_csv`].
+    pub fn from_input(input: &Input, targets: &[String]) -> Result<Self> {
+        let source = input.name().to_owned();
         check_target_names(&source, targets)?;
-        let (names, x, y) = read_inputs_and_targets(path, targets)?;
+        let (names, x, y) = read_inputs_and_targets(input, targets)?;
         Self::per_target(targets, &y, |name, col| {
             build(&source, x.clone(), col, names.clone(), name)
         })

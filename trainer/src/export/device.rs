@@ -181,7 +181,7 @@ fn dispatch<R>(
 /// # Errors
 /// The runtime's refusal of the blob or of an input.
 pub fn predict_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<DevicePrediction>> {
-    let rows = f32_rows(x);
+    let rows = f32_rows(blob, x)?;
     with_device_model(blob, |device| {
         rows.iter()
             .map(|row| {
@@ -215,7 +215,7 @@ pub fn predict_outputs(
     blob: &[u8],
     x: &nalgebra::DMatrix<f64>,
 ) -> Result<Vec<Vec<DevicePrediction>>> {
-    let rows = f32_rows(x);
+    let rows = f32_rows(blob, x)?;
     with_device_model(blob, |device| {
         rows.iter()
             .map(|row| {
@@ -253,7 +253,7 @@ pub fn predict_outputs(
 /// The runtime's refusal of the blob or of an input
 /// (`NotClassifier` for a regression blob).
 pub fn classify_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<(usize, Vec<f32>)>> {
-    let rows = f32_rows(x);
+    let rows = f32_rows(blob, x)?;
     with_device_model(blob, |device| {
         rows.iter()
             .map(|row| match device.classify(row) {
@@ -270,9 +270,33 @@ pub fn classify_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<(usiz
 }
 
 /// The rows of `x` in f32, as a device reads its inputs.
-fn f32_rows(x: &nalgebra::DMatrix<f64>) -> Vec<Vec<f32>> {
+///
+/// # Errors
+/// [`Error::BadInput`] naming the data row and the input column (by its
+/// name in `blob`) of a value beyond the range of f32.
+fn f32_rows(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<Vec<f32>>> {
     x.row_iter()
-        .map(|r| r.iter().map(|&v| v as f32).collect())
+        .enumerate()
+        .map(|(i, r)| {
+            r.iter()
+                .enumerate()
+                .map(|(j, &v)| {
+                    let single = v as f32;
+                    if single.is_finite() || !v.is_finite() {
+                        return Ok(single);
+                    }
+                    let name = ModelSpec::from_bytes(blob)
+                        .ok()
+                        .and_then(|s| s.input_names.get(j).cloned())
+                        .unwrap_or_else(|| format!("input {}", j + 1));
+                    Err(Error::BadInput(format!(
+                        "data row {}, column '{name}': {v:e} is beyond the range of f32 (about \
+                         ±3.4e38), the numbers the device computes in",
+                        i + 1
+                    )))
+                })
+                .collect()
+        })
         .collect()
 }
 

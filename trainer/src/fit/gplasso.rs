@@ -155,7 +155,7 @@ impl GplassoParams {
             }
             if self.m > rank.min(n) {
                 return Err(Error::BadInput(format!(
-                    "--m {} is larger than the incomplete Cholesky rank {} allows: the reduced \
+                    "gplasso: --m {} is larger than the incomplete Cholesky rank {} allows: the reduced \
                      lasso problem has rank at most {}, so at most that many weights can be \
                      non-zero; raise --rank or lower --m",
                     self.m,

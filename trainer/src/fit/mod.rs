@@ -44,6 +44,7 @@ pub(crate) use params::{check_max_points, default_optimiser};
 pub use params::{
     Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, PseudoInit,
     SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL, MAX_EXACT_POINTS,
+    MAX_RESTARTS,
 };
 pub use report::{FitReport, OptimiserReport, OutputReport, StartReport, WidthSpread};
 pub use sparse::VarianceSharing;

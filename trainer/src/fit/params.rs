@@ -153,6 +153,10 @@ impl ExactParams {
 /// "Default settings": one start lost up to 0.2 nats on some suite sets).
 pub const DEFAULT_RESTARTS: usize = 4;
 
+/// The most starts a fit takes: more than a few dozen never found a better
+/// optimum, and a typo of `--restarts` must not become a fit that never ends.
+pub const MAX_RESTARTS: usize = 1000;
+
 /// Default cap on a final optimiser run (and each of VSGP's and SPGP+HS's
 /// two stages); most fits stop earlier, on [`DEFAULT_STALL`].
 pub const DEFAULT_MAX_ITER: u64 = 500;
@@ -222,6 +226,12 @@ impl SparseParams {
         data.require_rows(self.m, "pseudo-inputs (--m)")?;
         if self.restarts == 0 {
             return Err(Error::BadInput("--restarts must be at least 1".into()));
+        }
+        if self.restarts > MAX_RESTARTS {
+            return Err(Error::BadInput(format!(
+                "--restarts {} is more starts than a fit takes (at most {MAX_RESTARTS})",
+                self.restarts
+            )));
         }
         if let PseudoInit::Given(z) = &self.pseudo_init {
             if z.shape() != (self.m, data.n_inputs()) {

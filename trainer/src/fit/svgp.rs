@@ -698,7 +698,8 @@ mod tests {
             let s = scores(&p, &truth);
             assert!(s.error_rate < 0.05, "{link:?}: {s:?}");
         }
-        let two = Dataset::from_reader("a,y\n1,x\n2,y\n3,x\n".as_bytes(), "two", None).unwrap();
+        let two =
+            Dataset::from_reader("a,y\n1,x\n2,y\n3,x\n4,y\n".as_bytes(), "two", None).unwrap();
         let err = two.into_classes().unwrap_err();
         assert!(err.to_string().contains("2 distinct values"), "{err}");
     }

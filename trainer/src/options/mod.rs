@@ -6,10 +6,14 @@
 //!
 //! [`Options::request`] makes the [`Request`] the choice layer fits: the
 //! family named (or, with none, `auto` for a regression and `svgp` for a
-//! classification), and which choices stay open.
+//! classification), and which choices stay open. A setting given for a
+//! family that does not read it is an error ([`applies`]); the task of the
+//! target is decided in [`task`].
 
 #[macro_use]
 mod named;
+pub mod applies;
+pub mod task;
 
 use crate::choose::{Asked, Request, AUTO};
 use crate::data::multi_target::Outputs;
@@ -25,6 +29,7 @@ use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
 use crate::{Error, Result};
 pub use named::{parse, Named};
+use task::Task;
 
 /// Basis functions of a fit when `m` is not given (at most the rows).
 pub const DEFAULT_M: usize = 20;
@@ -92,6 +97,45 @@ pub struct Options {
 }
 
 impl Options {
+    /// The settings given, as the command line spells them (`--max-iter`).
+    pub fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            (self.m.is_some(), "--m"),
+            (self.dim.is_some(), "--dim"),
+            (self.rank.is_some(), "--rank"),
+            (self.fixed_hyperparameters, "--fixed-hyperparameters"),
+            (self.fixed_basis, "--fixed-basis"),
+            (self.objective.is_some(), "--objective"),
+            (self.no_held_out_choice, "--no-held-out-choice"),
+            (self.restarts.is_some(), "--restarts"),
+            (self.seed.is_some(), "--seed"),
+            (self.max_iter.is_some(), "--max-iter"),
+            (self.tol.is_some(), "--tol"),
+            (self.init.is_some(), "--init"),
+            (self.init_hyper.is_some(), "--init-hyper"),
+            (self.max_points.is_some(), "--max-points"),
+            (self.ivm_posterior.is_some(), "--ivm-posterior"),
+        ];
+        flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
+    }
+
+    /// Refuses a setting given (and any of `also`, the command line's own
+    /// flags such as `--path`) that the family named does not read, for
+    /// `task` if known ([`applies::check`]); with no family named, waits
+    /// for [`Options::request`].
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the setting and the families it applies
+    /// to.
+    pub fn check_applies(&self, task: Option<Task>, also: &[&str]) -> Result<()> {
+        let Some(ModelChoice::Family(family)) = self.model else {
+            return Ok(());
+        };
+        let mut given = self.given();
+        given.extend(also);
+        applies::check(&[family], task, &given)
+    }
+
     /// What to fit to `data`: the family named, else `auto` for a
     /// regression of one output in memory (`examples/default_model.rs`
     /// measured it against SPGP: docs/src/model-families.md, "The default
@@ -126,11 +170,17 @@ impl Options {
                 }
                 let candidates = families
                     .into_iter()
-                    .map(|m| self.family_params(m, rows, true))
+                    .map(|m| self.params(m, rows))
                     .collect::<Result<_>>()?;
                 Asked::Auto(candidates)
             }
         };
+        let task = if classifier {
+            Task::Classification
+        } else {
+            Task::Regression
+        };
+        applies::check(&asked.families(), Some(task), &self.given())?;
         Ok(Request {
             asked,
             held_out: !self.no_held_out_choice,
@@ -138,40 +188,13 @@ impl Options {
         })
     }
 
-    /// `method`'s settings on data of `rows` rows.
+    /// `method`'s settings on data of `rows` rows (settings it does not
+    /// read are left out: [`Options::request`] refuses them).
     ///
     /// # Errors
-    /// [`Error::BadInput`] for a setting `method` does not take, or one it
-    /// needs and lacks.
+    /// [`Error::BadInput`] for settings that contradict each other, or one
+    /// `method` needs and lacks.
     pub fn params(&self, method: Method, rows: usize) -> Result<FitParams> {
-        self.family_params(method, rows, false)
-    }
-
-    /// `method`'s defaults with `m` basis functions (G = `dim` for a
-    /// projected family) and `seed`: `sgp fit --model METHOD --m M --dim
-    /// DIM --seed SEED`.
-    ///
-    /// # Errors
-    /// As [`Options::params`].
-    pub fn defaults(method: Method, m: usize, dim: usize, seed: u64) -> Result<FitParams> {
-        let options = Options {
-            m: Some(m),
-            dim: method.is_projected().then_some(dim),
-            seed: Some(seed),
-            ..Options::default()
-        };
-        options.params(method, usize::MAX)
-    }
-
-    /// `method`'s settings; `among`: one of `auto`'s candidates, which
-    /// ignores settings meant for another (`--dim`).
-    fn family_params(&self, method: Method, rows: usize, among: bool) -> Result<FitParams> {
-        let gplasso_only = self.rank.is_some() || self.fixed_hyperparameters || self.fixed_basis;
-        if method != Method::Gplasso && gplasso_only && !among {
-            return Err(Error::BadInput(
-                "--rank, --fixed-hyperparameters and --fixed-basis are for --model gplasso".into(),
-            ));
-        }
         if self.fixed_hyperparameters && self.fixed_basis {
             return Err(Error::BadInput(
                 "--fixed-hyperparameters and --fixed-basis are two gplasso procedures: give one"
@@ -191,12 +214,6 @@ impl Options {
             (true, None) => {
                 return Err(Error::BadInput(format!(
                     "--model {} needs --dim G, the projected dimension",
-                    method.name()
-                )))
-            }
-            (false, Some(_)) if !among => {
-                return Err(Error::BadInput(format!(
-                    "--dim applies to spgp-dr and spgp-pca only; --model {} takes no projection",
                     method.name()
                 )))
             }
@@ -278,5 +295,21 @@ impl Options {
                 pseudo_init,
             }),
         })
+    }
+
+    /// `method`'s defaults with `m` basis functions (G = `dim` for a
+    /// projected family) and `seed`: `sgp fit --model METHOD --m M --dim
+    /// DIM --seed SEED`.
+    ///
+    /// # Errors
+    /// As [`Options::params`].
+    pub fn defaults(method: Method, m: usize, dim: usize, seed: u64) -> Result<FitParams> {
+        let options = Options {
+            m: Some(m),
+            dim: method.is_projected().then_some(dim),
+            seed: Some(seed),
+            ..Options::default()
+        };
+        options.params(method, usize::MAX)
     }
 }

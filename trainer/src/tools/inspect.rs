@@ -32,6 +32,14 @@ pub fn parse_capacity(text: &str, spec: &ModelSpec) -> Result<(usize, usize, usi
                 .ok_or_else(bad)
         })
         .collect::<Result<_>>()?;
+    // The blob format holds each size in 16 bits: a larger capacity is
+    // never needed, and its RAM would overflow the arithmetic.
+    if let Some(&n) = numbers.iter().find(|&&n| n > usize::from(u16::MAX)) {
+        return Err(Error::BadInput(format!(
+            "--capacity '{text}': {n} is larger than any model holds (each size is at most {})",
+            u16::MAX
+        )));
+    }
     let own = &spec.shape;
     match numbers.as_slice() {
         [m] => Ok((*m, usize::from(own.feature_dim), usize::from(own.input_dim))),

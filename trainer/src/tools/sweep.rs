@@ -23,7 +23,6 @@
 //! points running beside them.
 
 use std::fmt;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -34,11 +33,15 @@ use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 
 use crate::choose::{self, Asked, Request};
 use crate::data::multi_target::MultiTargetData;
-use crate::data::{is_class, read_inputs_and_target, read_same_columns, Dataset, TargetKind};
+use crate::data::{
+    is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
+    TargetKind,
+};
 use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
 use crate::export::cure::Cure;
 use crate::export::export;
 use crate::export::output_blob::output_specs;
+use crate::files::Input;
 use crate::fit::{shares_basis, FitParams, Method};
 use crate::options::{Options, DEFAULT_M};
 use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
@@ -348,13 +351,13 @@ pub struct TestSet {
 }
 
 impl TestSet {
-    /// Reads `path`, which must hold exactly the training data's columns
+    /// Reads `input`, which must hold exactly the training data's columns
     /// (in any order); for several targets, its inputs and every target
     /// column (other columns are ignored).
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
-    pub fn read<'a>(path: &Path, train: impl Into<Training<'a>>) -> Result<TestSet> {
+    pub fn read<'a>(input: &Input, train: impl Into<Training<'a>>) -> Result<TestSet> {
         let data: Training<'a> = train.into();
         let train = match data.outputs() {
             [train] => train,
@@ -363,18 +366,21 @@ impl TestSet {
                 let mut x = DMatrix::zeros(0, 0);
                 let mut targets = Vec::with_capacity(outputs.len());
                 for output in data.outputs() {
-                    let (read_x, y) = read_inputs_and_target(path, names, &output.target_name)?;
+                    let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
                     x = read_x;
                     targets.push(y);
                 }
                 return Ok(TestSet {
                     x,
                     targets,
-                    source: path.display().to_string(),
+                    source: input.name().to_owned(),
                 });
             }
         };
-        let (x, y) = read_same_columns(path, &train.input_names, &train.target_name)?;
+        if !train.class_labels.is_empty() {
+            return TestSet::read_labels(input, train);
+        }
+        let (x, y) = read_same_columns(input, &train.input_names, &train.target_name)?;
         let y = match train.target {
             TargetKind::Binary { positive } => {
                 y.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 })
@@ -384,7 +390,35 @@ impl TestSet {
         Ok(TestSet {
             x,
             targets: vec![y],
-            source: path.display().to_string(),
+            source: input.name().to_owned(),
+        })
+    }
+
+    /// A test set whose target holds the text labels of `train`'s
+    /// classification: each mapped through the training labels to +1 (the
+    /// positive class) or -1, or to its class index for several classes.
+    fn read_labels(input: &Input, train: &Dataset) -> Result<TestSet> {
+        let (x, cells) = read_inputs_and_labels(input, &train.input_names, &train.target_name)?;
+        let y = cells
+            .iter()
+            .map(
+                |(cell, place)| match train.class_labels.iter().position(|l| l == cell) {
+                    Some(k) => Ok(match train.target {
+                        TargetKind::Binary { positive } if is_class(k as f64, positive) => 1.0,
+                        TargetKind::Binary { .. } => -1.0,
+                        _ => k as f64,
+                    }),
+                    None => Err(Error::BadInput(format!(
+                        "{place}: '{cell}' is not a class of the training data (its classes: {})",
+                        train.class_labels.join(", ")
+                    ))),
+                },
+            )
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(TestSet {
+            x,
+            targets: vec![DVector::from_vec(y)],
+            source: input.name().to_owned(),
         })
     }
 

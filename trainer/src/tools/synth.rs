@@ -315,6 +315,48 @@ pub fn generate(shape: Shape, rows: usize, seed: u64) -> Generated {
     generate_stream(shape, rows, seed, 0)
 }
 
+/// The most bytes of numbers `sgp synth` generates: it holds its data in
+/// memory before writing it.
+pub const MAX_SYNTH_BYTES: u128 = 4 << 30;
+
+/// Checks `sgp synth`'s sizes before anything is allocated: `rows` rows
+/// of `columns` numbers each (inputs, outputs and the noise-free truth)
+/// within [`MAX_SYNTH_BYTES`], and at most 65,535 inputs (what a blob
+/// holds).
+///
+/// ```
+/// use sgp_trainer::tools::synth::check_size;
+/// assert!(check_size(1000, 4).is_ok());
+/// assert!(check_size(1_000_000_000_000_000_000, 4).is_err());
+/// assert!(check_size(10, 1_000_000).is_err());
+/// ```
+///
+/// # Errors
+/// [`crate::Error::BadInput`] saying which size is too large.
+pub fn check_size(rows: usize, columns: usize) -> Result<()> {
+    if rows == 0 || columns == 0 {
+        return Err(crate::Error::BadInput(
+            "--rows and --dim must be at least 1".into(),
+        ));
+    }
+    if columns > usize::from(u16::MAX) {
+        return Err(crate::Error::BadInput(format!(
+            "--dim {columns}: a model holds at most {} inputs",
+            u16::MAX
+        )));
+    }
+    let per_row = (columns as u128 + 2) * 8;
+    if rows as u128 * per_row > MAX_SYNTH_BYTES {
+        return Err(crate::Error::BadInput(format!(
+            "--rows {rows}: {} bytes of numbers, more than the {MAX_SYNTH_BYTES} sgp synth \
+             generates in memory (at most {} rows of {columns} inputs)",
+            rows as u128 * per_row,
+            MAX_SYNTH_BYTES / per_row
+        )));
+    }
+    Ok(())
+}
+
 /// The ridge data ([`synthetic`]) in `dim` dimensions, as `sgp synth`
 /// writes it without `--shape`.
 pub fn ridge(rows: usize, dim: usize, seed: u64) -> Generated {

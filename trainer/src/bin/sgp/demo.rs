@@ -7,6 +7,7 @@ use nalgebra::DMatrix;
 use sgp_trainer::choose::Request;
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
 use sgp_trainer::export::export;
+use sgp_trainer::files::check_outputs;
 use sgp_trainer::fit::{ExactParams, FitParams, Method};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::demo::{
@@ -28,7 +29,14 @@ pub(crate) struct DemoRow {
 }
 
 pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
+    check_outputs(&[("--out", out)], &[])?;
     let data = demo_data(200, seed)?;
+    if m == 0 || m > data.n_rows() {
+        return Err(sgp_trainer::Error::BadInput(format!(
+            "--m {m}: the demo's {} rows take 1 to {0} pseudo-inputs",
+            data.n_rows()
+        )));
+    }
     let (test_x, test_y) = demo_test_set(400, seed.wrapping_add(1000));
     println!(
         "demo: 200 noisy samples of sin(2x) + 0.4 cos(5x) + 0.3x on [0, 6] (noise std {DEMO_NOISE_STD}), \

@@ -1,26 +1,27 @@
 //! `sgp eval`: a blob's accuracy on a CSV with targets.
 
 use nalgebra::{DMatrix, DVector};
-use sgp_runtime::ModelSpec;
 use sgp_trainer::data::labels;
 use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation, OutputEvaluation,
 };
 use sgp_trainer::export::output_blob::output_specs;
-use sgp_trainer::{Error, Result};
+use sgp_trainer::Result;
 
-use super::{read_blob, to_json, BlobAndData, BlobOnData};
+use super::{in_file, to_json, BlobAndData, BlobOnData, Opened};
 
 /// `sgp eval` of a multi-output regression: each output against its own
 /// target column (named as in the blob).
-pub(crate) fn eval_outputs(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
+pub(crate) fn eval_outputs(input: &BlobAndData, opened: &Opened, json: bool) -> Result<()> {
     input.refuse_target("evaluated")?;
     let mut all = Vec::new();
-    for output in output_specs(spec) {
-        let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;
+    for output in output_specs(&opened.spec) {
+        let (x, y) =
+            read_inputs_and_target(&opened.data, &output.input_names, &output.target_name)?;
         all.push(OutputEvaluation {
-            evaluation: evaluate_blob(&output.to_bytes()?, &x, &y)?,
+            evaluation: evaluate_blob(&output.to_bytes()?, &x, &y)
+                .map_err(in_file(opened.data.name()))?,
             output: output.target_name,
         });
     }
@@ -39,15 +40,17 @@ pub(crate) fn eval_outputs(input: &BlobAndData, spec: &ModelSpec, json: bool) ->
 }
 
 pub(crate) fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
-    let (_, spec) = read_blob(&input.model)?;
+    let opened = input.open(None)?;
+    let spec = &opened.spec;
     if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
-        return eval_outputs(input, &spec, json);
+        return eval_outputs(input, &opened, json);
     }
     if spec.shape.link != sgp_runtime::Link::Identity {
-        return eval_classes(input, &spec, json);
+        return eval_classes(input, &opened, json);
     }
-    let BlobOnData { blob, x, y, .. } = input.read()?;
-    let evaluation = evaluate_blob(&blob, &x, &y)?;
+    let source = opened.data.name().to_owned();
+    let BlobOnData { blob, x, y, .. } = opened.read(input.target.as_deref())?;
+    let evaluation = evaluate_blob(&blob, &x, &y).map_err(in_file(&source))?;
     if json {
         println!("{}", to_json(&evaluation)?);
     } else {
@@ -72,13 +75,11 @@ pub(crate) struct ClassesEvaluation {
 /// `sgp eval` of a classifier: the test target's labels (text or numbers)
 /// mapped through the blob's; the binary figures for one probit output,
 /// error rate, log loss and ECE for `K` classes.
-pub(crate) fn eval_classes(input: &BlobAndData, spec: &ModelSpec, json: bool) -> Result<()> {
-    let blob = std::fs::read(&input.model).map_err(|source| Error::Io {
-        path: input.model.clone(),
-        source,
-    })?;
+pub(crate) fn eval_classes(input: &BlobAndData, opened: &Opened, json: bool) -> Result<()> {
+    let (blob, spec) = (&opened.blob, &opened.spec);
+    let named = in_file(opened.data.name());
     let target = input.target.as_deref().unwrap_or(&spec.target_name);
-    let (x, cells) = read_inputs_and_labels(&input.data, &spec.input_names, target)?;
+    let (x, cells) = read_inputs_and_labels(&opened.data, &spec.input_names, target)?;
     let names = labels::blob_labels(spec);
     let truth = labels::class_indices(&cells, &names)?;
     if spec.shape.link == sgp_runtime::Link::Probit {
@@ -86,7 +87,7 @@ pub(crate) fn eval_classes(input: &BlobAndData, spec: &ModelSpec, json: bool) ->
             truth.len(),
             truth.iter().map(|&k| if k == 1 { 1.0 } else { -1.0 }),
         );
-        let evaluation = evaluate_classifier(&blob, &x, &signs)?;
+        let evaluation = evaluate_classifier(blob, &x, &signs).map_err(&named)?;
         if json {
             println!("{}", to_json(&evaluation)?);
         } else {
@@ -95,7 +96,7 @@ pub(crate) fn eval_classes(input: &BlobAndData, spec: &ModelSpec, json: bool) ->
         }
         return Ok(());
     }
-    let classified = sgp_trainer::export::device::classify_all(&blob, &x)?;
+    let classified = sgp_trainer::export::device::classify_all(blob, &x).map_err(&named)?;
     let k = names.len();
     let p = DMatrix::from_row_iterator(
         classified.len(),

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use sgp_trainer::export::codegen::{default_name, export_source, Format};
+use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::Result;
 
 use super::{read_blob, stdout_error, write_file};
@@ -14,7 +15,11 @@ pub(crate) fn export_command(
     out: Option<&Path>,
     name: Option<&str>,
 ) -> Result<()> {
-    let (blob, _) = read_blob(model)?;
+    let input = Input::open(model)?;
+    if let Some(path) = out {
+        check_outputs(&[("--out", path)], &[&input])?;
+    }
+    let (blob, _) = read_blob(&input)?;
     let name = name.map_or_else(|| default_name(model), str::to_string);
     let source = export_source(&blob, format, &name, &model.display().to_string())?;
     match out {

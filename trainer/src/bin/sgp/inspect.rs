@@ -2,13 +2,14 @@
 
 use std::path::Path;
 
+use sgp_trainer::files::Input;
 use sgp_trainer::tools::inspect::{parse_capacity, summarise};
 use sgp_trainer::{Error, Result};
 
 use super::{read_blob, to_json};
 
 pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {
-    let (blob, spec) = read_blob(model)?;
+    let (blob, spec) = read_blob(&Input::open(model)?)?;
     let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
     let summary = summarise(&spec, blob.len(), capacity);
     if json {

@@ -16,12 +16,14 @@ mod synth;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::codegen::Format;
+use sgp_trainer::files::{check_outputs, write_atomic, Input};
 use sgp_trainer::tools::dynamics::System;
 use sgp_trainer::tools::synth::Shape;
 use sgp_trainer::{Error, Result};
@@ -68,7 +70,8 @@ enum Command {
         /// The model blob.
         #[arg(long)]
         model: PathBuf,
-        /// CSV with a header; the model's input columns are picked by name.
+        /// CSV with a header, or Parquet (`-`: standard input); the model's
+        /// input columns are picked by name.
         #[arg(long)]
         data: PathBuf,
     },
@@ -114,10 +117,10 @@ enum Command {
     /// Write a synthetic regression data set as CSV (stdout): a smooth
     /// D-dimensional ridge function, or one of the shapes users feed in.
     Synth {
-        /// Rows.
+        /// Rows (at most what 4 GiB of numbers hold).
         #[arg(long, default_value_t = 500)]
         rows: usize,
-        /// Input dimension of the ridge data (without --shape).
+        /// Input dimension of the ridge data (without --shape or --system).
         #[arg(long, default_value_t = 4)]
         dim: usize,
         /// A named shape instead of the ridge data (its own inputs).
@@ -177,7 +180,8 @@ struct BlobAndData {
     /// The model blob.
     #[arg(long)]
     model: PathBuf,
-    /// CSV with a header holding the model's inputs and the target.
+    /// CSV with a header, or Parquet (`-`: standard input), holding the
+    /// model's inputs and the target.
     #[arg(long)]
     data: PathBuf,
     /// Target column (default: the name stored in the blob).
@@ -194,6 +198,13 @@ struct BlobOnData {
     y: DVector<f64>,
 }
 
+/// What [`BlobAndData`] names, opened (each file once).
+struct Opened {
+    blob: Vec<u8>,
+    spec: ModelSpec,
+    data: Input,
+}
+
 impl BlobAndData {
     /// Refuses `--target` for a multi-output blob, whose outputs are each
     /// `what` against the column of their own name.
@@ -207,17 +218,91 @@ impl BlobAndData {
         Ok(())
     }
 
-    fn read(&self) -> Result<BlobOnData> {
-        let (blob, spec) = read_blob(&self.model)?;
-        let target = self.target.as_deref().unwrap_or(&spec.target_name);
-        let (x, y) = read_inputs_and_target(&self.data, &spec.input_names, target)?;
-        Ok(BlobOnData { blob, spec, x, y })
+    /// Reads the blob and opens the data, refusing `out` (if any) when it
+    /// is either of them, before any work.
+    fn open(&self, out: Option<(&str, &Path)>) -> Result<Opened> {
+        let model = Input::open(&self.model)?;
+        let data = Input::open(&self.data)?;
+        if let Some(out) = out {
+            check_outputs(&[out], &[&model, &data])?;
+        }
+        let (blob, spec) = read_blob(&model)?;
+        Ok(Opened { blob, spec, data })
     }
 }
 
+impl Opened {
+    /// The model's inputs and the target (`target`, default the blob's).
+    fn read(self, target: Option<&str>) -> Result<BlobOnData> {
+        let target = target.unwrap_or(&self.spec.target_name);
+        let (x, y) = read_inputs_and_target(&self.data, &self.spec.input_names, target)?;
+        Ok(BlobOnData {
+            blob: self.blob,
+            spec: self.spec,
+            x,
+            y,
+        })
+    }
+}
+
+/// Ignores SIGXFSZ: a file-size limit then fails a write with an error the
+/// atomic writer cleans up after, instead of killing the process mid-write.
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN, before any thread
+    // starts, has no memory-safety requirement.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// The flags given on the command line (not left at their defaults), as
+/// `--name`.
+fn given_flags(matches: &ArgMatches) -> Vec<String> {
+    matches
+        .ids()
+        .filter(|id| {
+            matches
+                .try_get_raw(id.as_str())
+                .is_ok_and(|raw| raw.is_some())
+                && matches.value_source(id.as_str()) == Some(ValueSource::CommandLine)
+        })
+        .map(|id| format!("--{}", id.as_str().replace('_', "-")))
+        .collect()
+}
+
+/// Ends quietly (exit 0) when standard output is a pipe its reader closed
+/// (`sgp inspect m.sgp | head -1`): `println!` panics there, and the reader
+/// has all it wanted. Files are written before the summaries that follow
+/// them are printed, so none is lost.
+fn end_quietly_on_a_closed_pipe() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let closed = message.contains("Broken pipe") || message.contains("os error 32");
+        if message.starts_with("failed printing to stdout") && closed {
+            std::process::exit(0);
+        }
+        previous(info);
+    }));
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(&cli) {
+    ignore_file_size_signal();
+    end_quietly_on_a_closed_pipe();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = matches
+        .subcommand()
+        .map(|(_, sub)| given_flags(sub))
+        .unwrap_or_default();
+    let given: Vec<&str> = given.iter().map(String::as_str).collect();
+    match run(&cli, &given) {
         Ok(()) => ExitCode::SUCCESS,
         // `sgp predict ... | head` closes the pipe early: the reader has all
         // it wanted, so that is not a failure worth a message.
@@ -231,9 +316,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> Result<()> {
+fn run(cli: &Cli, given: &[&str]) -> Result<()> {
     match &cli.command {
-        Command::Fit(args) => fit_command(args, cli.quiet),
+        Command::Fit(args) => fit_command(args, given, cli.quiet),
         Command::Predict { model, data } => predict_command(model, data),
         Command::Eval { input, json } => eval_command(input, *json),
         Command::Inspect {
@@ -254,9 +339,19 @@ fn run(cli: &Cli) -> Result<()> {
             system,
             seed,
             parquet,
-        } => synth_command(*rows, *dim, *shape, *system, *seed, parquet.as_deref()),
+        } => synth_command(
+            synth::SynthArgs {
+                rows: *rows,
+                dim: *dim,
+                shape: *shape,
+                system: *system,
+                seed: *seed,
+                parquet: parquet.as_deref(),
+            },
+            given,
+        ),
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
-        Command::Sweep(args) => sweep_command(args, cli.quiet),
+        Command::Sweep(args) => sweep_command(args, given, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
     }
 }
@@ -287,15 +382,26 @@ fn number(v: f64) -> String {
     }
 }
 
-fn read_blob(path: &Path) -> Result<(Vec<u8>, ModelSpec)> {
-    let blob = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let spec = ModelSpec::from_bytes(&blob).map_err(|e| {
-        Error::BadInput(format!("{}: not a usable model blob: {e}", path.display()))
-    })?;
+/// The largest blob read: a model is kilobytes to megabytes; a larger file
+/// is not one (and is not read into memory).
+const MAX_BLOB_BYTES: u64 = 1 << 30;
+
+fn read_blob(model: &Input) -> Result<(Vec<u8>, ModelSpec)> {
+    let blob = model.read_all(MAX_BLOB_BYTES)?;
+    let spec = ModelSpec::from_bytes(&blob)
+        .map_err(|e| Error::BadInput(format!("{}: not a usable model blob: {e}", model.name())))?;
     Ok((blob, spec))
+}
+
+/// Names the file `source` in an error about a data row (the device's
+/// refusal of an input).
+fn in_file(source: &str) -> impl Fn(Error) -> Error + '_ {
+    move |e| match e {
+        Error::BadInput(m) if m.starts_with("data row") => {
+            Error::BadInput(format!("{source}: {m}"))
+        }
+        other => other,
+    }
 }
 
 /// A failed write to standard output (e.g. a closed pipe).
@@ -307,10 +413,7 @@ fn stdout_error(source: std::io::Error) -> Error {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_atomic(path, bytes)
 }
 
 fn to_json(value: &impl serde::Serialize) -> Result<String> {

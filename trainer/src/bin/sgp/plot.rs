@@ -7,17 +7,19 @@ use sgp_trainer::export::output_blob::output_specs;
 use sgp_trainer::tools::plot::{plot_outputs_svg, plot_svg, OutputPlot};
 use sgp_trainer::{Error, Result};
 
-use super::{read_blob, write_file, BlobAndData, BlobOnData};
+use super::{in_file, write_file, BlobAndData, BlobOnData, Opened};
 
 pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
-    let (_, spec) = read_blob(&input.model)?;
-    let source = input.data.display().to_string();
-    let svg = match (spec.output_count(), spec.shape.link) {
+    let opened = input.open(Some(("--out", out)))?;
+    let source = opened.data.name().to_owned();
+    let svg = match (opened.spec.output_count(), opened.spec.shape.link) {
         (1, _) => {
-            let BlobOnData { blob, spec, x, y } = input.read()?;
-            plot_svg(&blob, &spec, &x, &y, &source)?
+            let BlobOnData { blob, spec, x, y } = opened.read(input.target.as_deref())?;
+            plot_svg(&blob, &spec, &x, &y, &source).map_err(in_file(&source))?
         }
-        (_, sgp_runtime::Link::Identity) => plot_outputs(input, &spec, &source)?,
+        (_, sgp_runtime::Link::Identity) => {
+            plot_outputs(input, &opened, &source).map_err(in_file(&source))?
+        }
         (classes, _) => {
             return Err(Error::BadInput(format!(
                 "{}: a model of {classes} classes: sgp plot draws regression outputs or a \
@@ -31,16 +33,13 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
 
 /// One row of panels per output of a multi-output regression, each output
 /// against the column of its own name.
-fn plot_outputs(
-    input: &BlobAndData,
-    spec: &sgp_runtime::ModelSpec,
-    source: &str,
-) -> Result<String> {
+fn plot_outputs(input: &BlobAndData, opened: &Opened, source: &str) -> Result<String> {
     input.refuse_target("plotted")?;
-    let specs = output_specs(spec);
+    let specs = output_specs(&opened.spec);
     let mut read = Vec::with_capacity(specs.len());
     for output in &specs {
-        let (x, y) = read_inputs_and_target(&input.data, &output.input_names, &output.target_name)?;
+        let (x, y) =
+            read_inputs_and_target(&opened.data, &output.input_names, &output.target_name)?;
         read.push((output.to_bytes()?, x, y));
     }
     let x = match read.first() {

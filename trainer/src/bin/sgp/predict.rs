@@ -1,4 +1,4 @@
-//! `sgp predict`: a blob's predictions for a CSV, as CSV.
+//! `sgp predict`: a blob's predictions for a CSV or Parquet file, as CSV.
 
 use std::io::Write;
 use std::path::Path;
@@ -8,20 +8,24 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::data::labels;
 use sgp_trainer::data::read_inputs;
 use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::files::Input;
 use sgp_trainer::Result;
 
-use super::{read_blob, stdout_error};
+use super::{in_file, read_blob, stdout_error};
 
 pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
-    let (blob, spec) = read_blob(model)?;
-    let x = read_inputs(data, &spec.input_names)?;
+    let model = Input::open(model)?;
+    let data = Input::open(data)?;
+    let (blob, spec) = read_blob(&model)?;
+    let x = read_inputs(&data, &spec.input_names)?;
+    let named = in_file(data.name());
     if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
-        return predict_outputs(&spec, &x);
+        return predict_outputs(&spec, &x).map_err(&named);
     }
     if spec.shape.link != sgp_runtime::Link::Identity {
-        return predict_classes(&blob, &spec, &x);
+        return predict_classes(&blob, &spec, &x).map_err(&named);
     }
-    let predictions = sgp_trainer::export::device::predict_all(&blob, &x)?;
+    let predictions = sgp_trainer::export::device::predict_all(&blob, &x).map_err(&named)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = stdout_error;
     writeln!(out, "mean,variance").map_err(io)?;

@@ -3,21 +3,26 @@
 use std::path::PathBuf;
 
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
+use sgp_trainer::data::Dataset;
+use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
+use sgp_trainer::options::applies;
+use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
 };
 use sgp_trainer::{Error, Result};
 
-use super::fit::{training_data, Classes, LinkArg, TaskArg};
+use super::fit::{warn_about_columns, LinkArg};
 use super::{progress_bar, to_json, write_file};
 
 #[derive(clap::Args)]
 pub(crate) struct SweepArgs {
-    /// Training CSV with a header row.
+    /// Training data: CSV with a header row, or Parquet (`-`: standard
+    /// input).
     #[arg(long)]
     data: PathBuf,
-    /// Test CSV with the same columns (in any order).
+    /// Test data with the same columns (in any order).
     #[arg(long)]
     test: PathBuf,
     /// Target column (default: the last column); all others are inputs.
@@ -25,8 +30,9 @@ pub(crate) struct SweepArgs {
     /// basis per grid point, ranked by the sum of the outputs' test NLPDs.
     #[arg(long)]
     target: Option<String>,
-    /// Model families, comma-separated (default: spgp,vsgp; with --link
-    /// probit: ivm, the only classifier). exact is one row whatever --m.
+    /// Model families, comma-separated (default: spgp,vsgp for a
+    /// regression, ivm for a classification). exact is one row whatever
+    /// --m.
     #[arg(long, value_parser = crate::named::named::<Method>(), value_delimiter = ',')]
     models: Option<Vec<Method>>,
     /// Numbers of basis functions M, comma-separated.
@@ -36,9 +42,10 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_delimiter = ',')]
     dim: Vec<usize>,
     /// Likelihood of the target: identity (regression) or probit (binary
-    /// classification, --models ivm).
-    #[arg(long, value_enum, default_value = "identity")]
-    link: LinkArg,
+    /// classification). Default: decided from the target as `sgp fit`
+    /// decides it (text labels or two values classify).
+    #[arg(long, value_enum)]
+    link: Option<LinkArg>,
     /// With --link probit: the positive class (a label of the target
     /// column, text or number).
     #[arg(long, allow_negative_numbers = true)]
@@ -65,15 +72,16 @@ pub(crate) struct SweepArgs {
     out: Option<PathBuf>,
 }
 
-pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
-    let models = args.models.clone().unwrap_or_else(|| match args.link {
-        LinkArg::Identity => vec![Method::Spgp, Method::Vsgp],
-        LinkArg::Probit => vec![Method::Ivm],
+pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Result<()> {
+    let asked = args.link.map(|link| match link {
+        LinkArg::Identity => Task::Regression,
+        LinkArg::Probit => Task::Classification,
     });
-    let task = match args.link {
-        LinkArg::Identity => TaskArg::Regression,
-        LinkArg::Probit => TaskArg::Classification,
-    };
+    let data_input = Input::open(&args.data)?;
+    let test_input = Input::open(&args.test)?;
+    if let Some(out) = &args.out {
+        check_outputs(&[("--out", out)], &[&data_input, &test_input])?;
+    }
     let targets = args
         .target
         .as_deref()
@@ -81,37 +89,55 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         .unwrap_or_default();
     let several;
     let single;
-    let train = if targets.len() > 1 {
-        if task == TaskArg::Classification || args.positive.is_some() {
+    let (train, task) = if targets.len() > 1 {
+        if asked == Some(Task::Classification) || args.positive.is_some() {
             return Err(Error::BadInput(
                 "several targets (--target a,b) are a multi-output regression: --link probit \
                  and --positive sweep a classifier of one target column"
                     .into(),
             ));
         }
-        several = MultiTargetData::from_csv(&args.data, &targets)?;
-        Training::from(&several)
+        several = MultiTargetData::from_input(&data_input, &targets)?;
+        (Training::from(&several), Task::Regression)
     } else {
-        let (data, classes) = training_data(
-            &args.data,
-            args.target.as_deref(),
-            Some(task),
+        let data = Dataset::from_input(&data_input, args.target.as_deref())?;
+        let asked_models = args.models.clone().unwrap_or_default();
+        let target = choose_task(
+            data,
+            asked,
             args.positive.as_deref(),
-            ("--models", &models),
-            quiet,
+            "--models",
+            &asked_models,
         )?;
-        if let Classes::Several = classes {
+        if !quiet {
+            for note in &target.notes {
+                eprintln!("sgp: {note}");
+            }
+        }
+        if let Classes::Several = target.classes {
             return Err(Error::BadInput(format!(
                 "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
                  (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
-                data.source,
-                data.target_name,
-                data.target_classes().len()
+                target.data.source,
+                target.data.target_name,
+                target.data.target_classes().len()
             )));
         }
-        single = data;
-        Training::from(&single)
+        let task = match target.classes {
+            Classes::None => Task::Regression,
+            _ => Task::Classification,
+        };
+        if !quiet {
+            warn_about_columns(&target.data);
+        }
+        single = target.data;
+        (Training::from(&single), task)
     };
+    let models = args.models.clone().unwrap_or_else(|| match task {
+        Task::Regression => vec![Method::Spgp, Method::Vsgp],
+        Task::Classification => vec![Method::Ivm],
+    });
+    applies::check(&models, Some(task), given)?;
     let spec = SweepSpec {
         models,
         m: args.m.clone(),
@@ -119,7 +145,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
         seed: args.seed,
     };
     let points = grid(&spec, train)?;
-    let test = TestSet::read(&args.test, train)?;
+    let test = TestSet::read(&test_input, train)?;
     let budget = Budget {
         flash: args.flash,
         ram: args.ram,
@@ -135,14 +161,20 @@ pub(crate) fn sweep_command(args: &SweepArgs, quiet: bool) -> Result<()> {
     };
     let result = sweep(train, &test, &points, args.seed, budget, &on_progress);
     bar.finish_and_clear();
+    // The blob first: a reader that closes the pipe early (`| head`)
+    // must not cost the file.
+    let written = match (&args.out, result.chosen_blob()) {
+        (Some(out), Some(blob)) => {
+            write_file(out, blob)?;
+            Some(out)
+        }
+        _ => None,
+    };
     if args.json {
         println!("{}", to_json(&result)?);
     } else {
         println!("{result}");
-    }
-    if let (Some(out), Some(blob)) = (&args.out, result.chosen_blob()) {
-        write_file(out, blob)?;
-        if !args.json {
+        if let Some(out) = written {
             println!("blob of the chosen model written to {}", out.display());
         }
     }

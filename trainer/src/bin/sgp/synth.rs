@@ -4,24 +4,39 @@ use std::io::Write;
 use std::path::Path;
 
 use sgp_trainer::data::stream::write_parquet;
-use sgp_trainer::tools::synth::{self, Shape};
+use sgp_trainer::files::check_outputs;
+use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::tools::synth::{self, check_size, Shape};
 use sgp_trainer::{Error, Result};
 
 use super::stdout_error;
 
-pub(crate) fn synth_command(
-    rows: usize,
-    dim: usize,
-    shape: Option<Shape>,
-    system: Option<sgp_trainer::tools::dynamics::System>,
-    seed: u64,
-    parquet: Option<&Path>,
-) -> Result<()> {
-    if rows == 0 || dim == 0 {
+/// What `sgp synth` was asked for.
+pub(crate) struct SynthArgs<'a> {
+    pub(crate) rows: usize,
+    pub(crate) dim: usize,
+    pub(crate) shape: Option<Shape>,
+    pub(crate) system: Option<System>,
+    pub(crate) seed: u64,
+    pub(crate) parquet: Option<&'a Path>,
+}
+
+pub(crate) fn synth_command(args: SynthArgs<'_>, given: &[&str]) -> Result<()> {
+    let (rows, dim, shape, seed) = (args.rows, args.dim, args.shape, args.seed);
+    let (system, parquet) = (args.system, args.parquet);
+    if given.contains(&"--dim") && (shape.is_some() || system.is_some()) {
         return Err(Error::BadInput(
-            "--rows and --dim must be at least 1".into(),
+            "--dim does not apply to --shape or --system: it is the input dimension of the \
+             ridge data; each shape and system has its own inputs"
+                .into(),
         ));
     }
+    let columns = match (shape, system) {
+        (Some(shape), _) => shape.n_inputs() + 1,
+        (_, Some(system)) => system.inputs().len() + system.outputs().len(),
+        (None, None) => dim,
+    };
+    check_size(rows, columns)?;
     if let Some(system) = system {
         if parquet.is_some() {
             return Err(Error::BadInput(
@@ -33,6 +48,9 @@ pub(crate) fn synth_command(
             .write_csv(rows, seed, &mut out)
             .map_err(stdout_error)?;
         return out.flush().map_err(stdout_error);
+    }
+    if let Some(path) = parquet {
+        check_outputs(&[("--parquet", path)], &[])?;
     }
     let generated = match shape {
         Some(shape) => synth::generate(shape, rows, seed),

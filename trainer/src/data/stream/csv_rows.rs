@@ -4,31 +4,21 @@
 
 use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
 
 use super::{ChunkBuilder, TableFile};
+use crate::files::Input;
 use crate::{Error, Result};
 
-/// Read buffer: large sequential reads for files of gigabytes.
-const BUFFER_BYTES: usize = 1 << 20;
-
-fn reader(path: &Path) -> Result<csv::Reader<BufReader<File>>> {
-    let file = File::open(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(crate::data::csv_reader(BufReader::with_capacity(
-        BUFFER_BYTES,
-        file,
-    )))
+fn reader(input: &Input) -> Result<csv::Reader<BufReader<&File>>> {
+    Ok(crate::data::csv_reader(input.reader()?))
 }
 
 /// Whether `path` has more than `rows` data rows, reading no further than
 /// the row after them (cells are not parsed). A record the csv crate
 /// cannot read before then counts as the end: the file is then read whole,
 /// and that reader reports it with its place.
-pub(crate) fn more_rows_than(path: &Path, rows: u64) -> Result<bool> {
-    let mut csv = reader(path)?;
+pub(crate) fn more_rows_than(input: &Input, rows: u64) -> Result<bool> {
+    let mut csv = reader(input)?;
     let mut record = csv::ByteRecord::new();
     let mut seen = 0u64;
     while seen <= rows {
@@ -43,8 +33,8 @@ pub(crate) fn more_rows_than(path: &Path, rows: u64) -> Result<bool> {
 /// Whether the first data row's cell in column `target` is text rather
 /// than a number (class labels). A missing or unreadable first row is not:
 /// the validating pass reports it.
-pub(crate) fn first_cell_is_text(path: &Path, target: usize) -> Result<bool> {
-    let mut csv = reader(path)?;
+pub(crate) fn first_cell_is_text(input: &Input, target: usize) -> Result<bool> {
+    let mut csv = reader(input)?;
     let mut record = csv::StringRecord::new();
     Ok(match csv.read_record(&mut record) {
         Ok(true) => record
@@ -55,15 +45,15 @@ pub(crate) fn first_cell_is_text(path: &Path, target: usize) -> Result<bool> {
 }
 
 /// The column names of the header row.
-pub(crate) fn columns(path: &Path, source: &str) -> Result<Vec<String>> {
-    crate::data::read_header(&mut reader(path)?, source)
+pub(crate) fn columns(input: &Input) -> Result<Vec<String>> {
+    crate::data::read_header(&mut reader(input)?, input.name())
 }
 
 /// Reads every record of `table`, validating its selected cells, into
 /// `chunks`.
 pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
     let source = table.source.as_str();
-    let mut csv = reader(&table.path)?;
+    let mut csv = reader(&table.input)?;
     let width = crate::data::read_header(&mut csv, source)?.len();
     let mut record = csv::StringRecord::new();
     let mut row = Vec::with_capacity(table.selected.len());

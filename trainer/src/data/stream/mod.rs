@@ -14,7 +14,9 @@
 //! sample of rows.
 //!
 //! The format is recognised by content, not by name: a Parquet file starts
-//! with the bytes `PAR1`, anything else is read as CSV.
+//! with the bytes `PAR1`, anything else is read as CSV. The file is opened
+//! once ([`crate::files::Input`]; a pipe is copied to a temporary file) and
+//! every pass reads that one open file from its start.
 //!
 //! ```no_run
 //! use sgp_trainer::data::stream::TableFile;
@@ -34,11 +36,12 @@ pub mod csv_rows;
 pub mod parquet_rows;
 pub mod scan;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
 pub use scan::{scan, Scan};
@@ -49,19 +52,13 @@ pub use scan::{scan, Scan};
 pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Comma-separated text with a header row.
-    Csv,
-    /// Apache Parquet (numeric columns).
-    Parquet,
-}
+pub type Format = InputFormat;
 
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
 pub struct TableFile {
-    /// The file.
-    pub path: PathBuf,
+    /// The file, open.
+    input: Input,
     /// How it names itself in messages (the path as given).
     pub source: String,
     /// CSV or Parquet.
@@ -76,6 +73,10 @@ pub struct TableFile {
     selected: Vec<usize>,
     /// Data rows, when the format records them (Parquet).
     known_rows: Option<u64>,
+    /// Which columns hold text, when the format records it (Parquet).
+    text_columns: Vec<bool>,
+    /// Data rows of the first complete pass (every pass must agree).
+    rows_read: Arc<OnceLock<u64>>,
     /// File size in bytes.
     bytes: u64,
 }
@@ -108,43 +109,33 @@ impl TableFile {
     /// column as an input.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read; [`Error::BadInput`] for an
-    /// empty file, empty or duplicate column names, a missing target
+    /// [`Error::Unreadable`] if the file cannot be read; [`Error::BadInput`]
+    /// for an empty file, empty or duplicate column names, a missing target
     /// column, or a single column.
     pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
-        let path = path.as_ref();
-        let source = path.display().to_string();
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let bytes = std::fs::metadata(path).map_err(io)?.len();
-        let mut magic = [0u8; 4];
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        let read = file.read(&mut magic).map_err(io)?;
-        let (format, columns, known_rows) = if read == 4 && &magic == b"PAR1" {
-            let (columns, rows) = parquet_rows::columns(path, &source)?;
-            (Format::Parquet, columns, Some(rows))
-        } else {
-            (Format::Csv, csv_rows::columns(path, &source)?, None)
+        TableFile::from_input(&Input::open(path)?, target)
+    }
+
+    /// As [`TableFile::open`], for an input already open (it is shared,
+    /// not reopened).
+    ///
+    /// # Errors
+    /// As [`TableFile::open`].
+    pub fn from_input(input: &Input, target: Option<&str>) -> Result<TableFile> {
+        let source = input.name().to_owned();
+        let (format, columns, text_columns, known_rows) = match input.format()? {
+            InputFormat::Parquet => {
+                let (columns, text, rows) = parquet_rows::columns(input)?;
+                (Format::Parquet, columns, text, Some(rows))
+            }
+            InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, Vec::new(), None),
         };
         crate::data::check_names(&columns, &source)?;
-        let t = match target {
-            Some(name) => crate::data::find_column(&columns, name, &source)?,
-            None => columns.len().saturating_sub(1),
-        };
-        if columns.len() < 2 {
-            return Err(Error::BadInput(format!(
-                "{source}: only one column ('{}'); need at least one input column besides the target",
-                columns.first().map_or("", String::as_str)
-            )));
-        }
-        let mut selected: Vec<usize> = (0..columns.len()).filter(|&c| c != t).collect();
-        selected.push(t);
+        let selected = crate::data::training_columns(&columns, target, &source)?;
         let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
         let target_name = names.pop().unwrap_or_default();
         Ok(TableFile {
-            path: path.to_path_buf(),
+            input: input.clone(),
             source,
             format,
             input_names: names,
@@ -152,7 +143,9 @@ impl TableFile {
             columns,
             selected,
             known_rows,
-            bytes,
+            text_columns,
+            rows_read: Arc::new(OnceLock::new()),
+            bytes: input.bytes(),
         })
     }
 
@@ -162,14 +155,18 @@ impl TableFile {
     }
 
     /// Whether the target of the first data row is text rather than a
-    /// number: a CSV of class labels (`ok`/`fault`), which is read whole,
-    /// never streamed. Parquet columns are numeric.
+    /// number (a CSV of class labels, `ok`/`fault`), or the target is a
+    /// text column of a Parquet file: class labels, which are read whole,
+    /// never streamed.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Unreadable`] if the file cannot be read.
     pub fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
-            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.path, target),
+            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.input, target),
+            (Format::Parquet, Some(&target)) => {
+                Ok(self.text_columns.get(target).copied().unwrap_or(false))
+            }
             _ => Ok(false),
         }
     }
@@ -179,11 +176,11 @@ impl TableFile {
     /// that a small file is not read through before being read whole.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Unreadable`] if the file cannot be read.
     pub fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
         match self.known_rows {
             Some(known) => Ok(known > rows),
-            None => csv_rows::more_rows_than(&self.path, rows),
+            None => csv_rows::more_rows_than(&self.input, rows),
         }
     }
 
@@ -202,6 +199,18 @@ impl TableFile {
         chunk_rows: usize,
         f: &mut dyn FnMut(RawChunk, ReadProgress) -> Result<()>,
     ) -> Result<u64> {
+        // Passes over a file that grows or shrinks meanwhile (a log still
+        // being written) would disagree on the data: refused.
+        let changed = |what: String| {
+            Error::BadInput(format!(
+                "{}: changed while it was read ({what}); fit a copy that is not being written",
+                self.source
+            ))
+        };
+        let now = self.input.current_bytes()?;
+        if now != self.bytes {
+            return Err(changed(format!("{} bytes, then {now}", self.bytes)));
+        }
         let mut chunks = ChunkBuilder::new(self, chunk_rows.max(1), f);
         match self.format {
             Format::Csv => csv_rows::read(self, &mut chunks)?,
@@ -213,6 +222,10 @@ impl TableFile {
                 "{}: no data rows after the header",
                 self.source
             )));
+        }
+        let first = *self.rows_read.get_or_init(|| rows);
+        if first != rows {
+            return Err(changed(format!("{first} data rows, then {rows}")));
         }
         Ok(rows)
     }
@@ -315,6 +328,8 @@ pub fn read_dataset(table: &TableFile) -> Result<crate::data::Dataset> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::data::Dataset;
 
@@ -544,6 +559,25 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_grows_between_passes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.csv");
+        std::fs::write(&path, "a,y\n1,2\n3,4\n5,7\n").unwrap();
+        let table = TableFile::open(&path, None).unwrap();
+        assert_eq!(table.for_each_chunk(2, &mut |_, _| Ok(())).unwrap(), 3);
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut log, b"7,9\n").unwrap();
+        let err = table
+            .for_each_chunk(2, &mut |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("log.csv: changed while it was read"), "{err}");
+    }
+
+    #[test]
     fn scan_refuses_a_constant_target_and_too_few_rows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("constant.csv");
@@ -552,6 +586,7 @@ mod tests {
         let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("target column 'y' is constant"), "{err}");
         std::fs::write(&path, "a,y\n1,5\n").unwrap();
+        let table = TableFile::open(&path, None).unwrap();
         let err = scan(&table, 10, 0, 2, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("1 data row(s)"), "{err}");
     }

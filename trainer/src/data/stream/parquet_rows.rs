@@ -5,6 +5,11 @@
 //! or infinite cell is refused with the file, the data row (1-based, over
 //! all row groups) and the column, as a bad CSV cell is; Parquet has no
 //! lines, so the place is the data row alone.
+//!
+//! Every file is untrusted: the footer's offsets and sizes are checked
+//! against the file before the `parquet` crate follows them, and a panic
+//! inside the crate all the same is caught at this one boundary
+//! ([`crate::files::catch_quietly`]) and reported as an unreadable file.
 
 use std::fs::File;
 use std::path::Path;
@@ -14,59 +19,260 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
     UInt64Type, UInt8Type,
 };
-use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{Array, ArrowPrimitiveType, GenericStringArray, OffsetSizeTrait, PrimitiveArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::ParquetMetaData;
 
 use super::{ChunkBuilder, TableFile};
+use crate::data::{Place, Table};
+use crate::files::{catch_quietly, AtomicFile, Input};
 use crate::{Error, Result};
 
 /// Rows per Arrow batch: the batches are re-cut into the pass's chunks.
 const BATCH_ROWS: usize = 8192;
 
-fn builder(path: &Path, source: &str) -> Result<ParquetRecordBatchReaderBuilder<File>> {
-    let file = File::open(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
+fn builder(input: &Input) -> Result<ParquetRecordBatchReaderBuilder<File>> {
+    let source = input.name();
+    let file = input.handle()?;
+    let builder = guarded(source, || {
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(source, &e))
     })?;
-    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(source, &e))
+    check_metadata(builder.metadata(), input.bytes(), source)?;
+    Ok(builder)
 }
 
 fn parquet_error(source: &str, e: &dyn std::fmt::Display) -> Error {
     Error::BadInput(format!("{source}: not a readable Parquet file: {e}"))
 }
 
-/// The top-level column names and the number of data rows.
-pub(crate) fn columns(path: &Path, source: &str) -> Result<(Vec<String>, u64)> {
-    let builder = builder(path, source)?;
-    let names = builder
+/// Runs a call into the `parquet` crate, turning its panic into an error.
+fn guarded<T>(source: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_quietly(f).unwrap_or_else(|panic| {
+        Err(Error::BadInput(format!(
+            "{source}: not a readable Parquet file: the Parquet reader failed on it ({panic}); \
+             is it corrupted or truncated?"
+        )))
+    })
+}
+
+/// Checks that every offset and size the footer gives is non-negative and
+/// inside the file, before any is followed.
+fn check_metadata(meta: &ParquetMetaData, file_bytes: u64, source: &str) -> Result<()> {
+    let bad = |what: String| {
+        Error::BadInput(format!(
+            "{source}: not a readable Parquet file: its footer {what} ({file_bytes} bytes): is \
+             it corrupted or truncated?"
+        ))
+    };
+    let inside = |start: i64, len: i64| {
+        u64::try_from(start)
+            .ok()
+            .zip(u64::try_from(len).ok())
+            .is_some_and(|(s, l)| s.checked_add(l).is_some_and(|end| end <= file_bytes))
+    };
+    if meta.file_metadata().num_rows() < 0 {
+        return Err(bad(format!(
+            "gives a negative row count ({}) for the file",
+            meta.file_metadata().num_rows()
+        )));
+    }
+    for (g, group) in meta.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(bad(format!("gives row group {g} a negative row count")));
+        }
+        for column in group.columns() {
+            let name = column.column_path().string();
+            let start = column
+                .dictionary_page_offset()
+                .unwrap_or(column.data_page_offset());
+            let ranges = [
+                Some(("data", start, column.compressed_size())),
+                Some(("data", column.data_page_offset(), 0)),
+                column
+                    .column_index_offset()
+                    .zip(column.column_index_length())
+                    .map(|(o, l)| ("column index", o, i64::from(l))),
+                column
+                    .offset_index_offset()
+                    .zip(column.offset_index_length())
+                    .map(|(o, l)| ("offset index", o, i64::from(l))),
+                column.bloom_filter_offset().map(|o| {
+                    (
+                        "bloom filter",
+                        o,
+                        i64::from(column.bloom_filter_length().unwrap_or(0)),
+                    )
+                }),
+            ];
+            for (what, at, len) in ranges.into_iter().flatten() {
+                if !inside(at, len) {
+                    return Err(bad(format!(
+                        "places the {what} of column '{name}' (row group {g}) at bytes {at} to \
+                         {at} + {len}, outside the file"
+                    )));
+                }
+            }
+            if column.num_values() < 0 || column.uncompressed_size() < 0 {
+                return Err(bad(format!(
+                    "gives column '{name}' (row group {g}) a negative size"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The top-level column names, which of them hold text, and the number of
+/// data rows.
+pub(crate) fn columns(input: &Input) -> Result<(Vec<String>, Vec<bool>, u64)> {
+    use arrow_schema::DataType;
+    let builder = builder(input)?;
+    let fields = builder.schema().fields();
+    let names = fields.iter().map(|f| f.name().clone()).collect();
+    let text = fields
+        .iter()
+        .map(|f| {
+            matches!(
+                f.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            )
+        })
+        .collect();
+    let rows = builder.metadata().file_metadata().num_rows();
+    Ok((names, text, u64::try_from(rows).unwrap_or(0)))
+}
+
+/// Reads the columns `select` picks from the schema's names into a
+/// [`Table`], as [`crate::data`] reads a CSV file whole; with
+/// `last_as_text`, the last selected column is kept as text (a text
+/// column's labels, or a numeric column's numbers as written).
+pub(crate) fn read_table(
+    input: &Input,
+    last_as_text: bool,
+    select: impl FnOnce(&[String]) -> Result<Vec<usize>>,
+) -> Result<Table> {
+    let source = input.name();
+    let builder = builder(input)?;
+    let header: Vec<String> = builder
         .schema()
         .fields()
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let rows = builder.metadata().file_metadata().num_rows();
-    Ok((names, u64::try_from(rows).unwrap_or(0)))
+    crate::data::check_names(&header, source)?;
+    let selected = select(&header)?;
+    let names: Vec<String> = selected
+        .iter()
+        .filter_map(|&c| header.get(c).cloned())
+        .collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), selected.iter().copied());
+    let mut reader = guarded(source, || {
+        builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| parquet_error(source, &e))
+    })?;
+    let numeric = names.len() - usize::from(last_as_text && !names.is_empty());
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut last_cells = Vec::new();
+    let mut last_places = Vec::new();
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); numeric];
+    let mut first_row = 0u64;
+    while let Some(batch) = guarded(source, || {
+        reader
+            .next()
+            .transpose()
+            .map_err(|e| parquet_error(source, &e))
+    })? {
+        let column = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| {
+                Error::BadInput(format!(
+                    "{source}: column '{name}' missing from a row group"
+                ))
+            })
+        };
+        let place = |offset: usize, name: &str| {
+            let row = first_row + offset as u64 + 1;
+            format!("{source}: data row {row}, column '{name}'")
+        };
+        for (out, name) in values.iter_mut().zip(&names) {
+            to_f64(column(name)?.as_ref(), out)
+                .map_err(|(i, why)| Error::BadInput(format!("{}: {why}", place(i, name))))?;
+        }
+        if let (true, Some(name)) = (last_as_text, names.last()) {
+            let cells = to_text(column(name)?.as_ref())
+                .map_err(|(i, why)| Error::BadInput(format!("{}: {why}", place(i, name))))?;
+            for i in 0..cells.len() {
+                last_places.push(Place {
+                    line: None,
+                    row: first_row + i as u64 + 1,
+                });
+            }
+            last_cells.extend(cells);
+        }
+        for i in 0..batch.num_rows() {
+            rows.push(
+                values
+                    .iter()
+                    .map(|v| v.get(i).copied().unwrap_or(f64::NAN))
+                    .collect(),
+            );
+        }
+        first_row += batch.num_rows() as u64;
+    }
+    if rows.is_empty() {
+        return Err(Error::BadInput(format!("{source}: no data rows")));
+    }
+    Ok(Table {
+        names,
+        rows,
+        last_cells,
+        last_places,
+    })
+}
+
+/// A column as text: the strings of a text column, the numbers of a
+/// numeric one as Rust writes them (a label `3`, or a value to parse).
+fn to_text(array: &dyn Array) -> std::result::Result<Vec<String>, (usize, String)> {
+    if let Some(a) = array.as_string_opt::<i32>() {
+        return strings(a);
+    }
+    if let Some(a) = array.as_string_opt::<i64>() {
+        return strings(a);
+    }
+    let mut numbers = Vec::new();
+    to_f64(array, &mut numbers)?;
+    Ok(numbers.iter().map(|v| format!("{v}")).collect())
 }
 
 /// Reads the selected columns of `table`, validating every cell, into
 /// `chunks`.
 pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
     let source = table.source.as_str();
-    let builder = builder(&table.path, source)?;
+    let builder = builder(&table.input)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), table.selected.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| parquet_error(source, &e))?;
+    let mut reader = guarded(source, || {
+        builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| parquet_error(source, &e))
+    })?;
     let total_rows = table.known_rows.unwrap_or(0).max(1);
     let width = table.selected.len();
     let mut columns: Vec<Vec<f64>> = vec![Vec::new(); width];
     let mut row = vec![0.0; width];
     let mut first_row = 0u64;
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_error(source, &e))?;
+    // The chunks' consumer runs outside the guard: only the crate's own
+    // calls are caught.
+    while let Some(batch) = guarded(source, || {
+        reader
+            .next()
+            .transpose()
+            .map_err(|e| parquet_error(source, &e))
+    })? {
         for (values, &c) in columns.iter_mut().zip(&table.selected) {
             let name = table.columns.get(c).map_or("", String::as_str);
             let array = batch.column_by_name(name).ok_or_else(|| {
@@ -92,6 +298,24 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
         first_row += batch.num_rows() as u64;
     }
     Ok(())
+}
+
+/// The cells of a text column; a null is refused with its offset.
+fn strings<O: OffsetSizeTrait>(
+    array: &GenericStringArray<O>,
+) -> std::result::Result<Vec<String>, (usize, String)> {
+    (0..array.len())
+        .map(|i| {
+            if array.is_null(i) {
+                Err((
+                    i,
+                    "empty cell (missing values are not supported)".to_owned(),
+                ))
+            } else {
+                Ok(array.value(i).to_owned())
+            }
+        })
+        .collect()
 }
 
 /// A numeric column as finite f64 values (replacing `out`'s contents), or
@@ -155,7 +379,8 @@ fn convert<T: ArrowPrimitiveType>(
 ///
 /// # Errors
 /// [`Error::BadInput`] if the names do not match the columns;
-/// [`Error::Io`] if the file cannot be written.
+/// [`Error::Io`] if the file cannot be written (any earlier file at `path`
+/// is then unchanged: [`AtomicFile`]).
 pub fn write_parquet(
     path: &Path,
     x: &nalgebra::DMatrix<f64>,
@@ -194,16 +419,14 @@ pub fn write_parquet(
         source: std::io::Error::other(e.to_string()),
     };
     let batch = RecordBatch::try_from_iter(named).map_err(|e| written(&e))?;
-    let file = File::create(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let file = AtomicFile::create(path)?;
     let properties = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
     let mut writer =
         ArrowWriter::try_new(file, batch.schema(), Some(properties)).map_err(|e| written(&e))?;
     writer.write(&batch).map_err(|e| written(&e))?;
-    writer.close().map_err(|e| written(&e))?;
-    Ok(())
+    // Writes the footer and hands back the file, not yet in place.
+    let file = writer.into_inner().map_err(|e| written(&e))?;
+    file.commit()
 }

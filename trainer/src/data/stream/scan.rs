@@ -66,11 +66,7 @@ impl Moments {
             return Ok(None);
         }
         let std = (self.m2 / (n - 1.0)).sqrt();
-        if !(std.is_finite() && std > 0.0 && self.mean.is_finite()) {
-            return Err(Error::BadInput(format!(
-                "{source}: {role} column '{name}': values too large to standardise (std {std})"
-            )));
-        }
+        crate::data::unstandardisable(source, role, name, (self.min, self.max), self.mean, std)?;
         Ok(Some((self.mean, std)))
     }
 }

@@ -23,9 +23,12 @@ use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::options::{ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
-pub(crate) use data::{training_data, Classes};
+use data::training_data;
+pub(crate) use data::warn_about_columns;
 use run::finish_fit;
 pub(crate) use run::fit_with_progress;
+use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::options::task::{Classes, Task};
 use streamed::streamed_fit;
 use summary::print_path;
 
@@ -80,8 +83,8 @@ pub(crate) enum LinkArg {
 
 #[derive(clap::Args)]
 pub(crate) struct FitArgs {
-    /// Training data: CSV with a header row, or Parquet (numeric columns).
-    /// A regression on more rows than a streamed fit samples
+    /// Training data: CSV with a header row, or Parquet (`-`: standard
+    /// input). A regression on more rows than a streamed fit samples
     /// (73,728) is fitted on a growing random subset and conditioned on
     /// every row in a second pass, in memory independent of the file's
     /// size (docs/src/large-data.md).
@@ -236,26 +239,43 @@ impl Settings {
     }
 }
 
-pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
+pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    let input = Input::open(&args.data)?;
+    let mut outputs = vec![("--out", args.out.as_path())];
+    if let Some(golden) = &args.golden {
+        outputs.push(("--golden", golden.as_path()));
+    }
+    check_outputs(&outputs, &[&input])?;
+    let task = args.task()?.map(Task::from);
+    // Before the data are read (settings of one task wait for it).
+    let options = args.settings.options();
+    options.check_applies(task, given)?;
+    if args.path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
+        return Err(Error::BadInput(
+            "--path does not apply to the model asked for: it is gplasso's lasso path (--model \
+             gplasso)"
+                .into(),
+        ));
+    }
     let targets = args
         .target
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
     if targets.len() < 2 && !args.in_memory {
-        if let Some((fit, check_x)) = streamed_fit(args, quiet)? {
+        if let Some((fit, check_x)) = streamed_fit(args, &input, quiet)? {
             return finish_fit(args, fit, &check_x, None, quiet);
         }
     }
     let (outputs, labels) = if targets.len() > 1 {
-        if args.task()? == Some(TaskArg::Classification) || args.positive.is_some() {
+        if task == Some(Task::Classification) || args.positive.is_some() {
             return Err(Error::BadInput(
                 "several targets (--target a,b) are a multi-output regression; a classifier \
                  has one target column (its classes are that column's values)"
                     .into(),
             ));
         }
-        let data = MultiTargetData::from_csv(&args.data, &targets)?;
+        let data = MultiTargetData::from_input(&input, &targets)?;
         (data.outputs().to_vec(), Vec::new())
     } else {
         let asked: Vec<Method> = args
@@ -265,9 +285,9 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             .into_iter()
             .collect();
         let (data, classes) = training_data(
-            &args.data,
+            &input,
             args.target.as_deref(),
-            args.task()?,
+            task,
             args.positive.as_deref(),
             ("--model", &asked),
             quiet,
@@ -278,7 +298,7 @@ pub(crate) fn fit_command(args: &FitArgs, quiet: bool) -> Result<()> {
             Classes::None => (vec![data], Vec::new()),
         }
     };
-    let request = args.settings.options().request(&outputs)?;
+    let request = options.request(&outputs)?;
     let path = match &request.asked {
         Asked::Family(FitParams::Gplasso(p)) if args.path => {
             let (rows, stop) = gplasso_path(&outputs[0], p)?;

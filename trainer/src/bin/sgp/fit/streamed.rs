@@ -4,8 +4,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
 use sgp_trainer::choose::Choice;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
+use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
 use sgp_trainer::fit::{Fit, FitParams, Method};
+use sgp_trainer::options::task::Task;
+use sgp_trainer::options::ModelChoice;
 use sgp_trainer::Result;
 
 use crate::progress_bar;
@@ -20,7 +23,11 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 /// that streams (a classification, a model other than spgp); then the
 /// whole file is read as before. Returns the fit and the raw inputs its
 /// export is checked at.
-pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, DMatrix<f64>)>> {
+pub(crate) fn streamed_fit(
+    args: &FitArgs,
+    input: &Input,
+    quiet: bool,
+) -> Result<Option<(Fit, DMatrix<f64>)>> {
     // On data large enough to stream, auto is spgp (no held-out
     // comparison at this size).
     let auto = args.settings.model.is_none_or(|m| m == ModelArg::Auto);
@@ -33,7 +40,7 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, D
     if model != Method::Spgp || classification {
         return Ok(None);
     }
-    let table = TableFile::open(&args.data, args.target.as_deref())?;
+    let table = TableFile::from_input(input, args.target.as_deref())?;
     if table.target_is_text()? {
         // Class labels: a classification, which is fitted in memory.
         return Ok(None);
@@ -47,6 +54,9 @@ pub(crate) fn streamed_fit(args: &FitArgs, quiet: bool) -> Result<Option<(Fit, D
     if !params.streams(&table)? {
         return Ok(None);
     }
+    let mut spgp = options.clone();
+    spgp.model = Some(ModelChoice::Family(Method::Spgp));
+    spgp.check_applies(Some(Task::Regression), &[])?;
     let quiet = quiet || args.json;
     let bar = rows_bar(quiet, table.bytes(), "read", true);
     let first = scan(

@@ -101,7 +101,23 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             start.nlml
         );
     }
-    if let Some(run) = &report.optimiser {
+    if let (Some(run), Some(streamed)) = (&report.optimiser, &report.streamed) {
+        // Two row counts: the kept stage's start is on its subset, the
+        // final NLML on every row; per row they compare.
+        println!(
+            "NLML per row    {:.4} at the start of the kept stage ({} rows) -> {:.4} on every \
+             row ({} rows; NLML {:.4}); {} iterations ({} evaluations, {:.2} s; {})",
+            run.initial_nlml / streamed.fitted_rows as f64,
+            streamed.fitted_rows,
+            report.nlml / streamed.rows as f64,
+            streamed.rows,
+            report.nlml,
+            run.iterations,
+            run.evaluations,
+            report.seconds,
+            run.stop_reason
+        );
+    } else if let Some(run) = &report.optimiser {
         println!(
             "objective       {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
             run.initial_nlml,
@@ -111,6 +127,8 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             report.seconds,
             run.stop_reason
         );
+    }
+    if let Some(run) = &report.optimiser {
         if run.budget_exhausted {
             println!(
                 "                the optimiser used its whole budget of {} iterations and was \
