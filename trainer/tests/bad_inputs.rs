@@ -508,10 +508,7 @@ fn flags_that_do_not_apply_are_refused_by_name() {
         &["--ivm-posterior does not apply to spgp, vsgp"],
     );
     refused(
-        &sgp_in(
-            d,
-            &["fit", "--data", "d.csv", "--path", "--out", "o.sgp"],
-        ),
+        &sgp_in(d, &["fit", "--data", "d.csv", "--path", "--out", "o.sgp"]),
         &["--path does not apply"],
     );
     refused(
