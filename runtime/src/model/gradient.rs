@@ -34,6 +34,7 @@ use super::{Model, Output, Prediction};
 use crate::error::Error;
 use crate::format::{Link, VarianceForm};
 use crate::math;
+use crate::whitened;
 
 /// `1 / sqrt(2 pi)`, the standard normal density at 0.
 const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
@@ -185,6 +186,23 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 self.m,
                 self.shape.two_factors,
             ),
+            VarianceForm::Whitened => {
+                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
+                // and (I - S) z = t - G^T t with t = z - G z.
+                let mut t = [0.0f32; M];
+                for (ti, &[z, gz]) in t.iter_mut().zip(&u) {
+                    *ti = z - gz;
+                }
+                let w = whitened::multiply_transposed(factors, &source.inv_diagonal2, &t, self.m);
+                let mut r = [0.0f32; M];
+                for ((ri, &ti), &wi) in r.iter_mut().zip(&t).zip(&w) {
+                    *ri = ti - wi;
+                }
+                whitened::back_substitute_first(factors, &source.diagonal1, &mut r, self.m);
+                for (pair, &ri) in u.iter_mut().zip(&r) {
+                    *pair = [ri, 0.0];
+                }
+            }
         }
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,
