@@ -16,8 +16,11 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Learning, Link, Observation, VarianceForm};
 
 use crate::model::inference::{Approximation, RuntimeForm};
+use crate::model::posterior_sums::PosteriorSums;
 use crate::model::TrainedModel;
-use crate::numerics::linalg::{cholesky, faer_ref, lower_inverse, mul, symmetrise};
+use crate::numerics::linalg::{
+    cholesky, faer_ref, lower_inverse, mul, solve_lower_t_vec, symmetrise,
+};
 use crate::{Error, Result};
 
 /// Jitter added to `I - S` when it is numerically singular (a direction no
@@ -91,6 +94,62 @@ pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>
         }
     }
     Err(last.unwrap_or_else(|| Error::Numerical("no jitter to try".into())))
+}
+
+/// The posterior of `form`'s basis and hyperparameters (its `L1`, prior
+/// and noise) conditioned on the rows `x` (standardised inputs, N x D) and
+/// `y` (standardised targets) alone, with FITC's or VFE's row variance:
+/// the batch posterior an updated model is held to ("same basis and
+/// hyperparameters"), by the sums a streamed fit merges
+/// ([`crate::model::posterior_sums`]).
+///
+/// # Errors
+/// [`Error::BadInput`] for a one-factor form or mismatched shapes,
+/// [`Error::Numerical`] if the system cannot be factorised.
+pub fn conditioned(
+    form: &RuntimeForm,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    approximation: Approximation,
+) -> Result<RuntimeForm> {
+    if form.l2.is_none() || x.nrows() != y.len() || x.ncols() != form.basis.input_dim() {
+        return Err(Error::BadInput(format!(
+            "conditioning a {}-input model with {} factor(s) on {} x {} inputs and {} targets",
+            form.basis.input_dim(),
+            if form.l2.is_some() { 2 } else { 1 },
+            x.nrows(),
+            x.ncols(),
+            y.len()
+        )));
+    }
+    let m = form.l1.nrows();
+    let v = mul(
+        faer_ref(&lower_inverse(&form.l1)?),
+        faer_ref(&form.basis.eval(x)),
+    );
+    let kdiag = vec![form.prior; y.len()];
+    let mut gamma = vec![0.0; y.len()];
+    let mut scratch = DMatrix::zeros(m, y.len());
+    let sums = PosteriorSums::of_whitened(
+        &v,
+        &kdiag,
+        y.as_slice(),
+        form.noise_var,
+        approximation,
+        &mut gamma,
+        &mut scratch,
+    );
+    let solved = sums.solve(approximation, form.noise_var)?;
+    let mut l2 = &form.l1 * &solved.la;
+    l2.fill_upper_triangle(0.0, 1);
+    Ok(RuntimeForm {
+        basis: form.basis.clone(),
+        beta: solve_lower_t_vec(&form.l1, &solved.beta_v)?,
+        l1: form.l1.clone(),
+        l2: Some(l2),
+        prior: form.prior,
+        noise_var: form.noise_var,
+    })
 }
 
 /// `J A J`: rows and columns in reverse order.
