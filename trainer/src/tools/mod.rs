@@ -5,6 +5,7 @@
 
 pub mod cost;
 pub mod demo;
+pub mod drift;
 pub mod dynamics;
 pub mod inspect;
 pub mod plot;
