@@ -37,6 +37,13 @@ class Model:
     def n_inputs(self) -> int: ...
     def inspect_json(self) -> str: ...
     def predict(self, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]: ...
+    @property
+    def is_updatable(self) -> bool: ...
+    @property
+    def n_outputs(self) -> int: ...
+    def updated(
+        self, x: bytes, n: int, d: int, y: bytes, p: int, forgetting: float, gate: float
+    ) -> Tuple[Model, bytes, bytes, List[bool]]: ...
 
 def fit(
     x: bytes,
@@ -54,6 +61,11 @@ def fit(
 
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 model's (mean, variance, probability)."""
+
+def updatable_blob(
+    state: bytes, approximation: Optional[str], x: bytes, n: int, d: int, force: bool = False
+) -> bytes:
+    """The fitted model as a blob that learns on the device (format v7)."""
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def exact_blob(

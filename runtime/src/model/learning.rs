@@ -197,7 +197,7 @@ struct Step<const M: usize> {
 /// The forgetting factor's square root and `1 - sqrt(lam)` (computed as
 /// `(1 - lam) / (1 + sqrt(lam))`: no cancellation for `lam` near 1).
 fn forgetting(settings: UpdateSettings) -> (f32, f32) {
-    let scale = libm::sqrtf(settings.forgetting);
+    let (scale, _) = whitened::root_and_reciprocal(settings.forgetting);
     (scale, (1.0 - settings.forgetting) / (1.0 + scale))
 }
 
@@ -258,7 +258,7 @@ impl<const M: usize> Seen<M> {
     /// The same for an output whose covariance is the first's scaled by
     /// `ratio` (its `z` is the first's times `sqrt(ratio)`).
     fn scaled(&self, ratio: f32) -> Self {
-        let root = libm::sqrtf(ratio);
+        let (root, _) = whitened::root_and_reciprocal(ratio);
         Seen {
             z: self.z.map(|v| root * v),
             sz: self.sz.map(|v| root * v),
@@ -586,7 +586,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                     return Err(Error::InvalidTarget);
                 };
                 let c = 1.0 + latent_variance;
-                let root = libm::sqrtf(c);
+                let (root, _) = whitened::root_and_reciprocal(c);
                 let t = sign * (latent_mean + output.bias) / root;
                 let ratio = inverse_mills(t);
                 let probability = math::normal_cdf((latent_mean + output.bias) / root);
@@ -600,7 +600,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 (sign * ratio / root, ratio * (t + ratio) / c, innovation)
             }
         };
-        let root_weight = libm::sqrtf(weight);
+        let (root_weight, _) = whitened::root_and_reciprocal(weight);
         let mut mean = [0.0f32; M];
         let mut step_gain = [0.0f32; M];
         let old = output.mean();
@@ -616,7 +616,10 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         }
         let mut beta = mean;
         let (factor, ratio) = match output.shared_variance {
-            Some(ratio) => (self.outputs.first().unwrap_or(output), libm::sqrtf(ratio)),
+            Some(ratio) => (
+                self.outputs.first().unwrap_or(output),
+                whitened::root_and_reciprocal(ratio).0,
+            ),
             None => (output, 1.0),
         };
         whitened::back_substitute_first(
