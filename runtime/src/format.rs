@@ -196,10 +196,10 @@ pub enum VarianceForm {
     /// matrix-vector product, `M (M + 1) / 2` multiply-adds whose rows do
     /// not wait on each other, and no `l2` (format version 4).
     Product,
-    /// `L1 = chol(K_M)` and, in `l2`, a lower-triangular `G` that gives the
-    /// posterior of the whitened inducing values `L1^-1 u` its covariance
-    /// `S = G + G^T - G^T G`: `k^T W k = |z|^2 - z^T S z`, `z = L1^-1 k`
-    /// (format version 7). The form a model learns on the device in
+    /// `L1 = chol(K_M)` and, in `l2`, a strictly lower `G` and a diagonal
+    /// `d` that give the posterior of the whitened inducing values `L1^-1
+    /// u` its covariance `S`, `I - S = (I - G)^T (I - diag(d)) (I - G)`:
+    /// `k^T W k = |z|^2 - z^T S z`, `z = L1^-1 k` (format version 7). The form a model learns on the device in
     /// ([`crate::Model::update`]); the blob then carries a
     /// [`Field::Learning`] block.
     Whitened,

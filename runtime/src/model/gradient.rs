@@ -188,15 +188,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             ),
             VarianceForm::Whitened => {
                 // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
-                // and (I - S) z = t - G^T t with t = z - G z.
-                let mut t = [0.0f32; M];
-                for (ti, &[z, gz]) in t.iter_mut().zip(&u) {
-                    *ti = z - gz;
+                // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
+                for (pair, &d) in u.iter_mut().zip(&source.inv_diagonal2) {
+                    let dt = (1.0 - d) * (pair[0] - pair[1]);
+                    *pair = [dt, -dt];
                 }
-                let w = whitened::multiply_transposed(factors, &source.inv_diagonal2, &t, self.m);
+                whitened::add_transposed(factors, &mut u, self.m);
                 let mut r = [0.0f32; M];
-                for ((ri, &ti), &wi) in r.iter_mut().zip(&t).zip(&w) {
-                    *ri = ti - wi;
+                for (ri, pair) in r.iter_mut().zip(&u) {
+                    *ri = pair[0];
                 }
                 whitened::back_substitute_first(factors, &source.diagonal1, &mut r, self.m);
                 for (pair, &ri) in u.iter_mut().zip(&r) {

@@ -3,12 +3,13 @@
 //! basis and hyperparameters fixed, in `O(M^2)` and without a heap.
 //!
 //! In whitened coordinates (`z = L1^-1 k`, `L1 = chol(K_M)`) the posterior
-//! is `N(a, S)` with `a = L1^T beta` and `S = G + G^T - G^T G`. One
+//! is `N(a, S)` with `a = L1^T beta` and `I - S = (I - G)^T (I - diag(d))
+//! (I - G)` (see `crate::whitened`). One
 //! observation `y` at `x`, after forgetting `S <- lam S + (1 - lam) I`,
 //! `a <- sqrt(lam) a` (a plant that drifts back towards the prior, an
 //! AR(1) process in time), is a Kalman step: `D = gamma + z^T S z`,
 //! `a += S z (y - z^T a) / D`, `S -= S z z^T S / D` (one rank-one update of
-//! `I - G` by rotations), then `beta = L1^-T a`. A probit label takes one
+//! `I - S`, Bierman's), then `beta = L1^-T a`. A probit label takes one
 //! step of assumed-density filtering instead, with the same `S z`.
 //! The guide's chapter "Learning on the device" derives it.
 
@@ -183,66 +184,73 @@ pub(super) fn fingerprint(blob: &[u8], spans: &[Spans], m: usize) -> u32 {
     digest.finalize()
 }
 
-/// An output's update, computed and checked but not yet applied.
-struct Step<const M: usize> {
-    /// The new whitened mean and weights.
-    mean: [f32; M],
-    beta: [f32; M],
-    /// The vector whose outer product joins `I - S` (consumed by the
-    /// rotations).
-    gain: [f32; M],
+/// What an observation does to one output, decided before anything
+/// changes: the mean's gain on `S z`, the weight of `(S z)(S z)^T` in
+/// `I - S`, and what the output predicted.
+#[derive(Clone, Copy)]
+struct Plan {
+    gain: f32,
+    weight: f32,
     innovation: Innovation,
 }
 
-/// The forgetting factor's square root and `1 - sqrt(lam)` (computed as
-/// `(1 - lam) / (1 + sqrt(lam))`: no cancellation for `lam` near 1).
-fn forgetting(settings: UpdateSettings) -> (f32, f32) {
-    let (scale, _) = whitened::root_and_reciprocal(settings.forgetting);
-    (scale, (1.0 - settings.forgetting) / (1.0 + scale))
+impl Plan {
+    const EMPTY: Plan = Plan {
+        gain: 0.0,
+        weight: 0.0,
+        innovation: Innovation {
+            prediction: Prediction {
+                mean: 0.0,
+                variance: 0.0,
+            },
+            residual: 0.0,
+        },
+    };
 }
 
-/// What the posterior says at one input, forgetting applied: `z`, `S z`,
-/// `|z|^2` and `z^T S z` (clamped to `[0, |z|^2]`, where it keeps the
-/// variance between 0 and the prior).
+/// Larger mean gains are refused as an invalid target: a finite target
+/// that far out would overflow the means.
+const GAIN_LIMIT: f32 = 1e30;
+
+/// What the posterior, forgotten by `lam`, says at one input: `S z` (the
+/// first of each pair), `|z|^2` and `z^T S z` (clamped to `[0, |z|^2]`,
+/// where it keeps the variance between 0 and the prior).
 struct Seen<const M: usize> {
-    z: [f32; M],
-    sz: [f32; M],
+    sz: [[f32; 2]; M],
     n: f32,
     zsz: f32,
 }
 
 impl<const M: usize> Seen<M> {
-    /// At basis values `k`, from `output`'s factors. Without forgetting
-    /// (`scale = 1`) `z^T S z` is the very sum [`Model::predict`] makes.
-    fn of(output: &Output<M>, k: &[f32; M], m: usize, scale: f32, shift: f32) -> Self {
+    /// At basis values `k`, from `output`'s factors, in one pass with the
+    /// solve and a second for `G^T`. `S` forgotten is `I - U^T (lam D)
+    /// U`: only `d` changes, to `(1 - lam) + lam d` (and is `d` itself
+    /// without forgetting, so `z^T S z` is then [`Model::predict`]'s sum).
+    fn of(output: &Output<M>, k: &[f32; M], m: usize, lam: f32) -> Self {
         let packed = output.factors.as_flattened();
-        let mut zu = [[0.0f32; 2]; M];
+        let mut sz = [[0.0f32; 2]; M];
         let (n, exact) = whitened::solve_and_multiply(
             packed,
             &output.diagonal1,
             &output.inv_diagonal2,
             k,
             m,
-            &mut zu,
+            &mut sz,
         );
-        // G forgotten: shift I + scale G, so u = shift z + scale G z.
-        let mut z = [0.0f32; M];
-        let mut t = [0.0f32; M];
-        let mut u = [0.0f32; M];
+        let shift = 1.0 - lam;
+        // S z = z - U^T D U z = u + d t + G^T (D t) with t = z - u: the
+        // first two terms and D t in place of (z, u), then G^T (D t) onto
+        // them.
         let mut zsz = 0.0f32;
-        for (((zi, ti), ui), &[z0, u0]) in z.iter_mut().zip(&mut t).zip(&mut u).zip(&zu).take(m) {
-            let uf = shift * z0 + scale * u0;
-            *zi = z0;
-            *ui = uf;
-            *ti = z0 - uf;
-            zsz += uf * (z0 + *ti);
+        for (pair, &d) in sz.iter_mut().zip(&output.inv_diagonal2).take(m) {
+            let [z, u] = *pair;
+            let d = shift + lam * d;
+            let t = z - u;
+            zsz += whitened::quadratic(z, u, d);
+            *pair = [u + d * t, t - d * t];
         }
-        let w = whitened::multiply_transposed(packed, &output.inv_diagonal2, &t, m);
-        let mut sz = [0.0f32; M];
-        for (((s, &ui), &wi), &ti) in sz.iter_mut().zip(&u).zip(&w).zip(&t).take(m) {
-            *s = ui + scale * wi + shift * ti;
-        }
-        let zsz = if scale == 1.0 { exact } else { zsz };
+        let zsz = if lam == 1.0 { exact } else { zsz };
+        whitened::add_transposed(packed, &mut sz, m);
         let zsz = if zsz > 0.0 {
             if zsz < n {
                 zsz
@@ -252,19 +260,7 @@ impl<const M: usize> Seen<M> {
         } else {
             0.0
         };
-        Seen { z, sz, n, zsz }
-    }
-
-    /// The same for an output whose covariance is the first's scaled by
-    /// `ratio` (its `z` is the first's times `sqrt(ratio)`).
-    fn scaled(&self, ratio: f32) -> Self {
-        let (root, _) = whitened::root_and_reciprocal(ratio);
-        Seen {
-            z: self.z.map(|v| root * v),
-            sz: self.sz.map(|v| root * v),
-            n: ratio * self.n,
-            zsz: ratio * self.zsz,
-        }
+        Seen { sz, n, zsz }
     }
 }
 
@@ -280,6 +276,124 @@ fn inverse_mills(t: f32) -> f32 {
     } else {
         let x = -t;
         x + 1.0 / (x + 2.0 / (x + 3.0 / (x + 4.0 / (x + 5.0 / x))))
+    }
+}
+
+/// Applies `plan` to an output with factors of its own, where the
+/// forgotten posterior gives `sz = S z`: the means `a <- sqrt(lam) a + S z
+/// gain` (`root = sqrt(lam)`), `I - S <- lam (I - S) + weight (S z)(S z)^T`
+/// and `beta = L1^-T a`, in one sweep over the factors.
+fn commit<const M: usize>(
+    output: &mut Output<M>,
+    sz: &mut [[f32; 2]; M],
+    plan: &Plan,
+    root: f32,
+    lam: f32,
+    m: usize,
+) {
+    let mean = output.mean_mut();
+    for (a, &[s, _]) in mean.iter_mut().zip(sz.iter()).take(m) {
+        *a = root * *a + s * plan.gain;
+    }
+    output.beta = *output.mean();
+    let (packed, _) = output.factors.split_at_mut(M.saturating_sub(1));
+    whitened::update_and_back_substitute(
+        packed.as_flattened_mut(),
+        &output.diagonal1,
+        &mut output.inv_diagonal2,
+        sz,
+        plan.weight,
+        lam,
+        &mut output.beta,
+        m,
+    );
+}
+
+/// The plan of an output for target `target` where the forgotten
+/// posterior gives `|z|^2 = n`, `z^T S z = zsz` and the latent mean
+/// `latent_mean`; refuses an invalid target or an outlier.
+fn plan_of<const M: usize>(
+    observation: Observation,
+    output: &Output<M>,
+    n: f32,
+    zsz: f32,
+    latent_mean: f32,
+    target: f32,
+    settings: UpdateSettings,
+) -> Result<Plan, Error> {
+    if !target.is_finite() {
+        return Err(Error::InvalidTarget);
+    }
+    let residual_variance = output.prior - n;
+    let latent_variance = residual_variance + zsz;
+    let latent_variance = if latent_variance > 0.0 {
+        latent_variance
+    } else {
+        0.0
+    };
+    let plan = match observation {
+        Observation::Fitc | Observation::Vfe => {
+            let row = if observation == Observation::Fitc && residual_variance > 0.0 {
+                residual_variance + output.noise
+            } else {
+                output.noise
+            };
+            let d = row + zsz;
+            let standard = (target - output.y_mean) / output.y_scale;
+            let residual = standard - latent_mean;
+            let predictive = latent_variance + output.noise;
+            // Written so that NaN (an overflow) is refused too.
+            let within = residual * residual <= settings.gate * settings.gate * predictive;
+            if !within {
+                return Err(if residual.is_finite() {
+                    Error::Outlier
+                } else {
+                    Error::InvalidTarget
+                });
+            }
+            let prediction = Prediction {
+                mean: output.y_mean + output.y_scale * latent_mean,
+                variance: output.y_scale * output.y_scale * predictive,
+            };
+            Plan {
+                gain: residual / d,
+                weight: 1.0 / d,
+                innovation: Innovation {
+                    prediction,
+                    residual: target - prediction.mean,
+                },
+            }
+        }
+        Observation::Probit => {
+            let sign = if target == 1.0 {
+                1.0
+            } else if target == 0.0 {
+                -1.0
+            } else {
+                return Err(Error::InvalidTarget);
+            };
+            let c = 1.0 + latent_variance;
+            let (root, _) = whitened::root_and_reciprocal(c);
+            let t = sign * (latent_mean + output.bias) / root;
+            let ratio = inverse_mills(t);
+            let probability = math::normal_cdf((latent_mean + output.bias) / root);
+            Plan {
+                gain: sign * ratio / root,
+                weight: ratio * (t + ratio) / c,
+                innovation: Innovation {
+                    prediction: Prediction {
+                        mean: latent_mean + output.bias,
+                        variance: latent_variance,
+                    },
+                    residual: target - probability,
+                },
+            }
+        }
+    };
+    if plan.gain.abs() < GAIN_LIMIT && plan.weight.is_finite() {
+        Ok(plan)
+    } else {
+        Err(Error::InvalidTarget)
     }
 }
 
@@ -453,195 +567,64 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let z = self.features(x)?;
         let mut k = [0.0f32; M];
         let first_mean = self.kernel(&z, &mut k)?;
-        let (scale, shift) = forgetting(settings);
+        let lam = settings.forgetting;
+        let (root, _) = whitened::root_and_reciprocal(lam);
         let m = self.m;
-        // First every output's step, checked; then every change at once.
         let first = self.outputs.first().ok_or(Error::NotUpdatable)?;
-        let first_seen = Seen::of(first, &k, m, scale, shift);
-        let mut steps = [const { None }; P];
-        for (p, (slot, &target)) in steps.iter_mut().zip(y).enumerate() {
+        let seen = Seen::of(first, &k, m, lam);
+        // First every output's plan, checked; then every change.
+        let mut plans = [Plan::EMPTY; P];
+        for (p, (plan, &target)) in plans.iter_mut().zip(y).enumerate() {
             let output = self.outputs.get(p).ok_or(Error::NotUpdatable)?;
-            let own;
-            let seen = match output.shared_variance {
-                Some(ratio) => {
-                    own = first_seen.scaled(ratio);
-                    &own
-                }
-                None if p == 0 => &first_seen,
+            let (n, zsz) = match output.shared_variance {
+                Some(ratio) => (ratio * seen.n, ratio * seen.zsz),
+                None if p == 0 => (seen.n, seen.zsz),
                 None => {
-                    own = Seen::of(output, &k, m, scale, shift);
-                    &own
+                    let own = Seen::of(output, &k, m, lam);
+                    (own.n, own.zsz)
                 }
             };
-            let latent_mean = scale * self.output_latent_mean(p, first_mean, output, &k)?;
-            *slot = Some(self.step(
-                observation,
-                output,
-                seen,
-                latent_mean,
-                target,
-                settings,
-                scale,
-            )?);
+            let latent_mean = root * self.output_latent_mean(p, first_mean, output, &k)?;
+            *plan = plan_of(observation, output, n, zsz, latent_mean, target, settings)?;
         }
-        let mut innovations = super::Outputs::filled(
-            Innovation {
-                prediction: Prediction {
-                    mean: 0.0,
-                    variance: 0.0,
-                },
-                residual: 0.0,
-            },
-            count,
-        );
-        for (p, (step, slot)) in steps
-            .iter_mut()
-            .zip(innovations.values.iter_mut())
-            .enumerate()
-        {
-            let (Some(step), Some(output)) = (step.as_mut(), self.outputs.get_mut(p)) else {
-                continue;
-            };
-            *slot = step.innovation;
-            // An output that shares the first's variance shares its S.
-            if output.shared_variance.is_none() {
-                let (packed, _) = output.factors.split_at_mut(M.saturating_sub(1));
-                whitened::rotate(
-                    packed.as_flattened_mut(),
-                    &mut output.inv_diagonal2,
-                    &mut step.gain,
-                    m,
-                    scale,
-                    shift,
-                );
+        let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
+        let mut innovations = super::Outputs::filled(Plan::EMPTY.innovation, count);
+        for (slot, plan) in innovations.values.iter_mut().zip(&plans) {
+            *slot = plan.innovation;
+        }
+        // The further outputs first: those that share the first's S read
+        // its S z, which the first's own update then consumes.
+        let mut plans = plans.iter();
+        let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
+        for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
+            match output.shared_variance {
+                // The first output's S and L1, scaled: z = sqrt(ratio) z_0.
+                Some(ratio) => {
+                    let (scale, _) = whitened::root_and_reciprocal(ratio);
+                    let mean = output.mean_mut();
+                    for (a, &[s, _]) in mean.iter_mut().zip(&seen.sz).take(m) {
+                        *a = root * *a + scale * s * plan.gain;
+                    }
+                    let mut beta = *mean;
+                    whitened::back_substitute_first(
+                        first.factors.as_flattened(),
+                        &first.diagonal1,
+                        &mut beta,
+                        m,
+                    );
+                    for (b, &v) in output.beta.iter_mut().zip(&beta).take(m) {
+                        *b = scale * v;
+                    }
+                }
+                None => {
+                    let mut own = Seen::of(output, &k, m, lam);
+                    commit(output, &mut own.sz, plan, root, lam, m);
+                }
             }
-            *output.mean_mut() = step.mean;
-            output.beta = step.beta;
         }
+        let mut seen = seen;
+        commit(first, &mut seen.sz, &plan, root, lam, m);
         Ok(innovations)
-    }
-
-    /// One output's step for target `target` where the posterior, forgotten
-    /// by `scale = sqrt(lam)`, gives `seen` and the latent mean
-    /// `latent_mean`; nothing is changed.
-    #[allow(clippy::too_many_arguments)]
-    fn step(
-        &self,
-        observation: Observation,
-        output: &Output<M>,
-        seen: &Seen<M>,
-        latent_mean: f32,
-        target: f32,
-        settings: UpdateSettings,
-        scale: f32,
-    ) -> Result<Step<M>, Error> {
-        if !target.is_finite() {
-            return Err(Error::InvalidTarget);
-        }
-        let m = self.m;
-        let residual_variance = output.prior - seen.n;
-        let latent_variance = residual_variance + seen.zsz;
-        let latent_variance = if latent_variance > 0.0 {
-            latent_variance
-        } else {
-            0.0
-        };
-        // The mean's gain on S z and the weight of S z S z^T in I - S.
-        let (gain, weight, innovation) = match observation {
-            Observation::Fitc | Observation::Vfe => {
-                let row = if observation == Observation::Fitc && residual_variance > 0.0 {
-                    residual_variance + output.noise
-                } else {
-                    output.noise
-                };
-                let d = row + seen.zsz;
-                let standard = (target - output.y_mean) / output.y_scale;
-                let residual = standard - latent_mean;
-                let predictive = latent_variance + output.noise;
-                // Written so that NaN (an overflow) is refused too.
-                let within = residual * residual <= settings.gate * settings.gate * predictive;
-                if !within {
-                    return Err(if residual.is_finite() {
-                        Error::Outlier
-                    } else {
-                        Error::InvalidTarget
-                    });
-                }
-                let prediction = Prediction {
-                    mean: output.y_mean + output.y_scale * latent_mean,
-                    variance: output.y_scale * output.y_scale * predictive,
-                };
-                let innovation = Innovation {
-                    prediction,
-                    residual: target - prediction.mean,
-                };
-                (residual / d, 1.0 / d, innovation)
-            }
-            Observation::Probit => {
-                let sign = if target == 1.0 {
-                    1.0
-                } else if target == 0.0 {
-                    -1.0
-                } else {
-                    return Err(Error::InvalidTarget);
-                };
-                let c = 1.0 + latent_variance;
-                let (root, _) = whitened::root_and_reciprocal(c);
-                let t = sign * (latent_mean + output.bias) / root;
-                let ratio = inverse_mills(t);
-                let probability = math::normal_cdf((latent_mean + output.bias) / root);
-                let innovation = Innovation {
-                    prediction: Prediction {
-                        mean: latent_mean + output.bias,
-                        variance: latent_variance,
-                    },
-                    residual: target - probability,
-                };
-                (sign * ratio / root, ratio * (t + ratio) / c, innovation)
-            }
-        };
-        let (root_weight, _) = whitened::root_and_reciprocal(weight);
-        let mut mean = [0.0f32; M];
-        let mut step_gain = [0.0f32; M];
-        let old = output.mean();
-        for (((a, g), &s), &a0) in mean
-            .iter_mut()
-            .zip(&mut step_gain)
-            .zip(&seen.sz)
-            .zip(old)
-            .take(m)
-        {
-            *a = scale * a0 + s * gain;
-            *g = s * root_weight;
-        }
-        let mut beta = mean;
-        let (factor, ratio) = match output.shared_variance {
-            Some(ratio) => (
-                self.outputs.first().unwrap_or(output),
-                whitened::root_and_reciprocal(ratio).0,
-            ),
-            None => (output, 1.0),
-        };
-        whitened::back_substitute_first(
-            factor.factors.as_flattened(),
-            &factor.diagonal1,
-            &mut beta,
-            m,
-        );
-        let mut finite = true;
-        for ((b, &a), &g) in beta.iter_mut().zip(&mean).zip(&step_gain).take(m) {
-            *b *= ratio;
-            finite &= b.is_finite() && a.is_finite() && g.is_finite();
-        }
-        if !finite {
-            return Err(Error::InvalidTarget);
-        }
-        Ok(Step {
-            mean,
-            beta,
-            gain: step_gain,
-            innovation,
-        })
     }
 
     /// Writes the model, with everything it has learned, as a blob into

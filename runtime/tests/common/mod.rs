@@ -368,17 +368,59 @@ pub fn forward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
     z
 }
 
-/// `S = G + G^T - G^T G` of the whitened form's `G`.
+/// `S = I - (I - G)^T (I - diag(d)) (I - G)` of the whitened form, from
+/// its `l2` as a dense matrix: `G` strictly below the diagonal, `d` on it.
 pub fn covariance(g: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let m = g.len();
+    let u = |i: usize, j: usize| {
+        if i == j {
+            1.0
+        } else if j < i {
+            -g[i][j]
+        } else {
+            0.0
+        }
+    };
     let mut s = vec![vec![0.0; m]; m];
     for a in 0..m {
         for b in 0..m {
-            let gtg: f64 = (0..m).map(|r| g[r][a] * g[r][b]).sum();
-            s[a][b] = g[a][b] + g[b][a] - gtg;
+            let e: f64 = (0..m).map(|r| u(r, a) * (1.0 - g[r][r]) * u(r, b)).sum();
+            s[a][b] = if a == b { 1.0 } else { 0.0 } - e;
         }
     }
     s
+}
+
+/// The whitened form's `l2` of `I - S = e` (packed: `G` strictly below
+/// the diagonal, `d` on it), from a Cholesky factorisation of `e` with rows
+/// and columns reversed: `e = F^T F`, `F = D^(1/2) (I - G)`.
+pub fn ud_packed(e: &dyn Fn(usize, usize) -> f64, m: usize) -> Vec<f32> {
+    let rev = |i: usize| m - 1 - i;
+    let mut l = vec![vec![0.0; m]; m];
+    for i in 0..m {
+        for j in 0..=i {
+            let dot: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
+            let v = e(rev(i), rev(j)) - dot;
+            l[i][j] = if i == j {
+                v.max(1e-300).sqrt()
+            } else {
+                v / l[j][j]
+            };
+        }
+    }
+    let mut out = Vec::new();
+    for i in 0..m {
+        let fii = l[rev(i)][rev(i)];
+        for j in 0..=i {
+            let f = l[rev(j)][rev(i)];
+            out.push(if i == j {
+                ((1.0 - fii * fii) as f32).max(1e-30)
+            } else {
+                (-f / fii) as f32
+            });
+        }
+    }
+    out
 }
 
 /// `z^T S z`.
@@ -421,44 +463,14 @@ pub fn whitened(spec: &ModelSpec, observation: Observation) -> ModelSpec {
                 .collect()
         })
         .collect();
-    // E = I - S reversed, its Cholesky L, F = J L^T J.
     let e = |a: usize, b: usize| (if a == b { 1.0 } else { 0.0 }) - s[a][b];
-    let rev = |i: usize| m - 1 - i;
-    let mut l = vec![vec![0.0; m]; m];
-    for i in 0..m {
-        for j in 0..=i {
-            let dot: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
-            let v = e(rev(i), rev(j)) - dot;
-            l[i][j] = if i == j {
-                v.max(0.0).sqrt()
-            } else {
-                v / l[j][j]
-            };
-        }
-    }
-    let mut g = Vec::new();
-    for i in 0..m {
-        for j in 0..=i {
-            let f = l[rev(j)][rev(i)];
-            g.push(if i == j { 1.0 - f } else { -f });
-        }
-    }
+    let l2 = ud_packed(&e, m);
     let beta: Vec<f64> = spec.beta.iter().map(|&v| f64::from(v)).collect();
     let mean: Vec<f64> = (0..m)
         .map(|j| (j..m).map(|i| l1[i][j] * beta[i]).sum())
         .collect();
     let mut out = spec.clone();
-    out.l2 = g.iter().map(|&v| (v as f32).max(1e-30)).collect::<Vec<_>>();
-    // Only the diagonal keeps the floor: off-diagonal entries may be negative.
-    let mut at = 0;
-    for i in 0..m {
-        for j in 0..=i {
-            if i != j {
-                out.l2[at] = g[at] as f32;
-            }
-            at += 1;
-        }
-    }
+    out.l2 = l2;
     out.variance = VarianceForm::Whitened;
     out.learning = Some(Learning {
         observation,
@@ -563,27 +575,7 @@ pub fn with_posterior(
 ) -> ModelSpec {
     let m = alpha.len();
     let l1 = dense(&spec.l1, m);
-    let rev = |i: usize| m - 1 - i;
-    let mut l = vec![vec![0.0; m]; m];
-    for i in 0..m {
-        for j in 0..=i {
-            let e = (if i == j { 1.0 } else { 0.0 }) - s[rev(i)][rev(j)];
-            let dot: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
-            let v = e - dot;
-            l[i][j] = if i == j {
-                v.max(1e-30).sqrt()
-            } else {
-                v / l[j][j]
-            };
-        }
-    }
-    let mut g = vec![vec![0.0; m]; m];
-    for i in 0..m {
-        for j in 0..=i {
-            let f = l[rev(j)][rev(i)];
-            g[i][j] = if i == j { (1.0 - f).max(1e-30) } else { -f };
-        }
-    }
+    let l2 = ud_packed(&|a, b| (if a == b { 1.0 } else { 0.0 }) - s[a][b], m);
     let mut beta = alpha.to_vec();
     for i in (0..m).rev() {
         beta[i] /= l1[i][i];
@@ -592,7 +584,7 @@ pub fn with_posterior(
         }
     }
     let mut out = spec.clone();
-    out.l2 = packed(&g);
+    out.l2 = l2;
     out.beta = beta.iter().map(|&v| v as f32).collect();
     out.shape.two_factors = true;
     out.variance = VarianceForm::Whitened;

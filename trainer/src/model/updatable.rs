@@ -55,7 +55,8 @@ pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Resul
     }
 }
 
-/// `G` and the mean `L1^T beta` of `form` (two factors).
+/// `G` (strictly lower, `d` on its diagonal) and the mean `L1^T beta` of
+/// `form` (two factors).
 ///
 /// # Errors
 /// [`Error::BadInput`] for a one-factor form (the exact GP, the IVM: their
@@ -80,13 +81,19 @@ pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>
     for delta in JITTERS {
         match cholesky(&(&reversed_e + DMatrix::identity(m, m) * delta)) {
             Ok(l) => {
-                // I - S = F^T F with F = J L^T J lower triangular; G = I - F.
+                // I - S = F^T F with F = J L^T J lower triangular, and F =
+                // D^(1/2) (I - G): G strictly lower, d = 1 - F_ii^2 on the
+                // diagonal (a row F cannot scale, F_ii = 0, adds nothing:
+                // its G is zero).
                 let f = reversed(&l.transpose());
-                let mut g = DMatrix::identity(m, m) - f;
-                g.fill_upper_triangle(0.0, 1);
-                for i in 0..m {
-                    g[(i, i)] = g[(i, i)].max(DIAGONAL_FLOOR);
-                }
+                let g = DMatrix::from_fn(m, m, |i, j| {
+                    let fii = f[(i, i)];
+                    match j.cmp(&i) {
+                        std::cmp::Ordering::Less if fii > 0.0 => -f[(i, j)] / fii,
+                        std::cmp::Ordering::Equal => (1.0 - fii * fii).max(DIAGONAL_FLOOR),
+                        _ => 0.0,
+                    }
+                });
                 let mean = form.l1.tr_mul(&form.beta);
                 return Ok((g, mean));
             }
@@ -206,7 +213,13 @@ mod tests {
         let model = fit(&data, &params, &mut |_| {}).unwrap().model;
         let (g, mean) = whitened_factor(&model.form).unwrap();
         let m = g.nrows();
-        let s = &g + g.transpose() - g.transpose() * &g;
+        let u = DMatrix::from_fn(m, m, |i, j| match j.cmp(&i) {
+            std::cmp::Ordering::Less => -g[(i, j)],
+            std::cmp::Ordering::Equal => 1.0,
+            _ => 0.0,
+        });
+        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| 1.0 - g[(i, i)]));
+        let s = DMatrix::identity(m, m) - u.transpose() * d * &u;
         let l_a = lower_inverse(&model.form.l1).unwrap() * model.form.l2.as_ref().unwrap();
         let a = &l_a * l_a.transpose();
         let err = (&a * &s - DMatrix::identity(m, m)).abs().max();
