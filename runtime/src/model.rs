@@ -16,7 +16,7 @@ mod outputs;
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
 pub use learning::{Innovation, UpdateSettings};
-use learning::{Origin, Spans};
+use learning::{Learns, Origin, Spans};
 use outputs::Output;
 pub use outputs::{Classification, Outputs};
 
@@ -60,7 +60,7 @@ impl Prediction {
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (P (M^2 + 3M + 10) + M (2G + 1) + G D + 4D + 10) + 32 (D + P)`
+/// RAM: `4 (P (M^2 + 3M + 10) + M (2G + 1) + G D + 4D + 11) + 32 (D + P)`
 /// bytes plus a few words (see [`ram_bytes`], [`ram_bytes_with_outputs`]);
 /// each output's two triangular factors share one `M x M` array, the
 /// column names take [`NAME_CAPACITY`] + 1 bytes each.
@@ -99,8 +99,10 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// Training-input range (raw units); meaningful only when `ranged`.
     x_min: [f32; D],
     x_max: [f32; D],
-    /// What [`Model::update`] does with an observation.
-    settings: UpdateSettings,
+    /// What [`Model::update`] does with an observation, once set (`None`,
+    /// the default settings, is all zero bits: an empty model must be, or
+    /// the compiler keeps a flash image of it to copy).
+    settings: Option<UpdateSettings>,
     /// The loaded blob, for [`Model::write_blob`] (an updatable model).
     origin: Origin,
     shape: Shape,
@@ -114,9 +116,8 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// Outputs in the loaded blob, `1..=P` (0 when empty); in the same
     /// padding.
     p: u16,
-    /// How an updatable model (format version 7) learns; `None` for every
-    /// other model.
-    learning: Option<Observation>,
+    /// How an updatable model (format version 7) learns, or not.
+    learning: Learns,
 }
 
 /// What [`Model::load`] publishes once a blob decoded without error.
@@ -156,8 +157,9 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
 pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
     // Each output's numbers, name, shared-variance ratio and learned spans.
     let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-    // The basis, the scaling, the range, the update settings and origin.
-    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d + 4;
+    // The basis, the scaling, the range, the update settings (an option:
+    // three words) and the origin (two).
+    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
     // the variance form, the output count and the learning flag (two
@@ -221,15 +223,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         x_max: [0.0; D],
         input_names: [const { Name::new() }; D],
         ranged: false,
-        settings: UpdateSettings {
-            forgetting: 1.0,
-            gate: f32::INFINITY,
-        },
+        settings: None,
         origin: Origin {
             len: 0,
             fingerprint: 0,
         },
-        learning: None,
+        learning: Learns::Not,
     };
 
     /// An empty model (every prediction fails with [`Error::InputLength`])
@@ -294,7 +293,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.g = 0;
         self.p = 0;
         self.ranged = false;
-        self.learning = None;
+        self.learning = Learns::Not;
         let decoded = self.decode(bytes)?;
         let shape = decoded.shape;
         self.shape = shape;
@@ -303,7 +302,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
         self.p = decoded.outputs;
-        self.learning = decoded.learning;
+        self.learning = Learns::of(decoded.learning);
         self.origin = decoded.origin;
         Ok(())
     }
@@ -972,7 +971,7 @@ mod tests {
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
         let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d + 4) + p * output;
+        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d + 5) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
         (sizes_at + 2 * word + names + 5).next_multiple_of(word)
@@ -1001,7 +1000,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2188);
-        assert_eq!(ram_bytes(32, 4, 4), 6028);
+        assert_eq!(ram_bytes(16, 4, 4), 2192);
+        assert_eq!(ram_bytes(32, 4, 4), 6032);
     }
 }

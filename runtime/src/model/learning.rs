@@ -97,6 +97,39 @@ impl Innovation {
     }
 }
 
+/// How a [`Model`] learns: [`Observation`] with a variant for "not at
+/// all" that is zero, as every field of an empty model must be (or the
+/// compiler keeps a flash image of it to copy: `Option<Observation>`'s
+/// `None` is 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Learns {
+    Not = 0,
+    Fitc,
+    Vfe,
+    Probit,
+}
+
+impl Learns {
+    pub(super) fn of(observation: Option<Observation>) -> Self {
+        match observation {
+            None => Learns::Not,
+            Some(Observation::Fitc) => Learns::Fitc,
+            Some(Observation::Vfe) => Learns::Vfe,
+            Some(Observation::Probit) => Learns::Probit,
+        }
+    }
+
+    fn observation(self) -> Option<Observation> {
+        match self {
+            Learns::Not => None,
+            Learns::Fitc => Some(Observation::Fitc),
+            Learns::Vfe => Some(Observation::Vfe),
+            Learns::Probit => Some(Observation::Probit),
+        }
+    }
+}
+
 /// Where an output's learned numbers sit in the blob it was loaded from:
 /// byte offsets of the first `f32` of `beta`, `l2` and its mean in the
 /// learning block (0: the output has no such field).
@@ -296,7 +329,9 @@ fn commit<const M: usize>(
         *a = root * *a + s * plan.gain;
     }
     output.beta = *output.mean();
-    let (packed, _) = output.factors.split_at_mut(M.saturating_sub(1));
+    let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
+        return;
+    };
     whitened::update_and_back_substitute(
         packed.as_flattened_mut(),
         &output.diagonal1,
@@ -408,7 +443,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn is_updatable(&self) -> bool {
-        self.learning.is_some()
+        self.learning != Learns::Not
     }
 
     /// How a new observation enters ([`Observation`]), for an updatable
@@ -421,7 +456,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// # Ok::<(), sgp_runtime::Error>(())
     /// ```
     pub fn observation(&self) -> Option<Observation> {
-        self.learning
+        self.learning.observation()
     }
 
     /// The settings [`Model::update`] uses (the default after a load:
@@ -432,7 +467,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// assert_eq!(model.update_settings(), Default::default());
     /// ```
     pub fn update_settings(&self) -> UpdateSettings {
-        self.settings
+        self.settings.unwrap_or_default()
     }
 
     /// Sets the settings [`Model::update`] and [`Model::update_all`] use
@@ -453,7 +488,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// [`Error::InvalidSetting`] for a forgetting factor outside `(0, 1]`
     /// or a gate that is not `> 0` (the settings are then unchanged).
     pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
-        self.settings = settings.check()?;
+        self.settings = Some(settings.check()?);
         Ok(())
     }
 
@@ -483,7 +518,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// [`Error::InvalidTarget`] for a NaN or infinite target (or a label
     /// other than 0 or 1); [`Error::Outlier`] beyond the gate.
     pub fn update(&mut self, x: &[f32], y: f32) -> Result<Innovation, Error> {
-        self.update_with(x, y, self.settings)
+        self.update_with(x, y, self.update_settings())
     }
 
     /// [`Model::update`] with `settings` for this call only.
@@ -508,7 +543,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         settings: UpdateSettings,
     ) -> Result<Innovation, Error> {
         let count = self.output_count();
-        if self.learning.is_some() && count != 1 {
+        if self.learning != Learns::Not && count != 1 {
             return Err(Error::TargetLength {
                 expected: count,
                 found: 1,
@@ -542,7 +577,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         x: &[f32],
         y: &[f32],
     ) -> Result<super::Outputs<Innovation, P>, Error> {
-        self.update_all_with(x, y, self.settings)
+        self.update_all_with(x, y, self.update_settings())
     }
 
     /// [`Model::update_all`] with `settings` for this call only.
@@ -555,7 +590,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         y: &[f32],
         settings: UpdateSettings,
     ) -> Result<super::Outputs<Innovation, P>, Error> {
-        let observation = self.learning.ok_or(Error::NotUpdatable)?;
+        let observation = self.learning.observation().ok_or(Error::NotUpdatable)?;
         let settings = settings.check()?;
         let count = self.output_count();
         if y.len() != count {
@@ -651,7 +686,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// (another basis or layout, or damaged), [`Error::BufferTooSmall`] if
     /// `out` is shorter than it.
     pub fn write_blob(&self, source: &[u8], out: &mut [u8]) -> Result<usize, Error> {
-        if self.learning.is_none() {
+        if self.learning == Learns::Not {
             return Err(Error::NotUpdatable);
         }
         let len = source.len();
@@ -673,7 +708,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             required: len,
             capacity,
         })?;
-        out.copy_from_slice(source);
+        for (o, &b) in out.iter_mut().zip(source) {
+            *o = b;
+        }
         let m = self.m;
         for output in outputs {
             let spans = output.spans;
@@ -685,8 +722,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         }
         let crc_at = len.saturating_sub(TRAILER_LEN);
         let crc = CRC.checksum(out.get(..crc_at).unwrap_or(&[]));
-        let trailer = out.get_mut(crc_at..).ok_or(Error::ForeignBlob)?;
-        trailer.copy_from_slice(&crc.to_le_bytes());
+        let trailer = out
+            .get_mut(crc_at..)
+            .and_then(|t| t.first_chunk_mut::<TRAILER_LEN>())
+            .ok_or(Error::ForeignBlob)?;
+        *trailer = crc.to_le_bytes();
         Ok(len)
     }
 }
