@@ -395,6 +395,12 @@ fn the_model_writes_itself_back() {
     );
     let fixed = Model::<4, 2, 2>::from_bytes(&common::doc_spec().to_bytes().unwrap()).unwrap();
     assert_eq!(fixed.write_blob(&blob, &mut out), Err(Error::NotUpdatable));
+    // The reset: loading the factory blob again returns to its posterior.
+    let factory = Model::<4, 2, 2>::from_bytes(&blob).unwrap();
+    model.load(&blob).unwrap();
+    for x in [[0.0, 0.0], [1.5, -0.7], [30.0, 9.0]] {
+        assert_eq!(model.predict(&x).unwrap(), factory.predict(&x).unwrap());
+    }
 }
 
 /// The learning block is checked as FORMAT.md says, with the same error
