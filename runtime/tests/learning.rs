@@ -90,6 +90,47 @@ impl Reference {
     }
 }
 
+impl Reference {
+    /// The probit label's assumed-density step: the moments of the tilted
+    /// posterior, in f64 (`erfc`-free: the labels here keep `t` moderate).
+    fn observe_probit(&mut self, x: &[f64], label: f64) -> (f64, f64) {
+        let m = self.alpha.len();
+        let z = self.z(x);
+        let n: f64 = z.iter().map(|v| v * v).sum();
+        let bias = f64::from(self.spec.bias);
+        let mean = z.iter().zip(&self.alpha).map(|(a, b)| a * b).sum::<f64>() + bias;
+        let var = (f64::from(self.spec.prior) - n).max(0.0) + quadratic(&self.s, &z);
+        let sign = if label == 1.0 { 1.0 } else { -1.0 };
+        let c = 1.0 + var;
+        let t = sign * mean / c.sqrt();
+        let pdf = (-0.5 * t * t).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let cdf = 0.5 * (1.0 + erf(t / std::f64::consts::SQRT_2));
+        let rho = pdf / cdf;
+        let sz: Vec<f64> = (0..m)
+            .map(|i| (0..m).map(|j| self.s[i][j] * z[j]).sum())
+            .collect();
+        for i in 0..m {
+            self.alpha[i] += sz[i] * sign * rho / c.sqrt();
+            for j in 0..m {
+                self.s[i][j] -= rho * (t + rho) / c * sz[i] * sz[j];
+            }
+        }
+        (mean, var)
+    }
+}
+
+/// `erf` by its series (|x| < 3 here), in f64.
+fn erf(x: f64) -> f64 {
+    let mut term = x;
+    let mut sum = x;
+    for k in 1..80 {
+        let k = f64::from(k);
+        term *= -x * x / k;
+        sum += term / (2.0 * k + 1.0);
+    }
+    2.0 / std::f64::consts::PI.sqrt() * sum
+}
+
 fn f32s(x: &[f64]) -> Vec<f32> {
     x.iter().map(|&v| v as f32).collect()
 }
@@ -192,6 +233,48 @@ fn updates_follow_an_f64_kalman_filter() {
             }
         }
     }
+}
+
+/// A binary probit classifier learns a label by one assumed-density step,
+/// as an f64 reference of the same step does; a label other than 0 or 1
+/// is an error.
+#[test]
+fn a_probit_label_takes_an_assumed_density_step() {
+    let mut spec = fitted_spec(3, 7, 3, &[], Observation::Fitc);
+    spec.shape.link = sgp_runtime::Link::Probit;
+    spec.bias = 0.2;
+    spec.learning.as_mut().unwrap().observation = Observation::Probit;
+    let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
+    let mut reference = Reference::of(&spec);
+    for lam in [1.0f32, 0.995] {
+        let settings = UpdateSettings {
+            forgetting: lam,
+            ..Default::default()
+        };
+        for (x, y) in rows_for(&spec, 200, 21, 0.1) {
+            let label = if y > f64::from(spec.y_mean) { 1.0 } else { 0.0 };
+            let seen = model
+                .update_with(&f32s(&x), label as f32, settings)
+                .unwrap();
+            reference.forget(f64::from(lam));
+            let (mean, var) = reference.observe_probit(&x, label);
+            let p = seen.prediction;
+            assert!(
+                (f64::from(p.mean) - mean).abs() < 1e-3 * var.sqrt().max(1.0),
+                "{p:?} {mean}"
+            );
+            assert!(
+                (f64::from(p.variance) - var).abs() < 1e-3 * var.max(1e-3),
+                "{p:?} {var}"
+            );
+        }
+    }
+    let before = model.predict(&[0.1, 0.2, 0.3]).unwrap();
+    assert_eq!(
+        model.update(&[0.1, 0.2, 0.3], 0.5),
+        Err(Error::InvalidTarget)
+    );
+    assert_eq!(model.predict(&[0.1, 0.2, 0.3]).unwrap(), before);
 }
 
 /// Without forgetting, updates reproduce the batch posterior of every row
