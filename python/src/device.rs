@@ -145,8 +145,14 @@ impl Model {
         let x = matrix(x, n, d, "X")?;
         let y = matrix(y, n, p, "y")?;
         let settings = sgp_runtime::UpdateSettings { forgetting, gate };
-        let replayed = py.detach(|| replay(&self.blob, &x, &y, settings)).py_err()?;
-        let steps = replayed.outputs.first().map(|t| t.steps.clone()).unwrap_or_default();
+        let replayed = py
+            .detach(|| replay(&self.blob, &x, &y, settings))
+            .py_err()?;
+        let steps = replayed
+            .outputs
+            .first()
+            .map(|t| t.steps.clone())
+            .unwrap_or_default();
         let mean = to_bytes(py, steps.iter().map(|s| s.mean));
         let variance = to_bytes(py, steps.iter().map(|s| s.variance));
         let learned = steps.iter().map(|s| s.learned).collect();

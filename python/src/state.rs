@@ -199,9 +199,7 @@ pub(crate) fn updatable_blob<'py>(
     };
     let set = sgp_trainer::model::ModelSet::single(model, Vec::new());
     let exported = py
-        .detach(|| {
-            sgp_trainer::export::updatable::export_updatable(&set, &x, approximation, force)
-        })
+        .detach(|| sgp_trainer::export::updatable::export_updatable(&set, &x, approximation, force))
         .py_err()?;
     Ok(pyo3::types::PyBytes::new(py, &exported.blob))
 }
