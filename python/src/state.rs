@@ -168,3 +168,38 @@ pub(crate) fn predict_state<'py>(
         probability,
     ))
 }
+
+/// The fitted model `state` as a blob that learns on the device (format
+/// version 7, what `sgp fit --updatable` writes), its sparse objective
+/// `approximation` (`"fitc"`, `"vfe"`, or none for a classifier), held to
+/// the usual runtime check at the `n x d` raw inputs `x`.
+#[pyfunction]
+#[pyo3(signature = (state, approximation, x, n, d, force=false))]
+pub(crate) fn updatable_blob<'py>(
+    py: Python<'py>,
+    state: &[u8],
+    approximation: Option<&str>,
+    x: &[u8],
+    n: usize,
+    d: usize,
+    force: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    use sgp_trainer::model::inference::Approximation;
+    let model = decode(state)?;
+    let x = matrix(x, n, d, "X")?;
+    let approximation = match approximation {
+        None => None,
+        Some("fitc") => Some(Approximation::Fitc),
+        Some("vfe") => Some(Approximation::Vfe),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "objective {other:?}: expected \"fitc\" or \"vfe\""
+            )))
+        }
+    };
+    let set = sgp_trainer::model::ModelSet::single(model, Vec::new());
+    let exported = py
+        .detach(|| sgp_trainer::export::updatable::export_updatable(&set, &x, approximation, force))
+        .py_err()?;
+    Ok(pyo3::types::PyBytes::new(py, &exported.blob))
+}

@@ -55,6 +55,7 @@ class _SparseGP(BaseEstimator):
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
+        updatable: bool = False,
     ) -> None:
         self.model = model
         self.m = m
@@ -69,6 +70,7 @@ class _SparseGP(BaseEstimator):
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
+        self.updatable = updatable
 
     def _fit_native(self, X: Any, y: Any, positive_class: Optional[float]) -> None:
         target = getattr(y, "name", None)
@@ -109,9 +111,15 @@ class _SparseGP(BaseEstimator):
         )
         if progress is not None:
             print(file=sys.stderr)
+        summary = json.loads(summary)
+        if self.updatable:
+            # The same f64 model, in the form that learns on the device.
+            blob = _native.updatable_blob(
+                state, summary["report"].get("approximation"), to_native(X), n, d,
+                force=self.force,
+            )
         self.blob_ = blob
         self._state = state
-        summary = json.loads(summary)
         for message in summary["warnings"]:
             warnings.warn(message, UserWarning, stacklevel=3)
         self.report_ = summary["report"]
@@ -197,6 +205,10 @@ _SETTINGS_DOC = """
     verbose : bool, default=False
         Print the optimiser's progress (iteration, budget, objective) on
         standard error, a line rewritten in place a few times a second.
+    updatable : bool, default=False
+        Export a blob that learns on the device (``sgp fit --updatable``:
+        format version 7, ``sgp.Model.update``); sparse regressions and the
+        svgp classifier.
 """
 
 

@@ -35,6 +35,13 @@ pub(crate) fn fit_classes_command(args: &FitArgs, data: &Dataset, quiet: bool) -
         member.link = sgp_runtime::Link::Softmax;
     }
     let raw_x = data.raw_x();
+    if args.updatable {
+        return Err(sgp_trainer::Error::BadInput(format!(
+            "--updatable: a classifier of {} classes cannot learn on the device (its labels have \
+             no rank-one update); a binary svgp classifier and the sparse regressions can",
+            set.members.len()
+        )));
+    }
     let exported = export_set(&set, &raw_x, args.force)?;
     write_file(&args.out, &exported.blob)?;
     if let Some(path) = &args.golden {

@@ -165,6 +165,12 @@ pub(crate) struct FitArgs {
     /// and raising the jitter does not cure it.
     #[arg(long)]
     force: bool,
+    /// Write a blob that learns on the device (format version 7): the
+    /// whitened form of the posterior and the learning block that
+    /// `Model::update` conditions on new observations (sparse regressions
+    /// and the binary svgp classifier; docs/src/learning.md).
+    #[arg(long)]
+    updatable: bool,
     /// Print the fit report as JSON on stdout instead of the summary.
     #[arg(long)]
     json: bool,

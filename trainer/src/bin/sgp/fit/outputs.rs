@@ -5,6 +5,7 @@ use std::path::Path;
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::export::cure::{export_outputs, Cure};
 use sgp_trainer::export::output_blob::set_blob;
+use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::multi_output::{fit_multi, MultiFitReport};
@@ -64,8 +65,16 @@ pub(crate) fn fit_outputs_command(
     bar.finish_and_clear();
     let mut fitted = fitted?;
     let raw_x = data.first().raw_x();
-    let (exported, cure) = export_outputs(&mut fitted, &raw_x, args.force)?;
-    let blob = set_blob(&fitted.set, &exported)?;
+    let (mut exported, cure) = export_outputs(&mut fitted, &raw_x, args.force)?;
+    let blob = if args.updatable {
+        let approximation = fitted.report.outputs.first().and_then(|r| r.approximation);
+        let one = export_updatable(&fitted.set, &raw_x, approximation, args.force)?;
+        let blob = one.blob.clone();
+        exported = vec![one; fitted.set.members.len()];
+        blob
+    } else {
+        set_blob(&fitted.set, &exported)?
+    };
     write_file(&args.out, &blob)?;
     let variance = exported.first().map_or("solves", |e| e.variance.name());
     if args.json {

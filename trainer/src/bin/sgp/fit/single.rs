@@ -6,6 +6,7 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::{export_fitted, Cure};
+use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::export::{export_set, golden_points, golden_rust, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
 use sgp_trainer::fit::{fit, FitParams, FitReport, Fitted};
@@ -60,7 +61,12 @@ pub(crate) fn finish_fit(
     labels: Vec<String>,
 ) -> Result<()> {
     let (mut exported, cure) = export_fitted(&mut fitted, &raw_x, args.force)?;
-    if !labels.is_empty() {
+    if args.updatable {
+        // The (cured) model in the form that learns on the device.
+        let set = ModelSet::single(fitted.model.clone(), labels);
+        let approximation = fitted.report.approximation;
+        exported = export_updatable(&set, &raw_x, approximation, args.force)?;
+    } else if !labels.is_empty() {
         // The (cured) model again, now with the labels in its blob.
         let set = ModelSet::single(fitted.model.clone(), labels);
         exported = export_set(&set, &raw_x, args.force)?;
