@@ -75,6 +75,12 @@ fn main() {
         stage(&out, &format!("{set}_m32.sgp"));
         stage(&out, &format!("golden_{set}_m32.rs"));
     }
+    // Learning on the device (src/learning.rs), from the trainer's
+    // `firmware_learning` example: the updatable blobs and the golden
+    // values of the predict, observe, update loop.
+    for name in ["learn_m32.sgp", "learn_m64.sgp", "golden_learn_m32.rs"] {
+        stage(&out, name);
+    }
     stage(&out, "outputs2_m32.sgp");
     for p in 0..3 {
         stage(&out, &format!("output{p}_m32.sgp"));

@@ -160,6 +160,17 @@ done
 for f in "${OUTPUT_FILES[@]}"; do
     if [[ $f == *.sgp ]]; then BLOBS+=("model/$f"); fi
 done
+# Learning on the device (src/learning.rs): updatable SPGP blobs at M = 32
+# and 64 and the golden values of the predict, observe, update loop, from
+# the host's replay of the same stream through the runtime's update.
+LEARNING_FILES=(learn_m32.sgp learn_m64.sgp golden_learn_m32.rs)
+(cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-trainer \
+    --example firmware_learning -- "$GEN_DIR") || fail "cargo run -p sgp-trainer --example firmware_learning"
+for f in "${LEARNING_FILES[@]}"; do
+    cmp -s "$GEN_DIR/$f" "model/$f" || cp "$GEN_DIR/$f" "model/$f"
+    [[ -s "model/$f" ]] || fail "model/$f missing or empty"
+    if [[ $f == *.sgp ]]; then BLOBS+=("model/$f"); fi
+done
 
 # --- 3. build ----------------------------------------------------------------
 step "build (release${OPT_LEVEL:+, opt-level $OPT_LEVEL})"

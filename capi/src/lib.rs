@@ -35,7 +35,7 @@ use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
 use capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS};
-use sgp_runtime::{Error, Model};
+use sgp_runtime::{Error, Innovation, Model, UpdateSettings};
 pub use status::SgpStatus;
 
 /// Storage for one model of the capacities the library was built with.
@@ -56,6 +56,43 @@ pub struct SgpPrediction {
     pub mean: f32,
     /// Predictive variance: never negative, never NaN.
     pub variance: f32,
+}
+
+/// How `sgp_model_update` treats an observation (see
+/// `sgp_model_set_update_settings`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SgpUpdateSettings {
+    /// In (0, 1]: before each observation the posterior drifts back towards
+    /// the prior by this factor (1: nothing is forgotten).
+    pub forgetting: f32,
+    /// Largest |residual| / predictive standard deviation accepted (regression);
+    /// INFINITY accepts every finite target.
+    pub gate: f32,
+}
+
+/// What an update saw: the prediction at its input just before it (as
+/// `sgp_model_predict` gives it, forgetting applied) and the residual,
+/// target minus mean (a classifier: label minus P(y = +1)).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SgpInnovation {
+    /// The prediction the observation corrected.
+    pub prediction: SgpPrediction,
+    /// Target minus predicted mean, raw units.
+    pub residual: f32,
+}
+
+impl From<Innovation> for SgpInnovation {
+    fn from(seen: Innovation) -> Self {
+        SgpInnovation {
+            prediction: SgpPrediction {
+                mean: seen.prediction.mean,
+                variance: seen.prediction.variance,
+            },
+            residual: seen.residual,
+        }
+    }
 }
 
 type DeviceModel = Model<CAPACITY_M, CAPACITY_G, CAPACITY_D, CAPACITY_P>;
@@ -343,6 +380,170 @@ pub unsafe extern "C" fn sgp_model_input_dim(model: *const SgpModel) -> usize {
     unsafe { loaded(model) }.map_or(0, DeviceModel::input_dim)
 }
 
+/// Conditions the model on one observation (learning on the device): target
+/// `y` (raw units; a classifier's label: 0 or 1) at `x` (`x_len` raw inputs),
+/// with the model's update settings, in O(M^2). Writes what the model
+/// predicted at `x` just before into `out`, unless `out` is NULL. On any
+/// error the model is unchanged: `SGP_STATUS_NOT_UPDATABLE` (no learning
+/// block), `SGP_STATUS_INVALID_TARGET`, `SGP_STATUS_OUTLIER` (beyond the gate),
+/// `SGP_STATUS_TARGET_LENGTH` (a model of several outputs: use
+/// `sgp_model_update_all`), and the input errors of `sgp_model_predict`.
+///
+/// # Safety
+/// `model` as for `sgp_model_load` (not used by another call meanwhile);
+/// `x` NULL or pointing to `x_len` readable floats; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_update(
+    model: *mut SgpModel,
+    x: *const f32,
+    x_len: usize,
+    y: f32,
+    out: *mut SgpInnovation,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `update_all`'s with one target
+    // and an output array of one (or none).
+    unsafe { update_all(model, x, x_len, &y, 1, out, usize::from(!out.is_null())) }
+}
+
+/// Conditions every output on one observation: `y[p]` is output `p`'s
+/// target at `x` (`y_len` must be `sgp_model_output_count(model)`:
+/// `SGP_STATUS_TARGET_LENGTH` otherwise). All or nothing: on any error no
+/// output changes. Writes each output's innovation into `out[0 .. y_len]`
+/// unless `out` is NULL (`SGP_STATUS_OUTPUT_TOO_SMALL` if `out_len` is
+/// less than the output count).
+///
+/// # Safety
+/// As `sgp_model_update`, with `y` NULL or pointing to `y_len` readable
+/// floats and `out` NULL or pointing to `out_len` writable innovations.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_update_all(
+    model: *mut SgpModel,
+    x: *const f32,
+    x_len: usize,
+    y: *const f32,
+    y_len: usize,
+    out: *mut SgpInnovation,
+    out_len: usize,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `update_all`'s.
+    unsafe { update_all(model, x, x_len, y, y_len, out, out_len) }
+}
+
+/// Sets the update settings `sgp_model_update` uses from now on (a load
+/// keeps them; the defaults are forgetting 1, gate INFINITY).
+/// `SGP_STATUS_INVALID_SETTING` if the forgetting factor is outside (0, 1]
+/// or the gate is not > 0 (the settings are then unchanged).
+///
+/// # Safety
+/// As `sgp_model_update` for `model`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_set_update_settings(
+    model: *mut SgpModel,
+    settings: SgpUpdateSettings,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    match unsafe { loaded_mut(model) } {
+        Ok(device) => SgpStatus::from(device.set_update_settings(UpdateSettings {
+            forgetting: settings.forgetting,
+            gate: settings.gate,
+        })),
+        Err(status) => status,
+    }
+}
+
+/// The model's update settings into `out`.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_update_settings(
+    model: *const SgpModel,
+    out: *mut SgpUpdateSettings,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    let device = match unsafe { loaded(model) } {
+        Ok(device) => device,
+        Err(status) => return status,
+    };
+    if out.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !out.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    let settings = device.update_settings();
+    // SAFETY: non-null, aligned, and writable (the caller's promise).
+    unsafe {
+        out.write(SgpUpdateSettings {
+            forgetting: settings.forgetting,
+            gate: settings.gate,
+        });
+    }
+    SgpStatus::Ok
+}
+
+/// Whether the loaded model can learn on the device (its blob has a
+/// learning block); false if `model` is NULL or holds no loaded model.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_is_updatable(model: *const SgpModel) -> bool {
+    // SAFETY: this function's contract is `loaded`'s.
+    unsafe { loaded(model) }.is_ok_and(DeviceModel::is_updatable)
+}
+
+/// Writes the model, with everything it has learned, as a blob into `out`
+/// (`out_len` bytes), for firmware to keep in flash and load after a reset:
+/// `source` (`source_len` bytes: the blob it was loaded from, or one it
+/// wrote since) with its learned numbers replaced and its CRC recomputed,
+/// `source_len` bytes long; the length goes to `written`.
+/// `SGP_STATUS_FOREIGN_BLOB` if `source` is not this model's,
+/// `SGP_STATUS_BUFFER_TOO_SMALL` if `out_len < source_len`,
+/// `SGP_STATUS_NOT_UPDATABLE` for a model without a learning block.
+///
+/// # Safety
+/// As `sgp_model_predict` for `model`; `source` NULL or pointing to
+/// `source_len` readable bytes, `out` NULL or to `out_len` writable bytes
+/// (not overlapping `source`), `written` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_model_write_blob(
+    model: *const SgpModel,
+    source: *const u8,
+    source_len: usize,
+    out: *mut u8,
+    out_len: usize,
+    written: *mut usize,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    let device = match unsafe { loaded(model) } {
+        Ok(device) => device,
+        Err(status) => return status,
+    };
+    if source.is_null() || out.is_null() || written.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !written.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    // SAFETY: non-null byte pointers (no alignment needed) to the lengths
+    // the caller promises, not overlapping (the caller's promise).
+    let (source, out) = unsafe {
+        (
+            core::slice::from_raw_parts(source, source_len),
+            core::slice::from_raw_parts_mut(out, out_len),
+        )
+    };
+    match device.write_blob(source, out) {
+        Ok(len) => {
+            // SAFETY: non-null, aligned, writable (the caller's promise).
+            unsafe { written.write(len) };
+            SgpStatus::Ok
+        }
+        Err(error) => SgpStatus::from_error(error),
+    }
+}
+
 /// A sentence describing `status` (any value: unknown codes get one too).
 /// The string is static and NUL-terminated.
 #[unsafe(no_mangle)]
@@ -375,6 +576,81 @@ unsafe fn loaded<'a>(model: *const SgpModel) -> Result<&'a DeviceModel, SgpStatu
     // storage holds a `Slot` and writing a valid model into it; nothing
     // writes it while this borrow lives (the caller's promise).
     Ok(unsafe { &*addr_of!((*slot).model) })
+}
+
+/// The model loaded in `model`, mutably, or why there is none.
+///
+/// # Safety
+/// As [`loaded`], and no other call may use the storage meanwhile.
+unsafe fn loaded_mut<'a>(model: *mut SgpModel) -> Result<&'a mut DeviceModel, SgpStatus> {
+    // SAFETY: the caller's promise; `loaded` checks null, alignment and the
+    // loaded flag.
+    unsafe { loaded(model) }?;
+    let slot = model.cast::<Slot>();
+    // SAFETY: as in `loaded`, and the caller gives this call exclusive use
+    // of the storage, so no other reference to the model exists.
+    Ok(unsafe { &mut *addr_of_mut!((*slot).model) })
+}
+
+/// `sgp_model_update_all` (and `sgp_model_update`, one target).
+///
+/// # Safety
+/// As `sgp_model_update_all`.
+unsafe fn update_all(
+    model: *mut SgpModel,
+    x: *const f32,
+    x_len: usize,
+    y: *const f32,
+    y_len: usize,
+    out: *mut SgpInnovation,
+    out_len: usize,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    let device = match unsafe { loaded_mut(model) } {
+        Ok(device) => device,
+        Err(status) => return status,
+    };
+    if x.is_null() || y.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !x.is_aligned() || !y.is_aligned() || !out.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    if x_len != device.input_dim() {
+        return SgpStatus::InputLength;
+    }
+    let count = device.output_count();
+    if y_len != count {
+        return SgpStatus::TargetLength;
+    }
+    if !out.is_null() && out_len < count {
+        return SgpStatus::OutputTooSmall;
+    }
+    // SAFETY: non-null and aligned; the caller promises `x_len` and
+    // `y_len` readable floats, both at most a capacity (checked above).
+    let (x, y) = unsafe {
+        (
+            core::slice::from_raw_parts(x, x_len),
+            core::slice::from_raw_parts(y, y_len),
+        )
+    };
+    match device.update_all(demo_reachable_panic(x), y) {
+        Ok(all) if out.is_null() => {
+            let _ = all;
+            SgpStatus::Ok
+        }
+        // SAFETY: `out` is non-null, aligned and holds `out_len >= count`
+        // innovations (checked above, and the caller's promise).
+        Ok(all) => unsafe {
+            write_all(
+                out,
+                out_len,
+                all.iter().map(|&i| SgpInnovation::from(i)),
+                all.len(),
+            )
+        },
+        Err(error) => SgpStatus::from_error(error),
+    }
 }
 
 /// The checks every evaluation makes, then `f` on the model and the input,
@@ -571,6 +847,19 @@ mod tests {
             },
             Error::InputOverflow,
             Error::NoTrainingRange,
+            Error::NotUpdatable,
+            Error::InvalidTarget,
+            Error::Outlier,
+            Error::InvalidSetting,
+            Error::TargetLength {
+                expected: 1,
+                found: 2,
+            },
+            Error::BufferTooSmall {
+                required: 2,
+                capacity: 1,
+            },
+            Error::ForeignBlob,
         ];
         let codes: BTreeSet<i32> = errors
             .iter()
@@ -589,7 +878,7 @@ mod tests {
         for status in SgpStatus::ALL {
             assert_eq!(SgpStatus::from_code(status as i32), Some(status));
         }
-        for unknown in [-1, 20, 99, 105, i32::MAX] {
+        for unknown in [-1, 27, 99, 105, i32::MAX] {
             assert_eq!(message(unknown), "unknown sgp status code");
         }
     }

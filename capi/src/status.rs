@@ -51,6 +51,26 @@ pub enum SgpStatus {
     NoTrainingRange = 18,
     /// The model has more outputs (or classes) than `SGP_CAPACITY_P`.
     CapacityExceededOutput = 19,
+    /// The model cannot learn on the device: its blob has no learning
+    /// block (`sgp fit --updatable` writes one).
+    NotUpdatable = 20,
+    /// An update's target is NaN or infinite, or a classifier's label is
+    /// neither 0 nor 1; the model is unchanged.
+    InvalidTarget = 21,
+    /// An update's target is beyond the residual gate (an outlier); the
+    /// model is unchanged.
+    Outlier = 22,
+    /// An update setting is out of range (forgetting outside (0, 1], a gate
+    /// that is not > 0).
+    InvalidSetting = 23,
+    /// The number of targets of `sgp_model_update_all` is not the model's
+    /// output count.
+    TargetLength = 24,
+    /// The buffer given to `sgp_model_write_blob` is shorter than the blob.
+    BufferTooSmall = 25,
+    /// The source blob of `sgp_model_write_blob` is not one of this
+    /// model's (another basis, sizes or names, or damaged).
+    ForeignBlob = 26,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -67,7 +87,7 @@ pub enum SgpStatus {
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 25] = [
+    pub(crate) const ALL: [SgpStatus; 32] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -88,6 +108,13 @@ impl SgpStatus {
         SgpStatus::InputOverflow,
         SgpStatus::NoTrainingRange,
         SgpStatus::CapacityExceededOutput,
+        SgpStatus::NotUpdatable,
+        SgpStatus::InvalidTarget,
+        SgpStatus::Outlier,
+        SgpStatus::InvalidSetting,
+        SgpStatus::TargetLength,
+        SgpStatus::BufferTooSmall,
+        SgpStatus::ForeignBlob,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
@@ -126,6 +153,13 @@ impl SgpStatus {
             Error::NameTooLong { .. } => SgpStatus::NameTooLong,
             Error::InputOverflow => SgpStatus::InputOverflow,
             Error::NoTrainingRange => SgpStatus::NoTrainingRange,
+            Error::NotUpdatable => SgpStatus::NotUpdatable,
+            Error::InvalidTarget => SgpStatus::InvalidTarget,
+            Error::Outlier => SgpStatus::Outlier,
+            Error::InvalidSetting => SgpStatus::InvalidSetting,
+            Error::TargetLength { .. } => SgpStatus::TargetLength,
+            Error::BufferTooSmall { .. } => SgpStatus::BufferTooSmall,
+            Error::ForeignBlob => SgpStatus::ForeignBlob,
         }
     }
 
@@ -156,6 +190,13 @@ impl SgpStatus {
             SgpStatus::InputOverflow => c"input so far out that f32 overflows on it",
             SgpStatus::NoTrainingRange => c"blob records no training-input range (format v1/v2)",
             SgpStatus::CapacityExceededOutput => c"model has more outputs than SGP_CAPACITY_P",
+            SgpStatus::NotUpdatable => c"model cannot learn on the device (no learning block)",
+            SgpStatus::InvalidTarget => c"update target is NaN, infinite, or not a 0/1 label",
+            SgpStatus::Outlier => c"update target beyond the residual gate; model unchanged",
+            SgpStatus::InvalidSetting => c"update setting out of range",
+            SgpStatus::TargetLength => c"number of targets is not the model's output count",
+            SgpStatus::BufferTooSmall => c"buffer shorter than the blob",
+            SgpStatus::ForeignBlob => c"source blob is not this model's",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {

@@ -35,7 +35,8 @@ macro_rules! golden_module {
         }
     };
 }
-// After the macro, which it uses too.
+// After the macro, which they use too.
+mod learning;
 mod outputs;
 
 golden_module!(golden_m16, "golden_m16.rs");
@@ -245,7 +246,8 @@ fn run() -> bool {
     let api_ok = check_api_cost(&meter, &models);
     let loop_ok = control_loop(&meter, models.m32);
     let outputs_ok = outputs::check(&meter);
-    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok & outputs_ok
+    let learning_ok = learning::check(&meter);
+    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok & outputs_ok & learning_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the

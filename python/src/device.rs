@@ -8,6 +8,7 @@ use sgp_runtime::{Link, ModelSpec};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
 use sgp_trainer::export::device::{classify_all, predict_outputs, DevicePrediction};
 use sgp_trainer::tools::inspect::summarise;
+use sgp_trainer::tools::replay::replay;
 
 use crate::arrays::{matrix, to_bytes, Predictions};
 use crate::choice::choice;
@@ -128,6 +129,48 @@ impl Model {
             }
         };
         Ok((mean, variance, probability))
+    }
+
+    /// Whether the blob learns on the device (format version 7).
+    #[getter]
+    fn is_updatable(&self) -> bool {
+        self.spec.learning.is_some()
+    }
+
+    /// Conditions the model on the `n` rows of `x` (`n x d` float64
+    /// bytes) with targets `y` (`n x p` float64 bytes; a classifier's:
+    /// 1 positive, 0 negative), in order, through the runtime's own update
+    /// (f32, as a device): the updated model, and per row (first output)
+    /// the predicted mean and variance before learning it and whether the
+    /// gate let it be learned.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn updated<'py>(
+        &self,
+        py: Python<'py>,
+        x: &[u8],
+        n: usize,
+        d: usize,
+        y: &[u8],
+        p: usize,
+        forgetting: f32,
+        gate: f32,
+    ) -> PyResult<(Model, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
+        let x = matrix(x, n, d, "X")?;
+        let y = matrix(y, n, p, "y")?;
+        let settings = sgp_runtime::UpdateSettings { forgetting, gate };
+        let replayed = py
+            .detach(|| replay(&self.blob, &x, &y, settings))
+            .py_err()?;
+        let steps = replayed
+            .outputs
+            .first()
+            .map(|t| t.steps.clone())
+            .unwrap_or_default();
+        let mean = to_bytes(py, steps.iter().map(|s| s.mean));
+        let variance = to_bytes(py, steps.iter().map(|s| s.variance));
+        let learned = steps.iter().map(|s| s.learned).collect();
+        let model = Model::from_bytes(&replayed.blob)?;
+        Ok((model, mean, variance, learned))
     }
 }
 

@@ -13,7 +13,7 @@ use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
-use sgp_trainer::export::{export, Fidelity};
+use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::{FitReport, Method};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
@@ -86,6 +86,7 @@ pub(crate) struct Settings {
     init_hyper: Option<String>,
     max_points: Option<usize>,
     ivm_posterior: Option<String>,
+    updatable: bool,
 }
 
 impl Settings {
@@ -129,6 +130,7 @@ impl Settings {
                 .as_deref()
                 .map(|p| choice(p, "ivm_posterior"))
                 .transpose()?,
+            updatable: self.updatable,
         })
     }
 }
@@ -264,7 +266,7 @@ pub(crate) fn fit<'py>(
             if !labels.is_empty() {
                 fitted.set.class_labels = labels;
             }
-            let exported = export(&mut fitted, &outputs[0].raw_x(), force)?;
+            let exported = options.export(&mut fitted, &outputs[0].raw_x(), force)?;
             let summary = FitSummary {
                 report: &fitted.report,
                 classes: &fitted.set.class_labels,

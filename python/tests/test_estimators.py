@@ -255,6 +255,7 @@ def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
             {"model": "spgp", "m": 5, "seed": 0, "objective": "fitc", "restarts": None,
              "max_iter": None, "tol": None, "init": None, "init_hyper": None,
              "max_points": None, "dim": None, "rank": None, "fixed_hyperparameters": False,
-             "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None},
+             "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None,
+             "updatable": False},
             progress=interrupt,
         )

@@ -114,3 +114,42 @@ def test_three_classes_write_the_clis_blob(tmp_path):
     assert proba.shape == (len(X), 3)
     device = sgp.Model.from_bytes(blob).predict_proba(X)
     assert np.max(np.abs(device - proba)) <= 1e-3
+
+
+@pytest.mark.parametrize("model", ["spgp", "svgp"])
+def test_updatable_blobs_are_the_clis(tmp_path, model):
+    X, y, _ = frame()
+    given = settings(model, {})
+    if model == "svgp":
+        target = pd.Series((y > 0).astype(int), name="label")
+        est = sgp.SparseGPClassifier(model=model, updatable=True, **given)
+    else:
+        target = y
+        est = sgp.SparseGPRegressor(model=model, updatable=True, **given)
+    blob = est.fit(X, target).to_bytes()
+    assert sgp.Model.from_bytes(blob).is_updatable
+    table = pd.concat([X, target], axis=1)
+    assert blob == cli_blob(tmp_path, table, flags(model, given) + ["--updatable"])
+
+
+@pytest.mark.parametrize("model, target", [("exact", "y"), ("svgp", "kind")])
+def test_updatable_is_refused_alike_where_the_blob_cannot_learn(tmp_path, model, target):
+    X, y, _ = frame()
+    table = pd.concat([X, y, pd.Series(np.digitize(y, [-0.5, 0.5]), name="kind")], axis=1)
+    data = tmp_path / "train.csv"
+    table.drop(columns=["kind" if target == "y" else "y"]).to_csv(data, index=False)
+    args = [CLI, "-q", "fit", "--data", str(data), "--out", str(tmp_path / "o.sgp")]
+    args += ["--model", model, "--updatable"]
+    if target == "kind":
+        args += ["--task", "classification"]
+        est = sgp.SparseGPClassifier(model=model, updatable=True, m=8)
+    else:
+        est = sgp.SparseGPRegressor(model=model, updatable=True)
+    cli = subprocess.run(args, capture_output=True, text=True)
+    assert cli.returncode != 0
+    with pytest.raises(ValueError) as python:
+        est.fit(X, table[target])
+    expected = "does not apply to exact" if model == "exact" else "classification of 3 classes"
+    assert expected in cli.stderr, cli.stderr
+    assert expected in str(python.value), python.value
+    assert not (tmp_path / "o.sgp").exists()

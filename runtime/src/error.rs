@@ -135,6 +135,42 @@ pub enum Error {
     NoTrainingRange,
     /// A class probability was asked of a regression model.
     NotClassifier,
+    /// [`crate::Model::update`] was asked of a model that cannot learn on
+    /// the device: its blob has no learning block (format version 7; the
+    /// trainer writes one with `sgp fit --updatable`).
+    NotUpdatable,
+    /// An update's target is NaN or infinite, or a classifier's label is
+    /// neither 0 (the negative class) nor 1 (the positive one). The model
+    /// is unchanged.
+    InvalidTarget,
+    /// An update's target is further from the prediction than the residual
+    /// gate allows ([`crate::UpdateSettings::gate`] predictive standard
+    /// deviations): the observation is taken for an outlier and the model
+    /// is unchanged.
+    Outlier,
+    /// An update setting is out of range: the forgetting factor outside
+    /// `(0, 1]`, or a gate that is not `> 0`.
+    InvalidSetting,
+    /// [`crate::Model::update_all`] was given another number of targets
+    /// than the model has outputs.
+    TargetLength {
+        /// The model's number of outputs.
+        expected: usize,
+        /// The number of targets given.
+        found: usize,
+    },
+    /// The buffer given to [`crate::Model::write_blob`] is shorter than
+    /// the blob.
+    BufferTooSmall {
+        /// Bytes the blob needs.
+        required: usize,
+        /// Bytes the buffer has.
+        capacity: usize,
+    },
+    /// The blob given to [`crate::Model::write_blob`] as its source is not
+    /// one of this model's (the one it was loaded from, or one it wrote):
+    /// its basis, sizes or names differ, or its bytes are damaged.
+    ForeignBlob,
 }
 
 impl fmt::Display for Error {
@@ -202,6 +238,33 @@ impl fmt::Display for Error {
                 "the blob records no training-input range (format version 1 or 2: re-export it)",
             ),
             Error::NotClassifier => f.write_str("class probability asked of a regression model"),
+            Error::NotUpdatable => f.write_str(
+                "the model cannot learn on the device: its blob has no learning block \
+                 (export it with `sgp fit --updatable`)",
+            ),
+            Error::InvalidTarget => f.write_str(
+                "update target is NaN or infinite, or a class label other than 0 or 1; \
+                 the model is unchanged",
+            ),
+            Error::Outlier => f.write_str(
+                "update target is beyond the residual gate (an outlier); the model is unchanged",
+            ),
+            Error::InvalidSetting => f.write_str(
+                "update setting out of range: forgetting must be in (0, 1], the gate > 0",
+            ),
+            Error::TargetLength { expected, found } => {
+                write!(
+                    f,
+                    "update has {found} targets, the model has {expected} outputs"
+                )
+            }
+            Error::BufferTooSmall { required, capacity } => write!(
+                f,
+                "blob needs {required} bytes, the buffer holds {capacity}"
+            ),
+            Error::ForeignBlob => f.write_str(
+                "the source blob is not this model's (another basis, sizes or names, or damaged)",
+            ),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Blob format v5 (and v1 to v4, still read): the single definition of what
+//! Blob format v7 (and v1 to v6, still read): the single definition of what
 //! the trainer writes and the device reads. `runtime/FORMAT.md` describes the
 //! same layout byte by byte.
 //!
@@ -21,7 +21,8 @@ pub const TRAILER_LEN: usize = 4;
 
 /// CRC-32/ISO-HDLC (the zlib/PNG CRC), bitwise: it runs once per load, so a
 /// 1 KiB table in flash would buy nothing.
-const CRC: crc::Crc<u32, crc::NoTable> = crc::Crc::<u32, crc::NoTable>::new(&crc::CRC_32_ISO_HDLC);
+pub(crate) const CRC: crc::Crc<u32, crc::NoTable> =
+    crc::Crc::<u32, crc::NoTable>::new(&crc::CRC_32_ISO_HDLC);
 
 /// Which fitting procedure produced a model. The runtime evaluates all of
 /// them the same way; the kind is metadata for tools and logs.
@@ -195,6 +196,13 @@ pub enum VarianceForm {
     /// matrix-vector product, `M (M + 1) / 2` multiply-adds whose rows do
     /// not wait on each other, and no `l2` (format version 4).
     Product,
+    /// `L1 = chol(K_M)` and, in `l2`, a strictly lower `G` and a diagonal
+    /// `d` that give the posterior of the whitened inducing values `L1^-1
+    /// u` its covariance `S`, `I - S = (I - G)^T (I - diag(d)) (I - G)`:
+    /// `k^T W k = |z|^2 - z^T S z`, `z = L1^-1 k` (format version 7). The form a model learns on the device in
+    /// ([`crate::Model::update`]); the blob then carries a
+    /// [`Field::Learning`] block.
+    Whitened,
 }
 
 impl VarianceForm {
@@ -207,18 +215,111 @@ impl VarianceForm {
         match self {
             VarianceForm::Solves => "solves",
             VarianceForm::Product => "product",
+            VarianceForm::Whitened => "whitened",
         }
     }
 
-    /// Accepts this form for `shape`: the product has one factor.
-    pub(crate) fn check(self, shape: &Shape) -> Result<Self, Error> {
-        if self == VarianceForm::Product && shape.two_factors {
+    /// Accepts this form for `shape` in a blob of format `version`: the
+    /// product has one factor, the whitened form two and format version 7
+    /// (an older reader does not know it: `Malformed`, as any enum index
+    /// past its last variant).
+    pub(crate) fn check(self, shape: &Shape, version: u16) -> Result<Self, Error> {
+        let fits = match self {
+            VarianceForm::Solves => true,
+            VarianceForm::Product => !shape.two_factors,
+            VarianceForm::Whitened if version < LEARNING_VERSION => return Err(Error::Malformed),
+            VarianceForm::Whitened => shape.two_factors,
+        };
+        if fits {
+            Ok(self)
+        } else {
             Err(Error::InvalidValue {
                 field: Field::Variance.name(),
             })
-        } else {
-            Ok(self)
         }
+    }
+}
+
+/// The format version that added the [`VarianceForm::Whitened`] form and
+/// the [`Field::Learning`] block.
+pub(crate) const LEARNING_VERSION: u16 = 7;
+
+/// How an updatable model ([`VarianceForm::Whitened`], format version 7)
+/// conditions on one new observation `y` at `x`, with `z = L1^-1 k(x)`:
+///
+/// - [`Observation::Fitc`]: `y = f + e`, `e ~ N(0, prior - |z|^2 +
+///   noise)`, FITC's row variance (the trainer's default objective);
+/// - [`Observation::Vfe`]: `e ~ N(0, noise)`, VFE's (Titsias');
+/// - [`Observation::Probit`]: a class label, `P(y = +1) = Phi(f + bias)`,
+///   by one step of assumed-density filtering (a classifier).
+///
+/// ```
+/// assert_eq!(sgp_runtime::Observation::Vfe.name(), "vfe");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Observation {
+    /// Gaussian noise plus FITC's diagonal correction.
+    Fitc,
+    /// Gaussian noise alone (VFE, DTC).
+    Vfe,
+    /// A probit classifier's label.
+    Probit,
+}
+
+impl Observation {
+    /// Short lowercase name, as the trainer reports it.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::Observation::Fitc.name(), "fitc");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Observation::Fitc => "fitc",
+            Observation::Vfe => "vfe",
+            Observation::Probit => "probit",
+        }
+    }
+
+    /// Accepts this observation model for a blob of link `link`: the
+    /// Gaussian ones for regression, the probit one for a binary
+    /// classifier; a multi-class model does not learn on the device.
+    pub(crate) fn check(self, link: Link) -> Result<Self, Error> {
+        let fits = match self {
+            Observation::Fitc | Observation::Vfe => link == Link::Identity,
+            Observation::Probit => link == Link::Probit,
+        };
+        if fits {
+            Ok(self)
+        } else {
+            Err(Error::InvalidValue {
+                field: Field::Learning.name(),
+            })
+        }
+    }
+}
+
+/// Accepts whether a blob carries a [`Field::Learning`] block: exactly
+/// when its variance is [`VarianceForm::Whitened`].
+pub(crate) fn check_learning_present(variance: VarianceForm, present: bool) -> Result<(), Error> {
+    if present == (variance == VarianceForm::Whitened) {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue {
+            field: Field::Learning.name(),
+        })
+    }
+}
+
+/// Accepts a Gaussian observation model's noise: the update divides by a
+/// variance no smaller than it, so it must be `> 0`.
+pub(crate) fn check_learning_noise(observation: Observation, noise: f32) -> Result<(), Error> {
+    if observation == Observation::Probit || noise > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue {
+            field: Field::Noise.name(),
+        })
     }
 }
 
@@ -306,6 +407,10 @@ pub enum Field {
     XMax,
     /// The [`VarianceForm`] of `l1` and `l2` (format version 4).
     Variance,
+    /// What an updatable model learns with (format version 7): its
+    /// [`Observation`] model and, per output, the whitened posterior mean
+    /// `L1^T beta`.
+    Learning,
 }
 
 impl Field {
@@ -334,6 +439,7 @@ impl Field {
             Field::XMin => "x_min",
             Field::XMax => "x_max",
             Field::Variance => "variance",
+            Field::Learning => "learning",
         }
     }
 
@@ -392,6 +498,30 @@ pub(crate) fn shared_variance_ratio(first_prior: f32, prior: f32) -> Result<f32,
     } else {
         Err(Error::InvalidValue {
             field: Field::Prior.name(),
+        })
+    }
+}
+
+/// Checks the number of means in a [`Field::Learning`] block: one per
+/// output.
+pub(crate) fn check_means_len(outputs: usize, found: usize) -> Result<(), Error> {
+    check_learning_len(outputs, found)
+}
+
+/// Checks the length of one output's mean in a [`Field::Learning`] block:
+/// `M`.
+pub(crate) fn check_mean_len(m: usize, found: usize) -> Result<(), Error> {
+    check_learning_len(m, found)
+}
+
+fn check_learning_len(expected: usize, found: usize) -> Result<(), Error> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(Error::InconsistentSizes {
+            field: Field::Learning.name(),
+            expected,
+            found,
         })
     }
 }
@@ -519,6 +649,7 @@ impl Shape {
             | Field::YScale
             | Field::PositiveClass
             | Field::Variance => 1,
+            Field::Learning => m,
         }
     }
 }
@@ -572,11 +703,21 @@ fn le_bytes<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
 /// Streams values out of a blob body in wire order.
 pub(crate) struct Reader<'a> {
     rest: &'a [u8],
+    len: usize,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(body: &'a [u8]) -> Self {
-        Reader { rest: body }
+        Reader {
+            rest: body,
+            len: body.len(),
+        }
+    }
+
+    /// Where the next value starts, in bytes from the blob's first byte
+    /// (the body starts after the preamble).
+    pub(crate) fn position(&self) -> usize {
+        PREAMBLE_LEN + self.len - self.rest.len()
     }
 
     /// Decodes one postcard value.
@@ -675,7 +816,7 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(feature = "alloc")]
-pub use owned::{ModelSpec, OutputSpec};
+pub use owned::{Learning, ModelSpec, OutputSpec};
 
 #[cfg(feature = "alloc")]
 mod owned {
@@ -702,6 +843,7 @@ mod owned {
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
     ///     positive_class: 0.0, x_min: vec![-2.0], x_max: vec![3.0],
     ///     variance: VarianceForm::Solves, outputs: vec![], class_labels: vec![],
+    ///     learning: None,
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -766,6 +908,49 @@ mod owned {
         /// 5): none, or `[negative, positive]` for a probit model, or one
         /// per output for a multi-class link ([`Link::is_multi_class`]).
         pub class_labels: Vec<String>,
+        /// What an updatable model learns with (format version 7): present
+        /// exactly when [`ModelSpec::variance`] is
+        /// [`VarianceForm::Whitened`].
+        pub learning: Option<Learning>,
+    }
+
+    /// The [`Field::Learning`] block of an updatable blob (format version
+    /// 7): how the model conditions on a new observation, and each
+    /// output's whitened posterior mean `L1^T beta` (the state the device
+    /// updates; `beta` itself is kept for the predictions).
+    ///
+    /// ```
+    /// use sgp_runtime::{Learning, Observation};
+    /// let learning = Learning { observation: Observation::Fitc, means: vec![vec![0.5, -1.0]] };
+    /// assert_eq!(learning.means[0].len(), 2);
+    /// ```
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Learning {
+        /// How a new observation enters.
+        pub observation: Observation,
+        /// One `M`-vector per output, in output order.
+        pub means: Vec<Vec<f32>>,
+    }
+
+    impl Learning {
+        /// Checks the block against the blob it belongs to, in the order a
+        /// device reads it (FORMAT.md, "Order of the checks", field 31).
+        pub(crate) fn validate(&self, spec: &ModelSpec) -> Result<(), Error> {
+            self.observation.check(spec.shape.link)?;
+            check_learning_noise(self.observation, spec.noise)?;
+            for output in &spec.outputs {
+                check_learning_noise(self.observation, output.noise)?;
+            }
+            check_means_len(spec.output_count(), self.means.len())?;
+            let m = usize::from(spec.shape.n_basis);
+            for mean in &self.means {
+                check_mean_len(m, mean.len())?;
+                for &value in mean {
+                    Field::Learning.check(value)?;
+                }
+            }
+            Ok(())
+        }
     }
 
     /// One further output of a [`ModelSpec`]: its own name, weights,
@@ -851,6 +1036,9 @@ mod owned {
             spec.outputs = reader.value()?;
             spec.class_labels = reader.value()?;
         }
+        if version >= LEARNING_VERSION {
+            spec.learning = reader.value()?;
+        }
         Ok(())
     }
 
@@ -932,6 +1120,7 @@ mod owned {
                 variance: VarianceForm::Solves,
                 outputs: Vec::new(),
                 class_labels: Vec::new(),
+                learning: None,
             }
         }
     }
@@ -978,7 +1167,7 @@ mod owned {
                 });
             }
             check_fields(&self.shape, &self.fields())?;
-            self.variance.check(&self.shape)?;
+            self.variance.check(&self.shape, self.version())?;
             check_range_len(d, self.x_min.len())?;
             check_range_max_len(self.x_min.len(), self.x_max.len())?;
             for (&min, &max) in self.x_min.iter().zip(&self.x_max) {
@@ -1009,19 +1198,28 @@ mod owned {
                     check_fields(&self.shape, &output.fields())?;
                 }
             }
-            link.check_labels(self.output_count(), self.class_labels.len())
+            link.check_labels(self.output_count(), self.class_labels.len())?;
+            check_learning_present(self.variance, self.learning.is_some())?;
+            match &self.learning {
+                Some(learning) => learning.validate(self),
+                None => Ok(()),
+            }
         }
 
         /// The format version [`ModelSpec::to_bytes`] writes: the oldest
-        /// that holds the model, 6 when an output shares the first output's
-        /// variance ([`OutputSpec::shares_variance`]), else 5.
+        /// that holds the model, 7 for an updatable model (the
+        /// [`VarianceForm::Whitened`] form, a [`Learning`] block), 6 when an
+        /// output shares the first output's variance
+        /// ([`OutputSpec::shares_variance`]), else 5.
         ///
         /// ```
         /// # let spec = sgp_runtime::ModelSpec::from_bytes(include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"))).unwrap();
         /// assert_eq!(spec.version(), 5);
         /// ```
         pub fn version(&self) -> u16 {
-            if self.outputs.iter().any(OutputSpec::shares_variance) {
+            if self.variance == VarianceForm::Whitened || self.learning.is_some() {
+                LEARNING_VERSION
+            } else if self.outputs.iter().any(OutputSpec::shares_variance) {
                 6
             } else {
                 5
@@ -1070,7 +1268,7 @@ mod owned {
         /// does not fit the 32-bit length field.
         pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
             self.validate()?;
-            let body = postcard::to_allocvec(self).map_err(|_| Error::Malformed)?;
+            let body = self.body().map_err(|_| Error::Malformed)?;
             let body_len = u32::try_from(body.len()).map_err(|_| Error::Malformed)?;
             let mut blob = Vec::with_capacity(PREAMBLE_LEN + body.len() + TRAILER_LEN);
             blob.extend_from_slice(&MAGIC);
@@ -1080,6 +1278,44 @@ mod owned {
             let crc = CRC.checksum(&blob);
             blob.extend_from_slice(&crc.to_le_bytes());
             Ok(blob)
+        }
+
+        /// The body of a blob of format [`ModelSpec::version`]: the fields
+        /// in wire order, each version's appended fields after the ones
+        /// before (as [`read_appended`] reads them).
+        fn body(&self) -> postcard::Result<Vec<u8>> {
+            let version = self.version();
+            let shape_to_amplitudes = (
+                &self.shape,
+                &self.input_names,
+                &self.target_name,
+                &self.x_mean,
+                &self.x_scale,
+                &self.projection,
+                &self.centres,
+                &self.widths,
+                &self.amplitudes,
+            );
+            let beta_to_y_scale = (
+                &self.beta,
+                &self.l1,
+                &self.l2,
+                self.prior,
+                self.noise,
+                self.bias,
+                self.y_mean,
+                self.y_scale,
+            );
+            let mut body = postcard::to_allocvec(&shape_to_amplitudes)?;
+            body = postcard::to_extend(&beta_to_y_scale, body)?;
+            body = postcard::to_extend(&self.positive_class, body)?;
+            body = postcard::to_extend(&(&self.x_min, &self.x_max), body)?;
+            body = postcard::to_extend(&self.variance, body)?;
+            body = postcard::to_extend(&(&self.outputs, &self.class_labels), body)?;
+            if version >= LEARNING_VERSION {
+                body = postcard::to_extend(&self.learning, body)?;
+            }
+            Ok(body)
         }
 
         /// Decodes and validates a blob of any version this runtime reads
@@ -1098,6 +1334,10 @@ mod owned {
             let mut spec = reader.value::<Common>()?.into_spec();
             read_appended(version, &mut reader, &mut spec)?;
             reader.finish()?;
+            if version < LEARNING_VERSION && spec.variance == VarianceForm::Whitened {
+                // An enum index a reader of that version does not know.
+                return Err(Error::Malformed);
+            }
             if version < 6 {
                 // Before version 6 every output has factors of its own.
                 if let Some(shared) = spec.outputs.iter().find(|o| o.shares_variance()) {

@@ -67,13 +67,16 @@ mod format;
 mod math;
 mod model;
 mod version;
+mod whitened;
 
 pub use error::{Dimension, Error};
-pub use format::{Field, Link, ModelKind, Shape, VarianceForm, MAGIC, PREAMBLE_LEN, TRAILER_LEN};
+pub use format::{
+    Field, Link, ModelKind, Observation, Shape, VarianceForm, MAGIC, PREAMBLE_LEN, TRAILER_LEN,
+};
 #[cfg(feature = "alloc")]
-pub use format::{ModelSpec, OutputSpec};
+pub use format::{Learning, ModelSpec, OutputSpec};
 pub use model::{
-    ram_bytes, ram_bytes_with_outputs, Classification, Model, Name, Outputs, Prediction,
-    PredictionWithGradient, ProbabilityWithGradient, NAME_CAPACITY,
+    ram_bytes, ram_bytes_with_outputs, Classification, Innovation, Model, Name, Outputs,
+    Prediction, PredictionWithGradient, ProbabilityWithGradient, UpdateSettings, NAME_CAPACITY,
 };
 pub use version::{OLDEST_VERSION, VERSION};

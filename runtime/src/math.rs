@@ -238,7 +238,7 @@ pub(crate) fn weighted_offset_sums<const G: usize>(
 }
 
 /// Rows solved together by the blocked solvers.
-const BLOCK: usize = 4;
+pub(crate) const BLOCK: usize = 4;
 
 /// Where `L[row][col]` (`col < row`) of factor `factor` (0 for `L1`, 1
 /// for `L2`) sits in the packed storage of an `m`-basis model.
@@ -276,7 +276,7 @@ pub(crate) fn packed_index(
 
 /// Offset of block `b` with `factors` factors: blocks before it hold
 /// `factors (4 i0 + 6)` numbers each.
-const fn block_start(b: usize, factors: usize) -> usize {
+pub(crate) const fn block_start(b: usize, factors: usize) -> usize {
     factors * (8 * b * b.saturating_sub(1) + 6 * b)
 }
 
@@ -285,7 +285,7 @@ const fn block_start(b: usize, factors: usize) -> usize {
 /// its rows' dot products with the solutions before it, and the inverse
 /// diagonal.
 #[inline(always)]
-fn corner_forward(
+pub(crate) fn corner_forward(
     [k0, k1, k2, k3]: [f32; BLOCK],
     [a0, a1, a2, a3]: [f32; BLOCK],
     [c10, c20, c21, c30, c31, c32]: [f32; 6],
@@ -301,7 +301,7 @@ fn corner_forward(
 /// Back substitution through a block's own corner (as in
 /// [`corner_forward`]) by `L^T`, last row first.
 #[inline(always)]
-fn corner_backward(
+pub(crate) fn corner_backward(
     [a0, a1, a2, a3]: [f32; BLOCK],
     [c10, c20, c21, c30, c31, c32]: [f32; 6],
     [p0, p1, p2, p3]: [f32; BLOCK],
@@ -322,7 +322,7 @@ fn sum_squares([u0, u1, u2, u3]: [f32; BLOCK]) -> f32 {
 /// (written out: `array::map` here cost the Cortex-M4 +800 instructions
 /// per `predict` at M = 32).
 #[inline(always)]
-fn split_corner([c0, c1, c2, c3, c4, c5]: [[f32; 2]; 6]) -> ([f32; 6], [f32; 6]) {
+pub(crate) fn split_corner([c0, c1, c2, c3, c4, c5]: [[f32; 2]; 6]) -> ([f32; 6], [f32; 6]) {
     (
         [c0[0], c1[0], c2[0], c3[0], c4[0], c5[0]],
         [c0[1], c1[1], c2[1], c3[1], c4[1], c5[1]],

@@ -2,15 +2,21 @@
 //! form for every model").
 
 use crate::error::Error;
-use crate::format::{open, Field, Link, ModelKind, Reader, Shape, VarianceForm};
+use crate::format::{
+    open, Field, Link, ModelKind, Observation, Reader, Shape, VarianceForm, LEARNING_VERSION,
+};
 use crate::math;
+use crate::whitened;
 
 mod gradient;
 mod inputs;
+mod learning;
 mod outputs;
 
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
+pub use learning::{Innovation, UpdateSettings};
+use learning::{Learns, Origin, Spans};
 use outputs::Output;
 pub use outputs::{Classification, Outputs};
 
@@ -54,7 +60,7 @@ impl Prediction {
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (P (M^2 + 3M + 7) + M (2G + 1) + G D + 4D + 6) + 32 (D + P)`
+/// RAM: `4 (P (M^2 + 3M + 10) + M (2G + 1) + G D + 4D + 11) + 32 (D + P)`
 /// bytes plus a few words (see [`ram_bytes`], [`ram_bytes_with_outputs`]);
 /// each output's two triangular factors share one `M x M` array, the
 /// column names take [`NAME_CAPACITY`] + 1 bytes each.
@@ -93,6 +99,12 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// Training-input range (raw units); meaningful only when `ranged`.
     x_min: [f32; D],
     x_max: [f32; D],
+    /// What [`Model::update`] does with an observation, once set (`None`,
+    /// the default settings, is all zero bits: an empty model must be, or
+    /// the compiler keeps a flash image of it to copy).
+    settings: Option<UpdateSettings>,
+    /// The loaded blob, for [`Model::write_blob`] (an updatable model).
+    origin: Origin,
     shape: Shape,
     m: usize,
     g: usize,
@@ -104,6 +116,20 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// Outputs in the loaded blob, `1..=P` (0 when empty); in the same
     /// padding.
     p: u16,
+    /// How an updatable model (format version 7) learns, or not.
+    learning: Learns,
+}
+
+/// What [`Model::load`] publishes once a blob decoded without error.
+struct Decoded {
+    shape: Shape,
+    /// Whether a training-input range was read.
+    ranged: bool,
+    variance: VarianceForm,
+    /// The number of outputs.
+    outputs: u16,
+    learning: Option<Observation>,
+    origin: Origin,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -126,15 +152,19 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
 /// use sgp_runtime::{ram_bytes, ram_bytes_with_outputs};
 /// // A second output costs its weights, factors and name, not a basis.
 /// let extra = ram_bytes_with_outputs(32, 4, 4, 2) - ram_bytes(32, 4, 4);
-/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 7) + 32);
+/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 10) + 32);
 /// ```
 pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
-    let output = 4 * (m * m + 3 * m + 7) + NAME_CAPACITY + 1;
-    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d;
+    // Each output's numbers, name, shared-variance ratio and learned spans.
+    let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
+    // The basis, the scaling, the range, the update settings (an option:
+    // three words) and the origin (two).
+    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
-    // the variance form and the output count (a word with the names).
-    p * output + 4 * numbers + 12 + 2 * 4 + names + 4
+    // the variance form, the output count and the learning flag (two
+    // words with the names' padding).
+    p * output + 4 * numbers + 12 + 2 * 4 + names + 8
 }
 
 // On 32-bit targets (the devices) the formula is the layout, exactly.
@@ -193,6 +223,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         x_max: [0.0; D],
         input_names: [const { Name::new() }; D],
         ranged: false,
+        settings: None,
+        origin: Origin {
+            len: 0,
+            fingerprint: 0,
+        },
+        learning: Learns::Not,
     };
 
     /// An empty model (every prediction fails with [`Error::InputLength`])
@@ -257,20 +293,24 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.g = 0;
         self.p = 0;
         self.ranged = false;
-        let (shape, ranged, variance, p) = self.decode(bytes)?;
+        self.learning = Learns::Not;
+        let decoded = self.decode(bytes)?;
+        let shape = decoded.shape;
         self.shape = shape;
-        self.ranged = ranged;
-        self.variance = variance;
+        self.ranged = decoded.ranged;
+        self.variance = decoded.variance;
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
-        self.p = p;
+        self.p = decoded.outputs;
+        self.learning = Learns::of(decoded.learning);
+        self.origin = decoded.origin;
         Ok(())
     }
 
     /// Decodes every number into place; the caller publishes the shape (and
     /// whether an input range was read, the variance form and the number of
     /// outputs) only on success, so a failed load leaves an empty model.
-    fn decode(&mut self, bytes: &[u8]) -> Result<(Shape, bool, VarianceForm, u16), Error> {
+    fn decode(&mut self, bytes: &[u8]) -> Result<Decoded, Error> {
         let (version, body) = open(bytes)?;
         let mut reader = Reader::new(body);
         let shape: Shape = reader.value()?;
@@ -337,7 +377,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let ranged = version >= 3
             && inputs::read_range(&mut reader, d.get(), &mut model.x_min, &mut model.x_max)?;
         let variance = if version >= 4 {
-            reader.value::<VarianceForm>()?.check(&shape)?
+            reader.value::<VarianceForm>()?.check(&shape, version)?
         } else {
             VarianceForm::Solves
         };
@@ -346,18 +386,38 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         } else {
             1
         };
+        let learning = if version >= LEARNING_VERSION {
+            learning::read_block(&mut reader, &shape, variance, &mut model.outputs, p)?
+        } else {
+            None
+        };
         reader.finish()?;
-        if variance == VarianceForm::Solves {
+        let m = usize::from(shape.n_basis);
+        if variance != VarianceForm::Product {
             for output in model.outputs.iter_mut().take(p) {
-                output.invert_diagonals(usize::from(shape.n_basis));
+                output.invert_diagonals(m, variance == VarianceForm::Solves);
             }
         }
-        Ok((
+        let origin = if learning.is_some() {
+            let mut spans = [Spans::default(); P];
+            for (span, output) in spans.iter_mut().zip(&model.outputs).take(p) {
+                *span = output.spans;
+            }
+            Origin {
+                len: learning::offset(bytes.len())?,
+                fingerprint: learning::fingerprint(bytes, spans.get(..p).unwrap_or(&[]), m),
+            }
+        } else {
+            Origin::default()
+        };
+        Ok(Decoded {
             shape,
             ranged,
             variance,
-            u16::try_from(p).map_err(|_| Error::Malformed)?,
-        ))
+            outputs: u16::try_from(p).map_err(|_| Error::Malformed)?,
+            learning,
+            origin,
+        })
     }
 
     /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
@@ -637,6 +697,26 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 ),
                 0.0,
             ),
+            VarianceForm::Whitened => {
+                let mut scratch = [[0.0f32; 2]; M];
+                let (explained, restored) = whitened::solve_and_multiply(
+                    factors,
+                    &output.diagonal1,
+                    &output.inv_diagonal2,
+                    k,
+                    self.m,
+                    u.unwrap_or(&mut scratch),
+                );
+                // z^T S z is in [0, |z|^2] (S <= I): clamped there, the
+                // variance stays between 0 and the prior whatever f32 did.
+                let restored = if restored > 0.0 { restored } else { 0.0 };
+                let restored = if restored < explained {
+                    restored
+                } else {
+                    explained
+                };
+                (explained, restored)
+            }
             VarianceForm::Solves => {
                 // Each row's solution feeds the next: the solves need it.
                 let mut scratch = [[0.0f32; 2]; M];
@@ -890,11 +970,11 @@ mod tests {
     /// is [`ram_bytes_with_outputs`].
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let output = 4 * (m * m + 3 * m + 7) + NAME_CAPACITY + 1;
-        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d) + p * output;
+        let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
+        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d + 5) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
-        (sizes_at + 2 * word + names + 4).next_multiple_of(word)
+        (sizes_at + 2 * word + names + 5).next_multiple_of(word)
     }
 
     #[test]
@@ -920,7 +1000,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2156);
-        assert_eq!(ram_bytes(32, 4, 4), 5996);
+        assert_eq!(ram_bytes(16, 4, 4), 2192);
+        assert_eq!(ram_bytes(32, 4, 4), 6032);
     }
 }

@@ -42,6 +42,7 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         variance: VarianceForm::Solves,
         outputs: vec![],
         class_labels: vec![],
+        learning: None,
     }
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 from sklearn.utils.validation import check_array
@@ -136,6 +136,62 @@ class Model:
         output (or class latent) where the blob has several."""
         mean, variance, _ = self._run(X)
         return mean, variance
+
+    @property
+    def is_updatable(self) -> bool:
+        """Whether the blob learns on the device (``sgp fit --updatable``,
+        ``SparseGPRegressor(updatable=True)``)."""
+        return self._native.is_updatable
+
+    def update(
+        self, X: Any, y: Any, forgetting: float = 1.0, gate: Optional[float] = None
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Conditions the model on observations, in order, exactly as a
+        device's ``Model::update`` does (the same f32 code): one row (``X``
+        of one row or a 1-D array of the inputs, ``y`` a number) or several
+        (``X`` of N rows, ``y`` of N targets; a multi-output model: N x P).
+        A classifier's targets are 1 for the positive class, 0 else.
+
+        ``forgetting`` in (0, 1]: before each row the posterior drifts back
+        towards the prior by this factor (1: nothing is forgotten, and the
+        model is the batch posterior of every row it saw). ``gate``: a
+        target further than this many predictive standard deviations from
+        the prediction is not learned (default: every finite target is).
+
+        Returns, per row, what the model predicted just before learning it
+        (mean and variance, of the first output; a classifier's mean is
+        ``P(y = +1)``) and whether it was learned; the model (and
+        ``to_bytes()``) is then the updated one.
+
+        >>> import numpy as np, sgp
+        >>> X = np.linspace(0, 6, 40)[:, None]
+        >>> est = sgp.SparseGPRegressor(m=8, updatable=True).fit(X, np.sin(X[:, 0]))
+        >>> est.to_model().is_updatable
+        True
+        >>> model = sgp.Model.from_bytes(est.to_bytes())
+        >>> mean, variance, learned = model.update([[3.0]], [2.0])
+        >>> bool(model.predict([[3.0]])[0][0] > mean[0]) and bool(learned[0])
+        True
+        """
+        X, _ = by_name(X, self.input_names)
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        X = check_array(X, dtype=np.float64, ensure_all_finite=False)
+        if X.shape[1] != self.n_inputs:
+            raise ValueError(
+                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
+                f"({', '.join(self.input_names)})"
+            )
+        y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        if not 0.0 < forgetting <= 1.0:
+            raise ValueError(f"forgetting must be in (0, 1], got {forgetting}")
+        limit = float("inf") if gate is None else float(gate)
+        native, mean, variance, learned = self._native.updated(
+            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, limit
+        )
+        self._native = native
+        return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """A classifier's class probabilities at the rows of ``X``: ``P(y =

@@ -55,6 +55,7 @@ class _SparseGP(BaseEstimator):
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
+        updatable: bool = False,
     ) -> None:
         self.model = model
         self.m = m
@@ -74,6 +75,7 @@ class _SparseGP(BaseEstimator):
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
+        self.updatable = updatable
 
     def _settings(self) -> dict:
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max) \
@@ -99,6 +101,7 @@ class _SparseGP(BaseEstimator):
             "init_hyper": self.init_hyper,
             "max_points": self.max_points,
             "ivm_posterior": self.ivm_posterior,
+            "updatable": bool(self.updatable),
         }
 
     def _fit_native(
@@ -121,9 +124,9 @@ class _SparseGP(BaseEstimator):
         )
         if progress is not None:
             print(file=sys.stderr)
+        summary = json.loads(summary)
         self.blob_ = blob
         self._state = state
-        summary = json.loads(summary)
         for message in summary["warnings"]:
             warnings.warn(message, UserWarning, stacklevel=3)
         self.report_ = summary["report"]
@@ -220,6 +223,10 @@ _SETTINGS_DOC = """
     verbose : bool, default=False
         Print the optimiser's progress (iteration, budget, objective) on
         standard error, a line rewritten in place a few times a second.
+    updatable : bool, default=False
+        Export a blob that learns on the device (``sgp fit --updatable``:
+        format version 7, ``sgp.Model.update``); sparse regressions and the
+        svgp classifier.
 """
 
 

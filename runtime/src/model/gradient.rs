@@ -34,6 +34,7 @@ use super::{Model, Output, Prediction};
 use crate::error::Error;
 use crate::format::{Link, VarianceForm};
 use crate::math;
+use crate::whitened;
 
 /// `1 / sqrt(2 pi)`, the standard normal density at 0.
 const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
@@ -185,6 +186,23 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 self.m,
                 self.shape.two_factors,
             ),
+            VarianceForm::Whitened => {
+                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
+                // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
+                for (pair, &d) in u.iter_mut().zip(&source.inv_diagonal2) {
+                    let dt = (1.0 - d) * (pair[0] - pair[1]);
+                    *pair = [dt, -dt];
+                }
+                whitened::add_transposed(factors, &mut u, self.m);
+                let mut r = [0.0f32; M];
+                for (ri, pair) in r.iter_mut().zip(&u) {
+                    *ri = pair[0];
+                }
+                whitened::back_substitute_first(factors, &source.diagonal1, &mut r, self.m);
+                for (pair, &ri) in u.iter_mut().zip(&r) {
+                    *pair = [ri, 0.0];
+                }
+            }
         }
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,

@@ -4,9 +4,12 @@
 
 use core::ops::Deref;
 
+use super::learning::{offset, Spans};
 use super::{set, unpack, Model, Name, Prediction, PredictionWithGradient};
 use crate::error::{Dimension, Error};
-use crate::format::{check_diagonal, shared_variance_ratio, Field, Link, Reader, Shape};
+use crate::format::{
+    check_diagonal, packed_len, shared_variance_ratio, Field, Link, Reader, Shape,
+};
 use crate::math::{self, packed_index};
 
 /// What each output of a [`Model`] holds besides the shared basis.
@@ -23,7 +26,8 @@ pub(super) struct Output<const M: usize> {
     /// `L1`'s diagonal: as it is for the product, its reciprocal for the
     /// solves (which then never divide).
     pub(super) diagonal1: [f32; M],
-    /// The reciprocal of `L2`'s diagonal.
+    /// The reciprocal of `L2`'s diagonal (the whitened form: `G`'s
+    /// diagonal as it is).
     pub(super) inv_diagonal2: [f32; M],
     pub(super) prior: f32,
     pub(super) noise: f32,
@@ -36,6 +40,9 @@ pub(super) struct Output<const M: usize> {
     /// factors of its own and its latent variance is the first output's
     /// times that ratio (format version 6); `None` with its own factors.
     pub(super) shared_variance: Option<f32>,
+    /// Where its learned numbers sit in the loaded blob (an updatable
+    /// model's, for [`Model::write_blob`]).
+    pub(super) spans: Spans,
 }
 
 impl<const M: usize> Output<M> {
@@ -53,6 +60,11 @@ impl<const M: usize> Output<M> {
         y_scale: 0.0,
         name: Name::new(),
         shared_variance: None,
+        spans: Spans {
+            beta: 0,
+            l2: 0,
+            mean: 0,
+        },
     };
 
     /// Decodes `beta`, `l1`, `l2`, `prior`, `noise`, `bias`, `y_mean` and
@@ -66,9 +78,10 @@ impl<const M: usize> Output<M> {
         shape: &Shape,
         first_prior: Option<f32>,
     ) -> Result<(), Error> {
-        reader.numbers(shape, Field::Beta, |i, v| set(&mut self.beta, i, v))?;
-        let two = shape.two_factors;
         let m = usize::from(shape.n_basis);
+        reader.numbers(shape, Field::Beta, |i, v| set(&mut self.beta, i, v))?;
+        self.spans.beta = offset(reader.position() - 4 * m)?;
+        let two = shape.two_factors;
         let mut shares = false;
         for (field, factor) in [(Field::L1, 0), (Field::L2, 1)] {
             let sink = |i: usize, v: f32| {
@@ -98,6 +111,11 @@ impl<const M: usize> Output<M> {
                 _ => reader.numbers(shape, field, sink)?,
             }
         }
+        self.spans.l2 = if two && !shares {
+            offset(reader.position() - 4 * packed_len(m))?
+        } else {
+            0
+        };
         self.prior = reader.scalar(Field::Prior)?;
         self.shared_variance = match first_prior {
             Some(first) if shares => Some(shared_variance_ratio(first, self.prior)?),
@@ -110,9 +128,11 @@ impl<const M: usize> Output<M> {
         Ok(())
     }
 
-    /// The solves divide by the diagonals: store their reciprocals.
-    pub(super) fn invert_diagonals(&mut self, m: usize) {
-        for diagonal in [&mut self.diagonal1, &mut self.inv_diagonal2] {
+    /// The solves divide by the diagonals: store their reciprocals (only
+    /// `L1`'s in the whitened form, whose `G` is multiplied).
+    pub(super) fn invert_diagonals(&mut self, m: usize, both: bool) {
+        let second = both.then_some(&mut self.inv_diagonal2);
+        for diagonal in core::iter::once(&mut self.diagonal1).chain(second) {
             for v in diagonal.iter_mut().take(m) {
                 *v = 1.0 / *v;
             }
@@ -191,13 +211,13 @@ pub(super) fn read_outputs<const M: usize>(
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outputs<T, const P: usize> {
-    values: [T; P],
+    pub(super) values: [T; P],
     len: usize,
 }
 
 impl<T: Copy, const P: usize> Outputs<T, P> {
     /// `len` copies of `value` (at most `P`).
-    fn filled(value: T, len: usize) -> Self {
+    pub(super) fn filled(value: T, len: usize) -> Self {
         Outputs {
             values: [value; P],
             len: len.min(P),
@@ -445,7 +465,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// the basis values. The basis check found every `k_i` finite, but a
     /// further output's sum can still overflow.
     #[inline(always)]
-    fn output_latent_mean(
+    pub(super) fn output_latent_mean(
         &self,
         p: usize,
         first_mean: f32,

@@ -6,7 +6,9 @@
 //! `Model<M, G, D, P>` lives on the stack of a dedicated thread sized for
 //! it: the largest class is far beyond a default thread stack.
 
-use sgp_runtime::{ram_bytes_with_outputs, Model, ModelSpec, Prediction};
+use sgp_runtime::{
+    ram_bytes_with_outputs, Innovation, Model, ModelSpec, Prediction, UpdateSettings,
+};
 
 use crate::{Error, Result};
 use sgp_runtime::NAME_CAPACITY;
@@ -21,6 +23,16 @@ pub trait DeviceModel {
     fn predict_all(&self, x: &[f32]) -> std::result::Result<Vec<Prediction>, sgp_runtime::Error>;
     /// [`Model::classify`]: the class and the class probabilities.
     fn classify(&self, x: &[f32]) -> std::result::Result<(usize, Vec<f32>), sgp_runtime::Error>;
+    /// [`Model::update_all_with`]: one innovation per output.
+    fn update_with(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        settings: UpdateSettings,
+    ) -> std::result::Result<Vec<Innovation>, sgp_runtime::Error>;
+    /// [`Model::write_blob`] from `source` (the bytes the model was loaded
+    /// from, or wrote since) into a new vector.
+    fn write_blob(&self, source: &[u8]) -> std::result::Result<Vec<u8>, sgp_runtime::Error>;
 }
 
 impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
@@ -38,6 +50,20 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
     fn classify(&self, x: &[f32]) -> std::result::Result<(usize, Vec<f32>), sgp_runtime::Error> {
         let c = Model::classify(self, x)?;
         Ok((c.class, c.probabilities().to_vec()))
+    }
+    fn update_with(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        settings: UpdateSettings,
+    ) -> std::result::Result<Vec<Innovation>, sgp_runtime::Error> {
+        Ok(Model::update_all_with(self, x, y, settings)?.to_vec())
+    }
+    fn write_blob(&self, source: &[u8]) -> std::result::Result<Vec<u8>, sgp_runtime::Error> {
+        let mut out = vec![0; source.len()];
+        let len = Model::write_blob(self, source, &mut out)?;
+        out.truncate(len);
+        Ok(out)
     }
 }
 
@@ -62,6 +88,20 @@ const MULTI_OUTPUT_BASIS_LIMIT: usize = 512;
 pub fn with_device_model<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&dyn DeviceModel) -> R + Send,
+) -> Result<R> {
+    with_device_model_mut(blob, |model, _| f(model))
+}
+
+/// [`with_device_model`] with the model mutable (to update it), and the
+/// bytes it was loaded from: `blob`, or `blob` without its names when
+/// they are longer than a device holds (then [`restore_names`] puts them
+/// back into what the model writes).
+///
+/// # Errors
+/// As [`with_device_model`].
+pub fn with_device_model_mut<R: Send>(
+    blob: &[u8],
+    f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R + Send,
 ) -> Result<R> {
     let spec = ModelSpec::from_bytes(blob)?;
     // A device refuses names longer than it holds (`sgp fit` warns, `sgp
@@ -124,10 +164,36 @@ pub fn with_device_model<R: Send>(
 #[inline(never)]
 fn load_and_run<const M: usize, const D: usize, const P: usize, R>(
     blob: &[u8],
-    f: impl FnOnce(&dyn DeviceModel) -> R,
+    f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R,
 ) -> Result<R> {
-    let model = Model::<M, D, D, P>::from_bytes(blob)?;
-    Ok(f(&model))
+    let mut model = Model::<M, D, D, P>::from_bytes(blob)?;
+    Ok(f(&mut model, blob))
+}
+
+/// `written` (a blob a device model wrote from `original` with its names
+/// left out, [`with_device_model_mut`]) with `original`'s names back.
+///
+/// # Errors
+/// If either blob does not decode.
+pub fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> {
+    let named = ModelSpec::from_bytes(original)?;
+    let mut spec = ModelSpec::from_bytes(written)?;
+    if spec.input_names == named.input_names
+        && spec.target_name == named.target_name
+        && spec
+            .outputs
+            .iter()
+            .zip(&named.outputs)
+            .all(|(a, b)| a.name == b.name)
+    {
+        return Ok(written.to_vec());
+    }
+    spec.input_names = named.input_names;
+    spec.target_name = named.target_name;
+    for (output, name) in spec.outputs.iter_mut().zip(named.outputs) {
+        output.name = name.name;
+    }
+    Ok(spec.to_bytes()?)
 }
 
 fn dispatch<R>(
@@ -135,7 +201,7 @@ fn dispatch<R>(
     m: usize,
     d: usize,
     p: usize,
-    f: impl FnOnce(&dyn DeviceModel) -> R,
+    f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R,
 ) -> Result<R> {
     macro_rules! classes {
         ($(($m:literal, $d:literal, $p:literal)),*) => {

@@ -16,6 +16,7 @@ pub mod device;
 pub mod gradient;
 pub mod output_blob;
 pub mod precision;
+pub mod updatable;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};

@@ -13,6 +13,9 @@ pub fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
         class_labels: Vec::new(),
         ..spec.clone()
     };
+    if let Some(learning) = &mut single.learning {
+        learning.means = vec![learning.means.get(p)?.clone()];
+    }
     if p == 0 {
         return Some(single);
     }
@@ -24,12 +27,14 @@ pub fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
         // the first's: `L` times sqrt(ratio) in the product form, divided
         // by it in the solves (whose inverses `W` sums).
         let root = (o.prior / spec.prior).sqrt();
-        let scale = match spec.variance {
-            VarianceForm::Product => root,
-            VarianceForm::Solves => 1.0 / root,
+        let (scale, second) = match spec.variance {
+            VarianceForm::Product => (root, root),
+            VarianceForm::Solves => (1.0 / root, 1.0 / root),
+            // L1 as the solves' one; the whitened covariance is the same.
+            VarianceForm::Whitened => (1.0 / root, 1.0),
         };
         single.l1 = spec.l1.iter().map(|v| v * scale).collect();
-        single.l2 = spec.l2.iter().map(|v| v * scale).collect();
+        single.l2 = spec.l2.iter().map(|v| v * second).collect();
     } else {
         single.l1.clone_from(&o.l1);
         single.l2.clone_from(&o.l2);

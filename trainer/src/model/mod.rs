@@ -8,6 +8,7 @@ pub mod likelihood;
 pub mod multiclass;
 pub mod posterior_sums;
 pub mod shared_variance;
+pub mod updatable;
 pub mod variance_factor;
 
 use nalgebra::{DMatrix, DVector};
@@ -138,6 +139,16 @@ impl ModelSet {
         self.join(TrainedModel::to_product_spec)
     }
 
+    /// [`ModelSet::to_spec`] in the whitened form of an updatable blob
+    /// (format version 7, [`TrainedModel::to_whitened_spec`]), every
+    /// member's mean in the learning block.
+    ///
+    /// # Errors
+    /// As [`ModelSet::to_spec`] and [`updatable::whitened_factor`].
+    pub fn to_whitened_spec(&self, observation: sgp_runtime::Observation) -> Result<ModelSpec> {
+        self.join(|member| member.to_whitened_spec(observation))
+    }
+
     /// Each member's spec by `member_spec`, joined into one.
     fn join(&self, member_spec: impl Fn(&TrainedModel) -> Result<ModelSpec>) -> Result<ModelSpec> {
         let link = self.link()?;
@@ -157,6 +168,9 @@ impl ModelSet {
                 // Format version 6: no factors, the first output's variance.
                 spec.l1.clear();
                 spec.l2.clear();
+            }
+            if let (Some(joined), Some(own)) = (&mut joined.learning, &spec.learning) {
+                joined.means.extend(own.means.iter().cloned());
             }
             if let Some(field) = basis_difference(&joined, &spec) {
                 return Err(Error::BadInput(format!(
@@ -353,6 +367,7 @@ impl TrainedModel {
             variance: VarianceForm::Solves,
             outputs: Vec::new(),
             class_labels: Vec::new(),
+            learning: None,
         })
     }
 

@@ -115,6 +115,13 @@ pub const SETTINGS: &[Setting] = &[
         what: "the stall test of the optimised fits; ivm's runs stop on their own test",
     },
     Setting {
+        flag: "--updatable",
+        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp],
+        task: None,
+        what: "a blob that learns on the device, which needs a basis with a posterior of its own \
+               (the sparse regressions and the binary svgp classifier)",
+    },
+    Setting {
         flag: "--positive",
         models: &[
             Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp,

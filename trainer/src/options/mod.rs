@@ -15,14 +15,18 @@ mod named;
 pub mod applies;
 pub mod task;
 
+use nalgebra::DMatrix;
+
 use crate::choose::{Asked, Request, AUTO};
 use crate::data::multi_target::Outputs;
 use crate::data::TargetKind;
+use crate::export::updatable::export_updatable;
+use crate::export::{export, Exported};
 use crate::fit::gplasso::{GplassoParams, GplassoRefit};
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{
-    default_optimiser, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
+    default_optimiser, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
     SparseParams, DEFAULT_STALL,
 };
 use crate::model::inference::Approximation;
@@ -94,6 +98,9 @@ pub struct Options {
     pub max_points: Option<usize>,
     /// `--ivm-posterior`: the IVM classifier's posterior.
     pub ivm_posterior: Option<IvmPosterior>,
+    /// `--updatable`: export a blob that learns on the device
+    /// ([`crate::export::updatable`]).
+    pub updatable: bool,
 }
 
 impl Options {
@@ -115,6 +122,7 @@ impl Options {
             (self.init_hyper.is_some(), "--init-hyper"),
             (self.max_points.is_some(), "--max-points"),
             (self.ivm_posterior.is_some(), "--ivm-posterior"),
+            (self.updatable, "--updatable"),
         ];
         flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
     }
@@ -181,11 +189,31 @@ impl Options {
             Task::Regression
         };
         applies::check(&asked.families(), Some(task), &self.given())?;
+        if let (true, TargetKind::Classes { count }) = (self.updatable, first.target) {
+            return Err(Error::BadInput(format!(
+                "--updatable does not apply to a classification of {count} classes: their labels \
+                 have no rank-one update on the device; a binary svgp classifier learns there"
+            )));
+        }
         Ok(Request {
             asked,
             held_out: !self.no_held_out_choice,
             choose_objective: self.objective.is_none(),
         })
+    }
+
+    /// Exports `fit` as asked: a blob that learns on the device with
+    /// `updatable` ([`export_updatable`]), else the fixed blob ([`export`]);
+    /// `force` exports what fails the f32 check.
+    ///
+    /// # Errors
+    /// As [`export`] and [`export_updatable`].
+    pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+        if self.updatable {
+            export_updatable(fit, check_x, force)
+        } else {
+            export(fit, check_x, force)
+        }
     }
 
     /// `method`'s settings on data of `rows` rows (settings it does not

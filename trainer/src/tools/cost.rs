@@ -52,7 +52,8 @@ impl Config {
     /// The configuration of a model of this shape whose variance has this
     /// form.
     pub fn of(shape: &Shape, variance: VarianceForm) -> Config {
-        let two_solves = variance == VarianceForm::Solves && shape.two_factors;
+        // The whitened form solves against L1 and multiplies by G.
+        let two_solves = variance != VarianceForm::Product && shape.two_factors;
         Config {
             m: usize::from(shape.n_basis),
             g: usize::from(shape.feature_dim),

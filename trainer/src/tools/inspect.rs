@@ -105,6 +105,11 @@ pub struct Summary {
     pub signal_variance: f64,
     /// Noise variance in raw target units (regression).
     pub noise_variance: f64,
+    /// How the model learns on the device (`fitc`, `vfe` or `probit`
+    /// rows: format version 7, `sgp fit --updatable`); absent for a model
+    /// that does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learns: Option<&'static str>,
     /// Size of the blob in bytes (flash for the model's numbers).
     pub blob_bytes: usize,
     /// The capacities `(M, G, D)` of the `Model` type the RAM figure is for
@@ -242,6 +247,7 @@ pub fn summarise(
         ),
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
+        learns: spec.learning.as_ref().map(|l| l.observation.name()),
         blob_bytes,
         capacity: capacity.unwrap_or((m, g, d)),
         ram_bytes: {
@@ -390,6 +396,12 @@ impl std::fmt::Display for Summary {
         }
         writeln!(f, "signal variance {:.6}", self.signal_variance)?;
         writeln!(f, "noise variance  {:.6}", self.noise_variance)?;
+        if let Some(rows) = self.learns {
+            writeln!(
+                f,
+                "learning        on the device ({rows} rows; sgp_runtime::Model::update)"
+            )?;
+        }
         writeln!(f, "blob            {} bytes (flash)", self.blob_bytes)?;
         let (m, g, d) = self.capacity;
         let p = match self.outputs.len() {

@@ -10,6 +10,7 @@ mod inspect;
 mod named;
 mod plot;
 mod predict;
+mod replay;
 mod sweep;
 mod synth;
 
@@ -35,6 +36,7 @@ use fit::{fit_command, FitArgs};
 use inspect::inspect_command;
 use plot::plot_command;
 use predict::predict_command;
+use replay::{replay_command, ReplayArgs};
 use sweep::{sweep_command, SweepArgs};
 use synth::synth_command;
 
@@ -160,6 +162,11 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Replay a CSV of observations, in order, through the device's own
+    /// update of a blob that learns (`sgp fit --updatable`): the error of
+    /// what it predicted for each row before learning it, per window of
+    /// rows; a picture (--svg) and the model it ends as (--out).
+    Replay(ReplayArgs),
     /// Fit exact GP and SPGP on built-in 1-D data and compare them.
     Demo {
         /// Where to write the SPGP blob.
@@ -353,6 +360,7 @@ fn run(cli: &Cli, given: &[&str]) -> Result<()> {
         Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
         Command::Sweep(args) => sweep_command(args, given, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
+        Command::Replay(args) => replay_command(args),
     }
 }
 

@@ -210,6 +210,12 @@ pub(crate) struct Settings {
     /// sites alone [default: all-rows].
     #[arg(long, value_parser = crate::named::named::<IvmPosterior>())]
     ivm_posterior: Option<IvmPosterior>,
+    /// Write a blob that learns on the device (format version 7): the
+    /// whitened form of the posterior and the learning block that
+    /// `Model::update` conditions on new observations (sparse regressions
+    /// and the binary svgp classifier; docs/src/learning.md).
+    #[arg(long)]
+    updatable: bool,
 }
 
 impl Settings {
@@ -235,6 +241,7 @@ impl Settings {
             init_hyper: self.init_hyper,
             max_points: self.max_points,
             ivm_posterior: self.ivm_posterior,
+            updatable: self.updatable,
         }
     }
 }

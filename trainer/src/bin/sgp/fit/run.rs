@@ -8,7 +8,7 @@ use nalgebra::DMatrix;
 use sgp_trainer::choose::{self, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::{export, golden_points, golden_rust, Fidelity};
+use sgp_trainer::export::{golden_points, golden_rust, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
 use sgp_trainer::fit::{Fit, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
@@ -52,7 +52,7 @@ pub(crate) struct FitOutput<'a> {
     fidelity: &'a Fidelity,
     /// Each output's, in output order.
     fidelities: &'a [Fidelity],
-    /// The blob's variance form: "product" or "solves".
+    /// The blob's variance form: "product", "solves" or "whitened".
     variance: &'static str,
     /// Why the blob has the solves, not the product.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,7 +71,10 @@ pub(crate) fn finish_fit(
     path: Option<Vec<PathRow>>,
     quiet: bool,
 ) -> Result<()> {
-    let exported = export(&mut fit, check_x, args.force)?;
+    let exported = args
+        .settings
+        .options()
+        .export(&mut fit, check_x, args.force)?;
     if !quiet {
         note_choices(&fit);
     }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use sgp_runtime::Link;
+use sgp_runtime::{Link, VarianceForm};
 use sgp_trainer::export::{Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE};
 use sgp_trainer::fit::gplasso::{GplassoRefit, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::Fit;
@@ -357,9 +357,15 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
         );
     }
-    match &exported.product_refused {
-        None => println!("variance form   product: |C k|^2, one triangular product on the device"),
-        Some(why) => println!(
+    match (&exported.product_refused, exported.variance) {
+        (_, VarianceForm::Whitened) => println!(
+            "variance form   whitened: learns on the device (Model::update; one solve and one \
+             product per prediction)"
+        ),
+        (None, _) => {
+            println!("variance form   product: |C k|^2, one triangular product on the device")
+        }
+        (Some(why), _) => println!(
             "variance form   solves (forward substitutions): the cheaper product form was \
              refused: {why}"
         ),

@@ -1,0 +1,71 @@
+"""Learning on the device from Python: ``sgp.Model.update`` runs the
+runtime's own f32 update, as ``sgp replay`` and a device do."""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import sgp
+
+
+def _fitted(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    y = np.sin(X[:, 0]) + 0.5 * np.cos(X[:, 1]) + 0.05 * rng.standard_normal(n)
+    return sgp.SparseGPRegressor(m=12, updatable=True, restarts=1).fit(X, y), X, y
+
+
+def test_updates_pull_the_model_to_the_data_and_persist_in_the_blob():
+    est, X, _ = _fitted()
+    model = est.to_model()
+    assert model.is_updatable
+    x = np.array([[0.5, -1.0]])
+    before_mean, before_var = model.predict(x)
+    mean, variance, learned = model.update(x, [before_mean[0] + 1.0])
+    assert learned.all() and mean[0] == pytest.approx(before_mean[0], rel=1e-6)
+    after_mean, after_var = model.predict(x)
+    assert after_mean[0] > before_mean[0] and after_var[0] < before_var[0]
+    again = sgp.Model.from_bytes(model.to_bytes())
+    np.testing.assert_array_equal(again.predict(x)[0], after_mean)
+
+
+def test_a_replay_is_the_cli_replay(tmp_path):
+    est, X, y = _fitted()
+    blob = tmp_path / "m.sgp"
+    est.save(blob)
+    rng = np.random.default_rng(3)
+    log_x = rng.uniform(-3, 3, size=(50, 2))
+    log_y = np.sin(log_x[:, 0]) + 1.0
+    log = tmp_path / "log.csv"
+    rows = "\n".join(f"{a},{b},{t}" for (a, b), t in zip(log_x, log_y))
+    log.write_text("x0,x1,y\n" + rows + "\n")
+    model = sgp.Model.load(blob)
+    model.update(log_x, log_y, forgetting=0.99)
+    out = tmp_path / "after.sgp"
+    cli = pytest.importorskip("os").environ.get("SGP_CLI")
+    if cli is None:
+        pytest.skip("SGP_CLI not set")
+    subprocess.run(
+        [cli, "replay", "--model", str(blob), "--data", str(log), "--forgetting", "0.99",
+         "--out", str(out)],
+        check=True, capture_output=True,
+    )
+    assert out.read_bytes() == model.to_bytes()
+
+
+def test_bad_targets_and_settings_are_errors_that_change_nothing():
+    est, X, _ = _fitted()
+    model = est.to_model()
+    blob = model.to_bytes()
+    with pytest.raises(ValueError):
+        model.update([[0.0, 0.0]], [float("nan")])
+    with pytest.raises(ValueError):
+        model.update([[0.0, 0.0]], [1.0], forgetting=1.5)
+    assert model.to_bytes() == blob
+    mean, _, learned = model.update([[0.0, 0.0]], [1e6], gate=3.0)
+    assert not learned[0] and model.to_bytes() == blob
+    fixed = sgp.SparseGPRegressor(m=8, restarts=1).fit(X, X[:, 0]).to_model()
+    assert not fixed.is_updatable
+    with pytest.raises(ValueError, match="learn on the device"):
+        fixed.update([[0.0, 0.0]], [1.0])

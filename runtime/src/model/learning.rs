@@ -1,0 +1,773 @@
+//! Learning on the device (format version 7): each new observation
+//! conditions the model's posterior over its inducing values, with the
+//! basis and hyperparameters fixed, in `O(M^2)` and without a heap.
+//!
+//! In whitened coordinates (`z = L1^-1 k`, `L1 = chol(K_M)`) the posterior
+//! is `N(a, S)` with `a = L1^T beta` and `I - S = (I - G)^T (I - diag(d))
+//! (I - G)` (see `crate::whitened`). One
+//! observation `y` at `x`, after forgetting `S <- lam S + (1 - lam) I`,
+//! `a <- sqrt(lam) a` (a plant that drifts back towards the prior, an
+//! AR(1) process in time), is a Kalman step: `D = gamma + z^T S z`,
+//! `a += S z (y - z^T a) / D`, `S -= S z z^T S / D` (one rank-one update of
+//! `I - S`, Bierman's), then `beta = L1^-T a`. A probit label takes one
+//! step of assumed-density filtering instead, with the same `S z`.
+//! The guide's chapter "Learning on the device" derives it.
+
+use super::{set, Model, Output, Prediction};
+use crate::error::Error;
+use crate::format::{
+    check_learning_noise, check_learning_present, check_mean_len, check_means_len, packed_len,
+    Field, Observation, Reader, Shape, VarianceForm, CRC, TRAILER_LEN,
+};
+use crate::math;
+use crate::whitened;
+
+/// How [`Model::update`] treats a new observation: how fast the model
+/// forgets, and which residuals it refuses as outliers.
+///
+/// ```
+/// let settings = sgp_runtime::UpdateSettings { forgetting: 0.999, ..Default::default() };
+/// assert_eq!(settings.gate, f32::INFINITY); // no gate unless asked for
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UpdateSettings {
+    /// `lam` in `(0, 1]`: before each observation the posterior drifts
+    /// back towards the prior, `S <- lam S + (1 - lam) I` and `a <-
+    /// sqrt(lam) a` in whitened coordinates, so an observation `t` updates
+    /// ago weighs less and less, and a region the plant has not visited
+    /// for `1 / (1 - lam)` updates returns to the prior (never beyond it).
+    /// `1` (the default) forgets nothing: the model is then the batch
+    /// posterior of every row it has seen.
+    pub forgetting: f32,
+    /// Largest `|residual| / predictive sd` accepted (regression): a
+    /// target further from the prediction is refused as an outlier
+    /// ([`Error::Outlier`]) and the model is unchanged. The default,
+    /// infinity, accepts every finite target: a plant that shifts by many
+    /// standard deviations would otherwise be refused for ever. A
+    /// classifier's labels are never refused.
+    pub gate: f32,
+}
+
+impl Default for UpdateSettings {
+    fn default() -> Self {
+        UpdateSettings {
+            forgetting: 1.0,
+            gate: f32::INFINITY,
+        }
+    }
+}
+
+impl UpdateSettings {
+    /// Accepts settings in range: `0 < forgetting <= 1`, `gate > 0`.
+    pub(crate) fn check(self) -> Result<Self, Error> {
+        let forgetting = self.forgetting > 0.0 && self.forgetting <= 1.0;
+        if forgetting && self.gate > 0.0 {
+            Ok(self)
+        } else {
+            Err(Error::InvalidSetting)
+        }
+    }
+}
+
+/// What one update saw: the prediction at the observation's input just
+/// before it (forgetting applied), and how far the target was from it.
+///
+/// ```
+/// use sgp_runtime::{Innovation, Prediction};
+/// let seen = Innovation { prediction: Prediction { mean: 1.0, variance: 4.0 }, residual: -3.0 };
+/// assert_eq!(seen.standardised(), -1.5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Innovation {
+    /// As [`Model::predict`] gives it: of the target, noise included
+    /// (regression); of the latent `f + b` (classifier).
+    pub prediction: Prediction,
+    /// Target minus predicted mean (regression, raw units); label minus
+    /// `P(y = +1)` (classifier).
+    pub residual: f32,
+}
+
+impl Innovation {
+    /// The residual in predictive standard deviations (regression): what
+    /// [`UpdateSettings::gate`] bounds.
+    pub fn standardised(&self) -> f32 {
+        self.residual / self.prediction.std_dev()
+    }
+}
+
+/// How a [`Model`] learns: [`Observation`] with a variant for "not at
+/// all" that is zero, as every field of an empty model must be (or the
+/// compiler keeps a flash image of it to copy: `Option<Observation>`'s
+/// `None` is 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Learns {
+    Not = 0,
+    Fitc,
+    Vfe,
+    Probit,
+}
+
+impl Learns {
+    pub(super) fn of(observation: Option<Observation>) -> Self {
+        match observation {
+            None => Learns::Not,
+            Some(Observation::Fitc) => Learns::Fitc,
+            Some(Observation::Vfe) => Learns::Vfe,
+            Some(Observation::Probit) => Learns::Probit,
+        }
+    }
+
+    fn observation(self) -> Option<Observation> {
+        match self {
+            Learns::Not => None,
+            Learns::Fitc => Some(Observation::Fitc),
+            Learns::Vfe => Some(Observation::Vfe),
+            Learns::Probit => Some(Observation::Probit),
+        }
+    }
+}
+
+/// Where an output's learned numbers sit in the blob it was loaded from:
+/// byte offsets of the first `f32` of `beta`, `l2` and its mean in the
+/// learning block (0: the output has no such field).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Spans {
+    pub(super) beta: u32,
+    pub(super) l2: u32,
+    pub(super) mean: u32,
+}
+
+/// The loaded blob, as [`Model::write_blob`] needs to know it: its length
+/// and a CRC of every byte but the learned numbers' and the trailer's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Origin {
+    pub(super) len: u32,
+    pub(super) fingerprint: u32,
+}
+
+/// Offset of `position` as stored in [`Spans`].
+pub(super) fn offset(position: usize) -> Result<u32, Error> {
+    u32::try_from(position).map_err(|_| Error::Malformed)
+}
+
+/// Decodes field 31, the learning block (format version 7), into the
+/// outputs' means; returns its observation model (`None`: no block).
+pub(super) fn read_block<const M: usize>(
+    reader: &mut Reader<'_>,
+    shape: &Shape,
+    variance: VarianceForm,
+    outputs: &mut [Output<M>],
+    count: usize,
+) -> Result<Option<Observation>, Error> {
+    let present = match reader.value::<u8>()? {
+        0 => false,
+        1 => true,
+        _ => return Err(Error::Malformed),
+    };
+    let observation = if present {
+        Some(reader.value::<Observation>()?)
+    } else {
+        None
+    };
+    check_learning_present(variance, present)?;
+    let Some(observation) = observation else {
+        return Ok(None);
+    };
+    observation.check(shape.link)?;
+    for output in outputs.iter().take(count) {
+        check_learning_noise(observation, output.noise)?;
+    }
+    check_means_len(count, reader.length()?)?;
+    let m = usize::from(shape.n_basis);
+    for output in outputs.iter_mut().take(count) {
+        check_mean_len(m, reader.length()?)?;
+        output.spans.mean = offset(reader.position())?;
+        reader.elements(Field::Learning, m, |i, v| set(output.mean_mut(), i, v))?;
+    }
+    Ok(Some(observation))
+}
+
+/// The CRC of `blob` without its trailer and without the learned numbers
+/// at `spans` (`m` basis functions): what stays the same when a model
+/// writes itself back. The spans come in blob order: each output's beta
+/// and `l2`, output after output, then the means of the learning block.
+pub(super) fn fingerprint(blob: &[u8], spans: &[Spans], m: usize) -> u32 {
+    let (vector, triangle) = (4 * m, 4 * packed_len(m));
+    let end = blob.len().saturating_sub(TRAILER_LEN);
+    let holes = spans
+        .iter()
+        .flat_map(|s| [(s.beta, vector), (s.l2, triangle)])
+        .chain(spans.iter().map(|s| (s.mean, vector)))
+        .filter(|&(at, _)| at != 0);
+    let mut digest = CRC.digest();
+    let mut from = 0;
+    for (at, len) in holes {
+        let at = at as usize;
+        if let Some(kept) = blob.get(from..at.min(end)) {
+            digest.update(kept);
+        }
+        from = from.max(at.saturating_add(len));
+    }
+    if let Some(kept) = blob.get(from..end) {
+        digest.update(kept);
+    }
+    digest.finalize()
+}
+
+/// What an observation does to one output, decided before anything
+/// changes: the mean's gain on `S z`, the weight of `(S z)(S z)^T` in
+/// `I - S`, and what the output predicted.
+#[derive(Clone, Copy)]
+struct Plan {
+    gain: f32,
+    weight: f32,
+    innovation: Innovation,
+}
+
+impl Plan {
+    const EMPTY: Plan = Plan {
+        gain: 0.0,
+        weight: 0.0,
+        innovation: Innovation {
+            prediction: Prediction {
+                mean: 0.0,
+                variance: 0.0,
+            },
+            residual: 0.0,
+        },
+    };
+}
+
+/// Larger mean gains are refused as an invalid target: a finite target
+/// that far out would overflow the means.
+const GAIN_LIMIT: f32 = 1e30;
+
+/// What the posterior, forgotten by `lam`, says at one input: `S z` (the
+/// first of each pair), `|z|^2` and `z^T S z` (clamped to `[0, |z|^2]`,
+/// where it keeps the variance between 0 and the prior).
+struct Seen<const M: usize> {
+    sz: [[f32; 2]; M],
+    n: f32,
+    zsz: f32,
+}
+
+impl<const M: usize> Seen<M> {
+    /// At basis values `k`, from `output`'s factors, in one pass with the
+    /// solve and a second for `G^T`. `S` forgotten is `I - U^T (lam D)
+    /// U`: only `d` changes, to `(1 - lam) + lam d` (and is `d` itself
+    /// without forgetting, so `z^T S z` is then [`Model::predict`]'s sum).
+    fn of(output: &Output<M>, k: &[f32; M], m: usize, lam: f32) -> Self {
+        let packed = output.factors.as_flattened();
+        let mut sz = [[0.0f32; 2]; M];
+        let (n, exact) = whitened::solve_and_multiply(
+            packed,
+            &output.diagonal1,
+            &output.inv_diagonal2,
+            k,
+            m,
+            &mut sz,
+        );
+        let shift = 1.0 - lam;
+        // S z = z - U^T D U z = u + d t + G^T (D t) with t = z - u: the
+        // first two terms and D t in place of (z, u), then G^T (D t) onto
+        // them.
+        let mut zsz = 0.0f32;
+        for (pair, &d) in sz.iter_mut().zip(&output.inv_diagonal2).take(m) {
+            let [z, u] = *pair;
+            let d = shift + lam * d;
+            let t = z - u;
+            zsz += whitened::quadratic(z, u, d);
+            *pair = [u + d * t, t - d * t];
+        }
+        let zsz = if lam == 1.0 { exact } else { zsz };
+        whitened::add_transposed(packed, &mut sz, m);
+        let zsz = if zsz > 0.0 {
+            if zsz < n {
+                zsz
+            } else {
+                n
+            }
+        } else {
+            0.0
+        };
+        Seen { sz, n, zsz }
+    }
+}
+
+/// `1 / sqrt(2 pi)`.
+const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
+
+/// `phi(t) / Phi(t)`, the standard normal density over its CDF. Below
+/// `-6` (where `Phi` is near f32's smallest numbers) from the continued
+/// fraction of Mills' ratio.
+fn inverse_mills(t: f32) -> f32 {
+    if t > -6.0 {
+        FRAC_1_SQRT_2PI * math::exp_non_positive(-0.5 * t * t) / math::normal_cdf(t)
+    } else {
+        let x = -t;
+        x + 1.0 / (x + 2.0 / (x + 3.0 / (x + 4.0 / (x + 5.0 / x))))
+    }
+}
+
+/// Applies `plan` to an output with factors of its own, where the
+/// forgotten posterior gives `sz = S z`: the means `a <- sqrt(lam) a + S z
+/// gain` (`root = sqrt(lam)`), `I - S <- lam (I - S) + weight (S z)(S z)^T`
+/// and `beta = L1^-T a`, in one sweep over the factors.
+fn commit<const M: usize>(
+    output: &mut Output<M>,
+    sz: &mut [[f32; 2]; M],
+    plan: &Plan,
+    root: f32,
+    lam: f32,
+    m: usize,
+) {
+    let mean = output.mean_mut();
+    for (a, &[s, _]) in mean.iter_mut().zip(sz.iter()).take(m) {
+        *a = root * *a + s * plan.gain;
+    }
+    output.beta = *output.mean();
+    let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
+        return;
+    };
+    whitened::update_and_back_substitute(
+        packed.as_flattened_mut(),
+        &output.diagonal1,
+        &mut output.inv_diagonal2,
+        sz,
+        plan.weight,
+        lam,
+        &mut output.beta,
+        m,
+    );
+}
+
+/// The plan of an output for target `target` where the forgotten
+/// posterior gives `|z|^2 = n`, `z^T S z = zsz` and the latent mean
+/// `latent_mean`; refuses an invalid target or an outlier.
+fn plan_of<const M: usize>(
+    observation: Observation,
+    output: &Output<M>,
+    n: f32,
+    zsz: f32,
+    latent_mean: f32,
+    target: f32,
+    settings: UpdateSettings,
+) -> Result<Plan, Error> {
+    if !target.is_finite() {
+        return Err(Error::InvalidTarget);
+    }
+    let residual_variance = output.prior - n;
+    let latent_variance = residual_variance + zsz;
+    let latent_variance = if latent_variance > 0.0 {
+        latent_variance
+    } else {
+        0.0
+    };
+    let plan = match observation {
+        Observation::Fitc | Observation::Vfe => {
+            let row = if observation == Observation::Fitc && residual_variance > 0.0 {
+                residual_variance + output.noise
+            } else {
+                output.noise
+            };
+            let d = row + zsz;
+            let standard = (target - output.y_mean) / output.y_scale;
+            let residual = standard - latent_mean;
+            let predictive = latent_variance + output.noise;
+            // Written so that NaN (an overflow) is refused too.
+            let within = residual * residual <= settings.gate * settings.gate * predictive;
+            if !within {
+                return Err(if residual.is_finite() {
+                    Error::Outlier
+                } else {
+                    Error::InvalidTarget
+                });
+            }
+            let prediction = Prediction {
+                mean: output.y_mean + output.y_scale * latent_mean,
+                variance: output.y_scale * output.y_scale * predictive,
+            };
+            Plan {
+                gain: residual / d,
+                weight: 1.0 / d,
+                innovation: Innovation {
+                    prediction,
+                    residual: target - prediction.mean,
+                },
+            }
+        }
+        Observation::Probit => {
+            let sign = if target == 1.0 {
+                1.0
+            } else if target == 0.0 {
+                -1.0
+            } else {
+                return Err(Error::InvalidTarget);
+            };
+            let c = 1.0 + latent_variance;
+            let (root, _) = whitened::root_and_reciprocal(c);
+            let t = sign * (latent_mean + output.bias) / root;
+            let ratio = inverse_mills(t);
+            let probability = math::normal_cdf((latent_mean + output.bias) / root);
+            Plan {
+                gain: sign * ratio / root,
+                weight: ratio * (t + ratio) / c,
+                innovation: Innovation {
+                    prediction: Prediction {
+                        mean: latent_mean + output.bias,
+                        variance: latent_variance,
+                    },
+                    residual: target - probability,
+                },
+            }
+        }
+    };
+    if plan.gain.abs() < GAIN_LIMIT && plan.weight.is_finite() {
+        Ok(plan)
+    } else {
+        Err(Error::InvalidTarget)
+    }
+}
+
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
+    /// Whether the model can learn on the device: its blob is of format
+    /// version 7 with a learning block (`sgp fit --updatable`).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert!(!model.is_updatable());
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn is_updatable(&self) -> bool {
+        self.learning != Learns::Not
+    }
+
+    /// How a new observation enters ([`Observation`]), for an updatable
+    /// model.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// assert_eq!(model.observation(), None);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    pub fn observation(&self) -> Option<Observation> {
+        self.learning.observation()
+    }
+
+    /// The settings [`Model::update`] uses (the default after a load:
+    /// no forgetting, no gate).
+    ///
+    /// ```
+    /// let model = sgp_runtime::Model::<4, 1, 1>::new();
+    /// assert_eq!(model.update_settings(), Default::default());
+    /// ```
+    pub fn update_settings(&self) -> UpdateSettings {
+        self.settings.unwrap_or_default()
+    }
+
+    /// Sets the settings [`Model::update`] and [`Model::update_all`] use
+    /// from now on (a load keeps them).
+    ///
+    /// ```
+    /// use sgp_runtime::{Error, Model, UpdateSettings};
+    /// let mut model = Model::<4, 1, 1>::new();
+    /// model.set_update_settings(UpdateSettings { forgetting: 0.999, gate: 5.0 })?;
+    /// assert_eq!(
+    ///     model.set_update_settings(UpdateSettings { forgetting: 1.5, gate: 5.0 }),
+    ///     Err(Error::InvalidSetting)
+    /// );
+    /// # Ok::<(), Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidSetting`] for a forgetting factor outside `(0, 1]`
+    /// or a gate that is not `> 0` (the settings are then unchanged).
+    pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
+        self.settings = Some(settings.check()?);
+        Ok(())
+    }
+
+    /// Conditions the model on one observation: target `y` (raw units; a
+    /// classifier's label: `0.0` for the negative class, `1.0` for the
+    /// positive one) at raw input `x`, with the model's
+    /// [`UpdateSettings`]. `O(M^2)`, no allocation, the same work for
+    /// every input; on error the model is unchanged. Returns what the
+    /// model predicted at `x` just before.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-updatable.sgp"));
+    /// let mut model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let x = [0.5, -1.0];
+    /// let before = model.predict(&x)?;
+    /// let seen = model.update(&x, before.mean + 1.0)?;
+    /// assert_eq!(seen.prediction, before);
+    /// let after = model.predict(&x)?;
+    /// assert!(after.mean > before.mean && after.variance < before.variance);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotUpdatable`] for a model without a learning block;
+    /// [`Error::TargetLength`] for a model of several outputs (use
+    /// [`Model::update_all`]); the input errors of [`Model::predict`];
+    /// [`Error::InvalidTarget`] for a NaN or infinite target (or a label
+    /// other than 0 or 1); [`Error::Outlier`] beyond the gate.
+    pub fn update(&mut self, x: &[f32], y: f32) -> Result<Innovation, Error> {
+        self.update_with(x, y, self.update_settings())
+    }
+
+    /// [`Model::update`] with `settings` for this call only.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-updatable.sgp"));
+    /// use sgp_runtime::{Error, Model, UpdateSettings};
+    /// let mut model = Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let strict = UpdateSettings { gate: 3.0, ..Default::default() };
+    /// let far = model.predict(&[0.0, 0.0])?.mean + 1e3;
+    /// assert_eq!(model.update_with(&[0.0, 0.0], far, strict), Err(Error::Outlier));
+    /// # Ok::<(), Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Model::update`], and [`Error::InvalidSetting`] for settings
+    /// out of range.
+    pub fn update_with(
+        &mut self,
+        x: &[f32],
+        y: f32,
+        settings: UpdateSettings,
+    ) -> Result<Innovation, Error> {
+        let count = self.output_count();
+        if self.learning != Learns::Not && count != 1 {
+            return Err(Error::TargetLength {
+                expected: count,
+                found: 1,
+            });
+        }
+        let all = self.update_all_with(x, core::slice::from_ref(&y), settings)?;
+        all.first().copied().ok_or(Error::NotUpdatable)
+    }
+
+    /// Conditions every output on one observation: `y[p]` is output `p`'s
+    /// target at `x` (raw units), with the model's [`UpdateSettings`].
+    /// Outputs that share the first output's variance share its update of
+    /// `S` (one rank-one update and one weight update per output); outputs
+    /// with factors of their own are each updated as a model of their own.
+    /// All or nothing: if any target is invalid or an outlier, no output
+    /// changes.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-updatable.sgp"));
+    /// let mut model = sgp_runtime::Model::<16, 2, 2, 2>::from_bytes(blob)?;
+    /// let seen = model.update_all(&[0.5, -1.0], &[1.0])?;
+    /// assert_eq!(seen.len(), 1);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Model::update`], and [`Error::TargetLength`] if `y` does not
+    /// hold one target per output.
+    pub fn update_all(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+    ) -> Result<super::Outputs<Innovation, P>, Error> {
+        self.update_all_with(x, y, self.update_settings())
+    }
+
+    /// [`Model::update_all`] with `settings` for this call only.
+    ///
+    /// # Errors
+    /// As [`Model::update_all`], and [`Error::InvalidSetting`].
+    pub fn update_all_with(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        settings: UpdateSettings,
+    ) -> Result<super::Outputs<Innovation, P>, Error> {
+        let observation = self.learning.observation().ok_or(Error::NotUpdatable)?;
+        let settings = settings.check()?;
+        let count = self.output_count();
+        if y.len() != count {
+            return Err(Error::TargetLength {
+                expected: count,
+                found: y.len(),
+            });
+        }
+        let z = self.features(x)?;
+        let mut k = [0.0f32; M];
+        let first_mean = self.kernel(&z, &mut k)?;
+        let lam = settings.forgetting;
+        let (root, _) = whitened::root_and_reciprocal(lam);
+        let m = self.m;
+        let first = self.outputs.first().ok_or(Error::NotUpdatable)?;
+        let seen = Seen::of(first, &k, m, lam);
+        // First every output's plan, checked; then every change.
+        let mut plans = [Plan::EMPTY; P];
+        for (p, (plan, &target)) in plans.iter_mut().zip(y).enumerate() {
+            let output = self.outputs.get(p).ok_or(Error::NotUpdatable)?;
+            let (n, zsz) = match output.shared_variance {
+                Some(ratio) => (ratio * seen.n, ratio * seen.zsz),
+                None if p == 0 => (seen.n, seen.zsz),
+                None => {
+                    let own = Seen::of(output, &k, m, lam);
+                    (own.n, own.zsz)
+                }
+            };
+            let latent_mean = root * self.output_latent_mean(p, first_mean, output, &k)?;
+            *plan = plan_of(observation, output, n, zsz, latent_mean, target, settings)?;
+        }
+        let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
+        let mut innovations = super::Outputs::filled(Plan::EMPTY.innovation, count);
+        for (slot, plan) in innovations.values.iter_mut().zip(&plans) {
+            *slot = plan.innovation;
+        }
+        // The further outputs first: those that share the first's S read
+        // its S z, which the first's own update then consumes.
+        let mut plans = plans.iter();
+        let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
+        for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
+            match output.shared_variance {
+                // The first output's S and L1, scaled: z = sqrt(ratio) z_0.
+                Some(ratio) => {
+                    let (scale, _) = whitened::root_and_reciprocal(ratio);
+                    let mean = output.mean_mut();
+                    for (a, &[s, _]) in mean.iter_mut().zip(&seen.sz).take(m) {
+                        *a = root * *a + scale * s * plan.gain;
+                    }
+                    let mut beta = *mean;
+                    whitened::back_substitute_first(
+                        first.factors.as_flattened(),
+                        &first.diagonal1,
+                        &mut beta,
+                        m,
+                    );
+                    for (b, &v) in output.beta.iter_mut().zip(&beta).take(m) {
+                        *b = scale * v;
+                    }
+                }
+                None => {
+                    let mut own = Seen::of(output, &k, m, lam);
+                    commit(output, &mut own.sz, plan, root, lam, m);
+                }
+            }
+        }
+        let mut seen = seen;
+        commit(first, &mut seen.sz, &plan, root, lam, m);
+        Ok(innovations)
+    }
+
+    /// Writes the model, with everything it has learned, as a blob into
+    /// `out`: `source` (the blob it was loaded from, or one it wrote since)
+    /// with its weights, `G` and means replaced and its CRC recomputed.
+    /// The blob has the source's length, so firmware can keep it in a
+    /// flash sector of that size and load it after a reset. Returns the
+    /// number of bytes written.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-updatable.sgp"));
+    /// let mut model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// model.update(&[0.5, -1.0], 2.0)?;
+    /// let mut saved = [0u8; 4096];
+    /// let len = model.write_blob(blob, &mut saved)?;
+    /// let reloaded = sgp_runtime::Model::<16, 2, 2>::from_bytes(&saved[..len])?;
+    /// assert_eq!(reloaded.predict(&[0.0, 1.0])?, model.predict(&[0.0, 1.0])?);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotUpdatable`] for a model without a learning block,
+    /// [`Error::ForeignBlob`] if `source` is not a blob of this model
+    /// (another basis or layout, or damaged), [`Error::BufferTooSmall`] if
+    /// `out` is shorter than it.
+    pub fn write_blob(&self, source: &[u8], out: &mut [u8]) -> Result<usize, Error> {
+        if self.learning == Learns::Not {
+            return Err(Error::NotUpdatable);
+        }
+        let len = source.len();
+        let count = self.output_count();
+        let outputs = self.outputs.get(..count).unwrap_or(&[]);
+        let mut spans = [Spans::default(); P];
+        for (span, output) in spans.iter_mut().zip(outputs) {
+            *span = output.spans;
+        }
+        let same = crate::format::open(source).is_ok()
+            && len == self.origin.len as usize
+            && fingerprint(source, spans.get(..count).unwrap_or(&[]), self.m)
+                == self.origin.fingerprint;
+        if !same {
+            return Err(Error::ForeignBlob);
+        }
+        let capacity = out.len();
+        let out = out.get_mut(..len).ok_or(Error::BufferTooSmall {
+            required: len,
+            capacity,
+        })?;
+        for (o, &b) in out.iter_mut().zip(source) {
+            *o = b;
+        }
+        let m = self.m;
+        for output in outputs {
+            let spans = output.spans;
+            write_floats(out, spans.beta, output.beta.iter().take(m).copied())?;
+            write_floats(out, spans.mean, output.mean().iter().take(m).copied())?;
+            if spans.l2 != 0 {
+                write_floats(out, spans.l2, output.packed_second(m))?;
+            }
+        }
+        let crc_at = len.saturating_sub(TRAILER_LEN);
+        let crc = CRC.checksum(out.get(..crc_at).unwrap_or(&[]));
+        let trailer = out
+            .get_mut(crc_at..)
+            .and_then(|t| t.first_chunk_mut::<TRAILER_LEN>())
+            .ok_or(Error::ForeignBlob)?;
+        *trailer = crc.to_le_bytes();
+        Ok(len)
+    }
+}
+
+/// `values` as little-endian f32s from byte `at` of `out`.
+fn write_floats(out: &mut [u8], at: u32, values: impl Iterator<Item = f32>) -> Result<(), Error> {
+    let tail = out.get_mut(at as usize..).ok_or(Error::ForeignBlob)?;
+    let mut slots = tail.as_chunks_mut::<4>().0.iter_mut();
+    for value in values {
+        *slots.next().ok_or(Error::ForeignBlob)? = value.to_le_bytes();
+    }
+    Ok(())
+}
+
+impl<const M: usize> Output<M> {
+    /// The whitened posterior mean `a = L1^T beta` of an updatable model:
+    /// the last row of the factors' slots, which the two-factor layout
+    /// never reaches (it fills `M (M - 1)` of the `M x M`).
+    pub(super) fn mean(&self) -> &[f32; M] {
+        self.factors.last().unwrap_or(&self.beta)
+    }
+
+    pub(super) fn mean_mut(&mut self) -> &mut [f32; M] {
+        match self.factors.last_mut() {
+            Some(row) => row,
+            None => &mut self.beta,
+        }
+    }
+
+    /// `G` packed row by row with its diagonal, as a blob's `l2` holds it.
+    fn packed_second(&self, m: usize) -> impl Iterator<Item = f32> + '_ {
+        let packed = self.factors.as_flattened();
+        (0..m).flat_map(move |row| {
+            (0..=row).map(move |col| {
+                if col == row {
+                    self.inv_diagonal2.get(row).copied().unwrap_or(0.0)
+                } else {
+                    let at = math::packed_index(row, col, 1, m, true);
+                    packed.get(at).copied().unwrap_or(0.0)
+                }
+            })
+        })
+    }
+}

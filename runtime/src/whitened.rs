@@ -1,0 +1,682 @@
+//! The kernels of the whitened variance form ([`crate::VarianceForm::Whitened`]):
+//! `L1 = chol(K_M)` and, for the covariance `S` of the whitened inducing
+//! values, `I - S = (I - G)^T (I - diag(d)) (I - G)` with `G` strictly
+//! lower triangular and `d` a vector (a U-D factorisation of `I - S`,
+//! written through its complements), interleaved in the two-factor layout
+//! of `math::packed_index`: `L1`'s diagonal stored as its reciprocal, `d`
+//! where the second factor's diagonal goes.
+//!
+//! A well-determined direction has a small `S`, hence small `G` and `d`,
+//! held to f32's relative precision (a factor of `I - S` would hold it as
+//! the difference of two numbers near 1). Forgetting towards the prior,
+//! `S <- lam S + (1 - lam) I`, is `1 - d <- lam (1 - d)`: the diagonal
+//! alone. A rank-one update of `I - S` is Bierman's: two multiply-adds per
+//! entry of `G` and no square root.
+
+use crate::math::{block_start, corner_backward, corner_forward, split_corner, BLOCK};
+
+/// The smallest `d` an update leaves: a diagonal must be `> 0` in a blob.
+/// `S` moves by at most this much.
+pub(crate) const DIAGONAL_FLOOR: f32 = 1e-30;
+
+/// Added to a row's new `1 - d`: a row that carries no information and
+/// takes none gives zero, not NaN.
+const TINY: f32 = 1e-37;
+
+/// `(sqrt(a), 1 / sqrt(a))` for a normal `a > 0` (0 gives `(0, 1.3e19)`),
+/// to 2e-7 relative: the classic first guess from the exponent bits, then
+/// three Newton steps for the reciprocal root. Plain f32 arithmetic, so the
+/// same bits on every target and the same instructions for every `a`: a
+/// Cortex-M4's `vsqrt` is out of reach of stable `no_std` Rust without
+/// `unsafe`, and libm's software root costs about a hundred instructions
+/// and branches on special values.
+#[inline(always)]
+pub(crate) fn root_and_reciprocal(a: f32) -> (f32, f32) {
+    let half = 0.5 * a;
+    let mut y = f32::from_bits(0x5F37_5A86_u32.wrapping_sub(a.to_bits() >> 1));
+    y *= 1.5 - half * y * y;
+    y *= 1.5 - half * y * y;
+    y *= 1.5 - half * y * y;
+    (a * y, y)
+}
+
+/// `z = L1^-1 k` and `u = G z` into `zu` (pairs `(z_i, u_i)`); returns
+/// `(|z|^2, z^T S z)`, the second summed as `u . (2 z - u) + d . t^2` with
+/// `t = z - u` (small numbers only).
+pub(crate) fn solve_and_multiply<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    diagonal2: &[f32; M],
+    k: &[f32; M],
+    m: usize,
+    zu: &mut [[f32; 2]; M],
+) -> (f32, f32) {
+    solve_and_multiply_with(packed, inv_diagonal1, diagonal2, k, m, zu, |_, z, u, d| {
+        quadratic(z, u, d)
+    })
+}
+
+/// [`solve_and_multiply`] with `term(i, z_i, u_i, d_i)` giving each row's
+/// term of the second sum (and free to keep what it likes of the row): an
+/// update takes its `S z` there without a second pass.
+#[inline(always)]
+pub(crate) fn solve_and_multiply_with<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    diagonal2: &[f32; M],
+    k: &[f32; M],
+    m: usize,
+    zu: &mut [[f32; 2]; M],
+    mut term: impl FnMut(usize, f32, f32, f32) -> f32,
+) -> (f32, f32) {
+    let (mut n, mut s) = (0.0f32, 0.0f32);
+    let mut rest = packed;
+    let inputs = k
+        .as_chunks::<BLOCK>()
+        .0
+        .iter()
+        .zip(inv_diagonal1.as_chunks::<BLOCK>().0)
+        .zip(diagonal2.as_chunks::<BLOCK>().0);
+    let mut solved = 0;
+    for ((ks, d1), d2) in inputs.take(m / BLOCK) {
+        let i0 = solved;
+        let Some((main, tail)) = rest.split_at_checked(2 * BLOCK * i0) else {
+            break;
+        };
+        let Some((corner, tail)) = tail.split_at_checked(12) else {
+            break;
+        };
+        rest = tail;
+        let Some((done, todo)) = zu.split_at_mut_checked(i0) else {
+            break;
+        };
+        // i0 is a multiple of four: both chunkings leave no tail.
+        let [[a0, b0], [a1, b1], [a2, b2], [a3, b3]] = dot_block(
+            main.as_chunks::<8>().0.as_chunks::<BLOCK>().0,
+            done.as_chunks::<BLOCK>().0,
+        );
+        let Some(&corner) = corner.as_chunks::<2>().0.first_chunk::<6>() else {
+            break;
+        };
+        let (c1, c2) = split_corner(corner);
+        let z = corner_forward(*ks, [a0, a1, a2, a3], c1, *d1);
+        let u = corner_product([b0, b1, b2, b3], c2, z);
+        let [z0, z1, z2, z3] = z;
+        let [u0, u1, u2, u3] = u;
+        let [e0, e1, e2, e3] = *d2;
+        n += (z0 * z0 + z1 * z1) + (z2 * z2 + z3 * z3);
+        s += (term(i0, z0, u0, e0) + term(i0 + 1, z1, u1, e1))
+            + (term(i0 + 2, z2, u2, e2) + term(i0 + 3, z3, u3, e3));
+        if let Some(slots) = todo.first_chunk_mut::<BLOCK>() {
+            *slots = [[z0, u0], [z1, u1], [z2, u2], [z3, u3]];
+        }
+        solved += BLOCK;
+    }
+    // Rows past the last full block, one at a time.
+    for i in solved..m {
+        let Some((row, tail)) = rest.split_at_checked(2 * i) else {
+            break;
+        };
+        rest = tail;
+        let (mut dot1, mut dot2) = (0.0f32, 0.0f32);
+        for (&[l, g], &[z, _]) in row.as_chunks::<2>().0.iter().zip(zu.iter()) {
+            dot1 += l * z;
+            dot2 += g * z;
+        }
+        let at = |v: &[f32; M]| v.get(i).copied().unwrap_or(0.0);
+        let z = (at(k) - dot1) * at(inv_diagonal1);
+        let u = dot2;
+        n += z * z;
+        s += term(i, z, u, at(diagonal2));
+        if let Some(slot) = zu.get_mut(i) {
+            *slot = [z, u];
+        }
+    }
+    (n, s)
+}
+
+/// The four rows of a block (pairs `(L1, G)` per row and column) against
+/// the `z` of the pairs solved before it: per row `(L1 row . z, G row .
+/// z)`, four columns per step.
+#[inline(always)]
+fn dot_block(columns: &[[[f32; 8]; BLOCK]], zu: &[[[f32; 2]; BLOCK]]) -> [[f32; 2]; BLOCK] {
+    let column = |acc: [f32; 8], l: &[f32; 8], z: f32| {
+        let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = *l;
+        [
+            a0 + l0 * z,
+            a1 + l1 * z,
+            a2 + l2 * z,
+            a3 + l3 * z,
+            a4 + l4 * z,
+            a5 + l5 * z,
+            a6 + l6 * z,
+            a7 + l7 * z,
+        ]
+    };
+    let mut acc = [0.0f32; 8];
+    for ([c0, c1, c2, c3], [[z0, _], [z1, _], [z2, _], [z3, _]]) in columns.iter().zip(zu) {
+        acc = column(
+            column(column(column(acc, c0, *z0), c1, *z1), c2, *z2),
+            c3,
+            *z3,
+        );
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+    [[a0, a1], [a2, a3], [a4, a5], [a6, a7]]
+}
+
+/// One row's part of `z^T S z`: `u (2 z - u) + d t^2`, `t = z - u`.
+#[inline(always)]
+pub(crate) fn quadratic(z: f32, u: f32, d: f32) -> f32 {
+    let t = z - u;
+    u * (z + t) + d * t * t
+}
+
+/// A block's part of `G z` from its own corner (strictly lower), added to
+/// the sums over the columns before it.
+#[inline(always)]
+fn corner_product(
+    [b0, b1, b2, b3]: [f32; BLOCK],
+    [g10, g20, g21, g30, g31, g32]: [f32; 6],
+    [z0, z1, z2, _]: [f32; BLOCK],
+) -> [f32; BLOCK] {
+    [
+        b0,
+        b1 + g10 * z0,
+        b2 + g20 * z0 + g21 * z1,
+        b3 + g30 * z0 + g31 * z1 + g32 * z2,
+    ]
+}
+
+/// `pairs[j][0] += (G^T t)_j` with `t_i = pairs[i][1]`, over the `G` half
+/// of the factors' pairs (strictly lower).
+pub(crate) fn add_transposed<const M: usize>(packed: &[f32], pairs: &mut [[f32; 2]; M], m: usize) {
+    let mut rest = packed;
+    let mut done = 0;
+    while done + BLOCK <= m {
+        let Some((main, tail)) = rest.split_at_checked(2 * BLOCK * done) else {
+            break;
+        };
+        let Some((corner, tail)) = tail.split_first_chunk::<12>() else {
+            break;
+        };
+        rest = tail;
+        let Some((before, own)) = pairs.split_at_mut_checked(done) else {
+            break;
+        };
+        let Some([w0, w1, w2, w3]) = own.first_chunk_mut::<BLOCK>() else {
+            break;
+        };
+        let (t0, t1, t2, t3) = (w0[1], w1[1], w2[1], w3[1]);
+        // One chain of multiply-adds per column, onto its sum.
+        for (wj, &[_, g0, _, g1, _, g2, _, g3]) in before.iter_mut().zip(main.as_chunks::<8>().0) {
+            wj[0] = wj[0] + g0 * t0 + g1 * t1 + g2 * t2 + g3 * t3;
+        }
+        let [_, g10, _, g20, _, g21, _, g30, _, g31, _, g32] = *corner;
+        w0[0] = w0[0] + g10 * t1 + g20 * t2 + g30 * t3;
+        w1[0] = w1[0] + g21 * t2 + g31 * t3;
+        w2[0] += g32 * t3;
+        done += BLOCK;
+    }
+    for i in done..m {
+        let Some((row, tail)) = rest.split_at_checked(2 * i) else {
+            break;
+        };
+        rest = tail;
+        let Some((before, own)) = pairs.split_at_mut_checked(i) else {
+            break;
+        };
+        let ti = own.first().map_or(0.0, |p| p[1]);
+        for (wj, &[_, g]) in before.iter_mut().zip(row.as_chunks::<2>().0) {
+            wj[0] += g * ti;
+        }
+    }
+}
+
+/// `acc <- L1^-T acc` over the `L1` half of the pairs (its diagonal
+/// inverted), last row first.
+pub(crate) fn back_substitute_first<const M: usize>(
+    packed: &[f32],
+    inv_diagonal1: &[f32; M],
+    acc: &mut [f32; M],
+    m: usize,
+) {
+    let full_rows = m / BLOCK * BLOCK;
+    let blocks_end = block_start(full_rows / BLOCK, 2);
+    let rows_end = blocks_end + m * m.saturating_sub(1) - full_rows * full_rows.saturating_sub(1);
+    let Some((mut blocks, mut rows)) = packed
+        .get(..rows_end)
+        .and_then(|p| p.split_at_checked(blocks_end))
+    else {
+        return;
+    };
+    for j in (full_rows..m).rev() {
+        let Some(&inv) = inv_diagonal1.get(j) else {
+            break;
+        };
+        let Some((before, row)) = rows
+            .len()
+            .checked_sub(2 * j)
+            .and_then(|at| rows.split_at_checked(at))
+        else {
+            break;
+        };
+        rows = before;
+        let Some((head, tail)) = acc.split_at_mut_checked(j) else {
+            break;
+        };
+        let Some(slot) = tail.first_mut() else {
+            break;
+        };
+        let r = *slot * inv;
+        *slot = r;
+        for (a, &[l, _]) in head.iter_mut().zip(row.as_chunks::<2>().0) {
+            *a -= l * r;
+        }
+    }
+    let diagonals = inv_diagonal1.as_chunks::<BLOCK>().0.iter().enumerate();
+    for (b, d) in diagonals.take(full_rows / BLOCK).rev() {
+        let i0 = BLOCK * b;
+        let Some((before, block)) = blocks.split_at_checked(block_start(b, 2)) else {
+            break;
+        };
+        blocks = before;
+        let Some((main, corner)) = block.split_at_checked(2 * BLOCK * i0) else {
+            break;
+        };
+        let Some(&corner) = corner.as_chunks::<2>().0.first_chunk::<6>() else {
+            break;
+        };
+        let Some((done, todo)) = acc.split_at_mut_checked(i0) else {
+            break;
+        };
+        let Some(slots) = todo.first_chunk_mut::<BLOCK>() else {
+            break;
+        };
+        let (c1, _) = split_corner(corner);
+        let [r0, r1, r2, r3] = corner_backward(*slots, c1, *d);
+        *slots = [r0, r1, r2, r3];
+        for (a, &[l0, _, l1, _, l2, _, l3, _]) in done.iter_mut().zip(main.as_chunks::<8>().0) {
+            *a = *a - l0 * r0 - l1 * r1 - l2 * r2 - l3 * r3;
+        }
+    }
+}
+
+/// One row's step of Bierman's rank-one update of `I - S = U^T D U` (`U
+/// = I - G`, `D = I - diag(d)`) by `weight v v^T`, rows last first: the
+/// row's `p = v_i`, and what each entry of its `G` and the vector's entry
+/// in that column become.
+#[derive(Clone, Copy)]
+struct Step {
+    /// The vector's entry at the diagonal.
+    p: f32,
+    /// `weight p / D'_i`, with the row's new `D'_i = D_i + weight p^2`.
+    beta: f32,
+}
+
+impl Step {
+    /// The step of a row whose stored `d` is `d` (its `D` is `1 - d`),
+    /// forgotten by `lam` (`D <- lam D`, `d <- (1 - lam) + lam d`), against
+    /// `p`; returns it, the row's new `d`, and the weight left for the rows
+    /// above (`weight D_i / D'_i`).
+    #[inline(always)]
+    fn of(d: f32, p: f32, weight: f32, lam: f32) -> (Step, f32, f32) {
+        let taken = weight * p * p;
+        let big = lam * (1.0 - d);
+        let inv = 1.0 / (big + taken + TINY);
+        let d = ((1.0 - lam) + lam * d) - taken;
+        // Also maps NaN to the floor (a comparison, no libm call).
+        let d = if d > DIAGONAL_FLOOR {
+            d
+        } else {
+            DIAGONAL_FLOOR
+        };
+        (
+            Step {
+                p,
+                beta: weight * p * inv,
+            },
+            d,
+            weight * big * inv,
+        )
+    }
+
+    /// An entry `g` of the row's `G` and the vector's entry `v` in its
+    /// column: `v <- v - p U_ij = v + p g`, then `U_ij <- U_ij + beta v`.
+    #[inline(always)]
+    fn apply(self, g: f32, v: f32) -> (f32, f32) {
+        let v = v + self.p * g;
+        (g - self.beta * v, v)
+    }
+}
+
+/// `I - S <- lam (I - S) + weight v v^T` (forgetting, `D <- lam D`, then
+/// Bierman's U-D update, rows last first: `d` and `G` of the second half
+/// of the pairs change, `v` is consumed) and, in the same sweep over the
+/// blocks, `acc <- L1^-T acc` over the first half (`L1`'s diagonal
+/// inverted).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_and_back_substitute<const M: usize>(
+    packed: &mut [f32],
+    inv_diagonal1: &[f32; M],
+    d: &mut [f32; M],
+    v: &mut [[f32; 2]; M],
+    weight: f32,
+    lam: f32,
+    acc: &mut [f32; M],
+    m: usize,
+) {
+    let full_rows = m / BLOCK * BLOCK;
+    let blocks_end = block_start(full_rows / BLOCK, 2);
+    let rows_end = blocks_end + m * m.saturating_sub(1) - full_rows * full_rows.saturating_sub(1);
+    let Some((mut blocks, mut rows)) = packed
+        .get_mut(..rows_end)
+        .and_then(|p| p.split_at_mut_checked(blocks_end))
+    else {
+        return;
+    };
+    let mut weight = weight;
+    for i in (full_rows..m).rev() {
+        let Some((before, row)) = rows
+            .len()
+            .checked_sub(2 * i)
+            .and_then(|at| rows.split_at_mut_checked(at))
+        else {
+            break;
+        };
+        rows = before;
+        let (Some(di), Some(&[vi, _]), Some(&inv)) = (d.get_mut(i), v.get(i), inv_diagonal1.get(i))
+        else {
+            break;
+        };
+        let (step, new_d, left) = Step::of(*di, vi, weight, lam);
+        (*di, weight) = (new_d, left);
+        let Some((head, tail)) = acc.split_at_mut_checked(i) else {
+            break;
+        };
+        let Some(slot) = tail.first_mut() else {
+            break;
+        };
+        let r = *slot * inv;
+        *slot = r;
+        for ((pair, vj), a) in row
+            .as_chunks_mut::<2>()
+            .0
+            .iter_mut()
+            .zip(v.iter_mut())
+            .zip(head)
+        {
+            *a -= pair[0] * r;
+            (pair[1], vj[0]) = step.apply(pair[1], vj[0]);
+        }
+    }
+    for b in (0..full_rows / BLOCK).rev() {
+        let i0 = BLOCK * b;
+        let Some((before, block)) = blocks.split_at_mut_checked(block_start(b, 2)) else {
+            break;
+        };
+        blocks = before;
+        let Some((main, corner)) = block.split_at_mut_checked(2 * BLOCK * i0) else {
+            break;
+        };
+        let (Some(corner), Some(inv)) = (
+            corner.first_chunk_mut::<12>(),
+            inv_diagonal1
+                .get(i0..)
+                .and_then(|d| d.first_chunk::<BLOCK>()),
+        ) else {
+            break;
+        };
+        let (Some(db), Some((done_v, own_v)), Some((done_a, own_a))) = (
+            d.get_mut(i0..).and_then(|d| d.first_chunk_mut::<BLOCK>()),
+            v.split_at_mut_checked(i0),
+            acc.split_at_mut_checked(i0),
+        ) else {
+            break;
+        };
+        let (Some(own_v), Some(own_a)) = (
+            own_v.first_chunk_mut::<BLOCK>(),
+            own_a.first_chunk_mut::<BLOCK>(),
+        ) else {
+            break;
+        };
+        let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11] = *corner;
+        let l1 = [c0, c2, c4, c6, c8, c10];
+        let [r0, r1, r2, r3] = corner_backward(*own_a, l1, *inv);
+        *own_a = [r0, r1, r2, r3];
+        let (steps, g) = update_corner([c1, c3, c5, c7, c9, c11], db, own_v, &mut weight, lam);
+        let [g10, g20, g21, g30, g31, g32] = g;
+        (
+            corner[1], corner[3], corner[5], corner[7], corner[9], corner[11],
+        ) = (g10, g20, g21, g30, g31, g32);
+        let [s0, s1, s2, s3] = steps;
+        let pairs = done_v.iter_mut().zip(done_a.iter_mut());
+        for ((vj, aj), column) in pairs.zip(main.as_chunks_mut::<8>().0) {
+            let [l0, g0, l1, g1, l2, g2, l3, g3] = *column;
+            *aj = *aj - l0 * r0 - l1 * r1 - l2 * r2 - l3 * r3;
+            let (g3, x) = s3.apply(g3, vj[0]);
+            let (g2, x) = s2.apply(g2, x);
+            let (g1, x) = s1.apply(g1, x);
+            let (g0, x) = s0.apply(g0, x);
+            (column[1], column[3], column[5], column[7]) = (g0, g1, g2, g3);
+            vj[0] = x;
+        }
+    }
+}
+
+/// The steps of a block's four rows, last first, applied to the block's
+/// own corner of `G` (`[g10, g20, g21, g30, g31, g32]`) and the vector's
+/// four entries there; `d` takes the new values and `weight` what is left.
+/// Returns the steps, first row first, and the new corner.
+#[inline(always)]
+fn update_corner(
+    [g10, g20, g21, g30, g31, g32]: [f32; 6],
+    d: &mut [f32; BLOCK],
+    v: &mut [[f32; 2]; BLOCK],
+    weight: &mut f32,
+    lam: f32,
+) -> ([Step; BLOCK], [f32; 6]) {
+    let [[v0, _], [v1, _], [v2, _], [v3, _]] = *v;
+    let (s3, d3, w) = Step::of(d[3], v3, *weight, lam);
+    let (g30, v0) = s3.apply(g30, v0);
+    let (g31, v1) = s3.apply(g31, v1);
+    let (g32, v2) = s3.apply(g32, v2);
+    let (s2, d2, w) = Step::of(d[2], v2, w, lam);
+    let (g20, v0) = s2.apply(g20, v0);
+    let (g21, v1) = s2.apply(g21, v1);
+    let (s1, d1, w) = Step::of(d[1], v1, w, lam);
+    let (g10, v0) = s1.apply(g10, v0);
+    let (s0, d0, w) = Step::of(d[0], v0, w, lam);
+    *d = [d0, d1, d2, d3];
+    *v = [[0.0; 2]; BLOCK];
+    *weight = w;
+    ([s0, s1, s2, s3], [g10, g20, g21, g30, g31, g32])
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::needless_range_loop)]
+mod tests {
+    use super::*;
+    use crate::math::packed_index;
+    use std::vec::Vec;
+
+    const M: usize = 11;
+
+    /// A dense f64 matrix of the test's size.
+    type Dense = [[f64; M]; M];
+
+    /// A lower-triangular `L1` (well conditioned), a small strictly lower
+    /// `G` and a small `d`, dense, and their packed storage.
+    fn setup(m: usize) -> (Dense, Dense, Vec<f32>, [f32; M], [f32; M]) {
+        let mut l1 = [[0.0f64; M]; M];
+        let mut g = [[0.0f64; M]; M];
+        let mut packed = std::vec![0.0f32; M * M];
+        let mut inv1 = [0.0f32; M];
+        let mut d = [0.0f32; M];
+        for i in 0..m {
+            for j in 0..=i {
+                let h = ((3 * i + 7 * j) % 11) as f64 / 11.0 - 0.5;
+                l1[i][j] = f64::from(
+                    (if i == j {
+                        1.5 + 0.1 * i as f64
+                    } else {
+                        0.3 * h
+                    }) as f32,
+                );
+                if i == j {
+                    inv1[i] = (1.0 / l1[i][i]) as f32;
+                    d[i] = 0.05 + 0.01 * i as f32;
+                } else {
+                    g[i][j] = f64::from((0.04 * h) as f32);
+                    packed[packed_index(i, j, 0, m, true)] = l1[i][j] as f32;
+                    packed[packed_index(i, j, 1, m, true)] = g[i][j] as f32;
+                }
+            }
+        }
+        (l1, g, packed, inv1, d)
+    }
+
+    fn forward(l: &[[f64; M]; M], k: &[f64], m: usize) -> Vec<f64> {
+        let mut z = std::vec![0.0; m];
+        for i in 0..m {
+            let s: f64 = (0..i).map(|j| l[i][j] * z[j]).sum();
+            z[i] = (k[i] - s) / l[i][i];
+        }
+        z
+    }
+
+    /// `I - S = (I - G)^T (I - diag(d)) (I - G)`, dense.
+    fn complement(g: &dyn Fn(usize, usize) -> f64, d: &[f32], m: usize) -> Vec<Vec<f64>> {
+        let u = |i: usize, j: usize| {
+            if i == j {
+                1.0
+            } else if j < i {
+                -g(i, j)
+            } else {
+                0.0
+            }
+        };
+        (0..m)
+            .map(|a| {
+                (0..m)
+                    .map(|b| {
+                        (0..m)
+                            .map(|r| u(r, a) * (1.0 - f64::from(d[r])) * u(r, b))
+                            .sum()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_root_and_its_reciprocal_are_accurate() {
+        let mut worst = 0.0f64;
+        let mut a = 1e-37f32;
+        while a < 1e37 {
+            let (r, inv) = root_and_reciprocal(a);
+            let exact = f64::from(a).sqrt();
+            worst = worst.max((f64::from(r) / exact - 1.0).abs());
+            worst = worst.max((f64::from(inv) * exact - 1.0).abs());
+            a *= 1.37;
+        }
+        assert!(worst < 3e-7, "worst relative error {worst:e}");
+        assert_eq!(root_and_reciprocal(0.0).0, 0.0);
+    }
+
+    #[test]
+    fn solve_and_multiply_matches_dense_f64() {
+        for m in 1..=M {
+            let (l1, g, packed, inv1, d) = setup(m);
+            let k: [f32; M] = core::array::from_fn(|i| 0.7 - 0.11 * i as f32);
+            let kd: Vec<f64> = k.iter().map(|&v| f64::from(v)).collect();
+            let mut zu = [[0.0f32; 2]; M];
+            let (n, s) = solve_and_multiply(&packed, &inv1, &d, &k, m, &mut zu);
+            let z = forward(&l1, &kd, m);
+            let u: Vec<f64> = (0..m)
+                .map(|i| (0..i).map(|j| g[i][j] * z[j]).sum())
+                .collect();
+            let n64: f64 = z.iter().map(|v| v * v).sum();
+            // z^T S z = |z|^2 - z^T (I - S) z.
+            let c = complement(&|i, j| g[i][j], &d, m);
+            let s64 = n64
+                - (0..m)
+                    .map(|a| (0..m).map(|b| z[a] * c[a][b] * z[b]).sum::<f64>())
+                    .sum::<f64>();
+            assert!((f64::from(n) - n64).abs() < 1e-5 * n64.max(1.0), "m {m}");
+            assert!(
+                (f64::from(s) - s64).abs() < 1e-5 * s64.abs().max(1e-3),
+                "m {m}: {s} {s64}"
+            );
+            for i in 0..m {
+                assert!((f64::from(zu[i][0]) - z[i]).abs() < 1e-5, "m {m} z {i}");
+                assert!((f64::from(zu[i][1]) - u[i]).abs() < 1e-5, "m {m} u {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn transposed_product_and_back_substitution_match_dense_f64() {
+        for m in 1..=M {
+            let (l1, g, packed, inv1, _) = setup(m);
+            let t: [f32; M] = core::array::from_fn(|i| 0.3 + 0.17 * i as f32);
+            let mut pairs: [[f32; 2]; M] = core::array::from_fn(|i| [0.5, t[i]]);
+            add_transposed(&packed, &mut pairs, m);
+            for j in 0..m {
+                let want: f64 = 0.5 + (j + 1..m).map(|i| g[i][j] * f64::from(t[i])).sum::<f64>();
+                assert!((f64::from(pairs[j][0]) - want).abs() < 1e-5, "m {m} w {j}");
+            }
+            let mut acc = t;
+            back_substitute_first(&packed, &inv1, &mut acc, m);
+            for j in 0..m {
+                let back: f64 = (j..m).map(|i| l1[i][j] * f64::from(acc[i])).sum();
+                assert!((back - f64::from(t[j])).abs() < 1e-4, "m {m} row {j}");
+            }
+        }
+    }
+
+    /// `I - S' = (I - S) + weight v v^T` with `G'` strictly lower, the
+    /// back substitution of the same sweep `L1^-T acc`, and `L1` untouched.
+    #[test]
+    fn the_update_is_the_rank_one_update_and_the_back_substitution() {
+        for m in 1..=M {
+            let (l1, g, mut packed, inv1, mut d) = setup(m);
+            let before = packed.clone();
+            let d_before = d;
+            let v: [f32; M] =
+                core::array::from_fn(|i| if i < m { 0.2 - 0.05 * i as f32 } else { 0.0 });
+            let mut consumed: [[f32; 2]; M] = core::array::from_fn(|i| [v[i], 9.0]);
+            let t: [f32; M] = core::array::from_fn(|i| 0.3 + 0.17 * i as f32);
+            let mut acc = t;
+            let weight = 0.7;
+            update_and_back_substitute(
+                &mut packed,
+                &inv1,
+                &mut d,
+                &mut consumed,
+                weight,
+                1.0,
+                &mut acc,
+                m,
+            );
+            let old = complement(&|i, j| g[i][j], &d_before, m);
+            let at = |i: usize, j: usize| f64::from(packed[packed_index(i, j, 1, m, true)]);
+            let new = complement(&|i, j| if j < i { at(i, j) } else { 0.0 }, &d, m);
+            for a in 0..m {
+                for b in 0..m {
+                    let want = old[a][b] + f64::from(weight) * f64::from(v[a]) * f64::from(v[b]);
+                    assert!((new[a][b] - want).abs() < 1e-5, "m {m} ({a}, {b})");
+                }
+            }
+            for j in 0..m {
+                let back: f64 = (j..m).map(|i| l1[i][j] * f64::from(acc[i])).sum();
+                assert!((back - f64::from(t[j])).abs() < 1e-4, "m {m} row {j}");
+                for i in j + 1..m {
+                    let at = packed_index(i, j, 0, m, true);
+                    assert_eq!(packed[at], before[at], "L1 touched at ({i}, {j})");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `sgp replay`: a log of observations through the device's own update,
+//! the error over time, a picture, and the model it ends as.
+
+use std::path::{Path, PathBuf};
+
+use nalgebra::DMatrix;
+use sgp_runtime::{Link, UpdateSettings};
+use sgp_trainer::data::labels;
+use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
+use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::tools::replay::{replay, Replay, Window};
+use sgp_trainer::tools::replay_plot::replay_svg;
+use sgp_trainer::{Error, Result};
+
+use super::{read_blob, to_json, write_file};
+
+#[derive(clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// The model blob; it must learn on the device (`sgp fit --updatable`).
+    #[arg(long)]
+    model: PathBuf,
+    /// CSV with a header: the model's inputs and target column(s) (picked
+    /// by name), one observation per row in the order they came.
+    #[arg(long)]
+    data: PathBuf,
+    /// Forgetting factor in (0, 1]: before each row the posterior drifts
+    /// back towards the prior by this factor (1: nothing forgotten, the
+    /// model is then the batch posterior of every row).
+    #[arg(long, default_value_t = 1.0)]
+    forgetting: f32,
+    /// Refuse (do not learn) a row further than this many predictive
+    /// standard deviations from the prediction (default: no gate).
+    #[arg(long)]
+    gate: Option<f32>,
+    /// Rows per line of the error table (and per point of the picture's
+    /// lower panel).
+    #[arg(long, default_value_t = 100)]
+    window: usize,
+    /// Write a picture of the replay as SVG.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write the model after the last row (a blob of the input's length).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `sgp replay --json` prints.
+#[derive(serde::Serialize)]
+struct ReplayOutput<'a> {
+    rows: usize,
+    refused: usize,
+    forgetting: f32,
+    gate: Option<f32>,
+    /// Per output: its name and its windows.
+    outputs: Vec<(&'a str, Vec<Window>)>,
+    /// The whole log, per output.
+    overall: Vec<Window>,
+}
+
+pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
+    let model = Input::open(&args.model)?;
+    let data = Input::open(&args.data)?;
+    let outputs: Vec<(&str, &Path)> = [("--out", &args.out), ("--svg", &args.svg)]
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+        .collect();
+    check_outputs(&outputs, &[&model, &data])?;
+    let (blob, spec) = read_blob(&model)?;
+    let settings = UpdateSettings {
+        forgetting: args.forgetting,
+        gate: args.gate.unwrap_or(f32::INFINITY),
+    };
+    let (x, y) = if spec.shape.link == Link::Probit {
+        let (x, cells) = read_inputs_and_labels(&data, &spec.input_names, &spec.target_name)?;
+        let truth = labels::class_indices(&cells, &labels::blob_labels(&spec))?;
+        let y = DMatrix::from_iterator(truth.len(), 1, truth.iter().map(|&k| k as f64));
+        (x, y)
+    } else {
+        let names: Vec<&String> = std::iter::once(&spec.target_name)
+            .chain(spec.outputs.iter().map(|o| &o.name))
+            .collect();
+        let mut x = DMatrix::zeros(0, 0);
+        let mut columns = Vec::with_capacity(names.len());
+        for name in names {
+            let (inputs, target) = read_inputs_and_target(&data, &spec.input_names, name)?;
+            x = inputs;
+            columns.push(target);
+        }
+        (x, DMatrix::from_columns(&columns))
+    };
+    let replayed = replay(&blob, &x, &y, settings)
+        .map_err(|e| Error::BadInput(format!("{}: {e}", data.name())))?;
+    if let Some(out) = &args.out {
+        write_file(out, &replayed.blob)?;
+    }
+    if let Some(path) = &args.svg {
+        let source = args.data.display().to_string();
+        let what = match args.gate {
+            Some(gate) => format!("forgetting {}, gate {gate} sd", args.forgetting),
+            None => format!("forgetting {}", args.forgetting),
+        };
+        write_file(
+            path,
+            replay_svg(&replayed, args.window, &source, &what)?.as_bytes(),
+        )?;
+    }
+    report(args, &replayed)
+}
+
+fn report(args: &ReplayArgs, replayed: &Replay) -> Result<()> {
+    let rows = replayed.outputs.first().map_or(0, |t| t.steps.len());
+    let overall: Vec<Window> = (0..replayed.outputs.len())
+        .filter_map(|p| replayed.windows(p, rows.max(1)).into_iter().next())
+        .collect();
+    if args.json {
+        let output = ReplayOutput {
+            rows,
+            refused: replayed.refused(),
+            forgetting: args.forgetting,
+            gate: args.gate,
+            outputs: replayed
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(p, t)| (t.name.as_str(), replayed.windows(p, args.window)))
+                .collect(),
+            overall,
+        };
+        println!("{}", to_json(&output)?);
+        return Ok(());
+    }
+    println!(
+        "rows            {rows} replayed through the device's update ({} refused by the gate)",
+        replayed.refused()
+    );
+    let (loss, hits) = if replayed.classifier {
+        ("log loss", "right")
+    } else {
+        ("NLPD", "95% cover")
+    };
+    for (p, trace) in replayed.outputs.iter().enumerate() {
+        if replayed.outputs.len() > 1 {
+            println!("output          {}", trace.name);
+        }
+        println!("rows                    RMSE      {loss:>8}  {hits}");
+        let all = overall.get(p).into_iter();
+        for w in replayed.windows(p, args.window).iter().chain(all) {
+            let label = if w.start == 0 && w.end == rows && rows > args.window {
+                "all".to_string()
+            } else {
+                format!("{}-{}", w.start + 1, w.end)
+            };
+            println!(
+                "{label:<16} {:>12.6} {:>12.6}  {:.3}",
+                w.rmse, w.nlpd, w.hits
+            );
+        }
+    }
+    if let Some(out) = &args.out {
+        println!(
+            "blob            {} ({} bytes)",
+            out.display(),
+            replayed.blob.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,253 @@
+//! The whitened form of an updatable blob ([`sgp_runtime::VarianceForm::Whitened`],
+//! format version 7): what a device needs to condition the model on new
+//! observations (`sgp_runtime::Model::update`).
+//!
+//! With `L1 = chol(K_M)` (the form's first factor) and `L2 L2^T = L1 A L1^T`
+//! (`A = I + V Gamma^-1 V^T` for FITC and VFE; the svgp classifier's `A`
+//! is its whitened `S^-1`), the posterior of the whitened inducing values
+//! `L1^-1 u` is `N(L1^T beta, S)` with `S = A^-1`. The blob stores `L1`, a
+//! lower-triangular `G` with `I - S = (I - G)^T (I - G)` (a Cholesky
+//! factorisation of `I - S` with rows and columns reversed, as
+//! [`crate::model::variance_factor`] forms it), and the means `L1^T beta`.
+//! `G` is small where `S` is, so f32 keeps a well-determined direction to
+//! its relative precision.
+
+use nalgebra::{DMatrix, DVector};
+use sgp_runtime::{Learning, Link, Observation, VarianceForm};
+
+use crate::model::inference::{Approximation, RuntimeForm};
+use crate::model::posterior_sums::PosteriorSums;
+use crate::model::TrainedModel;
+use crate::numerics::linalg::{
+    cholesky, faer_ref, lower_inverse, mul, solve_lower_t_vec, symmetrise,
+};
+use crate::{Error, Result};
+
+/// Jitter added to `I - S` when it is numerically singular (a direction no
+/// data informs), tried in turn: it moves `S` by at most that much.
+const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
+
+/// The smallest diagonal of `G` a blob holds (the format wants it `> 0`;
+/// the device's updates keep the same floor).
+const DIAGONAL_FLOOR: f64 = 1e-30;
+
+/// How a model of this link, fitted with `approximation` (a sparse
+/// regression's objective), conditions on a new observation.
+///
+/// # Errors
+/// [`Error::BadInput`] for a multi-class link, or a regression without a
+/// sparse objective (an exact GP): neither learns on the device.
+pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Result<Observation> {
+    match (link, approximation) {
+        (Link::Identity, Some(Approximation::Fitc)) => Ok(Observation::Fitc),
+        (Link::Identity, Some(Approximation::Vfe)) => Ok(Observation::Vfe),
+        (Link::Probit, _) => Ok(Observation::Probit),
+        (Link::Identity, None) => Err(Error::BadInput(
+            "only a sparse regression (spgp, spgp-hs, spgp-dr, spgp-pca, vsgp, gplasso) or a \
+             binary classifier (svgp) can learn on the device; fit one of those with --updatable"
+                .into(),
+        )),
+        (Link::OneVsRest | Link::Softmax, _) => Err(Error::BadInput(format!(
+            "a {} classifier cannot learn on the device (its labels have no rank-one update); a \
+             binary svgp classifier can",
+            link.name()
+        ))),
+    }
+}
+
+/// `G` (strictly lower, `d` on its diagonal) and the mean `L1^T beta` of
+/// `form` (two factors).
+///
+/// # Errors
+/// [`Error::BadInput`] for a one-factor form (the exact GP, the IVM: their
+/// `L1` is not `chol(K_M)`); [`Error::Numerical`] if a factor is singular
+/// or `I - S` is not positive semi-definite even with jitter.
+pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    let Some(l2) = &form.l2 else {
+        return Err(Error::BadInput(
+            "this model's variance has one factor (an exact GP or an IVM): its basis has no \
+             posterior of its own to update; fit spgp or svgp with --updatable"
+                .into(),
+        ));
+    };
+    let m = form.l1.nrows();
+    let inv1 = lower_inverse(&form.l1)?;
+    let inv_a = lower_inverse(&mul(faer_ref(&inv1), faer_ref(l2)))?;
+    // S = A^-1 = L_A^-T L_A^-1; I - S formed at its own scale.
+    let e =
+        symmetrise(DMatrix::identity(m, m) - mul(faer_ref(&inv_a).transpose(), faer_ref(&inv_a)));
+    let reversed_e = reversed(&e);
+    let mut last = None;
+    for delta in JITTERS {
+        match cholesky(&(&reversed_e + DMatrix::identity(m, m) * delta)) {
+            Ok(l) => {
+                // I - S = F^T F with F = J L^T J lower triangular, and F =
+                // D^(1/2) (I - G): G strictly lower, d = 1 - F_ii^2 on the
+                // diagonal (a row F cannot scale, F_ii = 0, adds nothing:
+                // its G is zero).
+                let f = reversed(&l.transpose());
+                let g = DMatrix::from_fn(m, m, |i, j| {
+                    let fii = f[(i, i)];
+                    match j.cmp(&i) {
+                        std::cmp::Ordering::Less if fii > 0.0 => -f[(i, j)] / fii,
+                        std::cmp::Ordering::Equal => (1.0 - fii * fii).max(DIAGONAL_FLOOR),
+                        _ => 0.0,
+                    }
+                });
+                let mean = form.l1.tr_mul(&form.beta);
+                return Ok((g, mean));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::Numerical("no jitter to try".into())))
+}
+
+/// The posterior of `form`'s basis and hyperparameters (its `L1`, prior
+/// and noise) conditioned on the rows `x` (standardised inputs, N x D) and
+/// `y` (standardised targets) alone, with FITC's or VFE's row variance:
+/// the batch posterior an updated model is held to ("same basis and
+/// hyperparameters"), by the sums a streamed fit merges
+/// ([`crate::model::posterior_sums`]).
+///
+/// # Errors
+/// [`Error::BadInput`] for a one-factor form or mismatched shapes,
+/// [`Error::Numerical`] if the system cannot be factorised.
+pub fn conditioned(
+    form: &RuntimeForm,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    approximation: Approximation,
+) -> Result<RuntimeForm> {
+    if form.l2.is_none() || x.nrows() != y.len() || x.ncols() != form.basis.input_dim() {
+        return Err(Error::BadInput(format!(
+            "conditioning a {}-input model with {} factor(s) on {} x {} inputs and {} targets",
+            form.basis.input_dim(),
+            if form.l2.is_some() { 2 } else { 1 },
+            x.nrows(),
+            x.ncols(),
+            y.len()
+        )));
+    }
+    let m = form.l1.nrows();
+    let v = mul(
+        faer_ref(&lower_inverse(&form.l1)?),
+        faer_ref(&form.basis.eval(x)),
+    );
+    let kdiag = vec![form.prior; y.len()];
+    let mut gamma = vec![0.0; y.len()];
+    let mut scratch = DMatrix::zeros(m, y.len());
+    let sums = PosteriorSums::of_whitened(
+        &v,
+        &kdiag,
+        y.as_slice(),
+        form.noise_var,
+        approximation,
+        &mut gamma,
+        &mut scratch,
+    );
+    let solved = sums.solve(approximation, form.noise_var)?;
+    let mut l2 = &form.l1 * &solved.la;
+    l2.fill_upper_triangle(0.0, 1);
+    Ok(RuntimeForm {
+        basis: form.basis.clone(),
+        beta: solve_lower_t_vec(&form.l1, &solved.beta_v)?,
+        l1: form.l1.clone(),
+        l2: Some(l2),
+        prior: form.prior,
+        noise_var: form.noise_var,
+    })
+}
+
+/// `J A J`: rows and columns in reverse order.
+fn reversed(a: &DMatrix<f64>) -> DMatrix<f64> {
+    let (rows, cols) = a.shape();
+    DMatrix::from_fn(rows, cols, |i, j| a[(rows - 1 - i, cols - 1 - j)])
+}
+
+impl TrainedModel {
+    /// [`TrainedModel::to_spec`] in the whitened form of an updatable blob
+    /// (format version 7), learning with `observation`.
+    ///
+    /// # Errors
+    /// As [`whitened_factor`] and [`TrainedModel::to_spec`].
+    pub fn to_whitened_spec(&self, observation: Observation) -> Result<sgp_runtime::ModelSpec> {
+        let (g, mean) = whitened_factor(&self.form)?;
+        let mut spec = self.to_spec()?;
+        spec.l2 = (0..g.nrows())
+            .flat_map(|i| (0..=i).map(move |j| (i, j)))
+            .map(|(i, j)| g[(i, j)] as f32)
+            .collect();
+        for i in 0..g.nrows() {
+            // Rounding must not undo the floor.
+            let at = i * (i + 3) / 2;
+            spec.l2[at] = spec.l2[at].max(DIAGONAL_FLOOR as f32);
+        }
+        spec.variance = VarianceForm::Whitened;
+        spec.learning = Some(Learning {
+            observation,
+            means: vec![mean.iter().map(|&v| v as f32).collect()],
+        });
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::{fit, FitParams, SparseParams};
+
+    /// The whitened blob predicts what the model does, and its `G` gives
+    /// back the posterior covariance `S`.
+    #[test]
+    fn the_whitened_form_is_the_posterior() {
+        let (x, y) = crate::tools::synth::synthetic(200, 2, 4);
+        let data =
+            crate::data::Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).unwrap();
+        let params = FitParams::Spgp(SparseParams {
+            m: 8,
+            restarts: 1,
+            ..SparseParams::default()
+        });
+        let set = fit(&data, &params, &mut |_| {}).unwrap().set;
+        let model = &set.members[0];
+        let (g, mean) = whitened_factor(&model.form).unwrap();
+        let m = g.nrows();
+        let u = DMatrix::from_fn(m, m, |i, j| match j.cmp(&i) {
+            std::cmp::Ordering::Less => -g[(i, j)],
+            std::cmp::Ordering::Equal => 1.0,
+            _ => 0.0,
+        });
+        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| 1.0 - g[(i, i)]));
+        let s = DMatrix::identity(m, m) - u.transpose() * d * &u;
+        let l_a = lower_inverse(&model.form.l1).unwrap() * model.form.l2.as_ref().unwrap();
+        let a = &l_a * l_a.transpose();
+        let err = (&a * &s - DMatrix::identity(m, m)).abs().max();
+        assert!(err < 1e-8, "A S - I: {err:e}");
+        assert!(
+            (model.form.l1.transpose() * &model.form.beta - mean)
+                .abs()
+                .max()
+                < 1e-12
+        );
+        let spec = set.to_whitened_spec(Observation::Fitc).unwrap();
+        let blob = spec.to_bytes().unwrap();
+        assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 7);
+        let fidelity = crate::export::compare(&set, &blob, &data.raw_x()).unwrap();
+        assert!(fidelity[0].passes(), "{}", fidelity[0].describe());
+    }
+
+    #[test]
+    fn only_models_with_a_posterior_over_their_basis_learn() {
+        assert!(observation_of(Link::Identity, None).is_err());
+        assert!(observation_of(Link::Softmax, None).is_err());
+        assert_eq!(
+            observation_of(Link::Probit, None).unwrap(),
+            Observation::Probit
+        );
+        assert_eq!(
+            observation_of(Link::Identity, Some(Approximation::Vfe)).unwrap(),
+            Observation::Vfe
+        );
+    }
+}
