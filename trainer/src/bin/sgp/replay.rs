@@ -1,12 +1,13 @@
 //! `sgp replay`: a log of observations through the device's own update,
 //! the error over time, a picture, and the model it ends as.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, UpdateSettings};
 use sgp_trainer::data::labels;
 use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
+use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::tools::replay::{replay, Replay, Window};
 use sgp_trainer::tools::replay_plot::replay_svg;
 use sgp_trainer::{Error, Result};
@@ -60,21 +61,20 @@ struct ReplayOutput<'a> {
 }
 
 pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
-    for written in [&args.out, &args.svg].into_iter().flatten() {
-        if written == &args.model || written == &args.data {
-            return Err(Error::BadInput(format!(
-                "{}: an output of sgp replay would overwrite its input",
-                written.display()
-            )));
-        }
-    }
-    let (blob, spec) = read_blob(&args.model)?;
+    let model = Input::open(&args.model)?;
+    let data = Input::open(&args.data)?;
+    let outputs: Vec<(&str, &Path)> = [("--out", &args.out), ("--svg", &args.svg)]
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+        .collect();
+    check_outputs(&outputs, &[&model, &data])?;
+    let (blob, spec) = read_blob(&model)?;
     let settings = UpdateSettings {
         forgetting: args.forgetting,
         gate: args.gate.unwrap_or(f32::INFINITY),
     };
     let (x, y) = if spec.shape.link == Link::Probit {
-        let (x, cells) = read_inputs_and_labels(&args.data, &spec.input_names, &spec.target_name)?;
+        let (x, cells) = read_inputs_and_labels(&data, &spec.input_names, &spec.target_name)?;
         let truth = labels::class_indices(&cells, &labels::blob_labels(&spec))?;
         let y = DMatrix::from_iterator(truth.len(), 1, truth.iter().map(|&k| k as f64));
         (x, y)
@@ -85,14 +85,14 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         let mut x = DMatrix::zeros(0, 0);
         let mut columns = Vec::with_capacity(names.len());
         for name in names {
-            let (inputs, target) = read_inputs_and_target(&args.data, &spec.input_names, name)?;
+            let (inputs, target) = read_inputs_and_target(&data, &spec.input_names, name)?;
             x = inputs;
             columns.push(target);
         }
         (x, DMatrix::from_columns(&columns))
     };
     let replayed = replay(&blob, &x, &y, settings)
-        .map_err(|e| Error::BadInput(format!("{}: {e}", args.data.display())))?;
+        .map_err(|e| Error::BadInput(format!("{}: {e}", data.name())))?;
     if let Some(out) = &args.out {
         write_file(out, &replayed.blob)?;
     }
