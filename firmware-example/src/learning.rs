@@ -120,8 +120,8 @@ fn control_loop(meter: &InstructionMeter, model: &mut ModelM<32>) -> bool {
         identical += usize::from(prediction.mean == mean && prediction.variance == variance);
         let phase = match t {
             t if t < 20 => Some(0),
-            t if t >= g::BEFORE - 20 && t < g::BEFORE => Some(1),
-            t if t >= g::BEFORE && t < g::BEFORE + 20 => Some(2),
+            t if (g::BEFORE - 20..g::BEFORE).contains(&t) => Some(1),
+            t if (g::BEFORE..g::BEFORE + 20).contains(&t) => Some(2),
             t if t >= g::STREAM.len() - 20 => Some(3),
             _ => None,
         };
