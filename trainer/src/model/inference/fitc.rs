@@ -3,67 +3,28 @@
 //! selected by [`FitcConfig::approximation`]: objective, its adjoints with
 //! respect to `Kuu`, `Kuf`, the prior diagonal and `sigma2`, the total
 //! gradient, prediction and the runtime form. O(M^2 N) time, O(M N) memory;
-//! never forms an N x N matrix.
+//! never forms an N x N matrix. The derivation is in the guide
+//! (docs/src/numerics.md, "FITC and VFE").
 //!
-//! # Formulation (MATH.md)
+//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`,
+//! `lambda_n = kdiag_n - ||V_n||^2`; both objectives are
+//! `F = -log N(y | 0, V^T V + Gamma) + T` with
 //!
-//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`, `Q = V^T V`,
-//! `lambda_n = kdiag_n - ||V_n||^2`. The two objectives are
-//! `F = -log N(y | 0, Q + Gamma) + T` and differ only in `Gamma = diag(gamma)`
-//! and `T`:
+//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0`;
+//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (the
+//!   negative ELBO, an upper bound on the exact GP's NLML),
 //!
-//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0` (F is the NLML of a model
-//!   whose prior variances are exact);
-//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (F is the
-//!   negative ELBO, an upper bound on the exact GP's NLML; `T` charges for
-//!   the variance the inducing points fail to explain, which is what keeps
-//!   them spread out and the bound honest).
+//! evaluated stably through `A = I + V Gamma^{-1} V^T` and `L_A = chol(A)`.
+//! With `H := dF/dV` (per-point weight `d`: `diag(C^{-1} - alpha alpha^T)`
+//! for FITC, `1 / sigma2` for VFE): `dF/dKuf = L^{-T} H`,
+//! `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`, `dF/dkdiag_n = d_n / 2`.
 //!
-//! Both are evaluated in the same stable form: `A = I + V Gamma^{-1} V^T`,
-//! `L_A = chol(A)`, `b = V Gamma^{-1} y`, `c = L_A^{-1} b`,
-//! `F = 1/2 (y^T Gamma^{-1} y - ||c||^2) + 1/2 (sum log gamma + log|A|)
-//!  + N/2 log 2 pi + T`.
-//!
-//! # Adjoints
-//!
-//! With `C = V^T V + Gamma`, `alpha = C^{-1} y` and `W = C^{-1} - alpha
-//! alpha^T`, the Gaussian part has `dF/dC = W / 2`. Woodbury gives `V C^{-1}
-//! = A^{-1} V Gamma^{-1}` and `V alpha = A^{-1} b =: beta_v`; with `w =
-//! diag(W)` (`diag(C^{-1})_n = 1/gamma_n - ||(L_A^{-1} V)_n||^2 / gamma_n^2`)
-//! and a per-point weight `d`,
-//! `H := dF/dV = A^{-1} V Gamma^{-1} - beta_v alpha^T - V diag(d)` (M x N):
-//!
-//! - FITC: `d = w`. `gamma_n` holds `kdiag_n - Q_nn`, so the diagonal of `Q`
-//!   cancels out of `C` and only the off-diagonal part of `W` reaches `Q`.
-//! - VFE: `d_n = 1 / sigma2`. Nothing cancels (the full `V W` survives) and
-//!   the trace term adds `-V / sigma2`.
-//!
-//! Then
-//!
-//! - `dF/dKuf = L^{-T} H`,
-//! - `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`: F depends on `V` only through
-//!   `Q`, so `H = 2 V dF/dQ` with `dF/dQ` symmetric and this is
-//!   `-K^{-1} Kuf (dF/dQ) Kfu K^{-1}`,
-//! - `dF/dkdiag_n = d_n / 2`,
-//! - `dF/dsigma2 = sum_n w_n / 2`, and for VFE also
-//!   `- sum_n lambda_n / (2 sigma2^2)` from `T`.
-//!
-//! The posterior is the same runtime form for both (see [`FitcPosterior`]);
-//! with VFE's `Gamma = sigma2 I` it is the DTC/SGPR predictive.
-//!
-//! # Jitter and noise floor
-//!
-//! `jitter = eps * s2` (see [`crate::numerics::linalg`]) is part of the model, appears
-//! in the exported `L1`, and its `log s2` derivative (`jitter * tr(dF/dK)`)
-//! is included. `sigma2 = floor + exp(log_noise_excess)`
-//! ([`KernelParams`]); FITC tends to push it onto the floor, VFE rather
-//! over-estimates it.
-//!
-//! # Parallelism
-//!
-//! The data are processed in chunks of [`FitcConfig::chunk_rows`] rows with
-//! rayon: building `Kuf`, the triangular solves, the M x M accumulations and
-//! the feature chain rule all run per chunk and are summed.
+//! The posterior is the same runtime form for both ([`FitcPosterior`]; with
+//! VFE it is the DTC/SGPR predictive). `jitter = eps * s2`
+//! ([`crate::numerics::linalg`]) is part of the model: it is in the
+//! exported `L1` and its `log s2` derivative is included. `sigma2 = floor +
+//! exp(log_noise_excess)` ([`KernelParams`]). Rows are processed in chunks
+//! of [`FitcConfig::chunk_rows`] with rayon, each chunk's sums added.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
