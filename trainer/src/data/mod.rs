@@ -416,6 +416,19 @@ impl Dataset {
         })
     }
 
+    /// A random subset of at most `max_points` rows (all rows if fewer), in
+    /// this data set's own standardisation so its model exports unchanged.
+    pub fn at_most_rows(&self, max_points: usize, seed: u64) -> Result<Dataset> {
+        if self.n_rows() <= max_points {
+            return Ok(self.clone());
+        }
+        let mut rows: Vec<usize> = (0..self.n_rows()).collect();
+        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        rows.truncate(max_points);
+        rows.sort_unstable();
+        self.subset(&rows)
+    }
+
     /// The data set without the input columns `drop` (indices, any order):
     /// what the fitting procedures see when [`Self::constant_inputs`] are
     /// left out. The transform loses those columns too.

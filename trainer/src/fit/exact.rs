@@ -10,9 +10,6 @@
 //! from the base rate.
 
 use nalgebra::{DMatrix, DVector};
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use sgp_runtime::ModelKind;
 
 use super::{
@@ -30,19 +27,6 @@ use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
-
-/// A random subset of at most `max_points` rows (all rows if fewer), in
-/// the data set's own standardisation so its model exports unchanged.
-pub(crate) fn training_subset(data: &Dataset, max_points: usize, seed: u64) -> Result<Dataset> {
-    if data.n_rows() <= max_points {
-        return Ok(data.clone());
-    }
-    let mut rows: Vec<usize> = (0..data.n_rows()).collect();
-    rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
-    rows.truncate(max_points);
-    rows.sort_unstable();
-    data.subset(&rows)
-}
 
 /// The joint exact objective of `outputs` minimised from each output's
 /// kernel `start` (the data's scales if `None`): the kernels and the run.
@@ -108,7 +92,7 @@ pub(crate) fn fit_exact(
 ) -> Result<Fit> {
     let subsets = outputs
         .iter()
-        .map(|d| training_subset(d, params.max_points, params.seed))
+        .map(|d| d.at_most_rows(params.max_points, params.seed))
         .collect::<Result<Vec<_>>>()?;
     let jitter = JitterPolicy::default();
     let (kernels, run) = optimise_exact(&subsets, None, jitter, &params.optimiser, progress)?;
@@ -211,7 +195,7 @@ pub(crate) fn fit_exact_classifier(
             "the exact GP classifier needs a binary target".into(),
         ));
     };
-    let subset = training_subset(data, params.max_points, params.seed)?;
+    let subset = data.at_most_rows(params.max_points, params.seed)?;
     let bias = probit_bias(&subset.y);
     let start = data_scale_kernel(&subset)?;
     let (kern, run) = optimise_laplace(

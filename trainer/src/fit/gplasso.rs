@@ -24,7 +24,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact, training_subset};
+use super::exact::optimise_exact;
 use super::progress::continuing;
 use super::restarts::{best_start, first, screen_iter, screen_rows};
 use super::sparse::{fit_sparse, minimise_part, no_penalty, SparseFit};
@@ -63,7 +63,7 @@ named_enum! {
 pub const DEFAULT_WEIGHTS: GplassoWeights = GplassoWeights::Refit;
 
 /// What a GPLasso fit re-optimises once the lasso path has picked its
-/// basis ([`fit_gplasso`] says why and what it costs).
+/// basis (`fit_gplasso` says why and what it costs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GplassoRefit {
@@ -323,7 +323,7 @@ fn hyperparameters(
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, u64)> {
-    let subset = training_subset(data, max_points, seed)?;
+    let subset = data.at_most_rows(max_points, seed)?;
     let jitter = JitterPolicy::default();
     let (kernels, run) = optimise_exact(&[subset], None, jitter, optimiser, progress)?;
     Ok((kernels[0].clone(), run.iterations))
@@ -427,7 +427,7 @@ fn fit_with(
             // Four screening runs (the re-optimisation and the three
             // starts) on a quarter of the rows each cost about one run on
             // all of them, as SPGP's four screened starts do.
-            let subset = training_subset(data, screen_rows(data.n_rows(), 4), params.seed)?;
+            let subset = data.at_most_rows(screen_rows(data.n_rows(), 4), params.seed)?;
             let (reoptimised, run) = reoptimise(
                 &subset,
                 z.clone(),

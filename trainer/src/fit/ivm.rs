@@ -25,7 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact_from, optimise_laplace, probit_bias, training_subset};
+use super::exact::{optimise_exact_from, optimise_laplace, probit_bias};
 use super::svgp::fit_variational_on_basis;
 use super::{
     check_max_points, data_scale_kernel, default_optimiser, Checked, Fit, FitReport, Method,
@@ -648,7 +648,7 @@ fn exact_classifier_kernel(
     params: &IvmParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, usize)> {
-    let subset = training_subset(data, params.kernel_points, params.seed)?;
+    let subset = data.at_most_rows(params.kernel_points, params.seed)?;
     let (kern, _) = optimise_laplace(
         &subset.x,
         &subset.y,

@@ -12,7 +12,6 @@
 
 use nalgebra::DMatrix;
 
-use super::exact::training_subset;
 use super::{init, InitMethod, PseudoInit, SparseParams, StartReport};
 use crate::data::Dataset;
 use crate::numerics::optimise::OptimiseOptions;
@@ -63,7 +62,7 @@ pub(crate) fn screening(
     let rows = screen_rows(n, params.restarts);
     let subset = outputs
         .iter()
-        .map(|d| training_subset(d, rows, params.seed))
+        .map(|d| d.at_most_rows(rows, params.seed))
         .collect::<Result<_>>()?;
     Ok((screen, subset))
 }

@@ -3,13 +3,13 @@
 //! ([`super::restarts`]), for every output on one basis ([`super::sparse`]).
 //!
 //! A fit from the data-scale start that collapsed to the constant mean
-//! ([`collapsed`]) is fitted again from an exact GP's hyperparameters, and
+//! (`collapsed`) is fitted again from an exact GP's hyperparameters, and
 //! the better kept: in many dimensions the data-scale length scales can
 //! put the optimum's basin out of reach (docs/src/model-families.md).
 
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact, training_subset};
+use super::exact::optimise_exact;
 use super::restarts::start_positions;
 use super::sparse::{fit_final, fit_restarted, SparseFit, StartChoice};
 use super::{data_scale_kernel, Checked, Fit, HyperInit, Method, SparseParams, StartReport};
@@ -118,7 +118,7 @@ pub(crate) fn initial_kernels(
             let rows = params.max_points.min(500);
             let subsets = outputs
                 .iter()
-                .map(|d| training_subset(d, rows, params.seed))
+                .map(|d| d.at_most_rows(rows, params.seed))
                 .collect::<Result<Vec<_>>>()?;
             let warm_up = OptimiseOptions {
                 max_iter: params.optimiser.max_iter.min(100),
