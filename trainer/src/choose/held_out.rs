@@ -7,8 +7,8 @@
 //! than [`MARGIN_SE`] standard errors of the paired per-row difference (a
 //! smaller difference is one another split could reverse).
 //!
-//! The objective (FITC or VFE) is chosen on one split ([`score`]); a family
-//! is weighed against SPGP over [`CHOICE_FOLDS`] folds ([`cross_validate`]),
+//! The objective (FITC or VFE) is chosen on one split (`score`); a family
+//! is weighed against SPGP over [`CHOICE_FOLDS`] folds (`cross_validate`),
 //! every row held out once: per-row NLPDs are heavy-tailed and a quarter of
 //! a few hundred rows is too few to average them (docs/src/model-families.md,
 //! "The held-out choice").
@@ -34,7 +34,7 @@ pub const MIN_HELD_OUT: usize = 20;
 /// Standard errors by which the challenger must win.
 pub const MARGIN_SE: f64 = 1.0;
 
-/// Folds of the cross-validated choice ([`cross_validate`]).
+/// Folds of the cross-validated choice (`cross_validate`).
 pub const CHOICE_FOLDS: usize = 4;
 
 /// Whether a fit on `n` rows with `m` basis functions makes the choice:

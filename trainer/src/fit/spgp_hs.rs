@@ -39,7 +39,7 @@ use crate::{Error, Result};
 pub const H_START: f64 = 1e-2;
 
 /// The second stage's noise variance stays above this fraction of the
-/// fitted SPGP's average noise variance ([`average_noise`]).
+/// fitted SPGP's average noise variance (`average_noise`).
 pub const NOISE_FLOOR: f64 = 1e-2;
 
 /// Each `h_m` costs `H_PRIOR v / h_m` nats in the second stage, `v` the

@@ -5,7 +5,7 @@
 //! pseudo-inputs and hyperparameters in any way that shows on held-out
 //! data, while every optimiser iteration still costs O(N M^2). So:
 //!
-//! 1. the first pass ([`crate::data::stream::scan`]) validates the whole file,
+//! 1. the first pass (`crate::data::stream::scan`) validates the whole file,
 //!    standardises it and keeps a seeded random sample of
 //!    [`StreamedParams::max_rows`] + [`StreamedParams::validation_rows`]
 //!    rows;
@@ -15,7 +15,7 @@
 //!    land in different local optima, which decide the model, and a short
 //!    screening run does not rank them: see docs/src/large-data.md), by
 //!    SPGP's restart procedure and its rescue of a collapsed fit
-//!    ([`super::spgp::fit_pseudo_inputs`]); then
+//!    (`super::spgp::fit_pseudo_inputs`); then
 //!    warm-started from the best stage on twice as many rows, and so on,
 //!    each stage scored on the validation rows; the subset stops growing
 //!    when a doubling gains less than [`StreamedParams::min_gain`] nats per

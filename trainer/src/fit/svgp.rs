@@ -7,7 +7,7 @@
 //! Starts as SPGP's ([`super::restarts`]), screened by successive halving
 //! ([`SCREEN_ROUNDS`]); every start begins at the prior `q(u)`, each bias
 //! at its base rate, and the length scales at their prior centres
-//! ([`prior_centres`]). Why this bound and not EP on the FITC prior, and
+//! (`prior_centres`). Why this bound and not EP on the FITC prior, and
 //! what the defaults below were measured on: docs/src/classification.md,
 //! "svgp".
 
@@ -43,7 +43,7 @@ use crate::{Error, Result};
 pub const WARM_UP_ITER: u64 = 20;
 
 /// A screening round is this fraction of SPGP's screening run
-/// ([`super::restarts::screen_iter`]), after the [`WARM_UP_ITER`]
+/// (`super::restarts::screen_iter`), after the [`WARM_UP_ITER`]
 /// iterations of `q(u)`: a third less CPU than whole runs, the same test
 /// errors.
 pub const SCREEN_ROUNDS: u64 = 4;
@@ -449,7 +449,7 @@ pub(crate) fn fit_variational_on_basis(
 }
 
 /// Standard deviation of the prior on every log length scale, centred on
-/// the start ([`prior_centres`]): a length scale `e` times shorter or
+/// the start (`prior_centres`): a length scale `e` times shorter or
 /// longer than its centre costs half a nat. Maximum likelihood over `D`
 /// length scales overfits small data; where the rows are many the bound
 /// outweighs the prior and an irrelevant input still switches off.
@@ -457,7 +457,7 @@ pub const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
 
 /// How far (in standard deviations) an input's most extreme training row
 /// may lie from its mean before the input's prior centre moves out with
-/// it ([`prior_centres`]).
+/// it (`prior_centres`).
 pub const EXTREME_SD: f64 = 3.0;
 
 /// The objective of a fit: the bound's numerical settings and the prior

@@ -4,7 +4,7 @@
 //! the second stage the model is exactly the fitted SPGP, so VSGP can only
 //! improve the training objective.
 //!
-//! With several outputs a second start is tried ([`concatenated_start`]):
+//! With several outputs a second start is tried (`concatenated_start`):
 //! each output's own SPGP at about `M / P` basis functions side by side,
 //! each keeping its output's widths; the lower joint objective wins.
 

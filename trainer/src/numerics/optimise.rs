@@ -1,6 +1,6 @@
 //! L-BFGS minimisation that never loses the best point it has seen.
 //!
-//! Built on the L-BFGS iteration of [`super::lbfgs`] (argmin's, without its
+//! Built on the L-BFGS iteration of `super::lbfgs` (argmin's, without its
 //! allocations), run by `argmin`'s executor, and argmin's More–Thuente line
 //! search. argmin's line searches abort on the first
 //! non-finite objective value instead of backtracking (checked against

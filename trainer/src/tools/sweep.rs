@@ -6,8 +6,8 @@
 //! RAM budget, its instructions per prediction ([`crate::tools::cost`]) in the
 //! time budget.
 //!
-//! Several targets (`--target a,b,c`) sweep the multi-output fit
-//! ([`crate::fit::multi_output`]): one blob for all outputs per grid
+//! Several targets (`--target a,b,c`) sweep one fit of P outputs
+//! ([`crate::fit::fit`]): one blob for all outputs per grid
 //! point, each output evaluated against its own test column. The row's
 //! figures are then those of the output vector ([`joint`]): the sum of the
 //! outputs' NLPDs (the NLPD of the vector, outputs independent given the

@@ -10,7 +10,7 @@
 //! of exactly the same rows whatever the format, so that sums over chunks
 //! (the streamed posterior, [`crate::model::posterior_sums`]) come out bit for bit
 //! the same from a CSV file and a Parquet file holding the same numbers.
-//! [`scan`] is the first pass: validation, standardisation and a random
+//! `scan` is the first pass: validation, standardisation and a random
 //! sample of rows.
 //!
 //! The format is recognised by content, not by name: a Parquet file starts

@@ -20,7 +20,7 @@
 //! integral, not for its quadrature. The marginals go through `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I)
 //! Lu^{-1}` (M x M, once per evaluation): `mu_n = Kuf_n . beta`, `s_n =
 //! kdiag_n + Kuf_n^T P Kuf_n`, one M x M product per row where the `A`
-//! route needs three; the adjoints are [`gradient`]'s. Forming `P` costs
+//! route needs three; the adjoints are `gradient`'s. Forming `P` costs
 //! about `cond(Kuu) eps` of `s_n`'s precision, far below the quadrature's.
 //!
 //! # Runtime form
