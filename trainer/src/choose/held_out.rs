@@ -2,13 +2,13 @@
 //! hundred rows the training objective is a poor judge (FITC's NLML
 //! rewards shrinking the noise into its diagonal correction, SPGP+HS's
 //! uncertainties can fit the noise of the training points), so below
-//! [`HELD_OUT_BELOW`] rows candidates are fitted on part of the rows and
+//! `HELD_OUT_BELOW` rows candidates are fitted on part of the rows and
 //! scored on the rest, and a challenger must beat the incumbent by more
-//! than [`MARGIN_SE`] standard errors of the paired per-row difference (a
+//! than `MARGIN_SE` standard errors of the paired per-row difference (a
 //! smaller difference is one another split could reverse).
 //!
 //! The objective (FITC or VFE) is chosen on one split (`score`); a family
-//! is weighed against SPGP over [`CHOICE_FOLDS`] folds (`cross_validate`),
+//! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`),
 //! every row held out once: per-row NLPDs are heavy-tailed and a quarter of
 //! a few hundred rows is too few to average them (docs/src/model-families.md,
 //! "The held-out choice").
@@ -22,23 +22,23 @@ use crate::model::TrainedModel;
 use crate::{Error, Result};
 
 /// Data sets with fewer rows than this get the held-out choice.
-pub const HELD_OUT_BELOW: usize = 2000;
+pub(crate) const HELD_OUT_BELOW: usize = 2000;
 
 /// Fraction of the rows held out for the choice.
-pub const HELD_OUT_FRACTION: f64 = 0.25;
+pub(crate) const HELD_OUT_FRACTION: f64 = 0.25;
 
 /// Fewest held-out rows a choice is made on; with fewer the incumbent is
 /// kept without one.
-pub const MIN_HELD_OUT: usize = 20;
+pub(crate) const MIN_HELD_OUT: usize = 20;
 
 /// Standard errors by which the challenger must win.
-pub const MARGIN_SE: f64 = 1.0;
+pub(crate) const MARGIN_SE: f64 = 1.0;
 
 /// Folds of the cross-validated choice (`cross_validate`).
-pub const CHOICE_FOLDS: usize = 4;
+pub(crate) const CHOICE_FOLDS: usize = 4;
 
 /// Whether a fit on `n` rows with `m` basis functions makes the choice:
-/// fewer than [`HELD_OUT_BELOW`] rows, at least [`MIN_HELD_OUT`] held out,
+/// fewer than `HELD_OUT_BELOW` rows, at least `MIN_HELD_OUT` held out,
 /// and at least `m` left to fit on.
 pub fn applies(n: usize, m: usize) -> bool {
     let held_out = held_out_rows(n);
@@ -65,7 +65,7 @@ pub struct Verdict {
     pub challenger_nlpd: f64,
     /// Standard error of the mean per-row difference.
     pub standard_error: f64,
-    /// The challenger won by more than [`MARGIN_SE`] standard errors.
+    /// The challenger won by more than `MARGIN_SE` standard errors.
     pub challenger_chosen: bool,
     /// The chosen FITC fit on all rows let its noise collapse and did not
     /// clearly win here, so the VFE fit was taken instead ([`super`]).

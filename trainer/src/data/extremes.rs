@@ -9,11 +9,11 @@ use crate::data::{Dataset, TargetKind};
 /// it, against without it) to be warned about: a heavy-tailed column
 /// (a lognormal, say) never comes near this; one stray `1e15` among values
 /// near 1 exceeds it by orders of magnitude.
-pub const DOMINANCE: f64 = 100.0;
+pub(crate) const DOMINANCE: f64 = 100.0;
 
 /// One warning per column (inputs, then a continuous target) whose most
 /// extreme value inflates the column's standard deviation more than
-/// [`DOMINANCE`] times, naming the data row, the value and the range of
+/// `DOMINANCE` times, naming the data row, the value and the range of
 /// the other rows.
 ///
 /// ```

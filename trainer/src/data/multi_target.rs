@@ -127,20 +127,6 @@ impl MultiTargetData {
             MultiTargetData { outputs: test },
         ))
     }
-
-    /// The same data without the inputs `drop` (as
-    /// [`Dataset::without_inputs`]).
-    ///
-    /// # Errors
-    /// As [`Dataset::without_inputs`].
-    pub fn without_inputs(&self, drop: &[usize]) -> Result<Self> {
-        let outputs = self
-            .outputs
-            .iter()
-            .map(|d| d.without_inputs(drop))
-            .collect::<Result<_>>()?;
-        Ok(MultiTargetData { outputs })
-    }
 }
 
 /// The outputs of a fit: data sets over the same inputs, one per target (a

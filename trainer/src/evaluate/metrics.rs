@@ -110,7 +110,7 @@ fn all_labels(target: &[f64]) -> bool {
 
 /// Mean negative log probability of ±1 targets given `prob_positive`, the
 /// predicted probability of +1, clamped to [1e-12, 1 − 1e-12].
-pub fn mean_nlpd_binary(prob_positive: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn mean_nlpd_binary(prob_positive: &[f64], target: &[f64]) -> f64 {
     if !same_nonzero_len(prob_positive.len(), target.len()) || !all_labels(target) {
         return f64::NAN;
     }
@@ -132,7 +132,7 @@ pub fn mean_nlpd_binary(prob_positive: &[f64], target: &[f64]) -> f64 {
     sum / target.len() as f64
 }
 
-/// Number of equal-width confidence bins of [`expected_calibration_error`].
+/// Number of equal-width confidence bins of `expected_calibration_error`.
 pub const ECE_BINS: usize = 10;
 
 /// Expected calibration error of ±1 targets given `prob_positive`: the
@@ -140,7 +140,7 @@ pub const ECE_BINS: usize = 10;
 /// the predicted class, `max(p, 1 - p)`, and the bins' gaps between mean
 /// confidence and accuracy are averaged, weighted by their rows (Guo et
 /// al. 2017). 0 for a calibrated classifier.
-pub fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) -> f64 {
     if !same_nonzero_len(prob_positive.len(), target.len())
         || !all_labels(target)
         || prob_positive.iter().any(|p| !(0.0..=1.0).contains(p))

@@ -73,7 +73,7 @@ pub struct ClassEvaluation {
     /// Mean squared difference between `P(+1)` and the 0/1 outcome.
     pub brier: f64,
     /// Expected calibration error over equal-width confidence bins
-    /// ([`metrics::expected_calibration_error`]).
+    /// (`metrics::expected_calibration_error`).
     pub ece: f64,
     /// Positive rows predicted positive.
     pub true_positives: usize,
@@ -87,7 +87,7 @@ pub struct ClassEvaluation {
 
 /// Figures for predicted probabilities of the positive class and ±1
 /// labels.
-pub fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {
+pub(crate) fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {
     let score: Vec<f64> = prob_positive.iter().map(|p| p - 0.5).collect();
     let count = |want_label: f64, want_positive: bool| {
         prob_positive

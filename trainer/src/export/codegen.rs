@@ -44,7 +44,7 @@ named_enum! {
 }
 
 /// `blob` as `format` source code whose identifiers derive from `name`
-/// (see [`check_name`]); `source` names the blob file in the generated
+/// (see `check_name`); `source` names the blob file in the generated
 /// comment.
 ///
 /// # Errors
@@ -67,7 +67,7 @@ pub fn export_source(blob: &[u8], format: Format, name: &str, source: &str) -> R
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the rule broken.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let words_ok = !name.is_empty()
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name.split('_').all(|word| {

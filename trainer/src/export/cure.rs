@@ -13,7 +13,7 @@
 //!
 //! A cure should cost at most [`MAX_CURE_COST`] of the training objective:
 //! a passing model that costs more is re-optimised longer
-//! ([`LONG_REOPTIMISE_ITER`]) at the same jitter, and the cheaper of the
+//! (`LONG_REOPTIMISE_ITER`) at the same jitter, and the cheaper of the
 //! two is exported; [`Cure::within_budget`] says whether it kept to the
 //! budget. Larger jitters are not tried once one passes: they smooth more
 //! and cost more.
@@ -33,7 +33,7 @@ pub const MAX_CURE_EPS: f64 = 1e-2;
 /// adapt to it (the signal variance, which the jitter is relative to,
 /// mostly), which measured on slowly varying data recovered most of the
 /// training NLML the raised jitter alone cost.
-pub const REOPTIMISE_ITER: u64 = 50;
+pub(crate) const REOPTIMISE_ITER: u64 = 50;
 
 /// Most a cure should cost, as a fraction of the magnitude of the
 /// training objective (issue 24: a jitter raised from 1e-6 to 1e-3 once
@@ -42,7 +42,7 @@ pub const MAX_CURE_COST: f64 = 0.01;
 
 /// Iterations of the longer re-optimisation tried when the brief one
 /// leaves a cure over [`MAX_CURE_COST`].
-pub const LONG_REOPTIMISE_ITER: u64 = 5 * REOPTIMISE_ITER;
+pub(crate) const LONG_REOPTIMISE_ITER: u64 = 5 * REOPTIMISE_ITER;
 
 /// What curing an export changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]

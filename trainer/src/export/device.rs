@@ -85,7 +85,7 @@ const MULTI_OUTPUT_BASIS_LIMIT: usize = 512;
 /// # Errors
 /// The runtime's refusal of the blob, or [`Error::BadInput`] when the model
 /// is larger than the largest capacity class.
-pub fn with_device_model<R: Send>(
+pub(crate) fn with_device_model<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&dyn DeviceModel) -> R + Send,
 ) -> Result<R> {
@@ -99,7 +99,7 @@ pub fn with_device_model<R: Send>(
 ///
 /// # Errors
 /// As [`with_device_model`].
-pub fn with_device_model_mut<R: Send>(
+pub(crate) fn with_device_model_mut<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R + Send,
 ) -> Result<R> {
@@ -175,7 +175,7 @@ fn load_and_run<const M: usize, const D: usize, const P: usize, R>(
 ///
 /// # Errors
 /// If either blob does not decode.
-pub fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> {
     let named = ModelSpec::from_bytes(original)?;
     let mut spec = ModelSpec::from_bytes(written)?;
     if spec.input_names == named.input_names

@@ -23,7 +23,7 @@
 //! is about a tenth of the signal's) that is `1e-3 sd_signal`, which
 //! `q = 1e-3` uses up entirely. The target is the same: rounding `y_mean`
 //! and the output moves the mean by up to `ulp(a)`, against a tolerance of
-//! about `1e-3 y_scale` for the same fit. Hence [`RESOLUTION_LIMIT`]:
+//! about `1e-3 y_scale` for the same fit. Hence `RESOLUTION_LIMIT`:
 //! warn when `q > 1e-3`. Below it, rounding is at most a fraction of what
 //! the check allows, except for near-noiseless fits, where the tolerance's
 //! `1e-4 y_scale` floor applies. Kelvin temperatures (`293.15 ± 0.5`:
@@ -39,11 +39,11 @@ use crate::model::TrainedModel;
 
 /// Largest f32 spacing, as a fraction of a column's standard deviation,
 /// that passes without a warning (see the module documentation).
-pub const RESOLUTION_LIMIT: f64 = 1e-3;
+pub(crate) const RESOLUTION_LIMIT: f64 = 1e-3;
 
 /// Spacing of f32 values at magnitude `a`: the step f32 resolves there.
 /// Infinite when `a` is beyond f32's range.
-pub fn f32_spacing(a: f64) -> f64 {
+pub(crate) fn f32_spacing(a: f64) -> f64 {
     let b = (a.abs() as f32).abs();
     if !b.is_finite() {
         return f64::INFINITY;
@@ -100,7 +100,7 @@ pub fn for_dataset(data: &Dataset) -> Vec<String> {
 /// scales: the magnitude is what matters, and it is the mean's whenever a
 /// warning is due). No target warning for probit models, whose output is a
 /// probability.
-pub fn for_model(model: &TrainedModel, check_x: &DMatrix<f64>) -> Vec<String> {
+pub(crate) fn for_model(model: &TrainedModel, check_x: &DMatrix<f64>) -> Vec<String> {
     let t = &model.transform;
     let target = (model.link == Link::Identity)
         .then_some((t.y_mean - 3.0 * t.y_scale, t.y_mean + 3.0 * t.y_scale));

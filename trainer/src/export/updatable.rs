@@ -17,7 +17,7 @@ use crate::{Error, Result};
 ///
 /// # Errors
 /// A fit that cannot learn on the device
-/// ([`crate::model::updatable::observation_of`], one-factor members),
+/// (`crate::model::updatable::observation_of`, one-factor members),
 /// [`Error::Fidelity`] if the check fails and `force` is false, or the
 /// runtime's refusal of the blob; as [`export`].
 pub fn export_updatable(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {

@@ -6,7 +6,7 @@
 //! PCA kind; the device code is the same).
 //!
 //! - DR learns `P` with the pseudo-inputs ([`Projected`]), for every
-//!   output: starts from [`Projected::pca_start`] with the pseudo-inputs
+//!   output: starts from `Projected::pca_start` with the pseudo-inputs
 //!   drawn in the projected space, then the restart driver over those
 //!   features.
 //! - PCA fixes `P` to the top-G principal directions of the standardised

@@ -60,7 +60,7 @@ named_enum! {
 
 /// Default weights: the lasso's are shrunk by the penalty that stops the
 /// path at M non-zeros (docs/src/gplasso.md has the comparison).
-pub const DEFAULT_WEIGHTS: GplassoWeights = GplassoWeights::Refit;
+pub(crate) const DEFAULT_WEIGHTS: GplassoWeights = GplassoWeights::Refit;
 
 /// What a GPLasso fit re-optimises once the lasso path has picked its
 /// basis (`fit_gplasso` says why and what it costs).
@@ -79,11 +79,11 @@ pub enum GplassoRefit {
 }
 
 /// Default relative trace tolerance of the incomplete Cholesky.
-pub const DEFAULT_TRACE_TOL: f64 = 1e-6;
+pub(crate) const DEFAULT_TRACE_TOL: f64 = 1e-6;
 
 /// The ICF rank used when none is given: `max(4 M, 100)`, at most N (from
 /// 4 M on the test NLPD is that of the full rank: docs/src/gplasso.md).
-pub fn default_rank(m: usize, n: usize) -> usize {
+pub(crate) fn default_rank(m: usize, n: usize) -> usize {
     (4 * m).max(100).min(n)
 }
 
@@ -92,7 +92,7 @@ pub fn default_rank(m: usize, n: usize) -> usize {
 pub struct GplassoParams {
     /// Number of basis points (non-zero weights) M.
     pub m: usize,
-    /// ICF rank r (None: [`default_rank`]).
+    /// ICF rank r (None: `default_rank`).
     pub rank: Option<usize>,
     /// The ICF stops when the residual trace is at most this fraction of
     /// the trace of K.
@@ -181,7 +181,7 @@ impl GplassoParams {
     }
 
     /// The ICF rank for `n` rows.
-    pub fn rank_for(&self, n: usize) -> usize {
+    pub(crate) fn rank_for(&self, n: usize) -> usize {
         self.rank.unwrap_or_else(|| default_rank(self.m, n)).min(n)
     }
 }
@@ -336,12 +336,12 @@ fn lars_for(reduced: &Reduced, m: usize) -> Result<LassoPath> {
 /// Rows of the exact GP that starts a re-optimised fit: `4 M`, within
 /// `[100, 500]` (and at most `max_points`): the start only has to let the
 /// lasso pick a sensible basis.
-pub fn start_rows(m: usize) -> usize {
+pub(crate) fn start_rows(m: usize) -> usize {
     (4 * m).clamp(100, 500)
 }
 
 /// Iteration cap of that exact GP (at most the optimiser's own).
-pub const START_MAX_ITER: u64 = 100;
+pub(crate) const START_MAX_ITER: u64 = 100;
 
 /// Iterations a GPLasso fit may use in all: the exact GP's, plus each
 /// re-optimisation's.

@@ -14,7 +14,7 @@ use crate::{Error, Result};
 /// Initial log-space hyperparameters of an ARD squared-exponential kernel
 /// with Gaussian noise; converted by the caller into the kernel's own type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InitialHyper {
+pub(crate) struct InitialHyper {
     /// Natural log of each input's lengthscale.
     pub log_lengthscales: Vec<f64>,
     /// Natural log of the signal variance.
@@ -181,7 +181,7 @@ pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<
 /// 1.5–2 for standardised inputs), signal variance = sample variance of `y`
 /// (1 after standardisation), noise variance = a tenth of it. Degenerate
 /// spreads (constant or non-finite) fall back to 1.
-pub fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
+pub(crate) fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
     let log_lengthscales = x
         .column_iter()
         .map(|col| {

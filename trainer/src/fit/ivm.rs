@@ -8,7 +8,7 @@
 //! a grid around the data's scales; each round of the select-then-optimise
 //! alternation from the best) selects its active set on 80% of the rows
 //! and is scored by the mean log predictive of the other 20%
-//! ([`VALIDATION_FRACTION`]): the alternation alone is easily fooled by
+//! (`VALIDATION_FRACTION`): the alternation alone is easily fooled by
 //! flipped labels (docs/src/classification.md, "How the IVM learns its
 //! kernel"). The best selects the final active set on every row.
 //!
@@ -47,7 +47,7 @@ use crate::{Error, Result};
 
 /// Default number of select-then-optimise rounds before the final
 /// selection (GPmat's `ivmOptimise` default display runs a handful).
-pub const DEFAULT_ROUNDS: usize = 4;
+pub(crate) const DEFAULT_ROUNDS: usize = 4;
 
 /// Settings of an IVM fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,7 +103,7 @@ impl Default for IvmPosterior {
 /// 500 rows already switch the irrelevant inputs off, but the IVM's test
 /// error was 12.2% with their kernel and 10.4% with 1,000 rows' (the exact
 /// classifier itself: 8.0%).
-pub const DEFAULT_KERNEL_POINTS: usize = 1000;
+pub(crate) const DEFAULT_KERNEL_POINTS: usize = 1000;
 
 impl Default for IvmParams {
     fn default() -> Self {
@@ -173,7 +173,7 @@ pub struct IvmReport {
     /// The posterior exported (the active set's for regression).
     pub posterior: IvmPosterior,
     /// The label-flip rate the sites were computed with (probit; see
-    /// [`crate::model::inference::ivm::site`]), chosen with the kernel.
+    /// `crate::model::inference::ivm::site`), chosen with the kernel.
     pub label_noise: f64,
     /// Every kernel tried, in order; the one with the best validation
     /// score is exported.
@@ -214,7 +214,7 @@ const EXACT_VARIANTS: [(f64, f64); 6] = [
 const LABEL_NOISE_GRID: [f64; 3] = [0.0, 0.05, 0.1];
 
 /// Fraction of the training rows held out to choose the kernel.
-pub const VALIDATION_FRACTION: f64 = 0.2;
+pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 
 /// Below this many rows nothing is held out: the kernel is scored on the
 /// rows it was selected from.
@@ -638,7 +638,7 @@ fn whitened_active_posterior(
 
 /// Most iterations of the all-rows `q(u)` fit (the default stall test
 /// usually stops it sooner).
-pub const ALL_ROWS_MAX_ITER: u64 = 1000;
+pub(crate) const ALL_ROWS_MAX_ITER: u64 = 1000;
 
 /// The exact GP classifier's kernel on a random subset of at most
 /// `params.kernel_points` rows of `data`, and the rows it saw.

@@ -10,7 +10,7 @@
 //! feature kinds ([`crate::model::features`]); `gplasso` selects training
 //! inputs by a lasso path; `ivm` an active set, greedily; `svgp` is the
 //! sparse variational classifier. Families that cannot share a basis
-//! between outputs ([`shares_basis`]) refuse `P > 1`.
+//! between outputs (`shares_basis`) refuse `P > 1`.
 
 pub mod dr;
 pub mod exact;
@@ -160,7 +160,7 @@ impl Fit {
     ///
     /// # Errors
     /// If a factorisation fails even with that jitter.
-    pub fn with_jitter(
+    pub(crate) fn with_jitter(
         &self,
         eps: f64,
         reoptimise: u64,
@@ -247,7 +247,7 @@ impl Expansion {
 }
 
 /// Whether `method` can fit several outputs on one basis, and if not, why.
-pub fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
+pub(crate) fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
     match method {
         Method::Exact | Method::Spgp | Method::Vsgp | Method::SpgpDr => Ok(()),
         Method::SpgpHs => Err("its per-pseudo-input uncertainties model one output's \

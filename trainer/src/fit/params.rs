@@ -57,7 +57,7 @@ impl Method {
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.
-    pub fn is_projected(self) -> bool {
+    pub(crate) fn is_projected(self) -> bool {
         matches!(self, Method::SpgpDr | Method::SpgpPca)
     }
 }
@@ -95,7 +95,7 @@ named_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "kebab-case")]
     pub enum HyperInit {
-        /// From the data's scales (see [`crate::fit::init::default_hyperparameters`]).
+        /// From the data's scales (see `crate::fit::init::default_hyperparameters`).
         DataScales = "scales",
         /// From an exact GP fitted to a random subset of at most 500 rows.
         ExactSubset = "exact",
@@ -342,7 +342,7 @@ impl FitParams {
 
     /// The same settings with the objective `approximation` (unchanged for
     /// a family without one).
-    pub fn with_approximation(&self, approximation: Approximation) -> FitParams {
+    pub(crate) fn with_approximation(&self, approximation: Approximation) -> FitParams {
         let mut params = self.clone();
         match &mut params {
             FitParams::Gplasso(p) => p.approximation = approximation,

@@ -4,7 +4,7 @@
 //!
 //! Starts alternate the two initialisations (k-means, random subset) with
 //! seeds `seed + k`, so the result is deterministic. On large data the
-//! screening runs see a seeded subset of the rows ([`screen_rows`]): the K
+//! screening runs see a seeded subset of the rows (`screen_rows`): the K
 //! screening runs together cost about one run on all the rows, and the
 //! objective, a sum over rows, ranks the starts on a subset as on all.
 //! Screening may take rounds of successive halving (SVGP: every start a
@@ -18,17 +18,17 @@ use crate::numerics::optimise::OptimiseOptions;
 use crate::{Error, Result};
 
 /// Fewest iterations a screening run gets.
-pub const MIN_SCREEN_ITER: u64 = 10;
+pub(crate) const MIN_SCREEN_ITER: u64 = 10;
 
 /// Most iterations a screening run gets, whatever the final budget: the
 /// ranking of the starts is settled by then.
-pub const MAX_SCREEN_ITER: u64 = 50;
+pub(crate) const MAX_SCREEN_ITER: u64 = 50;
 
 /// Fewest rows a screening run sees (all of them on smaller data).
-pub const SCREEN_MIN_ROWS: usize = 2000;
+pub(crate) const SCREEN_MIN_ROWS: usize = 2000;
 
 /// Rows each screening run sees when `restarts` starts share `n` rows.
-pub fn screen_rows(n: usize, restarts: usize) -> usize {
+pub(crate) fn screen_rows(n: usize, restarts: usize) -> usize {
     n.min(SCREEN_MIN_ROWS.max(n / restarts.max(1)))
 }
 

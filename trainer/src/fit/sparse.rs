@@ -11,7 +11,7 @@
 //!
 //! Every output's model carries the first output's basis bit for bit: an
 //! output whose signal variance is `c` times the first's has its weights
-//! times `c` and its factors divided by `c` ([`fold_onto`]), the same
+//! times `c` and its factors divided by `c` (`fold_onto`), the same
 //! predictions from the shared basis vector.
 
 use std::cell::Cell;
@@ -569,7 +569,7 @@ pub(crate) fn folded(forms: Vec<RuntimeForm>, tied: bool) -> Result<Vec<RuntimeF
 /// # Errors
 /// [`Error::Numerical`] when the two bases differ in more than a common
 /// amplitude factor.
-pub fn fold_onto(basis: &RuntimeBasis, form: RuntimeForm) -> Result<RuntimeForm> {
+pub(crate) fn fold_onto(basis: &RuntimeBasis, form: RuntimeForm) -> Result<RuntimeForm> {
     let ratios: Vec<f64> = form
         .basis
         .amplitudes

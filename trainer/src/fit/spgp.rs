@@ -36,7 +36,7 @@ pub(crate) fn fit_spgp(
 /// ([`crate::choose`] then prefers VFE): a noise standard deviation under 3% of the
 /// target's, the rest carried by FITC's diagonal correction, which
 /// vanishes at the pseudo-inputs (docs/src/model-families.md).
-pub const COLLAPSED_NOISE_BELOW: f64 = 1e-3;
+pub(crate) const COLLAPSED_NOISE_BELOW: f64 = 1e-3;
 
 /// Whether `kern`'s noise variance has collapsed ([`COLLAPSED_NOISE_BELOW`]).
 pub(crate) fn noise_collapsed(kern: &KernelParams) -> bool {
@@ -45,7 +45,7 @@ pub(crate) fn noise_collapsed(kern: &KernelParams) -> bool {
 
 /// A fit whose signal variance is below this fraction of its noise
 /// variance predicts the constant mean: it has collapsed.
-pub const COLLAPSED_BELOW: f64 = 1e-3;
+pub(crate) const COLLAPSED_BELOW: f64 = 1e-3;
 
 /// Whether a kernel's signal is negligible against its noise
 /// ([`COLLAPSED_BELOW`]).

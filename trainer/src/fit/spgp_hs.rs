@@ -2,9 +2,9 @@
 //! pseudo-input's uncertainty `h_m` freed from that optimum and optimised
 //! with the kernel, the pseudo-inputs held where SPGP put them.
 //!
-//! The second stage starts every `h_m` at [`H_START`] `s2` (a start near 0
+//! The second stage starts every `h_m` at `H_START` `s2` (a start near 0
 //! barely moves: the gradient in `log h_m` is proportional to `h_m`),
-//! keeps the noise above [`NOISE_FLOOR`] times SPGP's average noise `v =
+//! keeps the noise above `NOISE_FLOOR` times SPGP's average noise `v =
 //! sigma2 + mean_n (k_nn - q_nn)` and charges each `h_m` `H_PRIOR v / h_m`
 //! nats, so that no pseudo-input can pin the predicted noise to zero next
 //! to a training point (docs/src/model-families.md, "SPGP+HS", has the
@@ -36,15 +36,15 @@ use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
 /// Every `h_m` starts at this fraction of the fitted SPGP's `s2`.
-pub const H_START: f64 = 1e-2;
+pub(crate) const H_START: f64 = 1e-2;
 
 /// The second stage's noise variance stays above this fraction of the
 /// fitted SPGP's average noise variance (`average_noise`).
-pub const NOISE_FLOOR: f64 = 1e-2;
+pub(crate) const NOISE_FLOOR: f64 = 1e-2;
 
 /// Each `h_m` costs `H_PRIOR v / h_m` nats in the second stage, `v` the
 /// fitted SPGP's average noise variance (module docs).
-pub const H_PRIOR: f64 = 0.3;
+pub(crate) const H_PRIOR: f64 = 0.3;
 
 /// How the second stage runs: the defaults, or a variant measured against
 /// them (`measure_hs_start`, `measure_hs_choice`).

@@ -5,7 +5,7 @@
 //! one per class (each against the rest, softmax link) for `K` classes.
 //!
 //! Starts as SPGP's ([`super::restarts`]), screened by successive halving
-//! ([`SCREEN_ROUNDS`]); every start begins at the prior `q(u)`, each bias
+//! (`SCREEN_ROUNDS`); every start begins at the prior `q(u)`, each bias
 //! at its base rate, and the length scales at their prior centres
 //! (`prior_centres`). Why this bound and not EP on the FITC prior, and
 //! what the defaults below were measured on: docs/src/classification.md,
@@ -40,18 +40,18 @@ use crate::{Error, Result};
 /// pseudo-inputs and the kernel held, before every joint run: from the
 /// prior `q(u)` the joint gradient would first move the kernel while the
 /// latent mean is still zero.
-pub const WARM_UP_ITER: u64 = 20;
+pub(crate) const WARM_UP_ITER: u64 = 20;
 
 /// A screening round is this fraction of SPGP's screening run
 /// (`super::restarts::screen_iter`), after the [`WARM_UP_ITER`]
 /// iterations of `q(u)`: a third less CPU than whole runs, the same test
 /// errors.
-pub const SCREEN_ROUNDS: u64 = 4;
+pub(crate) const SCREEN_ROUNDS: u64 = 4;
 
 /// L-BFGS pairs remembered by the fit's runs (unless its options name
 /// another number): the general rule's 50 for M = 128 cost a tenth of the
 /// CPU in the two-loop recursion, for the same test errors.
-pub const LBFGS_MEMORY: usize = 20;
+pub(crate) const LBFGS_MEMORY: usize = 20;
 
 /// Settings of an SVGP fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -453,12 +453,12 @@ pub(crate) fn fit_variational_on_basis(
 /// longer than its centre costs half a nat. Maximum likelihood over `D`
 /// length scales overfits small data; where the rows are many the bound
 /// outweighs the prior and an irrelevant input still switches off.
-pub const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
+pub(crate) const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
 
 /// How far (in standard deviations) an input's most extreme training row
 /// may lie from its mean before the input's prior centre moves out with
 /// it (`prior_centres`).
-pub const EXTREME_SD: f64 = 3.0;
+pub(crate) const EXTREME_SD: f64 = 3.0;
 
 /// The objective of a fit: the bound's numerical settings and the prior
 /// on the log length scales.

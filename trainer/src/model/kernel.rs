@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// Default floor on the noise variance, in units of the (standardised)
 /// target variance. FITC drives `sigma2` towards zero because its diagonal
 /// correction absorbs the noise (MATH.md); GPflow uses the same `1e-6`.
-pub const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
+pub(crate) const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 
 /// Floor on every length scale, in standardised input units (the optimiser
 /// cannot go below it; see [`crate::model::inference::objective`]). Exactly
@@ -25,7 +25,7 @@ pub const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 /// function that narrow is missed by the rounding of the input itself. At
 /// 1e-3 of a standard deviation, f32's rounding of a standardised input
 /// (about 1e-7) moves a basis function's exponent by 1e-4 at most.
-pub const LENGTHSCALE_FLOOR: f64 = 1e-3;
+pub(crate) const LENGTHSCALE_FLOOR: f64 = 1e-3;
 
 /// An excess noise below this fraction of the floor counts as "on the floor":
 /// at that point the floor, not the data, sets the noise variance.
@@ -73,7 +73,7 @@ impl KernelGrad {
     }
 
     /// Adds `other` into `self`.
-    pub fn add_assign(&mut self, other: &KernelGrad) {
+    pub(crate) fn add_assign(&mut self, other: &KernelGrad) {
         for (a, b) in self
             .log_lengthscales
             .iter_mut()
@@ -87,7 +87,7 @@ impl KernelGrad {
 
 /// The result of [`KernelParams::cross_grad`].
 #[derive(Clone, Debug)]
-pub struct CrossGrad {
+pub(crate) struct CrossGrad {
     /// Gradient with respect to the rows of `a` (same shape as `a`), if asked.
     pub a: Option<DMatrix<f64>>,
     /// Gradient with respect to the rows of `b` (same shape as `b`), if asked.
@@ -178,7 +178,7 @@ impl KernelParams {
     }
 
     /// The part of `sigma2` above the floor; `d sigma2 / d log_noise_excess`.
-    pub fn noise_excess(&self) -> f64 {
+    pub(crate) fn noise_excess(&self) -> f64 {
         self.log_noise_excess.exp()
     }
 
@@ -225,7 +225,7 @@ impl KernelParams {
     ///
     /// # Panics
     /// On dimension mismatch (a caller bug).
-    pub fn cross_grad<SA, SB>(
+    pub(crate) fn cross_grad<SA, SB>(
         &self,
         a: &Matrix<f64, Dyn, Dyn, SA>,
         b: &Matrix<f64, Dyn, Dyn, SB>,
@@ -243,7 +243,7 @@ impl KernelParams {
     }
 
     /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
-    pub fn inv_lengthscales(&self) -> Vec<f64> {
+    pub(crate) fn inv_lengthscales(&self) -> Vec<f64> {
         self.log_lengthscales.iter().map(|v| (-v).exp()).collect()
     }
 
@@ -272,7 +272,7 @@ impl KernelParams {
 ///
 /// # Panics
 /// If `a`, `b` and `inv_l` disagree on T (a caller bug).
-pub fn se_cross<SA, SB>(
+pub(crate) fn se_cross<SA, SB>(
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
     inv_l: &[f64],
@@ -339,7 +339,7 @@ where
 ///
 /// # Panics
 /// On dimension mismatch (a caller bug).
-pub fn se_cross_grad<SA, SB>(
+pub(crate) fn se_cross_grad<SA, SB>(
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
     inv_l: &[f64],

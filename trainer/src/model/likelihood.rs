@@ -21,7 +21,7 @@ pub enum Likelihood {
 
 impl Likelihood {
     /// The likelihood a data set's target calls for.
-    pub fn for_target(target: TargetKind) -> Self {
+    pub(crate) fn for_target(target: TargetKind) -> Self {
         match target {
             TargetKind::Continuous => Likelihood::Gaussian,
             TargetKind::Binary { .. } | TargetKind::Classes { .. } => Likelihood::Probit,
@@ -38,24 +38,24 @@ impl Likelihood {
 
     /// Whether the parameter vector holds a noise variance for it (the
     /// Gaussian's `sigma2`; the probit has none).
-    pub fn has_noise(self) -> bool {
+    pub(crate) fn has_noise(self) -> bool {
         self == Likelihood::Gaussian
     }
 }
 
 /// The standard normal CDF `Phi(z)`.
-pub fn norm_cdf(z: f64) -> f64 {
+pub(crate) fn norm_cdf(z: f64) -> f64 {
     0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
 }
 
 /// The standard normal density `N(z | 0, 1)`.
-pub fn norm_pdf(z: f64) -> f64 {
+pub(crate) fn norm_pdf(z: f64) -> f64 {
     (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
 }
 
 /// `N(z) / Phi(z)`, accurate where both underflow (z far below zero: the
 /// asymptotic series of Mills' ratio).
-pub fn pdf_over_cdf(z: f64) -> f64 {
+pub(crate) fn pdf_over_cdf(z: f64) -> f64 {
     if z > -30.0 {
         norm_pdf(z) / norm_cdf(z)
     } else {
@@ -69,7 +69,7 @@ pub fn pdf_over_cdf(z: f64) -> f64 {
 /// together at every node (`erfc` was most of their cost when each took
 /// its own). Accurate where `Phi(z)` underflows (through [`pdf_over_cdf`]:
 /// `Phi = N / (N / Phi)`).
-pub fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
+pub(crate) fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
     if z > -30.0 {
         let cdf = norm_cdf(z);
         (cdf.ln(), norm_pdf(z) / cdf)
@@ -82,7 +82,7 @@ pub fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
 
 /// The inverse of [`norm_cdf`] for `p` in (0, 1), by bisection (used once
 /// per fit, for the bias).
-pub fn norm_quantile(p: f64) -> f64 {
+pub(crate) fn norm_quantile(p: f64) -> f64 {
     let (mut lo, mut hi) = (-40.0_f64, 40.0_f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);

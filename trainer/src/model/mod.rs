@@ -145,7 +145,10 @@ impl ModelSet {
     ///
     /// # Errors
     /// As [`ModelSet::to_spec`] and [`updatable::whitened_factor`].
-    pub fn to_whitened_spec(&self, observation: sgp_runtime::Observation) -> Result<ModelSpec> {
+    pub(crate) fn to_whitened_spec(
+        &self,
+        observation: sgp_runtime::Observation,
+    ) -> Result<ModelSpec> {
         self.join(|member| member.to_whitened_spec(observation))
     }
 

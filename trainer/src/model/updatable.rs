@@ -37,7 +37,10 @@ const DIAGONAL_FLOOR: f64 = 1e-30;
 /// # Errors
 /// [`Error::BadInput`] for a multi-class link, or a regression without a
 /// sparse objective (an exact GP): neither learns on the device.
-pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Result<Observation> {
+pub(crate) fn observation_of(
+    link: Link,
+    approximation: Option<Approximation>,
+) -> Result<Observation> {
     match (link, approximation) {
         (Link::Identity, Some(Approximation::Fitc)) => Ok(Observation::Fitc),
         (Link::Identity, Some(Approximation::Vfe)) => Ok(Observation::Vfe),
@@ -62,7 +65,7 @@ pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Resul
 /// [`Error::BadInput`] for a one-factor form (the exact GP, the IVM: their
 /// `L1` is not `chol(K_M)`); [`Error::Numerical`] if a factor is singular
 /// or `I - S` is not positive semi-definite even with jitter.
-pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
+pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
     let Some(l2) = &form.l2 else {
         return Err(Error::BadInput(
             "this model's variance has one factor (an exact GP or an IVM): its basis has no \
@@ -171,7 +174,10 @@ impl TrainedModel {
     ///
     /// # Errors
     /// As [`whitened_factor`] and [`TrainedModel::to_spec`].
-    pub fn to_whitened_spec(&self, observation: Observation) -> Result<sgp_runtime::ModelSpec> {
+    pub(crate) fn to_whitened_spec(
+        &self,
+        observation: Observation,
+    ) -> Result<sgp_runtime::ModelSpec> {
         let (g, mean) = whitened_factor(&self.form)?;
         let mut spec = self.to_spec()?;
         spec.l2 = (0..g.nrows())

@@ -19,7 +19,7 @@ use crate::Result;
 /// Jitter added to `E = I - A^-1` when it is numerically singular, tried
 /// in turn: it moves `k^T W k` by `delta k^T Kuu^-1 k <= delta prior`, so
 /// even the largest is far below what the export check can see.
-pub const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
+pub(crate) const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 
 /// The lower-triangular `C` with `C^T C = W`, or an error when `W` has no
 /// such factor in f64 (then only the solves represent the model).
@@ -35,7 +35,7 @@ pub const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 ///
 /// # Errors
 /// [`crate::Error::Numerical`] if a factor is singular or `E` is not
-/// positive semi-definite even with the largest of [`JITTERS`].
+/// positive semi-definite even with the largest of `JITTERS`.
 pub fn product_factor(form: &RuntimeForm) -> Result<DMatrix<f64>> {
     let inv1 = lower_inverse(&form.l1)?;
     let Some(l2) = &form.l2 else {

@@ -15,12 +15,12 @@
 //!
 //! The O(M^2 N) products of the sparse objectives (M x M times M x N, M x N
 //! times N x M, M x N times N x D, for M of tens) go through `faer`'s
-//! kernels ([`matmul_into`], [`mul`]): at these shapes they ran 1.3 to 4
+//! kernels (`matmul_into`, [`mul`]): at these shapes they ran 1.3 to 4
 //! times faster than nalgebra's `matrixmultiply`, whose packing of both
 //! operands on every call was a fifth of the objective's time (measured
 //! at M = 25..100 on 1024 columns, `examples/fitc_cost`). Matrices stay
 //! nalgebra's; the products borrow their column-major storage.
-//! [`mul_triangular`] skips the blocks a triangular factor holds as zeros,
+//! `mul_triangular` skips the blocks a triangular factor holds as zeros,
 //! and the triangle of a result that is not wanted.
 
 use faer::linalg::matmul::matmul;
@@ -76,14 +76,14 @@ pub struct JitteredCholesky {
 
 impl JitteredCholesky {
     /// `log |A + jitter I|`.
-    pub fn log_det(&self) -> f64 {
+    pub(crate) fn log_det(&self) -> f64 {
         log_det_from_factor(&self.l)
     }
 }
 
 /// Factorises `a + eps * scale * I` (only the lower triangle of `a` is read),
 /// escalating `eps` per `policy` until it succeeds.
-pub fn cholesky_jittered(
+pub(crate) fn cholesky_jittered(
     a: &DMatrix<f64>,
     scale: f64,
     policy: &JitterPolicy,
@@ -159,7 +159,7 @@ pub fn cholesky(a: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 }
 
 /// `log |L L^T| = 2 sum log L_ii`.
-pub fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
+pub(crate) fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
     2.0 * l.diagonal().iter().map(|v| v.ln()).sum::<f64>()
 }
 
@@ -181,7 +181,7 @@ pub fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
 
 /// Overwrites `b` with `L^{-T} b` (back substitution against the transpose),
 /// `l` lower triangular; blocked like [`solve_lower_mut`].
-pub fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+pub(crate) fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
     let (rows, cols) = b.shape();
     let rhs = MatMut::from_column_major_slice_mut(b.as_mut_slice(), rows, cols);
@@ -215,7 +215,7 @@ pub fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f
 /// times faster than nalgebra's column-by-column substitution (matrix
 /// multiplication is blocked, substitution is not), and for a triangular
 /// factor the accuracy is comparable (Higham, ch. 8 and 14).
-pub fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::identity(n, n);
     solve_lower_mut(l, &mut x)?;
@@ -226,7 +226,7 @@ pub fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 
 /// `(L L^T)^{-1}`, symmetric, from the factor `L`. O(M^3); only for M x M
 /// matrices.
-pub fn inverse_from_factor(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+pub(crate) fn inverse_from_factor(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::identity(n, n);
     solve_lower_mut(l, &mut x)?;
@@ -236,12 +236,12 @@ pub fn inverse_from_factor(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 
 /// `(m + m^T) / 2`: removes round-off asymmetry from products that are
 /// symmetric in exact arithmetic.
-pub fn symmetrise(m: DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn symmetrise(m: DMatrix<f64>) -> DMatrix<f64> {
     let t = m.transpose();
     (m + t) * 0.5
 }
 
-/// `a . b` for slices of equal length, summed as [`lane_sum`] does.
+/// `a . b` for slices of equal length, summed as `lane_sum` does.
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     lane_sum(a, b, |x, y| x * y)
 }
@@ -251,7 +251,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// long dependency chain: the per-point dot products of the FITC adjoint
 /// were 9% of an evaluation that way, `examples/fitc_cost`, and k-means'
 /// distances a sixth of a 32-dimensional fit).
-pub fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
+pub(crate) fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
     debug_assert_eq!(a.len(), b.len(), "lane sum of unequal lengths");
     let mut lanes = [0.0; 4];
     let (ac, bc) = (a.chunks_exact(4), b.chunks_exact(4));
@@ -280,7 +280,7 @@ pub fn faer_ref(m: &DMatrix<f64>) -> MatRef<'_, f64> {
 ///
 /// # Panics
 /// If the shapes do not chain (a caller bug).
-pub fn matmul_into(
+pub(crate) fn matmul_into(
     dst: &mut [f64],
     rows: usize,
     accumulate: bool,
@@ -311,7 +311,7 @@ fn clear_upper_vector_state() {
     }
 }
 
-/// `lhs * rhs` as a new matrix (see [`matmul_into`]).
+/// `lhs * rhs` as a new matrix (see `matmul_into`).
 pub fn mul(lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) -> DMatrix<f64> {
     let mut out = DMatrix::<f64>::zeros(lhs.nrows(), rhs.ncols());
     matmul_into(out.as_mut_slice(), lhs.nrows(), false, lhs, rhs, 1.0);
@@ -322,7 +322,7 @@ pub fn mul(lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) -> DMatrix<f64> {
 /// read) and only one triangle of the result may be wanted (the rest is
 /// zero). An `M x M` product of a triangular and a full factor costs half
 /// of [`mul`]; with a triangular result, a quarter to a third.
-pub fn mul_triangular(
+pub(crate) fn mul_triangular(
     (lhs, lhs_shape): (MatRef<'_, f64>, Triangle),
     (rhs, rhs_shape): (MatRef<'_, f64>, Triangle),
     out_shape: Triangle,
@@ -345,7 +345,7 @@ pub fn mul_triangular(
 }
 
 /// The symmetric matrix whose lower triangle `lower` holds.
-pub fn mirror_lower(mut lower: DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn mirror_lower(mut lower: DMatrix<f64>) -> DMatrix<f64> {
     lower.fill_upper_triangle_with_lower_triangle();
     lower
 }

@@ -1,7 +1,7 @@
 //! Which settings apply to which model, as data: a setting given for a
 //! model that does not use it is an error naming it, never ignored.
 //!
-//! A setting not in [`SETTINGS`] applies to every model. The rules were
+//! A setting not in `SETTINGS` applies to every model. The rules were
 //! read off the fits: which parameters each procedure (and the SPGP fit
 //! that VSGP, SPGP+HS and the projected fits start from) reads.
 
@@ -11,7 +11,7 @@ use crate::{Error, Result};
 
 /// A setting and the models that use it.
 #[derive(Clone, Copy, Debug)]
-pub struct Setting {
+pub(crate) struct Setting {
     /// The option, as the command line spells it (`--objective`).
     pub flag: &'static str,
     /// The models that read it.
@@ -28,7 +28,7 @@ use Method::{Exact, Gplasso, Ivm, Spgp, SpgpDr, SpgpHs, SpgpPca, Svgp, Vsgp};
 const PSEUDO: &[Method] = &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca];
 
 /// Every rule (module documentation).
-pub const SETTINGS: &[Setting] = &[
+pub(crate) const SETTINGS: &[Setting] = &[
     Setting {
         flag: "--m",
         models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],

@@ -14,7 +14,7 @@ use crate::numerics::optimise::OptimiseOptions;
 use crate::Result;
 
 /// The noise-free function behind the demo data.
-pub fn demo_function(x: f64) -> f64 {
+pub(crate) fn demo_function(x: f64) -> f64 {
     (2.0 * x).sin() + 0.4 * (5.0 * x).cos() + 0.3 * x
 }
 
@@ -55,7 +55,7 @@ pub fn bunched_left(data: &Dataset, m: usize) -> DMatrix<f64> {
 /// curvature yet) otherwise throws the outermost pseudo-input a whole
 /// data range away (measured: to -1.3 for data on [0, 6], on every seed),
 /// where its gradient vanishes.
-pub const FIGURE1_MAX_STEP: f64 = 0.5;
+pub(crate) const FIGURE1_MAX_STEP: f64 = 0.5;
 
 /// The Figure-1 fit: `m` pseudo-inputs started [`bunched_left`], one start,
 /// the objective `approximation`. FITC from this start stacks several

@@ -31,7 +31,7 @@ named_enum! {
 
 /// Standard deviation of each output's measurement noise, as a fraction
 /// of that output's spread over the input box.
-pub const NOISE_FRACTION: f64 = 0.05;
+pub(crate) const NOISE_FRACTION: f64 = 0.05;
 
 impl System {
     /// Input column names.
@@ -86,7 +86,7 @@ impl System {
     }
 
     /// `n` rows drawn uniformly in the input box with noisy outputs
-    /// (noise sd [`NOISE_FRACTION`] of each output's spread), and the
+    /// (noise sd `NOISE_FRACTION` of each output's spread), and the
     /// noise-free outputs; deterministic in `seed`.
     pub fn generate(self, n: usize, seed: u64) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
         self.generate_in(n, seed, 1.0)
@@ -94,7 +94,7 @@ impl System {
 
     /// [`System::generate`] in the input box shrunk about its centre to
     /// `fraction` of its width along every input (1: the whole box), the
-    /// noise still [`NOISE_FRACTION`] of each output's spread there.
+    /// noise still `NOISE_FRACTION` of each output's spread there.
     pub fn generate_in(
         self,
         n: usize,
@@ -169,7 +169,7 @@ impl System {
 }
 
 /// Each output's noise standard deviation for the noise-free outputs
-/// `truth` (one column per output): [`NOISE_FRACTION`] of its spread. The
+/// `truth` (one column per output): `NOISE_FRACTION` of its spread. The
 /// root mean squared error of a perfect model on noisy rows.
 pub fn noise_sd(truth: &DMatrix<f64>) -> Vec<f64> {
     truth

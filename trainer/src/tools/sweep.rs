@@ -14,7 +14,7 @@
 //! model), which ranks the rows, and its Euclidean RMSE; each output's own
 //! figures are listed under the row. The RAM is that of a model holding
 //! `P` outputs and the instructions those of one call predicting all of
-//! them ([`crate::tools::cost::instructions_for_outputs`]).
+//! them (`crate::tools::cost::instructions_for_outputs`).
 //!
 //! A grid point that fails to fit or to export is a row saying why, not the
 //! end of the sweep. Grid points run in parallel (rayon); every fit is
@@ -124,12 +124,17 @@ impl Limit {
 
 impl Budget {
     /// Whether any limit is set.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         *self != Budget::default()
     }
 
     /// The limits a model with these figures exceeds.
-    pub fn exceeded(&self, blob_bytes: usize, ram_bytes: usize, instructions: u64) -> Vec<Limit> {
+    pub(crate) fn exceeded(
+        &self,
+        blob_bytes: usize,
+        ram_bytes: usize,
+        instructions: u64,
+    ) -> Vec<Limit> {
         let over = |limit: Option<u64>, value: u64| limit.is_some_and(|l| value > l);
         [
             (

@@ -1,8 +1,8 @@
 //! Generated regression data with known truth, in the shapes users feed in.
 //!
 //! Every [`Shape`] is a noise-free function of the inputs ([`truth`]), an
-//! input distribution and a noise level ([`Shape::noise_std`]), with a
-//! sensible default size ([`Shape::default_rows`]). Generation is
+//! input distribution and a noise level (`Shape::noise_std`), with a
+//! sensible default size (`Shape::default_rows`). Generation is
 //! deterministic in the seed (ChaCha8, as in [`crate::tools::demo`]): same shape,
 //! rows and seed, same numbers. Everything is in raw units; [`dataset`] and
 //! [`train_test`] standardise through [`Dataset::from_raw`].
@@ -65,21 +65,21 @@ named_enum! {
         /// The smooth 4-D ridge function of [`synthetic`].
         Ridge = "ridge",
         /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
-        /// two linear combinations of them only ([`few_directions`]): SPGP+DR's
+        /// two linear combinations of them only (`few_directions`): SPGP+DR's
         /// case.
         FewDirections = "few-directions",
     }
 }
 
 /// Input dimension of [`Shape::Ridge`].
-pub const RIDGE_DIM: usize = 4;
+pub(crate) const RIDGE_DIM: usize = 4;
 
 /// Standard deviation of `sin(2 pi x)` for `x ~ U(0, 1)`.
 const SINE_STD: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 impl Shape {
     /// Rows generated when the caller has no preference.
-    pub fn default_rows(self) -> usize {
+    pub(crate) fn default_rows(self) -> usize {
         match self {
             Shape::Tiny => 10,
             Shape::Linear | Shape::Quadratic | Shape::NearNoiseFree => 100,
@@ -115,7 +115,7 @@ impl Shape {
 
     /// Standard deviation of the observation noise at raw input `x` (one
     /// row): constant except for [`Shape::Heteroscedastic`].
-    pub fn noise_std(self, x: &[f64]) -> f64 {
+    pub(crate) fn noise_std(self, x: &[f64]) -> f64 {
         match self {
             Shape::Linear | Shape::Periodic | Shape::Duplicated | Shape::OneOfEight => 0.1,
             Shape::Chirp | Shape::Varying2d | Shape::Ridge | Shape::FewDirections => 0.1,
@@ -161,7 +161,7 @@ impl std::fmt::Display for Shape {
 }
 
 /// The noise-free function of `shape` at one raw input row.
-pub fn truth_at(shape: Shape, x: &[f64]) -> f64 {
+pub(crate) fn truth_at(shape: Shape, x: &[f64]) -> f64 {
     use std::f64::consts::TAU;
     let x0 = x.first().copied().unwrap_or(0.0);
     let x1 = x.get(1).copied().unwrap_or(0.0);
@@ -194,12 +194,12 @@ pub fn truth_at(shape: Shape, x: &[f64]) -> f64 {
 }
 
 /// Input dimension of [`Shape::FewDirections`].
-pub const FEW_DIRECTIONS_DIM: usize = 32;
+pub(crate) const FEW_DIRECTIONS_DIM: usize = 32;
 
 /// The function behind [`Shape::FewDirections`]: `sin(2 u1) + 0.8 cos(1.5
 /// u2)` of two fixed unit-norm directions `u1 ~ cos(j)`, `u2 ~ sin(2j + 1)`
 /// across the inputs (unit variance each for the shape's inputs).
-pub fn few_directions(x: &[f64]) -> f64 {
+pub(crate) fn few_directions(x: &[f64]) -> f64 {
     let direction = |f: &dyn Fn(f64) -> f64| {
         let w: Vec<f64> = (0..x.len()).map(|j| f(j as f64)).collect();
         let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt();
@@ -225,7 +225,7 @@ pub fn truth(shape: Shape, x: &DMatrix<f64>) -> DVector<f64> {
 
 /// The ridge function behind [`synthetic`]: a sum of a few ridge functions
 /// of the inputs, smooth in every direction.
-pub fn ridge_function(x: &[f64]) -> f64 {
+pub(crate) fn ridge_function(x: &[f64]) -> f64 {
     let a: f64 = x
         .iter()
         .enumerate()
@@ -236,7 +236,7 @@ pub fn ridge_function(x: &[f64]) -> f64 {
 }
 
 /// A smooth `d`-dimensional regression problem (raw units) with noise:
-/// inputs uniform in [-3, 3]^d, target [`ridge_function`] plus
+/// inputs uniform in [-3, 3]^d, target `ridge_function` plus
 /// `N(0, 0.1^2)`. For `sgp synth`, examples and benchmarks.
 pub fn synthetic(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -317,11 +317,11 @@ pub fn generate(shape: Shape, rows: usize, seed: u64) -> Generated {
 
 /// The most bytes of numbers `sgp synth` generates: it holds its data in
 /// memory before writing it.
-pub const MAX_SYNTH_BYTES: u128 = 4 << 30;
+pub(crate) const MAX_SYNTH_BYTES: u128 = 4 << 30;
 
 /// Checks `sgp synth`'s sizes before anything is allocated: `rows` rows
 /// of `columns` numbers each (inputs, outputs and the noise-free truth)
-/// within [`MAX_SYNTH_BYTES`], and at most 65,535 inputs (what a blob
+/// within `MAX_SYNTH_BYTES`, and at most 65,535 inputs (what a blob
 /// holds).
 ///
 /// ```
@@ -490,11 +490,11 @@ impl Case {
 }
 
 /// The M values tried in robustness cases.
-pub const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
+pub(crate) const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
 
 /// Data sets every fitting procedure must fit and export: every shape at
 /// its default size and at other sizes and seeds (45 cases, N <= 300),
-/// each with the M of [`ROBUSTNESS_M`] that do not exceed N.
+/// each with the M of `ROBUSTNESS_M` that do not exceed N.
 pub fn robustness_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for &shape in Shape::ALL {

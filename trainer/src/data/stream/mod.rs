@@ -49,7 +49,7 @@ pub use scan::{scan, Scan};
 /// Rows per chunk of the streamed passes: large enough that per-chunk
 /// overhead vanishes and every core gets parallel work, small enough to
 /// stay a few megabytes (65,536 rows x 9 columns is 4.7 MB of f64).
-pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
+pub(crate) const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
 pub type Format = InputFormat;
@@ -177,7 +177,7 @@ impl TableFile {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read.
-    pub fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
+    pub(crate) fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
         match self.known_rows {
             Some(known) => Ok(known > rows),
             None => csv_rows::more_rows_than(&self.input, rows),

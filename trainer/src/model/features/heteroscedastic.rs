@@ -26,10 +26,10 @@ use crate::model::kernel::KernelParams;
 use crate::{Error, Result};
 
 /// Smallest `log h` accepted (see the module documentation).
-pub const LOG_H_MIN: f64 = -40.0;
+pub(crate) const LOG_H_MIN: f64 = -40.0;
 
 /// Largest `log h` accepted.
-pub const LOG_H_MAX: f64 = 20.0;
+pub(crate) const LOG_H_MAX: f64 = 20.0;
 
 fn log_h_ok(v: f64) -> bool {
     v.is_finite() && (LOG_H_MIN..=LOG_H_MAX).contains(&v)
@@ -69,7 +69,7 @@ impl Heteroscedastic {
 
     /// SPGP's pseudo-inputs with every `h_m = h` (clamped into the accepted
     /// range; `h <= 0` gives the smallest).
-    pub fn from_pseudo_inputs(inputs: &PseudoInputs, h: f64) -> Self {
+    pub(crate) fn from_pseudo_inputs(inputs: &PseudoInputs, h: f64) -> Self {
         let log_h = if h > 0.0 { h.ln() } else { LOG_H_MIN };
         Self {
             log_h: vec![log_h.clamp(LOG_H_MIN, LOG_H_MAX); inputs.num_inducing()],

@@ -57,7 +57,7 @@ impl FeatureGrad {
     }
 
     /// Adds `other` into `self`.
-    pub fn add_assign(&mut self, other: &FeatureGrad) {
+    pub(crate) fn add_assign(&mut self, other: &FeatureGrad) {
         for (a, b) in self.feature.iter_mut().zip(&other.feature) {
             *a += b;
         }
@@ -120,7 +120,7 @@ impl RuntimeBasis {
     /// # Panics
     /// If `full_dim - ignored.len()` (distinct indices below `full_dim`)
     /// is not [`Self::input_dim`].
-    pub fn with_ignored_inputs(&self, full_dim: usize, ignored: &[usize]) -> RuntimeBasis {
+    pub(crate) fn with_ignored_inputs(&self, full_dim: usize, ignored: &[usize]) -> RuntimeBasis {
         let used: Vec<usize> = (0..full_dim).filter(|j| !ignored.contains(j)).collect();
         assert_eq!(
             used.len(),
@@ -245,7 +245,7 @@ pub trait InducingFeatures: Send + Sync + std::fmt::Debug {
 
 /// `dF/d log s2` through a prior diagonal equal to `s2` everywhere: the
 /// shared part of every kind's [`InducingFeatures::grad_kuf`].
-pub fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
+pub(crate) fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
     kern.signal_var() * adj_kdiag.sum()
 }
 

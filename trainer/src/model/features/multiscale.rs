@@ -24,10 +24,10 @@ use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
 
 /// Largest `|rho|` accepted (see the module documentation).
-pub const RHO_LIMIT: f64 = 20.0;
+pub(crate) const RHO_LIMIT: f64 = 20.0;
 
 /// `rho` at which a width equals the kernel's `l^2` (SPGP): `log(1/2)`.
-pub const RHO_SPGP: f64 = -std::f64::consts::LN_2;
+pub(crate) const RHO_SPGP: f64 = -std::f64::consts::LN_2;
 
 /// Below this many `Kuf` entries the matrix is built serially.
 const PAR_MIN_ENTRIES: usize = 1 << 16;
@@ -76,7 +76,7 @@ impl Multiscale {
     /// SPGP's pseudo-inputs as multiscale features whose widths all equal
     /// the kernel's `l^2` (`rho = log(1/2)`): the same covariances, the
     /// paper's starting point for VSGP.
-    pub fn from_pseudo_inputs(z: &PseudoInputs) -> Self {
+    pub(crate) fn from_pseudo_inputs(z: &PseudoInputs) -> Self {
         let centres = z.z().clone();
         let rho = DMatrix::from_element(centres.nrows(), centres.ncols(), RHO_SPGP);
         Self { centres, rho }

@@ -8,7 +8,7 @@
 //!
 //! # Starting point
 //!
-//! [`Projected::pca_start`]: `P0 = V_G^T diag(1/l)` where `l` are the
+//! `Projected::pca_start`: `P0 = V_G^T diag(1/l)` where `l` are the
 //! starting kernel's length scales (the data-scale default, or an exact
 //! GP's with `--init-hyper exact`) and `V_G` the top-G principal directions
 //! of the inputs scaled by `1/l`. Then `||P0 (x - x')||^2` is exactly the
@@ -43,7 +43,7 @@ pub struct Projected {
 ///
 /// # Errors
 /// [`Error::BadInput`] if `g` is 0 or above D, or `x` has fewer than 2 rows.
-pub fn principal_directions(x: &DMatrix<f64>, g: usize) -> Result<(DMatrix<f64>, Vec<f64>)> {
+pub(crate) fn principal_directions(x: &DMatrix<f64>, g: usize) -> Result<(DMatrix<f64>, Vec<f64>)> {
     let (n, d) = x.shape();
     if g == 0 || g > d {
         return Err(Error::BadInput(format!(
@@ -110,7 +110,11 @@ impl Projected {
     ///
     /// # Errors
     /// As [`principal_directions`].
-    pub fn pca_start(x: &DMatrix<f64>, kern: &KernelParams, g: usize) -> Result<DMatrix<f64>> {
+    pub(crate) fn pca_start(
+        x: &DMatrix<f64>,
+        kern: &KernelParams,
+        g: usize,
+    ) -> Result<DMatrix<f64>> {
         let inv_l = kern.inv_lengthscales();
         let scaled = DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| x[(i, j)] * inv_l[j]);
         let (dirs, _) = principal_directions(&scaled, g)?;
@@ -122,11 +126,6 @@ impl Projected {
     /// The projection `P`, G x D.
     pub fn projection(&self) -> &DMatrix<f64> {
         &self.p
-    }
-
-    /// The pseudo-inputs `Zbar`, M x G.
-    pub fn zbar(&self) -> &DMatrix<f64> {
-        &self.zbar
     }
 
     /// Projected dimension G.

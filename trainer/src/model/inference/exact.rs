@@ -3,7 +3,7 @@
 //! hyperparameter initialisation and as the reference SPGP must approach.
 //!
 //! `K_y = K + sigma2 I + jitter I` with `jitter = eps * s2` from
-//! [`crate::numerics::linalg::cholesky_jittered`]. The jitter is part of the model
+//! `crate::numerics::linalg::cholesky_jittered`. The jitter is part of the model
 //! (it also appears in the exported `L1`), so its `log s2` derivative is
 //! included in the gradient.
 
@@ -31,7 +31,7 @@ pub struct ExactPosterior {
 }
 
 /// Factorises `K + sigma2 I` for inputs `x` (N x D) and targets `y`.
-pub fn exact_posterior(
+pub(crate) fn exact_posterior(
     kern: &KernelParams,
     x: &DMatrix<f64>,
     y: &DVector<f64>,
@@ -112,7 +112,7 @@ impl ExactPosterior {
 
 /// NLML and its gradient with respect to `(log l, log s2, log_noise_excess)`:
 /// `dNLML/dtheta = 1/2 tr(W dK_y/dtheta)`, `W = K_y^{-1} - alpha alpha^T`.
-pub fn exact_nlml_grad(
+pub(crate) fn exact_nlml_grad(
     kern: &KernelParams,
     x: &DMatrix<f64>,
     y: &DVector<f64>,

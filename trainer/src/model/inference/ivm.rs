@@ -72,7 +72,7 @@ impl Default for SelectionOptions {
 /// A site update: what including a point with prior-to-inclusion marginal
 /// `N(h, a)` gives (eq. 2), and its score (eq. 4).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Site {
+pub(crate) struct Site {
     /// Site precision `p_i`.
     pub p: f64,
     /// Site mean `m_i`.
@@ -94,7 +94,7 @@ pub struct Site {
 /// the current posterior is no longer the most informative one (its `nu`
 /// turns negative and it is not selected): without it, on a 6-D ring with
 /// 5% flipped labels, 38 of 128 selected points were flipped ones.
-pub fn site(likelihood: Likelihood, y: f64, h: f64, a: f64, bias: f64, noise: f64) -> Site {
+pub(crate) fn site(likelihood: Likelihood, y: f64, h: f64, a: f64, bias: f64, noise: f64) -> Site {
     let a = a.max(0.0);
     let (alpha, nu) = match likelihood {
         Likelihood::Gaussian => {
@@ -167,7 +167,7 @@ pub struct Ivm<'d> {
     pub likelihood: Likelihood,
     /// The probit's bias `b` (ignored for the Gaussian).
     pub bias: f64,
-    /// The probit's label-flip rate (see [`site`]; ignored for the
+    /// The probit's label-flip rate (see `site`; ignored for the
     /// Gaussian).
     pub label_noise: f64,
 }
@@ -180,7 +180,12 @@ impl Ivm<'_> {
     /// # Errors
     /// [`Error::BadInput`] if `d` is 0 or more than the rows;
     /// [`Error::Numerical`] for a non-finite update.
-    pub fn select(&self, d: usize, options: &SelectionOptions, seed: u64) -> Result<ActiveSet> {
+    pub(crate) fn select(
+        &self,
+        d: usize,
+        options: &SelectionOptions,
+        seed: u64,
+    ) -> Result<ActiveSet> {
         let n = self.x.nrows();
         if d == 0 || d > n {
             return Err(Error::BadInput(format!(
@@ -353,7 +358,7 @@ fn catch_up(
 /// `ivmLogLikelihood`; for Gaussian sites the exact GP's NLML on the active
 /// set).
 #[derive(Clone, Debug)]
-pub struct ActivePosterior {
+pub(crate) struct ActivePosterior {
     x: DMatrix<f64>,
     kern: KernelParams,
     chol: JitteredCholesky,
@@ -366,7 +371,7 @@ pub struct ActivePosterior {
 ///
 /// # Errors
 /// [`Error::Numerical`] if the factorisation fails at every jitter.
-pub fn active_posterior(
+pub(crate) fn active_posterior(
     kern: &KernelParams,
     x_active: &DMatrix<f64>,
     p: &[f64],
@@ -427,7 +432,7 @@ impl ActivePosterior {
 /// kernel's `(log l, log s2)`, sites fixed (probit: the sites do not
 /// depend on the kernel once selected, as in GPmat's kernel optimisation).
 /// `dNLML/dtheta = 1/2 tr(W dC/dtheta)`, `W = C^{-1} - beta beta^T`.
-pub fn active_nlml_grad(
+pub(crate) fn active_nlml_grad(
     kern: &KernelParams,
     x_active: &DMatrix<f64>,
     p: &[f64],
@@ -448,7 +453,7 @@ pub fn active_nlml_grad(
 
 /// The probit active-set objective over the flat vector
 /// `[free length scales | log s2]` ([`ParamLayout::latent`]: no noise).
-pub struct ActiveObjective<'d> {
+pub(crate) struct ActiveObjective<'d> {
     x: &'d DMatrix<f64>,
     p: &'d [f64],
     m: &'d [f64],

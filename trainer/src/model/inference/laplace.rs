@@ -145,7 +145,7 @@ fn factor_b(k: &DMatrix<f64>, sw: &DVector<f64>) -> Result<DMatrix<f64>> {
 /// # Errors
 /// [`Error::BadInput`] on mismatched shapes or labels other than ±1,
 /// [`Error::Numerical`] if Newton's method fails to converge.
-pub fn laplace_posterior(
+pub(crate) fn laplace_posterior(
     kern: &KernelParams,
     x: &DMatrix<f64>,
     y: &DVector<f64>,
@@ -249,7 +249,7 @@ impl LaplacePosterior {
     }
 
     /// The mode's `a` (`f = K a`), a warm start for a nearby kernel.
-    pub fn mode_weights(&self) -> &DVector<f64> {
+    pub(crate) fn mode_weights(&self) -> &DVector<f64> {
         &self.a
     }
 
@@ -319,7 +319,7 @@ impl LaplacePosterior {
 /// ([`ParamLayout::latent`]), warm-starting each mode search from the last
 /// mode found (the optimiser's points are close to each other; the mode is
 /// converged far below what that start could change).
-pub struct LaplaceObjective<'d> {
+pub(crate) struct LaplaceObjective<'d> {
     x: &'d DMatrix<f64>,
     y: &'d DVector<f64>,
     bias: f64,

@@ -78,7 +78,7 @@ pub struct Prediction {
 
 impl Prediction {
     /// Predictive variance of `y`: latent variance plus noise.
-    pub fn var_y(&self) -> DVector<f64> {
+    pub(crate) fn var_y(&self) -> DVector<f64> {
         self.var.add_scalar(self.noise_var)
     }
 }

@@ -15,7 +15,7 @@
 //! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`,
 //! `KL = 1/2 (|L|_F^2 + |m|^2 - M) - sum_i log L_ii`.
 //!
-//! The expectations are Gauss-Hermite quadratures ([`QUADRATURE_POINTS`]
+//! The expectations are Gauss-Hermite quadratures (`QUADRATURE_POINTS`
 //! nodes), differentiated exactly: the Gaussian identities hold for the
 //! integral, not for its quadrature. The marginals go through `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I)
 //! Lu^{-1}` (M x M, once per evaluation): `mu_n = Kuf_n . beta`, `s_n =
@@ -54,7 +54,7 @@ use crate::{Error, Result};
 /// Gauss-Hermite nodes per expectation: `log Phi` against a Gaussian to
 /// within 2e-5 nats for latent variances up to 4 (GPflow's 20 cost a fifth
 /// of a fit's CPU for the same test errors: docs/src/classification.md).
-pub const QUADRATURE_POINTS: usize = 12;
+pub(crate) const QUADRATURE_POINTS: usize = 12;
 
 /// Smallest marginal variance the quadrature is evaluated at: the nodes
 /// collapse onto the mean below it, and the variance derivative divides by
@@ -63,7 +63,7 @@ const MIN_MARGINAL_VAR: f64 = 1e-12;
 
 /// Default [`SvgpConfig::chunk_rows`]: small enough to keep both cores of
 /// a 600-row set busy and the allocator from returning the blocks.
-pub const CHUNK_ROWS: usize = 128;
+pub(crate) const CHUNK_ROWS: usize = 128;
 
 /// Numerical settings of the bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,7 +90,7 @@ impl Default for SvgpConfig {
 /// `sum_d (log l_d - centres_d)^2 / (2 sd^2)`, a MAP fit of the length
 /// scales.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LengthscalePrior {
+pub(crate) struct LengthscalePrior {
     /// Prior mean of each `log l_d`, one per input.
     pub centres: Vec<f64>,
     /// Prior standard deviation of every `log l_d`.
@@ -140,7 +140,7 @@ impl Variational {
     }
 
     /// Number of free parameters: bias, `m`, the lower triangle of `L`.
-    pub fn num_params(m: usize) -> usize {
+    pub(crate) fn num_params(m: usize) -> usize {
         1 + m + m * (m + 1) / 2
     }
 
@@ -163,7 +163,7 @@ impl Variational {
     ///
     /// # Errors
     /// [`Error::Numerical`] for a slice of the wrong length.
-    pub fn from_params(m: usize, p: &[f64]) -> Result<Self> {
+    pub(crate) fn from_params(m: usize, p: &[f64]) -> Result<Self> {
         if p.len() != Self::num_params(m) {
             return Err(Error::Numerical(format!(
                 "variational parameters: expected {}, got {}",
@@ -205,7 +205,7 @@ impl Variational {
     }
 
     /// `KL(N(m, L L^T) || N(0, I))`.
-    pub fn kl(&self) -> f64 {
+    pub(crate) fn kl(&self) -> f64 {
         let m = self.mean.len() as f64;
         let log_diag: f64 = self.sqrt.diagonal().iter().map(|v| v.ln()).sum();
         0.5 * (self.sqrt.norm_squared() + self.mean.norm_squared() - m) - log_diag
@@ -236,7 +236,7 @@ pub struct SvgpGrad {
 /// Gauss-Hermite nodes and weights for `E[g(f)]`, `f ~ N(0, 1)`:
 /// `sum_k w_k g(x_k)` (weights sum to 1), by the Golub-Welsch eigenvalue
 /// method on the Jacobi matrix of the probabilists' Hermite polynomials.
-pub fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
+pub(crate) fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
     static NODES: OnceLock<(Vec<f64>, Vec<f64>)> = OnceLock::new();
     NODES.get_or_init(|| {
         let n = QUADRATURE_POINTS;
@@ -259,7 +259,7 @@ pub fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
 /// `E[log Phi(y (f + b))]` for `f ~ N(mu, s)` by quadrature, and its
 /// derivatives with respect to `mu` (also the one with respect to `b`) and
 /// `s`.
-pub fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
+pub(crate) fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
     let (nodes, weights) = gauss_hermite();
     let sd = s.max(MIN_MARGINAL_VAR).sqrt();
     let (mut value, mut d_mu, mut d_sd) = (0.0, 0.0, 0.0);
@@ -323,7 +323,7 @@ fn check_inputs<F: InducingFeatures + ?Sized>(
 
 /// Which derivatives an evaluation of the bound takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Derivatives {
+pub(crate) enum Derivatives {
     /// The value alone.
     None,
     /// With respect to `q(u)` and the biases only: the features and the
@@ -343,7 +343,7 @@ pub enum Derivatives {
 ///
 /// # Errors
 /// Shape mismatches, or a `Kuu` that jitter escalation cannot factorise.
-pub fn svgp_objective<F: InducingFeatures + ?Sized>(
+pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     qs: &[Variational],
@@ -574,7 +574,7 @@ fn gradient<F: InducingFeatures + ?Sized>(
 /// `dF/dK` (symmetric) from `dF/dL` (lower triangular) for `L = chol(K)`
 /// (Murray 2016): `L^{-T} Phi(L^T dF/dL) L^{-1}`, symmetrised, where `Phi`
 /// keeps the lower triangle and halves the diagonal.
-pub fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+pub(crate) fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let mut p = mul(faer_ref(l).transpose(), faer_ref(d_l));
     p.fill_upper_triangle(0.0, 1);
     for i in 0..p.nrows() {
@@ -588,7 +588,7 @@ pub fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<
 ///
 /// # Errors
 /// If `Kuu` cannot be factorised or `L` is singular.
-pub fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
+pub(crate) fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     q: &Variational,
@@ -645,7 +645,7 @@ pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
 /// q_K]` (the first three blocks in [`ParamLayout`]'s packing, without a
 /// noise entry; each `q_k = (b, m, L)` in [`Variational::params`]'s).
 #[derive(Clone, Debug)]
-pub struct SvgpObjective<'d, F> {
+pub(crate) struct SvgpObjective<'d, F> {
     x: &'d DMatrix<f64>,
     y: &'d DMatrix<f64>,
     feature: F,
@@ -691,7 +691,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     ///
     /// # Errors
     /// [`Error::BadInput`] if `prior` does not have one centre per input.
-    pub fn with_lengthscale_prior(mut self, prior: LengthscalePrior) -> Result<Self> {
+    pub(crate) fn with_lengthscale_prior(mut self, prior: LengthscalePrior) -> Result<Self> {
         if prior.centres.len() != self.kernel.dim() {
             return Err(Error::BadInput(format!(
                 "length-scale prior with {} centres for {} inputs",
@@ -713,7 +713,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     }
 
     /// Entries of the vector before the variational parameters.
-    pub fn n_shared(&self) -> usize {
+    pub(crate) fn n_shared(&self) -> usize {
         self.layout.len()
     }
 
@@ -788,7 +788,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     ///
     /// # Errors
     /// As [`svgp_objective`].
-    pub fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
+    pub(crate) fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (value, g) = self.evaluate(p, Derivatives::Variational)?;
         Ok((value, g.ok_or_else(no_gradient)?.variational))
     }

@@ -15,7 +15,7 @@
 //! # Layout
 //!
 //! `[shared | u | log s2_1 | ... | log s2_P]` with `r = floor + exp(u)`
-//! ([`RATIO_FLOOR`]). It maps onto the layout of [`SharedObjective`]
+//! (`RATIO_FLOOR`). It maps onto the layout of `SharedObjective`
 //! (each output's pair `log s2_p, log sigma2_p` with the outputs' noise
 //! floors at zero, so `log sigma2_p = log r + log s2_p`), and the gradient
 //! follows by the chain rule.
@@ -28,7 +28,7 @@ use crate::{Error, Result};
 /// ([`DEFAULT_NOISE_FLOOR`], relative to a standardised target), relative
 /// to the signal variance instead, for the same reason: FITC drives the
 /// noise towards zero.
-pub const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
+pub(crate) const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
 
 /// `kern` with the same noise variance (at least `RATIO_FLOOR` times its
 /// signal variance) and no noise floor: the form [`TiedRatio`] needs
@@ -36,7 +36,7 @@ pub const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
 ///
 /// # Errors
 /// If the values are not finite.
-pub fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
+pub(crate) fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
     let s2 = kern.signal_var();
     let noise = kern.noise_var().max(2.0 * RATIO_FLOOR * s2);
     let lengthscales: Vec<f64> = kern.log_lengthscales.iter().map(|v| v.exp()).collect();
@@ -45,7 +45,7 @@ pub fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
 
 /// The sum of `P` outputs' objectives with one noise-to-signal ratio.
 #[derive(Clone, Debug)]
-pub struct TiedRatio<O> {
+pub(crate) struct TiedRatio<O> {
     joint: SharedObjective<O>,
 }
 
@@ -73,11 +73,6 @@ impl<O: OutputObjective> TiedRatio<O> {
     /// Length of the tied vector.
     pub fn len(&self) -> usize {
         self.shared() + 1 + self.joint.n_outputs()
-    }
-
-    /// Never empty (the ratio is always there).
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The starting vector: the outputs' own starts, with `r` the
