@@ -191,19 +191,13 @@ impl CostModel {
 /// The cost model fitted to [`MEASURED`].
 pub(crate) static CORTEX_M4: LazyLock<CostModel> = LazyLock::new(|| CostModel::fit(&MEASURED));
 
-/// Cortex-M4 instructions of one prediction of a model of this shape and
-/// variance form (rounded), from `CORTEX_M4`.
-pub fn instructions_per_prediction(shape: &Shape, variance: VarianceForm) -> u64 {
-    instructions_for_outputs(shape, variance, 1)
-}
-
 /// Cortex-M4 instructions of one call predicting all `outputs` outputs of
 /// a model of this shape (rounded), from [`CORTEX_M4`]: the standardising,
 /// distances and exponentials once, and per further output its variance
 /// pass and the `M` multiply-adds of its mean, both at the per-multiply-add
-/// coefficient. An estimate from the single-output measurements; one
-/// output is [`instructions_per_prediction`].
-pub(crate) fn instructions_for_outputs(
+/// coefficient (exact for one output; an estimate from the single-output
+/// measurements for more).
+pub(crate) fn instructions_per_prediction(
     shape: &Shape,
     variance: VarianceForm,
     outputs: usize,

@@ -14,7 +14,7 @@
 //! model), which ranks the rows, and its Euclidean RMSE; each output's own
 //! figures are listed under the row. The RAM is that of a model holding
 //! `P` outputs and the instructions those of one call predicting all of
-//! them (`crate::tools::cost::instructions_for_outputs`).
+//! them (`crate::tools::cost::instructions_per_prediction`).
 //!
 //! A grid point that fails to fit or to export is a row saying why, not the
 //! end of the sweep. Grid points run in parallel (rayon); every fit is
@@ -44,7 +44,7 @@ use crate::export::output_blob::output_specs;
 use crate::files::Input;
 use crate::fit::{shares_basis, FitParams, Method};
 use crate::options::{Options, DEFAULT_M};
-use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
+use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
 /// What to sweep.
@@ -756,7 +756,7 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
     );
     let p = spec.output_count();
     let ram = ram_bytes_with_outputs(m, g, d, p);
-    let instructions = instructions_for_outputs(&shape, spec.variance, p);
+    let instructions = instructions_per_prediction(&shape, spec.variance, p);
     Ok(Outcome::Ok(Box::new(Done {
         n_basis: m,
         feature_dim: g,
@@ -1436,7 +1436,7 @@ mod tests {
             let (m, g, d) = (done.n_basis, done.feature_dim, done.input_dim);
             assert_eq!(done.ram_bytes, ram_bytes_with_outputs(m, g, d, 3));
             let single =
-                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance);
+                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance, 1);
             assert!(done.instructions > single && done.instructions < 3 * single);
         }
         let text = result.to_string();
