@@ -1653,13 +1653,16 @@ fn projected_models_fit_and_inspect_with_their_projection() {
                 "random",
                 "--max-iter",
                 "15",
-                // The projection itself, not the small-data fallback to
-                // SPGP (fit::against_spgp has its own tests).
+                // The projection alone, without the held-out comparison with
+                // SPGP (the choose layer has its own tests).
                 "--no-held-out-choice",
                 "--out",
                 &blob,
             ],
         );
+        // PCA's blob is the projected form: the kind differs, and is said to.
+        let note = "the spgp-pca blob has kind spgp-dr";
+        assert_eq!(stderr(&out).contains(note), model == "spgp-pca");
         let summary = ok(&out, model);
         assert!(
             summary.contains(&format!("model           {model}")),
@@ -1669,6 +1672,32 @@ fn projected_models_fit_and_inspect_with_their_projection() {
         assert!(!summary.contains("length scales"), "{summary}");
         let inspect = ok(&sgp(&dir, &["inspect", &blob]), "inspect");
         assert!(inspect.contains("kind            spgp-dr"), "{inspect}");
+        if model == "spgp-pca" {
+            let args = [
+                "--model",
+                model,
+                "--m",
+                "6",
+                "--dim",
+                "2",
+                "--max-iter",
+                "15",
+            ];
+            let json = sgp(
+                &dir,
+                &[
+                    &["fit", "--data", "data.csv", "--out", "j.sgp", "--json"][..],
+                    &args[..],
+                ]
+                .concat(),
+            );
+            let json: Value = serde_json::from_str(&ok(&json, "pca --json")).expect("JSON");
+            assert_eq!(json["kind"], "spgp-dr", "{json}");
+            assert!(
+                json["kind_note"].as_str().is_some_and(|n| n.contains(note)),
+                "{json}"
+            );
+        }
         assert!(inspect.contains("M = 6, G = 2, D = 5"), "{inspect}");
         assert!(inspect.contains("projection      2 x 5"), "{inspect}");
         assert!(!inspect.contains("length scales"), "{inspect}");

@@ -43,6 +43,9 @@ pub(crate) struct FitOutput<'a> {
     report: &'a FitReport,
     /// The blob's kind (the family's, but spgp-pca's is spgp-dr).
     kind: String,
+    /// Why the kind is not the family's name, where it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind_note: Option<String>,
     /// A classifier's class labels, in class order.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     classes: &'a [String],
@@ -87,6 +90,7 @@ pub(crate) fn finish_fit(
         let output = FitOutput {
             report: &fit.report,
             kind: fit.set.members[0].kind.name().to_string(),
+            kind_note: kind_note(&fit),
             classes: &fit.set.class_labels,
             blob: &args.out,
             blob_bytes: exported.blob.len(),
@@ -115,11 +119,15 @@ fn note_choices(fit: &Fit) {
             eprintln!("sgp: note: {}", c.reason);
         }
     }
-    let kind = fit.set.members[0].kind.name();
-    let method = report.method.name();
-    if kind != method {
-        eprintln!(
-            "sgp: note: the {method} blob has kind {kind}: the device evaluates the same form"
-        );
+    if let Some(note) = kind_note(fit) {
+        eprintln!("sgp: note: {note}");
     }
+}
+
+/// Why the blob's kind is not the name of the family fitted, if it is not.
+fn kind_note(fit: &Fit) -> Option<String> {
+    let kind = fit.set.members[0].kind.name();
+    let method = fit.report.method.name();
+    (kind != method)
+        .then(|| format!("the {method} blob has kind {kind}: the device evaluates the same form"))
 }
