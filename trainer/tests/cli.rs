@@ -575,8 +575,8 @@ fn constant_input_column_is_fitted_ignored_and_named() {
             let x = f64::from(i) / 5.0;
             // Deterministic "noise": a noiseless target leaves FITC on its
             // noise floor, where f32 cannot reproduce the tiny variance.
-            let noise = 0.1 * (37.0 * f64::from(i)).sin();
-            csv += &format!("{x},{x2},{}\n", x.sin() + noise);
+            let noise = 0.1 * libm::sin(37.0 * f64::from(i));
+            csv += &format!("{x},{x2},{}\n", libm::sin(x) + noise);
         }
         csv
     };

@@ -194,7 +194,7 @@ mod tests {
         });
         let y = DVector::from_fn(n, |i, _| {
             let wiggle = 0.1 * ((i * 13 % 17) as f64 / 8.0 - 1.0);
-            (1.5 * x[(i, 0)]).sin() * (1.5 * x[(i, 1)]).cos() + wiggle
+            libm::sin(1.5 * x[(i, 0)]) * libm::cos(1.5 * x[(i, 1)]) + wiggle
         });
         Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
     }

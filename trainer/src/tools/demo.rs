@@ -15,7 +15,7 @@ use crate::Result;
 
 /// The noise-free function behind the demo data.
 pub fn demo_function(x: f64) -> f64 {
-    (2.0 * x).sin() + 0.4 * (5.0 * x).cos() + 0.3 * x
+    libm::sin(2.0 * x) + 0.4 * libm::cos(5.0 * x) + 0.3 * x
 }
 
 /// Standard deviation of the demo's observation noise.
@@ -26,7 +26,7 @@ pub const DEMO_NOISE_STD: f64 = 0.25;
 pub fn demo_data(n: usize, seed: u64) -> Result<Dataset> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let x: Vec<f64> = (0..n)
-        .map(|_| 6.0 * rng.random::<f64>().powf(1.3))
+        .map(|_| 6.0 * libm::pow(rng.random::<f64>(), 1.3))
         .collect();
     let y: Vec<f64> = x
         .iter()
