@@ -197,11 +197,42 @@ fn gemm_strided(dst: &mut [f64], ld: usize, p: Product<'_>) {
     if m == 0 || n == 0 {
         return;
     }
+    if m * n * k <= SMALL_PRODUCT {
+        return gemm_small(dst, ld, &p);
+    }
     assert!(
         ld >= m && dst.len() >= (n - 1) * ld + m,
         "product's destination is too small"
     );
     Arch::new().dispatch(Tiled { dst, ld, p: &p });
+}
+
+/// Products of at most this many multiply-adds skip the packing and the
+/// vector tiles: the same sums, one entry at a time.
+const SMALL_PRODUCT: usize = 2048;
+
+/// [`gemm`] entry by entry, in the contract's order.
+fn gemm_small(dst: &mut [f64], ld: usize, p: &Product<'_>) {
+    let ((a, a_shape), (b, b_shape)) = (p.lhs, p.rhs);
+    for j in 0..b.ncols() {
+        for i in 0..a.nrows() {
+            let o = &mut dst[j * ld + i];
+            if !p.out.holds(i, j) {
+                if !p.accumulate {
+                    *o = 0.0;
+                }
+                continue;
+            }
+            let mut s = 0.0;
+            for kk in 0..a.ncols() {
+                if a_shape.holds(i, kk) && b_shape.holds(kk, j) {
+                    s += a.at(i, kk) * b.at(kk, j);
+                }
+            }
+            let v = p.alpha * s;
+            *o = if p.accumulate { *o + v } else { v };
+        }
+    }
 }
 
 /// [`gemm`] on the CPU's widest vectors: a register tile of a few vectors
@@ -244,25 +275,33 @@ fn gemm_tiled<S: Simd, const RV: usize, const NR: usize>(
     let mr = RV * S::F64_LANES;
     let ((a, a_shape), (b, b_shape)) = (p.lhs, p.rhs);
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
-    let a_pack = pack_a(a, mr, a_shape);
-    let mut b_pack = vec![0.0; NR * k];
-    let mut sums = vec![0.0; mr * NR];
+    let mut scratch = Scratch::take();
+    let a_len = m.div_ceil(mr) * mr * k;
+    let buffer = scratch.zeroed(a_len + NR * k + mr * NR);
+    let (a_pack, rest) = buffer.split_at_mut(a_len);
+    let (b_pack, sums) = rest.split_at_mut(NR * k);
+    pack_a(a, mr, a_shape, a_pack);
+    let a_pack = &*a_pack;
     for j0 in (0..n).step_by(NR) {
         let j1 = (j0 + NR).min(n);
-        let b_panel = if b_shape != Triangle::Rectangular {
-            pack_b_panel::<NR>(b, b_shape, j0, &mut b_pack);
-            BPanel::Rows(&b_pack, NR)
-        } else if b.row_stride == 1 {
-            // Columns past the end repeat the last; their sums are dropped.
-            BPanel::Columns(std::array::from_fn(|c| {
+        let rectangular = b_shape == Triangle::Rectangular;
+        // Column-major: `NR` columns read in place (past the end, the
+        // last again; those sums are dropped), unless enough blocks of
+        // rows share the panel that packing it pays.
+        let in_place = rectangular && b.row_stride == 1 && m <= 4 * mr;
+        let columns: Option<[&[f64]; NR]> = in_place.then(|| {
+            std::array::from_fn(|c| {
                 let start = b.offset + (j0 + c).min(n - 1) * b.col_stride;
                 &b.data[start..start + k]
-            }))
-        } else if b.col_stride == 1 && j1 - j0 == NR {
-            BPanel::Rows(&b.data[b.offset + j0..], b.row_stride)
+            })
+        });
+        let b_panel: (&[f64], usize) = if rectangular && b.col_stride == 1 && j1 - j0 == NR {
+            (&b.data[b.offset + j0..], b.row_stride)
+        } else if columns.is_some() {
+            (&[], NR)
         } else {
-            pack_b_panel::<NR>(b, b_shape, j0, &mut b_pack);
-            BPanel::Rows(&b_pack, NR)
+            pack_b_panel::<NR>(b, b_shape, j0, b_pack);
+            (b_pack, NR)
         };
         for i0 in (0..m).step_by(mr) {
             let i1 = (i0 + mr).min(m);
@@ -279,13 +318,34 @@ fn gemm_tiled<S: Simd, const RV: usize, const NR: usize>(
                 sums.fill(0.0);
             } else {
                 let a_block = &a_pack[(i0 / mr) * mr * k..][..mr * k];
-                let a_src = &a_block[lo * mr..hi * mr];
-                let b_src = b_panel.steps(lo, hi);
+                let a_src = (&a_block[lo * mr..hi * mr], mr);
+                let b_src = match &columns {
+                    Some(cols) => BSource::Columns(cols.map(|c| &c[lo..hi])),
+                    None => BSource::Rows(&b_panel.0[lo * b_panel.1..], b_panel.1, hi - lo),
+                };
+                // Whole vectors of rows of a rectangular result go straight
+                // to `dst`; the rest through `sums`, entry by entry.
+                let out = if p.out == Triangle::Rectangular && i1 - i0 == height {
+                    Out::Direct {
+                        dst: &mut *dst,
+                        ld,
+                        at: (i0, j0),
+                        cols: j1 - j0,
+                        alpha: p.alpha,
+                        accumulate: p.accumulate,
+                    }
+                } else {
+                    Out::Sums(&mut *sums)
+                };
+                let direct = matches!(out, Out::Direct { .. });
                 match vectors {
-                    1 => tile::<S, 1, NR>(simd, (a_src, mr), &b_src, &mut sums),
-                    2 => tile::<S, 2, NR>(simd, (a_src, mr), &b_src, &mut sums),
-                    3 => tile::<S, 3, NR>(simd, (a_src, mr), &b_src, &mut sums),
-                    _ => tile::<S, RV, NR>(simd, (a_src, mr), &b_src, &mut sums),
+                    1 => tile::<S, 1, NR>(simd, a_src, b_src, out),
+                    2 => tile::<S, 2, NR>(simd, a_src, b_src, out),
+                    3 => tile::<S, 3, NR>(simd, a_src, b_src, out),
+                    _ => tile::<S, RV, NR>(simd, a_src, b_src, out),
+                }
+                if direct {
+                    continue;
                 }
             }
             for (c, col) in sums.chunks_exact(height).enumerate().take(j1 - j0) {
@@ -297,24 +357,58 @@ fn gemm_tiled<S: Simd, const RV: usize, const NR: usize>(
     }
 }
 
-/// Where a tile reads `B`'s `NR` columns.
-#[derive(Clone, Copy)]
-enum BPanel<'a, const NR: usize> {
-    /// Entry `(kk, c)` at `data[kk step + c]`.
-    Rows(&'a [f64], usize),
-    /// Entry `(kk, c)` at `columns[c][kk]`.
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<f64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A thread's packing buffer, kept between products (fresh pages for every
+/// product cost a tenth of a small fit's time); a nested product finds it
+/// taken and uses a buffer of its own.
+struct Scratch(Vec<f64>);
+
+impl Scratch {
+    fn take() -> Self {
+        Scratch(SCRATCH.with(|s| s.take()))
+    }
+
+    /// `len` zeros.
+    fn zeroed(&mut self, len: usize) -> &mut [f64] {
+        self.0.clear();
+        self.0.resize(len, 0.0);
+        &mut self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let buffer = std::mem::take(&mut self.0);
+        SCRATCH.with(|s| s.set(buffer));
+    }
+}
+
+/// Where a tile reads `B`'s `NR` columns for its steps.
+enum BSource<'a, const NR: usize> {
+    /// Entry `(kk, c)` at `data[kk step + c]`, `len` steps.
+    Rows(&'a [f64], usize, usize),
+    /// Entry `(kk, c)` at `columns[c][kk]`, all of the same length.
     Columns([&'a [f64]; NR]),
 }
 
-impl<'a, const NR: usize> BPanel<'a, NR> {
-    /// Steps `lo..hi` (`hi > lo`) of the panel.
-    #[inline(always)]
-    fn steps(&self, lo: usize, hi: usize) -> BPanel<'a, NR> {
-        match *self {
-            BPanel::Rows(data, step) => BPanel::Rows(&data[lo * step..(hi - 1) * step + NR], step),
-            BPanel::Columns(cols) => BPanel::Columns(cols.map(|c| &c[lo..hi])),
-        }
-    }
+/// Where a tile's sums go.
+enum Out<'d> {
+    /// `MR x NR`, column-major.
+    Sums(&'d mut [f64]),
+    /// Columns `at.1..at.1 + cols` of `dst` (leading dimension `ld`), every
+    /// row of the tile from `at.0` on: `alpha s`, added to the entry when
+    /// `accumulate` (the same operations as [`write_column`]).
+    Direct {
+        dst: &'d mut [f64],
+        ld: usize,
+        at: (usize, usize),
+        cols: usize,
+        alpha: f64,
+        accumulate: bool,
+    },
 }
 
 /// Packs `B`'s columns `j0..j0 + NR` into `out` (`NR` values per `k`),
@@ -358,11 +452,10 @@ fn pack_b_panel<const NR: usize>(b: MatRef<'_>, shape: Triangle, j0: usize, out:
 /// column `kk` at `(i / mr) mr k + kk mr + i % mr`), zeros past the last
 /// row and outside the triangle `shape`.
 #[inline(always)]
-fn pack_a(a: MatRef<'_>, mr: usize, shape: Triangle) -> Vec<f64> {
+fn pack_a(a: MatRef<'_>, mr: usize, shape: Triangle, out: &mut [f64]) {
     let (m, k) = (a.nrows(), a.ncols());
-    let mut out = vec![0.0; m.div_ceil(mr) * mr * k];
     if k == 0 {
-        return out;
+        return;
     }
     for (block, packed) in out.chunks_exact_mut(mr * k).enumerate() {
         let i0 = block * mr;
@@ -391,7 +484,6 @@ fn pack_a(a: MatRef<'_>, mr: usize, shape: Triangle) -> Vec<f64> {
             }
         }
     }
-    out
 }
 
 /// Writes a tile's column `sums` (rows `i0..`, column `j`) into `out` per
@@ -426,37 +518,83 @@ fn write_column(out: &mut [f64], sums: &[f64], p: &Product<'_>, (i0, j): (usize,
 /// column-major) over the steps of `b`, `a_kk` the `RV` vectors at
 /// `a.0[kk a.1..]`, from `+0`, one multiply and one add per term, the
 /// accumulators in registers.
+// Constant index loops below on purpose (see the comment there).
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn tile<S: Simd, const RV: usize, const NR: usize>(
     simd: S,
     a: (&[f64], usize),
-    b: &BPanel<'_, NR>,
-    sums: &mut [f64],
+    b: BSource<'_, NR>,
+    out: Out<'_>,
 ) {
     let mr = RV * S::F64_LANES;
     let mut acc = [[simd.splat_f64s(0.0); RV]; NR];
     let (a, a_step) = a;
-    match *b {
-        BPanel::Rows(data, b_step) => {
-            let len = (data.len() - NR) / b_step + 1;
-            for kk in 0..len {
-                let row: &[f64; NR] = data[kk * b_step..][..NR].try_into().expect("NR values");
-                add_products::<S, RV, NR>(simd, &mut acc, &a[kk * a_step..][..mr], *row);
-            }
-        }
-        BPanel::Columns(cols) => {
+    let (b, b_step, len) = match b {
+        BSource::Rows(data, step, len) => (data, step, len),
+        BSource::Columns(cols) => {
             let len = cols[0].len();
-            // Lets the compiler drop the bounds checks below.
-            assert!(cols.iter().all(|c| c.len() == len) && a.len() >= (len - 1) * a_step + mr);
-            for kk in 0..len {
-                let row = std::array::from_fn(|c| cols[c][kk]);
-                add_products::<S, RV, NR>(simd, &mut acc, &a[kk * a_step..][..mr], row);
+            let a = &a[..len * a_step];
+            for (kk, a_k) in a.chunks_exact(a_step).enumerate() {
+                let row: [f64; NR] = std::array::from_fn(|c| cols[c][kk]);
+                add_products::<S, RV, NR>(simd, &mut acc, &a_k[..mr], row);
             }
+            (&[][..], NR, 0)
+        }
+    };
+    // Operands cut to exactly `len` steps, so that each loop has one exit
+    // and the accumulators stay in registers.
+    if len == 0 {
+        // Nothing to add: the sums stay +0.
+    } else if a_step == mr && b_step == NR {
+        let (a, b) = (&a[..len * mr], &b[..len * NR]);
+        for (a_k, b_k) in a.chunks_exact(mr).zip(b.chunks_exact(NR)) {
+            let row: &[f64; NR] = b_k.try_into().expect("NR values");
+            add_products::<S, RV, NR>(simd, &mut acc, a_k, *row);
+        }
+    } else {
+        let (a, b) = (&a[..len * a_step], &b[..(len - 1) * b_step + NR]);
+        for (a_k, b_k) in a.chunks(a_step).zip(b.chunks(b_step)) {
+            let row: &[f64; NR] = b_k[..NR].try_into().expect("NR values");
+            add_products::<S, RV, NR>(simd, &mut acc, &a_k[..mr], *row);
         }
     }
-    let (out, _) = S::as_mut_simd_f64s(sums);
-    for (o, v) in out.iter_mut().zip(acc.iter().flatten()) {
-        *o = *v;
+    // Loops of constant trip count over the accumulators: with a constant
+    // index each stays a register (a dynamic one keeps them all in memory,
+    // stored on every step of the loop above).
+    match out {
+        Out::Sums(sums) => {
+            let (out, _) = S::as_mut_simd_f64s(sums);
+            for c in 0..NR {
+                for v in 0..RV {
+                    out[c * RV + v] = acc[c][v];
+                }
+            }
+        }
+        Out::Direct {
+            dst,
+            ld,
+            at: (i0, j0),
+            cols,
+            alpha,
+            accumulate,
+        } => {
+            let alpha = simd.splat_f64s(alpha);
+            for c in 0..NR {
+                if c < cols {
+                    let start = (j0 + c) * ld + i0;
+                    let (out, _) = S::as_mut_simd_f64s(&mut dst[start..start + mr]);
+                    for v in 0..RV {
+                        let x = simd.mul_f64s(alpha, acc[c][v]);
+                        out[v] = if accumulate {
+                            simd.add_f64s(out[v], x)
+                        } else {
+                            x
+                        };
+                    }
+                }
+            }
+        }
     }
 }
 
