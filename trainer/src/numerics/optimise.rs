@@ -241,7 +241,7 @@ fn nudged(mut x0: Vec<f64>) -> Vec<f64> {
     let n = trajectory_variant();
     for (i, v) in x0.iter_mut().enumerate() {
         for _ in 0..n {
-            *v = if (i + n) % 2 == 0 {
+            *v = if (i + n).is_multiple_of(2) {
                 v.next_up()
             } else {
                 v.next_down()
