@@ -17,6 +17,7 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::numerics::optimise::{Progress, Stall};
+use sgp_trainer::numerics::reproducible::reproducibly;
 
 use crate::arrays::{matrix, vector};
 use crate::choice::choice;
@@ -78,6 +79,7 @@ pub(crate) struct Settings {
     init_hyper: Option<String>,
     max_points: Option<usize>,
     dim: Option<usize>,
+    reproducible: bool,
 }
 
 impl Settings {
@@ -214,49 +216,57 @@ pub(crate) fn fit<'py>(
     let x = matrix(x, n, d, "X")?;
     let y = vector(y, n, "y")?;
     let params = settings.params()?;
+    let reproducible = settings.reproducible;
     let mut reporter = ProgressReporter {
         callback: progress,
         budget: params.iteration_budget(),
         last: None,
         error: None,
     };
+    let run = || -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+        let data = Dataset::from_raw(x, y, input_names, target_name)?;
+        // The estimator's class is the task; the rules of the target
+        // (a class in at least two rows) are `sgp fit`'s.
+        let (task, positive) = match positive_class {
+            Some(p) => (Task::Classification, Some(format!("{p}"))),
+            None => (Task::Regression, None),
+        };
+        let data = choose_task(
+            data,
+            Some(task),
+            positive.as_deref(),
+            "--model",
+            &[params.method()],
+        )?
+        .data;
+        let mut last = None;
+        let mut on_progress = |p: Progress| {
+            reporter.report(&p, false);
+            last = Some(p);
+        };
+        let fitted = fit_model(&data, &params, &mut on_progress);
+        if let Some(p) = last {
+            reporter.report(&p, true);
+        }
+        let mut fitted = fitted?;
+        let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), force)?;
+        let summary = FitSummary {
+            report: &fitted.report,
+            fidelity: &exported.fidelity,
+            cure: cure.as_ref(),
+            warnings: data_warnings(&data),
+        };
+        let json = serde_json::to_string(&summary)
+            .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+        Ok((exported.blob, encode(&fitted.model)?, json))
+    };
     let fitted = py
-        .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-            let data = Dataset::from_raw(x, y, input_names, target_name)?;
-            // The estimator's class is the task; the rules of the target
-            // (a class in at least two rows) are `sgp fit`'s.
-            let (task, positive) = match positive_class {
-                Some(p) => (Task::Classification, Some(format!("{p}"))),
-                None => (Task::Regression, None),
-            };
-            let data = choose_task(
-                data,
-                Some(task),
-                positive.as_deref(),
-                "--model",
-                &[params.method()],
-            )?
-            .data;
-            let mut last = None;
-            let mut on_progress = |p: Progress| {
-                reporter.report(&p, false);
-                last = Some(p);
-            };
-            let fitted = fit_model(&data, &params, &mut on_progress);
-            if let Some(p) = last {
-                reporter.report(&p, true);
+        .detach(|| {
+            if reproducible {
+                reproducibly(run)?
+            } else {
+                run()
             }
-            let mut fitted = fitted?;
-            let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), force)?;
-            let summary = FitSummary {
-                report: &fitted.report,
-                fidelity: &exported.fidelity,
-                cure: cure.as_ref(),
-                warnings: data_warnings(&data),
-            };
-            let json = serde_json::to_string(&summary)
-                .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-            Ok((exported.blob, encode(&fitted.model)?, json))
         })
         .py_err();
     if let Some(e) = reporter.error {

@@ -52,6 +52,7 @@ class _SparseGP(BaseEstimator):
         init_hyper: Optional[str] = None,
         max_points: Optional[int] = None,
         dim: Optional[int] = None,
+        reproducible: bool = False,
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
@@ -67,6 +68,7 @@ class _SparseGP(BaseEstimator):
         self.init_hyper = init_hyper
         self.max_points = max_points
         self.dim = dim
+        self.reproducible = reproducible
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
@@ -103,6 +105,7 @@ class _SparseGP(BaseEstimator):
             "init_hyper": self.init_hyper,
             "max_points": self.max_points,
             "dim": self.dim,
+            "reproducible": bool(self.reproducible),
         }
         progress = _print_progress if self.verbose else None
         blob, state, summary = _native.fit(
@@ -196,6 +199,12 @@ _SETTINGS_DOC = """
         Rows an exact GP (or the exact-subset initialisation) is fitted on.
     dim : int or None, default=None
         Projected dimension G of spgp-dr and spgp-pca (required there).
+    reproducible : bool, default=False
+        The same blob, bit for bit, from the same data and settings on any
+        x86-64 or aarch64 CPU and at any thread count (``sgp fit
+        --reproducible``): products and solves in one fixed order, no fused
+        multiply-adds, at some cost in time (the guide's "Numerics and
+        accuracy" chapter).
     force : bool, default=False
         Keep a model whose f32 blob fails the export check and that raising
         the jitter does not cure (otherwise ``sgp.ExportError``).

@@ -194,7 +194,7 @@ mod tests {
         });
         let y = DVector::from_fn(n, |i, _| {
             let wiggle = 0.1 * ((i * 13 % 17) as f64 / 8.0 - 1.0);
-            (1.5 * x[(i, 0)]).sin() * (1.5 * x[(i, 1)]).cos() + wiggle
+            libm::sin(1.5 * x[(i, 0)]) * libm::cos(1.5 * x[(i, 1)]) + wiggle
         });
         Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
     }
@@ -251,25 +251,51 @@ mod tests {
         assert!(asked.report.projection.is_some());
     }
 
-    /// SPGP+HS must beat SPGP with either objective on the folds: on this
-    /// set SPGP's own choice keeps FITC, but VFE does better on the folds,
-    /// and VFE is the SPGP that HS is weighed against.
+    /// SPGP+HS must beat SPGP with either objective on the folds: HS is
+    /// weighed against whichever SPGP objective scores better there, not
+    /// against the one SPGP's own choice keeps (FITC unless VFE is clearly
+    /// better). Checked on eight heteroscedastic sets, of which at least one
+    /// must tell the two apart (SPGP keeps FITC, VFE scores better), so the
+    /// test fails if HS is weighed against SPGP's own choice (seen: 1 to 3
+    /// of 8, native and under SGP_TRAJECTORY_NUDGE=1..3).
     #[test]
     fn spgp_hs_is_weighed_against_the_better_spgp_objective() {
-        let train = dataset(Shape::Heteroscedastic, 200, 1).expect("generates");
-        let params = sparse(true);
-        let spgp = fit(&train, &FitParams::Spgp(params.clone()), &mut |_| {}).expect("fits");
-        let own = spgp.report.held_out.expect("a choice on 200 rows");
-        assert_eq!(own.chosen(), "spgp (fitc)", "{own:?}");
-        let hs = fit(&train, &FitParams::SpgpHs(params.clone()), &mut |_| {}).expect("fits");
-        let choice = hs.report.held_out.expect("a choice on 200 rows");
-        let folds =
-            held_out::cross_validate(&train, params.seed, &objective_candidates(&params), &refit)
-                .expect("scores")
-                .verdict(0, 1);
-        assert_eq!(choice.incumbent, "spgp (vfe)", "{choice:?}");
-        assert_eq!(choice.incumbent_nlpd, folds.challenger_nlpd, "{folds:?}");
-        assert!(folds.challenger_nlpd < folds.incumbent_nlpd, "{folds:?}");
+        let mut telling = 0;
+        for seed in 1..=8 {
+            let train = dataset(Shape::Heteroscedastic, 200, seed).expect("generates");
+            let params = sparse(true);
+            let spgp = fit(&train, &FitParams::Spgp(params.clone()), &mut |_| {}).expect("fits");
+            let own = spgp.report.held_out.expect("a choice on 200 rows");
+            let hs = fit(&train, &FitParams::SpgpHs(params.clone()), &mut |_| {}).expect("fits");
+            let choice = hs.report.held_out.expect("a choice on 200 rows");
+            let folds = held_out::cross_validate(
+                &train,
+                params.seed,
+                &objective_candidates(&params),
+                &refit,
+            )
+            .expect("scores")
+            .verdict(0, 1);
+            let (better, nlpd) = if folds.challenger_nlpd < folds.incumbent_nlpd {
+                ("spgp (vfe)", folds.challenger_nlpd)
+            } else {
+                ("spgp (fitc)", folds.incumbent_nlpd)
+            };
+            assert_eq!(
+                choice.incumbent, better,
+                "seed {seed}: {choice:?} {folds:?}"
+            );
+            assert_eq!(choice.incumbent_nlpd, nlpd, "seed {seed}: {folds:?}");
+            eprintln!(
+                "seed {seed}: SPGP keeps {}, folds favour {better}",
+                own.chosen()
+            );
+            telling += usize::from(own.chosen() != better);
+        }
+        assert!(
+            telling >= 1,
+            "no set where SPGP's own choice is the worse objective"
+        );
     }
 
     /// GPLasso (its basis moved, the default) is weighed against the

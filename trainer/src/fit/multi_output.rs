@@ -677,8 +677,8 @@ fn concatenated_start(
         .map(|j| lengths.iter().map(|l| l[j]).fold(f64::INFINITY, f64::min))
         .collect();
     let rho = nalgebra::DMatrix::from_fn(centres.len(), d, |i, j| {
-        let ratio = (2.0 * (lengths[i][j] - shortest[j])).exp();
-        (ratio - 0.5).ln().min(CONCATENATED_WIDEST_RHO)
+        let ratio = libm::exp(2.0 * (lengths[i][j] - shortest[j]));
+        libm::log(ratio - 0.5).min(CONCATENATED_WIDEST_RHO)
     });
     let centres = nalgebra::DMatrix::from_fn(centres.len(), d, |i, j| centres[i][j]);
     for kern in &mut kernels {
@@ -700,7 +700,7 @@ fn fit_dr_shared(
         .ok_or_else(|| Error::BadInput("no output".into()))?;
     let x = &data.first().x;
     let p0 = Projected::pca_start(x, kern, dim)?;
-    let xp = x * p0.transpose();
+    let xp = crate::numerics::linalg::times_transpose(x, &p0);
     let sparse = super::dr::mapped(params, &p0);
     let start = |k: usize| {
         let (label, zbar) = start_positions(&xp, &sparse, k)?;
@@ -1140,9 +1140,9 @@ mod tests {
     /// Two outputs of very different scale and noise on 2-D inputs.
     fn data(n: usize, seed: u64) -> MultiTargetData {
         let (x, y) = crate::tools::demo::synthetic(n, 2, seed);
-        let wobble = |i: usize| (1.7 * (i as f64)).sin();
+        let wobble = |i: usize| libm::sin(1.7 * (i as f64));
         let y2 = DMatrix::from_fn(n, 1, |i, _| {
-            40.0 * (0.5 * x[(i, 1)] + 0.3 * x[(i, 0)]).cos() + 5.0 + wobble(i)
+            40.0 * libm::cos(0.5 * x[(i, 1)] + 0.3 * x[(i, 0)]) + 5.0 + wobble(i)
         });
         let ys = DMatrix::from_fn(n, 2, |i, j| if j == 0 { y[i] } else { y2[(i, 0)] });
         MultiTargetData::from_raw(
@@ -1383,7 +1383,7 @@ mod tests {
         assert!(kernels.iter().all(|k| &k.log_lengthscales == shared));
         // Every width is at least the shared length scale's (rho >= log 1/2,
         // the width of an SPGP basis function) and at most the cap.
-        let lowest = (0.5f64).ln() - 1e-12;
+        let lowest = libm::log(0.5f64) - 1e-12;
         assert!(features
             .rho()
             .iter()
@@ -1393,7 +1393,7 @@ mod tests {
         assert!(features
             .rho()
             .iter()
-            .any(|&r| (r - 0.5f64.ln()).abs() < 1e-12));
+            .any(|&r| (r - libm::log(0.5f64)).abs() < 1e-12));
         // One output, or fewer than two basis functions per output: no such start.
         let one = MultiTargetData::from_raw(
             data.first().raw_x(),

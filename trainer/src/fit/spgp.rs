@@ -737,7 +737,7 @@ mod tests {
         let x = DMatrix::from_fn(150, 1, |i, _| 10.0 * ((i * 37 % 150) as f64) / 150.0);
         let y = nalgebra::DVector::from_fn(150, |i, _| {
             let t = x[(i, 0)];
-            t.sin() + 0.3 * (3.0 * t).sin()
+            libm::sin(t) + 0.3 * libm::sin(3.0 * t)
         });
         Dataset::from_raw(x, y, vec!["x".into()], "y".into()).expect("valid")
     }

@@ -23,6 +23,7 @@ use sgp_trainer::fit::{
     FitParams, HyperInit, InitMethod, Method, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
 };
 use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::numerics::reproducible::reproducibly;
 use sgp_trainer::Result;
 
 use classes::fit_classes_command;
@@ -179,9 +180,22 @@ pub(crate) struct FitArgs {
     /// far-away points.
     #[arg(long)]
     golden: Option<PathBuf>,
+    /// The same blob, bit for bit, from the same data and settings on any
+    /// x86-64 or aarch64 CPU and at any thread count: products and solves
+    /// in one fixed order, no fused multiply-adds (docs/src/numerics.md,
+    /// "Reproducible fits", for what it costs).
+    #[arg(long)]
+    reproducible: bool,
 }
 
 pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    if args.reproducible {
+        return reproducibly(|| fit_any(args, given, quiet))?;
+    }
+    fit_any(args, given, quiet)
+}
+
+fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
     let input = Input::open(&args.data)?;
     let mut outputs = vec![("--out", args.out.as_path())];
     if let Some(golden) = &args.golden {
