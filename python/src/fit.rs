@@ -87,6 +87,7 @@ pub(crate) struct Settings {
     max_points: Option<usize>,
     ivm_posterior: Option<String>,
     updatable: bool,
+    reproducible: bool,
 }
 
 impl Settings {
@@ -131,6 +132,7 @@ impl Settings {
                 .map(|p| choice(p, "ivm_posterior"))
                 .transpose()?,
             updatable: self.updatable,
+            reproducible: self.reproducible,
         })
     }
 }
@@ -244,39 +246,41 @@ pub(crate) fn fit<'py>(
         error: None,
     };
     let fitted = py
-        .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-            let names = (input_names, target_names);
-            let models: Vec<Method> = match options.model {
-                Some(ModelChoice::Family(family)) => vec![family],
-                _ => Vec::new(),
-            };
-            let (outputs, labels) = outputs(x, y, names, (classes, text_labels), &models)?;
-            let request = options.request(&outputs)?;
-            reporter.budget = request.iteration_budget();
-            let mut last = None;
-            let mut on_progress = |p: Progress| {
-                reporter.report(&p, false);
-                last = Some(p);
-            };
-            let fitted = choose::fit(&outputs, &request, &mut on_progress);
-            if let Some(p) = last {
-                reporter.report(&p, true);
-            }
-            let mut fitted = fitted?;
-            if !labels.is_empty() {
-                fitted.set.class_labels = labels;
-            }
-            let exported = options.export(&mut fitted, &outputs[0].raw_x(), force)?;
-            let summary = FitSummary {
-                report: &fitted.report,
-                classes: &fitted.set.class_labels,
-                fidelity: &exported.fidelity,
-                cure: exported.cure.as_ref(),
-                warnings: data_warnings(&outputs[0]),
-            };
-            let json = serde_json::to_string(&summary)
-                .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-            Ok((exported.blob, encode(&fitted.set)?, json))
+        .detach(|| {
+            options.run(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+                let names = (input_names, target_names);
+                let models: Vec<Method> = match options.model {
+                    Some(ModelChoice::Family(family)) => vec![family],
+                    _ => Vec::new(),
+                };
+                let (outputs, labels) = outputs(x, y, names, (classes, text_labels), &models)?;
+                let request = options.request(&outputs)?;
+                reporter.budget = request.iteration_budget();
+                let mut last = None;
+                let mut on_progress = |p: Progress| {
+                    reporter.report(&p, false);
+                    last = Some(p);
+                };
+                let fitted = choose::fit(&outputs, &request, &mut on_progress);
+                if let Some(p) = last {
+                    reporter.report(&p, true);
+                }
+                let mut fitted = fitted?;
+                if !labels.is_empty() {
+                    fitted.set.class_labels = labels;
+                }
+                let exported = options.export(&mut fitted, &outputs[0].raw_x(), force)?;
+                let summary = FitSummary {
+                    report: &fitted.report,
+                    classes: &fitted.set.class_labels,
+                    fidelity: &exported.fidelity,
+                    cure: exported.cure.as_ref(),
+                    warnings: data_warnings(&outputs[0]),
+                };
+                let json = serde_json::to_string(&summary)
+                    .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+                Ok((exported.blob, encode(&fitted.set)?, json))
+            })
         })
         .py_err();
     if let Some(e) = reporter.error {

@@ -105,6 +105,24 @@ def test_save_leaves_the_old_file_when_it_cannot_write(ridge, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.sgp"]
 
 
+def test_a_reproducible_fit_is_the_blob_sgp_fit_reproducible_writes(ridge, tmp_path):
+    cli = os.environ.get("SGP_CLI")
+    if not cli:
+        pytest.skip("SGP_CLI (the path of the sgp binary) is not set; .ci/run sets it")
+    X, y = ridge
+    data = tmp_path / "train.csv"
+    pd.concat([X, y], axis=1).to_csv(data, index=False, float_format="%.17g")
+    cli_blob = tmp_path / "cli.sgp"
+    subprocess.run(
+        [cli, "-q", "fit", "--data", str(data), "--m", "9", "--seed", "4", "--reproducible",
+         "--out", str(cli_blob)],
+        check=True,
+    )
+    est = sgp.SparseGPRegressor(m=9, random_state=4, reproducible=True).fit(X, y)
+    assert est.get_params()["reproducible"] is True
+    assert est.to_bytes() == cli_blob.read_bytes()
+
+
 def test_classifier_device_probabilities_equal_its_own(ridge):
     X, _ = ridge
     labels = np.where(X["temperature"] + 0.5 * X["humidity"] > 4.0, "hot", "cold")
@@ -256,6 +274,6 @@ def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
              "max_iter": None, "tol": None, "init": None, "init_hyper": None,
              "max_points": None, "dim": None, "rank": None, "fixed_hyperparameters": False,
              "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None,
-             "updatable": False},
+             "updatable": False, "reproducible": False},
             progress=interrupt,
         )

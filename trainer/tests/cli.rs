@@ -575,8 +575,8 @@ fn constant_input_column_is_fitted_ignored_and_named() {
             let x = f64::from(i) / 5.0;
             // Deterministic "noise": a noiseless target leaves FITC on its
             // noise floor, where f32 cannot reproduce the tiny variance.
-            let noise = 0.1 * (37.0 * f64::from(i)).sin();
-            csv += &format!("{x},{x2},{}\n", x.sin() + noise);
+            let noise = 0.1 * libm::sin(37.0 * f64::from(i));
+            csv += &format!("{x},{x2},{}\n", libm::sin(x) + noise);
         }
         csv
     };
@@ -839,6 +839,30 @@ fn demo_compares_exact_gp_and_spgp() {
     assert!(vfe[2] < 1.03 * exact[2], "RMSE {vfe:?} vs {exact:?}");
     assert!(vfe[3] < exact[3] + 0.03, "NLPD {vfe:?} vs {exact:?}");
     assert!(vfe[6] < 0.05 * exact[6], "blob {vfe:?} vs {exact:?}");
+    // Its words follow from the positions it printed, on every machine.
+    let printed = |name: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(name) && l.contains("):"))
+            .unwrap_or_else(|| panic!("no '{name}' positions in:\n{text}"));
+        line.split("):")
+            .nth(1)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let (fitc_z, vfe_z) = (printed("SPGP FITC"), printed("SPGP VFE"));
+    let same = fitc_z == vfe_z && fitc[1] == vfe[1];
+    assert_eq!(
+        text.contains("end at the same pseudo-inputs"),
+        same,
+        "{text}"
+    );
+    let stacked = |z: &[String]| z.iter().any(|p| z.iter().filter(|q| *q == p).count() > 1);
+    if !stacked(&fitc_z) && !stacked(&vfe_z) {
+        assert!(!text.contains("share a spot"), "{text}");
+    }
     // The demo promises a blob users can inspect next.
     let text = ok(&sgp(&dir, &["inspect", "demo.sgp"]), "inspect demo blob");
     assert!(text.contains("spgp"), "inspect:\n{text}");

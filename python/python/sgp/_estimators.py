@@ -52,6 +52,7 @@ class _SparseGP(BaseEstimator):
         fixed_basis: bool = False,
         held_out_choice: bool = True,
         ivm_posterior: Optional[str] = None,
+        reproducible: bool = False,
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
@@ -72,6 +73,7 @@ class _SparseGP(BaseEstimator):
         self.fixed_basis = fixed_basis
         self.held_out_choice = held_out_choice
         self.ivm_posterior = ivm_posterior
+        self.reproducible = reproducible
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
@@ -102,6 +104,7 @@ class _SparseGP(BaseEstimator):
             "max_points": self.max_points,
             "ivm_posterior": self.ivm_posterior,
             "updatable": bool(self.updatable),
+            "reproducible": bool(self.reproducible),
         }
 
     def _fit_native(
@@ -214,6 +217,12 @@ _SETTINGS_DOC = """
         --no-held-out-choice``).
     ivm_posterior : {"all-rows", "active-set"} or None, default=None
         The ivm classifier's posterior.
+    reproducible : bool, default=False
+        The same blob, bit for bit, from the same data and settings on any
+        x86-64 or aarch64 CPU and at any thread count (``sgp fit
+        --reproducible``): products and solves in one fixed order, no fused
+        multiply-adds, at some cost in time (the guide's "Numerics and
+        accuracy" chapter).
     force : bool, default=False
         Keep a model whose f32 blob fails the export check and that raising
         the jitter does not cure (otherwise ``sgp.ExportError``).

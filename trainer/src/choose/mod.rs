@@ -542,7 +542,7 @@ mod tests {
         let x = DMatrix::from_fn(150, 1, |i, _| 10.0 * ((i * 37 % 150) as f64) / 150.0);
         let y = nalgebra::DVector::from_fn(150, |i, _| {
             let t = x[(i, 0)];
-            t.sin() + 0.3 * (3.0 * t).sin()
+            libm::sin(t) + 0.3 * libm::sin(3.0 * t)
         });
         Dataset::from_raw(x, y, vec!["x".into()], "y".into()).expect("valid")
     }
@@ -612,7 +612,7 @@ mod tests {
         });
         let y = DVector::from_fn(n, |i, _| {
             let wiggle = 0.1 * ((i * 13 % 17) as f64 / 8.0 - 1.0);
-            (1.5 * x[(i, 0)]).sin() * (1.5 * x[(i, 1)]).cos() + wiggle
+            libm::sin(1.5 * x[(i, 0)]) * libm::cos(1.5 * x[(i, 1)]) + wiggle
         });
         Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
     }

@@ -398,7 +398,7 @@ pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
                 .map(|&(t, v)| t / (1.0 + std::f64::consts::PI * v / 8.0).sqrt())
                 .collect();
             let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            scores.iter().map(|s| (s - top).exp()).collect()
+            scores.iter().map(|s| libm::exp(s - top)).collect()
         }
         Link::OneVsRest => latents.iter().map(|&(t, v)| probit(t, v)).collect(),
         Link::Identity | Link::Probit => {

@@ -137,7 +137,7 @@ fn column_warning(
     }
     let offset = round_offset(mean, sd);
     // Enough decimals to show the spread.
-    let decimals = usize::try_from(1 - sd.log10().floor() as i32)
+    let decimals = usize::try_from(1 - libm::log10(sd).floor() as i32)
         .unwrap_or(0)
         .min(12);
     let device = if is_target {
@@ -158,7 +158,7 @@ fn column_warning(
 /// times `sd`, so what is left after subtracting it is at most ~100 standard
 /// deviations from zero, where f32 resolves about `1e-5` of one.
 fn round_offset(mean: f64, sd: f64) -> String {
-    let exponent = (100.0 * sd).log10().floor() as i32;
+    let exponent = libm::log10(100.0 * sd).floor() as i32;
     let step = 10f64.powi(exponent);
     let offset = (mean / step).round() * step;
     let decimals = usize::try_from(-exponent).unwrap_or(0);
@@ -181,7 +181,9 @@ mod tests {
         let n = 101;
         let u = |i: usize| 2.0 * i as f64 / (n - 1) as f64 - 1.0;
         let x = DMatrix::from_fn(n, 1, |i, _| around + spread * u(i));
-        let y = DVector::from_fn(n, |i, _| target_around + target_spread * (3.0 * u(i)).sin());
+        let y = DVector::from_fn(n, |i, _| {
+            target_around + target_spread * libm::sin(3.0 * u(i))
+        });
         Dataset::from_raw(x, y, vec!["x".into()], "y".into()).unwrap()
     }
 

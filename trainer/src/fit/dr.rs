@@ -18,6 +18,8 @@
 //!   end up in the projection, as in DR.
 
 use nalgebra::{DMatrix, DVector};
+
+use crate::numerics::linalg::times_transpose;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
@@ -105,7 +107,7 @@ pub fn singular_values(p: &DMatrix<f64>) -> Vec<f64> {
 pub(crate) fn mapped(sparse: &SparseParams, p: &DMatrix<f64>) -> SparseParams {
     let mut out = sparse.clone();
     if let PseudoInit::Given(z) = &mut out.pseudo_init {
-        *z = &*z * p.transpose();
+        *z = times_transpose(&*z, p);
     }
     out
 }
@@ -119,7 +121,7 @@ pub(crate) fn fit_dr(
     let kernels = initial_kernels(outputs, &params.sparse)?;
     let x = &outputs[0].x;
     let p0 = Projected::pca_start(x, &kernels[0], params.dim)?;
-    let xp = x * p0.transpose();
+    let xp = times_transpose(x, &p0);
     let sparse = mapped(&params.sparse, &p0);
     let start = |k: usize| {
         let (label, zbar) = start_positions(&xp, &sparse, k)?;
@@ -153,7 +155,7 @@ pub(crate) fn fit_pca(
         )));
     }
     let p = DMatrix::from_fn(g, data.n_inputs(), |r, j| dirs[(r, j)] / vars[r].sqrt());
-    let x = &data.x * p.transpose();
+    let x = times_transpose(&data.x, &p);
     let (x_min, x_max) = column_ranges(&x);
     let projected = Dataset {
         x,
@@ -215,7 +217,9 @@ fn compose(basis: &mut RuntimeBasis, p: &DMatrix<f64>) {
             basis.centres[(i, t)] * w[t]
         });
     }
-    basis.projection = Some(DMatrix::from_diagonal(&w) * p);
+    basis.projection = Some(DMatrix::from_fn(p.nrows(), p.ncols(), |r, j| {
+        w[r] * p[(r, j)]
+    }));
 }
 
 #[cfg(test)]
@@ -261,7 +265,7 @@ mod tests {
             widths: BasisWidths::Shared(vec![0.5, 4.0]),
             amplitudes: vec![1.3; 3],
         };
-        let p = DMatrix::from_fn(2, 4, |g, d| ((g * 4 + d) as f64).sin());
+        let p = DMatrix::from_fn(2, 4, |g, d| libm::sin((g * 4 + d) as f64));
         let x = DMatrix::from_fn(6, 4, |i, d| 0.2 * i as f64 - 0.5 * d as f64);
         let mut composed = basis.clone();
         compose(&mut composed, &p);

@@ -255,7 +255,7 @@ pub(crate) mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let x = DMatrix::from_fn(rows, 6, |_, _| rng.sample::<f64, _>(StandardNormal));
         let y = DVector::from_fn(rows, |i, _| {
-            let r = x[(i, 0)].hypot(x[(i, 1)]);
+            let r = libm::hypot(x[(i, 0)], x[(i, 1)]);
             let inside = r > 0.8 && r < 1.6;
             f64::from(u8::from(inside != (rng.random::<f64>() < 0.05)))
         });

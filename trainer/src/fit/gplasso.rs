@@ -41,7 +41,7 @@ use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::kernel::KernelParams;
 use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::lars::{lasso_path, LarsAction, LarsOptions, LarsStop, LassoPath};
-use crate::numerics::linalg::{cholesky_jittered, faer_ref, mul, solve_lower_vec, JitterPolicy};
+use crate::numerics::linalg::{cholesky_jittered, mat_ref, mul, solve_lower_vec, JitterPolicy};
 use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
@@ -269,7 +269,7 @@ fn reduced_problem(
     let icf = kernel_icf(kern, x, rank, trace_tol)?;
     let rt = &icf.r;
     let v = kern.noise_var();
-    let mut s = mul(faer_ref(rt), faer_ref(rt).transpose());
+    let mut s = mul(mat_ref(rt), mat_ref(rt).transpose());
     for i in 0..s.nrows() {
         s[(i, i)] += v;
     }
@@ -279,7 +279,7 @@ fn reduced_problem(
         ..JitterPolicy::default()
     };
     let lv = cholesky_jittered(&s, scale, &policy)?.l;
-    let c = mul(faer_ref(&lv).transpose(), faer_ref(rt)) / v.sqrt();
+    let c = mul(mat_ref(&lv).transpose(), mat_ref(rt)) / v.sqrt();
     let d = solve_lower_vec(&lv, &(rt * y))? / v.sqrt();
     Ok(Reduced { c, d, icf })
 }

@@ -41,7 +41,7 @@ use crate::model::inference::RuntimeForm;
 use crate::model::kernel::KernelParams;
 use crate::model::likelihood::{norm_cdf, Likelihood};
 use crate::model::{ModelSet, TrainedModel};
-use crate::numerics::linalg::{cholesky_jittered, lower_inverse, JitterPolicy};
+use crate::numerics::linalg::{cholesky_jittered, lower_inverse, mat_ref, mul, JitterPolicy};
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
@@ -287,11 +287,11 @@ impl Validation {
                 match likelihood {
                     Likelihood::Probit => {
                         let z = y * (mean + bias) / (1.0 + var).sqrt();
-                        norm_cdf(z).max(1e-300).ln()
+                        libm::log(norm_cdf(z).max(1e-300))
                     }
                     Likelihood::Gaussian => {
                         let v = var + pred.noise_var;
-                        -0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (y - mean).powi(2) / v)
+                        -0.5 * (libm::log(2.0 * std::f64::consts::PI * v) + (y - mean).powi(2) / v)
                     }
                 }
             })
@@ -332,9 +332,9 @@ pub(crate) fn fit_ivm(
         for (l_factor, s2_factor) in EXACT_VARIANTS {
             let mut variant = kern.clone();
             for v in &mut variant.log_lengthscales {
-                *v += l_factor.ln();
+                *v += libm::log(l_factor);
             }
-            variant.log_signal_var += s2_factor.ln();
+            variant.log_signal_var += libm::log(s2_factor);
             starts.push((
                 format!("exact classifier on {rows} rows, l x{l_factor} s2 x{s2_factor}"),
                 variant,
@@ -345,9 +345,9 @@ pub(crate) fn fit_ivm(
     for (l_factor, s2_factor) in START_GRID {
         let mut start = base.clone();
         for v in &mut start.log_lengthscales {
-            *v += l_factor.ln();
+            *v += libm::log(l_factor);
         }
-        start.log_signal_var += s2_factor.ln();
+        start.log_signal_var += libm::log(s2_factor);
         starts.push((format!("start l x{l_factor} s2 x{s2_factor}"), start));
     }
     let started = Instant::now();
@@ -623,7 +623,7 @@ fn whitened_active_posterior(
     let m = lu.nrows();
     let pi = DVector::from_column_slice(&set.p);
     let pi_lu = DMatrix::from_fn(m, m, |i, j| pi[i] * lu[(i, j)]);
-    let b = DMatrix::identity(m, m) + lu.transpose() * pi_lu;
+    let b = DMatrix::identity(m, m) + mul(mat_ref(&lu).transpose(), mat_ref(&pi_lu));
     let reversed = DMatrix::from_fn(m, m, |i, j| b[(m - 1 - i, m - 1 - j)]);
     let r = reversed
         .cholesky()

@@ -401,6 +401,6 @@ fn check_outputs(outputs: &[Dataset], method: Method) -> Result<&Dataset> {
 /// Starting kernel hyperparameters from the data's scales.
 pub(crate) fn data_scale_kernel(data: &Dataset) -> Result<KernelParams> {
     let h = init::default_hyperparameters(&data.x, data.y.as_slice());
-    let l: Vec<f64> = h.log_lengthscales.iter().map(|v| v.exp()).collect();
-    KernelParams::new(&l, h.log_signal_var.exp(), h.log_noise_var.exp())
+    let l: Vec<f64> = h.log_lengthscales.iter().map(|v| libm::exp(*v)).collect();
+    KernelParams::new(&l, libm::exp(h.log_signal_var), libm::exp(h.log_noise_var))
 }

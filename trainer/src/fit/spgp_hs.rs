@@ -178,7 +178,7 @@ fn h_prior(beta: f64, log_h: &[f64], grad: &mut [f64]) -> f64 {
         .iter()
         .zip(grad)
         .map(|(&log_h, grad)| {
-            let cost = beta * (-log_h).exp();
+            let cost = beta * libm::exp(-log_h);
             *grad -= cost;
             cost
         })
@@ -388,13 +388,19 @@ mod tests {
     }
 
     /// Without the prior on `h`, a pseudo-input with `h_m` near 0 where the
-    /// noise is large predicted a fifth of the noise's standard deviation
-    /// there, and one held-out row cost tens of nats; with it, HS
-    /// predicts at least half the true noise everywhere (module docs, "A
-    /// prior on h").
+    /// noise is large can predict a fifth of the noise's standard deviation
+    /// there, and one held-out row cost tens of nats; with it, HS predicts
+    /// nearly half the true noise everywhere (module docs, "A prior on
+    /// h"). Which sets pin depends on the optimiser's path (seed 9 pinned on
+    /// one CPU and not on another), so this compares the two over twelve
+    /// sets: with the prior no row costs over 12 nats and at most one set
+    /// predicts under 0.4 of the noise; without it at least two sets do
+    /// each, and the prior's mean NLPD is lower by 0.05.
     #[test]
     fn the_prior_on_h_keeps_hs_from_pinning_the_noise_to_zero() {
-        for seed in [1, 9] {
+        let seeds = 1..=12u64;
+        let (mut with, mut bare) = (Vec::new(), Vec::new());
+        for seed in seeds.clone() {
             let (train, test, params) = pinning_set(seed);
             let checked = params.check(&train).expect("valid");
             let fit_with = |h_prior| {
@@ -404,15 +410,29 @@ mod tests {
                 };
                 fit_staged(&train, &checked, stage, &mut |_| {}).expect("fits")
             };
-            let (nlpd, worst, ratio) = pinning(&fit_with(H_PRIOR), &test);
-            assert!(ratio > 0.5 && worst < 10.0, "seed {seed}: {ratio} {worst}");
-            let (bare, bare_worst, bare_ratio) = pinning(&fit_with(0.0), &test);
-            assert!(
-                bare_ratio < 0.35 && bare_worst > 20.0,
-                "seed {seed}: {bare_ratio} {bare_worst}"
-            );
-            assert!(nlpd < bare - 0.3, "seed {seed}: {nlpd} against {bare}");
+            with.push(pinning(&fit_with(H_PRIOR), &test));
+            bare.push(pinning(&fit_with(0.0), &test));
+            eprintln!("seed {seed}: with {:?} bare {:?}", with.last(), bare.last());
         }
+        // Seen on 12 sets, native and under SGP_TRAJECTORY_NUDGE=1..3: with
+        // the prior every worst row under 7.5 nats and every ratio above
+        // 0.44; without it 3 sets with a worst row of 16 to 57 nats and 3
+        // or 4 with a ratio under 0.35, the mean NLPD 0.1 higher.
+        let costly = |r: &&(f64, f64, f64)| r.1 > 12.0;
+        let pinned = |r: &&(f64, f64, f64)| r.2 < 0.35;
+        let n = with.len();
+        assert_eq!(with.iter().filter(costly).count(), 0, "{with:?}");
+        assert!(
+            with.iter().filter(|r| r.2 > 0.4).count() >= n - 1,
+            "{with:?}"
+        );
+        assert!(bare.iter().filter(costly).count() >= 2, "{bare:?}");
+        assert!(bare.iter().filter(pinned).count() >= 2, "{bare:?}");
+        let mean = |v: &[(f64, f64, f64)]| v.iter().map(|r| r.0).sum::<f64>() / n as f64;
+        assert!(
+            mean(&with) < mean(&bare) - 0.05,
+            "{with:?} against {bare:?}"
+        );
     }
 
     #[test]
@@ -424,7 +444,7 @@ mod tests {
         let num = fd_grad(|p| h_prior(0.3, p, &mut [0.0; 4]), &log_h, 1e-6);
         let ana: Vec<f64> = grad.iter().map(|g| g - 0.25).collect();
         assert_grad_close(&num, &ana, 1e-7);
-        let expected: f64 = log_h.iter().map(|v| 0.3 / v.exp()).sum();
+        let expected: f64 = log_h.iter().map(|v| 0.3 / libm::exp(*v)).sum();
         assert!((value - expected).abs() < 1e-12 * expected);
         // It vanishes for h far above beta and grows without bound below.
         assert!(h_prior(0.3, &[20.0], &mut [0.0]) < 1e-8);

@@ -513,7 +513,7 @@ fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
             let sd = col.variance().sqrt();
             let extreme = col.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max);
             let reach = if sd > 0.0 { extreme / sd } else { 0.0 };
-            (base * (reach / EXTREME_SD).max(1.0)).ln()
+            libm::log(base * (reach / EXTREME_SD).max(1.0))
         })
         .collect::<Vec<f64>>();
     if centres.iter().any(|c| !c.is_finite()) {
@@ -528,7 +528,7 @@ fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
 /// ([`prior_centres`]), signal variance 1. The noise variance is unused
 /// by the probit.
 fn initial_kernel(prior: &LengthscalePrior) -> Result<KernelParams> {
-    let lengthscales: Vec<f64> = prior.centres.iter().map(|c| c.exp()).collect();
+    let lengthscales: Vec<f64> = prior.centres.iter().map(|c| libm::exp(*c)).collect();
     KernelParams::new(&lengthscales, 1.0, 1.0)
 }
 
@@ -554,7 +554,9 @@ mod tests {
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.
     fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
         let (x, y) = classification(ClassShape::Moons, rows, seed);
-        let noise = DVector::from_fn(rows, |i, _| ((i as f64 * 12.9898).sin() * 43758.55).fract());
+        let noise = DVector::from_fn(rows, |i, _| {
+            (libm::sin(i as f64 * 12.9898) * 43758.55).fract()
+        });
         let x = DMatrix::from_fn(rows, 3, |i, j| if j < 2 { x[(i, j)] } else { noise[i] });
         let names = vec!["x1".into(), "x2".into(), "noise".into()];
         Dataset::from_raw(x, y, names, "class".into())
@@ -613,13 +615,13 @@ mod tests {
             .into_binary(None)
             .unwrap();
         let bound = Bound::for_data(&data).unwrap();
-        let base = 3f64.sqrt().ln();
+        let base = libm::log(3f64.sqrt());
         let centres = &bound.prior.centres;
         assert!((centres[0] - base).abs() < 1e-12, "{centres:?}");
         assert!((centres[1] - base).abs() < 1e-12, "{centres:?}");
         // The ink row is sqrt(199) standard deviations from the mean.
         let reach = (rows as f64 - 1.0).sqrt();
-        assert!((centres[2] - base - (reach / EXTREME_SD).ln()).abs() < 1e-9);
+        assert!((centres[2] - base - libm::log(reach / EXTREME_SD)).abs() < 1e-9);
         let start = initial_kernel(&bound.prior).unwrap();
         assert!((start.log_lengthscales[2] - centres[2]).abs() < 1e-12);
     }
@@ -666,11 +668,11 @@ mod tests {
         for i in 0..450 {
             let k = i % 3;
             let angle = 2.1 * k as f64;
-            let r = 0.6 * ((i as f64 * 12.9898).sin() * 43758.55).fract().abs();
+            let r = 0.6 * (libm::sin(i as f64 * 12.9898) * 43758.55).fract().abs();
             let t = i as f64 * 2.4;
-            let x1 = 1.5 * angle.cos() + r * t.cos();
-            let x2 = 1.5 * angle.sin() + r * t.sin();
-            let noise = ((i as f64 * 78.233).sin() * 9631.3).fract();
+            let x1 = 1.5 * libm::cos(angle) + r * libm::cos(t);
+            let x2 = 1.5 * libm::sin(angle) + r * libm::sin(t);
+            let noise = (libm::sin(i as f64 * 78.233) * 9631.3).fract();
             let name = ["red", "green", "blue"][k];
             text.push_str(&format!("{x1},{x2},{noise},{name}\n"));
         }

@@ -140,8 +140,8 @@ fn concatenated_start(
         .map(|j| lengths.iter().map(|l| l[j]).fold(f64::INFINITY, f64::min))
         .collect();
     let rho = DMatrix::from_fn(centres.len(), d, |i, j| {
-        let ratio = (2.0 * (lengths[i][j] - shortest[j])).exp();
-        (ratio - 0.5).ln().min(CONCATENATED_WIDEST_RHO)
+        let ratio = libm::exp(2.0 * (lengths[i][j] - shortest[j]));
+        libm::log(ratio - 0.5).min(CONCATENATED_WIDEST_RHO)
     });
     let centres = DMatrix::from_fn(centres.len(), d, |i, j| centres[i][j]);
     for kern in &mut kernels {

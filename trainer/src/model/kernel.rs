@@ -9,7 +9,7 @@
 use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 
-use crate::numerics::linalg::{faer_ref, matmul_into, mul};
+use crate::numerics::linalg::{mat_ref, matmul_into, mul};
 use crate::{Error, Result};
 
 /// Default floor on the noise variance, in units of the (standardised)
@@ -141,9 +141,9 @@ impl KernelParams {
             1e-3 * noise_floor
         };
         Ok(Self {
-            log_lengthscales: lengthscales.iter().map(|l| l.ln()).collect(),
-            log_signal_var: signal_var.ln(),
-            log_noise_excess: excess.ln(),
+            log_lengthscales: lengthscales.iter().map(|l| libm::log(*l)).collect(),
+            log_signal_var: libm::log(signal_var),
+            log_noise_excess: libm::log(excess),
             noise_floor,
         })
     }
@@ -155,7 +155,10 @@ impl KernelParams {
 
     /// Length scales `l_d`.
     pub fn lengthscales(&self) -> Vec<f64> {
-        self.log_lengthscales.iter().map(|v| v.exp()).collect()
+        self.log_lengthscales
+            .iter()
+            .map(|v| libm::exp(*v))
+            .collect()
     }
 
     /// Inverse squared length scales `w_d = 1 / l_d^2`: the runtime's shared
@@ -163,13 +166,13 @@ impl KernelParams {
     pub fn inv_sq_lengthscales(&self) -> Vec<f64> {
         self.log_lengthscales
             .iter()
-            .map(|v| (-2.0 * v).exp())
+            .map(|v| libm::exp(-2.0 * v))
             .collect()
     }
 
     /// Signal variance `s2`, which is also the prior variance `k(x, x)`.
     pub fn signal_var(&self) -> f64 {
-        self.log_signal_var.exp()
+        libm::exp(self.log_signal_var)
     }
 
     /// Noise variance `sigma2 = noise_floor + exp(log_noise_excess)`.
@@ -179,7 +182,7 @@ impl KernelParams {
 
     /// The part of `sigma2` above the floor; `d sigma2 / d log_noise_excess`.
     pub(crate) fn noise_excess(&self) -> f64 {
-        self.log_noise_excess.exp()
+        libm::exp(self.log_noise_excess)
     }
 
     /// True when the noise variance is effectively the floor (the excess is
@@ -244,7 +247,10 @@ impl KernelParams {
 
     /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
     pub(crate) fn inv_lengthscales(&self) -> Vec<f64> {
-        self.log_lengthscales.iter().map(|v| (-v).exp()).collect()
+        self.log_lengthscales
+            .iter()
+            .map(|v| libm::exp(-v))
+            .collect()
     }
 
     fn check_dims(&self, da: usize, db: usize) {
@@ -297,8 +303,8 @@ where
     // tasks never share memory.
     let fill = |(j0, block): (usize, &mut [f64])| {
         let w = block.len() / p;
-        let rhs = faer_ref(&sb).subrows(j0, w).transpose();
-        matmul_into(block, p, false, faer_ref(&sa), rhs, 1.0);
+        let rhs = mat_ref(&sb).subrows(j0, w).transpose();
+        matmul_into(block, p, false, mat_ref(&sa), rhs, 1.0);
         se_from_dots(block, &na, &nb[j0..j0 + w], s2);
     };
     if p * q < PAR_MIN_ENTRIES {
@@ -369,10 +375,10 @@ where
     let bm = adj.zip_map(k, |a, k| a * k);
     // Row and column sums as products with ones (vectorised, unlike a
     // running sum down each column).
-    let r = mul(faer_ref(&bm), faer_ref(&DMatrix::from_element(q, 1, 1.0)));
-    let c = mul(faer_ref(&DMatrix::from_element(1, p, 1.0)), faer_ref(&bm));
+    let r = mul(mat_ref(&bm), mat_ref(&DMatrix::from_element(q, 1, 1.0)));
+    let c = mul(mat_ref(&DMatrix::from_element(1, p, 1.0)), mat_ref(&bm));
     let gs = c.sum();
-    let bv = mul(faer_ref(&bm), faer_ref(&sb));
+    let bv = mul(mat_ref(&bm), mat_ref(&sb));
     let mut gl = vec![0.0; d];
     for (t, g) in gl.iter_mut().enumerate() {
         let (u, v, bvt) = (sa.column(t), sb.column(t), bv.column(t));
@@ -388,7 +394,7 @@ where
     let ga =
         want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
     let gb = want_b.then(|| {
-        let btu = mul(faer_ref(&bm).transpose(), faer_ref(&sa));
+        let btu = mul(mat_ref(&bm).transpose(), mat_ref(&sa));
         DMatrix::from_fn(q, d, |j, t| (btu[(j, t)] - c[j] * sb[(j, t)]) * inv_l[t])
     });
     CrossGrad {
@@ -532,7 +538,7 @@ mod tests {
         for &(i, j) in &[(0, 0), (17, 399), (299, 123)] {
             let r2 =
                 ((a[(i, 0)] - b[(j, 0)]) / 0.7).powi(2) + ((a[(i, 1)] - b[(j, 1)]) / 1.3).powi(2);
-            let want = 2.0 * (-0.5 * r2).exp();
+            let want = 2.0 * libm::exp(-0.5 * r2);
             assert!((k[(i, j)] - want).abs() < 1e-14, "{i},{j}");
         }
     }
@@ -613,7 +619,7 @@ mod tests {
             let mut gs = 0.0;
             for i in 0..7 {
                 for j in 0..9 {
-                    let want = 1.3 * (-0.5 * r2(i, j)).exp();
+                    let want = 1.3 * libm::exp(-0.5 * r2(i, j));
                     assert!(
                         (k[(i, j)] - want).abs() < 1e-12,
                         "offset {offset}: K {i},{j}"
@@ -661,7 +667,7 @@ mod tests {
         let mut worst = 0u64;
         for i in 0..=200_000 {
             let x = -708.0 * (i as f64 / 200_000.0).powi(3);
-            let (got, want) = (exp_nonpositive(x), x.exp());
+            let (got, want) = (exp_nonpositive(x), libm::exp(x));
             worst = worst.max(got.to_bits().abs_diff(want.to_bits()));
         }
         assert!(worst <= 1, "{worst} ulp");

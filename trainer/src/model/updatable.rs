@@ -19,7 +19,7 @@ use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::model::TrainedModel;
 use crate::numerics::linalg::{
-    cholesky, faer_ref, lower_inverse, mul, solve_lower_t_vec, symmetrise,
+    cholesky, lower_inverse, mat_ref, mul, solve_lower_t_vec, symmetrise,
 };
 use crate::{Error, Result};
 
@@ -75,10 +75,9 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
     };
     let m = form.l1.nrows();
     let inv1 = lower_inverse(&form.l1)?;
-    let inv_a = lower_inverse(&mul(faer_ref(&inv1), faer_ref(l2)))?;
+    let inv_a = lower_inverse(&mul(mat_ref(&inv1), mat_ref(l2)))?;
     // S = A^-1 = L_A^-T L_A^-1; I - S formed at its own scale.
-    let e =
-        symmetrise(DMatrix::identity(m, m) - mul(faer_ref(&inv_a).transpose(), faer_ref(&inv_a)));
+    let e = symmetrise(DMatrix::identity(m, m) - mul(mat_ref(&inv_a).transpose(), mat_ref(&inv_a)));
     let reversed_e = reversed(&e);
     let mut last = None;
     for delta in JITTERS {
@@ -134,8 +133,8 @@ pub fn conditioned(
     }
     let m = form.l1.nrows();
     let v = mul(
-        faer_ref(&lower_inverse(&form.l1)?),
-        faer_ref(&form.basis.eval(x)),
+        mat_ref(&lower_inverse(&form.l1)?),
+        mat_ref(&form.basis.eval(x)),
     );
     let kdiag = vec![form.prior; y.len()];
     let mut gamma = vec![0.0; y.len()];
@@ -150,7 +149,7 @@ pub fn conditioned(
         &mut scratch,
     );
     let solved = sums.solve(approximation, form.noise_var)?;
-    let mut l2 = &form.l1 * &solved.la;
+    let mut l2 = mul(mat_ref(&form.l1), mat_ref(&solved.la));
     l2.fill_upper_triangle(0.0, 1);
     Ok(RuntimeForm {
         basis: form.basis.clone(),

@@ -31,6 +31,7 @@ use crate::fit::{
 };
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
+use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
 pub use named::{parse, Named};
 use task::Task;
@@ -101,6 +102,9 @@ pub struct Options {
     /// `--updatable`: export a blob that learns on the device
     /// ([`crate::export::updatable`]).
     pub updatable: bool,
+    /// `--reproducible`: the same blob, bit for bit, on any CPU and thread
+    /// count ([`crate::numerics::reproducible`]).
+    pub reproducible: bool,
 }
 
 impl Options {
@@ -123,6 +127,7 @@ impl Options {
             (self.max_points.is_some(), "--max-points"),
             (self.ivm_posterior.is_some(), "--ivm-posterior"),
             (self.updatable, "--updatable"),
+            (self.reproducible, "--reproducible"),
         ];
         flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
     }
@@ -200,6 +205,19 @@ impl Options {
             held_out: !self.no_held_out_choice,
             choose_objective: self.objective.is_none(),
         })
+    }
+
+    /// Runs `work` (a fit and its export) as asked: with `reproducible`, in
+    /// the fixed order of [`reproducibly`].
+    ///
+    /// # Errors
+    /// `work`'s, or [`Error::Numerical`] if the fit's threads cannot start.
+    pub fn run<R: Send>(&self, work: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+        if self.reproducible {
+            reproducibly(work)?
+        } else {
+            work()
+        }
     }
 
     /// Exports `fit` as asked: a blob that learns on the device with

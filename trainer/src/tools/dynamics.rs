@@ -211,7 +211,7 @@ fn pendulum_step(s: &[f64]) -> Vec<f64> {
     const DT: f64 = 0.1;
     const SUB: usize = 5;
     let torque = s[2];
-    let f = |th: f64, om: f64| (om, -G * th.sin() - DAMPING * om + torque);
+    let f = |th: f64, om: f64| (om, -G * libm::sin(th) - DAMPING * om + torque);
     let (mut th, mut om) = (s[0], s[1]);
     let h = DT / SUB as f64;
     for _ in 0..SUB {
@@ -232,10 +232,10 @@ fn arm_position(q: &[f64]) -> Vec<f64> {
     let (mut reach, mut height, mut angle) = (0.0, 0.0, 0.0);
     for (link, dq) in LINKS.iter().zip(&q[1..4]) {
         angle += dq;
-        reach += link * angle.cos();
-        height += link * angle.sin();
+        reach += link * libm::cos(angle);
+        height += link * libm::sin(angle);
     }
-    vec![reach * q[0].cos(), reach * q[0].sin(), height]
+    vec![reach * libm::cos(q[0]), reach * libm::sin(q[0]), height]
 }
 
 #[cfg(test)]

@@ -485,8 +485,8 @@ fn one_input(
 /// 1, 2 or 5 times a power of ten.
 fn tick_decimals(span: f64) -> usize {
     let step = (span / 10.0).max(f64::MIN_POSITIVE);
-    let mut exponent = step.log10().floor();
-    if step / 10f64.powf(exponent) > 5.0 {
+    let mut exponent = libm::log10(step).floor();
+    if step / libm::pow(10f64, exponent) > 5.0 {
         exponent += 1.0;
     }
     (-exponent).max(0.0) as usize

@@ -99,14 +99,14 @@ fn window(start: usize, steps: &[Step], classifier: bool) -> Window {
             let p = if s.target > 0.5 { s.mean } else { 1.0 - s.mean };
             p.clamp(1e-12, 1.0)
         };
-        let loss = steps.iter().map(|s| -p(s).ln()).sum::<f64>() / n;
+        let loss = steps.iter().map(|s| -libm::log(p(s))).sum::<f64>() / n;
         let right = steps.iter().filter(|s| p(s) > 0.5).count() as f64 / n;
         (loss, right)
     } else {
         let loss = steps
             .iter()
             .map(|s| {
-                0.5 * ((2.0 * std::f64::consts::PI * s.variance).ln()
+                0.5 * (libm::log(2.0 * std::f64::consts::PI * s.variance)
                     + (s.target - s.mean).powi(2) / s.variance)
             })
             .sum::<f64>()

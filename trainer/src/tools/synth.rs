@@ -175,19 +175,19 @@ pub(crate) fn truth_at(shape: Shape, x: &[f64]) -> f64 {
                 1.0
             }
         }
-        Shape::Periodic => (TAU * x0 / 2.5).sin(),
-        Shape::NearNoiseFree | Shape::VeryNoisy => (TAU * x0).sin(),
+        Shape::Periodic => libm::sin(TAU * x0 / 2.5),
+        Shape::NearNoiseFree | Shape::VeryNoisy => libm::sin(TAU * x0),
         Shape::Tiny => crate::tools::demo::demo_function(x0),
-        Shape::Duplicated => x0.sin() + 0.2 * x0,
-        Shape::OneOfEight => (3.0 * x.get(2).copied().unwrap_or(0.0)).sin(),
-        Shape::Offsets => (TAU * (x0 - 293.15)).sin() + 0.5 * (x1 - 101_325.0) / 50.0,
-        Shape::Integer => 2.0 * x0.ln_1p() + 0.05 * x1,
-        Shape::Heteroscedastic => 2.0 * x0.sin(),
+        Shape::Duplicated => libm::sin(x0) + 0.2 * x0,
+        Shape::OneOfEight => libm::sin(3.0 * x.get(2).copied().unwrap_or(0.0)),
+        Shape::Offsets => libm::sin(TAU * (x0 - 293.15)) + 0.5 * (x1 - 101_325.0) / 50.0,
+        Shape::Integer => 2.0 * libm::log1p(x0) + 0.05 * x1,
+        Shape::Heteroscedastic => 2.0 * libm::sin(x0),
         Shape::Chirp => {
             let r = (x0 - 0.5).max(0.0);
-            (TAU * (x0 + 10.0 * r * r)).sin()
+            libm::sin(TAU * (x0 + 10.0 * r * r))
         }
-        Shape::Varying2d => (TAU * x1 * (1.0 + 4.0 * x0)).sin() + 0.5 * x0,
+        Shape::Varying2d => libm::sin(TAU * x1 * (1.0 + 4.0 * x0)) + 0.5 * x0,
         Shape::Ridge => ridge_function(x),
         Shape::FewDirections => few_directions(x),
     }
@@ -205,9 +205,9 @@ pub(crate) fn few_directions(x: &[f64]) -> f64 {
         let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt();
         x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / norm
     };
-    let u1 = direction(&|j| j.cos());
-    let u2 = direction(&|j| (2.0 * j + 1.0).sin());
-    (2.0 * u1).sin() + 0.8 * (1.5 * u2).cos()
+    let u1 = direction(&|j| libm::cos(j));
+    let u2 = direction(&|j| libm::sin(2.0 * j + 1.0));
+    libm::sin(2.0 * u1) + 0.8 * libm::cos(1.5 * u2)
 }
 
 /// The noise-free function of `shape` at every row of raw inputs `x`
@@ -232,7 +232,7 @@ pub(crate) fn ridge_function(x: &[f64]) -> f64 {
         .map(|(j, v)| v / (1.0 + j as f64))
         .sum();
     let b: f64 = x.iter().step_by(2).sum();
-    a.sin() + 0.5 * (0.7 * b).cos()
+    libm::sin(a) + 0.5 * libm::cos(0.7 * b)
 }
 
 /// A smooth `d`-dimensional regression problem (raw units) with noise:
@@ -772,9 +772,9 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
                 let na: f64 = rng.sample(StandardNormal);
                 let nb: f64 = rng.sample(StandardNormal);
                 let (a, b) = if upper {
-                    (t.cos(), t.sin())
+                    (libm::cos(t), libm::sin(t))
                 } else {
-                    (1.0 - t.cos(), 0.5 - t.sin())
+                    (1.0 - libm::cos(t), 0.5 - libm::sin(t))
                 };
                 (a + 0.25 * na, b + 0.25 * nb, if upper { 0.0 } else { 1.0 })
             }

@@ -337,7 +337,7 @@ mod tests {
     /// `dir`.
     fn both_formats(dir: &Path) -> (PathBuf, PathBuf, DMatrix<f64>, DVector<f64>) {
         let x = DMatrix::from_fn(50, 2, |i, j| (i * (j + 2)) as f64 * 0.37 - 3.0);
-        let y = DVector::from_fn(50, |i, _| (i as f64 * 0.3).sin());
+        let y = DVector::from_fn(50, |i, _| libm::sin(i as f64 * 0.3));
         let mut text = String::from("a,b,y\n");
         for i in 0..50 {
             text += &format!("{},{},{}\n", x[(i, 0)], x[(i, 1)], y[i]);

@@ -70,7 +70,7 @@ impl Heteroscedastic {
     /// SPGP's pseudo-inputs with every `h_m = h` (clamped into the accepted
     /// range; `h <= 0` gives the smallest).
     pub(crate) fn from_pseudo_inputs(inputs: &PseudoInputs, h: f64) -> Self {
-        let log_h = if h > 0.0 { h.ln() } else { LOG_H_MIN };
+        let log_h = if h > 0.0 { libm::log(h) } else { LOG_H_MIN };
         Self {
             log_h: vec![log_h.clamp(LOG_H_MIN, LOG_H_MAX); inputs.num_inducing()],
             inputs: inputs.clone(),
@@ -84,7 +84,7 @@ impl Heteroscedastic {
 
     /// The uncertainties `h` (standardised target-variance units).
     pub fn h(&self) -> Vec<f64> {
-        self.log_h.iter().map(|v| v.exp()).collect()
+        self.log_h.iter().map(|v| libm::exp(*v)).collect()
     }
 }
 
@@ -129,7 +129,7 @@ impl InducingFeatures for Heteroscedastic {
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
         let mut k = self.inputs.kuu(kern);
         for (m, lh) in self.log_h.iter().enumerate() {
-            k[(m, m)] += lh.exp();
+            k[(m, m)] += libm::exp(*lh);
         }
         k
     }
@@ -150,7 +150,7 @@ impl InducingFeatures for Heteroscedastic {
             self.log_h
                 .iter()
                 .enumerate()
-                .map(|(m, lh)| adj[(m, m)] * lh.exp()),
+                .map(|(m, lh)| adj[(m, m)] * libm::exp(*lh)),
         );
         FeatureGrad {
             feature,
@@ -196,7 +196,7 @@ mod tests {
         let (x, y) = problem(seed, n, D);
         let z = DMatrix::from_fn(m, D, |i, d| x[(i * n / m, d)] + 0.05 * (d as f64 + 1.0));
         let log_h = (0..m)
-            .map(|i| -2.3 + 2.0 * (i as f64 * 1.7).sin())
+            .map(|i| -2.3 + 2.0 * libm::sin(i as f64 * 1.7))
             .collect();
         let f = Heteroscedastic::new(PseudoInputs::new(z).expect("valid"), log_h).expect("valid");
         (x, y, f)
@@ -278,7 +278,7 @@ mod tests {
             // above can fail).
             let mut other = hs.clone();
             let mut p = other.params();
-            p[6 * D + 2] = (0.1 * k.signal_var()).ln();
+            p[6 * D + 2] = libm::log(0.1 * k.signal_var());
             other.set_params(&p).expect("in range");
             let (nlml, mean, var) = differences(&other, &cfg);
             assert!(nlml > 1e-3 && mean.max(var) > 1e-3, "{nlml} {mean} {var}");
@@ -355,7 +355,7 @@ mod tests {
         f.set_params(&[4.0, 3.0, 2.0, 1.0, 0.5, -0.5])
             .expect("valid");
         assert_eq!(f.pseudo_inputs().z()[(0, 1)], 3.0);
-        assert!((f.h()[1] - (-0.5_f64).exp()).abs() < 1e-15);
+        assert!((f.h()[1] - libm::exp(-0.5_f64)).abs() < 1e-15);
         assert!(f.set_params(&[1.0]).is_err());
         assert!(Heteroscedastic::new(z.clone(), vec![0.0]).is_err());
         assert!(Heteroscedastic::new(z.clone(), vec![0.0, LOG_H_MAX + 1.0]).is_err());

@@ -165,7 +165,7 @@ impl RuntimeBasis {
     pub fn eval(&self, z: &DMatrix<f64>) -> DMatrix<f64> {
         assert_eq!(z.ncols(), self.input_dim(), "input dimension");
         let u = match &self.projection {
-            Some(p) => z * p.transpose(),
+            Some(p) => crate::numerics::linalg::times_transpose(z, p),
             None => z.clone(),
         };
         let (m, g) = self.centres.shape();
@@ -179,7 +179,7 @@ impl RuntimeBasis {
                 let d = u[(n, t)] - self.centres[(i, t)];
                 r2 += w * d * d;
             }
-            self.amplitudes[i] * (-0.5 * r2).exp()
+            self.amplitudes[i] * libm::exp(-0.5 * r2)
         })
     }
 }
@@ -374,9 +374,9 @@ pub(crate) mod test_util {
         n: usize,
         diagonal: f64,
     ) -> (DMatrix<f64>, DMatrix<f64>, DVector<f64>) {
-        let a = DMatrix::from_fn(m, m, |i, j| ((i * 7 + j * 3) as f64).sin());
+        let a = DMatrix::from_fn(m, m, |i, j| libm::sin((i * 7 + j * 3) as f64));
         let adj_u = &a + a.transpose() + DMatrix::from_diagonal_element(m, m, diagonal);
-        let adj_f = DMatrix::from_fn(m, n, |i, j| ((i * 5 + j * 11) as f64).cos());
+        let adj_f = DMatrix::from_fn(m, n, |i, j| libm::cos((i * 5 + j * 11) as f64));
         let adj_d = DVector::from_fn(n, |i, _| 0.1 * i as f64 - 0.3);
         (adj_u, adj_f, adj_d)
     }

@@ -135,7 +135,7 @@ impl Projected {
 
     /// The data in the projected space, `X P^T` (N x G).
     pub fn project(&self, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        x * self.p.transpose()
+        crate::numerics::linalg::times_transpose(&x, &self.p)
     }
 
     fn unit(&self) -> Vec<f64> {
@@ -284,7 +284,7 @@ mod tests {
     /// near projected data points.
     fn setup(seed: u64, n: usize, m: usize) -> (DMatrix<f64>, DVector<f64>, Projected) {
         let (x, y) = problem(seed, n, D);
-        let p = DMatrix::from_fn(G, D, |g, d| 0.8 * ((g * D + d) as f64 * 1.3 + 0.4).sin());
+        let p = DMatrix::from_fn(G, D, |g, d| 0.8 * libm::sin((g * D + d) as f64 * 1.3 + 0.4));
         let u = &x * p.transpose();
         let zbar = DMatrix::from_fn(m, G, |i, g| u[(i * n / m, g)] + 0.05 * (g as f64 + 1.0));
         (x, y, Projected::new(p, zbar).expect("valid"))
@@ -372,7 +372,7 @@ mod tests {
         // Rows along (1, 2, 0) with a little spread along (0, 0, 1).
         let x = DMatrix::from_fn(40, 3, |i, d| {
             let t = i as f64 - 19.5;
-            [t, 2.0 * t, 0.1 * (i as f64 * 1.7).sin()][d]
+            [t, 2.0 * t, 0.1 * libm::sin(i as f64 * 1.7)][d]
         });
         let (dirs, vars) = principal_directions(&x, 2).expect("valid");
         let want = [1.0 / 5f64.sqrt(), 2.0 / 5f64.sqrt(), 0.0];

@@ -163,8 +163,8 @@ pub(crate) mod test_util {
         let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-2.0..2.0));
         let y = DVector::from_fn(n, |i, _| {
             let r = x.row(i);
-            (1.3_f64 * r[0]).sin()
-                + 0.5 * r.iter().skip(1).sum::<f64>().cos()
+            libm::sin(1.3_f64 * r[0])
+                + 0.5 * libm::cos(r.iter().skip(1).sum::<f64>())
                 + 0.1 * rng.random_range(-1.0..1.0)
         });
         (x, y)

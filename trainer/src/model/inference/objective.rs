@@ -156,7 +156,7 @@ impl ParamLayout {
                     .log_lengthscales
                     .iter()
                     .zip(&p[self.lengthscale_range()])
-                    .map(|(d, &t)| d * t.exp() / (LENGTHSCALE_FLOOR + t.exp())),
+                    .map(|(d, &t)| d * libm::exp(t) / (LENGTHSCALE_FLOOR + libm::exp(t))),
             );
         }
         out.push(g.kernel.log_signal_var);
@@ -169,17 +169,17 @@ impl ParamLayout {
 
 /// `log l` from its free parameter `t`: `l = floor + exp(t)`.
 fn free_to_lengthscale(t: f64) -> f64 {
-    (LENGTHSCALE_FLOOR + t.exp()).ln()
+    libm::log(LENGTHSCALE_FLOOR + libm::exp(t))
 }
 
 /// The free parameter of `log l`; a length scale at or below the floor is
 /// placed just above it.
 fn lengthscale_to_free(log_l: f64) -> f64 {
-    let excess = log_l.exp() - LENGTHSCALE_FLOOR;
+    let excess = libm::exp(log_l) - LENGTHSCALE_FLOOR;
     if excess > 0.0 {
-        excess.ln()
+        libm::log(excess)
     } else {
-        (1e-3 * LENGTHSCALE_FLOOR).ln()
+        libm::log(1e-3 * LENGTHSCALE_FLOOR)
     }
 }
 

@@ -174,7 +174,7 @@ mod tests {
     /// function, so the outputs pull the shared block different ways.
     fn targets(n: usize) -> (nalgebra::DMatrix<f64>, DVector<f64>, DVector<f64>) {
         let (x, y) = problem(7, n, 2);
-        let y2 = DVector::from_fn(n, |i, _| 3.0 * (x[(i, 1)] * 0.8).cos() - 0.5 * y[i]);
+        let y2 = DVector::from_fn(n, |i, _| 3.0 * libm::cos(x[(i, 1)] * 0.8) - 0.5 * y[i]);
         (x, y, y2)
     }
 

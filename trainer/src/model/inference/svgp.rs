@@ -46,7 +46,7 @@ use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::model::likelihood::log_norm_cdf_and_ratio;
 use crate::numerics::linalg::{
-    cholesky_jittered, faer_ref, lower_inverse, mirror_lower, mul, mul_triangular, solve_lower_mut,
+    cholesky_jittered, lower_inverse, mat_ref, mirror_lower, mul, mul_triangular, solve_lower_mut,
     solve_lower_t_mut, JitterPolicy, Triangle,
 };
 use crate::{Error, Result};
@@ -154,7 +154,7 @@ impl Variational {
             for j in 0..i {
                 p.push(self.sqrt[(i, j)]);
             }
-            p.push(self.sqrt[(i, i)].ln());
+            p.push(libm::log(self.sqrt[(i, i)]));
         }
         p
     }
@@ -178,7 +178,7 @@ impl Variational {
                 sqrt[(i, j)] = p[k];
                 k += 1;
             }
-            sqrt[(i, i)] = p[k].exp();
+            sqrt[(i, i)] = libm::exp(p[k]);
             k += 1;
         }
         Ok(Variational {
@@ -207,7 +207,7 @@ impl Variational {
     /// `KL(N(m, L L^T) || N(0, I))`.
     pub(crate) fn kl(&self) -> f64 {
         let m = self.mean.len() as f64;
-        let log_diag: f64 = self.sqrt.diagonal().iter().map(|v| v.ln()).sum();
+        let log_diag: f64 = self.sqrt.diagonal().iter().map(|v| libm::log(*v)).sum();
         0.5 * (self.sqrt.norm_squared() + self.mean.norm_squared() - m) - log_diag
     }
 }
@@ -366,8 +366,8 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
         .iter()
         .map(|q| {
             let mut c = mirror_lower(mul_triangular(
-                (faer_ref(&q.sqrt), Triangle::TriangularLower),
-                (faer_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
+                (mat_ref(&q.sqrt), Triangle::TriangularLower),
+                (mat_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
                 Triangle::TriangularLower,
             ));
             for i in 0..c.nrows() {
@@ -380,13 +380,13 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
         .iter()
         .map(|c| {
             let c_li = mul_triangular(
-                (faer_ref(c), Triangle::Rectangular),
-                (faer_ref(&lu_inv), Triangle::TriangularLower),
+                (mat_ref(c), Triangle::Rectangular),
+                (mat_ref(&lu_inv), Triangle::TriangularLower),
                 Triangle::Rectangular,
             );
             mirror_lower(mul_triangular(
-                (faer_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
-                (faer_ref(&c_li), Triangle::Rectangular),
+                (mat_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
+                (mat_ref(&c_li), Triangle::Rectangular),
                 Triangle::TriangularLower,
             ))
         })
@@ -411,7 +411,7 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
         let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
         let mut h_sum = DVector::zeros(rows);
         for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(&ps)).enumerate() {
-            let pk = mul(faer_ref(p), faer_ref(&kuf));
+            let pk = mul(mat_ref(p), mat_ref(&kuf));
             let mu = kuf.tr_mul(beta);
             let mut g = DVector::zeros(rows);
             let mut h = DVector::zeros(rows);
@@ -432,7 +432,7 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
                 col *= *hn;
             }
             sums.d_p
-                .push(mul(faer_ref(&kuf_h), faer_ref(&kuf).transpose()));
+                .push(mul(mat_ref(&kuf_h), mat_ref(&kuf).transpose()));
             if !adjoints {
                 continue;
             }
@@ -519,25 +519,25 @@ fn gradient<F: InducingFeatures + ?Sized>(
     for (k, q) in qs.iter().enumerate() {
         let li_d_beta = lu_inv * &d_beta[k];
         let li_dp = mul_triangular(
-            (faer_ref(lu_inv), Triangle::TriangularLower),
-            (faer_ref(&d_p[k]), Triangle::Rectangular),
+            (mat_ref(lu_inv), Triangle::TriangularLower),
+            (mat_ref(&d_p[k]), Triangle::Rectangular),
             Triangle::Rectangular,
         );
         let d_s = mirror_lower(mul_triangular(
-            (faer_ref(&li_dp), Triangle::Rectangular),
-            (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+            (mat_ref(&li_dp), Triangle::Rectangular),
+            (mat_ref(lu_inv).transpose(), Triangle::TriangularUpper),
             Triangle::TriangularLower,
         ));
         let (mut d_sqrt, c_d_s) = rayon::join(
             || {
                 let d_s_l = mul_triangular(
-                    (faer_ref(&d_s), Triangle::Rectangular),
-                    (faer_ref(&q.sqrt), Triangle::TriangularLower),
+                    (mat_ref(&d_s), Triangle::Rectangular),
+                    (mat_ref(&q.sqrt), Triangle::TriangularLower),
                     Triangle::TriangularLower,
                 );
                 d_s_l * 2.0 + &q.sqrt
             },
-            || kuu.map(|_| mul(faer_ref(&cs[k]), faer_ref(&d_s))),
+            || kuu.map(|_| mul(mat_ref(&cs[k]), mat_ref(&d_s))),
         );
         for i in 0..m {
             d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
@@ -556,8 +556,8 @@ fn gradient<F: InducingFeatures + ?Sized>(
         });
     };
     let mut d_lu = mul_triangular(
-        (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
-        (faer_ref(&c_d), Triangle::Rectangular),
+        (mat_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+        (mat_ref(&c_d), Triangle::Rectangular),
         Triangle::TriangularLower,
     ) + outer;
     d_lu.neg_mut();
@@ -575,7 +575,7 @@ fn gradient<F: InducingFeatures + ?Sized>(
 /// (Murray 2016): `L^{-T} Phi(L^T dF/dL) L^{-1}`, symmetrised, where `Phi`
 /// keeps the lower triangle and halves the diagonal.
 pub(crate) fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
-    let mut p = mul(faer_ref(l).transpose(), faer_ref(d_l));
+    let mut p = mul(mat_ref(l).transpose(), mat_ref(d_l));
     p.fill_upper_triangle(0.0, 1);
     for i in 0..p.nrows() {
         p[(i, i)] *= 0.5;
@@ -606,7 +606,7 @@ pub(crate) fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
             col.neg_mut();
         }
     }
-    let l2 = mul(faer_ref(&lu), faer_ref(&r_t));
+    let l2 = mul(mat_ref(&lu), mat_ref(&r_t));
     let mut l2 = l2;
     l2.fill_upper_triangle(0.0, 1);
     Ok((
@@ -806,9 +806,9 @@ mod tests {
     use crate::model::likelihood::{norm_cdf, norm_pdf};
 
     fn problem(n: usize, m: usize) -> (DMatrix<f64>, DMatrix<f64>, PseudoInputs, KernelParams) {
-        let x = DMatrix::from_fn(n, 2, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin() * 1.5);
+        let x = DMatrix::from_fn(n, 2, |i, j| libm::sin((i * 7 + j * 3) as f64 * 0.37) * 1.5);
         let y = DMatrix::from_fn(n, 1, |i, _| {
-            if x[(i, 0)] * x[(i, 1)] + 0.3 * ((i * 13) as f64).cos() > 0.0 {
+            if x[(i, 0)] * x[(i, 1)] + 0.3 * libm::cos((i * 13) as f64) > 0.0 {
                 1.0
             } else {
                 -1.0
@@ -820,13 +820,13 @@ mod tests {
     }
 
     fn some_q(m: usize) -> Variational {
-        let mut sqrt = DMatrix::from_fn(m, m, |i, j| 0.2 * ((i * 5 + j * 3) as f64).sin());
+        let mut sqrt = DMatrix::from_fn(m, m, |i, j| 0.2 * libm::sin((i * 5 + j * 3) as f64));
         sqrt.fill_upper_triangle(0.0, 1);
         for i in 0..m {
             sqrt[(i, i)] = 0.4 + 0.1 * i as f64;
         }
         Variational {
-            mean: DVector::from_fn(m, |i, _| ((i * 3) as f64).cos()),
+            mean: DVector::from_fn(m, |i, _| libm::cos((i * 3) as f64)),
             sqrt,
             bias: 0.3,
         }
@@ -897,9 +897,9 @@ mod tests {
 
     #[test]
     fn cholesky_adjoint_matches_differences() {
-        let k = DMatrix::from_fn(4, 4, |i, j| (-0.3 * (i as f64 - j as f64).powi(2)).exp())
+        let k = DMatrix::from_fn(4, 4, |i, j| libm::exp(-0.3 * (i as f64 - j as f64).powi(2)))
             + DMatrix::identity(4, 4) * 0.1;
-        let w = DMatrix::from_fn(4, 4, |i, j| ((i * 3 + j) as f64).sin());
+        let w = DMatrix::from_fn(4, 4, |i, j| libm::sin((i * 3 + j) as f64));
         let f = |k: &DMatrix<f64>| {
             let l = k.clone().cholesky().expect("pd").unpack();
             l.component_mul(&w).sum()

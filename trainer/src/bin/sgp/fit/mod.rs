@@ -216,6 +216,12 @@ pub(crate) struct Settings {
     /// and the binary svgp classifier; docs/src/learning.md).
     #[arg(long)]
     updatable: bool,
+    /// The same blob, bit for bit, from the same data and settings on any
+    /// x86-64 or aarch64 CPU and at any thread count: products and solves
+    /// in one fixed order, no fused multiply-adds (docs/src/benchmarks.md,
+    /// "Across machines", for what it costs).
+    #[arg(long)]
+    reproducible: bool,
 }
 
 impl Settings {
@@ -242,11 +248,16 @@ impl Settings {
             max_points: self.max_points,
             ivm_posterior: self.ivm_posterior,
             updatable: self.updatable,
+            reproducible: self.reproducible,
         }
     }
 }
 
 pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    args.settings.options().run(|| fit_any(args, given, quiet))
+}
+
+fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
     let input = Input::open(&args.data)?;
     let mut outputs = vec![("--out", args.out.as_path())];
     if let Some(golden) = &args.golden {
