@@ -182,8 +182,8 @@ pub(crate) struct FitArgs {
     golden: Option<PathBuf>,
     /// The same blob, bit for bit, from the same data and settings on any
     /// x86-64 or aarch64 CPU and at any thread count: products and solves
-    /// in one fixed order, no fused multiply-adds (docs/src/numerics.md,
-    /// "Reproducible fits", for what it costs).
+    /// in one fixed order, no fused multiply-adds (the guide's benchmarks,
+    /// "Across machines", for what it costs).
     #[arg(long)]
     reproducible: bool,
 }
