@@ -218,7 +218,7 @@ pub(crate) struct Settings {
     updatable: bool,
     /// The same blob, bit for bit, from the same data and settings on any
     /// x86-64 or aarch64 CPU and at any thread count: products and solves
-    /// in one fixed order, no fused multiply-adds (docs/src/benchmarks.md,
+    /// in one fixed order, no fused multiply-adds (the guide's benchmarks,
     /// "Across machines", for what it costs).
     #[arg(long)]
     reproducible: bool,
