@@ -229,10 +229,18 @@ pub(crate) fn add_transposed<const M: usize>(
             prepare(*w2, d2),
             prepare(*w3, d3),
         );
-        let (t0, t1, t2, t3) = (w0[1], w1[1], w2[1], w3[1]);
-        // One chain of multiply-adds per column, onto its sum.
-        for (wj, &[_, g0, _, g1, _, g2, _, g3]) in before.iter_mut().zip(main.as_chunks::<8>().0) {
-            wj[0] = wj[0] + g0 * t0 + g1 * t1 + g2 * t2 + g3 * t3;
+        let t = [w0[1], w1[1], w2[1], w3[1]];
+        let [_, t1, t2, t3] = t;
+        // One chain of multiply-adds per column, onto its sum; four
+        // columns a step (done is a multiple of four: no tails).
+        let columns = main.as_chunks::<8>().0.as_chunks::<BLOCK>().0;
+        for (ws, gs) in before.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns) {
+            let [c0, c1, c2, c3] = gs;
+            let [v0, v1, v2, v3] = ws;
+            add_column(v0, c0, t);
+            add_column(v1, c1, t);
+            add_column(v2, c2, t);
+            add_column(v3, c3, t);
         }
         let [_, g10, _, g20, _, g21, _, g30, _, g31, _, g32] = *corner;
         w0[0] = w0[0] + g10 * t1 + g20 * t2 + g30 * t3;
@@ -257,6 +265,16 @@ pub(crate) fn add_transposed<const M: usize>(
             wj[0] += g * ti;
         }
     }
+}
+
+/// `w[0] += g . t` over a column's four `G` entries (the odd ones).
+#[inline(always)]
+fn add_column(
+    w: &mut [f32; 2],
+    &[_, g0, _, g1, _, g2, _, g3]: &[f32; 8],
+    [t0, t1, t2, t3]: [f32; 4],
+) {
+    w[0] = w[0] + g0 * t0 + g1 * t1 + g2 * t2 + g3 * t3;
 }
 
 /// `acc <- L1^-T acc` over the `L1` half of the pairs (its diagonal
@@ -440,17 +458,30 @@ pub(crate) fn update<const M: usize>(
         (
             corner[1], corner[3], corner[5], corner[7], corner[9], corner[11],
         ) = (g10, g20, g21, g30, g31, g32);
-        let [s0, s1, s2, s3] = steps;
-        for (vj, column) in done_v.iter_mut().zip(main.as_chunks_mut::<8>().0) {
-            let [_, g0, _, g1, _, g2, _, g3] = *column;
-            let (g3, x) = s3.apply(g3, vj[0]);
-            let (g2, x) = s2.apply(g2, x);
-            let (g1, x) = s1.apply(g1, x);
-            let (g0, x) = s0.apply(g0, x);
-            (column[1], column[3], column[5], column[7]) = (g0, g1, g2, g3);
-            vj[0] = x;
+        // Four columns a step (i0 is a multiple of four: no tails).
+        let columns = main.as_chunks_mut::<8>().0.as_chunks_mut::<BLOCK>().0;
+        for (vs, gs) in done_v.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns) {
+            let [v0, v1, v2, v3] = vs;
+            let [c0, c1, c2, c3] = gs;
+            update_column(v0, c0, steps);
+            update_column(v1, c1, steps);
+            update_column(v2, c2, steps);
+            update_column(v3, c3, steps);
         }
     }
+}
+
+/// A column's four `G` entries (the odd ones of `column`) and the
+/// vector's entry `v[0]` there through a block's steps, last row first.
+#[inline(always)]
+fn update_column(v: &mut [f32; 2], column: &mut [f32; 8], [s0, s1, s2, s3]: [Step; BLOCK]) {
+    let [_, g0, _, g1, _, g2, _, g3] = *column;
+    let (g3, x) = s3.apply(g3, v[0]);
+    let (g2, x) = s2.apply(g2, x);
+    let (g1, x) = s1.apply(g1, x);
+    let (g0, x) = s0.apply(g0, x);
+    (column[1], column[3], column[5], column[7]) = (g0, g1, g2, g3);
+    v[0] = x;
 }
 
 /// The steps of a block's four rows, last first, applied to the block's
