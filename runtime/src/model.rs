@@ -596,7 +596,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
-        let (latent, _) = self.latent(self.first()?, latent_mean, &k, None);
+        let (latent, _) = self.latent(self.first()?, latent_mean, &k, None)?;
         Ok(latent)
     }
 
@@ -658,7 +658,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// shares the first output's variance, the first output's vectors).
     /// Without `u` the product keeps nothing (a plain prediction then
     /// neither zero-fills nor stores a scratch vector: 160 instructions at
-    /// M = 32).
+    /// M = 32). An updatable model's mean `z . a` comes from the same pass
+    /// (its `beta . k` is zero); [`Error::InputOverflow`] if it overflows.
     #[inline(always)]
     fn latent(
         &self,
@@ -666,23 +667,27 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         latent_mean: f32,
         k: &[f32; M],
         u: Option<&mut [[f32; 2]; M]>,
-    ) -> (Prediction, bool) {
+    ) -> Result<(Prediction, bool), Error> {
         let (source, ratio) = self.variance_source(output);
         let (variance, unclamped, whitened_mean) = self.latent_variance(source, output, k, u);
         let latent_mean = match (self.variance, output.shared_variance) {
             // An updatable model's mean is z . a (its beta is zero); an
             // output sharing the first's factors has z scaled by
-            // sqrt(ratio).
-            (VarianceForm::Whitened, None) => latent_mean + whitened_mean,
-            (VarianceForm::Whitened, Some(ratio)) => {
-                latent_mean + whitened::root_and_reciprocal(ratio).0 * whitened_mean
+            // sqrt(ratio). Its sum is checked here, as the basis's is.
+            (VarianceForm::Whitened, shared) => {
+                let scale = shared.map_or(1.0, |r| whitened::root_and_reciprocal(r).0);
+                let mean = latent_mean + scale * whitened_mean;
+                if !mean.is_finite() {
+                    return Err(Error::InputOverflow);
+                }
+                mean
             }
             _ => latent_mean,
         };
-        (
+        Ok((
             self.scaled_latent(output, latent_mean, ratio * variance),
             unclamped,
-        )
+        ))
     }
 
     /// The output whose factors give `output`'s variance, and the ratio

@@ -163,7 +163,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         latent_mean: f32,
     ) -> Result<PredictionWithGradient<D>, Error> {
         let mut u = [[0.0f32; 2]; M];
-        let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u));
+        let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u))?;
         let Prediction { mean, variance } = self.observed(output, latent);
         // A shared variance is the first output's times `ratio`: its
         // factors, its vectors `u`, and the ratio in the chain rule.

@@ -347,7 +347,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             let latent = match output.shared_variance {
                 // An updatable model's means need each output's z . a.
                 _ if self.variance == VarianceForm::Whitened => {
-                    self.latent(output, latent_mean, &k, None).0
+                    self.latent(output, latent_mean, &k, None)?.0
                 }
                 Some(ratio) => self.scaled_latent(output, latent_mean, ratio * first_variance),
                 None => {
