@@ -508,7 +508,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.outputs.first().map_or(0.0, Output::noise_variance)
     }
 
-    /// Predictive mean only: `O(M G)`, no variance work.
+    /// Predictive mean only: `O(M G)`, no variance work (an updatable
+    /// model, whose mean is `z . a` with `z = L1^-1 k`, runs
+    /// [`Model::predict_latent`]: `O(M G + M^2)`).
     ///
     /// ```
     /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));

@@ -319,10 +319,10 @@ fn a_posterior_wider_than_the_prior_is_refused_with_the_reason() {
     });
     let model = fit(&data, &params, &mut |_| {}).unwrap().model;
     let set = ModelSet::single(model, Vec::new());
-    let message = export_updatable(&set, &data.raw_x(), None, false)
-        .err()
-        .expect("the export refuses the model")
-        .to_string();
+    let Err(error) = export_updatable(&set, &data.raw_x(), None, false) else {
+        panic!("the export accepted a posterior wider than the prior");
+    };
+    let message = error.to_string();
     assert!(
         message.contains("exceeds the prior") && message.contains("without --updatable"),
         "{message}"
