@@ -328,3 +328,83 @@ fn a_posterior_wider_than_the_prior_is_refused_with_the_reason() {
         "{message}"
     );
 }
+
+/// Several outputs on one basis learn together (`update_all`): with the
+/// outputs' variance tied (one `S`, the first output's, scaled) and
+/// separate, after 300 updates without forgetting every output predicts
+/// its own batch posterior of the training rows and the updates.
+#[test]
+fn several_outputs_learn_their_batch_posteriors() {
+    use sgp_trainer::data::multi_target::MultiTargetData;
+    use sgp_trainer::fit::multi_output::{fit_multi_with, VarianceSharing};
+    // Two outputs of one plant on the same inputs: before and after its
+    // gain shift (the second twice as noisy).
+    let outputs = |rows: usize, seed: u64| {
+        let (x, a) = Shift::Gain.rows(rows, D, false, NOISE, seed);
+        let (_, b) = Shift::Gain.rows(rows, D, true, 2.0 * NOISE, seed);
+        (x, DMatrix::from_columns(&[a, b]))
+    };
+    let (lab_x, lab_y) = outputs(400, 1);
+    let (x, y) = outputs(300, 5);
+    let names: Vec<String> = (1..=D).map(|j| format!("x{j}")).collect();
+    let lab = MultiTargetData::from_raw(
+        lab_x.clone(),
+        lab_y.clone(),
+        names,
+        &["a".to_string(), "b".to_string()],
+    )
+    .unwrap();
+    for sharing in [VarianceSharing::Tied, VarianceSharing::Separate] {
+        let params = FitParams::Spgp(SparseParams {
+            m: M,
+            restarts: 1,
+            held_out_choice: false,
+            ..SparseParams::default()
+        });
+        let fitted = fit_multi_with(&lab, &params, sharing, &mut |_| {}).unwrap();
+        let blob = export_updatable(&fitted.set, &lab_x, Some(Approximation::Fitc), false)
+            .unwrap()
+            .blob;
+        let spec = ModelSpec::from_bytes(&blob).unwrap();
+        let shared = spec.outputs.iter().all(|o| o.l1.is_empty());
+        assert_eq!(shared, sharing == VarianceSharing::Tied, "{sharing:?}");
+        let mut device = Model::<M, D, D, 2>::from_bytes(&blob).unwrap();
+        for (row, targets) in x.row_iter().zip(y.row_iter()) {
+            let targets: Vec<f32> = targets.iter().map(|&v| v as f32).collect();
+            device
+                .update_all(&f32s(row.transpose().as_view()), &targets)
+                .unwrap();
+        }
+        let all_x = DMatrix::from_rows(&lab_x.row_iter().chain(x.row_iter()).collect::<Vec<_>>());
+        let (probes, _) = Shift::Gain.rows(60, D, false, NOISE, 6);
+        for (p, member) in fitted.set.members.iter().enumerate() {
+            let all_y = DVector::from_iterator(
+                all_x.nrows(),
+                lab_y.column(p).iter().chain(y.column(p).iter()).copied(),
+            );
+            let batch = TrainedModel {
+                form: conditioned(
+                    &member.form,
+                    &member.transform.apply_x(&all_x),
+                    &member.transform.apply_y(&all_y),
+                    Approximation::Fitc,
+                )
+                .unwrap(),
+                ..member.clone()
+            };
+            let reference = batch.predict_raw(&probes).unwrap();
+            for (i, row) in probes.row_iter().enumerate() {
+                let got = device
+                    .predict_all(&f32s(row.transpose().as_view()))
+                    .unwrap()[p];
+                let sd = reference.var[i].sqrt();
+                let mean = (f64::from(got.mean) - reference.mean[i]).abs() / sd;
+                let var = (f64::from(got.variance) - reference.var[i]).abs() / reference.var[i];
+                assert!(
+                    mean < 1e-2 && var < 2e-2,
+                    "{sharing:?} output {p} point {i}: mean {mean:.2e} sd, variance {var:.2e}"
+                );
+            }
+        }
+    }
+}
