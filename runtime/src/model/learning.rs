@@ -559,8 +559,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// Conditions every output on one observation: `y[p]` is output `p`'s
     /// target at `x` (raw units), with the model's [`UpdateSettings`].
     /// Outputs that share the first output's variance share its update of
-    /// `S` (one rank-one update and one weight update per output); outputs
-    /// with factors of their own are each updated as a model of their own.
+    /// `S` (one rank-one update; per further output the solve of its mean
+    /// `z . a` and an `O(M)` update of `a`); outputs with factors of their
+    /// own are each updated as a model of their own.
     /// All or nothing: if any target is invalid or an outlier, no output
     /// changes.
     ///
