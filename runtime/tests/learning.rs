@@ -602,3 +602,27 @@ impl Strip for Learning {
         spec
     }
 }
+
+/// A model that has not learned writes its source back byte for byte,
+/// however often it is asked (a refused update changes nothing either).
+#[test]
+fn an_unchanged_model_writes_its_source_back() {
+    let blob = doc_updatable_spec().to_bytes().unwrap();
+    let mut model = Model::<4, 2, 2>::from_bytes(&blob).unwrap();
+    let mut out = vec![0u8; blob.len()];
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_eq!(out, blob);
+    let strict = UpdateSettings {
+        gate: 1.0,
+        ..Default::default()
+    };
+    assert_eq!(
+        model.update_with(&[0.0, 0.0], 1e6, strict),
+        Err(Error::Outlier)
+    );
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_eq!(out, blob);
+    model.update(&[0.0, 0.0], 1.0).unwrap();
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_ne!(out, blob);
+}

@@ -734,8 +734,14 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let m = self.m;
         for output in outputs {
             let spans = output.spans;
-            let beta = self.mean_weights(output);
-            write_floats(out, spans.beta, beta.iter().take(m).copied())?;
+            // An output that has not learned since `source` keeps its
+            // beta, bit for bit (solving again would round differently).
+            let kept = same_floats(source, spans.mean, output.mean().iter().take(m).copied())
+                && (spans.l2 == 0 || same_floats(source, spans.l2, output.packed_second(m)));
+            if !kept {
+                let beta = self.mean_weights(output);
+                write_floats(out, spans.beta, beta.iter().take(m).copied())?;
+            }
             write_floats(out, spans.mean, output.mean().iter().take(m).copied())?;
             if spans.l2 != 0 {
                 write_floats(out, spans.l2, output.packed_second(m))?;
@@ -773,6 +779,17 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         }
         beta
     }
+}
+
+/// Whether `blob` holds `values` as little-endian f32s from byte `at`.
+fn same_floats(blob: &[u8], at: u32, mut values: impl Iterator<Item = f32>) -> bool {
+    let Some(tail) = blob.get(at as usize..) else {
+        return false;
+    };
+    let mut slots = tail.as_chunks::<4>().0.iter();
+    values
+        .into_iter()
+        .all(|v| slots.next() == Some(&v.to_le_bytes()))
 }
 
 /// `values` as little-endian f32s from byte `at` of `out`.
