@@ -787,9 +787,7 @@ fn same_floats(blob: &[u8], at: u32, mut values: impl Iterator<Item = f32>) -> b
         return false;
     };
     let mut slots = tail.as_chunks::<4>().0.iter();
-    values
-        .into_iter()
-        .all(|v| slots.next() == Some(&v.to_le_bytes()))
+    values.all(|v| slots.next() == Some(&v.to_le_bytes()))
 }
 
 /// `values` as little-endian f32s from byte `at` of `out`.
