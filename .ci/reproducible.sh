@@ -3,13 +3,17 @@
 # fits (SPGP, VSGP, a text-label SVGP classifier, a two-output SPGP) run
 # natively, natively on one thread, and under `qemu-x86_64 -cpu Nehalem`
 # (x86-64-v2: SSE4.2, no AVX, no FMA), and the blobs must agree bit for bit.
-# Usage: .ci/reproducible.sh [path/to/sgp]  (default: target/release/sgp,
-# built if missing). Needs qemu-x86_64 (Debian: qemu-user).
+# Usage: .ci/reproducible.sh [path/to/sgp [path/to/aarch64/sgp]]  (default:
+# target/release/sgp, built if missing). Needs qemu-x86_64 (Debian:
+# qemu-user). With an aarch64 build of sgp the fits also run under
+# qemu-aarch64 (not in CI: the cross build costs minutes; the guide's
+# "Across machines" gives the commands).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 sgp=${1:-target/release/sgp}
 [ -x "$sgp" ] || cargo build --release -q -p sgp-trainer --bin sgp
 sgp=$(realpath "$sgp")
+arm=${2:+$(realpath "$2")}
 command -v qemu-x86_64 >/dev/null || { echo "qemu-x86_64 not found (apt-get install qemu-user)" >&2; exit 1; }
 
 dir=$(mktemp -d)
@@ -38,7 +42,12 @@ for entry in "${fits[@]}"; do
     qemu-x86_64 -cpu Nehalem "$sgp" "${common[@]}" --out "$name-nehalem.sgp" 2>&1 >/dev/null \
         | grep -v TCG || true
     [ -s "$name-nehalem.sgp" ] || { echo "$name: no blob under qemu" >&2; status=1; continue; }
-    for other in 1thread nehalem; do
+    others=(1thread nehalem)
+    if [ -n "$arm" ]; then
+        qemu-aarch64 -L /usr/aarch64-linux-gnu "$arm" "${common[@]}" --out "$name-aarch64.sgp" > /dev/null
+        others+=(aarch64)
+    fi
+    for other in "${others[@]}"; do
         if cmp -s "$name-native.sgp" "$name-$other.sgp"; then
             verdict=same
         else

@@ -102,6 +102,17 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
             Err(e) => last = Some(e),
         }
     }
+    let least = e.symmetric_eigen().eigenvalues.min();
+    if least < 0.0 {
+        // A posterior wider than the prior has no U-D form of I - S (and
+        // no update would keep it below the prior).
+        return Err(Error::Numerical(format!(
+            "the fitted posterior's variance exceeds the prior along some direction of the \
+             inducing values (I - S has eigenvalue {least:.3e} in whitened coordinates), which \
+             an updatable blob cannot hold (seen with svgp classifiers on labels their inputs \
+             separate perfectly); export this model without --updatable"
+        )));
+    }
     Err(last.unwrap_or_else(|| Error::Numerical("no jitter to try".into())))
 }
 
