@@ -4,7 +4,8 @@
 
 /// The newest format version this runtime reads and writes. It reads every
 /// version from [`OLDEST_VERSION`] on, and writes the oldest version that
-/// holds a blob: 7 only for a model that learns on the device, 6 when an
+/// holds a blob: 7 only for a model that learns on the device or has a
+/// kernel other than the squared exponential, 6 when an
 /// output shares the first output's variance, else 5 (so a runtime of
 /// version 5 still reads every other blob).
 pub const VERSION: u16 = 7;
@@ -16,6 +17,6 @@ pub const VERSION: u16 = 7;
 /// the further outputs and the class labels (none before it: one output),
 /// version 6 further outputs without factors of their own (an empty `l1`:
 /// the first output's variance, scaled by the ratio of the priors), version
-/// 7 the [`crate::VarianceForm::Whitened`] form and the learning block of a
-/// model that updates itself on the device.
+/// 7 the [`crate::VarianceForm::Whitened`] form, the learning block of a
+/// model that updates itself on the device and the [`crate::Kernel`].
 pub const OLDEST_VERSION: u16 = 1;
