@@ -6,7 +6,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::{
     data_scale_kernel, Checked, ExactParams, FitReport, Fitted, Hyperparameters, Method,
@@ -37,13 +37,14 @@ pub(crate) fn training_subset(data: &Dataset, max_points: usize, seed: u64) -> R
 /// Optimises the exact GP's hyperparameters on `data`.
 pub(crate) fn optimise_exact(
     data: &Dataset,
+    kernel: Kernel,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, crate::numerics::optimise::OptimiseReport)> {
     optimise_exact_from(
         &data.x,
         &data.y,
-        data_scale_kernel(data)?,
+        data_scale_kernel(data, kernel)?,
         optimiser,
         progress,
     )
@@ -75,7 +76,7 @@ pub(crate) fn fit_exact(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let subset = training_subset(data, params.max_points, params.seed)?;
-    let (kern, run) = optimise_exact(&subset, &params.optimiser, progress)?;
+    let (kern, run) = optimise_exact(&subset, params.kernel, &params.optimiser, progress)?;
     let posterior = exact_posterior(&kern, &subset.x, &subset.y, &JitterPolicy::default())?;
     let mut report = FitReport::new(
         Method::Exact,

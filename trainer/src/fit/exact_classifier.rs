@@ -66,7 +66,7 @@ pub(crate) fn fit_exact_classifier(
     };
     let subset = training_subset(data, params.max_points, params.seed)?;
     let bias = probit_bias(&subset.y);
-    let start = data_scale_kernel(&subset)?;
+    let start = data_scale_kernel(&subset, params.kernel)?;
     let (kern, run) = optimise_laplace(
         &subset.x,
         &subset.y,

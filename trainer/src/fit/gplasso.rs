@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::exact::{optimise_exact, training_subset};
@@ -146,6 +146,8 @@ pub struct GplassoParams {
     /// predicts held-out rows better, as SPGP does (off when the objective
     /// was named, `sgp fit --objective`).
     pub choose_objective: bool,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for GplassoParams {
@@ -162,6 +164,7 @@ impl Default for GplassoParams {
             approximation: Approximation::Fitc,
             held_out_choice: true,
             choose_objective: true,
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -358,11 +361,12 @@ fn hyperparameters(
     data: &Dataset,
     max_points: usize,
     seed: u64,
+    kernel: Kernel,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, u64)> {
     let subset = training_subset(data, max_points, seed)?;
-    let (kern, run) = optimise_exact(&subset, optimiser, progress)?;
+    let (kern, run) = optimise_exact(&subset, kernel, optimiser, progress)?;
     Ok((kern, run.iterations))
 }
 
@@ -472,6 +476,7 @@ fn rival_spgp(params: &GplassoParams) -> SparseParams {
         approximation: params.approximation,
         optimiser: params.optimiser.clone(),
         held_out_choice: true,
+        kernel: params.kernel,
         ..SparseParams::default()
     }
 }
@@ -496,8 +501,14 @@ fn fit_with(
         };
         (params.max_points.min(start_rows(params.m)), start)
     };
-    let (kern, hyper_iterations) =
-        hyperparameters(data, points, params.seed, &start, &mut counted)?;
+    let (kern, hyper_iterations) = hyperparameters(
+        data,
+        points,
+        params.seed,
+        params.kernel,
+        &start,
+        &mut counted,
+    )?;
     done.set(hyper_iterations);
     let hyper_seconds = started.elapsed().as_secs_f64();
     let selection = select(data, params, &kern)?;
@@ -542,7 +553,8 @@ fn fit_with(
                 approximation,
                 ..config
             };
-            let kernels = [kern, reoptimised, super::data_scale_kernel(data)?];
+            let scales = super::data_scale_kernel(data, kern.kernel)?;
+            let kernels = [kern, reoptimised, scales];
             let starts = kernels
                 .into_iter()
                 .map(|kern| Ok((String::new(), PseudoInputs::new(z.clone())?, kern)));
@@ -628,6 +640,7 @@ pub fn exact_hyperparameters(data: &Dataset, params: &GplassoParams) -> Result<K
         data,
         params.max_points,
         params.seed,
+        params.kernel,
         &params.optimiser,
         &mut |_| {},
     )?
@@ -854,6 +867,7 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
         &train,
         params.max_points,
         params.seed,
+        params.kernel,
         &params.optimiser,
         &mut |_| {},
     )?;

@@ -36,6 +36,7 @@ pub mod svgp;
 pub mod task;
 pub mod vsgp;
 
+use sgp_runtime::Kernel;
 use std::borrow::Cow;
 use std::ops::Deref;
 
@@ -173,6 +174,8 @@ pub struct ExactParams {
     pub seed: u64,
     /// Optimiser settings.
     pub optimiser: OptimiseOptions,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for ExactParams {
@@ -181,6 +184,7 @@ impl Default for ExactParams {
             max_points: 1000,
             seed: 0,
             optimiser: default_optimiser(),
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -263,6 +267,8 @@ pub struct SparseParams {
     /// ignore it). The procedure asked for is kept unless the other clearly
     /// wins.
     pub held_out_choice: bool,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for SparseParams {
@@ -277,6 +283,7 @@ impl Default for SparseParams {
             hyper_init: HyperInit::DataScales,
             max_points: 1000,
             held_out_choice: true,
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -373,6 +380,31 @@ pub enum FitParams {
 }
 
 impl FitParams {
+    /// The covariance function the fit uses.
+    pub fn kernel(&self) -> Kernel {
+        match self {
+            FitParams::Exact(p) => p.kernel,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.kernel,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.kernel,
+            FitParams::Gplasso(p) => p.kernel,
+            FitParams::Ivm(p) => p.kernel,
+            FitParams::Svgp(p) => p.kernel,
+        }
+    }
+
+    /// Sets the covariance function (`sgp fit --kernel`, Python
+    /// `kernel=`); a family that cannot use it refuses it when it fits.
+    pub fn set_kernel(&mut self, kernel: Kernel) {
+        match self {
+            FitParams::Exact(p) => p.kernel = kernel,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.kernel = kernel,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.kernel = kernel,
+            FitParams::Gplasso(p) => p.kernel = kernel,
+            FitParams::Ivm(p) => p.kernel = kernel,
+            FitParams::Svgp(p) => p.kernel = kernel,
+        }
+    }
+
     /// The settings of `sgp fit --model METHOD --m M --seed SEED` (and
     /// `--dim DIM` for a projected method) with every other flag at its
     /// default. `m` is ignored by the exact GP and `dim` by unprojected
@@ -536,6 +568,9 @@ pub struct Hyperparameters {
     pub noise_variance: f64,
     /// The optimum sits on the noise floor (FITC's known tendency).
     pub noise_on_floor: bool,
+    /// The covariance function's name (`se`, `matern12`, `matern32`,
+    /// `matern52`).
+    pub kernel: &'static str,
 }
 
 impl Hyperparameters {
@@ -551,6 +586,7 @@ impl Hyperparameters {
             signal_variance: transform.unapply_var(kern.signal_var()),
             noise_variance: transform.unapply_var(kern.noise_var()),
             noise_on_floor: kern.noise_on_floor(),
+            kernel: kern.kernel.name(),
         }
     }
 }
@@ -865,9 +901,9 @@ pub(crate) fn refit(data: &Dataset, params: &FitParams) -> Result<TrainedModel> 
     fit(data, params, &mut |_| {}).map(|fitted| fitted.model)
 }
 
-/// Starting kernel hyperparameters from the data's scales.
-pub(crate) fn data_scale_kernel(data: &Dataset) -> Result<KernelParams> {
+/// Starting kernel hyperparameters from the data's scales, for `kernel`.
+pub(crate) fn data_scale_kernel(data: &Dataset, kernel: Kernel) -> Result<KernelParams> {
     let h = crate::fit::init::default_hyperparameters(&data.x, data.y.as_slice());
     let l: Vec<f64> = h.log_lengthscales.iter().map(|v| v.exp()).collect();
-    KernelParams::new(&l, h.log_signal_var.exp(), h.log_noise_var.exp())
+    Ok(KernelParams::new(&l, h.log_signal_var.exp(), h.log_noise_var.exp())?.with_kernel(kernel))
 }

@@ -39,7 +39,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use serde::Serialize;
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::exact::training_subset;
 use super::progress::{continuing, recording};
@@ -398,7 +398,7 @@ fn initial_kernels(data: &MultiTargetData, params: &SparseParams) -> Result<Vec<
         super::HyperInit::DataScales => data
             .outputs()
             .iter()
-            .map(super::data_scale_kernel)
+            .map(|d| super::data_scale_kernel(d, params.kernel))
             .collect(),
         super::HyperInit::ExactSubset => {
             let subsets = subsets(data, params.max_points.min(500), params.seed)?;
@@ -407,9 +407,18 @@ fn initial_kernels(data: &MultiTargetData, params: &SparseParams) -> Result<Vec<
                 ..params.optimiser.clone()
             };
             let jitter = JitterPolicy::default();
-            Ok(optimise_exact_shared(&subsets, None, jitter, &warm_up, &mut |_| {})?.kernels)
+            let start = Start::Scales(params.kernel);
+            Ok(optimise_exact_shared(&subsets, start, jitter, &warm_up, &mut |_| {})?.kernels)
         }
     }
+}
+
+/// Where [`optimise_exact_shared`] starts: each output's kernel, or the
+/// data's scales for a covariance function.
+#[derive(Clone, Copy)]
+enum Start<'a> {
+    Kernels(&'a [KernelParams]),
+    Scales(Kernel),
 }
 
 /// The same random rows of every output.
@@ -424,7 +433,7 @@ fn subsets(data: &MultiTargetData, rows: usize, seed: u64) -> Result<Vec<Dataset
 /// kernel `start` (the data's scales if `None`).
 fn optimise_exact_shared(
     outputs: &[Dataset],
-    start: Option<&[KernelParams]>,
+    start: Start<'_>,
     jitter: JitterPolicy,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
@@ -433,9 +442,11 @@ fn optimise_exact_shared(
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let kern = match start.and_then(|k| k.get(i)) {
-                Some(k) => k.clone(),
-                None => super::data_scale_kernel(d)?,
+            let kern = match start {
+                Start::Kernels(k) => k.get(i).cloned().ok_or_else(|| {
+                    Error::Numerical(format!("no starting kernel for output {i}"))
+                })?,
+                Start::Scales(kernel) => super::data_scale_kernel(d, kernel)?,
             };
             ExactObjective::new(&d.x, &d.y, kern, jitter)
         })
@@ -484,7 +495,7 @@ fn fit_exact_shared(
     let outputs = subsets(data, params.max_points, params.seed)?;
     let fit = optimise_exact_shared(
         &outputs,
-        None,
+        Start::Scales(params.kernel),
         JitterPolicy::default(),
         &params.optimiser,
         progress,
@@ -512,7 +523,7 @@ fn fit_exact_shared(
             };
             optimise_exact_shared(
                 &outputs,
-                Some(&fitted_kernels),
+                Start::Kernels(&fitted_kernels),
                 *jitter,
                 &options,
                 &mut |_| {},

@@ -496,14 +496,14 @@ pub(crate) fn start_positions(
 /// Starting hyperparameters for a sparse fit.
 pub(crate) fn initial_kernel(data: &Dataset, params: &SparseParams) -> Result<KernelParams> {
     match params.hyper_init {
-        HyperInit::DataScales => data_scale_kernel(data),
+        HyperInit::DataScales => data_scale_kernel(data, params.kernel),
         HyperInit::ExactSubset => {
             let subset = training_subset(data, params.max_points.min(500), params.seed)?;
             let warm_up = OptimiseOptions {
                 max_iter: params.optimiser.max_iter.min(100),
                 ..params.optimiser.clone()
             };
-            Ok(optimise_exact(&subset, &warm_up, &mut |_| {})?.0)
+            Ok(optimise_exact(&subset, params.kernel, &warm_up, &mut |_| {})?.0)
         }
     }
 }

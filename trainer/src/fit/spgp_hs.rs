@@ -242,7 +242,8 @@ fn fit_staged(
         spgp.kernel.signal_var(),
         spgp.kernel.noise_var().max(floor),
         floor,
-    )?;
+    )?
+    .with_kernel(spgp.kernel.kernel);
     let objective = SparseObjective::new(&data.x, &data.y, features, kernel, spgp.config)?;
     let layout = objective.layout();
     let log_h = layout.feature_range().end - params.m;

@@ -26,7 +26,7 @@
 
 use std::cell::Cell;
 
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::progress::continuing;
 use super::spgp::{screening, start_positions};
@@ -94,6 +94,8 @@ pub struct SvgpParams {
     pub optimiser: OptimiseOptions,
     /// Where the first start's pseudo-inputs come from.
     pub pseudo_init: PseudoInit,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for SvgpParams {
@@ -105,6 +107,7 @@ impl Default for SvgpParams {
             restarts: DEFAULT_RESTARTS,
             optimiser: sparse.optimiser,
             pseudo_init: sparse.pseudo_init,
+            kernel: sparse.kernel,
         }
     }
 }
@@ -119,6 +122,7 @@ impl SvgpParams {
             restarts: self.restarts,
             optimiser: self.optimiser.clone(),
             pseudo_init: self.pseudo_init.clone(),
+            kernel: self.kernel,
             ..SparseParams::default()
         }
     }
@@ -203,7 +207,7 @@ fn fit_latents(
     bound: &Bound,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SvgpFit> {
-    let kern = initial_kernel(&bound.prior)?;
+    let kern = initial_kernel(&bound.prior)?.with_kernel(params.kernel);
     let sparse = params.sparse();
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);

@@ -15,7 +15,7 @@
 
 use std::cell::Cell;
 
-use sgp_runtime::ModelKind;
+use sgp_runtime::{Kernel, ModelKind};
 
 use super::against_spgp::{unless_spgp_wins, Rivals};
 use super::progress::{continuing, recording};
@@ -24,7 +24,7 @@ use super::{Checked, FitParams, Fitted, Method, SparseParams};
 use crate::data::Dataset;
 use crate::model::features::Multiscale;
 use crate::numerics::optimise::Progress;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Iterations a VSGP fit may use in all: the SPGP stage's, plus `max_iter`.
 pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
@@ -38,6 +38,14 @@ pub(crate) fn fit_vsgp(
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
+    if params.kernel != Kernel::SquaredExponential {
+        return Err(Error::BadInput(format!(
+            "vsgp works with the squared-exponential kernel only, not --kernel {}: its \
+             basis functions are Gaussians of their own widths, whose covariances with a \
+             Matérn kernel have no closed form (spgp, spgp-hs and spgp-dr take any kernel)",
+            params.kernel.name()
+        )));
+    }
     unless_spgp_wins(
         data,
         params,

@@ -39,6 +39,24 @@ const ON_FLOOR_FRACTION: f64 = 1e-2;
 /// spawning rayon tasks costs more than the work.
 const PAR_MIN_ENTRIES: usize = 1 << 16;
 
+/// The kernel named `name` on the command line and in Python (`se`,
+/// `matern12`, `matern32`, `matern52`).
+///
+/// # Errors
+/// [`Error::BadInput`] listing the names for any other.
+pub fn kernel_by_name(name: &str) -> Result<Kernel> {
+    Kernel::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+            Error::BadInput(format!(
+                "unknown kernel '{name}': expected one of {}",
+                names.join(", ")
+            ))
+        })
+}
+
 /// Hyperparameters of the ARD squared-exponential kernel plus the Gaussian
 /// noise, in the unconstrained space the optimiser works in.
 ///

@@ -40,7 +40,7 @@ pub fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
     let s2 = kern.signal_var();
     let noise = kern.noise_var().max(2.0 * RATIO_FLOOR * s2);
     let lengthscales: Vec<f64> = kern.log_lengthscales.iter().map(|v| v.exp()).collect();
-    KernelParams::with_noise_floor(&lengthscales, s2, noise, 0.0)
+    Ok(KernelParams::with_noise_floor(&lengthscales, s2, noise, 0.0)?.with_kernel(kern.kernel))
 }
 
 /// The sum of `P` outputs' objectives with one noise-to-signal ratio.

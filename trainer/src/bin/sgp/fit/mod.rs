@@ -16,6 +16,7 @@ mod summary;
 
 use std::path::PathBuf;
 
+use sgp_runtime::Kernel;
 use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
@@ -23,6 +24,7 @@ use sgp_trainer::fit::{
     FitParams, HyperInit, InitMethod, Method, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
 };
 use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::model::kernel::kernel_by_name;
 use sgp_trainer::Result;
 
 use classes::fit_classes_command;
@@ -120,6 +122,11 @@ pub(crate) struct FitArgs {
     /// clearly predicts held-out rows better (the report says so).
     #[arg(long, value_enum)]
     objective: Option<Approximation>,
+    /// Covariance function: se (squared exponential, infinitely smooth),
+    /// or Matérn matern12, matern32, matern52 (rougher: continuous, once,
+    /// twice differentiable). vsgp takes se only.
+    #[arg(long, default_value = "se", value_parser = parse_kernel)]
+    kernel: Kernel,
     /// spgp, spgp-hs, vsgp, spgp-dr, gplasso: no held-out choice on small
     /// data (spgp: keep the objective; the others: keep their own model
     /// even where plain SPGP predicts held-out rows better; gplasso also
@@ -242,4 +249,9 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
     };
     let fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
     finish_fit(args, (fitted, data.raw_x()), path, labels)
+}
+
+/// `--kernel`'s parser: the library's names, one home.
+fn parse_kernel(name: &str) -> std::result::Result<Kernel, String> {
+    kernel_by_name(name).map_err(|e| e.to_string())
 }

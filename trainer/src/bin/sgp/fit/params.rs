@@ -93,6 +93,7 @@ impl FitArgs {
             max_points: self.max_points,
             held_out_choice: !self.no_held_out_choice
                 && (model.falls_back_to_spgp() || self.objective.is_none()),
+            kernel: self.kernel,
         };
         Ok(match model {
             Method::Svgp => FitParams::Svgp(SvgpParams {
@@ -101,6 +102,7 @@ impl FitArgs {
                 restarts: self.restarts,
                 optimiser,
                 pseudo_init: self.init.into(),
+                kernel: self.kernel,
             }),
             Method::Gplasso => FitParams::Gplasso(GplassoParams {
                 m: self.m,
@@ -116,12 +118,14 @@ impl FitArgs {
                 approximation: self.objective.unwrap_or_default(),
                 held_out_choice: !self.no_held_out_choice,
                 choose_objective: self.objective.is_none(),
+                kernel: self.kernel,
                 ..GplassoParams::default()
             }),
             Method::Exact => FitParams::Exact(ExactParams {
                 max_points: self.max_points,
                 seed: self.seed,
                 optimiser,
+                kernel: self.kernel,
             }),
             Method::Spgp => FitParams::Spgp(sparse),
             Method::Vsgp => FitParams::Vsgp(sparse),
@@ -137,6 +141,7 @@ impl FitArgs {
                 },
                 kernel_points: self.max_points,
                 posterior: self.ivm_posterior,
+                kernel: self.kernel,
                 ..IvmParams::default()
             }),
         })

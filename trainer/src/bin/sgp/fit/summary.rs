@@ -254,6 +254,7 @@ pub(crate) fn print_fit_summary(
             s.join(", ")
         );
     } else {
+        println!("kernel          {}", report.hyper.kernel);
         println!("length scales");
         let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
         for (name, l) in report.inputs.iter().zip(&report.hyper.lengthscales) {
