@@ -77,48 +77,58 @@ pub(crate) fn scaled_exp2_of_negative(fixed: f32, poly: &[f32; 6]) -> f32 {
     }
 }
 
-/// `sqrt(q)` for `q >= 0` (not NaN), branch-free: libm's `sqrtf` is a
+/// Largest magnitude of a Matérn model's features and scaled centres
+/// (2^52): each difference is then within 2^53, and a squared distance
+/// summed over fewer than 2^21 dimensions stays below 2^127, finite, so the basis loop needs no clamp before its square root.
+/// In standardised units it is about 3e7 length scales.
+pub(crate) const MATERN_FEATURE_LIMIT: f32 = 4_503_599_627_370_496.0;
+
+/// `sqrt(q)` for finite `q >= 0`, branch-free: libm's `sqrtf` is a
 /// software loop on a Cortex-M4 (no `vsqrt` without an intrinsic), so the
-/// reciprocal square root from the exponent bits, three Newton steps (a
-/// relative error of 2e-7 after them), times `q`. An infinite `q` is read
-/// as `f32::MAX`, and `q = 0` gives 0.
+/// reciprocal square root from the exponent bits and three Newton steps
+/// (a relative error of 2e-7 after them), times `q`; `q = 0` gives 0.
 #[inline(always)]
-pub(crate) fn sqrt_non_negative(q: f32) -> f32 {
-    let bits = q.to_bits().min(f32::MAX.to_bits());
-    let q = f32::from_bits(bits);
+pub(crate) fn sqrt_finite(q: f32) -> f32 {
     let half = 0.5 * q;
-    let mut y = f32::from_bits(0x5F37_59DF - (bits >> 1));
-    for _ in 0..3 {
-        y *= 1.5 - (half * y) * y;
-    }
+    let mut y = f32::from_bits(0x5F37_59DF - (q.to_bits() >> 1));
+    y *= 1.5 - (half * y) * y;
+    y *= 1.5 - (half * y) * y;
+    y *= 1.5 - (half * y) * y;
     q * y
 }
 
-/// A Matérn basis value `a m(u) e^-u`, `u = sqrt(2 nu) r`, for the
-/// distance `q = u^2` in squared fixed-point units (see
-/// `Model::rescale_for_matern`) and `poly = a EXP2_OF_NEGATIVE`: `m(u) =
-/// 1` (1/2), `1 + u` (3/2), `1 + u + u^2 / 3` (5/2). Branch-free, as the
-/// squared exponential's; the squared exponential itself is never passed.
+/// `q`, or `f32::MAX` for an infinite `q` (branch-free), for distances
+/// that may overflow (a per-basis scale times a feature).
 #[inline(always)]
-pub(crate) fn matern(kernel: crate::format::Kernel, q: f32, poly: &[f32; 6]) -> f32 {
-    let fixed = sqrt_non_negative(q);
-    let u = fixed * NAT_PER_FIXED;
-    let factor = match kernel {
-        crate::format::Kernel::Matern32 => 1.0 + u,
-        crate::format::Kernel::Matern52 => 1.0 + u * (1.0 + u * (1.0 / 3.0)),
-        _ => 1.0,
-    };
-    factor * scaled_exp2_of_negative(fixed, poly)
+pub(crate) fn finite_distance(q: f32) -> f32 {
+    f32::from_bits(q.to_bits().min(f32::MAX.to_bits()))
 }
 
-/// `-(d k / d q) / NAT_PER_FIXED` for [`matern`]'s `k` at the distance
-/// `q`: the weight the gradient puts where the squared exponential puts
-/// `k` itself (whose `d k / d q` is `-NAT_PER_FIXED k`). Finite
-/// everywhere; at `q = 0` the Matérn 1/2 kernel has no derivative, and its
-/// symmetric one (0) is taken.
+/// A Matérn basis value `a m(u) e^-u`, `u = sqrt(2 nu) r`, for `NU = 2 nu`
+/// (1, 3 or 5), the finite distance `q = u^2` in squared fixed-point
+/// units (see `Model::rescale_for_matern`) and `poly = a EXP2_OF_NEGATIVE`:
+/// `m(u) = 1` (1/2), `1 + u` (3/2), `1 + u + u^2 / 3` (5/2). Branch-free,
+/// as the squared exponential's.
+#[inline(always)]
+pub(crate) fn matern<const NU: u8>(q: f32, poly: &[f32; 6]) -> f32 {
+    let fixed = sqrt_finite(q);
+    let value = scaled_exp2_of_negative(fixed, poly);
+    let u = fixed * NAT_PER_FIXED;
+    match NU {
+        3 => (1.0 + u) * value,
+        5 => (1.0 + u * (1.0 + u * (1.0 / 3.0))) * value,
+        _ => value,
+    }
+}
+
+/// `-(d k / d q) / NAT_PER_FIXED` for [`matern`]'s `k` at the finite
+/// distance `q`: the weight the gradient puts where the squared
+/// exponential puts `k` itself (whose `d k / d q` is `-NAT_PER_FIXED k`).
+/// Finite everywhere; at `q = 0` the Matérn 1/2 kernel has no derivative,
+/// and its symmetric one (0) is taken.
 #[inline(always)]
 pub(crate) fn matern_slope(kernel: crate::format::Kernel, q: f32, poly: &[f32; 6]) -> f32 {
-    let fixed = sqrt_non_negative(q);
+    let fixed = sqrt_finite(q);
     let u = fixed * NAT_PER_FIXED;
     let value = scaled_exp2_of_negative(fixed, poly);
     match kernel {

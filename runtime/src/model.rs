@@ -445,9 +445,10 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     fn rescale_for_matern(&mut self, shape: &Shape, rate: f32) {
         let factor = rate * libm::sqrtf(2.0 * math::FIXED_PER_NAT);
         let (g, per_basis) = (usize::from(shape.feature_dim), shape.per_basis);
+        let limit = math::MATERN_FEATURE_LIMIT;
         for row in self.basis_params.iter_mut() {
             for pair in row.iter_mut().take(g) {
-                pair[0] = scaled_centre(pair[0], factor);
+                pair[0] = scaled_centre(pair[0], factor).clamp(-limit, limit);
                 if per_basis {
                     pair[1] *= factor;
                 }
@@ -860,7 +861,16 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // only on the way out. A non-finite feature from finite inputs
         // (a huge input, a tiny scale; a projection's inf - inf) is an
         // overflow. NaN would otherwise read as distance 0 in the exp.
-        if !z.iter().all(|v| v.is_finite()) {
+        // A Matérn model's features stay within MATERN_FEATURE_LIMIT, so
+        // its distances stay finite. On the magnitude's bits (`<= f32::MAX`
+        // is `is_finite`, NaN is above every limit), as `is_finite` itself.
+        let limit = if self.kernel == Kernel::SquaredExponential {
+            f32::MAX
+        } else {
+            math::MATERN_FEATURE_LIMIT
+        }
+        .to_bits();
+        if !z.iter().all(|v| v.to_bits() & 0x7FFF_FFFF <= limit) {
             return Err(if x.iter().all(|v| v.is_finite()) {
                 Error::InputOverflow
             } else {
@@ -880,30 +890,43 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     #[inline(always)]
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         // Shared widths were folded into the features at load.
-        let mean = if self.shape.per_basis {
-            match self.kernel {
-                Kernel::SquaredExponential => {
-                    self.basis_values(z, k, math::scaled_distance, |d, a| {
-                        a * math::scaled_exp2_of_negative(d, &math::EXP2_OF_NEGATIVE)
-                    })
+        let mean =
+            if self.shape.per_basis {
+                match self.kernel {
+                    Kernel::SquaredExponential => {
+                        self.basis_values(z, k, math::scaled_distance, |d, a| {
+                            a * math::scaled_exp2_of_negative(d, &math::EXP2_OF_NEGATIVE)
+                        })
+                    }
+                    // A per-basis scale times a feature may overflow: clamp.
+                    Kernel::Matern12 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<1>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
+                    Kernel::Matern32 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<3>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
+                    Kernel::Matern52 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<5>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
                 }
-                matern => self.basis_values(z, k, math::scaled_distance, |d, a| {
-                    a * math::matern(matern, d, &math::EXP2_OF_NEGATIVE)
-                }),
-            }
-        } else {
-            let poly = &self.exp_poly;
-            match self.kernel {
-                Kernel::SquaredExponential => {
-                    self.basis_values(z, k, math::unit_distance, |d, _| {
-                        math::scaled_exp2_of_negative(d, poly)
-                    })
+            } else {
+                let poly = &self.exp_poly;
+                match self.kernel {
+                    Kernel::SquaredExponential => {
+                        self.basis_values(z, k, math::unit_distance, |d, _| {
+                            math::scaled_exp2_of_negative(d, poly)
+                        })
+                    }
+                    // Features and centres are within MATERN_FEATURE_LIMIT:
+                    // every distance is finite.
+                    Kernel::Matern12 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<1>(d, poly)),
+                    Kernel::Matern32 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<3>(d, poly)),
+                    Kernel::Matern52 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<5>(d, poly)),
                 }
-                matern => self.basis_values(z, k, math::unit_distance, |d, _| {
-                    math::matern(matern, d, poly)
-                }),
-            }
-        };
+            };
         if mean.is_finite() {
             Ok(mean)
         } else {

@@ -283,7 +283,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 amplitude
                     * math::matern_slope(
                         kernel,
-                        math::scaled_distance(params, z),
+                        math::finite_distance(math::scaled_distance(params, z)),
                         &math::EXP2_OF_NEGATIVE,
                     )
             } else {
