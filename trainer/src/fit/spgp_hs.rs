@@ -336,7 +336,7 @@ mod tests {
     /// The paper's procedure: `h` learned with everything else from the
     /// first iteration (one k-means start, a budget of both stages).
     fn fit_joint(data: &Dataset, params: &SparseParams, h_start: f64) -> Result<Fitted> {
-        let kern = data_scale_kernel(data)?;
+        let kern = data_scale_kernel(data, sgp_runtime::Kernel::SquaredExponential)?;
         let z = crate::fit::init::kmeans(&data.x, params.m, params.seed, 100)?;
         let features = Heteroscedastic::from_pseudo_inputs(
             &crate::model::features::PseudoInputs::new(z)?,
