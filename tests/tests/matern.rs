@@ -55,7 +55,12 @@ fn every_family_but_vsgp_fits_exports_and_records_a_matern_kernel() {
     let classes = classification_dataset(ClassShape::Moons, 120, 1).expect("moons");
     for method in [Method::Svgp, Method::Ivm, Method::Exact] {
         let spec = exported(&classes, method, Kernel::Matern52);
-        assert_eq!(spec.kernel, Kernel::Matern52, "{} classifier", method.name());
+        assert_eq!(
+            spec.kernel,
+            Kernel::Matern52,
+            "{} classifier",
+            method.name()
+        );
     }
 }
 
