@@ -719,7 +719,8 @@ mod tests {
             let (label, z) = start_positions(&data.x, &params, k)?;
             Ok((label, PseudoInputs::new(z)?))
         };
-        let kern = data_scale_kernel(&data, sgp_runtime::Kernel::SquaredExponential).expect("kernel");
+        let kern =
+            data_scale_kernel(&data, sgp_runtime::Kernel::SquaredExponential).expect("kernel");
         let (plain, _) = fit_restarted(&data, &params, kern, &start, &mut |_| {}).expect("fitted");
         assert!(collapsed(&plain.kernel), "{:?}", plain.kernel);
         let (rescued, _) = fit_pseudo_inputs(&data, &checked, &mut |_| {}).expect("fitted");
