@@ -18,7 +18,7 @@ use sgp_trainer::export::export;
 use sgp_trainer::model::features::{BasisWidths, PseudoInputs, RuntimeBasis};
 use sgp_trainer::model::inference::fitc::{fitc_posterior, FitcConfig};
 use sgp_trainer::model::inference::{Approximation, RuntimeForm};
-use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::model::kernel::{kernel_by_name, KernelParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
@@ -48,6 +48,9 @@ pub(crate) struct Fitted {
     lengthscales: Vec<f64>,
     signal_variance: f64,
     noise_variance: f64,
+    /// The covariance function's name (`se`, `matern12`, `matern32`,
+    /// `matern52`).
+    kernel: String,
     /// Export a model that fails the check anyway.
     force: bool,
 }
@@ -78,12 +81,13 @@ impl Fitted {
         // KernelParams needs a positive noise. Only the inducing posterior
         // reads it, and there it is a Gaussian likelihood's, never 0; the
         // exact and variational forms take the basis and covariances alone.
-        KernelParams::with_noise_floor(
+        Ok(KernelParams::with_noise_floor(
             &l,
             self.signal_variance,
             self.noise_variance.max(f64::MIN_POSITIVE),
             0.0,
-        )
+        )?
+        .with_kernel(kernel_by_name(&self.kernel)?))
     }
 
     /// A model in runtime form with this data's input transform and the
@@ -134,6 +138,7 @@ fn basis(centres: DMatrix<f64>, kern: &KernelParams) -> RuntimeBasis {
         amplitudes: vec![kern.signal_var(); centres.nrows()],
         centres,
         widths: BasisWidths::Shared(kern.inv_sq_lengthscales()),
+        kernel: kern.kernel,
     }
 }
 

@@ -78,6 +78,7 @@ pub(crate) struct Settings {
     init_hyper: Option<String>,
     max_points: Option<usize>,
     dim: Option<usize>,
+    kernel: Option<String>,
 }
 
 impl Settings {
@@ -132,6 +133,11 @@ impl Settings {
             if let Some(hyper) = &self.init_hyper {
                 sparse.hyper_init = choice::<HyperInit>(hyper, "init_hyper")?;
             }
+        }
+        if let Some(kernel) = &self.kernel {
+            let kernel = sgp_trainer::model::kernel::kernel_by_name(kernel)
+                .map_err(|e| PyValueError::new_err(format!("kernel: {e}")))?;
+            params.set_kernel(kernel);
         }
         if let (FitParams::Gplasso(p), Some(approximation)) = (&mut params, approximation) {
             p.approximation = approximation;

@@ -6,7 +6,7 @@ use nalgebra::{DMatrix, DVector};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 use sgp_trainer::data::Standardisation;
 use sgp_trainer::model::features::{BasisWidths, RuntimeBasis};
 use sgp_trainer::model::inference::RuntimeForm;
@@ -61,6 +61,9 @@ struct State {
     target_name: String,
     bias: f64,
     positive_class: f64,
+    /// The basis's covariance function (an estimator pickled before
+    /// kernels were recorded does not decode: "fit it again").
+    kernel: Kernel,
 }
 
 fn corrupt() -> PyErr {
@@ -98,6 +101,7 @@ pub(crate) fn encode(model: &TrainedModel) -> sgp_trainer::Result<Vec<u8>> {
         target_name: model.target_name.clone(),
         bias: model.bias,
         positive_class: model.positive_class,
+        kernel: basis.kernel,
     };
     postcard::to_allocvec(&state)
         .map_err(|e| sgp_trainer::Error::Numerical(format!("encoding the fitted model: {e}")))
@@ -119,6 +123,7 @@ fn decode(bytes: &[u8]) -> PyResult<TrainedModel> {
                 centres: s.centres.into_dmatrix()?,
                 widths,
                 amplitudes: s.amplitudes,
+                kernel: s.kernel,
             },
             beta: DVector::from_vec(s.beta),
             l1: s.l1.into_dmatrix()?,

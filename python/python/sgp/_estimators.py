@@ -52,6 +52,7 @@ class _SparseGP(BaseEstimator):
         init_hyper: Optional[str] = None,
         max_points: Optional[int] = None,
         dim: Optional[int] = None,
+        kernel: Optional[str] = None,
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
@@ -67,6 +68,7 @@ class _SparseGP(BaseEstimator):
         self.init_hyper = init_hyper
         self.max_points = max_points
         self.dim = dim
+        self.kernel = kernel
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
@@ -103,6 +105,7 @@ class _SparseGP(BaseEstimator):
             "init_hyper": self.init_hyper,
             "max_points": self.max_points,
             "dim": self.dim,
+            "kernel": self.kernel,
         }
         progress = _print_progress if self.verbose else None
         blob, state, summary = _native.fit(
@@ -196,6 +199,10 @@ _SETTINGS_DOC = """
         Rows an exact GP (or the exact-subset initialisation) is fitted on.
     dim : int or None, default=None
         Projected dimension G of spgp-dr and spgp-pca (required there).
+    kernel : {"se", "matern12", "matern32", "matern52"} or None, default=None
+        Covariance function (None: "se", the squared exponential); the
+        Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
+        takes "se" only.
     force : bool, default=False
         Keep a model whose f32 blob fails the export check and that raising
         the jitter does not cure (otherwise ``sgp.ExportError``).
