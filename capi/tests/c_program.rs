@@ -18,13 +18,12 @@ use nalgebra::DMatrix;
 use sgp_runtime::Link;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::codegen::{export_source, Format};
-use sgp_trainer::export::cure::export_fitted;
 use sgp_trainer::export::{
-    class_probabilities, export_set, golden_points, mean_tolerance, PROBABILITY_TOLERANCE,
+    check, class_probabilities, export, golden_points, mean_tolerance, PROBABILITY_TOLERANCE,
     VARIANCE_TOLERANCE,
 };
 use sgp_trainer::fit::ivm::IvmParams;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, Fitted, ProjectedParams, SparseParams};
+use sgp_trainer::fit::{fit, ExactParams, Fit, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::{ModelSet, TrainedModel};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
@@ -77,7 +76,7 @@ fn sparse(m: usize) -> SparseParams {
     }
 }
 
-fn fitted(data: &Dataset, params: &FitParams) -> Fitted {
+fn fitted(data: &Dataset, params: &FitParams) -> Fit {
     fit(data, params, &mut |_| {}).expect("fit")
 }
 
@@ -85,13 +84,24 @@ fn fitted(data: &Dataset, params: &FitParams) -> Fitted {
 /// need be) at the training rows.
 fn exported(data: &Dataset, params: &FitParams) -> (TrainedModel, Vec<u8>) {
     let mut fitted = fitted(data, params);
-    let (exported, _) = export_fitted(&mut fitted, &data.raw_x(), false).expect("export");
-    (fitted.model, exported.blob)
+    let exported = export(&mut fitted, &data.raw_x(), false).expect("export");
+    (fitted.set.members.remove(0), exported.blob)
+}
+
+/// The blob of a set assembled by hand, which must pass its f32 check.
+fn checked_blob(set: &ModelSet, x: &DMatrix<f64>) -> Vec<u8> {
+    let exported = check(set, x).expect("a blob");
+    assert!(
+        exported.fidelity.passes(),
+        "{}",
+        exported.fidelity.describe()
+    );
+    exported.blob
 }
 
 /// A blob only meant to be refused: no fidelity check needed.
 fn blob(data: &Dataset, params: &FitParams) -> Vec<u8> {
-    let model = fitted(data, params).model;
+    let model = fitted(data, params).set.members.remove(0);
     model
         .to_spec()
         .and_then(|s| Ok(s.to_bytes()?))
@@ -137,7 +147,7 @@ fn write_headers(dir: &Path) {
     let heater_data = ridge(300, 4, 1).to_dataset().expect("ridge data");
     let (heater, heater_blob) = exported(&heater_data, &FitParams::Spgp(sparse(16)));
     write_export(dir, "heater", &heater_blob);
-    // The same data with the Matérn 3/2 kernel (format version 7).
+    // The same data with the Matérn 3/2 kernel (format version 8).
     let matern_params = FitParams::Spgp(SparseParams {
         kernel: sgp_runtime::Kernel::Matern32,
         ..sparse(16)
@@ -192,9 +202,7 @@ fn write_headers(dir: &Path) {
         members: vec![heater.clone(), second],
         class_labels: vec![],
     };
-    let blob = export_set(&outputs, &x, false)
-        .expect("export the outputs")
-        .blob;
+    let blob = checked_blob(&outputs, &x);
     write_export(dir, "two_outputs", &blob);
     let classes = ModelSet {
         members: [0.0, 0.5, -0.5]
@@ -210,9 +218,7 @@ fn write_headers(dir: &Path) {
             .collect(),
         class_labels: vec!["cold".into(), "warm".into(), "hot".into()],
     };
-    let blob = export_set(&classes, &x, false)
-        .expect("export the classes")
-        .blob;
+    let blob = checked_blob(&classes, &x);
     write_export(dir, "three_classes", &blob);
     fs::write(
         dir.join("golden_outputs.h"),

@@ -15,12 +15,10 @@ use sgp_firmware_example::model::ModelM;
 
 golden_module!(golden_learn_m32, "golden_learn_m32.rs");
 
-/// Issue 40's budget for one update at M = 32, D = 4: reported, not yet
-/// met (14,500 measured; docs/src/learning.md says where they go).
+/// Issue 40's budget for one update at M = 32, D = 4 on the Cortex-M4F:
+/// the firmware fails if a change of the runtime misses it
+/// (docs/src/learning.md says where the instructions go).
 const TARGET_UPDATE_INSTRUCTIONS_M32: u32 = 12_000;
-/// The ceiling a change of the runtime must not cross (the firmware fails
-/// above it): today's count and a little room.
-const CEILING_UPDATE_INSTRUCTIONS_M32: u32 = 15_000;
 /// Largest spread of an update's instruction counts over the stream
 /// accepted as "constant time" (the loop's own measuring differs by a few).
 const CONSTANT_TIME_SLACK: u32 = 8;
@@ -71,8 +69,8 @@ pub fn check(meter: &InstructionMeter) -> bool {
         return false;
     }
     hprintln!(
-        "model learn M=32: updatable ({:?} rows); blob {} B (flash), Model<32, 4, 4> {} B (RAM); M=64: blob {} B, Model<64, 4, 4> {} B",
-        model.observation(),
+        "model learn M=32: updatable ({} rows); blob {} B (flash), Model<32, 4, 4> {} B (RAM); M=64: blob {} B, Model<64, 4, 4> {} B",
+        model.observation().map_or("no", |o| o.name()),
         BLOB_LEARN_M32.len(),
         core::mem::size_of::<ModelM<32>>(),
         BLOB_LEARN_M64.len(),
@@ -176,18 +174,15 @@ fn control_loop(meter: &InstructionMeter, model: &mut ModelM<32>) -> bool {
     );
     let constant = span.max - span.min <= CONSTANT_TIME_SLACK;
     let met = span.max <= TARGET_UPDATE_INSTRUCTIONS_M32;
-    let within = span.max <= CEILING_UPDATE_INSTRUCTIONS_M32;
     hprintln!(
-        "cost: M=32 update <= {} instructions: {} issue 40's target of <= {} (reported), {} the ceiling of <= {}; constant time: {} (spread {})",
+        "cost: M=32 update <= {} instructions: {} issue 40's target of <= {}; constant time: {} (spread {})",
         span.max,
-        if met { "meets" } else { "misses" },
+        if met { "meets" } else { "FAILED, misses" },
         TARGET_UPDATE_INSTRUCTIONS_M32,
-        if within { "within" } else { "FAILED, over" },
-        CEILING_UPDATE_INSTRUCTIONS_M32,
         if constant { "ok" } else { "FAILED" },
         span.max - span.min
     );
-    ok && ((constant && within) || !HARD_FLOAT)
+    ok && ((constant && met) || !HARD_FLOAT)
 }
 
 /// Writes the learned model into a flash-sized buffer and loads it back:

@@ -23,7 +23,7 @@ use sgp_firmware_example::model::{
 use sgp_firmware_example::stack;
 
 /// Host-generated golden values, one file per model (model/golden_m{M}.rs,
-/// model/golden_{kind}_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALE`,
+/// model/golden_{kind}_m{M}.rs, staged by build.rs): `DIM`, `Y_SCALES`,
 /// `INPUTS` (row-major), `EXPECTED`, `GRADIENTS` (row-major like `INPUTS`).
 macro_rules! golden_module {
     ($name:ident, $file:literal) => {
@@ -144,7 +144,7 @@ fn run() -> bool {
         golden_m16::INPUTS.as_slice(),
         golden_m16::DIM,
         &golden_m16::EXPECTED,
-        golden_m16::Y_SCALE,
+        golden_m16::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "M=32",
@@ -152,7 +152,7 @@ fn run() -> bool {
         golden_m32::INPUTS.as_slice(),
         golden_m32::DIM,
         &golden_m32::EXPECTED,
-        golden_m32::Y_SCALE,
+        golden_m32::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "M=64",
@@ -160,7 +160,7 @@ fn run() -> bool {
         golden_m64::INPUTS.as_slice(),
         golden_m64::DIM,
         &golden_m64::EXPECTED,
-        golden_m64::Y_SCALE,
+        golden_m64::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "vsgp M=32",
@@ -168,7 +168,7 @@ fn run() -> bool {
         golden_vsgp_m32::INPUTS.as_slice(),
         golden_vsgp_m32::DIM,
         &golden_vsgp_m32::EXPECTED,
-        golden_vsgp_m32::Y_SCALE,
+        golden_vsgp_m32::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "spgp-dr M=32",
@@ -176,7 +176,7 @@ fn run() -> bool {
         golden_dr_m32::INPUTS.as_slice(),
         golden_dr_m32::DIM,
         &golden_dr_m32::EXPECTED,
-        golden_dr_m32::Y_SCALE,
+        golden_dr_m32::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "gplasso M=32",
@@ -184,7 +184,7 @@ fn run() -> bool {
         golden_gplasso_m32::INPUTS.as_slice(),
         golden_gplasso_m32::DIM,
         &golden_gplasso_m32::EXPECTED,
-        golden_gplasso_m32::Y_SCALE,
+        golden_gplasso_m32::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "spgp D=16 M=32",
@@ -192,7 +192,7 @@ fn run() -> bool {
         golden_spgp_d16_m32::INPUTS.as_slice(),
         golden_spgp_d16_m32::DIM,
         &golden_spgp_d16_m32::EXPECTED,
-        golden_spgp_d16_m32::Y_SCALE,
+        golden_spgp_d16_m32::Y_SCALES[0],
     ) & check_golden(
         &meter,
         "ivm M=32",
@@ -200,7 +200,7 @@ fn run() -> bool {
         golden_ivm_m32::INPUTS.as_slice(),
         golden_ivm_m32::DIM,
         &golden_ivm_m32::EXPECTED,
-        golden_ivm_m32::Y_SCALE,
+        golden_ivm_m32::Y_SCALES[0],
     ) & check_probability(
         &meter,
         "ivm M=32",
@@ -215,7 +215,7 @@ fn run() -> bool {
         golden_svgp_m32::INPUTS.as_slice(),
         golden_svgp_m32::DIM,
         &golden_svgp_m32::EXPECTED,
-        golden_svgp_m32::Y_SCALE,
+        golden_svgp_m32::Y_SCALES[0],
     ) & check_probability(
         &meter,
         "svgp M=32",
@@ -930,7 +930,7 @@ fn check_api_cost(meter: &InstructionMeter, models: &Models) -> bool {
         golden_m16::INPUTS.as_slice(),
         golden_m16::DIM,
         &golden_m16::EXPECTED,
-        golden_m16::Y_SCALE,
+        golden_m16::Y_SCALES[0],
     );
     let (mut own, mut roomy) = ([Span::EMPTY; 2], [Span::EMPTY; 2]);
     for x in inputs() {

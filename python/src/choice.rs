@@ -1,19 +1,12 @@
 //! Option values by the names `sgp`'s command line accepts.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;
+use sgp_trainer::options::{parse, Named};
 
-/// A value of one of the CLI's option enums, by the name typed after the
-/// flag; the error lists the names accepted.
-pub(crate) fn choice<T: clap::ValueEnum>(value: &str, what: &str) -> PyResult<T> {
-    T::from_str(value, false).map_err(|_| {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_string()))
-            .collect();
-        PyValueError::new_err(format!(
-            "{what}='{value}' is not one of: {}",
-            names.join(", ")
-        ))
-    })
+use crate::errors::IntoPy;
+
+/// A value of one of the library's named enums, for the parameter `what`
+/// (`init_hyper`); the error, in the parameter's words, lists the names.
+pub(crate) fn choice<T: Named>(value: &str, what: &str) -> PyResult<T> {
+    parse(value, &format!("--{}", what.replace('_', "-"))).py_err()
 }

@@ -14,15 +14,17 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelKind};
 use sgp_trainer::data::{Dataset, Standardisation};
-use sgp_trainer::export::export;
+use sgp_trainer::export::{check, refusal};
 use sgp_trainer::model::features::{BasisWidths, PseudoInputs, RuntimeBasis};
 use sgp_trainer::model::inference::fitc::{fitc_posterior, FitcConfig};
 use sgp_trainer::model::inference::{Approximation, RuntimeForm};
-use sgp_trainer::model::kernel::{kernel_by_name, KernelParams};
+use sgp_trainer::model::kernel::KernelParams;
+use sgp_trainer::model::ModelSet;
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
 };
+use sgp_trainer::options::parse;
 use sgp_trainer::{Error, Result};
 
 use crate::arrays::{matrix, vector};
@@ -87,7 +89,7 @@ impl Fitted {
             self.noise_variance.max(f64::MIN_POSITIVE),
             0.0,
         )?
-        .with_kernel(kernel_by_name(&self.kernel)?))
+        .with_kernel(parse(&self.kernel, "kernel")?))
     }
 
     /// A model in runtime form with this data's input transform and the
@@ -127,7 +129,11 @@ impl Fitted {
         let step = n.div_ceil(MAX_CHECK_ROWS).max(1);
         let rows: Vec<usize> = (0..n).step_by(step).collect();
         let check_x = data.raw_x().select_rows(&rows);
-        Ok(export(&model, &check_x, self.force)?.blob)
+        let exported = check(&ModelSet::single(model, Vec::new()), &check_x)?;
+        if !exported.fidelity.passes() && !self.force {
+            return Err(refusal(&exported, ""));
+        }
+        Ok(exported.blob)
     }
 }
 

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
-use sgp_trainer::export::device::predict_all;
+use sgp_trainer::export::device::{classify_all, predict_outputs, DevicePrediction};
 use sgp_trainer::tools::inspect::summarise;
 use sgp_trainer::tools::replay::replay;
 
@@ -58,10 +58,22 @@ impl Model {
         self.spec.shape.kind.name()
     }
 
-    /// Whether the blob is a probit classifier.
+    /// Whether the blob is a classifier (of two classes or several).
     #[getter]
     fn is_classifier(&self) -> bool {
-        self.spec.shape.link == Link::Probit
+        self.spec.shape.link != Link::Identity
+    }
+
+    /// Outputs (regression) or class latents in the blob.
+    #[getter]
+    fn n_outputs(&self) -> usize {
+        self.spec.output_count()
+    }
+
+    /// A classifier's class labels, in class order (empty for a regression).
+    #[getter]
+    fn class_labels(&self) -> Vec<String> {
+        sgp_trainer::data::labels::blob_labels(&self.spec)
     }
 
     /// Raw target value of the positive class (classifiers).
@@ -88,8 +100,10 @@ impl Model {
         serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
-    /// Runs the f32 runtime at the `n x d` rows of `x` (float64 bytes):
-    /// mean, variance and (classifiers) probability, each as float64 bytes.
+    /// Runs the f32 runtime at the `n x d` rows of `x` (float64 bytes),
+    /// row by row: each output's mean and variance (`n x P`), and a
+    /// classifier's probabilities (`n x 1`, the positive class's, for a
+    /// binary one; `n x K` for `K` classes), each as float64 bytes.
     fn predict<'py>(
         &self,
         py: Python<'py>,
@@ -98,17 +112,22 @@ impl Model {
         d: usize,
     ) -> PyResult<Predictions<'py>> {
         let x = matrix(x, n, d, "X")?;
-        let predictions = py.detach(|| predict_all(&self.blob, &x)).py_err()?;
-        let mean = to_bytes(py, predictions.iter().map(|p| f64::from(p.mean)));
-        let variance = to_bytes(py, predictions.iter().map(|p| f64::from(p.variance)));
-        let probability = self.is_classifier().then(|| {
-            to_bytes(
-                py,
-                predictions
+        let outputs = py.detach(|| predict_outputs(&self.blob, &x)).py_err()?;
+        let cells = |f: &dyn Fn(&DevicePrediction) -> f32| {
+            to_bytes(py, outputs.iter().flatten().map(|p| f64::from(f(p))))
+        };
+        let (mean, variance) = (cells(&|p| p.mean), cells(&|p| p.variance));
+        let probability = match self.spec.shape.link {
+            Link::Identity => None,
+            Link::Probit => Some(cells(&|p| p.probability.unwrap_or(f32::NAN))),
+            Link::OneVsRest | Link::Softmax => {
+                let classes = py.detach(|| classify_all(&self.blob, &x)).py_err()?;
+                let p = classes
                     .iter()
-                    .map(|p| p.probability.map_or(f64::NAN, f64::from)),
-            )
-        });
+                    .flat_map(|(_, p)| p.iter().map(|&v| f64::from(v)));
+                Some(to_bytes(py, p))
+            }
+        };
         Ok((mean, variance, probability))
     }
 
@@ -116,12 +135,6 @@ impl Model {
     #[getter]
     fn is_updatable(&self) -> bool {
         self.spec.learning.is_some()
-    }
-
-    /// Number of outputs P.
-    #[getter]
-    fn n_outputs(&self) -> usize {
-        self.spec.output_count()
     }
 
     /// Conditions the model on the `n` rows of `x` (`n x d` float64

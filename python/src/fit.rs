@@ -1,24 +1,25 @@
-//! Fitting from in-memory arrays: the same library calls as `sgp fit`
-//! (validate, fit, export with the f32 check and its cure), with the GIL
-//! released while the fit runs.
+//! Fitting from in-memory arrays: the library calls `sgp fit` makes (the
+//! options builder, the choice layer, the export with its check and cure),
+//! with the GIL released while the fit runs.
 
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::PyValueError;
+use nalgebra::DMatrix;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use sgp_trainer::choose;
+use sgp_trainer::data::labels::class_name;
+use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::cure::{export_fitted, Cure};
+use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::Fidelity;
-use sgp_trainer::fit::task::{choose_task, Task};
-use sgp_trainer::fit::{
-    fit as fit_model, FitParams, FitReport, HyperInit, InitMethod, Method, DEFAULT_STALL,
-};
-use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::numerics::optimise::{Progress, Stall};
+use sgp_trainer::fit::{FitReport, Method};
+use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::options::task::{choose_task, Classes, Task};
+use sgp_trainer::options::{ModelChoice, Options};
 
-use crate::arrays::{matrix, vector};
+use crate::arrays::matrix;
 use crate::choice::choice;
 use crate::errors::IntoPy;
 use crate::state::encode;
@@ -27,6 +28,8 @@ use crate::state::encode;
 #[derive(serde::Serialize)]
 struct FitSummary<'a> {
     report: &'a FitReport,
+    /// A classifier's class labels, in class order.
+    classes: &'a [String],
     fidelity: &'a Fidelity,
     cure: Option<&'a Cure>,
     /// What `sgp fit` warns about: constant inputs, columns f32 cannot
@@ -62,99 +65,81 @@ fn data_warnings(data: &Dataset) -> Vec<String> {
     warnings
 }
 
-/// Settings as the estimators name them; `None` keeps the procedure's
-/// default, as an absent `sgp fit` flag does.
+/// The estimators' keywords, named as `sgp fit`'s flags; `None` keeps the
+/// default, as an absent flag does.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 pub(crate) struct Settings {
-    model: String,
-    m: usize,
+    model: Option<String>,
+    m: Option<usize>,
     seed: u64,
+    dim: Option<usize>,
+    rank: Option<usize>,
+    fixed_hyperparameters: bool,
+    fixed_basis: bool,
     objective: Option<String>,
+    kernel: Option<String>,
+    held_out_choice: bool,
     restarts: Option<usize>,
     max_iter: Option<u64>,
     tol: Option<f64>,
     init: Option<String>,
     init_hyper: Option<String>,
     max_points: Option<usize>,
-    dim: Option<usize>,
-    kernel: Option<String>,
+    ivm_posterior: Option<String>,
+    updatable: bool,
+    reproducible: bool,
 }
 
 impl Settings {
-    fn params(&self) -> PyResult<FitParams> {
-        let method: Method = choice(&self.model, "model")?;
-        let dim = match (method.is_projected(), self.dim) {
-            (true, Some(dim)) => dim,
-            (true, None) => {
-                return Err(PyValueError::new_err(format!(
-                    "model='{}' needs dim, the projected dimension G",
-                    self.model
-                )))
-            }
-            (false, Some(_)) => {
-                return Err(PyValueError::new_err(format!(
-                    "dim applies to spgp-dr and spgp-pca only, not model='{}'",
-                    self.model
-                )))
-            }
-            (false, None) => 0,
-        };
-        let mut params = FitParams::defaults(method, self.m, dim, self.seed);
-        let optimiser = params.optimiser_mut();
-        if let Some(max_iter) = self.max_iter {
-            optimiser.max_iter = max_iter;
-        }
-        if let Some(per_row) = self.tol {
-            optimiser.stall = Some(Stall {
-                per_row,
-                ..DEFAULT_STALL
-            });
-        }
-        let approximation = self
-            .objective
-            .as_deref()
-            .map(|o| choice::<Approximation>(o, "objective"))
-            .transpose()?;
-        if let Some(sparse) = params.sparse_mut() {
-            // As `sgp fit --objective`: a named objective is kept, not
-            // weighed against the other on held-out rows (spgp-hs, vsgp
-            // and spgp-dr are still weighed against plain SPGP).
-            if let Some(approximation) = approximation {
-                sparse.approximation = approximation;
-                sparse.held_out_choice &= method.falls_back_to_spgp();
-            }
-            if let Some(restarts) = self.restarts {
-                sparse.restarts = restarts;
-            }
-            if let Some(init) = &self.init {
-                sparse.pseudo_init = choice::<InitMethod>(init, "init")?.into();
-            }
-            if let Some(hyper) = &self.init_hyper {
-                sparse.hyper_init = choice::<HyperInit>(hyper, "init_hyper")?;
-            }
-        }
-        if let Some(kernel) = &self.kernel {
-            let kernel = sgp_trainer::model::kernel::kernel_by_name(kernel)
-                .map_err(|e| PyValueError::new_err(format!("kernel: {e}")))?;
-            params.set_kernel(kernel);
-        }
-        if let (FitParams::Gplasso(p), Some(approximation)) = (&mut params, approximation) {
-            p.approximation = approximation;
-            p.choose_objective = false;
-        }
-        if let Some(max_points) = self.max_points {
-            match &mut params {
-                FitParams::Exact(p) => p.max_points = max_points,
-                FitParams::Gplasso(p) => p.max_points = max_points,
-                other => {
-                    if let Some(sparse) = other.sparse_mut() {
-                        sparse.max_points = max_points;
-                    }
-                }
-            }
-        }
-        Ok(params)
+    /// The keywords as the library's options.
+    fn options(&self) -> PyResult<Options> {
+        Ok(Options {
+            model: self
+                .model
+                .as_deref()
+                .map(ModelChoice::parse)
+                .transpose()
+                .py_err()?,
+            m: self.m,
+            dim: self.dim,
+            rank: self.rank,
+            fixed_hyperparameters: self.fixed_hyperparameters,
+            fixed_basis: self.fixed_basis,
+            objective: self
+                .objective
+                .as_deref()
+                .map(|o| choice(o, "objective"))
+                .transpose()?,
+            kernel: self
+                .kernel
+                .as_deref()
+                .map(|k| choice(k, "kernel"))
+                .transpose()?,
+            no_held_out_choice: !self.held_out_choice,
+            restarts: self.restarts,
+            seed: Some(self.seed),
+            max_iter: self.max_iter,
+            tol: self.tol,
+            init: self
+                .init
+                .as_deref()
+                .map(|i| choice(i, "init"))
+                .transpose()?,
+            init_hyper: self
+                .init_hyper
+                .as_deref()
+                .map(|h| choice(h, "init_hyper"))
+                .transpose()?,
+            max_points: self.max_points,
+            ivm_posterior: self
+                .ivm_posterior
+                .as_deref()
+                .map(|p| choice(p, "ivm_posterior"))
+                .transpose()?,
+            updatable: self.updatable,
+            reproducible: self.reproducible,
+        })
     }
 }
 
@@ -194,15 +179,53 @@ impl ProgressReporter {
     }
 }
 
-/// Fits `settings.model` to `x` (`n x d`, raw units) and `y`, exports it
-/// through the f32 check (curing a failing export by more jitter, as `sgp
-/// fit` does; `force` exports a model nothing cures) and returns the blob,
-/// the fitted f64 model ([`crate::state`]) and a JSON summary (report,
-/// fidelity, cure, warnings). With `positive_class`, `y` holds class labels
-/// and that value is the positive class (probit). `progress`, if given, is
-/// called as `progress(iteration, budget, objective)` while the fit runs.
+/// The outputs to fit: the `p` target columns of `y` (a regression), or
+/// one column of class values (`classes` of them; `text`: their labels,
+/// the values their indices; the larger of two is positive), its task
+/// checked as `sgp fit` checks it for `models` (every class in two rows).
+fn outputs(
+    x: DMatrix<f64>,
+    y: DMatrix<f64>,
+    (input_names, target_names): (Vec<String>, Vec<String>),
+    (classes, text): (usize, Vec<String>),
+    models: &[Method],
+) -> sgp_trainer::Result<(Vec<Dataset>, Vec<String>)> {
+    if classes == 0 {
+        let data = MultiTargetData::from_raw(x, y, input_names, &target_names)?;
+        return Ok((data.outputs().to_vec(), Vec::new()));
+    }
+    let target = target_names.into_iter().next().unwrap_or_default();
+    let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
+    data.class_labels = text;
+    let positive = match data.target_classes()[..] {
+        [_, larger] => Some(class_name(&data, larger)),
+        _ => None,
+    };
+    let target = choose_task(
+        data,
+        Some(Task::Classification),
+        positive.as_deref(),
+        "model",
+        models,
+    )?;
+    Ok(match target.classes {
+        Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
+        Classes::Binary(labels) => (vec![target.data], labels),
+        Classes::None => (vec![target.data], Vec::new()),
+    })
+}
+
+/// Fits `x` (`n x d`, raw units) to `y` (`n x p`) as `settings` ask, as
+/// `sgp fit` does (one regression output per column of `y`; or, with
+/// `classes`, a classification of `y`'s one column of class values, the
+/// larger of two positive; `text_labels` names them where they are text),
+/// and exports it through the f32 check (curing a failing export as `sgp
+/// fit` does; `force` exports a model nothing cures). Returns the blob,
+/// the fitted f64 models ([`crate::state`]) and a JSON summary (report,
+/// classes, fidelity, cure, warnings). `progress`, if given, is called as
+/// `progress(iteration, budget, objective)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, n, d, y, input_names, target_name, settings, positive_class=None, force=false, progress=None))]
+#[pyo3(signature = (x, n, d, y, p, input_names, target_names, settings, classes=0, text_labels=Vec::new(), force=false, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit<'py>(
     py: Python<'py>,
@@ -210,59 +233,60 @@ pub(crate) fn fit<'py>(
     n: usize,
     d: usize,
     y: &[u8],
+    p: usize,
     input_names: Vec<String>,
-    target_name: String,
+    target_names: Vec<String>,
     settings: Settings,
-    positive_class: Option<f64>,
+    classes: usize,
+    text_labels: Vec<String>,
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, String)> {
     let x = matrix(x, n, d, "X")?;
-    let y = vector(y, n, "y")?;
-    let params = settings.params()?;
+    let y = matrix(y, n, p, "y")?;
+    let options = settings.options()?;
     let mut reporter = ProgressReporter {
         callback: progress,
-        budget: params.iteration_budget(),
+        budget: 0,
         last: None,
         error: None,
     };
     let fitted = py
-        .detach(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-            let data = Dataset::from_raw(x, y, input_names, target_name)?;
-            // The estimator's class is the task; the rules of the target
-            // (a class in at least two rows) are `sgp fit`'s.
-            let (task, positive) = match positive_class {
-                Some(p) => (Task::Classification, Some(format!("{p}"))),
-                None => (Task::Regression, None),
-            };
-            let data = choose_task(
-                data,
-                Some(task),
-                positive.as_deref(),
-                "--model",
-                &[params.method()],
-            )?
-            .data;
-            let mut last = None;
-            let mut on_progress = |p: Progress| {
-                reporter.report(&p, false);
-                last = Some(p);
-            };
-            let fitted = fit_model(&data, &params, &mut on_progress);
-            if let Some(p) = last {
-                reporter.report(&p, true);
-            }
-            let mut fitted = fitted?;
-            let (exported, cure) = export_fitted(&mut fitted, &data.raw_x(), force)?;
-            let summary = FitSummary {
-                report: &fitted.report,
-                fidelity: &exported.fidelity,
-                cure: cure.as_ref(),
-                warnings: data_warnings(&data),
-            };
-            let json = serde_json::to_string(&summary)
-                .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-            Ok((exported.blob, encode(&fitted.model)?, json))
+        .detach(|| {
+            options.run(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+                let names = (input_names, target_names);
+                let models: Vec<Method> = match options.model {
+                    Some(ModelChoice::Family(family)) => vec![family],
+                    _ => Vec::new(),
+                };
+                let (outputs, labels) = outputs(x, y, names, (classes, text_labels), &models)?;
+                let request = options.request(&outputs)?;
+                reporter.budget = request.iteration_budget();
+                let mut last = None;
+                let mut on_progress = |p: Progress| {
+                    reporter.report(&p, false);
+                    last = Some(p);
+                };
+                let fitted = choose::fit(&outputs, &request, &mut on_progress);
+                if let Some(p) = last {
+                    reporter.report(&p, true);
+                }
+                let mut fitted = fitted?;
+                if !labels.is_empty() {
+                    fitted.set.class_labels = labels;
+                }
+                let exported = options.export(&mut fitted, &outputs[0].raw_x(), force)?;
+                let summary = FitSummary {
+                    report: &fitted.report,
+                    classes: &fitted.set.class_labels,
+                    fidelity: &exported.fidelity,
+                    cure: exported.cure.as_ref(),
+                    warnings: data_warnings(&outputs[0]),
+                };
+                let json = serde_json::to_string(&summary)
+                    .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+                Ok((exported.blob, encode(&fitted.set)?, json))
+            })
         })
         .py_err();
     if let Some(e) = reporter.error {

@@ -8,10 +8,11 @@ use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
 use sgp_runtime::{Kernel, Link, ModelKind};
 use sgp_trainer::data::Standardisation;
+use sgp_trainer::export::class_probabilities;
 use sgp_trainer::model::features::{BasisWidths, RuntimeBasis};
 use sgp_trainer::model::inference::RuntimeForm;
 use sgp_trainer::model::likelihood::probit;
-use sgp_trainer::model::TrainedModel;
+use sgp_trainer::model::{ModelSet, TrainedModel};
 
 use crate::arrays::{matrix, to_bytes, Predictions};
 use crate::errors::IntoPy;
@@ -70,15 +71,32 @@ fn corrupt() -> PyErr {
     PyValueError::new_err("the estimator's fitted state is corrupted; fit it again")
 }
 
-/// `model` as bytes.
-pub(crate) fn encode(model: &TrainedModel) -> sgp_trainer::Result<Vec<u8>> {
+/// The fitted models: every member, and a classifier's class labels.
+#[derive(Serialize, Deserialize)]
+struct SetState {
+    members: Vec<State>,
+    class_labels: Vec<String>,
+}
+
+/// `set` as bytes.
+pub(crate) fn encode(set: &ModelSet) -> sgp_trainer::Result<Vec<u8>> {
+    let sets = SetState {
+        members: set.members.iter().map(state).collect(),
+        class_labels: set.class_labels.clone(),
+    };
+    postcard::to_allocvec(&sets)
+        .map_err(|e| sgp_trainer::Error::Numerical(format!("encoding the fitted model: {e}")))
+}
+
+/// Every field of `model`.
+fn state(model: &TrainedModel) -> State {
     let basis = &model.form.basis;
     let (shared_widths, per_basis_widths) = match &basis.widths {
         BasisWidths::Shared(w) => (Some(w.clone()), None),
         BasisWidths::PerBasis(w) => (None, Some(w.into())),
     };
     let t = &model.transform;
-    let state = State {
+    State {
         kind: model.kind,
         link: model.link,
         projection: basis.projection.as_ref().map(Matrix::from),
@@ -102,13 +120,18 @@ pub(crate) fn encode(model: &TrainedModel) -> sgp_trainer::Result<Vec<u8>> {
         bias: model.bias,
         positive_class: model.positive_class,
         kernel: basis.kernel,
-    };
-    postcard::to_allocvec(&state)
-        .map_err(|e| sgp_trainer::Error::Numerical(format!("encoding the fitted model: {e}")))
+    }
 }
 
-fn decode(bytes: &[u8]) -> PyResult<TrainedModel> {
-    let s: State = postcard::from_bytes(bytes).map_err(|_| corrupt())?;
+fn decode(bytes: &[u8]) -> PyResult<ModelSet> {
+    let s: SetState = postcard::from_bytes(bytes).map_err(|_| corrupt())?;
+    Ok(ModelSet {
+        members: s.members.into_iter().map(model).collect::<PyResult<_>>()?,
+        class_labels: s.class_labels,
+    })
+}
+
+fn model(s: State) -> PyResult<TrainedModel> {
     let widths = match (s.shared_widths, s.per_basis_widths) {
         (Some(w), None) => BasisWidths::Shared(w),
         (None, Some(w)) => BasisWidths::PerBasis(w.into_dmatrix()?),
@@ -146,10 +169,11 @@ fn decode(bytes: &[u8]) -> PyResult<TrainedModel> {
     })
 }
 
-/// The trainer's f64 predictions of the fitted model `state` at the
-/// `n x d` rows of `x`: regression mean and variance of `y` (noise
-/// included), or a probit model's latent mean (bias included), latent
-/// variance and class probability.
+/// The trainer's f64 predictions of the fitted models `state` at the
+/// `n x d` rows of `x`, row by row (`n x P`): each regression output's mean
+/// and variance of `y` (noise included), or each latent's mean (bias
+/// included) and variance, and a classifier's class probabilities (`n x
+/// 1`, the positive class's, for a binary one; `n x K` for `K` classes).
 #[pyfunction]
 pub(crate) fn predict_state<'py>(
     py: Python<'py>,
@@ -158,53 +182,41 @@ pub(crate) fn predict_state<'py>(
     n: usize,
     d: usize,
 ) -> PyResult<Predictions<'py>> {
-    let model = decode(state)?;
+    let set = decode(state)?;
     let x = matrix(x, n, d, "X")?;
-    let p = py.detach(|| model.predict_raw(&x)).py_err()?;
-    let probability = (model.link == Link::Probit).then(|| {
+    let link = set.link().py_err()?;
+    let predictions = py
+        .detach(|| {
+            set.members
+                .iter()
+                .map(|m| m.predict_raw(&x))
+                .collect::<sgp_trainer::Result<Vec<_>>>()
+        })
+        .py_err()?;
+    let rows = |f: &dyn Fn(usize, usize) -> f64, cols: usize| {
         to_bytes(
             py,
-            p.mean.iter().zip(p.var.iter()).map(|(&m, &v)| probit(m, v)),
+            (0..n).flat_map(move |i| (0..cols).map(move |k| f(i, k))),
         )
-    });
-    Ok((
-        to_bytes(py, p.mean.iter().copied()),
-        to_bytes(py, p.var.iter().copied()),
-        probability,
-    ))
-}
-
-/// The fitted model `state` as a blob that learns on the device (format
-/// version 7, what `sgp fit --updatable` writes), its sparse objective
-/// `approximation` (`"fitc"`, `"vfe"`, or none for a classifier), held to
-/// the usual runtime check at the `n x d` raw inputs `x`.
-#[pyfunction]
-#[pyo3(signature = (state, approximation, x, n, d, force=false))]
-pub(crate) fn updatable_blob<'py>(
-    py: Python<'py>,
-    state: &[u8],
-    approximation: Option<&str>,
-    x: &[u8],
-    n: usize,
-    d: usize,
-    force: bool,
-) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-    use sgp_trainer::model::inference::Approximation;
-    let model = decode(state)?;
-    let x = matrix(x, n, d, "X")?;
-    let approximation = match approximation {
-        None => None,
-        Some("fitc") => Some(Approximation::Fitc),
-        Some("vfe") => Some(Approximation::Vfe),
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "objective {other:?}: expected \"fitc\" or \"vfe\""
-            )))
+    };
+    let mean = rows(&|i, k| predictions[k].mean[i], predictions.len());
+    let var = rows(&|i, k| predictions[k].var[i], predictions.len());
+    let probability = match link {
+        Link::Identity => None,
+        Link::Probit => Some(rows(
+            &|i, _| probit(predictions[0].mean[i], predictions[0].var[i]),
+            1,
+        )),
+        Link::OneVsRest | Link::Softmax => {
+            let p: Vec<Vec<f64>> = (0..n)
+                .map(|i| {
+                    let latents: Vec<(f64, f64)> =
+                        predictions.iter().map(|r| (r.mean[i], r.var[i])).collect();
+                    class_probabilities(link, &latents)
+                })
+                .collect();
+            Some(rows(&|i, k| p[i][k], predictions.len()))
         }
     };
-    let set = sgp_trainer::model::ModelSet::single(model, Vec::new());
-    let exported = py
-        .detach(|| sgp_trainer::export::updatable::export_updatable(&set, &x, approximation, force))
-        .py_err()?;
-    Ok(pyo3::types::PyBytes::new(py, &exported.blob))
+    Ok((mean, var, probability))
 }

@@ -241,7 +241,7 @@ impl VarianceForm {
 }
 
 /// The covariance function of the basis, with `r^2 = sum_g w_g (z_g -
-/// c_g)^2` the scaled squared distance (field 32, format version 7; blobs
+/// c_g)^2` the scaled squared distance (field 32, format version 8; blobs
 /// before it are [`Kernel::SquaredExponential`]):
 ///
 /// - [`Kernel::SquaredExponential`]: `a exp(-r^2 / 2)`;
@@ -324,6 +324,9 @@ impl Kernel {
 /// The format version that added the [`VarianceForm::Whitened`] form and
 /// the [`Field::Learning`] block.
 pub(crate) const LEARNING_VERSION: u16 = 7;
+
+/// The format version that added the [`Field::Kernel`].
+pub(crate) const KERNEL_VERSION: u16 = 8;
 
 /// How an updatable model ([`VarianceForm::Whitened`], format version 7)
 /// conditions on one new observation `y` at `x`, with `z = L1^-1 k(x)`:
@@ -492,7 +495,7 @@ pub enum Field {
     /// [`Observation`] model and, per output, the whitened posterior mean
     /// `L1^T beta`.
     Learning,
-    /// The [`Kernel`] of the basis (format version 7).
+    /// The [`Kernel`] of the basis (format version 8).
     Kernel,
 }
 
@@ -1126,6 +1129,8 @@ mod owned {
         }
         if version >= LEARNING_VERSION {
             spec.learning = reader.value()?;
+        }
+        if version >= KERNEL_VERSION {
             spec.kernel = Kernel::from_index(reader.value()?)?;
         }
         Ok(())
@@ -1297,9 +1302,9 @@ mod owned {
         }
 
         /// The format version [`ModelSpec::to_bytes`] writes: the oldest
-        /// that holds the model, 7 for an updatable model (the
-        /// [`VarianceForm::Whitened`] form, a [`Learning`] block) or a
-        /// kernel other than the squared exponential, 6 when an
+        /// that holds the model, 8 for a kernel other than the squared
+        /// exponential, 7 for an updatable model (the
+        /// [`VarianceForm::Whitened`] form, a [`Learning`] block), 6 when an
         /// output shares the first output's variance
         /// ([`OutputSpec::shares_variance`]), else 5.
         ///
@@ -1308,10 +1313,9 @@ mod owned {
         /// assert_eq!(spec.version(), 5);
         /// ```
         pub fn version(&self) -> u16 {
-            if self.variance == VarianceForm::Whitened
-                || self.learning.is_some()
-                || self.kernel != Kernel::SquaredExponential
-            {
+            if self.kernel != Kernel::SquaredExponential {
+                KERNEL_VERSION
+            } else if self.variance == VarianceForm::Whitened || self.learning.is_some() {
                 LEARNING_VERSION
             } else if self.outputs.iter().any(OutputSpec::shares_variance) {
                 6
@@ -1408,6 +1412,8 @@ mod owned {
             body = postcard::to_extend(&(&self.outputs, &self.class_labels), body)?;
             if version >= LEARNING_VERSION {
                 body = postcard::to_extend(&self.learning, body)?;
+            }
+            if version >= KERNEL_VERSION {
                 body = postcard::to_extend(&self.kernel, body)?;
             }
             Ok(body)

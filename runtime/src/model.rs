@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::format::{
-    open, Field, Kernel, Link, ModelKind, Observation, Reader, Shape, VarianceForm,
+    open, Field, Kernel, Link, ModelKind, Observation, Reader, Shape, VarianceForm, KERNEL_VERSION,
     LEARNING_VERSION,
 };
 use crate::math;
@@ -399,7 +399,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         } else {
             None
         };
-        let kernel = if version >= LEARNING_VERSION {
+        let kernel = if version >= KERNEL_VERSION {
             Kernel::from_index(reader.value()?)?
         } else {
             Kernel::SquaredExponential
@@ -412,6 +412,13 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         if variance != VarianceForm::Product {
             for output in model.outputs.iter_mut().take(p) {
                 output.invert_diagonals(m, variance == VarianceForm::Solves);
+            }
+        }
+        if variance == VarianceForm::Whitened {
+            // The mean is z . a (see `latent`): beta, which an update
+            // would have to solve for, is written only with the blob.
+            for output in model.outputs.iter_mut() {
+                output.beta = [0.0; M];
             }
         }
         let origin = if learning.is_some() {
@@ -549,7 +556,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.outputs.first().map_or(0.0, Output::noise_variance)
     }
 
-    /// Predictive mean only: `O(M G)`, no variance work.
+    /// Predictive mean only: `O(M G)`, no variance work (an updatable
+    /// model, whose mean is `z . a` with `z = L1^-1 k`, runs
+    /// [`Model::predict_latent`]: `O(M G + M^2)`).
     ///
     /// ```
     /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
@@ -562,6 +571,10 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// # Errors
     /// As [`Model::predict`].
     pub fn mean(&self, x: &[f32]) -> Result<f32, Error> {
+        if self.variance == VarianceForm::Whitened {
+            // The mean z . a needs the solve for z.
+            return Ok(self.predict_latent(x)?.mean);
+        }
         let mut k = [0.0f32; M];
         let latent = self.basis(x, &mut k)?;
         Ok(self.output_mean(self.first()?, latent))
@@ -633,7 +646,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     pub fn predict_latent(&self, x: &[f32]) -> Result<Prediction, Error> {
         let mut k = [0.0f32; M];
         let latent_mean = self.basis(x, &mut k)?;
-        let (latent, _) = self.latent(self.first()?, latent_mean, &k, None);
+        let (latent, _) = self.latent(self.first()?, latent_mean, &k, None)?;
         Ok(latent)
     }
 
@@ -695,7 +708,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// shares the first output's variance, the first output's vectors).
     /// Without `u` the product keeps nothing (a plain prediction then
     /// neither zero-fills nor stores a scratch vector: 160 instructions at
-    /// M = 32).
+    /// M = 32). An updatable model's mean `z . a` comes from the same pass
+    /// (its `beta . k` is zero); [`Error::InputOverflow`] if it overflows.
     #[inline(always)]
     fn latent(
         &self,
@@ -703,13 +717,27 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         latent_mean: f32,
         k: &[f32; M],
         u: Option<&mut [[f32; 2]; M]>,
-    ) -> (Prediction, bool) {
+    ) -> Result<(Prediction, bool), Error> {
         let (source, ratio) = self.variance_source(output);
-        let (variance, unclamped) = self.latent_variance(source, k, u);
-        (
+        let (variance, unclamped, whitened_mean) = self.latent_variance(source, output, k, u);
+        let latent_mean = match (self.variance, output.shared_variance) {
+            // An updatable model's mean is z . a (its beta is zero); an
+            // output sharing the first's factors has z scaled by
+            // sqrt(ratio). Its sum is checked here, as the basis's is.
+            (VarianceForm::Whitened, shared) => {
+                let scale = shared.map_or(1.0, |r| whitened::root_and_reciprocal(r).0);
+                let mean = latent_mean + scale * whitened_mean;
+                if !mean.is_finite() {
+                    return Err(Error::InputOverflow);
+                }
+                mean
+            }
+            _ => latent_mean,
+        };
+        Ok((
             self.scaled_latent(output, latent_mean, ratio * variance),
             unclamped,
-        )
+        ))
     }
 
     /// The output whose factors give `output`'s variance, and the ratio
@@ -724,15 +752,18 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     }
 
     /// Step 5 for `output`'s own factors: the latent variance in
-    /// standardised units, clamped at zero, and whether it was above the
-    /// clamp.
+    /// standardised units, clamped at zero, whether it was above the
+    /// clamp, and for the whitened form `z . a` with `mean_of`'s
+    /// whitened mean `a` (else 0).
     #[inline(always)]
     fn latent_variance(
         &self,
         output: &Output<M>,
+        mean_of: &Output<M>,
         k: &[f32; M],
         u: Option<&mut [[f32; 2]; M]>,
-    ) -> (f32, bool) {
+    ) -> (f32, bool, f32) {
+        let mut whitened_mean = 0.0;
         let factors = output.factors.as_flattened();
         let (explained, restored) = match self.variance {
             VarianceForm::Product => (
@@ -747,14 +778,16 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             ),
             VarianceForm::Whitened => {
                 let mut scratch = [[0.0f32; 2]; M];
-                let (explained, restored) = whitened::solve_and_multiply(
+                let (explained, restored, mean) = whitened::solve_and_multiply(
                     factors,
                     &output.diagonal1,
                     &output.inv_diagonal2,
+                    mean_of.mean(),
                     k,
                     self.m,
                     u.unwrap_or(&mut scratch),
                 );
+                whitened_mean = mean;
                 // z^T S z is in [0, |z|^2] (S <= I): clamped there, the
                 // variance stays between 0 and the prior whatever f32 did.
                 let restored = if restored > 0.0 { restored } else { 0.0 };
@@ -784,7 +817,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // basis centres; the comparison also maps NaN to zero, and unlike
         // `f32::max` it needs no libm call on a Cortex-M4.
         let unclamped = variance > 0.0;
-        (if unclamped { variance } else { 0.0 }, unclamped)
+        (
+            if unclamped { variance } else { 0.0 },
+            unclamped,
+            whitened_mean,
+        )
     }
 
     /// `output`'s latent prediction from its latent mean `beta . k` and

@@ -98,12 +98,29 @@ fn matern_basis_functions_in_closed_form() {
     }
 }
 
+/// A version-7 blob (written before the kernel field, version 8) loads as
+/// the squared exponential, and predicts as the same model written now.
+#[test]
+fn a_version_7_blob_loads_as_the_squared_exponential() {
+    let v7: &[u8] = include_bytes!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/doc-updatable.sgp"
+    ));
+    assert_eq!(u16::from_le_bytes([v7[4], v7[5]]), 7);
+    let spec = ModelSpec::from_bytes(v7).unwrap();
+    assert_eq!(spec.kernel, Kernel::SquaredExponential);
+    assert_eq!(spec.version(), 7);
+    assert_eq!(spec.to_bytes().unwrap(), v7);
+    // The runtime's loader takes it too.
+    Model::<4, 2, 2>::from_bytes(v7).unwrap();
+}
+
 #[test]
 fn a_kernel_this_runtime_does_not_know_is_refused_by_name() {
     let mut spec = one_basis(Link::Identity, false);
     spec.kernel = Kernel::Matern32;
     let mut blob = spec.to_bytes().unwrap();
-    assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 7);
+    assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 8);
     // The kernel is the body's last byte; 4 is no kernel of this runtime.
     let at = blob.len() - 5;
     assert_eq!(blob[at], 2);

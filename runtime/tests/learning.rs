@@ -172,11 +172,44 @@ fn the_whitened_form_predicts_as_the_solves() {
             a.predict_with_gradient(&x).unwrap(),
             b.predict_with_gradient(&x).unwrap(),
         );
+        assert_eq!(b.mean(&x).unwrap(), q.mean);
+        assert_eq!((h.mean, h.variance), (q.mean, q.variance));
         for j in 0..2 {
             let tol = 1e-4 * (1.0 + g.variance_gradient[j].abs());
             assert!(
                 (g.variance_gradient[j] - h.variance_gradient[j]).abs() < tol,
                 "{x:?} {j}"
+            );
+            let tol = 1e-4 * (1.0 + g.mean_gradient[j].abs());
+            assert!(
+                (g.mean_gradient[j] - h.mean_gradient[j]).abs() < tol,
+                "{x:?} {j}: mean gradient"
+            );
+        }
+    }
+}
+
+/// After updates the mean's gradient (its weights solved for from the
+/// learned means) is the derivative of the mean: central differences.
+#[test]
+fn the_mean_gradient_follows_the_learned_mean() {
+    let mut model =
+        Model::<4, 2, 2>::from_bytes(&doc_updatable_spec().to_bytes().unwrap()).unwrap();
+    for (t, x) in [[0.3, -0.2], [1.0, 0.5], [-0.8, 1.2]].iter().enumerate() {
+        model.update(x, 2.0 - t as f32).unwrap();
+    }
+    for x in [[0.0f32, 0.0], [0.7, -0.4], [1.5, 1.0]] {
+        let g = model.predict_with_gradient(&x).unwrap();
+        for j in 0..2 {
+            let h = 1e-2f32;
+            let (mut up, mut down) = (x, x);
+            up[j] += h;
+            down[j] -= h;
+            let fd = (model.mean(&up).unwrap() - model.mean(&down).unwrap()) / (2.0 * h);
+            assert!(
+                (fd - g.mean_gradient[j]).abs() < 1e-2 * (1.0 + fd.abs()),
+                "{x:?} {j}: {fd} {}",
+                g.mean_gradient[j]
             );
         }
     }
@@ -568,4 +601,28 @@ impl Strip for Learning {
         spec.learning = None;
         spec
     }
+}
+
+/// A model that has not learned writes its source back byte for byte,
+/// however often it is asked (a refused update changes nothing either).
+#[test]
+fn an_unchanged_model_writes_its_source_back() {
+    let blob = doc_updatable_spec().to_bytes().unwrap();
+    let mut model = Model::<4, 2, 2>::from_bytes(&blob).unwrap();
+    let mut out = vec![0u8; blob.len()];
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_eq!(out, blob);
+    let strict = UpdateSettings {
+        gate: 1.0,
+        ..Default::default()
+    };
+    assert_eq!(
+        model.update_with(&[0.0, 0.0], 1e6, strict),
+        Err(Error::Outlier)
+    );
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_eq!(out, blob);
+    model.update(&[0.0, 0.0], 1.0).unwrap();
+    model.write_blob(&blob, &mut out).unwrap();
+    assert_ne!(out, blob);
 }

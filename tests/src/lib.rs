@@ -5,6 +5,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
+use sgp_trainer::options::Options;
 use sgp_trainer::tools::demo::synthetic;
 
 /// `n` rows of the synthetic regression data in `d` inputs, columns
@@ -19,16 +20,14 @@ pub fn data(n: usize, d: usize, seed: u64) -> Dataset {
 /// rows of 3-input data, and that data.
 pub fn fitted(method: Method, m: usize, seed: u64) -> (Dataset, TrainedModel) {
     let train = data(300, 3, seed);
-    let model = fit(&train, &params(method, m, seed, 60), &mut |_| {})
-        .unwrap()
-        .model;
-    (train, model)
+    let mut fitted = fit(&train, &params(method, m, seed, 60), &mut |_| {}).unwrap();
+    (train, fitted.set.members.remove(0))
 }
 
 /// The defaults of `method` with `m` basis functions, `seed`, and at most
 /// `max_iter` optimiser iterations (SPGP+DR and PCA: 2 dimensions).
 pub fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
-    let mut params = FitParams::defaults(method, m, 2, seed);
+    let mut params = Options::defaults(method, m, 2, seed).unwrap();
     *params.optimiser_mut() = OptimiseOptions {
         max_iter,
         ..OptimiseOptions::default()

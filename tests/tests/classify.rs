@@ -9,10 +9,9 @@ use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec};
 use sgp_trainer::data::labels::{binary_labels, default_positive};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::{class_probabilities, export_set, PROBABILITY_TOLERANCE};
-use sgp_trainer::fit::svgp::{fit_svgp_classes, SvgpParams};
+use sgp_trainer::export::{class_probabilities, export, PROBABILITY_TOLERANCE};
+use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{fit, FitParams};
-use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 
 /// `rows` points on the unit square labelled by `label(a, b)`.
@@ -67,13 +66,10 @@ fn three_text_classes_classify_on_the_device_as_in_the_trainer() {
         ["left", "mid", "right"][((a * 3.0) as usize).min(2)]
     });
     let (test, train) = data.split(0.3, 5).unwrap();
-    let mut set = fit_svgp_classes(&train, &params(), &mut |_| {})
-        .unwrap()
-        .set;
-    for member in &mut set.members {
-        member.link = Link::Softmax;
-    }
-    let blob = export_set(&set, &train.raw_x(), false).unwrap().blob;
+    let classes = train.into_classes().unwrap();
+    let mut fitted = fit(&classes, &FitParams::Svgp(params()), &mut |_| {}).unwrap();
+    let blob = export(&mut fitted, &classes.raw_x(), false).unwrap().blob;
+    let set = fitted.set;
     let spec = ModelSpec::from_bytes(&blob).unwrap();
     assert_eq!(spec.class_labels, ["left", "mid", "right"]);
     assert_eq!(spec.shape.link, Link::Softmax);
@@ -101,11 +97,10 @@ fn binary_text_labels_classify_on_the_device_as_in_the_trainer() {
     assert_eq!(labels, ["ok", "fault"]);
     let binary = data.into_binary(Some(positive)).unwrap();
     let (test, train) = binary.split(0.3, 5).unwrap();
-    let model = fit(&train, &FitParams::Svgp(params()), &mut |_| {})
-        .unwrap()
-        .model;
-    let set = ModelSet::single(model, labels);
-    let blob = export_set(&set, &train.raw_x(), false).unwrap().blob;
+    let mut fitted = fit(&train, &FitParams::Svgp(params()), &mut |_| {}).unwrap();
+    fitted.set.class_labels = labels;
+    let blob = export(&mut fitted, &train.raw_x(), false).unwrap().blob;
+    let set = fitted.set;
     let spec = ModelSpec::from_bytes(&blob).unwrap();
     assert_eq!(spec.class_labels, ["ok", "fault"]);
 

@@ -8,15 +8,20 @@ use sgp_runtime::{Model, ModelKind, ModelSpec};
 use sgp_tests::{data, fitted, params};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::device::predict_all;
-use sgp_trainer::export::{compare, export, far_points};
+use sgp_trainer::export::{check, compare, far_points};
 use sgp_trainer::fit::gplasso::GplassoRefit;
 use sgp_trainer::fit::{fit, FitParams, Method};
-use sgp_trainer::model::TrainedModel;
+use sgp_trainer::model::{ModelSet, TrainedModel};
 use sgp_trainer::tools::demo::synthetic;
+
+/// `model` as a set of one.
+fn one(model: &TrainedModel) -> ModelSet {
+    ModelSet::single(model.clone(), Vec::new())
+}
 
 fn assert_runtime_matches(model: &TrainedModel) {
     let held_out = data(200, 3, 99);
-    let exported = export(model, &held_out.raw_x(), false).unwrap();
+    let exported = check(&one(model), &held_out.raw_x()).unwrap();
     let f = &exported.fidelity;
     assert!(f.passes(), "{f:?}");
     assert_eq!(f.points, 200 + 16);
@@ -24,9 +29,9 @@ fn assert_runtime_matches(model: &TrainedModel) {
     // compared against this one does.
     let mut other = model.clone();
     other.form.beta *= 1.5;
-    let wrong = compare(&other, &exported.blob, &held_out.raw_x()).unwrap();
+    let wrong = compare(&one(&other), &exported.blob, &held_out.raw_x()).unwrap();
     assert!(
-        !wrong.passes(),
+        !wrong[0].passes(),
         "a wrong blob passed the fidelity check: {wrong:?}"
     );
 }
@@ -112,7 +117,7 @@ fn gplasso_runtime_matches_trainer() {
         if let FitParams::Gplasso(g) = &mut p {
             g.refit = refit;
         }
-        let model = fit(&train, &p, &mut |_| {}).unwrap().model;
+        let model = fit(&train, &p, &mut |_| {}).unwrap().set.members.remove(0);
         let spec = model.to_spec().unwrap();
         assert_eq!(spec.shape.kind, ModelKind::GpLasso);
         assert!(!spec.shape.per_basis);
@@ -212,15 +217,16 @@ fn constant_inputs_are_fitted_and_ignored_in_f64_and_on_the_device() {
     let (train, probes) = with_constant_middle_input();
     for method in [Method::Spgp, Method::Exact] {
         let fitted = fit(&train, &params(method, 10, 0, 30), &mut |_| {}).unwrap();
-        let (model, report) = (fitted.model, fitted.report);
+        let (mut set, report) = (fitted.set, fitted.report);
+        let model = set.members.remove(0);
         assert_eq!(report.ignored_inputs, vec!["still"]);
-        assert_eq!(report.hyper.lengthscales.len(), 2);
+        assert_eq!(report.lengthscales.len(), 2);
         let json = serde_json::to_value(&report).unwrap();
         let scales = json["lengthscales"].as_array().unwrap();
         assert!(scales.iter().all(|l| l.is_f64()), "{json}");
         assert_eq!(model.input_names, vec!["x1", "still", "x3"]);
 
-        let exported = export(&model, &probes[0], false).unwrap();
+        let exported = check(&one(&model), &probes[0]).unwrap();
         assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
         let reference = model.predict_raw(&probes[0]).unwrap();
         let device = predict_all(&exported.blob, &probes[0]).unwrap();
@@ -252,7 +258,9 @@ fn the_blob_records_the_training_range_and_the_device_checks_it() {
     for method in [Method::Spgp, Method::SpgpDr] {
         let model = fit(&train, &params(method, 10, 0, 20), &mut |_| {})
             .unwrap()
-            .model;
+            .set
+            .members
+            .remove(0);
         let blob = model.to_spec().unwrap().to_bytes().unwrap();
         let spec = ModelSpec::from_bytes(&blob).unwrap();
         for j in [0, 2] {
@@ -298,10 +306,10 @@ fn ivm_classifier_fit_to_blob_to_runtime_probability() {
         .unwrap()
         .into_binary(None)
         .unwrap();
-    let fitted = fit(&train, &params(Method::Ivm, 40, 1, 60), &mut |_| {}).unwrap();
-    let model = fitted.model;
+    let mut fitted = fit(&train, &params(Method::Ivm, 40, 1, 60), &mut |_| {}).unwrap();
+    let model = fitted.set.members.remove(0);
     let held_out = classification_dataset(ClassShape::Moons, 200, 12).unwrap();
-    let exported = export(&model, &held_out.raw_x(), false).unwrap();
+    let exported = check(&one(&model), &held_out.raw_x()).unwrap();
     assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
     let spec = ModelSpec::from_bytes(&exported.blob).unwrap();
     assert_eq!(spec.shape.link, sgp_runtime::Link::Probit);

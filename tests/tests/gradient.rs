@@ -135,7 +135,9 @@ fn classifier_gradients_match_differences_of_the_f64_trainer() {
     for (label, method) in [("ivm probit", Method::Ivm), ("svgp", Method::Svgp)] {
         let model = fit(&train, &params(method, 40, 1, 60), &mut |_| {})
             .unwrap()
-            .model;
+            .set
+            .members
+            .remove(0);
         assert_gradients_match(label, &model, &points(&model, &held_out));
     }
 }

@@ -3,7 +3,8 @@
 //! posterior of every row (same basis and hyperparameters); with
 //! forgetting, the model tracks a plant whose function shifts; 100,000
 //! updates keep every variance in `(0, prior + noise]`; the written blob
-//! loads in the host tools.
+//! loads in the host tools; an svgp classifier learns flipped labels on
+//! the host (`sgp replay`'s function) as on the device, bit for bit.
 
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Model, ModelSpec, UpdateSettings};
@@ -12,7 +13,7 @@ use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::updatable::conditioned;
-use sgp_trainer::model::{ModelSet, TrainedModel};
+use sgp_trainer::model::TrainedModel;
 use sgp_trainer::tools::drift::{drift_figures, Shift};
 
 const D: usize = 4;
@@ -29,14 +30,11 @@ fn lab(approximation: Approximation) -> (TrainedModel, Vec<u8>) {
         m: M,
         approximation,
         restarts: 1,
-        held_out_choice: false,
         ..SparseParams::default()
     });
-    let model = fit(&data, &params, &mut |_| {}).unwrap().model;
-    let set = ModelSet::single(model.clone(), Vec::new());
-    let blob = export_updatable(&set, &x, Some(approximation), false)
-        .unwrap()
-        .blob;
+    let mut fitted = fit(&data, &params, &mut |_| {}).unwrap();
+    let model = fitted.set.members[0].clone();
+    let blob = export_updatable(&mut fitted, &x, false).unwrap().blob;
     (model, blob)
 }
 
@@ -194,4 +192,216 @@ fn a_hundred_thousand_updates_keep_every_variance_in_range() {
     assert!(spec.learning.is_some());
     let evaluation = sgp_trainer::evaluate::evaluate_blob(&written, &x, &y).unwrap();
     assert!(evaluation.rmse.is_finite() && evaluation.nlpd.is_finite());
+}
+
+/// `rows` rows of the drift plant (two inputs), labelled 1 where the
+/// target is positive, or (`flipped`) where it is not.
+fn labelled(rows: usize, flipped: bool, seed: u64) -> Dataset {
+    let (x, y) = Shift::Offset.rows(rows, 2, false, NOISE, seed);
+    let labels = y.map(|v| if (v > 0.0) != flipped { 1.0 } else { 0.0 });
+    let names = vec!["x1".into(), "x2".into()];
+    Dataset::from_raw(x, labels, names, "fault".into())
+        .unwrap()
+        .into_binary(Some(1.0))
+        .unwrap()
+}
+
+/// The svgp classifier end to end: `sgp fit --model svgp --updatable`'s
+/// export (the runtime's probabilities checked against the trainer's at
+/// load), `sgp replay`'s host replay of a stream whose class boundary has
+/// turned (one assumed-density step per label), and the device's own
+/// update of the same labels: the model learns the new boundary, and the
+/// host's learned blob predicts as the device's model, bit for bit. (The
+/// step itself is held to an f64 assumed-density filter in the runtime's
+/// tests, `a_probit_label_takes_an_assumed_density_step`.)
+#[test]
+fn an_svgp_classifier_learns_its_labels_on_the_host_as_on_the_device() {
+    use sgp_trainer::fit::svgp::SvgpParams;
+    use sgp_trainer::tools::replay::{labels_as_targets, replay};
+    const M: usize = 16;
+    let lab = labelled(300, false, 1);
+    let params = FitParams::Svgp(SvgpParams {
+        m: M,
+        restarts: 1,
+        ..SvgpParams::default()
+    });
+    let model = fit(&lab, &params, &mut |_| {}).unwrap().model;
+    let set = ModelSet::single(model, Vec::new());
+    let blob = export_updatable(&set, &lab.raw_x(), None, false)
+        .unwrap()
+        .blob;
+    assert_eq!(
+        ModelSpec::from_bytes(&blob)
+            .unwrap()
+            .learning
+            .unwrap()
+            .observation,
+        sgp_runtime::Observation::Probit
+    );
+
+    // The labels flip (a sensor rewired): every row changes class.
+    let stream = labelled(400, true, 2);
+    let (x, targets) = (stream.raw_x(), labels_as_targets(&stream.raw_y(), 1.0));
+    let settings = UpdateSettings {
+        forgetting: 0.99,
+        ..UpdateSettings::default()
+    };
+    let host = replay(&blob, &x, &targets, settings).unwrap();
+    let windows = host.windows(0, 100);
+    let (first, last) = (&windows[0], &windows[3]);
+    assert!(
+        last.nlpd < first.nlpd - 0.1 && last.hits > first.hits + 0.1,
+        "log loss {:.3} -> {:.3}, right {:.2} -> {:.2}",
+        first.nlpd,
+        last.nlpd,
+        first.hits,
+        last.hits
+    );
+
+    let mut device = Model::<M, 2, 2>::from_bytes(&blob).unwrap();
+    device.set_update_settings(settings).unwrap();
+    let learned = Model::<M, 2, 2>::from_bytes(&host.blob).unwrap();
+    for (t, (row, &y)) in x.row_iter().zip(targets.iter()).enumerate() {
+        let input = f32s(row.transpose().as_view());
+        let seen = device.update(&input, y as f32).unwrap();
+        let probability = f64::from(y as f32 - seen.residual);
+        assert_eq!(probability, host.outputs[0].steps[t].mean, "row {t}");
+    }
+    let (probes, _) = Shift::Gain.rows(50, 2, false, NOISE, 9);
+    for row in probes.row_iter() {
+        let input = f32s(row.transpose().as_view());
+        assert_eq!(learned.probability(&input), device.probability(&input));
+    }
+    // Where the classes changed, the device now says so.
+    let new = labelled(200, true, 3);
+    let right = |m: &Model<M, 2, 2>| {
+        new.raw_x()
+            .row_iter()
+            .zip(new.raw_y().iter())
+            .filter(|(row, &y)| {
+                let p = m.probability(&f32s(row.transpose().as_view())).unwrap();
+                (p > 0.5) == (y > 0.0)
+            })
+            .count()
+    };
+    let before = Model::<M, 2, 2>::from_bytes(&blob).unwrap();
+    assert!(
+        right(&device) > right(&before) + 30,
+        "right of 200: {} before the stream, {} after",
+        right(&before),
+        right(&device)
+    );
+}
+
+/// A classifier whose fitted posterior is wider than its prior in some
+/// direction (an svgp fit on labels a line separates perfectly ends
+/// there) cannot be exported as updatable: the export says why.
+#[test]
+fn a_posterior_wider_than_the_prior_is_refused_with_the_reason() {
+    use sgp_trainer::fit::svgp::SvgpParams;
+    let mut csv = String::from("a,b,fault\n");
+    for i in 0..160 {
+        let a = (i * 37 % 101) as f64 / 100.0;
+        let b = (i * 53 % 97) as f64 / 96.0;
+        csv.push_str(&format!("{a},{b},{}\n", u8::from(a + b > 1.0)));
+    }
+    let data = Dataset::from_reader(csv.as_bytes(), "separable.csv", None)
+        .unwrap()
+        .into_binary(Some(1.0))
+        .unwrap();
+    let params = FitParams::Svgp(SvgpParams {
+        m: 12,
+        restarts: 1,
+        ..SvgpParams::default()
+    });
+    let model = fit(&data, &params, &mut |_| {}).unwrap().model;
+    let set = ModelSet::single(model, Vec::new());
+    let Err(error) = export_updatable(&set, &data.raw_x(), None, false) else {
+        panic!("the export accepted a posterior wider than the prior");
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("exceeds the prior") && message.contains("without --updatable"),
+        "{message}"
+    );
+}
+
+/// Several outputs on one basis learn together (`update_all`): with the
+/// outputs' variance tied (one `S`, the first output's, scaled) and
+/// separate, after 300 updates without forgetting every output predicts
+/// its own batch posterior of the training rows and the updates.
+#[test]
+fn several_outputs_learn_their_batch_posteriors() {
+    use sgp_trainer::data::multi_target::MultiTargetData;
+    use sgp_trainer::fit::multi_output::{fit_multi_with, VarianceSharing};
+    // Two outputs of one plant on the same inputs: before and after its
+    // gain shift (the second twice as noisy).
+    let outputs = |rows: usize, seed: u64| {
+        let (x, a) = Shift::Gain.rows(rows, D, false, NOISE, seed);
+        let (_, b) = Shift::Gain.rows(rows, D, true, 2.0 * NOISE, seed);
+        (x, DMatrix::from_columns(&[a, b]))
+    };
+    let (lab_x, lab_y) = outputs(400, 1);
+    let (x, y) = outputs(300, 5);
+    let names: Vec<String> = (1..=D).map(|j| format!("x{j}")).collect();
+    let lab = MultiTargetData::from_raw(
+        lab_x.clone(),
+        lab_y.clone(),
+        names,
+        &["a".to_string(), "b".to_string()],
+    )
+    .unwrap();
+    for sharing in [VarianceSharing::Tied, VarianceSharing::Separate] {
+        let params = FitParams::Spgp(SparseParams {
+            m: M,
+            restarts: 1,
+            held_out_choice: false,
+            ..SparseParams::default()
+        });
+        let fitted = fit_multi_with(&lab, &params, sharing, &mut |_| {}).unwrap();
+        let blob = export_updatable(&fitted.set, &lab_x, Some(Approximation::Fitc), false)
+            .unwrap()
+            .blob;
+        let spec = ModelSpec::from_bytes(&blob).unwrap();
+        let shared = spec.outputs.iter().all(|o| o.l1.is_empty());
+        assert_eq!(shared, sharing == VarianceSharing::Tied, "{sharing:?}");
+        let mut device = Model::<M, D, D, 2>::from_bytes(&blob).unwrap();
+        for (row, targets) in x.row_iter().zip(y.row_iter()) {
+            let targets: Vec<f32> = targets.iter().map(|&v| v as f32).collect();
+            device
+                .update_all(&f32s(row.transpose().as_view()), &targets)
+                .unwrap();
+        }
+        let all_x = DMatrix::from_rows(&lab_x.row_iter().chain(x.row_iter()).collect::<Vec<_>>());
+        let (probes, _) = Shift::Gain.rows(60, D, false, NOISE, 6);
+        for (p, member) in fitted.set.members.iter().enumerate() {
+            let all_y = DVector::from_iterator(
+                all_x.nrows(),
+                lab_y.column(p).iter().chain(y.column(p).iter()).copied(),
+            );
+            let batch = TrainedModel {
+                form: conditioned(
+                    &member.form,
+                    &member.transform.apply_x(&all_x),
+                    &member.transform.apply_y(&all_y),
+                    Approximation::Fitc,
+                )
+                .unwrap(),
+                ..member.clone()
+            };
+            let reference = batch.predict_raw(&probes).unwrap();
+            for (i, row) in probes.row_iter().enumerate() {
+                let got = device
+                    .predict_all(&f32s(row.transpose().as_view()))
+                    .unwrap()[p];
+                let sd = reference.var[i].sqrt();
+                let mean = (f64::from(got.mean) - reference.mean[i]).abs() / sd;
+                let var = (f64::from(got.variance) - reference.var[i]).abs() / reference.var[i];
+                assert!(
+                    mean < 1e-2 && var < 2e-2,
+                    "{sharing:?} output {p} point {i}: mean {mean:.2e} sd, variance {var:.2e}"
+                );
+            }
+        }
+    }
 }

@@ -1,12 +1,13 @@
 //! Matérn kernels from the fit to the device (issue 39): every family
-//! that takes one fits with it, records it in the blob, and passes the
-//! export check (the runtime reproduces the trainer's f64 predictions);
-//! VSGP refuses it and says why.
+//! that takes one fits with it through the options builder, records it in
+//! the blob, and passes the export check (the runtime reproduces the
+//! trainer's f64 predictions); VSGP refuses it and says why.
 
 use sgp_runtime::{Kernel, ModelSpec};
+use sgp_trainer::choose::{fit, Asked};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::cure::export_fitted;
-use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::fit::Method;
+use sgp_trainer::options::{ModelChoice, Options};
 use sgp_trainer::tools::synth::{classification_dataset, synthetic, ClassShape};
 
 fn regression() -> Dataset {
@@ -14,18 +15,31 @@ fn regression() -> Dataset {
     Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
 }
 
+/// `sgp fit --model METHOD --m 8 --max-iter 30 --kernel KERNEL`.
+fn options(method: Method, kernel: Kernel) -> Options {
+    Options {
+        model: Some(ModelChoice::Family(method)),
+        m: (method != Method::Exact).then_some(8),
+        dim: matches!(method, Method::SpgpDr | Method::SpgpPca).then_some(1),
+        max_iter: Some(30),
+        kernel: Some(kernel),
+        ..Options::default()
+    }
+}
+
 /// A fit of `method` with `kernel`, exported through the check.
 fn exported(data: &Dataset, method: Method, kernel: Kernel) -> ModelSpec {
-    let dim = if method.is_projected() { 1 } else { 0 };
-    let mut params = FitParams::defaults(method, 8, dim, 0);
-    params.set_kernel(kernel);
-    params.optimiser_mut().max_iter = 30;
-    let mut fitted = fit(data, &params, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{} {}: {e}", method.name(), kernel.name()));
-    assert_eq!(fitted.report.hyper.kernel, kernel.name());
-    let (out, _) = export_fitted(&mut fitted, &data.raw_x(), false)
-        .unwrap_or_else(|e| panic!("{} {}: {e}", method.name(), kernel.name()));
-    assert!(out.fidelity.passes(), "{} {}", method.name(), kernel.name());
+    let options = options(method, kernel);
+    let name = format!("{} {}", method.name(), kernel.name());
+    let request = options
+        .request(data)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut fitted = fit(data, &request, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(fitted.report.kernel, kernel.name());
+    let out = options
+        .export(&mut fitted, &data.raw_x(), false)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(out.fidelity.passes(), "{name}");
     ModelSpec::from_bytes(&out.blob).expect("blob")
 }
 
@@ -44,7 +58,7 @@ fn every_family_but_vsgp_fits_exports_and_records_a_matern_kernel() {
     for method in methods {
         let spec = exported(&data, method, Kernel::Matern32);
         assert_eq!(spec.kernel, Kernel::Matern32, "{}", method.name());
-        assert_eq!(spec.version(), 7);
+        assert_eq!(spec.version(), 8);
     }
     for kernel in [Kernel::Matern12, Kernel::Matern52] {
         assert_eq!(exported(&data, Method::Spgp, kernel).kernel, kernel);
@@ -66,13 +80,28 @@ fn every_family_but_vsgp_fits_exports_and_records_a_matern_kernel() {
 
 #[test]
 fn vsgp_refuses_a_matern_kernel_and_says_why() {
-    let mut params = FitParams::defaults(Method::Vsgp, 8, 0, 0);
-    params.set_kernel(Kernel::Matern32);
-    let err = fit(&regression(), &params, &mut |_| {})
+    let err = options(Method::Vsgp, Kernel::Matern32)
+        .request(&regression())
         .expect_err("vsgp takes SE only")
         .to_string();
     assert!(
-        err.contains("vsgp works with the squared-exponential kernel only, not --kernel matern32"),
+        err.contains("--kernel does not apply to vsgp") && err.contains("no closed form"),
         "{err}"
     );
+}
+
+#[test]
+fn auto_weighs_the_families_that_take_the_kernel() {
+    let options = Options {
+        kernel: Some(Kernel::Matern32),
+        ..Options::default()
+    };
+    let request = options.request(&regression()).expect("request");
+    let families = request.asked.families();
+    assert!(!families.contains(&Method::Vsgp), "{families:?}");
+    assert!(families.contains(&Method::Spgp), "{families:?}");
+    let Asked::Auto(candidates) = &request.asked else {
+        panic!("auto asked for")
+    };
+    assert!(candidates.iter().all(|p| p.kernel() == Kernel::Matern32));
 }

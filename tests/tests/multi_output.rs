@@ -7,11 +7,8 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Model, ModelSpec};
-use sgp_trainer::export::cure::export_outputs;
-use sgp_trainer::export::output_blob::set_blob;
-use sgp_trainer::export::{mean_tolerance, VARIANCE_TOLERANCE};
-use sgp_trainer::fit::multi_output::fit_multi;
-use sgp_trainer::fit::{ExactParams, FitParams, ProjectedParams, SparseParams};
+use sgp_trainer::export::{export, mean_tolerance, VARIANCE_TOLERANCE};
+use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 use sgp_trainer::tools::dynamics::System;
 
@@ -30,10 +27,9 @@ fn sparse(m: usize) -> SparseParams {
 fn check_round_trip(system: System, params: &FitParams) {
     let data = system.data(400, 21).unwrap();
     let (train, test) = data.split(0.25, 2).unwrap();
-    let mut fitted = fit_multi(&train, params, &mut |_| {}).unwrap();
+    let mut fitted = fit(&train, params, &mut |_| {}).unwrap();
     let raw_x = train.first().raw_x();
-    let (exported, _) = export_outputs(&mut fitted, &raw_x, false).unwrap();
-    let blob = set_blob(&fitted.set, &exported).unwrap();
+    let blob = export(&mut fitted, &raw_x, false).unwrap().blob;
 
     let spec = ModelSpec::from_bytes(&blob).unwrap();
     assert_eq!(spec.outputs.len() + 1, system.outputs().len());

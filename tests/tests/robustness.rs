@@ -6,7 +6,7 @@
 //! exact GP, must export a blob that passes the f32 runtime check without
 //! `--force` — cured by more jitter where needed, as `sgp fit` does.
 
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
@@ -49,9 +49,10 @@ fn every_fit_of_every_robustness_case_exports() {
             fits += 1;
             let label = format!("{} {what}", case.name());
             let outcome = fit(&data, &p, &mut |_| {})
-                .and_then(|mut fitted| export_fitted(&mut fitted, &data.raw_x(), false));
+                .and_then(|mut fitted| export(&mut fitted, &data.raw_x(), false));
             match outcome {
-                Ok((exported, cure)) => {
+                Ok(exported) => {
+                    let cure = exported.cure.clone();
                     assert!(
                         exported.fidelity.passes(),
                         "{label}: {:?}",

@@ -14,7 +14,7 @@
 use nalgebra::DMatrix;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::metrics::mean_nlpd;
-use sgp_trainer::fit::spgp::fit_sparse;
+use sgp_trainer::fit::sparse::fit_sparse;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::features::PseudoInputs;
 use sgp_trainer::model::inference::fitc::fitc_posterior;
@@ -89,7 +89,6 @@ fn main() -> sgp_trainer::Result<()> {
     let sparse = SparseParams {
         m: params["fitted"]["z"].as_array().expect("z").len(),
         approximation,
-        held_out_choice: false,
         seed,
         ..SparseParams::default()
     };
@@ -99,13 +98,13 @@ fn main() -> sgp_trainer::Result<()> {
         ..sparse.optimiser.clone()
     };
     let ours = fit(&train, &FitParams::Spgp(sparse.clone()), &mut |_| {})?;
-    let p = ours.model.predict_raw(&test.raw_x())?;
+    let p = ours.set.members[0].predict_raw(&test.raw_x())?;
     let y: Vec<f64> = test.raw_y().iter().copied().collect();
     println!(
         "ours: nlml {:.3} test {:.3} noise {:.2e}",
         ours.report.nlml,
         mean_nlpd(p.mean.as_slice(), p.var.as_slice(), &y),
-        ours.report.hyper.noise_variance / (train.transform.y_scale * train.transform.y_scale),
+        ours.report.outputs[0].noise_variance / (train.transform.y_scale * train.transform.y_scale),
     );
     for which in ["start", "fitted"] {
         let (z, kern) = point(&train, &params[which])?;
@@ -115,11 +114,19 @@ fn main() -> sgp_trainer::Result<()> {
             kern.noise_var()
         );
         for (label, options) in [("default", &sparse.optimiser), ("1000 no stall", &long)] {
-            let run = fit_sparse(&train, z.clone(), kern.clone(), cfg, options, &mut |_| {})?;
-            let (nlml2, nlpd2) = test_nlpd(&train, &test, &run.features, &run.kernel, &cfg)?;
+            let one = std::slice::from_ref(&train);
+            let run = fit_sparse(
+                one,
+                z.clone(),
+                vec![kern.clone()],
+                cfg,
+                options,
+                &mut |_| {},
+            )?;
+            let (nlml2, nlpd2) = test_nlpd(&train, &test, &run.features, &run.kernels[0], &cfg)?;
             println!(
                 "   ours from there ({label}): nlml {nlml2:.3} test {nlpd2:.3} noise {:.2e} iters {} {:?}",
-                run.kernel.noise_var(),
+                run.kernels[0].noise_var(),
                 run.run.iterations,
                 run.run.status
             );

@@ -20,8 +20,9 @@ use std::time::Instant;
 
 use sgp_trainer::data::{is_class, read_inputs_and_target, Dataset};
 use sgp_trainer::evaluate::evaluate_classifier;
-use sgp_trainer::export::cure::export_fitted;
-use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::export::export;
+use sgp_trainer::fit::{fit, Method};
+use sgp_trainer::options::Options;
 use sgp_trainer::Result;
 
 mod bench_sets;
@@ -43,9 +44,9 @@ fn main() -> Result<()> {
         for method in [Method::Svgp, Method::Ivm] {
             eprintln!("{name}: {} M = {m}", method.name());
             let started = Instant::now();
-            let mut fitted = fit(&train, &FitParams::defaults(method, m, 0, 0), &mut |_| {})?;
+            let mut fitted = fit(&train, &Options::defaults(method, m, 0, 0)?, &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
-            let (exported, _) = export_fitted(&mut fitted, &train.raw_x(), false)?;
+            let exported = export(&mut fitted, &train.raw_x(), false)?;
             let e = evaluate_classifier(&exported.blob, &x_test, &labels)?;
             println!(
                 "| {name} | {} | {m} | {:.1}% | {:.3} | {:.3} | {seconds:.1} | {} |",

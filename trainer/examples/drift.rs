@@ -18,7 +18,7 @@ use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::updatable::conditioned;
-use sgp_trainer::model::{ModelSet, TrainedModel};
+use sgp_trainer::model::TrainedModel;
 use sgp_trainer::tools::drift::{drift_figures, Shift};
 
 const D: usize = 4;
@@ -33,14 +33,11 @@ fn lab(approximation: Approximation, shift: Shift) -> (TrainedModel, Vec<u8>) {
     let params = FitParams::Spgp(SparseParams {
         m: M,
         approximation,
-        held_out_choice: false,
         ..SparseParams::default()
     });
-    let model = fit(&data, &params, &mut |_| {}).unwrap().model;
-    let set = ModelSet::single(model.clone(), Vec::new());
-    let blob = export_updatable(&set, &x, Some(approximation), false)
-        .unwrap()
-        .blob;
+    let mut fitted = fit(&data, &params, &mut |_| {}).unwrap();
+    let model = fitted.set.members[0].clone();
+    let blob = export_updatable(&mut fitted, &x, false).unwrap().blob;
     (model, blob)
 }
 

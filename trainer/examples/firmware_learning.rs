@@ -22,7 +22,6 @@ use sgp_trainer::export::device::predict_all;
 use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 use sgp_trainer::tools::drift::Shift;
 use sgp_trainer::tools::replay::replay;
@@ -44,16 +43,14 @@ fn updatable(m: usize) -> Result<Vec<u8>> {
         m,
         approximation: Approximation::Fitc,
         restarts: 1,
-        held_out_choice: false,
         optimiser: OptimiseOptions {
             max_iter: 30,
             ..OptimiseOptions::default()
         },
         ..SparseParams::default()
     });
-    let model = fit(&data, &params, &mut |_| {})?.model;
-    let set = ModelSet::single(model, Vec::new());
-    Ok(export_updatable(&set, &x, Some(Approximation::Fitc), false)?.blob)
+    let mut fitted = fit(&data, &params, &mut |_| {})?;
+    Ok(export_updatable(&mut fitted, &x, false)?.blob)
 }
 
 fn f32_literal(v: f64) -> String {

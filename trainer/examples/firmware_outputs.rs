@@ -7,7 +7,7 @@
 //! blob of its own, for the cost of P separate models.
 //!
 //! The regression is the multi-output fit with one variance factor for all
-//! outputs (`fit_multi_with`, `VarianceSharing::Tied`: a v6 blob). The classifier is
+//! outputs (`VarianceSharing::Tied`: a v6 blob). The classifier is
 //! a `ModelSet` assembled here: its K latents are the shared fit of the
 //! K one-vs-rest indicators (+1 in the class, -1 elsewhere) as regression
 //! targets, each turned into a latent `f_k = y_mean_k + y_scale_k g_k`
@@ -30,7 +30,7 @@ use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec, OutputSpec};
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::export::golden_points;
-use sgp_trainer::fit::multi_output::{fit_multi, fit_multi_with, VarianceSharing};
+use sgp_trainer::fit::{fit, VarianceSharing};
 use sgp_trainer::fit::{FitParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
@@ -217,7 +217,11 @@ fn check_runtime<const P: usize>(
 fn regression(dir: &Path, data: &MultiTargetData) -> Result<()> {
     // One variance factor for the three outputs (format v6): the form
     // whose device cost docs/src/multi-output.md reports.
-    let fitted = fit_multi_with(data, &params(), VarianceSharing::Tied, &mut |_| {})?;
+    let mut tied = params();
+    if let Some(sparse) = tied.sparse_mut() {
+        sparse.sharing = VarianceSharing::Tied;
+    }
+    let fitted = fit(data, &tied, &mut |_| {})?;
     let members = &fitted.set.members;
     let raw_x = data.first().raw_x();
     let points = golden_points(&members[0], &raw_x, GOLDEN_DATA, GOLDEN_FAR);
@@ -304,7 +308,7 @@ fn classifier(dir: &Path, data: &MultiTargetData) -> Result<()> {
         data.first().input_names.clone(),
         &names,
     )?;
-    let fitted = fit_multi(&one_vs_rest, &params(), &mut |_| {})?;
+    let fitted = fit(&one_vs_rest, &params(), &mut |_| {})?;
     let members = &fitted.set.members;
     let points = golden_points(&members[0], &raw_x, GOLDEN_DATA, GOLDEN_FAR);
     let mut specs = Vec::new();

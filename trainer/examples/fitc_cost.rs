@@ -32,7 +32,7 @@ use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::features::PseudoInputs;
 use sgp_trainer::model::inference::fitc::{fitc_nlml_grad, FitcConfig};
 use sgp_trainer::model::kernel::KernelParams;
-use sgp_trainer::numerics::linalg::{faer_ref, mul};
+use sgp_trainer::numerics::linalg::{mat_ref, mul};
 use sgp_trainer::tools::demo::synthetic;
 
 /// The `sgp` binary's allocator, so these figures are what a fit gets.
@@ -47,7 +47,7 @@ fn gemm_rate(r: usize, k: usize, c: usize, reps: usize, faer: bool) -> f64 {
     let b = DMatrix::<f64>::from_fn(k, c, |i, j| ((i * 5 + j) % 13) as f64 * 0.1);
     let product = || {
         if faer {
-            mul(faer_ref(&a), faer_ref(&b))
+            mul(mat_ref(&a), mat_ref(&b))
         } else {
             &a * &b
         }

@@ -38,7 +38,7 @@ use sgp_trainer::fit::gplasso::{
     exact_hyperparameters, fit_gplasso_given, fit_spgp_fixed_hyperparameters, GplassoParams,
     GplassoRefit, GplassoWeights,
 };
-use sgp_trainer::fit::{fit, FitParams, Fitted, SparseParams};
+use sgp_trainer::fit::{fit, Fit, FitParams, SparseParams};
 use sgp_trainer::Result;
 
 #[path = "bench_data/mod.rs"]
@@ -55,8 +55,8 @@ fn datasets() -> Result<Vec<(String, Dataset)>> {
         .collect()
 }
 
-fn score(fitted: &Fitted, test: &Dataset) -> Result<(f64, f64)> {
-    let p = fitted.model.predict_raw(&test.raw_x())?;
+fn score(fitted: &Fit, test: &Dataset) -> Result<(f64, f64)> {
+    let p = fitted.set.members[0].predict_raw(&test.raw_x())?;
     let y = test.raw_y();
     Ok((
         mean_nlpd(p.mean.as_slice(), p.var.as_slice(), y.as_slice()),
@@ -113,7 +113,7 @@ fn main() -> Result<()> {
                 refit: GplassoRefit::Nothing,
                 ..GplassoParams::default()
             };
-            let mut runs: Vec<(String, Result<Fitted>)> = vec![
+            let mut runs: Vec<(String, Result<Fit>)> = vec![
                 (
                     "gplasso".into(),
                     fit_gplasso_given(&train, &base, kern.clone()),

@@ -21,10 +21,11 @@
 //! floor).
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
-use sgp_trainer::export::cure::{export_fitted, export_outputs};
-use sgp_trainer::export::output_blob::set_blob;
-use sgp_trainer::fit::multi_output::{fit_multi_with, FittedSet, VarianceSharing, TIE_TOLERANCE};
-use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
+use sgp_trainer::export::export;
+use sgp_trainer::fit::sparse::TIE_TOLERANCE;
+use sgp_trainer::fit::{
+    fit, ExactParams, Fit, FitParams, ProjectedParams, SparseParams, VarianceSharing,
+};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::tools::dynamics::{noise_sd, System};
 
@@ -64,10 +65,15 @@ fn shared_fit(
     train: &sgp_trainer::data::multi_target::MultiTargetData,
     params: &FitParams,
     sharing: VarianceSharing,
-) -> sgp_trainer::Result<(FittedSet, usize)> {
-    let mut fitted = fit_multi_with(train, params, sharing, &mut |_| {})?;
-    let (exported, _) = export_outputs(&mut fitted, &train.first().raw_x(), true)?;
-    let bytes = set_blob(&fitted.set, &exported)?.len();
+) -> sgp_trainer::Result<(Fit, usize)> {
+    let mut params = params.clone();
+    if let Some(sparse) = params.sparse_mut() {
+        sparse.sharing = sharing;
+    }
+    let mut fitted = fit(train, &params, &mut |_| {})?;
+    let bytes = export(&mut fitted, &train.first().raw_x(), true)?
+        .blob
+        .len();
     Ok((fitted, bytes))
 }
 
@@ -94,11 +100,14 @@ fn main() -> sgp_trainer::Result<()> {
             .split(',')
             .filter_map(|item| {
                 let (name, fraction) = item.split_once('@').unwrap_or((item, "1"));
-                let system = System::ALL.into_iter().find(|s| s.name() == name.trim())?;
+                let system = System::ALL
+                    .iter()
+                    .copied()
+                    .find(|s| s.name() == name.trim())?;
                 Some((system, fraction.parse().ok()?))
             })
             .collect(),
-        None => System::ALL.into_iter().map(|s| (s, 1.0)).collect(),
+        None => System::ALL.iter().copied().map(|s| (s, 1.0)).collect(),
     };
     let params = params(model, m);
     println!("model {model}, M = {m}, {TRAIN} training and {TEST} test rows per system\n");
@@ -129,9 +138,9 @@ fn main() -> sgp_trainer::Result<()> {
             .zip(&floors)
         {
             let mut single = fit(out, &params, &mut |_| {})?;
-            single_bytes += export_fitted(&mut single, &out.raw_x(), true)?.0.blob.len();
+            single_bytes += export(&mut single, &out.raw_x(), true)?.blob.len();
             let y = test_out.raw_y();
-            let (ns, rs) = scores(&single.model, &x, y.as_slice())?;
+            let (ns, rs) = scores(&single.set.members[0], &x, y.as_slice())?;
             let (nm, rm) = scores(member, &x, y.as_slice())?;
             let (nt, rt) = scores(one, &x, y.as_slice())?;
             println!(

@@ -18,7 +18,8 @@
 use std::time::Instant;
 
 use sgp_trainer::data::{read_inputs_and_target, Dataset};
-use sgp_trainer::fit::svgp::{fit_svgp_classes, SvgpParams};
+use sgp_trainer::fit::svgp::SvgpParams;
+use sgp_trainer::fit::{fit, FitParams};
 use sgp_trainer::model::multiclass::{probabilities, scores, ClassLink};
 use sgp_trainer::Result;
 
@@ -42,7 +43,8 @@ fn main() -> Result<()> {
         };
         eprintln!("{name}: svgp M = {m}");
         let started = Instant::now();
-        let fit = fit_svgp_classes(&train, &params, &mut |_| {})?;
+        let classes = train.clone().into_classes()?;
+        let fit = fit(&classes, &FitParams::Svgp(params), &mut |_| {})?;
         let seconds = started.elapsed().as_secs_f64();
         let classes = train.target_classes();
         let truth: Vec<usize> = y_test

@@ -19,13 +19,12 @@
 use std::time::Instant;
 
 use serde::Serialize;
+use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::fit::gplasso::{GplassoParams, GplassoRefit};
-use sgp_trainer::fit::{
-    fit, ExactParams, FitParams, Fitted, InitMethod, ProjectedParams, SparseParams,
-};
+use sgp_trainer::fit::{ExactParams, Fit, FitParams, InitMethod, ProjectedParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::synth;
 use sgp_trainer::{Error, Result};
@@ -35,11 +34,13 @@ mod bench_data;
 use bench_data::{dataset_names, load, Bench, SEED, TEST_FRACTION};
 
 /// A way of fitting a model to a training set.
-type Fitter = Box<dyn Fn(&Dataset) -> Result<Fitted>>;
+type Fitter = Box<dyn Fn(&Dataset) -> Result<Fit>>;
 
-/// The configurations compared: a name and a fitter each. Sparse ones are
-/// `OBJECTIVE-mM` with the default settings and `OBJECTIVE-mM-r1` with a
-/// single random start; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
+/// The configurations compared: a name and a fitter each, fitted as `sgp
+/// fit` fits them (the objective chosen where the name leaves it open).
+/// Sparse ones are `OBJECTIVE-mM` with the default settings and
+/// `OBJECTIVE-mM-r1` with a single random start; `auto-mM` is `--model
+/// auto`; `spgp-mM`, `vsgp-mM` and `spgp-hs-mM` compare the
 /// feature kinds with the defaults; `spgp-dr-gG-mM` and `spgp-pca-gG-mM` a
 /// learned and a PCA projection to G dims; `gplasso-mM` is GPLasso with its
 /// defaults, `gplasso-fixed-mM` the paper's procedure and `gplasso-basis-mM`
@@ -70,9 +71,9 @@ fn configurations() -> Vec<(String, Fitter)> {
             let objective = format!("{approximation:?}").to_lowercase();
             configs.push((
                 format!("{objective}-m{m}-r1"),
-                with(FitParams::Spgp(single)),
+                named(FitParams::Spgp(single)),
             ));
-            configs.push((format!("{objective}-m{m}"), with(FitParams::Spgp(default))));
+            configs.push((format!("{objective}-m{m}"), named(FitParams::Spgp(default))));
         }
     }
     // The model families against SPGP at the same M, default settings:
@@ -85,7 +86,21 @@ fn configurations() -> Vec<(String, Fitter)> {
         };
         configs.push((format!("spgp-m{m}"), with(FitParams::Spgp(params.clone()))));
         configs.push((format!("vsgp-m{m}"), with(FitParams::Vsgp(params.clone()))));
-        configs.push((format!("spgp-hs-m{m}"), with(FitParams::SpgpHs(params))));
+        configs.push((
+            format!("spgp-hs-m{m}"),
+            with(FitParams::SpgpHs(params.clone())),
+        ));
+        let gplasso = FitParams::Gplasso(GplassoParams {
+            m,
+            ..GplassoParams::default()
+        });
+        let families = vec![
+            FitParams::Spgp(params.clone()),
+            FitParams::Vsgp(params.clone()),
+            FitParams::SpgpHs(params),
+            gplasso,
+        ];
+        configs.push((format!("auto-m{m}"), fitter(Asked::Auto(families), true)));
     }
     // SPGP+DR against PCA-to-G then SPGP (issue 9), default settings, at
     // the M of the family tables (10, 30) and of `vsgp.md`'s (20).
@@ -132,9 +147,24 @@ fn configurations() -> Vec<(String, Fitter)> {
     configs
 }
 
-/// A fitter calling [`fit`] with fixed parameters.
+/// `sgp fit --model FAMILY` with these settings: the objective chosen
+/// where open.
 fn with(params: FitParams) -> Fitter {
-    Box::new(move |data| fit(data, &params, &mut |_| {}))
+    fitter(Asked::Family(params), true)
+}
+
+/// The family with the objective it names (`--objective`).
+fn named(params: FitParams) -> Fitter {
+    fitter(Asked::Family(params), false)
+}
+
+fn fitter(asked: Asked, choose_objective: bool) -> Fitter {
+    let request = Request {
+        asked,
+        held_out: true,
+        choose_objective,
+    };
+    Box::new(move |data| choose::fit(data, &request, &mut |_| {}))
 }
 
 /// One line of the results.
@@ -296,30 +326,20 @@ fn run_one(bench: &Bench, train: &Dataset, test: &Dataset, config: &str, fitter:
     };
     row.fit_seconds = Some(start.elapsed().as_secs_f64());
     row.nlml = Some(fitted.report.nlml);
-    row.held_out = fitted.report.held_out.as_ref().map(|c| {
-        format!(
-            "held out: {} ({} {:.3}, {} {:.3}, se {:.3})",
-            c.chosen(),
-            c.incumbent,
-            c.incumbent_nlpd,
-            c.challenger,
-            c.challenger_nlpd,
-            c.standard_error
-        )
-    });
+    row.held_out = fitted.report.choice.as_ref().map(|c| c.reason.clone());
     // As `sgp fit` does: cure a failed runtime check, refuse what nothing cures.
-    match export_fitted(&mut fitted, &train.raw_x(), false) {
-        Ok((exported, cure)) => {
+    match export(&mut fitted, &train.raw_x(), false) {
+        Ok(exported) => {
             row.blob_bytes = Some(exported.blob.len());
             row.variance = Some(exported.variance.name());
-            if let Some(c) = cure {
+            if let Some(c) = exported.cure {
                 row.nlml = Some(c.nlml_after);
                 row.error = Some(format!("cured: jitter {:.0e}", c.to_eps));
             }
         }
         Err(e) => row.error = Some(format!("export: {e}")),
     }
-    let model = &fitted.model;
+    let model = &fitted.set.members[0];
     let test_x = test.raw_x();
     match model.predict_raw(&test_x) {
         Ok(p) => {

@@ -21,7 +21,7 @@ fn data(n: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
     let noise = Normal::new(0.0, NOISE_SD).expect("valid");
     let x = DMatrix::<f64>::from_fn(n, 1, |_, _| rng.random_range(0.0..1.0));
     let y = DVector::from_fn(n, |i, _| {
-        (40.0 * x[(i, 0)].powi(4)).sin() + noise.sample(&mut rng)
+        libm::sin(40.0 * x[(i, 0)].powi(4)) + noise.sample(&mut rng)
     });
     (x, y)
 }
@@ -41,7 +41,7 @@ fn main() -> sgp_trainer::Result<()> {
         "y = sin(40 x^4) + N(0, {NOISE_SD}^2), {n_train} train / {} test rows; \
          noise-only NLPD would be {:.3}",
         test_y.len(),
-        0.5 * (2.0 * std::f64::consts::PI * NOISE_SD * NOISE_SD).ln() + 0.5
+        0.5 * libm::log(2.0 * std::f64::consts::PI * NOISE_SD * NOISE_SD) + 0.5
     );
     for approximation in [Approximation::Fitc, Approximation::Vfe] {
         println!();
@@ -65,8 +65,8 @@ fn main() -> sgp_trainer::Result<()> {
                 ("VSGP", FitParams::Vsgp(sparse)),
             ] {
                 let fitted = fit(&train, &params, &mut |_| {})?;
-                let p = fitted.model.predict_raw(&test_x)?;
-                let blob = fitted.model.to_spec()?.to_bytes()?;
+                let p = fitted.set.members[0].predict_raw(&test_x)?;
+                let blob = fitted.set.members[0].to_spec()?.to_bytes()?;
                 println!(
                     "| {m} | {name} | {:.3} | {:.4} | {:.2} | {} | {:.2} |",
                     mean_nlpd(p.mean.as_slice(), p.var.as_slice(), &test_y),

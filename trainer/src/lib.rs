@@ -12,8 +12,13 @@
 //! linear algebra, LARS and the optimiser they share; `tools` the other
 //! subcommands' work (generated data, the demo, inspect, sweep and its
 //! cost model, plot); `files` the user's files (inputs opened once, outputs
-//! replaced whole).
+//! replaced whole). [`options`] turns user settings into a fit request and
+//! [`choose`] fits it (the choices left open decided on held-out rows and
+//! reported). Start with the [`prelude`]: one page from a table to a blob.
 
+#[macro_use]
+pub mod options;
+pub mod choose;
 pub mod data;
 pub mod error;
 pub mod evaluate;
@@ -22,6 +27,7 @@ pub mod files;
 pub mod fit;
 pub mod model;
 pub mod numerics;
+pub mod prelude;
 pub mod tools;
 
 pub use error::{Error, Result};

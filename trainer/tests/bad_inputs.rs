@@ -298,7 +298,7 @@ fn parquet_is_read_everywhere_and_a_corrupted_one_is_an_error() {
 fn write_target(d: &Path, name: &str, cells: &[String]) {
     let mut text = String::from("x1,x2,y\n");
     for (i, c) in cells.iter().enumerate() {
-        text += &format!("{},{},{c}\n", (i as f64 * 0.37).sin(), (i % 7) as f64);
+        text += &format!("{},{},{c}\n", libm::sin(i as f64 * 0.37), (i % 7) as f64);
     }
     fs::write(d.join(name), text).unwrap();
 }
@@ -308,7 +308,7 @@ fn one_bad_cell_never_changes_the_task() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut numbers: Vec<String> = (0..300)
-        .map(|i| format!("{}", (i as f64 * 0.1).cos()))
+        .map(|i| format!("{}", libm::cos(i as f64 * 0.1)))
         .collect();
     numbers[77] = "oops".into();
     write_target(d, "oops.csv", &numbers);
@@ -361,7 +361,7 @@ fn fit_and_sweep_infer_the_same_task() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let bits: Vec<String> = (0..120)
-        .map(|i| format!("{}", usize::from((i as f64 * 0.37).sin() > 0.0)))
+        .map(|i| format!("{}", usize::from(libm::sin(i as f64 * 0.37) > 0.0)))
         .collect();
     write_target(d, "b.csv", &bits);
     let fit = run(d, &quick(&["fit", "--data", "b.csv", "--out", "b.sgp"]));
@@ -420,7 +420,7 @@ fn headerless_files_extreme_values_and_tiny_spreads_are_named() {
         &["target column 'y'", "too close together to standardise"],
     );
     let mut far: Vec<String> = (0..80)
-        .map(|i| format!("{}", (i as f64 * 0.2).sin()))
+        .map(|i| format!("{}", libm::sin(i as f64 * 0.2)))
         .collect();
     far[5] = "1e15".into();
     write_target(d, "far.csv", &far);
@@ -490,14 +490,26 @@ fn flags_that_do_not_apply_are_refused_by_name() {
         ),
         &["--objective does not apply to svgp"],
     );
+    // With no model named, the settings are checked against the family
+    // the task defaults to (auto's candidates for a regression).
     refused(
         &sgp_in(
             d,
             &[
-                "fit", "--data", "d.csv", "--target", "x2,y", "--golden", "g.rs", "--out", "o.sgp",
+                "fit",
+                "--data",
+                "d.csv",
+                "--ivm-posterior",
+                "active-set",
+                "--out",
+                "o.sgp",
             ],
         ),
-        &["--golden"],
+        &["--ivm-posterior does not apply to spgp, vsgp"],
+    );
+    refused(
+        &sgp_in(d, &["fit", "--data", "d.csv", "--path", "--out", "o.sgp"]),
+        &["--path does not apply"],
     );
     refused(
         &sgp_in(d, &["synth", "--shape", "linear", "--dim", "3"]),

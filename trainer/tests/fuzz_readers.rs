@@ -21,7 +21,7 @@ const NAME: &str = "fuzzed.dat";
 /// A small valid Parquet file: 40 rows of two inputs and a target.
 fn parquet_bytes() -> Vec<u8> {
     let x = DMatrix::from_fn(40, 2, |i, j| (i * (j + 3)) as f64 * 0.25 - 2.0);
-    let y = DVector::from_fn(40, |i, _| (i as f64 * 0.4).sin());
+    let y = DVector::from_fn(40, |i, _| libm::sin(i as f64 * 0.4));
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("p.parquet");
     write_parquet(&path, &x, &y, &["a".into(), "b".into()], "y").expect("written");

@@ -69,6 +69,16 @@ class Model:
         return self._native.is_classifier
 
     @property
+    def n_outputs(self) -> int:
+        """Outputs (regression) or class latents in the blob."""
+        return self._native.n_outputs
+
+    @property
+    def class_labels(self) -> List[str]:
+        """A classifier's class labels, in class order."""
+        return self._native.class_labels
+
+    @property
     def n_basis(self) -> int:
         """Number of basis functions M."""
         return self._native.n_basis
@@ -111,13 +121,19 @@ class Model:
                 f"({', '.join(self.input_names)})"
             )
         mean, variance, probability = self._native.predict(to_native(X), *X.shape)
-        return from_native(mean), from_native(variance), probability
+        shape = (X.shape[0], self.n_outputs)
+        return (
+            _squeezed(from_native(mean).reshape(shape)),
+            _squeezed(from_native(variance).reshape(shape)),
+            None if probability is None else from_native(probability),
+        )
 
     def predict(self, X: Any) -> Tuple[np.ndarray, np.ndarray]:
         """The runtime's ``(mean, variance)`` at the rows of ``X`` (a
         DataFrame's columns are picked by name), float32 values widened to
         float64: of the target, noise included, for a regression; of the
-        latent function, bias included, for a classifier."""
+        latent function, bias included, for a classifier; one column per
+        output (or class latent) where the blob has several."""
         mean, variance, _ = self._run(X)
         return mean, variance
 
@@ -178,11 +194,13 @@ class Model:
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """A classifier's ``P(y = positive class)`` at the rows of ``X``."""
+        """A classifier's class probabilities at the rows of ``X``: ``P(y =
+        positive class)`` for a binary one, one column per class (in
+        ``class_labels`` order) for several."""
         if not self.is_classifier:
             raise ValueError("predict_proba needs a classifier blob; this one is a regression")
         _, _, probability = self._run(X)
-        return from_native(probability)
+        return probability if self.n_outputs == 1 else probability.reshape(-1, self.n_outputs)
 
     def __repr__(self) -> str:
         task = "classifier" if self.is_classifier else "regression"
@@ -190,3 +208,8 @@ class Model:
             f"<sgp.Model {self.kind} {task}: {self.n_basis} basis functions, "
             f"inputs {self.input_names}, target {self.target_name!r}>"
         )
+
+
+def _squeezed(a: np.ndarray) -> np.ndarray:
+    """One column as a vector; several as they are."""
+    return a[:, 0] if a.shape[1] == 1 else a

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import warnings
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -17,10 +17,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _native
 from ._arrays import column_names, from_native, to_native
 from ._device import Model, PathLike, export_source
-
-#: The classifier's procedure until the variational (svgp) classifier lands.
-DEFAULT_CLASSIFIER_MODEL = "ivm"
-
 
 def _print_progress(iteration: int, budget: int, objective: float) -> None:
     """``verbose``'s progress line, rewritten in place on standard error
@@ -35,15 +31,14 @@ def _print_progress(iteration: int, budget: int, objective: float) -> None:
 
 class _SparseGP(BaseEstimator):
     """What both estimators share: settings, the fit through the trainer,
-    the blob and its exports."""
-
-    #: The procedure ``model=None`` stands for.
-    _default_model = "spgp"
+    the blob and its exports. Every keyword is the ``sgp fit`` flag of its
+    name (``max_iter`` is ``--max-iter``), read by the same library code
+    with the same defaults (``None``: the flag's default)."""
 
     def __init__(
         self,
         model: Optional[str] = None,
-        m: int = 32,
+        m: Optional[int] = None,
         objective: Optional[str] = None,
         restarts: Optional[int] = None,
         max_iter: Optional[int] = None,
@@ -53,6 +48,12 @@ class _SparseGP(BaseEstimator):
         max_points: Optional[int] = None,
         dim: Optional[int] = None,
         kernel: Optional[str] = None,
+        rank: Optional[int] = None,
+        fixed_hyperparameters: bool = False,
+        fixed_basis: bool = False,
+        held_out_choice: bool = True,
+        ivm_posterior: Optional[str] = None,
+        reproducible: bool = False,
         force: bool = False,
         random_state: Any = 0,
         verbose: bool = False,
@@ -69,58 +70,67 @@ class _SparseGP(BaseEstimator):
         self.max_points = max_points
         self.dim = dim
         self.kernel = kernel
+        self.rank = rank
+        self.fixed_hyperparameters = fixed_hyperparameters
+        self.fixed_basis = fixed_basis
+        self.held_out_choice = held_out_choice
+        self.ivm_posterior = ivm_posterior
+        self.reproducible = reproducible
         self.force = force
         self.random_state = random_state
         self.verbose = verbose
         self.updatable = updatable
 
-    def _fit_native(self, X: Any, y: Any, positive_class: Optional[float]) -> None:
-        target = getattr(y, "name", None)
-        target = target if isinstance(target, str) else "y"
-        columns = X
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=positive_class is None)
-        names = column_names(columns, X.shape[1])
-        if positive_class is not None:
-            y = y.astype(np.float64)
-        n, d = X.shape
-        if n < 2:
-            raise ValueError(f"n_samples={n}: a Gaussian process needs at least 2 samples")
+    def _settings(self) -> dict:
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max) \
             if not isinstance(self.random_state, (int, np.integer)) else int(self.random_state)
         if seed < 0:
             raise ValueError(f"random_state must be non-negative, got {seed}")
-        if not (isinstance(self.m, (int, np.integer)) and self.m >= 1):
+        if self.m is not None and not (isinstance(self.m, (int, np.integer)) and self.m >= 1):
             raise ValueError(f"m must be a positive integer, got {self.m!r}")
-        settings = {
-            "model": self._default_model if self.model is None else self.model,
-            # More basis functions than rows buys nothing: at M = N the
-            # sparse model is the full GP.
-            "m": int(min(self.m, n)),
+        return {
+            "model": self.model,
+            "m": None if self.m is None else int(self.m),
             "seed": seed,
+            "dim": self.dim,
+            "rank": self.rank,
+            "fixed_hyperparameters": bool(self.fixed_hyperparameters),
+            "fixed_basis": bool(self.fixed_basis),
             "objective": self.objective,
+            "held_out_choice": bool(self.held_out_choice),
             "restarts": self.restarts,
             "max_iter": self.max_iter,
             "tol": self.tol,
             "init": self.init,
             "init_hyper": self.init_hyper,
             "max_points": self.max_points,
-            "dim": self.dim,
             "kernel": self.kernel,
+            "ivm_posterior": self.ivm_posterior,
+            "updatable": bool(self.updatable),
+            "reproducible": bool(self.reproducible),
         }
+
+    def _fit_native(
+        self, X: Any, y: np.ndarray, names: Tuple[List[str], List[str]], classes: int = 0,
+        text_labels: Sequence[str] = (),
+    ) -> None:
+        """Fits the validated ``X`` and ``y`` (n x P: one column per output;
+        with ``classes``, one column of class values, or of their indices
+        where ``text_labels`` names them); ``names``: the input and target
+        names."""
+        inputs, targets = names
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"n_samples={n}: a Gaussian process needs at least 2 samples")
+        y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         progress = _print_progress if self.verbose else None
         blob, state, summary = _native.fit(
-            to_native(X), n, d, to_native(y), names, target, settings,
-            positive_class=positive_class, force=self.force, progress=progress,
+            to_native(X), n, d, to_native(y), y.shape[1], inputs, targets, self._settings(),
+            classes=classes, text_labels=list(text_labels), force=self.force, progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
         summary = json.loads(summary)
-        if self.updatable:
-            # The same f64 model, in the form that learns on the device.
-            blob = _native.updatable_blob(
-                state, summary["report"].get("approximation"), to_native(X), n, d,
-                force=self.force,
-            )
         self.blob_ = blob
         self._state = state
         for message in summary["warnings"]:
@@ -133,17 +143,19 @@ class _SparseGP(BaseEstimator):
         self.n_basis_ = Model.from_bytes(blob).n_basis
 
     def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-        """The fitted f64 model's mean, variance and (classifier)
-        probability at the rows of ``X``."""
+        """The fitted f64 models' means and variances (n x P, one column per
+        output or class latent) and a classifier's probabilities (n x 1 for
+        the positive class, n x K for K classes) at the rows of ``X``."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        mean, variance, probability = _native.predict_state(
+        n = X.shape[0]
+        means, variances, probability = _native.predict_state(
             self._state, to_native(X), *X.shape
         )
         return (
-            from_native(mean),
-            from_native(variance),
-            None if probability is None else from_native(probability),
+            from_native(means).reshape(n, -1),
+            from_native(variances).reshape(n, -1),
+            None if probability is None else from_native(probability).reshape(n, -1),
         )
 
     # The device side.
@@ -175,14 +187,13 @@ class _SparseGP(BaseEstimator):
 
 
 _SETTINGS_DOC = """
-    m : int, default=32
-        Number of basis functions M (pseudo-inputs, active set); at most the
-        number of training rows is used.
+    m : int or None, default=None
+        Number of basis functions M (pseudo-inputs, active set); None: 20,
+        at most the number of training rows.
     objective : {"fitc", "vfe"} or None, default=None
-        Objective of a sparse fit (ignored by exact and ivm).
-        None: FITC, or on fewer than 2000 rows whichever of FITC and VFE
-        predicts held-out rows better (as ``sgp fit`` without
-        ``--objective``).
+        Objective of a sparse fit. None: FITC, or on fewer than 2000 rows
+        whichever of FITC and VFE predicts held-out rows better (as ``sgp
+        fit`` without ``--objective``).
     restarts : int or None, default=None
         Starts of a sparse fit (None: the trainer's default, 4).
     max_iter : int or None, default=None
@@ -203,6 +214,22 @@ _SETTINGS_DOC = """
         Covariance function (None: "se", the squared exponential); the
         Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
         takes "se" only.
+    rank : int or None, default=None
+        Rank of gplasso's incomplete Cholesky factor.
+    fixed_hyperparameters, fixed_basis : bool, default=False
+        gplasso's paper procedure, or its hyperparameters re-optimised with
+        the selected basis kept.
+    held_out_choice : bool, default=True
+        Make the held-out comparisons on small data (``False``: ``sgp fit
+        --no-held-out-choice``).
+    ivm_posterior : {"all-rows", "active-set"} or None, default=None
+        The ivm classifier's posterior.
+    reproducible : bool, default=False
+        The same blob, bit for bit, from the same data and settings on any
+        x86-64 or aarch64 CPU and at any thread count (``sgp fit
+        --reproducible``): products and solves in one fixed order, no fused
+        multiply-adds, at some cost in time (the guide's "Numerics and
+        accuracy" chapter).
     force : bool, default=False
         Keep a model whose f32 blob fails the export check and that raising
         the jitter does not cure (otherwise ``sgp.ExportError``).
@@ -220,14 +247,16 @@ _SETTINGS_DOC = """
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):
-    """Sparse Gaussian-process regression, fitted by the sgp trainer and
-    exported as a blob for a microcontroller.
+    """Sparse Gaussian-process regression of one target or several (one
+    model on one basis), fitted by the sgp trainer and exported as a blob
+    for a microcontroller.
 
     Parameters
     ----------
     model : str or None, default=None
-        Fitting procedure, as ``sgp fit --model``: spgp, vsgp, spgp-hs,
-        spgp-dr, spgp-pca, gplasso, ivm or exact (None: spgp).
+        Fitting procedure, as ``sgp fit --model``: auto, spgp, vsgp,
+        spgp-hs, spgp-dr, spgp-pca, gplasso, ivm or exact (None: auto, the
+        family that predicts held-out rows best; spgp on larger data).
 """ + _SETTINGS_DOC + """
     Attributes
     ----------
@@ -256,40 +285,56 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
     >>> header = est.export_c(name="sine")
     """
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def fit(self, X: Any, y: Any) -> "SparseGPRegressor":
         """Fits the model to ``X`` (n_samples x n_features; a DataFrame's
-        column names become the blob's input names) and ``y``, with the GIL
-        released, and exports the blob (checked against the f64 fit)."""
-        self._fit_native(X, y, positive_class=None)
+        column names become the blob's input names) and ``y`` (n_samples,
+        or n_samples x n_outputs: one model of every output on one basis),
+        with the GIL released, and exports the blob (checked against the
+        f64 fit)."""
+        names = _names(X, y)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        self._outputs = 0 if np.ndim(y) == 1 else y.shape[1]
+        inputs, targets = names(X.shape[1])
+        if self._outputs and len(targets) != self._outputs:
+            targets = [f"y{k}" for k in range(self._outputs)]
+        self._fit_native(X, y, (inputs, targets))
         return self
 
     def predict(
         self, X: Any, return_std: bool = False
     ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """The trainer's f64 predictive mean (and standard deviation of
-        ``y``, noise included) at the rows of ``X``. The device's f32
-        predictions are ``self.to_model().predict(X)``."""
+        ``y``, noise included) at the rows of ``X``, one column per output
+        where ``y`` had several. The device's f32 predictions are
+        ``self.to_model().predict(X)``."""
         mean, variance, _ = self._predict_native(X)
+        if not self._outputs:
+            mean, variance = mean[:, 0], variance[:, 0]
         if return_std:
             return mean, np.sqrt(variance)
         return mean
 
 
 class SparseGPClassifier(ClassifierMixin, _SparseGP):
-    """Binary Gaussian-process classification (probit), fitted by the sgp
-    trainer and exported as a blob for a microcontroller. For more than two
-    classes wrap it in ``sklearn.multiclass.OneVsRestClassifier``.
+    """Gaussian-process classification of two classes (probit) or several
+    (one latent per class on one basis, softmax), fitted by the sgp trainer
+    and exported as a blob for a microcontroller.
 
     Parameters
     ----------
     model : str or None, default=None
-        Fitting procedure (None: ``DEFAULT_CLASSIFIER_MODEL``, the
-        informative vector machine ``ivm``, the one that classifies today).
+        Fitting procedure (None: svgp, the sparse variational classifier;
+        ivm and exact classify two classes).
 """ + _SETTINGS_DOC + """
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two class labels; the blob's positive class is ``classes_[1]``.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels; a binary blob's positive class is ``classes_[1]``.
     blob_, report_, fidelity_, cure_, n_basis_, n_iter_, n_features_in_, feature_names_in_
         As for ``SparseGPRegressor``.
 
@@ -302,47 +347,59 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     [False, True]
     """
 
-    _default_model = DEFAULT_CLASSIFIER_MODEL
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        # One probit model separates two classes; OneVsRestClassifier
-        # makes a multiclass classifier of several.
-        tags.classifier_tags.multi_class = False
-        return tags
-
     def fit(self, X: Any, y: Any) -> "SparseGPClassifier":
-        """Fits the classifier to ``X`` and two-class labels ``y`` (any
-        labels: the larger, ``classes_[1]``, is the positive class)."""
+        """Fits the classifier to ``X`` and labels ``y`` (any labels, two
+        or more classes)."""
         check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                "Only binary classification is supported. The type of the target "
-                f"is {y_type}: wrap SparseGPClassifier in "
-                "sklearn.multiclass.OneVsRestClassifier for more than two classes"
-            )
+        names = _names(X, y)
+        X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, encoded = np.unique(np.asarray(y), return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"y has {len(self.classes_)} class(es); a classifier needs two")
-        self._fit_native(X, encoded.astype(np.float64), positive_class=1.0)
+        k = len(self.classes_)
+        if k < 2:
+            raise ValueError(f"y has {k} class(es); a classifier needs two or more")
+        numeric = np.issubdtype(self.classes_.dtype, np.number) and np.all(
+            np.asarray(self.classes_, dtype=np.float64) == np.round(np.asarray(self.classes_, dtype=np.float64))
+        )
+        if numeric:
+            values, text = np.asarray(y, dtype=np.float64), []
+        else:
+            values, text = encoded.astype(np.float64), [str(c) for c in self.classes_]
+        inputs, targets = names(X.shape[1])
+        self._fit_native(X, values, (inputs, targets[:1]), classes=k, text_labels=text)
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities (n_samples x 2, columns in ``classes_``
-        order), from the trainer's f64 model."""
+        """Class probabilities (n_samples x n_classes, columns in
+        ``classes_`` order), from the trainer's f64 model."""
         _, _, p = self._predict_native(X)
         assert p is not None, "a classifier's state predicts probabilities"
-        return np.column_stack([1.0 - p, p])
+        if p.shape[1] == 1:
+            return np.column_stack([1.0 - p[:, 0], p[:, 0]])
+        return p
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The probit score ``(m + b) / sqrt(1 + v)`` of the latent mean
-        and variance, whose normal CDF is ``P(classes_[1])``: positive for
-        ``classes_[1]``."""
+        """The probit score ``(m + b) / sqrt(1 + v)`` of each latent (its
+        mean and variance): positive for ``classes_[1]`` for two classes,
+        one column per class for several."""
         mean, variance, _ = self._predict_native(X)
-        return mean / np.sqrt(1.0 + variance)
+        score = mean / np.sqrt(1.0 + variance)
+        return score[:, 0] if score.shape[1] == 1 else score
 
     def predict(self, X: Any) -> np.ndarray:
-        """The more probable class of each row."""
-        positive = self.decision_function(X) > 0.0
-        return self.classes_[positive.astype(int)]
+        """The most probable class of each row."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _names(X: Any, y: Any) -> Any:
+    """The blob's input names (a DataFrame's string columns, else ``x0``,
+    ...) and target names (a Series' name, a DataFrame's columns, else
+    ``y``), read before validation turns them into arrays; a function of
+    the number of inputs."""
+    columns = getattr(y, "columns", None)
+    if columns is not None:
+        targets = [str(c) for c in columns]
+    else:
+        name = getattr(y, "name", None)
+        targets = [name if isinstance(name, str) else "y"]
+    return lambda d: (column_names(X, d), targets)

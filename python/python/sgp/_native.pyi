@@ -32,6 +32,10 @@ class Model:
     @property
     def positive_class(self) -> float: ...
     @property
+    def n_outputs(self) -> int: ...
+    @property
+    def class_labels(self) -> List[str]: ...
+    @property
     def n_basis(self) -> int: ...
     @property
     def n_inputs(self) -> int: ...
@@ -39,8 +43,6 @@ class Model:
     def predict(self, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]: ...
     @property
     def is_updatable(self) -> bool: ...
-    @property
-    def n_outputs(self) -> int: ...
     def updated(
         self, x: bytes, n: int, d: int, y: bytes, p: int, forgetting: float, gate: float
     ) -> Tuple[Model, bytes, bytes, List[bool]]: ...
@@ -50,22 +52,20 @@ def fit(
     n: int,
     d: int,
     y: bytes,
+    p: int,
     input_names: List[str],
-    target_name: str,
+    target_names: List[str],
     settings: Dict[str, Any],
-    positive_class: Optional[float] = None,
+    classes: int = 0,
+    text_labels: List[str] = ...,
     force: bool = False,
     progress: Optional[Callable[[int, int, float], None]] = None,
 ) -> Tuple[bytes, bytes, str]:
-    """Fits and exports: (blob, fitted f64 state, JSON summary)."""
+    """Fits and exports as ``sgp fit`` does: (blob, fitted f64 state, JSON
+    summary)."""
 
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
-    """The fitted f64 model's (mean, variance, probability)."""
-
-def updatable_blob(
-    state: bytes, approximation: Optional[str], x: bytes, n: int, d: int, force: bool = False
-) -> bytes:
-    """The fitted model as a blob that learns on the device (format v7)."""
+    """The fitted f64 models' (means, variances, probabilities), row by row."""
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def write_file(path: str, data: bytes) -> None: ...

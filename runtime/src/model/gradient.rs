@@ -163,7 +163,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         latent_mean: f32,
     ) -> Result<PredictionWithGradient<D>, Error> {
         let mut u = [[0.0f32; 2]; M];
-        let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u));
+        let (latent, unclamped) = self.latent(output, latent_mean, k, Some(&mut u))?;
         let Prediction { mean, variance } = self.observed(output, latent);
         // A shared variance is the first output's times `ratio`: its
         // factors, its vectors `u`, and the ratio in the chain rule.
@@ -189,11 +189,10 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             VarianceForm::Whitened => {
                 // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
                 // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
-                for (pair, &d) in u.iter_mut().zip(&source.inv_diagonal2) {
-                    let dt = (1.0 - d) * (pair[0] - pair[1]);
-                    *pair = [dt, -dt];
-                }
-                whitened::add_transposed(factors, &mut u, self.m);
+                whitened::add_transposed(factors, &mut u, &source.inv_diagonal2, self.m, |p, d| {
+                    let dt = (1.0 - d) * (p[0] - p[1]);
+                    [dt, -dt]
+                });
                 let mut r = [0.0f32; M];
                 for (ri, pair) in r.iter_mut().zip(&u) {
                     *ri = pair[0];
@@ -204,6 +203,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 }
             }
         }
+        // An updatable model's mean is z . a = beta . k: its beta (zero in
+        // the model) solved for here.
+        let solved;
+        let beta = if self.variance == VarianceForm::Whitened {
+            solved = self.mean_weights(output);
+            &solved
+        } else {
+            &output.beta
+        };
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,
         // with the weights written over the r pairs (a Matérn basis puts
@@ -216,7 +224,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 &slopes
             }
         };
-        let weights = u.iter_mut().zip(slopes).zip(&output.beta).take(self.m);
+        let weights = u.iter_mut().zip(slopes).zip(beta).take(self.m);
         for ((pair, &ki), &beta) in weights {
             *pair = [beta * ki, (pair[0] - pair[1]) * ki];
         }

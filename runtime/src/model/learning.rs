@@ -3,13 +3,14 @@
 //! basis and hyperparameters fixed, in `O(M^2)` and without a heap.
 //!
 //! In whitened coordinates (`z = L1^-1 k`, `L1 = chol(K_M)`) the posterior
-//! is `N(a, S)` with `a = L1^T beta` and `I - S = (I - G)^T (I - diag(d))
+//! is `N(a, S)`, the mean `z . a`, and `I - S = (I - G)^T (I - diag(d))
 //! (I - G)` (see `crate::whitened`). One
 //! observation `y` at `x`, after forgetting `S <- lam S + (1 - lam) I`,
 //! `a <- sqrt(lam) a` (a plant that drifts back towards the prior, an
 //! AR(1) process in time), is a Kalman step: `D = gamma + z^T S z`,
 //! `a += S z (y - z^T a) / D`, `S -= S z z^T S / D` (one rank-one update of
-//! `I - S`, Bierman's), then `beta = L1^-T a`. A probit label takes one
+//! `I - S`, Bierman's). The blob's `beta = L1^-T a` is solved for only
+//! when the model writes itself back. A probit label takes one
 //! step of assumed-density filtering instead, with the same `S z`.
 //! The guide's chapter "Learning on the device" derives it.
 
@@ -245,45 +246,51 @@ impl Plan {
 /// that far out would overflow the means.
 const GAIN_LIMIT: f32 = 1e30;
 
-/// What the posterior, forgotten by `lam`, says at one input: `S z` (the
-/// first of each pair), `|z|^2` and `z^T S z` (clamped to `[0, |z|^2]`,
-/// where it keeps the variance between 0 and the prior).
-struct Seen<const M: usize> {
-    sz: [[f32; 2]; M],
+/// What the posterior, forgotten by `lam`, says at one input: `|z|^2`,
+/// `z^T S z` (clamped to `[0, |z|^2]`, where it keeps the variance
+/// between 0 and the prior) and the latent mean `z . a` before
+/// forgetting.
+#[derive(Clone, Copy)]
+struct Seen {
     n: f32,
     zsz: f32,
+    za: f32,
 }
 
-impl<const M: usize> Seen<M> {
-    /// At basis values `k`, from `output`'s factors, in one pass with the
-    /// solve and a second for `G^T`. `S` forgotten is `I - U^T (lam D)
-    /// U`: only `d` changes, to `(1 - lam) + lam d` (and is `d` itself
-    /// without forgetting, so `z^T S z` is then [`Model::predict`]'s sum).
-    fn of(output: &Output<M>, k: &[f32; M], m: usize, lam: f32) -> Self {
+impl Seen {
+    /// At basis values `k`, from `output`'s factors and mean, with `S z`
+    /// into the first of each pair of `sz`: one pass with the solve, a
+    /// second for `G^T`. `S` forgotten is `I - U^T (lam D) U`, so with `t
+    /// = U z`, `e = lam D t`: `S z = z - e + G^T e` and `z^T S z` is
+    /// [`Model::predict`]'s sum plus `(1 - lam) t^T D t` (the sum itself,
+    /// bit for bit, without forgetting).
+    fn of<const M: usize>(
+        output: &Output<M>,
+        k: &[f32; M],
+        m: usize,
+        lam: f32,
+        sz: &mut [[f32; 2]; M],
+    ) -> Self {
         let packed = output.factors.as_flattened();
-        let mut sz = [[0.0f32; 2]; M];
-        let (n, exact) = whitened::solve_and_multiply(
+        let (n, exact, za) = whitened::solve_and_multiply(
             packed,
             &output.diagonal1,
             &output.inv_diagonal2,
+            output.mean(),
             k,
             m,
-            &mut sz,
+            sz,
         );
-        let shift = 1.0 - lam;
-        // S z = z - U^T D U z = u + d t + G^T (D t) with t = z - u: the
-        // first two terms and D t in place of (z, u), then G^T (D t) onto
-        // them.
-        let mut zsz = 0.0f32;
-        for (pair, &d) in sz.iter_mut().zip(&output.inv_diagonal2).take(m) {
-            let [z, u] = *pair;
-            let d = shift + lam * d;
+        // (z, u = G z) becomes (z - e, e) just before its row is used.
+        let mut tdt = 0.0f32;
+        whitened::add_transposed(packed, sz, &output.inv_diagonal2, m, |[z, u], d| {
             let t = z - u;
-            zsz += whitened::quadratic(z, u, d);
-            *pair = [u + d * t, t - d * t];
-        }
-        let zsz = if lam == 1.0 { exact } else { zsz };
-        whitened::add_transposed(packed, &mut sz, m);
+            let dt = (1.0 - d) * t;
+            tdt += dt * t;
+            let e = lam * dt;
+            [z - e, e]
+        });
+        let zsz = exact + (1.0 - lam) * tdt;
         let zsz = if zsz > 0.0 {
             if zsz < n {
                 zsz
@@ -293,7 +300,7 @@ impl<const M: usize> Seen<M> {
         } else {
             0.0
         };
-        Seen { sz, n, zsz }
+        Seen { n, zsz, za }
     }
 }
 
@@ -314,8 +321,8 @@ fn inverse_mills(t: f32) -> f32 {
 
 /// Applies `plan` to an output with factors of its own, where the
 /// forgotten posterior gives `sz = S z`: the means `a <- sqrt(lam) a + S z
-/// gain` (`root = sqrt(lam)`), `I - S <- lam (I - S) + weight (S z)(S z)^T`
-/// and `beta = L1^-T a`, in one sweep over the factors.
+/// gain` (`root = sqrt(lam)`) and `I - S <- lam (I - S) + weight (S z)(S
+/// z)^T`.
 fn commit<const M: usize>(
     output: &mut Output<M>,
     sz: &mut [[f32; 2]; M],
@@ -324,22 +331,18 @@ fn commit<const M: usize>(
     lam: f32,
     m: usize,
 ) {
-    let mean = output.mean_mut();
-    for (a, &[s, _]) in mean.iter_mut().zip(sz.iter()).take(m) {
+    for (a, &[s, _]) in output.mean_mut().iter_mut().zip(sz.iter()).take(m) {
         *a = root * *a + s * plan.gain;
     }
-    output.beta = *output.mean();
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return;
     };
-    whitened::update_and_back_substitute(
+    whitened::update(
         packed.as_flattened_mut(),
-        &output.diagonal1,
         &mut output.inv_diagonal2,
         sz,
         plan.weight,
         lam,
-        &mut output.beta,
         m,
     );
 }
@@ -556,8 +559,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// Conditions every output on one observation: `y[p]` is output `p`'s
     /// target at `x` (raw units), with the model's [`UpdateSettings`].
     /// Outputs that share the first output's variance share its update of
-    /// `S` (one rank-one update and one weight update per output); outputs
-    /// with factors of their own are each updated as a model of their own.
+    /// `S` (one rank-one update; per further output the solve of its mean
+    /// `z . a` and an `O(M)` update of `a`); outputs with factors of their
+    /// own are each updated as a model of their own.
     /// All or nothing: if any target is invalid or an outlier, no output
     /// changes.
     ///
@@ -601,26 +605,53 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         }
         let z = self.features(x)?;
         let mut k = [0.0f32; M];
-        let first_mean = self.kernel(&z, &mut k)?;
+        // Beta is zero in an updatable model (the mean is z . a).
+        self.kernel(&z, &mut k)?;
         let lam = settings.forgetting;
         let (root, _) = whitened::root_and_reciprocal(lam);
         let m = self.m;
         let first = self.outputs.first().ok_or(Error::NotUpdatable)?;
-        let seen = Seen::of(first, &k, m, lam);
+        let mut sz = [[0.0f32; 2]; M];
+        let seen = Seen::of(first, &k, m, lam, &mut sz);
         // First every output's plan, checked; then every change.
         let mut plans = [Plan::EMPTY; P];
         for (p, (plan, &target)) in plans.iter_mut().zip(y).enumerate() {
             let output = self.outputs.get(p).ok_or(Error::NotUpdatable)?;
-            let (n, zsz) = match output.shared_variance {
-                Some(ratio) => (ratio * seen.n, ratio * seen.zsz),
-                None if p == 0 => (seen.n, seen.zsz),
-                None => {
-                    let own = Seen::of(output, &k, m, lam);
-                    (own.n, own.zsz)
+            let seen = match output.shared_variance {
+                // The first output's S and L1, scaled: z = sqrt(ratio) z_0.
+                Some(ratio) => {
+                    let mut scratch = [[0.0f32; 2]; M];
+                    let (_, _, za) = whitened::solve_and_multiply(
+                        first.factors.as_flattened(),
+                        &first.diagonal1,
+                        &first.inv_diagonal2,
+                        output.mean(),
+                        &k,
+                        m,
+                        &mut scratch,
+                    );
+                    Seen {
+                        n: ratio * seen.n,
+                        zsz: ratio * seen.zsz,
+                        za: whitened::root_and_reciprocal(ratio).0 * za,
+                    }
                 }
+                None if p == 0 => seen,
+                None => Seen::of(output, &k, m, lam, &mut [[0.0f32; 2]; M]),
             };
-            let latent_mean = root * self.output_latent_mean(p, first_mean, output, &k)?;
-            *plan = plan_of(observation, output, n, zsz, latent_mean, target, settings)?;
+            let latent_mean = root * seen.za;
+            if !latent_mean.is_finite() {
+                return Err(Error::InputOverflow);
+            }
+            *plan = plan_of(
+                observation,
+                output,
+                seen.n,
+                seen.zsz,
+                latent_mean,
+                target,
+                settings,
+            )?;
         }
         let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
         let mut innovations = super::Outputs::filled(Plan::EMPTY.innovation, count);
@@ -633,32 +664,21 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
         for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
             match output.shared_variance {
-                // The first output's S and L1, scaled: z = sqrt(ratio) z_0.
                 Some(ratio) => {
                     let (scale, _) = whitened::root_and_reciprocal(ratio);
                     let mean = output.mean_mut();
-                    for (a, &[s, _]) in mean.iter_mut().zip(&seen.sz).take(m) {
+                    for (a, &[s, _]) in mean.iter_mut().zip(&sz).take(m) {
                         *a = root * *a + scale * s * plan.gain;
-                    }
-                    let mut beta = *mean;
-                    whitened::back_substitute_first(
-                        first.factors.as_flattened(),
-                        &first.diagonal1,
-                        &mut beta,
-                        m,
-                    );
-                    for (b, &v) in output.beta.iter_mut().zip(&beta).take(m) {
-                        *b = scale * v;
                     }
                 }
                 None => {
-                    let mut own = Seen::of(output, &k, m, lam);
-                    commit(output, &mut own.sz, plan, root, lam, m);
+                    let mut own = [[0.0f32; 2]; M];
+                    Seen::of(output, &k, m, lam, &mut own);
+                    commit(output, &mut own, plan, root, lam, m);
                 }
             }
         }
-        let mut seen = seen;
-        commit(first, &mut seen.sz, &plan, root, lam, m);
+        commit(first, &mut sz, &plan, root, lam, m);
         Ok(innovations)
     }
 
@@ -714,7 +734,14 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let m = self.m;
         for output in outputs {
             let spans = output.spans;
-            write_floats(out, spans.beta, output.beta.iter().take(m).copied())?;
+            // An output that has not learned since `source` keeps its
+            // beta, bit for bit (solving again would round differently).
+            let kept = same_floats(source, spans.mean, output.mean().iter().take(m).copied())
+                && (spans.l2 == 0 || same_floats(source, spans.l2, output.packed_second(m)));
+            if !kept {
+                let beta = self.mean_weights(output);
+                write_floats(out, spans.beta, beta.iter().take(m).copied())?;
+            }
             write_floats(out, spans.mean, output.mean().iter().take(m).copied())?;
             if spans.l2 != 0 {
                 write_floats(out, spans.l2, output.packed_second(m))?;
@@ -729,6 +756,38 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         *trailer = crc.to_le_bytes();
         Ok(len)
     }
+}
+
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
+    /// The mean weights `beta = L1^-T a` of `output` of an updatable model
+    /// (scaled by `sqrt(ratio)` when it shares the first output's
+    /// factors): what its blob stores, and what the mean's gradient needs.
+    pub(super) fn mean_weights(&self, output: &Output<M>) -> [f32; M] {
+        let (source, ratio) = self.variance_source(output);
+        let mut beta = *output.mean();
+        whitened::back_substitute_first(
+            source.factors.as_flattened(),
+            &source.diagonal1,
+            &mut beta,
+            self.m,
+        );
+        if output.shared_variance.is_some() {
+            let (scale, _) = whitened::root_and_reciprocal(ratio);
+            for b in beta.iter_mut() {
+                *b *= scale;
+            }
+        }
+        beta
+    }
+}
+
+/// Whether `blob` holds `values` as little-endian f32s from byte `at`.
+fn same_floats(blob: &[u8], at: u32, mut values: impl Iterator<Item = f32>) -> bool {
+    let Some(tail) = blob.get(at as usize..) else {
+        return false;
+    };
+    let mut slots = tail.as_chunks::<4>().0.iter();
+    values.all(|v| slots.next() == Some(&v.to_le_bytes()))
 }
 
 /// `values` as little-endian f32s from byte `at` of `out`.

@@ -8,7 +8,7 @@ use super::learning::{offset, Spans};
 use super::{set, unpack, Model, Name, Prediction, PredictionWithGradient};
 use crate::error::{Dimension, Error};
 use crate::format::{
-    check_diagonal, packed_len, shared_variance_ratio, Field, Link, Reader, Shape,
+    check_diagonal, packed_len, shared_variance_ratio, Field, Link, Reader, Shape, VarianceForm,
 };
 use crate::math::{self, packed_index};
 
@@ -345,9 +345,13 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         for (p, (slot, output)) in all.values.iter_mut().zip(&self.outputs).enumerate() {
             let latent_mean = self.output_latent_mean(p, first_mean, output, &k)?;
             let latent = match output.shared_variance {
+                // An updatable model's means need each output's z . a.
+                _ if self.variance == VarianceForm::Whitened => {
+                    self.latent(output, latent_mean, &k, None)?.0
+                }
                 Some(ratio) => self.scaled_latent(output, latent_mean, ratio * first_variance),
                 None => {
-                    let (variance, _) = self.latent_variance(output, &k, None);
+                    let (variance, _, _) = self.latent_variance(output, output, &k, None);
                     if p == 0 {
                         first_variance = variance;
                     }

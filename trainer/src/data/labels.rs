@@ -13,11 +13,11 @@ use sgp_runtime::{Link, ModelSpec};
 
 /// More distinct text labels than this are taken for a numeric column
 /// with a typing error, not for classes.
-pub const MAX_TEXT_CLASSES: usize = 1000;
+pub(crate) const MAX_TEXT_CLASSES: usize = 1000;
 
 /// A target column, read from its cells.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TargetColumn {
+pub(crate) enum TargetColumn {
     /// Every cell is a finite number.
     Numbers(Vec<f64>),
     /// At least one cell is text: each row's label as its index in
@@ -174,7 +174,7 @@ pub fn class_name(data: &Dataset, value: f64) -> String {
 ///
 /// # Errors
 /// [`Error::BadInput`] listing the labels when `label` is neither.
-pub fn class_value(data: &Dataset, label: &str) -> Result<f64> {
+pub(crate) fn class_value(data: &Dataset, label: &str) -> Result<f64> {
     if let Some(k) = data.class_labels.iter().position(|l| l == label) {
         return Ok(k as f64);
     }
@@ -248,7 +248,7 @@ pub fn binary_labels(data: &Dataset, positive: f64) -> Vec<String> {
 
 /// The negative class of a binary classifier of one class against several:
 /// every class but the positive one.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// The class labels of a classifier's blob, in class order: those it
 /// records, else (a blob older than format v5, or written without labels)

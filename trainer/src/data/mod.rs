@@ -14,7 +14,7 @@
 //! data (a sensor that never moved): it is kept, recorded in
 //! [`Dataset::constant_inputs`] with scale 1 (so its standardised values are
 //! all zero), and the fitting procedures leave it out
-//! ([`Dataset::without_inputs`]), so the exported model ignores it. A
+//! (`Dataset::without_inputs`), so the exported model ignores it. A
 //! constant target is an error: there is nothing to learn.
 
 pub mod extremes;
@@ -83,7 +83,7 @@ impl Standardisation {
     }
 
     /// Standardised targets (or predictive means) back to raw units.
-    pub fn unapply_y(&self, y: &DVector<f64>) -> DVector<f64> {
+    pub(crate) fn unapply_y(&self, y: &DVector<f64>) -> DVector<f64> {
         y.map(|v| v * self.y_scale + self.y_mean)
     }
 
@@ -105,7 +105,17 @@ pub enum TargetKind {
         /// Raw target value of the positive class.
         positive: f64,
     },
+    /// `count` classes (3 to `MAX_CLASSES`), kept as their raw values
+    /// ([`Dataset::into_classes`]).
+    Classes {
+        /// Number of classes.
+        count: usize,
+    },
 }
+
+/// Most classes a multi-class classifier takes (each is a latent function
+/// with its own `M x M` factor).
+pub(crate) const MAX_CLASSES: usize = 100;
 
 /// Whether a raw target value is the class `positive`, allowing for the
 /// rounding of a label through standardisation and through the f32 the blob
@@ -315,6 +325,33 @@ impl Dataset {
         Ok(data)
     }
 
+    /// The same data as a classification of its target's distinct values,
+    /// each a class (one latent each, against the rest).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for fewer than 3 or more than `MAX_CLASSES`
+    /// values, or values that are not all integers.
+    pub fn into_classes(self) -> Result<Dataset> {
+        let classes = self.target_classes();
+        let integral = classes.iter().all(|v| is_class(*v, v.round()));
+        if classes.len() < 3 || !integral || classes.len() > MAX_CLASSES {
+            return Err(Error::BadInput(format!(
+                "{}: target column '{}' holds {} distinct values{}: a multi-class classifier \
+                 needs 3 to {MAX_CLASSES} class labels (two: the binary classifier)",
+                self.source,
+                self.target_name,
+                classes.len(),
+                if integral { "" } else { ", not all integers" }
+            )));
+        }
+        Ok(Dataset {
+            target: TargetKind::Classes {
+                count: classes.len(),
+            },
+            ..self
+        })
+    }
+
     /// The distinct raw target values, ascending (values within
     /// [`is_class`] of each other counted once): two for a column that can
     /// be a binary classification without `--positive`.
@@ -344,7 +381,7 @@ impl Dataset {
 
     /// Fails unless there are at least `min` rows; `what` says who needs
     /// them, e.g. `require_rows(m, "20 pseudo-inputs")`.
-    pub fn require_rows(&self, min: usize, what: &str) -> Result<()> {
+    pub(crate) fn require_rows(&self, min: usize, what: &str) -> Result<()> {
         if self.n_rows() >= min {
             Ok(())
         } else {
@@ -379,6 +416,19 @@ impl Dataset {
         })
     }
 
+    /// A random subset of at most `max_points` rows (all rows if fewer), in
+    /// this data set's own standardisation so its model exports unchanged.
+    pub(crate) fn at_most_rows(&self, max_points: usize, seed: u64) -> Result<Dataset> {
+        if self.n_rows() <= max_points {
+            return Ok(self.clone());
+        }
+        let mut rows: Vec<usize> = (0..self.n_rows()).collect();
+        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        rows.truncate(max_points);
+        rows.sort_unstable();
+        self.subset(&rows)
+    }
+
     /// The data set without the input columns `drop` (indices, any order):
     /// what the fitting procedures see when [`Self::constant_inputs`] are
     /// left out. The transform loses those columns too.
@@ -386,7 +436,7 @@ impl Dataset {
     /// # Errors
     /// [`Error::BadInput`] for an index out of range or when no input would
     /// be left.
-    pub fn without_inputs(&self, drop: &[usize]) -> Result<Dataset> {
+    pub(crate) fn without_inputs(&self, drop: &[usize]) -> Result<Dataset> {
         let d = self.n_inputs();
         if let Some(&bad) = drop.iter().find(|&&j| j >= d) {
             return Err(Error::BadInput(format!(
@@ -520,6 +570,9 @@ impl Dataset {
             train.transform.y_scale = 1.0;
             train.target = self.target;
         }
+        if let TargetKind::Classes { .. } = self.target {
+            train.target = self.target;
+        }
         let test = Dataset {
             x: train.transform.apply_x(&raw_x.select_rows(&test_idx)),
             y: train.transform.apply_y(&raw_y.select_rows(&test_idx)),
@@ -624,7 +677,7 @@ pub fn read_inputs_and_target_from_reader(
 
 /// A cell as text and where it is (`source: line L (data row R), column
 /// 'NAME'`).
-pub type PlacedCell = (String, String);
+pub(crate) type PlacedCell = (String, String);
 
 /// The named inputs (RAW units) and the cells of the `target` column of a
 /// CSV or Parquet file, as text (class labels, or numbers as written),
@@ -655,7 +708,7 @@ pub fn read_inputs_and_labels(
 /// names in file order, the raw inputs (N x D) and the raw targets (N x P,
 /// columns in the order of `targets`), validated cell by cell as
 /// [`Dataset::from_csv`] validates one target.
-pub fn read_inputs_and_targets(
+pub(crate) fn read_inputs_and_targets(
     input: &Input,
     targets: &[String],
 ) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
@@ -694,7 +747,7 @@ pub fn read_inputs_and_targets(
 /// # Errors
 /// [`Error::BadInput`] naming the missing and the extra columns, and every
 /// error of [`read_inputs_and_target`].
-pub fn read_same_columns(
+pub(crate) fn read_same_columns(
     input: &Input,
     input_names: &[String],
     target: &str,
@@ -789,7 +842,7 @@ fn inputs_and_target(
 /// Where a cell is: its 1-based line in a text file (none in Parquet) and
 /// its 1-based index among the data rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     /// Line in the file (the header is line 1); `None` for Parquet.
     pub line: Option<u64>,
     /// Data row.

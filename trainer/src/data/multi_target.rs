@@ -127,19 +127,36 @@ impl MultiTargetData {
             MultiTargetData { outputs: test },
         ))
     }
+}
 
-    /// The same data without the inputs `drop` (as
-    /// [`Dataset::without_inputs`]).
-    ///
-    /// # Errors
-    /// As [`Dataset::without_inputs`].
-    pub fn without_inputs(&self, drop: &[usize]) -> Result<Self> {
-        let outputs = self
-            .outputs
-            .iter()
-            .map(|d| d.without_inputs(drop))
-            .collect::<Result<_>>()?;
-        Ok(MultiTargetData { outputs })
+/// The outputs of a fit: data sets over the same inputs, one per target (a
+/// single [`Dataset`] is one output). What [`crate::fit::fit`] takes.
+pub trait Outputs {
+    /// The data of each output, in output order.
+    fn outputs(&self) -> &[Dataset];
+}
+
+impl Outputs for Dataset {
+    fn outputs(&self) -> &[Dataset] {
+        std::slice::from_ref(self)
+    }
+}
+
+impl Outputs for [Dataset] {
+    fn outputs(&self) -> &[Dataset] {
+        self
+    }
+}
+
+impl Outputs for Vec<Dataset> {
+    fn outputs(&self) -> &[Dataset] {
+        self
+    }
+}
+
+impl Outputs for MultiTargetData {
+    fn outputs(&self) -> &[Dataset] {
+        MultiTargetData::outputs(self)
     }
 }
 

@@ -73,7 +73,7 @@ pub struct ClassEvaluation {
     /// Mean squared difference between `P(+1)` and the 0/1 outcome.
     pub brier: f64,
     /// Expected calibration error over equal-width confidence bins
-    /// ([`metrics::expected_calibration_error`]).
+    /// (`metrics::expected_calibration_error`).
     pub ece: f64,
     /// Positive rows predicted positive.
     pub true_positives: usize,
@@ -87,7 +87,7 @@ pub struct ClassEvaluation {
 
 /// Figures for predicted probabilities of the positive class and ±1
 /// labels.
-pub fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {
+pub(crate) fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {
     let score: Vec<f64> = prob_positive.iter().map(|p| p - 0.5).collect();
     let count = |want_label: f64, want_positive: bool| {
         prob_positive
@@ -142,21 +142,4 @@ pub enum Figures {
     Regression(Evaluation),
     /// Binary target.
     Classification(ClassEvaluation),
-}
-
-/// Evaluates `blob` on `data`, switching on its target kind: regression
-/// figures in raw units, or classification figures on its ±1 labels.
-///
-/// # Errors
-/// As [`evaluate_blob`] and [`evaluate_classifier`].
-pub fn evaluate_dataset(blob: &[u8], data: &crate::data::Dataset) -> Result<Figures> {
-    let x = data.raw_x();
-    Ok(match data.target {
-        crate::data::TargetKind::Continuous => {
-            Figures::Regression(evaluate_blob(blob, &x, &data.raw_y())?)
-        }
-        crate::data::TargetKind::Binary { .. } => {
-            Figures::Classification(evaluate_classifier(blob, &x, &data.y)?)
-        }
-    })
 }

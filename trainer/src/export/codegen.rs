@@ -32,17 +32,19 @@ pub const BLOB_ALIGN: usize = 8;
 /// Bytes per line of the generated array.
 const BYTES_PER_LINE: usize = 16;
 
-/// What `sgp export --format` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A C header for the sgp C library (`sgp.h`).
-    C,
-    /// A Rust file to `include!`, for `sgp-runtime`.
-    Rust,
+named_enum! {
+    /// What `sgp export --format` writes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Format {
+        /// A C header for the sgp C library (`sgp.h`).
+        C = "c",
+        /// A Rust file to `include!`, for `sgp-runtime`.
+        Rust = "rust",
+    }
 }
 
 /// `blob` as `format` source code whose identifiers derive from `name`
-/// (see [`check_name`]); `source` names the blob file in the generated
+/// (see `check_name`); `source` names the blob file in the generated
 /// comment.
 ///
 /// # Errors
@@ -65,7 +67,7 @@ pub fn export_source(blob: &[u8], format: Format, name: &str, source: &str) -> R
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the rule broken.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let words_ok = !name.is_empty()
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name.split('_').all(|word| {

@@ -85,7 +85,7 @@ const MULTI_OUTPUT_BASIS_LIMIT: usize = 512;
 /// # Errors
 /// The runtime's refusal of the blob, or [`Error::BadInput`] when the model
 /// is larger than the largest capacity class.
-pub fn with_device_model<R: Send>(
+pub(crate) fn with_device_model<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&dyn DeviceModel) -> R + Send,
 ) -> Result<R> {
@@ -99,7 +99,7 @@ pub fn with_device_model<R: Send>(
 ///
 /// # Errors
 /// As [`with_device_model`].
-pub fn with_device_model_mut<R: Send>(
+pub(crate) fn with_device_model_mut<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R + Send,
 ) -> Result<R> {
@@ -175,7 +175,7 @@ fn load_and_run<const M: usize, const D: usize, const P: usize, R>(
 ///
 /// # Errors
 /// If either blob does not decode.
-pub fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> {
     let named = ModelSpec::from_bytes(original)?;
     let mut spec = ModelSpec::from_bytes(written)?;
     if spec.input_names == named.input_names
@@ -241,33 +241,17 @@ fn dispatch<R>(
     )
 }
 
-/// The runtime's prediction at every row of `x` (raw inputs): mean and
-/// variance, plus the class probability for probit models.
+/// The first output of [`predict_outputs`] at every row of `x` (raw
+/// inputs): a one-output model's mean and variance, plus `P(y = +1)` for a
+/// probit model.
 ///
 /// # Errors
-/// The runtime's refusal of the blob or of an input.
+/// As [`predict_outputs`].
 pub fn predict_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<DevicePrediction>> {
-    let rows = f32_rows(blob, x)?;
-    with_device_model(blob, |device| {
-        rows.iter()
-            .map(|row| {
-                let p = device.predict(row)?;
-                // The runtime itself says whether the model classifies; no
-                // second decode of the blob to find out.
-                let probability = match device.probability(row) {
-                    Ok(probability) => Some(probability),
-                    Err(sgp_runtime::Error::NotClassifier) => None,
-                    Err(e) => return Err(e),
-                };
-                Ok(DevicePrediction {
-                    mean: p.mean,
-                    variance: p.variance,
-                    probability,
-                })
-            })
-            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
-    })?
-    .map_err(Error::from)
+    Ok(predict_outputs(blob, x)?
+        .into_iter()
+        .filter_map(|row| row.into_iter().next())
+        .collect())
 }
 
 /// The runtime's prediction of every output at every row of `x` (raw

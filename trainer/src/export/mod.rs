@@ -24,6 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, VarianceForm};
 
 use crate::export::device::{predict_outputs, DevicePrediction};
+use crate::fit::Fit;
 use crate::model::likelihood::probit;
 use crate::model::{ModelSet, RawPrediction, TrainedModel};
 use crate::{Error, Result};
@@ -134,34 +135,23 @@ pub struct Exported {
     /// Columns whose values f32 cannot resolve ([`crate::export::precision`]): the
     /// likely cause when the check fails.
     pub precision: Vec<String>,
+    /// The jitter raise that made the check pass, if one was needed.
+    pub cure: Option<cure::Cure>,
 }
 
-/// Encodes `model` and compares the runtime's f32 predictions with the
-/// trainer's f64 ones at `check_x` (raw inputs; pass held-out or training
-/// points — [`far_points`] are added). The blob has the product form of
-/// the variance when that passes the check, else the solves (and
-/// [`Exported::product_refused`] says why). Never refuses for fidelity: look at
-/// `fidelity.passes()`; a caller can try to cure a failing model and check
-/// again. The one-member case of [`check_set`], without class labels.
-///
-/// # Errors
-/// [`Error::Blob`] if the model cannot be encoded, or the runtime's refusal
-/// of the blob.
-pub fn check(model: &TrainedModel, check_x: &DMatrix<f64>) -> Result<Exported> {
-    check_set(&ModelSet::single(model.clone(), Vec::new()), check_x)
-}
-
-/// [`check`] of a set of models on one basis (several outputs, or the
-/// classes of a classifier), exported as one blob of `P` outputs: every
-/// member's f32 predictions are held to its f64 ones at the same
-/// tolerances as a single model's (a multi-class model's: each class
-/// probability), and the variance takes the product form when every
-/// member passes in it, else the solves for all.
+/// Encodes `set` (one model, several outputs, or the classes of a
+/// classifier, on one basis) and compares the runtime's f32 predictions
+/// with the trainer's f64 ones, member by member, at `check_x` (raw
+/// inputs; held-out or training points) and at [`far_points`] (a
+/// multi-class model: each class probability). The blob has the product
+/// form of the variance when every member passes in it, else the solves
+/// ([`Exported::product_refused`] says why). Never refuses for fidelity:
+/// look at `fidelity.passes()`.
 ///
 /// # Errors
 /// [`Error::BadInput`] when the members do not share one basis and link
-/// ([`ModelSet::link`]); otherwise as [`check`].
-pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
+/// ([`ModelSet::link`]); [`Error::Blob`] if the set cannot be encoded.
+pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
     let first = set
         .members
         .first()
@@ -181,7 +171,7 @@ pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
     let product_refused = match set.to_product_spec() {
         Ok(spec) => {
             let blob = spec.to_bytes()?;
-            let outputs = compare_set(set, &blob, &points)?;
+            let outputs = compare(set, &blob, &points)?;
             let fidelity = Fidelity::worst(&outputs);
             if fidelity.passes() {
                 return Ok(Exported {
@@ -191,6 +181,7 @@ pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
                     fidelity,
                     outputs,
                     precision,
+                    cure: None,
                 });
             }
             format!("the product in f32: {}", fidelity.describe())
@@ -199,7 +190,7 @@ pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
         Err(e) => e.to_string(),
     };
     let blob = set.to_spec()?.to_bytes()?;
-    let outputs = compare_set(set, &blob, &points)?;
+    let outputs = compare(set, &blob, &points)?;
     Ok(Exported {
         blob,
         variance: VarianceForm::Solves,
@@ -207,42 +198,49 @@ pub fn check_set(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
         fidelity: Fidelity::worst(&outputs),
         outputs,
         precision,
+        cure: None,
     })
 }
 
-/// [`check`], refusing a model that fails it unless `force` is set.
+/// Exports `fit`: its set checked as [`check`] checks it; a set that fails
+/// is cured ([`cure`]: more jitter, the fit's models replaced by the cured
+/// ones); with `force` a set that nothing cures is exported as fitted.
 ///
 /// # Errors
-/// [`Error::Fidelity`] if a deviation exceeds the tolerances and `force` is
-/// false (the message repeats any precision warning, the likely cause);
-/// [`Error::Blob`] if the model cannot be encoded.
-pub fn export(model: &TrainedModel, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
-    export_set(&ModelSet::single(model.clone(), Vec::new()), check_x, force)
-}
-
-/// [`check_set`], refusing a set that fails it unless `force` is set: the
-/// entry point of every fit, of one output or several.
-///
-/// # Errors
-/// As [`export`], and [`check_set`]'s.
-pub fn export_set(set: &ModelSet, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
-    let exported = check_set(set, check_x)?;
-    if !exported.fidelity.passes() && !force {
-        let worst = exported
-            .outputs
-            .iter()
-            .zip(&set.members)
-            .filter(|(f, _)| !f.passes())
-            .map(|(_, m)| format!("'{}'", m.target_name))
-            .collect::<Vec<_>>();
-        let which = if set.members.len() > 1 {
-            format!("outputs failing the check: {}", worst.join(", "))
-        } else {
-            String::new()
-        };
-        return Err(refusal(&exported, &which));
+/// [`Error::Fidelity`] when nothing cures the check and `force` is false
+/// (the message names the failing outputs and any precision warning, the
+/// likely cause); as [`check`].
+pub fn export(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+    let first = check(&fit.set, check_x)?;
+    if first.fidelity.passes() {
+        return Ok(first);
     }
-    Ok(exported)
+    if let Some(cured) = cure::cure(fit, check_x)? {
+        return Ok(cured);
+    }
+    if force {
+        return Ok(first);
+    }
+    let failing: Vec<String> = first
+        .outputs
+        .iter()
+        .zip(&fit.set.members)
+        .filter(|(f, _)| !f.passes())
+        .map(|(_, m)| format!("'{}'", m.target_name))
+        .collect();
+    let which = if fit.set.members.len() > 1 {
+        format!("outputs failing the check: {}; ", failing.join(", "))
+    } else {
+        String::new()
+    };
+    Err(refusal(
+        &first,
+        &format!(
+            "{which}raising the jitter to {:e} s2 did not cure it: try fewer basis functions \
+             (--m) or --objective vfe",
+            cure::MAX_CURE_EPS
+        ),
+    ))
 }
 
 /// The error for an export that failed its check: the deviations, the
@@ -268,30 +266,14 @@ pub fn refusal(exported: &Exported, advice: &str) -> Error {
     ))
 }
 
-/// Compares the runtime reading `blob` with `model` at raw inputs `x`.
-///
-/// # Errors
-/// If the runtime refuses the blob or an input.
-pub fn compare(model: &TrainedModel, blob: &[u8], x: &DMatrix<f64>) -> Result<Fidelity> {
-    let reference = model.predict_raw(x)?;
-    let device: Vec<DevicePrediction> = predict_outputs(blob, x)?
-        .into_iter()
-        .map(|outputs| outputs.first().copied())
-        .collect::<Option<_>>()
-        .ok_or_else(|| Error::BadInput("the blob has no output".into()))?;
-    let probability =
-        (model.link == Link::Probit).then(|| reference.mean.zip_map(&reference.var, probit));
-    Ok(fidelity(model, &reference, probability.as_ref(), &device))
-}
-
-/// [`compare`] for every member of `set` against output `p` of the blob
-/// (class probabilities for a multi-class link, against
-/// [`class_probabilities`] of the f64 latents).
+/// The deviations of each member of `set` from output `p` of the runtime
+/// reading `blob` at raw inputs `x` (class probabilities for a
+/// multi-class link, against [`class_probabilities`] of the f64 latents).
 ///
 /// # Errors
 /// If the runtime refuses the blob or an input, or the blob has another
 /// number of outputs than the set has members.
-pub fn compare_set(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
+pub fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
     let link = set.link()?;
     let references = set
         .members
@@ -416,7 +398,7 @@ pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
                 .map(|&(t, v)| t / (1.0 + std::f64::consts::PI * v / 8.0).sqrt())
                 .collect();
             let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            scores.iter().map(|s| (s - top).exp()).collect()
+            scores.iter().map(|s| libm::exp(s - top)).collect()
         }
         Link::OneVsRest => latents.iter().map(|&(t, v)| probit(t, v)).collect(),
         Link::Identity | Link::Probit => {
@@ -444,59 +426,6 @@ pub fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
     })
 }
 
-/// Golden values for firmware tests, as Rust source: the f64 trainer's
-/// predictions (mean and variance of `y`) at the rows of `x` (raw inputs)
-/// and their input gradients (central differences,
-/// [`crate::export::gradient::central_differences`]), in the form
-/// `firmware-example` includes (`DIM`, `Y_SCALE`, `INPUTS`, `EXPECTED`,
-/// `GRADIENTS`). Every number is rounded to the f32 the firmware compares
-/// in and printed as the shortest literal that reads back as that f32, so
-/// the file passes clippy (`excessive_precision`) as it is.
-///
-/// # Errors
-/// If the model cannot predict at `x`.
-pub fn golden_rust(model: &TrainedModel, x: &DMatrix<f64>) -> Result<String> {
-    use std::fmt::Write;
-    let p = model.predict_raw(x)?;
-    let (n, d) = x.shape();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "// Generated by `sgp fit --golden`: f64 trainer predictions."
-    );
-    let _ = writeln!(s, "/// Input dimension.\npub const DIM: usize = {d};");
-    let _ = writeln!(
-        s,
-        "/// Target scale: the mean tolerance is 1e-3 * Y_SCALE.\npub const Y_SCALE: f32 = {};",
-        f32_literal(model.transform.y_scale)
-    );
-    golden_inputs(&mut s, x);
-    let _ = writeln!(
-        s,
-        "/// (mean, variance) of y at each input row.\npub static EXPECTED: [(f32, f32); {n}] = ["
-    );
-    for i in 0..n {
-        let _ = writeln!(
-            s,
-            "    ({}, {}),",
-            f32_literal(p.mean[i]),
-            f32_literal(p.var[i])
-        );
-    }
-    let _ = writeln!(s, "];");
-    let g = crate::export::gradient::central_differences(model, x)?;
-    let _ = writeln!(
-        s,
-        "/// (d mean / d x_j, d variance / d x_j) at each input row, row-major like INPUTS.\npub static GRADIENTS: [(f32, f32); {}] = [",
-        n * d
-    );
-    for i in 0..n {
-        let _ = writeln!(s, "    {},", gradient_row(&g, i));
-    }
-    let _ = writeln!(s, "];");
-    Ok(s)
-}
-
 /// Row `i` of the input gradients as `(d mean, d variance)` literals.
 fn gradient_row(g: &crate::export::gradient::RawGradient, i: usize) -> String {
     let cells: Vec<String> = (0..g.mean.ncols())
@@ -511,17 +440,20 @@ fn gradient_row(g: &crate::export::gradient::RawGradient, i: usize) -> String {
     cells.join(", ")
 }
 
-/// [`golden_rust`] of a set of models on one basis, for firmware that
-/// checks a multi-output or multi-class blob: `DIM`, `OUTPUTS` (the member
-/// count), `Y_SCALES` (one per output), `INPUTS`, `EXPECTED` (`(mean,
-/// variance)` of every output at each row: row by row, outputs in order
-/// within a row), `GRADIENTS` (row by row, output by output, input by
-/// input) and, for a multi-class set, `PROBABILITIES` (row by row, class
-/// by class: [`class_probabilities`] of the f64 latents).
+/// Golden values for firmware tests, as Rust source (`sgp fit --golden`):
+/// the f64 trainer's predictions of every member of `set` at the rows of
+/// `x` (raw inputs) and their input gradients (central differences). The
+/// file defines `DIM`, `OUTPUTS` (the member count), `Y_SCALES` (one per
+/// output), `INPUTS` (row-major), `EXPECTED` (`(mean, variance)` of every
+/// output at each row, outputs in order within a row), `GRADIENTS` (row by
+/// row, output by output, input by input) and, for a multi-class set,
+/// `PROBABILITIES` (row by row, class by class). Every number is rounded
+/// to the f32 the firmware compares in and printed as the shortest literal
+/// that reads back as that f32, so the file passes clippy as it is.
 ///
 /// # Errors
 /// If a member cannot predict at `x`, or the set has no valid link.
-pub fn golden_rust_set(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
+pub fn golden_rust(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
     use std::fmt::Write;
     let link = set.link()?;
     let (n, d) = x.shape();
@@ -539,7 +471,7 @@ pub fn golden_rust_set(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "// Generated by `golden_rust_set`: f64 trainer predictions of {count} outputs."
+        "// Generated by `sgp fit --golden`: f64 trainer predictions of {count} outputs."
     );
     let _ = writeln!(s, "/// Input dimension.\npub const DIM: usize = {d};");
     let _ = writeln!(
@@ -625,7 +557,8 @@ fn f32_literal(v: f64) -> String {
 }
 
 /// The points golden values are taken at: up to `n_data` training rows
-/// (evenly spread through the file) plus `n_far` points far outside it.
+/// (evenly spread through the file) plus `n_far` points far outside the
+/// inputs of `model` (any member of the set).
 pub fn golden_points(
     model: &TrainedModel,
     raw_x: &DMatrix<f64>,
@@ -646,12 +579,17 @@ mod tests {
 
     use super::*;
     use crate::data::Dataset;
-    use crate::fit::{fit, FitParams, SparseParams};
+    use crate::fit::{fit, Fit, FitParams, SparseParams};
     use crate::numerics::optimise::OptimiseOptions;
 
-    /// `n` rows of `y = offset + slope x + noise` on `x` in [0, 1], and a
-    /// quick SPGP fitted to them.
+    /// `n` rows of `y = offset + slope x + noise` on `x` in [0, 1], a quick
+    /// SPGP fitted to them and its model.
     fn fitted_line(n: usize, offset: f64, slope: f64, noise: f64) -> (Dataset, TrainedModel) {
+        let (data, fit) = line_fit(n, offset, slope, noise);
+        (data, fit.set.members[0].clone())
+    }
+
+    fn line_fit(n: usize, offset: f64, slope: f64, noise: f64) -> (Dataset, Fit) {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let normal = Normal::new(0.0, noise).unwrap();
         let x = DMatrix::from_fn(n, 1, |i, _| i as f64 / (n - 1) as f64);
@@ -665,8 +603,13 @@ mod tests {
             },
             ..SparseParams::default()
         });
-        let model = fit(&data, &params, &mut |_| {}).unwrap().model;
-        (data, model)
+        let fitted = fit(&data, &params, &mut |_| {}).unwrap();
+        (data, fitted)
+    }
+
+    /// `model` as a set of one.
+    fn one(model: &TrainedModel) -> ModelSet {
+        ModelSet::single(model.clone(), Vec::new())
     }
 
     #[test]
@@ -676,7 +619,8 @@ mod tests {
         assert_eq!(f32_literal(0.1), "1e-1");
         assert_eq!(f32_literal(-2.5e7), "-2.5e7");
         let (data, model) = fitted_line(40, 1.0, 2.0, 0.1);
-        let source = golden_rust(&model, &golden_points(&model, &data.raw_x(), 4, 2)).unwrap();
+        let source =
+            golden_rust(&one(&model), &golden_points(&model, &data.raw_x(), 4, 2)).unwrap();
         let mut literals = 0;
         let code = source.lines().filter(|l| !l.starts_with("//"));
         let tokens =
@@ -689,7 +633,7 @@ mod tests {
                 }
             }
         }
-        // Y_SCALE, 6 x 1 inputs, 6 (mean, variance) pairs, 6 x 1 gradient
+        // Y_SCALES, 6 x 1 inputs, 6 (mean, variance) pairs, 6 x 1 gradient
         // pairs.
         assert_eq!(literals, 1 + 6 + 12 + 12, "{source}");
     }
@@ -702,16 +646,19 @@ mod tests {
 
     #[test]
     fn half_a_percent_of_the_sd_passes_where_a_fixed_fraction_of_y_scale_did_not() {
-        let (data, model) = fitted_line(300, 0.0, 2.0, 0.3);
+        let (data, mut fitted) = line_fit(300, 0.0, 2.0, 0.3);
+        let model = fitted.set.members[0].clone();
         let x = data.raw_x();
-        let exported = export(&model, &x, false).unwrap();
+        let exported = export(&mut fitted, &x, false).unwrap();
         assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
         // Shift the f64 reference by 0.5% of the smallest predictive sd: the
         // blob now deviates from it by that much everywhere.
         let sd_min = model.predict_raw(&x).unwrap().var.min().sqrt();
         let mut shifted = model.clone();
         shifted.transform.y_mean += 0.005 * sd_min;
-        let f = compare(&shifted, &exported.blob, &x).unwrap();
+        let f = compare(&one(&shifted), &exported.blob, &x)
+            .unwrap()
+            .remove(0);
         // The old rule (1e-3 y_scale) refused this...
         assert!(f.worst_mean > 1e-3, "{f:?}");
         // ...the new one accepts it: about half of the tolerance.
@@ -730,7 +677,7 @@ mod tests {
     fn the_product_form_is_chosen_when_it_passes_and_the_fallback_says_why() {
         let (data, model) = fitted_line(200, 0.0, 2.0, 0.1);
         let x = data.raw_x();
-        let exported = check(&model, &x).unwrap();
+        let exported = check(&one(&model), &x).unwrap();
         assert_eq!(exported.product_refused, None);
         assert_eq!(exported.variance, VarianceForm::Product);
         let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
@@ -739,7 +686,7 @@ mod tests {
 
         let mut indefinite = model.clone();
         indefinite.form.l2 = Some(&indefinite.form.l1 * 0.5);
-        let exported = check(&indefinite, &x).unwrap();
+        let exported = check(&one(&indefinite), &x).unwrap();
         assert_eq!(exported.variance, VarianceForm::Solves);
         let why = exported.product_refused.expect("a reason");
         assert!(why.contains("not positive definite"), "{why}");
@@ -752,17 +699,19 @@ mod tests {
     fn a_wrong_blob_still_fails() {
         let (data, model) = fitted_line(200, 0.0, 2.0, 0.1);
         let x = data.raw_x();
-        let exported = check(&model, &x).unwrap();
+        let exported = check(&one(&model), &x).unwrap();
         assert!(exported.fidelity.passes(), "{:?}", exported.fidelity);
         let mut wrong = model.clone();
         wrong.form.beta *= 1.05;
-        let f = compare(&wrong, &exported.blob, &x).unwrap();
+        let f = compare(&one(&wrong), &exported.blob, &x).unwrap().remove(0);
         assert!(!f.passes() && f.worst_mean_ratio > 1.0, "{f:?}");
         // A 2% (of the sd) shift of the mean fails too.
         let sd_max = model.predict_raw(&x).unwrap().var.max().sqrt();
         let mut shifted = model.clone();
         shifted.transform.y_mean += 0.02 * sd_max;
-        let f = compare(&shifted, &exported.blob, &x).unwrap();
+        let f = compare(&one(&shifted), &exported.blob, &x)
+            .unwrap()
+            .remove(0);
         assert!(!f.passes(), "{f:?}");
     }
 
@@ -770,12 +719,13 @@ mod tests {
     fn export_refuses_what_f32_cannot_resolve_points_to_it_and_force_overrides() {
         // A target of 1e6 varying by a few thousandths: the device returns
         // it in steps of 0.0625.
-        let (data, model) = fitted_line(100, 1e6, 2e-3, 1e-4);
+        let (data, mut fitted) = line_fit(100, 1e6, 2e-3, 1e-4);
+        let model = fitted.set.members[0].clone();
         let x = data.raw_x();
-        let checked = check(&model, &x).unwrap();
+        let checked = check(&one(&model), &x).unwrap();
         assert!(!checked.fidelity.passes(), "{:?}", checked.fidelity);
         assert_eq!(checked.precision.len(), 1, "{:?}", checked.precision);
-        match export(&model, &x, false) {
+        match export(&mut fitted, &x, false) {
             Err(Error::Fidelity(m)) => {
                 assert!(m.contains("of its tolerance"), "{m}");
                 assert!(m.contains("f32 cannot resolve the data: target 'y'"), "{m}");
@@ -784,7 +734,7 @@ mod tests {
             }
             other => panic!("expected a fidelity error, got {other:?}"),
         }
-        let forced = export(&model, &x, true).unwrap();
+        let forced = export(&mut fitted, &x, true).unwrap();
         assert_eq!(forced.blob, checked.blob);
         assert_eq!(forced.fidelity, checked.fidelity);
     }
@@ -810,7 +760,7 @@ mod tests {
             members: vec![model.clone(), second_output(&model)],
             class_labels: vec![],
         };
-        let exported = export_set(&set, &x, false).unwrap();
+        let exported = check(&set, &x).unwrap();
         assert_eq!(exported.outputs.len(), 2);
         assert!(
             exported.outputs.iter().all(Fidelity::passes),
@@ -822,7 +772,7 @@ mod tests {
         assert_eq!(spec.output_count(), 2);
         assert_eq!(spec.outputs[0].name, "y2");
         // The shared basis is written once: far less than two blobs.
-        let alone = export(&model, &x, false).unwrap().blob.len();
+        let alone = check(&one(&model), &x).unwrap().blob.len();
         assert!(
             exported.blob.len() < 2 * alone - 100,
             "{} vs {alone}",
@@ -832,24 +782,11 @@ mod tests {
         // checked against its own member: a wrong second member fails.
         let mut wrong = set.clone();
         wrong.members[1].form.beta *= 1.05;
-        let fidelities = compare_set(&wrong, &exported.blob, &x).unwrap();
+        let fidelities = compare(&wrong, &exported.blob, &x).unwrap();
         assert!(
             fidelities[0].passes() && !fidelities[1].passes(),
             "{fidelities:?}"
         );
-    }
-
-    #[test]
-    fn a_single_model_is_the_one_member_set_byte_for_byte() {
-        let (data, model) = fitted_line(100, 0.0, 2.0, 0.1);
-        let x = data.raw_x();
-        let one = export(&model, &x, false).unwrap();
-        let set = export_set(&ModelSet::single(model.clone(), vec![]), &x, false).unwrap();
-        assert_eq!(one.blob, set.blob);
-        // The body is the version-4 body and two empty sequences.
-        let spec = sgp_runtime::ModelSpec::from_bytes(&one.blob).unwrap();
-        assert!(spec.outputs.is_empty() && spec.class_labels.is_empty());
-        assert_eq!(&one.blob[one.blob.len() - 6..one.blob.len() - 4], &[0, 0]);
     }
 
     #[test]
@@ -862,7 +799,7 @@ mod tests {
             members: vec![model.clone(), moved],
             class_labels: vec![],
         };
-        match export_set(&set, &x, false) {
+        match check(&set, &x) {
             Err(Error::BadInput(m)) => {
                 assert!(m.contains("member 1") && m.contains("centres"), "{m}")
             }
@@ -874,18 +811,12 @@ mod tests {
             members: vec![model.clone(), probit],
             class_labels: vec![],
         };
-        assert!(matches!(
-            export_set(&set, &x, false),
-            Err(Error::BadInput(_))
-        ));
+        assert!(matches!(check(&set, &x), Err(Error::BadInput(_))));
         let empty = ModelSet {
             members: vec![],
             class_labels: vec![],
         };
-        assert!(matches!(
-            export_set(&empty, &x, false),
-            Err(Error::BadInput(_))
-        ));
+        assert!(matches!(check(&empty, &x), Err(Error::BadInput(_))));
     }
 
     /// Three class latents on one basis: the blob's class probabilities
@@ -912,7 +843,7 @@ mod tests {
                 members,
                 class_labels: labels.clone(),
             };
-            let exported = export_set(&set, &x, false).unwrap();
+            let exported = check(&set, &x).unwrap();
             assert!(exported.fidelity.passes(), "{:?}", exported.outputs);
             let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
             assert_eq!((spec.shape.link, spec.class_labels.clone()), (link, labels));
@@ -935,7 +866,7 @@ mod tests {
             // A class probability off by more than the tolerance fails.
             let mut shifted = set.clone();
             shifted.members[1].bias += 0.05;
-            let f = compare_set(&shifted, &exported.blob, &x).unwrap();
+            let f = compare(&shifted, &exported.blob, &x).unwrap();
             assert!(!Fidelity::worst(&f).passes(), "{f:?}");
         }
         let probits = ModelSet {
@@ -945,7 +876,7 @@ mod tests {
             ],
             class_labels: vec![],
         };
-        match export_set(&probits, &x, false) {
+        match check(&probits, &x) {
             Err(Error::BadInput(m)) => assert!(m.contains("softmax"), "{m}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
@@ -959,7 +890,7 @@ mod tests {
             members: vec![model.clone(), second_output(&model)],
             class_labels: vec![],
         };
-        let source = golden_rust_set(&set, &x).unwrap();
+        let source = golden_rust(&set, &x).unwrap();
         assert!(source.contains("pub const OUTPUTS: usize = 2;"), "{source}");
         assert!(source.contains("EXPECTED: [(f32, f32); 8]"), "{source}");
         assert!(source.contains("GRADIENTS: [(f32, f32); 8]"), "{source}");
@@ -979,7 +910,7 @@ mod tests {
         for m in &mut classes.members {
             m.link = Link::Softmax;
         }
-        let source = golden_rust_set(&classes, &x).unwrap();
+        let source = golden_rust(&classes, &x).unwrap();
         assert!(source.contains("PROBABILITIES: [f32; 8]"), "{source}");
     }
 
@@ -998,7 +929,7 @@ mod tests {
     #[test]
     fn a_failing_check_without_a_precision_cause_says_nothing_about_it() {
         let (data, model) = fitted_line(100, 0.0, 2.0, 0.1);
-        let exported = check(&model, &data.raw_x()).unwrap();
+        let exported = check(&one(&model), &data.raw_x()).unwrap();
         assert!(exported.precision.is_empty(), "{:?}", exported.precision);
     }
 }

@@ -1,29 +1,8 @@
-//! One blob for the outputs of a multi-output fit (format v5, FORMAT.md
-//! "Several outputs"), and the way back: one single-output description
-//! per output, which host tools evaluate through the runtime.
+//! The way back from a blob of several outputs (format v5, FORMAT.md
+//! "Several outputs"): one single-output description per output, which
+//! host tools evaluate through the runtime.
 
 use sgp_runtime::{ModelSpec, VarianceForm};
-
-use crate::export::Exported;
-use crate::model::ModelSet;
-use crate::Result;
-
-/// The set's blob: the first member's description with the others' own
-/// numbers as its further outputs ([`ModelSet::to_spec`]; an output whose
-/// variance is the first's scaled goes without factors, format version 6),
-/// in the variance form every member passed its check in (`exported`, one
-/// per member, from [`crate::export::cure::export_outputs`]).
-///
-/// # Errors
-/// An empty set, or a member that cannot be described or encoded.
-pub fn set_blob(set: &ModelSet, exported: &[Exported]) -> Result<Vec<u8>> {
-    let spec = if exported.iter().all(|e| e.variance == VarianceForm::Product) {
-        set.to_product_spec()?
-    } else {
-        set.to_spec()?
-    };
-    Ok(spec.to_bytes()?)
-}
 
 /// Output `p` of a blob's description as a single-output description: the
 /// shared basis with that output's own numbers (`p = 0` is the blob's own

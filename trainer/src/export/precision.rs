@@ -23,7 +23,7 @@
 //! is about a tenth of the signal's) that is `1e-3 sd_signal`, which
 //! `q = 1e-3` uses up entirely. The target is the same: rounding `y_mean`
 //! and the output moves the mean by up to `ulp(a)`, against a tolerance of
-//! about `1e-3 y_scale` for the same fit. Hence [`RESOLUTION_LIMIT`]:
+//! about `1e-3 y_scale` for the same fit. Hence `RESOLUTION_LIMIT`:
 //! warn when `q > 1e-3`. Below it, rounding is at most a fraction of what
 //! the check allows, except for near-noiseless fits, where the tolerance's
 //! `1e-4 y_scale` floor applies. Kelvin temperatures (`293.15 ± 0.5`:
@@ -39,11 +39,11 @@ use crate::model::TrainedModel;
 
 /// Largest f32 spacing, as a fraction of a column's standard deviation,
 /// that passes without a warning (see the module documentation).
-pub const RESOLUTION_LIMIT: f64 = 1e-3;
+pub(crate) const RESOLUTION_LIMIT: f64 = 1e-3;
 
 /// Spacing of f32 values at magnitude `a`: the step f32 resolves there.
 /// Infinite when `a` is beyond f32's range.
-pub fn f32_spacing(a: f64) -> f64 {
+pub(crate) fn f32_spacing(a: f64) -> f64 {
     let b = (a.abs() as f32).abs();
     if !b.is_finite() {
         return f64::INFINITY;
@@ -100,7 +100,7 @@ pub fn for_dataset(data: &Dataset) -> Vec<String> {
 /// scales: the magnitude is what matters, and it is the mean's whenever a
 /// warning is due). No target warning for probit models, whose output is a
 /// probability.
-pub fn for_model(model: &TrainedModel, check_x: &DMatrix<f64>) -> Vec<String> {
+pub(crate) fn for_model(model: &TrainedModel, check_x: &DMatrix<f64>) -> Vec<String> {
     let t = &model.transform;
     let target = (model.link == Link::Identity)
         .then_some((t.y_mean - 3.0 * t.y_scale, t.y_mean + 3.0 * t.y_scale));
@@ -137,7 +137,7 @@ fn column_warning(
     }
     let offset = round_offset(mean, sd);
     // Enough decimals to show the spread.
-    let decimals = usize::try_from(1 - sd.log10().floor() as i32)
+    let decimals = usize::try_from(1 - libm::log10(sd).floor() as i32)
         .unwrap_or(0)
         .min(12);
     let device = if is_target {
@@ -158,7 +158,7 @@ fn column_warning(
 /// times `sd`, so what is left after subtracting it is at most ~100 standard
 /// deviations from zero, where f32 resolves about `1e-5` of one.
 fn round_offset(mean: f64, sd: f64) -> String {
-    let exponent = (100.0 * sd).log10().floor() as i32;
+    let exponent = libm::log10(100.0 * sd).floor() as i32;
     let step = 10f64.powi(exponent);
     let offset = (mean / step).round() * step;
     let decimals = usize::try_from(-exponent).unwrap_or(0);
@@ -181,7 +181,9 @@ mod tests {
         let n = 101;
         let u = |i: usize| 2.0 * i as f64 / (n - 1) as f64 - 1.0;
         let x = DMatrix::from_fn(n, 1, |i, _| around + spread * u(i));
-        let y = DVector::from_fn(n, |i, _| target_around + target_spread * (3.0 * u(i)).sin());
+        let y = DVector::from_fn(n, |i, _| {
+            target_around + target_spread * libm::sin(3.0 * u(i))
+        });
         Dataset::from_raw(x, y, vec!["x".into()], "y".into()).unwrap()
     }
 

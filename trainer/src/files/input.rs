@@ -206,7 +206,7 @@ impl Input {
     }
 
     /// The canonical path of the file opened, if it has one.
-    pub fn canonical_path(&self) -> Option<&Path> {
+    pub(crate) fn canonical_path(&self) -> Option<&Path> {
         self.canonical.as_deref()
     }
 
@@ -219,7 +219,7 @@ impl Input {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if it cannot be asked.
-    pub fn current_bytes(&self) -> Result<u64> {
+    pub(crate) fn current_bytes(&self) -> Result<u64> {
         if self.spooled {
             return Ok(self.bytes);
         }
@@ -298,7 +298,7 @@ impl Input {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the handle cannot be duplicated.
-    pub fn handle(&self) -> Result<File> {
+    pub(crate) fn handle(&self) -> Result<File> {
         self.file.try_clone().map_err(|e| self.unreadable(e))
     }
 

@@ -5,27 +5,28 @@
 //! functions in G dims, as [`ModelKind::SpgpDr`] (the blob has no separate
 //! PCA kind; the device code is the same).
 //!
-//! - DR learns `P` with the pseudo-inputs ([`Projected`]): starts from
-//!   [`Projected::pca_start`] with the pseudo-inputs drawn in the projected
-//!   space, then SPGP's restart procedure ([`spgp::fit_restarted`]) over
-//!   those features. On small data it must beat plain SPGP on held-out
-//!   rows, or the model is SPGP's ([`super::against_spgp`]).
+//! - DR learns `P` with the pseudo-inputs ([`Projected`]), for every
+//!   output: starts from `Projected::pca_start` with the pseudo-inputs
+//!   drawn in the projected space, then the restart driver over those
+//!   features.
 //! - PCA fixes `P` to the top-G principal directions of the standardised
 //!   inputs, each divided by the component's standard deviation (unit
 //!   variance per component, so SPGP's data-scale start suits every
-//!   component alike), fits plain SPGP ([`spgp::fit_spgp`], unchanged) on
-//!   the projected data, and composes the projection into the exported
-//!   basis: `P_exported = diag(1/l) P` with unit widths, so the length
-//!   scales SPGP learned on the components end up in the projection, as in
-//!   DR.
+//!   component alike), fits plain SPGP on the projected data, and composes
+//!   the projection into the exported basis: `P_exported = diag(1/l) P`
+//!   with unit widths, so the length scales SPGP learned on the components
+//!   end up in the projection, as in DR.
 
 use nalgebra::{DMatrix, DVector};
+
+use crate::numerics::linalg::times_transpose;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::against_spgp::{unless_spgp_wins, Rivals};
-use super::spgp::{fit_restarted, fit_spgp, initial_kernel, start_positions};
-use super::{Checked, FitParams, FitReport, Fitted, Method, PseudoInit, SparseParams};
+use super::restarts::start_positions;
+use super::sparse::{fit_restarted, StartChoice};
+use super::spgp::{fit_spgp, initial_kernels};
+use super::{Checked, Fit, Method, PseudoInit, Rebuilt, SparseParams};
 use crate::data::{column_ranges, Dataset, Standardisation};
 use crate::model::features::projected::principal_directions;
 use crate::model::features::{BasisWidths, Projected, RuntimeBasis};
@@ -102,64 +103,42 @@ pub fn singular_values(p: &DMatrix<f64>) -> Vec<f64> {
     s
 }
 
-/// A projected model's report: the projection instead of length scales,
-/// which such a model does not train (DR) or trains on components, not
-/// inputs (PCA).
-pub(crate) fn describe_projection(report: &mut FitReport, basis: &RuntimeBasis) {
-    report.hyper.lengthscales.clear();
-    report.projection = basis.projection.as_ref().map(ProjectionReport::of);
-}
-
 /// Given pseudo-inputs mapped through `p`.
 pub(crate) fn mapped(sparse: &SparseParams, p: &DMatrix<f64>) -> SparseParams {
     let mut out = sparse.clone();
     if let PseudoInit::Given(z) = &mut out.pseudo_init {
-        *z = &*z * p.transpose();
+        *z = times_transpose(&*z, p);
     }
     out
 }
 
-/// Fits SPGP+DR as `params` asks; on small data only if it clearly beats
-/// plain SPGP on held-out rows, else plain SPGP (on all D inputs) under
-/// SPGP+DR's name ([`super::against_spgp`]: on the suite's few-directions
-/// set, 700 x 32 at M = 10 and G = 2, the learned projection gave test
-/// NLPD 51.9 against SPGP's 1.35).
+/// Fits SPGP+DR: the projection learned with the pseudo-inputs.
 pub(crate) fn fit_dr(
-    data: &Dataset,
+    outputs: &[Dataset],
     params: &Checked<'_, ProjectedParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
-    let dim = params.dim;
-    unless_spgp_wins(
-        data,
-        &params.sparse.check(data)?,
-        |sparse| FitParams::SpgpDr(ProjectedParams { sparse, dim }),
-        ModelKind::SpgpDr,
-        Rivals::ChosenObjective,
-        progress,
-        |progress| fit_projection(data, params, progress),
-    )
-}
-
-/// SPGP+DR's own fit: the projection learned with the pseudo-inputs.
-fn fit_projection(
-    data: &Dataset,
-    params: &ProjectedParams,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
-    let kern = initial_kernel(data, &params.sparse)?;
-    let p0 = Projected::pca_start(&data.x, &kern, params.dim)?;
-    let xp = &data.x * p0.transpose();
+) -> Result<Fit> {
+    let kernels = initial_kernels(outputs, &params.sparse)?;
+    let x = &outputs[0].x;
+    let p0 = Projected::pca_start(x, &kernels[0], params.dim)?;
+    let xp = times_transpose(x, &p0);
     let sparse = mapped(&params.sparse, &p0);
     let start = |k: usize| {
         let (label, zbar) = start_positions(&xp, &sparse, k)?;
         Ok((label, Projected::new(p0.clone(), zbar)?))
     };
-    let (fit, starts) = fit_restarted(data, &sparse, kern, &start, progress)?;
-    let mut fitted = fit.into_fitted(data, ModelKind::SpgpDr, Method::SpgpDr);
-    fitted.report.starts = starts;
-    describe_projection(&mut fitted.report, &fitted.model.form.basis);
-    Ok(fitted)
+    let choice = (StartChoice::Objective, sparse.sharing);
+    let (fit, starts) = fit_restarted(outputs, &sparse, kernels, &start, choice, progress)?;
+    let mut fit = fit.into_fit(outputs, ModelKind::SpgpDr, Method::SpgpDr)?;
+    fit.report.starts = starts;
+    fit.report.projection = fit
+        .first()
+        .form
+        .basis
+        .projection
+        .as_ref()
+        .map(ProjectionReport::of);
+    Ok(fit)
 }
 
 /// Fits PCA-to-G followed by SPGP as `params` asks.
@@ -167,7 +146,7 @@ pub(crate) fn fit_pca(
     data: &Dataset,
     params: &Checked<'_, ProjectedParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let g = params.dim;
     let (dirs, vars) = principal_directions(&data.x, g)?;
     if let Some(k) = vars.iter().position(|&v| v <= 1e-12) {
@@ -176,7 +155,7 @@ pub(crate) fn fit_pca(
         )));
     }
     let p = DMatrix::from_fn(g, data.n_inputs(), |r, j| dirs[(r, j)] / vars[r].sqrt());
-    let x = &data.x * p.transpose();
+    let x = times_transpose(&data.x, &p);
     let (x_min, x_max) = column_ranges(&x);
     let projected = Dataset {
         x,
@@ -192,26 +171,35 @@ pub(crate) fn fit_pca(
         ..data.clone()
     };
     let sparse = mapped(&params.sparse, &p);
-    let mut fitted = fit_spgp(&projected, &sparse.check(&projected)?, progress)?;
-    compose(&mut fitted.model.form.basis, &p);
-    fitted.model.kind = ModelKind::SpgpDr;
-    fitted.model.transform = data.transform.clone();
-    fitted.model.input_names = data.input_names.clone();
+    let outputs = std::slice::from_ref(&projected);
+    let mut fit = fit_spgp(outputs, &sparse.check(&projected)?, progress)?;
+    let model = &mut fit.set.members[0];
+    compose(&mut model.form.basis, &p);
+    model.kind = ModelKind::SpgpDr;
+    model.transform = data.transform.clone();
+    model.input_names = data.input_names.clone();
     let inner = std::mem::replace(
-        &mut fitted.rebuild,
+        &mut fit.rebuild,
         Box::new(|_, _| Err(Error::Numerical("unreachable".into()))),
     );
-    fitted.rebuild = Box::new(move |jitter, max_iter| {
-        let (mut form, nlml, mut hyper) = inner(jitter, max_iter)?;
-        compose(&mut form.basis, &p);
-        // The components' length scales are folded into the projection.
-        hyper.lengthscales.clear();
-        Ok((form, nlml, hyper))
+    fit.rebuild = Box::new(move |jitter, max_iter| {
+        let mut rebuilt: Rebuilt = inner(jitter, max_iter)?;
+        for form in &mut rebuilt.forms {
+            compose(&mut form.basis, &p);
+        }
+        Ok(rebuilt)
     });
-    fitted.report.method = Method::SpgpPca;
-    fitted.report.inputs = data.input_names.clone();
-    describe_projection(&mut fitted.report, &fitted.model.form.basis);
-    Ok(fitted)
+    fit.report.method = Method::SpgpPca;
+    fit.report.inputs = data.input_names.clone();
+    fit.report.projection = fit
+        .first()
+        .form
+        .basis
+        .projection
+        .as_ref()
+        .map(ProjectionReport::of);
+    fit.describe();
+    Ok(fit)
 }
 
 /// Puts the fixed projection `p` in front of an SPGP basis fitted on
@@ -229,7 +217,9 @@ fn compose(basis: &mut RuntimeBasis, p: &DMatrix<f64>) {
             basis.centres[(i, t)] * w[t]
         });
     }
-    basis.projection = Some(DMatrix::from_diagonal(&w) * p);
+    basis.projection = Some(DMatrix::from_fn(p.nrows(), p.ncols(), |r, j| {
+        w[r] * p[(r, j)]
+    }));
 }
 
 #[cfg(test)]
@@ -276,7 +266,7 @@ mod tests {
             amplitudes: vec![1.3; 3],
             kernel: sgp_runtime::Kernel::SquaredExponential,
         };
-        let p = DMatrix::from_fn(2, 4, |g, d| ((g * 4 + d) as f64).sin());
+        let p = DMatrix::from_fn(2, 4, |g, d| libm::sin((g * 4 + d) as f64));
         let x = DMatrix::from_fn(6, 4, |i, d| 0.2 * i as f64 - 0.5 * d as f64);
         let mut composed = basis.clone();
         compose(&mut composed, &p);
@@ -303,17 +293,16 @@ mod tests {
             let mut fitted = fit(&train, &fp, &mut |pr| last = pr.iteration).expect("fits");
             // Trainer -> blob -> f32 runtime, within the fidelity tolerance
             // (export_fitted checks it on these and far-away points).
-            let (exported, _) =
-                crate::export::cure::export_fitted(&mut fitted, &train.raw_x(), false)
-                    .expect("exports");
+            let exported =
+                crate::export::export(&mut fitted, &train.raw_x(), false).expect("exports");
             assert!(exported.fidelity.worst_mean_ratio <= 1.0);
             assert!(last <= fp.iteration_budget());
-            let (model, report) = (&fitted.model, &fitted.report);
+            let (model, report) = (&fitted.set.members[0], &fitted.report);
             assert_eq!(model.kind, ModelKind::SpgpDr);
             assert_eq!(report.method, method);
             assert_eq!(report.approximation, Some(approximation));
             assert_eq!(report.starts.len(), if restarts > 1 { restarts } else { 0 });
-            assert!(report.hyper.lengthscales.is_empty());
+            assert!(report.lengthscales.is_empty());
             let proj = report.projection.as_ref().expect("projected");
             assert_eq!((proj.rows, proj.cols), (2, 4));
             assert_eq!(model.input_names.len(), 4);
@@ -329,7 +318,9 @@ mod tests {
             let rebuilt = fitted
                 .with_jitter(fitted.jitter(), 0)
                 .expect("rebuilds")
-                .model;
+                .0
+                .members
+                .remove(0);
             let a = rebuilt.predict_raw(&train.raw_x()).expect("predicts");
             let b = model.predict_raw(&train.raw_x()).expect("predicts");
             assert!(
@@ -337,9 +328,8 @@ mod tests {
                 "{method:?}"
             );
             assert!((&a.var - &b.var).amax() < 1e-9 * b.var.amax(), "{method:?}");
-            let cured = fitted.with_jitter(1e-4, 3).expect("rebuilds");
-            assert!(cured.hyper.lengthscales.is_empty());
-            let cured = cured.model;
+            let (mut cured, _, _) = fitted.with_jitter(1e-4, 3).expect("rebuilds");
+            let cured = cured.members.remove(0);
             assert_eq!(cured.form.basis.centres.shape(), (6, 2));
             assert!(cured.form.basis.projection.is_some());
         }

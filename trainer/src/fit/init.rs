@@ -8,13 +8,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::numerics::linalg::{dot, faer_ref, lane_sum, mul};
+use crate::numerics::linalg::{dot, lane_sum, mat_ref, mul};
 use crate::{Error, Result};
 
 /// Initial log-space hyperparameters of an ARD squared-exponential kernel
 /// with Gaussian noise; converted by the caller into the kernel's own type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InitialHyper {
+pub(crate) struct InitialHyper {
     /// Natural log of each input's lengthscale.
     pub log_lengthscales: Vec<f64>,
     /// Natural log of the signal variance.
@@ -67,7 +67,7 @@ fn nearest_all(x: &DMatrix<f64>, centres: &[Vec<f64>]) -> Vec<usize> {
         .flat_map_iter(|&start| {
             let rows = x.rows(start, ASSIGN_ROWS.min(n - start)).into_owned();
             // m x rows: column i holds row i's products with every centre.
-            let dots = mul(faer_ref(&c), faer_ref(&rows).transpose());
+            let dots = mul(mat_ref(&c), mat_ref(&rows).transpose());
             let c_sq = &c_sq;
             (0..rows.nrows()).map(move |i| {
                 let col = dots.column(i);
@@ -181,7 +181,7 @@ pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<
 /// 1.5–2 for standardised inputs), signal variance = sample variance of `y`
 /// (1 after standardisation), noise variance = a tenth of it. Degenerate
 /// spreads (constant or non-finite) fall back to 1.
-pub fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
+pub(crate) fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
     let log_lengthscales = x
         .column_iter()
         .map(|col| {
@@ -192,7 +192,7 @@ pub fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
                 });
             let half_range = 0.5 * (hi - lo);
             if half_range.is_finite() && half_range > 0.0 {
-                half_range.ln()
+                libm::log(half_range)
             } else {
                 0.0
             }
@@ -212,8 +212,8 @@ pub fn default_hyperparameters(x: &DMatrix<f64>, y: &[f64]) -> InitialHyper {
     };
     InitialHyper {
         log_lengthscales,
-        log_signal_var: var_y.ln(),
-        log_noise_var: (var_y / 10.0).ln(),
+        log_signal_var: libm::log(var_y),
+        log_noise_var: libm::log(var_y / 10.0),
     }
 }
 
@@ -292,9 +292,9 @@ mod tests {
         let y = [1.0, 2.0, 3.0];
         let h = default_hyperparameters(&x, &y);
         assert!((h.log_lengthscales[0] - 0.0).abs() < 1e-12); // half of 2
-        assert!((h.log_lengthscales[1] - 2.0f64.ln()).abs() < 1e-12); // half of 4
+        assert!((h.log_lengthscales[1] - libm::log(2.0f64)).abs() < 1e-12); // half of 4
         assert!((h.log_signal_var - 0.0).abs() < 1e-12); // sample var 1
-        assert!((h.log_noise_var - 0.1f64.ln()).abs() < 1e-12);
+        assert!((h.log_noise_var - libm::log(0.1f64)).abs() < 1e-12);
         let flat = DMatrix::from_row_slice(2, 1, &[3.0, 3.0]);
         let h = default_hyperparameters(&flat, &[1.0]);
         assert_eq!(h.log_lengthscales, vec![0.0]);

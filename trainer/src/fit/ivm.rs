@@ -1,39 +1,20 @@
-//! The informative vector machine (MATH.md, "IVM"): a classifier (probit
-//! likelihood, labels -1/+1) or a sparse regression (Gaussian likelihood)
-//! whose basis is an active set of `M` training inputs chosen greedily by
-//! differential entropy ([`crate::model::inference::ivm`]).
+//! The informative vector machine (MATH.md, "IVM"): a classifier (probit,
+//! labels -1/+1, bias `Phi^{-1}` of the positive fraction) or a sparse
+//! regression whose basis is an active set of `M` training inputs chosen
+//! greedily by differential entropy ([`crate::model::inference::ivm`]).
 //!
-//! Where the kernel comes from. A classifier first fits the exact GP
-//! classifier (Laplace, [`super::exact_classifier`]) with ARD to a random
-//! subset of at most [`IvmParams::kernel_points`] training rows, the way
-//! GPLasso takes its kernel from an exact GP: its approximate marginal
-//! likelihood sees every row of the subset, so it switches irrelevant inputs
-//! off (measured on a 6-D ring with four irrelevant inputs: length scales
-//! 0.5 on the two informative inputs and above 2000 on the others). The
-//! alternation the GPmat/GPc IVM code uses instead, (1) select the active
-//! set with the current kernel, (2) minimise the active set's approximate
-//! marginal likelihood `-log N(m_I | 0, K_I + Pi_I^{-1})` with the sites
-//! held fixed, sees only M points and their ADF sites; it is easily
-//! fooled: the entropy score favours surprising points (flipped labels),
-//! their sites pull the length scales down, the next selection is worse;
-//! on a noisy XOR the alternation alone ended at chance (measured: test
-//! error 0.52, against 0.195 with the starting kernel), and on the ring it
-//! left all six length scales between 2.6 and 3.3 (test error 31%).
+//! Every kernel tried (a classifier's exact GP classifier's, fitted with
+//! ARD on at most [`IvmParams::kernel_points`] rows, and rescalings of it;
+//! a grid around the data's scales; each round of the select-then-optimise
+//! alternation from the best) selects its active set on 80% of the rows
+//! and is scored by the mean log predictive of the other 20%
+//! (`VALIDATION_FRACTION`): the alternation alone is easily fooled by
+//! flipped labels (docs/src/classification.md, "How the IVM learns its
+//! kernel"). The best selects the final active set on every row.
 //!
-//! So every kernel tried (the exact classifier's, a small grid of starts
-//! around the data's scales, then each round of the alternation from the
-//! best of those) is scored by the mean log predictive probability of a
-//! held-out 20% of the rows ([`VALIDATION_FRACTION`]), with its active set
-//! selected on the other 80% (the exact classifier is fitted on those 80%
-//! too); the best one is used to select the final active set on every row.
-//! A regression IVM has no exact classifier: its alternation fits the exact
-//! GP's NLML on the active set (for Gaussian sites, `Pi^{-1} = sigma2 I`).
-//! The probit's bias is fixed as in the paper's experiments,
-//! `b = Phi^{-1}(r)` with `r` the fraction of positive labels.
-//!
-//! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`,
-//! no `L2`, `beta = L1^{-T} L1^{-1} m_I`; probit
-//! `P(+1) = Phi((m + b) / sqrt(1 + v))`.
+//! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`, no
+//! `L2`, `beta = L1^{-T} L1^{-1} m_I`; or, for a classifier by default, the
+//! svgp bound's `q(u)` on every row over that basis ([`IvmPosterior`]).
 
 use sgp_runtime::Kernel;
 use std::time::Instant;
@@ -45,12 +26,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact_from, training_subset};
-use super::exact_classifier::{optimise_laplace, probit_bias};
+use super::exact::{optimise_exact_from, optimise_laplace, probit_bias};
 use super::svgp::fit_variational_on_basis;
 use super::{
-    check_max_points, data_scale_kernel, default_optimiser, Checked, FitReport, Fitted,
-    Hyperparameters, Method, OptimiserReport, Rebuild,
+    check_max_points, data_scale_kernel, default_optimiser, Checked, Fit, FitReport, Method,
+    OptimiserReport, OutputReport, Rebuild, Rebuilt,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -61,14 +41,14 @@ use crate::model::inference::svgp::{svgp_runtime_form, SvgpConfig, Variational};
 use crate::model::inference::RuntimeForm;
 use crate::model::kernel::KernelParams;
 use crate::model::likelihood::{norm_cdf, Likelihood};
-use crate::model::TrainedModel;
-use crate::numerics::linalg::{cholesky_jittered, lower_inverse, JitterPolicy};
+use crate::model::{ModelSet, TrainedModel};
+use crate::numerics::linalg::{cholesky_jittered, lower_inverse, mat_ref, mul, JitterPolicy};
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 /// Default number of select-then-optimise rounds before the final
 /// selection (GPmat's `ivmOptimise` default display runs a handful).
-pub const DEFAULT_ROUNDS: usize = 4;
+pub(crate) const DEFAULT_ROUNDS: usize = 4;
 
 /// Settings of an IVM fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,22 +74,31 @@ pub struct IvmParams {
     pub kernel: Kernel,
 }
 
-/// The posterior a probit IVM exports over its active set.
-///
-/// The paper's posterior conditions on the ADF sites of the M active rows
-/// alone: every other row only chose the basis. With the basis and the
-/// kernel fixed, the variational `q(u)` of the svgp bound
-/// ([`super::svgp`]) over those M rows as inducing inputs uses every
-/// training row's label (docs/src/ivm.md has both on the whole suite).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-pub enum IvmPosterior {
-    /// `q(u)` and the bias of the svgp bound on every training row, the
-    /// inducing inputs at the active rows and the kernel held.
-    #[default]
-    AllRows,
-    /// The paper's: the active rows' ADF sites, the bias fixed at
-    /// `Phi^{-1}` of the positive fraction.
-    ActiveSet,
+named_enum! {
+    /// The posterior a probit IVM exports over its active set.
+    ///
+    /// The paper's posterior conditions on the ADF sites of the M active rows
+    /// alone: every other row only chose the basis. With the basis and the
+    /// kernel fixed, the variational `q(u)` of the svgp bound
+    /// ([`super::svgp`]) over those M rows as inducing inputs uses every
+    /// training row's label (docs/src/ivm.md has both on the whole suite).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    pub enum IvmPosterior {
+        /// `q(u)` and the bias of the svgp bound on every training row, the
+        /// inducing inputs at the active rows and the kernel held.
+        AllRows = "all-rows",
+        /// The paper's: the active rows' ADF sites, the bias fixed at
+        /// `Phi^{-1}` of the positive fraction.
+        ActiveSet = "active-set",
+    }
+}
+
+// `named_enum!` takes no `#[default]` on a variant.
+#[allow(clippy::derivable_impls)]
+impl Default for IvmPosterior {
+    fn default() -> Self {
+        IvmPosterior::AllRows
+    }
 }
 
 /// Default [`IvmParams::kernel_points`]: the exact classifier's time grows
@@ -117,7 +106,7 @@ pub enum IvmPosterior {
 /// 500 rows already switch the irrelevant inputs off, but the IVM's test
 /// error was 12.2% with their kernel and 10.4% with 1,000 rows' (the exact
 /// classifier itself: 8.0%).
-pub const DEFAULT_KERNEL_POINTS: usize = 1000;
+pub(crate) const DEFAULT_KERNEL_POINTS: usize = 1000;
 
 impl Default for IvmParams {
     fn default() -> Self {
@@ -188,7 +177,7 @@ pub struct IvmReport {
     /// The posterior exported (the active set's for regression).
     pub posterior: IvmPosterior,
     /// The label-flip rate the sites were computed with (probit; see
-    /// [`crate::model::inference::ivm::site`]), chosen with the kernel.
+    /// `crate::model::inference::ivm::site`), chosen with the kernel.
     pub label_noise: f64,
     /// Every kernel tried, in order; the one with the best validation
     /// score is exported.
@@ -229,7 +218,7 @@ const EXACT_VARIANTS: [(f64, f64); 6] = [
 const LABEL_NOISE_GRID: [f64; 3] = [0.0, 0.05, 0.1];
 
 /// Fraction of the training rows held out to choose the kernel.
-pub const VALIDATION_FRACTION: f64 = 0.2;
+pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 
 /// Below this many rows nothing is held out: the kernel is scored on the
 /// rows it was selected from.
@@ -302,11 +291,11 @@ impl Validation {
                 match likelihood {
                     Likelihood::Probit => {
                         let z = y * (mean + bias) / (1.0 + var).sqrt();
-                        norm_cdf(z).max(1e-300).ln()
+                        libm::log(norm_cdf(z).max(1e-300))
                     }
                     Likelihood::Gaussian => {
                         let v = var + pred.noise_var;
-                        -0.5 * ((2.0 * std::f64::consts::PI * v).ln() + (y - mean).powi(2) / v)
+                        -0.5 * (libm::log(2.0 * std::f64::consts::PI * v) + (y - mean).powi(2) / v)
                     }
                 }
             })
@@ -328,11 +317,11 @@ pub(crate) fn fit_ivm(
     data: &Dataset,
     params: &Checked<'_, IvmParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let likelihood = Likelihood::for_target(data.target);
     let bias = match data.target {
-        TargetKind::Continuous => 0.0,
         TargetKind::Binary { .. } => probit_bias(&data.y),
+        _ => 0.0,
     };
     let validation = Validation::new(data, params.seed)?;
     let (mut select_seconds, mut optimise_seconds) = (0.0, 0.0);
@@ -347,9 +336,9 @@ pub(crate) fn fit_ivm(
         for (l_factor, s2_factor) in EXACT_VARIANTS {
             let mut variant = kern.clone();
             for v in &mut variant.log_lengthscales {
-                *v += l_factor.ln();
+                *v += libm::log(l_factor);
             }
-            variant.log_signal_var += s2_factor.ln();
+            variant.log_signal_var += libm::log(s2_factor);
             starts.push((
                 format!("exact classifier on {rows} rows, l x{l_factor} s2 x{s2_factor}"),
                 variant,
@@ -360,9 +349,9 @@ pub(crate) fn fit_ivm(
     for (l_factor, s2_factor) in START_GRID {
         let mut start = base.clone();
         for v in &mut start.log_lengthscales {
-            *v += l_factor.ln();
+            *v += libm::log(l_factor);
         }
-        start.log_signal_var += s2_factor.ln();
+        start.log_signal_var += libm::log(s2_factor);
         starts.push((format!("start l x{l_factor} s2 x{s2_factor}"), start));
     }
     let started = Instant::now();
@@ -439,21 +428,19 @@ pub(crate) fn fit_ivm(
     };
     let started = Instant::now();
     let exported = match posterior {
-        IvmPosterior::ActiveSet => active_set_model(x_active, &set, &kern, sites, data)?,
+        IvmPosterior::ActiveSet => active_set_model(x_active, &set, &kern, sites)?,
         IvmPosterior::AllRows => {
             let start = whitened_active_posterior(&x_active, &set, &kern, bias)?;
             all_rows_model(x_active, &kern, start, params, data, progress)?
         }
     };
     optimise_seconds += started.elapsed().as_secs_f64();
-    let mut report = FitReport::new(
-        Method::Ivm,
-        data,
-        data.n_rows(),
-        &kern,
-        exported.objective,
-        exported.escalations,
-    );
+    let mut report = FitReport::new(Method::Ivm, data.n_rows(), exported.objective);
+    report.jitter_escalations = exported.escalations;
+    report.outputs = vec![OutputReport::named(
+        &data.target_name,
+        Some(exported.objective),
+    )];
     report.optimiser = exported
         .run
         .as_ref()
@@ -470,24 +457,20 @@ pub(crate) fn fit_ivm(
         select_seconds,
         optimise_seconds,
     });
-    let model = TrainedModel {
-        kind: ModelKind::Ivm,
-        link: likelihood.link(),
-        form: exported.form,
-        transform: data.transform.clone(),
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: exported.bias,
-        positive_class: match data.target {
-            TargetKind::Continuous => 0.0,
-            TargetKind::Binary { positive } => positive,
-        },
+    let model = match data.target {
+        TargetKind::Binary { positive } => TrainedModel::classifier(
+            ModelKind::Ivm,
+            exported.form,
+            data,
+            (exported.bias, positive),
+        ),
+        _ => TrainedModel::regression(ModelKind::Ivm, exported.form, data),
     };
-    Ok(Fitted::new(
-        model,
+    Ok(Fit::new(
+        ModelSet::single(model, Vec::new()),
         report,
-        JitterPolicy::default().initial,
-        exported.rebuild,
+        vec![kern],
+        (JitterPolicy::default().initial, exported.rebuild),
     ))
 }
 
@@ -511,13 +494,11 @@ fn active_set_model(
     set: &ActiveSet,
     kern: &KernelParams,
     sites: Sites,
-    data: &Dataset,
 ) -> Result<Exported> {
     let likelihood = sites.likelihood;
     let jitter = JitterPolicy::default();
     let post = active_posterior(kern, &x_active, &set.p, &set.m, likelihood, &jitter)?;
     let (kern, p, m) = (kern.clone(), set.p.clone(), set.m.clone());
-    let transform = data.transform.clone();
     Ok(Exported {
         form: post.runtime_form()?,
         objective: post.nlml(),
@@ -526,11 +507,12 @@ fn active_set_model(
         run: None,
         rebuild: Box::new(move |jitter: JitterPolicy, _max_iter: u64| {
             let post = active_posterior(&kern, &x_active, &p, &m, likelihood, &jitter)?;
-            Ok((
-                post.runtime_form()?,
-                post.nlml(),
-                Hyperparameters::new(&kern, &transform),
-            ))
+            Ok(Rebuilt {
+                forms: vec![post.runtime_form()?],
+                biases: None,
+                nlml: post.nlml(),
+                kernels: vec![kern.clone()],
+            })
         }),
     })
 }
@@ -571,9 +553,12 @@ fn all_rows_model(
                 (config, &options),
                 &mut |_| {},
             )?;
-            let mut hyper = Hyperparameters::new(&kern, &data.transform);
-            hyper.noise_variance = 0.0;
-            Ok((refit.form, refit.run.value, hyper))
+            Ok(Rebuilt {
+                forms: vec![refit.form],
+                biases: Some(vec![refit.q.bias]),
+                nlml: refit.run.value,
+                kernels: vec![kern.clone()],
+            })
         }),
     })
 }
@@ -642,7 +627,7 @@ fn whitened_active_posterior(
     let m = lu.nrows();
     let pi = DVector::from_column_slice(&set.p);
     let pi_lu = DMatrix::from_fn(m, m, |i, j| pi[i] * lu[(i, j)]);
-    let b = DMatrix::identity(m, m) + lu.transpose() * pi_lu;
+    let b = DMatrix::identity(m, m) + mul(mat_ref(&lu).transpose(), mat_ref(&pi_lu));
     let reversed = DMatrix::from_fn(m, m, |i, j| b[(m - 1 - i, m - 1 - j)]);
     let r = reversed
         .cholesky()
@@ -657,7 +642,7 @@ fn whitened_active_posterior(
 
 /// Most iterations of the all-rows `q(u)` fit (the default stall test
 /// usually stops it sooner).
-pub const ALL_ROWS_MAX_ITER: u64 = 1000;
+pub(crate) const ALL_ROWS_MAX_ITER: u64 = 1000;
 
 /// The exact GP classifier's kernel on a random subset of at most
 /// `params.kernel_points` rows of `data`, and the rows it saw.
@@ -667,7 +652,7 @@ fn exact_classifier_kernel(
     params: &IvmParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, usize)> {
-    let subset = training_subset(data, params.kernel_points, params.seed)?;
+    let subset = data.at_most_rows(params.kernel_points, params.seed)?;
     let (kern, _) = optimise_laplace(
         &subset.x,
         &subset.y,
@@ -750,7 +735,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
     use crate::tools::synth::{classification_dataset, ClassShape};
 
-    fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fitted) {
+    fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fit) {
         let data = classification_dataset(shape, n + 1000, seed).unwrap();
         let (test, train) = data.split(1000.0 / (n + 1000) as f64, seed).unwrap();
         let params = FitParams::Ivm(IvmParams {
@@ -759,7 +744,7 @@ mod tests {
             ..IvmParams::default()
         });
         let fitted = fit(&train, &params, &mut |_| {}).unwrap();
-        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
         let err = error_rate(p.mean.as_slice(), test.y.as_slice());
         (err, fitted)
     }
@@ -768,9 +753,9 @@ mod tests {
     fn separable_problem_is_learned_almost_perfectly() {
         let (err, fitted) = test_error(ClassShape::Separable, 300, 30, 1);
         assert!(err < 0.03, "test error {err}");
-        assert_eq!(fitted.model.n_basis(), 30);
+        assert_eq!(fitted.set.members[0].n_basis(), 30);
         // The all-rows posterior: the variational q(u)'s second factor.
-        assert!(fitted.model.form.l2.is_some());
+        assert!(fitted.set.members[0].form.l2.is_some());
     }
 
     #[test]
@@ -786,7 +771,7 @@ mod tests {
 
     #[test]
     fn learned_ard_brings_the_ivm_near_the_exact_classifier_on_a_noisy_ring() {
-        use crate::fit::exact_classifier::tests::{noisy_ring, test_error};
+        use crate::fit::exact::tests::{noisy_ring, test_error};
         let train = noisy_ring(600, 3);
         let test = noisy_ring(1000, 4);
         let exact = FitParams::Exact(crate::fit::ExactParams {
@@ -803,7 +788,7 @@ mod tests {
             })
         };
         let (err, fitted) = test_error(&train, &test, &ivm(400, IvmPosterior::AllRows));
-        let l = &fitted.report.hyper.lengthscales;
+        let l = &fitted.report.lengthscales;
         assert!(
             l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
             "length scales {l:?}"
@@ -832,14 +817,14 @@ mod tests {
             let fitted = fit(&train, &params, &mut |_| {}).unwrap();
             check_blob(&fitted, &data);
             // The all-rows posterior has q(u)'s second factor.
-            let two_factors = fitted.model.form.l2.is_some();
+            let two_factors = fitted.set.members[0].form.l2.is_some();
             assert_eq!(two_factors, posterior == IvmPosterior::AllRows);
         }
     }
 
     /// Checks the blob of `fitted` against the trainer on `data`'s rows.
-    fn check_blob(fitted: &Fitted, data: &Dataset) {
-        let exported = check(&fitted.model, &data.raw_x()).unwrap();
+    fn check_blob(fitted: &Fit, data: &Dataset) {
+        let exported = check(&fitted.set, &data.raw_x()).unwrap();
         assert!(
             exported.fidelity.passes(),
             "{}",
@@ -850,7 +835,7 @@ mod tests {
         assert_eq!(spec.shape.kind, ModelKind::Ivm);
         assert_eq!(spec.shape.link, sgp_runtime::Link::Probit);
         assert_eq!(spec.positive_class, 1.0);
-        assert!(spec.bias != 0.0 || fitted.model.bias == 0.0);
+        assert!(spec.bias != 0.0 || fitted.set.members[0].bias == 0.0);
     }
 
     /// The active set's sites on a kernel of signal variance `s2`: the
@@ -945,7 +930,7 @@ mod tests {
         });
         let a = fit(&data, &params, &mut |_| {}).unwrap();
         let b = fit(&data, &params, &mut |_| {}).unwrap();
-        assert_eq!(a.model.form, b.model.form);
+        assert_eq!(a.set.members[0].form, b.set.members[0].form);
         assert_eq!(
             a.report.ivm.as_ref().unwrap().active_rows,
             b.report.ivm.as_ref().unwrap().active_rows
@@ -961,13 +946,14 @@ mod tests {
             ..IvmParams::default()
         });
         let fitted = fit(&data, &params, &mut |_| {}).unwrap();
-        assert_eq!(fitted.model.link, sgp_runtime::Link::Identity);
+        assert_eq!(fitted.set.members[0].link, sgp_runtime::Link::Identity);
         let rows = &fitted.report.ivm.as_ref().unwrap().active_rows;
         let active = data.subset(rows).unwrap();
         // The kernel of the fit, in standardised units, from the report.
-        let h = &fitted.report.hyper;
+        let h = &fitted.report.outputs[0];
         let t = &data.transform;
-        let l: Vec<f64> = h
+        let l: Vec<f64> = fitted
+            .report
             .lengthscales
             .iter()
             .zip(&t.x_scale)
@@ -986,7 +972,7 @@ mod tests {
             &JitterPolicy::default(),
         )
         .unwrap();
-        let a = fitted.model.form.predict(&data.x).unwrap();
+        let a = fitted.set.members[0].form.predict(&data.x).unwrap();
         let b = exact.predict(&data.x).unwrap();
         for i in 0..data.n_rows() {
             assert!(

@@ -5,7 +5,7 @@
 //! pseudo-inputs and hyperparameters in any way that shows on held-out
 //! data, while every optimiser iteration still costs O(N M^2). So:
 //!
-//! 1. the first pass ([`crate::data::stream::scan`]) validates the whole file,
+//! 1. the first pass (`crate::data::stream::scan`) validates the whole file,
 //!    standardises it and keeps a seeded random sample of
 //!    [`StreamedParams::max_rows`] + [`StreamedParams::validation_rows`]
 //!    rows;
@@ -15,7 +15,7 @@
 //!    land in different local optima, which decide the model, and a short
 //!    screening run does not rank them: see docs/src/large-data.md), by
 //!    SPGP's restart procedure and its rescue of a collapsed fit
-//!    ([`super::spgp::fit_pseudo_inputs_by`]); then
+//!    (`super::spgp::fit_pseudo_inputs`); then
 //!    warm-started from the best stage on twice as many rows, and so on,
 //!    each stage scored on the validation rows; the subset stops growing
 //!    when a doubling gains less than [`StreamedParams::min_gain`] nats per
@@ -29,30 +29,29 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, ModelKind};
 
-use super::spgp::{
-    fit_pseudo_inputs_by, fit_sparse, reoptimised, validation_nlpd, SparseFit, StartChoice,
+use super::sparse::{fit_sparse, validation_nlpd, SparseFit, StartChoice};
+use super::spgp::fit_pseudo_inputs;
+use super::{
+    Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt, SparseParams,
 };
-use super::{Expansion, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, SparseParams};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, Standardisation, TargetKind};
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::{FitcConfig, FitcPosterior};
-use crate::model::inference::RuntimeForm;
 use crate::model::kernel::KernelParams;
 use crate::model::posterior_sums::{ChunkModel, PosteriorSums};
-use crate::model::TrainedModel;
+use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::JitterPolicy;
-use crate::numerics::optimise::Progress;
+use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::{Error, Result};
 
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedParams {
-    /// The SPGP fit of each stage (its held-out choice is not used: the
-    /// stages are scored on validation rows instead, and its starts are
-    /// not screened but each optimised to the end).
+    /// The SPGP fit of each stage (its starts are not screened but each
+    /// optimised to the end and scored on validation rows).
     pub sparse: SparseParams,
     /// Rows per chunk of the posterior pass.
     pub chunk_rows: usize,
@@ -79,10 +78,7 @@ impl Default for StreamedParams {
     /// memory in less time than a streamed fit takes.
     fn default() -> Self {
         StreamedParams {
-            sparse: SparseParams {
-                held_out_choice: false,
-                ..SparseParams::default()
-            },
+            sparse: SparseParams::default(),
             chunk_rows: crate::data::stream::DEFAULT_CHUNK_ROWS,
             first_rows: 8_192,
             max_rows: 131_072,
@@ -115,9 +111,28 @@ impl StreamedParams {
     /// memory.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Io`] if the file cannot be read; [`Error::BadInput`] for a
+    /// Matérn kernel on a file that would stream.
     pub fn streams(&self, table: &TableFile) -> Result<bool> {
-        table.has_more_rows_than(self.in_memory_rows)
+        let streams = table.has_more_rows_than(self.in_memory_rows)?;
+        if streams {
+            self.check_kernel()?;
+        }
+        Ok(streams)
+    }
+
+    /// Refuses a Matérn kernel: the staged fit and its pass over every row
+    /// were built and checked with the squared exponential only.
+    fn check_kernel(&self) -> Result<()> {
+        if self.sparse.kernel == Kernel::SquaredExponential {
+            return Ok(());
+        }
+        Err(Error::BadInput(format!(
+            "a streamed fit takes the squared-exponential kernel only, not --kernel {}: its \
+             growing subsets and its pass over every row were built and checked with that \
+             kernel; fit the file in memory (--in-memory) for a Matérn kernel",
+            self.sparse.kernel.name()
+        )))
     }
 
     fn check(&self, scan: &Scan) -> Result<()> {
@@ -232,9 +247,10 @@ pub fn fit_streamed(
     scan: &Scan,
     params: &StreamedParams,
     progress: &mut dyn FnMut(StreamedProgress),
-) -> Result<Fitted> {
+) -> Result<Fit> {
     let started = Instant::now();
     params.check(scan)?;
+    params.check_kernel()?;
     let full = Dataset {
         x: scan.transform.apply_x(&scan.sample_x),
         y: scan.transform.apply_y(&scan.sample_y),
@@ -255,10 +271,7 @@ pub fn fit_streamed(
     let validation =
         sample.subset(&((n_sample - params.validation_rows)..n_sample).collect::<Vec<_>>())?;
     let pool = n_sample - params.validation_rows;
-    let sparse = SparseParams {
-        held_out_choice: false,
-        ..params.sparse.clone()
-    };
+    let sparse = params.sparse.clone();
 
     let mut stages = Vec::new();
     let mut best: Option<(SparseFit<PseudoInputs>, f64, usize)> = None;
@@ -269,10 +282,11 @@ pub fn fit_streamed(
         let data = sample.subset(&(0..rows).collect::<Vec<_>>())?;
         let mut stage_progress =
             |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
+        let outputs = std::slice::from_ref(&data);
         let fit = match &best {
             None => {
-                let (fit, tried) = fit_pseudo_inputs_by(
-                    &data,
+                let (fit, tried) = fit_pseudo_inputs(
+                    outputs,
                     &sparse.check(&data)?,
                     StartChoice::Validation(&validation),
                     &mut stage_progress,
@@ -281,9 +295,9 @@ pub fn fit_streamed(
                 fit
             }
             Some((previous, _, _)) => fit_sparse(
-                &data,
+                outputs,
                 previous.features.clone(),
-                previous.kernel.clone(),
+                previous.kernels.clone(),
                 previous.config,
                 &sparse.optimiser,
                 &mut stage_progress,
@@ -319,19 +333,19 @@ pub fn fit_streamed(
         chunk_rows: params.chunk_rows,
     };
     let pass_started = Instant::now();
-    let posterior = conditioning.posterior(&fit.features, &fit.kernel, &fit.config, &mut |at| {
+    let kernel = fit.kernel().clone();
+    let posterior = conditioning.posterior(&fit.features, &kernel, &fit.config, &mut |at| {
         progress(StreamedProgress::Pass(at))
     })?;
     let pass_seconds = pass_started.elapsed().as_secs_f64();
 
-    let mut report = FitReport::new(
-        Method::Spgp,
-        &sample,
-        usize::try_from(scan.rows).unwrap_or(usize::MAX),
-        &fit.kernel,
-        posterior.nlml,
-        posterior.jitter_escalations,
-    );
+    let rows = usize::try_from(scan.rows).unwrap_or(usize::MAX);
+    let mut report = FitReport::new(Method::Spgp, rows, posterior.nlml);
+    report.jitter_escalations = posterior.jitter_escalations;
+    report.outputs = vec![OutputReport::named(
+        &sample.target_name,
+        Some(posterior.nlml),
+    )];
     report.approximation = Some(fit.config.approximation);
     report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
     report.starts = starts;
@@ -343,16 +357,8 @@ pub fn fit_streamed(
         chunk_rows: params.chunk_rows,
         pass_seconds,
     });
-    let model = TrainedModel {
-        kind: ModelKind::Spgp,
-        link: Link::Identity,
-        form: posterior.runtime_form(&fit.features, &fit.kernel),
-        transform: sample.transform.clone(),
-        input_names: sample.input_names.clone(),
-        target_name: sample.target_name.clone(),
-        bias: 0.0,
-        positive_class: 0.0,
-    };
+    let form = posterior.runtime_form(&fit.features, &kernel);
+    let model = TrainedModel::regression(ModelKind::Spgp, form, &sample);
     let fitted_data = sample.subset(&(0..fitted_rows).collect::<Vec<_>>())?;
     let jitter = fit.config.jitter.initial;
     let rebuild = move |policy: JitterPolicy, max_iter: u64| {
@@ -360,14 +366,34 @@ pub fn fit_streamed(
             jitter: policy,
             ..fit.config
         };
-        let (features, kernel) =
-            reoptimised(&fitted_data, &fit.features, &fit.kernel, config, max_iter)?;
-        let post = conditioning.posterior(&features, &kernel, &config, &mut |_| {})?;
-        let hyper = Hyperparameters::new(&kernel, &conditioning.transform);
-        let form: RuntimeForm = post.runtime_form(&features, &kernel);
-        Ok((form, post.nlml, hyper))
+        let (features, kernels) = if max_iter == 0 {
+            (fit.features.clone(), fit.kernels.clone())
+        } else {
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            let outputs = std::slice::from_ref(&fitted_data);
+            let refit = fit_sparse(
+                outputs,
+                fit.features.clone(),
+                fit.kernels.clone(),
+                config,
+                &options,
+                &mut |_| {},
+            )?;
+            (refit.features, refit.kernels)
+        };
+        let post = conditioning.posterior(&features, &kernels[0], &config, &mut |_| {})?;
+        Ok(Rebuilt {
+            forms: vec![post.runtime_form(&features, &kernels[0])],
+            biases: None,
+            nlml: post.nlml,
+            kernels,
+        })
     };
-    let mut fitted = Fitted::new(model, report, jitter, Box::new(rebuild));
+    let set = ModelSet::single(model, Vec::new());
+    let mut fitted = Fit::new(set, report, vec![kernel], (jitter, Box::new(rebuild)));
     if !full.constant_inputs.is_empty() {
         Expansion::for_data(&full).attach(&mut fitted);
     }
@@ -381,10 +407,10 @@ mod tests {
     use nalgebra::DMatrix;
 
     use crate::data::stream::{scan, write_parquet};
-    use crate::export::cure::export_fitted;
-    use crate::fit::spgp::{
-        collapsed, fit_restarted_by, initial_kernel, start_positions, COLLAPSED_BELOW,
-    };
+    use crate::export::export;
+    use crate::fit::restarts::start_positions;
+    use crate::fit::sparse::{fit_restarted, VarianceSharing};
+    use crate::fit::spgp::{collapsed, initial_kernels, COLLAPSED_BELOW};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::synth::{generate, synthetic, Shape};
@@ -452,7 +478,7 @@ mod tests {
         assert!(rows.iter().all(|&r| r <= 800));
         assert_eq!(fitted.report.rows, 3000);
         assert_eq!(fitted.report.ignored_inputs, ["c"]);
-        assert_eq!(fitted.model.input_names, ["a", "b", "c"]);
+        assert_eq!(fitted.set.members[0].input_names, ["a", "b", "c"]);
 
         // Conditioned on 3000 rows, not on the 800 it was fitted on: the
         // objective is that of every row (the posterior pass itself is
@@ -466,8 +492,8 @@ mod tests {
         let mut from_pq = fit_streamed(&parquet, &first_pq, &params, &mut |_| {}).unwrap();
         assert_eq!(first_pq.sample_x, first.sample_x);
         let check_x = first.sample_x.rows(0, 200).into_owned();
-        let (blob, _) = export_fitted(&mut fitted, &check_x, false).unwrap();
-        let (blob_pq, _) = export_fitted(&mut from_pq, &check_x, false).unwrap();
+        let blob = export(&mut fitted, &check_x, false).unwrap();
+        let blob_pq = export(&mut from_pq, &check_x, false).unwrap();
         assert!(!blob.blob.is_empty());
         assert_eq!(blob_pq.blob, blob.blob);
     }
@@ -480,26 +506,26 @@ mod tests {
         let validation = data.subset(&(600..900).collect::<Vec<_>>()).unwrap();
         let sparse = SparseParams {
             restarts: 3,
-            held_out_choice: false,
             ..small().sparse
         };
         let checked = sparse.check(&fitted).unwrap();
-        let (kept, starts) = fit_pseudo_inputs_by(
-            &fitted,
+        let one = std::slice::from_ref(&fitted);
+        let (kept, starts) = fit_pseudo_inputs(
+            one,
             &checked,
             StartChoice::Validation(&validation),
             &mut |_| {},
         )
         .unwrap();
         assert_eq!(starts.len(), 3);
-        let kern = initial_kernel(&fitted, &checked).unwrap();
+        let kernels = initial_kernels(one, &checked).unwrap();
         let each: Vec<f64> = (0..3)
             .map(|k| {
                 let z = start_positions(&fitted.x, &checked, k).unwrap().1;
                 let fit = fit_sparse(
-                    &fitted,
+                    one,
                     PseudoInputs::new(z).unwrap(),
-                    kern.clone(),
+                    kernels.clone(),
                     kept.config,
                     &sparse.optimiser,
                     &mut |_| {},
@@ -525,7 +551,6 @@ mod tests {
             m: 5,
             approximation: Approximation::Vfe,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         };
         let data = generated.to_dataset().unwrap();
@@ -537,12 +562,13 @@ mod tests {
             let (label, z) = start_positions(&fitted.x, &checked, k)?;
             Ok((label, PseudoInputs::new(z)?))
         };
-        let kern = initial_kernel(&fitted, &checked).unwrap();
-        let (plain, _) =
-            fit_restarted_by(&fitted, &checked, kern, &start, choice, &mut |_| {}).unwrap();
-        assert!(collapsed(&plain.kernel), "{:?}", plain.kernel);
-        let (rescued, _) = fit_pseudo_inputs_by(&fitted, &checked, choice, &mut |_| {}).unwrap();
-        assert!(!collapsed(&rescued.kernel), "{:?}", rescued.kernel);
+        let one = std::slice::from_ref(&fitted);
+        let kernels = initial_kernels(one, &checked).unwrap();
+        let how = (choice, VarianceSharing::Auto);
+        let (plain, _) = fit_restarted(one, &checked, kernels, &start, how, &mut |_| {}).unwrap();
+        assert!(collapsed(plain.kernel()), "{:?}", plain.kernel());
+        let (rescued, _) = fit_pseudo_inputs(one, &checked, choice, &mut |_| {}).unwrap();
+        assert!(!collapsed(rescued.kernel()), "{:?}", rescued.kernel());
         assert!(
             validation_nlpd(&rescued, &validation).unwrap()
                 < validation_nlpd(&plain, &validation).unwrap()
@@ -569,7 +595,7 @@ mod tests {
         };
         let first = scan(&table, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
         let streamed = fit_streamed(&table, &first, &params, &mut |_| {}).unwrap();
-        let hyper = &streamed.report.hyper;
+        let hyper = &streamed.report.outputs[0];
         assert!(
             hyper.signal_variance > COLLAPSED_BELOW * hyper.noise_variance,
             "{hyper:?}"

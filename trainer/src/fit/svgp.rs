@@ -1,38 +1,25 @@
 //! The sparse variational GP classifier (`--model svgp`): the bound of
-//! [`crate::model::inference::svgp`] over M free pseudo-inputs, ARD length scales,
-//! the signal variance, the probit's bias and `q(u)`, all learned jointly
-//! by L-BFGS on the whole data set.
+//! [`crate::model::inference::svgp`] over M free pseudo-inputs, ARD length
+//! scales, the signal variance, each latent's probit bias and `q(u)`,
+//! learned jointly by L-BFGS on every row; one latent for a binary target,
+//! one per class (each against the rest, softmax link) for `K` classes.
 //!
-//! Starts and restarts as for SPGP ([`super::spgp`]): k-means centres
-//! first, then random subsets and k-means with other seeds, on (a subset
-//! of) the rows. Screening is by successive halving ([`SCREEN_ROUNDS`]);
-//! the best start is optimised to the end. Every start begins at `q(u)` =
-//! the prior and the bias at `Phi^{-1}(fraction of positive labels)`.
-//!
-//! The kernel starts with equal length scales ([`initial_kernel`]). An
-//! exact GP regression on the -1/+1 labels of 500 rows was tried as the
-//! start (ARD already there): it ended at a worse bound on the ring, digits
-//! and breast cancer sets (cancer: 36.5 against 32.9 nats, test log loss
-//! 0.175 against 0.150), its short length scales a local optimum the bound
-//! does not leave.
-//!
-//! Why this bound and not EP on the FITC prior (Naish-Guzman and Holden
-//! 2008): the bound has an analytic gradient in every parameter, pseudo-
-//! inputs included, and a single L-BFGS run optimises all of them; EP needs
-//! an inner fixed-point loop per outer step whose convergence is not
-//! guaranteed, and its approximate marginal likelihood is not a bound, so
-//! the optimiser may chase a wrong optimum when the sites have not
-//! converged.
+//! Starts as SPGP's ([`super::restarts`]), screened by successive halving
+//! (`SCREEN_ROUNDS`); every start begins at the prior `q(u)`, each bias
+//! at its base rate, and the length scales at their prior centres
+//! (`prior_centres`). Why this bound and not EP on the FITC prior, and
+//! what the defaults below were measured on: docs/src/classification.md,
+//! "svgp".
 
 use std::cell::Cell;
 
 use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::progress::continuing;
-use super::spgp::{screening, start_positions};
+use super::restarts::{best_start, screening, start_positions, Stage};
 use super::{
-    Checked, FitReport, Fitted, Hyperparameters, Method, OptimiserReport, PseudoInit, SparseParams,
-    StartReport, DEFAULT_RESTARTS,
+    Checked, Fit, FitReport, Method, OptimiserReport, OutputReport, PseudoInit, Rebuilt,
+    SparseParams, StartReport, DEFAULT_RESTARTS,
 };
 use nalgebra::DMatrix;
 
@@ -50,36 +37,21 @@ use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progr
 use crate::{Error, Result};
 
 /// Iterations that optimise `q(u)` (and the bias) alone, with the
-/// pseudo-inputs and the kernel held, before every joint run. From the
-/// prior `q(u)` the joint gradient first moves the kernel while the latent
-/// mean is still zero: on a 2-D wavy boundary (600 rows) the first three
-/// iterations raised one length scale threefold and the fit ended on a
-/// near-linear boundary (test error 7.3% against GPflow's 0.7%); with
-/// 20 iterations of `q(u)` first it reaches 0.5% (100 iterations: the
-/// same), and the ring and digits sets are unchanged.
-pub const WARM_UP_ITER: u64 = 20;
+/// pseudo-inputs and the kernel held, before every joint run: from the
+/// prior `q(u)` the joint gradient would first move the kernel while the
+/// latent mean is still zero.
+pub(crate) const WARM_UP_ITER: u64 = 20;
 
 /// A screening round is this fraction of SPGP's screening run
-/// ([`super::spgp::screen_iter`]), after the [`WARM_UP_ITER`] iterations of
-/// `q(u)`. The screening was about half of a fit's time: on digits 9 vs
-/// rest (M = 128) the final run stalled after 97 iterations where the four
-/// starts had taken 280. Measured on the classification suite (11 sets,
-/// seed 0), rounds of a quarter change no test error by more than 0.3 point
-/// against screening every start for the whole run, at about a third less
-/// CPU per fit (docs/src/classification.md).
-pub const SCREEN_ROUNDS: u64 = 4;
+/// (`super::restarts::screen_iter`), after the [`WARM_UP_ITER`]
+/// iterations of `q(u)`: a third less CPU than whole runs, the same test
+/// errors.
+pub(crate) const SCREEN_ROUNDS: u64 = 4;
 
 /// L-BFGS pairs remembered by the fit's runs (unless its options name
-/// another number), where the general rule ([`auto_memory`]) gives the
-/// 8,600 to 17,000 parameters of M = 128 its largest memory, 50. The
-/// two-loop recursion over 50 pairs of vectors that long was a tenth of a
-/// fit's CPU time; with 20 the fits of the classification suite (11 sets,
-/// three splits) change no test error by more than 0.2 point (a few test
-/// rows, both ways) and no log loss by more than 0.002, at 8 to 13% less
-/// CPU (wave-noise5, digits8).
-///
-/// [`auto_memory`]: crate::numerics::optimise::auto_memory
-pub const LBFGS_MEMORY: usize = 20;
+/// another number): the general rule's 50 for M = 128 cost a tenth of the
+/// CPU in the two-loop recursion, for the same test errors.
+pub(crate) const LBFGS_MEMORY: usize = 20;
 
 /// Settings of an SVGP fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,35 +129,47 @@ struct SvgpFit {
     qs: Vec<Variational>,
     neg_elbo: f64,
     run: OptimiseReport,
-    starts: Vec<StartReport>,
 }
 
-/// What the latent functions of a fit are.
+/// The latent functions of a classifier: one for a binary target, one
+/// per class (each against the rest) for `K` classes.
 #[derive(Clone, Debug)]
-enum Latents {
-    /// One latent: `data.y` holds the -1/+1 labels.
-    Binary,
-    /// One latent per class value (raw target units), each against the
-    /// rest.
-    OneVsRest(Vec<f64>),
+struct Latents {
+    /// The class value each latent says yes to (raw target units).
+    classes: Vec<f64>,
+    /// One latent: `data.y` holds the -1/+1 labels already.
+    binary: bool,
 }
 
 impl Latents {
+    /// The latents `data`'s target asks for.
+    fn of(data: &Dataset) -> Result<Self> {
+        match data.target {
+            TargetKind::Binary { positive } => Ok(Latents {
+                classes: vec![positive],
+                binary: true,
+            }),
+            TargetKind::Classes { .. } => Ok(Latents {
+                classes: data.target_classes(),
+                binary: false,
+            }),
+            TargetKind::Continuous => Err(Error::BadInput("svgp needs class labels".into())),
+        }
+    }
+
     /// The -1/+1 labels of `data`, one column per latent.
     fn labels(&self, data: &Dataset) -> DMatrix<f64> {
-        match self {
-            Latents::Binary => DMatrix::from_column_slice(data.n_rows(), 1, data.y.as_slice()),
-            Latents::OneVsRest(classes) => {
-                let raw = data.raw_y();
-                DMatrix::from_fn(data.n_rows(), classes.len(), |i, k| {
-                    if is_class(raw[i], classes[k]) {
-                        1.0
-                    } else {
-                        -1.0
-                    }
-                })
-            }
+        if self.binary {
+            return DMatrix::from_column_slice(data.n_rows(), 1, data.y.as_slice());
         }
+        let raw = data.raw_y();
+        DMatrix::from_fn(data.n_rows(), self.classes.len(), |i, k| {
+            if is_class(raw[i], self.classes[k]) {
+                1.0
+            } else {
+                -1.0
+            }
+        })
     }
 
     /// Each latent's starting `q(u)`: the prior, with the bias that
@@ -198,141 +182,132 @@ impl Latents {
     }
 }
 
-/// Fits the latents of `latents` on shared pseudo-inputs and kernel:
-/// screened starts, then the best optimised to the end.
+/// Fits the latents on shared pseudo-inputs and kernel: restarts screened
+/// by successive halving ([`super::restarts`]), then the best optimised to
+/// the end.
 fn fit_latents(
     data: &Dataset,
     latents: &Latents,
     params: &SvgpParams,
     bound: &Bound,
     progress: &mut dyn FnMut(Progress),
-) -> Result<SvgpFit> {
+) -> Result<(SvgpFit, Vec<StartReport>)> {
     let kern = initial_kernel(&bound.prior)?.with_kernel(params.kernel);
     let sparse = params.sparse();
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);
     let mut starts = Vec::new();
+    let start = |k: usize| -> Result<(String, Start)> {
+        let (label, z) = start_positions(&data.x, &sparse, k)?;
+        let qs = latents.prior(data, params.m);
+        Ok((label, (PseudoInputs::new(z)?, kern.clone(), qs)))
+    };
     // A screened start already has its q(u): no warm-up before the final run.
     let (start, warm_up) = if params.restarts <= 1 {
-        let z = start_positions(&data.x, &sparse, 0)?.1;
-        let start = (PseudoInputs::new(z)?, kern, latents.prior(data, params.m));
-        (start, WARM_UP_ITER)
+        (start(0)?.1, WARM_UP_ITER)
     } else {
-        let (screen, subset) = screening(data, &sparse)?;
-        let y = latents.labels(&subset);
-        // Successive halving: every start gets a first round, the better
-        // half of them a second.
-        let half = OptimiseOptions {
+        let (screen, subset) = screening(std::slice::from_ref(data), &sparse)?;
+        let subset = &subset[0];
+        let y = latents.labels(subset);
+        let round = OptimiseOptions {
             max_iter: screen.max_iter.div_ceil(SCREEN_ROUNDS),
             ..screen
         };
-        let mut runs = Vec::with_capacity(params.restarts);
-        for k in 0..params.restarts {
-            let (label, z) = start_positions(&data.x, &sparse, k)?;
-            let start = (
-                PseudoInputs::new(z)?,
-                kern.clone(),
-                latents.prior(data, params.m),
-            );
-            let run = optimise(
-                (&subset, &y),
-                start,
-                bound,
-                (WARM_UP_ITER, &half),
-                &mut counted,
-            )?;
+        let (best, reports) = best_start((0..params.restarts).map(start), 2, &mut |stage| {
+            let (state, warm_up) = match stage {
+                Stage::First(state) => (state, WARM_UP_ITER),
+                Stage::Again(state) => (state, 0),
+            };
+            let run = optimise((subset, &y), state, bound, (warm_up, &round), &mut counted)?;
             done.set(done.get() + run.run.iterations);
-            starts.push(StartReport {
-                init: label,
-                nlml: run.neg_elbo,
-            });
-            runs.push((k, run));
-        }
-        runs.sort_by(|a, b| a.1.neg_elbo.total_cmp(&b.1.neg_elbo));
-        runs.truncate(params.restarts.div_ceil(2));
-        let mut best: Option<SvgpFit> = None;
-        for (k, run) in runs {
-            let start = (run.features, run.kernel, run.qs);
-            let run = optimise((&subset, &y), start, bound, (0, &half), &mut counted)?;
-            done.set(done.get() + run.run.iterations);
-            starts[k].nlml = run.neg_elbo;
-            if best.as_ref().is_none_or(|b| run.neg_elbo < b.neg_elbo) {
-                best = Some(run);
-            }
-        }
-        let best = best.ok_or_else(|| Error::Numerical("no start was fitted".into()))?;
-        ((best.features, best.kernel, best.qs), 0)
+            let score = run.neg_elbo;
+            Ok(((run.features, run.kernel, run.qs), score))
+        })?;
+        starts = reports;
+        (best, 0)
     };
     let y = latents.labels(data);
-    let options = (warm_up, &params.optimiser);
-    let mut fit = optimise((data, &y), start, bound, options, &mut counted)?;
-    fit.starts = starts;
-    Ok(fit)
+    let fit = optimise(
+        (data, &y),
+        start,
+        bound,
+        (warm_up, &params.optimiser),
+        &mut counted,
+    )?;
+    Ok((fit, starts))
 }
 
-/// The report of a fit.
-fn report(data: &Dataset, fit: &SvgpFit, params: &SvgpParams, escalations: u32) -> FitReport {
-    let mut report = FitReport::new(
-        Method::Svgp,
-        data,
-        data.n_rows(),
-        &fit.kernel,
-        fit.neg_elbo,
-        escalations,
-    );
-    report.hyper.noise_variance = 0.0;
-    report.optimiser = Some(OptimiserReport::new(&fit.run, params.optimiser.max_iter));
-    report.starts = fit.starts.clone();
-    report
-}
+/// A start of the bound: pseudo-inputs, kernel and every latent's `q(u)`.
+type Start = (PseudoInputs, KernelParams, Vec<Variational>);
 
-/// One latent's model: its runtime form on the shared basis, its bias and
-/// the class value it says yes to.
-fn latent_model(
+/// Each latent's model on the shared basis of `fit`.
+fn latent_models(
     data: &Dataset,
-    fit: &SvgpFit,
-    q: &Variational,
-    class: f64,
+    (features, kernel, qs): (&PseudoInputs, &KernelParams, &[Variational]),
+    latents: &Latents,
     config: &SvgpConfig,
-) -> Result<(TrainedModel, u32)> {
-    let (form, escalations) = svgp_runtime_form(&fit.features, &fit.kernel, q, config)?;
-    let mut transform = data.transform.clone();
-    transform.y_mean = 0.0;
-    transform.y_scale = 1.0;
-    let model = TrainedModel {
-        kind: ModelKind::Svgp,
-        link: Link::Probit,
-        form,
-        transform,
-        input_names: data.input_names.clone(),
-        target_name: data.target_name.clone(),
-        bias: q.bias,
-        positive_class: class,
+) -> Result<(Vec<TrainedModel>, u32)> {
+    let link = if latents.binary {
+        Link::Probit
+    } else {
+        // The rule the classification chapter measured against one-vs-rest.
+        Link::Softmax
     };
-    Ok((model, escalations))
+    let mut members = Vec::with_capacity(qs.len());
+    let mut escalations = 0;
+    for (q, &class) in qs.iter().zip(&latents.classes) {
+        let (form, raised) = svgp_runtime_form(features, kernel, q, config)?;
+        escalations += raised;
+        let mut model = TrainedModel::classifier(ModelKind::Svgp, form, data, (q.bias, class));
+        model.link = link;
+        members.push(model);
+    }
+    Ok((members, escalations))
 }
 
-/// Fits SVGP as `params` asks.
+/// Fits SVGP as `params` asks: one probit latent for a binary target, or
+/// one per class of `K` classes, each against the rest, on one basis (the
+/// bound summed over the latents), exported with the softmax link.
 pub(crate) fn fit_svgp(
     data: &Dataset,
     params: &Checked<'_, SvgpParams>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
-    let positive = match data.target {
-        TargetKind::Binary { positive } => positive,
-        TargetKind::Continuous => return Err(Error::BadInput("svgp needs a binary target".into())),
-    };
+) -> Result<Fit> {
+    let latents = Latents::of(data)?;
     let bound = Bound::for_data(data)?;
     let config = bound.config;
-    let fit = fit_latents(data, &Latents::Binary, params, &bound, progress)?;
-    let q = fit
-        .qs
-        .first()
-        .ok_or_else(|| Error::Numerical("svgp: no latent was fitted".into()))?;
-    let (model, escalations) = latent_model(data, &fit, q, positive, &config)?;
-    let report = report(data, &fit, params, escalations);
+    let (fit, starts) = fit_latents(data, &latents, params, &bound, progress)?;
+    let state = (&fit.features, &fit.kernel, fit.qs.as_slice());
+    let (members, escalations) = latent_models(data, state, &latents, &config)?;
+    let mut report = FitReport::new(Method::Svgp, data.n_rows(), fit.neg_elbo);
+    report.jitter_escalations = escalations;
+    report.optimiser = Some(OptimiserReport::new(&fit.run, params.optimiser.max_iter));
+    report.starts = starts;
+    let labels: Vec<String> = latents
+        .classes
+        .iter()
+        .map(|&c| class_name(data, c))
+        .collect();
+    report.outputs = if latents.binary {
+        vec![OutputReport::named(&data.target_name, None)]
+    } else {
+        labels
+            .iter()
+            .map(|l| OutputReport::named(l, None))
+            .collect()
+    };
+    let set = ModelSet {
+        members,
+        class_labels: if latents.binary { Vec::new() } else { labels },
+    };
+    let kernels = vec![fit.kernel.clone(); set.members.len()];
     let data = data.clone();
-    let (features, kernel, q) = (fit.features, fit.kernel, q.clone());
+    let SvgpFit {
+        features,
+        kernel,
+        qs,
+        ..
+    } = fit;
     // The export cure: the same parameters with more jitter on Kuu, after
     // `max_iter` iterations that let the rest adapt to it.
     let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
@@ -340,98 +315,38 @@ pub(crate) fn fit_svgp(
             config: SvgpConfig { jitter, ..config },
             prior: bound.prior.clone(),
         };
-        let config = bound.config;
-        let y = Latents::Binary.labels(&data);
-        let start = (features.clone(), kernel.clone(), vec![q.clone()]);
-        let (features, kernel, qs, neg_elbo) = if max_iter == 0 {
-            let value = bound.objective((&data.x, &y), start)?;
-            let v = value.value(&value.initial())?;
-            (features.clone(), kernel.clone(), vec![q.clone()], v)
+        let y = latents.labels(&data);
+        let start = (features.clone(), kernel.clone(), qs.clone());
+        let refit = if max_iter == 0 {
+            let value = bound.objective((&data.x, &y), start.clone())?;
+            let neg_elbo = value.value(&value.initial())?;
+            let (features, kernel, qs) = start;
+            (features, kernel, qs, neg_elbo)
         } else {
             let options = OptimiseOptions {
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            let refit = optimise((&data, &y), start, &bound, (0, &options), &mut |_| {})?;
-            (refit.features, refit.kernel, refit.qs, refit.neg_elbo)
+            let fit = optimise((&data, &y), start, &bound, (0, &options), &mut |_| {})?;
+            (fit.features, fit.kernel, fit.qs, fit.neg_elbo)
         };
-        let q = qs
-            .first()
-            .ok_or_else(|| Error::Numerical("svgp: no latent was refitted".into()))?;
-        let (form, _) = svgp_runtime_form(&features, &kernel, q, &config)?;
-        let mut hyper = Hyperparameters::new(&kernel, &data.transform);
-        hyper.noise_variance = 0.0;
-        Ok((form, neg_elbo, hyper))
+        let (features, kernel, qs, nlml) = refit;
+        let state = (&features, &kernel, qs.as_slice());
+        let (members, _) = latent_models(&data, state, &latents, &bound.config)?;
+        Ok(Rebuilt {
+            forms: members.iter().map(|m| m.form.clone()).collect(),
+            biases: Some(qs.iter().map(|q| q.bias).collect()),
+            nlml,
+            kernels: vec![kernel; members.len()],
+        })
     };
-    Ok(Fitted::new(
-        model,
+    Ok(Fit::new(
+        set,
         report,
-        config.jitter.initial,
-        Box::new(rebuild),
+        kernels,
+        (config.jitter.initial, Box::new(rebuild)),
     ))
 }
-
-/// A classifier of `K > 2` classes: its `K` latents on one basis and how
-/// the fit went.
-#[derive(Clone, Debug)]
-pub struct ClassesFit {
-    /// One probit member per class, labelled by the class names.
-    pub set: ModelSet,
-    /// How the fit went (the bound summed over the classes).
-    pub report: FitReport,
-}
-
-/// Fits one probit latent per class of `data`'s target, each against the
-/// rest, on shared pseudo-inputs and kernel (the bound of
-/// [`svgp_objective`](crate::model::inference::svgp::svgp_objective) summed over
-/// the classes). The target holds the class values (text labels coded as
-/// [`crate::data::labels`] does); probabilities are the normalised one-vs-rest
-/// probits ([`crate::model::multiclass::probabilities`]).
-///
-/// # Errors
-/// [`Error::BadInput`] for settings that do not fit the data, fewer than
-/// three classes or a continuous target; numerical failures of the fit.
-pub fn fit_svgp_classes(
-    data: &Dataset,
-    params: &SvgpParams,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<ClassesFit> {
-    let classes = data.target_classes();
-    let integral = classes.iter().all(|v| is_class(*v, v.round()));
-    if classes.len() < 3 || !integral || classes.len() > MAX_CLASSES {
-        return Err(Error::BadInput(format!(
-            "{}: target column '{}' holds {} distinct values{}: a multi-class classifier needs \
-             3 to {MAX_CLASSES} class labels (two: the binary classifier)",
-            data.source,
-            data.target_name,
-            classes.len(),
-            if integral { "" } else { ", not all integers" }
-        )));
-    }
-    params.sparse().check(data)?;
-    let bound = Bound::for_data(data)?;
-    let config = bound.config;
-    let latents = Latents::OneVsRest(classes.clone());
-    let fit = fit_latents(data, &latents, params, &bound, progress)?;
-    let mut members = Vec::with_capacity(classes.len());
-    let mut escalations = 0;
-    for (q, &class) in fit.qs.iter().zip(&classes) {
-        let (model, raised) = latent_model(data, &fit, q, class, &config)?;
-        escalations += raised;
-        members.push(model);
-    }
-    Ok(ClassesFit {
-        set: ModelSet {
-            members,
-            class_labels: classes.iter().map(|&c| class_name(data, c)).collect(),
-        },
-        report: report(data, &fit, params, escalations),
-    })
-}
-
-/// Most classes a multi-class fit takes (each is a latent function with
-/// its own `M x M` factor).
-pub const MAX_CLASSES: usize = 100;
 
 /// One L-BFGS run of the bound from `start` on the rows of `data` with the
 /// latents' labels `y`, after `warm_up` iterations of `q(u)` alone (see
@@ -470,7 +385,6 @@ fn optimise(
         qs,
         neg_elbo: run.value,
         run,
-        starts: Vec::new(),
     })
 }
 
@@ -517,7 +431,11 @@ pub(crate) fn fit_variational_on_basis(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(PseudoInputs, Variational, OptimiseReport)> {
     let features = PseudoInputs::new(z)?;
-    let y = Latents::Binary.labels(data);
+    let y = Latents {
+        classes: Vec::new(),
+        binary: true,
+    }
+    .labels(data);
     let objective = SvgpObjective::new(
         (&data.x, &y),
         features.clone(),
@@ -535,22 +453,16 @@ pub(crate) fn fit_variational_on_basis(
 }
 
 /// Standard deviation of the prior on every log length scale, centred on
-/// the start ([`prior_centres`]): a length scale `e` times shorter or
+/// the start (`prior_centres`): a length scale `e` times shorter or
 /// longer than its centre costs half a nat. Maximum likelihood over `D`
-/// length scales overfits small data: on breast cancer (398 rows, 30
-/// inputs) the bound drove them from 0.3 to 10^5 raw units and the
-/// signal variance to 130..7700, and the test error over six splits was
-/// 4.1% against a tuned RBF SVM's 2.9%; with this prior 3.2%. Where the
-/// rows are many the bound outweighs it: an irrelevant input still
-/// switches off (ring, XOR: the same errors within 0.1 point over three
-/// splits). A prior of sd 0.5 gave cancer 3.5% over three splits but
-/// cost the ring 0.4 point; 2 helped cancer and digits less.
-pub const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
+/// length scales overfits small data; where the rows are many the bound
+/// outweighs the prior and an irrelevant input still switches off.
+pub(crate) const LENGTHSCALE_PRIOR_SD: f64 = 1.0;
 
 /// How far (in standard deviations) an input's most extreme training row
 /// may lie from its mean before the input's prior centre moves out with
-/// it ([`prior_centres`]).
-pub const EXTREME_SD: f64 = 3.0;
+/// it (`prior_centres`).
+pub(crate) const EXTREME_SD: f64 = 3.0;
 
 /// The objective of a fit: the bound's numerical settings and the prior
 /// on the log length scales.
@@ -591,17 +503,10 @@ impl Bound {
 /// table), plus `log(r_d / EXTREME_SD)` where the input's most extreme
 /// row lies `r_d > EXTREME_SD` standard deviations from its mean.
 ///
-/// Why: a rare or skewed input (a pixel that is ink in 2 rows of 1,347, a
-/// long-tailed measurement) has rows 10 to 36 standard deviations out;
-/// at a length scale of `sqrt(D)` such a row is far from every other
-/// one, and its latent falls back to the prior. The bound alone lengthens
-/// such inputs freely (their few rows carry little evidence), but the
-/// prior held them: on digits 3 vs rest the test error over six splits
-/// was 1.19% (log loss 0.038) against GPflow SVGP's 0.85% (0.030); with the
-/// centre moved out 0.89% (0.031). Breast cancer: 3.21% before, 3.31%
-/// after (one row in six splits). Inputs drawn from a normal or a uniform
-/// distribution lie within about 3.5 standard deviations at these sizes
-/// and barely move.
+/// Why: a rare or skewed input (a pixel that is ink in 2 rows of 1,347)
+/// has rows far out, which at `sqrt(D)` are far from every other row and
+/// fall back to the prior; the prior would otherwise hold its length
+/// scale there.
 fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
     let base = (data.n_inputs() as f64).sqrt();
     let centres = data
@@ -612,7 +517,7 @@ fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
             let sd = col.variance().sqrt();
             let extreme = col.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max);
             let reach = if sd > 0.0 { extreme / sd } else { 0.0 };
-            (base * (reach / EXTREME_SD).max(1.0)).ln()
+            libm::log(base * (reach / EXTREME_SD).max(1.0))
         })
         .collect::<Vec<f64>>();
     if centres.iter().any(|c| !c.is_finite()) {
@@ -627,7 +532,7 @@ fn prior_centres(data: &Dataset) -> Result<Vec<f64>> {
 /// ([`prior_centres`]), signal variance 1. The noise variance is unused
 /// by the probit.
 fn initial_kernel(prior: &LengthscalePrior) -> Result<KernelParams> {
-    let lengthscales: Vec<f64> = prior.centres.iter().map(|c| c.exp()).collect();
+    let lengthscales: Vec<f64> = prior.centres.iter().map(|c| libm::exp(*c)).collect();
     KernelParams::new(&lengthscales, 1.0, 1.0)
 }
 
@@ -653,7 +558,9 @@ mod tests {
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.
     fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
         let (x, y) = classification(ClassShape::Moons, rows, seed);
-        let noise = DVector::from_fn(rows, |i, _| ((i as f64 * 12.9898).sin() * 43758.55).fract());
+        let noise = DVector::from_fn(rows, |i, _| {
+            (libm::sin(i as f64 * 12.9898) * 43758.55).fract()
+        });
         let x = DMatrix::from_fn(rows, 3, |i, j| if j < 2 { x[(i, j)] } else { noise[i] });
         let names = vec!["x1".into(), "x2".into(), "noise".into()];
         Dataset::from_raw(x, y, names, "class".into())
@@ -680,12 +587,12 @@ mod tests {
         let data = moons_and_noise(1300, 5);
         let (test, train) = data.split(1000.0 / 1300.0, 5).unwrap();
         let fitted = fit(&train, &params(20, 1), &mut |_| {}).unwrap();
-        let p = fitted.model.predict_raw(&test.raw_x()).unwrap();
+        let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
         let err = error_rate(p.mean.as_slice(), test.y.as_slice());
         // The IVM's moons test asks for 0.12 at M = 100 without the noise
         // input.
         assert!(err < 0.12, "test error {err}");
-        let l = &fitted.report.hyper.lengthscales;
+        let l = &fitted.report.lengthscales;
         let scale = &train.transform.x_scale;
         let relative: Vec<f64> = l.iter().zip(scale).map(|(l, s)| l / s).collect();
         assert!(
@@ -712,13 +619,13 @@ mod tests {
             .into_binary(None)
             .unwrap();
         let bound = Bound::for_data(&data).unwrap();
-        let base = 3f64.sqrt().ln();
+        let base = libm::log(3f64.sqrt());
         let centres = &bound.prior.centres;
         assert!((centres[0] - base).abs() < 1e-12, "{centres:?}");
         assert!((centres[1] - base).abs() < 1e-12, "{centres:?}");
         // The ink row is sqrt(199) standard deviations from the mean.
         let reach = (rows as f64 - 1.0).sqrt();
-        assert!((centres[2] - base - (reach / EXTREME_SD).ln()).abs() < 1e-9);
+        assert!((centres[2] - base - libm::log(reach / EXTREME_SD)).abs() < 1e-9);
         let start = initial_kernel(&bound.prior).unwrap();
         assert!((start.log_lengthscales[2] - centres[2]).abs() < 1e-12);
     }
@@ -729,8 +636,8 @@ mod tests {
         let fitted = fit(&data, &params(15, 0), &mut |_| {}).unwrap();
         // The bound's posterior has two factors; the blob stores both, or
         // their product form where f32 reproduces it.
-        assert!(fitted.model.form.l2.is_some());
-        let exported = check(&fitted.model, &data.raw_x()).unwrap();
+        assert!(fitted.set.members[0].form.l2.is_some());
+        let exported = check(&fitted.set, &data.raw_x()).unwrap();
         assert!(
             exported.fidelity.passes(),
             "{}",
@@ -743,7 +650,7 @@ mod tests {
         assert_eq!(fitted.report.starts.len(), 2);
         // The runtime form is the bound's posterior: the probabilities of
         // the training rows are on the right side of 1/2 mostly.
-        let p = fitted.model.predict_raw(&data.raw_x()).unwrap();
+        let p = fitted.set.members[0].predict_raw(&data.raw_x()).unwrap();
         assert!(error_rate(p.mean.as_slice(), data.y.as_slice()) < 0.15);
     }
 
@@ -752,7 +659,7 @@ mod tests {
         let data = moons_and_noise(200, 3);
         let a = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
         let b = fit(&data, &params(10, 4), &mut |_| {}).unwrap();
-        let blob = |f: &Fitted| check(&f.model, &data.raw_x()).unwrap().blob;
+        let blob = |f: &Fit| check(&f.set, &data.raw_x()).unwrap().blob;
         assert_eq!(blob(&a), blob(&b));
     }
 
@@ -765,11 +672,11 @@ mod tests {
         for i in 0..450 {
             let k = i % 3;
             let angle = 2.1 * k as f64;
-            let r = 0.6 * ((i as f64 * 12.9898).sin() * 43758.55).fract().abs();
+            let r = 0.6 * (libm::sin(i as f64 * 12.9898) * 43758.55).fract().abs();
             let t = i as f64 * 2.4;
-            let x1 = 1.5 * angle.cos() + r * t.cos();
-            let x2 = 1.5 * angle.sin() + r * t.sin();
-            let noise = ((i as f64 * 78.233).sin() * 9631.3).fract();
+            let x1 = 1.5 * libm::cos(angle) + r * libm::cos(t);
+            let x2 = 1.5 * libm::sin(angle) + r * libm::sin(t);
+            let noise = (libm::sin(i as f64 * 78.233) * 9631.3).fract();
             let name = ["red", "green", "blue"][k];
             text.push_str(&format!("{x1},{x2},{noise},{name}\n"));
         }
@@ -784,7 +691,8 @@ mod tests {
             },
             ..SvgpParams::default()
         };
-        let fit = fit_svgp_classes(&train, &params, &mut |_| {}).unwrap();
+        let classes = train.into_classes().unwrap();
+        let fit = crate::fit::fit(&classes, &FitParams::Svgp(params.clone()), &mut |_| {}).unwrap();
         assert_eq!(fit.set.class_labels, ["blue", "green", "red"]);
         assert_eq!(fit.set.members.len(), 3);
         let basis = &fit.set.members[0].form.basis;
@@ -798,7 +706,7 @@ mod tests {
         }
         let two =
             Dataset::from_reader("a,y\n1,x\n2,y\n3,x\n4,y\n".as_bytes(), "two", None).unwrap();
-        let err = fit_svgp_classes(&two, &params, &mut |_| {}).unwrap_err();
+        let err = two.into_classes().unwrap_err();
         assert!(err.to_string().contains("2 distinct values"), "{err}");
     }
 

@@ -40,7 +40,7 @@ impl Icf {
     }
 
     /// Residual trace relative to the trace of `K`.
-    pub fn relative_residual(&self) -> f64 {
+    pub(crate) fn relative_residual(&self) -> f64 {
         if self.trace > 0.0 {
             self.residual_trace / self.trace
         } else {
@@ -57,7 +57,7 @@ impl Icf {
 /// # Errors
 /// [`Error::BadInput`] for `max_rank == 0`, a negative or non-finite `tol`
 /// or diagonal, or a column of the wrong length.
-pub fn pivoted_cholesky(
+pub(crate) fn pivoted_cholesky(
     diag: &[f64],
     mut column: impl FnMut(usize) -> DVector<f64>,
     max_rank: usize,
@@ -165,7 +165,12 @@ fn subtract_earlier_rows(row: &mut DVector<f64>, rows: &[DVector<f64>], p: usize
 ///
 /// # Errors
 /// As [`pivoted_cholesky`].
-pub fn kernel_icf(kern: &KernelParams, x: &DMatrix<f64>, max_rank: usize, tol: f64) -> Result<Icf> {
+pub(crate) fn kernel_icf(
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    max_rank: usize,
+    tol: f64,
+) -> Result<Icf> {
     let diag = vec![kern.signal_var(); x.nrows()];
     pivoted_cholesky(
         &diag,

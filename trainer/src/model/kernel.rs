@@ -13,13 +13,13 @@ use rayon::prelude::*;
 use sgp_runtime::Kernel;
 
 use crate::model::matern::{matern_cross, matern_cross_grad};
-use crate::numerics::linalg::{faer_ref, matmul_into, mul};
+use crate::numerics::linalg::{mat_ref, matmul_into, mul};
 use crate::{Error, Result};
 
 /// Default floor on the noise variance, in units of the (standardised)
 /// target variance. FITC drives `sigma2` towards zero because its diagonal
 /// correction absorbs the noise (MATH.md); GPflow uses the same `1e-6`.
-pub const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
+pub(crate) const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 
 /// Floor on every length scale, in standardised input units (the optimiser
 /// cannot go below it; see [`crate::model::inference::objective`]). Exactly
@@ -29,7 +29,7 @@ pub const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 /// function that narrow is missed by the rounding of the input itself. At
 /// 1e-3 of a standard deviation, f32's rounding of a standardised input
 /// (about 1e-7) moves a basis function's exponent by 1e-4 at most.
-pub const LENGTHSCALE_FLOOR: f64 = 1e-3;
+pub(crate) const LENGTHSCALE_FLOOR: f64 = 1e-3;
 
 /// An excess noise below this fraction of the floor counts as "on the floor":
 /// at that point the floor, not the data, sets the noise variance.
@@ -38,24 +38,6 @@ const ON_FLOOR_FRACTION: f64 = 1e-2;
 /// Below this many output entries a covariance matrix is built serially:
 /// spawning rayon tasks costs more than the work.
 const PAR_MIN_ENTRIES: usize = 1 << 16;
-
-/// The kernel named `name` on the command line and in Python (`se`,
-/// `matern12`, `matern32`, `matern52`).
-///
-/// # Errors
-/// [`Error::BadInput`] listing the names for any other.
-pub fn kernel_by_name(name: &str) -> Result<Kernel> {
-    Kernel::ALL
-        .into_iter()
-        .find(|k| k.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
-            Error::BadInput(format!(
-                "unknown kernel '{name}': expected one of {}",
-                names.join(", ")
-            ))
-        })
-}
 
 /// Hyperparameters of the ARD squared-exponential kernel plus the Gaussian
 /// noise, in the unconstrained space the optimiser works in.
@@ -98,7 +80,7 @@ impl KernelGrad {
     }
 
     /// Adds `other` into `self`.
-    pub fn add_assign(&mut self, other: &KernelGrad) {
+    pub(crate) fn add_assign(&mut self, other: &KernelGrad) {
         for (a, b) in self
             .log_lengthscales
             .iter_mut()
@@ -112,7 +94,7 @@ impl KernelGrad {
 
 /// The result of [`KernelParams::cross_grad`].
 #[derive(Clone, Debug)]
-pub struct CrossGrad {
+pub(crate) struct CrossGrad {
     /// Gradient with respect to the rows of `a` (same shape as `a`), if asked.
     pub a: Option<DMatrix<f64>>,
     /// Gradient with respect to the rows of `b` (same shape as `b`), if asked.
@@ -166,9 +148,9 @@ impl KernelParams {
             1e-3 * noise_floor
         };
         Ok(Self {
-            log_lengthscales: lengthscales.iter().map(|l| l.ln()).collect(),
-            log_signal_var: signal_var.ln(),
-            log_noise_excess: excess.ln(),
+            log_lengthscales: lengthscales.iter().map(|l| libm::log(*l)).collect(),
+            log_signal_var: libm::log(signal_var),
+            log_noise_excess: libm::log(excess),
             noise_floor,
             kernel: Kernel::SquaredExponential,
         })
@@ -187,7 +169,10 @@ impl KernelParams {
 
     /// Length scales `l_d`.
     pub fn lengthscales(&self) -> Vec<f64> {
-        self.log_lengthscales.iter().map(|v| v.exp()).collect()
+        self.log_lengthscales
+            .iter()
+            .map(|v| libm::exp(*v))
+            .collect()
     }
 
     /// Inverse squared length scales `w_d = 1 / l_d^2`: the runtime's shared
@@ -195,13 +180,13 @@ impl KernelParams {
     pub fn inv_sq_lengthscales(&self) -> Vec<f64> {
         self.log_lengthscales
             .iter()
-            .map(|v| (-2.0 * v).exp())
+            .map(|v| libm::exp(-2.0 * v))
             .collect()
     }
 
     /// Signal variance `s2`, which is also the prior variance `k(x, x)`.
     pub fn signal_var(&self) -> f64 {
-        self.log_signal_var.exp()
+        libm::exp(self.log_signal_var)
     }
 
     /// Noise variance `sigma2 = noise_floor + exp(log_noise_excess)`.
@@ -210,8 +195,8 @@ impl KernelParams {
     }
 
     /// The part of `sigma2` above the floor; `d sigma2 / d log_noise_excess`.
-    pub fn noise_excess(&self) -> f64 {
-        self.log_noise_excess.exp()
+    pub(crate) fn noise_excess(&self) -> f64 {
+        libm::exp(self.log_noise_excess)
     }
 
     /// True when the noise variance is effectively the floor (the excess is
@@ -263,7 +248,7 @@ impl KernelParams {
     ///
     /// # Panics
     /// On dimension mismatch (a caller bug).
-    pub fn cross_grad<SA, SB>(
+    pub(crate) fn cross_grad<SA, SB>(
         &self,
         a: &Matrix<f64, Dyn, Dyn, SA>,
         b: &Matrix<f64, Dyn, Dyn, SB>,
@@ -295,8 +280,11 @@ impl KernelParams {
     }
 
     /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
-    pub fn inv_lengthscales(&self) -> Vec<f64> {
-        self.log_lengthscales.iter().map(|v| (-v).exp()).collect()
+    pub(crate) fn inv_lengthscales(&self) -> Vec<f64> {
+        self.log_lengthscales
+            .iter()
+            .map(|v| libm::exp(-v))
+            .collect()
     }
 
     fn check_dims(&self, da: usize, db: usize) {
@@ -330,7 +318,7 @@ where
 /// The chain rule through [`cross_with_scales`]: [`se_cross_grad`] or
 /// [`matern_cross_grad`] (`s2` is read by the latter only).
 #[allow(clippy::too_many_arguments)]
-pub fn cross_grad_with_scales<SA, SB>(
+pub(crate) fn cross_grad_with_scales<SA, SB>(
     kernel: Kernel,
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
@@ -367,7 +355,7 @@ where
 ///
 /// # Panics
 /// If `a`, `b` and `inv_l` disagree on T (a caller bug).
-pub fn se_cross<SA, SB>(
+pub(crate) fn se_cross<SA, SB>(
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
     inv_l: &[f64],
@@ -392,8 +380,8 @@ where
     // tasks never share memory.
     let fill = |(j0, block): (usize, &mut [f64])| {
         let w = block.len() / p;
-        let rhs = faer_ref(&sb).subrows(j0, w).transpose();
-        matmul_into(block, p, false, faer_ref(&sa), rhs, 1.0);
+        let rhs = mat_ref(&sb).subrows(j0, w).transpose();
+        matmul_into(block, p, false, mat_ref(&sa), rhs, 1.0);
         se_from_dots(block, &na, &nb[j0..j0 + w], s2);
     };
     if p * q < PAR_MIN_ENTRIES {
@@ -434,7 +422,7 @@ where
 ///
 /// # Panics
 /// On dimension mismatch (a caller bug).
-pub fn se_cross_grad<SA, SB>(
+pub(crate) fn se_cross_grad<SA, SB>(
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
     inv_l: &[f64],
@@ -464,10 +452,10 @@ where
     let bm = adj.zip_map(k, |a, k| a * k);
     // Row and column sums as products with ones (vectorised, unlike a
     // running sum down each column).
-    let r = mul(faer_ref(&bm), faer_ref(&DMatrix::from_element(q, 1, 1.0)));
-    let c = mul(faer_ref(&DMatrix::from_element(1, p, 1.0)), faer_ref(&bm));
+    let r = mul(mat_ref(&bm), mat_ref(&DMatrix::from_element(q, 1, 1.0)));
+    let c = mul(mat_ref(&DMatrix::from_element(1, p, 1.0)), mat_ref(&bm));
     let gs = c.sum();
-    let bv = mul(faer_ref(&bm), faer_ref(&sb));
+    let bv = mul(mat_ref(&bm), mat_ref(&sb));
     let mut gl = vec![0.0; d];
     for (t, g) in gl.iter_mut().enumerate() {
         let (u, v, bvt) = (sa.column(t), sb.column(t), bv.column(t));
@@ -483,7 +471,7 @@ where
     let ga =
         want_a.then(|| DMatrix::from_fn(p, d, |i, t| (bv[(i, t)] - r[i] * sa[(i, t)]) * inv_l[t]));
     let gb = want_b.then(|| {
-        let btu = mul(faer_ref(&bm).transpose(), faer_ref(&sa));
+        let btu = mul(mat_ref(&bm).transpose(), mat_ref(&sa));
         DMatrix::from_fn(q, d, |j, t| (btu[(j, t)] - c[j] * sb[(j, t)]) * inv_l[t])
     });
     CrossGrad {
@@ -627,7 +615,7 @@ mod tests {
         for &(i, j) in &[(0, 0), (17, 399), (299, 123)] {
             let r2 =
                 ((a[(i, 0)] - b[(j, 0)]) / 0.7).powi(2) + ((a[(i, 1)] - b[(j, 1)]) / 1.3).powi(2);
-            let want = 2.0 * (-0.5 * r2).exp();
+            let want = 2.0 * libm::exp(-0.5 * r2);
             assert!((k[(i, j)] - want).abs() < 1e-14, "{i},{j}");
         }
     }
@@ -708,7 +696,7 @@ mod tests {
             let mut gs = 0.0;
             for i in 0..7 {
                 for j in 0..9 {
-                    let want = 1.3 * (-0.5 * r2(i, j)).exp();
+                    let want = 1.3 * libm::exp(-0.5 * r2(i, j));
                     assert!(
                         (k[(i, j)] - want).abs() < 1e-12,
                         "offset {offset}: K {i},{j}"
@@ -756,7 +744,7 @@ mod tests {
         let mut worst = 0u64;
         for i in 0..=200_000 {
             let x = -708.0 * (i as f64 / 200_000.0).powi(3);
-            let (got, want) = (exp_nonpositive(x), x.exp());
+            let (got, want) = (exp_nonpositive(x), libm::exp(x));
             worst = worst.max(got.to_bits().abs_diff(want.to_bits()));
         }
         assert!(worst <= 1, "{worst} ulp");

@@ -21,10 +21,10 @@ pub enum Likelihood {
 
 impl Likelihood {
     /// The likelihood a data set's target calls for.
-    pub fn for_target(target: TargetKind) -> Self {
+    pub(crate) fn for_target(target: TargetKind) -> Self {
         match target {
             TargetKind::Continuous => Likelihood::Gaussian,
-            TargetKind::Binary { .. } => Likelihood::Probit,
+            TargetKind::Binary { .. } | TargetKind::Classes { .. } => Likelihood::Probit,
         }
     }
 
@@ -38,24 +38,24 @@ impl Likelihood {
 
     /// Whether the parameter vector holds a noise variance for it (the
     /// Gaussian's `sigma2`; the probit has none).
-    pub fn has_noise(self) -> bool {
+    pub(crate) fn has_noise(self) -> bool {
         self == Likelihood::Gaussian
     }
 }
 
 /// The standard normal CDF `Phi(z)`.
-pub fn norm_cdf(z: f64) -> f64 {
+pub(crate) fn norm_cdf(z: f64) -> f64 {
     0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
 }
 
 /// The standard normal density `N(z | 0, 1)`.
-pub fn norm_pdf(z: f64) -> f64 {
-    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+pub(crate) fn norm_pdf(z: f64) -> f64 {
+    libm::exp(-0.5 * z * z) / (2.0 * std::f64::consts::PI).sqrt()
 }
 
 /// `N(z) / Phi(z)`, accurate where both underflow (z far below zero: the
 /// asymptotic series of Mills' ratio).
-pub fn pdf_over_cdf(z: f64) -> f64 {
+pub(crate) fn pdf_over_cdf(z: f64) -> f64 {
     if z > -30.0 {
         norm_pdf(z) / norm_cdf(z)
     } else {
@@ -69,20 +69,20 @@ pub fn pdf_over_cdf(z: f64) -> f64 {
 /// together at every node (`erfc` was most of their cost when each took
 /// its own). Accurate where `Phi(z)` underflows (through [`pdf_over_cdf`]:
 /// `Phi = N / (N / Phi)`).
-pub fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
+pub(crate) fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
     if z > -30.0 {
         let cdf = norm_cdf(z);
-        (cdf.ln(), norm_pdf(z) / cdf)
+        (libm::log(cdf), norm_pdf(z) / cdf)
     } else {
         let ratio = pdf_over_cdf(z);
-        let log_cdf = -0.5 * z * z - 0.5 * (2.0 * std::f64::consts::PI).ln() - ratio.ln();
+        let log_cdf = -0.5 * z * z - 0.5 * libm::log(2.0 * std::f64::consts::PI) - libm::log(ratio);
         (log_cdf, ratio)
     }
 }
 
 /// The inverse of [`norm_cdf`] for `p` in (0, 1), by bisection (used once
 /// per fit, for the bias).
-pub fn norm_quantile(p: f64) -> f64 {
+pub(crate) fn norm_quantile(p: f64) -> f64 {
     let (mut lo, mut hi) = (-40.0_f64, 40.0_f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn log_cdf_is_continuous_where_the_series_takes_over() {
         let log_cdf = |z: f64| log_norm_cdf_and_ratio(z).0;
-        let direct = norm_cdf(-30.001).ln();
+        let direct = libm::log(norm_cdf(-30.001));
         assert!((log_cdf(-30.001) - direct).abs() < 1e-9 * direct.abs());
         assert!(log_cdf(-1e3).is_finite());
         assert!(log_cdf(10.0) <= 0.0);

@@ -146,7 +146,10 @@ impl ModelSet {
     ///
     /// # Errors
     /// As [`ModelSet::to_spec`] and [`updatable::whitened_factor`].
-    pub fn to_whitened_spec(&self, observation: sgp_runtime::Observation) -> Result<ModelSpec> {
+    pub(crate) fn to_whitened_spec(
+        &self,
+        observation: sgp_runtime::Observation,
+    ) -> Result<ModelSpec> {
         self.join(|member| member.to_whitened_spec(observation))
     }
 
@@ -231,6 +234,47 @@ pub struct RawPrediction {
 }
 
 impl TrainedModel {
+    /// A regression model of `kind` in `data`'s units.
+    pub(crate) fn regression(
+        kind: ModelKind,
+        form: RuntimeForm,
+        data: &crate::data::Dataset,
+    ) -> Self {
+        TrainedModel {
+            kind,
+            link: Link::Identity,
+            form,
+            transform: data.transform.clone(),
+            input_names: data.input_names.clone(),
+            target_name: data.target_name.clone(),
+            bias: 0.0,
+            positive_class: 0.0,
+        }
+    }
+
+    /// A probit classifier of `kind` whose latent `f + bias` says yes to
+    /// the raw target value `positive`, in `data`'s input units.
+    pub(crate) fn classifier(
+        kind: ModelKind,
+        form: RuntimeForm,
+        data: &crate::data::Dataset,
+        (bias, positive): (f64, f64),
+    ) -> Self {
+        let mut transform = data.transform.clone();
+        transform.y_mean = 0.0;
+        transform.y_scale = 1.0;
+        TrainedModel {
+            kind,
+            link: Link::Probit,
+            form,
+            transform,
+            input_names: data.input_names.clone(),
+            target_name: data.target_name.clone(),
+            bias,
+            positive_class: positive,
+        }
+    }
+
     /// Number of basis functions `M`.
     pub fn n_basis(&self) -> usize {
         self.form.basis.len()

@@ -26,7 +26,7 @@
 //! use sgp_trainer::model::posterior_sums::ChunkModel;
 //!
 //! let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 10.0);
-//! let y = x.map(f64::sin).column(0).into_owned();
+//! let y = x.map(libm::sin).column(0).into_owned();
 //! let z = PseudoInputs::new(DMatrix::from_column_slice(3, 1, &[0.5, 2.0, 3.5])).unwrap();
 //! let kern = KernelParams::new(&[1.0], 1.0, 0.01).unwrap();
 //! let model = ChunkModel::new(&z, &kern, &FitcConfig::default()).unwrap();
@@ -48,7 +48,7 @@ use crate::model::features::InducingFeatures;
 use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::{
-    cholesky, cholesky_jittered, dot, faer_ref, log_det_from_factor, lower_inverse, mul,
+    cholesky, cholesky_jittered, dot, log_det_from_factor, lower_inverse, mat_ref, mul,
     solve_lower_t_vec, solve_lower_vec, symmetrise, JitterPolicy, JitteredCholesky,
 };
 use crate::{Error, Result};
@@ -196,11 +196,11 @@ impl PosteriorSums {
             for (o, v) in gcol.iter_mut().zip(vcol) {
                 *o = inv_g * v;
             }
-            sum_log_gamma += g.ln();
+            sum_log_gamma += libm::log(g);
             y_gi_y += yn * yn / g;
             sum_lambda += lambda;
         }
-        let a = mul(faer_ref(scratch), faer_ref(v).transpose());
+        let a = mul(mat_ref(scratch), mat_ref(v).transpose());
         let b = &*scratch * DVector::from_column_slice(y);
         PosteriorSums {
             rows: y.len() as u64,
@@ -235,7 +235,7 @@ impl PosteriorSums {
         };
         let nlml = 0.5 * (self.y_gi_y - c.norm_squared())
             + 0.5 * (self.sum_log_gamma + log_det_from_factor(&la))
-            + 0.5 * self.rows as f64 * (2.0 * PI).ln()
+            + 0.5 * self.rows as f64 * libm::log(2.0 * PI)
             + trace;
         if !nlml.is_finite() {
             return Err(Error::Numerical(format!(
@@ -313,10 +313,7 @@ impl<'a, F: InducingFeatures + ?Sized> ChunkModel<'a, F> {
             .map(|&start| {
                 let len = step.min(y.len() - start);
                 let xc = x.rows(start, len);
-                let v = mul(
-                    faer_ref(&self.linv),
-                    faer_ref(&self.feat.kuf(self.kern, xc)),
-                );
+                let v = mul(mat_ref(&self.linv), mat_ref(&self.feat.kuf(self.kern, xc)));
                 let kd = self.feat.kdiag(self.kern, xc);
                 let mut gamma = vec![0.0; len];
                 let mut scratch = DMatrix::zeros(m, len);
@@ -354,7 +351,7 @@ impl<'a, F: InducingFeatures + ?Sized> ChunkModel<'a, F> {
         }
         let solved = sums.solve(self.config.approximation, self.kern.noise_var())?;
         Ok(FitcPosterior {
-            l2: &self.chol.l * &solved.la,
+            l2: mul(mat_ref(&self.chol.l), mat_ref(&solved.la)),
             beta: solve_lower_t_vec(&self.chol.l, &solved.beta_v)?,
             l1: self.chol.l.clone(),
             kuu_jitter: self.chol.jitter,

@@ -20,7 +20,7 @@ fn scaled_factor(first: &RuntimeForm, form: &RuntimeForm) -> f64 {
 /// Gives every output after the first the first output's factors, scaled
 /// by the ratio of their priors: the variance of a tied fit, whose outputs'
 /// own factors differ from these by rounding only.
-pub fn share_first_variance(forms: &mut [RuntimeForm]) {
+pub(crate) fn share_first_variance(forms: &mut [RuntimeForm]) {
     let Some((first, rest)) = forms.split_first_mut() else {
         return;
     };
@@ -34,7 +34,7 @@ pub fn share_first_variance(forms: &mut [RuntimeForm]) {
 /// Whether `form`'s variance is `first`'s scaled by the ratio of their
 /// priors (what [`share_first_variance`] gives), so that its blob output
 /// can go without factors.
-pub fn shares_first_variance(first: &RuntimeForm, form: &RuntimeForm) -> bool {
+pub(crate) fn shares_first_variance(first: &RuntimeForm, form: &RuntimeForm) -> bool {
     if !(first.prior > 0.0 && form.prior > 0.0) || first.basis != form.basis {
         return false;
     }
@@ -63,10 +63,14 @@ mod tests {
         let params = FitParams::Spgp(SparseParams {
             m: 5,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         });
-        let first = fit(&data, &params, &mut |_| {}).unwrap().model.form;
+        let first = fit(&data, &params, &mut |_| {})
+            .unwrap()
+            .set
+            .members
+            .remove(0)
+            .form;
         let mut other = first.clone();
         other.prior *= 3.0;
         other.l1[(1, 0)] += 0.5;

@@ -19,7 +19,7 @@ use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::model::TrainedModel;
 use crate::numerics::linalg::{
-    cholesky, faer_ref, lower_inverse, mul, solve_lower_t_vec, symmetrise,
+    cholesky, lower_inverse, mat_ref, mul, solve_lower_t_vec, symmetrise,
 };
 use crate::{Error, Result};
 
@@ -37,7 +37,10 @@ const DIAGONAL_FLOOR: f64 = 1e-30;
 /// # Errors
 /// [`Error::BadInput`] for a multi-class link, or a regression without a
 /// sparse objective (an exact GP): neither learns on the device.
-pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Result<Observation> {
+pub(crate) fn observation_of(
+    link: Link,
+    approximation: Option<Approximation>,
+) -> Result<Observation> {
     match (link, approximation) {
         (Link::Identity, Some(Approximation::Fitc)) => Ok(Observation::Fitc),
         (Link::Identity, Some(Approximation::Vfe)) => Ok(Observation::Vfe),
@@ -62,7 +65,7 @@ pub fn observation_of(link: Link, approximation: Option<Approximation>) -> Resul
 /// [`Error::BadInput`] for a one-factor form (the exact GP, the IVM: their
 /// `L1` is not `chol(K_M)`); [`Error::Numerical`] if a factor is singular
 /// or `I - S` is not positive semi-definite even with jitter.
-pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
+pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
     let Some(l2) = &form.l2 else {
         return Err(Error::BadInput(
             "this model's variance has one factor (an exact GP or an IVM): its basis has no \
@@ -72,10 +75,9 @@ pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>
     };
     let m = form.l1.nrows();
     let inv1 = lower_inverse(&form.l1)?;
-    let inv_a = lower_inverse(&mul(faer_ref(&inv1), faer_ref(l2)))?;
+    let inv_a = lower_inverse(&mul(mat_ref(&inv1), mat_ref(l2)))?;
     // S = A^-1 = L_A^-T L_A^-1; I - S formed at its own scale.
-    let e =
-        symmetrise(DMatrix::identity(m, m) - mul(faer_ref(&inv_a).transpose(), faer_ref(&inv_a)));
+    let e = symmetrise(DMatrix::identity(m, m) - mul(mat_ref(&inv_a).transpose(), mat_ref(&inv_a)));
     let reversed_e = reversed(&e);
     let mut last = None;
     for delta in JITTERS {
@@ -99,6 +101,17 @@ pub fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>
             }
             Err(e) => last = Some(e),
         }
+    }
+    let least = e.symmetric_eigen().eigenvalues.min();
+    if least < 0.0 {
+        // A posterior wider than the prior has no U-D form of I - S (and
+        // no update would keep it below the prior).
+        return Err(Error::Numerical(format!(
+            "the fitted posterior's variance exceeds the prior along some direction of the \
+             inducing values (I - S has eigenvalue {least:.3e} in whitened coordinates), which \
+             an updatable blob cannot hold (seen with svgp classifiers on labels their inputs \
+             separate perfectly); export this model without --updatable"
+        )));
     }
     Err(last.unwrap_or_else(|| Error::Numerical("no jitter to try".into())))
 }
@@ -131,8 +144,8 @@ pub fn conditioned(
     }
     let m = form.l1.nrows();
     let v = mul(
-        faer_ref(&lower_inverse(&form.l1)?),
-        faer_ref(&form.basis.eval(x)),
+        mat_ref(&lower_inverse(&form.l1)?),
+        mat_ref(&form.basis.eval(x)),
     );
     let kdiag = vec![form.prior; y.len()];
     let mut gamma = vec![0.0; y.len()];
@@ -147,7 +160,7 @@ pub fn conditioned(
         &mut scratch,
     );
     let solved = sums.solve(approximation, form.noise_var)?;
-    let mut l2 = &form.l1 * &solved.la;
+    let mut l2 = mul(mat_ref(&form.l1), mat_ref(&solved.la));
     l2.fill_upper_triangle(0.0, 1);
     Ok(RuntimeForm {
         basis: form.basis.clone(),
@@ -171,7 +184,10 @@ impl TrainedModel {
     ///
     /// # Errors
     /// As [`whitened_factor`] and [`TrainedModel::to_spec`].
-    pub fn to_whitened_spec(&self, observation: Observation) -> Result<sgp_runtime::ModelSpec> {
+    pub(crate) fn to_whitened_spec(
+        &self,
+        observation: Observation,
+    ) -> Result<sgp_runtime::ModelSpec> {
         let (g, mean) = whitened_factor(&self.form)?;
         let mut spec = self.to_spec()?;
         spec.l2 = (0..g.nrows())
@@ -207,10 +223,10 @@ mod tests {
         let params = FitParams::Spgp(SparseParams {
             m: 8,
             restarts: 1,
-            held_out_choice: false,
             ..SparseParams::default()
         });
-        let model = fit(&data, &params, &mut |_| {}).unwrap().model;
+        let set = fit(&data, &params, &mut |_| {}).unwrap().set;
+        let model = &set.members[0];
         let (g, mean) = whitened_factor(&model.form).unwrap();
         let m = g.nrows();
         let u = DMatrix::from_fn(m, m, |i, j| match j.cmp(&i) {
@@ -230,11 +246,11 @@ mod tests {
                 .max()
                 < 1e-12
         );
-        let spec = model.to_whitened_spec(Observation::Fitc).unwrap();
+        let spec = set.to_whitened_spec(Observation::Fitc).unwrap();
         let blob = spec.to_bytes().unwrap();
         assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 7);
-        let fidelity = crate::export::compare(&model, &blob, &data.raw_x()).unwrap();
-        assert!(fidelity.passes(), "{}", fidelity.describe());
+        let fidelity = crate::export::compare(&set, &blob, &data.raw_x()).unwrap();
+        assert!(fidelity[0].passes(), "{}", fidelity[0].describe());
     }
 
     #[test]

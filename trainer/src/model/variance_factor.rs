@@ -13,13 +13,13 @@
 use nalgebra::DMatrix;
 
 use crate::model::inference::RuntimeForm;
-use crate::numerics::linalg::{cholesky, faer_ref, lower_inverse, mul, symmetrise};
+use crate::numerics::linalg::{cholesky, lower_inverse, mat_ref, mul, symmetrise};
 use crate::Result;
 
 /// Jitter added to `E = I - A^-1` when it is numerically singular, tried
 /// in turn: it moves `k^T W k` by `delta k^T Kuu^-1 k <= delta prior`, so
 /// even the largest is far below what the export check can see.
-pub const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
+pub(crate) const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 
 /// The lower-triangular `C` with `C^T C = W`, or an error when `W` has no
 /// such factor in f64 (then only the solves represent the model).
@@ -35,23 +35,22 @@ pub const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 ///
 /// # Errors
 /// [`crate::Error::Numerical`] if a factor is singular or `E` is not
-/// positive semi-definite even with the largest of [`JITTERS`].
+/// positive semi-definite even with the largest of `JITTERS`.
 pub fn product_factor(form: &RuntimeForm) -> Result<DMatrix<f64>> {
     let inv1 = lower_inverse(&form.l1)?;
     let Some(l2) = &form.l2 else {
         return Ok(inv1);
     };
-    let inv_a = lower_inverse(&mul(faer_ref(&inv1), faer_ref(l2)))?;
+    let inv_a = lower_inverse(&mul(mat_ref(&inv1), mat_ref(l2)))?;
     let m = inv1.nrows();
-    let e =
-        symmetrise(DMatrix::identity(m, m) - mul(faer_ref(&inv_a).transpose(), faer_ref(&inv_a)));
+    let e = symmetrise(DMatrix::identity(m, m) - mul(mat_ref(&inv_a).transpose(), mat_ref(&inv_a)));
     let reversed_e = reversed(&e);
     let mut last = None;
     for delta in JITTERS {
         let jittered = &reversed_e + DMatrix::identity(m, m) * delta;
         match cholesky(&jittered) {
             Ok(r) => {
-                let mut c = mul(faer_ref(&reversed(&r.transpose())), faer_ref(&inv1));
+                let mut c = mul(mat_ref(&reversed(&r.transpose())), mat_ref(&inv1));
                 c.fill_upper_triangle(0.0, 1);
                 return Ok(c);
             }
@@ -77,7 +76,7 @@ mod tests {
         DMatrix::from_fn(m, m, |i, j| match i.cmp(&j) {
             std::cmp::Ordering::Less => 0.0,
             std::cmp::Ordering::Equal => 1.0 + 0.1 * i as f64,
-            std::cmp::Ordering::Greater => 0.2 * ((seed * (i * 7 + j * 3) as f64).sin()),
+            std::cmp::Ordering::Greater => 0.2 * (libm::sin(seed * (i * 7 + j * 3) as f64)),
         })
     }
 

@@ -15,21 +15,26 @@
 //!
 //! The O(M^2 N) products of the sparse objectives (M x M times M x N, M x N
 //! times N x M, M x N times N x D, for M of tens) go through `faer`'s
-//! kernels ([`matmul_into`], [`mul`]): at these shapes they ran 1.3 to 4
+//! kernels (`matmul_into`, [`mul`]): at these shapes they ran 1.3 to 4
 //! times faster than nalgebra's `matrixmultiply`, whose packing of both
 //! operands on every call was a fifth of the objective's time (measured
 //! at M = 25..100 on 1024 columns, `examples/fitc_cost`). Matrices stay
 //! nalgebra's; the products borrow their column-major storage.
 //! [`mul_triangular`] skips the blocks a triangular factor holds as zeros,
-//! and the triangle of a result that is not wanted.
+//! and the triangle of a result that is not wanted. Inside a reproducible
+//! fit ([`super::reproducible`]) products and solves run
+//! [`super::fixed_order`]'s kernels instead, the same bits on every CPU.
 
-use faer::linalg::matmul::matmul;
-pub use faer::linalg::matmul::triangular::BlockStructure as Triangle;
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
+
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
 };
-use faer::{Accum, MatMut, MatRef, Par};
-use nalgebra::{Cholesky, DMatrix, DVector};
+use faer::{Accum, MatMut, Par};
+
+use super::fixed_order::{gemm, solve_lower_in_place, solve_lower_t_in_place, Product};
+pub use super::fixed_order::{MatRef, Triangle};
+use super::reproducible;
 
 use crate::{Error, Result};
 
@@ -76,14 +81,14 @@ pub struct JitteredCholesky {
 
 impl JitteredCholesky {
     /// `log |A + jitter I|`.
-    pub fn log_det(&self) -> f64 {
+    pub(crate) fn log_det(&self) -> f64 {
         log_det_from_factor(&self.l)
     }
 }
 
 /// Factorises `a + eps * scale * I` (only the lower triangle of `a` is read),
 /// escalating `eps` per `policy` until it succeeds.
-pub fn cholesky_jittered(
+pub(crate) fn cholesky_jittered(
     a: &DMatrix<f64>,
     scale: f64,
     policy: &JitterPolicy,
@@ -159,8 +164,8 @@ pub fn cholesky(a: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 }
 
 /// `log |L L^T| = 2 sum log L_ii`.
-pub fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
-    2.0 * l.diagonal().iter().map(|v| v.ln()).sum::<f64>()
+pub(crate) fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
+    2.0 * l.diagonal().iter().map(|v| libm::log(*v)).sum::<f64>()
 }
 
 /// Overwrites `b` with `L^{-1} b` (forward substitution), `l` lower
@@ -172,20 +177,28 @@ pub fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
 /// on one thread (`examples/fitc_cost`).
 pub fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
+    if reproducible::active() {
+        solve_lower_in_place(l.as_slice(), l.nrows(), b.as_mut_slice());
+        return Ok(());
+    }
     let (rows, cols) = b.shape();
     let rhs = MatMut::from_column_major_slice_mut(b.as_mut_slice(), rows, cols);
-    solve_lower_triangular_in_place(faer_ref(l), rhs, Par::Seq);
+    solve_lower_triangular_in_place(faer_of(mat_ref(l)), rhs, Par::Seq);
     clear_upper_vector_state();
     Ok(())
 }
 
 /// Overwrites `b` with `L^{-T} b` (back substitution against the transpose),
 /// `l` lower triangular; blocked like [`solve_lower_mut`].
-pub fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+pub(crate) fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
+    if reproducible::active() {
+        solve_lower_t_in_place(l.as_slice(), l.nrows(), b.as_mut_slice());
+        return Ok(());
+    }
     let (rows, cols) = b.shape();
     let rhs = MatMut::from_column_major_slice_mut(b.as_mut_slice(), rows, cols);
-    solve_upper_triangular_in_place(faer_ref(l).transpose(), rhs, Par::Seq);
+    solve_upper_triangular_in_place(faer_of(mat_ref(l)).transpose(), rhs, Par::Seq);
     clear_upper_vector_state();
     Ok(())
 }
@@ -215,7 +228,7 @@ pub fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f
 /// times faster than nalgebra's column-by-column substitution (matrix
 /// multiplication is blocked, substitution is not), and for a triangular
 /// factor the accuracy is comparable (Higham, ch. 8 and 14).
-pub fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::identity(n, n);
     solve_lower_mut(l, &mut x)?;
@@ -226,22 +239,22 @@ pub fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 
 /// `(L L^T)^{-1}`, symmetric, from the factor `L`. O(M^3); only for M x M
 /// matrices.
-pub fn inverse_from_factor(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+pub(crate) fn inverse_from_factor(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::identity(n, n);
     solve_lower_mut(l, &mut x)?;
-    let inv = mul(faer_ref(&x).transpose(), faer_ref(&x));
+    let inv = mul(mat_ref(&x).transpose(), mat_ref(&x));
     Ok(symmetrise(inv))
 }
 
 /// `(m + m^T) / 2`: removes round-off asymmetry from products that are
 /// symmetric in exact arithmetic.
-pub fn symmetrise(m: DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn symmetrise(m: DMatrix<f64>) -> DMatrix<f64> {
     let t = m.transpose();
     (m + t) * 0.5
 }
 
-/// `a . b` for slices of equal length, summed as [`lane_sum`] does.
+/// `a . b` for slices of equal length, summed as `lane_sum` does.
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     lane_sum(a, b, |x, y| x * y)
 }
@@ -251,7 +264,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// long dependency chain: the per-point dot products of the FITC adjoint
 /// were 9% of an evaluation that way, `examples/fitc_cost`, and k-means'
 /// distances a sixth of a 32-dimensional fit).
-pub fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
+pub(crate) fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
     debug_assert_eq!(a.len(), b.len(), "lane sum of unequal lengths");
     let mut lanes = [0.0; 4];
     let (ac, bc) = (a.chunks_exact(4), b.chunks_exact(4));
@@ -269,34 +282,60 @@ pub fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
     (lanes[0] + lanes[2]) + (lanes[1] + lanes[3]) + tail
 }
 
-/// A column-major nalgebra matrix as a `faer` view of the same storage.
-pub fn faer_ref(m: &DMatrix<f64>) -> MatRef<'_, f64> {
-    MatRef::from_column_major_slice(m.as_slice(), m.nrows(), m.ncols())
+/// A column-major nalgebra matrix as a view of the same storage.
+pub fn mat_ref(m: &DMatrix<f64>) -> MatRef<'_> {
+    MatRef::of(m)
 }
 
 /// `dst = alpha * lhs * rhs`, or `dst += alpha * lhs * rhs` with
-/// `accumulate`, in `faer` on the calling thread (callers parallelise over
-/// blocks of data themselves). `lhs` and `rhs` may be transposed views.
+/// `accumulate`, in `faer` (or [`super::fixed_order`] in a reproducible
+/// fit) on the calling thread (callers parallelise over blocks of data
+/// themselves). `lhs` and `rhs` may be transposed views.
 ///
 /// # Panics
 /// If the shapes do not chain (a caller bug).
-pub fn matmul_into(
+pub(crate) fn matmul_into(
     dst: &mut [f64],
     rows: usize,
     accumulate: bool,
-    lhs: MatRef<'_, f64>,
-    rhs: MatRef<'_, f64>,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
     alpha: f64,
 ) {
-    let cols = rhs.ncols();
-    let dst = MatMut::from_column_major_slice_mut(dst, rows, cols);
+    assert_eq!(lhs.nrows(), rows, "product's destination rows");
+    if reproducible::active() {
+        let (lhs, rhs) = ((lhs, Triangle::Rectangular), (rhs, Triangle::Rectangular));
+        let out = Triangle::Rectangular;
+        return gemm(
+            dst,
+            Product {
+                lhs,
+                rhs,
+                out,
+                accumulate,
+                alpha,
+            },
+        );
+    }
+    let dst = MatMut::from_column_major_slice_mut(dst, rows, rhs.ncols());
     let beta = if accumulate {
         Accum::Add
     } else {
         Accum::Replace
     };
-    matmul(dst, beta, lhs, rhs, alpha, Par::Seq);
+    faer::linalg::matmul::matmul(dst, beta, faer_of(lhs), faer_of(rhs), alpha, Par::Seq);
     clear_upper_vector_state();
+}
+
+/// A view as `faer` takes it (every view here has unit stride along its
+/// rows or its columns).
+fn faer_of(m: MatRef<'_>) -> faer::MatRef<'_, f64> {
+    let (data, rows, cols, row_stride, col_stride) = m.parts();
+    if row_stride == 1 || rows <= 1 {
+        faer::MatRef::from_column_major_slice_with_stride(data, rows, cols, col_stride.max(rows))
+    } else {
+        faer::MatRef::from_row_major_slice_with_stride(data, rows, cols, row_stride)
+    }
 }
 
 /// `faer`'s x86 kernels (hand-written AVX/AVX-512 assembly) return with the
@@ -311,8 +350,8 @@ fn clear_upper_vector_state() {
     }
 }
 
-/// `lhs * rhs` as a new matrix (see [`matmul_into`]).
-pub fn mul(lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) -> DMatrix<f64> {
+/// `lhs * rhs` as a new matrix (see `matmul_into`).
+pub fn mul(lhs: MatRef<'_>, rhs: MatRef<'_>) -> DMatrix<f64> {
     let mut out = DMatrix::<f64>::zeros(lhs.nrows(), rhs.ncols());
     matmul_into(out.as_mut_slice(), lhs.nrows(), false, lhs, rhs, 1.0);
     out
@@ -323,20 +362,45 @@ pub fn mul(lhs: MatRef<'_, f64>, rhs: MatRef<'_, f64>) -> DMatrix<f64> {
 /// zero). An `M x M` product of a triangular and a full factor costs half
 /// of [`mul`]; with a triangular result, a quarter to a third.
 pub fn mul_triangular(
-    (lhs, lhs_shape): (MatRef<'_, f64>, Triangle),
-    (rhs, rhs_shape): (MatRef<'_, f64>, Triangle),
+    lhs: (MatRef<'_>, Triangle),
+    rhs: (MatRef<'_>, Triangle),
     out_shape: Triangle,
 ) -> DMatrix<f64> {
-    let mut out = DMatrix::<f64>::zeros(lhs.nrows(), rhs.ncols());
-    let dst = MatMut::from_column_major_slice_mut(out.as_mut_slice(), lhs.nrows(), rhs.ncols());
+    let (rows, cols) = (lhs.0.nrows(), rhs.0.ncols());
+    let mut out = DMatrix::<f64>::zeros(rows, cols);
+    if reproducible::active() {
+        let (accumulate, alpha) = (false, 1.0);
+        let out_slice = out.as_mut_slice();
+        gemm(
+            out_slice,
+            Product {
+                lhs,
+                rhs,
+                out: out_shape,
+                accumulate,
+                alpha,
+            },
+        );
+        return out;
+    }
+    let faer_shape = |t: Triangle| match t {
+        Triangle::Rectangular => faer::linalg::matmul::triangular::BlockStructure::Rectangular,
+        Triangle::TriangularLower => {
+            faer::linalg::matmul::triangular::BlockStructure::TriangularLower
+        }
+        Triangle::TriangularUpper => {
+            faer::linalg::matmul::triangular::BlockStructure::TriangularUpper
+        }
+    };
+    let dst = MatMut::from_column_major_slice_mut(out.as_mut_slice(), rows, cols);
     faer::linalg::matmul::triangular::matmul(
         dst,
-        out_shape,
+        faer_shape(out_shape),
         Accum::Replace,
-        lhs,
-        lhs_shape,
-        rhs,
-        rhs_shape,
+        faer_of(lhs.0),
+        faer_shape(lhs.1),
+        faer_of(rhs.0),
+        faer_shape(rhs.1),
         1.0,
         Par::Seq,
     );
@@ -344,8 +408,38 @@ pub fn mul_triangular(
     out
 }
 
+/// `x p^T` for `x` (N x D, any storage) and a small `p` (G x D): a
+/// projection of N points, summed over `d` in increasing order on every CPU
+/// (one pass over `x` per entry of `p`; nalgebra's `*` would pick its
+/// kernel by CPU).
+///
+/// # Panics
+/// If `x` and `p` disagree on D (a caller bug).
+pub fn times_transpose<S: Storage<f64, Dyn, Dyn>>(
+    x: &Matrix<f64, Dyn, Dyn, S>,
+    p: &DMatrix<f64>,
+) -> DMatrix<f64> {
+    assert_eq!(
+        x.ncols(),
+        p.ncols(),
+        "x has {} columns, p {}",
+        x.ncols(),
+        p.ncols()
+    );
+    let mut out = DMatrix::<f64>::zeros(x.nrows(), p.nrows());
+    for (g, mut col) in out.column_iter_mut().enumerate() {
+        for (d, xd) in x.column_iter().enumerate() {
+            let w = p[(g, d)];
+            for (o, v) in col.iter_mut().zip(xd.iter()) {
+                *o += v * w;
+            }
+        }
+    }
+    out
+}
+
 /// The symmetric matrix whose lower triangle `lower` holds.
-pub fn mirror_lower(mut lower: DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn mirror_lower(mut lower: DMatrix<f64>) -> DMatrix<f64> {
     lower.fill_upper_triangle_with_lower_triangle();
     lower
 }
@@ -380,29 +474,29 @@ mod tests {
     #[test]
     fn triangular_products_match_the_dense_one() {
         let n = 37;
-        let mut l = DMatrix::from_fn(n, n, |i, j| ((i * 7 + j * 3) as f64).sin());
+        let mut l = DMatrix::from_fn(n, n, |i, j| libm::sin((i * 7 + j * 3) as f64));
         l.fill_upper_triangle(0.0, 1);
-        let a = DMatrix::from_fn(n, n, |i, j| ((i * 5 + j * 11) as f64).cos());
+        let a = DMatrix::from_fn(n, n, |i, j| libm::cos((i * 5 + j * 11) as f64));
         let close = |x: &DMatrix<f64>, y: &DMatrix<f64>| (x - y).amax() < 1e-12;
-        let dense = mul(faer_ref(&l), faer_ref(&a));
+        let dense = mul(mat_ref(&l), mat_ref(&a));
         let got = mul_triangular(
-            (faer_ref(&l), Triangle::TriangularLower),
-            (faer_ref(&a), Triangle::Rectangular),
+            (mat_ref(&l), Triangle::TriangularLower),
+            (mat_ref(&a), Triangle::Rectangular),
             Triangle::Rectangular,
         );
         assert!(close(&got, &dense));
-        let mut lower = mul(faer_ref(&a), faer_ref(&l).transpose());
+        let mut lower = mul(mat_ref(&a), mat_ref(&l).transpose());
         lower.fill_upper_triangle(0.0, 1);
         let got = mul_triangular(
-            (faer_ref(&a), Triangle::Rectangular),
-            (faer_ref(&l).transpose(), Triangle::TriangularUpper),
+            (mat_ref(&a), Triangle::Rectangular),
+            (mat_ref(&l).transpose(), Triangle::TriangularUpper),
             Triangle::TriangularLower,
         );
         assert!(close(&got, &lower));
-        let gram = mul(faer_ref(&l), faer_ref(&l).transpose());
+        let gram = mul(mat_ref(&l), mat_ref(&l).transpose());
         let got = mirror_lower(mul_triangular(
-            (faer_ref(&l), Triangle::TriangularLower),
-            (faer_ref(&l).transpose(), Triangle::TriangularUpper),
+            (mat_ref(&l), Triangle::TriangularLower),
+            (mat_ref(&l).transpose(), Triangle::TriangularUpper),
             Triangle::TriangularLower,
         ));
         assert!(close(&got, &gram));
@@ -444,21 +538,14 @@ mod tests {
     }
 
     #[test]
-    fn faer_products_match_nalgebra() {
+    fn products_match_nalgebra() {
         let a = DMatrix::from_fn(3, 4, |i, j| (i * 4 + j) as f64 * 0.3 - 1.0);
         let b = DMatrix::from_fn(4, 2, |i, j| (i + 2 * j) as f64 * 0.7 - 2.0);
-        assert!((mul(faer_ref(&a), faer_ref(&b)) - &a * &b).amax() < 1e-12);
-        let at_b = mul(faer_ref(&a).transpose(), faer_ref(&a));
+        assert!((mul(mat_ref(&a), mat_ref(&b)) - &a * &b).amax() < 1e-12);
+        let at_b = mul(mat_ref(&a).transpose(), mat_ref(&a));
         assert!((at_b - a.tr_mul(&a)).amax() < 1e-12);
         let mut acc = DMatrix::from_element(3, 2, 1.0);
-        matmul_into(
-            acc.as_mut_slice(),
-            3,
-            true,
-            faer_ref(&a),
-            faer_ref(&b),
-            -2.0,
-        );
+        matmul_into(acc.as_mut_slice(), 3, true, mat_ref(&a), mat_ref(&b), -2.0);
         let want = DMatrix::from_element(3, 2, 1.0) - (&a * &b) * 2.0;
         assert!((acc - want).amax() < 1e-12);
     }
@@ -484,6 +571,6 @@ mod tests {
         let b = DVector::from_vec(vec![1.0, -2.0, 0.5]);
         let x = solve_lower_t_vec(&l, &solve_lower_vec(&l, &b).expect("ok")).expect("ok");
         assert!((&a * x - b).norm() < 1e-12);
-        assert!((log_det_from_factor(&l) - a.determinant().ln()).abs() < 1e-12);
+        assert!((log_det_from_factor(&l) - libm::log(a.determinant())).abs() < 1e-12);
     }
 }

@@ -1,7 +1,9 @@
 //! Numerical building blocks the models and fits share: dense linear
 //! algebra, the pivoted incomplete Cholesky, LARS, and the L-BFGS wrapper.
 
+pub mod fixed_order;
 pub mod lars;
 mod lbfgs;
 pub mod linalg;
 pub mod optimise;
+pub mod reproducible;

@@ -1,6 +1,6 @@
 //! L-BFGS minimisation that never loses the best point it has seen.
 //!
-//! Built on the L-BFGS iteration of [`super::lbfgs`] (argmin's, without its
+//! Built on the L-BFGS iteration of `super::lbfgs` (argmin's, without its
 //! allocations), run by `argmin`'s executor, and argmin's More–Thuente line
 //! search. argmin's line searches abort on the first
 //! non-finite objective value instead of backtracking (checked against
@@ -12,7 +12,7 @@
 //!
 //! Independently of what the solver does, every evaluation passes through a
 //! tracker that records the lowest finite objective and its parameters; that
-//! point is what [`minimise`] returns.
+//! point is what `minimise` returns.
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -25,10 +25,11 @@ use argmin::solver::linesearch::MoreThuenteLineSearch;
 
 use super::lbfgs::{Lbfgs, VecState};
 
+use crate::numerics::reproducible::trajectory_variant;
 use crate::{Error, Result};
 
-/// Settings for [`minimise`]. Check them with [`OptimiseOptions::validate`]
-/// (which [`minimise`] also does).
+/// Settings for `minimise`. Check them with [`OptimiseOptions::validate`]
+/// (which `minimise` also does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptimiseOptions {
     /// Upper bound on L-BFGS iterations (line searches), over all restarts.
@@ -39,7 +40,7 @@ pub struct OptimiseOptions {
     pub rel_tol: f64,
     /// Number of (step, gradient change) pairs L-BFGS remembers; `None`
     /// (the default) picks it from the number of parameters, see
-    /// [`auto_memory`].
+    /// `auto_memory`.
     pub memory: Option<usize>,
     /// Largest change of any one parameter in one line search (parameters
     /// are log hyperparameters and standardised coordinates: 1 is a factor
@@ -87,7 +88,7 @@ impl Default for OptimiseOptions {
 impl OptimiseOptions {
     /// These options for an objective summed over `rows` rows, the scale
     /// of [`Stall::per_row`].
-    pub fn for_rows(&self, rows: usize) -> Self {
+    pub(crate) fn for_rows(&self, rows: usize) -> Self {
         OptimiseOptions {
             rows,
             ..self.clone()
@@ -170,7 +171,7 @@ pub struct Progress {
     pub evaluations: u64,
 }
 
-/// Outcome of [`minimise`].
+/// Outcome of `minimise`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptimiseReport {
     /// Parameters with the lowest finite objective seen.
@@ -192,7 +193,7 @@ pub struct OptimiseReport {
     /// Times L-BFGS was restarted from the best point after a failed line
     /// search that still made progress.
     pub restarts: u32,
-    /// Wall-clock time spent in [`minimise`].
+    /// Wall-clock time spent in `minimise`.
     pub elapsed: Duration,
 }
 
@@ -213,7 +214,7 @@ pub struct OptimiseReport {
 /// low-dimensional fit of the benchmark suite, keep 10: a larger memory
 /// there moved FITC's test NLPD both ways, because FITC overfits the noise
 /// on small data the closer it gets to its optimum.
-pub fn auto_memory(params: usize) -> usize {
+pub(crate) fn auto_memory(params: usize) -> usize {
     (params / 32).clamp(10, 50)
 }
 
@@ -224,7 +225,7 @@ pub fn auto_memory(params: usize) -> usize {
 /// data (VFE, M = 10) an unbounded first step put the length scale on its
 /// floor, where its gradient vanishes, and the fit stalled at NLML 595
 /// instead of 376.
-pub const DEFAULT_MAX_STEP: f64 = 4.0;
+pub(crate) const DEFAULT_MAX_STEP: f64 = 4.0;
 
 /// The [`Driver`]'s exit message for a met [`Stall`] test (argmin has no
 /// termination reason of its own for it).
@@ -233,6 +234,22 @@ const STALLED: &str = "progress stalled";
 /// Upper bound on step halvings before the line search gives up on finding
 /// a finite point; 2^-60 of a step is below any useful resolution.
 const MAX_HALVINGS: u32 = 60;
+
+/// `x0` moved by `n` units in the last place per coordinate (up and down
+/// in turn) for the test switch [`trajectory_variant`] `n`; else unchanged.
+fn nudged(mut x0: Vec<f64>) -> Vec<f64> {
+    let n = trajectory_variant();
+    for (i, v) in x0.iter_mut().enumerate() {
+        for _ in 0..n {
+            *v = if (i + n).is_multiple_of(2) {
+                v.next_up()
+            } else {
+                v.next_down()
+            };
+        }
+    }
+    x0
+}
 
 /// Evaluations allowed per iteration before the run is cut off; More–Thuente
 /// rarely needs more than a handful, so this only catches runaway searches.
@@ -250,7 +267,7 @@ const EVALS_PER_ITER: u64 = 100;
 ///
 /// `progress` is called once per iteration. The run is deterministic: same
 /// objective, same `x0`, same options, same result.
-pub fn minimise<F>(
+pub(crate) fn minimise<F>(
     objective: F,
     x0: Vec<f64>,
     opts: &OptimiseOptions,
@@ -272,6 +289,7 @@ where
         )));
     }
 
+    let x0 = nudged(x0);
     let tracker = Tracker::new(objective, x0.len(), opts.max_iter);
     let (f0, g0) = tracker.evaluate_start(&x0)?;
 
@@ -845,7 +863,7 @@ mod tests {
             if x[0] <= -1.0 {
                 return Ok((f64::INFINITY, vec![0.0]));
             }
-            Ok((-(1.0 + x[0]).ln(), vec![-1.0 / (1.0 + x[0])]))
+            Ok((-libm::log(1.0 + x[0]), vec![-1.0 / (1.0 + x[0])]))
         };
         let with = |per_row: f64, rows: usize| OptimiseOptions {
             rel_tol: 0.0,

@@ -113,7 +113,7 @@ const fn measured(
 /// configuration as the table does; VSGP, whose per-basis widths cannot be
 /// folded, costs 385 more and is the worst-fitted row. The classifier's
 /// row is its `probability` at its largest.
-pub const MEASURED: [Measured; 8] = [
+pub(crate) const MEASURED: [Measured; 8] = [
     measured("spgp", (16, 4, 4), false, 1, 1321),
     measured("spgp", (32, 4, 4), false, 1, 2929),
     measured("spgp", (64, 4, 4), false, 1, 7820),
@@ -179,7 +179,7 @@ impl CostModel {
         (self.instructions(&p.config) - measured).abs() / measured
     }
 
-    /// Largest relative error over [`MEASURED`].
+    /// Largest relative error over `MEASURED`.
     pub fn worst_relative_error(&self) -> f64 {
         MEASURED
             .iter()
@@ -189,21 +189,19 @@ impl CostModel {
 }
 
 /// The cost model fitted to [`MEASURED`].
-pub static CORTEX_M4: LazyLock<CostModel> = LazyLock::new(|| CostModel::fit(&MEASURED));
-
-/// Cortex-M4 instructions of one prediction of a model of this shape and
-/// variance form (rounded), from [`CORTEX_M4`].
-pub fn instructions_per_prediction(shape: &Shape, variance: VarianceForm) -> u64 {
-    instructions_for_outputs(shape, variance, 1)
-}
+pub(crate) static CORTEX_M4: LazyLock<CostModel> = LazyLock::new(|| CostModel::fit(&MEASURED));
 
 /// Cortex-M4 instructions of one call predicting all `outputs` outputs of
 /// a model of this shape (rounded), from [`CORTEX_M4`]: the standardising,
 /// distances and exponentials once, and per further output its variance
 /// pass and the `M` multiply-adds of its mean, both at the per-multiply-add
-/// coefficient. An estimate from the single-output measurements; one
-/// output is [`instructions_per_prediction`].
-pub fn instructions_for_outputs(shape: &Shape, variance: VarianceForm, outputs: usize) -> u64 {
+/// coefficient (exact for one output; an estimate from the single-output
+/// measurements for more).
+pub(crate) fn instructions_per_prediction(
+    shape: &Shape,
+    variance: VarianceForm,
+    outputs: usize,
+) -> u64 {
     let config = Config::of(shape, variance);
     let m = config.m as f64;
     let further_macs =

@@ -2,7 +2,7 @@
 //! generator and the measurement behind the guide's drift figures
 //! (`cargo run --release -p sgp-trainer --example drift`) and their test.
 //!
-//! The plant is [`crate::tools::synth::ridge_function`] on inputs uniform
+//! The plant is `crate::tools::synth::ridge_function` on inputs uniform
 //! in `[-3, 3]^d`, with Gaussian noise; at the shift its function changes
 //! ([`Shift`]). A model fitted in the lab on the old plant then sees a
 //! stream of observations, the shift halfway, and is judged on fresh rows

@@ -12,38 +12,28 @@ use rand_distr::StandardNormal;
 use crate::data::multi_target::MultiTargetData;
 use crate::Result;
 
-/// Which system generates the data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum System {
-    /// Cart-pole (cart 1 kg, pole 0.1 kg): from position, velocity, pole
-    /// angle, angular velocity, push force and pole half-length, the
-    /// changes of velocity and angular velocity over one 50 ms step.
-    CartPole,
-    /// Damped pendulum driven by a torque: from angle, angular velocity and
-    /// torque, the changes of angle and angular velocity over 100 ms.
-    Pendulum,
-    /// Three-link arm on a rotating base (links 0.5, 0.4, 0.2 m): from the
-    /// four joint angles, the end effector's x, y and z.
-    Arm,
+named_enum! {
+    /// Which system generates the data.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum System {
+        /// Cart-pole (cart 1 kg, pole 0.1 kg): from position, velocity, pole
+        /// angle, angular velocity, push force and pole half-length, the
+        /// changes of velocity and angular velocity over one 50 ms step.
+        CartPole = "cart-pole",
+        /// Damped pendulum driven by a torque: from angle, angular velocity and
+        /// torque, the changes of angle and angular velocity over 100 ms.
+        Pendulum = "pendulum",
+        /// Three-link arm on a rotating base (links 0.5, 0.4, 0.2 m): from the
+        /// four joint angles, the end effector's x, y and z.
+        Arm = "arm",
+    }
 }
 
 /// Standard deviation of each output's measurement noise, as a fraction
 /// of that output's spread over the input box.
-pub const NOISE_FRACTION: f64 = 0.05;
+pub(crate) const NOISE_FRACTION: f64 = 0.05;
 
 impl System {
-    /// Every system, in benchmark order.
-    pub const ALL: [System; 3] = [System::CartPole, System::Pendulum, System::Arm];
-
-    /// The name as `sgp synth --system` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            System::CartPole => "cart-pole",
-            System::Pendulum => "pendulum",
-            System::Arm => "arm",
-        }
-    }
-
     /// Input column names.
     pub fn inputs(self) -> Vec<String> {
         let names: &[&str] = match self {
@@ -96,7 +86,7 @@ impl System {
     }
 
     /// `n` rows drawn uniformly in the input box with noisy outputs
-    /// (noise sd [`NOISE_FRACTION`] of each output's spread), and the
+    /// (noise sd `NOISE_FRACTION` of each output's spread), and the
     /// noise-free outputs; deterministic in `seed`.
     pub fn generate(self, n: usize, seed: u64) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
         self.generate_in(n, seed, 1.0)
@@ -104,7 +94,7 @@ impl System {
 
     /// [`System::generate`] in the input box shrunk about its centre to
     /// `fraction` of its width along every input (1: the whole box), the
-    /// noise still [`NOISE_FRACTION`] of each output's spread there.
+    /// noise still `NOISE_FRACTION` of each output's spread there.
     pub fn generate_in(
         self,
         n: usize,
@@ -179,7 +169,7 @@ impl System {
 }
 
 /// Each output's noise standard deviation for the noise-free outputs
-/// `truth` (one column per output): [`NOISE_FRACTION`] of its spread. The
+/// `truth` (one column per output): `NOISE_FRACTION` of its spread. The
 /// root mean squared error of a perfect model on noisy rows.
 pub fn noise_sd(truth: &DMatrix<f64>) -> Vec<f64> {
     truth
@@ -221,7 +211,7 @@ fn pendulum_step(s: &[f64]) -> Vec<f64> {
     const DT: f64 = 0.1;
     const SUB: usize = 5;
     let torque = s[2];
-    let f = |th: f64, om: f64| (om, -G * th.sin() - DAMPING * om + torque);
+    let f = |th: f64, om: f64| (om, -G * libm::sin(th) - DAMPING * om + torque);
     let (mut th, mut om) = (s[0], s[1]);
     let h = DT / SUB as f64;
     for _ in 0..SUB {
@@ -242,10 +232,10 @@ fn arm_position(q: &[f64]) -> Vec<f64> {
     let (mut reach, mut height, mut angle) = (0.0, 0.0, 0.0);
     for (link, dq) in LINKS.iter().zip(&q[1..4]) {
         angle += dq;
-        reach += link * angle.cos();
-        height += link * angle.sin();
+        reach += link * libm::cos(angle);
+        height += link * libm::sin(angle);
     }
-    vec![reach * q[0].cos(), reach * q[0].sin(), height]
+    vec![reach * libm::cos(q[0]), reach * libm::sin(q[0]), height]
 }
 
 #[cfg(test)]
@@ -273,7 +263,7 @@ mod tests {
 
     #[test]
     fn generated_sets_are_deterministic_and_shaped() {
-        for system in System::ALL {
+        for &system in System::ALL {
             let (x, y, truth) = system.generate(50, 3);
             assert_eq!(x.ncols(), system.inputs().len());
             assert_eq!(y.ncols(), system.outputs().len());
@@ -303,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_shrunk_box_keeps_its_centre_and_its_noise_fraction() {
-        for system in System::ALL {
+        for &system in System::ALL {
             let (x, _, _) = system.generate(400, 5);
             let (half, y, truth) = system.generate_in(400, 5, 0.5);
             for (j, (lo, hi)) in system.ranges().into_iter().enumerate() {

@@ -485,8 +485,8 @@ fn one_input(
 /// 1, 2 or 5 times a power of ten.
 fn tick_decimals(span: f64) -> usize {
     let step = (span / 10.0).max(f64::MIN_POSITIVE);
-    let mut exponent = step.log10().floor();
-    if step / 10f64.powf(exponent) > 5.0 {
+    let mut exponent = libm::log10(step).floor();
+    if step / libm::pow(10f64, exponent) > 5.0 {
         exponent += 1.0;
     }
     (-exponent).max(0.0) as usize
@@ -620,7 +620,7 @@ fn predicted_against_actual(
 
 /// Fraction of `|y - mean| <= k sd` for k on [0, 3], and what a Gaussian
 /// predictive promises there, `erf(k / sqrt 2)`.
-pub fn calibration_curve(y: &[f64], mean: &[f64], var: &[f64]) -> Vec<(f64, f64, f64)> {
+pub(crate) fn calibration_curve(y: &[f64], mean: &[f64], var: &[f64]) -> Vec<(f64, f64, f64)> {
     let z: Vec<f64> = y
         .iter()
         .zip(mean)
@@ -719,7 +719,7 @@ fn probabilities_by_class(
 /// Rows binned by predicted probability (ten bins of 0.1): per non-empty
 /// bin, the mean predicted probability, the fraction actually positive and
 /// the count.
-pub fn reliability_bins(labels: &[bool], prob: &[f64]) -> Vec<(f64, f64, usize)> {
+pub(crate) fn reliability_bins(labels: &[bool], prob: &[f64]) -> Vec<(f64, f64, usize)> {
     let mut bins = [(0.0, 0usize, 0usize); 10];
     for (&p, &l) in prob.iter().zip(labels) {
         let b = ((p * 10.0) as usize).min(9);

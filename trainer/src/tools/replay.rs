@@ -3,7 +3,7 @@
 //! what the model predicted at each row just before learning it, and the
 //! model it ends as. `sgp replay` prints the error over time and draws it.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 use serde::Serialize;
 use sgp_runtime::{Link, ModelSpec, UpdateSettings};
 
@@ -99,14 +99,14 @@ fn window(start: usize, steps: &[Step], classifier: bool) -> Window {
             let p = if s.target > 0.5 { s.mean } else { 1.0 - s.mean };
             p.clamp(1e-12, 1.0)
         };
-        let loss = steps.iter().map(|s| -p(s).ln()).sum::<f64>() / n;
+        let loss = steps.iter().map(|s| -libm::log(p(s))).sum::<f64>() / n;
         let right = steps.iter().filter(|s| p(s) > 0.5).count() as f64 / n;
         (loss, right)
     } else {
         let loss = steps
             .iter()
             .map(|s| {
-                0.5 * ((2.0 * std::f64::consts::PI * s.variance).ln()
+                0.5 * (libm::log(2.0 * std::f64::consts::PI * s.variance)
                     + (s.target - s.mean).powi(2) / s.variance)
             })
             .sum::<f64>()
@@ -225,16 +225,4 @@ pub fn replay(
 /// A device error at data row `r` (0-based) as the user's error.
 fn at_row(r: usize, e: sgp_runtime::Error) -> Error {
     Error::BadInput(format!("data row {}: {e}", r + 1))
-}
-
-/// The classifier targets of raw labels: 1 where a label is the blob's
-/// positive class, 0 else.
-pub fn labels_as_targets(labels: &DVector<f64>, positive: f64) -> DMatrix<f64> {
-    DMatrix::from_iterator(
-        labels.len(),
-        1,
-        labels
-            .iter()
-            .map(|&v| if v == positive { 1.0 } else { 0.0 }),
-    )
 }

@@ -6,15 +6,15 @@
 //! RAM budget, its instructions per prediction ([`crate::tools::cost`]) in the
 //! time budget.
 //!
-//! Several targets (`--target a,b,c`) sweep the multi-output fit
-//! ([`crate::fit::multi_output`]): one blob for all outputs per grid
+//! Several targets (`--target a,b,c`) sweep one fit of P outputs
+//! ([`crate::fit::fit`]): one blob for all outputs per grid
 //! point, each output evaluated against its own test column. The row's
 //! figures are then those of the output vector ([`joint`]): the sum of the
 //! outputs' NLPDs (the NLPD of the vector, outputs independent given the
 //! model), which ranks the rows, and its Euclidean RMSE; each output's own
 //! figures are listed under the row. The RAM is that of a model holding
 //! `P` outputs and the instructions those of one call predicting all of
-//! them ([`crate::tools::cost::instructions_for_outputs`]).
+//! them (`crate::tools::cost::instructions_per_prediction`).
 //!
 //! A grid point that fails to fit or to export is a row saying why, not the
 //! end of the sweep. Grid points run in parallel (rayon); every fit is
@@ -31,18 +31,20 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
 
+use crate::choose::{self, Asked, Request};
 use crate::data::multi_target::MultiTargetData;
 use crate::data::{
     is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
     TargetKind,
 };
 use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
-use crate::export::cure::{export_fitted, export_outputs, Cure};
-use crate::export::output_blob::{output_specs, set_blob};
+use crate::export::cure::Cure;
+use crate::export::export;
+use crate::export::output_blob::output_specs;
 use crate::files::Input;
-use crate::fit::multi_output::{fit_multi, shares_basis};
-use crate::fit::{fit, FitParams, Method};
-use crate::tools::cost::{instructions_for_outputs, CostModel, CORTEX_M4};
+use crate::fit::{shares_basis, FitParams, Method};
+use crate::options::{Options, DEFAULT_M};
+use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
 use crate::{Error, Result};
 
 /// What to sweep.
@@ -58,43 +60,32 @@ pub struct SweepSpec {
     pub seed: u64,
 }
 
-/// The training data of a sweep: one target, or several fitted on one
-/// basis.
+/// The training data of a sweep: one data set per target, over the same
+/// inputs (several targets are fitted on one basis).
 #[derive(Clone, Copy, Debug)]
-pub enum Training<'a> {
-    /// One target.
-    One(&'a Dataset),
-    /// Several targets (`--target a,b,c`).
-    Outputs(&'a MultiTargetData),
-}
+pub struct Training<'a>(&'a [Dataset]);
 
 impl<'a> From<&'a Dataset> for Training<'a> {
     fn from(data: &'a Dataset) -> Self {
-        Training::One(data)
+        Training(std::slice::from_ref(data))
     }
 }
 
 impl<'a> From<&'a MultiTargetData> for Training<'a> {
     fn from(data: &'a MultiTargetData) -> Self {
-        Training::Outputs(data)
+        Training(data.outputs())
     }
 }
 
 impl<'a> Training<'a> {
-    /// The (first) target's data: inputs, names and rows of all.
+    /// The first target's data: inputs, names and rows of all.
     pub fn first(&self) -> &'a Dataset {
-        match *self {
-            Training::One(data) => data,
-            Training::Outputs(data) => data.first(),
-        }
+        &self.0[0]
     }
 
     /// Every target's data, in target order.
     pub fn outputs(&self) -> &'a [Dataset] {
-        match *self {
-            Training::One(data) => std::slice::from_ref(data),
-            Training::Outputs(data) => data.outputs(),
-        }
+        self.0
     }
 }
 
@@ -133,12 +124,17 @@ impl Limit {
 
 impl Budget {
     /// Whether any limit is set.
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         *self != Budget::default()
     }
 
     /// The limits a model with these figures exceeds.
-    pub fn exceeded(&self, blob_bytes: usize, ram_bytes: usize, instructions: u64) -> Vec<Limit> {
+    pub(crate) fn exceeded(
+        &self,
+        blob_bytes: usize,
+        ram_bytes: usize,
+        instructions: u64,
+    ) -> Vec<Limit> {
         let over = |limit: Option<u64>, value: u64| limit.is_some_and(|l| value > l);
         [
             (
@@ -212,13 +208,17 @@ pub struct GridPoint {
 
 impl GridPoint {
     /// The settings `sgp fit` would use for this point.
-    pub fn params(&self, seed: u64) -> FitParams {
-        FitParams::defaults(self.model, self.m.unwrap_or(0), self.dim.unwrap_or(0), seed)
+    ///
+    /// # Errors
+    /// As [`Options::params`] (never for a point of [`grid`]).
+    pub fn params(&self, seed: u64) -> Result<FitParams> {
+        let (m, dim) = (self.m.unwrap_or(DEFAULT_M), self.dim.unwrap_or(0));
+        Options::defaults(self.model, m, dim, seed)
     }
 
     /// E.g. `spgp-dr M = 16, G = 2`.
     pub fn label(&self) -> String {
-        let mut label = self.model.name();
+        let mut label = self.model.name().to_string();
         if let Some(m) = self.m {
             label += &format!(" M = {m}");
         }
@@ -256,14 +256,15 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
             )));
         }
     }
-    if let Training::Outputs(data) = training {
+    if training.outputs().len() > 1 {
+        let data = training;
         for &m in &models {
             shares_basis(m).map_err(|why| {
                 Error::BadInput(format!(
                     "--models {}: cannot fit the {} targets on one basis: {why} (the families \
                      that can: exact, spgp, vsgp, spgp-dr)",
                     m.name(),
-                    data.n_outputs()
+                    data.outputs().len()
                 ))
             })?;
         }
@@ -279,7 +280,7 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
     let projected: Vec<String> = models
         .iter()
         .filter(|m| m.is_projected())
-        .map(|m| m.name())
+        .map(|m| m.name().to_string())
         .collect();
     match (projected.is_empty(), dims.is_empty()) {
         (true, false) => {
@@ -355,19 +356,20 @@ pub struct TestSet {
 }
 
 impl TestSet {
-    /// Reads `path`, which must hold exactly the training data's columns
+    /// Reads `input`, which must hold exactly the training data's columns
     /// (in any order); for several targets, its inputs and every target
     /// column (other columns are ignored).
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
     pub fn read<'a>(input: &Input, train: impl Into<Training<'a>>) -> Result<TestSet> {
-        let train = match train.into() {
-            Training::One(train) => train,
-            Training::Outputs(data) => {
+        let data: Training<'a> = train.into();
+        let train = match data.outputs() {
+            [train] => train,
+            outputs => {
                 let names = &data.first().input_names;
                 let mut x = DMatrix::zeros(0, 0);
-                let mut targets = Vec::with_capacity(data.n_outputs());
+                let mut targets = Vec::with_capacity(outputs.len());
                 for output in data.outputs() {
                     let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
                     x = read_x;
@@ -385,10 +387,10 @@ impl TestSet {
         }
         let (x, y) = read_same_columns(input, &train.input_names, &train.target_name)?;
         let y = match train.target {
-            TargetKind::Continuous => y,
             TargetKind::Binary { positive } => {
                 y.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 })
             }
+            _ => y,
         };
         Ok(TestSet {
             x,
@@ -399,21 +401,17 @@ impl TestSet {
 
     /// A test set whose target holds the text labels of `train`'s
     /// classification: each mapped through the training labels to +1 (the
-    /// positive class) or -1.
+    /// positive class) or -1, or to its class index for several classes.
     fn read_labels(input: &Input, train: &Dataset) -> Result<TestSet> {
         let (x, cells) = read_inputs_and_labels(input, &train.input_names, &train.target_name)?;
-        let positive = match train.target {
-            TargetKind::Binary { positive } => positive,
-            TargetKind::Continuous => f64::NAN,
-        };
         let y = cells
             .iter()
             .map(
                 |(cell, place)| match train.class_labels.iter().position(|l| l == cell) {
-                    Some(k) => Ok(if is_class(k as f64, positive) {
-                        1.0
-                    } else {
-                        -1.0
+                    Some(k) => Ok(match train.target {
+                        TargetKind::Binary { positive } if is_class(k as f64, positive) => 1.0,
+                        TargetKind::Binary { .. } => -1.0,
+                        _ => k as f64,
                     }),
                     None => Err(Error::BadInput(format!(
                         "{place}: '{cell}' is not a class of the training data (its classes: {})",
@@ -455,7 +453,7 @@ pub enum SweepProgress {
 pub fn iteration_total(points: &[GridPoint], seed: u64) -> u64 {
     points
         .iter()
-        .map(|p| p.params(seed).iteration_budget())
+        .map(|p| p.params(seed).map_or(0, |params| params.iteration_budget()))
         .sum()
 }
 
@@ -496,7 +494,7 @@ pub struct Done {
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
-    /// Fitted, exported and evaluated.
+    /// Fit, exported and evaluated.
     Ok(Box<Done>),
     /// Fitting or exporting failed.
     Failed {
@@ -600,7 +598,7 @@ pub fn sweep<'a>(
     let first = train.first();
     let task = match first.target {
         TargetKind::Continuous => Task::Regression,
-        TargetKind::Binary { .. } => Task::Classification,
+        _ => Task::Classification,
     };
     let chosen = choose(&mut rows);
     Sweep {
@@ -633,15 +631,17 @@ fn run_point(
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Row {
     let params = point.params(seed);
-    let iterations = params.iteration_budget();
+    let iterations = params.as_ref().map_or(0, FitParams::iteration_budget);
     let started = Instant::now();
     let mut reported = 0;
-    let result = fit_and_export(train, raw_x, &params, &mut |p| {
-        let now = p.iteration.min(iterations);
-        if now > reported {
-            progress(SweepProgress::Iterations(now - reported));
-            reported = now;
-        }
+    let result = params.and_then(|params| {
+        fit_and_export(train, raw_x, &params, &mut |p| {
+            let now = p.iteration.min(iterations);
+            if now > reported {
+                progress(SweepProgress::Iterations(now - reported));
+                reported = now;
+            }
+        })
     });
     // A fit that converged early, or failed, used less than its budget:
     // the bar still has to reach its end.
@@ -669,18 +669,15 @@ fn fit_and_export(
     params: &FitParams,
     progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
 ) -> Result<(Vec<u8>, Option<Cure>)> {
-    match *train {
-        Training::One(data) => {
-            let mut fitted = fit(data, params, progress)?;
-            let (exported, cure) = export_fitted(&mut fitted, raw_x, false)?;
-            Ok((exported.blob, cure))
-        }
-        Training::Outputs(data) => {
-            let mut fitted = fit_multi(data, params, progress)?;
-            let (exported, cure) = export_outputs(&mut fitted, raw_x, false)?;
-            Ok((set_blob(&fitted.set, &exported)?, cure))
-        }
-    }
+    // As `sgp fit --model FAMILY` fits it: the objective chosen where open.
+    let request = Request {
+        asked: Asked::Family(params.clone()),
+        held_out: true,
+        choose_objective: true,
+    };
+    let mut fitted = choose::fit(train.outputs(), &request, progress)?;
+    let exported = export(&mut fitted, raw_x, false)?;
+    Ok((exported.blob, exported.cure))
 }
 
 /// The figures of a vector of outputs from each output's: the sum of their
@@ -759,7 +756,7 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
     );
     let p = spec.output_count();
     let ram = ram_bytes_with_outputs(m, g, d, p);
-    let instructions = instructions_for_outputs(&shape, spec.variance, p);
+    let instructions = instructions_per_prediction(&shape, spec.variance, p);
     Ok(Outcome::Ok(Box::new(Done {
         n_basis: m,
         feature_dim: g,
@@ -1118,8 +1115,8 @@ mod tests {
         );
         // Each point's settings are sgp fit's defaults for it.
         assert_eq!(
-            points[2].params(7),
-            FitParams::defaults(Method::SpgpDr, 8, 2, 7)
+            points[2].params(7).unwrap(),
+            Options::defaults(Method::SpgpDr, 8, 2, 7).unwrap()
         );
     }
 
@@ -1375,9 +1372,14 @@ mod tests {
         assert_eq!(done.ram_bytes, sgp_runtime::ram_bytes(4, 1, 1));
         assert_eq!(done.blob_bytes, done.blob.len());
         assert!(done.instructions > 0);
-        // The same blob as a fit of that point on its own.
-        let mut alone = fit(&train, &points[0].params(0), &mut |_| {}).unwrap();
-        let (exported, _) = export_fitted(&mut alone, &train.raw_x(), false).unwrap();
+        // The same blob as `sgp fit` of that point on its own.
+        let request = Request {
+            asked: Asked::Family(points[0].params(0).unwrap()),
+            held_out: true,
+            choose_objective: true,
+        };
+        let mut alone = choose::fit(&train, &request, &mut |_| {}).unwrap();
+        let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();
         assert_eq!(exported.blob, done.blob);
         let Figures::Regression(e) = &done.figures else {
             panic!("a regression row")
@@ -1434,7 +1436,7 @@ mod tests {
             let (m, g, d) = (done.n_basis, done.feature_dim, done.input_dim);
             assert_eq!(done.ram_bytes, ram_bytes_with_outputs(m, g, d, 3));
             let single =
-                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance);
+                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance, 1);
             assert!(done.instructions > single && done.instructions < 3 * single);
         }
         let text = result.to_string();

@@ -1,8 +1,8 @@
 //! Generated regression data with known truth, in the shapes users feed in.
 //!
 //! Every [`Shape`] is a noise-free function of the inputs ([`truth`]), an
-//! input distribution and a noise level ([`Shape::noise_std`]), with a
-//! sensible default size ([`Shape::default_rows`]). Generation is
+//! input distribution and a noise level (`Shape::noise_std`), with a
+//! sensible default size (`Shape::default_rows`). Generation is
 //! deterministic in the seed (ChaCha8, as in [`crate::tools::demo`]): same shape,
 //! rows and seed, same numbers. Everything is in raw units; [`dataset`] and
 //! [`train_test`] standardise through [`Dataset::from_raw`].
@@ -24,102 +24,62 @@ use serde::Serialize;
 use crate::data::Dataset;
 use crate::Result;
 
-/// A named kind of generated data set. The value names (`--shape linear`,
-/// ...) are the kebab-case variant names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: the case that once failed
-    /// export (a straight line pushes the length scale to its ceiling).
-    Linear,
-    /// `y = x^2 + N(0, 0.2^2)`, `x ~ U(-2, 2)`.
-    Quadratic,
-    /// A jump of 1 at `x = 0.5`, `x ~ U(0, 1)`, noise std 0.05.
-    Step,
-    /// Four periods of a sine over `x ~ U(0, 10)`, noise std 0.1.
-    Periodic,
-    /// `sin(2 pi x)`, noise std `1e-4` of the signal's std.
-    NearNoiseFree,
-    /// `sin(2 pi x)`, noise std twice the signal's std.
-    VeryNoisy,
-    /// Ten rows of the demo function (`demo::demo_function` over [0, 6]).
-    Tiny,
-    /// Every row (inputs and target) appears two or three times, shuffled.
-    Duplicated,
-    /// Eight inputs `U(-1, 1)`, the target depends on the third only.
-    OneOfEight,
-    /// Large raw offsets with small spreads: a temperature of
-    /// 293.15 +- 0.5 K and a pressure of 101325 +- 50 Pa.
-    Offsets,
-    /// Two integer count inputs in 0..=20.
-    Integer,
-    /// 1-D, noise std growing with `x` (0.05 to 1.55), as in the
-    /// motorcycle data.
-    Heteroscedastic,
-    /// 1-D, smooth (one period per unit) on the left half of [0, 1],
-    /// increasingly wiggly (up to 11 periods per unit) on the right half.
-    Chirp,
-    /// 2-D, the length scale along `x2` shrinks as `x1` grows.
-    Varying2d,
-    /// The smooth 4-D ridge function of [`synthetic`].
-    Ridge,
-    /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
-    /// two linear combinations of them only ([`few_directions`]): SPGP+DR's
-    /// case.
-    FewDirections,
+named_enum! {
+    /// A named kind of generated data set. The value names (`--shape linear`,
+    /// ...) are the kebab-case variant names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Shape {
+        /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: the case that once failed
+        /// export (a straight line pushes the length scale to its ceiling).
+        Linear = "linear",
+        /// `y = x^2 + N(0, 0.2^2)`, `x ~ U(-2, 2)`.
+        Quadratic = "quadratic",
+        /// A jump of 1 at `x = 0.5`, `x ~ U(0, 1)`, noise std 0.05.
+        Step = "step",
+        /// Four periods of a sine over `x ~ U(0, 10)`, noise std 0.1.
+        Periodic = "periodic",
+        /// `sin(2 pi x)`, noise std `1e-4` of the signal's std.
+        NearNoiseFree = "near-noise-free",
+        /// `sin(2 pi x)`, noise std twice the signal's std.
+        VeryNoisy = "very-noisy",
+        /// Ten rows of the demo function (`demo::demo_function` over [0, 6]).
+        Tiny = "tiny",
+        /// Every row (inputs and target) appears two or three times, shuffled.
+        Duplicated = "duplicated",
+        /// Eight inputs `U(-1, 1)`, the target depends on the third only.
+        OneOfEight = "one-of-eight",
+        /// Large raw offsets with small spreads: a temperature of
+        /// 293.15 +- 0.5 K and a pressure of 101325 +- 50 Pa.
+        Offsets = "offsets",
+        /// Two integer count inputs in 0..=20.
+        Integer = "integer",
+        /// 1-D, noise std growing with `x` (0.05 to 1.55), as in the
+        /// motorcycle data.
+        Heteroscedastic = "heteroscedastic",
+        /// 1-D, smooth (one period per unit) on the left half of [0, 1],
+        /// increasingly wiggly (up to 11 periods per unit) on the right half.
+        Chirp = "chirp",
+        /// 2-D, the length scale along `x2` shrinks as `x1` grows.
+        Varying2d = "varying2d",
+        /// The smooth 4-D ridge function of [`synthetic`].
+        Ridge = "ridge",
+        /// 32 unit-variance inputs `U(-sqrt 3, sqrt 3)`; the target depends on
+        /// two linear combinations of them only (`few_directions`): SPGP+DR's
+        /// case.
+        FewDirections = "few-directions",
+    }
 }
 
 /// Input dimension of [`Shape::Ridge`].
-pub const RIDGE_DIM: usize = 4;
+pub(crate) const RIDGE_DIM: usize = 4;
 
 /// Standard deviation of `sin(2 pi x)` for `x ~ U(0, 1)`.
 const SINE_STD: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 impl Shape {
-    /// Every shape, in declaration order.
-    pub const ALL: [Shape; 16] = [
-        Shape::Linear,
-        Shape::Quadratic,
-        Shape::Step,
-        Shape::Periodic,
-        Shape::NearNoiseFree,
-        Shape::VeryNoisy,
-        Shape::Tiny,
-        Shape::Duplicated,
-        Shape::OneOfEight,
-        Shape::Offsets,
-        Shape::Integer,
-        Shape::Heteroscedastic,
-        Shape::Chirp,
-        Shape::Varying2d,
-        Shape::Ridge,
-        Shape::FewDirections,
-    ];
-
-    /// The kebab-case name (as on the command line).
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::Linear => "linear",
-            Shape::Quadratic => "quadratic",
-            Shape::Step => "step",
-            Shape::Periodic => "periodic",
-            Shape::NearNoiseFree => "near-noise-free",
-            Shape::VeryNoisy => "very-noisy",
-            Shape::Tiny => "tiny",
-            Shape::Duplicated => "duplicated",
-            Shape::OneOfEight => "one-of-eight",
-            Shape::Offsets => "offsets",
-            Shape::Integer => "integer",
-            Shape::Heteroscedastic => "heteroscedastic",
-            Shape::Chirp => "chirp",
-            Shape::Varying2d => "varying2d",
-            Shape::Ridge => "ridge",
-            Shape::FewDirections => "few-directions",
-        }
-    }
-
     /// Rows generated when the caller has no preference.
-    pub fn default_rows(self) -> usize {
+    pub(crate) fn default_rows(self) -> usize {
         match self {
             Shape::Tiny => 10,
             Shape::Linear | Shape::Quadratic | Shape::NearNoiseFree => 100,
@@ -155,7 +115,7 @@ impl Shape {
 
     /// Standard deviation of the observation noise at raw input `x` (one
     /// row): constant except for [`Shape::Heteroscedastic`].
-    pub fn noise_std(self, x: &[f64]) -> f64 {
+    pub(crate) fn noise_std(self, x: &[f64]) -> f64 {
         match self {
             Shape::Linear | Shape::Periodic | Shape::Duplicated | Shape::OneOfEight => 0.1,
             Shape::Chirp | Shape::Varying2d | Shape::Ridge | Shape::FewDirections => 0.1,
@@ -201,7 +161,7 @@ impl std::fmt::Display for Shape {
 }
 
 /// The noise-free function of `shape` at one raw input row.
-pub fn truth_at(shape: Shape, x: &[f64]) -> f64 {
+pub(crate) fn truth_at(shape: Shape, x: &[f64]) -> f64 {
     use std::f64::consts::TAU;
     let x0 = x.first().copied().unwrap_or(0.0);
     let x1 = x.get(1).copied().unwrap_or(0.0);
@@ -215,39 +175,39 @@ pub fn truth_at(shape: Shape, x: &[f64]) -> f64 {
                 1.0
             }
         }
-        Shape::Periodic => (TAU * x0 / 2.5).sin(),
-        Shape::NearNoiseFree | Shape::VeryNoisy => (TAU * x0).sin(),
+        Shape::Periodic => libm::sin(TAU * x0 / 2.5),
+        Shape::NearNoiseFree | Shape::VeryNoisy => libm::sin(TAU * x0),
         Shape::Tiny => crate::tools::demo::demo_function(x0),
-        Shape::Duplicated => x0.sin() + 0.2 * x0,
-        Shape::OneOfEight => (3.0 * x.get(2).copied().unwrap_or(0.0)).sin(),
-        Shape::Offsets => (TAU * (x0 - 293.15)).sin() + 0.5 * (x1 - 101_325.0) / 50.0,
-        Shape::Integer => 2.0 * x0.ln_1p() + 0.05 * x1,
-        Shape::Heteroscedastic => 2.0 * x0.sin(),
+        Shape::Duplicated => libm::sin(x0) + 0.2 * x0,
+        Shape::OneOfEight => libm::sin(3.0 * x.get(2).copied().unwrap_or(0.0)),
+        Shape::Offsets => libm::sin(TAU * (x0 - 293.15)) + 0.5 * (x1 - 101_325.0) / 50.0,
+        Shape::Integer => 2.0 * libm::log1p(x0) + 0.05 * x1,
+        Shape::Heteroscedastic => 2.0 * libm::sin(x0),
         Shape::Chirp => {
             let r = (x0 - 0.5).max(0.0);
-            (TAU * (x0 + 10.0 * r * r)).sin()
+            libm::sin(TAU * (x0 + 10.0 * r * r))
         }
-        Shape::Varying2d => (TAU * x1 * (1.0 + 4.0 * x0)).sin() + 0.5 * x0,
+        Shape::Varying2d => libm::sin(TAU * x1 * (1.0 + 4.0 * x0)) + 0.5 * x0,
         Shape::Ridge => ridge_function(x),
         Shape::FewDirections => few_directions(x),
     }
 }
 
 /// Input dimension of [`Shape::FewDirections`].
-pub const FEW_DIRECTIONS_DIM: usize = 32;
+pub(crate) const FEW_DIRECTIONS_DIM: usize = 32;
 
 /// The function behind [`Shape::FewDirections`]: `sin(2 u1) + 0.8 cos(1.5
 /// u2)` of two fixed unit-norm directions `u1 ~ cos(j)`, `u2 ~ sin(2j + 1)`
 /// across the inputs (unit variance each for the shape's inputs).
-pub fn few_directions(x: &[f64]) -> f64 {
+pub(crate) fn few_directions(x: &[f64]) -> f64 {
     let direction = |f: &dyn Fn(f64) -> f64| {
         let w: Vec<f64> = (0..x.len()).map(|j| f(j as f64)).collect();
         let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt();
         x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / norm
     };
-    let u1 = direction(&|j| j.cos());
-    let u2 = direction(&|j| (2.0 * j + 1.0).sin());
-    (2.0 * u1).sin() + 0.8 * (1.5 * u2).cos()
+    let u1 = direction(&|j| libm::cos(j));
+    let u2 = direction(&|j| libm::sin(2.0 * j + 1.0));
+    libm::sin(2.0 * u1) + 0.8 * libm::cos(1.5 * u2)
 }
 
 /// The noise-free function of `shape` at every row of raw inputs `x`
@@ -265,18 +225,18 @@ pub fn truth(shape: Shape, x: &DMatrix<f64>) -> DVector<f64> {
 
 /// The ridge function behind [`synthetic`]: a sum of a few ridge functions
 /// of the inputs, smooth in every direction.
-pub fn ridge_function(x: &[f64]) -> f64 {
+pub(crate) fn ridge_function(x: &[f64]) -> f64 {
     let a: f64 = x
         .iter()
         .enumerate()
         .map(|(j, v)| v / (1.0 + j as f64))
         .sum();
     let b: f64 = x.iter().step_by(2).sum();
-    a.sin() + 0.5 * (0.7 * b).cos()
+    libm::sin(a) + 0.5 * libm::cos(0.7 * b)
 }
 
 /// A smooth `d`-dimensional regression problem (raw units) with noise:
-/// inputs uniform in [-3, 3]^d, target [`ridge_function`] plus
+/// inputs uniform in [-3, 3]^d, target `ridge_function` plus
 /// `N(0, 0.1^2)`. For `sgp synth`, examples and benchmarks.
 pub fn synthetic(n: usize, d: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -357,11 +317,11 @@ pub fn generate(shape: Shape, rows: usize, seed: u64) -> Generated {
 
 /// The most bytes of numbers `sgp synth` generates: it holds its data in
 /// memory before writing it.
-pub const MAX_SYNTH_BYTES: u128 = 4 << 30;
+pub(crate) const MAX_SYNTH_BYTES: u128 = 4 << 30;
 
 /// Checks `sgp synth`'s sizes before anything is allocated: `rows` rows
 /// of `columns` numbers each (inputs, outputs and the noise-free truth)
-/// within [`MAX_SYNTH_BYTES`], and at most 65,535 inputs (what a blob
+/// within `MAX_SYNTH_BYTES`, and at most 65,535 inputs (what a blob
 /// holds).
 ///
 /// ```
@@ -530,14 +490,14 @@ impl Case {
 }
 
 /// The M values tried in robustness cases.
-pub const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
+pub(crate) const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
 
 /// Data sets every fitting procedure must fit and export: every shape at
 /// its default size and at other sizes and seeds (45 cases, N <= 300),
-/// each with the M of [`ROBUSTNESS_M`] that do not exceed N.
+/// each with the M of `ROBUSTNESS_M` that do not exceed N.
 pub fn robustness_cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for shape in Shape::ALL {
+    for &shape in Shape::ALL {
         let sizes: &[usize] = match shape {
             // The tiny shape is about N itself: 10, the smallest M fits, and less.
             Shape::Tiny => &[10, 5, 12],
@@ -565,7 +525,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_data_other_seed_other_data() {
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             let n = shape.default_rows();
             let a = generate(shape, n, 7);
             assert_eq!(a, generate(shape, n, 7), "{shape}");
@@ -575,7 +535,7 @@ mod tests {
 
     #[test]
     fn sizes_names_and_truth_match() {
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             for n in [2, 10, shape.default_rows()] {
                 let g = generate(shape, n, 1);
                 assert_eq!(g.x.shape(), (n, shape.n_inputs()), "{shape}");
@@ -594,17 +554,15 @@ mod tests {
 
     #[test]
     fn value_names_are_the_kebab_case_names() {
-        use clap::ValueEnum;
-        for shape in Shape::ALL {
-            let value = shape.to_possible_value().unwrap();
-            assert_eq!(value.get_name(), shape.name());
-            assert_eq!(Shape::from_str(shape.name(), false), Ok(shape));
+        for &shape in Shape::ALL {
+            let parsed: Shape = crate::options::parse(shape.name(), "--shape").unwrap();
+            assert_eq!(parsed, shape);
             assert_eq!(
                 serde_json::to_string(&shape).unwrap(),
                 format!("\"{}\"", shape.name())
             );
         }
-        assert_eq!(Shape::value_variants().len(), Shape::ALL.len());
+        assert_eq!(Shape::ALL.len(), 16);
     }
 
     #[test]
@@ -744,7 +702,7 @@ mod tests {
     fn robustness_cases_cover_every_shape_within_budget() {
         let cases = robustness_cases();
         assert!(cases.len() >= 30);
-        for shape in Shape::ALL {
+        for &shape in Shape::ALL {
             assert!(
                 cases.iter().filter(|c| c.shape == shape).count() >= 2,
                 "{shape}"
@@ -777,7 +735,7 @@ mod tests {
 
 /// A generated 2-D binary classification problem (labels 0 and 1), for the
 /// IVM's tests and claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClassShape {
     /// Two classes on either side of the line `x1 + 0.5 x2 = 0`, with a gap
@@ -814,9 +772,9 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
                 let na: f64 = rng.sample(StandardNormal);
                 let nb: f64 = rng.sample(StandardNormal);
                 let (a, b) = if upper {
-                    (t.cos(), t.sin())
+                    (libm::cos(t), libm::sin(t))
                 } else {
-                    (1.0 - t.cos(), 0.5 - t.sin())
+                    (1.0 - libm::cos(t), 0.5 - libm::sin(t))
                 };
                 (a + 0.25 * na, b + 0.25 * nb, if upper { 0.0 } else { 1.0 })
             }

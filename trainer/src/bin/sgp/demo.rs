@@ -3,14 +3,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use nalgebra::DMatrix;
+use sgp_trainer::choose::Request;
 use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
-use sgp_trainer::export::cure::export_fitted;
+use sgp_trainer::export::export;
 use sgp_trainer::files::check_outputs;
 use sgp_trainer::fit::{ExactParams, FitParams, Method};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::demo::{
-    bunched_left, demo_data, demo_test_set, figure1_params, DEMO_NOISE_STD,
+    bunched_left, demo_data, demo_test_set, figure1_params, figure1_words, printed_positions,
+    Figure1Outcome, DEMO_NOISE_STD,
 };
 use sgp_trainer::Result;
 
@@ -63,10 +64,11 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Resu
     let mut positions_after = Vec::new();
     for (name, params) in &fits {
         let started = Instant::now();
-        let mut fitted = fit_with_progress(&data, params, quiet, name)?;
+        let request = Request::exactly(params.clone());
+        let mut fitted = fit_with_progress(std::slice::from_ref(&data), &request, quiet, name)?;
         let seconds = started.elapsed().as_secs_f64();
-        let (exported, _) = export_fitted(&mut fitted, &test_x, false)?;
-        let (model, report) = (&fitted.model, &fitted.report);
+        let exported = export(&mut fitted, &test_x, false)?;
+        let (model, report) = (&fitted.set.members[0], &fitted.report);
         let reference = model.predict_raw(&test_x)?;
         let trainer = figures(
             reference.mean.as_slice(),
@@ -79,7 +81,8 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Resu
             // The last (VFE) is the one written out.
             spgp_blob = exported.blob.clone();
             let z = data.transform.unapply_x(&model.form.basis.centres);
-            positions_after.push((name.clone(), z));
+            let z: Vec<f64> = z.iter().copied().collect();
+            positions_after.push((name.clone(), z, report.nlml, trainer.rmse, trainer.nlpd));
         }
         rows.push(DemoRow {
             name,
@@ -110,28 +113,36 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Resu
             r.blob_bytes
         );
     }
-    let positions = |z: &DMatrix<f64>| {
-        let mut v: Vec<f64> = z.iter().copied().collect();
-        v.sort_by(f64::total_cmp);
-        v.iter()
-            .map(|p| format!("{p:.2}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let positions = |z: &[f64]| printed_positions(z).join(" ");
+    let raw = data.raw_x();
+    let (lo, hi) = (raw.min(), raw.max());
     println!();
     println!(
-        "pseudo-inputs, data on [0, 6]\n  {:<22} {}",
+        "pseudo-inputs, data on [{lo:.2}, {hi:.2}]\n  {:<22} {}",
         "start (bunched):",
-        positions(&data.transform.unapply_x(&start_z))
+        positions(data.transform.unapply_x(&start_z).as_slice())
     );
-    for (name, z) in &positions_after {
+    for (name, z, ..) in &positions_after {
         println!("  {:<22} {}", format!("{name}:"), positions(z));
     }
+    let outcomes: Vec<Figure1Outcome> = positions_after
+        .iter()
+        .map(|(name, z, nlml, rmse, nlpd)| Figure1Outcome {
+            name: name.split(" (").next().unwrap_or(name),
+            z,
+            nlml: *nlml,
+            rmse: *rmse,
+            nlpd: *nlpd,
+        })
+        .collect();
+    let exact = &rows[0].trainer;
     println!();
     println!(
-        "From the bunched start FITC stacks pseudo-inputs on one spot and strands some \
-         outside the data;\nVFE spreads them over the data and matches the exact GP.\n\
-         SPGP VFE blob written to {} — try `sgp inspect {}`",
+        "{}",
+        figure1_words(lo, hi, (exact.rmse, exact.nlpd), &outcomes)
+    );
+    println!(
+        "SPGP VFE blob written to {} — try `sgp inspect {}`",
         out.display(),
         out.display()
     );

@@ -7,6 +7,7 @@ mod eval;
 mod export;
 mod fit;
 mod inspect;
+mod named;
 mod plot;
 mod predict;
 mod replay;
@@ -24,6 +25,7 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::codegen::Format;
 use sgp_trainer::files::{check_outputs, write_atomic, Input};
+use sgp_trainer::tools::dynamics::System;
 use sgp_trainer::tools::synth::Shape;
 use sgp_trainer::{Error, Result};
 
@@ -104,7 +106,7 @@ enum Command {
         model: PathBuf,
         /// `c`: the blob as an aligned array and its length; `rust`: a module
         /// with the blob, the input names and the `Model` type of its sizes.
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = named::named::<Format>())]
         format: Format,
         /// Output file (default: standard output).
         #[arg(long)]
@@ -124,12 +126,12 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         dim: usize,
         /// A named shape instead of the ridge data (its own inputs).
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = named::named::<Shape>())]
         shape: Option<Shape>,
         /// A dynamical system with several outputs instead (its own inputs
         /// and outputs: fit them with --target a,b).
-        #[arg(long, value_enum, conflicts_with = "shape")]
-        system: Option<sgp_trainer::tools::dynamics::System>,
+        #[arg(long, value_parser = named::named::<System>(), conflicts_with = "shape")]
+        system: Option<System>,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,

@@ -19,18 +19,27 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
     let (blob, spec) = read_blob(&model)?;
     let x = read_inputs(&data, &spec.input_names)?;
     let named = in_file(data.name());
-    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
-        return predict_outputs(&spec, &x).map_err(&named);
-    }
     if spec.shape.link != sgp_runtime::Link::Identity {
         return predict_classes(&blob, &spec, &x).map_err(&named);
     }
-    let predictions = sgp_trainer::export::device::predict_all(&blob, &x).map_err(&named)?;
+    let rows = sgp_trainer::export::device::predict_outputs(&blob, &x).map_err(&named)?;
+    // One output: `mean,variance`; several: `NAME_mean,NAME_variance` each.
+    let header: Vec<String> = match output_specs(&spec)[..] {
+        [_] => vec!["mean,variance".to_owned()],
+        ref outputs => outputs
+            .iter()
+            .map(|o| format!("{0}_mean,{0}_variance", o.target_name))
+            .collect(),
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = stdout_error;
-    writeln!(out, "mean,variance").map_err(io)?;
-    for p in predictions {
-        writeln!(out, "{},{}", p.mean, p.variance).map_err(io)?;
+    writeln!(out, "{}", header.join(",")).map_err(io)?;
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|p| format!("{},{}", p.mean, p.variance))
+            .collect();
+        writeln!(out, "{}", cells.join(",")).map_err(io)?;
     }
     out.flush().map_err(io)
 }
@@ -60,35 +69,6 @@ pub(crate) fn predict_classes(blob: &[u8], spec: &ModelSpec, x: &DMatrix<f64>) -
             let probability = p.probability.unwrap_or(f32::NAN);
             cells.push(format!("{probability},{},{}", p.mean, p.variance));
         }
-        writeln!(out, "{}", cells.join(",")).map_err(io)?;
-    }
-    out.flush().map_err(io)
-}
-
-/// `sgp predict` of a multi-output regression: `NAME_mean,NAME_variance`
-/// per output, each output evaluated through the runtime.
-pub(crate) fn predict_outputs(spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
-    let outputs = output_specs(spec);
-    let mut columns = Vec::with_capacity(outputs.len());
-    for output in &outputs {
-        columns.push(sgp_trainer::export::device::predict_all(
-            &output.to_bytes()?,
-            x,
-        )?);
-    }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let io = stdout_error;
-    let header: Vec<String> = outputs
-        .iter()
-        .map(|o| format!("{0}_mean,{0}_variance", o.target_name))
-        .collect();
-    writeln!(out, "{}", header.join(",")).map_err(io)?;
-    for i in 0..x.nrows() {
-        let cells: Vec<String> = columns
-            .iter()
-            .filter_map(|c| c.get(i))
-            .map(|p| format!("{},{}", p.mean, p.variance))
-            .collect();
         writeln!(out, "{}", cells.join(",")).map_err(io)?;
     }
     out.flush().map_err(io)

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::files::{check_outputs, Input};
-use sgp_trainer::fit::task::{choose_task, Classes, Task};
-use sgp_trainer::fit::{applies, Method};
+use sgp_trainer::fit::Method;
+use sgp_trainer::options::applies;
+use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
 };
@@ -32,7 +33,7 @@ pub(crate) struct SweepArgs {
     /// Model families, comma-separated (default: spgp,vsgp for a
     /// regression, ivm for a classification). exact is one row whatever
     /// --m.
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = crate::named::named::<Method>(), value_delimiter = ',')]
     models: Option<Vec<Method>>,
     /// Numbers of basis functions M, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
@@ -97,7 +98,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             ));
         }
         several = MultiTargetData::from_input(&data_input, &targets)?;
-        (Training::Outputs(&several), Task::Regression)
+        (Training::from(&several), Task::Regression)
     } else {
         let data = Dataset::from_input(&data_input, args.target.as_deref())?;
         let asked_models = args.models.clone().unwrap_or_default();
@@ -130,7 +131,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             warn_about_columns(&target.data);
         }
         single = target.data;
-        (Training::One(&single), task)
+        (Training::from(&single), task)
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],

@@ -1,5 +1,5 @@
 //! CSV rows, one record at a time: the same dialect
-//! ([`crate::data::csv_reader`]), checks and messages as [`crate::data`]
+//! (`crate::data::csv_reader`), checks and messages as [`crate::data`]
 //! (places given as `line L (data row R)`).
 
 use std::fs::File;

@@ -10,7 +10,7 @@
 //! of exactly the same rows whatever the format, so that sums over chunks
 //! (the streamed posterior, [`crate::model::posterior_sums`]) come out bit for bit
 //! the same from a CSV file and a Parquet file holding the same numbers.
-//! [`scan`] is the first pass: validation, standardisation and a random
+//! `scan` is the first pass: validation, standardisation and a random
 //! sample of rows.
 //!
 //! The format is recognised by content, not by name: a Parquet file starts
@@ -49,7 +49,7 @@ pub use scan::{scan, Scan};
 /// Rows per chunk of the streamed passes: large enough that per-chunk
 /// overhead vanishes and every core gets parallel work, small enough to
 /// stay a few megabytes (65,536 rows x 9 columns is 4.7 MB of f64).
-pub const DEFAULT_CHUNK_ROWS: usize = 65_536;
+pub(crate) const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
 pub type Format = InputFormat;
@@ -177,7 +177,7 @@ impl TableFile {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read.
-    pub fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
+    pub(crate) fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
         match self.known_rows {
             Some(known) => Ok(known > rows),
             None => csv_rows::more_rows_than(&self.input, rows),
@@ -337,7 +337,7 @@ mod tests {
     /// `dir`.
     fn both_formats(dir: &Path) -> (PathBuf, PathBuf, DMatrix<f64>, DVector<f64>) {
         let x = DMatrix::from_fn(50, 2, |i, j| (i * (j + 2)) as f64 * 0.37 - 3.0);
-        let y = DVector::from_fn(50, |i, _| (i as f64 * 0.3).sin());
+        let y = DVector::from_fn(50, |i, _| libm::sin(i as f64 * 0.3));
         let mut text = String::from("a,b,y\n");
         for i in 0..50 {
             text += &format!("{},{},{}\n", x[(i, 0)], x[(i, 1)], y[i]);

@@ -8,31 +8,16 @@
 //! factors `L1`, `L2`. The basis functions themselves are SPGP's, so the
 //! blob has exactly SPGP's shape (and `h` is not stored in it).
 //!
-//! A growing `h_m` partly "switches off" pseudo-input `m`: it keeps
-//! modelling correlations nearby, but lets the predictive variance there
-//! rise towards `s2 + sigma2` — input-dependent noise at no runtime cost.
+//! A growing `h_m` partly switches pseudo-input `m` off: the predictive
+//! variance there rises towards `s2 + sigma2`, input-dependent noise at no
+//! runtime cost. The pseudo-inputs are a [`PseudoInputs`] inside; this
+//! file adds the diagonal.
 //!
-//! The pseudo-inputs are a [`PseudoInputs`] inside (composition): `kuf`,
-//! `grad_kuf`, the runtime basis and the pseudo-inputs' part of `kuu` and
-//! `grad_kuu` are its code. This file adds only the diagonal.
-//!
-//! # Parameterisation
-//!
-//! `h_m = exp(log_h_m)`, in standardised target-variance units (the units
-//! of `s2`), absolute rather than relative to `s2`:
-//!
-//! - **Positive without a bound**, and `d/d log h_m = adj_mm h_m` (the
-//!   diagonal of `dF/dKuu`): no coupling with `log s2`.
-//! - **`h -> 0` is SPGP**; `log h` is kept within
-//!   `[LOG_H_MIN, LOG_H_MAX]` ([`set_params`](InducingFeatures::set_params)
-//!   returns [`Error::Numerical`] outside, which the optimiser treats as a
-//!   failed trial point). At `LOG_H_MIN` (`h ~ 4e-18`) `h` is far below the
-//!   jitter `Kuu` gets anyway (`1e-8 s2` and up), so there is nothing to gain
-//!   below it and the gradient `adj_mm h_m` has vanished; at `LOG_H_MAX`
-//!   (`h ~ 5e8` on targets of unit variance) the pseudo-input is entirely
-//!   off, and `exp` is still far from overflow.
-//!
-//! How `h` starts is the fitting procedure's choice (`fit::spgp_hs`).
+//! `h_m = exp(log_h_m)` in standardised target-variance units (absolute,
+//! not relative to `s2`: `d/d log h_m = adj_mm h_m` couples to nothing),
+//! kept within `[LOG_H_MIN, LOG_H_MAX]` (outside,
+//! [`set_params`](InducingFeatures::set_params) refuses the point): below,
+//! `h` is far under `Kuu`'s own jitter; above, the pseudo-input is off.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
@@ -41,10 +26,10 @@ use crate::model::kernel::KernelParams;
 use crate::{Error, Result};
 
 /// Smallest `log h` accepted (see the module documentation).
-pub const LOG_H_MIN: f64 = -40.0;
+pub(crate) const LOG_H_MIN: f64 = -40.0;
 
 /// Largest `log h` accepted.
-pub const LOG_H_MAX: f64 = 20.0;
+pub(crate) const LOG_H_MAX: f64 = 20.0;
 
 fn log_h_ok(v: f64) -> bool {
     v.is_finite() && (LOG_H_MIN..=LOG_H_MAX).contains(&v)
@@ -84,8 +69,8 @@ impl Heteroscedastic {
 
     /// SPGP's pseudo-inputs with every `h_m = h` (clamped into the accepted
     /// range; `h <= 0` gives the smallest).
-    pub fn from_pseudo_inputs(inputs: &PseudoInputs, h: f64) -> Self {
-        let log_h = if h > 0.0 { h.ln() } else { LOG_H_MIN };
+    pub(crate) fn from_pseudo_inputs(inputs: &PseudoInputs, h: f64) -> Self {
+        let log_h = if h > 0.0 { libm::log(h) } else { LOG_H_MIN };
         Self {
             log_h: vec![log_h.clamp(LOG_H_MIN, LOG_H_MAX); inputs.num_inducing()],
             inputs: inputs.clone(),
@@ -99,7 +84,7 @@ impl Heteroscedastic {
 
     /// The uncertainties `h` (standardised target-variance units).
     pub fn h(&self) -> Vec<f64> {
-        self.log_h.iter().map(|v| v.exp()).collect()
+        self.log_h.iter().map(|v| libm::exp(*v)).collect()
     }
 }
 
@@ -144,7 +129,7 @@ impl InducingFeatures for Heteroscedastic {
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
         let mut k = self.inputs.kuu(kern);
         for (m, lh) in self.log_h.iter().enumerate() {
-            k[(m, m)] += lh.exp();
+            k[(m, m)] += libm::exp(*lh);
         }
         k
     }
@@ -165,7 +150,7 @@ impl InducingFeatures for Heteroscedastic {
             self.log_h
                 .iter()
                 .enumerate()
-                .map(|(m, lh)| adj[(m, m)] * lh.exp()),
+                .map(|(m, lh)| adj[(m, m)] * libm::exp(*lh)),
         );
         FeatureGrad {
             feature,
@@ -211,7 +196,7 @@ mod tests {
         let (x, y) = problem(seed, n, D);
         let z = DMatrix::from_fn(m, D, |i, d| x[(i * n / m, d)] + 0.05 * (d as f64 + 1.0));
         let log_h = (0..m)
-            .map(|i| -2.3 + 2.0 * (i as f64 * 1.7).sin())
+            .map(|i| -2.3 + 2.0 * libm::sin(i as f64 * 1.7))
             .collect();
         let f = Heteroscedastic::new(PseudoInputs::new(z).expect("valid"), log_h).expect("valid");
         (x, y, f)
@@ -293,7 +278,7 @@ mod tests {
             // above can fail).
             let mut other = hs.clone();
             let mut p = other.params();
-            p[6 * D + 2] = (0.1 * k.signal_var()).ln();
+            p[6 * D + 2] = libm::log(0.1 * k.signal_var());
             other.set_params(&p).expect("in range");
             let (nlml, mean, var) = differences(&other, &cfg);
             assert!(nlml > 1e-3 && mean.max(var) > 1e-3, "{nlml} {mean} {var}");
@@ -370,7 +355,7 @@ mod tests {
         f.set_params(&[4.0, 3.0, 2.0, 1.0, 0.5, -0.5])
             .expect("valid");
         assert_eq!(f.pseudo_inputs().z()[(0, 1)], 3.0);
-        assert!((f.h()[1] - (-0.5_f64).exp()).abs() < 1e-15);
+        assert!((f.h()[1] - libm::exp(-0.5_f64)).abs() < 1e-15);
         assert!(f.set_params(&[1.0]).is_err());
         assert!(Heteroscedastic::new(z.clone(), vec![0.0]).is_err());
         assert!(Heteroscedastic::new(z.clone(), vec![0.0, LOG_H_MAX + 1.0]).is_err());

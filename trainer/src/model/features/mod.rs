@@ -5,29 +5,10 @@
 //! once against [`InducingFeatures`]; a new kind of feature is one new file
 //! here.
 //!
-//! # How each kind implements the trait
-//!
-//! - **SPGP** ([`PseudoInputs`]): parameters are the M x D pseudo-inputs;
-//!   `Kuu = K(Z, Z)`, `Kuf = K(Z, X)`, `kdiag = s2`; runtime basis: centres
-//!   `Z`, shared widths `1/l^2`, amplitudes `s2`.
-//! - **SPGP+HS** ([`Heteroscedastic`]): wraps pseudo-inputs and adds M parameters `log h_m`;
-//!   `Kuu = K(Z, Z) + diag(h)`, `Kuf` unchanged. In `grad_kuu` the diagonal of
-//!   the adjoint gives `d/d log h_m = adj_mm * h_m`. The runtime basis is that
-//!   of SPGP: `h` only enters through `Kuu`, hence through `L1` and `L2`.
-//! - **SPGP+DR** ([`Projected`]): parameters are `P` (G x D) and pseudo-inputs `Zbar`
-//!   (M x G); `uses_lengthscales` returns false (P absorbs them) and the
-//!   kernel is evaluated with unit length scales in G dims:
-//!   `Kuf = K_1(Zbar, X P^T)`, `Kuu = K_1(Zbar, Zbar)`. `grad_kuf` gets
-//!   `dF/d(X P^T)` from `cross_grad` (the `b` side) and maps it to
-//!   `dF/dP = (dF/d(X P^T))^T X`. Runtime basis: projection `P`, centres
-//!   `Zbar`, shared widths 1, amplitudes `s2`.
-//! - **VSGP** ([`Multiscale`]): parameters are centres `V` (M x D) and
-//!   relative width parameters `rho` (M x D), `Delta = l^2 (1/2 + e^rho)`
-//!   (valid for every `rho`, narrower or wider than `l^2`; why not MATH.md's
-//!   `(l + r)^2` is in [`multiscale`]); `Kuu`/`Kuf` are the multiscale
-//!   covariances, which it differentiates itself (its own `KernelGrad`)
-//!   rather than calling `cross_grad`. Runtime basis: per-basis widths
-//!   `1/Delta_i` and amplitudes `s2 prod_d sqrt(l_d^2/Delta_id)`.
+//! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
+//! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
+//! projection, unit length scales in G dims) and [`Multiscale`] (VSGP:
+//! per-basis widths). Each module documents its covariances.
 //!
 //! # Conventions
 //!
@@ -76,7 +57,7 @@ impl FeatureGrad {
     }
 
     /// Adds `other` into `self`.
-    pub fn add_assign(&mut self, other: &FeatureGrad) {
+    pub(crate) fn add_assign(&mut self, other: &FeatureGrad) {
         for (a, b) in self.feature.iter_mut().zip(&other.feature) {
             *a += b;
         }
@@ -141,7 +122,7 @@ impl RuntimeBasis {
     /// # Panics
     /// If `full_dim - ignored.len()` (distinct indices below `full_dim`)
     /// is not [`Self::input_dim`].
-    pub fn with_ignored_inputs(&self, full_dim: usize, ignored: &[usize]) -> RuntimeBasis {
+    pub(crate) fn with_ignored_inputs(&self, full_dim: usize, ignored: &[usize]) -> RuntimeBasis {
         let used: Vec<usize> = (0..full_dim).filter(|j| !ignored.contains(j)).collect();
         assert_eq!(
             used.len(),
@@ -187,7 +168,7 @@ impl RuntimeBasis {
     pub fn eval(&self, z: &DMatrix<f64>) -> DMatrix<f64> {
         assert_eq!(z.ncols(), self.input_dim(), "input dimension");
         let u = match &self.projection {
-            Some(p) => z * p.transpose(),
+            Some(p) => crate::numerics::linalg::times_transpose(z, p),
             None => z.clone(),
         };
         let (m, g) = self.centres.shape();
@@ -209,7 +190,7 @@ impl RuntimeBasis {
 /// `kernel`'s profile at the scaled squared distance `r2` (1 at 0).
 pub fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
     match kernel {
-        sgp_runtime::Kernel::SquaredExponential => (-0.5 * r2).exp(),
+        sgp_runtime::Kernel::SquaredExponential => libm::exp(-0.5 * r2),
         matern => crate::model::matern::profile(matern, r2).0,
     }
 }
@@ -275,7 +256,7 @@ pub trait InducingFeatures: Send + Sync + std::fmt::Debug {
 
 /// `dF/d log s2` through a prior diagonal equal to `s2` everywhere: the
 /// shared part of every kind's [`InducingFeatures::grad_kuf`].
-pub fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
+pub(crate) fn constant_kdiag_grad(kern: &KernelParams, adj_kdiag: &DVector<f64>) -> f64 {
     kern.signal_var() * adj_kdiag.sum()
 }
 
@@ -408,9 +389,9 @@ pub(crate) mod test_util {
         n: usize,
         diagonal: f64,
     ) -> (DMatrix<f64>, DMatrix<f64>, DVector<f64>) {
-        let a = DMatrix::from_fn(m, m, |i, j| ((i * 7 + j * 3) as f64).sin());
+        let a = DMatrix::from_fn(m, m, |i, j| libm::sin((i * 7 + j * 3) as f64));
         let adj_u = &a + a.transpose() + DMatrix::from_diagonal_element(m, m, diagonal);
-        let adj_f = DMatrix::from_fn(m, n, |i, j| ((i * 5 + j * 11) as f64).cos());
+        let adj_f = DMatrix::from_fn(m, n, |i, j| libm::cos((i * 5 + j * 11) as f64));
         let adj_d = DVector::from_fn(n, |i, _| 0.1 * i as f64 - 0.3);
         (adj_u, adj_f, adj_d)
     }

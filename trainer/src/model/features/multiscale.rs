@@ -7,53 +7,12 @@
 //!   `S_ijd = Delta_id + Delta_jd - l_d^2`
 //! - `kdiag = s2`.
 //!
-//! # Parameterisation
-//!
-//! The widths are stored relative to the length scales:
-//!
-//! `Delta_id = l_d^2 (1/2 + exp(rho_id))`, `rho_id` free.
-//!
-//! Why this form:
-//!
-//! - **Always valid.** The covariances are defined only while every
-//!   `S_ijd > 0`; here `S_ijd = l_d^2 (exp(rho_id) + exp(rho_jd)) > 0` for any
-//!   finite `rho`, including after the optimiser moves `l`. No bound or
-//!   projection is needed.
-//! - **Covers the whole valid region.** `S_iid > 0` is exactly
-//!   `Delta_id > l_d^2 / 2`, and `Delta_id` ranges over `(l_d^2/2, inf)`:
-//!   basis functions can become narrower than the kernel (down to half its
-//!   variance) as well as wider. MATH.md's `Delta = (l + r)^2, r >= 0`
-//!   (GPflow's `Multiscale`) cannot go below `l^2`, and its `r` is an
-//!   absolute offset, so widths drift when `l` is trained.
-//! - **Contains SPGP at an interior point.** `rho = log(1/2)` gives
-//!   `Delta = l^2`, `S = l^2`: exactly SPGP's covariances, so VSGP can start
-//!   from a fitted SPGP with a smooth objective around it.
-//! - **Simple chain rule.** The prefactor `l_d^2 / Delta_id = 1 / (1/2 +
-//!   e^rho_id)` and `l_d^2 / S_ijd = 1 / (e^rho_id + e^rho_jd)` do not depend
-//!   on `l` at all; `log l_d` enters only through the exponents, as
-//!   `d/d log l_d = (distance_d)^2 / Delta_id` (resp. `/ S_ijd`) times the
-//!   entry — the same form as the plain SE kernel with `l_d^2` replaced by
-//!   the width.
-//!
-//! `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`: outside it
-//! [`InducingFeatures::set_params`] returns [`Error::Numerical`], which the
-//! optimiser treats like any failed trial point and backs off from. At the
-//! limit the width is `l^2 (1/2 + 2e-9)` (the basis functions' `Kuu`
-//! diagonal is then about `1.6e4` times `s2` per dimension) or about
-//! `5e8 l^2` (flat over any standardised data set), so nothing useful lies
-//! beyond it, while `exp` could overflow or underflow to a zero `S`.
-//!
-//! # Derivatives
-//!
-//! With `h_id = 1/2 + e_id`, `e_id = exp(rho_id)`, `r = x_d - v_id`,
-//! `t_ijd = e_id + e_jd`, `q = v_id - v_jd`, every entry is `s2` times a
-//! product, so with `B = adj * entry`:
-//!
-//! - Kuf: `d/dv_id = B r / Delta_id`, `d/drho_id = B e_id/(2 h_id) (r^2/Delta_id - 1)`,
-//!   `d/dlog l_d = B r^2 / Delta_id`, `d/dlog s2 = B`;
-//! - Kuu: `d/dv_id = -B q / S_ijd` (and `+` for `v_jd`),
-//!   `d/drho_id = B e_id/(2 t_ijd) (q^2/S_ijd - 1)` (likewise for `rho_jd`),
-//!   `d/dlog l_d = B q^2 / S_ijd`, `d/dlog s2 = B`.
+//! The widths are `Delta_id = l_d^2 (1/2 + exp(rho_id))` with `rho_id`
+//! free: always a valid covariance, every valid width reachable, SPGP at
+//! `rho = log(1/2)`; `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`
+//! (outside, [`InducingFeatures::set_params`] refuses the point and the
+//! optimiser backs off). docs/src/vsgp.md derives the form and the
+//! gradients.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 use rayon::prelude::*;
@@ -65,10 +24,10 @@ use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
 
 /// Largest `|rho|` accepted (see the module documentation).
-pub const RHO_LIMIT: f64 = 20.0;
+pub(crate) const RHO_LIMIT: f64 = 20.0;
 
 /// `rho` at which a width equals the kernel's `l^2` (SPGP): `log(1/2)`.
-pub const RHO_SPGP: f64 = -std::f64::consts::LN_2;
+pub(crate) const RHO_SPGP: f64 = -std::f64::consts::LN_2;
 
 /// Below this many `Kuf` entries the matrix is built serially.
 const PAR_MIN_ENTRIES: usize = 1 << 16;
@@ -117,7 +76,7 @@ impl Multiscale {
     /// SPGP's pseudo-inputs as multiscale features whose widths all equal
     /// the kernel's `l^2` (`rho = log(1/2)`): the same covariances, the
     /// paper's starting point for VSGP.
-    pub fn from_pseudo_inputs(z: &PseudoInputs) -> Self {
+    pub(crate) fn from_pseudo_inputs(z: &PseudoInputs) -> Self {
         let centres = z.z().clone();
         let rho = DMatrix::from_element(centres.nrows(), centres.ncols(), RHO_SPGP);
         Self { centres, rho }
@@ -139,10 +98,10 @@ impl Multiscale {
         let l2: Vec<f64> = kern
             .log_lengthscales
             .iter()
-            .map(|v| (2.0 * v).exp())
+            .map(|v| libm::exp(2.0 * v))
             .collect();
         DMatrix::from_fn(self.rho.nrows(), self.rho.ncols(), |i, d| {
-            l2[d] * (0.5 + self.rho[(i, d)].exp())
+            l2[d] * (0.5 + libm::exp(self.rho[(i, d)]))
         })
     }
 
@@ -161,14 +120,14 @@ impl Multiscale {
         for i in 0..m {
             let mut log_amp = 0.0;
             for (k, il2) in inv_l2.iter().enumerate() {
-                let e = self.rho[(i, k)].exp();
+                let e = libm::exp(self.rho[(i, k)]);
                 let h = 0.5 + e;
                 t.v.push(self.centres[(i, k)]);
                 t.inv_delta.push(il2 / h);
                 t.half_e_over_h.push(0.5 * e / h);
-                log_amp -= 0.5 * h.ln();
+                log_amp -= 0.5 * libm::log(h);
             }
-            t.amp.push(s2 * log_amp.exp());
+            t.amp.push(s2 * libm::exp(log_amp));
         }
         t
     }
@@ -251,7 +210,7 @@ impl InducingFeatures for Multiscale {
         kern_dims(kern, d);
         let s2 = kern.signal_var();
         let inv_l2 = kern.inv_sq_lengthscales();
-        let e = self.rho.map(f64::exp);
+        let e = self.rho.map(libm::exp);
         let mut out = DMatrix::zeros(m, m);
         for j in 0..m {
             for i in 0..=j {
@@ -259,9 +218,9 @@ impl InducingFeatures for Multiscale {
                 for k in 0..d {
                     let t = e[(i, k)] + e[(j, k)];
                     let q = self.centres[(i, k)] - self.centres[(j, k)];
-                    log_k -= 0.5 * (t.ln() + q * q * inv_l2[k] / t);
+                    log_k -= 0.5 * (libm::log(t) + q * q * inv_l2[k] / t);
                 }
-                let v = s2 * log_k.exp();
+                let v = s2 * libm::exp(log_k);
                 out[(i, j)] = v;
                 out[(j, i)] = v;
             }
@@ -293,7 +252,7 @@ impl InducingFeatures for Multiscale {
                         let r = xn[k] - v[k];
                         r2 += r * r * w[k];
                     }
-                    *o = t.amp[i] * (-0.5 * r2).exp();
+                    *o = t.amp[i] * libm::exp(-0.5 * r2);
                 }
             }
         };
@@ -315,7 +274,7 @@ impl InducingFeatures for Multiscale {
         assert_eq!(kuu.shape(), (m, m), "Kuu shape");
         assert_eq!(adj.shape(), (m, m), "adjoint shape");
         let inv_l2 = kern.inv_sq_lengthscales();
-        let e = self.rho.map(f64::exp);
+        let e = self.rho.map(libm::exp);
         let mut gv = vec![0.0; m * d];
         let mut grho = vec![0.0; m * d];
         let mut kernel = KernelGrad::zeros(d);
@@ -433,7 +392,7 @@ mod tests {
         let (x, y) = problem(seed, n, D);
         let v = DMatrix::from_fn(m, D, |i, d| x[(i * n / m, d)] + 0.05 * (d as f64 + 1.0));
         let rho = DMatrix::from_fn(m, D, |i, d| {
-            RHO_SPGP + 0.9 * ((i * D + d) as f64 * 1.7).sin()
+            RHO_SPGP + 0.9 * libm::sin((i * D + d) as f64 * 1.7)
         });
         (x, y, Multiscale::new(v, rho).expect("valid"))
     }
@@ -546,7 +505,8 @@ mod tests {
                 let mut want = s2;
                 for d in 0..D {
                     let r = x[(n, d)] - v[(i, d)];
-                    want *= (l2[d] / delta[(i, d)]).sqrt() * (-0.5 * r * r / delta[(i, d)]).exp();
+                    want *=
+                        (l2[d] / delta[(i, d)]).sqrt() * libm::exp(-0.5 * r * r / delta[(i, d)]);
                 }
                 assert!((kuf[(i, n)] - want).abs() < 1e-13, "Kuf {i},{n}");
             }
@@ -558,7 +518,7 @@ mod tests {
                 for d in 0..D {
                     let s = delta[(i, d)] + delta[(j, d)] - l2[d];
                     let q = v[(i, d)] - v[(j, d)];
-                    want *= (l2[d] / s).sqrt() * (-0.5 * q * q / s).exp();
+                    want *= (l2[d] / s).sqrt() * libm::exp(-0.5 * q * q / s);
                 }
                 assert!((kuu[(i, j)] - want).abs() < 1e-13, "Kuu {i},{j}");
             }

@@ -8,7 +8,7 @@
 //!
 //! # Starting point
 //!
-//! [`Projected::pca_start`]: `P0 = V_G^T diag(1/l)` where `l` are the
+//! `Projected::pca_start`: `P0 = V_G^T diag(1/l)` where `l` are the
 //! starting kernel's length scales (the data-scale default, or an exact
 //! GP's with `--init-hyper exact`) and `V_G` the top-G principal directions
 //! of the inputs scaled by `1/l`. Then `||P0 (x - x')||^2` is exactly the
@@ -43,7 +43,7 @@ pub struct Projected {
 ///
 /// # Errors
 /// [`Error::BadInput`] if `g` is 0 or above D, or `x` has fewer than 2 rows.
-pub fn principal_directions(x: &DMatrix<f64>, g: usize) -> Result<(DMatrix<f64>, Vec<f64>)> {
+pub(crate) fn principal_directions(x: &DMatrix<f64>, g: usize) -> Result<(DMatrix<f64>, Vec<f64>)> {
     let (n, d) = x.shape();
     if g == 0 || g > d {
         return Err(Error::BadInput(format!(
@@ -110,7 +110,11 @@ impl Projected {
     ///
     /// # Errors
     /// As [`principal_directions`].
-    pub fn pca_start(x: &DMatrix<f64>, kern: &KernelParams, g: usize) -> Result<DMatrix<f64>> {
+    pub(crate) fn pca_start(
+        x: &DMatrix<f64>,
+        kern: &KernelParams,
+        g: usize,
+    ) -> Result<DMatrix<f64>> {
         let inv_l = kern.inv_lengthscales();
         let scaled = DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| x[(i, j)] * inv_l[j]);
         let (dirs, _) = principal_directions(&scaled, g)?;
@@ -124,11 +128,6 @@ impl Projected {
         &self.p
     }
 
-    /// The pseudo-inputs `Zbar`, M x G.
-    pub fn zbar(&self) -> &DMatrix<f64> {
-        &self.zbar
-    }
-
     /// Projected dimension G.
     pub fn feature_dim(&self) -> usize {
         self.p.nrows()
@@ -136,7 +135,7 @@ impl Projected {
 
     /// The data in the projected space, `X P^T` (N x G).
     pub fn project(&self, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        x * self.p.transpose()
+        crate::numerics::linalg::times_transpose(&x, &self.p)
     }
 
     fn unit(&self) -> Vec<f64> {
@@ -313,7 +312,7 @@ mod tests {
     /// near projected data points.
     fn setup(seed: u64, n: usize, m: usize) -> (DMatrix<f64>, DVector<f64>, Projected) {
         let (x, y) = problem(seed, n, D);
-        let p = DMatrix::from_fn(G, D, |g, d| 0.8 * ((g * D + d) as f64 * 1.3 + 0.4).sin());
+        let p = DMatrix::from_fn(G, D, |g, d| 0.8 * libm::sin((g * D + d) as f64 * 1.3 + 0.4));
         let u = &x * p.transpose();
         let zbar = DMatrix::from_fn(m, G, |i, g| u[(i * n / m, g)] + 0.05 * (g as f64 + 1.0));
         (x, y, Projected::new(p, zbar).expect("valid"))
@@ -401,7 +400,7 @@ mod tests {
         // Rows along (1, 2, 0) with a little spread along (0, 0, 1).
         let x = DMatrix::from_fn(40, 3, |i, d| {
             let t = i as f64 - 19.5;
-            [t, 2.0 * t, 0.1 * (i as f64 * 1.7).sin()][d]
+            [t, 2.0 * t, 0.1 * libm::sin(i as f64 * 1.7)][d]
         });
         let (dirs, vars) = principal_directions(&x, 2).expect("valid");
         let want = [1.0 / 5f64.sqrt(), 2.0 / 5f64.sqrt(), 0.0];

@@ -3,67 +3,28 @@
 //! selected by [`FitcConfig::approximation`]: objective, its adjoints with
 //! respect to `Kuu`, `Kuf`, the prior diagonal and `sigma2`, the total
 //! gradient, prediction and the runtime form. O(M^2 N) time, O(M N) memory;
-//! never forms an N x N matrix.
+//! never forms an N x N matrix. The derivation is in the guide
+//! (docs/src/numerics.md, "FITC and VFE").
 //!
-//! # Formulation (MATH.md)
+//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`,
+//! `lambda_n = kdiag_n - ||V_n||^2`; both objectives are
+//! `F = -log N(y | 0, V^T V + Gamma) + T` with
 //!
-//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`, `Q = V^T V`,
-//! `lambda_n = kdiag_n - ||V_n||^2`. The two objectives are
-//! `F = -log N(y | 0, Q + Gamma) + T` and differ only in `Gamma = diag(gamma)`
-//! and `T`:
+//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0`;
+//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (the
+//!   negative ELBO, an upper bound on the exact GP's NLML),
 //!
-//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0` (F is the NLML of a model
-//!   whose prior variances are exact);
-//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (F is the
-//!   negative ELBO, an upper bound on the exact GP's NLML; `T` charges for
-//!   the variance the inducing points fail to explain, which is what keeps
-//!   them spread out and the bound honest).
+//! evaluated stably through `A = I + V Gamma^{-1} V^T` and `L_A = chol(A)`.
+//! With `H := dF/dV` (per-point weight `d`: `diag(C^{-1} - alpha alpha^T)`
+//! for FITC, `1 / sigma2` for VFE): `dF/dKuf = L^{-T} H`,
+//! `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`, `dF/dkdiag_n = d_n / 2`.
 //!
-//! Both are evaluated in the same stable form: `A = I + V Gamma^{-1} V^T`,
-//! `L_A = chol(A)`, `b = V Gamma^{-1} y`, `c = L_A^{-1} b`,
-//! `F = 1/2 (y^T Gamma^{-1} y - ||c||^2) + 1/2 (sum log gamma + log|A|)
-//!  + N/2 log 2 pi + T`.
-//!
-//! # Adjoints
-//!
-//! With `C = V^T V + Gamma`, `alpha = C^{-1} y` and `W = C^{-1} - alpha
-//! alpha^T`, the Gaussian part has `dF/dC = W / 2`. Woodbury gives `V C^{-1}
-//! = A^{-1} V Gamma^{-1}` and `V alpha = A^{-1} b =: beta_v`; with `w =
-//! diag(W)` (`diag(C^{-1})_n = 1/gamma_n - ||(L_A^{-1} V)_n||^2 / gamma_n^2`)
-//! and a per-point weight `d`,
-//! `H := dF/dV = A^{-1} V Gamma^{-1} - beta_v alpha^T - V diag(d)` (M x N):
-//!
-//! - FITC: `d = w`. `gamma_n` holds `kdiag_n - Q_nn`, so the diagonal of `Q`
-//!   cancels out of `C` and only the off-diagonal part of `W` reaches `Q`.
-//! - VFE: `d_n = 1 / sigma2`. Nothing cancels (the full `V W` survives) and
-//!   the trace term adds `-V / sigma2`.
-//!
-//! Then
-//!
-//! - `dF/dKuf = L^{-T} H`,
-//! - `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`: F depends on `V` only through
-//!   `Q`, so `H = 2 V dF/dQ` with `dF/dQ` symmetric and this is
-//!   `-K^{-1} Kuf (dF/dQ) Kfu K^{-1}`,
-//! - `dF/dkdiag_n = d_n / 2`,
-//! - `dF/dsigma2 = sum_n w_n / 2`, and for VFE also
-//!   `- sum_n lambda_n / (2 sigma2^2)` from `T`.
-//!
-//! The posterior is the same runtime form for both (see [`FitcPosterior`]);
-//! with VFE's `Gamma = sigma2 I` it is the DTC/SGPR predictive.
-//!
-//! # Jitter and noise floor
-//!
-//! `jitter = eps * s2` (see [`crate::numerics::linalg`]) is part of the model, appears
-//! in the exported `L1`, and its `log s2` derivative (`jitter * tr(dF/dK)`)
-//! is included. `sigma2 = floor + exp(log_noise_excess)`
-//! ([`KernelParams`]); FITC tends to push it onto the floor, VFE rather
-//! over-estimates it.
-//!
-//! # Parallelism
-//!
-//! The data are processed in chunks of [`FitcConfig::chunk_rows`] rows with
-//! rayon: building `Kuf`, the triangular solves, the M x M accumulations and
-//! the feature chain rule all run per chunk and are summed.
+//! The posterior is the same runtime form for both ([`FitcPosterior`]; with
+//! VFE it is the DTC/SGPR predictive). `jitter = eps * s2`
+//! ([`crate::numerics::linalg`]) is part of the model: it is in the
+//! exported `L1` and its `log s2` derivative is included. `sigma2 = floor +
+//! exp(log_noise_excess)` ([`KernelParams`]). Rows are processed in chunks
+//! of [`FitcConfig::chunk_rows`] with rayon, each chunk's sums added.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -74,7 +35,7 @@ use crate::model::kernel::KernelParams;
 pub use crate::model::posterior_sums::{FitcConfig, FitcPosterior};
 use crate::model::posterior_sums::{PosteriorSums, Solved};
 use crate::numerics::linalg::{
-    cholesky_jittered, dot, faer_ref, lower_inverse, matmul_into, mul, solve_lower_mut,
+    cholesky_jittered, dot, lower_inverse, mat_ref, matmul_into, mul, solve_lower_mut,
     solve_lower_t_vec, symmetrise, JitteredCholesky,
 };
 use crate::{Error, Result};
@@ -180,7 +141,7 @@ fn forward<F: InducingFeatures + ?Sized>(
             let len = step.min(n - start);
             let xc = x.rows(start, len);
             let kuf = feat.kuf(kern, xc);
-            let v = mul(faer_ref(&linv), faer_ref(&kuf));
+            let v = mul(mat_ref(&linv), mat_ref(&kuf));
             let kd = feat.kdiag(kern, xc);
             let yc = y.rows(start, len);
             let mut gamma = DVector::<f64>::zeros(len);
@@ -221,7 +182,7 @@ fn forward<F: InducingFeatures + ?Sized>(
         chol,
         linv_t: linv.transpose(),
         la,
-        ainv: symmetrise(mul(faer_ref(&lainv).transpose(), faer_ref(&lainv))),
+        ainv: symmetrise(mul(mat_ref(&lainv).transpose(), mat_ref(&lainv))),
         beta_v,
         nlml,
         chunks,
@@ -258,8 +219,8 @@ fn chunk_adjoint(fw: &Forward, c: Chunk, y: &DVector<f64>) -> ChunkAdjoint {
         h.as_mut_slice(),
         m,
         false,
-        faer_ref(&fw.ainv),
-        faer_ref(&v),
+        mat_ref(&fw.ainv),
+        mat_ref(&v),
         1.0,
     );
     let mut adj_kdiag = DVector::<f64>::zeros(len);
@@ -284,13 +245,13 @@ fn chunk_adjoint(fw: &Forward, c: Chunk, y: &DVector<f64>) -> ChunkAdjoint {
         adj_kdiag[i] = 0.5 * d;
         sum_w += w;
     }
-    let hvt = mul(faer_ref(&h), faer_ref(&v).transpose());
+    let hvt = mul(mat_ref(&h), mat_ref(&v).transpose());
     matmul_into(
         v.as_mut_slice(),
         m,
         false,
-        faer_ref(&fw.linv_t),
-        faer_ref(&h),
+        mat_ref(&fw.linv_t),
+        mat_ref(&h),
         1.0,
     );
     ChunkAdjoint {
@@ -423,7 +384,7 @@ pub fn fitc_posterior<F: InducingFeatures + ?Sized>(
 ) -> Result<FitcPosterior> {
     let fw = forward(feat, kern, x, y, cfg)?;
     let beta = solve_lower_t_vec(&fw.chol.l, &fw.beta_v)?;
-    let l2 = &fw.chol.l * &fw.la;
+    let l2 = mul(mat_ref(&fw.chol.l), mat_ref(&fw.la));
     Ok(FitcPosterior {
         l1: fw.chol.l,
         l2,
@@ -685,8 +646,8 @@ mod tests {
             }
             let ci = c.clone().try_inverse().expect("inv");
             0.5 * (y.transpose() * ci * &y)[0]
-                + 0.5 * c.determinant().ln()
-                + 0.5 * y.len() as f64 * (2.0 * PI).ln()
+                + 0.5 * libm::log(c.determinant())
+                + 0.5 * y.len() as f64 * libm::log(2.0 * PI)
                 + trace
         };
         let kd0 = DVector::from_element(20, kern.signal_var());

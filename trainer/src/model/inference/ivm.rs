@@ -72,7 +72,7 @@ impl Default for SelectionOptions {
 /// A site update: what including a point with prior-to-inclusion marginal
 /// `N(h, a)` gives (eq. 2), and its score (eq. 4).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Site {
+pub(crate) struct Site {
     /// Site precision `p_i`.
     pub p: f64,
     /// Site mean `m_i`.
@@ -94,7 +94,7 @@ pub struct Site {
 /// the current posterior is no longer the most informative one (its `nu`
 /// turns negative and it is not selected): without it, on a 6-D ring with
 /// 5% flipped labels, 38 of 128 selected points were flipped ones.
-pub fn site(likelihood: Likelihood, y: f64, h: f64, a: f64, bias: f64, noise: f64) -> Site {
+pub(crate) fn site(likelihood: Likelihood, y: f64, h: f64, a: f64, bias: f64, noise: f64) -> Site {
     let a = a.max(0.0);
     let (alpha, nu) = match likelihood {
         Likelihood::Gaussian => {
@@ -127,7 +127,7 @@ pub fn site(likelihood: Likelihood, y: f64, h: f64, a: f64, bias: f64, noise: f6
         m,
         alpha,
         nu,
-        score: -0.5 * shrink.ln(),
+        score: -0.5 * libm::log(shrink),
     }
 }
 
@@ -167,7 +167,7 @@ pub struct Ivm<'d> {
     pub likelihood: Likelihood,
     /// The probit's bias `b` (ignored for the Gaussian).
     pub bias: f64,
-    /// The probit's label-flip rate (see [`site`]; ignored for the
+    /// The probit's label-flip rate (see `site`; ignored for the
     /// Gaussian).
     pub label_noise: f64,
 }
@@ -180,7 +180,12 @@ impl Ivm<'_> {
     /// # Errors
     /// [`Error::BadInput`] if `d` is 0 or more than the rows;
     /// [`Error::Numerical`] for a non-finite update.
-    pub fn select(&self, d: usize, options: &SelectionOptions, seed: u64) -> Result<ActiveSet> {
+    pub(crate) fn select(
+        &self,
+        d: usize,
+        options: &SelectionOptions,
+        seed: u64,
+    ) -> Result<ActiveSet> {
         let n = self.x.nrows();
         if d == 0 || d > n {
             return Err(Error::BadInput(format!(
@@ -353,7 +358,7 @@ fn catch_up(
 /// `ivmLogLikelihood`; for Gaussian sites the exact GP's NLML on the active
 /// set).
 #[derive(Clone, Debug)]
-pub struct ActivePosterior {
+pub(crate) struct ActivePosterior {
     x: DMatrix<f64>,
     kern: KernelParams,
     chol: JitteredCholesky,
@@ -366,7 +371,7 @@ pub struct ActivePosterior {
 ///
 /// # Errors
 /// [`Error::Numerical`] if the factorisation fails at every jitter.
-pub fn active_posterior(
+pub(crate) fn active_posterior(
     kern: &KernelParams,
     x_active: &DMatrix<f64>,
     p: &[f64],
@@ -383,7 +388,7 @@ pub fn active_posterior(
     let w = solve_lower_vec(&chol.l, &m)?;
     let beta = solve_lower_t_vec(&chol.l, &w)?;
     let d = m.len() as f64;
-    let nlml = 0.5 * w.norm_squared() + 0.5 * chol.log_det() + 0.5 * d * (2.0 * PI).ln();
+    let nlml = 0.5 * w.norm_squared() + 0.5 * chol.log_det() + 0.5 * d * libm::log(2.0 * PI);
     Ok(ActivePosterior {
         x: x_active.clone(),
         kern: kern.clone(),
@@ -427,7 +432,7 @@ impl ActivePosterior {
 /// kernel's `(log l, log s2)`, sites fixed (probit: the sites do not
 /// depend on the kernel once selected, as in GPmat's kernel optimisation).
 /// `dNLML/dtheta = 1/2 tr(W dC/dtheta)`, `W = C^{-1} - beta beta^T`.
-pub fn active_nlml_grad(
+pub(crate) fn active_nlml_grad(
     kern: &KernelParams,
     x_active: &DMatrix<f64>,
     p: &[f64],
@@ -448,7 +453,7 @@ pub fn active_nlml_grad(
 
 /// The probit active-set objective over the flat vector
 /// `[free length scales | log s2]` ([`ParamLayout::latent`]: no noise).
-pub struct ActiveObjective<'d> {
+pub(crate) struct ActiveObjective<'d> {
     x: &'d DMatrix<f64>,
     p: &'d [f64],
     m: &'d [f64],
@@ -561,7 +566,7 @@ mod tests {
             let du = 20.0 * sd / steps as f64;
             for s in 0..=steps {
                 let u = h - 10.0 * sd + s as f64 * du;
-                let w = (-(u - h).powi(2) / (2.0 * a)).exp()
+                let w = libm::exp(-(u - h).powi(2) / (2.0 * a))
                     * (e + (1.0 - 2.0 * e) * crate::model::likelihood::norm_cdf(y * (u + b)))
                     * du;
                 z0 += w;
@@ -577,7 +582,7 @@ mod tests {
             let post_var = 1.0 / (1.0 / a + st.p);
             let post_mean = post_var * (h / a + st.p * st.m);
             assert!((post_var - var).abs() < 1e-6 && (post_mean - mean).abs() < 1e-6);
-            assert!((st.score + 0.5 * (var / a).ln()).abs() < 1e-6);
+            assert!((st.score + 0.5 * libm::log(var / a)).abs() < 1e-6);
         }
     }
 
@@ -586,7 +591,7 @@ mod tests {
         let st = site(Likelihood::Gaussian, 0.7, 0.2, 0.5, 0.0, 0.1);
         assert_eq!(st.m, 0.7);
         assert!((st.p - 10.0).abs() < 1e-12);
-        assert!((st.score - 0.5 * (1.0_f64 + 0.5 / 0.1).ln()).abs() < 1e-12);
+        assert!((st.score - 0.5 * libm::log(1.0_f64 + 0.5 / 0.1)).abs() < 1e-12);
     }
 
     #[test]

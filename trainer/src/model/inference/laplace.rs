@@ -31,7 +31,7 @@ use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::kernel::KernelParams;
 use crate::model::likelihood::{norm_cdf, pdf_over_cdf, Likelihood};
 use crate::numerics::linalg::{
-    cholesky, cholesky_jittered, faer_ref, lower_inverse, mul, solve_lower_t_vec, solve_lower_vec,
+    cholesky, cholesky_jittered, lower_inverse, mat_ref, mul, solve_lower_t_vec, solve_lower_vec,
     symmetrise, JitterPolicy,
 };
 use crate::{Error, Result};
@@ -72,10 +72,10 @@ fn probit_derivatives(y: f64, f: f64, bias: f64) -> ProbitDerivatives {
     let r = pdf_over_cdf(z);
     let zr = z + r;
     let log_p = if z > -30.0 {
-        norm_cdf(z).ln()
+        libm::log(norm_cdf(z))
     } else {
         // Phi(z) = N(z) / r where Phi itself underflows.
-        -0.5 * z * z - 0.5 * (2.0 * PI).ln() - r.ln()
+        -0.5 * z * z - 0.5 * libm::log(2.0 * PI) - libm::log(r)
     };
     ProbitDerivatives {
         log_p,
@@ -145,7 +145,7 @@ fn factor_b(k: &DMatrix<f64>, sw: &DVector<f64>) -> Result<DMatrix<f64>> {
 /// # Errors
 /// [`Error::BadInput`] on mismatched shapes or labels other than ±1,
 /// [`Error::Numerical`] if Newton's method fails to converge.
-pub fn laplace_posterior(
+pub(crate) fn laplace_posterior(
     kern: &KernelParams,
     x: &DMatrix<f64>,
     y: &DVector<f64>,
@@ -249,7 +249,7 @@ impl LaplacePosterior {
     }
 
     /// The mode's `a` (`f = K a`), a warm start for a nearby kernel.
-    pub fn mode_weights(&self) -> &DVector<f64> {
+    pub(crate) fn mode_weights(&self) -> &DVector<f64> {
         &self.a
     }
 
@@ -265,11 +265,11 @@ impl LaplacePosterior {
         let sw = self.w.map(f64::sqrt);
         // B^{-1} = L^{-T} L^{-1}; R = W^{1/2} B^{-1} W^{1/2}.
         let linv = lower_inverse(&self.l)?;
-        let binv = symmetrise(mul(faer_ref(&linv).transpose(), faer_ref(&linv)));
+        let binv = symmetrise(mul(mat_ref(&linv).transpose(), mat_ref(&linv)));
         let r = DMatrix::from_fn(n, n, |i, j| sw[i] * binv[(i, j)] * sw[j]);
         // Posterior marginal variances diag(K - K R K) = diag(K) - |L^{-1} W^{1/2} K|^2.
         let swk = DMatrix::from_fn(n, n, |i, j| sw[i] * self.k[(i, j)]);
-        let c = mul(faer_ref(&linv), faer_ref(&swk));
+        let c = mul(mat_ref(&linv), mat_ref(&swk));
         let post_var = self.k.diagonal() - col_sq_norms(&c);
         // d log q / d f at the mode: the mode moves W, and -1/2 log|B| with
         // it, by dW/df = -d3 log p / df3 (so the sign is +).
@@ -319,7 +319,7 @@ impl LaplacePosterior {
 /// ([`ParamLayout::latent`]), warm-starting each mode search from the last
 /// mode found (the optimiser's points are close to each other; the mode is
 /// converged far below what that start could change).
-pub struct LaplaceObjective<'d> {
+pub(crate) struct LaplaceObjective<'d> {
     x: &'d DMatrix<f64>,
     y: &'d DVector<f64>,
     bias: f64,
@@ -383,7 +383,8 @@ mod tests {
     fn labels(x: &DMatrix<f64>) -> DVector<f64> {
         DVector::from_fn(x.nrows(), |i, _| {
             // A curved boundary with some points on the wrong side.
-            let v = x[(i, 0)] * x[(i, 0)] + 0.5 * x[(i, 1)] - 1.0 + 0.3 * (7.0 * x[(i, 1)]).sin();
+            let v =
+                x[(i, 0)] * x[(i, 0)] + 0.5 * x[(i, 1)] - 1.0 + 0.3 * libm::sin(7.0 * x[(i, 1)]);
             if v > 0.0 {
                 1.0
             } else {
@@ -440,15 +441,19 @@ mod tests {
         let v0 = objective.initial();
         assert_eq!(v0.len(), 3, "two length scales and log s2");
         let (_, g) = objective.objective(&v0).unwrap();
+        // The mode is Newton's to a tolerance, so the NLML carries noise of
+        // about 1e-9 that a step of 1e-5 turns into 1e-4 of gradient (it
+        // passed or failed with the last bit of a label's sine); at 1e-3
+        // the noise is 1e-6 and the truncation error (h^2) about as small.
         let num = fd_grad(
             |v| {
                 let kern = objective.unpack(v).unwrap();
                 laplace_posterior(&kern, &x, &y, -0.3, None).unwrap().nlml()
             },
             &v0,
-            1e-5,
+            1e-3,
         );
-        assert_grad_close(&num, &g, 1e-6);
+        assert_grad_close(&num, &g, 1e-5);
     }
 
     #[test]

@@ -25,24 +25,33 @@ use crate::model::kernel::KernelGrad;
 use crate::numerics::linalg::{solve_lower_mut, symmetrise};
 use crate::Result;
 
-/// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
-/// forward pass, the adjoints and the runtime form; they differ only in the
-/// diagonal `Gamma` of the data covariance and in VFE's trace term.
-///
-/// When each tends to win: FITC often fits better but drives the noise to
-/// its floor and can overfit; VFE is a true bound, tends to over-estimate
-/// the noise, but spreads the inducing points and never overfits the
-/// inducing inputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Approximation {
-    /// SPGP's likelihood (Snelson & Ghahramani 2006): the Nystrom covariance
-    /// plus the diagonal correction `Gamma = diag(Kff - Q) + sigma2 I`.
-    #[default]
-    Fitc,
-    /// Titsias' (2009) collapsed variational bound (GPflow's SGPR): the
-    /// negative ELBO, `Gamma = sigma2 I` plus `tr(Kff - Q) / (2 sigma2)`.
-    Vfe,
+named_enum! {
+    /// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
+    /// forward pass, the adjoints and the runtime form; they differ only in the
+    /// diagonal `Gamma` of the data covariance and in VFE's trace term.
+    ///
+    /// When each tends to win: FITC often fits better but drives the noise to
+    /// its floor and can overfit; VFE is a true bound, tends to over-estimate
+    /// the noise, but spreads the inducing points and never overfits the
+    /// inducing inputs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Approximation {
+        /// SPGP's likelihood (Snelson & Ghahramani 2006): the Nystrom covariance
+        /// plus the diagonal correction `Gamma = diag(Kff - Q) + sigma2 I`.
+        Fitc = "fitc",
+        /// Titsias' (2009) collapsed variational bound (GPflow's SGPR): the
+        /// negative ELBO, `Gamma = sigma2 I` plus `tr(Kff - Q) / (2 sigma2)`.
+        Vfe = "vfe",
+    }
+}
+
+// `named_enum!` takes no `#[default]` on a variant.
+#[allow(clippy::derivable_impls)]
+impl Default for Approximation {
+    fn default() -> Self {
+        Approximation::Fitc
+    }
 }
 
 /// Gradient of an NLML with respect to every free parameter of a model.
@@ -69,7 +78,7 @@ pub struct Prediction {
 
 impl Prediction {
     /// Predictive variance of `y`: latent variance plus noise.
-    pub fn var_y(&self) -> DVector<f64> {
+    pub(crate) fn var_y(&self) -> DVector<f64> {
         self.var.add_scalar(self.noise_var)
     }
 }
@@ -154,8 +163,8 @@ pub(crate) mod test_util {
         let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-2.0..2.0));
         let y = DVector::from_fn(n, |i, _| {
             let r = x.row(i);
-            (1.3_f64 * r[0]).sin()
-                + 0.5 * r.iter().skip(1).sum::<f64>().cos()
+            libm::sin(1.3_f64 * r[0])
+                + 0.5 * libm::cos(r.iter().skip(1).sum::<f64>())
                 + 0.1 * rng.random_range(-1.0..1.0)
         });
         (x, y)

@@ -10,7 +10,7 @@
 //! exp(log_noise_excess)` (see [`KernelParams`]), so no bound is needed to
 //! keep the noise above its floor. Length scales are stored the same way:
 //! the vector holds `t` with `l = LENGTHSCALE_FLOOR + exp(t)`
-//! ([`LENGTHSCALE_FLOOR`]).
+//! (`LENGTHSCALE_FLOOR`).
 //!
 //! Objective values are the NLML (for VFE the negative ELBO) of the full data
 //! set (not divided by N), constants included; gradients are with respect to
@@ -82,27 +82,27 @@ impl ParamLayout {
     }
 
     /// Indices of the feature parameters.
-    pub fn feature_range(&self) -> Range<usize> {
+    pub(crate) fn feature_range(&self) -> Range<usize> {
         0..self.n_feature
     }
 
     /// Indices of the log length scales (empty when unused).
-    pub fn lengthscale_range(&self) -> Range<usize> {
+    pub(crate) fn lengthscale_range(&self) -> Range<usize> {
         self.n_feature..self.n_feature + self.n_lengthscales
     }
 
     /// Index of `log s2`.
-    pub fn signal_var_index(&self) -> usize {
+    pub(crate) fn signal_var_index(&self) -> usize {
         self.n_feature + self.n_lengthscales
     }
 
     /// Index of `log_noise_excess`.
-    pub fn noise_index(&self) -> usize {
+    pub(crate) fn noise_index(&self) -> usize {
         self.signal_var_index() + 1
     }
 
     /// Packs feature parameters (may be empty) and kernel hyperparameters.
-    pub fn pack(&self, feature_params: &[f64], kern: &KernelParams) -> Vec<f64> {
+    pub(crate) fn pack(&self, feature_params: &[f64], kern: &KernelParams) -> Vec<f64> {
         let mut p = Vec::with_capacity(self.len());
         p.extend_from_slice(feature_params);
         if self.n_lengthscales > 0 {
@@ -146,7 +146,7 @@ impl ParamLayout {
     }
 
     /// Flattens a gradient at the parameter vector `p` into this layout.
-    pub fn pack_grad(&self, p: &[f64], g: &ModelGrad) -> Vec<f64> {
+    pub(crate) fn pack_grad(&self, p: &[f64], g: &ModelGrad) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.len());
         out.extend_from_slice(&g.feature);
         if self.n_lengthscales > 0 {
@@ -156,7 +156,7 @@ impl ParamLayout {
                     .log_lengthscales
                     .iter()
                     .zip(&p[self.lengthscale_range()])
-                    .map(|(d, &t)| d * t.exp() / (LENGTHSCALE_FLOOR + t.exp())),
+                    .map(|(d, &t)| d * libm::exp(t) / (LENGTHSCALE_FLOOR + libm::exp(t))),
             );
         }
         out.push(g.kernel.log_signal_var);
@@ -169,17 +169,17 @@ impl ParamLayout {
 
 /// `log l` from its free parameter `t`: `l = floor + exp(t)`.
 fn free_to_lengthscale(t: f64) -> f64 {
-    (LENGTHSCALE_FLOOR + t.exp()).ln()
+    libm::log(LENGTHSCALE_FLOOR + libm::exp(t))
 }
 
 /// The free parameter of `log l`; a length scale at or below the floor is
 /// placed just above it.
 fn lengthscale_to_free(log_l: f64) -> f64 {
-    let excess = log_l.exp() - LENGTHSCALE_FLOOR;
+    let excess = libm::exp(log_l) - LENGTHSCALE_FLOOR;
     if excess > 0.0 {
-        excess.ln()
+        libm::log(excess)
     } else {
-        (1e-3 * LENGTHSCALE_FLOOR).ln()
+        libm::log(1e-3 * LENGTHSCALE_FLOOR)
     }
 }
 

@@ -22,10 +22,10 @@ use crate::model::features::InducingFeatures;
 use crate::{Error, Result};
 
 /// Parameters each output owns: `log s2` and `log_noise_excess`.
-pub const OWN_PARAMS: usize = 2;
+pub(crate) const OWN_PARAMS: usize = 2;
 
 /// One output's objective over the single-output layout.
-pub trait OutputObjective: Sync {
+pub(crate) trait OutputObjective: Sync {
     /// The starting vector.
     fn initial(&self) -> Vec<f64>;
     /// The layout of the vector.
@@ -61,7 +61,7 @@ impl OutputObjective for ExactObjective<'_> {
 /// The sum of `P` outputs' objectives over the joint layout of the module
 /// documentation.
 #[derive(Clone, Debug)]
-pub struct SharedObjective<O> {
+pub(crate) struct SharedObjective<O> {
     outputs: Vec<O>,
     shared: usize,
 }
@@ -99,11 +99,6 @@ impl<O: OutputObjective> SharedObjective<O> {
         self.shared + OWN_PARAMS * self.outputs.len()
     }
 
-    /// Never empty (every output owns two parameters).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// The per-output objectives.
     pub fn outputs(&self) -> &[O] {
         &self.outputs
@@ -128,7 +123,7 @@ impl<O: OutputObjective> SharedObjective<O> {
     /// # Errors
     /// [`Error::Numerical`] when `p` has the wrong length or `i` is out of
     /// range.
-    pub fn output_params(&self, p: &[f64], i: usize) -> Result<Vec<f64>> {
+    pub(crate) fn output_params(&self, p: &[f64], i: usize) -> Result<Vec<f64>> {
         let own = self.shared + OWN_PARAMS * i;
         match (p.get(..self.shared), p.get(own..own + OWN_PARAMS)) {
             (Some(shared), Some(pair)) if p.len() == self.len() => Ok([shared, pair].concat()),
@@ -179,7 +174,7 @@ mod tests {
     /// function, so the outputs pull the shared block different ways.
     fn targets(n: usize) -> (nalgebra::DMatrix<f64>, DVector<f64>, DVector<f64>) {
         let (x, y) = problem(7, n, 2);
-        let y2 = DVector::from_fn(n, |i, _| 3.0 * (x[(i, 1)] * 0.8).cos() - 0.5 * y[i]);
+        let y2 = DVector::from_fn(n, |i, _| 3.0 * libm::cos(x[(i, 1)] * 0.8) - 0.5 * y[i]);
         (x, y, y2)
     }
 

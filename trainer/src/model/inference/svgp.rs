@@ -15,28 +15,13 @@
 //! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`,
 //! `KL = 1/2 (|L|_F^2 + |m|^2 - M) - sum_i log L_ii`.
 //!
-//! The expectations are Gauss-Hermite quadratures
-//! ([`QUADRATURE_POINTS`] nodes), differentiated exactly (not through the
-//! Gaussian identities, which hold for the integral but not for its
-//! quadrature), so the finite-difference test sees the function it tests.
-//!
-//! # Evaluation and adjoints
-//!
-//! The marginals go through `beta = Lu^{-T} m` and
-//! `P = Lu^{-T} (S - I) Lu^{-1}` (M x M, formed once per evaluation):
-//! `mu_n = Kuf_n . beta`, `s_n = kdiag_n + Kuf_n^T P Kuf_n`, so each row
-//! costs one M x M product (`P Kuf`) and the gradient one more
-//! (`Kuf diag(h) Kuf^T`), where the `A = Lu^{-1} Kuf` route needs six. With
-//! `g_n = dF/dmu_n` and `h_n = dF/ds_n` from the quadrature:
-//!
-//! - `dF/dKuf = beta g^T + 2 P Kuf diag(h)`, `dF/dkdiag = h`,
-//! - `dF/dbeta = Kuf g`, `dF/dP = Kuf diag(h) Kuf^T`, taken back to `m`,
-//!   `L` and `Lu` in [`gradient`]'s terms, then through the Cholesky
-//!   factorisation to `dF/dKuu` ([`cholesky_adjoint`]).
-//!
-//! Forming `P` loses about `cond(Kuu) * eps` relative precision in `s_n`
-//! against the `A` route; with the jitter `Kuu` carries that is far below
-//! what the quadrature resolves, and `s_n` is floored as before.
+//! The expectations are Gauss-Hermite quadratures (`QUADRATURE_POINTS`
+//! nodes), differentiated exactly: the Gaussian identities hold for the
+//! integral, not for its quadrature. The marginals go through `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I)
+//! Lu^{-1}` (M x M, once per evaluation): `mu_n = Kuf_n . beta`, `s_n =
+//! kdiag_n + Kuf_n^T P Kuf_n`, one M x M product per row where the `A`
+//! route needs three; the adjoints are `gradient`'s. Forming `P` costs
+//! about `cond(Kuu) eps` of `s_n`'s precision, far below the quadrature's.
 //!
 //! # Runtime form
 //!
@@ -46,12 +31,9 @@
 //! factorisation `L^{-1} = Q R`, `S^{-1} = R^T R`, so `L2 = Lu R^T` (no
 //! product that squares the condition number of `S` is ever factorised).
 //!
-//! # Parallelism
-//!
-//! Rows are processed in equal chunks of at most [`SvgpConfig::chunk_rows`]
-//! with rayon;
-//! each chunk's sums are added in chunk order, so the result does not depend
-//! on the thread count.
+//! Rows are processed in parallel chunks of at most
+//! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
+//! depend on the thread count.
 
 use std::sync::OnceLock;
 
@@ -64,33 +46,24 @@ use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::model::likelihood::log_norm_cdf_and_ratio;
 use crate::numerics::linalg::{
-    cholesky_jittered, faer_ref, lower_inverse, mirror_lower, mul, mul_triangular, solve_lower_mut,
+    cholesky_jittered, lower_inverse, mat_ref, mirror_lower, mul, mul_triangular, solve_lower_mut,
     solve_lower_t_mut, JitterPolicy, Triangle,
 };
 use crate::{Error, Result};
 
-/// Gauss-Hermite nodes per expectation. They integrate `log Phi` against
-/// a Gaussian to within 2e-5 nats for latent variances up to 4 and 1.5e-3
-/// at 10 to 25 (the probit itself within 3e-4 up to 4), where a latent that
-/// uncertain gives probabilities near 1/2 whatever the error. GPflow's
-/// default of 20 nodes made the quadrature (an `erfc`, an `exp` and a `log`
-/// per node and row) a fifth of a fit's CPU time; with 12 the fits of the
-/// classification suite (11 sets, three splits) change no test error by
-/// more than 0.3 point (three rows of 1,000, both ways) and no log loss by
-/// more than 0.002, at 7% less CPU (digits 8 vs rest).
-pub const QUADRATURE_POINTS: usize = 12;
+/// Gauss-Hermite nodes per expectation: `log Phi` against a Gaussian to
+/// within 2e-5 nats for latent variances up to 4 (GPflow's 20 cost a fifth
+/// of a fit's CPU for the same test errors: docs/src/classification.md).
+pub(crate) const QUADRATURE_POINTS: usize = 12;
 
 /// Smallest marginal variance the quadrature is evaluated at: the nodes
 /// collapse onto the mean below it, and the variance derivative divides by
 /// its square root.
 const MIN_MARGINAL_VAR: f64 = 1e-12;
 
-/// Default [`SvgpConfig::chunk_rows`]. Chunks of 512 rows left a 600-row
-/// set as one chunk of 512 and one of 88 (one core idle most of an
-/// evaluation), and their `M x 512` blocks were large enough that the
-/// allocator returned them to the kernel and faulted them in again every
-/// evaluation.
-pub const CHUNK_ROWS: usize = 128;
+/// Default [`SvgpConfig::chunk_rows`]: small enough to keep both cores of
+/// a 600-row set busy and the allocator from returning the blocks.
+pub(crate) const CHUNK_ROWS: usize = 128;
 
 /// Numerical settings of the bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,7 +90,7 @@ impl Default for SvgpConfig {
 /// `sum_d (log l_d - centres_d)^2 / (2 sd^2)`, a MAP fit of the length
 /// scales.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LengthscalePrior {
+pub(crate) struct LengthscalePrior {
     /// Prior mean of each `log l_d`, one per input.
     pub centres: Vec<f64>,
     /// Prior standard deviation of every `log l_d`.
@@ -167,7 +140,7 @@ impl Variational {
     }
 
     /// Number of free parameters: bias, `m`, the lower triangle of `L`.
-    pub fn num_params(m: usize) -> usize {
+    pub(crate) fn num_params(m: usize) -> usize {
         1 + m + m * (m + 1) / 2
     }
 
@@ -181,7 +154,7 @@ impl Variational {
             for j in 0..i {
                 p.push(self.sqrt[(i, j)]);
             }
-            p.push(self.sqrt[(i, i)].ln());
+            p.push(libm::log(self.sqrt[(i, i)]));
         }
         p
     }
@@ -190,7 +163,7 @@ impl Variational {
     ///
     /// # Errors
     /// [`Error::Numerical`] for a slice of the wrong length.
-    pub fn from_params(m: usize, p: &[f64]) -> Result<Self> {
+    pub(crate) fn from_params(m: usize, p: &[f64]) -> Result<Self> {
         if p.len() != Self::num_params(m) {
             return Err(Error::Numerical(format!(
                 "variational parameters: expected {}, got {}",
@@ -205,7 +178,7 @@ impl Variational {
                 sqrt[(i, j)] = p[k];
                 k += 1;
             }
-            sqrt[(i, i)] = p[k].exp();
+            sqrt[(i, i)] = libm::exp(p[k]);
             k += 1;
         }
         Ok(Variational {
@@ -232,9 +205,9 @@ impl Variational {
     }
 
     /// `KL(N(m, L L^T) || N(0, I))`.
-    pub fn kl(&self) -> f64 {
+    pub(crate) fn kl(&self) -> f64 {
         let m = self.mean.len() as f64;
-        let log_diag: f64 = self.sqrt.diagonal().iter().map(|v| v.ln()).sum();
+        let log_diag: f64 = self.sqrt.diagonal().iter().map(|v| libm::log(*v)).sum();
         0.5 * (self.sqrt.norm_squared() + self.mean.norm_squared() - m) - log_diag
     }
 }
@@ -263,7 +236,7 @@ pub struct SvgpGrad {
 /// Gauss-Hermite nodes and weights for `E[g(f)]`, `f ~ N(0, 1)`:
 /// `sum_k w_k g(x_k)` (weights sum to 1), by the Golub-Welsch eigenvalue
 /// method on the Jacobi matrix of the probabilists' Hermite polynomials.
-pub fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
+pub(crate) fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
     static NODES: OnceLock<(Vec<f64>, Vec<f64>)> = OnceLock::new();
     NODES.get_or_init(|| {
         let n = QUADRATURE_POINTS;
@@ -286,7 +259,7 @@ pub fn gauss_hermite() -> &'static (Vec<f64>, Vec<f64>) {
 /// `E[log Phi(y (f + b))]` for `f ~ N(mu, s)` by quadrature, and its
 /// derivatives with respect to `mu` (also the one with respect to `b`) and
 /// `s`.
-pub fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
+pub(crate) fn expected_log_probit(y: f64, mu: f64, s: f64, b: f64) -> (f64, f64, f64) {
     let (nodes, weights) = gauss_hermite();
     let sd = s.max(MIN_MARGINAL_VAR).sqrt();
     let (mut value, mut d_mu, mut d_sd) = (0.0, 0.0, 0.0);
@@ -350,7 +323,7 @@ fn check_inputs<F: InducingFeatures + ?Sized>(
 
 /// Which derivatives an evaluation of the bound takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Derivatives {
+pub(crate) enum Derivatives {
     /// The value alone.
     None,
     /// With respect to `q(u)` and the biases only: the features and the
@@ -370,7 +343,7 @@ pub enum Derivatives {
 ///
 /// # Errors
 /// Shape mismatches, or a `Kuu` that jitter escalation cannot factorise.
-pub fn svgp_objective<F: InducingFeatures + ?Sized>(
+pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     qs: &[Variational],
@@ -393,8 +366,8 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
         .iter()
         .map(|q| {
             let mut c = mirror_lower(mul_triangular(
-                (faer_ref(&q.sqrt), Triangle::TriangularLower),
-                (faer_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
+                (mat_ref(&q.sqrt), Triangle::TriangularLower),
+                (mat_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
                 Triangle::TriangularLower,
             ));
             for i in 0..c.nrows() {
@@ -407,13 +380,13 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
         .iter()
         .map(|c| {
             let c_li = mul_triangular(
-                (faer_ref(c), Triangle::Rectangular),
-                (faer_ref(&lu_inv), Triangle::TriangularLower),
+                (mat_ref(c), Triangle::Rectangular),
+                (mat_ref(&lu_inv), Triangle::TriangularLower),
                 Triangle::Rectangular,
             );
             mirror_lower(mul_triangular(
-                (faer_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
-                (faer_ref(&c_li), Triangle::Rectangular),
+                (mat_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
+                (mat_ref(&c_li), Triangle::Rectangular),
                 Triangle::TriangularLower,
             ))
         })
@@ -438,7 +411,7 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
         let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
         let mut h_sum = DVector::zeros(rows);
         for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(&ps)).enumerate() {
-            let pk = mul(faer_ref(p), faer_ref(&kuf));
+            let pk = mul(mat_ref(p), mat_ref(&kuf));
             let mu = kuf.tr_mul(beta);
             let mut g = DVector::zeros(rows);
             let mut h = DVector::zeros(rows);
@@ -459,7 +432,7 @@ pub fn svgp_objective<F: InducingFeatures + ?Sized>(
                 col *= *hn;
             }
             sums.d_p
-                .push(mul(faer_ref(&kuf_h), faer_ref(&kuf).transpose()));
+                .push(mul(mat_ref(&kuf_h), mat_ref(&kuf).transpose()));
             if !adjoints {
                 continue;
             }
@@ -546,25 +519,25 @@ fn gradient<F: InducingFeatures + ?Sized>(
     for (k, q) in qs.iter().enumerate() {
         let li_d_beta = lu_inv * &d_beta[k];
         let li_dp = mul_triangular(
-            (faer_ref(lu_inv), Triangle::TriangularLower),
-            (faer_ref(&d_p[k]), Triangle::Rectangular),
+            (mat_ref(lu_inv), Triangle::TriangularLower),
+            (mat_ref(&d_p[k]), Triangle::Rectangular),
             Triangle::Rectangular,
         );
         let d_s = mirror_lower(mul_triangular(
-            (faer_ref(&li_dp), Triangle::Rectangular),
-            (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+            (mat_ref(&li_dp), Triangle::Rectangular),
+            (mat_ref(lu_inv).transpose(), Triangle::TriangularUpper),
             Triangle::TriangularLower,
         ));
         let (mut d_sqrt, c_d_s) = rayon::join(
             || {
                 let d_s_l = mul_triangular(
-                    (faer_ref(&d_s), Triangle::Rectangular),
-                    (faer_ref(&q.sqrt), Triangle::TriangularLower),
+                    (mat_ref(&d_s), Triangle::Rectangular),
+                    (mat_ref(&q.sqrt), Triangle::TriangularLower),
                     Triangle::TriangularLower,
                 );
                 d_s_l * 2.0 + &q.sqrt
             },
-            || kuu.map(|_| mul(faer_ref(&cs[k]), faer_ref(&d_s))),
+            || kuu.map(|_| mul(mat_ref(&cs[k]), mat_ref(&d_s))),
         );
         for i in 0..m {
             d_sqrt[(i, i)] -= 1.0 / q.sqrt[(i, i)];
@@ -583,8 +556,8 @@ fn gradient<F: InducingFeatures + ?Sized>(
         });
     };
     let mut d_lu = mul_triangular(
-        (faer_ref(lu_inv).transpose(), Triangle::TriangularUpper),
-        (faer_ref(&c_d), Triangle::Rectangular),
+        (mat_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+        (mat_ref(&c_d), Triangle::Rectangular),
         Triangle::TriangularLower,
     ) + outer;
     d_lu.neg_mut();
@@ -601,8 +574,8 @@ fn gradient<F: InducingFeatures + ?Sized>(
 /// `dF/dK` (symmetric) from `dF/dL` (lower triangular) for `L = chol(K)`
 /// (Murray 2016): `L^{-T} Phi(L^T dF/dL) L^{-1}`, symmetrised, where `Phi`
 /// keeps the lower triangle and halves the diagonal.
-pub fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
-    let mut p = mul(faer_ref(l).transpose(), faer_ref(d_l));
+pub(crate) fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+    let mut p = mul(mat_ref(l).transpose(), mat_ref(d_l));
     p.fill_upper_triangle(0.0, 1);
     for i in 0..p.nrows() {
         p[(i, i)] *= 0.5;
@@ -615,7 +588,7 @@ pub fn cholesky_adjoint(l: &DMatrix<f64>, d_l: &DMatrix<f64>) -> Result<DMatrix<
 ///
 /// # Errors
 /// If `Kuu` cannot be factorised or `L` is singular.
-pub fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
+pub(crate) fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     q: &Variational,
@@ -633,7 +606,7 @@ pub fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
             col.neg_mut();
         }
     }
-    let l2 = mul(faer_ref(&lu), faer_ref(&r_t));
+    let l2 = mul(mat_ref(&lu), mat_ref(&r_t));
     let mut l2 = l2;
     l2.fill_upper_triangle(0.0, 1);
     Ok((
@@ -672,7 +645,7 @@ pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
 /// q_K]` (the first three blocks in [`ParamLayout`]'s packing, without a
 /// noise entry; each `q_k = (b, m, L)` in [`Variational::params`]'s).
 #[derive(Clone, Debug)]
-pub struct SvgpObjective<'d, F> {
+pub(crate) struct SvgpObjective<'d, F> {
     x: &'d DMatrix<f64>,
     y: &'d DMatrix<f64>,
     feature: F,
@@ -718,7 +691,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     ///
     /// # Errors
     /// [`Error::BadInput`] if `prior` does not have one centre per input.
-    pub fn with_lengthscale_prior(mut self, prior: LengthscalePrior) -> Result<Self> {
+    pub(crate) fn with_lengthscale_prior(mut self, prior: LengthscalePrior) -> Result<Self> {
         if prior.centres.len() != self.kernel.dim() {
             return Err(Error::BadInput(format!(
                 "length-scale prior with {} centres for {} inputs",
@@ -740,7 +713,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     }
 
     /// Entries of the vector before the variational parameters.
-    pub fn n_shared(&self) -> usize {
+    pub(crate) fn n_shared(&self) -> usize {
         self.layout.len()
     }
 
@@ -815,7 +788,7 @@ impl<'d, F: InducingFeatures + Clone> SvgpObjective<'d, F> {
     ///
     /// # Errors
     /// As [`svgp_objective`].
-    pub fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
+    pub(crate) fn variational_objective(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
         let (value, g) = self.evaluate(p, Derivatives::Variational)?;
         Ok((value, g.ok_or_else(no_gradient)?.variational))
     }
@@ -833,9 +806,9 @@ mod tests {
     use crate::model::likelihood::{norm_cdf, norm_pdf};
 
     fn problem(n: usize, m: usize) -> (DMatrix<f64>, DMatrix<f64>, PseudoInputs, KernelParams) {
-        let x = DMatrix::from_fn(n, 2, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin() * 1.5);
+        let x = DMatrix::from_fn(n, 2, |i, j| libm::sin((i * 7 + j * 3) as f64 * 0.37) * 1.5);
         let y = DMatrix::from_fn(n, 1, |i, _| {
-            if x[(i, 0)] * x[(i, 1)] + 0.3 * ((i * 13) as f64).cos() > 0.0 {
+            if x[(i, 0)] * x[(i, 1)] + 0.3 * libm::cos((i * 13) as f64) > 0.0 {
                 1.0
             } else {
                 -1.0
@@ -847,13 +820,13 @@ mod tests {
     }
 
     fn some_q(m: usize) -> Variational {
-        let mut sqrt = DMatrix::from_fn(m, m, |i, j| 0.2 * ((i * 5 + j * 3) as f64).sin());
+        let mut sqrt = DMatrix::from_fn(m, m, |i, j| 0.2 * libm::sin((i * 5 + j * 3) as f64));
         sqrt.fill_upper_triangle(0.0, 1);
         for i in 0..m {
             sqrt[(i, i)] = 0.4 + 0.1 * i as f64;
         }
         Variational {
-            mean: DVector::from_fn(m, |i, _| ((i * 3) as f64).cos()),
+            mean: DVector::from_fn(m, |i, _| libm::cos((i * 3) as f64)),
             sqrt,
             bias: 0.3,
         }
@@ -924,9 +897,9 @@ mod tests {
 
     #[test]
     fn cholesky_adjoint_matches_differences() {
-        let k = DMatrix::from_fn(4, 4, |i, j| (-0.3 * (i as f64 - j as f64).powi(2)).exp())
+        let k = DMatrix::from_fn(4, 4, |i, j| libm::exp(-0.3 * (i as f64 - j as f64).powi(2)))
             + DMatrix::identity(4, 4) * 0.1;
-        let w = DMatrix::from_fn(4, 4, |i, j| ((i * 3 + j) as f64).sin());
+        let w = DMatrix::from_fn(4, 4, |i, j| libm::sin((i * 3 + j) as f64));
         let f = |k: &DMatrix<f64>| {
             let l = k.clone().cholesky().expect("pd").unpack();
             l.component_mul(&w).sum()

@@ -15,7 +15,7 @@
 //! # Layout
 //!
 //! `[shared | u | log s2_1 | ... | log s2_P]` with `r = floor + exp(u)`
-//! ([`RATIO_FLOOR`]). It maps onto the layout of [`SharedObjective`]
+//! (`RATIO_FLOOR`). It maps onto the layout of `SharedObjective`
 //! (each output's pair `log s2_p, log sigma2_p` with the outputs' noise
 //! floors at zero, so `log sigma2_p = log r + log s2_p`), and the gradient
 //! follows by the chain rule.
@@ -28,7 +28,7 @@ use crate::{Error, Result};
 /// ([`DEFAULT_NOISE_FLOOR`], relative to a standardised target), relative
 /// to the signal variance instead, for the same reason: FITC drives the
 /// noise towards zero.
-pub const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
+pub(crate) const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
 
 /// `kern` with the same noise variance (at least `RATIO_FLOOR` times its
 /// signal variance) and no noise floor: the form [`TiedRatio`] needs
@@ -36,16 +36,20 @@ pub const RATIO_FLOOR: f64 = DEFAULT_NOISE_FLOOR;
 ///
 /// # Errors
 /// If the values are not finite.
-pub fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
+pub(crate) fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
     let s2 = kern.signal_var();
     let noise = kern.noise_var().max(2.0 * RATIO_FLOOR * s2);
-    let lengthscales: Vec<f64> = kern.log_lengthscales.iter().map(|v| v.exp()).collect();
+    let lengthscales: Vec<f64> = kern
+        .log_lengthscales
+        .iter()
+        .map(|v| libm::exp(*v))
+        .collect();
     Ok(KernelParams::with_noise_floor(&lengthscales, s2, noise, 0.0)?.with_kernel(kern.kernel))
 }
 
 /// The sum of `P` outputs' objectives with one noise-to-signal ratio.
 #[derive(Clone, Debug)]
-pub struct TiedRatio<O> {
+pub(crate) struct TiedRatio<O> {
     joint: SharedObjective<O>,
 }
 
@@ -75,11 +79,6 @@ impl<O: OutputObjective> TiedRatio<O> {
         self.shared() + 1 + self.joint.n_outputs()
     }
 
-    /// Never empty (the ratio is always there).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// The starting vector: the outputs' own starts, with `r` the
     /// geometric mean of their noise-to-signal ratios.
     pub fn initial(&self) -> Vec<f64> {
@@ -87,9 +86,9 @@ impl<O: OutputObjective> TiedRatio<O> {
         let shared = self.shared();
         let pairs: Vec<&[f64]> = p[shared..].chunks(OWN_PARAMS).collect();
         let log_ratio = pairs.iter().map(|q| q[1] - q[0]).sum::<f64>() / pairs.len() as f64;
-        let ratio = log_ratio.exp().max(2.0 * RATIO_FLOOR);
+        let ratio = libm::exp(log_ratio).max(2.0 * RATIO_FLOOR);
         let mut q = p[..shared].to_vec();
-        q.push((ratio - RATIO_FLOOR).ln());
+        q.push(libm::log(ratio - RATIO_FLOOR));
         q.extend(pairs.iter().map(|pair| pair[0]));
         q
     }
@@ -107,7 +106,7 @@ impl<O: OutputObjective> TiedRatio<O> {
                 self.len()
             )));
         }
-        let log_ratio = (RATIO_FLOOR + q[shared].exp()).ln();
+        let log_ratio = libm::log(RATIO_FLOOR + libm::exp(q[shared]));
         let mut p = q[..shared].to_vec();
         for &log_s2 in &q[shared + 1..] {
             p.push(log_s2);
@@ -123,7 +122,7 @@ impl<O: OutputObjective> TiedRatio<O> {
     pub fn objective(&self, q: &[f64]) -> Result<(f64, Vec<f64>)> {
         let shared = self.shared();
         let (value, g) = self.joint.objective(&self.untied(q)?)?;
-        let excess = q[shared].exp();
+        let excess = libm::exp(q[shared]);
         // d log r / d u = exp(u) / r.
         let dlog_ratio = excess / (RATIO_FLOOR + excess);
         let mut grad = g[..shared].to_vec();
@@ -167,7 +166,7 @@ mod tests {
     #[test]
     fn tied_sparse_gradient_matches_finite_differences() {
         let (x, y1) = problem(9, 40, 2);
-        let y2 = DVector::from_fn(40, |i, _| 2.0 * (x[(i, 0)] * 0.7).sin() + 0.3 * y1[i]);
+        let y2 = DVector::from_fn(40, |i, _| 2.0 * libm::sin(x[(i, 0)] * 0.7) + 0.3 * y1[i]);
         let z = x.rows(0, 5).into_owned();
         for approximation in [Approximation::Fitc, Approximation::Vfe] {
             let config = FitcConfig {
@@ -187,7 +186,7 @@ mod tests {
     #[test]
     fn tied_exact_gradient_matches_finite_differences() {
         let (x, y1) = problem(4, 30, 2);
-        let y2 = DVector::from_fn(30, |i, _| (x[(i, 1)] * 1.1).cos() - 0.4 * y1[i]);
+        let y2 = DVector::from_fn(30, |i, _| libm::cos(x[(i, 1)] * 1.1) - 0.4 * y1[i]);
         let tied = TiedRatio::new(vec![
             ExactObjective::new(&x, &y1, kern(1.0, 0.1), JitterPolicy::default()).unwrap(),
             ExactObjective::new(&x, &y2, kern(0.4, 0.02), JitterPolicy::default()).unwrap(),

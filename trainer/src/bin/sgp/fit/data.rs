@@ -5,8 +5,8 @@
 use sgp_trainer::data::{extremes, Dataset};
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::files::Input;
-use sgp_trainer::fit::task::{choose_task, Classes, Task};
 use sgp_trainer::fit::Method;
+use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::Result;
 
 use super::TaskArg;
@@ -27,13 +27,13 @@ impl From<TaskArg> for Task {
 pub(crate) fn training_data(
     input: &Input,
     target: Option<&str>,
-    task: Option<TaskArg>,
+    task: Option<Task>,
     positive: Option<&str>,
     (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<(Dataset, Classes)> {
     let data = Dataset::from_input(input, target)?;
-    let chosen = choose_task(data, task.map(Task::from), positive, flag, models)?;
+    let chosen = choose_task(data, task, positive, flag, models)?;
     if !quiet {
         for note in &chosen.notes {
             eprintln!("sgp: {note}");

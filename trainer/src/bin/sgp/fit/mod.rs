@@ -1,43 +1,68 @@
 //! `sgp fit`: the options ([`FitArgs`], as library parameters in
-//! [`params`]) and the dispatch by kind of fit. Each kind reads, fits,
-//! exports and reports in a module of its own: one target, a regression
-//! or a binary classification ([`single`]); a regression on a file too
-//! large for memory ([`streamed`]); several outputs ([`outputs`]); `K > 2`
-//! classes ([`classes`]). [`data`] reads the training data and decides
-//! the task; [`summary`] prints what a single fit did.
+//! [`params`]), the training data and its task ([`data`]), then one path
+//! for every fit ([`run`]): one target, several outputs or `K` classes,
+//! in memory or streamed from a large file ([`streamed`]); [`summary`]
+//! prints what it did.
 
-mod classes;
 mod data;
-mod outputs;
 mod params;
-mod single;
+mod run;
 mod streamed;
 mod summary;
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser;
+
 use sgp_runtime::Kernel;
-use sgp_trainer::data::multi_target::parse_target_list;
+use sgp_trainer::choose::Asked;
+use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
-use sgp_trainer::fit::{
-    FitParams, HyperInit, InitMethod, Method, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL,
-};
+use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::model::kernel::kernel_by_name;
-use sgp_trainer::Result;
+use sgp_trainer::options::{ModelChoice, Options};
+use sgp_trainer::{Error, Result};
 
-use classes::fit_classes_command;
 use data::training_data;
 pub(crate) use data::warn_about_columns;
-use outputs::fit_outputs_command;
+use run::finish_fit;
+pub(crate) use run::fit_with_progress;
 use sgp_trainer::files::{check_outputs, Input};
-use sgp_trainer::fit::applies;
-use sgp_trainer::fit::task::{Classes, Task};
-use single::finish_fit;
-pub(crate) use single::fit_with_progress;
+use sgp_trainer::options::task::{Classes, Task};
 use streamed::streamed_fit;
 use summary::print_path;
+
+/// `sgp fit --model`: a family, or the choice among them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ModelArg {
+    /// The family that predicts held-out rows best.
+    Auto,
+    /// This family.
+    Family(Method),
+}
+
+/// `--model auto` in `--help`.
+const AUTO_HELP: (&str, &str) = (
+    sgp_trainer::choose::AUTO,
+    "The family that predicts held-out rows best, and why (small data; else spgp)",
+);
+
+impl From<Option<Method>> for ModelArg {
+    fn from(family: Option<Method>) -> Self {
+        family.map_or(ModelArg::Auto, ModelArg::Family)
+    }
+}
+
+impl ModelArg {
+    /// The family asked for, if one was.
+    pub(crate) fn family(self) -> Option<Method> {
+        match self {
+            ModelArg::Auto => None,
+            ModelArg::Family(m) => Some(m),
+        }
+    }
+}
 
 /// `sgp fit --task`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -73,10 +98,6 @@ pub(crate) struct FitArgs {
     /// Target column (default: the last column); all others are inputs.
     #[arg(long)]
     target: Option<String>,
-    /// Model family (default: svgp for a classification, spgp for a
-    /// regression).
-    #[arg(long, value_enum)]
-    model: Option<Method>,
     /// Regression or classification (default: classification when the
     /// target holds text labels or exactly two distinct values, or
     /// --positive is given; else regression).
@@ -92,79 +113,13 @@ pub(crate) struct FitArgs {
     /// the rarer text label.
     #[arg(long, allow_negative_numbers = true)]
     positive: Option<String>,
-    /// Number of pseudo-inputs (spgp, vsgp, spgp-hs, spgp-dr, spgp-pca) or of
-    /// selected training inputs (gplasso; ivm: the active-set size).
-    #[arg(long, default_value_t = 20)]
-    m: usize,
-    /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
-    #[arg(long)]
-    dim: Option<usize>,
-    /// Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100),
-    /// at most N); at most this many basis points can be selected.
-    #[arg(long)]
-    rank: Option<usize>,
+    /// The fit's settings.
+    #[command(flatten)]
+    settings: Settings,
     /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
     /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
     #[arg(long)]
     path: bool,
-    /// gplasso: the paper's procedure: keep the hyperparameters of the
-    /// exact GP on --max-points rows instead of re-optimising them (and the
-    /// basis points) for the selected basis.
-    #[arg(long, conflicts_with = "fixed_basis")]
-    fixed_hyperparameters: bool,
-    /// gplasso: re-optimise the hyperparameters but keep the selected
-    /// training inputs as the basis (by default the basis points move too).
-    #[arg(long)]
-    fixed_basis: bool,
-    /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
-    /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
-    /// spgp and gplasso on fewer than 2000 rows switch to VFE if VFE
-    /// clearly predicts held-out rows better (the report says so).
-    #[arg(long, value_enum)]
-    objective: Option<Approximation>,
-    /// Covariance function: se (squared exponential, infinitely smooth),
-    /// or Matérn matern12, matern32, matern52 (rougher: continuous, once,
-    /// twice differentiable). vsgp takes se only.
-    #[arg(long, default_value = "se", value_parser = parse_kernel)]
-    kernel: Kernel,
-    /// spgp, spgp-hs, vsgp, spgp-dr, gplasso: no held-out choice on small
-    /// data (spgp: keep the objective; the others: keep their own model
-    /// even where plain SPGP predicts held-out rows better; gplasso also
-    /// keeps FITC).
-    #[arg(long)]
-    no_held_out_choice: bool,
-    /// Starts of a sparse fit; each gets a short screening run and the best
-    /// is optimised to the end.
-    #[arg(long, default_value_t = DEFAULT_RESTARTS)]
-    restarts: usize,
-    /// Seed for every random choice.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Largest number of optimiser iterations of the final run (vsgp,
-    /// spgp-hs: of each of their two stages); most fits stop earlier, see
-    /// --tol.
-    #[arg(long, default_value_t = DEFAULT_MAX_ITER)]
-    max_iter: u64,
-    /// Stop a fit (not ivm's) once its training objective fell by less
-    /// than TOL nats per row over the last 50 iterations (0: run to
-    /// --max-iter).
-    #[arg(long, default_value_t = DEFAULT_STALL.per_row)]
-    tol: f64,
-    /// Pseudo-input initialisation of the first start.
-    #[arg(long, value_enum, default_value = "kmeans")]
-    init: InitMethod,
-    /// Hyperparameter initialisation.
-    #[arg(long, value_enum, default_value = "scales")]
-    init_hyper: HyperInit,
-    /// Rows an exact GP is fitted on at most (a random subset if more);
-    /// also the exact classifier an IVM classifier takes its kernel from.
-    #[arg(long, default_value_t = 1000)]
-    max_points: usize,
-    /// ivm classifier: the posterior over the active set: the svgp bound's
-    /// q(u) on every training row (all-rows), or the paper's, from the
-    /// active rows' sites alone (active-set).
-    #[arg(long, value_enum, default_value = "all-rows")]
-    ivm_posterior: IvmPosterior,
     /// Output blob.
     #[arg(long)]
     out: PathBuf,
@@ -172,12 +127,6 @@ pub(crate) struct FitArgs {
     /// and raising the jitter does not cure it.
     #[arg(long)]
     force: bool,
-    /// Write a blob that learns on the device (format version 7): the
-    /// whitened form of the posterior and the learning block that
-    /// `Model::update` conditions on new observations (sparse regressions
-    /// and the binary svgp classifier; docs/src/learning.md).
-    #[arg(long)]
-    updatable: bool,
     /// Print the fit report as JSON on stdout instead of the summary.
     #[arg(long)]
     json: bool,
@@ -188,58 +137,195 @@ pub(crate) struct FitArgs {
     golden: Option<PathBuf>,
 }
 
+/// The settings of a fit, as the library's [`Options`] name them (the
+/// defaults are the library's).
+#[derive(clap::Args)]
+pub(crate) struct Settings {
+    /// Model family (default: auto for a regression, svgp for a
+    /// classification), or `auto`: the family that predicts held-out rows
+    /// best (small data; else spgp), with the choice and its figures
+    /// reported.
+    #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
+    model: Option<ModelArg>,
+    /// Number of basis functions: pseudo-inputs, selected training inputs
+    /// (gplasso), the active set (ivm) [default: 20, at most the rows].
+    #[arg(long)]
+    m: Option<usize>,
+    /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
+    #[arg(long)]
+    dim: Option<usize>,
+    /// Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100),
+    /// at most N); at most this many basis points can be selected.
+    #[arg(long)]
+    rank: Option<usize>,
+    /// gplasso: the paper's procedure: keep the hyperparameters of the
+    /// exact GP on --max-points rows instead of re-optimising them (and the
+    /// basis points) for the selected basis.
+    #[arg(long)]
+    fixed_hyperparameters: bool,
+    /// gplasso: re-optimise the hyperparameters but keep the selected
+    /// training inputs as the basis (by default the basis points move too).
+    #[arg(long)]
+    fixed_basis: bool,
+    /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
+    /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
+    /// spgp, spgp-pca and gplasso on fewer than 2000 rows switch to VFE if
+    /// VFE clearly predicts held-out rows better (the report says so).
+    #[arg(long, value_parser = crate::named::named::<Approximation>())]
+    objective: Option<Approximation>,
+    /// Covariance function [default: se]; vsgp and a streamed fit take se
+    /// only (docs/src/kernels.md).
+    #[arg(long, value_parser = crate::named::named::<Kernel>())]
+    kernel: Option<Kernel>,
+    /// No held-out comparisons on small data: the objective is FITC unless
+    /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
+    /// weighed against plain SPGP, and --model auto fits spgp.
+    #[arg(long)]
+    no_held_out_choice: bool,
+    /// Starts of a sparse fit; each gets a short screening run and the best
+    /// is optimised to the end [default: 4].
+    #[arg(long)]
+    restarts: Option<usize>,
+    /// Seed for every random choice [default: 0].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Largest number of optimiser iterations of the final run (vsgp,
+    /// spgp-hs: of each of their two stages); most fits stop earlier, see
+    /// --tol [default: 500; ivm's rounds: 100].
+    #[arg(long)]
+    max_iter: Option<u64>,
+    /// Stop a fit (not ivm's) once its training objective fell by less
+    /// than TOL nats per row over the last 50 iterations (0: run to
+    /// --max-iter) [default: 0.002].
+    #[arg(long)]
+    tol: Option<f64>,
+    /// Pseudo-input initialisation of the first start [default: kmeans].
+    #[arg(long, value_parser = crate::named::named::<InitMethod>())]
+    init: Option<InitMethod>,
+    /// Hyperparameter initialisation [default: scales].
+    #[arg(long, value_parser = crate::named::named::<HyperInit>())]
+    init_hyper: Option<HyperInit>,
+    /// Rows an exact GP is fitted on at most (a random subset if more);
+    /// also the exact classifier an IVM classifier takes its kernel from
+    /// [default: 1000].
+    #[arg(long)]
+    max_points: Option<usize>,
+    /// ivm classifier: the posterior over the active set: the svgp bound's
+    /// q(u) on every training row, or the paper's, from the active rows'
+    /// sites alone [default: all-rows].
+    #[arg(long, value_parser = crate::named::named::<IvmPosterior>())]
+    ivm_posterior: Option<IvmPosterior>,
+    /// Write a blob that learns on the device (format version 7): the
+    /// whitened form of the posterior and the learning block that
+    /// `Model::update` conditions on new observations (sparse regressions
+    /// and the binary svgp classifier; docs/src/learning.md).
+    #[arg(long)]
+    updatable: bool,
+    /// The same blob, bit for bit, from the same data and settings on any
+    /// x86-64 or aarch64 CPU and at any thread count: products and solves
+    /// in one fixed order, no fused multiply-adds (the guide's benchmarks,
+    /// "Across machines", for what it costs).
+    #[arg(long)]
+    reproducible: bool,
+}
+
+impl Settings {
+    /// The settings as the library's options.
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            model: self.model.map(|m| match m {
+                ModelArg::Auto => ModelChoice::Auto,
+                ModelArg::Family(f) => ModelChoice::Family(f),
+            }),
+            m: self.m,
+            dim: self.dim,
+            rank: self.rank,
+            fixed_hyperparameters: self.fixed_hyperparameters,
+            fixed_basis: self.fixed_basis,
+            objective: self.objective,
+            kernel: self.kernel,
+            no_held_out_choice: self.no_held_out_choice,
+            restarts: self.restarts,
+            seed: self.seed,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            init: self.init,
+            init_hyper: self.init_hyper,
+            max_points: self.max_points,
+            ivm_posterior: self.ivm_posterior,
+            updatable: self.updatable,
+            reproducible: self.reproducible,
+        }
+    }
+}
+
 pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    args.settings.options().run(|| fit_any(args, given, quiet))
+}
+
+fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
     let input = Input::open(&args.data)?;
     let mut outputs = vec![("--out", args.out.as_path())];
     if let Some(golden) = &args.golden {
         outputs.push(("--golden", golden.as_path()));
     }
     check_outputs(&outputs, &[&input])?;
-    let task = args.task()?;
-    if let Some(model) = args.model {
-        // Before the data are read: settings of one task wait for it.
-        applies::check(&[model], task.map(Task::from), given)?;
+    let task = args.task()?.map(Task::from);
+    // Before the data are read (settings of one task wait for it).
+    let options = args.settings.options();
+    options.check_applies(task, given)?;
+    if args.path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
+        return Err(Error::BadInput(
+            "--path does not apply to the model asked for: it is gplasso's lasso path (--model \
+             gplasso)"
+                .into(),
+        ));
     }
     let targets = args
         .target
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
-    if targets.len() > 1 {
-        return fit_outputs_command(args, &input, &targets, given, quiet);
-    }
-    if !args.in_memory {
-        if let Some(streamed) = streamed_fit(args, &input, given, quiet)? {
-            return finish_fit(args, streamed, None, Vec::new());
+    if targets.len() < 2 && !args.in_memory {
+        if let Some((fit, check_x)) = streamed_fit(args, &input, quiet)? {
+            return finish_fit(args, fit, &check_x, None, quiet);
         }
     }
-    let asked: Vec<Method> = args.model.into_iter().collect();
-    let (data, classes) = training_data(
-        &input,
-        args.target.as_deref(),
-        task,
-        args.positive.as_deref(),
-        ("--model", &asked),
-        quiet,
-    )?;
-    let model = match classes {
-        Classes::Several => Method::Svgp,
-        _ => args.model_for(&data),
+    let (outputs, labels) = if targets.len() > 1 {
+        if task == Some(Task::Classification) || args.positive.is_some() {
+            return Err(Error::BadInput(
+                "several targets (--target a,b) are a multi-output regression; a classifier \
+                 has one target column (its classes are that column's values)"
+                    .into(),
+            ));
+        }
+        let data = MultiTargetData::from_input(&input, &targets)?;
+        (data.outputs().to_vec(), Vec::new())
+    } else {
+        let asked: Vec<Method> = args
+            .settings
+            .model
+            .and_then(ModelArg::family)
+            .into_iter()
+            .collect();
+        let (data, classes) = training_data(
+            &input,
+            args.target.as_deref(),
+            task,
+            args.positive.as_deref(),
+            ("--model", &asked),
+            quiet,
+        )?;
+        match classes {
+            Classes::Several => (vec![data.into_classes()?], Vec::new()),
+            Classes::Binary(labels) => (vec![data], labels),
+            Classes::None => (vec![data], Vec::new()),
+        }
     };
-    let task_of = match classes {
-        Classes::None => Task::Regression,
-        _ => Task::Classification,
-    };
-    applies::check(&[model], Some(task_of), given)?;
-    let labels = match classes {
-        Classes::Several => return fit_classes_command(args, &data, quiet),
-        Classes::Binary(labels) => labels,
-        Classes::None => Vec::new(),
-    };
-    let params = args.params(model)?;
-    let path = match &params {
-        FitParams::Gplasso(p) if args.path => {
-            let (rows, stop) = gplasso_path(&data, p)?;
+    let request = options.request(&outputs)?;
+    let path = match &request.asked {
+        Asked::Family(FitParams::Gplasso(p)) if args.path => {
+            let (rows, stop) = gplasso_path(&outputs[0], p)?;
             if !args.json {
                 print_path(&rows, stop, p.m);
             }
@@ -247,11 +333,9 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
         }
         _ => None,
     };
-    let fitted = fit_with_progress(&data, &params, quiet || args.json, "fit")?;
-    finish_fit(args, (fitted, data.raw_x()), path, labels)
-}
-
-/// `--kernel`'s parser: the library's names, one home.
-fn parse_kernel(name: &str) -> std::result::Result<Kernel, String> {
-    kernel_by_name(name).map_err(|e| e.to_string())
+    let mut fit = fit_with_progress(&outputs, &request, quiet || args.json, "fit")?;
+    if !labels.is_empty() {
+        fit.set.class_labels = labels;
+    }
+    finish_fit(args, fit, &outputs[0].raw_x(), path, quiet)
 }

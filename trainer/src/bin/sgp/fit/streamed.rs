@@ -2,17 +2,18 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
+use sgp_trainer::choose::Choice;
 use sgp_trainer::data::stream::{scan, ReadProgress, TableFile};
 use sgp_trainer::files::Input;
-use sgp_trainer::fit::applies;
 use sgp_trainer::fit::streamed::{fit_streamed, StreamedParams, StreamedProgress};
-use sgp_trainer::fit::task::Task;
-use sgp_trainer::fit::{FitParams, Fitted, Method};
+use sgp_trainer::fit::{Fit, FitParams, Method};
+use sgp_trainer::options::task::Task;
+use sgp_trainer::options::ModelChoice;
 use sgp_trainer::Result;
 
 use crate::progress_bar;
 
-use super::{FitArgs, TaskArg};
+use super::{FitArgs, ModelArg, TaskArg};
 
 /// Rows of the sample at which a streamed fit's export is checked.
 pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
@@ -25,10 +26,16 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 pub(crate) fn streamed_fit(
     args: &FitArgs,
     input: &Input,
-    given: &[&str],
     quiet: bool,
-) -> Result<Option<(Fitted, DMatrix<f64>)>> {
-    let model = args.model.unwrap_or(Method::Spgp);
+) -> Result<Option<(Fit, DMatrix<f64>)>> {
+    // On data large enough to stream, auto is spgp (no held-out
+    // comparison at this size).
+    let auto = args.settings.model.is_none_or(|m| m == ModelArg::Auto);
+    let model = args
+        .settings
+        .model
+        .and_then(ModelArg::family)
+        .unwrap_or(Method::Spgp);
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
     if model != Method::Spgp || classification {
         return Ok(None);
@@ -39,14 +46,17 @@ pub(crate) fn streamed_fit(
         return Ok(None);
     }
     let mut params = StreamedParams::default();
-    let FitParams::Spgp(sparse) = args.params(Method::Spgp)? else {
+    let options = args.settings.options();
+    let FitParams::Spgp(sparse) = options.params(Method::Spgp, usize::MAX)? else {
         return Ok(None);
     };
     params.sparse = sparse;
     if !params.streams(&table)? {
         return Ok(None);
     }
-    applies::check(&[Method::Spgp], Some(Task::Regression), given)?;
+    let mut spgp = options.clone();
+    spgp.model = Some(ModelChoice::Family(Method::Spgp));
+    spgp.check_applies(Some(Task::Regression), &[])?;
     let quiet = quiet || args.json;
     let bar = rows_bar(quiet, table.bytes(), "read", true);
     let first = scan(
@@ -84,8 +94,12 @@ pub(crate) fn streamed_fit(
     fit_bar.finish_and_clear();
     pass_bar.finish_and_clear();
     let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
+    let mut fitted = fitted?;
+    if auto {
+        fitted.report.choice = Some(Choice::unweighed(fitted.report.rows));
+    }
     Ok(Some((
-        fitted?,
+        fitted,
         first.sample_x.rows(0, check_rows).into_owned(),
     )))
 }

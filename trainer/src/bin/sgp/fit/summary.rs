@@ -2,11 +2,10 @@
 
 use std::path::Path;
 
-use sgp_runtime::VarianceForm;
-use sgp_trainer::export::cure::Cure;
+use sgp_runtime::{Link, VarianceForm};
 use sgp_trainer::export::{Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE};
 use sgp_trainer::fit::gplasso::{GplassoRefit, PathRow, PATH_HOLDOUT};
-use sgp_trainer::fit::{Fitted, Method};
+use sgp_trainer::fit::Fit;
 
 use crate::number;
 
@@ -55,25 +54,27 @@ pub(crate) fn print_path(rows: &[PathRow], stop: sgp_trainer::numerics::lars::La
     println!();
 }
 
-pub(crate) fn print_fit_summary(
-    fitted: &Fitted,
-    exported: &Exported,
-    cure: Option<&Cure>,
-    out: &Path,
-) {
-    let (model, report) = (&fitted.model, &fitted.report);
+pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
+    let (set, report) = (&fit.set, &fit.report);
+    let model = &set.members[0];
     let objective = report
         .approximation
         .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
         .unwrap_or_default();
     let method = report.method.name();
     let kind = if method == model.kind.name() {
-        method
+        method.to_string()
     } else {
         format!("{method} (blob kind {})", model.kind.name())
     };
+    let count = set.members.len();
+    let several = match model.link {
+        _ if count == 1 => String::new(),
+        Link::Identity => format!(", {count} outputs on one basis"),
+        link => format!(", {count} classes on one basis, {} link", link.name()),
+    };
     println!(
-        "model           {kind} (M = {}, {} training rows{objective})",
+        "model           {kind} (M = {}, {} training rows{objective}{several})",
         model.n_basis(),
         report.rows
     );
@@ -94,7 +95,7 @@ pub(crate) fn print_fit_summary(
     }
     for (k, start) in report.starts.iter().enumerate() {
         println!(
-            "start {:<9} {} -> NLML {:.4}",
+            "start {:<9} {} -> objective {:.4}",
             k + 1,
             start.init,
             start.nlml
@@ -118,7 +119,7 @@ pub(crate) fn print_fit_summary(
         );
     } else if let Some(run) = &report.optimiser {
         println!(
-            "NLML            {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
+            "objective       {:.4} -> {:.4} in {} iterations ({} evaluations, {:.2} s; {})",
             run.initial_nlml,
             report.nlml,
             run.iterations,
@@ -191,57 +192,17 @@ pub(crate) fn print_fit_summary(
             report.nlml
         );
     }
-    if let Some(c) = &report.held_out {
-        println!(
-            "held-out choice {} (mean NLPD on {} held-out rows, raw units: {} {:.4}, {} {:.4}, \
-             standard error of the difference {:.4}; the other must win by more than {} of \
-             them)",
-            c.chosen(),
-            c.rows,
-            c.incumbent,
-            c.incumbent_nlpd,
-            c.challenger,
-            c.challenger_nlpd,
-            c.standard_error,
-            sgp_trainer::fit::held_out::MARGIN_SE
-        );
-        if c.noise_collapsed {
+    if let Some(c) = &report.choice {
+        println!("choice          {}", c.reason);
+        if !c.candidates.is_empty() {
+            let scores: Vec<String> = c
+                .candidates
+                .iter()
+                .map(|k| format!("{} {:.4}", k.name, k.nlpd))
+                .collect();
             println!(
-                "                FITC's fit on all rows put its noise on the floor (near \
-                 noise-free predictions at its pseudo-inputs) without clearly winning: the \
-                 model is the VFE fit"
-            );
-        }
-        if let Some(rival) = &c.lost_to {
-            println!(
-                "                {} must beat both objectives: {} scored {:.4} (standard \
-                 error of the difference {:.4})",
-                c.challenger, rival.name, rival.nlpd, rival.standard_error
-            );
-        }
-        if report.method.falls_back_to_spgp() && !c.challenger_chosen {
-            // A firmware sized from `--dim` must hear that the blob's
-            // feature dimension is every input's, not the projection's.
-            let inputs = report.hyper.lengthscales.len();
-            let (what, unused) = match report.method {
-                Method::SpgpHs => ("the uncertainties", "all h = 0".to_string()),
-                Method::Vsgp => (
-                    "the per-basis widths",
-                    "every width at the length scales".to_string(),
-                ),
-                Method::Gplasso => (
-                    "the lasso's basis",
-                    "pseudo-inputs from SPGP's own starts".to_string(),
-                ),
-                _ => (
-                    "the projection",
-                    format!("no projection: the blob's feature dimension is all {inputs} inputs, not --dim"),
-                ),
-            };
-            println!(
-                "                {what} did not pay on held-out rows: the model is plain SPGP \
-                 ({unused}); --no-held-out-choice fits {} anyway",
-                report.method.name()
+                "                mean held-out NLPD (raw units) over the folds: {}",
+                scores.join(", ")
             );
         }
     }
@@ -254,10 +215,10 @@ pub(crate) fn print_fit_summary(
             s.join(", ")
         );
     } else {
-        println!("kernel          {}", report.hyper.kernel);
-        println!("length scales");
+        println!("kernel          {}", report.kernel);
+        println!("length scales{}", if count > 1 { " (shared)" } else { "" });
         let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
-        for (name, l) in report.inputs.iter().zip(&report.hyper.lengthscales) {
+        for (name, l) in report.inputs.iter().zip(&report.lengthscales) {
             println!("  {name:<width$}  {}", number(*l));
         }
     }
@@ -291,25 +252,68 @@ pub(crate) fn print_fit_summary(
             ivm.select_seconds,
             ivm.optimise_seconds
         );
-        if model.link == sgp_runtime::Link::Probit {
+    }
+    match model.link {
+        Link::Probit => println!(
+            "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}{}",
+            set.class_labels
+                .get(1)
+                .cloned()
+                .unwrap_or_else(|| model.positive_class.to_string()),
+            model.bias,
+            report
+                .ivm
+                .as_ref()
+                .map(|ivm| format!("; posterior {:?}", ivm.posterior))
+                .unwrap_or_default()
+        ),
+        Link::OneVsRest | Link::Softmax => {
+            println!("classes         {}", set.class_labels.join(", "))
+        }
+        Link::Identity => {}
+    }
+    if let Some(sharing) = &report.variance {
+        println!("variance        {}", sharing.describe());
+    }
+    for warning in &report.warnings {
+        eprintln!("sgp: warning: {warning}");
+    }
+    if count == 1 {
+        let out = &report.outputs[0];
+        println!("signal variance {}", number(out.signal_variance));
+        if model.link == Link::Identity {
             println!(
-                "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}; \
-                 posterior {:?}",
-                model.positive_class, model.bias, ivm.posterior
+                "noise variance  {}{}",
+                number(out.noise_variance),
+                if out.noise_on_floor {
+                    "  (on the noise floor: FITC absorbed the noise)"
+                } else {
+                    ""
+                }
             );
         }
-    }
-    println!("signal variance {}", number(report.hyper.signal_variance));
-    if model.link == sgp_runtime::Link::Identity {
-        println!(
-            "noise variance  {}{}",
-            number(report.hyper.noise_variance),
-            if report.hyper.noise_on_floor {
-                "  (on the noise floor: FITC absorbed the noise)"
-            } else {
-                ""
-            }
-        );
+    } else {
+        println!("output          objective  signal var  noise var  f32 worst mean / sd");
+        for ((out, member), f) in report
+            .outputs
+            .iter()
+            .zip(&set.members)
+            .zip(&exported.outputs)
+        {
+            println!(
+                "{:<15} {:>9}  {:>10}  {:>9}{}  {:.3}",
+                out.name,
+                out.nlml.map_or("-".into(), |v| format!("{v:.4}")),
+                number(out.signal_variance),
+                if member.link == Link::Identity {
+                    number(out.noise_variance)
+                } else {
+                    "-".into()
+                },
+                if out.noise_on_floor { " (floor)" } else { "" },
+                f.worst_mean_sd
+            );
+        }
     }
     if report.jitter_escalations > 0 {
         println!(
@@ -317,7 +321,7 @@ pub(crate) fn print_fit_summary(
             report.jitter_escalations
         );
     }
-    if let Some(c) = cure {
+    if let Some(c) = &exported.cure {
         println!(
             "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
              model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4} ({:+.2}%)",
@@ -337,7 +341,7 @@ pub(crate) fn print_fit_summary(
         }
     }
     let f = &exported.fidelity;
-    if model.link == sgp_runtime::Link::Probit {
+    if model.link != Link::Identity {
         println!(
             "runtime check   worst class-probability deviation {:.1e} (limit {:.0e}), worst \
              latent variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",

@@ -55,7 +55,7 @@ pub struct Target {
 /// [`Error::BadInput`] for a classification asked of a regression-only
 /// model, `positive` with a regression, a regression of text labels, a
 /// class with fewer than two rows (naming them), and every error of
-/// [`labels::class_value`] and [`Dataset::into_binary`].
+/// `labels::class_value` and [`Dataset::into_binary`].
 pub fn choose_task(
     data: Dataset,
     asked: Option<Task>,

@@ -1,69 +1,44 @@
-//! Choosing between two fits by their NLPD on held-out rows, on small data.
+//! Scoring fits by their NLPD on held-out rows, on small data: on a few
+//! hundred rows the training objective is a poor judge (FITC's NLML
+//! rewards shrinking the noise into its diagonal correction, SPGP+HS's
+//! uncertainties can fit the noise of the training points), so below
+//! `HELD_OUT_BELOW` rows candidates are fitted on part of the rows and
+//! scored on the rest, and a challenger must beat the incumbent by more
+//! than `MARGIN_SE` standard errors of the paired per-row difference (a
+//! smaller difference is one another split could reverse).
 //!
-//! On a few hundred rows the training objective is a poor judge: FITC's
-//! NLML rewards shrinking the noise into its diagonal correction, and
-//! SPGP+HS's per-pseudo-input uncertainties can fit the noise of the
-//! training points. Both then predict worse than the simpler model they
-//! beat in training (suite, `mcycle` at M = 30: SPGP+HS 4.84 against
-//! SPGP's 4.69 test NLPD). Below [`HELD_OUT_BELOW`] rows a fit that has
-//! such a choice (SPGP: FITC or VFE; SPGP+HS: with or without the
-//! uncertainties) therefore fits both candidates on a random
-//! `1 - HELD_OUT_FRACTION` of the rows, scores them on the rest, and fits
-//! the winner on all the rows. The challenger must win by more than
-//! [`MARGIN_SE`] standard errors of the paired per-row difference: a
-//! difference smaller than that is one another split could reverse, and
-//! the incumbent is the model the user asked for.
-//!
-//! # Cross-validated
-//!
-//! SPGP+HS against SPGP is judged over [`CHOICE_FOLDS`] folds instead of
-//! one split: every row is held out once, so the comparison rests on four
-//! times the rows. Per-row NLPDs of these models are heavy-tailed (one
-//! over-confident prediction can cost tens of nats), and one quarter of a
-//! few hundred rows is too few to average them out: on a 200-row
-//! heteroscedastic set (M = 10, HS without its noise floor) one split put
-//! HS ahead by 2.84 nats with a standard error of 1.13, four folds by 0.07
-//! with 0.08 (on test rows it was 1.37 worse). SPGP's own FITC/VFE choice
-//! keeps the single split: it is the cheaper default, and its candidates
-//! share their basis functions' kind.
-//!
-//! On more rows the objective has enough data to be trusted and a second
-//! and third fit would cost real time, so nothing changes there.
-//!
-//! # The candidates' fits come from the caller
-//!
-//! A candidate is a name and its settings; the caller passes the function
-//! that fits settings to rows (`refit`: [`super::refit`] for one output,
-//! `fit_multi` for several). A choice between fits is made of fits, and
-//! the fits are the ones that make choices: taking the function as an
-//! argument keeps this module below every procedure that uses it.
+//! The objective (FITC or VFE) is chosen on one split (`score`); a family
+//! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`),
+//! every row held out once: per-row NLPDs are heavy-tailed and a quarter of
+//! a few hundred rows is too few to average them (docs/src/model-families.md,
+//! "The held-out choice").
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::data::multi_target::MultiTargetData;
 use crate::data::Dataset;
+use crate::fit::{fit, FitParams};
 use crate::model::TrainedModel;
 use crate::{Error, Result};
 
 /// Data sets with fewer rows than this get the held-out choice.
-pub const HELD_OUT_BELOW: usize = 2000;
+pub(crate) const HELD_OUT_BELOW: usize = 2000;
 
 /// Fraction of the rows held out for the choice.
-pub const HELD_OUT_FRACTION: f64 = 0.25;
+pub(crate) const HELD_OUT_FRACTION: f64 = 0.25;
 
 /// Fewest held-out rows a choice is made on; with fewer the incumbent is
 /// kept without one.
-pub const MIN_HELD_OUT: usize = 20;
+pub(crate) const MIN_HELD_OUT: usize = 20;
 
 /// Standard errors by which the challenger must win.
-pub const MARGIN_SE: f64 = 1.0;
+pub(crate) const MARGIN_SE: f64 = 1.0;
 
-/// Folds of the cross-validated choice ([`cross_validate`]).
-pub const CHOICE_FOLDS: usize = 4;
+/// Folds of the cross-validated choice (`cross_validate`).
+pub(crate) const CHOICE_FOLDS: usize = 4;
 
 /// Whether a fit on `n` rows with `m` basis functions makes the choice:
-/// fewer than [`HELD_OUT_BELOW`] rows, at least [`MIN_HELD_OUT`] held out,
+/// fewer than `HELD_OUT_BELOW` rows, at least `MIN_HELD_OUT` held out,
 /// and at least `m` left to fit on.
 pub fn applies(n: usize, m: usize) -> bool {
     let held_out = held_out_rows(n);
@@ -74,12 +49,12 @@ fn held_out_rows(n: usize) -> usize {
     (HELD_OUT_FRACTION * n as f64).round() as usize
 }
 
-/// How the choice went (in the fit report).
+/// One candidate weighed against another on held-out rows.
 #[derive(Clone, Debug, Serialize)]
-pub struct HeldOutChoice {
-    /// The fit asked for.
+pub struct Verdict {
+    /// The one kept unless the other clearly wins.
     pub incumbent: String,
-    /// The alternative it was compared with.
+    /// The one it was weighed against.
     pub challenger: String,
     /// Rows the two were scored on.
     pub rows: usize,
@@ -90,31 +65,14 @@ pub struct HeldOutChoice {
     pub challenger_nlpd: f64,
     /// Standard error of the mean per-row difference.
     pub standard_error: f64,
-    /// The challenger won, and is the model fitted on all rows.
+    /// The challenger won by more than `MARGIN_SE` standard errors.
     pub challenger_chosen: bool,
-    /// The chosen FITC fit on all rows let its noise variance collapse
-    /// (below `1e-3` of the standardised target's) and did not clearly win
-    /// here, so the model is the VFE fit instead (SPGP only: [`super::spgp::fit_chosen_objective`]).
+    /// The chosen FITC fit on all rows let its noise collapse and did not
+    /// clearly win here, so the VFE fit was taken instead ([`super`]).
     pub noise_collapsed: bool,
-    /// Where a family weighed against SPGP with either objective lost to
-    /// the other objective than the one exported (the incumbent above):
-    /// that rival ([`super::against_spgp`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lost_to: Option<Rival>,
 }
 
-/// An SPGP rival a family lost to on held-out rows.
-#[derive(Clone, Debug, Serialize)]
-pub struct Rival {
-    /// Its name, e.g. `spgp (fitc)`.
-    pub name: String,
-    /// Its mean held-out NLPD (raw units).
-    pub nlpd: f64,
-    /// Standard error of the family's mean per-row difference to it.
-    pub standard_error: f64,
-}
-
-impl HeldOutChoice {
+impl Verdict {
     /// The name of the chosen fit.
     pub fn chosen(&self) -> &str {
         if self.challenger_chosen != self.noise_collapsed {
@@ -142,83 +100,78 @@ impl HeldOutChoice {
 pub(crate) struct Scores {
     rows: usize,
     names: Vec<String>,
-    /// Per-row NLPDs (raw units); `None` where the fit or its prediction
-    /// failed.
+    /// Per-row NLPDs (raw units, summed over the outputs); `None` where
+    /// the fit or its prediction failed.
     nlpds: Vec<Option<Vec<f64>>>,
 }
 
-/// Fits every candidate (name, settings) by `refit` on a random
-/// `1 - HELD_OUT_FRACTION` of `data` (seed `seed`) and scores it on the
-/// rest (module docs).
+/// Fits every candidate (name, settings) on a random
+/// `1 - HELD_OUT_FRACTION` of the rows of `outputs` (seed `seed`, the same
+/// rows for every output) and scores it on the rest (module docs).
 ///
 /// # Errors
-/// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score<P: Sync>(
-    data: &Dataset,
+/// If the data cannot be split, or every candidate fails.
+pub(crate) fn score(
+    outputs: &[Dataset],
     seed: u64,
-    candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+    candidates: &[(String, FitParams)],
 ) -> Result<Scores> {
-    score_parts(&[data.split(HELD_OUT_FRACTION, seed)?], candidates, refit)
+    let parts: Vec<(Dataset, Dataset)> = outputs
+        .iter()
+        .map(|d| d.split(HELD_OUT_FRACTION, seed))
+        .collect::<Result<_>>()?;
+    score_parts(&[parts.into_iter().unzip()], candidates)
 }
 
 /// As [`score`], but over [`CHOICE_FOLDS`] folds, so that every row is
 /// held out once (module docs, "Cross-validated").
 ///
 /// # Errors
-/// If `data` cannot be split into folds, or every candidate fails.
-pub(crate) fn cross_validate<P: Sync>(
-    data: &Dataset,
+/// If the data cannot be split into folds, or every candidate fails.
+pub(crate) fn cross_validate(
+    outputs: &[Dataset],
     seed: u64,
-    candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+    candidates: &[(String, FitParams)],
 ) -> Result<Scores> {
-    score_parts(&data.folds(CHOICE_FOLDS, seed)?, candidates, refit)
+    let per_output: Vec<Vec<(Dataset, Dataset)>> = outputs
+        .iter()
+        .map(|d| d.folds(CHOICE_FOLDS, seed))
+        .collect::<Result<_>>()?;
+    let parts: Vec<(Vec<Dataset>, Vec<Dataset>)> = (0..CHOICE_FOLDS)
+        .map(|k| per_output.iter().map(|folds| folds[k].clone()).unzip())
+        .collect();
+    score_parts(&parts, candidates)
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
-/// held-out rows, the per-row NLPDs of all the parts in one list.
-fn score_parts<P: Sync>(
-    parts: &[(Dataset, Dataset)],
-    candidates: &[(String, P)],
-    refit: &(dyn Fn(&Dataset, &P) -> Result<TrainedModel> + Sync),
+/// held-out rows (a row's NLPD summed over the outputs: the NLPD of the
+/// output vector), the per-row NLPDs of all the parts in one list.
+fn score_parts(
+    parts: &[(Vec<Dataset>, Vec<Dataset>)],
+    candidates: &[(String, FitParams)],
 ) -> Result<Scores> {
-    let one = |params: &P| -> Result<Vec<f64>> {
+    let one = |params: &FitParams| -> Result<Vec<f64>> {
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
-            .map(|(train, valid)| row_nlpds(&refit(train, params)?, valid))
+            .map(|(train, valid)| {
+                let models = fit(train.as_slice(), params, &mut |_| {})?.set.members;
+                let mut sums = vec![0.0; valid.first().map_or(0, Dataset::n_rows)];
+                for (model, output) in models.iter().zip(valid) {
+                    for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
+                        *sum += nlpd;
+                    }
+                }
+                Ok(sums)
+            })
             .collect();
         let per_part = per_part.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(per_part.concat())
     };
-    let rows = parts.iter().map(|(_, valid)| valid.n_rows()).sum();
+    let rows = parts
+        .iter()
+        .map(|(_, valid)| valid.first().map_or(0, Dataset::n_rows))
+        .sum();
     score_with(candidates, rows, one)
-}
-
-/// [`score`] of a multi-output fit: each candidate fitted by `refit` to
-/// every output (one model per output), a held-out row's NLPD the sum of
-/// its outputs' (the NLPD of the output vector).
-///
-/// # Errors
-/// If `data` cannot be split, or every candidate fails.
-pub(crate) fn score_outputs<P: Sync>(
-    data: &MultiTargetData,
-    seed: u64,
-    candidates: &[(String, P)],
-    refit: &(dyn Fn(&MultiTargetData, &P) -> Result<Vec<TrainedModel>> + Sync),
-) -> Result<Scores> {
-    let (train, valid) = data.split(HELD_OUT_FRACTION, seed)?;
-    let one = |params: &P| -> Result<Vec<f64>> {
-        let models = refit(&train, params)?;
-        let mut sums = vec![0.0; valid.n_rows()];
-        for (model, output) in models.iter().zip(valid.outputs()) {
-            for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
-                *sum += nlpd;
-            }
-        }
-        Ok(sums)
-    };
-    score_with(candidates, valid.n_rows(), one)
 }
 
 /// `model`'s NLPD on each row of `valid` (raw units).
@@ -239,10 +192,10 @@ fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
 /// core. Each fit is deterministic and the results are taken in candidate
 /// and part order, so the scores, and which error is reported, do not
 /// depend on the threads.
-fn score_with<P: Sync>(
-    candidates: &[(String, P)],
+fn score_with(
+    candidates: &[(String, FitParams)],
     rows: usize,
-    one: impl Fn(&P) -> Result<Vec<f64>> + Sync,
+    one: impl Fn(&FitParams) -> Result<Vec<f64>> + Sync,
 ) -> Result<Scores> {
     let results: Vec<Result<Vec<f64>>> = candidates
         .par_iter()
@@ -277,7 +230,7 @@ fn score_with<P: Sync>(
 
 impl Scores {
     /// Mean held-out NLPD of candidate `i` (infinite if it failed).
-    fn mean(&self, i: usize) -> f64 {
+    pub(crate) fn mean(&self, i: usize) -> f64 {
         match self.nlpds.get(i) {
             Some(Some(v)) => v.iter().sum::<f64>() / v.len() as f64,
             _ => f64::INFINITY,
@@ -287,7 +240,7 @@ impl Scores {
     /// Candidate `incumbent` against candidate `challenger`: the challenger
     /// wins if it beats the incumbent by more than [`MARGIN_SE`] standard
     /// errors, or if only the incumbent failed.
-    pub(crate) fn verdict(&self, incumbent: usize, challenger: usize) -> HeldOutChoice {
+    pub(crate) fn verdict(&self, incumbent: usize, challenger: usize) -> Verdict {
         let (incumbent_nlpd, challenger_nlpd) = (self.mean(incumbent), self.mean(challenger));
         let standard_error = match (self.nlpds.get(incumbent), self.nlpds.get(challenger)) {
             (Some(Some(a)), Some(Some(b))) => paired_standard_error(a, b),
@@ -297,7 +250,7 @@ impl Scores {
             && (!incumbent_nlpd.is_finite()
                 || challenger_nlpd - incumbent_nlpd + MARGIN_SE * standard_error < 0.0);
         let name = |i: usize| self.names.get(i).cloned().unwrap_or_default();
-        HeldOutChoice {
+        Verdict {
             incumbent: name(incumbent),
             challenger: name(challenger),
             rows: self.rows,
@@ -306,7 +259,6 @@ impl Scores {
             standard_error,
             challenger_chosen,
             noise_collapsed: false,
-            lost_to: None,
         }
     }
 }
@@ -326,7 +278,7 @@ fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::{refit, FitParams, SparseParams};
+    use crate::fit::{FitParams, SparseParams};
     use crate::model::inference::Approximation;
 
     #[test]
@@ -362,7 +314,6 @@ mod tests {
                 m,
                 approximation: Approximation::Fitc,
                 restarts: 1,
-                held_out_choice: false,
                 ..SparseParams::default()
             };
             p.optimiser.max_iter = max_iter;
@@ -372,7 +323,7 @@ mod tests {
             ("good".to_string(), params(12, 200)),
             ("poor".to_string(), params(1, 2)),
         ];
-        let scores = score(&data, 0, &candidates, &refit).expect("scores");
+        let scores = score(std::slice::from_ref(&data), 0, &candidates).expect("scores");
         let kept = scores.verdict(0, 1);
         assert_eq!(kept.rows, 60);
         assert!(kept.incumbent_nlpd + 0.5 < kept.challenger_nlpd, "{kept:?}");

@@ -1,17 +1,17 @@
 //! Which settings apply to which model, as data: a setting given for a
 //! model that does not use it is an error naming it, never ignored.
 //!
-//! A setting not in [`SETTINGS`] applies to every model. The rules were
+//! A setting not in `SETTINGS` applies to every model. The rules were
 //! read off the fits: which parameters each procedure (and the SPGP fit
 //! that VSGP, SPGP+HS and the projected fits start from) reads.
 
-use crate::fit::task::Task;
 use crate::fit::Method;
+use crate::options::task::Task;
 use crate::{Error, Result};
 
 /// A setting and the models that use it.
 #[derive(Clone, Copy, Debug)]
-pub struct Setting {
+pub(crate) struct Setting {
     /// The option, as the command line spells it (`--objective`).
     pub flag: &'static str,
     /// The models that read it.
@@ -28,7 +28,7 @@ use Method::{Exact, Gplasso, Ivm, Spgp, SpgpDr, SpgpHs, SpgpPca, Svgp, Vsgp};
 const PSEUDO: &[Method] = &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca];
 
 /// Every rule (module documentation).
-pub const SETTINGS: &[Setting] = &[
+pub(crate) const SETTINGS: &[Setting] = &[
     Setting {
         flag: "--m",
         models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],
@@ -70,6 +70,14 @@ pub const SETTINGS: &[Setting] = &[
         models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso],
         task: None,
         what: "the FITC or VFE objective of the pseudo-input fits and gplasso",
+    },
+    Setting {
+        flag: "--kernel",
+        models: &[Exact, Spgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],
+        task: None,
+        what: "a Matérn covariance function; vsgp takes the squared exponential only: its basis \
+               functions are Gaussians of their own widths, whose covariances with a Matérn \
+               kernel have no closed form",
     },
     Setting {
         flag: "--no-held-out-choice",
@@ -115,6 +123,13 @@ pub const SETTINGS: &[Setting] = &[
         what: "the stall test of the optimised fits; ivm's runs stop on their own test",
     },
     Setting {
+        flag: "--updatable",
+        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp],
+        task: None,
+        what: "a blob that learns on the device, which needs a basis with a posterior of its own \
+               (the sparse regressions and the binary svgp classifier)",
+    },
+    Setting {
         flag: "--positive",
         models: &[
             Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp,
@@ -130,8 +145,9 @@ pub const SETTINGS: &[Setting] = &[
 /// through until it is).
 ///
 /// ```
-/// use sgp_trainer::fit::task::Task;
-/// use sgp_trainer::fit::{applies, Method};
+/// use sgp_trainer::options::task::Task;
+/// use sgp_trainer::fit::Method;
+/// use sgp_trainer::options::applies;
 ///
 /// assert!(applies::check(&[Method::Spgp], Some(Task::Regression), &["--objective"]).is_ok());
 /// let err = applies::check(&[Method::Svgp], None, &["--objective"]);
@@ -153,7 +169,7 @@ pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()
         if for_task && models.iter().any(|m| setting.models.contains(m)) {
             continue;
         }
-        let names: Vec<String> = models.iter().map(|m| m.name()).collect();
+        let names: Vec<&str> = models.iter().map(|m| m.name()).collect();
         let models_named = if names.is_empty() {
             "the default model".to_owned()
         } else {
@@ -164,7 +180,7 @@ pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()
             Some(Task::Classification) => " (a classification)",
             None => "",
         };
-        let applies_to: Vec<String> = setting.models.iter().map(|m| m.name()).collect();
+        let applies_to: Vec<&str> = setting.models.iter().map(|m| m.name()).collect();
         let only = match setting.task {
             Some(Task::Classification) => " classifying",
             Some(Task::Regression) => " regressing",
@@ -207,5 +223,7 @@ mod tests {
         assert!(check(&[Spgp, SpgpDr], Some(Task::Regression), &["--dim"]).is_ok());
         assert!(check(&[Spgp], Some(Task::Regression), &["--seed", "--max-iter"]).is_ok());
         assert!(err(&[Spgp], Task::Regression, "--positive").contains("a classification"));
+        let e = err(&[Vsgp], Task::Regression, "--kernel");
+        assert!(e.contains("--kernel does not apply to vsgp") && e.contains("closed form"));
     }
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Where the instructions of one update go (M = 32, D = 4, forgetting
+# 0.99): builds src/bin/update_profile.rs, runs it under QEMU with an
+# instruction trace, and sums the instructions executed between its two
+# marker calls by the source function they come from (the innermost
+# runtime function of llvm-addr2line's inline chain). Needs the model files
+# run.sh generates (model/learn_m32.sgp), python3 and llvm-addr2line.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+BIN=update_profile
+ELF=target/thumbv7em-none-eabihf/release/$BIN
+cargo build --release -q --target-dir target --bin "$BIN"
+TRACE=$(mktemp)
+trap 'rm -f "$TRACE"' EXIT
+# -singlestep: one instruction per translation block, so -d exec logs
+# every instruction executed (the counts match -icount's).
+timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic -monitor none \
+    -semihosting-config enable=on,target=native -singlestep -d exec,nochain -D "$TRACE" \
+    -kernel "$ELF"
+python3 - "$ELF" "$TRACE" <<'PY'
+import collections, re, subprocess, sys
+elf, trace = sys.argv[1], sys.argv[2]
+marks = {}
+for line in subprocess.run(["llvm-nm", "-C", elf], capture_output=True, text=True).stdout.splitlines():
+    parts = line.split(" ", 2)
+    for name in ("update_starts", "update_ends"):
+        if len(parts) == 3 and parts[2].startswith(f"update_profile::{name}"):
+            marks[name] = int(parts[0], 16) & ~1
+pcs, inside = [], False
+with open(trace) as f:
+    for line in f:
+        m = re.search(r"\[[0-9a-f]+/([0-9a-f]+)/", line)
+        if not m:
+            continue
+        pc = int(m.group(1), 16)
+        if pc == marks["update_starts"]:
+            inside = True
+        elif pc == marks["update_ends"]:
+            break
+        elif inside:
+            pcs.append(pc)
+counts = collections.Counter(pcs)
+addrs = sorted(counts)
+out = subprocess.run(["llvm-addr2line", "-e", elf, "-i", "-f", "-C", "-a"] + [hex(a) for a in addrs],
+                     capture_output=True, text=True).stdout.splitlines()
+where, at, i = {}, None, 0
+while i < len(out):
+    if out[i].startswith("0x"):
+        at = int(out[i], 16); where[at] = []; i += 1
+    else:
+        where[at].append((out[i], out[i + 1] if i + 1 < len(out) else "")); i += 2
+by = collections.Counter()
+for a, c in counts.items():
+    chain = where.get(a, [])
+    name = next((f for f, loc in chain if "/runtime/" in loc), chain[0][0] if chain else "?")
+    name = re.sub(r"::h[0-9a-f]{16}$", "", name)
+    for mangled, plain in (("$u7b$", "{"), ("$u7d$", "}"), ("$LT$", "<"), ("$GT$", ">"),
+                           ("$u20$", " "), ("$C$", ","), ("..", "::")):
+        name = name.replace(mangled, plain)
+    by[name] += c
+print(f"one update, M = 32: {len(pcs)} instructions (the measuring loop's count differs by a few: inlining)")
+for name, c in by.most_common():
+    print(f"{c:6d}  {name}")
+PY

@@ -1,0 +1,155 @@
+"""The command line and the Python estimators are thin layers over one
+options builder: the same data and settings give the same blob, byte for
+byte, for every family, two outputs and three classes."""
+
+import os
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sgp
+
+CLI = os.environ.get("SGP_CLI")
+pytestmark = pytest.mark.skipif(
+    not CLI, reason="SGP_CLI (the path of the sgp binary) is not set; python/ci.sh sets it"
+)
+
+
+def frame(rows=160, seed=5):
+    """Three inputs and two smooth targets, the second a class of the first."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.uniform(-2.0, 2.0, (rows, 3)), columns=["a", "b", "c"])
+    y = np.sin(2.0 * X["a"]) + 0.5 * X["b"] * X["c"] + 0.1 * rng.standard_normal(rows)
+    z = np.cos(X["b"]) - 0.3 * X["a"] + 0.1 * rng.standard_normal(rows)
+    return X, pd.Series(y, name="y"), pd.Series(z, name="z")
+
+
+def cli_blob(tmp_path, table, args):
+    """The blob `sgp fit` writes for `table` (written as the CSV it reads,
+    every float round-tripping exactly) and `args`."""
+    data = tmp_path / "train.csv"
+    table.to_csv(data, index=False, float_format="%.17g")
+    out = tmp_path / "cli.sgp"
+    subprocess.run(
+        [CLI, "-q", "fit", "--data", str(data), "--out", str(out)] + args,
+        check=True,
+        capture_output=True,
+    )
+    return out.read_bytes()
+
+
+FAMILIES = [
+    ("spgp", {}),
+    ("vsgp", {}),
+    ("spgp-hs", {}),
+    ("spgp-dr", {"dim": 2}),
+    ("spgp-pca", {"dim": 2}),
+    ("gplasso", {}),
+    ("ivm", {}),
+    ("exact", {}),
+    ("auto", {}),
+]
+
+
+def settings(model, extra):
+    """The estimator's keywords: a few iterations, a seed, and 8 basis
+    functions (the exact GP has none: `m` does not apply to it)."""
+    given = {"max_iter": 40, "random_state": 3}
+    if model != "exact":
+        given["m"] = 8
+    return {**given, **extra}
+
+
+def flags(model, given):
+    """The same settings as `sgp fit` flags."""
+    args = ["--model", model]
+    for key, value in given.items():
+        key = "seed" if key == "random_state" else key
+        args += ["--" + key.replace("_", "-"), str(value)]
+    return args
+
+
+@pytest.mark.parametrize("model, extra", FAMILIES, ids=[f for f, _ in FAMILIES])
+def test_every_regression_family_writes_the_clis_blob(tmp_path, model, extra):
+    X, y, _ = frame()
+    given = settings(model, extra)
+    ours = sgp.SparseGPRegressor(model=model, **given).fit(X, y).to_bytes()
+    assert ours == cli_blob(tmp_path, pd.concat([X, y], axis=1), flags(model, given))
+
+
+@pytest.mark.parametrize("model", ["svgp", "ivm", "exact"])
+def test_every_classifier_writes_the_clis_blob(tmp_path, model):
+    X, y, _ = frame()
+    labels = pd.Series((y > 0).astype(int), name="label")
+    given = settings(model, {})
+    ours = sgp.SparseGPClassifier(model=model, **given)
+    blob = ours.fit(X, labels).to_bytes()
+    assert blob == cli_blob(tmp_path, pd.concat([X, labels], axis=1), flags(model, given))
+
+
+def test_two_outputs_write_the_clis_blob(tmp_path):
+    X, y, z = frame()
+    targets = pd.concat([y, z], axis=1)
+    est = sgp.SparseGPRegressor(model="spgp", m=8, max_iter=40, random_state=3)
+    blob = est.fit(X, targets).to_bytes()
+    table = pd.concat([X, targets], axis=1)
+    assert blob == cli_blob(tmp_path, table, flags("spgp", settings("spgp", {})) + ["--target", "y,z"])
+    mean = est.predict(X)
+    assert mean.shape == (len(X), 2)
+    device_mean, _ = sgp.Model.from_bytes(blob).predict(X)
+    assert device_mean.shape == (len(X), 2)
+
+
+def test_three_classes_write_the_clis_blob(tmp_path):
+    X, y, _ = frame()
+    classes = pd.Series(np.digitize(y, [-0.5, 0.5]), name="kind")
+    clf = sgp.SparseGPClassifier(m=8, max_iter=40, random_state=3)
+    blob = clf.fit(X, classes).to_bytes()
+    table = pd.concat([X, classes], axis=1)
+    args = flags("svgp", settings("svgp", {})) + ["--task", "classification"]
+    assert blob == cli_blob(tmp_path, table, args)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    device = sgp.Model.from_bytes(blob).predict_proba(X)
+    assert np.max(np.abs(device - proba)) <= 1e-3
+
+
+@pytest.mark.parametrize("model", ["spgp", "svgp"])
+def test_updatable_blobs_are_the_clis(tmp_path, model):
+    X, y, _ = frame()
+    given = settings(model, {})
+    if model == "svgp":
+        target = pd.Series((y > 0).astype(int), name="label")
+        est = sgp.SparseGPClassifier(model=model, updatable=True, **given)
+    else:
+        target = y
+        est = sgp.SparseGPRegressor(model=model, updatable=True, **given)
+    blob = est.fit(X, target).to_bytes()
+    assert sgp.Model.from_bytes(blob).is_updatable
+    table = pd.concat([X, target], axis=1)
+    assert blob == cli_blob(tmp_path, table, flags(model, given) + ["--updatable"])
+
+
+@pytest.mark.parametrize("model, target", [("exact", "y"), ("svgp", "kind")])
+def test_updatable_is_refused_alike_where_the_blob_cannot_learn(tmp_path, model, target):
+    X, y, _ = frame()
+    table = pd.concat([X, y, pd.Series(np.digitize(y, [-0.5, 0.5]), name="kind")], axis=1)
+    data = tmp_path / "train.csv"
+    table.drop(columns=["kind" if target == "y" else "y"]).to_csv(data, index=False)
+    args = [CLI, "-q", "fit", "--data", str(data), "--out", str(tmp_path / "o.sgp")]
+    args += ["--model", model, "--updatable"]
+    if target == "kind":
+        args += ["--task", "classification"]
+        est = sgp.SparseGPClassifier(model=model, updatable=True, m=8)
+    else:
+        est = sgp.SparseGPRegressor(model=model, updatable=True)
+    cli = subprocess.run(args, capture_output=True, text=True)
+    assert cli.returncode != 0
+    with pytest.raises(ValueError) as python:
+        est.fit(X, table[target])
+    expected = "does not apply to exact" if model == "exact" else "classification of 3 classes"
+    assert expected in cli.stderr, cli.stderr
+    assert expected in str(python.value), python.value
+    assert not (tmp_path / "o.sgp").exists()

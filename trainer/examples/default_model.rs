@@ -1,0 +1,138 @@
+//! Which regression default serves users best: `sgp fit` (SPGP, its
+//! objective chosen on held-out rows) against `sgp fit --model auto` (the
+//! family that clearly beats SPGP on held-out rows: VSGP, SPGP+HS or
+//! GPLasso), on the benchmark suite's data sets (70/30 split, M = 10 and
+//! 30) and on small splits like issue 20's (diabetes 332 training rows at
+//! M = 25, mcycle 100 at M = 10, a heteroscedastic 1-D set 200 at M = 10;
+//! `--splits` of each, default 12). Prints each fit's test NLPD (raw
+//! units), the family auto chose, the fit times, and a summary per group.
+//!
+//! ```sh
+//! bash bench/fetch-public.sh   # diabetes, mcycle (skipped when absent)
+//! cargo run --release -p sgp-trainer --example default_model -- --splits 12
+//! ```
+
+use std::time::Instant;
+
+use sgp_trainer::choose::{self, Asked, Request};
+use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::figures;
+use sgp_trainer::fit::Method;
+use sgp_trainer::options::Options;
+use sgp_trainer::tools::synth::{dataset, Shape};
+use sgp_trainer::Result;
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
+
+/// Test NLPD, the family exported and the seconds of one request.
+fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f64)> {
+    let request = Request {
+        asked,
+        held_out: true,
+        choose_objective: true,
+    };
+    let started = Instant::now();
+    let fit = choose::fit(train, &request, &mut |_| {})?;
+    let seconds = started.elapsed().as_secs_f64();
+    let p = fit.set.members[0].predict_raw(&test.raw_x())?;
+    let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
+    Ok((e.nlpd, fit.report.method.name().to_string(), seconds))
+}
+
+/// The default and auto on one split: their NLPDs, auto's family, times.
+fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> Result<[f64; 4]> {
+    let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
+    let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
+    let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
+    let auto = Asked::Auto(families.into_iter().map(params).collect());
+    let (auto_nlpd, chosen, auto_s) = run(train, test, auto)?;
+    println!(
+        "| {name} | {m} | {spgp:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {spgp_s:.2} | {auto_s:.2} |",
+        auto_nlpd - spgp
+    );
+    Ok([spgp, auto_nlpd, spgp_s, auto_s])
+}
+
+/// One group's summary line.
+fn summary(group: &str, rows: &[[f64; 4]]) {
+    let n = rows.len().max(1) as f64;
+    let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
+    let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
+    let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
+    let worst = rows
+        .iter()
+        .map(|r| r[1] - r[0])
+        .fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "{group}: {} fits; mean NLPD spgp {:.4}, auto {:.4}; auto better by > 0.01 on {better}, \
+         worse by > 0.01 on {worse} (at most {worst:+.4}); time auto / spgp {:.1}x",
+        rows.len(),
+        mean(0),
+        mean(1),
+        mean(3) / mean(2).max(1e-9)
+    );
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let splits: u64 = args
+        .iter()
+        .position(|a| a == "--splits")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    println!("| set | M | spgp NLPD | auto NLPD | auto - spgp | auto chose | spgp s | auto s |");
+    println!("|---|---:|---:|---:|---:|---|---:|---:|");
+    let mut suite = Vec::new();
+    for name in bench_data::dataset_names() {
+        let bench = bench_data::load(&name)?;
+        let (train, test) = bench
+            .data
+            .split(bench_data::TEST_FRACTION, bench_data::SEED)?;
+        for m in [10, 30] {
+            suite.push(compare(&format!("suite {name}"), &train, &test, m, 0)?);
+        }
+    }
+    let mut small = Vec::new();
+    let public = |file: &str| {
+        let path = format!("{}/../bench/data/{file}.csv", env!("CARGO_MANIFEST_DIR"));
+        Dataset::from_csv(path, None).ok()
+    };
+    let (diabetes, mcycle) = (public("diabetes"), public("mcycle"));
+    for seed in 0..splits {
+        if let Some(d) = &diabetes {
+            let (train, test) = d.split(0.25, seed)?;
+            small.push(compare(
+                &format!("diabetes 332 /{seed}"),
+                &train,
+                &test,
+                25,
+                seed,
+            )?);
+        }
+        if let Some(d) = &mcycle {
+            let (train, test) = d.split(0.25, seed)?;
+            small.push(compare(
+                &format!("mcycle 100 /{seed}"),
+                &train,
+                &test,
+                10,
+                seed,
+            )?);
+        }
+        let het = dataset(Shape::Heteroscedastic, 267, seed)?;
+        let (train, test) = het.split(0.25, seed)?;
+        small.push(compare(
+            &format!("heteroscedastic 200 /{seed}"),
+            &train,
+            &test,
+            10,
+            seed,
+        )?);
+    }
+    println!();
+    summary("suite", &suite);
+    summary("small splits", &small);
+    Ok(())
+}

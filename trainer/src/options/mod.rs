@@ -1,0 +1,384 @@
+//! One builder from user settings to a fit request: `sgp fit`'s flags and
+//! the Python estimators' keywords are the fields of [`Options`] (`--max-iter`
+//! is `max_iter`), read by the same code, with the same defaults and the
+//! same messages (Python shows `--flag` as `flag`). A field left `None` (or
+//! `false`) is a setting not given: the family's default applies.
+//!
+//! [`Options::request`] makes the [`Request`] the choice layer fits: the
+//! family named (or, with none, `auto` for a regression and `svgp` for a
+//! classification), and which choices stay open. A setting given for a
+//! family that does not read it is an error ([`applies`]); the task of the
+//! target is decided in [`task`].
+
+#[macro_use]
+mod named;
+pub mod applies;
+pub mod task;
+
+use nalgebra::DMatrix;
+
+use crate::choose::{Asked, Request, AUTO};
+use crate::data::multi_target::Outputs;
+use crate::data::TargetKind;
+use crate::export::updatable::export_updatable;
+use crate::export::{export, Exported};
+use crate::fit::gplasso::{GplassoParams, GplassoRefit};
+use crate::fit::ivm::{IvmParams, IvmPosterior};
+use crate::fit::svgp::SvgpParams;
+use crate::fit::{
+    default_optimiser, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
+    SparseParams, DEFAULT_STALL,
+};
+use crate::model::inference::Approximation;
+use crate::numerics::optimise::Stall;
+use crate::numerics::reproducible::reproducibly;
+use crate::{Error, Result};
+pub use named::{parse, Named};
+use sgp_runtime::Kernel;
+use task::Task;
+
+/// Basis functions of a fit when `m` is not given (at most the rows).
+pub const DEFAULT_M: usize = 20;
+
+/// `--model`: one family, or the one that predicts held-out rows best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// `auto`: the family that clearly beats SPGP on held-out rows, else
+    /// SPGP ([`crate::choose`]).
+    Auto,
+    /// This family.
+    Family(Method),
+}
+
+impl ModelChoice {
+    /// The choice named `name`: `auto` or a family's name.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] listing the names there are.
+    pub fn parse(name: &str) -> Result<Self> {
+        if name == AUTO {
+            return Ok(ModelChoice::Auto);
+        }
+        parse::<Method>(name, "--model").map(ModelChoice::Family)
+    }
+}
+
+/// The settings users give a fit; `None` and `false` are "not given".
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// `--model`.
+    pub model: Option<ModelChoice>,
+    /// `--m`: basis functions (default [`DEFAULT_M`], at most the rows).
+    pub m: Option<usize>,
+    /// `--dim`: the projected dimension G of spgp-dr and spgp-pca.
+    pub dim: Option<usize>,
+    /// `--rank`: gplasso's incomplete Cholesky rank.
+    pub rank: Option<usize>,
+    /// `--fixed-hyperparameters`: gplasso's paper procedure.
+    pub fixed_hyperparameters: bool,
+    /// `--fixed-basis`: gplasso's hyperparameters re-optimised, its basis
+    /// kept.
+    pub fixed_basis: bool,
+    /// `--objective`: FITC or VFE (not given: chosen on held-out rows
+    /// where the family has the choice).
+    pub objective: Option<Approximation>,
+    /// `--kernel`: the covariance function (default: the squared
+    /// exponential).
+    pub kernel: Option<Kernel>,
+    /// `--no-held-out-choice`: no held-out comparisons.
+    pub no_held_out_choice: bool,
+    /// `--restarts`: starts of a restarted fit.
+    pub restarts: Option<usize>,
+    /// `--seed`: seed of every random choice (default 0).
+    pub seed: Option<u64>,
+    /// `--max-iter`: cap on each final optimiser run.
+    pub max_iter: Option<u64>,
+    /// `--tol`: the stall test, nats per row over 50 iterations.
+    pub tol: Option<f64>,
+    /// `--init`: how the first start's pseudo-inputs are drawn.
+    pub init: Option<InitMethod>,
+    /// `--init-hyper`: where the hyperparameters start.
+    pub init_hyper: Option<HyperInit>,
+    /// `--max-points`: rows of an exact GP.
+    pub max_points: Option<usize>,
+    /// `--ivm-posterior`: the IVM classifier's posterior.
+    pub ivm_posterior: Option<IvmPosterior>,
+    /// `--updatable`: export a blob that learns on the device
+    /// ([`crate::export::updatable`]).
+    pub updatable: bool,
+    /// `--reproducible`: the same blob, bit for bit, on any CPU and thread
+    /// count ([`crate::numerics::reproducible`]).
+    pub reproducible: bool,
+}
+
+impl Options {
+    /// The settings given, as the command line spells them (`--max-iter`).
+    pub fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            (self.m.is_some(), "--m"),
+            (self.dim.is_some(), "--dim"),
+            (self.rank.is_some(), "--rank"),
+            (self.fixed_hyperparameters, "--fixed-hyperparameters"),
+            (self.fixed_basis, "--fixed-basis"),
+            (self.objective.is_some(), "--objective"),
+            // The squared exponential is every family's: only a Matérn
+            // kernel is a setting some families refuse.
+            (self.matern(), "--kernel"),
+            (self.no_held_out_choice, "--no-held-out-choice"),
+            (self.restarts.is_some(), "--restarts"),
+            (self.seed.is_some(), "--seed"),
+            (self.max_iter.is_some(), "--max-iter"),
+            (self.tol.is_some(), "--tol"),
+            (self.init.is_some(), "--init"),
+            (self.init_hyper.is_some(), "--init-hyper"),
+            (self.max_points.is_some(), "--max-points"),
+            (self.ivm_posterior.is_some(), "--ivm-posterior"),
+            (self.updatable, "--updatable"),
+            (self.reproducible, "--reproducible"),
+        ];
+        flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
+    }
+
+    /// Whether a Matérn kernel was asked for.
+    fn matern(&self) -> bool {
+        self.kernel.is_some_and(|k| k != Kernel::SquaredExponential)
+    }
+
+    /// Refuses a setting given (and any of `also`, the command line's own
+    /// flags such as `--path`) that the family named does not read, for
+    /// `task` if known ([`applies::check`]); with no family named, waits
+    /// for [`Options::request`].
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the setting and the families it applies
+    /// to.
+    pub fn check_applies(&self, task: Option<Task>, also: &[&str]) -> Result<()> {
+        let Some(ModelChoice::Family(family)) = self.model else {
+            return Ok(());
+        };
+        let mut given = self.given();
+        given.extend(also);
+        applies::check(&[family], task, &given)
+    }
+
+    /// What to fit to `data`: the family named, else `auto` for a
+    /// regression of one output in memory (`examples/default_model.rs`
+    /// measured it against SPGP: docs/src/model-families.md, "The default
+    /// model") and `svgp` for a classification; `auto`'s candidates are
+    /// the families that apply.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for settings that do not fit the data or the
+    /// family.
+    pub fn request(&self, data: &(impl Outputs + ?Sized)) -> Result<Request> {
+        let outputs = data.outputs();
+        let first = outputs
+            .first()
+            .ok_or_else(|| Error::BadInput("a fit needs at least one target".into()))?;
+        let rows = first.n_rows();
+        let classifier = first.target != TargetKind::Continuous;
+        let model = self.model.unwrap_or(if classifier {
+            ModelChoice::Family(Method::Svgp)
+        } else {
+            ModelChoice::Auto
+        });
+        let asked = match model {
+            ModelChoice::Family(method) => Asked::Family(self.params(method, rows)?),
+            ModelChoice::Auto if classifier => Asked::Auto(vec![self.params(Method::Svgp, rows)?]),
+            ModelChoice::Auto => {
+                let mut families = vec![Method::Spgp];
+                if !self.matern() {
+                    // VSGP's Gaussian basis functions take the squared
+                    // exponential only.
+                    families.push(Method::Vsgp);
+                }
+                if outputs.len() == 1 {
+                    families.extend([Method::SpgpHs, Method::Gplasso]);
+                }
+                if self.dim.is_some() {
+                    families.push(Method::SpgpDr);
+                }
+                let candidates = families
+                    .into_iter()
+                    .map(|m| self.params(m, rows))
+                    .collect::<Result<_>>()?;
+                Asked::Auto(candidates)
+            }
+        };
+        let task = if classifier {
+            Task::Classification
+        } else {
+            Task::Regression
+        };
+        applies::check(&asked.families(), Some(task), &self.given())?;
+        if let (true, TargetKind::Classes { count }) = (self.updatable, first.target) {
+            return Err(Error::BadInput(format!(
+                "--updatable does not apply to a classification of {count} classes: their labels \
+                 have no rank-one update on the device; a binary svgp classifier learns there"
+            )));
+        }
+        Ok(Request {
+            asked,
+            held_out: !self.no_held_out_choice,
+            choose_objective: self.objective.is_none(),
+        })
+    }
+
+    /// Runs `work` (a fit and its export) as asked: with `reproducible`, in
+    /// the fixed order of [`reproducibly`].
+    ///
+    /// # Errors
+    /// `work`'s, or [`Error::Numerical`] if the fit's threads cannot start.
+    pub fn run<R: Send>(&self, work: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+        if self.reproducible {
+            reproducibly(work)?
+        } else {
+            work()
+        }
+    }
+
+    /// Exports `fit` as asked: a blob that learns on the device with
+    /// `updatable` ([`export_updatable`]), else the fixed blob ([`export`]);
+    /// `force` exports what fails the f32 check.
+    ///
+    /// # Errors
+    /// As [`export`] and [`export_updatable`].
+    pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+        if self.updatable {
+            export_updatable(fit, check_x, force)
+        } else {
+            export(fit, check_x, force)
+        }
+    }
+
+    /// `method`'s settings on data of `rows` rows (settings it does not
+    /// read are left out: [`Options::request`] refuses them).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for settings that contradict each other, or one
+    /// `method` needs and lacks.
+    pub fn params(&self, method: Method, rows: usize) -> Result<FitParams> {
+        if self.fixed_hyperparameters && self.fixed_basis {
+            return Err(Error::BadInput(
+                "--fixed-hyperparameters and --fixed-basis are two gplasso procedures: give one"
+                    .into(),
+            ));
+        }
+        let fixed = self.fixed_hyperparameters || self.fixed_basis;
+        if method == Method::Gplasso && self.objective.is_some() && fixed {
+            return Err(Error::BadInput(
+                "--objective applies to gplasso's default fit: --fixed-hyperparameters and \
+                 --fixed-basis keep FITC, the paper's variance"
+                    .into(),
+            ));
+        }
+        let dim = match (method.is_projected(), self.dim) {
+            (true, Some(dim)) => dim,
+            (true, None) => {
+                return Err(Error::BadInput(format!(
+                    "--model {} needs --dim G, the projected dimension",
+                    method.name()
+                )))
+            }
+            (false, _) => 0,
+        };
+        let m = self.m.unwrap_or(DEFAULT_M.min(rows));
+        let seed = self.seed.unwrap_or(0);
+        let mut optimiser = default_optimiser();
+        if let Some(max_iter) = self.max_iter {
+            optimiser.max_iter = max_iter;
+        }
+        if let Some(per_row) = self.tol {
+            // A tolerance of 0 never fires: the best value cannot rise.
+            optimiser.stall = Some(Stall {
+                per_row,
+                ..DEFAULT_STALL
+            });
+        }
+        let defaults = SparseParams::default();
+        let pseudo_init = self.init.map_or(defaults.pseudo_init.clone(), Into::into);
+        let kernel = self.kernel.unwrap_or_default();
+        let sparse = SparseParams {
+            m,
+            seed,
+            kernel,
+            approximation: self.objective.unwrap_or_default(),
+            restarts: self.restarts.unwrap_or(defaults.restarts),
+            optimiser: optimiser.clone(),
+            pseudo_init: pseudo_init.clone(),
+            hyper_init: self.init_hyper.unwrap_or(defaults.hyper_init),
+            max_points: self.max_points.unwrap_or(defaults.max_points),
+            ..defaults
+        };
+        Ok(match method {
+            Method::Exact => FitParams::Exact(ExactParams {
+                max_points: self.max_points.unwrap_or(ExactParams::default().max_points),
+                seed,
+                optimiser,
+                kernel,
+            }),
+            Method::Spgp => FitParams::Spgp(sparse),
+            Method::Vsgp => FitParams::Vsgp(sparse),
+            Method::SpgpHs => FitParams::SpgpHs(sparse),
+            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
+            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
+            Method::Gplasso => FitParams::Gplasso(GplassoParams {
+                m,
+                rank: self.rank,
+                max_points: self
+                    .max_points
+                    .unwrap_or(GplassoParams::default().max_points),
+                seed,
+                optimiser,
+                refit: match (self.fixed_hyperparameters, self.fixed_basis) {
+                    (true, _) => GplassoRefit::Nothing,
+                    (false, true) => GplassoRefit::Hyperparameters,
+                    (false, false) => GplassoRefit::Everything,
+                },
+                approximation: self.objective.unwrap_or_default(),
+                kernel,
+                ..GplassoParams::default()
+            }),
+            Method::Ivm => {
+                let defaults = IvmParams::default();
+                let mut optimiser = defaults.optimiser.clone();
+                if let Some(max_iter) = self.max_iter {
+                    optimiser.max_iter = max_iter;
+                }
+                FitParams::Ivm(IvmParams {
+                    m,
+                    seed,
+                    optimiser,
+                    kernel_points: self.max_points.unwrap_or(defaults.kernel_points),
+                    posterior: self.ivm_posterior.unwrap_or_default(),
+                    kernel,
+                    ..defaults
+                })
+            }
+            Method::Svgp => FitParams::Svgp(SvgpParams {
+                m,
+                seed,
+                restarts: self.restarts.unwrap_or(SvgpParams::default().restarts),
+                optimiser,
+                pseudo_init,
+                kernel,
+            }),
+        })
+    }
+
+    /// `method`'s defaults with `m` basis functions (G = `dim` for a
+    /// projected family) and `seed`: `sgp fit --model METHOD --m M --dim
+    /// DIM --seed SEED`.
+    ///
+    /// # Errors
+    /// As [`Options::params`].
+    pub fn defaults(method: Method, m: usize, dim: usize, seed: u64) -> Result<FitParams> {
+        let options = Options {
+            m: Some(m),
+            dim: method.is_projected().then_some(dim),
+            seed: Some(seed),
+            ..Options::default()
+        };
+        options.params(method, usize::MAX)
+    }
+}
