@@ -225,9 +225,8 @@ fn an_svgp_classifier_learns_its_labels_on_the_host_as_on_the_device() {
         restarts: 1,
         ..SvgpParams::default()
     });
-    let model = fit(&lab, &params, &mut |_| {}).unwrap().model;
-    let set = ModelSet::single(model, Vec::new());
-    let blob = export_updatable(&set, &lab.raw_x(), None, false)
+    let mut fitted = fit(&lab, &params, &mut |_| {}).unwrap();
+    let blob = export_updatable(&mut fitted, &lab.raw_x(), false)
         .unwrap()
         .blob;
     assert_eq!(
@@ -314,9 +313,8 @@ fn a_posterior_wider_than_the_prior_is_refused_with_the_reason() {
         restarts: 1,
         ..SvgpParams::default()
     });
-    let model = fit(&data, &params, &mut |_| {}).unwrap().model;
-    let set = ModelSet::single(model, Vec::new());
-    let Err(error) = export_updatable(&set, &data.raw_x(), None, false) else {
+    let mut fitted = fit(&data, &params, &mut |_| {}).unwrap();
+    let Err(error) = export_updatable(&mut fitted, &data.raw_x(), false) else {
         panic!("the export accepted a posterior wider than the prior");
     };
     let message = error.to_string();
@@ -333,7 +331,7 @@ fn a_posterior_wider_than_the_prior_is_refused_with_the_reason() {
 #[test]
 fn several_outputs_learn_their_batch_posteriors() {
     use sgp_trainer::data::multi_target::MultiTargetData;
-    use sgp_trainer::fit::multi_output::{fit_multi_with, VarianceSharing};
+    use sgp_trainer::fit::VarianceSharing;
     // Two outputs of one plant on the same inputs: before and after its
     // gain shift (the second twice as noisy).
     let outputs = |rows: usize, seed: u64| {
@@ -355,13 +353,11 @@ fn several_outputs_learn_their_batch_posteriors() {
         let params = FitParams::Spgp(SparseParams {
             m: M,
             restarts: 1,
-            held_out_choice: false,
+            sharing,
             ..SparseParams::default()
         });
-        let fitted = fit_multi_with(&lab, &params, sharing, &mut |_| {}).unwrap();
-        let blob = export_updatable(&fitted.set, &lab_x, Some(Approximation::Fitc), false)
-            .unwrap()
-            .blob;
+        let mut fitted = fit(&lab, &params, &mut |_| {}).unwrap();
+        let blob = export_updatable(&mut fitted, &lab_x, false).unwrap().blob;
         let spec = ModelSpec::from_bytes(&blob).unwrap();
         let shared = spec.outputs.iter().all(|o| o.l1.is_empty());
         assert_eq!(shared, sharing == VarianceSharing::Tied, "{sharing:?}");

@@ -3,7 +3,7 @@
 //! what the model predicted at each row just before learning it, and the
 //! model it ends as. `sgp replay` prints the error over time and draws it.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::{Link, ModelSpec, UpdateSettings};
 
@@ -225,4 +225,16 @@ pub fn replay(
 /// A device error at data row `r` (0-based) as the user's error.
 fn at_row(r: usize, e: sgp_runtime::Error) -> Error {
     Error::BadInput(format!("data row {}: {e}", r + 1))
+}
+
+/// The classifier targets of raw labels: 1 where a label is the blob's
+/// positive class, 0 else.
+pub fn labels_as_targets(labels: &DVector<f64>, positive: f64) -> DMatrix<f64> {
+    DMatrix::from_iterator(
+        labels.len(),
+        1,
+        labels
+            .iter()
+            .map(|&v| if v == positive { 1.0 } else { 0.0 }),
+    )
 }
