@@ -108,10 +108,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 8;
+    bad[4] = 9;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 8 }
+        Error::UnsupportedVersion { found: 9 }
     );
 
     let mut bad = blob.clone();
