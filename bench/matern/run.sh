@@ -27,7 +27,7 @@ row --- --- --- --- ---
 for set in m32 kinks; do
     train=$work/${set}_train.csv test=$work/${set}_test.csv
     for kernel in se matern12 matern32 matern52; do
-        "$sgp" fit --data "$train" --m 32 --kernel "$kernel" --out "$work/$set-$kernel.sgp" --quiet >/dev/null
+        "$sgp" fit --data "$train" --model spgp --m 32 --kernel "$kernel" --out "$work/$set-$kernel.sgp" --quiet >/dev/null
         read -r nlpd rmse cover < <(score "$work/$set-$kernel.sgp" "$test")
         row "$set" "sgp spgp M=32 $kernel" "$nlpd" "$rmse" "$cover"
     done
