@@ -230,7 +230,7 @@ fn run() -> bool {
         golden_matern32_m32::INPUTS.as_slice(),
         golden_matern32_m32::DIM,
         &golden_matern32_m32::EXPECTED,
-        golden_matern32_m32::Y_SCALE,
+        golden_matern32_m32::Y_SCALES[0],
     );
     // Every model's gradients against the host's central differences.
     macro_rules! gradient_golden {
