@@ -17,6 +17,9 @@ const GPLASSO_SIZES: [usize; 1] = [32];
 /// The same for the SPGP models on the SPGP+DR data, no projection (files
 /// `spgp_d16_m{M}.sgp`, `golden_spgp_d16_m{M}.rs`).
 const D16_SIZES: [usize; 1] = [32];
+/// The same for the SPGP models with the Matérn 3/2 kernel on the SPGP
+/// models' data (files `matern32_m{M}.sgp`, `golden_matern32_m{M}.rs`).
+const MATERN32_SIZES: [usize; 1] = [32];
 /// The same for the IVM probit classifiers (files `ivm_m{M}.sgp`,
 /// `golden_ivm_m{M}.rs`).
 const IVM_SIZES: [usize; 1] = [32];
@@ -59,6 +62,10 @@ fn main() {
     for m in D16_SIZES {
         stage(&out, &format!("spgp_d16_m{m}.sgp"));
         stage(&out, &format!("golden_spgp_d16_m{m}.rs"));
+    }
+    for m in MATERN32_SIZES {
+        stage(&out, &format!("matern32_m{m}.sgp"));
+        stage(&out, &format!("golden_matern32_m{m}.rs"));
     }
     for m in IVM_SIZES {
         stage(&out, &format!("ivm_m{m}.sgp"));

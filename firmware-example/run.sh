@@ -35,8 +35,10 @@ GEN_DIR=$PWD/$TARGET_DIR/model-gen
 # golden_spgp_d16_m$M.rs for "spgp M d16" (plain SPGP on the spgp-dr data,
 # G = D = DR_DIM, to compare with the projection), model/ivm_m$M.sgp and
 # golden_ivm_m$M.rs for the IVM probit classifier (fitted on the D = MODEL_DIM
-# data with the target thresholded at 0 into classes 0/1).
-MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16" "ivm 32" "svgp 32")
+# data with the target thresholded at 0 into classes 0/1), model/matern32_m$M.sgp
+# and golden_matern32_m$M.rs for "matern32 M" (SPGP with --kernel matern32 on
+# the SPGP models' data, to compare its cost with the squared exponential's).
+MODELS=("spgp 16" "spgp 32" "spgp 64" "vsgp 32" "gplasso 32" "spgp-dr 32" "spgp 32 d16" "ivm 32" "svgp 32" "matern32 32")
 MODEL_DIM=4
 DR_DIM=16
 DR_G=4
@@ -124,6 +126,7 @@ BLOBS=()
 for model in "${MODELS[@]}"; do
     read -r kind m on <<<"$model"
     name=m$m
+    fit_kind=$kind
     data=$GEN_DIR/data.csv
     extra=()
     case $kind${on:+ $on} in
@@ -133,9 +136,10 @@ for model in "${MODELS[@]}"; do
         gplasso) name=gplasso_m$m extra=(--max-points "$GPLASSO_MAX_POINTS" --no-held-out-choice) ;;
         ivm) name=ivm_m$m data=$GEN_DIR/data_cls.csv extra=(--link probit --positive 1) ;;
         svgp) name=svgp_m$m data=$GEN_DIR/data_cls.csv extra=(--task classification --positive 1) ;;
+        matern32) name=matern32_m$m fit_kind=spgp extra=(--kernel matern32) ;;
         *) name=${kind}_m$m ;;
     esac
-    sgp fit --data "$data" --model "$kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \
+    sgp fit --data "$data" --model "$fit_kind" --m "$m" "${extra[@]}" --max-iter 30 --seed 0 \
         --out "$GEN_DIR/$name.sgp" --golden "$GEN_DIR/golden_$name.rs" --quiet >"$GEN_DIR/fit_$name.log" ||
         { cat "$GEN_DIR/fit_$name.log" >&2; fail "sgp fit --model $kind --m $m"; }
     for f in "$name.sgp" "golden_$name.rs"; do

@@ -7,7 +7,7 @@ imports or CSV reading), test NLPD and RMSE in raw target units, the
 optimiser's iteration count and the final training NLML (on the
 standardised data, in nats, as `sgp fit --json` reports it). Setup mirrors `sgp fit`'s defaults where the
 libraries allow: inputs and target standardised on the training data, ARD
-squared-exponential kernel, pseudo-inputs started at k-means centres (scipy,
+squared-exponential kernel (or --kernel's Matérn), pseudo-inputs started at k-means centres (scipy,
 seeded), the same data-scale start as `sgp` (each length scale half its
 input's range, signal variance 1, noise variance 0.1), noise floor 1e-6 (GPflow's default; GPy's is set to match),
 L-BFGS-B (scipy) for at most --iters iterations. The last CSV column is the
@@ -69,11 +69,17 @@ def to_raw_units(params, xm, xsd, ysd):
     }
 
 
-def fit_gpy(x, y, z, iters):
+def fit_gpy(x, y, z, iters, kernel="se"):
     import GPy
 
     d = x.shape[1]
-    kern = GPy.kern.RBF(d, variance=1.0, lengthscale=start_lengthscales(x), ARD=True)
+    make = {
+        "se": GPy.kern.RBF,
+        "matern12": GPy.kern.Exponential,
+        "matern32": GPy.kern.Matern32,
+        "matern52": GPy.kern.Matern52,
+    }[kernel]
+    kern = make(d, variance=1.0, lengthscale=start_lengthscales(x), ARD=True)
     model = GPy.models.SparseGPRegression(x, y, kernel=kern, Z=z.copy())
     model.likelihood.variance = 0.1
     model.inference_method = GPy.inference.latent_function_inference.FITC()
@@ -91,15 +97,20 @@ def fit_gpy(x, y, z, iters):
     return predict, iterations, float(-model.log_likelihood()), fitted
 
 
-def fit_gpflow(x, y, z, iters, threads):
+def fit_gpflow(x, y, z, iters, threads, kernel="se"):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import gpflow
 
-    d = x.shape[1]
-    kern = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=start_lengthscales(x))
+    make = {
+        "se": gpflow.kernels.SquaredExponential,
+        "matern12": gpflow.kernels.Matern12,
+        "matern32": gpflow.kernels.Matern32,
+        "matern52": gpflow.kernels.Matern52,
+    }[kernel]
+    kern = make(variance=1.0, lengthscales=start_lengthscales(x))
     model = gpflow.models.GPRFITC(
         (x, y), kernel=kern, inducing_variable=z.copy(), noise_variance=0.1
     )
@@ -133,6 +144,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--points", help="also write each test row's NLPD here, one per line")
     ap.add_argument("--params", help="also write the start and the fitted parameters (raw units) here, as JSON")
+    ap.add_argument("--kernel", default="se", choices=["se", "matern12", "matern32", "matern52"])
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     x, y = load(args.train)
@@ -150,9 +162,11 @@ def main():
     z = kmeans_centres(xn, args.m, args.seed)
     start_params = fitted_params(z, start_lengthscales(xn), 1.0, 0.1)
     if args.tool == "gpy":
-        predict, iterations, train_nlml, fitted = fit_gpy(xn, yn, z, args.iters)
+        predict, iterations, train_nlml, fitted = fit_gpy(xn, yn, z, args.iters, args.kernel)
     else:
-        predict, iterations, train_nlml, fitted = fit_gpflow(xn, yn, z, args.iters, threads)
+        predict, iterations, train_nlml, fitted = fit_gpflow(
+            xn, yn, z, args.iters, threads, args.kernel
+        )
     seconds = time.perf_counter() - start
     mean, var = predict((xs - xm) / xsd)
     mean = mean * ysd + ym
@@ -169,8 +183,11 @@ def main():
                 },
                 f,
             )
+    lo, hi = mean - 1.96 * np.sqrt(var), mean + 1.96 * np.sqrt(var)
     out = {
         "tool": args.tool,
+        "kernel": args.kernel,
+        "coverage": float(np.mean((ys >= lo) & (ys <= hi))),
         "seconds": seconds,
         "nlpd": float(points.mean()),
         "rmse": float(np.sqrt(np.mean((mean - ys) ** 2))),

@@ -17,6 +17,7 @@
 
 #include "classifier.h"      /* probit classifier */
 #include "heater.h"          /* regression model */
+#include "heater_matern32.h" /* the same data, Matérn 3/2 kernel */
 #include "too_many_basis.h"  /* SGP_CAPACITY_M + 1 basis functions */
 #include "too_many_inputs.h" /* SGP_CAPACITY_D + 1 inputs, projected to one feature */
 #include "too_wide.h"        /* SGP_CAPACITY_G + 1 inputs and features */
@@ -48,29 +49,38 @@ static int checks = 0;
     } while (0)
 
 static SgpModel model;
+static SgpModel matern;
 static SgpModel classifier;
 static SgpModel scratch;
 static SgpModel outputs;
 static SgpModel classes;
 
-static void golden_regression(double shift) {
-    for (unsigned i = 0; i < GOLDEN_N; i++) {
+/* A regression model's predictions at n points against the trainer's. */
+static void golden_points(const SgpModel *m, unsigned n, const float (*x)[HEATER_INPUT_DIM],
+                          const double *want_mean, const double *tolerance,
+                          const double *want_variance, double shift) {
+    for (unsigned i = 0; i < n; i++) {
         SgpPrediction p;
         float mean = NAN;
-        EXPECT_STATUS(sgp_model_predict(&model, golden_x[i], HEATER_INPUT_DIM, &p),
-                      SGP_STATUS_OK);
-        double expected = golden_mean[i] + shift * golden_mean_tolerance[i];
-        CHECK(fabs(p.mean - expected) <= golden_mean_tolerance[i],
+        EXPECT_STATUS(sgp_model_predict(m, x[i], HEATER_INPUT_DIM, &p), SGP_STATUS_OK);
+        double expected = want_mean[i] + shift * tolerance[i];
+        CHECK(fabs(p.mean - expected) <= tolerance[i],
               "point %u: mean %.9g, trainer %.9g, tolerance %.3g", i, p.mean, expected,
-              golden_mean_tolerance[i]);
-        double variance = golden_variance[i] * (1.0 + shift * GOLDEN_VARIANCE_TOLERANCE);
-        CHECK(fabs(p.variance - variance) <= GOLDEN_VARIANCE_TOLERANCE * golden_variance[i],
+              tolerance[i]);
+        double variance = want_variance[i] * (1.0 + shift * GOLDEN_VARIANCE_TOLERANCE);
+        CHECK(fabs(p.variance - variance) <= GOLDEN_VARIANCE_TOLERANCE * want_variance[i],
               "point %u: variance %.9g, trainer %.9g", i, p.variance, variance);
-        EXPECT_STATUS(sgp_model_mean(&model, golden_x[i], HEATER_INPUT_DIM, &mean),
-                      SGP_STATUS_OK);
+        EXPECT_STATUS(sgp_model_mean(m, x[i], HEATER_INPUT_DIM, &mean), SGP_STATUS_OK);
         CHECK(mean == p.mean, "point %u: mean only %.9g, with the variance %.9g", i, mean,
               p.mean);
     }
+}
+
+static void golden_regression(double shift) {
+    golden_points(&model, GOLDEN_N, golden_x, golden_mean, golden_mean_tolerance,
+                  golden_variance, shift);
+    golden_points(&matern, MATERN_N, matern_x, matern_mean, matern_mean_tolerance,
+                  matern_variance, shift);
 }
 
 static void golden_classifier(double shift) {
@@ -334,6 +344,9 @@ int main(int argc, char **argv) {
     EXPECT_STATUS(sgp_model_predict(&model, golden_x[0], HEATER_INPUT_DIM, &(SgpPrediction){0}),
                   SGP_STATUS_NOT_LOADED);
     EXPECT_STATUS(sgp_model_load(&model, sizeof model, heater_blob, HEATER_BLOB_LEN),
+                  SGP_STATUS_OK);
+    EXPECT_STATUS(sgp_model_load(&matern, sizeof matern, heater_matern32_blob,
+                                 HEATER_MATERN32_BLOB_LEN),
                   SGP_STATUS_OK);
     EXPECT_STATUS(sgp_model_load(&classifier, sizeof classifier, classifier_blob,
                                  CLASSIFIER_BLOB_LEN),

@@ -147,6 +147,13 @@ fn write_headers(dir: &Path) {
     let heater_data = ridge(300, 4, 1).to_dataset().expect("ridge data");
     let (heater, heater_blob) = exported(&heater_data, &FitParams::Spgp(sparse(16)));
     write_export(dir, "heater", &heater_blob);
+    // The same data with the Matérn 3/2 kernel (format version 8).
+    let matern_params = FitParams::Spgp(SparseParams {
+        kernel: sgp_runtime::Kernel::Matern32,
+        ..sparse(16)
+    });
+    let (matern, matern_blob) = exported(&heater_data, &matern_params);
+    write_export(dir, "heater_matern32", &matern_blob);
 
     let class_data = classification_dataset(ClassShape::Moons, 200, 2)
         .and_then(|d| d.into_binary(None))
@@ -178,7 +185,8 @@ fn write_headers(dir: &Path) {
 
     fs::write(
         dir.join("golden.h"),
-        golden_header(&heater, &heater_data, &classifier, &class_data),
+        golden_header(&heater, &heater_data, &classifier, &class_data)
+            + &regression_golden("matern", &matern, &heater_data),
     )
     .expect("write golden.h");
 
@@ -266,6 +274,29 @@ fn golden_outputs_header(outputs: &ModelSet, classes: &ModelSet, data: &Dataset)
 /// The f64 trainer's predictions: the regression model at 12 training rows
 /// and 4 far points, with each point's mean tolerance; the classifier's
 /// probability at 12 training rows and 4 far points.
+/// Golden values of a regression model on the heater's inputs, as
+/// `{prefix}_x`, `{prefix}_mean`, `{prefix}_mean_tolerance` and
+/// `{prefix}_variance` (`{PREFIX}_N` points).
+fn regression_golden(prefix: &str, model: &TrainedModel, data: &Dataset) -> String {
+    let x = to_f32(&golden_points(model, &data.raw_x(), 12, 4));
+    let p = model.predict_raw(&x).expect("f64 prediction");
+    let y_scale = model.transform.y_scale;
+    let tolerances = p.var.iter().map(|v| mean_tolerance(v.sqrt(), y_scale));
+    let n = prefix.to_uppercase();
+    format!(
+        "\n#define {n}_N {}\n\
+         static const float {prefix}_x[{n}_N][HEATER_INPUT_DIM] = {{\n{}\n}};\n\
+         static const double {prefix}_mean[{n}_N] = {{{}}};\n\
+         static const double {prefix}_mean_tolerance[{n}_N] = {{{}}};\n\
+         static const double {prefix}_variance[{n}_N] = {{{}}};\n",
+        x.nrows(),
+        c_rows(&x),
+        c_numbers(p.mean.iter().copied()),
+        c_numbers(tolerances),
+        c_numbers(p.var.iter().copied()),
+    )
+}
+
 fn golden_header(
     heater: &TrainedModel,
     heater_data: &Dataset,
@@ -364,12 +395,13 @@ fn c_program_matches_the_trainer_and_gets_every_status_code() {
     assert!(text.contains("checks passed"), "{text}");
 
     // Moved by twice their tolerance, every golden value must fail:
-    // 16 means and 16 variances, 16 probabilities; 8 points of two
-    // outputs' means and variances, and of three class probabilities.
+    // 16 means and 16 variances, 16 probabilities; the Matérn model's 16
+    // means and 16 variances; 8 points of two outputs' means and
+    // variances, and of three class probabilities.
     let (out, text) = run(&exe, &["--perturb"]);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let failed = text.lines().filter(|l| l.starts_with("FAILED")).count();
-    assert_eq!(failed, 48 + 32 + 24, "{text}");
+    assert_eq!(failed, 48 + 32 + 32 + 24, "{text}");
 }
 
 #[test]

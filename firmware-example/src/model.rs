@@ -53,6 +53,9 @@ pub static BLOB_DR_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dr_m32
 pub static BLOB_GPLASSO_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gplasso_m32.sgp"));
 /// Plain SPGP on the SPGP+DR model's 16-D data, `model/spgp_d16_m32.sgp`.
 pub static BLOB_SPGP_D16_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/spgp_d16_m32.sgp"));
+/// SPGP with the Matérn 3/2 kernel on the SPGP models' data,
+/// `model/matern32_m32.sgp`: the same layout, so it loads into `Model32`.
+pub static BLOB_MATERN32_M32: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/matern32_m32.sgp"));
 /// The IVM probit classifier, `model/ivm_m32.sgp` (D = 4, the SPGP models'
 /// inputs, classes = sign of their target): shared widths and one factor,
 /// so it loads into `Model32` as well (its second factor stays unused).
@@ -73,6 +76,7 @@ pub struct Models {
     pub spgp_d16_m32: &'static ModelD16x32,
     pub ivm_m32: &'static Model32,
     pub svgp_m32: &'static Model32,
+    pub matern32_m32: &'static Model32,
 }
 
 /// Which blob failed to load (e.g. "spgp M=32"), and why.
@@ -105,6 +109,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
     let spgp_d16_m32 = cortex_m::singleton!(MODEL_SPGP_D16_M32: ModelD16x32 = ModelD16x32::new())?;
     let ivm_m32 = cortex_m::singleton!(MODEL_IVM_M32: Model32 = Model32::new())?;
     let svgp_m32 = cortex_m::singleton!(MODEL_SVGP_M32: Model32 = Model32::new())?;
+    let matern32_m32 = cortex_m::singleton!(MODEL_MATERN32_M32: Model32 = Model32::new())?;
     Some(load_into(Slots {
         m16,
         m32,
@@ -115,6 +120,7 @@ pub fn load() -> Option<Result<Models, LoadError>> {
         spgp_d16_m32,
         ivm_m32,
         svgp_m32,
+        matern32_m32,
     }))
 }
 
@@ -129,6 +135,7 @@ struct Slots {
     spgp_d16_m32: &'static mut ModelD16x32,
     ivm_m32: &'static mut Model32,
     svgp_m32: &'static mut Model32,
+    matern32_m32: &'static mut Model32,
 }
 
 /// Decodes each blob into its model; the first failure is returned (no
@@ -149,6 +156,9 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
         .map_err(err("spgp D=16 M=32"))?;
     s.ivm_m32.load(BLOB_IVM_M32).map_err(err("ivm M=32"))?;
     s.svgp_m32.load(BLOB_SVGP_M32).map_err(err("svgp M=32"))?;
+    s.matern32_m32
+        .load(BLOB_MATERN32_M32)
+        .map_err(err("matern32 M=32"))?;
     Ok(Models {
         m16: s.m16,
         m32: s.m32,
@@ -159,6 +169,7 @@ fn load_into(s: Slots) -> Result<Models, LoadError> {
         spgp_d16_m32: s.spgp_d16_m32,
         ivm_m32: s.ivm_m32,
         svgp_m32: s.svgp_m32,
+        matern32_m32: s.matern32_m32,
     })
 }
 

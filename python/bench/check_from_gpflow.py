@@ -1,6 +1,6 @@
 """sgp.from_gpflow against real GPflow models (not run by CI: it needs
 TensorFlow). Trains SGPR, GPRFITC and SVGP (Gaussian, whitened or not, and
-Bernoulli) on generated data, converts each, and compares the device's f32
+Bernoulli; SE, and each Matérn kernel for SGPR and GPRFITC, Matern32 for SVGP) on generated data, converts each, and compares the device's f32
 predictions with GPflow's ``predict_y``: the mean within 1% of GPflow's
 standard deviation, the standard deviation within 1%, a class probability
 within 1e-3. Prints one line per model and exits non-zero on a miss.
@@ -27,8 +27,8 @@ def data(seed=0, n=300):
     return X, y[:, None], test
 
 
-def kernel():
-    return gpflow.kernels.SquaredExponential(lengthscales=[1.0, 1.0])
+def kernel(name="SquaredExponential"):
+    return getattr(gpflow.kernels, name)(lengthscales=[1.0, 1.0])
 
 
 def train(model, data=None, iterations=300):
@@ -62,6 +62,26 @@ def main():
         ("SGPR", lambda: train(gpflow.models.SGPR((X, Y), kernel(), Z.copy())), None),
         ("GPRFITC", lambda: train(gpflow.models.GPRFITC((X, Y), kernel(), Z.copy())), None),
     ]
+    for name in ("Matern12", "Matern32", "Matern52"):
+        cases.append((
+            f"SGPR {name}",
+            lambda name=name: train(gpflow.models.SGPR((X, Y), kernel(name), Z.copy())),
+            None,
+        ))
+        cases.append((
+            f"GPRFITC {name}",
+            lambda name=name: train(gpflow.models.GPRFITC((X, Y), kernel(name), Z.copy())),
+            None,
+        ))
+    cases.append((
+        "SVGP Gaussian Matern32",
+        lambda: train(
+            gpflow.models.SVGP(kernel("Matern32"), gpflow.likelihoods.Gaussian(), Z.copy(),
+                               num_data=len(X)),
+            data=(X, Y),
+        ),
+        (X, Y),
+    ))
     for whiten in (True, False):
         cases.append((
             f"SVGP Gaussian whiten={whiten}",

@@ -24,6 +24,7 @@ use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::linalg::{
     cholesky, solve_lower_mut, solve_lower_t_vec, solve_lower_vec, JitterPolicy,
 };
+use sgp_trainer::options::parse;
 use sgp_trainer::{Error, Result};
 
 use crate::arrays::{matrix, vector};
@@ -49,6 +50,9 @@ pub(crate) struct Fitted {
     lengthscales: Vec<f64>,
     signal_variance: f64,
     noise_variance: f64,
+    /// The covariance function's name (`se`, `matern12`, `matern32`,
+    /// `matern52`).
+    kernel: String,
     /// Export a model that fails the check anyway.
     force: bool,
 }
@@ -79,12 +83,13 @@ impl Fitted {
         // KernelParams needs a positive noise. Only the inducing posterior
         // reads it, and there it is a Gaussian likelihood's, never 0; the
         // exact and variational forms take the basis and covariances alone.
-        KernelParams::with_noise_floor(
+        Ok(KernelParams::with_noise_floor(
             &l,
             self.signal_variance,
             self.noise_variance.max(f64::MIN_POSITIVE),
             0.0,
-        )
+        )?
+        .with_kernel(parse(&self.kernel, "kernel")?))
     }
 
     /// A model in runtime form with this data's input transform and the
@@ -139,6 +144,7 @@ fn basis(centres: DMatrix<f64>, kern: &KernelParams) -> RuntimeBasis {
         amplitudes: vec![kern.signal_var(); centres.nrows()],
         centres,
         widths: BasisWidths::Shared(kern.inv_sq_lengthscales()),
+        kernel: kern.kernel,
     }
 }
 

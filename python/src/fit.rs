@@ -78,6 +78,7 @@ pub(crate) struct Settings {
     fixed_hyperparameters: bool,
     fixed_basis: bool,
     objective: Option<String>,
+    kernel: Option<String>,
     held_out_choice: bool,
     restarts: Option<usize>,
     max_iter: Option<u64>,
@@ -109,6 +110,11 @@ impl Settings {
                 .objective
                 .as_deref()
                 .map(|o| choice(o, "objective"))
+                .transpose()?,
+            kernel: self
+                .kernel
+                .as_deref()
+                .map(|k| choice(k, "kernel"))
                 .transpose()?,
             no_held_out_choice: !self.held_out_choice,
             restarts: self.restarts,

@@ -6,7 +6,7 @@ use nalgebra::{DMatrix, DVector};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 use sgp_trainer::data::Standardisation;
 use sgp_trainer::export::class_probabilities;
 use sgp_trainer::model::features::{BasisWidths, RuntimeBasis};
@@ -62,6 +62,9 @@ struct State {
     target_name: String,
     bias: f64,
     positive_class: f64,
+    /// The basis's covariance function (an estimator pickled before
+    /// kernels were recorded does not decode: "fit it again").
+    kernel: Kernel,
 }
 
 fn corrupt() -> PyErr {
@@ -116,6 +119,7 @@ fn state(model: &TrainedModel) -> State {
         target_name: model.target_name.clone(),
         bias: model.bias,
         positive_class: model.positive_class,
+        kernel: basis.kernel,
     }
 }
 
@@ -142,6 +146,7 @@ fn model(s: State) -> PyResult<TrainedModel> {
                 centres: s.centres.into_dmatrix()?,
                 widths,
                 amplitudes: s.amplitudes,
+                kernel: s.kernel,
             },
             beta: DVector::from_vec(s.beta),
             l1: s.l1.into_dmatrix()?,

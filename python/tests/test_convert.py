@@ -39,6 +39,9 @@ def assert_within_a_percent_of_the_sd(model, mean, sd, test):
         (WhiteKernel(0.1) + C(5.0) * RBF(1.0), False, 1e-6),
         (RBF([1.0, 1.0]), True, 0.05),
         (C(1.0) * RBF(1.0), False, 0.05),
+        (C(1.0) * Matern([1.0, 1.0], nu=1.5) + WhiteKernel(0.1), True, 1e-10),
+        (Matern(1.0, nu=0.5) + WhiteKernel(0.1, noise_level_bounds=(1e-2, 1.0)), True, 1e-10),
+        (WhiteKernel(0.1) + C(2.0) * Matern([1.0, 2.0], nu=2.5), False, 1e-6),
     ],
     ids=str,
 )
@@ -77,7 +80,8 @@ def test_from_sklearn_takes_a_dataframes_column_names():
 @pytest.mark.parametrize(
     "kernel",
     [
-        Matern(1.0, nu=1.5),
+        Matern(1.0, nu=1.0),
+        RBF(1.0) + Matern(3.0, nu=1.5),
         RBF(1.0) + RBF(3.0),
         C(1.0) + RBF(1.0),
         DotProduct() * RBF(1.0),
@@ -121,21 +125,27 @@ def stand_in(name, **attributes):
     return type(name, (), {})() if not attributes else type(name, (), attributes)()
 
 
-def se(A, B, lengthscales, variance):
+def se(A, B, lengthscales, variance, name="SquaredExponential"):
     d = (A[:, None, :] - B[None, :, :]) / lengthscales
-    return variance * np.exp(-0.5 * np.sum(d**2, axis=-1))
+    r = np.sqrt(np.sum(d**2, axis=-1))
+    if name == "Matern12":
+        return variance * np.exp(-r)
+    if name == "Matern32":
+        return variance * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+    if name == "Matern52":
+        u = np.sqrt(5) * r
+        return variance * (1 + u + u**2 / 3) * np.exp(-u)
+    return variance * np.exp(-0.5 * r**2)
 
 
-def kernel(lengthscales, variance):
-    return stand_in(
-        "SquaredExponential", lengthscales=Param(lengthscales), variance=Param(variance)
-    )
+def kernel(lengthscales, variance, name="SquaredExponential"):
+    return stand_in(name, lengthscales=Param(lengthscales), variance=Param(variance))
 
 
-def sparse_model(kind, X, Y, Z, lengthscales, variance, noise):
+def sparse_model(kind, X, Y, Z, lengthscales, variance, noise, name="SquaredExponential"):
     return stand_in(
         kind,
-        kernel=kernel(lengthscales, variance),
+        kernel=kernel(lengthscales, variance, name),
         likelihood=stand_in("Gaussian", variance=Param(noise)),
         mean_function=stand_in("Zero"),
         inducing_variable=stand_in("InducingPoints", Z=Param(Z)),
@@ -143,11 +153,11 @@ def sparse_model(kind, X, Y, Z, lengthscales, variance, noise):
     )
 
 
-def sparse_reference(kind, X, y, Z, ls, s2, noise, test, jitter=1e-6):
+def sparse_reference(kind, X, y, Z, ls, s2, noise, test, jitter=1e-6, name="SquaredExponential"):
     """GPflow's SGPR (VFE/DTC) or GPRFITC predict_y."""
-    Kuu = se(Z, Z, ls, s2) + jitter * np.eye(len(Z))
-    Kuf = se(Z, X, ls, s2)
-    Kus = se(Z, test, ls, s2)
+    Kuu = se(Z, Z, ls, s2, name) + jitter * np.eye(len(Z))
+    Kuf = se(Z, X, ls, s2, name)
+    Kus = se(Z, test, ls, s2, name)
     L = cholesky(Kuu, lower=True)
     V = solve_triangular(L, Kuf, lower=True)
     if kind == "SGPR":
@@ -161,15 +171,16 @@ def sparse_reference(kind, X, y, Z, ls, s2, noise, test, jitter=1e-6):
     return mean, np.sqrt(var + noise)
 
 
+@pytest.mark.parametrize("name", ["SquaredExponential", "Matern12", "Matern32", "Matern52"])
 @pytest.mark.parametrize("kind", ["SGPR", "GPRFITC"])
-def test_from_gpflow_sparse_regressions_match_gpflows_predictive(kind):
+def test_from_gpflow_sparse_regressions_match_gpflows_predictive(kind, name):
     X, y, test = data()
     rng = np.random.default_rng(1)
     Z = X[rng.choice(len(X), 15, replace=False)] + 0.1
     ls, s2, noise = np.array([1.3, 2.0]), 9.0, 0.04
     Y = y[:, None] - 20.0  # GPflow models have a zero mean
-    model = sgp.from_gpflow(sparse_model(kind, X, Y, Z, ls, s2, noise))
-    mean, sd = sparse_reference(kind, X, Y[:, 0], Z, ls, s2, noise, test)
+    model = sgp.from_gpflow(sparse_model(kind, X, Y, Z, ls, s2, noise, name))
+    mean, sd = sparse_reference(kind, X, Y[:, 0], Z, ls, s2, noise, test, name=name)
     assert_within_a_percent_of_the_sd(model, mean, sd, test)
 
 
@@ -241,8 +252,8 @@ def test_from_gpflow_refuses_what_it_cannot_represent():
     good = sparse_model("SGPR", X, y[:, None], Z, [1.0, 1.0], 1.0, 0.1)
     with pytest.raises(ValueError, match="SGPR, GPRFITC and SVGP"):
         sgp.from_gpflow(stand_in("VGP"))
-    good.kernel = stand_in("Matern32", lengthscales=Param(1.0), variance=Param(1.0))
-    with pytest.raises(ValueError, match="SquaredExponential"):
+    good.kernel = stand_in("ArcCosine", lengthscales=Param(1.0), variance=Param(1.0))
+    with pytest.raises(ValueError, match="SquaredExponential, Matern12"):
         sgp.from_gpflow(good)
     good = sparse_model("SGPR", X, y[:, None], Z, [1.0, 1.0], 1.0, 0.1)
     good.mean_function = stand_in("Constant")

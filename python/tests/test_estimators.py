@@ -166,12 +166,28 @@ def test_pickled_estimator_predicts_the_same(ridge):
         ({"restarts": 0}, "^restarts must be at least 1"),
         ({"model": "spgp-dr"}, "needs dim"),
         ({"model": "spgp", "dim": 1}, "dim does not apply to spgp"),
+        ({"kernel": "rbf"}, r"kernel='rbf' is not one of: se, matern12"),
+        ({"model": "vsgp", "kernel": "matern32"}, "kernel does not apply to vsgp"),
     ],
 )
 def test_bad_settings_raise_value_errors_with_the_trainers_words(ridge, params, message):
     X, y = ridge
     with pytest.raises(ValueError, match=message):
         sgp.SparseGPRegressor(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("model", ["spgp", "exact"])
+@pytest.mark.parametrize("kernel", ["matern12", "matern32", "matern52"])
+def test_matern_device_predictions_equal_the_fit_within_the_export_tolerance(ridge, model, kernel):
+    X, y = ridge
+    m = None if model == "exact" else 12
+    est = sgp.SparseGPRegressor(model=model, m=m, kernel=kernel).fit(X, y)
+    assert est.report_["kernel"] == kernel
+    test = pd.DataFrame(np.random.default_rng(1).uniform(-1, 7, (200, 2)), columns=X.columns)
+    mean, sd = est.predict(test, return_std=True)
+    device_mean, device_var = sgp.Model.from_bytes(est.to_bytes()).predict(test)
+    assert np.all(np.abs(device_mean - mean) <= mean_tolerance(sd, y.std()))
+    assert np.all(np.abs(device_var - sd**2) <= 1e-2 * sd**2)
 
 
 def test_bad_data_is_refused(ridge):
@@ -274,6 +290,6 @@ def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
              "max_iter": None, "tol": None, "init": None, "init_hyper": None,
              "max_points": None, "dim": None, "rank": None, "fixed_hyperparameters": False,
              "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None,
-             "updatable": False, "reproducible": False},
+             "updatable": False, "reproducible": False, "kernel": None},
             progress=interrupt,
         )

@@ -240,9 +240,93 @@ impl VarianceForm {
     }
 }
 
+/// The covariance function of the basis, with `r^2 = sum_g w_g (z_g -
+/// c_g)^2` the scaled squared distance (field 32, format version 8; blobs
+/// before it are [`Kernel::SquaredExponential`]):
+///
+/// - [`Kernel::SquaredExponential`]: `a exp(-r^2 / 2)`;
+/// - [`Kernel::Matern12`]: `a exp(-r)`;
+/// - [`Kernel::Matern32`]: `a (1 + sqrt3 r) exp(-sqrt3 r)`;
+/// - [`Kernel::Matern52`]: `a (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)`.
+///
+/// ```
+/// use sgp_runtime::Kernel;
+/// assert_eq!(Kernel::default(), Kernel::SquaredExponential);
+/// assert_eq!(Kernel::Matern32.name(), "matern32");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Kernel {
+    /// Squared exponential (infinitely smooth).
+    #[default]
+    SquaredExponential,
+    /// Matérn with `nu = 1/2` (continuous, not differentiable).
+    Matern12,
+    /// Matérn with `nu = 3/2` (once differentiable).
+    Matern32,
+    /// Matérn with `nu = 5/2` (twice differentiable).
+    Matern52,
+}
+
+impl Kernel {
+    /// Every kernel, in wire order.
+    pub const ALL: [Kernel; 4] = [
+        Kernel::SquaredExponential,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ];
+
+    /// Short lowercase name, as used on the `sgp` command line.
+    ///
+    /// ```
+    /// assert_eq!(sgp_runtime::Kernel::SquaredExponential.name(), "se");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kernel::SquaredExponential => "se",
+            Kernel::Matern12 => "matern12",
+            Kernel::Matern32 => "matern32",
+            Kernel::Matern52 => "matern52",
+        }
+    }
+
+    /// The kernel of wire index `index`; an index this runtime does not
+    /// know (a kernel added by a newer writer) is `InvalidValue {field:
+    /// "kernel"}`.
+    ///
+    /// ```
+    /// use sgp_runtime::{Error, Kernel};
+    /// assert_eq!(Kernel::from_index(2), Ok(Kernel::Matern32));
+    /// assert_eq!(Kernel::from_index(9), Err(Error::InvalidValue { field: "kernel" }));
+    /// ```
+    pub fn from_index(index: u32) -> Result<Self, Error> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| Self::ALL.get(i).copied())
+            .ok_or(Error::InvalidValue {
+                field: Field::Kernel.name(),
+            })
+    }
+
+    /// `sqrt(2 nu)`, the factor of `r` in the exponent, for a Matérn
+    /// kernel; `None` for the squared exponential.
+    pub(crate) fn rate(self) -> Option<f32> {
+        match self {
+            Kernel::SquaredExponential => None,
+            Kernel::Matern12 => Some(1.0),
+            Kernel::Matern32 => Some(1.732_050_8),
+            Kernel::Matern52 => Some(2.236_068),
+        }
+    }
+}
+
 /// The format version that added the [`VarianceForm::Whitened`] form and
 /// the [`Field::Learning`] block.
 pub(crate) const LEARNING_VERSION: u16 = 7;
+
+/// The format version that added the [`Field::Kernel`].
+pub(crate) const KERNEL_VERSION: u16 = 8;
 
 /// How an updatable model ([`VarianceForm::Whitened`], format version 7)
 /// conditions on one new observation `y` at `x`, with `z = L1^-1 k(x)`:
@@ -411,6 +495,8 @@ pub enum Field {
     /// [`Observation`] model and, per output, the whitened posterior mean
     /// `L1^T beta`.
     Learning,
+    /// The [`Kernel`] of the basis (format version 8).
+    Kernel,
 }
 
 impl Field {
@@ -440,6 +526,7 @@ impl Field {
             Field::XMax => "x_max",
             Field::Variance => "variance",
             Field::Learning => "learning",
+            Field::Kernel => "kernel",
         }
     }
 
@@ -648,7 +735,8 @@ impl Shape {
             | Field::YMean
             | Field::YScale
             | Field::PositiveClass
-            | Field::Variance => 1,
+            | Field::Variance
+            | Field::Kernel => 1,
             Field::Learning => m,
         }
     }
@@ -831,7 +919,7 @@ mod owned {
     /// Field order is wire order.
     ///
     /// ```
-    /// use sgp_runtime::{Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
+    /// use sgp_runtime::{Kernel, Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
     /// let spec = ModelSpec {
     ///     shape: Shape { kind: ModelKind::Exact, link: Link::Identity, input_dim: 1,
     ///         feature_dim: 1, n_basis: 1, projected: false, per_basis: false,
@@ -843,7 +931,7 @@ mod owned {
     ///     prior: 1.0, noise: 0.1, bias: 0.0, y_mean: 0.0, y_scale: 1.0,
     ///     positive_class: 0.0, x_min: vec![-2.0], x_max: vec![3.0],
     ///     variance: VarianceForm::Solves, outputs: vec![], class_labels: vec![],
-    ///     learning: None,
+    ///     learning: None, kernel: Kernel::SquaredExponential,
     /// };
     /// let bytes = spec.to_bytes().unwrap();
     /// assert_eq!(ModelSpec::from_bytes(&bytes).unwrap(), spec);
@@ -912,6 +1000,9 @@ mod owned {
         /// exactly when [`ModelSpec::variance`] is
         /// [`VarianceForm::Whitened`].
         pub learning: Option<Learning>,
+        /// See [`Field::Kernel`] ([`Kernel::SquaredExponential`] before
+        /// format version 7).
+        pub kernel: Kernel,
     }
 
     /// The [`Field::Learning`] block of an updatable blob (format version
@@ -1039,6 +1130,9 @@ mod owned {
         if version >= LEARNING_VERSION {
             spec.learning = reader.value()?;
         }
+        if version >= KERNEL_VERSION {
+            spec.kernel = Kernel::from_index(reader.value()?)?;
+        }
         Ok(())
     }
 
@@ -1121,6 +1215,7 @@ mod owned {
                 outputs: Vec::new(),
                 class_labels: Vec::new(),
                 learning: None,
+                kernel: Kernel::SquaredExponential,
             }
         }
     }
@@ -1207,7 +1302,8 @@ mod owned {
         }
 
         /// The format version [`ModelSpec::to_bytes`] writes: the oldest
-        /// that holds the model, 7 for an updatable model (the
+        /// that holds the model, 8 for a kernel other than the squared
+        /// exponential, 7 for an updatable model (the
         /// [`VarianceForm::Whitened`] form, a [`Learning`] block), 6 when an
         /// output shares the first output's variance
         /// ([`OutputSpec::shares_variance`]), else 5.
@@ -1217,7 +1313,9 @@ mod owned {
         /// assert_eq!(spec.version(), 5);
         /// ```
         pub fn version(&self) -> u16 {
-            if self.variance == VarianceForm::Whitened || self.learning.is_some() {
+            if self.kernel != Kernel::SquaredExponential {
+                KERNEL_VERSION
+            } else if self.variance == VarianceForm::Whitened || self.learning.is_some() {
                 LEARNING_VERSION
             } else if self.outputs.iter().any(OutputSpec::shares_variance) {
                 6
@@ -1314,6 +1412,9 @@ mod owned {
             body = postcard::to_extend(&(&self.outputs, &self.class_labels), body)?;
             if version >= LEARNING_VERSION {
                 body = postcard::to_extend(&self.learning, body)?;
+            }
+            if version >= KERNEL_VERSION {
+                body = postcard::to_extend(&self.kernel, body)?;
             }
             Ok(body)
         }

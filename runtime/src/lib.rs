@@ -7,7 +7,9 @@
 //! them all:
 //!
 //! 1. `z = (x - x_mean) / x_scale`, then optionally `z = P z`;
-//! 2. `k_i = a_i exp(-1/2 sum_g w_ig (z_g - c_ig)^2)` for `i < M`;
+//! 2. `k_i = a_i exp(-1/2 sum_g w_ig (z_g - c_ig)^2)` for `i < M` (or a
+//!    Matérn 1/2, 3/2, 5/2 profile of the same distance: [`Kernel`],
+//!    format version 8);
 //! 3. mean `m = beta . k`;
 //! 4. variance `v = max(0, prior - |L1 k|^2)` by one triangular product
 //!    ([`VarianceForm::Product`], format version 4), or
@@ -71,7 +73,8 @@ mod whitened;
 
 pub use error::{Dimension, Error};
 pub use format::{
-    Field, Link, ModelKind, Observation, Shape, VarianceForm, MAGIC, PREAMBLE_LEN, TRAILER_LEN,
+    Field, Kernel, Link, ModelKind, Observation, Shape, VarianceForm, MAGIC, PREAMBLE_LEN,
+    TRAILER_LEN,
 };
 #[cfg(feature = "alloc")]
 pub use format::{Learning, ModelSpec, OutputSpec};

@@ -77,6 +77,68 @@ pub(crate) fn scaled_exp2_of_negative(fixed: f32, poly: &[f32; 6]) -> f32 {
     }
 }
 
+/// Largest magnitude of a Matérn model's features and scaled centres
+/// (2^52): each difference is then within 2^53, and a squared distance
+/// summed over fewer than 2^21 dimensions stays below 2^127, finite, so the basis loop needs no clamp before its square root.
+/// In standardised units it is about 3e7 length scales.
+pub(crate) const MATERN_FEATURE_LIMIT: f32 = 4_503_599_627_370_496.0;
+
+/// `sqrt(q)` for finite `q >= 0`, branch-free: libm's `sqrtf` is a
+/// software loop on a Cortex-M4 (no `vsqrt` without an intrinsic), so the
+/// reciprocal square root from the exponent bits and three Newton steps
+/// (a relative error of 2e-7 after them), times `q`; `q = 0` gives 0.
+#[inline(always)]
+pub(crate) fn sqrt_finite(q: f32) -> f32 {
+    let half = 0.5 * q;
+    let mut y = f32::from_bits(0x5F37_59DF - (q.to_bits() >> 1));
+    y *= 1.5 - (half * y) * y;
+    y *= 1.5 - (half * y) * y;
+    y *= 1.5 - (half * y) * y;
+    q * y
+}
+
+/// `q`, or `f32::MAX` for an infinite `q` (branch-free), for distances
+/// that may overflow (a per-basis scale times a feature).
+#[inline(always)]
+pub(crate) fn finite_distance(q: f32) -> f32 {
+    f32::from_bits(q.to_bits().min(f32::MAX.to_bits()))
+}
+
+/// A Matérn basis value `a m(u) e^-u`, `u = sqrt(2 nu) r`, for `NU = 2 nu`
+/// (1, 3 or 5), the finite distance `q = u^2` in squared fixed-point
+/// units (see `Model::rescale_for_matern`) and `poly = a EXP2_OF_NEGATIVE`:
+/// `m(u) = 1` (1/2), `1 + u` (3/2), `1 + u + u^2 / 3` (5/2). Branch-free,
+/// as the squared exponential's.
+#[inline(always)]
+pub(crate) fn matern<const NU: u8>(q: f32, poly: &[f32; 6]) -> f32 {
+    let fixed = sqrt_finite(q);
+    let value = scaled_exp2_of_negative(fixed, poly);
+    let u = fixed * NAT_PER_FIXED;
+    match NU {
+        3 => (1.0 + u) * value,
+        5 => (1.0 + u * (1.0 + u * (1.0 / 3.0))) * value,
+        _ => value,
+    }
+}
+
+/// `-(d k / d q) / NAT_PER_FIXED` for [`matern`]'s `k` at the finite
+/// distance `q`: the weight the gradient puts where the squared
+/// exponential puts `k` itself (whose `d k / d q` is `-NAT_PER_FIXED k`).
+/// Finite everywhere; at `q = 0` the Matérn 1/2 kernel has no derivative,
+/// and its symmetric one (0) is taken.
+#[inline(always)]
+pub(crate) fn matern_slope(kernel: crate::format::Kernel, q: f32, poly: &[f32; 6]) -> f32 {
+    let fixed = sqrt_finite(q);
+    let u = fixed * NAT_PER_FIXED;
+    let value = scaled_exp2_of_negative(fixed, poly);
+    match kernel {
+        crate::format::Kernel::Matern32 => value * (0.5 * NAT_PER_FIXED),
+        crate::format::Kernel::Matern52 => value * (1.0 + u) * (NAT_PER_FIXED / 6.0),
+        _ if fixed > 0.0 => value / (2.0 * fixed),
+        _ => 0.0,
+    }
+}
+
 /// `e^x` for `x <= 0`, as [`scaled_exp2_of_negative`] computes it (the
 /// argument's scaling by the rounded `log2(e) 2^25` adds a relative error
 /// up to `|x| 8e-8`).

@@ -3,7 +3,8 @@
 
 use crate::error::Error;
 use crate::format::{
-    open, Field, Link, ModelKind, Observation, Reader, Shape, VarianceForm, LEARNING_VERSION,
+    open, Field, Kernel, Link, ModelKind, Observation, Reader, Shape, VarianceForm, KERNEL_VERSION,
+    LEARNING_VERSION,
 };
 use crate::math;
 use crate::whitened;
@@ -118,6 +119,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     p: u16,
     /// How an updatable model (format version 7) learns, or not.
     learning: Learns,
+    /// The basis's covariance function (format version 7); in the same
+    /// padding.
+    kernel: Kernel,
 }
 
 /// What [`Model::load`] publishes once a blob decoded without error.
@@ -130,6 +134,7 @@ struct Decoded {
     outputs: u16,
     learning: Option<Observation>,
     origin: Origin,
+    kernel: Kernel,
 }
 
 /// Bytes of RAM a `Model<M, G, D>` occupies on a 32-bit target, for sizing
@@ -229,6 +234,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             fingerprint: 0,
         },
         learning: Learns::Not,
+        kernel: Kernel::SquaredExponential,
     };
 
     /// An empty model (every prediction fails with [`Error::InputLength`])
@@ -294,6 +300,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.p = 0;
         self.ranged = false;
         self.learning = Learns::Not;
+        self.kernel = Kernel::SquaredExponential;
         let decoded = self.decode(bytes)?;
         let shape = decoded.shape;
         self.shape = shape;
@@ -304,6 +311,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.p = decoded.outputs;
         self.learning = Learns::of(decoded.learning);
         self.origin = decoded.origin;
+        self.kernel = decoded.kernel;
         Ok(())
     }
 
@@ -391,7 +399,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         } else {
             None
         };
+        let kernel = if version >= KERNEL_VERSION {
+            Kernel::from_index(reader.value()?)?
+        } else {
+            Kernel::SquaredExponential
+        };
         reader.finish()?;
+        if let Some(rate) = kernel.rate() {
+            model.rescale_for_matern(&shape, rate);
+        }
         let m = usize::from(shape.n_basis);
         if variance != VarianceForm::Product {
             for output in model.outputs.iter_mut().take(p) {
@@ -424,7 +440,39 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             outputs: u16::try_from(p).map_err(|_| Error::Malformed)?,
             learning,
             origin,
+            kernel,
         })
+    }
+
+    /// A Matérn basis takes the distance's square root, the exponent
+    /// `sqrt(2 nu) r` in the exp's fixed-point units: the squared-exponential
+    /// scaling (`r^2 / 2` in those units) times `2 nu FIXED_PER_NAT`, by
+    /// scaling the features (or the projection) and every scaled centre
+    /// (and per-basis scale) once more at load.
+    fn rescale_for_matern(&mut self, shape: &Shape, rate: f32) {
+        let factor = rate * libm::sqrtf(2.0 * math::FIXED_PER_NAT);
+        let (g, per_basis) = (usize::from(shape.feature_dim), shape.per_basis);
+        let limit = math::MATERN_FEATURE_LIMIT;
+        for row in self.basis_params.iter_mut() {
+            for pair in row.iter_mut().take(g) {
+                pair[0] = scaled_centre(pair[0], factor).clamp(-limit, limit);
+                if per_basis {
+                    pair[1] *= factor;
+                }
+            }
+        }
+        if per_basis {
+            return;
+        }
+        if shape.projected {
+            for v in self.projection.iter_mut().take(g).flatten() {
+                *v *= factor;
+            }
+        } else {
+            for v in self.x_inv_scale.iter_mut().take(g) {
+                *v *= factor;
+            }
+        }
     }
 
     /// With widths shared by every basis function, `h_g (z_g - c_ig)^2 =
@@ -850,7 +898,16 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // only on the way out. A non-finite feature from finite inputs
         // (a huge input, a tiny scale; a projection's inf - inf) is an
         // overflow. NaN would otherwise read as distance 0 in the exp.
-        if !z.iter().all(|v| v.is_finite()) {
+        // A Matérn model's features stay within MATERN_FEATURE_LIMIT, so
+        // its distances stay finite. On the magnitude's bits (`<= f32::MAX`
+        // is `is_finite`, NaN is above every limit), as `is_finite` itself.
+        let limit = if self.kernel == Kernel::SquaredExponential {
+            f32::MAX
+        } else {
+            math::MATERN_FEATURE_LIMIT
+        }
+        .to_bits();
+        if !z.iter().all(|v| v.to_bits() & 0x7FFF_FFFF <= limit) {
             return Err(if x.iter().all(|v| v.is_finite()) {
                 Error::InputOverflow
             } else {
@@ -870,11 +927,43 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     #[inline(always)]
     fn kernel(&self, z: &[f32; G], k: &mut [f32; M]) -> Result<f32, Error> {
         // Shared widths were folded into the features at load.
-        let mean = if self.shape.per_basis {
-            self.basis_values(z, k, math::scaled_distance, None)
-        } else {
-            self.basis_values(z, k, math::unit_distance, Some(&self.exp_poly))
-        };
+        let mean =
+            if self.shape.per_basis {
+                match self.kernel {
+                    Kernel::SquaredExponential => {
+                        self.basis_values(z, k, math::scaled_distance, |d, a| {
+                            a * math::scaled_exp2_of_negative(d, &math::EXP2_OF_NEGATIVE)
+                        })
+                    }
+                    // A per-basis scale times a feature may overflow: clamp.
+                    Kernel::Matern12 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<1>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
+                    Kernel::Matern32 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<3>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
+                    Kernel::Matern52 => self.basis_values(z, k, math::scaled_distance, |d, a| {
+                        a * math::matern::<5>(math::finite_distance(d), &math::EXP2_OF_NEGATIVE)
+                    }),
+                }
+            } else {
+                let poly = &self.exp_poly;
+                match self.kernel {
+                    Kernel::SquaredExponential => {
+                        self.basis_values(z, k, math::unit_distance, |d, _| {
+                            math::scaled_exp2_of_negative(d, poly)
+                        })
+                    }
+                    // Features and centres are within MATERN_FEATURE_LIMIT:
+                    // every distance is finite.
+                    Kernel::Matern12 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<1>(d, poly)),
+                    Kernel::Matern32 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<3>(d, poly)),
+                    Kernel::Matern52 => self
+                        .basis_values(z, k, math::unit_distance, |d, _| math::matern::<5>(d, poly)),
+                }
+            };
         if mean.is_finite() {
             Ok(mean)
         } else {
@@ -884,14 +973,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
 }
 
 impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
-    /// The loop of [`Model::kernel`] with one distance function.
+    /// The loop of [`Model::kernel`] with one distance function and one
+    /// basis value `value(distance, amplitude)`.
     #[inline(always)]
     fn basis_values(
         &self,
         z: &[f32; G],
         k: &mut [f32; M],
         distance: impl Fn(&[[f32; 2]; G], &[f32; G]) -> f32,
-        shared_amplitude: Option<&[f32; 6]>,
+        value: impl Fn(f32, f32) -> f32,
     ) -> f32 {
         let mut mean = 0.0f32;
         let beta = self
@@ -900,11 +990,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             .map_or(&[0.0; M], |output| &output.beta);
         let rows = self.basis_params.iter().zip(&self.amplitudes).zip(beta);
         for (ki, ((params, &amplitude), &beta)) in k.iter_mut().zip(rows).take(self.m) {
-            let d = distance(params, z);
-            *ki = match shared_amplitude {
-                Some(poly) => math::scaled_exp2_of_negative(d, poly),
-                None => amplitude * math::scaled_exp2_of_negative(d, &math::EXP2_OF_NEGATIVE),
-            };
+            *ki = value(distance(params, z), amplitude);
             mean += beta * *ki;
         }
         mean

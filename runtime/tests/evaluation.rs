@@ -5,7 +5,7 @@ mod common;
 
 use common::{product_variance, random_spec, reference_latent};
 use proptest::prelude::*;
-use sgp_runtime::{Error, Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
+use sgp_runtime::{Error, Kernel, Link, Model, ModelKind, ModelSpec, Shape, VarianceForm};
 
 /// One basis function at the origin of a 1-D standardised input.
 fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
@@ -43,6 +43,7 @@ fn one_basis(link: Link, two_factors: bool) -> ModelSpec {
         outputs: vec![],
         class_labels: vec![],
         learning: None,
+        kernel: sgp_runtime::Kernel::SquaredExponential,
     }
 }
 
@@ -61,6 +62,77 @@ fn one_basis_function_in_closed_form() {
     assert!((p.variance as f64 - 9.0 * (latent_var + 0.1)).abs() < 1e-5);
     let latent = model.predict_latent(&[2.25]).unwrap();
     assert!((latent.variance as f64 - 9.0 * latent_var).abs() < 1e-5);
+}
+
+#[test]
+fn matern_basis_functions_in_closed_form() {
+    // z = 0.5 and w = 4: r = 1.
+    let r: f64 = 1.0;
+    let cases = [
+        (Kernel::Matern12, (-r).exp()),
+        (
+            Kernel::Matern32,
+            (1.0 + 3f64.sqrt() * r) * (-(3f64.sqrt()) * r).exp(),
+        ),
+        (
+            Kernel::Matern52,
+            (1.0 + 5f64.sqrt() * r + 5.0 * r * r / 3.0) * (-(5f64.sqrt()) * r).exp(),
+        ),
+    ];
+    for (kernel, profile) in cases {
+        let mut spec = one_basis(Link::Identity, false);
+        spec.kernel = kernel;
+        let model: Model<4, 2, 2> = load(&spec);
+        let k = 1.5 * profile;
+        let p = model.predict_latent(&[2.25]).unwrap();
+        assert!(
+            (p.mean as f64 - (1.0 + 3.0 * 0.8 * k)).abs() < 1e-5,
+            "{kernel:?}"
+        );
+        // At the centre every kernel is its amplitude, and the gradient
+        // (Matérn 1/2's symmetric one included) is finite.
+        let at_centre = model.predict_with_gradient(&[2.0]).unwrap();
+        assert!((at_centre.mean as f64 - (1.0 + 3.0 * 0.8 * 1.5)).abs() < 1e-5);
+        assert!(at_centre.mean_gradient.iter().all(|g| g.is_finite()));
+        assert!(at_centre.variance_gradient.iter().all(|g| g.is_finite()));
+    }
+}
+
+/// A version-7 blob (written before the kernel field, version 8) loads as
+/// the squared exponential, and predicts as the same model written now.
+#[test]
+fn a_version_7_blob_loads_as_the_squared_exponential() {
+    let v7: &[u8] = include_bytes!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/doc-updatable.sgp"
+    ));
+    assert_eq!(u16::from_le_bytes([v7[4], v7[5]]), 7);
+    let spec = ModelSpec::from_bytes(v7).unwrap();
+    assert_eq!(spec.kernel, Kernel::SquaredExponential);
+    assert_eq!(spec.version(), 7);
+    assert_eq!(spec.to_bytes().unwrap(), v7);
+    // The runtime's loader takes it too.
+    Model::<4, 2, 2>::from_bytes(v7).unwrap();
+}
+
+#[test]
+fn a_kernel_this_runtime_does_not_know_is_refused_by_name() {
+    let mut spec = one_basis(Link::Identity, false);
+    spec.kernel = Kernel::Matern32;
+    let mut blob = spec.to_bytes().unwrap();
+    assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 8);
+    // The kernel is the body's last byte; 4 is no kernel of this runtime.
+    let at = blob.len() - 5;
+    assert_eq!(blob[at], 2);
+    blob[at] = 4;
+    let end = blob.len() - 4;
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&blob[..end]);
+    blob[end..].copy_from_slice(&crc.to_le_bytes());
+    let refused = Err(Error::InvalidValue { field: "kernel" });
+    assert_eq!(Model::<4, 2, 2>::from_bytes(&blob).map(|_| ()), refused);
+    assert_eq!(ModelSpec::from_bytes(&blob).map(|_| ()), refused);
+    // A squared-exponential model keeps the oldest version that holds it.
+    assert_eq!(one_basis(Link::Identity, false).version(), 5);
 }
 
 #[test]
@@ -193,10 +265,12 @@ proptest! {
         per_basis in any::<bool>(),
         two_factors in any::<bool>(),
         product in any::<bool>(),
+        kernel in 0u32..4,
         x in proptest::collection::vec(-6.0f64..6.0, 3),
     ) {
         let g = if projected { 2 } else { 3 };
-        let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, Link::Identity);
+        let mut spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, Link::Identity);
+        spec.kernel = Kernel::from_index(kernel).unwrap();
         let spec = if product { product_variance(spec, seed) } else { spec };
         let model: Model<12, 3, 3> = load(&spec);
         tolerance_check(&spec, |x| {

@@ -191,7 +191,8 @@ fn f64_differences(spec: &ModelSpec, x: &[f64]) -> Vec<Vec<f64>> {
 
 /// Seed, M, and the switches (projection, per-basis widths, two factors,
 /// probit, product form of the variance) of a random model with 3 inputs.
-type RandomShape = (u64, usize, bool, bool, bool, bool, bool);
+/// The last number is the kernel's wire index.
+type RandomShape = (u64, usize, bool, bool, bool, bool, bool, u32);
 
 fn shapes() -> impl Strategy<Value = RandomShape> {
     (
@@ -202,15 +203,17 @@ fn shapes() -> impl Strategy<Value = RandomShape> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        0u32..4,
     )
 }
 
 fn random_model(
-    (seed, m, projected, per_basis, two_factors, probit, product): RandomShape,
+    (seed, m, projected, per_basis, two_factors, probit, product, kernel): RandomShape,
 ) -> (ModelSpec, Model<12, 3, 3>) {
     let g = if projected { 2 } else { 3 };
     let link = if probit { Link::Probit } else { Link::Identity };
-    let spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
+    let mut spec = random_spec(seed, m, g, 3, projected, per_basis, two_factors, link);
+    spec.kernel = sgp_runtime::Kernel::from_index(kernel).unwrap();
     let spec = if product {
         product_variance(spec, seed)
     } else {

@@ -18,9 +18,21 @@ from ._arrays import to_native
 from ._device import Model
 
 _SKLEARN_SUPPORTED = (
-    "an RBF kernel (isotropic or ARD), optionally times a ConstantKernel, "
-    "plus an optional WhiteKernel"
+    "an RBF or Matern kernel with nu 0.5, 1.5 or 2.5 (isotropic or ARD), optionally "
+    "times a ConstantKernel, plus an optional WhiteKernel"
 )
+
+#: scikit-learn's Matern ``nu`` and GPflow's kernel class names, by the
+#: trainer's kernel name.
+_SKLEARN_NU = {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}
+_GPFLOW_KERNELS = {
+    "SquaredExponential": "se",
+    "RBF": "se",
+    "Matern12": "matern12",
+    "Exponential": "matern12",
+    "Matern32": "matern32",
+    "Matern52": "matern52",
+}
 
 
 def _fitted(
@@ -32,6 +44,7 @@ def _fitted(
     signal_variance: float,
     noise_variance: float,
     force: bool,
+    kernel: str = "se",
 ) -> Dict[str, Any]:
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -54,12 +67,14 @@ def _fitted(
         "lengthscales": [float(v) for v in lengthscales],
         "signal_variance": float(signal_variance),
         "noise_variance": float(noise_variance),
+        "kernel": kernel,
         "force": bool(force),
     }
 
 
-def _sklearn_kernel(kernel: Any) -> Tuple[Any, float, float]:
-    """``(rbf, constant, white)`` of a supported scikit-learn kernel."""
+def _sklearn_kernel(kernel: Any) -> Tuple[Any, float, float, str]:
+    """``(rbf, constant, white, name)`` of a supported scikit-learn kernel:
+    ``rbf`` its RBF or Matern term, ``name`` the trainer's kernel name."""
     from sklearn.gaussian_process import kernels as k
 
     def terms(kern: Any) -> List[Any]:
@@ -85,17 +100,30 @@ def _sklearn_kernel(kernel: Any) -> Tuple[Any, float, float]:
             continue
         parts = factors(term)
         kinds = [type(p) for p in parts]
-        if kinds.count(k.RBF) != 1 or any(t not in (k.RBF, k.ConstantKernel) for t in kinds):
-            raise refuse(f"the term {term} is not an RBF times constants")
+        # sklearn's Matern is a subclass of RBF: test it first.
+        shapes = [p for p in parts if isinstance(p, k.RBF)]
+        if len(shapes) != 1 or any(
+            not isinstance(p, (k.RBF, k.ConstantKernel)) for p in parts
+        ):
+            raise refuse(f"the term {term} is not an RBF or Matern times constants")
         if rbf is not None:
-            raise refuse("it sums two RBF terms")
-        rbf = next(p for p in parts if isinstance(p, k.RBF))
+            raise refuse("it sums two RBF or Matern terms")
+        rbf = shapes[0]
+        if isinstance(rbf, k.Matern):
+            nu = float(rbf.nu)
+            if nu not in _SKLEARN_NU:
+                raise refuse(f"Matern nu={nu} has no closed form on the device")
+            name = _SKLEARN_NU[nu]
+        elif type(rbf) is k.RBF:
+            name = "se"
+        else:
+            raise refuse(f"the term {term} is not an RBF or Matern times constants")
         for p in parts:
             if isinstance(p, k.ConstantKernel):
                 constant *= float(p.constant_value)
     if rbf is None:
-        raise refuse("it has no RBF term")
-    return rbf, constant, white
+        raise refuse("it has no RBF or Matern term")
+    return rbf, constant, white, name
 
 
 def _scalar(v: Any, what: str) -> float:
@@ -115,8 +143,9 @@ def from_sklearn(
     whose device predictions match ``gpr.predict(X, return_std=True)``
     (within the export check's tolerance: 1% of the standard deviation).
 
-    The kernel must be an ``RBF`` (isotropic or ARD), optionally times a
-    ``ConstantKernel``, plus an optional ``WhiteKernel``; ``normalize_y`` may
+    The kernel must be an ``RBF`` or a ``Matern`` with ``nu`` 0.5, 1.5 or
+    2.5 (isotropic or ARD), optionally times a ``ConstantKernel``, plus an
+    optional ``WhiteKernel``; ``normalize_y`` may
     be on or off. The model is an exact GP, one basis function per training
     row (at most 4096). Input names come from ``input_names``, else the
     ``feature_names_in_`` of a fit on a DataFrame, else ``x0, x1, ...``.
@@ -139,12 +168,12 @@ def from_sklearn(
     """
     if not hasattr(gpr, "X_train_") or not hasattr(gpr, "L_"):
         raise ValueError("sgp.from_sklearn needs a fitted GaussianProcessRegressor")
-    rbf, constant, white = _sklearn_kernel(gpr.kernel_)
+    rbf, constant, white, kernel_name = _sklearn_kernel(gpr.kernel_)
     if input_names is None and hasattr(gpr, "feature_names_in_"):
         input_names = list(gpr.feature_names_in_)
     fitted = _fitted(
         gpr.X_train_, gpr.y_train_, input_names, target_name, rbf.length_scale, constant, white,
-        force,
+        force, kernel_name,
     )
     alpha = np.asarray(gpr.alpha_, dtype=np.float64)
     if alpha.ndim == 2 and alpha.shape[1] != 1:
@@ -197,7 +226,8 @@ def from_gpflow(
     force: bool = False,
 ) -> Model:
     """A blob from a trained GPflow ``SGPR``, ``GPRFITC`` or ``SVGP`` with a
-    ``SquaredExponential`` kernel, a zero mean function and one latent GP,
+    ``SquaredExponential``, ``Matern12``, ``Matern32`` or ``Matern52``
+    kernel, a zero mean function and one latent GP,
     whose device predictions match ``model.predict_y`` (``SVGP`` with a
     ``Bernoulli`` likelihood: the probit class probability).
 
@@ -212,9 +242,10 @@ def from_gpflow(
     if kind not in ("SGPR", "GPRFITC", "SVGP"):
         raise ValueError(f"sgp.from_gpflow converts SGPR, GPRFITC and SVGP models, not {kind}")
     kernel = type(model.kernel).__name__
-    if kernel not in ("SquaredExponential", "RBF"):
+    if kernel not in _GPFLOW_KERNELS:
         raise ValueError(
-            f"sgp.from_gpflow needs a SquaredExponential kernel (ARD or not), not {kernel}"
+            "sgp.from_gpflow needs a SquaredExponential, Matern12, Matern32 or Matern52 "
+            f"kernel (ARD or not), not {kernel}"
         )
     mean = type(getattr(model, "mean_function", None)).__name__
     if mean not in ("Zero", "NoneType"):
@@ -244,6 +275,7 @@ def from_gpflow(
         _scalar(_value(model.kernel.variance), "the kernel variance"),
         0.0 if probit else _scalar(_value(model.likelihood.variance), "the noise variance"),
         force,
+        _GPFLOW_KERNELS[kernel],
     )
     Z = _value(model.inducing_variable.Z)
     if kind != "SVGP":

@@ -47,6 +47,7 @@ class _SparseGP(BaseEstimator):
         init_hyper: Optional[str] = None,
         max_points: Optional[int] = None,
         dim: Optional[int] = None,
+        kernel: Optional[str] = None,
         rank: Optional[int] = None,
         fixed_hyperparameters: bool = False,
         fixed_basis: bool = False,
@@ -68,6 +69,7 @@ class _SparseGP(BaseEstimator):
         self.init_hyper = init_hyper
         self.max_points = max_points
         self.dim = dim
+        self.kernel = kernel
         self.rank = rank
         self.fixed_hyperparameters = fixed_hyperparameters
         self.fixed_basis = fixed_basis
@@ -102,6 +104,7 @@ class _SparseGP(BaseEstimator):
             "init": self.init,
             "init_hyper": self.init_hyper,
             "max_points": self.max_points,
+            "kernel": self.kernel,
             "ivm_posterior": self.ivm_posterior,
             "updatable": bool(self.updatable),
             "reproducible": bool(self.reproducible),
@@ -207,6 +210,10 @@ _SETTINGS_DOC = """
         Rows an exact GP (or the exact-subset initialisation) is fitted on.
     dim : int or None, default=None
         Projected dimension G of spgp-dr and spgp-pca (required there).
+    kernel : {"se", "matern12", "matern32", "matern52"} or None, default=None
+        Covariance function (None: "se", the squared exponential); the
+        Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
+        takes "se" only.
     rank : int or None, default=None
         Rank of gplasso's incomplete Cholesky factor.
     fixed_hyperparameters, fixed_basis : bool, default=False

@@ -32,7 +32,7 @@
 
 use super::{Model, Output, Prediction};
 use crate::error::Error;
-use crate::format::{Link, VarianceForm};
+use crate::format::{Kernel, Link, VarianceForm};
 use crate::math;
 use crate::whitened;
 
@@ -214,8 +214,17 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         };
 
         // Per feature g: sum_i (beta_i, r1_i - r2_i) k_i o_ig,
-        // with the weights written over the r pairs.
-        let weights = u.iter_mut().zip(k).zip(beta).take(self.m);
+        // with the weights written over the r pairs (a Matérn basis puts
+        // its slope where the squared exponential has k_i).
+        let slopes;
+        let slopes = match self.kernel {
+            Kernel::SquaredExponential => k,
+            matern => {
+                slopes = self.matern_slopes(matern, z);
+                &slopes
+            }
+        };
+        let weights = u.iter_mut().zip(slopes).zip(beta).take(self.m);
         for ((pair, &ki), &beta) in weights {
             *pair = [beta * ki, (pair[0] - pair[1]) * ki];
         }
@@ -270,6 +279,26 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             mean_gradient,
             variance_gradient,
         })
+    }
+
+    /// Each basis function's [`math::matern_slope`] at features `z`: one
+    /// more pass over the distances, on the gradient's path only.
+    fn matern_slopes(&self, kernel: Kernel, z: &[f32; G]) -> [f32; M] {
+        let mut slopes = [0.0f32; M];
+        let rows = self.basis_params.iter().zip(&self.amplitudes);
+        for (slope, (params, &amplitude)) in slopes.iter_mut().zip(rows).take(self.m) {
+            *slope = if self.shape.per_basis {
+                amplitude
+                    * math::matern_slope(
+                        kernel,
+                        math::finite_distance(math::scaled_distance(params, z)),
+                        &math::EXP2_OF_NEGATIVE,
+                    )
+            } else {
+                math::matern_slope(kernel, math::unit_distance(params, z), &self.exp_poly)
+            };
+        }
+        slopes
     }
 
     /// [`Model::probability`] and its gradient with respect to the raw

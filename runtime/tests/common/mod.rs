@@ -133,6 +133,7 @@ pub fn random_spec(
         outputs: vec![],
         class_labels: vec![],
         learning: None,
+        kernel: sgp_runtime::Kernel::SquaredExponential,
     }
 }
 
@@ -201,10 +202,28 @@ pub fn reference_basis(spec: &ModelSpec, x: &[f64]) -> Vec<f64> {
                     w * (z[j] - f(&spec.centres, i * g + j)).powi(2)
                 })
                 .sum();
-            a * (-0.5 * q).exp()
+            a * kernel_of_squared_distance(spec.kernel, q)
         })
         .collect();
     k
+}
+
+/// The kernel's profile at the scaled squared distance `r2`, in f64.
+pub fn kernel_of_squared_distance(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
+    use sgp_runtime::Kernel;
+    let r = r2.sqrt();
+    match kernel {
+        Kernel::SquaredExponential => (-0.5 * r2).exp(),
+        Kernel::Matern12 => (-r).exp(),
+        Kernel::Matern32 => {
+            let u = 3f64.sqrt() * r;
+            (1.0 + u) * (-u).exp()
+        }
+        Kernel::Matern52 => {
+            let u = 5f64.sqrt() * r;
+            (1.0 + u + u * u / 3.0) * (-u).exp()
+        }
+    }
 }
 
 /// Latent (mean, variance) in output units from the basis values `k`.
@@ -290,14 +309,22 @@ pub fn doc_spec() -> ModelSpec {
         outputs: vec![],
         class_labels: vec![],
         learning: None,
+        kernel: sgp_runtime::Kernel::SquaredExponential,
     }
 }
 
 /// The blob of `spec` as a writer without checks would encode it, with
-/// `version` in its preamble (and its body: no learning block before
-/// version 7).
+/// `version` in its preamble (and its body: no learning block and no
+/// kernel before version 8).
 pub fn unchecked_blob(spec: &ModelSpec, version: u16) -> Vec<u8> {
     let mut body = postcard::to_allocvec(spec).unwrap();
+    if version < 8 {
+        assert_eq!(
+            body.pop(),
+            Some(0),
+            "a kernel other than the squared exponential in a version-{version} blob"
+        );
+    }
     if version < 7 {
         assert_eq!(
             body.pop(),

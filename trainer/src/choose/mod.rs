@@ -351,6 +351,7 @@ fn spgp_rival(params: &FitParams) -> Option<SparseParams> {
             seed: p.seed,
             approximation: p.approximation,
             optimiser: p.optimiser.clone(),
+            kernel: p.kernel,
             ..SparseParams::default()
         }),
         _ => None,

@@ -264,6 +264,7 @@ mod tests {
             centres: DMatrix::from_fn(3, 2, |i, t| 0.4 * i as f64 - 0.3 * t as f64),
             widths: BasisWidths::Shared(vec![0.5, 4.0]),
             amplitudes: vec![1.3; 3],
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         };
         let p = DMatrix::from_fn(2, 4, |g, d| libm::sin((g * 4 + d) as f64));
         let x = DMatrix::from_fn(6, 4, |i, d| 0.2 * i as f64 - 0.5 * d as f64);

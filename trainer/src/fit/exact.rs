@@ -10,7 +10,7 @@
 //! from the base rate.
 
 use nalgebra::{DMatrix, DVector};
-use sgp_runtime::ModelKind;
+use sgp_runtime::{Kernel, ModelKind};
 
 use super::{
     data_scale_kernel, Checked, ExactParams, Fit, FitReport, Method, OptimiserReport, OutputReport,
@@ -28,11 +28,19 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
-/// The joint exact objective of `outputs` minimised from each output's
-/// kernel `start` (the data's scales if `None`): the kernels and the run.
+/// Where [`optimise_exact`] starts: each output's kernel, or the data's
+/// scales for a covariance function.
+#[derive(Clone, Copy)]
+pub(crate) enum Start<'a> {
+    Kernels(&'a [KernelParams]),
+    Scales(Kernel),
+}
+
+/// The joint exact objective of `outputs` minimised from `start`: the
+/// kernels and the run.
 pub(crate) fn optimise_exact(
     outputs: &[Dataset],
-    start: Option<&[KernelParams]>,
+    start: Start<'_>,
     jitter: JitterPolicy,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
@@ -41,9 +49,11 @@ pub(crate) fn optimise_exact(
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let kern = match start.and_then(|k| k.get(i)) {
-                Some(k) => k.clone(),
-                None => data_scale_kernel(d)?,
+            let kern = match start {
+                Start::Kernels(k) => k.get(i).cloned().ok_or_else(|| {
+                    Error::Numerical(format!("no starting kernel for output {i}"))
+                })?,
+                Start::Scales(kernel) => data_scale_kernel(d, kernel)?,
             };
             ExactObjective::new(&d.x, &d.y, kern, jitter)
         })
@@ -95,7 +105,13 @@ pub(crate) fn fit_exact(
         .map(|d| d.at_most_rows(params.max_points, params.seed))
         .collect::<Result<Vec<_>>>()?;
     let jitter = JitterPolicy::default();
-    let (kernels, run) = optimise_exact(&subsets, None, jitter, &params.optimiser, progress)?;
+    let (kernels, run) = optimise_exact(
+        &subsets,
+        Start::Scales(params.kernel),
+        jitter,
+        &params.optimiser,
+        progress,
+    )?;
     let mut report = FitReport::new(Method::Exact, subsets[0].n_rows(), 0.0);
     let mut members = Vec::with_capacity(outputs.len());
     for ((full, used), kern) in outputs.iter().zip(&subsets).zip(&kernels) {
@@ -121,7 +137,14 @@ pub(crate) fn fit_exact(
                 max_iter,
                 ..OptimiseOptions::default()
             };
-            optimise_exact(&subsets, Some(&kernels), jitter, &options, &mut |_| {})?.0
+            optimise_exact(
+                &subsets,
+                Start::Kernels(&kernels),
+                jitter,
+                &options,
+                &mut |_| {},
+            )?
+            .0
         };
         let mut forms = Vec::with_capacity(subsets.len());
         let mut nlml = 0.0;
@@ -197,7 +220,7 @@ pub(crate) fn fit_exact_classifier(
     };
     let subset = data.at_most_rows(params.max_points, params.seed)?;
     let bias = probit_bias(&subset.y);
-    let start = data_scale_kernel(&subset)?;
+    let start = data_scale_kernel(&subset, params.kernel)?;
     let (kern, run) = optimise_laplace(
         &subset.x,
         &subset.y,

@@ -22,9 +22,9 @@ use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
-use sgp_runtime::ModelKind;
+use sgp_runtime::{Kernel, ModelKind};
 
-use super::exact::optimise_exact;
+use super::exact::{optimise_exact, Start};
 use super::progress::continuing;
 use super::restarts::{best_start, first, screen_iter, screen_rows};
 use super::sparse::{fit_sparse, minimise_part, no_penalty, SparseFit};
@@ -110,6 +110,8 @@ pub struct GplassoParams {
     /// Objective of the last stage of [`GplassoRefit::Everything`] (the
     /// other refits are FITC's, as the paper's variance).
     pub approximation: Approximation,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for GplassoParams {
@@ -124,6 +126,7 @@ impl Default for GplassoParams {
             optimiser: default_optimiser(),
             refit: GplassoRefit::Everything,
             approximation: Approximation::Fitc,
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -320,12 +323,19 @@ fn hyperparameters(
     data: &Dataset,
     max_points: usize,
     seed: u64,
+    kernel: Kernel,
     optimiser: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(KernelParams, u64)> {
     let subset = data.at_most_rows(max_points, seed)?;
     let jitter = JitterPolicy::default();
-    let (kernels, run) = optimise_exact(&[subset], None, jitter, optimiser, progress)?;
+    let (kernels, run) = optimise_exact(
+        &[subset],
+        Start::Scales(kernel),
+        jitter,
+        optimiser,
+        progress,
+    )?;
     Ok((kernels[0].clone(), run.iterations))
 }
 
@@ -395,8 +405,14 @@ fn fit_with(
         };
         (params.max_points.min(start_rows(params.m)), start)
     };
-    let (kern, hyper_iterations) =
-        hyperparameters(data, points, params.seed, &start, &mut counted)?;
+    let (kern, hyper_iterations) = hyperparameters(
+        data,
+        points,
+        params.seed,
+        params.kernel,
+        &start,
+        &mut counted,
+    )?;
     done.set(hyper_iterations);
     let hyper_seconds = started.elapsed().as_secs_f64();
     let selection = select(data, params, &kern)?;
@@ -441,7 +457,8 @@ fn fit_with(
                 approximation,
                 ..config
             };
-            let kernels = [kern, reoptimised, super::data_scale_kernel(data)?];
+            let scales = super::data_scale_kernel(data, kern.kernel)?;
+            let kernels = [kern, reoptimised, scales];
             let starts = kernels
                 .into_iter()
                 .map(|kern| Ok((String::new(), (PseudoInputs::new(z.clone())?, kern))));
@@ -505,6 +522,7 @@ pub fn exact_hyperparameters(data: &Dataset, params: &GplassoParams) -> Result<K
         data,
         params.max_points,
         params.seed,
+        params.kernel,
         &params.optimiser,
         &mut |_| {},
     )?
@@ -719,6 +737,7 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
         &train,
         params.max_points,
         params.seed,
+        params.kernel,
         &params.optimiser,
         &mut |_| {},
     )?;

@@ -16,6 +16,7 @@
 //! `L2`, `beta = L1^{-T} L1^{-1} m_I`; or, for a classifier by default, the
 //! svgp bound's `q(u)` on every row over that basis ([`IvmPosterior`]).
 
+use sgp_runtime::Kernel;
 use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};
@@ -69,6 +70,8 @@ pub struct IvmParams {
     /// Classifier: the posterior exported over the final active set.
     /// Ignored for regression (its active-set posterior is exact there).
     pub posterior: IvmPosterior,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 named_enum! {
@@ -118,6 +121,7 @@ impl Default for IvmParams {
             },
             kernel_points: DEFAULT_KERNEL_POINTS,
             posterior: IvmPosterior::default(),
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -341,7 +345,7 @@ pub(crate) fn fit_ivm(
             ));
         }
     }
-    let base = data_scale_kernel(data)?;
+    let base = data_scale_kernel(data, params.kernel)?;
     for (l_factor, s2_factor) in START_GRID {
         let mut start = base.clone();
         for v in &mut start.log_lengthscales {
@@ -653,7 +657,7 @@ fn exact_classifier_kernel(
         &subset.x,
         &subset.y,
         bias,
-        data_scale_kernel(&subset)?,
+        data_scale_kernel(&subset, params.kernel)?,
         &default_optimiser(),
         progress,
     )?;

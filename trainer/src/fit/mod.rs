@@ -28,6 +28,7 @@ pub mod streamed;
 pub mod svgp;
 pub mod vsgp;
 
+use sgp_runtime::Kernel;
 use std::borrow::Cow;
 
 use crate::data::multi_target::Outputs;
@@ -398,9 +399,12 @@ fn check_outputs(outputs: &[Dataset], method: Method) -> Result<&Dataset> {
     Ok(first)
 }
 
-/// Starting kernel hyperparameters from the data's scales.
-pub(crate) fn data_scale_kernel(data: &Dataset) -> Result<KernelParams> {
+/// Starting kernel hyperparameters from the data's scales, for `kernel`.
+pub(crate) fn data_scale_kernel(data: &Dataset, kernel: Kernel) -> Result<KernelParams> {
     let h = init::default_hyperparameters(&data.x, data.y.as_slice());
     let l: Vec<f64> = h.log_lengthscales.iter().map(|v| libm::exp(*v)).collect();
-    KernelParams::new(&l, libm::exp(h.log_signal_var), libm::exp(h.log_noise_var))
+    Ok(
+        KernelParams::new(&l, libm::exp(h.log_signal_var), libm::exp(h.log_noise_var))?
+            .with_kernel(kernel),
+    )
 }

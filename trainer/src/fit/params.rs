@@ -6,6 +6,7 @@ use std::ops::Deref;
 
 use nalgebra::DMatrix;
 use serde::Serialize;
+use sgp_runtime::Kernel;
 
 pub use super::dr::ProjectedParams;
 use super::sparse::VarianceSharing;
@@ -124,6 +125,8 @@ pub struct ExactParams {
     pub seed: u64,
     /// Optimiser settings.
     pub optimiser: OptimiseOptions,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for ExactParams {
@@ -132,6 +135,7 @@ impl Default for ExactParams {
             max_points: 1000,
             seed: 0,
             optimiser: default_optimiser(),
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -193,6 +197,8 @@ pub struct SparseParams {
     pub max_points: usize,
     /// Whether several outputs share one variance factor.
     pub sharing: VarianceSharing,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for SparseParams {
@@ -207,6 +213,7 @@ impl Default for SparseParams {
             hyper_init: HyperInit::DataScales,
             max_points: 1000,
             sharing: VarianceSharing::Auto,
+            kernel: Kernel::SquaredExponential,
         }
     }
 }
@@ -303,6 +310,18 @@ pub enum FitParams {
 }
 
 impl FitParams {
+    /// The covariance function the fit uses.
+    pub fn kernel(&self) -> Kernel {
+        match self {
+            FitParams::Exact(p) => p.kernel,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.kernel,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.kernel,
+            FitParams::Gplasso(p) => p.kernel,
+            FitParams::Ivm(p) => p.kernel,
+            FitParams::Svgp(p) => p.kernel,
+        }
+    }
+
     /// The optimiser settings of the procedure (of its final run).
     pub fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
         match self {

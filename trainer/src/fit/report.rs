@@ -33,6 +33,9 @@ pub struct FitReport {
     /// Length scales in raw input units, shared by every output (empty for
     /// a projected model: see `projection`).
     pub lengthscales: Vec<f64>,
+    /// The covariance function's name (`se`, `matern12`, `matern32`,
+    /// `matern52`).
+    pub kernel: &'static str,
     /// A projected model's projection (SPGP+DR, PCA).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projection: Option<ProjectionReport>,
@@ -112,6 +115,7 @@ impl FitReport {
             inputs: Vec::new(),
             ignored_inputs: Vec::new(),
             lengthscales: Vec::new(),
+            kernel: sgp_runtime::Kernel::SquaredExponential.name(),
             projection: None,
             outputs: Vec::new(),
             jitter_escalations: 0,
@@ -137,6 +141,9 @@ impl FitReport {
         (x_scale, transforms): (&[f64], &[&Standardisation]),
         (classifier, projected): (bool, bool),
     ) {
+        if let Some(k) = kernels.first() {
+            self.kernel = k.kernel.name();
+        }
         self.lengthscales = match kernels.first() {
             Some(k) if !projected => k
                 .lengthscales()

@@ -9,7 +9,7 @@
 
 use sgp_runtime::ModelKind;
 
-use super::exact::optimise_exact;
+use super::exact::{optimise_exact, Start};
 use super::restarts::start_positions;
 use super::sparse::{fit_final, fit_restarted, SparseFit, StartChoice};
 use super::{data_scale_kernel, Checked, Fit, HyperInit, Method, SparseParams, StartReport};
@@ -113,7 +113,10 @@ pub(crate) fn initial_kernels(
     params: &SparseParams,
 ) -> Result<Vec<KernelParams>> {
     match params.hyper_init {
-        HyperInit::DataScales => outputs.iter().map(data_scale_kernel).collect(),
+        HyperInit::DataScales => outputs
+            .iter()
+            .map(|d| data_scale_kernel(d, params.kernel))
+            .collect(),
         HyperInit::ExactSubset => {
             let rows = params.max_points.min(500);
             let subsets = outputs
@@ -125,7 +128,8 @@ pub(crate) fn initial_kernels(
                 ..params.optimiser.clone()
             };
             let jitter = JitterPolicy::default();
-            Ok(optimise_exact(&subsets, None, jitter, &warm_up, &mut |_| {})?.0)
+            let start = Start::Scales(params.kernel);
+            Ok(optimise_exact(&subsets, start, jitter, &warm_up, &mut |_| {})?.0)
         }
     }
 }
@@ -181,7 +185,8 @@ mod tests {
             let (label, z) = start_positions(&data.x, &params, k)?;
             Ok((label, PseudoInputs::new(z)?))
         };
-        let kern = data_scale_kernel(&data).expect("kernel");
+        let kern =
+            data_scale_kernel(&data, sgp_runtime::Kernel::SquaredExponential).expect("kernel");
         let one = std::slice::from_ref(&data);
         let choice = (StartChoice::Objective, VarianceSharing::Auto);
         let (plain, _) =

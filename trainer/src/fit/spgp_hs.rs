@@ -105,7 +105,8 @@ fn fit_staged(
         spgp_kernel.signal_var(),
         spgp_kernel.noise_var().max(floor),
         floor,
-    )?;
+    )?
+    .with_kernel(spgp_kernel.kernel);
     let objective = SparseObjective::new(&data.x, &data.y, features, kernel, spgp.config)?;
     let layout = objective.layout();
     let log_h = layout.feature_range().end - params.m;
@@ -196,7 +197,7 @@ mod tests {
     /// The paper's procedure: `h` learned with everything else from the
     /// first iteration (one k-means start, a budget of both stages).
     fn fit_joint(data: &Dataset, params: &SparseParams, h_start: f64) -> Result<Fit> {
-        let kern = data_scale_kernel(data)?;
+        let kern = data_scale_kernel(data, sgp_runtime::Kernel::SquaredExponential)?;
         let z = crate::fit::init::kmeans(&data.x, params.m, params.seed, 100)?;
         let features = Heteroscedastic::from_pseudo_inputs(
             &crate::model::features::PseudoInputs::new(z)?,

@@ -29,7 +29,7 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use sgp_runtime::ModelKind;
+use sgp_runtime::{Kernel, ModelKind};
 
 use super::sparse::{fit_sparse, validation_nlpd, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
@@ -111,9 +111,28 @@ impl StreamedParams {
     /// memory.
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read.
+    /// [`Error::Io`] if the file cannot be read; [`Error::BadInput`] for a
+    /// Matérn kernel on a file that would stream.
     pub fn streams(&self, table: &TableFile) -> Result<bool> {
-        table.has_more_rows_than(self.in_memory_rows)
+        let streams = table.has_more_rows_than(self.in_memory_rows)?;
+        if streams {
+            self.check_kernel()?;
+        }
+        Ok(streams)
+    }
+
+    /// Refuses a Matérn kernel: the staged fit and its pass over every row
+    /// were built and checked with the squared exponential only.
+    fn check_kernel(&self) -> Result<()> {
+        if self.sparse.kernel == Kernel::SquaredExponential {
+            return Ok(());
+        }
+        Err(Error::BadInput(format!(
+            "a streamed fit takes the squared-exponential kernel only, not --kernel {}: its \
+             growing subsets and its pass over every row were built and checked with that \
+             kernel; fit the file in memory (--in-memory) for a Matérn kernel",
+            self.sparse.kernel.name()
+        )))
     }
 
     fn check(&self, scan: &Scan) -> Result<()> {
@@ -231,6 +250,7 @@ pub fn fit_streamed(
 ) -> Result<Fit> {
     let started = Instant::now();
     params.check(scan)?;
+    params.check_kernel()?;
     let full = Dataset {
         x: scan.transform.apply_x(&scan.sample_x),
         y: scan.transform.apply_y(&scan.sample_y),

@@ -13,7 +13,7 @@
 
 use std::cell::Cell;
 
-use sgp_runtime::{Link, ModelKind};
+use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::progress::continuing;
 use super::restarts::{best_start, screening, start_positions, Stage};
@@ -66,6 +66,8 @@ pub struct SvgpParams {
     pub optimiser: OptimiseOptions,
     /// Where the first start's pseudo-inputs come from.
     pub pseudo_init: PseudoInit,
+    /// The covariance function (`--kernel`): squared exponential or Matérn.
+    pub kernel: Kernel,
 }
 
 impl Default for SvgpParams {
@@ -77,6 +79,7 @@ impl Default for SvgpParams {
             restarts: DEFAULT_RESTARTS,
             optimiser: sparse.optimiser,
             pseudo_init: sparse.pseudo_init,
+            kernel: sparse.kernel,
         }
     }
 }
@@ -91,6 +94,7 @@ impl SvgpParams {
             restarts: self.restarts,
             optimiser: self.optimiser.clone(),
             pseudo_init: self.pseudo_init.clone(),
+            kernel: self.kernel,
             ..SparseParams::default()
         }
     }
@@ -188,7 +192,7 @@ fn fit_latents(
     bound: &Bound,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SvgpFit, Vec<StartReport>)> {
-    let kern = initial_kernel(&bound.prior)?;
+    let kern = initial_kernel(&bound.prior)?.with_kernel(params.kernel);
     let sparse = params.sparse();
     let done = Cell::new(0u64);
     let mut counted = continuing(&done, progress);

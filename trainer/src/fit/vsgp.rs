@@ -11,7 +11,7 @@
 use std::cell::Cell;
 
 use nalgebra::DMatrix;
-use sgp_runtime::ModelKind;
+use sgp_runtime::{Kernel, ModelKind};
 
 use super::progress::{continuing, recording};
 use super::restarts::iteration_budget as spgp_budget;
@@ -22,12 +22,18 @@ use crate::data::Dataset;
 use crate::model::features::Multiscale;
 use crate::model::kernel::KernelParams;
 use crate::numerics::optimise::Progress;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Iterations a VSGP fit may use in all: the SPGP stage's, plus `max_iter`.
 pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + params.optimiser.max_iter
 }
+
+/// Why VSGP takes the squared exponential only (the fit's and
+/// `--kernel`'s refusal).
+pub(crate) const SE_ONLY: &str = "its basis functions are Gaussians of their own widths, whose \
+     covariances with a Matérn kernel have no closed form (spgp, spgp-hs and spgp-dr take any \
+     kernel)";
 
 /// Fits VSGP: SPGP (without a tied variance), then the widths freed (the
 /// paper's procedure), and the second start for several outputs.
@@ -36,6 +42,13 @@ pub(crate) fn fit_vsgp(
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
+    if params.kernel != Kernel::SquaredExponential {
+        return Err(Error::BadInput(format!(
+            "vsgp works with the squared-exponential kernel only, not --kernel {}: {}",
+            params.kernel.name(),
+            SE_ONLY
+        )));
+    }
     // Iterations are counted over both stages: the second continues from
     // the last iteration the first reported.
     let done = Cell::new(0u64);

@@ -1,6 +1,7 @@
 //! The ARD squared-exponential kernel
-//! `k(x, x') = s2 * exp(-1/2 * sum_d (x_d - x'_d)^2 / l_d^2)`,
-//! its hyperparameters in the space the optimiser sees, and the chain rule
+//! `k(x, x') = s2 * exp(-1/2 * sum_d (x_d - x'_d)^2 / l_d^2)` (or, by
+//! [`KernelParams::kernel`], a Matérn one of the same scaled distance:
+//! [`crate::model::matern`]), its hyperparameters in the space the optimiser sees, and the chain rule
 //! from an adjoint of a covariance matrix back to the hyperparameters and the
 //! points.
 //!
@@ -9,6 +10,9 @@
 use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 
+use sgp_runtime::Kernel;
+
+use crate::model::matern::{matern_cross, matern_cross_grad};
 use crate::numerics::linalg::{mat_ref, matmul_into, mul};
 use crate::{Error, Result};
 
@@ -50,6 +54,9 @@ pub struct KernelParams {
     pub log_noise_excess: f64,
     /// Lower bound on `sigma2`; not optimised.
     pub noise_floor: f64,
+    /// The covariance function of the scaled distance (not optimised):
+    /// squared exponential unless set by [`KernelParams::with_kernel`].
+    pub kernel: Kernel,
 }
 
 /// Gradient of a scalar with respect to the kernel's log hyperparameters
@@ -145,7 +152,14 @@ impl KernelParams {
             log_signal_var: libm::log(signal_var),
             log_noise_excess: libm::log(excess),
             noise_floor,
+            kernel: Kernel::SquaredExponential,
         })
+    }
+
+    /// The same hyperparameters with covariance function `kernel`.
+    pub fn with_kernel(mut self, kernel: Kernel) -> Self {
+        self.kernel = kernel;
+        self
     }
 
     /// Input dimension D.
@@ -215,7 +229,13 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        se_cross(a, b, &self.inv_lengthscales(), self.signal_var())
+        cross_with_scales(
+            self.kernel,
+            a,
+            b,
+            &self.inv_lengthscales(),
+            self.signal_var(),
+        )
     }
 
     /// Chain rule through `K = cross(a, b)`: given `k` (that matrix, already
@@ -242,7 +262,21 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        se_cross_grad(a, b, &self.inv_lengthscales(), k, adj, want_a, want_b)
+        let inv_l = self.inv_lengthscales();
+        match self.kernel {
+            Kernel::SquaredExponential => se_cross_grad(a, b, &inv_l, k, adj, want_a, want_b),
+            matern => matern_cross_grad(
+                matern,
+                a,
+                b,
+                &inv_l,
+                self.signal_var(),
+                k,
+                adj,
+                want_a,
+                want_b,
+            ),
+        }
     }
 
     /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
@@ -259,6 +293,49 @@ impl KernelParams {
             "kernel has {} dimensions, points have {da} and {db}",
             self.dim()
         );
+    }
+}
+
+/// The cross-covariance of `kernel` with explicit scales: [`se_cross`] or
+/// [`matern_cross`].
+pub fn cross_with_scales<SA, SB>(
+    kernel: Kernel,
+    a: &Matrix<f64, Dyn, Dyn, SA>,
+    b: &Matrix<f64, Dyn, Dyn, SB>,
+    inv_l: &[f64],
+    s2: f64,
+) -> DMatrix<f64>
+where
+    SA: Storage<f64, Dyn, Dyn>,
+    SB: Storage<f64, Dyn, Dyn>,
+{
+    match kernel {
+        Kernel::SquaredExponential => se_cross(a, b, inv_l, s2),
+        matern => matern_cross(matern, a, b, inv_l, s2),
+    }
+}
+
+/// The chain rule through [`cross_with_scales`]: [`se_cross_grad`] or
+/// [`matern_cross_grad`] (`s2` is read by the latter only).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cross_grad_with_scales<SA, SB>(
+    kernel: Kernel,
+    a: &Matrix<f64, Dyn, Dyn, SA>,
+    b: &Matrix<f64, Dyn, Dyn, SB>,
+    inv_l: &[f64],
+    s2: f64,
+    k: &DMatrix<f64>,
+    adj: &DMatrix<f64>,
+    want_a: bool,
+    want_b: bool,
+) -> CrossGrad
+where
+    SA: Storage<f64, Dyn, Dyn>,
+    SB: Storage<f64, Dyn, Dyn>,
+{
+    match kernel {
+        Kernel::SquaredExponential => se_cross_grad(a, b, inv_l, k, adj, want_a, want_b),
+        matern => matern_cross_grad(matern, a, b, inv_l, s2, k, adj, want_a, want_b),
     }
 }
 

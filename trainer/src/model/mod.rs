@@ -5,6 +5,7 @@ pub mod icf;
 pub mod inference;
 pub mod kernel;
 pub mod likelihood;
+pub mod matern;
 pub mod multiclass;
 pub mod posterior_sums;
 pub mod shared_variance;
@@ -371,6 +372,7 @@ impl TrainedModel {
             outputs: Vec::new(),
             class_labels: Vec::new(),
             learning: None,
+            kernel: basis.kernel,
         })
     }
 

@@ -88,6 +88,7 @@ mod tests {
                 widths: BasisWidths::Shared(vec![1.0]),
                 amplitudes: vec![1.0; m],
                 projection: None,
+                kernel: sgp_runtime::Kernel::SquaredExponential,
             },
             beta: DVector::zeros(m),
             l1,

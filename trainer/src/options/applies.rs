@@ -72,6 +72,14 @@ pub(crate) const SETTINGS: &[Setting] = &[
         what: "the FITC or VFE objective of the pseudo-input fits and gplasso",
     },
     Setting {
+        flag: "--kernel",
+        models: &[Exact, Spgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],
+        task: None,
+        what: "a Matérn covariance function; vsgp takes the squared exponential only: its basis \
+               functions are Gaussians of their own widths, whose covariances with a Matérn \
+               kernel have no closed form",
+    },
+    Setting {
         flag: "--no-held-out-choice",
         models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso],
         task: None,
@@ -215,5 +223,7 @@ mod tests {
         assert!(check(&[Spgp, SpgpDr], Some(Task::Regression), &["--dim"]).is_ok());
         assert!(check(&[Spgp], Some(Task::Regression), &["--seed", "--max-iter"]).is_ok());
         assert!(err(&[Spgp], Task::Regression, "--positive").contains("a classification"));
+        let e = err(&[Vsgp], Task::Regression, "--kernel");
+        assert!(e.contains("--kernel does not apply to vsgp") && e.contains("closed form"));
     }
 }

@@ -34,6 +34,7 @@ use crate::numerics::optimise::Stall;
 use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
 pub use named::{parse, Named};
+use sgp_runtime::Kernel;
 use task::Task;
 
 /// Basis functions of a fit when `m` is not given (at most the rows).
@@ -81,6 +82,9 @@ pub struct Options {
     /// `--objective`: FITC or VFE (not given: chosen on held-out rows
     /// where the family has the choice).
     pub objective: Option<Approximation>,
+    /// `--kernel`: the covariance function (default: the squared
+    /// exponential).
+    pub kernel: Option<Kernel>,
     /// `--no-held-out-choice`: no held-out comparisons.
     pub no_held_out_choice: bool,
     /// `--restarts`: starts of a restarted fit.
@@ -117,6 +121,9 @@ impl Options {
             (self.fixed_hyperparameters, "--fixed-hyperparameters"),
             (self.fixed_basis, "--fixed-basis"),
             (self.objective.is_some(), "--objective"),
+            // The squared exponential is every family's: only a Matérn
+            // kernel is a setting some families refuse.
+            (self.matern(), "--kernel"),
             (self.no_held_out_choice, "--no-held-out-choice"),
             (self.restarts.is_some(), "--restarts"),
             (self.seed.is_some(), "--seed"),
@@ -130,6 +137,11 @@ impl Options {
             (self.reproducible, "--reproducible"),
         ];
         flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
+    }
+
+    /// Whether a Matérn kernel was asked for.
+    fn matern(&self) -> bool {
+        self.kernel.is_some_and(|k| k != Kernel::SquaredExponential)
     }
 
     /// Refuses a setting given (and any of `also`, the command line's own
@@ -174,7 +186,12 @@ impl Options {
             ModelChoice::Family(method) => Asked::Family(self.params(method, rows)?),
             ModelChoice::Auto if classifier => Asked::Auto(vec![self.params(Method::Svgp, rows)?]),
             ModelChoice::Auto => {
-                let mut families = vec![Method::Spgp, Method::Vsgp];
+                let mut families = vec![Method::Spgp];
+                if !self.matern() {
+                    // VSGP's Gaussian basis functions take the squared
+                    // exponential only.
+                    families.push(Method::Vsgp);
+                }
                 if outputs.len() == 1 {
                     families.extend([Method::SpgpHs, Method::Gplasso]);
                 }
@@ -280,9 +297,11 @@ impl Options {
         }
         let defaults = SparseParams::default();
         let pseudo_init = self.init.map_or(defaults.pseudo_init.clone(), Into::into);
+        let kernel = self.kernel.unwrap_or_default();
         let sparse = SparseParams {
             m,
             seed,
+            kernel,
             approximation: self.objective.unwrap_or_default(),
             restarts: self.restarts.unwrap_or(defaults.restarts),
             optimiser: optimiser.clone(),
@@ -296,6 +315,7 @@ impl Options {
                 max_points: self.max_points.unwrap_or(ExactParams::default().max_points),
                 seed,
                 optimiser,
+                kernel,
             }),
             Method::Spgp => FitParams::Spgp(sparse),
             Method::Vsgp => FitParams::Vsgp(sparse),
@@ -316,6 +336,7 @@ impl Options {
                     (false, false) => GplassoRefit::Everything,
                 },
                 approximation: self.objective.unwrap_or_default(),
+                kernel,
                 ..GplassoParams::default()
             }),
             Method::Ivm => {
@@ -330,6 +351,7 @@ impl Options {
                     optimiser,
                     kernel_points: self.max_points.unwrap_or(defaults.kernel_points),
                     posterior: self.ivm_posterior.unwrap_or_default(),
+                    kernel,
                     ..defaults
                 })
             }
@@ -339,6 +361,7 @@ impl Options {
                 restarts: self.restarts.unwrap_or(SvgpParams::default().restarts),
                 optimiser,
                 pseudo_init,
+                kernel,
             }),
         })
     }

@@ -15,6 +15,25 @@ pub trait Named: Copy + PartialEq + 'static {
     fn help(self) -> &'static str;
 }
 
+/// The covariance functions (`--kernel`), named as the blob format names
+/// them.
+impl Named for sgp_runtime::Kernel {
+    const ALL: &'static [Self] = &sgp_runtime::Kernel::ALL;
+
+    fn name(self) -> &'static str {
+        sgp_runtime::Kernel::name(self)
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            sgp_runtime::Kernel::SquaredExponential => "Squared exponential: infinitely smooth",
+            sgp_runtime::Kernel::Matern12 => "Matérn 1/2: continuous, not differentiable",
+            sgp_runtime::Kernel::Matern32 => "Matérn 3/2: once differentiable",
+            sgp_runtime::Kernel::Matern52 => "Matérn 5/2: twice differentiable",
+        }
+    }
+}
+
 /// The value of `T` named `value`, for the setting `what` (`--objective`).
 ///
 /// # Errors

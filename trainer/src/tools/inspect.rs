@@ -110,6 +110,8 @@ pub struct Summary {
     /// that does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub learns: Option<&'static str>,
+    /// The covariance function (`se`, `matern12`, `matern32`, `matern52`).
+    pub kernel: &'static str,
     /// Size of the blob in bytes (flash for the model's numbers).
     pub blob_bytes: usize,
     /// The capacities `(M, G, D)` of the `Model` type the RAM figure is for
@@ -248,6 +250,7 @@ pub fn summarise(
         signal_variance: f64::from(spec.prior) * y_var,
         noise_variance: f64::from(spec.noise) * y_var,
         learns: spec.learning.as_ref().map(|l| l.observation.name()),
+        kernel: spec.kernel.name(),
         blob_bytes,
         capacity: capacity.unwrap_or((m, g, d)),
         ram_bytes: {
@@ -294,6 +297,7 @@ impl Summary {
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "kind            {} ({})", self.kind, self.task)?;
+        writeln!(f, "kernel          {}", self.kernel)?;
         writeln!(
             f,
             "sizes           M = {}, G = {}, D = {}",

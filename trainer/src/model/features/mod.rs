@@ -88,6 +88,8 @@ pub struct RuntimeBasis {
     pub widths: BasisWidths,
     /// Amplitudes `a_i`, one per basis function.
     pub amplitudes: Vec<f64>,
+    /// The profile of the scaled distance (squared exponential or Matérn).
+    pub kernel: sgp_runtime::Kernel,
 }
 
 impl RuntimeBasis {
@@ -152,6 +154,7 @@ impl RuntimeBasis {
                     BasisWidths::PerBasis(w) => BasisWidths::PerBasis(spread(w)),
                 },
                 amplitudes: self.amplitudes.clone(),
+                kernel: self.kernel,
             },
         }
     }
@@ -179,8 +182,16 @@ impl RuntimeBasis {
                 let d = u[(n, t)] - self.centres[(i, t)];
                 r2 += w * d * d;
             }
-            self.amplitudes[i] * libm::exp(-0.5 * r2)
+            self.amplitudes[i] * profile(self.kernel, r2)
         })
+    }
+}
+
+/// `kernel`'s profile at the scaled squared distance `r2` (1 at 0).
+pub fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
+    match kernel {
+        sgp_runtime::Kernel::SquaredExponential => libm::exp(-0.5 * r2),
+        matern => crate::model::matern::profile(matern, r2).0,
     }
 }
 
@@ -300,6 +311,7 @@ mod tests {
             centres: centres(3, 2),
             widths: BasisWidths::Shared(vec![0.5, 2.0]),
             amplitudes: vec![1.5; 3],
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         };
         assert_ignores(&basis, 4, &[0, 2]);
         let full = basis.with_ignored_inputs(3, &[1]);
@@ -314,6 +326,7 @@ mod tests {
             centres: centres(3, 2),
             widths: BasisWidths::PerBasis(DMatrix::from_fn(3, 2, |i, j| 1.0 + (i + j) as f64)),
             amplitudes: vec![1.0, 0.5, 2.0],
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         };
         assert_ignores(&basis, 3, &[2]);
         match basis.with_ignored_inputs(3, &[2]).widths {
@@ -331,6 +344,7 @@ mod tests {
             centres: centres(4, 2),
             widths: BasisWidths::Shared(vec![1.0, 1.0]),
             amplitudes: vec![1.0; 4],
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         };
         assert_ignores(&basis, 5, &[1, 4]);
         let full = basis.with_ignored_inputs(5, &[1, 4]);
@@ -349,6 +363,7 @@ mod tests {
             centres: centres(3, 2),
             widths: BasisWidths::Shared(vec![0.5, 2.0]),
             amplitudes: vec![1.5; 3],
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         };
         assert_eq!(basis.with_ignored_inputs(2, &[]), basis);
     }

@@ -358,6 +358,7 @@ impl InducingFeatures for Multiscale {
             centres: self.centres.clone(),
             widths: BasisWidths::PerBasis(DMatrix::from_fn(m, d, |i, k| t.inv_delta[i * d + k])),
             amplitudes: t.amp,
+            kernel: kern.kernel,
         }
     }
 }

@@ -23,7 +23,7 @@
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
 use super::{constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, RuntimeBasis};
-use crate::model::kernel::{se_cross, se_cross_grad, KernelGrad, KernelParams};
+use crate::model::kernel::{cross_grad_with_scales, cross_with_scales, KernelGrad, KernelParams};
 use crate::{Error, Result};
 
 /// SPGP+DR features: projection `P` (G x D) and pseudo-inputs `Zbar`
@@ -194,11 +194,18 @@ impl InducingFeatures for Projected {
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
-        se_cross(&self.zbar, &self.zbar, &self.unit(), kern.signal_var())
+        cross_with_scales(
+            kern.kernel,
+            &self.zbar,
+            &self.zbar,
+            &self.unit(),
+            kern.signal_var(),
+        )
     }
 
     fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        se_cross(
+        cross_with_scales(
+            kern.kernel,
             &self.zbar,
             &self.project(x),
             &self.unit(),
@@ -207,7 +214,17 @@ impl InducingFeatures for Projected {
     }
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {
-        let g = se_cross_grad(&self.zbar, &self.zbar, &self.unit(), kuu, adj, true, true);
+        let g = cross_grad_with_scales(
+            kern.kernel,
+            &self.zbar,
+            &self.zbar,
+            &self.unit(),
+            kern.signal_var(),
+            kuu,
+            adj,
+            true,
+            true,
+        );
         let gz = match (g.a, g.b) {
             (Some(a), Some(b)) => a + b,
             // se_cross_grad returns both when both are asked for.
@@ -232,7 +249,17 @@ impl InducingFeatures for Projected {
         adj_kdiag: &DVector<f64>,
     ) -> FeatureGrad {
         let u = self.project(x);
-        let g = se_cross_grad(&self.zbar, &u, &self.unit(), kuf, adj_kuf, true, true);
+        let g = cross_grad_with_scales(
+            kern.kernel,
+            &self.zbar,
+            &u,
+            &self.unit(),
+            kern.signal_var(),
+            kuf,
+            adj_kuf,
+            true,
+            true,
+        );
         let (gz, gu) = match (g.a, g.b) {
             (Some(a), Some(b)) => (a, b),
             _ => (
@@ -257,6 +284,7 @@ impl InducingFeatures for Projected {
             centres: self.zbar.clone(),
             widths: BasisWidths::Shared(self.unit()),
             amplitudes: vec![kern.signal_var(); self.zbar.nrows()],
+            kernel: kern.kernel,
         }
     }
 }

@@ -115,6 +115,7 @@ impl InducingFeatures for PseudoInputs {
             centres: self.z.clone(),
             widths: BasisWidths::Shared(kern.inv_sq_lengthscales()),
             amplitudes: vec![kern.signal_var(); self.z.nrows()],
+            kernel: kern.kernel,
         }
     }
 }

@@ -179,6 +179,7 @@ mod tests {
             log_signal_var: p[d],
             log_noise_excess: p[d + 1],
             noise_floor: crate::model::kernel::DEFAULT_NOISE_FLOOR,
+            kernel: sgp_runtime::Kernel::SquaredExponential,
         }
     }
 

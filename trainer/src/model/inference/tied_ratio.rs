@@ -44,7 +44,7 @@ pub(crate) fn without_noise_floor(kern: &KernelParams) -> Result<KernelParams> {
         .iter()
         .map(|v| libm::exp(*v))
         .collect();
-    KernelParams::with_noise_floor(&lengthscales, s2, noise, 0.0)
+    Ok(KernelParams::with_noise_floor(&lengthscales, s2, noise, 0.0)?.with_kernel(kern.kernel))
 }
 
 /// The sum of `P` outputs' objectives with one noise-to-signal ratio.

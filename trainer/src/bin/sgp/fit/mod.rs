@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use clap::builder::TypedValueParser;
 
+use sgp_runtime::Kernel;
 use sgp_trainer::choose::Asked;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
@@ -172,6 +173,10 @@ pub(crate) struct Settings {
     /// VFE clearly predicts held-out rows better (the report says so).
     #[arg(long, value_parser = crate::named::named::<Approximation>())]
     objective: Option<Approximation>,
+    /// Covariance function [default: se]; vsgp and a streamed fit take se
+    /// only (docs/src/kernels.md).
+    #[arg(long, value_parser = crate::named::named::<Kernel>())]
+    kernel: Option<Kernel>,
     /// No held-out comparisons on small data: the objective is FITC unless
     /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
     /// weighed against plain SPGP, and --model auto fits spgp.
@@ -238,6 +243,7 @@ impl Settings {
             fixed_hyperparameters: self.fixed_hyperparameters,
             fixed_basis: self.fixed_basis,
             objective: self.objective,
+            kernel: self.kernel,
             no_held_out_choice: self.no_held_out_choice,
             restarts: self.restarts,
             seed: self.seed,

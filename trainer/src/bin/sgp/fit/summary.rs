@@ -215,6 +215,7 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             s.join(", ")
         );
     } else {
+        println!("kernel          {}", report.kernel);
         println!("length scales{}", if count > 1 { " (shared)" } else { "" });
         let width = report.inputs.iter().map(String::len).max().unwrap_or(0);
         for (name, l) in report.inputs.iter().zip(&report.lengthscales) {

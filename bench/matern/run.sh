@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Matérn against the squared exponential on rough data (issue 39): a draw
+# from a Matérn 3/2 GP in 3 inputs and a 2-input signal with kinks, 2000
+# training and 1000 test rows each (make_sets.py, seeded). Per set: sgp's
+# SPGP (FITC) at M = 32 with each kernel, sgp's exact GP on all 2000 rows
+# with SE and Matérn 3/2, and GPflow's GPRFITC at M = 32 with SE and
+# Matern32 (bench/peers/peer_fit.py); test NLPD, RMSE and 95% coverage.
+#
+#   bash bench/matern/run.sh [PYTHON]     (PYTHON: with numpy and GPflow;
+#                                          default /work/peers-venv/bin/python)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+python=${1:-/work/peers-venv/bin/python}
+cargo build --release -q -p sgp-trainer --bin sgp
+sgp=${CARGO_TARGET_DIR:-$PWD/target}/release/sgp
+work=$(mktemp -d "${TMPDIR:-/tmp}/sgp-matern.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && "$python" "$OLDPWD/bench/matern/make_sets.py")
+
+row() { printf '| %-6s | %-22s | %8s | %8s | %6s |\n' "$@"; }
+score() { # model blob, test csv -> nlpd rmse coverage
+    "$sgp" eval --model "$1" --data "$2" --json |
+        "$python" -c "import json,sys; r=json.load(sys.stdin); print('%.3f %.4f %.3f' % (r['nlpd'], r['rmse'], r['coverage_95']))"
+}
+row set fit "NLPD" "RMSE" "cover"
+row --- --- --- --- ---
+for set in m32 kinks; do
+    train=$work/${set}_train.csv test=$work/${set}_test.csv
+    for kernel in se matern12 matern32 matern52; do
+        "$sgp" fit --data "$train" --model spgp --m 32 --kernel "$kernel" --out "$work/$set-$kernel.sgp" --quiet >/dev/null
+        read -r nlpd rmse cover < <(score "$work/$set-$kernel.sgp" "$test")
+        row "$set" "sgp spgp M=32 $kernel" "$nlpd" "$rmse" "$cover"
+    done
+    for kernel in se matern32; do
+        "$sgp" fit --data "$train" --model exact --max-points 2000 --kernel "$kernel" \
+            --out "$work/$set-exact-$kernel.sgp" --quiet >/dev/null
+        read -r nlpd rmse cover < <(score "$work/$set-exact-$kernel.sgp" "$test")
+        row "$set" "sgp exact $kernel" "$nlpd" "$rmse" "$cover"
+    done
+    for kernel in se matern32; do
+        out=$(OMP_NUM_THREADS=2 "$python" bench/peers/peer_fit.py gpflow --train "$train" \
+            --test "$test" --m 32 --kernel "$kernel" 2>/dev/null | tail -1)
+        read -r nlpd rmse cover < <("$python" -c "import json,sys; r=json.loads(sys.argv[1]); print('%.3f %.4f %.3f' % (r['nlpd'], r['rmse'], r['coverage']))" "$out")
+        row "$set" "gpflow GPRFITC $kernel" "$nlpd" "$rmse" "$cover"
+    done
+done
