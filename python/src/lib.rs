@@ -8,11 +8,13 @@
 
 mod arrays;
 mod choice;
+mod chunks;
 mod convert;
 mod device;
 mod errors;
 mod fit;
 mod state;
+mod streamed;
 
 use pyo3::prelude::*;
 
@@ -27,5 +29,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::exact_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::inducing_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::variational_blob, m)?)?;
+    m.add_class::<streamed::StreamedFit>()?;
+    m.add_function(wrap_pyfunction!(streamed::fit_file, m)?)?;
+    m.add_function(wrap_pyfunction!(streamed::start_file, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::basis_sums, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::merge_sums, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::sums_rows, m)?)?;
     Ok(())
 }

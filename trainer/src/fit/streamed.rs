@@ -574,6 +574,63 @@ mod tests {
         assert_eq!(blob_pq.blob, blob.blob);
     }
 
+    /// The pass split where a chunk starts, each part summed by
+    /// `StreamedBasis::sums` (as an engine's worker does) and merged in
+    /// order, is the file's pass bit for bit; and the finish of those sums
+    /// is `fit_streamed`'s fit.
+    #[test]
+    fn the_pass_splits_at_chunks_into_the_same_bits() {
+        let (_dir, csv, _) = files();
+        let params = small();
+        let first = scan(&csv, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
+        let subset = fit_subset(&csv, &first, &params, &mut |_| {}).unwrap();
+        let basis = subset.basis().clone();
+        let whole = basis.pass(&csv, &mut |_| {}).unwrap();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        csv.for_each_chunk(3000, &mut |chunk, _| {
+            x.push(chunk.x);
+            y.push(chunk.y);
+            Ok(())
+        })
+        .unwrap();
+        let (x, y) = (&x[0], &y[0]);
+        let cut = 97 * 12;
+        let head = basis.sums(&x.rows(0, cut).into_owned(), &y.rows(0, cut).into_owned());
+        let mut parts = head.unwrap();
+        let rest = 3000 - cut;
+        let tail = basis.sums(
+            &x.rows(cut, rest).into_owned(),
+            &y.rows(cut, rest).into_owned(),
+        );
+        parts.merge(&tail.unwrap()).unwrap();
+        assert_eq!(parts, whole);
+        // Elsewhere, the same sums up to rounding.
+        let odd = basis.sums(&x.rows(0, 1000).into_owned(), &y.rows(0, 1000).into_owned());
+        let mut other = odd.unwrap();
+        let tail = basis.sums(
+            &x.rows(1000, 2000).into_owned(),
+            &y.rows(1000, 2000).into_owned(),
+        );
+        other.merge(&tail.unwrap()).unwrap();
+        let close = |a: &[f64], b: &[f64]| {
+            a.iter()
+                .zip(b)
+                .all(|(p, q)| (p - q).abs() <= 1e-9 * (1.0 + q.abs()))
+        };
+        assert!(close(&other.a, &whole.a) && close(&other.b, &whole.b));
+        // Wrong widths are refused, not summed.
+        let narrow = basis.sums(&x.columns(0, 2).into_owned(), y);
+        assert!(narrow.unwrap_err().to_string().contains("reads 3 inputs"));
+
+        let fitted = subset.finish(&parts, 0.0).unwrap();
+        let direct = fit_streamed(&csv, &first, &params, &mut |_| {}).unwrap();
+        assert_eq!(fitted.report.nlml, direct.report.nlml);
+        assert_eq!(
+            fitted.set.members[0].form.beta,
+            direct.set.members[0].form.beta
+        );
+    }
+
     #[test]
     fn the_first_stage_keeps_the_start_of_best_validation_nlpd() {
         let (x, y) = synthetic(900, 2, 5);
