@@ -5,10 +5,11 @@
 //!
 //! [`StreamedBasis::sums`] standardises a block of raw rows and sums it in
 //! chunks of [`StreamedBasis::chunk_rows`] rows folded in order, exactly as
-//! [`StreamedBasis::pass`] sums a file: the sums of the rows `0..k` and
-//! `k..n`, merged, are the file's bit for bit when `k` is a multiple of
-//! the chunk size; other splits differ by the rounding of a reassociated
-//! sum (relative 1e-16 per merge).
+//! [`StreamedBasis::pass`] sums a file; so the sums of the rows `0..k` and
+//! `k..n`, merged, are the file's bit for bit when `k..n` is the file's
+//! last chunk (the same additions in the same order). Any other split
+//! reassociates the sum: the same up to rounding (relative 1e-16 per
+//! addition); a fixed split and merge order always gives the same bits.
 
 use nalgebra::{DMatrix, DVector};
 
