@@ -26,18 +26,13 @@ pub(crate) fn streamed_fit(
     quiet: bool,
 ) -> Result<Option<(Fit, DMatrix<f64>)>> {
     let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
-    let task = if classification {
-        Some(Task::Classification)
-    } else {
-        args.task()?.map(Task::from)
-    };
     let options = args.settings.options();
-    if options
-        .model
-        .is_some_and(|m| m != ModelChoice::Auto && m != ModelChoice::Family(Method::Spgp))
-    {
+    let family = |m: ModelChoice| m != ModelChoice::Auto && m != ModelChoice::Family(Method::Spgp);
+    if classification || options.model.is_some_and(family) {
+        // These are fitted in memory; the file is not opened here.
         return Ok(None);
     }
+    let task = args.task()?.map(Task::from);
     let table = TableFile::from_input(input, args.target.as_deref())?;
     let quiet = quiet || args.json;
     let read_bar = rows_bar(quiet, table.bytes(), "read", true);
