@@ -139,7 +139,7 @@ pub(crate) fn fit_file<'py>(
             options.run(|| {
                 let start = start(&path, target.as_deref(), &options, task, &mut reporter)?;
                 let check_x = start.check_x.clone();
-                let sample = start.subset.sample().clone();
+                let sample = start.subset.sampled().clone();
                 let fitted = start.finish_on_file(&mut |p| reporter.report(p))?;
                 export(&options, fitted, (&check_x, &sample), force)
             })
@@ -192,7 +192,7 @@ impl StreamedFit {
             .detach(|| {
                 options.run(|| {
                     let check_x = start.check_x.clone();
-                    let sample = start.subset.sample().clone();
+                    let sample = start.subset.sampled().clone();
                     let fitted = start.finish(&sums, pass_seconds)?;
                     export(options, fitted, (&check_x, &sample), force)
                 })
@@ -228,7 +228,7 @@ pub(crate) fn start_file(
         return Err(e);
     }
     let start = started?;
-    let sample = start.subset.sample();
+    let sample = start.subset.sampled();
     let names = (sample.input_names.clone(), sample.target_name.clone());
     let basis = encode(&BasisBytes::new(start.subset.basis(), names.clone()))?;
     Ok(StreamedFit {

@@ -238,7 +238,7 @@ impl SubsetFit {
 
     /// The sampled rows, standardised, with every input (the sample's
     /// constant inputs listed), for warnings about the data.
-    pub fn sample(&self) -> &Dataset {
+    pub fn sampled(&self) -> &Dataset {
         &self.full
     }
 
