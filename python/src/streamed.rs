@@ -33,6 +33,14 @@ struct Reporter {
 }
 
 impl Reporter {
+    fn new(callback: Option<Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            last: None,
+            error: None,
+        }
+    }
+
     fn report(&mut self, p: StreamedProgress) {
         let Some(callback) = &self.callback else {
             return;
@@ -129,11 +137,7 @@ pub(crate) fn fit_file<'py>(
 ) -> PyResult<Exported<'py>> {
     let options = settings.options()?;
     let task = self::task(task.as_deref())?;
-    let mut reporter = Reporter {
-        callback: progress,
-        last: None,
-        error: None,
-    };
+    let mut reporter = Reporter::new(progress);
     let result = py
         .detach(|| {
             options.run(|| {
@@ -216,11 +220,7 @@ pub(crate) fn start_file(
 ) -> PyResult<StreamedFit> {
     let options = settings.options()?;
     let task = self::task(task.as_deref())?;
-    let mut reporter = Reporter {
-        callback: progress,
-        last: None,
-        error: None,
-    };
+    let mut reporter = Reporter::new(progress);
     let started = py
         .detach(|| options.run(|| start(&path, target.as_deref(), &options, task, &mut reporter)))
         .py_err();
