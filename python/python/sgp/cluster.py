@@ -23,16 +23,18 @@ def _partition_sums(basis: ChunkBasis, partition: Any) -> ChunkSums:
     return basis.sums(partition)
 
 
-def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "64MB") -> Any:
+def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "16MB") -> Any:
     """``path`` (Parquet or CSV, told apart by content as ``sgp fit`` does)
-    as a dask DataFrame of the basis's columns."""
+    as a dask DataFrame of the basis's columns, in partitions of about
+    ``blocksize`` of the file (whole row groups for Parquet): a worker holds
+    one partition at a time."""
     import dask.dataframe as dd
 
     with open(path, "rb") as f:
         parquet = f.read(4) == b"PAR1"
     columns = basis.input_names + [basis.target_name]
     if parquet:
-        return dd.read_parquet(path, columns=columns)
+        return dd.read_parquet(path, columns=columns, blocksize=blocksize)
     return dd.read_csv(path, usecols=columns, dtype="float64", blocksize=blocksize)[columns]
 
 
