@@ -21,6 +21,8 @@ fi
 started=$(date +%s)
 "$venv/bin/pip" install -q "./python[test]"
 echo "built and installed the sgp package in $(( $(date +%s) - started )) s"
+# The streamed fit on a two-process Dask LocalCluster (tests/test_dask.py).
+"$venv/bin/pip" install -q "dask[dataframe]" distributed
 
 # The annotations and the compiled module's stub agree with the code.
 "$venv/bin/pip" install -q mypy

@@ -26,19 +26,19 @@ use crate::state::encode;
 
 /// What a fit returns besides the blob, as JSON for the Python side.
 #[derive(serde::Serialize)]
-struct FitSummary<'a> {
-    report: &'a FitReport,
+pub(crate) struct FitSummary<'a> {
+    pub(crate) report: &'a FitReport,
     /// A classifier's class labels, in class order.
-    classes: &'a [String],
-    fidelity: &'a Fidelity,
-    cure: Option<&'a Cure>,
+    pub(crate) classes: &'a [String],
+    pub(crate) fidelity: &'a Fidelity,
+    pub(crate) cure: Option<&'a Cure>,
     /// What `sgp fit` warns about: constant inputs, columns f32 cannot
     /// resolve, names too long for a device.
-    warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// `sgp fit`'s warnings about the training data, for `warnings.warn`.
-fn data_warnings(data: &Dataset) -> Vec<String> {
+pub(crate) fn data_warnings(data: &Dataset) -> Vec<String> {
     let mut warnings: Vec<String> = data
         .constant_inputs
         .iter()
@@ -93,7 +93,7 @@ pub(crate) struct Settings {
 
 impl Settings {
     /// The keywords as the library's options.
-    fn options(&self) -> PyResult<Options> {
+    pub(crate) fn options(&self) -> PyResult<Options> {
         Ok(Options {
             model: self
                 .model

@@ -8,13 +8,23 @@
 
 mod arrays;
 mod choice;
+mod chunks;
 mod convert;
 mod device;
 mod errors;
 mod fit;
 mod state;
+mod streamed;
 
 use pyo3::prelude::*;
+
+/// mimalloc for the trainer's allocations, as the `sgp` binary has it: the
+/// sparse objectives allocate and free blocks of a few hundred KB every
+/// evaluation, which the system allocator hands back to the kernel and
+/// faults in again (the same fit took twice the CLI's time without it).
+/// Python's own objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -27,5 +37,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::exact_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::inducing_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::variational_blob, m)?)?;
+    m.add_class::<streamed::StreamedFit>()?;
+    m.add_function(wrap_pyfunction!(streamed::fit_file, m)?)?;
+    m.add_function(wrap_pyfunction!(streamed::start_file, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::basis_sums, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::merge_sums, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::sums_rows, m)?)?;
     Ok(())
 }

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import warnings
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -17,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _native
 from ._arrays import column_names, from_native, to_native
 from ._device import Model, PathLike, export_source
+from ._streamed import StreamedFit, print_progress, write_chunks
 
 def _print_progress(iteration: int, budget: int, objective: float) -> None:
     """``verbose``'s progress line, rewritten in place on standard error
@@ -130,17 +132,85 @@ class _SparseGP(BaseEstimator):
         )
         if progress is not None:
             print(file=sys.stderr)
-        summary = json.loads(summary)
+        self._take_fit(blob, state, summary)
+
+    def _take_fit(self, blob: bytes, state: bytes, summary_json: str) -> None:
+        """Keeps a native fit's blob, fitted state and JSON summary."""
+        summary = json.loads(summary_json)
         self.blob_ = blob
         self._state = state
         for message in summary["warnings"]:
-            warnings.warn(message, UserWarning, stacklevel=3)
+            warnings.warn(message, UserWarning, stacklevel=4)
         self.report_ = summary["report"]
         self.fidelity_ = summary["fidelity"]
         self.cure_ = summary["cure"]
         optimiser = self.report_.get("optimiser")
         self.n_iter_ = optimiser["iterations"] if optimiser else 0
         self.n_basis_ = Model.from_bytes(blob).n_basis
+
+    # Data larger than memory: `sgp fit`'s streamed fit (sgp._streamed).
+
+    _task: Optional[str] = None
+
+    def _file_target(self, target: Any) -> Optional[str]:
+        if isinstance(target, (list, tuple)):
+            if len(target) > 1:
+                raise ValueError(
+                    "several targets (a multi-output regression) do not stream: the streamed "
+                    "subset fit and its pass over every row are built for one output; fit "
+                    "each target on its own, or read the rows into memory and use fit"
+                )
+            target = target[0] if target else None
+        return None if target is None else str(target)
+
+    def fit_file(self, path: PathLike, target: Optional[str] = None) -> Any:
+        """Fits the CSV or Parquet file ``path`` (``target``: its target
+        column, default the last) by the streamed fit ``sgp fit --data
+        path`` runs on a large file, with this estimator's settings: the
+        same blob, memory bounded whatever the rows. Raises ``ValueError``
+        for a file or fit that does not stream (too few rows, a
+        classification, another family)."""
+        progress = print_progress if self.verbose else None
+        blob, state, summary = _native.fit_file(
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
+            force=self.force, progress=progress,
+        )
+        if progress is not None:
+            print(file=sys.stderr)
+        self._take_streamed(blob, state, summary)
+        return self
+
+    def fit_chunks(self, chunks: Iterable[Any], names: Optional[List[str]] = None) -> Any:
+        """Fits an iterator of ``(X, y)`` chunks as ``fit_file`` fits a
+        file: they are written, one at a time, to a temporary CSV file
+        (``names``: its inputs' and target's column names; default x0, x1,
+        ..., y) that is then streamed."""
+        with tempfile.TemporaryDirectory(prefix="sgp-chunks-") as folder:
+            path = os.path.join(folder, "chunks.csv")
+            write_chunks(chunks, path, names)
+            return self.fit_file(path, None if names is None else names[-1])
+
+    def start_file(self, path: PathLike, target: Optional[str] = None) -> StreamedFit:
+        """The first pass and subset fit of ``fit_file``, stopped before its
+        pass over every row: run that pass anywhere with the returned
+        ``StreamedFit``'s ``basis`` (``sgp.cluster`` for Dask), then call
+        its ``finish``."""
+        progress = print_progress if self.verbose else None
+        native = _native.start_file(
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
+            progress=progress,
+        )
+        if progress is not None:
+            print(file=sys.stderr)
+        return StreamedFit(native, self)
+
+    def _take_streamed(self, blob: bytes, state: bytes, summary: str) -> None:
+        """Keeps a streamed fit as ``fit`` keeps its fit."""
+        self._take_fit(blob, state, summary)
+        inputs = Model.from_bytes(blob).input_names
+        self._outputs = 0
+        self.n_features_in_ = len(inputs)
+        self.feature_names_in_ = np.asarray(inputs, dtype=object)
 
     def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
         """The fitted f64 models' means and variances (n x P, one column per
@@ -346,6 +416,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     >>> clf.predict([[-2.0], [2.0]]).tolist()
     [False, True]
     """
+
+    _task = "classification"
 
     def fit(self, X: Any, y: Any) -> "SparseGPClassifier":
         """Fits the classifier to ``X`` and labels ``y`` (any labels, two

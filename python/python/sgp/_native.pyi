@@ -85,3 +85,36 @@ def variational_blob(
     jitter: float,
     probit: bool,
 ) -> bytes: ...
+
+class StreamedFit:
+    """A streamed fit after its subset fit (``sgp._streamed``)."""
+
+    @property
+    def input_names(self) -> List[str]: ...
+    @property
+    def target_name(self) -> str: ...
+    def basis(self) -> bytes: ...
+    def finish(
+        self, sums: bytes, pass_seconds: float, force: bool = False
+    ) -> Tuple[bytes, bytes, str]: ...
+
+def fit_file(
+    path: str,
+    target: Optional[str],
+    settings: Dict[str, Any],
+    task: Optional[str] = None,
+    force: bool = False,
+    progress: Optional[Callable[[str, int, int], None]] = None,
+) -> Tuple[bytes, bytes, str]:
+    """``sgp fit``'s streamed fit of a file, exported: (blob, state, JSON)."""
+
+def start_file(
+    path: str,
+    target: Optional[str],
+    settings: Dict[str, Any],
+    task: Optional[str] = None,
+    progress: Optional[Callable[[str, int, int], None]] = None,
+) -> StreamedFit: ...
+def basis_sums(basis: bytes, x: bytes, n: int, d: int, y: bytes) -> bytes: ...
+def merge_sums(a: bytes, b: bytes) -> bytes: ...
+def sums_rows(sums: bytes) -> int: ...

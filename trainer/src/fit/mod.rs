@@ -25,6 +25,8 @@ pub mod sparse;
 pub mod spgp;
 pub mod spgp_hs;
 pub mod streamed;
+pub mod streamed_basis;
+pub mod streamed_file;
 pub mod svgp;
 pub mod vsgp;
 

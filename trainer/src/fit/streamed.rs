@@ -33,14 +33,15 @@ use sgp_runtime::{Kernel, ModelKind};
 
 use super::sparse::{fit_sparse, validation_nlpd, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
+use super::streamed_basis::StreamedBasis;
 use super::{
     Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt, SparseParams,
+    StartReport,
 };
 use crate::data::stream::{ReadProgress, Scan, TableFile};
-use crate::data::{Dataset, Standardisation, TargetKind};
-use crate::model::features::{InducingFeatures, PseudoInputs};
-use crate::model::inference::fitc::{FitcConfig, FitcPosterior};
-use crate::model::kernel::KernelParams;
+use crate::data::{Dataset, TargetKind};
+use crate::model::features::PseudoInputs;
+use crate::model::inference::fitc::FitcConfig;
 use crate::model::posterior_sums::{ChunkModel, PosteriorSums};
 use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::JitterPolicy;
@@ -170,7 +171,11 @@ pub enum StreamedProgress {
         rows: usize,
         /// The optimiser's progress within the stage.
         progress: Progress,
+        /// Iterations the stage may use ([`StreamedParams::stage_budget`]).
+        budget: u64,
     },
+    /// The first pass over the file (`crate::data::stream::scan`).
+    Read(ReadProgress),
     /// The posterior pass over the file.
     Pass(ReadProgress),
 }
@@ -205,39 +210,135 @@ pub struct StreamReport {
     pub pass_seconds: f64,
 }
 
-/// The fitted parameters and what the posterior pass needs.
-struct Conditioning {
+/// The subset fit of a streamed fit (steps 1 and 2 of the module
+/// documentation): the parameters every row is then conditioned on, and
+/// what turns the pass's sums into the fit ([`SubsetFit::finish`]). Its
+/// [`SubsetFit::basis`] is all a worker of the pass needs.
+pub struct SubsetFit {
+    fit: SparseFit<PseudoInputs>,
+    starts: Vec<StartReport>,
+    stages: Vec<SubsetStage>,
+    fitted_rows: usize,
+    /// The sample without its constant inputs (what was fitted on).
+    sample: Dataset,
+    /// The sample with every input.
+    full: Dataset,
+    rows: u64,
+    validation_rows: usize,
     table: TableFile,
-    transform: Standardisation,
-    keep: Vec<usize>,
-    chunk_rows: usize,
+    basis: StreamedBasis,
+    started: Instant,
 }
 
-impl Conditioning {
-    /// The posterior of every row of the file for `features` and `kern`.
-    fn posterior(
-        &self,
-        features: &PseudoInputs,
-        kern: &KernelParams,
-        config: &FitcConfig,
-        progress: &mut dyn FnMut(ReadProgress),
-    ) -> Result<FitcPosterior> {
-        let model = ChunkModel::new(features, kern, config)?;
-        let mut sums = PosteriorSums::zeros(features.num_inducing());
-        self.table
-            .for_each_chunk(self.chunk_rows, &mut |chunk, at| {
-                let x = self.transform.apply_x(&chunk.x.select_columns(&self.keep));
-                let y = self.transform.apply_y(&chunk.y);
-                sums.merge(&model.sums(x.as_view(), y.as_slice())?)?;
-                progress(at);
-                Ok(())
-            })?;
-        model.posterior(&sums)
+impl SubsetFit {
+    /// The fixed basis and transform of the pass over every row.
+    pub fn basis(&self) -> &StreamedBasis {
+        &self.basis
+    }
+
+    /// The sampled rows, standardised, with every input (the sample's
+    /// constant inputs listed), for warnings about the data.
+    pub fn sampled(&self) -> &Dataset {
+        &self.full
+    }
+
+    /// The fit conditioned on the rows whose merged sums are `sums` (every
+    /// row of the file, for the same model as `sgp fit`'s), `pass_seconds`
+    /// the wall time of the pass, for the report. The fit's export may
+    /// rebuild it at another jitter by a pass over the file on this machine.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for sums of another basis; [`Error::Numerical`]
+    /// if they give no posterior.
+    pub fn finish(self, sums: &PosteriorSums, pass_seconds: f64) -> Result<Fit> {
+        let SubsetFit {
+            fit,
+            starts,
+            stages,
+            fitted_rows,
+            sample,
+            full,
+            rows: file_rows,
+            validation_rows,
+            table,
+            basis,
+            started,
+        } = self;
+        let kernel = fit.kernel().clone();
+        let posterior = ChunkModel::new(&fit.features, &kernel, &fit.config)?.posterior(sums)?;
+        let rows = usize::try_from(sums.rows).unwrap_or(usize::MAX);
+        let mut report = FitReport::new(Method::Spgp, rows, posterior.nlml);
+        report.jitter_escalations = posterior.jitter_escalations;
+        report.outputs = vec![OutputReport::named(
+            &sample.target_name,
+            Some(posterior.nlml),
+        )];
+        report.approximation = Some(fit.config.approximation);
+        report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
+        report.starts = starts;
+        report.streamed = Some(StreamReport {
+            rows: file_rows,
+            fitted_rows,
+            validation_rows,
+            stages,
+            chunk_rows: basis.chunk_rows,
+            pass_seconds,
+        });
+        let form = posterior.runtime_form(&fit.features, &kernel);
+        let model = TrainedModel::regression(ModelKind::Spgp, form, &sample);
+        let fitted_data = sample.subset(&(0..fitted_rows).collect::<Vec<_>>())?;
+        let jitter = fit.config.jitter.initial;
+        let rebuild = move |policy: JitterPolicy, max_iter: u64| {
+            let config = FitcConfig {
+                jitter: policy,
+                ..fit.config
+            };
+            let (features, kernels) = if max_iter == 0 {
+                (fit.features.clone(), fit.kernels.clone())
+            } else {
+                let options = OptimiseOptions {
+                    max_iter,
+                    ..OptimiseOptions::default()
+                };
+                let outputs = std::slice::from_ref(&fitted_data);
+                let refit = fit_sparse(
+                    outputs,
+                    fit.features.clone(),
+                    fit.kernels.clone(),
+                    config,
+                    &options,
+                    &mut |_| {},
+                )?;
+                (refit.features, refit.kernels)
+            };
+            let again = StreamedBasis {
+                features: features.clone(),
+                kernel: kernels[0].clone(),
+                config,
+                ..basis.clone()
+            };
+            let sums = again.pass(&table, &mut |_| {})?;
+            let post = again.chunk_model()?.posterior(&sums)?;
+            Ok(Rebuilt {
+                forms: vec![post.runtime_form(&features, &kernels[0])],
+                biases: None,
+                nlml: post.nlml,
+                kernels,
+            })
+        };
+        let set = ModelSet::single(model, Vec::new());
+        let mut fitted = Fit::new(set, report, vec![kernel], (jitter, Box::new(rebuild)));
+        if !full.constant_inputs.is_empty() {
+            Expansion::for_data(&full).attach(&mut fitted);
+        }
+        fitted.report.seconds = started.elapsed().as_secs_f64();
+        Ok(fitted)
     }
 }
 
 /// Fits SPGP to the file `table`, whose first pass is `scan`, as the
-/// module documentation describes.
+/// module documentation describes: [`fit_subset`], the pass over every
+/// row ([`StreamedBasis::pass`]), then [`SubsetFit::finish`].
 ///
 /// # Errors
 /// [`Error::BadInput`] for settings that do not fit the sample; every
@@ -248,6 +349,26 @@ pub fn fit_streamed(
     params: &StreamedParams,
     progress: &mut dyn FnMut(StreamedProgress),
 ) -> Result<Fit> {
+    let subset = fit_subset(table, scan, params, progress)?;
+    let pass_started = Instant::now();
+    let sums = subset
+        .basis()
+        .pass(table, &mut |at| progress(StreamedProgress::Pass(at)))?;
+    subset.finish(&sums, pass_started.elapsed().as_secs_f64())
+}
+
+/// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
+/// sample `scan` kept of `table`.
+///
+/// # Errors
+/// [`Error::BadInput`] for settings that do not fit the sample; every
+/// error of the fits.
+pub fn fit_subset(
+    table: &TableFile,
+    scan: &Scan,
+    params: &StreamedParams,
+    progress: &mut dyn FnMut(StreamedProgress),
+) -> Result<SubsetFit> {
     let started = Instant::now();
     params.check(scan)?;
     params.check_kernel()?;
@@ -280,8 +401,14 @@ pub fn fit_streamed(
     loop {
         let stage_started = Instant::now();
         let data = sample.subset(&(0..rows).collect::<Vec<_>>())?;
-        let mut stage_progress =
-            |p: Progress| progress(StreamedProgress::Fit { rows, progress: p });
+        let budget = params.stage_budget(rows);
+        let mut stage_progress = |p: Progress| {
+            progress(StreamedProgress::Fit {
+                rows,
+                progress: p,
+                budget,
+            })
+        };
         let outputs = std::slice::from_ref(&data);
         let fit = match &best {
             None => {
@@ -326,79 +453,28 @@ pub fn fit_streamed(
     let keep: Vec<usize> = (0..table.input_names.len())
         .filter(|j| !scan.constant_inputs.contains(j))
         .collect();
-    let conditioning = Conditioning {
-        table: table.clone(),
+    let basis = StreamedBasis {
+        features: fit.features.clone(),
+        kernel: fit.kernel().clone(),
+        config: fit.config,
         transform: sample.transform.clone(),
         keep,
+        inputs: table.input_names.len(),
         chunk_rows: params.chunk_rows,
     };
-    let pass_started = Instant::now();
-    let kernel = fit.kernel().clone();
-    let posterior = conditioning.posterior(&fit.features, &kernel, &fit.config, &mut |at| {
-        progress(StreamedProgress::Pass(at))
-    })?;
-    let pass_seconds = pass_started.elapsed().as_secs_f64();
-
-    let rows = usize::try_from(scan.rows).unwrap_or(usize::MAX);
-    let mut report = FitReport::new(Method::Spgp, rows, posterior.nlml);
-    report.jitter_escalations = posterior.jitter_escalations;
-    report.outputs = vec![OutputReport::named(
-        &sample.target_name,
-        Some(posterior.nlml),
-    )];
-    report.approximation = Some(fit.config.approximation);
-    report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
-    report.starts = starts;
-    report.streamed = Some(StreamReport {
-        rows: scan.rows,
-        fitted_rows,
-        validation_rows: params.validation_rows,
+    Ok(SubsetFit {
+        fit,
+        starts,
         stages,
-        chunk_rows: params.chunk_rows,
-        pass_seconds,
-    });
-    let form = posterior.runtime_form(&fit.features, &kernel);
-    let model = TrainedModel::regression(ModelKind::Spgp, form, &sample);
-    let fitted_data = sample.subset(&(0..fitted_rows).collect::<Vec<_>>())?;
-    let jitter = fit.config.jitter.initial;
-    let rebuild = move |policy: JitterPolicy, max_iter: u64| {
-        let config = FitcConfig {
-            jitter: policy,
-            ..fit.config
-        };
-        let (features, kernels) = if max_iter == 0 {
-            (fit.features.clone(), fit.kernels.clone())
-        } else {
-            let options = OptimiseOptions {
-                max_iter,
-                ..OptimiseOptions::default()
-            };
-            let outputs = std::slice::from_ref(&fitted_data);
-            let refit = fit_sparse(
-                outputs,
-                fit.features.clone(),
-                fit.kernels.clone(),
-                config,
-                &options,
-                &mut |_| {},
-            )?;
-            (refit.features, refit.kernels)
-        };
-        let post = conditioning.posterior(&features, &kernels[0], &config, &mut |_| {})?;
-        Ok(Rebuilt {
-            forms: vec![post.runtime_form(&features, &kernels[0])],
-            biases: None,
-            nlml: post.nlml,
-            kernels,
-        })
-    };
-    let set = ModelSet::single(model, Vec::new());
-    let mut fitted = Fit::new(set, report, vec![kernel], (jitter, Box::new(rebuild)));
-    if !full.constant_inputs.is_empty() {
-        Expansion::for_data(&full).attach(&mut fitted);
-    }
-    fitted.report.seconds = started.elapsed().as_secs_f64();
-    Ok(fitted)
+        fitted_rows,
+        sample,
+        full,
+        rows: scan.rows,
+        validation_rows: params.validation_rows,
+        table: table.clone(),
+        basis,
+        started,
+    })
 }
 
 #[cfg(test)]
@@ -496,6 +572,60 @@ mod tests {
         let blob_pq = export(&mut from_pq, &check_x, false).unwrap();
         assert!(!blob.blob.is_empty());
         assert_eq!(blob_pq.blob, blob.blob);
+    }
+
+    /// The pass split before its last chunk, each part summed by
+    /// `StreamedBasis::sums` (as an engine's worker does) and merged in
+    /// order, is the file's pass bit for bit (the same additions in the
+    /// same order); other splits reassociate the sum, the same up to
+    /// rounding; and the finish of the sums is `fit_streamed`'s fit.
+    #[test]
+    fn the_pass_splits_into_the_same_sums() {
+        let (_dir, csv, _) = files();
+        let params = small();
+        let first = scan(&csv, params.sample_rows(), 0, 97, &mut |_| {}).unwrap();
+        let subset = fit_subset(&csv, &first, &params, &mut |_| {}).unwrap();
+        let basis = subset.basis().clone();
+        let whole = basis.pass(&csv, &mut |_| {}).unwrap();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        csv.for_each_chunk(3000, &mut |chunk, _| {
+            x.push(chunk.x);
+            y.push(chunk.y);
+            Ok(())
+        })
+        .unwrap();
+        let (x, y) = (&x[0], &y[0]);
+        let split = |cut: usize| {
+            let part = |at: usize, len: usize| {
+                let rows = (x.rows(at, len).into_owned(), y.rows(at, len).into_owned());
+                basis.sums(&rows.0, &rows.1).unwrap()
+            };
+            let mut sums = part(0, cut);
+            sums.merge(&part(cut, 3000 - cut)).unwrap();
+            sums
+        };
+        let last_chunk = 97 * (3000 / 97);
+        let parts = split(last_chunk);
+        assert_eq!(parts, whole);
+        let other = split(1000);
+        assert_ne!(other, whole);
+        let close = |a: &[f64], b: &[f64]| {
+            a.iter()
+                .zip(b)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
+        };
+        assert!(close(&other.a, &whole.a) && close(&other.b, &whole.b));
+        // Wrong widths are refused, not summed.
+        let narrow = basis.sums(&x.columns(0, 2).into_owned(), y);
+        assert!(narrow.unwrap_err().to_string().contains("reads 3 inputs"));
+
+        let fitted = subset.finish(&parts, 0.0).unwrap();
+        let direct = fit_streamed(&csv, &first, &params, &mut |_| {}).unwrap();
+        assert_eq!(fitted.report.nlml, direct.report.nlml);
+        assert_eq!(
+            fitted.set.members[0].form.beta,
+            direct.set.members[0].form.beta
+        );
     }
 
     #[test]

@@ -1,0 +1,137 @@
+"""Data too large for memory: ``sgp fit``'s streamed fit of a file, and its
+pass over every row as a statistic any engine can map and reduce.
+
+A streamed fit is a subset fit (a first pass over the file samples rows
+and standardises; SPGP is fitted on growing subsets of the sample), then a
+pass over every row that sums the posterior on the fitted basis. The pass
+splits: ``ChunkBasis.sums`` on any block of rows, ``ChunkSums.merge``,
+``StreamedFit.finish``. Both are bytes inside, so they pickle.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from . import _native
+from ._arrays import to_native
+
+
+def print_progress(phase: str, done: int, total: int) -> None:
+    """``verbose``'s progress line for a streamed fit, on standard error."""
+    unit = "iterations" if phase == "fit" else "bytes"
+    print(f"\rsgp fit: {phase} {done}/{total} {unit}   ", end="", file=sys.stderr, flush=True)
+
+
+class ChunkSums:
+    """The posterior sums of a set of rows on one basis. ``a.merge(b)``:
+    the sums of both sets (a new object; bit for bit the same for the same
+    merge order)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = bytes(data)
+
+    @property
+    def rows(self) -> int:
+        """Rows summed."""
+        return int(_native.sums_rows(self.data))
+
+    def merge(self, other: "ChunkSums") -> "ChunkSums":
+        """The sums of these rows and ``other``'s (disjoint) rows."""
+        return ChunkSums(_native.merge_sums(self.data, other.data))
+
+    def __reduce__(self) -> Any:
+        return (ChunkSums, (self.data,))
+
+
+def merge_tree(sums: Sequence[ChunkSums]) -> ChunkSums:
+    """``sums`` merged pairwise in a fixed binary tree over their order
+    ((0, 1), (2, 3), ... then again): the shape ``sgp.cluster`` reduces in,
+    so an engine and one process give the same bits."""
+    level = list(sums)
+    if not level:
+        raise ValueError("no sums to merge")
+    while len(level) > 1:
+        pairs = [level[k].merge(level[k + 1]) for k in range(0, len(level) - 1, 2)]
+        level = pairs + level[len(level) - len(level) % 2:]
+    return level[0]
+
+
+class ChunkBasis:
+    """The fitted basis of a streamed fit: all a worker needs to sum its
+    rows (bytes inside; pickles)."""
+
+    def __init__(self, data: bytes, input_names: Sequence[str], target_name: str) -> None:
+        self.data = bytes(data)
+        self.input_names = list(input_names)
+        self.target_name = target_name
+
+    def sums(self, X: Any, y: Any = None) -> ChunkSums:
+        """The sums of the raw rows ``X`` (n x inputs, the file's input
+        columns in order; a DataFrame's columns are picked by name) and
+        targets ``y`` (None: a DataFrame ``X``'s target column)."""
+        columns = getattr(X, "columns", None)
+        if y is None:
+            if columns is None:
+                raise ValueError("y is needed unless X is a DataFrame holding the target column")
+            y = X[self.target_name]
+        if columns is not None:
+            X = X[self.input_names]
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        n, d = X.shape
+        return ChunkSums(_native.basis_sums(self.data, to_native(X), n, d, to_native(y)))
+
+    def __reduce__(self) -> Any:
+        return (ChunkBasis, (self.data, self.input_names, self.target_name))
+
+
+class StreamedFit:
+    """A streamed fit stopped after its subset fit (see
+    ``SparseGPRegressor.start_file``): ``basis`` for the pass, wherever it
+    runs, then ``finish`` with the merged sums of every row."""
+
+    def __init__(self, native: Any, estimator: Any) -> None:
+        self._native = native
+        self._estimator = estimator
+        self.basis = ChunkBasis(native.basis(), native.input_names, native.target_name)
+        self.started = time.perf_counter()
+
+    def finish(self, sums: ChunkSums) -> Any:
+        """The estimator, fitted: conditioned on the rows of ``sums``
+        (every row, for the model ``sgp fit`` fits) and exported."""
+        seconds = time.perf_counter() - self.started
+        blob, state, summary = self._native.finish(
+            sums.data, seconds, force=self._estimator.force
+        )
+        self._estimator._take_streamed(blob, state, summary)
+        return self._estimator
+
+
+def write_chunks(chunks: Iterable[Any], path: str, names: Optional[List[str]] = None) -> None:
+    """Writes an iterator of ``(X, y)`` chunks as one CSV file (shortest
+    round-trip digits: the values read back are the values written),
+    holding one chunk at a time."""
+    with open(path, "w") as out:
+        width = None
+        for X, y in chunks:
+            X = np.asarray(X, dtype=np.float64)
+            y = np.asarray(y, dtype=np.float64).reshape(-1, 1)
+            if X.ndim != 2 or X.shape[0] != y.shape[0]:
+                raise ValueError(f"a chunk of X {X.shape} and y {y.shape[0]} rows")
+            if width is None:
+                width = X.shape[1]
+                header = names or [f"x{j}" for j in range(width)] + ["y"]
+                if len(header) != width + 1:
+                    raise ValueError(f"{len(header)} names for {width} inputs and a target")
+                out.write(",".join(header) + "\n")
+            elif X.shape[1] != width:
+                raise ValueError(f"a chunk of {X.shape[1]} inputs after chunks of {width}")
+            np.savetxt(out, np.hstack([X, y]), delimiter=",", fmt="%.17g")
+        if width is None:
+            raise ValueError("no chunks")

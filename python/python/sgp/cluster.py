@@ -1,0 +1,75 @@
+"""The streamed fit on a Dask cluster: the subset fit on the client, the
+pass over every row on the workers, one partition each, reduced in the
+fixed tree of ``merge_tree`` (so the blob is the one process's blob on the
+same partitions, bit for bit).
+
+Dask is not a dependency of sgp: ``pip install "dask[dataframe]"
+distributed``. Spark's recipe (``mapInPandas`` then ``treeReduce``) is in
+the guide's chapter "On a cluster".
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ._streamed import ChunkBasis, ChunkSums, merge_tree
+
+
+def _merge(a: ChunkSums, b: ChunkSums) -> ChunkSums:
+    return a.merge(b)
+
+
+def _partition_sums(basis: ChunkBasis, partition: Any) -> ChunkSums:
+    return basis.sums(partition)
+
+
+def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "16MB") -> Any:
+    """``path`` (Parquet or CSV, told apart by content as ``sgp fit`` does)
+    as a dask DataFrame of the basis's columns, in partitions of about
+    ``blocksize`` of the file (whole row groups for Parquet): a worker holds
+    one partition at a time."""
+    import dask.dataframe as dd
+
+    with open(path, "rb") as f:
+        parquet = f.read(4) == b"PAR1"
+    columns = basis.input_names + [basis.target_name]
+    if parquet:
+        return dd.read_parquet(path, columns=columns, blocksize=blocksize)
+    return dd.read_csv(path, usecols=columns, dtype="float64", blocksize=blocksize)[columns]
+
+
+def tree_sums(frame: Any, basis: ChunkBasis) -> Any:
+    """A dask Delayed of the sums of every row of the dask DataFrame
+    ``frame``: one task per partition, merged pairwise in partition order
+    (``merge_tree``'s tree), each merge a task on a worker."""
+    import dask
+
+    level: List[Any] = [
+        dask.delayed(_partition_sums)(basis, part) for part in frame.to_delayed()
+    ]
+    if not level:
+        raise ValueError("the frame has no partitions")
+    while len(level) > 1:
+        pairs = [dask.delayed(_merge)(level[k], level[k + 1]) for k in range(0, len(level) - 1, 2)]
+        level = pairs + level[len(level) - len(level) % 2:]
+    return level[0]
+
+
+def fit_dask(
+    estimator: Any,
+    path: str,
+    target: Optional[str] = None,
+    client: Any = None,
+    frame: Any = None,
+) -> Any:
+    """Fits ``estimator`` (a ``SparseGPRegressor``) to the CSV or Parquet
+    file ``path`` as ``estimator.fit_file`` does, with the pass over every
+    row on ``client``'s workers (default: dask's current scheduler).
+    ``frame``: the file's rows as a dask DataFrame of your own partitioning
+    (default ``read_frame``). Returns the fitted estimator."""
+    started = estimator.start_file(path, target)
+    if frame is None:
+        frame = read_frame(path, started.basis)
+    total = tree_sums(frame, started.basis)
+    sums = client.compute(total).result() if client is not None else total.compute()
+    return started.finish(sums)

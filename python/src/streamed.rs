@@ -1,0 +1,241 @@
+//! `sgp fit`'s streamed fit of a large file, from Python: the library's
+//! decision and fit ([`start_streamed`]), through the shared options
+//! builder, with the GIL released. [`fit_file`] runs it whole, as the CLI
+//! does; [`StreamedFit`] stops after the subset fit so that an engine can
+//! run the pass over every row ([`crate::chunks`]) and hand back its sums.
+
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use sgp_trainer::data::stream::TableFile;
+use sgp_trainer::fit::streamed::StreamedProgress;
+use sgp_trainer::fit::streamed_file::{start_streamed, StreamedStart};
+use sgp_trainer::fit::Fit;
+use sgp_trainer::options::task::Task;
+use sgp_trainer::options::Options;
+
+use crate::chunks::{encode, sums_from_bytes, BasisBytes};
+use crate::errors::IntoPy;
+use crate::fit::{data_warnings, FitSummary, Settings};
+use crate::state;
+
+type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
+
+/// Calls a Python `progress(phase, done, total)` at most every 200 ms
+/// (`phase`: "read", "fit", "pass"; bytes of the file for the passes,
+/// iterations for the fit), keeping its first exception.
+struct Reporter {
+    callback: Option<Py<PyAny>>,
+    last: Option<Instant>,
+    error: Option<PyErr>,
+}
+
+impl Reporter {
+    fn new(callback: Option<Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            last: None,
+            error: None,
+        }
+    }
+
+    fn report(&mut self, p: StreamedProgress) {
+        let Some(callback) = &self.callback else {
+            return;
+        };
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let (phase, done, total) = match p {
+            StreamedProgress::Read(at) => ("read", at.bytes, at.total_bytes),
+            StreamedProgress::Fit {
+                progress, budget, ..
+            } => ("fit", progress.iteration, budget),
+            StreamedProgress::Pass(at) => ("pass", at.bytes, at.total_bytes),
+        };
+        let called = Python::attach(|py| callback.call1(py, (phase, done, total)).map(drop));
+        if let Err(e) = called {
+            self.error = Some(e);
+            self.callback = None;
+        }
+    }
+}
+
+fn task(task: Option<&str>) -> PyResult<Option<Task>> {
+    match task {
+        None => Ok(None),
+        Some("regression") => Ok(Some(Task::Regression)),
+        Some("classification") => Ok(Some(Task::Classification)),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "task must be 'regression' or 'classification', not {other:?}"
+        ))),
+    }
+}
+
+/// The first pass and subset fit of `path`, or the error saying why it
+/// does not stream.
+fn start(
+    path: &str,
+    target: Option<&str>,
+    options: &Options,
+    task: Option<Task>,
+    reporter: &mut Reporter,
+) -> sgp_trainer::Result<StreamedStart> {
+    let table = TableFile::open(path, target)?;
+    let started = start_streamed(&table, options, task, &mut |p| reporter.report(p))?;
+    started.map_err(|why| {
+        sgp_trainer::Error::BadInput(format!(
+            "{path}: not streamed: {why}; read it into memory and use the estimators' fit"
+        ))
+    })
+}
+
+/// Exports `fitted` as `sgp fit` does (checked at `start`'s sampled rows).
+fn export(
+    options: &Options,
+    mut fitted: Fit,
+    check: (&nalgebra::DMatrix<f64>, &sgp_trainer::data::Dataset),
+    force: bool,
+) -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+    let exported = options.export(&mut fitted, check.0, force)?;
+    let summary = FitSummary {
+        report: &fitted.report,
+        classes: &fitted.set.class_labels,
+        fidelity: &exported.fidelity,
+        cure: exported.cure.as_ref(),
+        warnings: data_warnings(check.1),
+    };
+    let json = serde_json::to_string(&summary)
+        .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+    Ok((exported.blob, state::encode(&fitted.set)?, json))
+}
+
+fn exported(py: Python<'_>, (blob, state, json): (Vec<u8>, Vec<u8>, String)) -> Exported<'_> {
+    (PyBytes::new(py, &blob), PyBytes::new(py, &state), json)
+}
+
+/// Fits the file `path` (CSV or Parquet; `target` as `sgp fit --target`)
+/// by the streamed fit `sgp fit` runs on it with the same settings, and
+/// exports it: the blob, the fitted state and the JSON summary, as
+/// [`crate::fit::fit`] returns them. Refuses a file that does not stream.
+#[pyfunction]
+#[pyo3(signature = (path, target, settings, task=None, force=false, progress=None))]
+pub(crate) fn fit_file<'py>(
+    py: Python<'py>,
+    path: String,
+    target: Option<String>,
+    settings: Settings,
+    task: Option<String>,
+    force: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Exported<'py>> {
+    let options = settings.options()?;
+    let task = self::task(task.as_deref())?;
+    let mut reporter = Reporter::new(progress);
+    let result = py
+        .detach(|| {
+            options.run(|| {
+                let start = start(&path, target.as_deref(), &options, task, &mut reporter)?;
+                let check_x = start.check_x.clone();
+                let sample = start.subset.sampled().clone();
+                let fitted = start.finish_on_file(&mut |p| reporter.report(p))?;
+                export(&options, fitted, (&check_x, &sample), force)
+            })
+        })
+        .py_err();
+    if let Some(e) = reporter.error {
+        return Err(e);
+    }
+    Ok(exported(py, result?))
+}
+
+/// A streamed fit after its subset fit: the basis for the pass over every
+/// row, wherever it runs, and the finish from that pass's merged sums.
+#[pyclass(unsendable, module = "sgp._native")]
+pub(crate) struct StreamedFit {
+    start: Option<StreamedStart>,
+    options: Options,
+    basis: Vec<u8>,
+    /// The file's input columns, in order.
+    #[pyo3(get)]
+    input_names: Vec<String>,
+    /// The file's target column.
+    #[pyo3(get)]
+    target_name: String,
+}
+
+#[pymethods]
+impl StreamedFit {
+    /// The basis as bytes ([`crate::chunks`]).
+    fn basis<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.basis)
+    }
+
+    /// The fit conditioned on the rows whose merged sums are `sums`,
+    /// exported; `pass_seconds` goes into the report. Once only.
+    #[pyo3(signature = (sums, pass_seconds, force=false))]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        sums: &[u8],
+        pass_seconds: f64,
+        force: bool,
+    ) -> PyResult<Exported<'py>> {
+        let sums = sums_from_bytes(sums)?;
+        let start = self.start.take().ok_or_else(|| {
+            PyValueError::new_err("this streamed fit is finished already; start another")
+        })?;
+        let options = &self.options;
+        let result = py
+            .detach(|| {
+                options.run(|| {
+                    let check_x = start.check_x.clone();
+                    let sample = start.subset.sampled().clone();
+                    let fitted = start.finish(&sums, pass_seconds)?;
+                    export(options, fitted, (&check_x, &sample), force)
+                })
+            })
+            .py_err()?;
+        Ok(exported(py, result))
+    }
+}
+
+/// The first pass over `path` and the subset fit `sgp fit` would run on
+/// it, stopped before the pass over every row.
+#[pyfunction]
+#[pyo3(signature = (path, target, settings, task=None, progress=None))]
+pub(crate) fn start_file(
+    py: Python<'_>,
+    path: String,
+    target: Option<String>,
+    settings: Settings,
+    task: Option<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<StreamedFit> {
+    let options = settings.options()?;
+    let task = self::task(task.as_deref())?;
+    let mut reporter = Reporter::new(progress);
+    let started = py
+        .detach(|| options.run(|| start(&path, target.as_deref(), &options, task, &mut reporter)))
+        .py_err();
+    if let Some(e) = reporter.error {
+        return Err(e);
+    }
+    let start = started?;
+    let sample = start.subset.sampled();
+    let names = (sample.input_names.clone(), sample.target_name.clone());
+    let basis = encode(&BasisBytes::new(start.subset.basis(), names.clone()))?;
+    Ok(StreamedFit {
+        start: Some(start),
+        options,
+        basis,
+        input_names: names.0,
+        target_name: names.1,
+    })
+}

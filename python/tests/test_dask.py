@@ -1,0 +1,44 @@
+"""The streamed fit on a two-process Dask LocalCluster: the single process's
+blob on the same partitions, bit for bit (skipped without dask)."""
+
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import sgp  # noqa: E402
+from sgp.cluster import fit_dask, read_frame  # noqa: E402
+from sgp._streamed import merge_tree  # noqa: E402
+
+from test_streamed import SETTINGS, big, fitted, frame as named  # noqa: E402,F401
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_dask_is_the_single_process_fit(big, fitted, client):
+    path, X, _ = big
+    basis = sgp.SparseGPRegressor(**SETTINGS).start_file(path).basis
+    frame = read_frame(path, basis, blocksize="1MB")
+    assert frame.npartitions >= 4
+    est = fit_dask(sgp.SparseGPRegressor(**SETTINGS), path, client=client, frame=frame)
+    assert len(client.scheduler_info()["workers"]) == 2
+
+    # One process, the same partitions, the same tree: the same bytes.
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path)
+    parts = [started.basis.sums(p.compute()) for p in frame.to_delayed()]
+    alone = started.finish(merge_tree(parts))
+    assert est.to_bytes() == alone.to_bytes()
+    assert est.report_["rows"] == 80_000
+
+    # The file's own pass merges other blocks: the same fit up to rounding.
+    Xs = named(X[:200])
+    np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)

@@ -1,0 +1,120 @@
+"""The streamed fit of a large file from Python: the CLI's blob, its pass
+over every row as a mergeable, picklable statistic, what does not stream."""
+
+import os
+import pickle
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sgp
+from sgp._streamed import merge_tree
+
+# More rows than a file fitted in memory (StreamedParams::in_memory_rows).
+ROWS = 80_000
+# Rows per chunk of the pass (the library's DEFAULT_CHUNK_ROWS).
+CHUNK = 65_536
+SETTINGS = dict(m=8, restarts=1, max_iter=15, random_state=3)
+
+
+def frame(X):
+    """Rows to predict at, named as the file's inputs."""
+    return pd.DataFrame(X, columns=["a", "b", "c"])
+
+
+def rows(n=ROWS, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, (n, 3))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """80,000 rows of three inputs as CSV (exact digits) and the rows."""
+    X, y = rows()
+    path = tmp_path_factory.mktemp("big") / "big.csv"
+    with open(path, "w") as out:
+        out.write("a,b,c,y\n")
+        np.savetxt(out, np.hstack([X, y[:, None]]), delimiter=",", fmt="%.17g")
+    return str(path), X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(big):
+    path, _, _ = big
+    return sgp.SparseGPRegressor(**SETTINGS).fit_file(path)
+
+
+def test_fit_file_is_the_cli_streamed_fit(big, fitted, tmp_path):
+    cli = os.environ.get("SGP_CLI")
+    if not cli:
+        pytest.skip("SGP_CLI (the path of the sgp binary) is not set; .ci/run sets it")
+    path, X, _ = big
+    out = tmp_path / "cli.sgp"
+    subprocess.run(
+        [cli, "-q", "fit", "--data", path, "--m", "8", "--restarts", "1", "--max-iter", "15",
+         "--seed", "3", "--out", str(out)],
+        check=True,
+    )
+    assert out.read_bytes() == fitted.to_bytes()
+    assert fitted.report_["streamed"]["rows"] == ROWS
+    assert fitted.n_features_in_ == 3
+    mean = fitted.predict(frame(X[:5]))
+    assert np.all(np.isfinite(mean))
+
+
+def test_the_pass_as_a_statistic_gives_the_same_blob(big, fitted):
+    path, X, y = big
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path)
+    basis = pickle.loads(pickle.dumps(started.basis))
+    assert basis.input_names == ["a", "b", "c"] and basis.target_name == "y"
+    # Split where the file's pass starts a chunk: the file's sums, bit for bit.
+    head = basis.sums(X[:CHUNK], y[:CHUNK])
+    tail = pickle.loads(pickle.dumps(basis.sums(X[CHUNK:], y[CHUNK:])))
+    total = head.merge(tail)
+    assert total.rows == ROWS
+    assert started.finish(total).to_bytes() == fitted.to_bytes()
+
+
+def test_any_split_is_the_same_fit_up_to_rounding(big, fitted):
+    path, X, y = big
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path)
+    cuts = [0, 1000, 30_001, 52_345, ROWS]
+    parts = [started.basis.sums(X[a:b], y[a:b]) for a, b in zip(cuts, cuts[1:])]
+    once = merge_tree(parts)
+    assert merge_tree(parts).data == once.data  # a fixed tree: the same bits
+    est = started.finish(once)
+    # The reassociated sums differ from the file's by rounding (1e-16
+    # relative per merge), which moves the f64 predictions by far less
+    # than 1e-9 of the target's scale.
+    Xs = frame(X[:200])
+    np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)
+
+
+def test_chunks_are_streamed_as_their_file(big, fitted):
+    path, X, y = big
+    chunks = ((X[k:k + 7000], y[k:k + 7000]) for k in range(0, ROWS, 7000))
+    est = sgp.SparseGPRegressor(**SETTINGS).fit_chunks(chunks, names=["a", "b", "c", "y"])
+    assert est.to_bytes() == fitted.to_bytes()
+
+
+def test_what_does_not_stream_is_an_error_saying_why(big, tmp_path):
+    path, X, y = big
+    with pytest.raises(ValueError, match="classification does not stream"):
+        sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
+    with pytest.raises(ValueError, match="only spgp regressions stream; svgp"):
+        sgp.SparseGPRegressor(model="svgp").fit_file(path)
+    with pytest.raises(ValueError, match="multi-output regression\\) do not stream"):
+        sgp.SparseGPRegressor().fit_file(path, target=["b", "y"])
+    small = tmp_path / "small.csv"
+    with open(small, "w") as out:
+        out.write("a,b,c,y\n")
+        np.savetxt(out, np.hstack([X[:500], y[:500, None]]), delimiter=",", fmt="%.17g")
+    with pytest.raises(ValueError, match="fitted in memory"):
+        sgp.SparseGPRegressor().fit_file(small)
+    basis = sgp.SparseGPRegressor(**SETTINGS).start_file(path).basis
+    with pytest.raises(ValueError, match="basis reads 3 inputs"):
+        basis.sums(X[:10, :2], y[:10])
