@@ -20,6 +20,7 @@
 //! training objective is trusted and more fits would cost real time.
 
 pub mod held_out;
+pub mod outputs;
 
 use serde::Serialize;
 
