@@ -1,6 +1,7 @@
 //! Generated multi-output data sets whose truth is known: one-step models
 //! of two dynamical systems and a kinematic chain, the kind of
-//! vector-valued model a control loop needs. Used by the multi-output
+//! vector-valued model a control loop needs, and a pair of outputs that
+//! truly share (one quantity and twice it). Used by the multi-output
 //! benchmark (`cargo run --release -p sgp-trainer --example multi_output`)
 //! and the tests.
 
