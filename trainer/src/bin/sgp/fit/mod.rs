@@ -276,8 +276,12 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         paths.push(("--golden", golden.clone()));
     }
     if targets.len() > 1 {
+        let mut names: Vec<&String> = targets.iter().collect();
+        // A target named twice is refused when the data are read.
+        names.sort();
+        names.dedup();
         for i in 0..paths.len() {
-            for name in &targets {
+            for name in &names {
                 paths.push((paths[i].0, separate_path(&paths[i].1, name)));
             }
         }
