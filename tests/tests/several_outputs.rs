@@ -28,11 +28,7 @@ fn options() -> Options {
 
 fn nlpd(model: &TrainedModel, test: &Dataset) -> f64 {
     let p = model.predict_raw(&test.raw_x()).unwrap();
-    mean_nlpd(
-        p.mean.as_slice(),
-        p.var.as_slice(),
-        test.raw_y().as_slice(),
-    )
+    mean_nlpd(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice())
 }
 
 fn blob_bytes(fit: &mut Fit, train: &MultiTargetData) -> usize {
@@ -77,7 +73,10 @@ fn every_arm_output_is_about_as_good_as_its_own_fit() {
         let gaps: Vec<f64> = runs.iter().map(|r| r.0[p]).collect();
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
         assert!(mean <= 0.05, "output {p}: kept - own {gaps:?}");
-        assert!(gaps.iter().all(|&g| g <= 0.1), "output {p}: kept - own {gaps:?}");
+        assert!(
+            gaps.iter().all(|&g| g <= 0.1),
+            "output {p}: kept - own {gaps:?}"
+        );
     }
     for (gaps, separate, ratio) in &runs {
         assert!(*ratio <= 1.0 + 1e-9, "{gaps:?} {separate} {ratio}");

@@ -31,7 +31,11 @@ fn nlpd(model: &TrainedModel, test: &Dataset) -> sgp_trainer::Result<f64> {
 }
 
 /// The fit exported as `sgp fit` exports it: its blob's bytes.
-fn bytes(options: &Options, fit: &mut Fit, x: &nalgebra::DMatrix<f64>) -> sgp_trainer::Result<usize> {
+fn bytes(
+    options: &Options,
+    fit: &mut Fit,
+    x: &nalgebra::DMatrix<f64>,
+) -> sgp_trainer::Result<usize> {
     Ok(options.export(fit, x, true)?.blob.len())
 }
 
@@ -45,7 +49,10 @@ fn main() -> sgp_trainer::Result<()> {
             .map(|s| s.trim().to_string())
             .collect()
     };
-    let seeds: Vec<u64> = list(2, "0,1,2").iter().filter_map(|s| s.parse().ok()).collect();
+    let seeds: Vec<u64> = list(2, "0,1,2")
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect();
     let sets: Vec<System> = list(3, "arm,doubled")
         .iter()
         .filter_map(|n| System::ALL.iter().copied().find(|s| s.name() == n))
@@ -121,7 +128,9 @@ fn main() -> sgp_trainer::Result<()> {
     for (key, b, a) in &worst {
         println!("| {key} | {b:+.3} | {a:+.3} |");
     }
-    println!("\n| seed | set | separate blobs (bytes) | before (bytes, ratio) | after (bytes, ratio) |");
+    println!(
+        "\n| seed | set | separate blobs (bytes) | before (bytes, ratio) | after (bytes, ratio) |"
+    );
     println!("|---|---|---|---|---|");
     for (set, seed, own, before, after) in sizes {
         println!(

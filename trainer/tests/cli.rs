@@ -356,7 +356,9 @@ fn several_targets_get_their_own_models_where_one_basis_loses() {
     assert_eq!(json["basis"]["kept"], "separate", "{json}");
     assert_eq!(json["basis"]["rows"], 150, "{json}");
     let verdicts = json["basis"]["outputs"].as_array().expect("per output");
-    assert!(verdicts.iter().any(|v| v["separate_clearly_better"] == true));
+    assert!(verdicts
+        .iter()
+        .any(|v| v["separate_clearly_better"] == true));
     let separate = json["separate"].as_array().expect("one fit per output");
     for (fit, name) in separate.iter().zip(["ex", "ey", "ez"]) {
         let blob = format!("m.{name}.sgp");

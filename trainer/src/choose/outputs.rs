@@ -130,7 +130,7 @@ pub fn fit_outputs(
             });
         }
     };
-    let mut basis = decide(verdicts.0, verdicts.1);
+    let mut basis = decide(verdicts);
     if !basis.separate() {
         return Ok(OutputsFit {
             fits: vec![shared],
@@ -175,16 +175,21 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
     };
     let n = outputs[0].n_rows();
     let m = params.m().unwrap_or(1);
-    (regression
-        && request.held_out
-        && fit::shares_basis(method).is_ok()
-        && held_out::applies(n, m))
-    .then_some(params)
+    (regression && request.held_out && fit::shares_basis(method).is_ok() && held_out::applies(n, m))
+        .then_some(params)
+}
+
+/// One output's NLPD on each held-out row, under the shared fit and its
+/// own fit.
+struct HeldOut {
+    name: String,
+    shared: Vec<f64>,
+    own: Vec<f64>,
 }
 
 /// Per output: the shared fit's and the output's own fit's NLPD on each
 /// held-out row (both fitted with `params` on the same rows).
-fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<(Vec<String>, Vec<[Vec<f64>; 2]>)> {
+fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
     let parts: Vec<(Dataset, Dataset)> = outputs
         .iter()
         .map(|d| d.split(held_out::HELD_OUT_FRACTION, params.seed()))
@@ -208,22 +213,24 @@ fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<(Vec<String>, Vec<[V
             Ok(f) => row_nlpds(&f.set.members[0], valid)?,
             Err(_) => vec![f64::INFINITY; valid.n_rows()],
         };
-        scores.push([shared_rows, own_rows]);
+        scores.push(HeldOut {
+            name: valid.target_name.clone(),
+            shared: shared_rows,
+            own: own_rows,
+        });
     }
-    let names = outputs.iter().map(|d| d.target_name.clone()).collect();
-    Ok((names, scores))
+    Ok(scores)
 }
 
-/// The choice from each output's per-row NLPDs `[shared, own]`.
-fn decide(names: Vec<String>, scores: Vec<[Vec<f64>; 2]>) -> BasisChoice {
+/// The choice from each output's per-row NLPDs.
+fn decide(scores: Vec<HeldOut>) -> BasisChoice {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let rows = scores.first().map_or(0, |s| s[0].len());
-    let outputs: Vec<OutputVerdict> = names
+    let rows = scores.first().map_or(0, |s| s.shared.len());
+    let outputs: Vec<OutputVerdict> = scores
         .into_iter()
-        .zip(&scores)
-        .map(|(name, [shared, own])| {
-            let (shared_nlpd, separate_nlpd) = (mean(shared), mean(own));
-            let standard_error = paired_standard_error(shared, own);
+        .map(|HeldOut { name, shared, own }| {
+            let (shared_nlpd, separate_nlpd) = (mean(&shared), mean(&own));
+            let standard_error = paired_standard_error(&shared, &own);
             let gain = shared_nlpd - separate_nlpd;
             let separate_clearly_better = separate_nlpd.is_finite()
                 && (!shared_nlpd.is_finite()
@@ -294,16 +301,28 @@ mod tests {
             .collect()
     }
 
+    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> HeldOut {
+        HeldOut {
+            name: name.into(),
+            shared,
+            own,
+        }
+    }
+
     #[test]
     fn a_clear_loss_beyond_the_tolerance_separates() {
-        let names = vec!["a".to_string(), "b".to_string()];
-        let even = [rows(-1.0, 0.1, 100), rows(-1.0, 0.1, 100)];
-        let small_loss = [rows(-1.0 + TOLERANCE / 2.0, 0.1, 100), rows(-1.0, 0.1, 100)];
-        let kept = decide(names.clone(), vec![even.clone(), small_loss]);
+        let even = || held_out("a", rows(-1.0, 0.1, 100), rows(-1.0, 0.1, 100));
+        let small_loss = held_out(
+            "b",
+            rows(-1.0 + TOLERANCE / 2.0, 0.1, 100),
+            rows(-1.0, 0.1, 100),
+        );
+        let kept = decide(vec![even(), small_loss]);
         assert_eq!(kept.kept, SHARED, "{}", kept.reason);
         assert_eq!(kept.rows, 100);
-        let big_loss = [rows(-0.5, 0.1, 100), rows(-1.0, 0.3, 100)];
-        let split = decide(names.clone(), vec![even, big_loss]);
+        // Differences 0.3 and 0.7: mean 0.5, standard error 0.02.
+        let big_loss = held_out("b", rows(-0.5, 0.1, 100), rows(-1.0, 0.3, 100));
+        let split = decide(vec![even(), big_loss]);
         assert!(split.separate(), "{}", split.reason);
         assert!(split.reason.contains("b +0.5000"), "{}", split.reason);
         assert!(!split.outputs[0].separate_clearly_better);
@@ -317,15 +336,13 @@ mod tests {
             .map(|i| if i % 2 == 0 { 1.1 } else { -0.9 })
             .collect();
         let own = vec![0.0; 100];
-        let kept = decide(vec!["a".into()], vec![[shared.clone(), own.clone()]]);
+        let kept = decide(vec![held_out("a", shared, own.clone())]);
         assert!(kept.outputs[0].standard_error > 0.09, "{:?}", kept.outputs);
         assert_eq!(kept.kept, SHARED, "{}", kept.reason);
         // A failed own fit never separates; a failed shared fit does.
         let failed = vec![f64::INFINITY; 100];
-        assert_eq!(
-            decide(vec!["a".into()], vec![[own.clone(), failed.clone()]]).kept,
-            SHARED
-        );
-        assert!(decide(vec!["a".into()], vec![[failed, own]]).separate());
+        let own_failed = decide(vec![held_out("a", own.clone(), failed.clone())]);
+        assert_eq!(own_failed.kept, SHARED);
+        assert!(decide(vec![held_out("a", failed, own)]).separate());
     }
 }

@@ -26,8 +26,8 @@ use sgp_trainer::{Error, Result};
 
 use data::training_data;
 pub(crate) use data::warn_about_columns;
-use run::{finish_fit, finish_outputs, fit_outputs_with_progress, separate_path};
 pub(crate) use run::fit_with_progress;
+use run::{finish_fit, finish_outputs, fit_outputs_with_progress, separate_path};
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::task::{Classes, Task};
 use streamed::streamed_fit;
