@@ -48,20 +48,21 @@ fn weigh(system: System, seed: u64) -> (Vec<f64>, bool, f64) {
     let outputs = train.outputs().len();
     assert_eq!(fits.len(), if basis.separate() { outputs } else { 1 });
     assert!(basis.rows > 0, "{}", basis.reason);
+    // Exported first, as `sgp fit` exports them (a cure may change them).
+    let kept_bytes: usize = fits.iter_mut().map(|f| blob_bytes(f, &train)).sum();
     let mut own_bytes = 0;
     let mut gaps = Vec::new();
     for (p, (out, test_out)) in train.outputs().iter().zip(test.outputs()).enumerate() {
         let request = options().request(out).unwrap();
         let mut own = sgp_trainer::choose::fit(out, &request, &mut |_| {}).unwrap();
+        own_bytes += blob_bytes(&mut own, &train);
         let kept = if basis.separate() {
             &fits[p].set.members[0]
         } else {
             &fits[0].set.members[p]
         };
         gaps.push(nlpd(kept, test_out) - nlpd(&own.set.members[0], test_out));
-        own_bytes += blob_bytes(&mut own, &train);
     }
-    let kept_bytes: usize = fits.iter_mut().map(|f| blob_bytes(f, &train)).sum();
     eprintln!("{} seed {seed}: {}", system.name(), basis.reason);
     (gaps, basis.separate(), kept_bytes as f64 / own_bytes as f64)
 }

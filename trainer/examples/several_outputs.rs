@@ -4,7 +4,9 @@
 //! default settings: per seed, set and output the test NLPD of the output's
 //! own fit (`sgp fit --target ex`), of the shared fit (before: what
 //! `sgp fit --target ex,ey,ez` exported until the choice) and of what the
-//! fit keeps now (after), with the blob bytes against the separate blobs.
+//! fit keeps now (after), with the blob bytes against the separate blobs;
+//! every model exported (checked, cured where needed) before it predicts,
+//! as `sgp fit` exports it.
 //! Where the shared fit is kept, after is before (the same fit). A
 //! measurement, not a test:
 //! `cargo run --release -p sgp-trainer --example several_outputs [-- M [SEEDS [SETS]]]`
@@ -85,6 +87,30 @@ fn main() -> sgp_trainer::Result<()> {
             }
             let mut before = sgp_trainer::choose::fit(&train, &request, &mut |_| {})?;
             let mut after_fits = after.fits;
+            let mut own_bytes = 0;
+            let mut families = Vec::new();
+            for fit in &mut own_fits {
+                let b = bytes(&options, fit, &x)?;
+                own_bytes += b;
+                families.push(format!("{} {b} B", fit.report.method.name()));
+            }
+            let variance = before
+                .report
+                .variance
+                .as_ref()
+                .map_or("-".into(), |v| v.describe());
+            eprintln!(
+                "seed {seed} {}: own fits {}; shared {} ({variance}); {}",
+                system.name(),
+                families.join(", "),
+                before.report.method.name(),
+                basis.reason
+            );
+            let before_bytes = bytes(&options, &mut before, &x)?;
+            let mut after_bytes = 0;
+            for fit in &mut after_fits {
+                after_bytes += bytes(&options, fit, &x)?;
+            }
             for (p, test_out) in test.outputs().iter().enumerate() {
                 let own = nlpd(&own_fits[p].set.members[0], test_out)?;
                 let shared = nlpd(&before.set.members[p], test_out)?;
@@ -110,16 +136,14 @@ fn main() -> sgp_trainer::Result<()> {
                     None => worst.push((key, shared - own, kept - own)),
                 }
             }
-            let mut own_bytes = 0;
-            for fit in &mut own_fits {
-                own_bytes += bytes(&options, fit, &x)?;
-            }
-            let before_bytes = bytes(&options, &mut before, &x)?;
-            let mut after_bytes = 0;
-            for fit in &mut after_fits {
-                after_bytes += bytes(&options, fit, &x)?;
-            }
-            sizes.push((system.name(), seed, own_bytes, before_bytes, after_bytes));
+            sizes.push((
+                system.name(),
+                seed,
+                own_bytes,
+                before_bytes,
+                after_bytes,
+                families.join(", "),
+            ));
         }
     }
     println!("\nworst over seeds {seeds:?}, test NLPD minus the output's own fit's\n");
@@ -129,12 +153,13 @@ fn main() -> sgp_trainer::Result<()> {
         println!("| {key} | {b:+.3} | {a:+.3} |");
     }
     println!(
-        "\n| seed | set | separate blobs (bytes) | before (bytes, ratio) | after (bytes, ratio) |"
+        "\n| seed | set | separate blobs (bytes) | before (bytes, ratio) | after (bytes, ratio) | \
+         own fits |"
     );
-    println!("|---|---|---|---|---|");
-    for (set, seed, own, before, after) in sizes {
+    println!("|---|---|---|---|---|---|");
+    for (set, seed, own, before, after, families) in sizes {
         println!(
-            "| {seed} | {set} | {own} | {before} ({:.2}) | {after} ({:.2}) |",
+            "| {seed} | {set} | {own} | {before} ({:.2}) | {after} ({:.2}) | {families} |",
             before as f64 / own as f64,
             after as f64 / own as f64
         );
