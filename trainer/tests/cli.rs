@@ -225,9 +225,10 @@ fn fit_predict_eval_inspect_end_to_end() {
     assert_eq!(json["target"], "y");
 }
 
-/// `sgp fit --target a,b,c`: one blob for several outputs; `predict`
-/// prints each output's mean and variance, `eval` each output's figures;
-/// bad target lists and families that cannot share are clear errors.
+/// `sgp fit --target a,b,c`: one blob for several outputs (the shared
+/// basis not weighed: `--no-held-out-choice`); `predict` prints each
+/// output's mean and variance, `eval` each output's figures; bad target
+/// lists and families that cannot share are clear errors.
 #[test]
 fn several_targets_fit_predict_eval() {
     let dir = TempDir::new("several_targets");
@@ -245,6 +246,7 @@ fn several_targets_fit_predict_eval() {
             "10",
             "--max-iter",
             "30",
+            "--no-held-out-choice",
             "--out",
             "arm.sgp",
         ];
@@ -326,6 +328,54 @@ fn several_targets_fit_predict_eval() {
         ),
         &["bad.csv", "line 3", "column 'b'"],
     );
+}
+
+/// `sgp fit --target a,b,c` weighs one basis against one model per
+/// output on held-out rows and says which it kept: the arm's x, y, z get
+/// one blob each (`arm.ex.sgp`, ...), outputs that share (one quantity and
+/// twice it) one blob.
+#[test]
+fn several_targets_get_their_own_models_where_one_basis_loses() {
+    let dir = TempDir::new("own_models");
+    for system in ["arm", "doubled"] {
+        let out = sgp(
+            &dir,
+            &["synth", "--system", system, "--rows", "600", "--seed", "1"],
+        );
+        dir.write(&format!("{system}.csv"), ok(&out, "synth --system"));
+    }
+    let fit = |data: &str, targets: &str| {
+        let args = [
+            "fit", "--data", data, "--target", targets, "--model", "spgp", "--m", "12", "--out",
+            "m.sgp", "--json",
+        ];
+        let json: Value = serde_json::from_str(&ok(&sgp(&dir, &args), "fit --json")).expect("JSON");
+        json
+    };
+    let json = fit("arm.csv", "ex,ey,ez");
+    assert_eq!(json["basis"]["kept"], "separate", "{json}");
+    assert_eq!(json["basis"]["rows"], 150, "{json}");
+    let verdicts = json["basis"]["outputs"].as_array().expect("per output");
+    assert!(verdicts
+        .iter()
+        .any(|v| v["separate_clearly_better"] == true));
+    let separate = json["separate"].as_array().expect("one fit per output");
+    for (fit, name) in separate.iter().zip(["ex", "ey", "ez"]) {
+        let blob = format!("m.{name}.sgp");
+        assert_eq!(fit["blob"], blob.as_str());
+        assert_eq!(fit["report"]["outputs"][0]["name"], name);
+        let predicted = ok(
+            &sgp(&dir, &["predict", "--model", &blob, "--data", "arm.csv"]),
+            "predict",
+        );
+        assert_eq!(predicted.lines().next(), Some("mean,variance"), "{name}");
+    }
+    assert!(!dir.path().join("m.sgp").exists(), "no shared blob");
+
+    let json = fit("doubled.csv", "domega,twice");
+    assert_eq!(json["basis"]["kept"], "shared", "{json}");
+    assert_eq!(json["report"]["outputs"].as_array().map(Vec::len), Some(2));
+    assert!(dir.path().join("m.sgp").exists());
 }
 
 /// `sgp sweep --target a,b,c`: one blob per grid point for every output,

@@ -175,7 +175,7 @@ fn score_parts(
 }
 
 /// `model`'s NLPD on each row of `valid` (raw units).
-fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
+pub(crate) fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
     let p = model.predict_raw(&valid.raw_x())?;
     Ok(p.mean
         .iter()
@@ -264,7 +264,7 @@ impl Scores {
 }
 
 /// Standard error of the mean of `b - a` (per row).
-fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     if n < 2 {
         return 0.0;

@@ -15,11 +15,15 @@
 //!   with either objective (docs/src/model-families.md, "Both objectives").
 //! - **`--model auto`**: the family that predicts held-out rows best among
 //!   those that apply, SPGP unless another clearly beats it.
+//! - **Several outputs** ([`outputs`]): one basis for all of them, unless
+//!   some output's own fit clearly predicts held-out rows better; then one
+//!   model per output.
 //!
 //! All of it on small data only ([`held_out::applies`]): on more rows the
 //! training objective is trusted and more fits would cost real time.
 
 pub mod held_out;
+pub mod outputs;
 
 use serde::Serialize;
 

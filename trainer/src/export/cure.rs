@@ -81,6 +81,30 @@ impl Cure {
 /// # Errors
 /// If a cured set cannot be encoded.
 pub(crate) fn cure(fit: &mut Fit, check_x: &DMatrix<f64>) -> Result<Option<Exported>> {
+    cure_until(fit, check_x, |e| e.fidelity.passes(), false)
+}
+
+/// Cures `fit`, whose several outputs pass their check only in the solves
+/// form of the variance (two `M x M` factors each, about twice the
+/// product form's bytes, more than separate product-form blobs), into the
+/// product form, as [`cure`] cures a failing check but only within
+/// [`MAX_CURE_COST`]; `None` (the fit untouched) if no jitter does.
+///
+/// # Errors
+/// If a cured set cannot be encoded.
+pub(crate) fn cure_to_product(fit: &mut Fit, check_x: &DMatrix<f64>) -> Result<Option<Exported>> {
+    let product = |e: &Exported| e.fidelity.passes() && e.product_refused.is_none();
+    cure_until(fit, check_x, product, true)
+}
+
+/// [`cure`] with the check `accept` a cured set must pass, and whether it
+/// must also keep to the budget.
+fn cure_until(
+    fit: &mut Fit,
+    check_x: &DMatrix<f64>,
+    accept: impl Fn(&Exported) -> bool,
+    within_budget_only: bool,
+) -> Result<Option<Exported>> {
     let from_eps = fit.jitter();
     let mut eps = from_eps;
     while eps * 10.0 <= MAX_CURE_EPS * (1.0 + 1e-9) {
@@ -103,7 +127,7 @@ pub(crate) fn cure(fit: &mut Fit, check_x: &DMatrix<f64>) -> Result<Option<Expor
                 continue;
             };
             let exported = check(&set, check_x)?;
-            if !exported.fidelity.passes() {
+            if !accept(&exported) {
                 continue;
             }
             let mut cure = Cure {
@@ -115,6 +139,9 @@ pub(crate) fn cure(fit: &mut Fit, check_x: &DMatrix<f64>) -> Result<Option<Expor
                 within_budget: false,
             };
             cure.within_budget = cure.cost() <= MAX_CURE_COST;
+            if within_budget_only && !cure.within_budget {
+                continue;
+            }
             passing.push((exported, cure, set, kernels));
         }
         // A larger jitter smooths more: the cheapest cure at the first

@@ -205,6 +205,10 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
 /// Exports `fit`: its set checked as [`check`] checks it; a set that fails
 /// is cured ([`cure`]: more jitter, the fit's models replaced by the cured
 /// ones); with `force` a set that nothing cures is exported as fitted.
+/// Several outputs that pass only in the solves form of the variance are
+/// cured into the product form where that costs at most
+/// [`cure::MAX_CURE_COST`] ([`cure::cure_to_product`]): the solves form
+/// would make their one blob larger than separate blobs.
 ///
 /// # Errors
 /// [`Error::Fidelity`] when nothing cures the check and `force` is false
@@ -213,6 +217,12 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
 pub fn export(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
     let first = check(&fit.set, check_x)?;
     if first.fidelity.passes() {
+        let several = fit.set.members.len() > 1 && fit.first().link == sgp_runtime::Link::Identity;
+        if several && first.product_refused.is_some() {
+            if let Some(product) = cure::cure_to_product(fit, check_x)? {
+                return Ok(product);
+            }
+        }
         return Ok(first);
     }
     if let Some(cured) = cure::cure(fit, check_x)? {

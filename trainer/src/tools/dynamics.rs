@@ -1,6 +1,7 @@
 //! Generated multi-output data sets whose truth is known: one-step models
 //! of two dynamical systems and a kinematic chain, the kind of
-//! vector-valued model a control loop needs. Used by the multi-output
+//! vector-valued model a control loop needs, and a pair of outputs that
+//! truly share (one quantity and twice it). Used by the multi-output
 //! benchmark (`cargo run --release -p sgp-trainer --example multi_output`)
 //! and the tests.
 
@@ -26,6 +27,9 @@ named_enum! {
         /// Three-link arm on a rotating base (links 0.5, 0.4, 0.2 m): from the
         /// four joint angles, the end effector's x, y and z.
         Arm = "arm",
+        /// Outputs that truly share: the pendulum's change of angular
+        /// velocity and twice it, each with its own noise.
+        Doubled = "doubled",
     }
 }
 
@@ -38,7 +42,7 @@ impl System {
     pub fn inputs(self) -> Vec<String> {
         let names: &[&str] = match self {
             System::CartPole => &["x", "v", "theta", "omega", "force", "half_length"],
-            System::Pendulum => &["theta", "omega", "torque"],
+            System::Pendulum | System::Doubled => &["theta", "omega", "torque"],
             System::Arm => &["q0", "q1", "q2", "q3"],
         };
         names.iter().map(|s| s.to_string()).collect()
@@ -50,6 +54,7 @@ impl System {
             System::CartPole => &["dv", "domega"],
             System::Pendulum => &["dtheta", "domega"],
             System::Arm => &["ex", "ey", "ez"],
+            System::Doubled => &["domega", "twice"],
         };
         names.iter().map(|s| s.to_string()).collect()
     }
@@ -66,7 +71,7 @@ impl System {
                 (-10.0, 10.0),
                 (0.3, 0.7),
             ],
-            System::Pendulum => vec![(-PI, PI), (-4.0, 4.0), (-2.0, 2.0)],
+            System::Pendulum | System::Doubled => vec![(-PI, PI), (-4.0, 4.0), (-2.0, 2.0)],
             System::Arm => vec![
                 (-PI / 2.0, PI / 2.0),
                 (-PI / 2.0, PI / 2.0),
@@ -82,6 +87,10 @@ impl System {
             System::CartPole => cart_pole_step(s),
             System::Pendulum => pendulum_step(s),
             System::Arm => arm_position(s),
+            System::Doubled => {
+                let domega = pendulum_step(s)[1];
+                vec![domega, 2.0 * domega]
+            }
         }
     }
 

@@ -26,8 +26,8 @@ use sgp_trainer::{Error, Result};
 
 use data::training_data;
 pub(crate) use data::warn_about_columns;
-use run::finish_fit;
 pub(crate) use run::fit_with_progress;
+use run::{finish_fit, finish_outputs, fit_outputs_with_progress, separate_path};
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::task::{Classes, Task};
 use streamed::streamed_fit;
@@ -265,10 +265,29 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
 
 fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
     let input = Input::open(&args.data)?;
-    let mut outputs = vec![("--out", args.out.as_path())];
+    let targets = args
+        .target
+        .as_deref()
+        .map(parse_target_list)
+        .unwrap_or_default();
+    // Several outputs may each get their own blob (`separate_path`).
+    let mut paths = vec![("--out", args.out.clone())];
     if let Some(golden) = &args.golden {
-        outputs.push(("--golden", golden.as_path()));
+        paths.push(("--golden", golden.clone()));
     }
+    if targets.len() > 1 {
+        let mut names: Vec<&String> = targets.iter().collect();
+        // A target named twice is refused when the data are read.
+        names.sort();
+        names.dedup();
+        for i in 0..paths.len() {
+            for name in &names {
+                paths.push((paths[i].0, separate_path(&paths[i].1, name)));
+            }
+        }
+    }
+    let outputs: Vec<(&str, &std::path::Path)> =
+        paths.iter().map(|(f, p)| (*f, p.as_path())).collect();
     check_outputs(&outputs, &[&input])?;
     let task = args.task()?.map(Task::from);
     // Before the data are read (settings of one task wait for it).
@@ -333,6 +352,10 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         }
         _ => None,
     };
+    if outputs.len() > 1 {
+        let fitted = fit_outputs_with_progress(&outputs, &request, quiet || args.json)?;
+        return finish_outputs(args, fitted, &outputs[0].raw_x(), quiet);
+    }
     let mut fit = fit_with_progress(&outputs, &request, quiet || args.json, "fit")?;
     if !labels.is_empty() {
         fit.set.class_labels = labels;

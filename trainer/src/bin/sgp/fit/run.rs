@@ -2,13 +2,14 @@
 //! progress bar, the export (its check and cure), the blob, the golden
 //! values and the report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
+use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
 use sgp_trainer::choose::{self, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::{golden_points, golden_rust, Fidelity};
+use sgp_trainer::export::{golden_points, golden_rust, Exported, Fidelity};
 use sgp_trainer::fit::gplasso::PathRow;
 use sgp_trainer::fit::{Fit, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
@@ -37,6 +38,98 @@ pub(crate) fn fit_with_progress(
     result
 }
 
+/// As [`fit_with_progress`] for several outputs: one basis for all, or one
+/// model per output where the shared basis clearly lost on held-out rows
+/// ([`fit_outputs`]).
+pub(crate) fn fit_outputs_with_progress(
+    outputs: &[Dataset],
+    request: &Request,
+    quiet: bool,
+) -> Result<OutputsFit> {
+    let bar = progress_bar(quiet, request.iteration_budget(), "fit");
+    let mut on_progress = |p: Progress| {
+        bar.set_position(p.iteration);
+        bar.set_message(format!("objective {:.4}", p.best_value));
+    };
+    let result = fit_outputs(outputs, request, &mut on_progress);
+    bar.finish_and_clear();
+    result
+}
+
+/// Where output `name`'s own blob goes when every output gets its own
+/// model: `arm.sgp` and `ex` give `arm.ex.sgp` (`arm` gives `arm.ex`).
+pub(crate) fn separate_path(out: &Path, name: &str) -> PathBuf {
+    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
+    let file = match out.extension() {
+        Some(ext) => format!("{stem}.{name}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{name}"),
+    };
+    out.with_file_name(file)
+}
+
+/// Writes the fit of several outputs: the one blob of a shared basis
+/// (`--out`), or each output's own blob (`separate_path`), saying which.
+pub(crate) fn finish_outputs(
+    args: &FitArgs,
+    fitted: OutputsFit,
+    check_x: &DMatrix<f64>,
+    quiet: bool,
+) -> Result<()> {
+    let OutputsFit { mut fits, basis } = fitted;
+    let basis = match basis {
+        Some(b) if b.separate() => b,
+        shared => {
+            let fit = fits.swap_remove(0);
+            return finish_one(args, fit, check_x, None, quiet, shared.as_ref());
+        }
+    };
+    if !quiet {
+        eprintln!("sgp: note: {}", basis.reason);
+    }
+    let mut outputs = Vec::with_capacity(fits.len());
+    for mut fit in fits {
+        let name = fit.set.members[0].target_name.clone();
+        let blob = separate_path(&args.out, &name);
+        let exported = args
+            .settings
+            .options()
+            .export(&mut fit, check_x, args.force)?;
+        write_file(&blob, &exported.blob)?;
+        if let Some(golden) = &args.golden {
+            let points = golden_points(&fit.set.members[0], check_x, 12, 4);
+            let path = separate_path(golden, &name);
+            write_file(&path, golden_rust(&fit.set, &points)?.as_bytes())?;
+        }
+        outputs.push((fit, exported, blob));
+    }
+    if args.json {
+        let each: Vec<FitOutput> = outputs
+            .iter()
+            .map(|(fit, exported, blob)| fit_output(fit, exported, blob, None, None))
+            .collect();
+        let output = SeparateOutput {
+            basis: &basis,
+            separate: each,
+        };
+        println!("{}", to_json(&output)?);
+    } else {
+        println!("basis           {}", basis.reason);
+        for (fit, exported, blob) in &outputs {
+            println!();
+            print_fit_summary(fit, exported, blob);
+        }
+    }
+    Ok(())
+}
+
+/// What `sgp fit --json` prints when every output got its own model.
+#[derive(serde::Serialize)]
+struct SeparateOutput<'a> {
+    basis: &'a BasisChoice,
+    /// Each output's fit and blob, in output order.
+    separate: Vec<FitOutput<'a>>,
+}
+
 /// What `sgp fit --json` prints.
 #[derive(serde::Serialize)]
 pub(crate) struct FitOutput<'a> {
@@ -63,16 +156,56 @@ pub(crate) struct FitOutput<'a> {
     cure: Option<&'a Cure>,
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<&'a [PathRow]>,
+    /// Several outputs: one basis for all, or one model per output, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    basis: Option<&'a BasisChoice>,
+}
+
+fn fit_output<'a>(
+    fit: &'a Fit,
+    exported: &'a Exported,
+    blob: &'a Path,
+    path: Option<&'a [PathRow]>,
+    basis: Option<&'a BasisChoice>,
+) -> FitOutput<'a> {
+    FitOutput {
+        report: &fit.report,
+        kind: fit.set.members[0].kind.name().to_string(),
+        kind_note: kind_note(fit),
+        classes: &fit.set.class_labels,
+        blob,
+        blob_bytes: exported.blob.len(),
+        fidelity: &exported.fidelity,
+        fidelities: &exported.outputs,
+        variance: exported.variance.name(),
+        product_refused: exported.product_refused.as_deref(),
+        cure: exported.cure.as_ref(),
+        path,
+        basis,
+    }
 }
 
 /// Exports `fit` (checked at the raw inputs `check_x`), writes the blob and
 /// the golden values asked for, and reports.
 pub(crate) fn finish_fit(
     args: &FitArgs,
+    fit: Fit,
+    check_x: &DMatrix<f64>,
+    path: Option<Vec<PathRow>>,
+    quiet: bool,
+) -> Result<()> {
+    finish_one(args, fit, check_x, path, quiet, None)
+}
+
+/// [`finish_fit`], with the choice of a shared basis where outputs are
+/// several.
+fn finish_one(
+    args: &FitArgs,
     mut fit: Fit,
     check_x: &DMatrix<f64>,
     path: Option<Vec<PathRow>>,
     quiet: bool,
+    basis: Option<&BasisChoice>,
 ) -> Result<()> {
     let exported = args
         .settings
@@ -80,6 +213,9 @@ pub(crate) fn finish_fit(
         .export(&mut fit, check_x, args.force)?;
     if !quiet {
         note_choices(&fit);
+        if let Some(b) = basis {
+            eprintln!("sgp: note: {}", b.reason);
+        }
     }
     write_file(&args.out, &exported.blob)?;
     if let Some(golden) = &args.golden {
@@ -87,23 +223,13 @@ pub(crate) fn finish_fit(
         write_file(golden, golden_rust(&fit.set, &points)?.as_bytes())?;
     }
     if args.json {
-        let output = FitOutput {
-            report: &fit.report,
-            kind: fit.set.members[0].kind.name().to_string(),
-            kind_note: kind_note(&fit),
-            classes: &fit.set.class_labels,
-            blob: &args.out,
-            blob_bytes: exported.blob.len(),
-            fidelity: &exported.fidelity,
-            fidelities: &exported.outputs,
-            variance: exported.variance.name(),
-            product_refused: exported.product_refused.as_deref(),
-            cure: exported.cure.as_ref(),
-            path: path.as_deref(),
-        };
+        let output = fit_output(&fit, &exported, &args.out, path.as_deref(), basis);
         println!("{}", to_json(&output)?);
     } else {
         print_fit_summary(&fit, &exported, &args.out);
+        if let Some(b) = basis {
+            println!("basis           {}", b.reason);
+        }
     }
     Ok(())
 }

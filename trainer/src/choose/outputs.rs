@@ -1,0 +1,348 @@
+//! Several outputs: one basis for all of them, or one model per output,
+//! decided on held-out rows. A shared basis of `M` functions with shared
+//! length scales must cover what `P` separate sets of `M` cover; where the
+//! outputs vary with different inputs, or in different places (a kinematic
+//! chain's x, y, z), it predicts some output clearly worse than that
+//! output's own fit (docs/src/multi-output.md, "One basis or one model per
+//! output"). The blob format holds one kernel for every output, so the
+//! alternative is each output's own model: the separate blobs, never
+//! larger than their sum.
+//!
+//! On small data ([`held_out::applies`]) the shared fit and each output's
+//! own fit are fitted on the same random three quarters of the rows and
+//! scored on the rest, output by output; the outputs are fitted separately
+//! if for some output its own fit wins by more than [`TOLERANCE`] nats per
+//! row and by more than [`held_out::MARGIN_SE`] standard errors. On more
+//! rows, and for classifiers, the shared fit is kept without a comparison.
+
+use serde::Serialize;
+
+use super::held_out::{self, paired_standard_error, row_nlpds};
+use super::{Asked, Request};
+use crate::data::multi_target::Outputs;
+use crate::data::Dataset;
+use crate::fit::{self, Fit, FitParams};
+use crate::numerics::optimise::Progress;
+use crate::Result;
+
+/// Nats per held-out row by which an output's own fit must beat the
+/// shared fit (half the 0.05 accuracy budget of docs/src/multi-output.md):
+/// a smaller loss is worth the shared blob's size and single device call.
+pub const TOLERANCE: f64 = 0.025;
+
+/// The fit of several outputs: one fit on one basis, or one per output.
+pub struct OutputsFit {
+    /// One fit of every output on one basis, or one fit per output, in
+    /// output order.
+    pub fits: Vec<Fit>,
+    /// What was weighed and kept (`None` for one output).
+    pub basis: Option<BasisChoice>,
+}
+
+/// Which basis the outputs got, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct BasisChoice {
+    /// `shared` (one basis, one blob) or `separate` (one model per output).
+    pub kept: &'static str,
+    /// Held-out rows each output was scored on (0: not weighed).
+    pub rows: usize,
+    /// Each output's held-out figures (empty: not weighed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputVerdict>,
+    /// What was decided and why, in one sentence.
+    pub reason: String,
+}
+
+/// One output's shared fit against its own fit on held-out rows.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutputVerdict {
+    /// The output's target column.
+    pub name: String,
+    /// Mean held-out NLPD of the shared fit (raw units; infinite if its
+    /// fit or prediction failed).
+    pub shared_nlpd: f64,
+    /// Mean held-out NLPD of the output's own fit.
+    pub separate_nlpd: f64,
+    /// Standard error of the mean per-row difference.
+    pub standard_error: f64,
+    /// Its own fit won by more than [`TOLERANCE`] and the margin.
+    pub separate_clearly_better: bool,
+}
+
+impl BasisChoice {
+    /// Whether every output got its own model.
+    pub fn separate(&self) -> bool {
+        self.kept == SEPARATE
+    }
+}
+
+const SHARED: &str = "shared";
+const SEPARATE: &str = "separate";
+
+/// Fits what `request` asks to every output of `data` (as [`super::fit`]),
+/// and, where the outputs are several, on small data and a family that
+/// shares a basis, weighs the shared fit against one fit per output on
+/// held-out rows (module docs). Each separate fit is the fit of that
+/// output alone under `request`, its own choices included.
+///
+/// # Errors
+/// As [`super::fit`]; a failed comparison keeps the shared fit.
+pub fn fit_outputs(
+    data: &(impl Outputs + ?Sized),
+    request: &Request,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OutputsFit> {
+    let outputs = data.outputs();
+    let shared = super::fit(data, request, progress)?;
+    if outputs.len() < 2 {
+        return Ok(OutputsFit {
+            fits: vec![shared],
+            basis: None,
+        });
+    }
+    let Some(params) = weighable(outputs, request, &shared) else {
+        let basis = BasisChoice {
+            kept: SHARED,
+            rows: 0,
+            outputs: Vec::new(),
+            reason: "one basis for every output (not weighed against one model per output: \
+                     held-out comparisons are made on fewer than 2,000 rows, for a regression \
+                     family that shares a basis, and not with --no-held-out-choice)"
+                .into(),
+        };
+        return Ok(OutputsFit {
+            fits: vec![shared],
+            basis: Some(basis),
+        });
+    };
+    let verdicts = match weigh(outputs, &params) {
+        Ok(v) => v,
+        Err(e) => {
+            let basis = BasisChoice {
+                kept: SHARED,
+                rows: 0,
+                outputs: Vec::new(),
+                reason: format!("one basis for every output (the comparison with one model per output failed: {e})"),
+            };
+            return Ok(OutputsFit {
+                fits: vec![shared],
+                basis: Some(basis),
+            });
+        }
+    };
+    let mut basis = decide(verdicts);
+    if !basis.separate() {
+        return Ok(OutputsFit {
+            fits: vec![shared],
+            basis: Some(basis),
+        });
+    }
+    let mut fits = Vec::with_capacity(outputs.len());
+    for output in outputs {
+        match super::fit(output, request, progress) {
+            Ok(f) => fits.push(f),
+            Err(e) => {
+                basis.kept = SHARED;
+                basis.reason = format!(
+                    "{}; but the fit of {} alone failed ({e}), so the shared fit is kept",
+                    basis.reason, output.target_name
+                );
+                return Ok(OutputsFit {
+                    fits: vec![shared],
+                    basis: Some(basis),
+                });
+            }
+        }
+    }
+    Ok(OutputsFit {
+        fits,
+        basis: Some(basis),
+    })
+}
+
+/// The settings of `shared` (its family and objective), if the shared
+/// fit is to be weighed against one fit per output.
+fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<FitParams> {
+    let regression = shared.set.members[0].link == sgp_runtime::Link::Identity;
+    let method = shared.report.method;
+    let params = match &request.asked {
+        Asked::Family(p) => p.clone(),
+        Asked::Auto(candidates) => candidates.iter().find(|p| p.method() == method)?.clone(),
+    };
+    let params = match shared.report.approximation {
+        Some(a) if params.approximation().is_some() => params.with_approximation(a),
+        _ => params,
+    };
+    let n = outputs[0].n_rows();
+    let m = params.m().unwrap_or(1);
+    (regression && request.held_out && fit::shares_basis(method).is_ok() && held_out::applies(n, m))
+        .then_some(params)
+}
+
+/// One output's NLPD on each held-out row, under the shared fit and its
+/// own fit.
+struct HeldOut {
+    name: String,
+    shared: Vec<f64>,
+    own: Vec<f64>,
+}
+
+/// Per output: the shared fit's and the output's own fit's NLPD on each
+/// held-out row (both fitted with `params` on the same rows).
+fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
+    let parts: Vec<(Dataset, Dataset)> = outputs
+        .iter()
+        .map(|d| d.split(held_out::HELD_OUT_FRACTION, params.seed()))
+        .collect::<Result<_>>()?;
+    let (train, valid): (Vec<Dataset>, Vec<Dataset>) = parts.into_iter().unzip();
+    let (shared, own) = rayon::join(
+        || fit::fit(train.as_slice(), params, &mut |_| {}),
+        || {
+            use rayon::prelude::*;
+            train
+                .par_iter()
+                .map(|d| fit::fit(d, params, &mut |_| {}))
+                .collect::<Vec<_>>()
+        },
+    );
+    let shared = shared?;
+    let mut scores = Vec::with_capacity(outputs.len());
+    for (p, (own, valid)) in own.into_iter().zip(&valid).enumerate() {
+        let shared_rows = row_nlpds(&shared.set.members[p], valid)?;
+        let own_rows = match own {
+            Ok(f) => row_nlpds(&f.set.members[0], valid)?,
+            Err(_) => vec![f64::INFINITY; valid.n_rows()],
+        };
+        scores.push(HeldOut {
+            name: valid.target_name.clone(),
+            shared: shared_rows,
+            own: own_rows,
+        });
+    }
+    Ok(scores)
+}
+
+/// The choice from each output's per-row NLPDs.
+fn decide(scores: Vec<HeldOut>) -> BasisChoice {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let rows = scores.first().map_or(0, |s| s.shared.len());
+    let outputs: Vec<OutputVerdict> = scores
+        .into_iter()
+        .map(|HeldOut { name, shared, own }| {
+            let (shared_nlpd, separate_nlpd) = (mean(&shared), mean(&own));
+            let standard_error = paired_standard_error(&shared, &own);
+            let gain = shared_nlpd - separate_nlpd;
+            let separate_clearly_better = separate_nlpd.is_finite()
+                && (!shared_nlpd.is_finite()
+                    || (gain > TOLERANCE && gain > held_out::MARGIN_SE * standard_error));
+            OutputVerdict {
+                name,
+                shared_nlpd,
+                separate_nlpd,
+                standard_error,
+                separate_clearly_better,
+            }
+        })
+        .collect();
+    let figures = |o: &OutputVerdict| {
+        format!(
+            "{} {:+.4} (shared {:.4}, own {:.4}, standard error {:.4})",
+            o.name,
+            o.shared_nlpd - o.separate_nlpd,
+            o.shared_nlpd,
+            o.separate_nlpd,
+            o.standard_error
+        )
+    };
+    let all: Vec<String> = outputs.iter().map(figures).collect();
+    let losers: Vec<&str> = outputs
+        .iter()
+        .filter(|o| o.separate_clearly_better)
+        .map(|o| o.name.as_str())
+        .collect();
+    let (kept, reason) = if losers.is_empty() {
+        (
+            SHARED,
+            format!(
+                "one basis for every output: no output's own fit beat it by more than \
+                 {TOLERANCE} nats per row and {} standard error on {rows} held-out rows \
+                 (held-out NLPD, shared - own: {})",
+                held_out::MARGIN_SE,
+                all.join("; ")
+            ),
+        )
+    } else {
+        (
+            SEPARATE,
+            format!(
+                "one model per output: the shared basis predicted {} clearly worse than \
+                 {} own fit on {rows} held-out rows (held-out NLPD, shared - own: {})",
+                losers.join(", "),
+                if losers.len() == 1 { "its" } else { "their" },
+                all.join("; ")
+            ),
+        )
+    };
+    BasisChoice {
+        kept,
+        rows,
+        outputs,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(mean: f64, spread: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| mean + spread * if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect()
+    }
+
+    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> HeldOut {
+        HeldOut {
+            name: name.into(),
+            shared,
+            own,
+        }
+    }
+
+    #[test]
+    fn a_clear_loss_beyond_the_tolerance_separates() {
+        let even = || held_out("a", rows(-1.0, 0.1, 100), rows(-1.0, 0.1, 100));
+        let small_loss = held_out(
+            "b",
+            rows(-1.0 + TOLERANCE / 2.0, 0.1, 100),
+            rows(-1.0, 0.1, 100),
+        );
+        let kept = decide(vec![even(), small_loss]);
+        assert_eq!(kept.kept, SHARED, "{}", kept.reason);
+        assert_eq!(kept.rows, 100);
+        // Differences 0.3 and 0.7: mean 0.5, standard error 0.02.
+        let big_loss = held_out("b", rows(-0.5, 0.1, 100), rows(-1.0, 0.3, 100));
+        let split = decide(vec![even(), big_loss]);
+        assert!(split.separate(), "{}", split.reason);
+        assert!(split.reason.contains("b +0.5000"), "{}", split.reason);
+        assert!(!split.outputs[0].separate_clearly_better);
+        assert!(split.outputs[1].separate_clearly_better);
+    }
+
+    #[test]
+    fn a_loss_within_its_standard_error_keeps_the_shared_basis() {
+        // Differences alternate +1.1 and -0.9: mean 0.1, standard error 0.1.
+        let shared: Vec<f64> = (0..100)
+            .map(|i| if i % 2 == 0 { 1.1 } else { -0.9 })
+            .collect();
+        let own = vec![0.0; 100];
+        let kept = decide(vec![held_out("a", shared, own.clone())]);
+        assert!(kept.outputs[0].standard_error > 0.09, "{:?}", kept.outputs);
+        assert_eq!(kept.kept, SHARED, "{}", kept.reason);
+        // A failed own fit never separates; a failed shared fit does.
+        let failed = vec![f64::INFINITY; 100];
+        let own_failed = decide(vec![held_out("a", own.clone(), failed.clone())]);
+        assert_eq!(own_failed.kept, SHARED);
+        assert!(decide(vec![held_out("a", failed, own)]).separate());
+    }
+}
