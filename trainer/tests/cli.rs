@@ -1559,6 +1559,9 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     assert!(!text.contains("\nchoice "), "fit:\n{text}");
     assert!(text.contains("spgp-hs"), "fit:\n{text}");
     assert!(text.contains("uncertainties   h_m min"), "fit:\n{text}");
+    // The prior's strength, chosen over folds on 150 rows, and why.
+    assert!(text.contains("prior on h      strength "), "fit:\n{text}");
+    assert!(text.contains("folds of 150 rows"), "fit:\n{text}");
     let json: serde_json::Value =
         serde_json::from_str(&ok(&sgp(&dir, &fit_args("hs2.sgp", true)), "fit --json"))
             .expect("JSON report");
@@ -1566,6 +1569,11 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     let u = &json["report"]["uncertainties"];
     let (min, max) = (u["min"].as_f64().unwrap(), u["max"].as_f64().unwrap());
     assert!(0.0 < min && min <= max, "{u}");
+    let prior = &json["report"]["h_prior"];
+    let strength = prior["strength"].as_f64().expect("a strength");
+    let tried = prior["tried"].as_array().expect("the strengths tried");
+    assert!(tried.iter().any(|t| t["strength"] == strength), "{prior}");
+    assert_eq!(prior["rows"], 150, "{prior}");
     let text = ok(&sgp(&dir, &["inspect", "hs.sgp"]), "inspect");
     assert!(text.contains("spgp-hs"), "inspect:\n{text}");
     assert!(text.contains("not stored"), "inspect:\n{text}");

@@ -17,8 +17,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::data::Dataset;
+use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
 use crate::fit::{fit, FitParams};
-use crate::model::TrainedModel;
 use crate::{Error, Result};
 
 /// Data sets with fewer rows than this get the held-out choice.
@@ -174,17 +174,6 @@ fn score_parts(
     score_with(candidates, rows, one)
 }
 
-/// `model`'s NLPD on each row of `valid` (raw units).
-pub(crate) fn row_nlpds(model: &TrainedModel, valid: &Dataset) -> Result<Vec<f64>> {
-    let p = model.predict_raw(&valid.raw_x())?;
-    Ok(p.mean
-        .iter()
-        .zip(p.var.iter())
-        .zip(valid.raw_y().iter())
-        .map(|((&m, &v), &y)| crate::evaluate::metrics::point_nlpd(m, v, y))
-        .collect())
-}
-
 /// Every candidate's per-row NLPDs on `rows` held-out rows, from `one`.
 ///
 /// The candidates' fits (and, in `one`, their parts') are independent and
@@ -261,18 +250,6 @@ impl Scores {
             noise_collapsed: false,
         }
     }
-}
-
-/// Standard error of the mean of `b - a` (per row).
-pub(crate) fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return 0.0;
-    }
-    let d: Vec<f64> = b.iter().zip(a).map(|(b, a)| b - a).collect();
-    let mean = d.iter().sum::<f64>() / n as f64;
-    let var = d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
-    (var / n as f64).sqrt()
 }
 
 #[cfg(test)]

@@ -302,7 +302,7 @@ fn own_objective(
     request: &Request,
 ) -> Result<(FitParams, Option<Verdict>)> {
     let open = match params {
-        FitParams::Spgp(_) | FitParams::SpgpPca(_) => true,
+        FitParams::Spgp(_) | FitParams::SpgpPca(_) | FitParams::SpgpHs(_) => true,
         FitParams::Gplasso(p) => p.refit == GplassoRefit::Everything,
         _ => false,
     };

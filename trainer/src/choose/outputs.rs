@@ -17,7 +17,8 @@
 
 use serde::Serialize;
 
-use super::held_out::{self, paired_standard_error, row_nlpds};
+use super::held_out;
+use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;

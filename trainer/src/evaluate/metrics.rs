@@ -185,6 +185,32 @@ pub fn coverage_95(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
     inside as f64 / target.len() as f64
 }
 
+/// `model`'s NLPD on each row of `valid` (raw units).
+pub(crate) fn row_nlpds(
+    model: &crate::model::TrainedModel,
+    valid: &crate::data::Dataset,
+) -> crate::Result<Vec<f64>> {
+    let p = model.predict_raw(&valid.raw_x())?;
+    Ok(p.mean
+        .iter()
+        .zip(p.var.iter())
+        .zip(valid.raw_y().iter())
+        .map(|((&m, &v), &y)| point_nlpd(m, v, y))
+        .collect())
+}
+
+/// Standard error of the mean of `b - a` (per row).
+pub(crate) fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return 0.0;
+    }
+    let d: Vec<f64> = b.iter().zip(a).map(|(b, a)| b - a).collect();
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let var = d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+    (var / n as f64).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

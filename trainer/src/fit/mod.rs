@@ -49,7 +49,10 @@ pub use params::{
     SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL, MAX_EXACT_POINTS,
     MAX_RESTARTS,
 };
-pub use report::{FitReport, OptimiserReport, OutputReport, StartReport, WidthSpread};
+pub use report::{
+    FitReport, OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore,
+    WidthSpread,
+};
 pub use sparse::VarianceSharing;
 
 /// The models a family fitted on every output (or class), how the fit went,

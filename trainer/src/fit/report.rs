@@ -54,6 +54,10 @@ pub struct FitReport {
     /// SPGP+HS: the spread of the uncertainties `h_m` (raw target variance).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uncertainties: Option<WidthSpread>,
+    /// SPGP+HS: the strength of the prior on `h` fitted, and how it was
+    /// chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h_prior: Option<PriorStrength>,
     /// The choices made above the family ([`crate::choose`]), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub choice: Option<Choice>,
@@ -123,6 +127,7 @@ impl FitReport {
             starts: Vec::new(),
             variance: None,
             uncertainties: None,
+            h_prior: None,
             choice: None,
             gplasso: None,
             ivm: None,
@@ -216,6 +221,33 @@ pub struct StartReport {
     /// Its score after screening: the training objective on the rows it
     /// saw, or its validation NLPD (a streamed fit).
     pub nlml: f64,
+}
+
+/// SPGP+HS's prior on `h`: the strength fitted and the held-out figures
+/// it was chosen on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PriorStrength {
+    /// The weight `beta` of the prior, as a fraction of SPGP's average
+    /// noise variance (0: no prior, the noise floor alone).
+    pub strength: f64,
+    /// Each strength tried, with its mean held-out NLPD over the folds
+    /// (raw units; infinite where a fit failed). Empty where none were
+    /// tried.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<StrengthScore>,
+    /// Rows the strengths were scored on (every row held out once).
+    pub rows: usize,
+    /// What was decided and why, in one sentence.
+    pub reason: String,
+}
+
+/// One prior strength scored over the folds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct StrengthScore {
+    /// The strength (fraction of SPGP's average noise variance).
+    pub strength: f64,
+    /// Mean held-out NLPD (raw units).
+    pub nlpd: f64,
 }
 
 /// Minimum, median and maximum of one quantity over the basis functions.

@@ -236,6 +236,9 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             number(h.max)
         );
     }
+    if let Some(prior) = &report.h_prior {
+        println!("prior on h      {}", prior.reason);
+    }
     if let Some(ivm) = &report.ivm {
         let best = ivm
             .candidates

@@ -1,0 +1,98 @@
+"""Default `sgp fit` against the better FITC peer on small data, split by
+split: the mean test-NLPD gap and its standard error over the splits (not
+over the rows of one split: a split's own luck is the noise that matters).
+
+    python small_gap.py --sgp target/release/sgp [--splits 12] [--sets diabetes,arm] [--label after]
+
+Each split is a seeded 75/25 permutation (`run_peers.make_set`, one per
+round); `sgp fit --seed s` and the peers' k-means seed s. The peers'
+results are cached per (set, split) in data/small-gap-peers.jsonl, so a
+changed `sgp` re-runs only itself. Per split the gap is sgp's test NLPD
+minus the lower of GPflow's and GPy's; the table gives its mean, the
+standard error of that mean over splits, and the same against each peer.
+"""
+
+import argparse
+import json
+import os
+import statistics
+
+import run_peers
+from run_peers import Set, make_set, run_peer, run_sgp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Small sets of 300 to 10,000 training rows (75/25 splits, a fresh split,
+# and for generated data fresh rows, per split).
+SETS = [
+    Set("small diabetes 332 x 10", None, "file:diabetes", 25, 0, 0.75, True),
+    Set("small arm 1000 x 8", 1334, "arm8", 25, 100, 0.75, True),
+    Set("small arm 3000 x 8", 4000, "arm8", 25, 200, 0.75, True),
+    Set("small wine 1199 x 11", None, "file:winequality-red", 25, 0, 0.75, True),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sgp", required=True)
+    ap.add_argument("--splits", type=int, default=12)
+    ap.add_argument("--sets", default="", help="comma-separated parts of set names")
+    ap.add_argument("--label", default="sgp")
+    ap.add_argument("--iters", type=int, default=300)
+    args = ap.parse_args()
+    data_dir = os.path.join(HERE, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    cache_path = os.path.join(data_dir, "small-gap-peers.jsonl")
+    cache = {}
+    if os.path.exists(cache_path):
+        with open(cache_path) as f:
+            for line in f:
+                r = json.loads(line)
+                cache[(r["set"], r["split"], r["tool"])] = r
+    wanted = [s for s in SETS if not args.sets or any(p in s.name for p in args.sets.split(","))]
+    rows = {}
+    for spec in wanted:
+        for split in range(args.splits):
+            train, test = make_set(args.sgp, data_dir, spec, split)
+            peers = {}
+            for tool in ("gpflow", "gpy"):
+                key = (spec.name, split, tool)
+                if key not in cache:
+                    res = run_peer(tool, train, test, spec.m, args.iters, 900, split, data_dir)
+                    cache[key] = {"set": spec.name, "split": split, "tool": tool,
+                                  "nlpd": res["nlpd"], "seconds": res["seconds"]}
+                    with open(cache_path, "a") as f:
+                        f.write(json.dumps(cache[key]) + "\n")
+                peers[tool] = cache[key]["nlpd"]
+            ours = run_sgp(args.sgp, train, test, spec.m, data_dir, split)
+            gap = ours["nlpd"] - min(peers.values())
+            rows.setdefault(spec.name, []).append((ours["nlpd"], peers["gpflow"], peers["gpy"], gap))
+            print(json.dumps({"set": spec.name, "split": split, "label": args.label,
+                              "sgp": ours["nlpd"], **peers, "gap": gap}), flush=True)
+    print()
+    print(f"| set | M | splits | {args.label} | GPflow | GPy | gap to the better peer (mean +- se) "
+          "| vs GPflow | vs GPy | splits behind by > 0.01 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for spec in wanted:
+        r = rows.get(spec.name, [])
+        if not r:
+            continue
+
+        def ms(k):
+            v = [x[k] for x in r]
+            se = statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else float("nan")
+            return statistics.mean(v), se
+
+        mean = lambda k: statistics.mean(x[k] for x in r)
+        gap, se = ms(3)
+        d_flow = [x[0] - x[1] for x in r]
+        d_gpy = [x[0] - x[2] for x in r]
+        sem = lambda v: statistics.stdev(v) / len(v) ** 0.5
+        behind = sum(1 for x in r if x[3] > 0.01)
+        print(f"| {spec.name} | {spec.m} | {len(r)} | {mean(0):.4f} | {mean(1):.4f} | {mean(2):.4f} "
+              f"| {gap:+.4f} +- {se:.4f} | {statistics.mean(d_flow):+.4f} +- {sem(d_flow):.4f} "
+              f"| {statistics.mean(d_gpy):+.4f} +- {sem(d_gpy):.4f} | {behind} of {len(r)} |")
+
+
+if __name__ == "__main__":
+    main()
