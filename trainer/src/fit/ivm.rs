@@ -26,8 +26,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact_from, optimise_laplace, probit_bias};
-use super::svgp::fit_variational_on_basis;
+use super::exact::{optimise_exact_from, probit_bias};
+use super::svgp::{fit_kernel_on_basis, fit_variational_on_basis, starting_kernel};
 use super::{
     check_max_points, data_scale_kernel, default_optimiser, Checked, Fit, FitReport, Method,
     OptimiserReport, OutputReport, Rebuild, Rebuilt,
@@ -201,22 +201,6 @@ const START_GRID: [(f64, f64); 6] = [
     (1.0, 4.0),
 ];
 
-/// Multipliers of the exact classifier's length scales and signal variance
-/// tried as starting kernels.
-const EXACT_VARIANTS: [(f64, f64); 6] = [
-    (1.0, 1.0),
-    (1.0, 0.25),
-    (1.0, 0.0625),
-    (1.5, 1.0),
-    (1.5, 0.25),
-    (2.0, 0.25),
-];
-
-/// Label-flip rates each probit start is tried with: the plain probit, and
-/// the robust likelihood that stops the selection chasing flipped labels
-/// (see [`crate::model::inference::ivm::site`]).
-const LABEL_NOISE_GRID: [f64; 3] = [0.0, 0.05, 0.1];
-
 /// Fraction of the training rows held out to choose the kernel.
 pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 
@@ -224,19 +208,20 @@ pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 /// rows it was selected from.
 const MIN_VALIDATION_ROWS: usize = 50;
 
-/// One candidate kernel and how it scored.
+/// One kernel tried and how it scored.
 #[derive(Clone, Debug, Serialize)]
 pub struct CandidateReport {
     /// Where it came from: `start l x0.5 s2 x1`, `round 2`.
     pub origin: String,
     /// The label-flip rate its sites were computed with.
     pub label_noise: f64,
-    /// Mean log predictive probability (probit) or density (Gaussian) of
-    /// the validation rows.
-    pub validation_log_predictive: f64,
-    /// `-log N(m_I | 0, K_I + Pi^{-1})` the round's optimisation reached
-    /// (rounds only).
-    pub active_nlml: Option<f64>,
+    /// Regression: the mean log predictive density of the held-out rows
+    /// the kernel is chosen by.
+    pub validation_log_predictive: Option<f64>,
+    /// The objective the round's kernel optimisation reached (rounds
+    /// only): `-log N(y_I | 0, K_I + s2_n I)` for regression, the negative
+    /// svgp bound with its length-scale prior for a classifier.
+    pub objective: Option<f64>,
 }
 
 /// The part the kernel is chosen on and the part it is scored on.
@@ -323,104 +308,21 @@ pub(crate) fn fit_ivm(
         TargetKind::Binary { .. } => probit_bias(&data.y),
         _ => 0.0,
     };
-    let validation = Validation::new(data, params.seed)?;
-    let (mut select_seconds, mut optimise_seconds) = (0.0, 0.0);
-    let mut candidates = Vec::new();
-    // Starting kernels: the exact classifier's, then the data's scales
-    // times a small grid.
-    let mut starts = Vec::new();
-    if likelihood == Likelihood::Probit && params.kernel_points > 0 {
-        let started = Instant::now();
-        let (kern, rows) = exact_classifier_kernel(&validation.train, bias, params, progress)?;
-        optimise_seconds += started.elapsed().as_secs_f64();
-        for (l_factor, s2_factor) in EXACT_VARIANTS {
-            let mut variant = kern.clone();
-            for v in &mut variant.log_lengthscales {
-                *v += libm::log(l_factor);
-            }
-            variant.log_signal_var += libm::log(s2_factor);
-            starts.push((
-                format!("exact classifier on {rows} rows, l x{l_factor} s2 x{s2_factor}"),
-                variant,
-            ));
-        }
-    }
-    let base = data_scale_kernel(data, params.kernel)?;
-    for (l_factor, s2_factor) in START_GRID {
-        let mut start = base.clone();
-        for v in &mut start.log_lengthscales {
-            *v += libm::log(l_factor);
-        }
-        start.log_signal_var += libm::log(s2_factor);
-        starts.push((format!("start l x{l_factor} s2 x{s2_factor}"), start));
-    }
-    let started = Instant::now();
-    let label_noises = match likelihood {
-        Likelihood::Probit => &LABEL_NOISE_GRID[..],
-        Likelihood::Gaussian => &[0.0][..],
+    let mut seconds = Seconds::default();
+    let learned = match likelihood {
+        Likelihood::Probit => probit_kernel(data, bias, params, &mut seconds, progress)?,
+        Likelihood::Gaussian => searched_kernel(data, params, &mut seconds, progress)?,
     };
-    let mut best: Option<(f64, KernelParams, ActiveSet, Sites)> = None;
-    let mut stream = 0;
-    for (origin, start) in starts {
-        for &label_noise in label_noises {
-            let sites = Sites {
-                likelihood,
-                bias,
-                label_noise,
-            };
-            let (score, set) = validation.score(&start, sites, params, stream)?;
-            stream += 1;
-            candidates.push(CandidateReport {
-                origin: origin.clone(),
-                label_noise,
-                validation_log_predictive: score,
-                active_nlml: None,
-            });
-            if best.as_ref().is_none_or(|(s, ..)| score > *s) {
-                best = Some((score, start.clone(), set, sites));
-            }
-        }
-    }
-    select_seconds += started.elapsed().as_secs_f64();
-    let Some((_, mut kern, mut set, sites)) = best.clone() else {
-        return Err(Error::Numerical("IVM: no starting kernel".into()));
-    };
-    // Alternation from the best start, on the training part.
-    let mut last_run: Option<OptimiseReport> = None;
-    for round in 1..=params.rounds {
-        let started = Instant::now();
-        let (next, run) = optimise_kernel(
-            &validation.train,
-            &set,
-            &kern,
-            likelihood,
-            &params.optimiser,
-            progress,
-        )?;
-        optimise_seconds += started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let (score, next_set) = validation.score(&next, sites, params, 100 + round as u64)?;
-        select_seconds += started.elapsed().as_secs_f64();
-        candidates.push(CandidateReport {
-            origin: format!("round {round}"),
-            label_noise: sites.label_noise,
-            validation_log_predictive: score,
-            active_nlml: Some(run.value),
-        });
-        last_run = Some(run);
-        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
-            best = Some((score, next.clone(), next_set.clone(), sites));
-        }
-        kern = next;
-        set = next_set;
-    }
-    let Some((_, kern, _, sites)) = best else {
-        return Err(Error::Numerical("IVM: no kernel".into()));
-    };
+    let Learned {
+        kern,
+        sites,
+        candidates,
+        last_run,
+    } = learned;
     // The model: the chosen kernel's selection on every row.
     let started = Instant::now();
     let set = select(data, &kern, sites, params.m, params, 999)?;
-    select_seconds += started.elapsed().as_secs_f64();
+    seconds.select += started.elapsed().as_secs_f64();
     let x_active = data.x.select_rows(&set.indices);
     let posterior = match likelihood {
         Likelihood::Probit => params.posterior,
@@ -434,7 +336,7 @@ pub(crate) fn fit_ivm(
             all_rows_model(x_active, &kern, start, params, data, progress)?
         }
     };
-    optimise_seconds += started.elapsed().as_secs_f64();
+    seconds.optimise += started.elapsed().as_secs_f64();
     let mut report = FitReport::new(Method::Ivm, data.n_rows(), exported.objective);
     report.jitter_escalations = exported.escalations;
     report.outputs = vec![OutputReport::named(
@@ -454,8 +356,8 @@ pub(crate) fn fit_ivm(
         label_noise: sites.label_noise,
         candidates,
         selection: params.selection,
-        select_seconds,
-        optimise_seconds,
+        select_seconds: seconds.select,
+        optimise_seconds: seconds.optimise,
     });
     let model = match data.target {
         TargetKind::Binary { positive } => TrainedModel::classifier(
@@ -472,6 +374,154 @@ pub(crate) fn fit_ivm(
         vec![kern],
         (JitterPolicy::default().initial, exported.rebuild),
     ))
+}
+
+/// Seconds spent selecting active sets and optimising kernels.
+#[derive(Default)]
+struct Seconds {
+    select: f64,
+    optimise: f64,
+}
+
+/// The kernel and sites the final active set is selected with, the
+/// kernels tried on the way, and the last kernel optimisation.
+struct Learned {
+    kern: KernelParams,
+    sites: Sites,
+    candidates: Vec<CandidateReport>,
+    last_run: Option<OptimiseReport>,
+}
+
+/// Classifier: the kernel learned as svgp learns its own (the bound on
+/// every row, svgp's prior on the log length scales), with the inducing
+/// inputs held at an active set instead of searched for; each round
+/// selects the active set again with the kernel of the round before, from
+/// svgp's starting kernel. On at most [`IvmParams::kernel_points`] rows.
+fn probit_kernel(
+    data: &Dataset,
+    bias: f64,
+    params: &IvmParams,
+    seconds: &mut Seconds,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Learned> {
+    let subset = match params.kernel_points {
+        0 => data.clone(),
+        rows => data.at_most_rows(rows.max(params.m), params.seed)?,
+    };
+    let sites = Sites {
+        likelihood: Likelihood::Probit,
+        bias,
+        label_noise: 0.0,
+    };
+    let mut kern = starting_kernel(&subset, params.kernel)?;
+    let mut candidates = Vec::new();
+    let mut last_run = None;
+    for round in 1..=params.rounds {
+        let started = Instant::now();
+        let set = select(&subset, &kern, sites, params.m, params, round as u64)?;
+        seconds.select += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let z = subset.x.select_rows(&set.indices);
+        let start = whitened_active_posterior(&z, &set, &kern, bias)?;
+        let (next, _, run) =
+            fit_kernel_on_basis(&subset, z, (&kern, start), &params.optimiser, progress)?;
+        seconds.optimise += started.elapsed().as_secs_f64();
+        candidates.push(CandidateReport {
+            origin: format!("round {round}: svgp bound on {} rows", subset.n_rows()),
+            label_noise: 0.0,
+            validation_log_predictive: None,
+            objective: Some(run.value),
+        });
+        kern = next;
+        last_run = Some(run);
+    }
+    Ok(Learned {
+        kern,
+        sites,
+        candidates,
+        last_run,
+    })
+}
+
+/// Regression: every kernel of a small grid around the data's scales, and
+/// each round of the select-then-optimise alternation from the best,
+/// selects on 80% of the rows and is scored on the rest; the best wins.
+fn searched_kernel(
+    data: &Dataset,
+    params: &IvmParams,
+    seconds: &mut Seconds,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Learned> {
+    let likelihood = Likelihood::Gaussian;
+    let validation = Validation::new(data, params.seed)?;
+    let mut candidates = Vec::new();
+    let base = data_scale_kernel(data, params.kernel)?;
+    let started = Instant::now();
+    let sites = Sites {
+        likelihood,
+        bias: 0.0,
+        label_noise: 0.0,
+    };
+    let mut best: Option<(f64, KernelParams, ActiveSet)> = None;
+    for (stream, (l_factor, s2_factor)) in START_GRID.into_iter().enumerate() {
+        let mut start = base.clone();
+        for v in &mut start.log_lengthscales {
+            *v += libm::log(l_factor);
+        }
+        start.log_signal_var += libm::log(s2_factor);
+        let (score, set) = validation.score(&start, sites, params, stream as u64)?;
+        candidates.push(CandidateReport {
+            origin: format!("start l x{l_factor} s2 x{s2_factor}"),
+            label_noise: 0.0,
+            validation_log_predictive: Some(score),
+            objective: None,
+        });
+        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+            best = Some((score, start, set));
+        }
+    }
+    seconds.select += started.elapsed().as_secs_f64();
+    let Some((_, mut kern, mut set)) = best.clone() else {
+        return Err(Error::Numerical("IVM: no starting kernel".into()));
+    };
+    // Alternation from the best start, on the training part.
+    let mut last_run: Option<OptimiseReport> = None;
+    for round in 1..=params.rounds {
+        let started = Instant::now();
+        let (next, run) = optimise_kernel(
+            &validation.train,
+            &set,
+            &kern,
+            likelihood,
+            &params.optimiser,
+            progress,
+        )?;
+        seconds.optimise += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let (score, next_set) = validation.score(&next, sites, params, 100 + round as u64)?;
+        seconds.select += started.elapsed().as_secs_f64();
+        candidates.push(CandidateReport {
+            origin: format!("round {round}"),
+            label_noise: 0.0,
+            validation_log_predictive: Some(score),
+            objective: Some(run.value),
+        });
+        last_run = Some(run);
+        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+            best = Some((score, next.clone(), next_set.clone()));
+        }
+        kern = next;
+        set = next_set;
+    }
+    let Some((_, kern, _)) = best else {
+        return Err(Error::Numerical("IVM: no kernel".into()));
+    };
+    Ok(Learned {
+        kern,
+        sites,
+        candidates,
+        last_run,
+    })
 }
 
 /// The exported posterior over the active set: its runtime form, training
@@ -643,26 +693,6 @@ fn whitened_active_posterior(
 /// Most iterations of the all-rows `q(u)` fit (the default stall test
 /// usually stops it sooner).
 pub(crate) const ALL_ROWS_MAX_ITER: u64 = 1000;
-
-/// The exact GP classifier's kernel on a random subset of at most
-/// `params.kernel_points` rows of `data`, and the rows it saw.
-fn exact_classifier_kernel(
-    data: &Dataset,
-    bias: f64,
-    params: &IvmParams,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(KernelParams, usize)> {
-    let subset = data.at_most_rows(params.kernel_points, params.seed)?;
-    let (kern, _) = optimise_laplace(
-        &subset.x,
-        &subset.y,
-        bias,
-        data_scale_kernel(&subset, params.kernel)?,
-        &default_optimiser(),
-        progress,
-    )?;
-    Ok((kern, subset.n_rows()))
-}
 
 /// How the sites are computed: the likelihood, the probit's bias and its
 /// label-flip rate (see [`crate::model::inference::ivm::site`]).
