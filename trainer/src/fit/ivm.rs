@@ -29,8 +29,8 @@ use sgp_runtime::ModelKind;
 use super::exact::{optimise_exact_from, probit_bias};
 use super::svgp::{fit_kernel_on_basis, fit_variational_on_basis, starting_kernel};
 use super::{
-    check_max_points, data_scale_kernel, Checked, Fit, FitReport, Method, DEFAULT_STALL,
-    OptimiserReport, OutputReport, Rebuild, Rebuilt,
+    check_max_points, data_scale_kernel, Checked, Fit, FitReport, Method, OptimiserReport,
+    OutputReport, Rebuild, Rebuilt, DEFAULT_STALL,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -427,11 +427,22 @@ struct Learned {
     fitted: Option<(ActiveSet, Variational)>,
 }
 
+/// Classifier: multipliers of svgp's starting length scales the first
+/// round screens: from svgp's own alone, on the 6-D ring of 600 rows at M =
+/// 64 the bound settles where the latent is flat (test error 52%, svgp's
+/// 8%).
+const START_LENGTHSCALES: [f64; 3] = [1.0, 0.5, 0.25];
+
+/// Classifier: iterations each screened start runs before the best goes on.
+const SCREEN_ITER: u64 = 20;
+
 /// Classifier: the kernel learned as svgp learns its own (the bound on
 /// every row, svgp's prior on the log length scales), with the inducing
-/// inputs held at an active set instead of searched for; each round
-/// selects the active set again with the kernel of the round before, from
-/// svgp's starting kernel. On at most [`IvmParams::kernel_points`] rows.
+/// inputs held at an active set instead of searched for. Each round selects
+/// the active set with the kernel of the round before; the first screens
+/// svgp's starting kernel and shorter length scales ([`START_LENGTHSCALES`],
+/// [`SCREEN_ITER`] iterations each) by the bound and goes on from the
+/// best. On at most [`IvmParams::kernel_points`] rows.
 fn probit_kernel(
     data: &Dataset,
     bias: f64,
@@ -443,42 +454,135 @@ fn probit_kernel(
         0 => data.clone(),
         rows => data.at_most_rows(rows.max(params.m), params.seed)?,
     };
-    let sites = Sites {
-        likelihood: Likelihood::Probit,
-        bias,
-        label_noise: 0.0,
+    let rounds = params.rounds_for(Likelihood::Probit);
+    let learner = BasisLearner {
+        subset: &subset,
+        sites: Sites {
+            likelihood: Likelihood::Probit,
+            bias,
+            label_noise: 0.0,
+        },
+        params,
     };
-    let mut kern = starting_kernel(&subset, params.kernel)?;
+    let base = starting_kernel(&subset, params.kernel)?;
+    let mut kern = base.clone();
     let mut candidates = Vec::new();
     let mut last_run = None;
     let mut fitted = None;
-    for round in 1..=params.rounds_for(Likelihood::Probit) {
+    for round in 1..=rounds {
         let started = Instant::now();
-        let set = select(&subset, &kern, sites, params.m, params, round as u64)?;
-        seconds.select += started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let z = subset.x.select_rows(&set.indices);
-        let start = whitened_active_posterior(&z, &set, &kern, bias)?;
-        let (next, q, run) =
-            fit_kernel_on_basis(&subset, z, (&kern, start), &with_stall(&params.optimiser), progress)?;
-        fitted = (subset.n_rows() == data.n_rows()).then_some((set, q));
+        let mut state = if round == 1 {
+            let screen = OptimiseOptions {
+                max_iter: SCREEN_ITER,
+                ..params.optimiser.clone()
+            };
+            let mut best: Option<BasisState> = None;
+            for (stream, factor) in START_LENGTHSCALES.into_iter().enumerate() {
+                let mut start = base.clone();
+                for v in &mut start.log_lengthscales {
+                    *v += libm::log(factor);
+                }
+                let state = learner.start(&start, 1000 + stream as u64)?;
+                let state = learner.learn(state, &screen, &mut |_| {})?;
+                candidates.push(CandidateReport {
+                    origin: format!("start l x{factor}: {SCREEN_ITER} iterations"),
+                    label_noise: 0.0,
+                    validation_log_predictive: None,
+                    objective: state.run.as_ref().map(|run| run.value),
+                });
+                if best.as_ref().is_none_or(|b| state.value() < b.value()) {
+                    best = Some(state);
+                }
+            }
+            best.ok_or_else(|| Error::Numerical("IVM: no starting kernel".into()))?
+        } else {
+            learner.start(&kern, round as u64)?
+        };
+        state = learner.learn(state, &with_stall(&params.optimiser), progress)?;
         seconds.optimise += started.elapsed().as_secs_f64();
+        let run = state.run.take();
         candidates.push(CandidateReport {
             origin: format!("round {round}: svgp bound on {} rows", subset.n_rows()),
             label_noise: 0.0,
             validation_log_predictive: None,
-            objective: Some(run.value),
+            objective: run.as_ref().map(|run| run.value),
         });
-        kern = next;
-        last_run = Some(run);
+        kern = state.kern;
+        last_run = run;
+        fitted = (subset.n_rows() == data.n_rows()).then_some((state.set, state.q));
     }
     Ok(Learned {
         kern,
-        sites,
+        sites: learner.sites,
         candidates,
         last_run,
         fitted,
     })
+}
+
+/// A classifier's kernel, active set and `q(u)` on that basis, and the
+/// run that learned them.
+struct BasisState {
+    kern: KernelParams,
+    set: ActiveSet,
+    q: Variational,
+    run: Option<OptimiseReport>,
+}
+
+impl BasisState {
+    /// The penalised negative bound reached (infinite before any run).
+    fn value(&self) -> f64 {
+        self.run.as_ref().map_or(f64::INFINITY, |run| run.value)
+    }
+}
+
+/// Selects a classifier's active set and learns its kernel on the rows
+/// `subset`.
+struct BasisLearner<'a> {
+    subset: &'a Dataset,
+    sites: Sites,
+    params: &'a IvmParams,
+}
+
+impl BasisLearner<'_> {
+    /// The active set `kern` selects (random stream `stream`) and the
+    /// active set's posterior as the start of `q(u)`.
+    fn start(&self, kern: &KernelParams, stream: u64) -> Result<BasisState> {
+        let set = select(
+            self.subset,
+            kern,
+            self.sites,
+            self.params.m,
+            self.params,
+            stream,
+        )?;
+        let z = self.subset.x.select_rows(&set.indices);
+        let q = whitened_active_posterior(&z, &set, kern, self.sites.bias)?;
+        Ok(BasisState {
+            kern: kern.clone(),
+            set,
+            q,
+            run: None,
+        })
+    }
+
+    /// The kernel and `q(u)` on `state`'s basis after a run of `options`.
+    fn learn(
+        &self,
+        state: BasisState,
+        options: &OptimiseOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<BasisState> {
+        let z = self.subset.x.select_rows(&state.set.indices);
+        let (kern, q, run) =
+            fit_kernel_on_basis(self.subset, z, (&state.kern, state.q), options, progress)?;
+        Ok(BasisState {
+            kern,
+            set: state.set,
+            q,
+            run: Some(run),
+        })
+    }
 }
 
 /// Regression: every kernel of a small grid around the data's scales, and
@@ -799,7 +903,7 @@ fn optimise_kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::metrics::error_rate;
+    use crate::evaluate::metrics::{error_rate, mean_nlpd_binary};
     use crate::export::{check, PROBABILITY_TOLERANCE};
     use crate::fit::{fit, FitParams};
     use crate::tools::synth::{classification_dataset, ClassShape};
@@ -838,8 +942,75 @@ mod tests {
         assert!(err < 0.08, "xor test error {err}");
     }
 
+    /// Test error and log loss of a binary classifier `fitted` on `test`.
+    fn class_scores(fitted: &Fit, test: &Dataset) -> (f64, f64) {
+        let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
+        let prob: Vec<f64> = (0..test.n_rows())
+            .map(|i| norm_cdf(p.mean[i] / (1.0 + p.var[i].max(0.0)).sqrt()))
+            .collect();
+        let err = error_rate(p.mean.as_slice(), test.y.as_slice());
+        (err, mean_nlpd_binary(&prob, test.y.as_slice()))
+    }
+
+    /// The method: over seeds, the classifier's kernel (the svgp bound on
+    /// its active set) switches the ring's four irrelevant inputs off, and
+    /// its test error and log loss are svgp's at the same M within a
+    /// margin; the kernel it starts from is far worse.
     #[test]
-    fn learned_ard_brings_the_ivm_near_the_exact_classifier_on_a_noisy_ring() {
+    fn the_classifier_learns_the_ring_as_well_as_svgp_over_seeds() {
+        use crate::fit::exact::tests::noisy_ring;
+        for seed in 0..3 {
+            let train = noisy_ring(600, 10 + seed);
+            let test = noisy_ring(1000, 20 + seed);
+            let ivm = |rounds| {
+                FitParams::Ivm(IvmParams {
+                    m: 64,
+                    seed,
+                    rounds,
+                    ..IvmParams::default()
+                })
+            };
+            let fitted = fit(&train, &ivm(None), &mut |_| {}).unwrap();
+            let (err, loss) = class_scores(&fitted, &test);
+            let svgp = FitParams::Svgp(crate::fit::svgp::SvgpParams {
+                m: 64,
+                seed,
+                ..crate::fit::svgp::SvgpParams::default()
+            });
+            let svgp = fit(&train, &svgp, &mut |_| {}).unwrap();
+            let (svgp_err, svgp_loss) = class_scores(&svgp, &test);
+            let start = fit(&train, &ivm(Some(0)), &mut |_| {}).unwrap();
+            let (start_err, start_loss) = class_scores(&start, &test);
+            eprintln!(
+                "seed {seed}: ivm {err:.3} / {loss:.3}, svgp {svgp_err:.3} / {svgp_loss:.3}, \
+                 starting kernel {start_err:.3} / {start_loss:.3}"
+            );
+            let (l, ls) = (&fitted.report.lengthscales, &svgp.report.lengthscales);
+            eprintln!("length scales: ivm {l:?}, svgp {ls:?}");
+            assert!(
+                l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
+                "seed {seed}: length scales {l:?}"
+            );
+            assert!(
+                err < svgp_err + 0.02,
+                "seed {seed}: {err} against {svgp_err}"
+            );
+            assert!(
+                loss < svgp_loss + 0.04,
+                "seed {seed}: {loss} against {svgp_loss}"
+            );
+            assert!(
+                loss + 0.05 < start_loss,
+                "seed {seed}: {loss} against {start_loss}"
+            );
+        }
+    }
+
+    /// The all-rows posterior on the IVM's basis and kernel beats the
+    /// paper's (the active rows' sites alone) on the noisy ring, and both
+    /// come near the exact classifier.
+    #[test]
+    fn the_all_rows_posterior_is_near_the_exact_classifier_on_a_noisy_ring() {
         use crate::fit::exact::tests::{noisy_ring, test_error};
         let train = noisy_ring(600, 3);
         let test = noisy_ring(1000, 4);
@@ -848,28 +1019,18 @@ mod tests {
             ..crate::fit::ExactParams::default()
         });
         let (exact_err, _) = test_error(&train, &test, &exact);
-        let ivm = |kernel_points, posterior| {
+        let ivm = |posterior| {
             FitParams::Ivm(IvmParams {
                 m: 100,
-                kernel_points,
                 posterior,
                 ..IvmParams::default()
             })
         };
-        let (err, fitted) = test_error(&train, &test, &ivm(400, IvmPosterior::AllRows));
-        let l = &fitted.report.lengthscales;
-        assert!(
-            l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
-            "length scales {l:?}"
-        );
-        // Without the exact classifier's kernel the ring is lost.
-        let (blind, _) = test_error(&train, &test, &ivm(0, IvmPosterior::AllRows));
-        // The same basis and kernel with the active rows' sites alone.
-        let (active, _) = test_error(&train, &test, &ivm(400, IvmPosterior::ActiveSet));
-        eprintln!("exact {exact_err} all-rows {err} active-set {active} blind {blind}");
+        let (err, _) = test_error(&train, &test, &ivm(IvmPosterior::AllRows));
+        let (active, _) = test_error(&train, &test, &ivm(IvmPosterior::ActiveSet));
+        eprintln!("exact {exact_err} all-rows {err} active-set {active}");
         assert!(err < exact_err + 0.02, "IVM {err}, exact {exact_err}");
         assert!(err <= active, "all rows {err}, active set {active}");
-        assert!(blind > err + 0.05, "without {blind}, with {err}");
     }
 
     #[test]
