@@ -3,14 +3,15 @@
 //! regression whose basis is an active set of `M` training inputs chosen
 //! greedily by differential entropy ([`crate::model::inference::ivm`]).
 //!
-//! Every kernel tried (a classifier's exact GP classifier's, fitted with
-//! ARD on at most [`IvmParams::kernel_points`] rows, and rescalings of it;
-//! a grid around the data's scales; each round of the select-then-optimise
-//! alternation from the best) selects its active set on 80% of the rows
-//! and is scored by the mean log predictive of the other 20%
-//! (`VALIDATION_FRACTION`): the alternation alone is easily fooled by
-//! flipped labels (docs/src/classification.md, "How the IVM learns its
-//! kernel"). The best selects the final active set on every row.
+//! A classifier's kernel is svgp's (the bound on every row of at most
+//! [`IvmParams::kernel_points`], svgp's prior on the log length scales),
+//! learned with the inducing inputs held at an active set instead of
+//! searched for: a short screen of starting length scales, then rounds of
+//! select-then-fit; the final active set is the learned kernel's. A
+//! regression's kernel is the best of a small grid and of the
+//! select-then-optimise alternation, scored on 20% held-out rows
+//! (`VALIDATION_FRACTION`). Why, and what it cost before:
+//! docs/src/classification.md, "How the IVM learns its kernel".
 //!
 //! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`, no
 //! `L2`, `beta = L1^{-T} L1^{-1} m_I`; or, for a classifier by default, the
