@@ -83,6 +83,15 @@ def smooth_unbalanced(rng, n):
     return x, (f > 1.0).astype(int)
 
 
+def rings2(rng, n):
+    """2-D: two concentric rings (radii 1 and 2, radial noise sd 0.35),
+    one per class; they overlap where the noise crosses r = 1.5."""
+    y = rng.integers(0, 2, n)
+    r = 1.0 + y + 0.35 * rng.standard_normal(n)
+    angle = rng.uniform(0, 2 * np.pi, n)
+    return np.column_stack([r * np.cos(angle), r * np.sin(angle)]), y
+
+
 def xor2(rng, n):
     """XOR of the signs in 2-D, no irrelevant input, 5% label noise."""
     x = rng.uniform(-1, 1, (n, 2))
@@ -105,6 +114,7 @@ GENERATED = {
     "wave-noise5": (wave(0.05), 600, 1000),
     "wave-noise10": (wave(0.10), 600, 1000),
     "unbalanced3": (unbalanced, 1000, 1000),
+    "rings2": (rings2, 1000, 1000),
 }
 
 

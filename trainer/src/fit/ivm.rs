@@ -3,14 +3,15 @@
 //! regression whose basis is an active set of `M` training inputs chosen
 //! greedily by differential entropy ([`crate::model::inference::ivm`]).
 //!
-//! Every kernel tried (a classifier's exact GP classifier's, fitted with
-//! ARD on at most [`IvmParams::kernel_points`] rows, and rescalings of it;
-//! a grid around the data's scales; each round of the select-then-optimise
-//! alternation from the best) selects its active set on 80% of the rows
-//! and is scored by the mean log predictive of the other 20%
-//! (`VALIDATION_FRACTION`): the alternation alone is easily fooled by
-//! flipped labels (docs/src/classification.md, "How the IVM learns its
-//! kernel"). The best selects the final active set on every row.
+//! A classifier's kernel is svgp's (the bound on every row of at most
+//! [`IvmParams::kernel_points`], svgp's prior on the log length scales),
+//! learned with the inducing inputs held at an active set instead of
+//! searched for: a short screen of starting length scales, then rounds of
+//! select-then-fit; the final active set is the learned kernel's. A
+//! regression's kernel is the best of a small grid and of the
+//! select-then-optimise alternation, scored on 20% held-out rows
+//! (`VALIDATION_FRACTION`). Why, and what it cost before:
+//! docs/src/classification.md, "How the IVM learns its kernel".
 //!
 //! Runtime form: basis = the active inputs, `L1 = chol(K_I + Pi^{-1})`, no
 //! `L2`, `beta = L1^{-T} L1^{-1} m_I`; or, for a classifier by default, the
@@ -26,11 +27,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use sgp_runtime::ModelKind;
 
-use super::exact::{optimise_exact_from, optimise_laplace, probit_bias};
-use super::svgp::fit_variational_on_basis;
+use super::exact::{optimise_exact_from, probit_bias};
+use super::svgp::{fit_kernel_on_basis, fit_variational_on_basis, starting_kernel};
 use super::{
-    check_max_points, data_scale_kernel, default_optimiser, Checked, Fit, FitReport, Method,
-    OptimiserReport, OutputReport, Rebuild, Rebuilt,
+    check_max_points, data_scale_kernel, Checked, Fit, FitReport, Method, OptimiserReport,
+    OutputReport, Rebuild, Rebuilt, DEFAULT_STALL,
 };
 use crate::data::{Dataset, TargetKind};
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -43,12 +44,18 @@ use crate::model::kernel::KernelParams;
 use crate::model::likelihood::{norm_cdf, Likelihood};
 use crate::model::{ModelSet, TrainedModel};
 use crate::numerics::linalg::{cholesky_jittered, lower_inverse, mat_ref, mul, JitterPolicy};
-use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress};
+use crate::numerics::optimise::{minimise, OptimiseOptions, OptimiseReport, Progress, Stall};
 use crate::{Error, Result};
 
-/// Default number of select-then-optimise rounds before the final
-/// selection (GPmat's `ivmOptimise` default display runs a handful).
+/// Default number of a regression's select-then-optimise rounds before
+/// the final selection (GPmat's `ivmOptimise` default display runs a
+/// handful).
 pub(crate) const DEFAULT_ROUNDS: usize = 4;
+
+/// Default number of a classifier's rounds: one learns a kernel as good as
+/// svgp's on the classification suite (docs/src/ivm.md), a second costs
+/// as much again for about 0.005 of log loss.
+pub(crate) const CLASSIFIER_ROUNDS: usize = 1;
 
 /// Settings of an IVM fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,13 +66,14 @@ pub struct IvmParams {
     pub seed: u64,
     /// Randomised greedy selection.
     pub selection: SelectionOptions,
-    /// Select-then-optimise rounds (0: keep the starting kernel).
-    pub rounds: usize,
+    /// Select-then-optimise rounds (0: keep the starting kernel); `None`:
+    /// [`CLASSIFIER_ROUNDS`] for a classifier, [`DEFAULT_ROUNDS`] for a
+    /// regression.
+    pub rounds: Option<usize>,
     /// Optimiser settings of each round's kernel optimisation.
     pub optimiser: OptimiseOptions,
-    /// Classifier: rows of the exact GP classifier the first candidate
-    /// kernel comes from (a random subset of the rows the kernel is chosen
-    /// on if more; 0: no such candidate). Ignored for regression.
+    /// Classifier: rows the kernel is learned on at most (a random subset
+    /// if more; 0: every row). Ignored for regression.
     pub kernel_points: usize,
     /// Classifier: the posterior exported over the final active set.
     /// Ignored for regression (its active-set posterior is exact there).
@@ -101,11 +109,9 @@ impl Default for IvmPosterior {
     }
 }
 
-/// Default [`IvmParams::kernel_points`]: the exact classifier's time grows
-/// as the cube of its rows. On the 6-D ring (2,000 training rows, M = 128)
-/// 500 rows already switch the irrelevant inputs off, but the IVM's test
-/// error was 12.2% with their kernel and 10.4% with 1,000 rows' (the exact
-/// classifier itself: 8.0%).
+/// Default [`IvmParams::kernel_points`]: each of the kernel's rounds costs
+/// `O(rows M^2)` per iteration, and 1,000 rows learn the digits' 60 length
+/// scales as well as 1,347 (docs/src/ivm.md).
 pub(crate) const DEFAULT_KERNEL_POINTS: usize = 1000;
 
 impl Default for IvmParams {
@@ -114,7 +120,7 @@ impl Default for IvmParams {
             m: 100,
             seed: 0,
             selection: SelectionOptions::default(),
-            rounds: DEFAULT_ROUNDS,
+            rounds: None,
             optimiser: OptimiseOptions {
                 max_iter: 100,
                 ..OptimiseOptions::default()
@@ -152,15 +158,22 @@ impl IvmParams {
         Ok(Checked(self))
     }
 
-    /// Optimiser iterations the fit may use in all (the exact classifier's
-    /// run counted whatever the target: the budget is an upper bound).
+    /// The rounds of a fit with `likelihood` ([`IvmParams::rounds`]).
+    pub fn rounds_for(&self, likelihood: Likelihood) -> usize {
+        self.rounds.unwrap_or(match likelihood {
+            Likelihood::Probit => CLASSIFIER_ROUNDS,
+            Likelihood::Gaussian => DEFAULT_ROUNDS,
+        })
+    }
+
+    /// Optimiser iterations the fit may use in all (the classifier's
+    /// all-rows `q(u)` counted whatever the target: the budget is an upper
+    /// bound).
     pub fn iteration_budget(&self) -> u64 {
-        let exact = if self.kernel_points > 0 {
-            default_optimiser().max_iter
-        } else {
-            0
-        };
-        exact + self.rounds as u64 * self.optimiser.max_iter
+        let rounds = self
+            .rounds_for(Likelihood::Probit)
+            .max(self.rounds_for(Likelihood::Gaussian));
+        ALL_ROWS_MAX_ITER + rounds as u64 * self.optimiser.max_iter
     }
 }
 
@@ -201,22 +214,6 @@ const START_GRID: [(f64, f64); 6] = [
     (1.0, 4.0),
 ];
 
-/// Multipliers of the exact classifier's length scales and signal variance
-/// tried as starting kernels.
-const EXACT_VARIANTS: [(f64, f64); 6] = [
-    (1.0, 1.0),
-    (1.0, 0.25),
-    (1.0, 0.0625),
-    (1.5, 1.0),
-    (1.5, 0.25),
-    (2.0, 0.25),
-];
-
-/// Label-flip rates each probit start is tried with: the plain probit, and
-/// the robust likelihood that stops the selection chasing flipped labels
-/// (see [`crate::model::inference::ivm::site`]).
-const LABEL_NOISE_GRID: [f64; 3] = [0.0, 0.05, 0.1];
-
 /// Fraction of the training rows held out to choose the kernel.
 pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 
@@ -224,19 +221,20 @@ pub(crate) const VALIDATION_FRACTION: f64 = 0.2;
 /// rows it was selected from.
 const MIN_VALIDATION_ROWS: usize = 50;
 
-/// One candidate kernel and how it scored.
+/// One kernel tried and how it scored.
 #[derive(Clone, Debug, Serialize)]
 pub struct CandidateReport {
     /// Where it came from: `start l x0.5 s2 x1`, `round 2`.
     pub origin: String,
     /// The label-flip rate its sites were computed with.
     pub label_noise: f64,
-    /// Mean log predictive probability (probit) or density (Gaussian) of
-    /// the validation rows.
-    pub validation_log_predictive: f64,
-    /// `-log N(m_I | 0, K_I + Pi^{-1})` the round's optimisation reached
-    /// (rounds only).
-    pub active_nlml: Option<f64>,
+    /// Regression: the mean log predictive density of the held-out rows
+    /// the kernel is chosen by.
+    pub validation_log_predictive: Option<f64>,
+    /// The objective the round's kernel optimisation reached (rounds
+    /// only): `-log N(y_I | 0, K_I + s2_n I)` for regression, the negative
+    /// svgp bound with its length-scale prior for a classifier.
+    pub objective: Option<f64>,
 }
 
 /// The part the kernel is chosen on and the part it is scored on.
@@ -323,104 +321,22 @@ pub(crate) fn fit_ivm(
         TargetKind::Binary { .. } => probit_bias(&data.y),
         _ => 0.0,
     };
-    let validation = Validation::new(data, params.seed)?;
-    let (mut select_seconds, mut optimise_seconds) = (0.0, 0.0);
-    let mut candidates = Vec::new();
-    // Starting kernels: the exact classifier's, then the data's scales
-    // times a small grid.
-    let mut starts = Vec::new();
-    if likelihood == Likelihood::Probit && params.kernel_points > 0 {
-        let started = Instant::now();
-        let (kern, rows) = exact_classifier_kernel(&validation.train, bias, params, progress)?;
-        optimise_seconds += started.elapsed().as_secs_f64();
-        for (l_factor, s2_factor) in EXACT_VARIANTS {
-            let mut variant = kern.clone();
-            for v in &mut variant.log_lengthscales {
-                *v += libm::log(l_factor);
-            }
-            variant.log_signal_var += libm::log(s2_factor);
-            starts.push((
-                format!("exact classifier on {rows} rows, l x{l_factor} s2 x{s2_factor}"),
-                variant,
-            ));
-        }
-    }
-    let base = data_scale_kernel(data, params.kernel)?;
-    for (l_factor, s2_factor) in START_GRID {
-        let mut start = base.clone();
-        for v in &mut start.log_lengthscales {
-            *v += libm::log(l_factor);
-        }
-        start.log_signal_var += libm::log(s2_factor);
-        starts.push((format!("start l x{l_factor} s2 x{s2_factor}"), start));
-    }
-    let started = Instant::now();
-    let label_noises = match likelihood {
-        Likelihood::Probit => &LABEL_NOISE_GRID[..],
-        Likelihood::Gaussian => &[0.0][..],
+    let mut seconds = Seconds::default();
+    let learned = match likelihood {
+        Likelihood::Probit => probit_kernel(data, bias, params, &mut seconds, progress)?,
+        Likelihood::Gaussian => searched_kernel(data, params, &mut seconds, progress)?,
     };
-    let mut best: Option<(f64, KernelParams, ActiveSet, Sites)> = None;
-    let mut stream = 0;
-    for (origin, start) in starts {
-        for &label_noise in label_noises {
-            let sites = Sites {
-                likelihood,
-                bias,
-                label_noise,
-            };
-            let (score, set) = validation.score(&start, sites, params, stream)?;
-            stream += 1;
-            candidates.push(CandidateReport {
-                origin: origin.clone(),
-                label_noise,
-                validation_log_predictive: score,
-                active_nlml: None,
-            });
-            if best.as_ref().is_none_or(|(s, ..)| score > *s) {
-                best = Some((score, start.clone(), set, sites));
-            }
-        }
-    }
-    select_seconds += started.elapsed().as_secs_f64();
-    let Some((_, mut kern, mut set, sites)) = best.clone() else {
-        return Err(Error::Numerical("IVM: no starting kernel".into()));
-    };
-    // Alternation from the best start, on the training part.
-    let mut last_run: Option<OptimiseReport> = None;
-    for round in 1..=params.rounds {
-        let started = Instant::now();
-        let (next, run) = optimise_kernel(
-            &validation.train,
-            &set,
-            &kern,
-            likelihood,
-            &params.optimiser,
-            progress,
-        )?;
-        optimise_seconds += started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let (score, next_set) = validation.score(&next, sites, params, 100 + round as u64)?;
-        select_seconds += started.elapsed().as_secs_f64();
-        candidates.push(CandidateReport {
-            origin: format!("round {round}"),
-            label_noise: sites.label_noise,
-            validation_log_predictive: score,
-            active_nlml: Some(run.value),
-        });
-        last_run = Some(run);
-        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
-            best = Some((score, next.clone(), next_set.clone(), sites));
-        }
-        kern = next;
-        set = next_set;
-    }
-    let Some((_, kern, _, sites)) = best else {
-        return Err(Error::Numerical("IVM: no kernel".into()));
-    };
+    let Learned {
+        kern,
+        sites,
+        candidates,
+        last_run,
+        carried,
+    } = learned;
     // The model: the chosen kernel's selection on every row.
     let started = Instant::now();
     let set = select(data, &kern, sites, params.m, params, 999)?;
-    select_seconds += started.elapsed().as_secs_f64();
+    seconds.select += started.elapsed().as_secs_f64();
     let x_active = data.x.select_rows(&set.indices);
     let posterior = match likelihood {
         Likelihood::Probit => params.posterior,
@@ -430,11 +346,24 @@ pub(crate) fn fit_ivm(
     let exported = match posterior {
         IvmPosterior::ActiveSet => active_set_model(x_active, &set, &kern, sites)?,
         IvmPosterior::AllRows => {
-            let start = whitened_active_posterior(&x_active, &set, &kern, bias)?;
-            all_rows_model(x_active, &kern, start, params, data, progress)?
+            let mut options = OptimiseOptions {
+                max_iter: ALL_ROWS_MAX_ITER,
+                ..with_stall(&params.optimiser)
+            };
+            let start = match &carried {
+                Some((z, q)) => {
+                    options.stall = options.stall.map(|stall| Stall {
+                        window: CARRIED_STALL_WINDOW,
+                        ..stall
+                    });
+                    carried_posterior((z, q), &x_active, &kern)?
+                }
+                None => whitened_active_posterior(&x_active, &set, &kern, bias)?,
+            };
+            all_rows_model(x_active, &kern, start, (data, &options), progress)?
         }
     };
-    optimise_seconds += started.elapsed().as_secs_f64();
+    seconds.optimise += started.elapsed().as_secs_f64();
     let mut report = FitReport::new(Method::Ivm, data.n_rows(), exported.objective);
     report.jitter_escalations = exported.escalations;
     report.outputs = vec![OutputReport::named(
@@ -454,8 +383,8 @@ pub(crate) fn fit_ivm(
         label_noise: sites.label_noise,
         candidates,
         selection: params.selection,
-        select_seconds,
-        optimise_seconds,
+        select_seconds: seconds.select,
+        optimise_seconds: seconds.optimise,
     });
     let model = match data.target {
         TargetKind::Binary { positive } => TrainedModel::classifier(
@@ -472,6 +401,274 @@ pub(crate) fn fit_ivm(
         vec![kern],
         (JitterPolicy::default().initial, exported.rebuild),
     ))
+}
+
+/// The options of the classifier's runs of the svgp bound: `options`,
+/// stopped by svgp's stall test unless they name their own.
+fn with_stall(options: &OptimiseOptions) -> OptimiseOptions {
+    OptimiseOptions {
+        stall: options.stall.or(Some(DEFAULT_STALL)),
+        ..options.clone()
+    }
+}
+
+/// Seconds spent selecting active sets and optimising kernels.
+#[derive(Default)]
+struct Seconds {
+    select: f64,
+    optimise: f64,
+}
+
+/// The kernel and sites the final active set is selected with, the
+/// kernels tried on the way, and the last kernel optimisation.
+struct Learned {
+    kern: KernelParams,
+    sites: Sites,
+    candidates: Vec<CandidateReport>,
+    last_run: Option<OptimiseReport>,
+    /// Classifier: the last round's basis and `q(u)` under `kern`, which
+    /// start the final `q(u)` ([`carried_posterior`]).
+    carried: Option<(DMatrix<f64>, Variational)>,
+}
+
+/// Classifier: multipliers of svgp's starting length scales the first
+/// round screens: from svgp's own alone, on the 6-D ring of 600 rows at M =
+/// 64 the bound settles where the latent is flat (test error 52%, svgp's
+/// 8%).
+const START_LENGTHSCALES: [f64; 3] = [1.0, 0.5, 0.25];
+
+/// Classifier: iterations each screened start runs before the best goes on.
+const SCREEN_ITER: u64 = 20;
+
+/// Classifier: the kernel learned as svgp learns its own (the bound on
+/// every row, svgp's prior on the log length scales), with the inducing
+/// inputs held at an active set instead of searched for. Each round selects
+/// the active set with the kernel of the round before; the first screens
+/// svgp's starting kernel and shorter length scales ([`START_LENGTHSCALES`],
+/// [`SCREEN_ITER`] iterations each) by the bound and goes on from the
+/// best. On at most [`IvmParams::kernel_points`] rows.
+fn probit_kernel(
+    data: &Dataset,
+    bias: f64,
+    params: &IvmParams,
+    seconds: &mut Seconds,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Learned> {
+    let subset = match params.kernel_points {
+        0 => data.clone(),
+        rows => data.at_most_rows(rows.max(params.m), params.seed)?,
+    };
+    let rounds = params.rounds_for(Likelihood::Probit);
+    let learner = BasisLearner {
+        subset: &subset,
+        sites: Sites {
+            likelihood: Likelihood::Probit,
+            bias,
+            label_noise: 0.0,
+        },
+        params,
+    };
+    let base = starting_kernel(&subset, params.kernel)?;
+    let mut kern = base.clone();
+    let mut candidates = Vec::new();
+    let mut last_run = None;
+    let mut carried = None;
+    for round in 1..=rounds {
+        let started = Instant::now();
+        let mut state = if round == 1 {
+            let screen = OptimiseOptions {
+                max_iter: SCREEN_ITER,
+                ..params.optimiser.clone()
+            };
+            let mut best: Option<BasisState> = None;
+            for (stream, factor) in START_LENGTHSCALES.into_iter().enumerate() {
+                let mut start = base.clone();
+                for v in &mut start.log_lengthscales {
+                    *v += libm::log(factor);
+                }
+                let state = learner.start(&start, 1000 + stream as u64)?;
+                let state = learner.learn(state, &screen, &mut |_| {})?;
+                candidates.push(CandidateReport {
+                    origin: format!("start l x{factor}: {SCREEN_ITER} iterations"),
+                    label_noise: 0.0,
+                    validation_log_predictive: None,
+                    objective: state.run.as_ref().map(|run| run.value),
+                });
+                if best.as_ref().is_none_or(|b| state.value() < b.value()) {
+                    best = Some(state);
+                }
+            }
+            best.ok_or_else(|| Error::Numerical("IVM: no starting kernel".into()))?
+        } else {
+            learner.start(&kern, round as u64)?
+        };
+        state = learner.learn(state, &with_stall(&params.optimiser), progress)?;
+        seconds.optimise += started.elapsed().as_secs_f64();
+        let run = state.run.take();
+        candidates.push(CandidateReport {
+            origin: format!("round {round}: svgp bound on {} rows", subset.n_rows()),
+            label_noise: 0.0,
+            validation_log_predictive: None,
+            objective: run.as_ref().map(|run| run.value),
+        });
+        kern = state.kern;
+        last_run = run;
+        carried = Some((subset.x.select_rows(&state.set.indices), state.q));
+    }
+    Ok(Learned {
+        kern,
+        sites: learner.sites,
+        candidates,
+        last_run,
+        carried,
+    })
+}
+
+/// A classifier's kernel, active set and `q(u)` on that basis, and the
+/// run that learned them.
+struct BasisState {
+    kern: KernelParams,
+    set: ActiveSet,
+    q: Variational,
+    run: Option<OptimiseReport>,
+}
+
+impl BasisState {
+    /// The penalised negative bound reached (infinite before any run).
+    fn value(&self) -> f64 {
+        self.run.as_ref().map_or(f64::INFINITY, |run| run.value)
+    }
+}
+
+/// Selects a classifier's active set and learns its kernel on the rows
+/// `subset`.
+struct BasisLearner<'a> {
+    subset: &'a Dataset,
+    sites: Sites,
+    params: &'a IvmParams,
+}
+
+impl BasisLearner<'_> {
+    /// The active set `kern` selects (random stream `stream`) and the
+    /// active set's posterior as the start of `q(u)`.
+    fn start(&self, kern: &KernelParams, stream: u64) -> Result<BasisState> {
+        let set = select(
+            self.subset,
+            kern,
+            self.sites,
+            self.params.m,
+            self.params,
+            stream,
+        )?;
+        let z = self.subset.x.select_rows(&set.indices);
+        let q = whitened_active_posterior(&z, &set, kern, self.sites.bias)?;
+        Ok(BasisState {
+            kern: kern.clone(),
+            set,
+            q,
+            run: None,
+        })
+    }
+
+    /// The kernel and `q(u)` on `state`'s basis after a run of `options`.
+    fn learn(
+        &self,
+        state: BasisState,
+        options: &OptimiseOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<BasisState> {
+        let z = self.subset.x.select_rows(&state.set.indices);
+        let (kern, q, run) =
+            fit_kernel_on_basis(self.subset, z, (&state.kern, state.q), options, progress)?;
+        Ok(BasisState {
+            kern,
+            set: state.set,
+            q,
+            run: Some(run),
+        })
+    }
+}
+
+/// Regression: every kernel of a small grid around the data's scales, and
+/// each round of the select-then-optimise alternation from the best,
+/// selects on 80% of the rows and is scored on the rest; the best wins.
+fn searched_kernel(
+    data: &Dataset,
+    params: &IvmParams,
+    seconds: &mut Seconds,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Learned> {
+    let likelihood = Likelihood::Gaussian;
+    let validation = Validation::new(data, params.seed)?;
+    let mut candidates = Vec::new();
+    let base = data_scale_kernel(data, params.kernel)?;
+    let started = Instant::now();
+    let sites = Sites {
+        likelihood,
+        bias: 0.0,
+        label_noise: 0.0,
+    };
+    let mut best: Option<(f64, KernelParams, ActiveSet)> = None;
+    for (stream, (l_factor, s2_factor)) in START_GRID.into_iter().enumerate() {
+        let mut start = base.clone();
+        for v in &mut start.log_lengthscales {
+            *v += libm::log(l_factor);
+        }
+        start.log_signal_var += libm::log(s2_factor);
+        let (score, set) = validation.score(&start, sites, params, stream as u64)?;
+        candidates.push(CandidateReport {
+            origin: format!("start l x{l_factor} s2 x{s2_factor}"),
+            label_noise: 0.0,
+            validation_log_predictive: Some(score),
+            objective: None,
+        });
+        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+            best = Some((score, start, set));
+        }
+    }
+    seconds.select += started.elapsed().as_secs_f64();
+    let Some((_, mut kern, mut set)) = best.clone() else {
+        return Err(Error::Numerical("IVM: no starting kernel".into()));
+    };
+    // Alternation from the best start, on the training part.
+    let mut last_run: Option<OptimiseReport> = None;
+    for round in 1..=params.rounds_for(Likelihood::Gaussian) {
+        let started = Instant::now();
+        let (next, run) = optimise_kernel(
+            &validation.train,
+            &set,
+            &kern,
+            likelihood,
+            &params.optimiser,
+            progress,
+        )?;
+        seconds.optimise += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let (score, next_set) = validation.score(&next, sites, params, 100 + round as u64)?;
+        seconds.select += started.elapsed().as_secs_f64();
+        candidates.push(CandidateReport {
+            origin: format!("round {round}"),
+            label_noise: 0.0,
+            validation_log_predictive: Some(score),
+            objective: Some(run.value),
+        });
+        last_run = Some(run);
+        if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+            best = Some((score, next.clone(), next_set.clone()));
+        }
+        kern = next;
+        set = next_set;
+    }
+    let Some((_, kern, _)) = best else {
+        return Err(Error::Numerical("IVM: no kernel".into()));
+    };
+    Ok(Learned {
+        kern,
+        sites,
+        candidates,
+        last_run,
+        carried: None,
+    })
 }
 
 /// The exported posterior over the active set: its runtime form, training
@@ -526,15 +723,11 @@ fn all_rows_model(
     x_active: DMatrix<f64>,
     kern: &KernelParams,
     start: Variational,
-    params: &IvmParams,
-    data: &Dataset,
+    (data, options): (&Dataset, &OptimiseOptions),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Exported> {
     let config = SvgpConfig::default();
-    let options = OptimiseOptions {
-        max_iter: ALL_ROWS_MAX_ITER,
-        ..params.optimiser.clone()
-    };
+    let options = options.clone();
     let fitted = fit_on_basis(data, &x_active, kern, start, (config, &options), progress)?;
     let (kern, data, q) = (kern.clone(), data.clone(), fitted.q);
     Ok(Exported {
@@ -640,29 +833,53 @@ fn whitened_active_posterior(
     Ok(Variational { mean, sqrt, bias })
 }
 
+/// The distribution of the basis values at the rows of `to` that the
+/// posterior `q` over the basis `from` implies under `kern`, as the
+/// whitened `q(v)` over `to`: the final all-rows fit then starts near its
+/// optimum (on the 2-D rings from a bound of 365 where the optimum is 187,
+/// from the active set's posterior) and stops within a few iterations.
+///
+/// With `A = Lu^{-1} K(from, to)`, `q(v) = N(m, L L^T)` over `from`: the
+/// values at `to` are `N(A^T m, K(to, to) - A^T A + (L^T A)^T (L^T A))`.
+fn carried_posterior(
+    (from, q): (&DMatrix<f64>, &Variational),
+    to: &DMatrix<f64>,
+    kern: &KernelParams,
+) -> Result<Variational> {
+    let jitter = SvgpConfig::default().jitter;
+    let old = PseudoInputs::new(from.clone())?;
+    let lu = cholesky_jittered(&old.kuu(kern), kern.signal_var(), &jitter)?.l;
+    let a = lu
+        .solve_lower_triangular(&old.kuf(kern, to.rows(0, to.nrows())))
+        .ok_or_else(|| Error::Numerical("IVM: singular basis factor".into()))?;
+    let kzz = PseudoInputs::new(to.clone())?.kuu(kern);
+    let lz = cholesky_jittered(&kzz, kern.signal_var(), &jitter)?.l;
+    let singular = || Error::Numerical("IVM: singular basis factor".into());
+    // B = A Lz^{-T}: the whitened covariance is I - B^T B + (L^T B)^T L^T B.
+    let b = lz
+        .solve_lower_triangular(&a.transpose())
+        .ok_or_else(singular)?
+        .transpose();
+    let mean = b.tr_mul(&q.mean);
+    let lb = q.sqrt.tr_mul(&b);
+    let whitened = DMatrix::identity(to.nrows(), to.nrows()) - b.tr_mul(&b) + lb.tr_mul(&lb);
+    let whitened = (&whitened + whitened.transpose()) * 0.5;
+    let sqrt = cholesky_jittered(&whitened, 1.0, &jitter)?.l;
+    Ok(Variational {
+        mean,
+        sqrt,
+        bias: q.bias,
+    })
+}
+
+/// Iterations the stall test of the final all-rows `q(u)` fit looks back
+/// over when it starts from the last round's posterior (near its optimum:
+/// the default window of 50 would be most of the run).
+const CARRIED_STALL_WINDOW: u64 = 10;
+
 /// Most iterations of the all-rows `q(u)` fit (the default stall test
 /// usually stops it sooner).
 pub(crate) const ALL_ROWS_MAX_ITER: u64 = 1000;
-
-/// The exact GP classifier's kernel on a random subset of at most
-/// `params.kernel_points` rows of `data`, and the rows it saw.
-fn exact_classifier_kernel(
-    data: &Dataset,
-    bias: f64,
-    params: &IvmParams,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(KernelParams, usize)> {
-    let subset = data.at_most_rows(params.kernel_points, params.seed)?;
-    let (kern, _) = optimise_laplace(
-        &subset.x,
-        &subset.y,
-        bias,
-        data_scale_kernel(&subset, params.kernel)?,
-        &default_optimiser(),
-        progress,
-    )?;
-    Ok((kern, subset.n_rows()))
-}
 
 /// How the sites are computed: the likelihood, the probit's bias and its
 /// label-flip rate (see [`crate::model::inference::ivm::site`]).
@@ -730,7 +947,7 @@ fn optimise_kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::metrics::error_rate;
+    use crate::evaluate::metrics::{error_rate, mean_nlpd_binary};
     use crate::export::{check, PROBABILITY_TOLERANCE};
     use crate::fit::{fit, FitParams};
     use crate::tools::synth::{classification_dataset, ClassShape};
@@ -769,8 +986,75 @@ mod tests {
         assert!(err < 0.08, "xor test error {err}");
     }
 
+    /// Test error and log loss of a binary classifier `fitted` on `test`.
+    fn class_scores(fitted: &Fit, test: &Dataset) -> (f64, f64) {
+        let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
+        let prob: Vec<f64> = (0..test.n_rows())
+            .map(|i| norm_cdf(p.mean[i] / (1.0 + p.var[i].max(0.0)).sqrt()))
+            .collect();
+        let err = error_rate(p.mean.as_slice(), test.y.as_slice());
+        (err, mean_nlpd_binary(&prob, test.y.as_slice()))
+    }
+
+    /// The method: over seeds, the classifier's kernel (the svgp bound on
+    /// its active set) switches the ring's four irrelevant inputs off, and
+    /// its test error and log loss are svgp's at the same M within a
+    /// margin; the kernel it starts from is far worse.
     #[test]
-    fn learned_ard_brings_the_ivm_near_the_exact_classifier_on_a_noisy_ring() {
+    fn the_classifier_learns_the_ring_as_well_as_svgp_over_seeds() {
+        use crate::fit::exact::tests::noisy_ring;
+        for seed in 0..3 {
+            let train = noisy_ring(600, 10 + seed);
+            let test = noisy_ring(1000, 20 + seed);
+            let ivm = |rounds| {
+                FitParams::Ivm(IvmParams {
+                    m: 64,
+                    seed,
+                    rounds,
+                    ..IvmParams::default()
+                })
+            };
+            let fitted = fit(&train, &ivm(None), &mut |_| {}).unwrap();
+            let (err, loss) = class_scores(&fitted, &test);
+            let svgp = FitParams::Svgp(crate::fit::svgp::SvgpParams {
+                m: 64,
+                seed,
+                ..crate::fit::svgp::SvgpParams::default()
+            });
+            let svgp = fit(&train, &svgp, &mut |_| {}).unwrap();
+            let (svgp_err, svgp_loss) = class_scores(&svgp, &test);
+            let start = fit(&train, &ivm(Some(0)), &mut |_| {}).unwrap();
+            let (start_err, start_loss) = class_scores(&start, &test);
+            eprintln!(
+                "seed {seed}: ivm {err:.3} / {loss:.3}, svgp {svgp_err:.3} / {svgp_loss:.3}, \
+                 starting kernel {start_err:.3} / {start_loss:.3}"
+            );
+            let (l, ls) = (&fitted.report.lengthscales, &svgp.report.lengthscales);
+            eprintln!("length scales: ivm {l:?}, svgp {ls:?}");
+            assert!(
+                l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
+                "seed {seed}: length scales {l:?}"
+            );
+            assert!(
+                err < svgp_err + 0.02,
+                "seed {seed}: {err} against {svgp_err}"
+            );
+            assert!(
+                loss < svgp_loss + 0.04,
+                "seed {seed}: {loss} against {svgp_loss}"
+            );
+            assert!(
+                loss + 0.05 < start_loss,
+                "seed {seed}: {loss} against {start_loss}"
+            );
+        }
+    }
+
+    /// The all-rows posterior on the IVM's basis and kernel beats the
+    /// paper's (the active rows' sites alone) on the noisy ring, and both
+    /// come near the exact classifier.
+    #[test]
+    fn the_all_rows_posterior_is_near_the_exact_classifier_on_a_noisy_ring() {
         use crate::fit::exact::tests::{noisy_ring, test_error};
         let train = noisy_ring(600, 3);
         let test = noisy_ring(1000, 4);
@@ -779,28 +1063,18 @@ mod tests {
             ..crate::fit::ExactParams::default()
         });
         let (exact_err, _) = test_error(&train, &test, &exact);
-        let ivm = |kernel_points, posterior| {
+        let ivm = |posterior| {
             FitParams::Ivm(IvmParams {
                 m: 100,
-                kernel_points,
                 posterior,
                 ..IvmParams::default()
             })
         };
-        let (err, fitted) = test_error(&train, &test, &ivm(400, IvmPosterior::AllRows));
-        let l = &fitted.report.lengthscales;
-        assert!(
-            l[2..].iter().all(|&v| v > 5.0 * l[0].max(l[1])),
-            "length scales {l:?}"
-        );
-        // Without the exact classifier's kernel the ring is lost.
-        let (blind, _) = test_error(&train, &test, &ivm(0, IvmPosterior::AllRows));
-        // The same basis and kernel with the active rows' sites alone.
-        let (active, _) = test_error(&train, &test, &ivm(400, IvmPosterior::ActiveSet));
-        eprintln!("exact {exact_err} all-rows {err} active-set {active} blind {blind}");
+        let (err, _) = test_error(&train, &test, &ivm(IvmPosterior::AllRows));
+        let (active, _) = test_error(&train, &test, &ivm(IvmPosterior::ActiveSet));
+        eprintln!("exact {exact_err} all-rows {err} active-set {active}");
         assert!(err < exact_err + 0.02, "IVM {err}, exact {exact_err}");
         assert!(err <= active, "all rows {err}, active set {active}");
-        assert!(blind > err + 0.05, "without {blind}, with {err}");
     }
 
     #[test]

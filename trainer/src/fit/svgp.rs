@@ -452,6 +452,68 @@ pub(crate) fn fit_variational_on_basis(
     Ok((features, q, run))
 }
 
+/// The svgp fit's starting kernel on `data` (every log length scale at
+/// its prior centre, signal variance 1) in the family `kernel`: a kernel
+/// learned elsewhere (the IVM's) starts where svgp's does.
+///
+/// # Errors
+/// An input whose spread is not finite.
+pub(crate) fn starting_kernel(data: &Dataset, kernel: Kernel) -> Result<KernelParams> {
+    Ok(initial_kernel(&Bound::for_data(data)?.prior)?.with_kernel(kernel))
+}
+
+/// The bound's kernel, `q(u)` and bias on every row of `data` (a binary
+/// target) with the inducing inputs fixed at the rows of `z`, under the
+/// svgp fit's prior on the log length scales: svgp's kernel fit without
+/// its pseudo-input search (the IVM's kernel, on its active set). Starts
+/// at `kernel` and `start` (whitened, as the bound's parameters are);
+/// the pseudo-input gradient is computed and dropped.
+///
+/// # Errors
+/// Shape mismatches; numerical failures of the bound.
+pub(crate) fn fit_kernel_on_basis(
+    data: &Dataset,
+    z: DMatrix<f64>,
+    (kernel, start): (&KernelParams, Variational),
+    options: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(KernelParams, Variational, OptimiseReport)> {
+    let features = PseudoInputs::new(z)?;
+    let held = features.params();
+    let y = Latents {
+        classes: Vec::new(),
+        binary: true,
+    }
+    .labels(data);
+    let bound = Bound::for_data(data)?;
+    let objective = bound.objective((&data.x, &y), (features, kernel.clone(), vec![start]))?;
+    let options = OptimiseOptions {
+        memory: options.memory.or(Some(LBFGS_MEMORY)),
+        ..options.for_rows(data.n_rows())
+    };
+    let whole = |free: &[f64]| {
+        let mut p = held.clone();
+        p.extend_from_slice(free);
+        p
+    };
+    let free = objective.initial()[held.len()..].to_vec();
+    let run = minimise(
+        |free| {
+            let (value, grad) = objective.objective(&whole(free))?;
+            Ok((value, grad[held.len()..].to_vec()))
+        },
+        free,
+        &options,
+        progress,
+    )?;
+    let (_, kernel, qs) = objective.unpack(&whole(&run.x))?;
+    let q = qs
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Numerical("svgp: no latent was fitted".into()))?;
+    Ok((kernel, q, run))
+}
+
 /// Standard deviation of the prior on every log length scale, centred on
 /// the start (`prior_centres`): a length scale `e` times shorter or
 /// longer than its centre costs half a nat. Maximum likelihood over `D`

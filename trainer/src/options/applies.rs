@@ -107,8 +107,8 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "--max-points",
         models: &[Exact, Ivm, Gplasso, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca],
         task: None,
-        what: "the rows of an exact GP (exact, and the start of ivm, gplasso and the pseudo-input \
-               fits)",
+        what: "the rows of an exact GP (exact, and the start of gplasso and the pseudo-input \
+               fits) or of the ivm classifier's kernel",
     },
     Setting {
         flag: "--ivm-posterior",

@@ -206,7 +206,7 @@ pub(crate) struct Settings {
     #[arg(long, value_parser = crate::named::named::<HyperInit>())]
     init_hyper: Option<HyperInit>,
     /// Rows an exact GP is fitted on at most (a random subset if more);
-    /// also the exact classifier an IVM classifier takes its kernel from
+    /// also the rows an IVM classifier learns its kernel on (0: every row)
     /// [default: 1000].
     #[arg(long)]
     max_points: Option<usize>,

@@ -243,15 +243,24 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
         let best = ivm
             .candidates
             .iter()
-            .map(|c| c.validation_log_predictive)
+            .filter_map(|c| c.validation_log_predictive)
             .fold(f64::NEG_INFINITY, f64::max);
+        let kernel = if best.is_finite() {
+            format!(
+                "kernel chosen among {} candidates by held-out mean log predictive {best:.4}",
+                ivm.candidates.len()
+            )
+        } else {
+            format!(
+                "kernel learned by the svgp bound on the active set in {} rounds",
+                ivm.candidates.len()
+            )
+        };
         println!(
-            "active set      {} training rows by differential entropy ({:?} likelihood); kernel \
-             chosen among {} candidates by held-out mean log predictive {best:.4}; selection \
-             {:.2} s, kernel optimisation {:.2} s",
+            "active set      {} training rows by differential entropy ({:?} likelihood); \
+             {kernel}; selection {:.2} s, kernel optimisation {:.2} s",
             ivm.active_rows.len(),
             ivm.likelihood,
-            ivm.candidates.len(),
             ivm.select_seconds,
             ivm.optimise_seconds
         );
