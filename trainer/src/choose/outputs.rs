@@ -18,10 +18,10 @@
 use serde::Serialize;
 
 use super::held_out;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
+use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
 use crate::fit::{self, Fit, FitParams};
 use crate::numerics::optimise::Progress;
 use crate::Result;
