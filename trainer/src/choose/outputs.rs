@@ -102,33 +102,21 @@ pub fn fit_outputs(
         });
     }
     let Some(params) = weighable(outputs, request, &shared) else {
-        let basis = BasisChoice {
-            kept: SHARED,
-            rows: 0,
-            outputs: Vec::new(),
-            reason: "one basis for every output (not weighed against one model per output: \
-                     held-out comparisons are made on fewer than 2,000 rows, for a regression \
-                     family that shares a basis, and not with --no-held-out-choice)"
+        return Ok(keep_shared(
+            shared,
+            "one basis for every output (not weighed against one model per output: \
+             held-out comparisons are made on fewer than 2,000 rows, for a regression \
+             family that shares a basis, and not with --no-held-out-choice)"
                 .into(),
-        };
-        return Ok(OutputsFit {
-            fits: vec![shared],
-            basis: Some(basis),
-        });
+        ));
     };
     let verdicts = match weigh(outputs, &params) {
         Ok(v) => v,
         Err(e) => {
-            let basis = BasisChoice {
-                kept: SHARED,
-                rows: 0,
-                outputs: Vec::new(),
-                reason: format!("one basis for every output (the comparison with one model per output failed: {e})"),
-            };
-            return Ok(OutputsFit {
-                fits: vec![shared],
-                basis: Some(basis),
-            });
+            return Ok(keep_shared(
+                shared,
+                format!("one basis for every output (the comparison with one model per output failed: {e})"),
+            ));
         }
     };
     let mut basis = decide(verdicts);
@@ -159,6 +147,19 @@ pub fn fit_outputs(
         fits,
         basis: Some(basis),
     })
+}
+
+/// The shared fit kept without a weighing, for `reason`.
+fn keep_shared(shared: Fit, reason: String) -> OutputsFit {
+    OutputsFit {
+        fits: vec![shared],
+        basis: Some(BasisChoice {
+            kept: SHARED,
+            rows: 0,
+            outputs: Vec::new(),
+            reason,
+        }),
+    }
 }
 
 /// The settings of `shared` (its family and objective), if the shared
