@@ -17,7 +17,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::metrics::mean_nlpd;
 use sgp_trainer::fit::Fit;
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::options::Options;
+use sgp_trainer::options::{ModelChoice, Options};
 use sgp_trainer::tools::dynamics::System;
 
 const TRAIN: usize = 1500;
@@ -106,6 +106,18 @@ fn main() -> sgp_trainer::Result<()> {
                 before.report.method.name(),
                 basis.reason
             );
+            // The separate blobs of the shared fit's family and objective
+            // (what the choice weighs, and what sharing saves bytes on).
+            let same = Options {
+                model: Some(ModelChoice::Family(before.report.method)),
+                objective: before.report.approximation,
+                ..options.clone()
+            };
+            let mut same_bytes = 0;
+            for out in train.outputs() {
+                let mut fit = sgp_trainer::choose::fit(out, &same.request(out)?, &mut |_| {})?;
+                same_bytes += bytes(&same, &mut fit, &x)?;
+            }
             let before_bytes = bytes(&options, &mut before, &x)?;
             let mut after_bytes = 0;
             for fit in &mut after_fits {
@@ -140,6 +152,7 @@ fn main() -> sgp_trainer::Result<()> {
                 system.name(),
                 seed,
                 own_bytes,
+                same_bytes,
                 before_bytes,
                 after_bytes,
                 families.join(", "),
@@ -154,14 +167,16 @@ fn main() -> sgp_trainer::Result<()> {
     }
     println!(
         "\n| seed | set | separate blobs (bytes) | before (bytes, ratio) | after (bytes, ratio) | \
-         own fits |"
+         own fits | same-family separate blobs (bytes) | after / same-family |"
     );
-    println!("|---|---|---|---|---|---|");
-    for (set, seed, own, before, after, families) in sizes {
+    println!("|---|---|---|---|---|---|---|---|");
+    for (set, seed, own, same, before, after, families) in sizes {
         println!(
-            "| {seed} | {set} | {own} | {before} ({:.2}) | {after} ({:.2}) | {families} |",
+            "| {seed} | {set} | {own} | {before} ({:.2}) | {after} ({:.2}) | {families} | {same} | \
+             {:.2} |",
             before as f64 / own as f64,
-            after as f64 / own as f64
+            after as f64 / own as f64,
+            after as f64 / same as f64
         );
     }
     Ok(())
