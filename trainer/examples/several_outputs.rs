@@ -4,9 +4,10 @@
 //! default settings: per seed, set and output the test NLPD of the output's
 //! own fit (`sgp fit --target ex`), of the shared fit (before: what
 //! `sgp fit --target ex,ey,ez` exported until the choice) and of what the
-//! fit keeps now (after), with the blob bytes against the separate blobs;
-//! every model exported (checked, cured where needed) before it predicts,
-//! as `sgp fit` exports it.
+//! fit keeps now (after), with the blob bytes against the separate blobs
+//! and against the separate blobs of the shared fit's own family and
+//! objective (the measure of the 0.6 blob bar); every model exported
+//! (checked, cured where needed) before it predicts, as `sgp fit` does.
 //! Where the shared fit is kept, after is before (the same fit). A
 //! measurement, not a test:
 //! `cargo run --release -p sgp-trainer --example several_outputs [-- M [SEEDS [SETS]]]`

@@ -349,7 +349,9 @@ _SETTINGS_DOC = """
         the selected basis kept.
     held_out_choice : bool, default=True
         Make the held-out comparisons on small data (``False``: ``sgp fit
-        --no-held-out-choice``).
+        --no-held-out-choice``: FITC unless ``objective`` says otherwise,
+        no family weighed against SPGP, spgp-hs's prior strength the fixed
+        0.3, several targets on one basis).
     ivm_posterior : {"all-rows", "active-set"} or None, default=None
         The ivm classifier's posterior.
     reproducible : bool, default=False
