@@ -1,13 +1,14 @@
 //! Fitting from in-memory arrays: the library calls `sgp fit` makes (the
-//! options builder, the choice layer, the export with its check and cure),
-//! with the GIL released while the fit runs.
+//! options builder, the choice layer with its choice of one basis or one
+//! model per output, the export with its check and cure), with the GIL
+//! released while the fit runs.
 
 use std::time::{Duration, Instant};
 
 use nalgebra::DMatrix;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::choose;
+use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
 use sgp_trainer::data::labels::class_name;
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
@@ -15,6 +16,7 @@ use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::{FitReport, Method};
+use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::options::{ModelChoice, Options};
@@ -35,6 +37,15 @@ pub(crate) struct FitSummary<'a> {
     /// What `sgp fit` warns about: constant inputs, columns f32 cannot
     /// resolve, names too long for a device.
     pub(crate) warnings: Vec<String>,
+}
+
+/// What a fit of in-memory arrays returns besides its blobs: for several
+/// outputs the choice of one basis or one model per output (`sgp fit
+/// --json`'s `basis`), and each blob's summary, in output order.
+#[derive(serde::Serialize)]
+struct OutputsSummary<'a> {
+    basis: Option<&'a BasisChoice>,
+    fits: Vec<FitSummary<'a>>,
 }
 
 /// `sgp fit`'s warnings about the training data, for `warnings.warn`.
@@ -216,14 +227,18 @@ fn outputs(
 }
 
 /// Fits `x` (`n x d`, raw units) to `y` (`n x p`) as `settings` ask, as
-/// `sgp fit` does (one regression output per column of `y`; or, with
-/// `classes`, a classification of `y`'s one column of class values, the
-/// larger of two positive; `text_labels` names them where they are text),
-/// and exports it through the f32 check (curing a failing export as `sgp
-/// fit` does; `force` exports a model nothing cures). Returns the blob,
-/// the fitted f64 models ([`crate::state`]) and a JSON summary (report,
-/// classes, fidelity, cure, warnings). `progress`, if given, is called as
-/// `progress(iteration, budget, objective)` while the fit runs.
+/// `sgp fit` does (one regression output per column of `y`, on one basis
+/// or, where that basis loses on held-out rows, one model per output; or,
+/// with `classes`, a classification of `y`'s one column of class values,
+/// the larger of two positive; `text_labels` names them where they are
+/// text), and exports every model through the f32 check (curing a failing
+/// export as `sgp fit` does; `force` exports a model nothing cures).
+/// Returns the blobs (one, or one per output as `sgp fit` writes
+/// `out.<target>.sgp`), the fitted f64 models ([`crate::state`], every
+/// output's in output order) and a JSON summary (the basis choice, and
+/// per blob its report, classes, fidelity, cure and warnings).
+/// `progress`, if given, is called as `progress(iteration, budget,
+/// objective)` while the fit runs.
 #[pyfunction]
 #[pyo3(signature = (x, n, d, y, p, input_names, target_names, settings, classes=0, text_labels=Vec::new(), force=false, progress=None))]
 #[allow(clippy::too_many_arguments)]
@@ -241,7 +256,7 @@ pub(crate) fn fit<'py>(
     text_labels: Vec<String>,
     force: bool,
     progress: Option<Py<PyAny>>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, String)> {
+) -> PyResult<(Vec<Bound<'py, PyBytes>>, Bound<'py, PyBytes>, String)> {
     let x = matrix(x, n, d, "X")?;
     let y = matrix(y, n, p, "y")?;
     let options = settings.options()?;
@@ -253,7 +268,7 @@ pub(crate) fn fit<'py>(
     };
     let fitted = py
         .detach(|| {
-            options.run(|| -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+            options.run(|| -> sgp_trainer::Result<(Vec<Vec<u8>>, Vec<u8>, String)> {
                 let names = (input_names, target_names);
                 let models: Vec<Method> = match options.model {
                     Some(ModelChoice::Family(family)) => vec![family],
@@ -267,31 +282,53 @@ pub(crate) fn fit<'py>(
                     reporter.report(&p, false);
                     last = Some(p);
                 };
-                let fitted = choose::fit(&outputs, &request, &mut on_progress);
+                let fitted = fit_outputs(&outputs, &request, &mut on_progress);
                 if let Some(p) = last {
                     reporter.report(&p, true);
                 }
-                let mut fitted = fitted?;
-                if !labels.is_empty() {
-                    fitted.set.class_labels = labels;
+                let OutputsFit { fits, basis } = fitted?;
+                let check_x = outputs[0].raw_x();
+                let mut exported = Vec::with_capacity(fits.len());
+                for mut fit in fits {
+                    if !labels.is_empty() {
+                        fit.set.class_labels = labels.clone();
+                    }
+                    let blob = options.export(&mut fit, &check_x, force)?;
+                    exported.push((fit, blob));
                 }
-                let exported = options.export(&mut fitted, &outputs[0].raw_x(), force)?;
-                let summary = FitSummary {
-                    report: &fitted.report,
-                    classes: &fitted.set.class_labels,
-                    fidelity: &exported.fidelity,
-                    cure: exported.cure.as_ref(),
-                    warnings: data_warnings(&outputs[0]),
+                let mut warnings = data_warnings(&outputs[0]);
+                let summary = OutputsSummary {
+                    basis: basis.as_ref(),
+                    fits: exported
+                        .iter()
+                        .map(|(fit, e)| FitSummary {
+                            report: &fit.report,
+                            classes: &fit.set.class_labels,
+                            fidelity: &e.fidelity,
+                            cure: e.cure.as_ref(),
+                            warnings: std::mem::take(&mut warnings),
+                        })
+                        .collect(),
                 };
                 let json = serde_json::to_string(&summary)
                     .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-                Ok((exported.blob, encode(&fitted.set)?, json))
+                // One set of every output's models, each with its own basis.
+                let set = ModelSet {
+                    members: exported
+                        .iter()
+                        .flat_map(|(fit, _)| fit.set.members.iter().cloned())
+                        .collect(),
+                    class_labels: exported[0].0.set.class_labels.clone(),
+                };
+                let blobs = exported.into_iter().map(|(_, e)| e.blob).collect();
+                Ok((blobs, encode(&set)?, json))
             })
         })
         .py_err();
     if let Some(e) = reporter.error {
         return Err(e);
     }
-    let (blob, state, summary) = fitted?;
-    Ok((PyBytes::new(py, &blob), PyBytes::new(py, &state), summary))
+    let (blobs, state, summary) = fitted?;
+    let blobs = blobs.iter().map(|b| PyBytes::new(py, b)).collect();
+    Ok((blobs, PyBytes::new(py, &state), summary))
 }

@@ -89,22 +89,60 @@ def test_every_classifier_writes_the_clis_blob(tmp_path, model):
     assert blob == cli_blob(tmp_path, pd.concat([X, labels], axis=1), flags(model, given))
 
 
-def test_two_outputs_write_the_clis_blob(tmp_path):
-    # On one basis: the CLI's held-out choice may give each output its own
-    # model (several files), which the estimator does not hold yet.
-    X, y, z = frame()
-    targets = pd.concat([y, z], axis=1)
-    est = sgp.SparseGPRegressor(
-        model="spgp", m=8, max_iter=40, random_state=3, held_out_choice=False
+def twins(rows=160, seed=5):
+    """Three inputs and two targets that vary alike (z is twice y's
+    function, each with its own noise), which one basis serves as well as
+    each output's own."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.uniform(-2.0, 2.0, (rows, 3)), columns=["a", "b", "c"])
+    f = np.sin(2.0 * X["a"]) + 0.5 * X["b"] * X["c"]
+    y = f + 0.1 * rng.standard_normal(rows)
+    z = 2.0 * f + 0.1 * rng.standard_normal(rows)
+    return X, pd.Series(y, name="y"), pd.Series(z, name="z")
+
+
+def cli_files(tmp_path, table, args):
+    """Every file `sgp fit --out out.sgp` writes for `table` and `args`
+    (one blob, or one per output), by file name."""
+    data = tmp_path / "train.csv"
+    table.to_csv(data, index=False, float_format="%.17g")
+    folder = tmp_path / "cli"
+    folder.mkdir()
+    subprocess.run(
+        [CLI, "-q", "fit", "--data", str(data), "--out", str(folder / "out.sgp")] + args,
+        check=True,
+        capture_output=True,
     )
-    blob = est.fit(X, targets).to_bytes()
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("data, kept", [(frame, "separate"), (twins, "shared")])
+def test_two_outputs_write_the_clis_files(tmp_path, data, kept):
+    # Default settings: the held-out choice of one basis or one model per
+    # output is made alike, and every file is the CLI's, byte for byte.
+    X, y, z = data()
+    targets = pd.concat([y, z], axis=1)
+    given = settings("spgp", {})
+    est = sgp.SparseGPRegressor(model="spgp", **given).fit(X, targets)
+    assert est.basis_["kept"] == kept, est.basis_["reason"]
+    folder = tmp_path / "py"
+    folder.mkdir()
+    written = est.save(folder / "out.sgp")
+    ours = {p.name: p.read_bytes() for p in folder.iterdir()}
+    expected = {"out.sgp"} if kept == "shared" else {"out.y.sgp", "out.z.sgp"}
+    assert set(ours) == expected and len(written) == len(expected)
     table = pd.concat([X, targets], axis=1)
-    args = flags("spgp", settings("spgp", {})) + ["--target", "y,z", "--no-held-out-choice"]
-    assert blob == cli_blob(tmp_path, table, args)
-    mean = est.predict(X)
-    assert mean.shape == (len(X), 2)
-    device_mean, _ = sgp.Model.from_bytes(blob).predict(X)
-    assert device_mean.shape == (len(X), 2)
+    assert ours == cli_files(tmp_path, table, flags("spgp", given) + ["--target", "y,z"])
+    mean, std = est.predict(X, return_std=True)
+    assert mean.shape == std.shape == (len(X), 2)
+    if kept == "shared":
+        device_mean, _ = est.to_model().predict(X)
+    else:
+        device_mean = np.column_stack([est.to_model(name).predict(X)[0] for name in "yz"])
+        assert est.to_bytes(1) == ours["out.z.sgp"]
+        with pytest.raises(ValueError, match="its own model"):
+            est.to_bytes()
+    assert np.max(np.abs(device_mean - mean)) <= 0.05 * np.max(std)
 
 
 def test_three_classes_write_the_clis_blob(tmp_path):

@@ -1549,19 +1549,33 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
         }
         args
     };
+    let chosen = |blob, json| {
+        let mut args = fit_args(blob, json);
+        args.retain(|a| *a != "--no-held-out-choice");
+        args
+    };
     // Without --no-held-out-choice, 150 rows get the held-out comparison
-    // with plain SPGP and the summary gives it.
-    let mut chosen = fit_args("chosen.sgp", false);
-    chosen.retain(|a| *a != "--no-held-out-choice");
-    let text = ok(&sgp(&dir, &chosen), "fit with the held-out choice");
+    // with plain SPGP, and the prior's strength is chosen over folds of
+    // them; the summary gives both.
+    let text = ok(
+        &sgp(&dir, &chosen("chosen.sgp", false)),
+        "fit with the held-out choice",
+    );
     assert!(text.contains("\nchoice          spgp-hs"), "fit:\n{text}");
+    assert!(text.contains("prior on h      strength "), "fit:\n{text}");
+    assert!(text.contains("folds of 150 rows"), "fit:\n{text}");
+    // With it, neither: the prior's strength is the fixed default.
     let text = ok(&sgp(&dir, &fit_args("hs.sgp", false)), "fit");
     assert!(!text.contains("\nchoice "), "fit:\n{text}");
     assert!(text.contains("spgp-hs"), "fit:\n{text}");
     assert!(text.contains("uncertainties   h_m min"), "fit:\n{text}");
-    // The prior's strength, chosen over folds on 150 rows, and why.
-    assert!(text.contains("prior on h      strength "), "fit:\n{text}");
-    assert!(text.contains("folds of 150 rows"), "fit:\n{text}");
+    assert!(
+        text.contains("prior on h      strength 0.3 of SPGP's average noise (the default)"),
+        "fit:\n{text}"
+    );
+    assert!(text.contains("--no-held-out-choice"), "fit:\n{text}");
+    assert!(!text.contains("folds of"), "fit:\n{text}");
+    assert!(!text.contains("on the noise floor"), "fit:\n{text}");
     let json: serde_json::Value =
         serde_json::from_str(&ok(&sgp(&dir, &fit_args("hs2.sgp", true)), "fit --json"))
             .expect("JSON report");
@@ -1569,6 +1583,12 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
     let u = &json["report"]["uncertainties"];
     let (min, max) = (u["min"].as_f64().unwrap(), u["max"].as_f64().unwrap());
     assert!(0.0 < min && min <= max, "{u}");
+    let prior = &json["report"]["h_prior"];
+    assert_eq!(prior["strength"], 0.3, "{prior}");
+    assert!(prior.get("tried").is_none(), "{prior}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&sgp(&dir, &chosen("hs3.sgp", true)), "fit --json"))
+            .expect("JSON report");
     let prior = &json["report"]["h_prior"];
     let strength = prior["strength"].as_f64().expect("a strength");
     let tried = prior["tried"].as_array().expect("the strengths tried");

@@ -126,27 +126,48 @@ class _SparseGP(BaseEstimator):
             raise ValueError(f"n_samples={n}: a Gaussian process needs at least 2 samples")
         y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         progress = _print_progress if self.verbose else None
-        blob, state, summary = _native.fit(
+        blobs, state, summary = _native.fit(
             to_native(X), n, d, to_native(y), y.shape[1], inputs, targets, self._settings(),
             classes=classes, text_labels=list(text_labels), force=self.force, progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
-        self._take_fit(blob, state, summary)
+        self._take_fit(blobs, state, summary)
 
-    def _take_fit(self, blob: bytes, state: bytes, summary_json: str) -> None:
-        """Keeps a native fit's blob, fitted state and JSON summary."""
+    def _take_fit(
+        self, blobs: Union[bytes, Sequence[bytes]], state: bytes, summary_json: str
+    ) -> None:
+        """Keeps a native fit's blobs (one, or one per output), fitted state
+        and JSON summary (one fit's, or ``{basis, fits}``)."""
         summary = json.loads(summary_json)
-        self.blob_ = blob
+        fits = summary.get("fits", [summary])
+        self.blobs_ = [blobs] if isinstance(blobs, bytes) else list(blobs)
+        self.basis_ = summary.get("basis")
         self._state = state
-        for message in summary["warnings"]:
-            warnings.warn(message, UserWarning, stacklevel=4)
-        self.report_ = summary["report"]
-        self.fidelity_ = summary["fidelity"]
-        self.cure_ = summary["cure"]
-        optimiser = self.report_.get("optimiser")
-        self.n_iter_ = optimiser["iterations"] if optimiser else 0
-        self.n_basis_ = Model.from_bytes(blob).n_basis
+        for fit in fits:
+            for message in fit.get("warnings", []):
+                warnings.warn(message, UserWarning, stacklevel=4)
+        models = [Model.from_bytes(blob) for blob in self.blobs_]
+        self._blob_targets = [model.target_name for model in models]
+
+        def iterations(report: dict) -> int:
+            optimiser = report.get("optimiser")
+            return optimiser["iterations"] if optimiser else 0
+
+        if len(self.blobs_) == 1:
+            self.blob_: Optional[bytes] = self.blobs_[0]
+            self.report_: Any = fits[0]["report"]
+            self.fidelity_: Any = fits[0]["fidelity"]
+            self.cure_: Any = fits[0]["cure"]
+            self.n_iter_: Any = iterations(self.report_)
+            self.n_basis_: Any = models[0].n_basis
+        else:
+            self.blob_ = None
+            self.report_ = [fit["report"] for fit in fits]
+            self.fidelity_ = [fit["fidelity"] for fit in fits]
+            self.cure_ = [fit["cure"] for fit in fits]
+            self.n_iter_ = [iterations(report) for report in self.report_]
+            self.n_basis_ = [model.n_basis for model in models]
 
     # Data larger than memory: `sgp fit`'s streamed fit (sgp._streamed).
 
@@ -230,30 +251,67 @@ class _SparseGP(BaseEstimator):
 
     # The device side.
 
-    def to_bytes(self) -> bytes:
-        """The blob, as ``sgp fit --out`` writes it."""
+    def to_bytes(self, output: Union[int, str, None] = None) -> bytes:
+        """The blob, as ``sgp fit --out`` writes it. Where each output got
+        its own model (``basis_["kept"] == "separate"``), ``output`` (its
+        index or target name) picks one: the blob ``sgp fit`` writes to
+        ``out.<target>.sgp``."""
         check_is_fitted(self)
-        return self.blob_
+        blobs = self.blobs_
+        if output is None:
+            if len(blobs) > 1:
+                raise ValueError(
+                    f"each output has its own model ({self.basis_['reason']}); pass output= "
+                    f"one of {self._blob_targets} (or its index), or save(path), which "
+                    "writes one file per output"
+                )
+            return blobs[0]
+        if len(blobs) == 1:
+            raise ValueError("the outputs share one blob: call without output")
+        if isinstance(output, str):
+            if output not in self._blob_targets:
+                raise ValueError(f"no output {output!r}: the outputs are {self._blob_targets}")
+            return blobs[self._blob_targets.index(output)]
+        return blobs[int(output)]
 
-    def to_model(self) -> Model:
-        """The blob decoded by the f32 runtime (what the device computes)."""
-        return Model.from_bytes(self.to_bytes())
+    def to_model(self, output: Union[int, str, None] = None) -> Model:
+        """The blob (``output``'s, as ``to_bytes``) decoded by the f32
+        runtime (what the device computes)."""
+        return Model.from_bytes(self.to_bytes(output))
 
-    def save(self, path: PathLike) -> None:
+    def save(self, path: PathLike) -> List[str]:
         """Writes the blob to ``path`` (e.g. ``heater.sgp``), as ``sgp fit
         --out`` does: to a temporary file renamed over it, so a failure
-        leaves any old file."""
-        _native.write_file(os.fspath(path), self.to_bytes())
+        leaves any old file. Where each output got its own model, writes
+        each to ``path`` with its target name before the extension
+        (``arm.sgp``: ``arm.ex.sgp``, ``arm.ey.sgp``, ...), as ``sgp fit``
+        does. Returns the paths written."""
+        check_is_fitted(self)
+        if len(self.blobs_) == 1:
+            written = [os.fspath(path)]
+        else:
+            written = [_separate_path(path, target) for target in self._blob_targets]
+        for file, blob in zip(written, self.blobs_):
+            _native.write_file(file, blob)
+        return written
 
-    def export_c(self, name: str = "model") -> str:
-        """The blob as a C header for the sgp C library: what ``sgp export
-        --format c --name NAME`` writes."""
-        return export_source(self.to_bytes(), "c", name, f"{name}.sgp")
+    def export_c(self, name: str = "model", output: Union[int, str, None] = None) -> str:
+        """The blob (``output``'s, as ``to_bytes``) as a C header for the
+        sgp C library: what ``sgp export --format c --name NAME`` writes."""
+        return export_source(self.to_bytes(output), "c", name, f"{name}.sgp")
 
-    def export_rust(self, name: str = "model") -> str:
-        """The blob as a Rust module to ``include!``: what ``sgp export
-        --format rust --name NAME`` writes."""
-        return export_source(self.to_bytes(), "rust", name, f"{name}.sgp")
+    def export_rust(self, name: str = "model", output: Union[int, str, None] = None) -> str:
+        """The blob (``output``'s, as ``to_bytes``) as a Rust module to
+        ``include!``: what ``sgp export --format rust --name NAME`` writes."""
+        return export_source(self.to_bytes(output), "rust", name, f"{name}.sgp")
+
+
+def _separate_path(path: PathLike, target: str) -> str:
+    """Where ``sgp fit --out path`` writes output ``target``'s own blob:
+    ``arm.sgp`` and ``ex`` give ``arm.ex.sgp`` (``arm`` gives ``arm.ex``)."""
+    folder, file = os.path.split(os.fspath(path))
+    stem, extension = os.path.splitext(file)
+    return os.path.join(folder, f"{stem}.{target}{extension}")
 
 
 _SETTINGS_DOC = """
@@ -291,7 +349,9 @@ _SETTINGS_DOC = """
         the selected basis kept.
     held_out_choice : bool, default=True
         Make the held-out comparisons on small data (``False``: ``sgp fit
-        --no-held-out-choice``).
+        --no-held-out-choice``: FITC unless ``objective`` says otherwise,
+        no family weighed against SPGP, spgp-hs's prior strength the fixed
+        0.3, several targets on one basis).
     ivm_posterior : {"all-rows", "active-set"} or None, default=None
         The ivm classifier's posterior.
     reproducible : bool, default=False
@@ -317,9 +377,12 @@ _SETTINGS_DOC = """
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):
-    """Sparse Gaussian-process regression of one target or several (one
-    model on one basis), fitted by the sgp trainer and exported as a blob
-    for a microcontroller.
+    """Sparse Gaussian-process regression of one target or several,
+    fitted by the sgp trainer and exported as a blob for a microcontroller.
+    Several targets get one model on one basis, or, where that basis
+    predicts some output clearly worse on held-out rows than the output's
+    own fit, one model (and blob) per output, as ``sgp fit --target a,b``
+    decides (``basis_`` says which and why).
 
     Parameters
     ----------
@@ -330,8 +393,14 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 """ + _SETTINGS_DOC + """
     Attributes
     ----------
-    blob_ : bytes
-        The exported blob.
+    blob_ : bytes or None
+        The exported blob (None where each output has its own: ``blobs_``).
+    blobs_ : list of bytes
+        Every blob: ``[blob_]``, or one per output in output order.
+    basis_ : dict or None
+        For several targets, which basis was kept and why (``sgp fit
+        --json``'s ``basis``: ``kept`` is ``"shared"`` or ``"separate"``,
+        ``reason`` one sentence, ``outputs`` the held-out figures).
     report_ : dict
         The fit report (``sgp fit --json``'s ``report``).
     fidelity_ : dict
@@ -342,6 +411,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         Basis functions in the blob.
     n_iter_ : int
         Iterations of the final optimiser run (0 when none ran).
+    (Where each output has its own model, ``report_``, ``fidelity_``,
+    ``cure_``, ``n_basis_`` and ``n_iter_`` are lists, one per output.)
     n_features_in_, feature_names_in_
         As every scikit-learn estimator; a DataFrame's column names are the
         blob's input names.
@@ -363,7 +434,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
     def fit(self, X: Any, y: Any) -> "SparseGPRegressor":
         """Fits the model to ``X`` (n_samples x n_features; a DataFrame's
         column names become the blob's input names) and ``y`` (n_samples,
-        or n_samples x n_outputs: one model of every output on one basis),
+        or n_samples x n_outputs: one model on one basis, or one per output
+        where that basis loses on held-out rows),
         with the GIL released, and exports the blob (checked against the
         f64 fit)."""
         names = _names(X, y)

@@ -60,9 +60,10 @@ def fit(
     text_labels: List[str] = ...,
     force: bool = False,
     progress: Optional[Callable[[int, int, float], None]] = None,
-) -> Tuple[bytes, bytes, str]:
-    """Fits and exports as ``sgp fit`` does: (blob, fitted f64 state, JSON
-    summary)."""
+) -> Tuple[List[bytes], bytes, str]:
+    """Fits and exports as ``sgp fit`` does: (blobs: one, or one per output
+    where each output got its own model; fitted f64 state; JSON summary
+    with the basis choice and each blob's report)."""
 
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 models' (means, variances, probabilities), row by row."""

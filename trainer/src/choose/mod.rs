@@ -176,7 +176,12 @@ pub fn fit(
         Asked::Family(params) => named(outputs, params, request)?,
         Asked::Auto(candidates) => auto(outputs, candidates, request)?,
     };
-    let mut fit = fit_family(outputs, &params, progress)?;
+    // With held-out choices off, no family chooses on folds either.
+    let mut fit = if request.held_out {
+        fit_family(outputs, &params, progress)?
+    } else {
+        crate::fit::fit_without_folds(outputs, &params, progress)?
+    };
     if let Some(verdict) = &mut choice.objective {
         fit = unless_noise_collapsed(outputs, &params, verdict, fit, progress)?;
     }

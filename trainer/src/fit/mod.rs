@@ -30,7 +30,7 @@ pub mod streamed_file;
 pub mod svgp;
 pub mod vsgp;
 
-use sgp_runtime::Kernel;
+use sgp_runtime::{Kernel, ModelKind};
 use std::borrow::Cow;
 
 use crate::data::multi_target::Outputs;
@@ -145,11 +145,18 @@ impl Fit {
         let projected = first.form.basis.projection.is_some();
         let transforms: Vec<&Standardisation> =
             self.set.members.iter().map(|m| &m.transform).collect();
+        let heteroscedastic = first.kind == ModelKind::SpgpHs;
         self.report.describe_kernels(
             &self.kernels,
             (&x_scale, &transforms),
             (classifier, projected),
         );
+        // HS keeps sigma2 on its floor by design: its h carry the noise.
+        if heteroscedastic {
+            for output in &mut self.report.outputs {
+                output.noise_on_floor = false;
+            }
+        }
     }
 
     /// The relative jitter the fit used.
@@ -279,12 +286,27 @@ pub fn fit(
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    fit_outputs(data.outputs(), params, progress)
+    fit_outputs(data.outputs(), params, true, progress)
+}
+
+/// As [`fit`], without the choices a family makes on folds of its own
+/// rows (SPGP+HS's prior strength on `h`: its fixed default instead), as
+/// `--no-held-out-choice` asks.
+///
+/// # Errors
+/// As [`fit`].
+pub fn fit_without_folds(
+    data: &(impl Outputs + ?Sized),
+    params: &FitParams,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fit> {
+    fit_outputs(data.outputs(), params, false, progress)
 }
 
 fn fit_outputs(
     outputs: &[Dataset],
     params: &FitParams,
+    folds: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     let started = std::time::Instant::now();
@@ -298,7 +320,7 @@ fn fit_outputs(
         FitParams::Exact(p) => exact::fit_exact(&used, &p.check(one)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(&used, &p.check(one)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(&used, &p.check(one)?, progress)?,
-        FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(one, &p.check(one)?, progress)?,
+        FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(one, &p.check(one)?, folds, progress)?,
         FitParams::SpgpDr(p) => dr::fit_dr(&used, &p.check(one)?, progress)?,
         FitParams::SpgpPca(p) => dr::fit_pca(one, &p.check(one)?, progress)?,
         FitParams::Gplasso(p) => gplasso::fit_gplasso(one, &p.check(one)?, progress)?,

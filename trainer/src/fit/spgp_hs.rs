@@ -92,13 +92,15 @@ const STRENGTH_FOLDS: usize = 4;
 const CHOOSE_BELOW: usize = 2000;
 
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
-/// over folds on small data (module docs).
+/// over folds on small data (module docs) if `folds`, else `H_PRIOR`
+/// (held-out choices off: `--no-held-out-choice`).
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
+    folds: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    let prior = choose_strength(data, params);
+    let prior = choose_strength(data, params, folds);
     let stage = Stage {
         h_prior: prior.strength,
         ..DEFAULT_STAGE
@@ -110,9 +112,13 @@ pub(crate) fn fit_spgp_hs(
 
 /// The prior strength of lowest mean held-out NLPD over `STRENGTH_FOLDS`
 /// folds, each fold's SPGP stage shared by every strength; `H_PRIOR`
-/// where the data are too many or too few for folds, or every fold fit
-/// failed.
-fn choose_strength(data: &Dataset, params: &Checked<'_, SparseParams>) -> PriorStrength {
+/// where the data are too many or too few for folds, every fold fit
+/// failed, or `folds` is off.
+fn choose_strength(
+    data: &Dataset,
+    params: &Checked<'_, SparseParams>,
+    folds: bool,
+) -> PriorStrength {
     let n = data.n_rows();
     let default = |why: String| PriorStrength {
         strength: H_PRIOR,
@@ -127,6 +133,11 @@ fn choose_strength(data: &Dataset, params: &Checked<'_, SparseParams>) -> PriorS
             rows: 0,
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
+    }
+    if !folds {
+        return default(
+            "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
+        );
     }
     let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
     if n >= CHOOSE_BELOW {
@@ -505,6 +516,41 @@ mod tests {
             lost += usize::from(choice.spgp_not_beaten());
         }
         assert!(lost > 0, "HS beat SPGP on every homoscedastic set");
+    }
+
+    /// Held-out choices off (`--no-held-out-choice`): no fold choice of
+    /// the prior strength either, and the report says so; on, the folds
+    /// weigh every strength. HS's sigma2 on its floor is never reported as
+    /// FITC absorbing the noise (the h carry it).
+    #[test]
+    fn without_held_out_choices_the_prior_strength_is_the_fixed_default() {
+        use crate::choose::{fit as choose, Asked, Request};
+        use crate::tools::synth::Shape;
+        let train = crate::tools::synth::dataset(Shape::Heteroscedastic, 200, 0).expect("valid");
+        let request = |held_out| Request {
+            asked: Asked::Family(FitParams::SpgpHs(params(8, Approximation::Fitc, 2))),
+            held_out,
+            choose_objective: false,
+        };
+        let off = choose(&train, &request(false), &mut |_| {}).expect("fits");
+        let prior = off.report.h_prior.clone().expect("a prior");
+        assert_eq!(prior.strength, H_PRIOR, "{}", prior.reason);
+        assert!(prior.tried.is_empty(), "{prior:?}");
+        assert!(
+            prior.reason.contains("--no-held-out-choice"),
+            "{}",
+            prior.reason
+        );
+        let on = choose(&train, &request(true), &mut |_| {}).expect("fits");
+        let prior = on.report.h_prior.clone().expect("a prior");
+        assert_eq!(prior.tried.len(), STRENGTHS.len(), "{}", prior.reason);
+        for fit in [&off, &on] {
+            assert!(
+                !fit.report.outputs[0].noise_on_floor,
+                "{:?}",
+                fit.kernels[0]
+            );
+        }
     }
 
     #[test]

@@ -179,7 +179,9 @@ pub(crate) struct Settings {
     kernel: Option<Kernel>,
     /// No held-out comparisons on small data: the objective is FITC unless
     /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
-    /// weighed against plain SPGP, and --model auto fits spgp.
+    /// weighed against plain SPGP, --model auto fits spgp, spgp-hs's prior
+    /// strength on h is the fixed 0.3 (not chosen over folds), and several
+    /// targets keep one basis.
     #[arg(long)]
     no_held_out_choice: bool,
     /// Starts of a sparse fit; each gets a short screening run and the best
