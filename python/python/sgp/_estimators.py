@@ -31,6 +31,17 @@ def _print_progress(iteration: int, budget: int, objective: float) -> None:
     )
 
 
+
+def _warn_caller(message: str) -> None:
+    """Warns at the first frame outside the sgp package: the user's call,
+    whichever entry point (``fit``, ``fit_file``, ``fit_chunks``,
+    ``sgp.cluster.fit_dask``) led here."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(0), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
 class _SparseGP(BaseEstimator):
     """What both estimators share: settings, the fit through the trainer,
     the blob and its exports. Every keyword is the ``sgp fit`` flag of its
@@ -140,7 +151,7 @@ class _SparseGP(BaseEstimator):
         self.blob_ = blob
         self._state = state
         for message in summary["warnings"]:
-            warnings.warn(message, UserWarning, stacklevel=4)
+            _warn_caller(message)
         self.report_ = summary["report"]
         self.fidelity_ = summary["fidelity"]
         self.cure_ = summary["cure"]
@@ -153,23 +164,20 @@ class _SparseGP(BaseEstimator):
     _task: Optional[str] = None
 
     def _file_target(self, target: Any) -> Optional[str]:
+        """``sgp fit --target``'s text: several targets are refused by the
+        library, saying why."""
         if isinstance(target, (list, tuple)):
-            if len(target) > 1:
-                raise ValueError(
-                    "several targets (a multi-output regression) do not stream: the streamed "
-                    "subset fit and its pass over every row are built for one output; fit "
-                    "each target on its own, or read the rows into memory and use fit"
-                )
-            target = target[0] if target else None
+            target = ",".join(str(t) for t in target) if target else None
         return None if target is None else str(target)
 
     def fit_file(self, path: PathLike, target: Optional[str] = None) -> Any:
-        """Fits the CSV or Parquet file ``path`` (``target``: its target
-        column, default the last) by the streamed fit ``sgp fit --data
-        path`` runs on a large file, with this estimator's settings: the
-        same blob, memory bounded whatever the rows. Raises ``ValueError``
-        for a file or fit that does not stream (too few rows, a
-        classification, another family)."""
+        """Fits the CSV or Parquet file, or the directory of Parquet files,
+        ``path`` (``target``: its target column, default the last) by the
+        streamed fit ``sgp fit --data path`` runs on a large file, with
+        this estimator's settings: the same blob, memory bounded whatever
+        the rows. A directory's files are read in name order as one table.
+        Raises ``ValueError`` for a file or fit that does not stream (too
+        few rows, a classification, another family, several targets)."""
         progress = print_progress if self.verbose else None
         blob, state, summary = _native.fit_file(
             os.fspath(path), self._file_target(target), self._settings(), task=self._task,
