@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import warnings
+from types import FrameType
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -31,16 +32,17 @@ def _print_progress(iteration: int, budget: int, objective: float) -> None:
     )
 
 
-
 def _warn_caller(message: str) -> None:
     """Warns at the first frame outside the sgp package: the user's call,
     whichever entry point (``fit``, ``fit_file``, ``fit_chunks``,
     ``sgp.cluster.fit_dask``) led here."""
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(0), 1
+    frame: Optional[FrameType] = sys._getframe(0)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level)
+
 
 class _SparseGP(BaseEstimator):
     """What both estimators share: settings, the fit through the trainer,
