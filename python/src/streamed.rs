@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::data::stream::TableFile;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::streamed_file::{start_streamed, StreamedStart};
+use sgp_trainer::fit::streamed_file::{start_streamed, NotStreamed, StreamedStart};
 use sgp_trainer::fit::Fit;
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::Options;
@@ -87,8 +88,14 @@ fn start(
     task: Option<Task>,
     reporter: &mut Reporter,
 ) -> sgp_trainer::Result<StreamedStart> {
-    let table = TableFile::open(path, target)?;
-    let started = start_streamed(&table, options, task, &mut |p| reporter.report(p))?;
+    let several = target.is_some_and(|t| parse_target_list(t).len() > 1);
+    let started = match several {
+        true => Err(NotStreamed::Outputs),
+        false => {
+            let table = TableFile::open(path, target)?;
+            start_streamed(&table, options, task, &mut |p| reporter.report(p))?
+        }
+    };
     started.map_err(|why| {
         sgp_trainer::Error::BadInput(format!(
             "{path}: not streamed: {why}; read it into memory and use the estimators' fit"
@@ -120,7 +127,8 @@ fn exported(py: Python<'_>, (blob, state, json): (Vec<u8>, Vec<u8>, String)) -> 
     (PyBytes::new(py, &blob), PyBytes::new(py, &state), json)
 }
 
-/// Fits the file `path` (CSV or Parquet; `target` as `sgp fit --target`)
+/// Fits the file `path` (CSV, Parquet or a directory of Parquet files;
+/// `target` as `sgp fit --target`)
 /// by the streamed fit `sgp fit` runs on it with the same settings, and
 /// exports it: the blob, the fitted state and the JSON summary, as
 /// [`crate::fit::fit`] returns them. Refuses a file that does not stream.

@@ -11,7 +11,7 @@ import sgp  # noqa: E402
 from sgp.cluster import fit_dask, read_frame  # noqa: E402
 from sgp._streamed import merge_tree  # noqa: E402
 
-from test_streamed import SETTINGS, big, fitted, frame as named  # noqa: E402,F401
+from test_streamed import SETTINGS, big, fitted, frame as named, parts  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")
@@ -41,4 +41,20 @@ def test_dask_is_the_single_process_fit(big, fitted, client):
 
     # The file's own pass merges other blocks: the same fit up to rounding.
     Xs = named(X[:200])
+    np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)
+
+
+def test_dask_on_a_directory_is_the_single_process_fit(big, parts, fitted, client):
+    # The files in sgp fit's order; one process on the same partitions and
+    # tree gives the same bytes, the directory's own pass the same fit up
+    # to rounding (its chunks run across the files' ends, the partitions
+    # do not).
+    est = fit_dask(sgp.SparseGPRegressor(**SETTINGS), parts, client=client)
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(parts)
+    frame = read_frame(parts, started.basis)
+    assert frame.npartitions >= 3
+    sums = [started.basis.sums(p.compute()) for p in frame.to_delayed()]
+    assert est.to_bytes() == started.finish(merge_tree(sums)).to_bytes()
+    assert est.report_["rows"] == 80_000
+    Xs = named(big[1][:200])
     np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)

@@ -107,7 +107,7 @@ def test_what_does_not_stream_is_an_error_saying_why(big, tmp_path):
         sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
     with pytest.raises(ValueError, match="only spgp regressions stream; svgp"):
         sgp.SparseGPRegressor(model="svgp").fit_file(path)
-    with pytest.raises(ValueError, match="multi-output regression\\) do not stream"):
+    with pytest.raises(ValueError, match="several targets do not stream"):
         sgp.SparseGPRegressor().fit_file(path, target=["b", "y"])
     small = tmp_path / "small.csv"
     with open(small, "w") as out:
@@ -118,3 +118,58 @@ def test_what_does_not_stream_is_an_error_saying_why(big, tmp_path):
     basis = sgp.SparseGPRegressor(**SETTINGS).start_file(path).basis
     with pytest.raises(ValueError, match="basis reads 3 inputs"):
         basis.sums(X[:10, :2], y[:10])
+
+
+@pytest.fixture(scope="module")
+def parts(big, tmp_path_factory):
+    """``big``'s rows as a directory of three Parquet files of uneven
+    sizes, plus a file Spark would leave there (skipped by name)."""
+    pytest.importorskip("pyarrow")
+    _, X, y = big
+    folder = tmp_path_factory.mktemp("parts")
+    table = pd.DataFrame(np.hstack([X, y[:, None]]), columns=["a", "b", "c", "y"])
+    for k, (a, b) in enumerate([(0, 20_000), (20_000, 70_001), (70_001, ROWS)]):
+        table.iloc[a:b].to_parquet(folder / f"part-{k:05d}.parquet", index=False)
+    (folder / "_SUCCESS").write_bytes(b"")
+    return str(folder)
+
+
+def test_a_directory_is_the_file_of_its_rows(parts, fitted):
+    # Files in name order, cut into the pass's chunks across their ends:
+    # the blob of the one file holding the rows, whatever the files' sizes.
+    assert sgp.SparseGPRegressor(**SETTINGS).fit_file(parts).to_bytes() == fitted.to_bytes()
+
+
+def test_a_directory_that_is_not_one_table_is_refused(big, tmp_path):
+    pytest.importorskip("pyarrow")
+    _, X, y = big
+    with pytest.raises(ValueError, match="no Parquet files in this directory"):
+        sgp.SparseGPRegressor().fit_file(tmp_path)
+    pd.DataFrame(X[:10], columns=["a", "b", "c"]).assign(y=y[:10]).to_parquet(
+        tmp_path / "0.parquet", index=False
+    )
+    pd.DataFrame(X[:10], columns=["a", "b", "z"]).assign(y=y[:10]).to_parquet(
+        tmp_path / "1.parquet", index=False
+    )
+    with pytest.raises(ValueError, match=r"1.parquet: its columns \(a, b, z, y\) differ"):
+        sgp.SparseGPRegressor().fit_file(tmp_path)
+
+
+def test_warnings_point_at_the_callers_line(big, tmp_path):
+    # A constant input is fitted, ignored and named in a warning, whose
+    # place is the user's call whatever sgp function led to it.
+    path, X, y = big
+    X = X.copy()
+    X[:, 2] = 1.5
+    constant = tmp_path / "constant.csv"
+    with open(constant, "w") as out:
+        out.write("a,b,c,y\n")
+        np.savetxt(out, np.hstack([X, y[:, None]]), delimiter=",", fmt="%.17g")
+    chunks = ((X[k:k + 40_000], y[k:k + 40_000]) for k in range(0, ROWS, 40_000))
+    for run in (
+        lambda: sgp.SparseGPRegressor(**SETTINGS).fit_file(constant),
+        lambda: sgp.SparseGPRegressor(**SETTINGS).fit_chunks(chunks, ["a", "b", "c", "y"]),
+    ):
+        with pytest.warns(UserWarning, match="'c'") as caught:
+            run()
+        assert {os.path.basename(w.filename) for w in caught} == {"test_streamed.py"}

@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import warnings
+from types import FrameType
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -29,6 +30,18 @@ def _print_progress(iteration: int, budget: int, objective: float) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def _warn_caller(message: str) -> None:
+    """Warns at the first frame outside the sgp package: the user's call,
+    whichever entry point (``fit``, ``fit_file``, ``fit_chunks``,
+    ``sgp.cluster.fit_dask``) led here."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame: Optional[FrameType] = sys._getframe(0)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 class _SparseGP(BaseEstimator):
@@ -146,7 +159,7 @@ class _SparseGP(BaseEstimator):
         self._state = state
         for fit in fits:
             for message in fit.get("warnings", []):
-                warnings.warn(message, UserWarning, stacklevel=4)
+                _warn_caller(message)
         models = [Model.from_bytes(blob) for blob in self.blobs_]
         self._blob_targets = [model.target_name for model in models]
 
@@ -174,23 +187,20 @@ class _SparseGP(BaseEstimator):
     _task: Optional[str] = None
 
     def _file_target(self, target: Any) -> Optional[str]:
+        """``sgp fit --target``'s text: several targets are refused by the
+        library, saying why."""
         if isinstance(target, (list, tuple)):
-            if len(target) > 1:
-                raise ValueError(
-                    "several targets (a multi-output regression) do not stream: the streamed "
-                    "subset fit and its pass over every row are built for one output; fit "
-                    "each target on its own, or read the rows into memory and use fit"
-                )
-            target = target[0] if target else None
+            target = ",".join(str(t) for t in target) if target else None
         return None if target is None else str(target)
 
     def fit_file(self, path: PathLike, target: Optional[str] = None) -> Any:
-        """Fits the CSV or Parquet file ``path`` (``target``: its target
-        column, default the last) by the streamed fit ``sgp fit --data
-        path`` runs on a large file, with this estimator's settings: the
-        same blob, memory bounded whatever the rows. Raises ``ValueError``
-        for a file or fit that does not stream (too few rows, a
-        classification, another family)."""
+        """Fits the CSV or Parquet file, or the directory of Parquet files,
+        ``path`` (``target``: its target column, default the last) by the
+        streamed fit ``sgp fit --data path`` runs on a large file, with
+        this estimator's settings: the same blob, memory bounded whatever
+        the rows. A directory's files are read in name order as one table.
+        Raises ``ValueError`` for a file or fit that does not stream (too
+        few rows, a classification, another family, several targets)."""
         progress = print_progress if self.verbose else None
         blob, state, summary = _native.fit_file(
             os.fspath(path), self._file_target(target), self._settings(), task=self._task,

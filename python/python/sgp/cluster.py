@@ -10,6 +10,7 @@ the guide's chapter "On a cluster".
 
 from __future__ import annotations
 
+import os
 from typing import Any, List, Optional
 
 from ._streamed import ChunkBasis, ChunkSums, merge_tree
@@ -23,16 +24,28 @@ def _partition_sums(basis: ChunkBasis, partition: Any) -> ChunkSums:
     return basis.sums(partition)
 
 
+def parquet_files(path: str) -> List[str]:
+    """The files ``sgp fit --data DIR`` reads, in its order: the
+    directory's entries sorted by name (as bytes), skipping names that
+    start with ``.`` or ``_``."""
+    names = sorted(os.listdir(path), key=os.fsencode)
+    return [os.path.join(path, n) for n in names if not n.startswith((".", "_"))]
+
+
 def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "16MB") -> Any:
-    """``path`` (Parquet or CSV, told apart by content as ``sgp fit`` does)
-    as a dask DataFrame of the basis's columns, in partitions of about
-    ``blocksize`` of the file (whole row groups for Parquet): a worker holds
-    one partition at a time."""
+    """``path`` (Parquet or CSV, told apart by content as ``sgp fit`` does,
+    or a directory of Parquet files, in ``parquet_files``' order) as a dask
+    DataFrame of the basis's columns, in partitions of about ``blocksize``
+    of a file (whole row groups for Parquet): a worker holds one partition
+    at a time."""
     import dask.dataframe as dd
 
+    columns = basis.input_names + [basis.target_name]
+    if os.path.isdir(path):
+        # The library has checked the files (start_file read them all).
+        return dd.read_parquet(parquet_files(path), columns=columns, blocksize=blocksize)
     with open(path, "rb") as f:
         parquet = f.read(4) == b"PAR1"
-    columns = basis.input_names + [basis.target_name]
     if parquet:
         return dd.read_parquet(path, columns=columns, blocksize=blocksize)
     return dd.read_csv(path, usecols=columns, dtype="float64", blocksize=blocksize)[columns]
@@ -63,7 +76,8 @@ def fit_dask(
     frame: Any = None,
 ) -> Any:
     """Fits ``estimator`` (a ``SparseGPRegressor``) to the CSV or Parquet
-    file ``path`` as ``estimator.fit_file`` does, with the pass over every
+    file, or the directory of Parquet files, ``path`` as
+    ``estimator.fit_file`` does, with the pass over every
     row on ``client``'s workers (default: dask's current scheduler).
     ``frame``: the file's rows as a dask DataFrame of your own partitioning
     (default ``read_frame``). Returns the fitted estimator."""

@@ -261,6 +261,30 @@ pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Input]) -> Result<()>
     Ok(())
 }
 
+/// Refuses an output inside the input directory `dir` (`--data DIR`): the
+/// next fit of that directory would read it as one of its files.
+///
+/// # Errors
+/// [`Error::BadInput`] naming the flag, the output and the directory.
+pub fn check_outside(outputs: &[(&str, &Path)], dir: &Path) -> Result<()> {
+    let Ok(dir_path) = std::fs::canonicalize(dir) else {
+        return Ok(());
+    };
+    for &(flag, out) in outputs {
+        let target = follow_link(out).unwrap_or_else(|_| out.to_path_buf());
+        let parent = parent_dir(&target).unwrap_or(Path::new("."));
+        if std::fs::canonicalize(parent).is_ok_and(|p| p == dir_path) {
+            return Err(Error::BadInput(format!(
+                "{flag} {}: is inside the input directory {}; the next fit of that directory \
+                 would read it as one of its files: choose another output path",
+                out.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `input` is the file `meta` (at `target`) describes.
 fn same_file(input: &Input, meta: &std::fs::Metadata, target: &Path) -> bool {
     match (input.id(), FileId::of(meta)) {

@@ -32,6 +32,8 @@ pub enum NotStreamed {
     Classification,
     /// A file of this many rows or fewer is faster fitted in memory.
     Small(u64),
+    /// Several targets: a multi-output fit.
+    Outputs,
 }
 
 impl std::fmt::Display for NotStreamed {
@@ -50,6 +52,10 @@ impl std::fmt::Display for NotStreamed {
             NotStreamed::Small(rows) => write!(
                 f,
                 "a file of at most {rows} rows is fitted in memory, not streamed"
+            ),
+            NotStreamed::Outputs => f.write_str(
+                "several targets do not stream: the staged subset fit and the pass over every \
+                 row are built for one output (fit each target on its own)",
             ),
         }
     }

@@ -53,7 +53,7 @@ pub(crate) fn columns(input: &Input) -> Result<Vec<String>> {
 /// `chunks`.
 pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
     let source = table.source.as_str();
-    let mut csv = reader(&table.input)?;
+    let mut csv = reader(&table.parts[0].input)?;
     let width = crate::data::read_header(&mut csv, source)?.len();
     let mut record = csv::StringRecord::new();
     let mut row = Vec::with_capacity(table.selected.len());

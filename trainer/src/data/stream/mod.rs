@@ -16,7 +16,9 @@
 //! The format is recognised by content, not by name: a Parquet file starts
 //! with the bytes `PAR1`, anything else is read as CSV. The file is opened
 //! once ([`crate::files::Input`]; a pipe is copied to a temporary file) and
-//! every pass reads that one open file from its start.
+//! every pass reads that one open file from its start. A directory of
+//! Parquet files ([`directory`]) is one table: its files' rows in name
+//! order, cut into the same chunks as one file holding them all.
 //!
 //! ```no_run
 //! use sgp_trainer::data::stream::TableFile;
@@ -33,6 +35,7 @@
 //! ```
 
 pub mod csv_rows;
+pub mod directory;
 pub mod parquet_rows;
 pub mod scan;
 
@@ -57,8 +60,8 @@ pub type Format = InputFormat;
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
 pub struct TableFile {
-    /// The file, open.
-    input: Input,
+    /// The file, open; a directory's files in name order.
+    parts: Vec<Part>,
     /// How it names itself in messages (the path as given).
     pub source: String,
     /// CSV or Parquet.
@@ -79,6 +82,15 @@ pub struct TableFile {
     rows_read: Arc<OnceLock<u64>>,
     /// File size in bytes.
     bytes: u64,
+}
+
+/// One file of a table: a directory has several.
+#[derive(Clone, Debug)]
+pub(crate) struct Part {
+    /// The file, open.
+    pub(crate) input: Input,
+    /// Its data rows, when the format records them (Parquet).
+    pub(crate) rows: Option<u64>,
 }
 
 /// One chunk of rows in raw units.
@@ -112,7 +124,12 @@ impl TableFile {
     /// [`Error::Unreadable`] if the file cannot be read; [`Error::BadInput`]
     /// for an empty file, empty or duplicate column names, a missing target
     /// column, or a single column.
+    /// A directory is read as Parquet files ([`directory`]).
     pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
+        let path = path.as_ref();
+        if path.is_dir() {
+            return directory::open(path, target);
+        }
         TableFile::from_input(&Input::open(path)?, target)
     }
 
@@ -135,7 +152,10 @@ impl TableFile {
         let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
         let target_name = names.pop().unwrap_or_default();
         Ok(TableFile {
-            input: input.clone(),
+            parts: vec![Part {
+                input: input.clone(),
+                rows: known_rows,
+            }],
             source,
             format,
             input_names: names,
@@ -149,9 +169,15 @@ impl TableFile {
         })
     }
 
-    /// The file's size in bytes.
+    /// The file's size in bytes (a directory's: its files').
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The files read: one, or a directory's in name order (to refuse an
+    /// output that is one of them).
+    pub fn inputs(&self) -> Vec<&Input> {
+        self.parts.iter().map(|p| &p.input).collect()
     }
 
     /// Whether the target of the first data row is text rather than a
@@ -163,7 +189,9 @@ impl TableFile {
     /// [`Error::Unreadable`] if the file cannot be read.
     pub fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
-            (Format::Csv, Some(&target)) => csv_rows::first_cell_is_text(&self.input, target),
+            (Format::Csv, Some(&target)) => {
+                csv_rows::first_cell_is_text(&self.parts[0].input, target)
+            }
             (Format::Parquet, Some(&target)) => {
                 Ok(self.text_columns.get(target).copied().unwrap_or(false))
             }
@@ -180,7 +208,7 @@ impl TableFile {
     pub(crate) fn has_more_rows_than(&self, rows: u64) -> Result<bool> {
         match self.known_rows {
             Some(known) => Ok(known > rows),
-            None => csv_rows::more_rows_than(&self.input, rows),
+            None => csv_rows::more_rows_than(&self.parts[0].input, rows),
         }
     }
 
@@ -207,9 +235,16 @@ impl TableFile {
                 self.source
             ))
         };
-        let now = self.input.current_bytes()?;
-        if now != self.bytes {
-            return Err(changed(format!("{} bytes, then {now}", self.bytes)));
+        for part in &self.parts {
+            let now = part.input.current_bytes()?;
+            if now != part.input.bytes() {
+                let was = part.input.bytes();
+                let file = match self.parts.len() {
+                    1 => String::new(),
+                    _ => format!("{}: ", part.input.name()),
+                };
+                return Err(changed(format!("{file}{was} bytes, then {now}")));
+            }
         }
         let mut chunks = ChunkBuilder::new(self, chunk_rows.max(1), f);
         match self.format {

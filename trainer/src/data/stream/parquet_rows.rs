@@ -24,7 +24,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
 
-use super::{ChunkBuilder, TableFile};
+use super::{ChunkBuilder, Part, TableFile};
 use crate::data::{Place, Table};
 use crate::files::{catch_quietly, AtomicFile, Input};
 use crate::{Error, Result};
@@ -121,6 +121,16 @@ fn check_metadata(meta: &ParquetMetaData, file_bytes: u64, source: &str) -> Resu
         }
     }
     Ok(())
+}
+
+/// The top-level columns: names and Arrow types.
+pub(crate) fn fields(input: &Input) -> Result<Vec<(String, arrow_schema::DataType)>> {
+    let builder = builder(input)?;
+    let fields = builder.schema().fields();
+    Ok(fields
+        .iter()
+        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .collect())
 }
 
 /// The top-level column names, which of them hold text, and the number of
@@ -248,10 +258,25 @@ fn to_text(array: &dyn Array) -> std::result::Result<Vec<String>, (usize, String
 }
 
 /// Reads the selected columns of `table`, validating every cell, into
-/// `chunks`.
+/// `chunks`: a directory's files one after the other, each error naming
+/// the file and its data row.
 pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<()> {
-    let source = table.source.as_str();
-    let builder = builder(&table.input)?;
+    let mut bytes_before = 0;
+    for part in &table.parts {
+        read_part(table, part, bytes_before, chunks)?;
+        bytes_before += part.input.bytes();
+    }
+    Ok(())
+}
+
+fn read_part(
+    table: &TableFile,
+    part: &Part,
+    bytes_before: u64,
+    chunks: &mut ChunkBuilder<'_>,
+) -> Result<()> {
+    let source = part.input.name();
+    let builder = builder(&part.input)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), table.selected.iter().copied());
     let mut reader = guarded(source, || {
         builder
@@ -260,7 +285,7 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
             .build()
             .map_err(|e| parquet_error(source, &e))
     })?;
-    let total_rows = table.known_rows.unwrap_or(0).max(1);
+    let total_rows = part.rows.unwrap_or(0).max(1);
     let width = table.selected.len();
     let mut columns: Vec<Vec<f64>> = vec![Vec::new(); width];
     let mut row = vec![0.0; width];
@@ -292,8 +317,8 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
                 *cell = values[i];
             }
             let done = first_row + i as u64 + 1;
-            let bytes = (table.bytes as f64 * done as f64 / total_rows as f64) as u64;
-            chunks.push(&row, bytes)?;
+            let share = part.input.bytes() as f64 * done as f64 / total_rows as f64;
+            chunks.push(&row, bytes_before + share as u64)?;
         }
         first_row += batch.num_rows() as u64;
     }

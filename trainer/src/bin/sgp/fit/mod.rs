@@ -84,8 +84,8 @@ pub(crate) enum LinkArg {
 
 #[derive(clap::Args)]
 pub(crate) struct FitArgs {
-    /// Training data: CSV with a header row, or Parquet (`-`: standard
-    /// input). A regression on more rows than a streamed fit samples
+    /// Training data: CSV with a header row, Parquet, or a directory of
+    /// Parquet files (`-`: standard input). A regression on more rows than a streamed fit samples
     /// (73,728) is fitted on a growing random subset and conditioned on
     /// every row in a second pass, in memory independent of the file's
     /// size (docs/src/large-data.md).
@@ -266,6 +266,9 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
 }
 
 fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    if args.data.is_dir() {
+        return streamed::fit_directory(args, given, quiet);
+    }
     let input = Input::open(&args.data)?;
     let targets = args
         .target

@@ -2,17 +2,19 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DMatrix;
+use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::data::stream::{ReadProgress, TableFile};
-use sgp_trainer::files::Input;
+use sgp_trainer::files::{check_outputs, check_outside, Input};
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::streamed_file::start_streamed;
+use sgp_trainer::fit::streamed_file::{start_streamed, NotStreamed};
 use sgp_trainer::fit::{Fit, Method};
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::ModelChoice;
-use sgp_trainer::Result;
+use sgp_trainer::{Error, Result};
 
 use crate::progress_bar;
 
+use super::run::finish_fit;
 use super::{FitArgs, TaskArg};
 
 /// Fits a regression on a large file by the library's streamed fit
@@ -25,15 +27,68 @@ pub(crate) fn streamed_fit(
     input: &Input,
     quiet: bool,
 ) -> Result<Option<(Fit, DMatrix<f64>)>> {
-    let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
-    let options = args.settings.options();
-    let family = |m: ModelChoice| m != ModelChoice::Auto && m != ModelChoice::Family(Method::Spgp);
-    if classification || options.model.is_some_and(family) {
+    if not_streamed(args)?.is_some() {
         // These are fitted in memory; the file is not opened here.
         return Ok(None);
     }
-    let task = args.task()?.map(Task::from);
     let table = TableFile::from_input(input, args.target.as_deref())?;
+    Ok(fit_table(args, &table, quiet)?.ok())
+}
+
+/// Why the fit `args` ask for does not stream, if that is known before
+/// the data are read.
+fn not_streamed(args: &FitArgs) -> Result<Option<NotStreamed>> {
+    let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
+    let targets = args.target.as_deref().map(parse_target_list);
+    Ok(match args.settings.options().model {
+        _ if targets.is_some_and(|t| t.len() > 1) => Some(NotStreamed::Outputs),
+        _ if classification => Some(NotStreamed::Classification),
+        Some(ModelChoice::Family(m)) if m != Method::Spgp => Some(NotStreamed::Family(m)),
+        _ => None,
+    })
+}
+
+/// `sgp fit --data DIR`: a directory of Parquet files is one table
+/// (`sgp_trainer::data::stream::directory`), read by the streamed fit
+/// only; a fit that does not stream is refused, saying why.
+pub(crate) fn fit_directory(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
+    let dir = &args.data;
+    let refused = |why: &dyn std::fmt::Display| {
+        Error::BadInput(format!(
+            "{}: a directory of Parquet files is read by the streamed fit only, and {why};              write its rows to one file to fit them otherwise",
+            dir.display()
+        ))
+    };
+    if args.in_memory {
+        return Err(refused(&"--in-memory asks for a fit in memory"));
+    }
+    if let Some(why) = not_streamed(args)? {
+        return Err(refused(&why));
+    }
+    let table = TableFile::open(dir, args.target.as_deref())?;
+    let mut outputs = vec![("--out", args.out.as_path())];
+    if let Some(golden) = &args.golden {
+        outputs.push(("--golden", golden.as_path()));
+    }
+    check_outputs(&outputs, &table.inputs())?;
+    check_outside(&outputs, dir)?;
+    let options = args.settings.options();
+    options.check_applies(args.task()?.map(Task::from), given)?;
+    match fit_table(args, &table, quiet)? {
+        Ok((fit, check_x)) => finish_fit(args, fit, &check_x, None, quiet),
+        Err(why) => Err(refused(&why)),
+    }
+}
+
+/// The streamed fit of `table`, with progress bars, or why it does not
+/// stream.
+fn fit_table(
+    args: &FitArgs,
+    table: &TableFile,
+    quiet: bool,
+) -> Result<std::result::Result<(Fit, DMatrix<f64>), NotStreamed>> {
+    let options = args.settings.options();
+    let task = args.task()?.map(Task::from);
     let quiet = quiet || args.json;
     let read_bar = rows_bar(quiet, table.bytes(), "read", true);
     let fit_bar = progress_bar(quiet, 0, "fit");
@@ -61,15 +116,15 @@ pub(crate) fn streamed_fit(
             show_rows(&pass_bar, at);
         }
     };
-    let started = start_streamed(&table, &options, task, &mut show);
+    let started = start_streamed(table, &options, task, &mut show);
     let fitted = match started {
         Ok(Ok(start)) => {
             let check_x = start.check_x.clone();
             start
                 .finish_on_file(&mut show)
-                .map(|fit| Some((fit, check_x)))
+                .map(|fit| Ok((fit, check_x)))
         }
-        Ok(Err(_)) => Ok(None),
+        Ok(Err(why)) => Ok(Err(why)),
         Err(e) => Err(e),
     };
     read_bar.finish_and_clear();
