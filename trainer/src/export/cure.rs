@@ -1,22 +1,14 @@
 //! Exporting a fit whose f32 blob fails the fidelity check: cure it rather
-//! than hand the failure to the user.
+//! than hand the failure to the user (docs/src/numerics.md, "The runtime
+//! check and the export cure").
 //!
-//! What breaks f32 is conditioning: slowly varying data give long length
-//! scales, `Kuu` is then nearly singular, and the weights `beta` grow large
-//! with alternating signs, so their f32 rounding no longer cancels. More
-//! jitter on the factorised diagonal bounds both the weights and the
-//! factors' condition number. The cure raises the jitter tenfold at a time
-//! (up to [`MAX_CURE_EPS`] times `s2`), re-optimises briefly from the fitted
-//! parameters with it (falling back to the fitted parameters themselves if
-//! that model still fails), and reports what the cure cost in training
-//! objective, so the user can judge it.
-//!
-//! A cure should cost at most [`MAX_CURE_COST`] of the training objective:
-//! a passing model that costs more is re-optimised longer
-//! (`LONG_REOPTIMISE_ITER`) at the same jitter, and the cheaper of the
-//! two is exported; [`Cure::within_budget`] says whether it kept to the
-//! budget. Larger jitters are not tried once one passes: they smooth more
-//! and cost more.
+//! Nearly singular `Kuu` gives large alternating weights whose f32 rounding
+//! no longer cancels; more jitter bounds them. The cure raises the jitter
+//! tenfold at a time (up to [`MAX_CURE_EPS`] times `s2`), re-optimises
+//! briefly with it (else keeps the fitted parameters), and reports the
+//! cost in training objective. A passing model that costs more than
+//! [`MAX_CURE_COST`] is re-optimised longer and the cheaper exported
+//! ([`Cure::within_budget`]).
 
 use nalgebra::DMatrix;
 use serde::Serialize;

@@ -1,29 +1,18 @@
-//! Cholesky factorisation with jitter escalation, and triangular solves that
-//! report failure through [`crate::Error`] instead of a `bool`.
+//! Cholesky factorisation with jitter escalation, triangular solves that
+//! report failure through [`crate::Error`], and the dense products of the
+//! sparse objectives.
 //!
-//! # Jitter convention
+//! Jitter is `eps * scale * I` with `scale` the kernel's signal variance;
+//! `eps` starts at [`JitterPolicy::initial`] and grows by
+//! [`JitterPolicy::factor`] after each failure up to [`JitterPolicy::max`],
+//! beyond which [`Error::Numerical`]. The jitter used is returned, so callers
+//! report escalation and predict with the same factor.
 //!
-//! Jitter is relative to a caller-given scale, which is the kernel's signal
-//! variance `s2` everywhere in the trainer: the factorised matrix is
-//! `A + eps * scale * I`. `eps` starts at [`JitterPolicy::initial`] (1e-6) and
-//! is multiplied by [`JitterPolicy::factor`] (10) after each failed attempt,
-//! up to [`JitterPolicy::max`] (1e-2); beyond that the factorisation fails
-//! with [`Error::Numerical`]. The jitter actually used is returned so callers
-//! can report escalation and use the same factor at prediction time.
-//!
-//! # Matrix products
-//!
-//! The O(M^2 N) products of the sparse objectives (M x M times M x N, M x N
-//! times N x M, M x N times N x D, for M of tens) go through `faer`'s
-//! kernels (`matmul_into`, [`mul`]): at these shapes they ran 1.3 to 4
-//! times faster than nalgebra's `matrixmultiply`, whose packing of both
-//! operands on every call was a fifth of the objective's time (measured
-//! at M = 25..100 on 1024 columns, `examples/fitc_cost`). Matrices stay
-//! nalgebra's; the products borrow their column-major storage.
-//! [`mul_triangular`] skips the blocks a triangular factor holds as zeros,
-//! and the triangle of a result that is not wanted. Inside a reproducible
-//! fit ([`super::reproducible`]) products and solves run
-//! [`super::fixed_order`]'s kernels instead, the same bits on every CPU.
+//! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
+//! nalgebra's at these shapes, docs/src/benchmarks.md), borrowing nalgebra's
+//! column-major storage; [`mul_triangular`] skips a triangular factor's zero
+//! blocks. Inside a reproducible fit ([`super::reproducible`]) products and
+//! solves run [`super::fixed_order`]'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
 

@@ -1,29 +1,18 @@
-//! SPGP+DR (Snelson & Ghahramani 2006, section 4): a learned G x D
-//! projection `P` of the (standardised) inputs, and M pseudo-inputs `Zbar`
-//! in the G-dimensional projected space, with a unit-length-scale SE kernel
-//! there: `Kuf[m, n] = s2 exp(-1/2 ||P x_n - zbar_m||^2)`,
-//! `Kuu = K_1(Zbar, Zbar)`, `kdiag = s2`. `P` absorbs the length scales
-//! (its row norms are inverse length scales along the learned directions),
-//! so [`InducingFeatures::uses_lengthscales`] is false.
+//! SPGP+DR (Snelson & Ghahramani 2006, section 4; MATH.md, "SPGP+DR"): a
+//! learned G x D projection `P` of the standardised inputs and M
+//! pseudo-inputs `Zbar` in the projected space, with a unit-length-scale
+//! kernel there: `Kuf[m, n] = s2 k_1(P x_n - zbar_m)`. `P` absorbs the
+//! length scales, so [`InducingFeatures::uses_lengthscales`] is false.
 //!
-//! # Starting point
-//!
-//! `Projected::pca_start`: `P0 = V_G^T diag(1/l)` where `l` are the
-//! starting kernel's length scales (the data-scale default, or an exact
-//! GP's with `--init-hyper exact`) and `V_G` the top-G principal directions
-//! of the inputs scaled by `1/l`. Then `||P0 (x - x')||^2` is exactly the
-//! starting SPGP kernel's squared distance restricted to the G directions
-//! in which the (scaled) inputs vary most: DR starts where plain SPGP would,
-//! less the least varying directions. Whitening the components instead
-//! (unit variance each, as the PCA baseline does) would give a weak
-//! component the same weight as a strong one and start the kernel far
-//! narrower than the data-scale default along it. Pseudo-inputs then start
-//! in the projected space (`X P0^T`: k-means or a random subset, as SPGP).
+//! `Projected::pca_start` starts where plain SPGP would, less the least
+//! varying directions: `P0 = V_G^T diag(1/l)` with `l` the starting
+//! kernel's length scales and `V_G` the top-G principal directions of the
+//! scaled inputs (docs/src/spgp-dr.md).
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
 use super::{constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, RuntimeBasis};
-use crate::model::kernel::{cross_grad_with_scales, cross_with_scales, KernelGrad, KernelParams};
+use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
 
 /// SPGP+DR features: projection `P` (G x D) and pseudo-inputs `Zbar`
@@ -194,37 +183,18 @@ impl InducingFeatures for Projected {
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
-        cross_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.zbar,
-            &self.unit(),
-            kern.signal_var(),
-        )
+        kern.scaled(&self.unit()).cross(&self.zbar, &self.zbar)
     }
 
     fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        cross_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.project(x),
-            &self.unit(),
-            kern.signal_var(),
-        )
+        kern.scaled(&self.unit()).cross(&self.zbar, &self.project(x))
     }
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {
-        let g = cross_grad_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.zbar,
-            &self.unit(),
-            kern.signal_var(),
-            kuu,
-            adj,
-            true,
-            true,
-        );
+        let unit = self.unit();
+        let g = kern
+            .scaled(&unit)
+            .cross_grad(&self.zbar, &self.zbar, kuu, adj, true, true);
         let gz = match (g.a, g.b) {
             (Some(a), Some(b)) => a + b,
             // se_cross_grad returns both when both are asked for.
@@ -249,17 +219,10 @@ impl InducingFeatures for Projected {
         adj_kdiag: &DVector<f64>,
     ) -> FeatureGrad {
         let u = self.project(x);
-        let g = cross_grad_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &u,
-            &self.unit(),
-            kern.signal_var(),
-            kuf,
-            adj_kuf,
-            true,
-            true,
-        );
+        let unit = self.unit();
+        let g = kern
+            .scaled(&unit)
+            .cross_grad(&self.zbar, &u, kuf, adj_kuf, true, true);
         let (gz, gu) = match (g.a, g.b) {
             (Some(a), Some(b)) => (a, b),
             _ => (
