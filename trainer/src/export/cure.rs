@@ -22,14 +22,11 @@ use crate::Result;
 pub const MAX_CURE_EPS: f64 = 1e-2;
 
 /// Iterations of re-optimisation at the raised jitter: the other parameters
-/// adapt to it (the signal variance, which the jitter is relative to,
-/// mostly), which measured on slowly varying data recovered most of the
-/// training NLML the raised jitter alone cost.
+/// adapt to it and recover most of what the jitter alone cost.
 pub(crate) const REOPTIMISE_ITER: u64 = 50;
 
 /// Most a cure should cost, as a fraction of the magnitude of the
-/// training objective (issue 24: a jitter raised from 1e-6 to 1e-3 once
-/// cost 10% of a 10^6-row fit's NLML).
+/// training objective.
 pub const MAX_CURE_COST: f64 = 0.01;
 
 /// Iterations of the longer re-optimisation tried when the brief one

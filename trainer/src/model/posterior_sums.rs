@@ -49,10 +49,8 @@ use crate::{Error, Result};
 pub struct FitcConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
-    /// Rows of data per parallel chunk. The default, 512, keeps a chunk's
-    /// M x N blocks small enough to be reused by the allocator instead of
-    /// being mapped afresh each evaluation (with 1024 rows, page faults and
-    /// their locks were a tenth of the time at M = 50; `examples/fitc_cost`).
+    /// Rows of data per parallel chunk: the default, 512, keeps a chunk's
+    /// blocks small enough for the allocator to reuse them.
     pub chunk_rows: usize,
     /// FITC (the default) or VFE.
     pub approximation: Approximation,

@@ -34,10 +34,8 @@ impl LarsOptions {
         LarsOptions {
             max_nonzeros: m,
             lambda_min: 0.0,
-            // Lambda falls at every step, so the path cannot cycle; but on
-            // kernel columns (strongly correlated) about 45% of the steps
-            // are removals (measured on the 1-D chirp data: 464 steps for
-            // 22 non-zeros). Steps are cheap next to the rest of a fit.
+            // The path cannot cycle, but on correlated kernel columns many
+            // steps are removals; steps are cheap next to the rest of a fit.
             max_steps: 40 * m + 200,
         }
     }

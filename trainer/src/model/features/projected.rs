@@ -11,7 +11,10 @@
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
-use super::{constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, RuntimeBasis};
+use super::{
+    constant_kdiag_grad, row_major, set_row_major, BasisWidths, FeatureGrad, InducingFeatures,
+    RuntimeBasis,
+};
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
 
@@ -130,15 +133,6 @@ impl Projected {
     fn unit(&self) -> Vec<f64> {
         vec![1.0; self.feature_dim()]
     }
-
-    fn pack(&self, gp: &DMatrix<f64>, gz: &DMatrix<f64>) -> Vec<f64> {
-        let mut out = Vec::with_capacity(gp.len() + gz.len());
-        for m in [gp, gz] {
-            let c = m.ncols();
-            out.extend((0..m.len()).map(|k| m[(k / c, k % c)]));
-        }
-        out
-    }
 }
 
 impl InducingFeatures for Projected {
@@ -159,27 +153,11 @@ impl InducingFeatures for Projected {
     }
 
     fn params(&self) -> Vec<f64> {
-        self.pack(&self.p, &self.zbar)
+        row_major(&[&self.p, &self.zbar])
     }
 
     fn set_params(&mut self, p: &[f64]) -> Result<()> {
-        if p.len() != self.num_params() {
-            return Err(Error::Numerical(format!(
-                "projected features expect {} parameters, got {}",
-                self.num_params(),
-                p.len()
-            )));
-        }
-        let (pp, pz) = p.split_at(self.p.len());
-        let d = self.p.ncols();
-        for (k, v) in pp.iter().enumerate() {
-            self.p[(k / d, k % d)] = *v;
-        }
-        let g = self.zbar.ncols();
-        for (k, v) in pz.iter().enumerate() {
-            self.zbar[(k / g, k % g)] = *v;
-        }
-        Ok(())
+        set_row_major(&mut [&mut self.p, &mut self.zbar], p, "projected features")
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
@@ -187,7 +165,8 @@ impl InducingFeatures for Projected {
     }
 
     fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        kern.scaled(&self.unit()).cross(&self.zbar, &self.project(x))
+        kern.scaled(&self.unit())
+            .cross(&self.zbar, &self.project(x))
     }
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {
@@ -201,7 +180,7 @@ impl InducingFeatures for Projected {
             _ => DMatrix::zeros(self.zbar.nrows(), self.zbar.ncols()),
         };
         FeatureGrad {
-            feature: self.pack(&DMatrix::zeros(self.p.nrows(), self.p.ncols()), &gz),
+            feature: row_major(&[&DMatrix::zeros(self.p.nrows(), self.p.ncols()), &gz]),
             // The unit scales are not parameters: only log s2.
             kernel: KernelGrad {
                 log_signal_var: g.kernel.log_signal_var,
@@ -233,7 +212,7 @@ impl InducingFeatures for Projected {
         // U = X P^T, so dF/dP = (dF/dU)^T X.
         let gp = gu.tr_mul(&x);
         FeatureGrad {
-            feature: self.pack(&gp, &gz),
+            feature: row_major(&[&gp, &gz]),
             kernel: KernelGrad {
                 log_signal_var: g.kernel.log_signal_var + constant_kdiag_grad(kern, adj_kdiag),
                 ..KernelGrad::zeros(kern.dim())

@@ -58,8 +58,8 @@ struct Chunk {
     kuf: DMatrix<f64>,
     v: DMatrix<f64>,
     gamma: DVector<f64>,
-    /// An M x rows block the adjoint pass overwrites: fresh blocks cost a
-    /// zero fill each (6% of an evaluation at M = 50, `examples/fitc_cost`).
+    /// An M x rows block the adjoint pass overwrites (a fresh one costs a
+    /// zero fill).
     scratch: DMatrix<f64>,
 }
 
