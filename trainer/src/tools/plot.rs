@@ -1,17 +1,12 @@
-//! `sgp plot`: a blob's predictions on a data set, as SVG.
+//! `sgp plot`: a blob's predictions on a data set, as SVG ([`plot_svg`]).
 //!
 //! Every prediction drawn comes from the blob through the runtime
-//! ([`crate::export::device`]), i.e. what the device computes. With one input: the
-//! data, the predictive mean and a band of two predictive standard
-//! deviations (noise included), and where the basis functions sit (VSGP:
-//! with bars of ± their width); a classifier shows `P(y = +1)` instead.
-//! With more inputs there is no axis to draw the function along, so two
-//! panels judge it instead: predicted against actual (with ±2 sd error
-//! bars) and a calibration curve (the fraction of points within k
-//! predictive standard deviations, against the Gaussian expectation); a
-//! classifier gets its probabilities by class and a reliability diagram.
-//! A model of several outputs gets one such row of panels per output
-//! ([`plot_svg`]).
+//! ([`crate::export::device`]), i.e. what the device computes. One input:
+//! the data, the mean, a band of two predictive standard deviations and
+//! where the basis functions sit (a classifier: `P(y = +1)`). More inputs:
+//! predicted against actual and a calibration curve (a classifier: its
+//! probabilities by class and a reliability diagram). One row of panels
+//! per output.
 
 use nalgebra::{DMatrix, DVector};
 use plotters::coord::Shift;

@@ -7,12 +7,9 @@
 //!   `S_ijd = Delta_id + Delta_jd - l_d^2`
 //! - `kdiag = s2`.
 //!
-//! The widths are `Delta_id = l_d^2 (1/2 + exp(rho_id))` with `rho_id`
-//! free: always a valid covariance, every valid width reachable, SPGP at
-//! `rho = log(1/2)`; `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`
-//! (outside, [`InducingFeatures::set_params`] refuses the point and the
-//! optimiser backs off). docs/src/vsgp.md derives the form and the
-//! gradients.
+//! `Delta_id = l_d^2 (1/2 + exp(rho_id))`: always valid, SPGP at
+//! `rho = log(1/2)`; `|rho| <= RHO_LIMIT` ([`InducingFeatures::set_params`]
+//! refuses the point outside). docs/src/vsgp.md derives the gradients.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 use rayon::prelude::*;

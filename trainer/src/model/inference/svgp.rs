@@ -5,13 +5,14 @@
 //! to the variational parameters, the bias, the features and the kernel.
 //!
 //! Whitened, as GPflow's `SVGP(whiten=True)`: `u = Lu v`, `q(v) = N(m, L L^T)`
-//! (`L`'s diagonal through its logarithm), `F = -sum_n E_q[log Phi(y_n (f_n
-//! + b))] + KL(q(v) || p(v))`, the expectations by Gauss-Hermite quadrature
-//! differentiated exactly (docs/src/classification.md, "svgp"). The runtime
-//! form's variance factor is `L2 = Lu R^T` from the QR factorisation
-//! `L^{-1} = Q R`, so no product that squares `cond(S)` is factorised.
-//! Rows run in parallel chunks of [`SvgpConfig::chunk_rows`], summed in
-//! chunk order: the result does not depend on the thread count.
+//! (`L`'s diagonal through its logarithm), the bound
+//! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`, the
+//! expectations by Gauss-Hermite quadrature differentiated exactly
+//! (docs/src/classification.md, "svgp"). The runtime form's variance factor
+//! is `L2 = Lu R^T` from the QR factorisation `L^{-1} = Q R`, so no product
+//! that squares `cond(S)` is factorised. Rows run in parallel chunks of
+//! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
+//! depend on the thread count.
 
 use std::sync::OnceLock;
 
