@@ -67,7 +67,7 @@ pub struct IvmParams {
     /// Randomised greedy selection.
     pub selection: SelectionOptions,
     /// Select-then-optimise rounds (0: keep the starting kernel); `None`:
-    /// [`CLASSIFIER_ROUNDS`] for a classifier, [`DEFAULT_ROUNDS`] for a
+    /// `CLASSIFIER_ROUNDS` for a classifier, `DEFAULT_ROUNDS` for a
     /// regression.
     pub rounds: Option<usize>,
     /// Optimiser settings of each round's kernel optimisation.

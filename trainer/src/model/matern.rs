@@ -1,6 +1,6 @@
 //! The ARD Matérn covariances (nu = 1/2, 3/2, 5/2) and their chain rule,
-//! the counterparts of [`crate::model::kernel::se_cross`] and
-//! [`crate::model::kernel::se_cross_grad`]:
+//! the counterparts of `kernel::se_cross` and
+//! `kernel::se_cross_grad`:
 //! `K[i, j] = s2 kappa(r_ij)`, `r_ij^2 = sum_t (inv_l_t (a_it - b_jt))^2`.
 //!
 //! Distances come from direct differences, not the SE's expanded form: the
