@@ -1,21 +1,13 @@
-//! Reading, validating and standardising tabular data.
+//! Reading, validating and standardising tabular data (docs/src/data.md).
 //!
 //! Files are CSV with a header row, or Parquet (recognised by content),
-//! each opened once ([`crate::files::Input`]). Every problem is reported as
-//! [`Error::BadInput`] with a message that names the file, the place and
-//! the column. Places in a file are given as `line L (data row R)`: `L` is
-//! the 1-based line in the file (the header is line 1), which is what an
-//! editor shows, and `R` is the 1-based index among data rows, which is what
-//! a spreadsheet or dataframe shows.
-//!
-//! Standardisation uses the mean and the *sample* standard deviation
-//! (divisor N − 1), as MATLAB's `std` and the original SPGP code do.
-//! A constant input column carries no information but is common in real
-//! data (a sensor that never moved): it is kept, recorded in
-//! [`Dataset::constant_inputs`] with scale 1 (so its standardised values are
-//! all zero), and the fitting procedures leave it out
-//! (`Dataset::without_inputs`), so the exported model ignores it. A
-//! constant target is an error: there is nothing to learn.
+//! each opened once ([`crate::files::Input`]). Every problem is an
+//! [`Error::BadInput`] naming the file, the place (`line L (data row R)`:
+//! the editor's line and the spreadsheet's row) and the column.
+//! Standardisation uses the *sample* standard deviation (N − 1), as the
+//! original SPGP code. A constant input is kept with scale 1 and listed in
+//! [`Dataset::constant_inputs`], which the fits leave out; a constant
+//! target is an error.
 
 pub mod extremes;
 pub mod labels;

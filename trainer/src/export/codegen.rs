@@ -1,23 +1,16 @@
 //! `sgp export`: a blob as source code, so that a model ships inside the
 //! firmware image instead of being read from storage at run time.
 //!
-//! - [`Format::C`]: a header defining the blob as an aligned
-//!   `static const uint8_t NAME_blob[]` with its length `NAME_BLOB_LEN`, for
-//!   the C library (`sgp-capi`, header `sgp.h`).
-//! - [`Format::Rust`]: a file to `include!`, defining a module `NAME` with
-//!   the blob (`BLOB`), the input names in order (`INPUTS`) and `Model`,
-//!   the `sgp_runtime::Model` type with exactly the blob's capacities.
+//! - [`Format::C`]: a header with the blob as an aligned
+//!   `static const uint8_t NAME_blob[]` and `NAME_BLOB_LEN`, for `sgp.h`.
+//! - [`Format::Rust`]: a file to `include!`, a module `NAME` with `BLOB`,
+//!   `INPUTS` and `Model`, the `sgp_runtime::Model` type with exactly the
+//!   blob's capacities.
 //!
-//! A blob of several outputs also gets their names in output order (C
-//! `NAME_output_names`, Rust `OUTPUTS`), and a classifier's blob with class
-//! labels the labels in class order (C `NAME_class_labels`, Rust
-//! `CLASSES`), the order `Model::predict_all` and `Model::classify` use.
-//!
-//! The blob is aligned to [`BLOB_ALIGN`] bytes. The runtime reads it byte by
-//! byte and needs no alignment; the alignment is for what firmware does with
-//! the blob as a whole: CRC units and DMA read it in words, `memcpy` takes
-//! its word-wise path, and flash programmed a double word at a time (to
-//! replace a model in the field) wants the blob to start on a double word.
+//! Output names (`NAME_output_names`, `OUTPUTS`) and class labels
+//! (`NAME_class_labels`, `CLASSES`) follow when the blob has them. The
+//! blob is aligned to [`BLOB_ALIGN`] bytes for CRC units, DMA and flash
+//! programmed a double word at a time; the runtime itself needs none.
 
 use std::fmt::Write;
 use std::path::Path;

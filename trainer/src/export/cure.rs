@@ -1,22 +1,14 @@
 //! Exporting a fit whose f32 blob fails the fidelity check: cure it rather
-//! than hand the failure to the user.
+//! than hand the failure to the user (docs/src/numerics.md, "The runtime
+//! check and the export cure").
 //!
-//! What breaks f32 is conditioning: slowly varying data give long length
-//! scales, `Kuu` is then nearly singular, and the weights `beta` grow large
-//! with alternating signs, so their f32 rounding no longer cancels. More
-//! jitter on the factorised diagonal bounds both the weights and the
-//! factors' condition number. The cure raises the jitter tenfold at a time
-//! (up to [`MAX_CURE_EPS`] times `s2`), re-optimises briefly from the fitted
-//! parameters with it (falling back to the fitted parameters themselves if
-//! that model still fails), and reports what the cure cost in training
-//! objective, so the user can judge it.
-//!
-//! A cure should cost at most [`MAX_CURE_COST`] of the training objective:
-//! a passing model that costs more is re-optimised longer
-//! (`LONG_REOPTIMISE_ITER`) at the same jitter, and the cheaper of the
-//! two is exported; [`Cure::within_budget`] says whether it kept to the
-//! budget. Larger jitters are not tried once one passes: they smooth more
-//! and cost more.
+//! Nearly singular `Kuu` gives large alternating weights whose f32 rounding
+//! no longer cancels; more jitter bounds them. The cure raises the jitter
+//! tenfold at a time (up to [`MAX_CURE_EPS`] times `s2`), re-optimises
+//! briefly with it (else keeps the fitted parameters), and reports the
+//! cost in training objective. A passing model that costs more than
+//! [`MAX_CURE_COST`] is re-optimised longer and the cheaper exported
+//! ([`Cure::within_budget`]).
 
 use nalgebra::DMatrix;
 use serde::Serialize;
@@ -30,14 +22,11 @@ use crate::Result;
 pub const MAX_CURE_EPS: f64 = 1e-2;
 
 /// Iterations of re-optimisation at the raised jitter: the other parameters
-/// adapt to it (the signal variance, which the jitter is relative to,
-/// mostly), which measured on slowly varying data recovered most of the
-/// training NLML the raised jitter alone cost.
+/// adapt to it and recover most of what the jitter alone cost.
 pub(crate) const REOPTIMISE_ITER: u64 = 50;
 
 /// Most a cure should cost, as a fraction of the magnitude of the
-/// training objective (issue 24: a jitter raised from 1e-6 to 1e-3 once
-/// cost 10% of a 10^6-row fit's NLML).
+/// training objective.
 pub const MAX_CURE_COST: f64 = 0.01;
 
 /// Iterations of the longer re-optimisation tried when the brief one

@@ -207,7 +207,7 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
 /// ones); with `force` a set that nothing cures is exported as fitted.
 /// Several outputs that pass only in the solves form of the variance are
 /// cured into the product form where that costs at most
-/// [`cure::MAX_CURE_COST`] ([`cure::cure_to_product`]): the solves form
+/// [`cure::MAX_CURE_COST`] (`cure::cure_to_product`): the solves form
 /// would make their one blob larger than separate blobs.
 ///
 /// # Errors

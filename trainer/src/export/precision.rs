@@ -1,35 +1,13 @@
 //! Whether f32 — the device's arithmetic — can resolve the data at all.
 //!
-//! The device receives raw inputs in f32, computes `(x - x_mean) / x_scale`
-//! in f32 and returns `y_mean + y_scale m` in f32. A column whose values sit
-//! far from zero compared with their spread loses its information in the
-//! rounding: GPS degrees `123.456789` varying by `1e-3`, or a target of `1e6`
-//! varying by `1e-3`. No jitter or better-conditioned form can cure that;
-//! the user must subtract an offset from the column, before fitting and on
-//! the device. This module says so, one warning per affected column.
-//!
-//! # Threshold
-//!
-//! f32 represents values near magnitude `a` in steps of `ulp(a)`
-//! (`2^(floor(log2 a) - 23)`, about `a * 1.2e-7`). Both the raw value and the
-//! stored mean are rounded (half a step each; the subtraction of two close
-//! numbers is then exact), so a standardised input is off by up to
-//! `q = ulp(a) / sd` where `sd` is the column's standard deviation. Moving a
-//! standardised input by `q` moves the predictive mean by about
-//! `q * sd_signal` (the slope of a GP mean with length scales of order one is
-//! of the order of the signal's standard deviation per unit of input). The
-//! export check allows `1%` of the predictive standard deviation; for an
-//! ordinary good fit (signal-to-noise ratio around 10, so the predictive sd
-//! is about a tenth of the signal's) that is `1e-3 sd_signal`, which
-//! `q = 1e-3` uses up entirely. The target is the same: rounding `y_mean`
-//! and the output moves the mean by up to `ulp(a)`, against a tolerance of
-//! about `1e-3 y_scale` for the same fit. Hence `RESOLUTION_LIMIT`:
-//! warn when `q > 1e-3`. Below it, rounding is at most a fraction of what
-//! the check allows, except for near-noiseless fits, where the tolerance's
-//! `1e-4 y_scale` floor applies. Kelvin temperatures (`293.15 ± 0.5`:
-//! `q ≈ 1e-4`) and pressures in pascals (`101325 ± 50`: `q ≈ 3e-4`) stay
-//! below it; the GPS example (`q ≈ 3e-2`) and the `1e6` target
-//! (`q ≈ 2e2`) are far above.
+//! The device standardises raw f32 inputs and unstandardises its output in
+//! f32. A column far from zero compared with its spread (GPS degrees
+//! `123.456789` varying by `1e-3`) loses its information in the rounding,
+//! which no jitter cures: the user must subtract an offset. This module
+//! warns, one warning per affected column, when the rounding step in
+//! standardised units `q = ulp(a) / sd` exceeds `RESOLUTION_LIMIT` (1e-3,
+//! what the export check allows for an ordinary fit; the derivation is in
+//! docs/src/numerics.md, "Can f32 resolve the data?").
 
 use nalgebra::DMatrix;
 use sgp_runtime::Link;

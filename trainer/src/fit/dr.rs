@@ -131,13 +131,7 @@ pub(crate) fn fit_dr(
     let (fit, starts) = fit_restarted(outputs, &sparse, kernels, &start, choice, progress)?;
     let mut fit = fit.into_fit(outputs, ModelKind::SpgpDr, Method::SpgpDr)?;
     fit.report.starts = starts;
-    fit.report.projection = fit
-        .first()
-        .form
-        .basis
-        .projection
-        .as_ref()
-        .map(ProjectionReport::of);
+    report_projection(&mut fit);
     Ok(fit)
 }
 
@@ -191,15 +185,15 @@ pub(crate) fn fit_pca(
     });
     fit.report.method = Method::SpgpPca;
     fit.report.inputs = data.input_names.clone();
-    fit.report.projection = fit
-        .first()
-        .form
-        .basis
-        .projection
-        .as_ref()
-        .map(ProjectionReport::of);
+    report_projection(&mut fit);
     fit.describe();
     Ok(fit)
+}
+
+/// Fills in the report's projection from the fitted basis.
+fn report_projection(fit: &mut Fit) {
+    let projection = fit.first().form.basis.projection.as_ref();
+    fit.report.projection = projection.map(ProjectionReport::of);
 }
 
 /// Puts the fixed projection `p` in front of an SPGP basis fitted on

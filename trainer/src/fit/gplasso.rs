@@ -1,21 +1,15 @@
-//! GPLasso (Yan & Qi 2010): hyperparameters from an exact GP on a subset,
-//! then the basis points chosen among the training inputs by the lasso
-//! path of `||C beta - d||^2 + lambda' |beta|_1` (MATH.md, "GPLasso":
-//! `2 KL(exact || sparse posterior)` plus the penalty), then (by default)
-//! the hyperparameters and the basis points re-optimised ([`GplassoRefit`]).
+//! GPLasso (Yan & Qi 2010; MATH.md, "GPLasso"): hyperparameters from an
+//! exact GP on a subset, then the basis points chosen among the training
+//! inputs by the lasso path of `||C beta - d||^2 + lambda' |beta|_1`, then
+//! (by default) the hyperparameters and the basis points re-optimised
+//! ([`GplassoRefit`]).
 //!
-//! The path is computed on the reduced problem of a pivoted incomplete
-//! Cholesky `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]): with
-//! `Rt Rt^T + v I = Lv Lv^T`, `C~ = Lv^T Rt / sqrt(v)` and `d~ = Lv^{-1} Rt y
-//! / sqrt(v)` have the original's normal equations with `K~` for `K`, so
-//! LARS ([`crate::numerics::lars`], `lambda' = 2 lambda`) follows the same
-//! path in r rows until M weights are non-zero. At most r weights can be
-//! non-zero, and duplicated rows enter once, so a path may end short of M
-//! ([`GplassoReport::reached`]).
-//!
-//! The paper gives no variance: the model's is FITC's with the selected
-//! inputs as pseudo-inputs; its mean takes the lasso's weights or that
-//! posterior's ([`GplassoWeights`]).
+//! The path runs on the reduced problem of a pivoted incomplete Cholesky
+//! `K ~ Rt^T Rt` (rank r, [`crate::model::icf`]; docs/src/gplasso.md), which
+//! has the original's normal equations with `K~` for `K`; at most r weights
+//! can be non-zero, so a path may end short of M ([`GplassoReport::reached`]).
+//! The variance is FITC's with the selected inputs as pseudo-inputs; the
+//! mean takes the lasso's weights or that posterior's ([`GplassoWeights`]).
 
 use std::cell::Cell;
 use std::time::Instant;

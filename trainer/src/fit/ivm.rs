@@ -67,7 +67,7 @@ pub struct IvmParams {
     /// Randomised greedy selection.
     pub selection: SelectionOptions,
     /// Select-then-optimise rounds (0: keep the starting kernel); `None`:
-    /// [`CLASSIFIER_ROUNDS`] for a classifier, [`DEFAULT_ROUNDS`] for a
+    /// `CLASSIFIER_ROUNDS` for a classifier, `DEFAULT_ROUNDS` for a
     /// regression.
     pub rounds: Option<usize>,
     /// Optimiser settings of each round's kernel optimisation.
@@ -796,13 +796,8 @@ fn fit_on_basis(
 
 /// The active set's posterior over the basis values `u = f_I` (its sites
 /// alone, the bias `bias`) as the bound's whitened `q(v)`, `u = Lu v`,
-/// `Lu = chol(Kuu + jitter)`: the all-rows fit's start. From the prior
-/// `q(v) = N(0, I)` the fit is badly scaled when the signal variance `s2`
-/// is large (the latent's prior spread is `sqrt(s2)` and the bound's
-/// curvature grows as `s2`): on breast cancer a kernel with `s2` = 13,140
-/// had not converged after 1,000 iterations and called every row
-/// negative. The active set's posterior is already near the optimum for
-/// the basis rows and has the right scale whatever `s2`.
+/// `Lu = chol(Kuu + jitter)`: the all-rows fit's start, of the right scale
+/// whatever `s2` (from the prior `N(0, I)` a large `s2` fit badly).
 ///
 /// With site precisions `Pi` and means `mu`: `Sigma_u = (K^-1 + Pi)^-1`,
 /// so `S = Lu^-1 Sigma_u Lu^-T = B^-1` with `B = I + Lu^T Pi Lu` (every

@@ -247,13 +247,10 @@ impl Expansion {
             .form
             .basis
             .with_ignored_inputs(self.input_names.len(), &self.ignored);
-        let t = &self.transform;
         model.transform = Standardisation {
-            x_mean: t.x_mean.clone(),
-            x_scale: t.x_scale.clone(),
-            x_min: t.x_min.clone(),
-            x_max: t.x_max.clone(),
-            ..model.transform.clone()
+            y_mean: model.transform.y_mean,
+            y_scale: model.transform.y_scale,
+            ..self.transform.clone()
         };
         model.input_names = self.input_names.clone();
     }

@@ -2,17 +2,10 @@
 //! a rank-`r` factor `R` (r x N) with `K ~ R^T R`, built one column of `K`
 //! at a time, so an N x N kernel matrix is never formed.
 //!
-//! At step `k` the pivot is the row with the largest remaining diagonal
-//! `d_i = K_ii - sum_{j<k} R_ji^2` (the largest residual variance; ties go to
-//! the lowest index, so the result is deterministic). The factorisation stops
-//! at `max_rank` rows or as soon as the residual trace `sum_i d_i` is at most
-//! `tol` times the trace of `K` — the residual `K - R^T R` is positive
-//! semi-definite, so its trace bounds its largest eigenvalue and its nuclear
-//! norm. O(N r^2) time, O(N r) memory.
-//!
-//! At full rank on a positive definite matrix the result is the Cholesky
-//! factorisation of the symmetrically permuted matrix: with `P` the pivot
-//! order, `R[:, P]` is upper triangular and `R[:, P]^T R[:, P] = K[P, P]`.
+//! The pivot is the largest remaining diagonal (ties to the lowest index:
+//! deterministic); it stops at `max_rank` rows or once the residual trace is
+//! at most `tol` times `K`'s (the residual is positive semi-definite, so its
+//! trace bounds it). O(N r^2) time, O(N r) memory.
 
 use nalgebra::{DMatrix, DVector, DVectorViewMut};
 use rayon::prelude::*;

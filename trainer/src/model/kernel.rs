@@ -22,13 +22,8 @@ use crate::{Error, Result};
 pub(crate) const DEFAULT_NOISE_FLOOR: f64 = 1e-6;
 
 /// Floor on every length scale, in standardised input units (the optimiser
-/// cannot go below it; see [`crate::model::inference::objective`]). Exactly
-/// duplicated rows let an exact GP explain the data with zero noise, and its
-/// likelihood then drives the length scale towards zero (measured: 3e-8 of
-/// the input's spread), a lookup table that f32 cannot evaluate: a basis
-/// function that narrow is missed by the rounding of the input itself. At
-/// 1e-3 of a standard deviation, f32's rounding of a standardised input
-/// (about 1e-7) moves a basis function's exponent by 1e-4 at most.
+/// cannot go below it; see [`crate::model::inference::objective`]): duplicated
+/// rows otherwise drive a length scale towards zero, a basis f32 cannot evaluate.
 pub(crate) const LENGTHSCALE_FLOOR: f64 = 1e-3;
 
 /// An excess noise below this fraction of the floor counts as "on the floor":
@@ -229,13 +224,7 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        cross_with_scales(
-            self.kernel,
-            a,
-            b,
-            &self.inv_lengthscales(),
-            self.signal_var(),
-        )
+        self.scaled(&self.inv_lengthscales()).cross(a, b)
     }
 
     /// Chain rule through `K = cross(a, b)`: given `k` (that matrix, already
@@ -262,21 +251,8 @@ impl KernelParams {
         SB: Storage<f64, Dyn, Dyn>,
     {
         self.check_dims(a.ncols(), b.ncols());
-        let inv_l = self.inv_lengthscales();
-        match self.kernel {
-            Kernel::SquaredExponential => se_cross_grad(a, b, &inv_l, k, adj, want_a, want_b),
-            matern => matern_cross_grad(
-                matern,
-                a,
-                b,
-                &inv_l,
-                self.signal_var(),
-                k,
-                adj,
-                want_a,
-                want_b,
-            ),
-        }
+        self.scaled(&self.inv_lengthscales())
+            .cross_grad(a, b, k, adj, want_a, want_b)
     }
 
     /// Inverse length scales `1 / l_d`: the scales [`se_cross`] takes.
@@ -285,6 +261,15 @@ impl KernelParams {
             .iter()
             .map(|v| libm::exp(-v))
             .collect()
+    }
+
+    /// This kernel's covariance function and signal variance with scales `inv_l`.
+    pub(crate) fn scaled<'a>(&self, inv_l: &'a [f64]) -> Scaled<'a> {
+        Scaled {
+            kernel: self.kernel,
+            inv_l,
+            s2: self.signal_var(),
+        }
     }
 
     fn check_dims(&self, da: usize, db: usize) {
@@ -296,46 +281,52 @@ impl KernelParams {
     }
 }
 
-/// The cross-covariance of `kernel` with explicit scales: [`se_cross`] or
-/// [`matern_cross`].
-pub fn cross_with_scales<SA, SB>(
-    kernel: Kernel,
-    a: &Matrix<f64, Dyn, Dyn, SA>,
-    b: &Matrix<f64, Dyn, Dyn, SB>,
-    inv_l: &[f64],
-    s2: f64,
-) -> DMatrix<f64>
-where
-    SA: Storage<f64, Dyn, Dyn>,
-    SB: Storage<f64, Dyn, Dyn>,
-{
-    match kernel {
-        Kernel::SquaredExponential => se_cross(a, b, inv_l, s2),
-        matern => matern_cross(matern, a, b, inv_l, s2),
-    }
+/// A covariance function with explicit inverse length scales `inv_l` and
+/// signal variance `s2` (SPGP+DR's projected space has unit scales).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scaled<'a> {
+    pub kernel: Kernel,
+    pub inv_l: &'a [f64],
+    pub s2: f64,
 }
 
-/// The chain rule through [`cross_with_scales`]: [`se_cross_grad`] or
-/// [`matern_cross_grad`] (`s2` is read by the latter only).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn cross_grad_with_scales<SA, SB>(
-    kernel: Kernel,
-    a: &Matrix<f64, Dyn, Dyn, SA>,
-    b: &Matrix<f64, Dyn, Dyn, SB>,
-    inv_l: &[f64],
-    s2: f64,
-    k: &DMatrix<f64>,
-    adj: &DMatrix<f64>,
-    want_a: bool,
-    want_b: bool,
-) -> CrossGrad
-where
-    SA: Storage<f64, Dyn, Dyn>,
-    SB: Storage<f64, Dyn, Dyn>,
-{
-    match kernel {
-        Kernel::SquaredExponential => se_cross_grad(a, b, inv_l, k, adj, want_a, want_b),
-        matern => matern_cross_grad(matern, a, b, inv_l, s2, k, adj, want_a, want_b),
+impl Scaled<'_> {
+    /// The cross-covariance: [`se_cross`] or [`matern_cross`].
+    pub(crate) fn cross<SA, SB>(
+        &self,
+        a: &Matrix<f64, Dyn, Dyn, SA>,
+        b: &Matrix<f64, Dyn, Dyn, SB>,
+    ) -> DMatrix<f64>
+    where
+        SA: Storage<f64, Dyn, Dyn>,
+        SB: Storage<f64, Dyn, Dyn>,
+    {
+        match self.kernel {
+            Kernel::SquaredExponential => se_cross(a, b, self.inv_l, self.s2),
+            matern => matern_cross(matern, a, b, self.inv_l, self.s2),
+        }
+    }
+
+    /// The chain rule through [`Scaled::cross`]: [`se_cross_grad`] or
+    /// [`matern_cross_grad`].
+    pub(crate) fn cross_grad<SA, SB>(
+        &self,
+        a: &Matrix<f64, Dyn, Dyn, SA>,
+        b: &Matrix<f64, Dyn, Dyn, SB>,
+        k: &DMatrix<f64>,
+        adj: &DMatrix<f64>,
+        want_a: bool,
+        want_b: bool,
+    ) -> CrossGrad
+    where
+        SA: Storage<f64, Dyn, Dyn>,
+        SB: Storage<f64, Dyn, Dyn>,
+    {
+        let (inv_l, s2) = (self.inv_l, self.s2);
+        match self.kernel {
+            Kernel::SquaredExponential => se_cross_grad(a, b, inv_l, k, adj, want_a, want_b),
+            matern => matern_cross_grad(matern, a, b, inv_l, s2, k, adj, want_a, want_b),
+        }
     }
 }
 
@@ -345,13 +336,10 @@ where
 /// (all 1 for a kernel with unit length scales, as in SPGP+DR's projected
 /// space). [`KernelParams::cross`] is this with the kernel's own scales.
 ///
-/// The squared distances come from one matrix product,
-/// `|u_i - v_j|^2 = |u_i|^2 + |v_j|^2 - 2 u_i . v_j` with `u = a / l`,
-/// `v = b / l` (2 P Q T flops in a GEMM instead of 3 P Q T in a scalar loop).
-/// Both point sets are first
-/// shifted by the mean of `u`, which leaves the distances unchanged and
-/// keeps the expanded form from cancelling for points far from the origin;
-/// a distance that round-off makes negative counts as zero.
+/// The squared distances come from one GEMM,
+/// `|u_i - v_j|^2 = |u_i|^2 + |v_j|^2 - 2 u_i . v_j` (`u = a / l`,
+/// `v = b / l`), both sets shifted by the mean of `u` so the expanded form
+/// does not cancel far from the origin; a negative distance counts as zero.
 ///
 /// # Panics
 /// If `a`, `b` and `inv_l` disagree on T (a caller bug).
@@ -404,21 +392,9 @@ where
 ///
 /// `adj` is the gradient with every entry of `K` treated as independent;
 /// for `a == b` (a symmetric matrix) pass the full adjoint and add the `a`
-/// and `b` gradients. Cost O(P Q T), like building `K`.
-///
-/// # As matrix products
-///
-/// With `u = a / l`, `v = b / l` (shifted as in [`se_cross`]),
-/// `B = adj o K` (elementwise), its row sums `r` and column sums `c`:
-/// `dK_ij/du_it = -K_ij (u_it - v_jt)` and
-/// `dK_ij/dlog l_t = K_ij (u_it - v_jt)^2`, so
-///
-/// - `dF/du = (B v) - diag(r) u`, `dF/dv = (B^T u) - diag(c) v` (one GEMM
-///   each, P x Q x T),
-/// - `dF/dlog l_t = sum_i r_i u_it^2 + sum_j c_j v_jt^2 - 2 sum_i u_it (B v)_it`,
-/// - `dF/dlog s2 = sum B`,
-///
-/// and `dF/da = dF/du / l`. Everything but the GEMMs is O(P Q + (P + Q) T).
+/// and `b` gradients. Cost O(P Q T), like building `K`: with `B = adj o K`,
+/// its row sums `r` and column sums `c`, `dF/du = B v - diag(r) u` and
+/// `dF/dv = B^T u - diag(c) v` are one GEMM each (`u = a / l`, `v = b / l`).
 ///
 /// # Panics
 /// On dimension mismatch (a caller bug).
@@ -487,12 +463,9 @@ where
 /// `block[i, j] = s2 exp(-1/2 (na_i + nb_j - 2 block[i, j]))` (column-major,
 /// `na.len()` rows): dot products `u_i . v_j` into SE kernel values.
 ///
-/// The loop is compiled twice more, with AVX-512 and with AVX2 and FMA,
-/// and runs the widest the CPU has, so [`exp_nonpositive`] is evaluated
-/// eight or four lanes at a time (libm's scalar `exp` was a sixth of an
-/// objective evaluation, and AVX-512 took a tenth off AVX2's single-thread
-/// time at M = 50, `examples/fitc_cost`). Every version computes the same
-/// bits: the exponential uses only IEEE operations and fused multiply-adds.
+/// Compiled also for AVX-512 and AVX2+FMA, the widest the CPU has running
+/// (libm's scalar `exp` was a sixth of an objective); every version computes
+/// the same bits: [`exp_nonpositive`] uses only IEEE operations and FMAs.
 fn se_from_dots(block: &mut [f64], na: &[f64], nb: &[f64], s2: f64) {
     let p = na.len();
     let mut run = move || {

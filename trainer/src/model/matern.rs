@@ -1,15 +1,12 @@
 //! The ARD Matérn covariances (nu = 1/2, 3/2, 5/2) and their chain rule,
-//! the counterparts of [`crate::model::kernel::se_cross`] and
-//! [`crate::model::kernel::se_cross_grad`]:
+//! the counterparts of `kernel::se_cross` and
+//! `kernel::se_cross_grad`:
 //! `K[i, j] = s2 kappa(r_ij)`, `r_ij^2 = sum_t (inv_l_t (a_it - b_jt))^2`.
 //!
-//! The distances come from direct differences, not from the expanded
-//! `|u|^2 + |v|^2 - 2 u . v` the squared exponential uses: Matérn needs
-//! `r = sqrt(r^2)`, and the square root of a cancelled `r^2` of 1e-16 is
-//! an error of 1e-8 in `r`, where Matérn 1/2 has a slope of 1.
-//!
-//! Matérn 1/2 has no derivative at `r = 0`; there the gradient takes the
-//! symmetric one (zero: the central difference), never NaN.
+//! Distances come from direct differences, not the SE's expanded form: the
+//! square root of a cancelled `r^2` of 1e-16 is an error of 1e-8 in `r`.
+//! At `r = 0` Matérn 1/2's gradient takes the symmetric derivative (zero),
+//! never NaN.
 
 use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;

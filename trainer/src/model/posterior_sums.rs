@@ -2,21 +2,12 @@
 //! streaming pass (or a cluster) computes chunk by chunk and merges.
 //!
 //! With the basis and the hyperparameters fixed, FITC's and VFE's posterior
-//! (MATH.md, [`crate::model::inference::fitc`]) needs the data only through
-//! M x M and M-vector sums over rows. In whitened form, `L = chol(Kuu +
-//! jitter I)`, `V_n = L^{-1} k_n` and `gamma_n` the row's variance (FITC:
-//! `kdiag_n - ||V_n||^2 + sigma2`; VFE: `sigma2`):
-//!
-//! - `A = sum_n V_n V_n^T / gamma_n` (M x M),
-//! - `b = sum_n V_n y_n / gamma_n` (M),
-//! - `sum_n log gamma_n`, `sum_n y_n^2 / gamma_n`, `sum_n lambda_n` and
-//!   the row count, for the training objective.
-//!
-//! [`PosteriorSums`] holds these for any set of rows; [`PosteriorSums::merge`]
-//! adds two disjoint sets, so the sums of a file are the merge of its
-//! chunks' sums, in any grouping. [`ChunkModel`] computes one chunk's sums
-//! and turns the merged total into the posterior and its objective. Memory
-//! is O(M^2) whatever the number of rows.
+//! needs the data only through M x M and M-vector sums over rows
+//! (whitened: `A = sum V_n V_n^T / gamma_n`, `b = sum V_n y_n / gamma_n`,
+//! and the scalars of the objective; docs/src/large-data.md).
+//! [`PosteriorSums::merge`] adds two disjoint sets of rows, in any grouping;
+//! [`ChunkModel`] computes one chunk's sums and turns the merged total into
+//! the posterior and its objective. Memory is O(M^2) whatever the rows.
 //!
 //! ```
 //! use nalgebra::{DMatrix, DVector};
@@ -58,10 +49,8 @@ use crate::{Error, Result};
 pub struct FitcConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
-    /// Rows of data per parallel chunk. The default, 512, keeps a chunk's
-    /// M x N blocks small enough to be reused by the allocator instead of
-    /// being mapped afresh each evaluation (with 1024 rows, page faults and
-    /// their locks were a tenth of the time at M = 50; `examples/fitc_cost`).
+    /// Rows of data per parallel chunk: the default, 512, keeps a chunk's
+    /// blocks small enough for the allocator to reuse them.
     pub chunk_rows: usize,
     /// FITC (the default) or VFE.
     pub approximation: Approximation,

@@ -2,15 +2,12 @@
 //! format version 7): what a device needs to condition the model on new
 //! observations (`sgp_runtime::Model::update`).
 //!
-//! With `L1 = chol(K_M)` (the form's first factor) and `L2 L2^T = L1 A L1^T`
-//! (`A = I + V Gamma^-1 V^T` for FITC and VFE; the svgp classifier's `A`
-//! is its whitened `S^-1`), the posterior of the whitened inducing values
-//! `L1^-1 u` is `N(L1^T beta, S)` with `S = A^-1`. The blob stores `L1`, a
-//! lower-triangular `G` with `I - S = (I - G)^T (I - G)` (a Cholesky
-//! factorisation of `I - S` with rows and columns reversed, as
-//! [`crate::model::variance_factor`] forms it), and the means `L1^T beta`.
-//! `G` is small where `S` is, so f32 keeps a well-determined direction to
-//! its relative precision.
+//! The posterior of the whitened inducing values `L1^-1 u` is
+//! `N(L1^T beta, S)`; the blob stores `L1`, the means `L1^T beta` and a
+//! lower-triangular `G` with `I - S = (I - G)^T (I - G)` (formed as
+//! [`crate::model::variance_factor`] forms its factor), small where `S`
+//! is, so f32 keeps a well-determined direction to its relative precision
+//! (docs/src/learning.md).
 
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Learning, Link, Observation, VarianceForm};

@@ -2,19 +2,12 @@
 //! sequence of IEEE operations on every CPU, at every SIMD width and thread
 //! count: a fit's arithmetic, and so its blob, does not depend on the machine.
 //!
-//! The contract, for a product `C = alpha op(A) op(B)` (`+ C` when
-//! accumulating): entry `(i, j)` is `alpha * s` with
-//! `s = (((0 + a_i0 b_0j) + a_i1 b_1j) + ...)` summed in increasing `k`, each
-//! term a multiply rounded and then an add rounded (never a fused
-//! multiply-add, which only some CPUs have), and then added to the old
-//! `C_ij`. Terms that a triangular factor holds as zeros may be skipped:
-//! adding an exact zero to a sum that started at `+0` changes no bit.
-//!
-//! Vectors run across independent entries (rows of `C`), never across a sum,
-//! so the register tile chosen for the CPU (SSE2, AVX2, AVX-512, NEON)
-//! changes the speed and not the result. Substitutions follow the same
-//! rule: `x_i = (b_i - l_i0 x_0 - l_i1 x_1 - ...) / l_ii` in a fixed order,
-//! vectorised across rows and right-hand sides.
+//! Entry `(i, j)` of `C = alpha op(A) op(B)` is `alpha * s`, `s` summed in
+//! increasing `k` from `+0`, each term a rounded multiply then a rounded add
+//! (never a fused multiply-add), then added to the old `C_ij`; exact-zero
+//! terms of a triangular factor may be skipped. Vectors run across entries,
+//! never across a sum, so the register tile changes the speed only.
+//! Substitutions follow the same rule.
 
 use nalgebra::DMatrix;
 use pulp::{Arch, Simd, WithSimd};

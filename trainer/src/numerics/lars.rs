@@ -1,38 +1,14 @@
 //! LARS with the lasso modification (Efron, Hastie, Johnstone & Tibshirani
 //! 2004, section 3.1): the whole solution path of
+//! `min_b 1/2 ||y - X b||^2 + lambda ||b||_1` for lambda falling from
+//! `max_j |x_j^T y|`, as breakpoints between which every coefficient is
+//! linear in lambda. No intercept and no column scaling.
 //!
-//! `min_b 1/2 ||y - X b||^2 + lambda ||b||_1`
-//!
-//! for lambda falling from `max_j |x_j^T y|` (where `b = 0`), as a list of
-//! breakpoints between which every coefficient is linear in lambda. No
-//! intercept and no column scaling: the problem is solved as given (centre
-//! or scale the columns first if that is wanted).
-//!
-//! # Algorithm
-//!
-//! The active set `A` holds the variables whose correlation with the residual
-//! `c = X^T (y - X b)` is largest in magnitude; along the path every active
-//! `|c_j|` equals lambda. With `s_A = sign(c_A)`, `G_A = X_A^T X_A`, the
-//! direction is `w = A_A G_A^{-1} s_A`, `A_A = (s_A^T G_A^{-1} s_A)^{-1/2}`,
-//! and lambda falls at rate `A_A` per unit step. A step ends at the first of:
-//!
-//! - an inactive `x_j` whose `|c_j|` catches up with lambda: it joins `A`;
-//! - an active coefficient that reaches zero (the lasso modification): it
-//!   leaves `A` (and may re-enter later, but not by round-off at once);
-//! - lambda reaching `lambda_min`, or 0 (the least-squares fit on `A`).
-//!
-//! A variable whose column is (numerically) a linear combination of the
-//! active columns would make `G_A` singular (duplicated rows of a kernel
-//! matrix do this). It is not admitted: it is marked degenerate and the path
-//! goes on without it, as scikit-learn's `lars_path` does. The solution stays
-//! a lasso solution — the lasso minimiser is not unique then, only its fit.
-//! When no admissible variable is left, the path ends at lambda = 0 with
-//! fewer non-zeros than asked, and says so ([`LarsStop`]).
-//!
-//! `G_A` is kept and grown by one row and column per entry (O(|A| n)), and
-//! factorised at each step (O(|A|^3)); the step's direction costs one
-//! O(n p) product, and the correlations are updated along it, recomputed
-//! from the residual every few steps only.
+//! A variable whose column is (numerically) a combination of the active ones
+//! would make `X_A^T X_A` singular (duplicated rows of a kernel matrix do
+//! this): it is marked degenerate and skipped, as scikit-learn's
+//! `lars_path` does; when no admissible variable is left the path ends at
+//! lambda = 0 and says so ([`LarsStop`]).
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -58,10 +34,8 @@ impl LarsOptions {
         LarsOptions {
             max_nonzeros: m,
             lambda_min: 0.0,
-            // Lambda falls at every step, so the path cannot cycle; but on
-            // kernel columns (strongly correlated) about 45% of the steps
-            // are removals (measured on the 1-D chirp data: 464 steps for
-            // 22 non-zeros). Steps are cheap next to the rest of a fit.
+            // The path cannot cycle, but on correlated kernel columns many
+            // steps are removals; steps are cheap next to the rest of a fit.
             max_steps: 40 * m + 200,
         }
     }

@@ -1,15 +1,11 @@
 //! The L-BFGS iteration: the two-loop recursion for the direction, then a
 //! line search along it (Nocedal and Wright 2006, algorithm 7.4).
 //!
-//! Why not argmin's `LBFGS`: its recursion allocates four fresh vectors per
-//! remembered pair and recomputes every pair's `y . s` each iteration. With
-//! the 50 pairs of a sparse classifier's 8,600 to 17,000 parameters that was
-//! 15% of an `svgp` fit's CPU time (memory traffic and page faults, not
-//! arithmetic). Here the pairs' buffers are recycled, `y . s` and `y . y`
-//! are taken once per pair, and the recursion updates one vector in place.
-//! The arithmetic is argmin's operation for operation (the same products
-//! summed in the same order), so a fit gives the same parameters bit for
-//! bit.
+//! Not argmin's `LBFGS`, which allocates four vectors per remembered pair
+//! and recomputes every `y . s` each iteration (costly at svgp's thousands
+//! of parameters): here the pairs' buffers are recycled and `y . s`, `y . y`
+//! taken once per pair. The arithmetic is argmin's operation for operation,
+//! so a fit gives the same parameters bit for bit.
 
 use std::collections::VecDeque;
 

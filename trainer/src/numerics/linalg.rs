@@ -1,29 +1,18 @@
-//! Cholesky factorisation with jitter escalation, and triangular solves that
-//! report failure through [`crate::Error`] instead of a `bool`.
+//! Cholesky factorisation with jitter escalation, triangular solves that
+//! report failure through [`crate::Error`], and the dense products of the
+//! sparse objectives.
 //!
-//! # Jitter convention
+//! Jitter is `eps * scale * I` with `scale` the kernel's signal variance;
+//! `eps` starts at [`JitterPolicy::initial`] and grows by
+//! [`JitterPolicy::factor`] after each failure up to [`JitterPolicy::max`],
+//! beyond which [`Error::Numerical`]. The jitter used is returned, so callers
+//! report escalation and predict with the same factor.
 //!
-//! Jitter is relative to a caller-given scale, which is the kernel's signal
-//! variance `s2` everywhere in the trainer: the factorised matrix is
-//! `A + eps * scale * I`. `eps` starts at [`JitterPolicy::initial`] (1e-6) and
-//! is multiplied by [`JitterPolicy::factor`] (10) after each failed attempt,
-//! up to [`JitterPolicy::max`] (1e-2); beyond that the factorisation fails
-//! with [`Error::Numerical`]. The jitter actually used is returned so callers
-//! can report escalation and use the same factor at prediction time.
-//!
-//! # Matrix products
-//!
-//! The O(M^2 N) products of the sparse objectives (M x M times M x N, M x N
-//! times N x M, M x N times N x D, for M of tens) go through `faer`'s
-//! kernels (`matmul_into`, [`mul`]): at these shapes they ran 1.3 to 4
-//! times faster than nalgebra's `matrixmultiply`, whose packing of both
-//! operands on every call was a fifth of the objective's time (measured
-//! at M = 25..100 on 1024 columns, `examples/fitc_cost`). Matrices stay
-//! nalgebra's; the products borrow their column-major storage.
-//! [`mul_triangular`] skips the blocks a triangular factor holds as zeros,
-//! and the triangle of a result that is not wanted. Inside a reproducible
-//! fit ([`super::reproducible`]) products and solves run
-//! [`super::fixed_order`]'s kernels instead, the same bits on every CPU.
+//! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
+//! nalgebra's at these shapes, docs/src/benchmarks.md), borrowing nalgebra's
+//! column-major storage; [`mul_triangular`] skips a triangular factor's zero
+//! blocks. Inside a reproducible fit ([`super::reproducible`]) products and
+//! solves run [`super::fixed_order`]'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
 
@@ -50,12 +39,9 @@ pub struct JitterPolicy {
     pub factor: f64,
 }
 
-/// The default starts at `1e-6 s2` (as Snelson's SPGP code does) rather
-/// than lower: FITC often drives two pseudo-inputs nearly onto each other,
-/// and with `1e-8` the resulting weights (~1e4, opposite signs) make the
-/// f32 runtime miss the mean tolerance; `1e-6` bounds them at no visible
-/// cost in accuracy (measured on the demo: worst f32 mean deviation
-/// 1.1e-3 -> 8e-5 of `y_scale`).
+/// The default starts at `1e-6 s2` (as Snelson's SPGP code does): lower
+/// lets two near pseudo-inputs give weights f32 cannot hold
+/// (docs/src/numerics.md, "Jitter").
 impl Default for JitterPolicy {
     fn default() -> Self {
         Self {
@@ -171,10 +157,8 @@ pub(crate) fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
 /// Overwrites `b` with `L^{-1} b` (forward substitution), `l` lower
 /// triangular.
 ///
-/// Many right-hand sides go through `faer`'s blocked substitution (most of
-/// the work in matrix products): nalgebra's column-by-column loop made the
-/// M x M solves of an objective evaluation a tenth of its time, all of it
-/// on one thread (`examples/fitc_cost`).
+/// Many right-hand sides go through `faer`'s blocked substitution, which
+/// runs as matrix products (nalgebra's is column by column).
 pub fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
     if reproducible::active() {
@@ -260,10 +244,8 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// `sum_i term(a_i, b_i)` for slices of equal length, summed in four
-/// interleaved lanes so the loop vectorises (a single running sum is one
-/// long dependency chain: the per-point dot products of the FITC adjoint
-/// were 9% of an evaluation that way, `examples/fitc_cost`, and k-means'
-/// distances a sixth of a 32-dimensional fit).
+/// interleaved lanes so the loop vectorises (one running sum is one long
+/// dependency chain).
 pub(crate) fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> f64 {
     debug_assert_eq!(a.len(), b.len(), "lane sum of unequal lengths");
     let mut lanes = [0.0; 4];
@@ -340,9 +322,8 @@ fn faer_of(m: MatRef<'_>) -> faer::MatRef<'_, f64> {
 
 /// `faer`'s x86 kernels (hand-written AVX/AVX-512 assembly) return with the
 /// upper halves of the vector registers dirty; until a `vzeroupper`, every
-/// legacy-SSE instruction after them (all of this crate's scalar `f64` code
-/// and libm's `exp`) pays a state-transition penalty. Measured: `exp` took
-/// 80% of an objective evaluation and the evaluation ran 10 times slower.
+/// legacy-SSE instruction after them (this crate's scalar `f64` code and
+/// libm's `exp`) pays a state-transition penalty.
 fn clear_upper_vector_state() {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx) = pulp::core_arch::x86::Avx::try_new() {

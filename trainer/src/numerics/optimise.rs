@@ -1,18 +1,11 @@
 //! L-BFGS minimisation that never loses the best point it has seen.
 //!
-//! Built on the L-BFGS iteration of `super::lbfgs` (argmin's, without its
-//! allocations), run by `argmin`'s executor, and argmin's More–Thuente line
-//! search. argmin's line searches abort on the first
-//! non-finite objective value instead of backtracking (checked against
-//! argmin 0.11: More–Thuente reports "NaN or Inf encountered", Hager–Zhang
-//! reaches an "unreachable point"). GP likelihoods routinely go non-finite
-//! when a trial step lands at absurd hyperparameters, so the line search used
-//! here first halves the initial step until the objective is finite and then
-//! hands over to More–Thuente with that step as its upper bound.
-//!
-//! Independently of what the solver does, every evaluation passes through a
-//! tracker that records the lowest finite objective and its parameters; that
-//! point is what `minimise` returns.
+//! The L-BFGS iteration of `super::lbfgs` run by `argmin`'s executor. GP
+//! likelihoods go non-finite at absurd trial steps, where argmin's line
+//! searches abort, so the line search here first halves the step until the
+//! objective is finite and then hands over to More–Thuente with that step
+//! as its bound. Every evaluation passes a tracker of the lowest finite
+//! objective; that point is what `minimise` returns.
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -200,31 +193,15 @@ pub struct OptimiseReport {
 /// The L-BFGS memory for `params` parameters when
 /// [`OptimiseOptions::memory`] is `None`: one (step, gradient change) pair
 /// per 32 parameters, at least 10 (SciPy's and most libraries' default) and
-/// at most 50.
-///
-/// Ten pairs serve a few hundred parameters but not the 1,600 of 50
-/// pseudo-inputs in 32 dimensions. Measured with SPGP's defaults (M = 50,
-/// 200 iterations) on generated data in 16, 24 and 32 dimensions (5,000 to
-/// 7,168 rows, two or three seeds each, nine fits): this rule reached a
-/// lower training objective in all nine, and a better test NLPD in seven
-/// (worse by at most 0.003 in two; the 7,168 x 32 ridge set went from a
-/// mean of 0.653 to 0.642), at no measurable cost per iteration (the
-/// two-loop recursion's `4 m P` flops are a thousandth of an objective
-/// evaluation there). Fits with fewer than 320 parameters, every
-/// low-dimensional fit of the benchmark suite, keep 10: a larger memory
-/// there moved FITC's test NLPD both ways, because FITC overfits the noise
-/// on small data the closer it gets to its optimum.
+/// at most 50 (measured: docs/src/numerics.md, "L-BFGS memory").
 pub(crate) fn auto_memory(params: usize) -> usize {
     (params / 32).clamp(10, 50)
 }
 
 /// Default [`OptimiseOptions::max_step`]: a factor of e^4 (about 55) in a
-/// length scale or variance per line search. Rarely binding for an
-/// ordinary step, it stops the first, curvature-free step of L-BFGS from
-/// jumping several orders of magnitude: measured on heteroscedastic 1-D
-/// data (VFE, M = 10) an unbounded first step put the length scale on its
-/// floor, where its gradient vanishes, and the fit stalled at NLML 595
-/// instead of 376.
+/// length scale or variance per line search: it stops the first,
+/// curvature-free step of L-BFGS from jumping orders of magnitude
+/// (docs/src/numerics.md, "Conventions").
 pub(crate) const DEFAULT_MAX_STEP: f64 = 4.0;
 
 /// The [`Driver`]'s exit message for a met [`Stall`] test (argmin has no

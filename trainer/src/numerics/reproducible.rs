@@ -1,24 +1,16 @@
 //! Reproducible fits: the same blob, bit for bit, from the same data and
 //! settings on any CPU (x86-64 v1 to v4, aarch64) and at any thread count.
 //!
-//! By default the dense products and triangular solves run `faer`'s
-//! kernels, which pick their vector width and fused multiply-adds at run
-//! time, so the rounding, and with it an optimiser's path, follows the CPU.
-//! Inside [`reproducibly`] they run [`super::fixed_order`]'s instead, the
-//! same operations in the same order everywhere. Everything else a fit
-//! computes already is: elementary functions come from the `libm` crate
-//! (pure Rust, no run-time dispatch), the kernel's vectorised exponential
-//! uses only exactly rounded operations, and parallel sums add per-chunk
-//! partial sums in chunk order over chunks of fixed size.
+//! `faer`'s kernels pick their vector width and fused multiply-adds at run
+//! time; inside [`reproducibly`] products and solves run
+//! [`super::fixed_order`]'s instead (everything else a fit computes is
+//! already CPU-independent: `libm`, exactly rounded exponentials, chunk-order
+//! sums). The switch is a mark on the threads of a rayon pool of its own, so
+//! a reproducible fit and a default one can run side by side.
 //!
-//! The switch is a mark on the threads that compute: [`reproducibly`] runs
-//! its closure on a rayon pool of its own whose threads all carry it, so a
-//! reproducible fit and a default one can run side by side in one process.
-//!
-//! For tests, [`TRAJECTORY_VARIABLE`] `= n` perturbs every optimiser's
-//! path without changing the method: each start moves by `n` units in the
-//! last place, and for odd `n` every product and solve takes the fixed
-//! order. A test that fails under it checked one path, not the method.
+//! For tests, [`TRAJECTORY_VARIABLE`] `= n` moves every optimiser start by
+//! `n` ulps (odd `n`: fixed order too): a test that fails under it checked
+//! one path, not the method.
 
 use std::cell::Cell;
 

@@ -1,30 +1,12 @@
 //! Cortex-M4 instructions per prediction of a model of any size, from a
-//! cost model fitted to what the firmware example measured.
-//!
-//! The firmware example (`firmware-example/README.md`, "Cost per
-//! prediction") counts the instructions of one prediction exactly, under
-//! QEMU, for a handful of configurations. A sweep needs the count for every
-//! `(M, G, D)` it tries, so the count is modelled as the work a prediction
-//! does, one coefficient per kind of work, fitted to those measurements by
-//! least squares:
+//! cost model fitted by least squares to what the firmware example measured
+//! under QEMU (docs/src/device-cost.md, "The cost model of `sgp sweep`"):
 //!
 //! `instructions = b M + c M G + e F M (M + 1) / 2 + f D (1 + G [projected])`
 //!
-//! per basis function (its exponential, its mean and its share of the
-//! variance's bookkeeping), per basis function and feature dimension (the
-//! distance), per multiply-add of the `F` triangular passes of the variance
-//! (one for the product form every measured model exports; for a blob that
-//! fell back to the solves, two for the regression models and one for the
-//! IVM classifier, at the same coefficient: the solves measured 3.3
-//! instructions per multiply-add at M = 32 before the product form, the
-//! product 3.1 with its per-block work), and per raw input
-//! (standardising it, and for a projected model its G multiply-adds). No
-//! constant term: with one it fits no better and its value came out
-//! negative.
-//!
-//! The classifier's row is its `probability` (what a device calls), 144
-//! instructions more than its `predict`; the cost model does not give that
-//! its own term.
+//! per basis function, per basis function and feature dimension, per
+//! multiply-add of the `F` triangular passes of the variance, and per raw
+//! input. The classifier's row is its `probability`.
 
 use std::sync::LazyLock;
 

@@ -51,10 +51,9 @@ pub fn bunched_left(data: &Dataset, m: usize) -> DMatrix<f64> {
 }
 
 /// Largest change of a parameter per line search in the Figure-1 fits:
-/// from the bunched start, the first L-BFGS step (steepest descent, no
-/// curvature yet) otherwise throws the outermost pseudo-input a whole
-/// data range away (measured: to -1.3 for data on [0, 6], on every seed),
-/// where its gradient vanishes.
+/// from the bunched start, the first, curvature-free L-BFGS step otherwise
+/// throws the outermost pseudo-input out of the data, where its gradient
+/// vanishes.
 pub(crate) const FIGURE1_MAX_STEP: f64 = 0.5;
 
 /// The Figure-1 fit: `m` pseudo-inputs started [`bunched_left`], one start,

@@ -1,17 +1,12 @@
-//! `sgp plot`: a blob's predictions on a data set, as SVG.
+//! `sgp plot`: a blob's predictions on a data set, as SVG ([`plot_svg`]).
 //!
 //! Every prediction drawn comes from the blob through the runtime
-//! ([`crate::export::device`]), i.e. what the device computes. With one input: the
-//! data, the predictive mean and a band of two predictive standard
-//! deviations (noise included), and where the basis functions sit (VSGP:
-//! with bars of ± their width); a classifier shows `P(y = +1)` instead.
-//! With more inputs there is no axis to draw the function along, so two
-//! panels judge it instead: predicted against actual (with ±2 sd error
-//! bars) and a calibration curve (the fraction of points within k
-//! predictive standard deviations, against the Gaussian expectation); a
-//! classifier gets its probabilities by class and a reliability diagram.
-//! A model of several outputs gets one such row of panels per output
-//! ([`plot_outputs_svg`]).
+//! ([`crate::export::device`]), i.e. what the device computes. One input:
+//! the data, the mean, a band of two predictive standard deviations and
+//! where the basis functions sit (a classifier: `P(y = +1)`). More inputs:
+//! predicted against actual and a calibration curve (a classifier: its
+//! probabilities by class and a reliability diagram). One row of panels
+//! per output.
 
 use nalgebra::{DMatrix, DVector};
 use plotters::coord::Shift;
@@ -43,24 +38,6 @@ const BASIS: RGBColor = RGBColor(214, 39, 40);
 const POSITIVE: RGBColor = RGBColor(230, 120, 10);
 const FONT: &str = "sans-serif";
 
-/// Draws the plot of `blob` (described by `spec`) on raw inputs `x`
-/// (columns in the blob's input order) and raw targets `y`; `source` names
-/// the data in the title. Returns the SVG text.
-///
-/// # Errors
-/// [`Error::BadInput`] when `x` does not have the blob's inputs or `y` its
-/// rows; the runtime's refusal of the blob or of an input.
-pub fn plot_svg(
-    blob: &[u8],
-    spec: &ModelSpec,
-    x: &DMatrix<f64>,
-    y: &DVector<f64>,
-    source: &str,
-) -> Result<String> {
-    let output = OutputPlot { blob, spec, y };
-    plot_outputs_svg(std::slice::from_ref(&output), x, source)
-}
-
 /// One output of a model to plot: its single-output blob (from
 /// [`crate::export::output_blob::output_specs`] for a multi-output blob),
 /// its spec and its raw targets.
@@ -74,13 +51,16 @@ pub struct OutputPlot<'a> {
     pub y: &'a DVector<f64>,
 }
 
-/// [`plot_svg`] of several outputs on the same raw inputs `x`: one row of
-/// panels per output, each titled with the output's name, the rows in the
-/// order given. One output is [`plot_svg`]'s figure.
+/// Draws the plot of `outputs` on raw inputs `x` (columns in the blob's
+/// input order): one row of panels per output, titled with the output's
+/// name when there are several; `source` names the data in the title.
+/// Returns the SVG text.
 ///
 /// # Errors
-/// As [`plot_svg`], for any output; [`Error::BadInput`] for no output.
-pub fn plot_outputs_svg(outputs: &[OutputPlot], x: &DMatrix<f64>, source: &str) -> Result<String> {
+/// [`Error::BadInput`] for no output, or when `x` does not have an
+/// output's inputs or its targets' rows; the runtime's refusal of a blob or
+/// of an input.
+pub fn plot_svg(outputs: &[OutputPlot], x: &DMatrix<f64>, source: &str) -> Result<String> {
     let first = outputs
         .first()
         .ok_or_else(|| Error::BadInput("sgp plot: no output to draw".into()))?;

@@ -1,16 +1,12 @@
 //! Generated regression data with known truth, in the shapes users feed in.
 //!
 //! Every [`Shape`] is a noise-free function of the inputs ([`truth`]), an
-//! input distribution and a noise level (`Shape::noise_std`), with a
-//! sensible default size (`Shape::default_rows`). Generation is
-//! deterministic in the seed (ChaCha8, as in [`crate::tools::demo`]): same shape,
-//! rows and seed, same numbers. Everything is in raw units; [`dataset`] and
-//! [`train_test`] standardise through [`Dataset::from_raw`].
-//!
-//! Uses: the robustness cases ([`robustness_cases`]: every shape, several
-//! sizes and seeds, each with the pseudo-input counts to try), the
-//! benchmark suite (`trainer/examples/suite.rs`), and `sgp synth`
-//! ([`synthetic`], the D-dimensional ridge function).
+//! input distribution, a noise level and a default size, deterministic in
+//! the seed (ChaCha8): same shape, rows and seed, same numbers. Raw units;
+//! [`dataset`] and [`train_test`] standardise through
+//! [`Dataset::from_raw`]. Used by the robustness cases
+//! ([`robustness_cases`]), the benchmark suite and `sgp synth`
+//! ([`synthetic`]).
 
 use std::io::Write;
 

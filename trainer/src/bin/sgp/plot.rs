@@ -4,7 +4,7 @@ use std::path::Path;
 
 use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::output_blob::output_specs;
-use sgp_trainer::tools::plot::{plot_outputs_svg, plot_svg, OutputPlot};
+use sgp_trainer::tools::plot::{plot_svg, OutputPlot};
 use sgp_trainer::{Error, Result};
 
 use super::{in_file, write_file, BlobAndData, BlobOnData, Opened};
@@ -15,7 +15,12 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     let svg = match (opened.spec.output_count(), opened.spec.shape.link) {
         (1, _) => {
             let BlobOnData { blob, spec, x, y } = opened.read(input.target.as_deref())?;
-            plot_svg(&blob, &spec, &x, &y, &source).map_err(in_file(&source))?
+            let output = OutputPlot {
+                blob: &blob,
+                spec: &spec,
+                y: &y,
+            };
+            plot_svg(&[output], &x, &source).map_err(in_file(&source))?
         }
         (_, sgp_runtime::Link::Identity) => {
             plot_outputs(input, &opened, &source).map_err(in_file(&source))?
@@ -51,5 +56,5 @@ fn plot_outputs(input: &BlobAndData, opened: &Opened, source: &str) -> Result<St
         .zip(&specs)
         .map(|((blob, _, y), spec)| OutputPlot { blob, spec, y })
         .collect();
-    plot_outputs_svg(&outputs, &x, source)
+    plot_svg(&outputs, &x, source)
 }

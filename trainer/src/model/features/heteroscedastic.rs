@@ -1,23 +1,11 @@
 //! SPGP+HS (Snelson & Ghahramani 2006, section 5; MATH.md, "SPGP+HS"):
-//! SPGP's pseudo-inputs, each with its own uncertainty `h_m >= 0`.
+//! SPGP's pseudo-inputs, each with its own uncertainty `h_m >= 0`:
+//! `Kuu = K(Z, Z) + diag(h)`, `Kuf = K(Z, X)`, `kdiag = s2`.
 //!
-//! - `Kuu = K(Z, Z) + diag(h)`, `Kuf = K(Z, X)`, `kdiag = s2`.
-//!
-//! Everything else follows from `kuu`: FITC's `lambda_n`, `Q` and the
-//! predictive variance all see `K(Z, Z) + diag(h)`, and so do the runtime
-//! factors `L1`, `L2`. The basis functions themselves are SPGP's, so the
-//! blob has exactly SPGP's shape (and `h` is not stored in it).
-//!
-//! A growing `h_m` partly switches pseudo-input `m` off: the predictive
-//! variance there rises towards `s2 + sigma2`, input-dependent noise at no
-//! runtime cost. The pseudo-inputs are a [`PseudoInputs`] inside; this
-//! file adds the diagonal.
-//!
-//! `h_m = exp(log_h_m)` in standardised target-variance units (absolute,
-//! not relative to `s2`: `d/d log h_m = adj_mm h_m` couples to nothing),
-//! kept within `[LOG_H_MIN, LOG_H_MAX]` (outside,
-//! [`set_params`](InducingFeatures::set_params) refuses the point): below,
-//! `h` is far under `Kuu`'s own jitter; above, the pseudo-input is off.
+//! The basis functions are SPGP's, so the blob has SPGP's shape (`h` is
+//! folded into the factors, not stored). `h_m = exp(log_h_m)` in
+//! standardised target-variance units, kept within `[LOG_H_MIN, LOG_H_MAX]`
+//! ([`set_params`](InducingFeatures::set_params) refuses the point outside).
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 

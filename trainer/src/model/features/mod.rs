@@ -34,7 +34,39 @@ pub use pseudo_inputs::PseudoInputs;
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
 use crate::model::kernel::{KernelGrad, KernelParams};
-use crate::Result;
+use crate::{Error, Result};
+
+/// The entries of `matrices`, each row-major, one after another: how the
+/// features pack their parameters and gradients.
+pub(crate) fn row_major(matrices: &[&DMatrix<f64>]) -> Vec<f64> {
+    matrices
+        .iter()
+        .flat_map(|m| m.transpose().as_slice().to_vec())
+        .collect()
+}
+
+/// Sets `matrices` from `p` as [`row_major`] packs them; `what` names the
+/// features when `p` has the wrong length.
+pub(crate) fn set_row_major(
+    matrices: &mut [&mut DMatrix<f64>],
+    p: &[f64],
+    what: &str,
+) -> Result<()> {
+    let expected: usize = matrices.iter().map(|m| m.len()).sum();
+    if p.len() != expected {
+        return Err(Error::Numerical(format!(
+            "{what} expect {expected} parameters, got {}",
+            p.len()
+        )));
+    }
+    let mut rest = p;
+    for m in matrices.iter_mut() {
+        let (head, tail) = rest.split_at(m.len());
+        m.copy_from(&DMatrix::from_row_slice(m.nrows(), m.ncols(), head));
+        rest = tail;
+    }
+    Ok(())
+}
 
 /// Gradient of a scalar with respect to a feature's own parameters (in the
 /// order of [`InducingFeatures::params`]) and the kernel's log

@@ -7,18 +7,16 @@
 //!   `S_ijd = Delta_id + Delta_jd - l_d^2`
 //! - `kdiag = s2`.
 //!
-//! The widths are `Delta_id = l_d^2 (1/2 + exp(rho_id))` with `rho_id`
-//! free: always a valid covariance, every valid width reachable, SPGP at
-//! `rho = log(1/2)`; `rho` is kept within `[-RHO_LIMIT, RHO_LIMIT]`
-//! (outside, [`InducingFeatures::set_params`] refuses the point and the
-//! optimiser backs off). docs/src/vsgp.md derives the form and the
-//! gradients.
+//! `Delta_id = l_d^2 (1/2 + exp(rho_id))`: always valid, SPGP at
+//! `rho = log(1/2)`; `|rho| <= RHO_LIMIT` ([`InducingFeatures::set_params`]
+//! refuses the point outside). docs/src/vsgp.md derives the gradients.
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 use rayon::prelude::*;
 
 use super::{
-    constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, PseudoInputs, RuntimeBasis,
+    constant_kdiag_grad, row_major, set_row_major, BasisWidths, FeatureGrad, InducingFeatures,
+    PseudoInputs, RuntimeBasis,
 };
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
@@ -175,34 +173,22 @@ impl InducingFeatures for Multiscale {
     }
 
     fn params(&self) -> Vec<f64> {
-        let (m, d) = self.centres.shape();
-        let mut p = Vec::with_capacity(2 * m * d);
-        for src in [&self.centres, &self.rho] {
-            p.extend((0..m * d).map(|k| src[(k / d, k % d)]));
-        }
-        p
+        row_major(&[&self.centres, &self.rho])
     }
 
     fn set_params(&mut self, p: &[f64]) -> Result<()> {
-        let (m, d) = self.centres.shape();
-        if p.len() != 2 * m * d {
-            return Err(Error::Numerical(format!(
-                "multiscale features expect {} parameters, got {}",
-                2 * m * d,
-                p.len()
-            )));
-        }
-        let (pv, prho) = p.split_at(m * d);
-        if let Some(v) = prho.iter().find(|v| !rho_ok(**v)) {
+        let n = self.centres.len();
+        let widths = if p.len() == 2 * n { &p[n..] } else { &[] };
+        if let Some(v) = widths.iter().find(|v| !rho_ok(**v)) {
             return Err(Error::Numerical(format!(
                 "width parameter {v} is outside +-{RHO_LIMIT}"
             )));
         }
-        for k in 0..m * d {
-            self.centres[(k / d, k % d)] = pv[k];
-            self.rho[(k / d, k % d)] = prho[k];
-        }
-        Ok(())
+        set_row_major(
+            &mut [&mut self.centres, &mut self.rho],
+            p,
+            "multiscale features",
+        )
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {

@@ -1,29 +1,21 @@
-//! SPGP+DR (Snelson & Ghahramani 2006, section 4): a learned G x D
-//! projection `P` of the (standardised) inputs, and M pseudo-inputs `Zbar`
-//! in the G-dimensional projected space, with a unit-length-scale SE kernel
-//! there: `Kuf[m, n] = s2 exp(-1/2 ||P x_n - zbar_m||^2)`,
-//! `Kuu = K_1(Zbar, Zbar)`, `kdiag = s2`. `P` absorbs the length scales
-//! (its row norms are inverse length scales along the learned directions),
-//! so [`InducingFeatures::uses_lengthscales`] is false.
+//! SPGP+DR (Snelson & Ghahramani 2006, section 4; MATH.md, "SPGP+DR"): a
+//! learned G x D projection `P` of the standardised inputs and M
+//! pseudo-inputs `Zbar` in the projected space, with a unit-length-scale
+//! kernel there: `Kuf[m, n] = s2 k_1(P x_n - zbar_m)`. `P` absorbs the
+//! length scales, so [`InducingFeatures::uses_lengthscales`] is false.
 //!
-//! # Starting point
-//!
-//! `Projected::pca_start`: `P0 = V_G^T diag(1/l)` where `l` are the
-//! starting kernel's length scales (the data-scale default, or an exact
-//! GP's with `--init-hyper exact`) and `V_G` the top-G principal directions
-//! of the inputs scaled by `1/l`. Then `||P0 (x - x')||^2` is exactly the
-//! starting SPGP kernel's squared distance restricted to the G directions
-//! in which the (scaled) inputs vary most: DR starts where plain SPGP would,
-//! less the least varying directions. Whitening the components instead
-//! (unit variance each, as the PCA baseline does) would give a weak
-//! component the same weight as a strong one and start the kernel far
-//! narrower than the data-scale default along it. Pseudo-inputs then start
-//! in the projected space (`X P0^T`: k-means or a random subset, as SPGP).
+//! `Projected::pca_start` starts where plain SPGP would, less the least
+//! varying directions: `P0 = V_G^T diag(1/l)` with `l` the starting
+//! kernel's length scales and `V_G` the top-G principal directions of the
+//! scaled inputs (docs/src/spgp-dr.md).
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
-use super::{constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, RuntimeBasis};
-use crate::model::kernel::{cross_grad_with_scales, cross_with_scales, KernelGrad, KernelParams};
+use super::{
+    constant_kdiag_grad, row_major, set_row_major, BasisWidths, FeatureGrad, InducingFeatures,
+    RuntimeBasis,
+};
+use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::{Error, Result};
 
 /// SPGP+DR features: projection `P` (G x D) and pseudo-inputs `Zbar`
@@ -141,15 +133,6 @@ impl Projected {
     fn unit(&self) -> Vec<f64> {
         vec![1.0; self.feature_dim()]
     }
-
-    fn pack(&self, gp: &DMatrix<f64>, gz: &DMatrix<f64>) -> Vec<f64> {
-        let mut out = Vec::with_capacity(gp.len() + gz.len());
-        for m in [gp, gz] {
-            let c = m.ncols();
-            out.extend((0..m.len()).map(|k| m[(k / c, k % c)]));
-        }
-        out
-    }
 }
 
 impl InducingFeatures for Projected {
@@ -170,68 +153,34 @@ impl InducingFeatures for Projected {
     }
 
     fn params(&self) -> Vec<f64> {
-        self.pack(&self.p, &self.zbar)
+        row_major(&[&self.p, &self.zbar])
     }
 
     fn set_params(&mut self, p: &[f64]) -> Result<()> {
-        if p.len() != self.num_params() {
-            return Err(Error::Numerical(format!(
-                "projected features expect {} parameters, got {}",
-                self.num_params(),
-                p.len()
-            )));
-        }
-        let (pp, pz) = p.split_at(self.p.len());
-        let d = self.p.ncols();
-        for (k, v) in pp.iter().enumerate() {
-            self.p[(k / d, k % d)] = *v;
-        }
-        let g = self.zbar.ncols();
-        for (k, v) in pz.iter().enumerate() {
-            self.zbar[(k / g, k % g)] = *v;
-        }
-        Ok(())
+        set_row_major(&mut [&mut self.p, &mut self.zbar], p, "projected features")
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
-        cross_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.zbar,
-            &self.unit(),
-            kern.signal_var(),
-        )
+        kern.scaled(&self.unit()).cross(&self.zbar, &self.zbar)
     }
 
     fn kuf(&self, kern: &KernelParams, x: DMatrixView<'_, f64>) -> DMatrix<f64> {
-        cross_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.project(x),
-            &self.unit(),
-            kern.signal_var(),
-        )
+        kern.scaled(&self.unit())
+            .cross(&self.zbar, &self.project(x))
     }
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {
-        let g = cross_grad_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &self.zbar,
-            &self.unit(),
-            kern.signal_var(),
-            kuu,
-            adj,
-            true,
-            true,
-        );
+        let unit = self.unit();
+        let g = kern
+            .scaled(&unit)
+            .cross_grad(&self.zbar, &self.zbar, kuu, adj, true, true);
         let gz = match (g.a, g.b) {
             (Some(a), Some(b)) => a + b,
             // se_cross_grad returns both when both are asked for.
             _ => DMatrix::zeros(self.zbar.nrows(), self.zbar.ncols()),
         };
         FeatureGrad {
-            feature: self.pack(&DMatrix::zeros(self.p.nrows(), self.p.ncols()), &gz),
+            feature: row_major(&[&DMatrix::zeros(self.p.nrows(), self.p.ncols()), &gz]),
             // The unit scales are not parameters: only log s2.
             kernel: KernelGrad {
                 log_signal_var: g.kernel.log_signal_var,
@@ -249,17 +198,10 @@ impl InducingFeatures for Projected {
         adj_kdiag: &DVector<f64>,
     ) -> FeatureGrad {
         let u = self.project(x);
-        let g = cross_grad_with_scales(
-            kern.kernel,
-            &self.zbar,
-            &u,
-            &self.unit(),
-            kern.signal_var(),
-            kuf,
-            adj_kuf,
-            true,
-            true,
-        );
+        let unit = self.unit();
+        let g = kern
+            .scaled(&unit)
+            .cross_grad(&self.zbar, &u, kuf, adj_kuf, true, true);
         let (gz, gu) = match (g.a, g.b) {
             (Some(a), Some(b)) => (a, b),
             _ => (
@@ -270,7 +212,7 @@ impl InducingFeatures for Projected {
         // U = X P^T, so dF/dP = (dF/dU)^T X.
         let gp = gu.tr_mul(&x);
         FeatureGrad {
-            feature: self.pack(&gp, &gz),
+            feature: row_major(&[&gp, &gz]),
             kernel: KernelGrad {
                 log_signal_var: g.kernel.log_signal_var + constant_kdiag_grad(kern, adj_kdiag),
                 ..KernelGrad::zeros(kern.dim())

@@ -2,7 +2,10 @@
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
-use super::{constant_kdiag_grad, BasisWidths, FeatureGrad, InducingFeatures, RuntimeBasis};
+use super::{
+    constant_kdiag_grad, row_major, set_row_major, BasisWidths, FeatureGrad, InducingFeatures,
+    RuntimeBasis,
+};
 use crate::model::kernel::KernelParams;
 use crate::{Error, Result};
 
@@ -31,11 +34,6 @@ impl PseudoInputs {
     pub fn z(&self) -> &DMatrix<f64> {
         &self.z
     }
-
-    fn pack_rows(&self, g: &DMatrix<f64>) -> Vec<f64> {
-        let (m, d) = g.shape();
-        (0..m * d).map(|k| g[(k / d, k % d)]).collect()
-    }
 }
 
 impl InducingFeatures for PseudoInputs {
@@ -52,22 +50,11 @@ impl InducingFeatures for PseudoInputs {
     }
 
     fn params(&self) -> Vec<f64> {
-        self.pack_rows(&self.z)
+        row_major(&[&self.z])
     }
 
     fn set_params(&mut self, p: &[f64]) -> Result<()> {
-        if p.len() != self.z.len() {
-            return Err(Error::Numerical(format!(
-                "pseudo-inputs expect {} parameters, got {}",
-                self.z.len(),
-                p.len()
-            )));
-        }
-        let d = self.z.ncols();
-        for (k, v) in p.iter().enumerate() {
-            self.z[(k / d, k % d)] = *v;
-        }
-        Ok(())
+        set_row_major(&mut [&mut self.z], p, "pseudo-inputs")
     }
 
     fn kuu(&self, kern: &KernelParams) -> DMatrix<f64> {
@@ -86,7 +73,7 @@ impl InducingFeatures for PseudoInputs {
             _ => DMatrix::zeros(self.z.nrows(), self.z.ncols()),
         };
         FeatureGrad {
-            feature: self.pack_rows(&gz),
+            feature: row_major(&[&gz]),
             kernel: g.kernel,
         }
     }
@@ -103,7 +90,7 @@ impl InducingFeatures for PseudoInputs {
         let mut kernel = g.kernel;
         kernel.log_signal_var += constant_kdiag_grad(kern, adj_kdiag);
         let feature = match g.a {
-            Some(a) => self.pack_rows(&a),
+            Some(a) => row_major(&[&a]),
             None => vec![0.0; self.z.len()],
         };
         FeatureGrad { feature, kernel }

@@ -3,28 +3,13 @@
 //! selected by [`FitcConfig::approximation`]: objective, its adjoints with
 //! respect to `Kuu`, `Kuf`, the prior diagonal and `sigma2`, the total
 //! gradient, prediction and the runtime form. O(M^2 N) time, O(M N) memory;
-//! never forms an N x N matrix. The derivation is in the guide
-//! (docs/src/numerics.md, "FITC and VFE").
-//!
-//! `K = Kuu + jitter I`, `L = chol(K)`, `V = L^{-1} Kuf`,
-//! `lambda_n = kdiag_n - ||V_n||^2`; both objectives are
-//! `F = -log N(y | 0, V^T V + Gamma) + T` with
-//!
-//! - FITC: `gamma_n = lambda_n + sigma2`, `T = 0`;
-//! - VFE: `gamma_n = sigma2`, `T = sum_n lambda_n / (2 sigma2)` (the
-//!   negative ELBO, an upper bound on the exact GP's NLML),
-//!
-//! evaluated stably through `A = I + V Gamma^{-1} V^T` and `L_A = chol(A)`.
-//! With `H := dF/dV` (per-point weight `d`: `diag(C^{-1} - alpha alpha^T)`
-//! for FITC, `1 / sigma2` for VFE): `dF/dKuf = L^{-T} H`,
-//! `dF/dK = -1/2 L^{-T} (H V^T) L^{-1}`, `dF/dkdiag_n = d_n / 2`.
+//! never forms an N x N matrix. The formulation and its adjoints are in the
+//! guide (docs/src/numerics.md, "FITC and VFE").
 //!
 //! The posterior is the same runtime form for both ([`FitcPosterior`]; with
-//! VFE it is the DTC/SGPR predictive). `jitter = eps * s2`
-//! ([`crate::numerics::linalg`]) is part of the model: it is in the
-//! exported `L1` and its `log s2` derivative is included. `sigma2 = floor +
-//! exp(log_noise_excess)` ([`KernelParams`]). Rows are processed in chunks
-//! of [`FitcConfig::chunk_rows`] with rayon, each chunk's sums added.
+//! VFE the DTC/SGPR predictive). The jitter `eps * s2` is part of the model:
+//! it is in the exported `L1` and in the `log s2` derivative. Rows run in
+//! chunks of [`FitcConfig::chunk_rows`] with rayon, each chunk's sums added.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -73,8 +58,8 @@ struct Chunk {
     kuf: DMatrix<f64>,
     v: DMatrix<f64>,
     gamma: DVector<f64>,
-    /// An M x rows block the adjoint pass overwrites: fresh blocks cost a
-    /// zero fill each (6% of an evaluation at M = 50, `examples/fitc_cost`).
+    /// An M x rows block the adjoint pass overwrites (a fresh one costs a
+    /// zero fill).
     scratch: DMatrix<f64>,
 }
 

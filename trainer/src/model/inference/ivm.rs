@@ -1,26 +1,14 @@
 //! The informative vector machine (Lawrence, Seeger & Herbrich 2002): greedy
-//! selection of an active set `I` by differential entropy, with assumed
-//! density filtering (ADF) site updates, and the approximate marginal
-//! likelihood of the active set that the kernel is fitted to.
+//! selection of an active set by differential entropy with assumed density
+//! filtering (ADF) site updates, and the approximate marginal likelihood of
+//! the active set that the kernel is fitted to. Notation and equations are
+//! the paper's (MATH.md, "IVM").
 //!
-//! Notation of the paper: `Q(u) = N(h, A)` over the latent values at the
-//! training inputs, `A = K - M^T M`, `M = L^{-1} Pi_I^{1/2} K_{I,.}`, `L`
-//! the Cholesky factor of `B = I + Pi_I^{1/2} K_I Pi_I^{1/2}`; sites
-//! `(p_i, m_i)` for `i` in `I`. Each inclusion appends a row to `L` and to
-//! `M` (eq. 3), updates `diag(A)` and `h`, and sets the site by moment
-//! matching (eq. 2). The score of a candidate `j` is the entropy decrease
-//! `-1/2 log(1 - a_jj nu_j)` (eq. 4, sign flipped so that larger is better).
-//!
-//! Randomised greedy selection: the first inclusions score every remaining
-//! point; after that only a selection index `J` of fixed size is scored,
-//! keeping the best-scoring fraction of the previous `J` and filling it at
-//! random. Columns of `M` are brought up to date only when their point
-//! enters `J` (the paper's delayed updating), so a late inclusion costs
-//! `O(|J| d)` rather than `O(n d)`.
-//!
-//! Gaussian likelihood (regression): the site is exact, `p_i = 1/sigma2`,
-//! `m_i = y_i`, and the score `1/2 log(1 + a_jj / sigma2)` picks the largest
-//! posterior variance; the model is then an exact GP on the active set.
+//! After the first inclusions only a selection index of fixed size is
+//! scored (the best-scoring fraction kept, the rest refilled at random), and
+//! a column of `M` is updated only when its point enters it (the paper's
+//! delayed updating). With a Gaussian likelihood the sites are exact and the
+//! model is an exact GP on the active set.
 
 use std::f64::consts::PI;
 

@@ -1,24 +1,14 @@
 //! The exact GP classifier by Laplace's approximation (Rasmussen and
 //! Williams, "Gaussian Processes for Machine Learning", algorithms 3.1,
 //! 3.2 and 5.1): probit likelihood `P(y | f) = Phi(y (f + b))`, labels
-//! `y = ±1`, a fixed bias `b`. O(N^3) like the exact regression GP, so only
-//! on subsets; it is the reference the sparse classifiers are judged
-//! against and the source of the IVM's kernel.
-//!
-//! The posterior mode `f` is found by Newton's method on
-//! `psi(f) = 1/2 f^T K^{-1} f - sum log Phi(y (f + b))` through the stable
-//! matrix `B = I + W^{1/2} K W^{1/2}` (`W = -d2 log p / df2`, diagonal), with
-//! step halving. The objective the hyperparameters are fitted to is the
-//! negative approximate log marginal likelihood
-//! `1/2 a^T f - sum log p(y | f) + sum log diag chol(B)` (`f = K a`); its
-//! gradient has the explicit part `-1/2 tr((a a^T - R) dK)` and the
-//! implicit part through the mode's dependence on the kernel
-//! (`R = W^{1/2} B^{-1} W^{1/2}`).
+//! `y = ±1`, a fixed bias `b`. O(N^3), so only on subsets; the reference
+//! the sparse classifiers are judged against and the source of the IVM's
+//! kernel.
 //!
 //! Runtime form: at the mode `K^{-1} f = d log p / df`, so the mean is
-//! `beta . k` with `beta = d log p / df`, and the latent variance
-//! `s2 - k^T (K + W^{-1})^{-1} k` is one forward substitution against
-//! `L1 = chol(K + W^{-1})`: the IVM's form with the sites `Pi = W`.
+//! `beta . k` with `beta = d log p / df`, and the latent variance is one
+//! forward substitution against `L1 = chol(K + W^{-1})`: the IVM's form
+//! with the sites `Pi = W`.
 
 use std::f64::consts::PI;
 use std::sync::Mutex;

@@ -1,20 +1,13 @@
 //! The flat parameter vector an optimiser sees, and NLML-with-gradient
 //! objectives over it, so fitting code needs only a closure.
 //!
-//! # Layout
-//!
-//! `[feature parameters | log l_1..log l_D | log s2 | log_noise_excess]`,
-//! where the feature block is in the feature's own packing
-//! ([`InducingFeatures::params`]) and the length scales are left out when the
-//! feature does not use them (DR). `sigma2 = noise_floor +
-//! exp(log_noise_excess)` (see [`KernelParams`]), so no bound is needed to
-//! keep the noise above its floor. Length scales are stored the same way:
-//! the vector holds `t` with `l = LENGTHSCALE_FLOOR + exp(t)`
-//! (`LENGTHSCALE_FLOOR`).
-//!
-//! Objective values are the NLML (for VFE the negative ELBO) of the full data
-//! set (not divided by N), constants included; gradients are with respect to
-//! this vector.
+//! Layout: `[feature parameters | t_1..t_D | log s2 | log_noise_excess]`,
+//! the feature block in the feature's own packing
+//! ([`InducingFeatures::params`]), the length scales (left out when the
+//! feature does not use them: DR) as `l = LENGTHSCALE_FLOOR + exp(t)`, and
+//! the noise as `sigma2 = noise_floor + exp(log_noise_excess)`
+//! ([`KernelParams`]): no bounds needed. Values are the NLML (VFE: the
+//! negative ELBO) of the whole data, constants included.
 
 use std::ops::Range;
 

@@ -2,18 +2,11 @@
 //! own objective (FITC, VFE or the exact NLML), all of them seeing the same
 //! features and length scales, each with its own signal and noise variance.
 //!
-//! # Layout
-//!
-//! Every single-output objective has the layout of [`super::objective`]:
-//! `[shared | log s2 | log_noise_excess]`, where `shared` is the feature
-//! parameters and length scales. The joint vector keeps one copy of the
-//! shared block and appends each output's own pair:
-//! `[shared | log s2_1, noise_1 | ... | log s2_P, noise_P]`. The joint
-//! gradient is then the sum of the outputs' gradients in the shared block
-//! and each output's own gradient in its pair.
-//!
-//! The outputs' objectives are evaluated in parallel and summed in output
-//! order, so the value is the same from run to run.
+//! Layout: one copy of the shared block of [`super::objective`]'s layout,
+//! then each output's pair: `[shared | log s2_1, noise_1 | ... | log s2_P,
+//! noise_P]`; the gradient sums the outputs' in the shared block. The
+//! outputs run in parallel and are summed in output order, so the value is
+//! the same from run to run.
 
 use rayon::prelude::*;
 

@@ -4,34 +4,13 @@
 //! written once for any [`InducingFeatures`], with its gradient with respect
 //! to the variational parameters, the bias, the features and the kernel.
 //!
-//! # Formulation (whitened, as GPflow's `SVGP(whiten=True)`)
-//!
-//! `Lu = chol(Kuu + jitter I)`, `u = Lu v`, `q(v) = N(m, S)` with
-//! `S = L L^T` (`L` lower triangular, its diagonal kept positive through
-//! its logarithm), prior `p(v) = N(0, I)`. With `A = Lu^{-1} Kuf` and
-//! `B = L^T A`, the marginal of `f_n` under `q` is `N(mu_n, s_n)`,
-//! `mu_n = A_n . m`, `s_n = kdiag_n - |A_n|^2 + |B_n|^2`, and
-//!
-//! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`,
-//! `KL = 1/2 (|L|_F^2 + |m|^2 - M) - sum_i log L_ii`.
-//!
-//! The expectations are Gauss-Hermite quadratures (`QUADRATURE_POINTS`
-//! nodes), differentiated exactly: the Gaussian identities hold for the
-//! integral, not for its quadrature. The marginals go through `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I)
-//! Lu^{-1}` (M x M, once per evaluation): `mu_n = Kuf_n . beta`, `s_n =
-//! kdiag_n + Kuf_n^T P Kuf_n`, one M x M product per row where the `A`
-//! route needs three; the adjoints are `gradient`'s. Forming `P` costs
-//! about `cond(Kuu) eps` of `s_n`'s precision, far below the quadrature's.
-//!
-//! # Runtime form
-//!
-//! Mean `k^T beta` with `beta = Lu^{-T} m`; latent variance
-//! `kdiag - |Lu^{-1} k|^2 + k^T Lu^{-T} S Lu^{-1} k`. The last term is
-//! `|L2^{-1} k|^2` for `L2 L2^T = Lu S^{-1} Lu^T`; with the QR
-//! factorisation `L^{-1} = Q R`, `S^{-1} = R^T R`, so `L2 = Lu R^T` (no
-//! product that squares the condition number of `S` is ever factorised).
-//!
-//! Rows are processed in parallel chunks of at most
+//! Whitened, as GPflow's `SVGP(whiten=True)`: `u = Lu v`, `q(v) = N(m, L L^T)`
+//! (`L`'s diagonal through its logarithm), the bound
+//! `F = -sum_n E_q[log Phi(y_n (f_n + b))] + KL(q(v) || p(v))`, the
+//! expectations by Gauss-Hermite quadrature differentiated exactly
+//! (docs/src/classification.md, "svgp"). The runtime form's variance factor
+//! is `L2 = Lu R^T` from the QR factorisation `L^{-1} = Q R`, so no product
+//! that squares `cond(S)` is factorised. Rows run in parallel chunks of
 //! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
 //! depend on the thread count.
 

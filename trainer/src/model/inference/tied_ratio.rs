@@ -1,24 +1,13 @@
 //! The joint objective of several outputs whose noise-to-signal ratio is
 //! one shared `r`: output `p`'s noise variance is `r s2_p`, its signal
-//! variance `s2_p` its own.
-//!
-//! # Why
-//!
-//! Every covariance of output `p` (its `K_M`, `K_MN`, FITC's diagonal, the
-//! exact GP's `K`, the jitter, which is relative to `s2_p`) is `s2_p`
-//! times the same matrix of the shared basis, and with `sigma2_p = r s2_p`
-//! so is its noise. Its posterior covariance is then `s2_p` times one
-//! matrix shared by all outputs, and its latent variance at any input is
-//! `s2_p / s2_1` times the first output's: one variance factor serves
+//! variance `s2_p` its own. Every covariance of output `p` is then `s2_p`
+//! times one matrix of the shared basis, so one variance factor serves
 //! every output (format version 6, `runtime/FORMAT.md`).
 //!
-//! # Layout
-//!
-//! `[shared | u | log s2_1 | ... | log s2_P]` with `r = floor + exp(u)`
-//! (`RATIO_FLOOR`). It maps onto the layout of `SharedObjective`
-//! (each output's pair `log s2_p, log sigma2_p` with the outputs' noise
-//! floors at zero, so `log sigma2_p = log r + log s2_p`), and the gradient
-//! follows by the chain rule.
+//! Layout: `[shared | u | log s2_1 | ... | log s2_P]` with
+//! `r = RATIO_FLOOR + exp(u)`, mapped onto `SharedObjective`'s layout
+//! (`log sigma2_p = log r + log s2_p`, noise floors zero) and the gradient
+//! by the chain rule.
 
 use super::shared::{OutputObjective, SharedObjective, OWN_PARAMS};
 use crate::model::kernel::{KernelParams, DEFAULT_NOISE_FLOOR};
