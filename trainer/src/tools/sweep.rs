@@ -674,6 +674,7 @@ fn fit_and_export(
         asked: Asked::Family(params.clone()),
         held_out: true,
         choose_objective: true,
+        choose_kernel: false,
     };
     let mut fitted = choose::fit(train.outputs(), &request, progress)?;
     let exported = export(&mut fitted, raw_x, false)?;
@@ -1377,6 +1378,7 @@ mod tests {
             asked: Asked::Family(points[0].params(0).unwrap()),
             held_out: true,
             choose_objective: true,
+            choose_kernel: false,
         };
         let mut alone = choose::fit(&train, &request, &mut |_| {}).unwrap();
         let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();
