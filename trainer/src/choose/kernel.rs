@@ -1,6 +1,6 @@
 //! `--kernel auto`: the covariance function chosen on held-out rows. The
-//! family named (under `--model auto`, plain SPGP, before the families are
-//! weighed with the kernel kept) is fitted with each kernel of
+//! family chosen (named, or `--model auto`'s with the squared exponential,
+//! its objective too) is fitted with each kernel of
 //! [`Kernel::ALL`] over [`held_out::CHOICE_FOLDS`] folds, every row held
 //! out once, as the family choice weighs families ([`held_out`]); the
 //! squared exponential is kept unless a Matérn kernel beats it by more

@@ -19,9 +19,9 @@
 //!   some output's own fit clearly predicts held-out rows better; then one
 //!   model per output.
 //!
-//! - **`--kernel auto`** ([`kernel`]): the family named (under `--model
-//!   auto`, SPGP) with the squared exponential, unless a Matérn kernel
-//!   clearly predicts held-out rows better; then the family's choices.
+//! - **`--kernel auto`** ([`kernel`]): the family chosen above with the
+//!   squared exponential, unless a Matérn kernel clearly predicts held-out
+//!   rows better.
 //!
 //! All of it but the kernel on small data only ([`held_out::applies`]): on
 //! more rows the training objective is trusted and more fits would cost
@@ -32,7 +32,6 @@ pub mod kernel;
 pub mod outputs;
 
 use serde::Serialize;
-use sgp_runtime::Kernel;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
@@ -198,29 +197,18 @@ pub fn fit(
             }
         }
     }
-    let (params, mut choice) = match &request.asked {
-        Asked::Family(params) if request.choose_kernel => {
-            let (params, verdict) = kernel::choose(outputs, params, request)?;
-            let (params, mut choice) = named(outputs, &params, request)?;
-            choice.kernel = Some(verdict);
-            (params, choice)
-        }
+    let (mut params, mut choice) = match &request.asked {
         Asked::Family(params) => named(outputs, params, request)?,
-        Asked::Auto(candidates) if request.choose_kernel => {
-            // The kernel on plain SPGP, then the families that take it.
-            let (spgp, verdict) = kernel::choose(outputs, &candidates[0], request)?;
-            let kernel = spgp.kernel();
-            let candidates: Vec<FitParams> = candidates
-                .iter()
-                .filter(|p| kernel == Kernel::SquaredExponential || p.method() != Method::Vsgp)
-                .map(|p| p.with_kernel(kernel))
-                .collect();
-            let (params, mut choice) = auto(outputs, &candidates, request)?;
-            choice.kernel = Some(verdict);
-            (params, choice)
-        }
         Asked::Auto(candidates) => auto(outputs, candidates, request)?,
     };
+    if request.choose_kernel {
+        // After the family: the kernel of the family that won with se
+        // (choosing it first, on plain SPGP, lost to VSGP's se fits:
+        // docs/src/kernels.md, "Choosing the kernel").
+        let (chosen, verdict) = kernel::choose(outputs, &params, request)?;
+        params = chosen;
+        choice.kernel = Some(verdict);
+    }
     let mut fit = fit_family(outputs, &params, progress)?;
     if let Some(verdict) = &mut choice.objective {
         fit = unless_noise_collapsed(outputs, &params, verdict, fit, progress)?;
