@@ -2,9 +2,10 @@
 m32_{train,test}.csv, a draw from a Matérn 3/2 GP in 3 inputs (length
 scales 0.4, 0.6, 0.8 on [-1, 1]^3, noise sd 0.1), and kinks_{train,test}.csv,
 a 2-input signal with kinks and a saturation (noise sd 0.05); 2000 training
-and 1000 test rows each, seeded."""
+and 1000 test rows each, seeded (first argument; default 39)."""
+import sys
 import numpy as np
-rng = np.random.default_rng(39)
+rng = np.random.default_rng(int(sys.argv[1]) if len(sys.argv) > 1 else 39)
 def matern32(X, Y, l):
     d = np.sqrt((((X[:, None, :] - Y[None, :, :]) / l) ** 2).sum(-1))
     u = np.sqrt(3) * d

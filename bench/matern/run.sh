@@ -6,35 +6,44 @@
 # with SE and Matérn 3/2, and GPflow's GPRFITC at M = 32 with SE and
 # Matern32 (bench/peers/peer_fit.py); test NLPD, RMSE and 95% coverage.
 #
-#   bash bench/matern/run.sh [PYTHON]     (PYTHON: with numpy and GPflow;
-#                                          default /work/peers-venv/bin/python)
+#   bash bench/matern/run.sh [PYTHON [SEED...]]   (PYTHON: with numpy and
+#       GPflow, default /work/peers-venv/bin/python; SEEDs of the data
+#       sets, default 39; the set column names the seed after the first)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 python=${1:-/work/peers-venv/bin/python}
+seeds=("${@:2}")
+[ ${#seeds[@]} -gt 0 ] || seeds=(39)
 cargo build --release -q -p sgp-trainer --bin sgp
 sgp=${CARGO_TARGET_DIR:-$PWD/target}/release/sgp
 work=$(mktemp -d "${TMPDIR:-/tmp}/sgp-matern.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && "$python" "$OLDPWD/bench/matern/make_sets.py")
 
-row() { printf '| %-6s | %-22s | %8s | %8s | %6s |\n' "$@"; }
+row() { printf '| %-9s | %-24s | %8s | %8s | %6s |\n' "$@"; }
 score() { # model blob, test csv -> nlpd rmse coverage
     "$sgp" eval --model "$1" --data "$2" --json |
         "$python" -c "import json,sys; r=json.load(sys.stdin); print('%.3f %.4f %.3f' % (r['nlpd'], r['rmse'], r['coverage_95']))"
 }
 row set fit "NLPD" "RMSE" "cover"
 row --- --- --- --- ---
-for set in m32 kinks; do
-    train=$work/${set}_train.csv test=$work/${set}_test.csv
-    for kernel in se matern12 matern32 matern52; do
-        "$sgp" fit --data "$train" --model spgp --m 32 --kernel "$kernel" --out "$work/$set-$kernel.sgp" --quiet >/dev/null
-        read -r nlpd rmse cover < <(score "$work/$set-$kernel.sgp" "$test")
+for seed in "${seeds[@]}"; do
+(cd "$work" && "$python" "$OLDPWD/bench/matern/make_sets.py" "$seed")
+for name in m32 kinks; do
+    set=$name
+    [ "$seed" = 39 ] || set=$name/$seed
+    train=$work/${name}_train.csv test=$work/${name}_test.csv
+    blob=$work/$name-$seed
+    for kernel in se matern12 matern32 matern52 auto; do
+        "$sgp" fit --data "$train" --model spgp --m 32 --kernel "$kernel" --out "$blob-$kernel.sgp" --quiet >/dev/null
+        read -r nlpd rmse cover < <(score "$blob-$kernel.sgp" "$test")
+        [ "$kernel" != auto ] || kernel="auto: $("$sgp" inspect "$blob-auto.sgp" --json |
+            "$python" -c "import json,sys; print(json.load(sys.stdin)['kernel'])")"
         row "$set" "sgp spgp M=32 $kernel" "$nlpd" "$rmse" "$cover"
     done
     for kernel in se matern32; do
         "$sgp" fit --data "$train" --model exact --max-points 2000 --kernel "$kernel" \
-            --out "$work/$set-exact-$kernel.sgp" --quiet >/dev/null
-        read -r nlpd rmse cover < <(score "$work/$set-exact-$kernel.sgp" "$test")
+            --out "$blob-exact-$kernel.sgp" --quiet >/dev/null
+        read -r nlpd rmse cover < <(score "$blob-exact-$kernel.sgp" "$test")
         row "$set" "sgp exact $kernel" "$nlpd" "$rmse" "$cover"
     done
     for kernel in se matern32; do
@@ -43,4 +52,5 @@ for set in m32 kinks; do
         read -r nlpd rmse cover < <("$python" -c "import json,sys; r=json.loads(sys.argv[1]); print('%.3f %.4f %.3f' % (r['nlpd'], r['rmse'], r['coverage']))" "$out")
         row "$set" "gpflow GPRFITC $kernel" "$nlpd" "$rmse" "$cover"
     done
+done
 done

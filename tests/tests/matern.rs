@@ -7,7 +7,7 @@ use sgp_runtime::{Kernel, ModelSpec};
 use sgp_trainer::choose::{fit, Asked};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::Method;
-use sgp_trainer::options::{ModelChoice, Options};
+use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::tools::synth::{classification_dataset, synthetic, ClassShape};
 
 fn regression() -> Dataset {
@@ -22,7 +22,7 @@ fn options(method: Method, kernel: Kernel) -> Options {
         m: (method != Method::Exact).then_some(8),
         dim: matches!(method, Method::SpgpDr | Method::SpgpPca).then_some(1),
         max_iter: Some(30),
-        kernel: Some(kernel),
+        kernel: Some(KernelChoice::Kernel(kernel)),
         ..Options::default()
     }
 }
@@ -93,7 +93,7 @@ fn vsgp_refuses_a_matern_kernel_and_says_why() {
 #[test]
 fn auto_weighs_the_families_that_take_the_kernel() {
     let options = Options {
-        kernel: Some(Kernel::Matern32),
+        kernel: Some(KernelChoice::Kernel(Kernel::Matern32)),
         ..Options::default()
     };
     let request = options.request(&regression()).expect("request");

@@ -31,6 +31,7 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
         asked,
         held_out: true,
         choose_objective: true,
+        choose_kernel: false,
     };
     let started = Instant::now();
     let fit = choose::fit(train, &request, &mut |_| {})?;

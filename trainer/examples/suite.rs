@@ -163,6 +163,7 @@ fn fitter(asked: Asked, choose_objective: bool) -> Fitter {
         asked,
         held_out: true,
         choose_objective,
+        choose_kernel: false,
     };
     Box::new(move |data| choose::fit(data, &request, &mut |_| {}))
 }

@@ -1044,7 +1044,7 @@ fn sweep_marks_the_best_model_within_the_budget_and_writes_its_blob() {
     // The table: a header, one line per row, the chosen one starred.
     let table = ok(&sweep(&dir, &budget), "sweep table");
     for column in [
-        "NLPD", "RMSE", "cover95", "fit s", "blob B", "RAM B", "instr",
+        "kernel", "NLPD", "RMSE", "cover95", "fit s", "blob B", "RAM B", "instr",
     ] {
         assert!(table.contains(column), "{column}:\n{table}");
     }

@@ -348,10 +348,12 @@ _SETTINGS_DOC = """
         Rows an exact GP (or the exact-subset initialisation) is fitted on.
     dim : int or None, default=None
         Projected dimension G of spgp-dr and spgp-pca (required there).
-    kernel : {"se", "matern12", "matern32", "matern52"} or None, default=None
+    kernel : {"se", "matern12", "matern32", "matern52", "auto"} or None, default=None
         Covariance function (None: "se", the squared exponential); the
         Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
-        takes "se" only.
+        takes "se" only. "auto" weighs the four on held-out rows and keeps
+        se unless a Matérn kernel clearly wins (``report_["choice"]["kernel"]``
+        says why).
     rank : int or None, default=None
         Rank of gplasso's incomplete Cholesky factor.
     fixed_hyperparameters, fixed_basis : bool, default=False

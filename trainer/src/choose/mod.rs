@@ -19,10 +19,16 @@
 //!   some output's own fit clearly predicts held-out rows better; then one
 //!   model per output.
 //!
-//! All of it on small data only ([`held_out::applies`]): on more rows the
-//! training objective is trusted and more fits would cost real time.
+//! - **`--kernel auto`** ([`kernel`]): the family chosen above with the
+//!   squared exponential, unless a Matérn kernel clearly predicts held-out
+//!   rows better.
+//!
+//! All of it but the kernel on small data only ([`held_out::applies`]): on
+//! more rows the training objective is trusted and more fits would cost
+//! real time; `--kernel auto`, asked for, is weighed on any number.
 
 pub mod held_out;
+pub mod kernel;
 pub mod outputs;
 
 use serde::Serialize;
@@ -36,6 +42,7 @@ use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
 pub use held_out::Verdict;
+pub use kernel::KernelVerdict;
 
 /// What to fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +83,9 @@ pub struct Request {
     /// Whether the objective may be chosen on held-out rows (the user named
     /// none).
     pub choose_objective: bool,
+    /// Whether the kernel is chosen on held-out rows (`--kernel auto`;
+    /// [`kernel`]).
+    pub choose_kernel: bool,
 }
 
 impl Request {
@@ -97,6 +107,7 @@ impl Request {
             asked: Asked::Family(params),
             held_out: false,
             choose_objective: false,
+            choose_kernel: false,
         }
     }
 }
@@ -116,6 +127,10 @@ pub struct Choice {
     /// beat.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<Candidate>,
+    /// `--kernel auto`'s verdict: the kernel kept and each kernel's
+    /// held-out NLPD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelVerdict>,
     /// What was decided and why, in one sentence.
     pub reason: String,
 }
@@ -139,6 +154,16 @@ impl Choice {
     pub fn unweighed(rows: usize) -> Self {
         let mut choice = empty_choice(AUTO, Method::Spgp.name());
         choice.reason = reason(&choice, rows, true);
+        choice
+    }
+
+    /// `family` fitted with the squared exponential: `--kernel auto` was
+    /// not weighed, because `why` (a streamed fit).
+    pub fn kernel_unweighed(family: &str, why: &str) -> Self {
+        let mut choice = empty_choice(family, family);
+        let verdict = KernelVerdict::unweighed(why);
+        choice.reason = format!("{family} was fitted as asked; {}", verdict.reason);
+        choice.kernel = Some(verdict);
         choice
     }
 
@@ -172,10 +197,18 @@ pub fn fit(
             }
         }
     }
-    let (params, mut choice) = match &request.asked {
+    let (mut params, mut choice) = match &request.asked {
         Asked::Family(params) => named(outputs, params, request)?,
         Asked::Auto(candidates) => auto(outputs, candidates, request)?,
     };
+    if request.choose_kernel {
+        // After the family: the kernel of the family that won with se
+        // (choosing it first, on plain SPGP, lost to VSGP's se fits:
+        // docs/src/kernels.md, "Choosing the kernel").
+        let (chosen, verdict) = kernel::choose(outputs, &params, request)?;
+        params = chosen;
+        choice.kernel = Some(verdict);
+    }
     // With held-out choices off, no family chooses on folds either.
     let mut fit = if request.held_out {
         fit_family(outputs, &params, progress)?
@@ -185,7 +218,8 @@ pub fn fit(
     if let Some(verdict) = &mut choice.objective {
         fit = unless_noise_collapsed(outputs, &params, verdict, fit, progress)?;
     }
-    if choice.objective.is_some() || !choice.candidates.is_empty() || choice.asked == AUTO {
+    let chose = choice.objective.is_some() || !choice.candidates.is_empty();
+    if chose || choice.asked == AUTO || choice.kernel.is_some() {
         choice.reason = reason(&choice, outputs[0].n_rows(), request.held_out);
         fit.report.choice = Some(choice);
     }
@@ -289,6 +323,7 @@ fn empty_choice(asked: &str, exported: &str) -> Choice {
         exported: exported.into(),
         objective: None,
         candidates: Vec::new(),
+        kernel: None,
         reason: String::new(),
     }
 }
@@ -523,6 +558,9 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
             sentence += ", VFE because FITC's fit on all rows put its noise on the floor";
         }
     }
+    if let Some(k) = &choice.kernel {
+        sentence += &format!("; {}", k.reason);
+    }
     sentence
 }
 
@@ -644,6 +682,7 @@ mod tests {
             asked: Asked::Family(params),
             held_out: true,
             choose_objective: true,
+            choose_kernel: false,
         }
     }
 

@@ -322,6 +322,20 @@ impl FitParams {
         }
     }
 
+    /// The same settings with the covariance function `kernel`.
+    pub(crate) fn with_kernel(&self, kernel: Kernel) -> FitParams {
+        let mut params = self.clone();
+        match &mut params {
+            FitParams::Exact(p) => p.kernel = kernel,
+            FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => p.kernel = kernel,
+            FitParams::SpgpDr(p) | FitParams::SpgpPca(p) => p.sparse.kernel = kernel,
+            FitParams::Gplasso(p) => p.kernel = kernel,
+            FitParams::Ivm(p) => p.kernel = kernel,
+            FitParams::Svgp(p) => p.kernel = kernel,
+        }
+        params
+    }
+
     /// The optimiser settings of the procedure (of its final run).
     pub fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
         match self {

@@ -502,6 +502,7 @@ mod tests {
                 asked: Asked::Family(FitParams::SpgpHs(params(8, Approximation::Fitc, 2))),
                 held_out: true,
                 choose_objective: true,
+                choose_kernel: false,
             };
             let hs = choose(&train, &request, &mut |_| {}).expect("fits");
             assert_eq!(hs.set.members[0].kind, ModelKind::SpgpHs);
@@ -531,6 +532,7 @@ mod tests {
             asked: Asked::Family(FitParams::SpgpHs(params(8, Approximation::Fitc, 2))),
             held_out,
             choose_objective: false,
+            choose_kernel: false,
         };
         let off = choose(&train, &request(false), &mut |_| {}).expect("fits");
         let prior = off.report.h_prior.clone().expect("a prior");
@@ -662,6 +664,7 @@ mod tests {
             asked: Asked::Family(params),
             held_out: true,
             choose_objective: true,
+            choose_kernel: false,
         };
         let gap = |train: &Dataset, test: &Dataset, seed: u64| {
             let params = SparseParams {
@@ -929,6 +932,7 @@ mod tests {
                         asked: crate::choose::Asked::Family(FitParams::SpgpHs(p)),
                         held_out: true,
                         choose_objective: true,
+                        choose_kernel: false,
                     };
                     crate::choose::fit(d, &request, &mut |_| {})
                 }),
@@ -1037,6 +1041,7 @@ mod tests {
                 asked: crate::choose::Asked::Family(FitParams::Spgp(params.clone())),
                 held_out: true,
                 choose_objective: true,
+                choose_kernel: false,
             };
             let spgp = crate::choose::fit(train, &request, &mut |_| {}).expect("fits");
             let mut line = format!("{name:<18} spgp {:.3} |", test_nlpd(&spgp, test));

@@ -63,6 +63,44 @@ impl ModelChoice {
     }
 }
 
+/// `--kernel`: one covariance function, or the one that predicts held-out
+/// rows best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelChoice {
+    /// `auto`: the squared exponential unless a Matérn kernel clearly
+    /// predicts held-out rows better ([`crate::choose::kernel`]).
+    Auto,
+    /// This kernel.
+    Kernel(Kernel),
+}
+
+impl Named for KernelChoice {
+    const ALL: &'static [Self] = &[
+        KernelChoice::Auto,
+        KernelChoice::Kernel(Kernel::SquaredExponential),
+        KernelChoice::Kernel(Kernel::Matern12),
+        KernelChoice::Kernel(Kernel::Matern32),
+        KernelChoice::Kernel(Kernel::Matern52),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            KernelChoice::Auto => AUTO,
+            KernelChoice::Kernel(k) => Named::name(k),
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            KernelChoice::Auto => {
+                "Each of these fitted and scored on held-out rows: se unless a Matérn kernel \
+                 clearly predicts them better"
+            }
+            KernelChoice::Kernel(k) => Named::help(k),
+        }
+    }
+}
+
 /// The settings users give a fit; `None` and `false` are "not given".
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
@@ -82,9 +120,9 @@ pub struct Options {
     /// `--objective`: FITC or VFE (not given: chosen on held-out rows
     /// where the family has the choice).
     pub objective: Option<Approximation>,
-    /// `--kernel`: the covariance function (default: the squared
-    /// exponential).
-    pub kernel: Option<Kernel>,
+    /// `--kernel`: the covariance function, or `auto` (default: the
+    /// squared exponential).
+    pub kernel: Option<KernelChoice>,
     /// `--no-held-out-choice`: no held-out comparisons.
     pub no_held_out_choice: bool,
     /// `--restarts`: starts of a restarted fit.
@@ -141,7 +179,16 @@ impl Options {
 
     /// Whether a Matérn kernel was asked for.
     fn matern(&self) -> bool {
-        self.kernel.is_some_and(|k| k != Kernel::SquaredExponential)
+        self.kernel_named() != Kernel::SquaredExponential
+    }
+
+    /// The kernel named, the squared exponential for none and for `auto`
+    /// (whose choice is made above the family: [`crate::choose::kernel`]).
+    fn kernel_named(&self) -> Kernel {
+        match self.kernel {
+            Some(KernelChoice::Kernel(k)) => k,
+            Some(KernelChoice::Auto) | None => Kernel::SquaredExponential,
+        }
     }
 
     /// Refuses a setting given (and any of `also`, the command line's own
@@ -221,6 +268,7 @@ impl Options {
             asked,
             held_out: !self.no_held_out_choice,
             choose_objective: self.objective.is_none(),
+            choose_kernel: self.kernel == Some(KernelChoice::Auto),
         })
     }
 
@@ -297,7 +345,7 @@ impl Options {
         }
         let defaults = SparseParams::default();
         let pseudo_init = self.init.map_or(defaults.pseudo_init.clone(), Into::into);
-        let kernel = self.kernel.unwrap_or_default();
+        let kernel = self.kernel_named();
         let sparse = SparseParams {
             m,
             seed,

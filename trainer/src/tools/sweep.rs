@@ -1,5 +1,5 @@
 //! `sgp sweep`: fit a grid of models (family x M, x G for projected
-//! families) with the settings `sgp fit` uses by default, export each one
+//! families, x kernel) with the settings `sgp fit` uses by default, export each one
 //! as `sgp fit` does (runtime check and cure included), evaluate every blob
 //! on a test set through the runtime, and pick the most accurate model that
 //! fits a device: its blob in the flash budget, its `Model<M, G, D>` in the
@@ -29,7 +29,7 @@ use std::time::Instant;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use serde::Serialize;
-use sgp_runtime::{ram_bytes_with_outputs, ModelSpec};
+use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 
 use crate::choose::{self, Asked, Request};
 use crate::data::multi_target::MultiTargetData;
@@ -56,6 +56,9 @@ pub struct SweepSpec {
     pub m: Vec<usize>,
     /// Projected dimensions G, for the projected families only.
     pub dims: Vec<usize>,
+    /// Covariance functions (VSGP takes the squared exponential only: its
+    /// Matérn points are left out).
+    pub kernels: Vec<Kernel>,
     /// Seed of every fit.
     pub seed: u64,
 }
@@ -204,6 +207,16 @@ pub struct GridPoint {
     pub m: Option<usize>,
     /// Asked projected dimension (projected families only).
     pub dim: Option<usize>,
+    /// Covariance function, by its name (`se`, `matern32`).
+    #[serde(serialize_with = "kernel_name")]
+    pub kernel: Kernel,
+}
+
+fn kernel_name<S: serde::Serializer>(
+    kernel: &Kernel,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(kernel.name())
 }
 
 impl GridPoint {
@@ -213,10 +226,10 @@ impl GridPoint {
     /// As [`Options::params`] (never for a point of [`grid`]).
     pub fn params(&self, seed: u64) -> Result<FitParams> {
         let (m, dim) = (self.m.unwrap_or(DEFAULT_M), self.dim.unwrap_or(0));
-        Options::defaults(self.model, m, dim, seed)
+        Ok(Options::defaults(self.model, m, dim, seed)?.with_kernel(self.kernel))
     }
 
-    /// E.g. `spgp-dr M = 16, G = 2`.
+    /// E.g. `spgp-dr M = 16, G = 2`, `spgp M = 32, matern32`.
     pub fn label(&self) -> String {
         let mut label = self.model.name().to_string();
         if let Some(m) = self.m {
@@ -224,6 +237,9 @@ impl GridPoint {
         }
         if let Some(g) = self.dim {
             label += &format!(", G = {g}");
+        }
+        if self.kernel != Kernel::SquaredExponential {
+            label += &format!(", {}", self.kernel.name());
         }
         label
     }
@@ -303,29 +319,30 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
             "--dim {g}: the projected dimension must be 1 to the {inputs} (non-constant) inputs"
         )));
     }
+    let kernels = match distinct(&spec.kernels) {
+        k if k.is_empty() => vec![Kernel::SquaredExponential],
+        k => k,
+    };
     let mut points = Vec::new();
     for &model in &models {
-        if model == Method::Exact {
-            points.push(GridPoint {
+        let takes = |k: &&Kernel| model != Method::Vsgp || **k == Kernel::SquaredExponential;
+        for &kernel in kernels.iter().filter(takes) {
+            let point = |m, dim| GridPoint {
                 model,
-                m: None,
-                dim: None,
-            });
-            continue;
-        }
-        for &m in &ms {
-            if model.is_projected() {
-                points.extend(dims.iter().map(|&g| GridPoint {
-                    model,
-                    m: Some(m),
-                    dim: Some(g),
-                }));
-            } else {
-                points.push(GridPoint {
-                    model,
-                    m: Some(m),
-                    dim: None,
-                });
+                m,
+                dim,
+                kernel,
+            };
+            if model == Method::Exact {
+                points.push(point(None, None));
+                continue;
+            }
+            for &m in &ms {
+                if model.is_projected() {
+                    points.extend(dims.iter().map(|&g| point(Some(m), Some(g))));
+                } else {
+                    points.push(point(Some(m), None));
+                }
             }
         }
     }
@@ -674,6 +691,7 @@ fn fit_and_export(
         asked: Asked::Family(params.clone()),
         held_out: true,
         choose_objective: true,
+        choose_kernel: false,
     };
     let mut fitted = choose::fit(train.outputs(), &request, progress)?;
     let exported = export(&mut fitted, raw_x, false)?;
@@ -922,10 +940,11 @@ impl fmt::Display for Sweep {
             .max(5);
         writeln!(
             f,
-            "  {:<label_width$} {:>5} {:>3} {:>9} {:>10} {:>8} {:>7} {:>8} {:>9} {:>8}  budget",
+            "  {:<label_width$} {:>5} {:>3} {:>8} {:>9} {:>10} {:>8} {:>7} {:>8} {:>9} {:>8}  budget",
             "model",
             "M",
             "G",
+            "kernel",
             accuracy[0],
             accuracy[1],
             accuracy[2],
@@ -961,10 +980,11 @@ impl fmt::Display for Sweep {
                     };
                     writeln!(
                         f,
-                        "{mark} {name:<label_width$} {:>5} {:>3} {:>9} {:>10} {:>8} {:>7.2} {:>8} \
-                         {:>9} {:>8}  {budget}",
+                        "{mark} {name:<label_width$} {:>5} {:>3} {:>8} {:>9} {:>10} {:>8} {:>7.2} \
+                         {:>8} {:>9} {:>8}  {budget}",
                         done.n_basis,
                         done.feature_dim,
+                        row.point.kernel.name(),
                         figures[0],
                         figures[1],
                         figures[2],
@@ -977,7 +997,7 @@ impl fmt::Display for Sweep {
                         let e = &output.evaluation;
                         writeln!(
                             f,
-                            "    {:<label_width$} {:>9} {:>9} {:>10} {:>8}",
+                            "    {:<label_width$} {:>18} {:>9} {:>10} {:>8}",
                             output.output,
                             "",
                             format!("{:.4}", e.nlpd),
@@ -989,9 +1009,11 @@ impl fmt::Display for Sweep {
                 Outcome::Failed { reason, .. } => {
                     let m = row.point.m.map_or("-".into(), |m| m.to_string());
                     let g = row.point.dim.map_or("-".into(), |g| g.to_string());
+                    let kernel = row.point.kernel.name();
                     writeln!(
                         f,
-                        "{mark} {name:<label_width$} {m:>5} {g:>3}  failed after {:.2} s: {reason}",
+                        "{mark} {name:<label_width$} {m:>5} {g:>3} {kernel:>8}  failed after {:.2} \
+                         s: {reason}",
                         row.fit_seconds
                     )?;
                 }
@@ -1075,6 +1097,7 @@ mod tests {
             models: models.to_vec(),
             m: m.to_vec(),
             dims: dims.to_vec(),
+            kernels: Vec::new(),
             seed: 0,
         }
     }
@@ -1117,6 +1140,27 @@ mod tests {
         assert_eq!(
             points[2].params(7).unwrap(),
             Options::defaults(Method::SpgpDr, 8, 2, 7).unwrap()
+        );
+        // Kernels are the innermost-but-M axis; vsgp takes se only.
+        let kernels = SweepSpec {
+            kernels: vec![Kernel::SquaredExponential, Kernel::Matern32],
+            ..spec(&[Method::Spgp, Method::Vsgp], &[8, 16], &[])
+        };
+        let labels: Vec<String> = grid(&kernels, &data)
+            .unwrap()
+            .iter()
+            .map(GridPoint::label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "spgp M = 8",
+                "spgp M = 16",
+                "spgp M = 8, matern32",
+                "spgp M = 16, matern32",
+                "vsgp M = 8",
+                "vsgp M = 16",
+            ]
         );
     }
 
@@ -1176,6 +1220,7 @@ mod tests {
                 model: Method::Spgp,
                 m: Some(8),
                 dim: None,
+                kernel: Kernel::SquaredExponential,
             },
             fit_seconds: 0.1,
             outcome: Outcome::Ok(Box::new(Done {
@@ -1377,6 +1422,7 @@ mod tests {
             asked: Asked::Family(points[0].params(0).unwrap()),
             held_out: true,
             choose_objective: true,
+            choose_kernel: false,
         };
         let mut alone = choose::fit(&train, &request, &mut |_| {}).unwrap();
         let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();

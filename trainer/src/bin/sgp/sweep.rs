@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use sgp_runtime::Kernel;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::files::{check_outputs, Input};
@@ -41,6 +42,10 @@ pub(crate) struct SweepArgs {
     /// Projected dimensions G, comma-separated (spgp-dr and spgp-pca only).
     #[arg(long, value_delimiter = ',')]
     dim: Vec<usize>,
+    /// Covariance functions, comma-separated (e.g. se,matern32): one grid
+    /// point per kernel; vsgp takes se only [default: se].
+    #[arg(long, value_parser = crate::named::named::<Kernel>(), value_delimiter = ',')]
+    kernel: Vec<Kernel>,
     /// Likelihood of the target: identity (regression) or probit (binary
     /// classification). Default: decided from the target as `sgp fit`
     /// decides it (text labels or two values classify).
@@ -142,6 +147,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         models,
         m: args.m.clone(),
         dims: args.dim.clone(),
+        kernels: args.kernel.clone(),
         seed: args.seed,
     };
     let points = grid(&spec, train)?;

@@ -14,14 +14,13 @@ use std::path::PathBuf;
 
 use clap::builder::TypedValueParser;
 
-use sgp_runtime::Kernel;
-use sgp_trainer::choose::Asked;
+use sgp_trainer::choose::{Asked, Choice};
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::options::{ModelChoice, Options};
+use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
 use data::training_data;
@@ -174,9 +173,10 @@ pub(crate) struct Settings {
     #[arg(long, value_parser = crate::named::named::<Approximation>())]
     objective: Option<Approximation>,
     /// Covariance function [default: se]; vsgp and a streamed fit take se
-    /// only (docs/src/kernels.md).
-    #[arg(long, value_parser = crate::named::named::<Kernel>())]
-    kernel: Option<Kernel>,
+    /// only, and auto keeps se there and for a classifier
+    /// (docs/src/kernels.md).
+    #[arg(long, value_parser = crate::named::named::<KernelChoice>())]
+    kernel: Option<KernelChoice>,
     /// No held-out comparisons on small data: the objective is FITC unless
     /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
     /// weighed against plain SPGP, --model auto fits spgp, spgp-hs's prior
@@ -311,7 +311,13 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         .map(parse_target_list)
         .unwrap_or_default();
     if targets.len() < 2 && !args.in_memory {
-        if let Some((fit, check_x)) = streamed_fit(args, &input, quiet)? {
+        if let Some((mut fit, check_x)) = streamed_fit(args, &input, quiet)? {
+            if args.settings.kernel == Some(KernelChoice::Auto) {
+                fit.report.choice = Some(Choice::kernel_unweighed(
+                    fit.report.method.name(),
+                    "a streamed fit takes the squared exponential only",
+                ));
+            }
             return finish_fit(args, fit, &check_x, None, quiet);
         }
     }

@@ -235,13 +235,13 @@ fn finish_one(
 }
 
 /// Says on standard error what the choices above the family did where the
-/// blob is not simply the family asked for: `auto`'s choice, a named family
-/// that plain SPGP beat on held-out rows, a blob whose kind is not the
-/// family's name.
+/// blob is not simply the family asked for: `auto`'s choice (of a family
+/// or a kernel), a named family that plain SPGP beat on held-out rows, a
+/// blob whose kind is not the family's name.
 fn note_choices(fit: &Fit) {
     let report = &fit.report;
     if let Some(c) = &report.choice {
-        if c.asked == choose::AUTO || c.spgp_not_beaten() {
+        if c.asked == choose::AUTO || c.spgp_not_beaten() || c.kernel.is_some() {
             eprintln!("sgp: note: {}", c.reason);
         }
     }

@@ -1,0 +1,140 @@
+//! Whether `--kernel auto` should be the default kernel: `sgp fit` (the
+//! squared exponential) against `sgp fit --kernel auto` (se unless a
+//! Matérn kernel clearly predicts held-out rows better), both with the
+//! default model, on the benchmark suite's generated sets (70/30 split,
+//! M = 10 and 30), on small heteroscedastic splits (200 rows, M = 10), and
+//! on bench/matern's rough sets (`--rough DIR`: a Matérn 3/2 draw in 3
+//! inputs and a signal with kinks; all 2000 training rows at M = 32, and
+//! `--splits` splits of 400 training rows at M = 20). Prints each pair's
+//! test NLPD (raw units), the kernel auto kept, the fit times, and a
+//! summary per group.
+//!
+//! ```sh
+//! mkdir -p /tmp/rough && (cd /tmp/rough && python3 "$OLDPWD/bench/matern/make_sets.py")
+//! cargo run --release -p sgp-trainer --example default_kernel -- --splits 12 --rough /tmp/rough
+//! ```
+
+use std::time::Instant;
+
+use sgp_trainer::choose;
+use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::figures;
+use sgp_trainer::options::{KernelChoice, Options};
+use sgp_trainer::tools::synth::{dataset, Shape};
+use sgp_trainer::Result;
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
+
+/// Test NLPD, the kernel exported and the seconds of one fit as `options`
+/// ask.
+fn run(train: &Dataset, test: &Dataset, options: &Options) -> Result<(f64, String, f64)> {
+    let request = options.request(train)?;
+    let started = Instant::now();
+    let fit = choose::fit(train, &request, &mut |_| {})?;
+    let seconds = started.elapsed().as_secs_f64();
+    let p = fit.set.members[0].predict_raw(&test.raw_x())?;
+    let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
+    Ok((e.nlpd, fit.report.kernel.to_string(), seconds))
+}
+
+/// se and auto on one split: their NLPDs and times.
+fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> Result<[f64; 4]> {
+    let se = Options {
+        m: Some(m),
+        seed: Some(seed),
+        ..Options::default()
+    };
+    let auto = Options {
+        kernel: Some(KernelChoice::Auto),
+        ..se.clone()
+    };
+    let (se_nlpd, _, se_s) = run(train, test, &se)?;
+    let (auto_nlpd, chosen, auto_s) = run(train, test, &auto)?;
+    println!(
+        "| {name} | {m} | {se_nlpd:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {se_s:.2} | {auto_s:.2} |",
+        auto_nlpd - se_nlpd
+    );
+    Ok([se_nlpd, auto_nlpd, se_s, auto_s])
+}
+
+/// One group's summary line.
+fn summary(group: &str, rows: &[[f64; 4]]) {
+    let n = rows.len().max(1) as f64;
+    let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
+    let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
+    let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
+    let worst = rows
+        .iter()
+        .map(|r| r[1] - r[0])
+        .fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "{group}: {} fits; mean NLPD se {:.4}, auto {:.4}; auto better by > 0.01 on {better}, \
+         worse by > 0.01 on {worse} (at most {worst:+.4}); time auto / se {:.1}x",
+        rows.len(),
+        mean(0),
+        mean(1),
+        mean(3) / mean(2).max(1e-9)
+    );
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let splits: u64 = arg(&args, "--splits")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    println!("| set | M | se NLPD | auto NLPD | auto - se | auto kept | se s | auto s |");
+    println!("|---|---:|---:|---:|---:|---|---:|---:|");
+    let mut suite = Vec::new();
+    for name in bench_data::dataset_names() {
+        let bench = bench_data::load(&name)?;
+        let (train, test) = bench
+            .data
+            .split(bench_data::TEST_FRACTION, bench_data::SEED)?;
+        for m in [10, 30] {
+            suite.push(compare(&format!("suite {name}"), &train, &test, m, 0)?);
+        }
+    }
+    let mut small = Vec::new();
+    for seed in 0..splits {
+        let het = dataset(Shape::Heteroscedastic, 267, seed)?;
+        let (train, test) = het.split(0.25, seed)?;
+        small.push(compare(
+            &format!("heteroscedastic 200 /{seed}"),
+            &train,
+            &test,
+            10,
+            seed,
+        )?);
+    }
+    let mut rough = Vec::new();
+    if let Some(dir) = arg(&args, "--rough") {
+        for set in ["m32", "kinks"] {
+            let read = |part: &str| Dataset::from_csv(format!("{dir}/{set}_{part}.csv"), None);
+            let (train, test) = (read("train")?, read("test")?);
+            rough.push(compare(&format!("{set} 2000"), &train, &test, 32, 0)?);
+            for seed in 0..splits {
+                let (small_train, _) = train.split(0.8, seed)?;
+                rough.push(compare(
+                    &format!("{set} 400 /{seed}"),
+                    &small_train,
+                    &test,
+                    20,
+                    seed,
+                )?);
+            }
+        }
+    }
+    println!();
+    summary("suite", &suite);
+    summary("small splits", &small);
+    if !rough.is_empty() {
+        summary("rough", &rough);
+    }
+    Ok(())
+}
