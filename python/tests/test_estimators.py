@@ -166,7 +166,7 @@ def test_pickled_estimator_predicts_the_same(ridge):
         ({"restarts": 0}, "^restarts must be at least 1"),
         ({"model": "spgp-dr"}, "needs dim"),
         ({"model": "spgp", "dim": 1}, "dim does not apply to spgp"),
-        ({"kernel": "rbf"}, r"kernel='rbf' is not one of: se, matern12"),
+        ({"kernel": "rbf"}, r"kernel='rbf' is not one of: auto, se, matern12"),
         ({"model": "vsgp", "kernel": "matern32"}, "kernel does not apply to vsgp"),
     ],
 )
