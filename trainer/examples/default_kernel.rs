@@ -58,26 +58,6 @@ fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> 
     Ok([se_nlpd, auto_nlpd, se_s, auto_s])
 }
 
-/// One group's summary line.
-fn summary(group: &str, rows: &[[f64; 4]]) {
-    let n = rows.len().max(1) as f64;
-    let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
-    let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
-    let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
-    let worst = rows
-        .iter()
-        .map(|r| r[1] - r[0])
-        .fold(f64::NEG_INFINITY, f64::max);
-    println!(
-        "{group}: {} fits; mean NLPD se {:.4}, auto {:.4}; auto better by > 0.01 on {better}, \
-         worse by > 0.01 on {worse} (at most {worst:+.4}); time auto / se {:.1}x",
-        rows.len(),
-        mean(0),
-        mean(1),
-        mean(3) / mean(2).max(1e-9)
-    );
-}
-
 fn arg(args: &[String], name: &str) -> Option<String> {
     let i = args.iter().position(|a| a == name)?;
     args.get(i + 1).cloned()
@@ -90,16 +70,7 @@ fn main() -> Result<()> {
         .unwrap_or(12);
     println!("| set | M | se NLPD | auto NLPD | auto - se | auto kept | se s | auto s |");
     println!("|---|---:|---:|---:|---:|---|---:|---:|");
-    let mut suite = Vec::new();
-    for name in bench_data::dataset_names() {
-        let bench = bench_data::load(&name)?;
-        let (train, test) = bench
-            .data
-            .split(bench_data::TEST_FRACTION, bench_data::SEED)?;
-        for m in [10, 30] {
-            suite.push(compare(&format!("suite {name}"), &train, &test, m, 0)?);
-        }
-    }
+    let suite = bench_data::over_suite(|label, train, test, m| compare(label, train, test, m, 0))?;
     let mut small = Vec::new();
     for seed in 0..splits {
         let het = dataset(Shape::Heteroscedastic, 267, seed)?;
@@ -131,10 +102,10 @@ fn main() -> Result<()> {
         }
     }
     println!();
-    summary("suite", &suite);
-    summary("small splits", &small);
+    bench_data::paired_summary("suite", "se", "auto", &suite);
+    bench_data::paired_summary("small splits", "se", "auto", &small);
     if !rough.is_empty() {
-        summary("rough", &rough);
+        bench_data::paired_summary("rough", "se", "auto", &rough);
     }
     Ok(())
 }

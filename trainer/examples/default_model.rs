@@ -55,26 +55,6 @@ fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> 
     Ok([spgp, auto_nlpd, spgp_s, auto_s])
 }
 
-/// One group's summary line.
-fn summary(group: &str, rows: &[[f64; 4]]) {
-    let n = rows.len().max(1) as f64;
-    let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
-    let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
-    let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
-    let worst = rows
-        .iter()
-        .map(|r| r[1] - r[0])
-        .fold(f64::NEG_INFINITY, f64::max);
-    println!(
-        "{group}: {} fits; mean NLPD spgp {:.4}, auto {:.4}; auto better by > 0.01 on {better}, \
-         worse by > 0.01 on {worse} (at most {worst:+.4}); time auto / spgp {:.1}x",
-        rows.len(),
-        mean(0),
-        mean(1),
-        mean(3) / mean(2).max(1e-9)
-    );
-}
-
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let splits: u64 = args
@@ -85,16 +65,7 @@ fn main() -> Result<()> {
         .unwrap_or(12);
     println!("| set | M | spgp NLPD | auto NLPD | auto - spgp | auto chose | spgp s | auto s |");
     println!("|---|---:|---:|---:|---:|---|---:|---:|");
-    let mut suite = Vec::new();
-    for name in bench_data::dataset_names() {
-        let bench = bench_data::load(&name)?;
-        let (train, test) = bench
-            .data
-            .split(bench_data::TEST_FRACTION, bench_data::SEED)?;
-        for m in [10, 30] {
-            suite.push(compare(&format!("suite {name}"), &train, &test, m, 0)?);
-        }
-    }
+    let suite = bench_data::over_suite(|label, train, test, m| compare(label, train, test, m, 0))?;
     let mut small = Vec::new();
     let public = |file: &str| {
         let path = format!("{}/../bench/data/{file}.csv", env!("CARGO_MANIFEST_DIR"));
@@ -133,7 +104,7 @@ fn main() -> Result<()> {
         )?);
     }
     println!();
-    summary("suite", &suite);
-    summary("small splits", &small);
+    bench_data::paired_summary("suite", "spgp", "auto", &suite);
+    bench_data::paired_summary("small splits", "spgp", "auto", &small);
     Ok(())
 }

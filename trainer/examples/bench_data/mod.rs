@@ -86,3 +86,40 @@ pub fn load(name: &str) -> Result<Bench> {
         shape: None,
     })
 }
+
+/// One group's summary line for rows of `[baseline NLPD, candidate NLPD,
+/// baseline seconds, candidate seconds]`: the means, how often the
+/// candidate is better or worse by more than 0.01, and the time ratio.
+pub fn paired_summary(group: &str, baseline: &str, candidate: &str, rows: &[[f64; 4]]) {
+    let n = rows.len().max(1) as f64;
+    let mean = |k: usize| rows.iter().map(|r| r[k]).sum::<f64>() / n;
+    let better = rows.iter().filter(|r| r[1] < r[0] - 0.01).count();
+    let worse = rows.iter().filter(|r| r[1] > r[0] + 0.01).count();
+    let worst = rows
+        .iter()
+        .map(|r| r[1] - r[0])
+        .fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "{group}: {} fits; mean NLPD {baseline} {:.4}, {candidate} {:.4}; {candidate} better by > 0.01 \
+         on {better}, worse by > 0.01 on {worse} (at most {worst:+.4}); time {candidate} / {baseline} {:.1}x",
+        rows.len(),
+        mean(0),
+        mean(1),
+        mean(3) / mean(2).max(1e-9)
+    );
+}
+
+/// Runs `compare(label, train, test, m)` on every suite set at M = 10 and
+/// 30 (the suite's fixed split) and collects its rows.
+pub fn over_suite(
+    mut compare: impl FnMut(&str, &Dataset, &Dataset, usize) -> Result<[f64; 4]>,
+) -> Result<Vec<[f64; 4]>> {
+    let mut rows = Vec::new();
+    for name in dataset_names() {
+        let (train, test) = load(&name)?.data.split(TEST_FRACTION, SEED)?;
+        for m in [10, 30] {
+            rows.push(compare(&format!("suite {name}"), &train, &test, m)?);
+        }
+    }
+    Ok(rows)
+}
