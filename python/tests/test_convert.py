@@ -110,7 +110,7 @@ def test_from_sklearn_refuses_unfitted_and_multi_output_models():
 # the parameters GPflow's documentation describes. The reference predictions
 # below follow GPflow's documented predictive equations, written
 # independently of sgp. The peer benchmark checks real GPflow models
-# (bench/peers/check_from_gpflow.py).
+# (python/bench/check_from_gpflow.py).
 
 
 class Param:
