@@ -187,7 +187,7 @@ impl TableFile {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read.
-    pub fn target_is_text(&self) -> Result<bool> {
+    pub(crate) fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
             (Format::Csv, Some(&target)) => {
                 csv_rows::first_cell_is_text(&self.parts[0].input, target)
