@@ -194,3 +194,11 @@ pub(crate) fn export_source(
 pub(crate) fn write_file(path: std::path::PathBuf, data: &[u8]) -> PyResult<()> {
     sgp_trainer::files::write_atomic(&path, data).py_err()
 }
+
+/// Where output `target`'s own blob goes beside `path` when each output
+/// gets its own model, as `sgp fit --out path` names it
+/// ([`sgp_trainer::files::separate_path`]).
+#[pyfunction]
+pub(crate) fn separate_path(path: std::path::PathBuf, target: &str) -> std::path::PathBuf {
+    sgp_trainer::files::separate_path(&path, target)
+}

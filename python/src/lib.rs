@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(state::predict_state, m)?)?;
     m.add_function(wrap_pyfunction!(device::export_source, m)?)?;
     m.add_function(wrap_pyfunction!(device::write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(device::separate_path, m)?)?;
     m.add_function(wrap_pyfunction!(convert::exact_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::inducing_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::variational_blob, m)?)?;

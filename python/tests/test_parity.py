@@ -145,6 +145,25 @@ def test_two_outputs_write_the_clis_files(tmp_path, data, kept):
     assert np.max(np.abs(device_mean - mean)) <= 0.05 * np.max(std)
 
 
+def test_odd_target_names_write_the_clis_files_beside_the_output(tmp_path):
+    # One rule names each output's blob (the library's): a path separator
+    # in a target's name cannot lead outside the output's folder.
+    X, y, z = frame()
+    targets = pd.concat([y.rename("a/b"), z.rename("speed m.s")], axis=1)
+    given = settings("spgp", {})
+    est = sgp.SparseGPRegressor(model="spgp", **given).fit(X, targets)
+    assert est.basis_["kept"] == "separate", est.basis_["reason"]
+    folder = tmp_path / "py"
+    folder.mkdir()
+    written = est.save(folder / "out.sgp")
+    ours = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert set(ours) == {"out.a_b.sgp", "out.speed m.s.sgp"}
+    assert written == [str(folder / "out.a_b.sgp"), str(folder / "out.speed m.s.sgp")]
+    table = pd.concat([X, targets], axis=1)
+    args = flags("spgp", given) + ["--target", "a/b,speed m.s"]
+    assert ours == cli_files(tmp_path, table, args)
+
+
 def test_three_classes_write_the_clis_blob(tmp_path):
     X, y, _ = frame()
     classes = pd.Series(np.digitize(y, [-0.5, 0.5]), name="kind")

@@ -294,13 +294,16 @@ class _SparseGP(BaseEstimator):
         --out`` does: to a temporary file renamed over it, so a failure
         leaves any old file. Where each output got its own model, writes
         each to ``path`` with its target name before the extension
-        (``arm.sgp``: ``arm.ex.sgp``, ``arm.ey.sgp``, ...), as ``sgp fit``
-        does. Returns the paths written."""
+        (``arm.sgp``: ``arm.ex.sgp``, ``arm.ey.sgp``, ...; a path separator
+        in a name becomes ``_``), as ``sgp fit`` does. Returns the paths
+        written."""
         check_is_fitted(self)
         if len(self.blobs_) == 1:
             written = [os.fspath(path)]
         else:
-            written = [_separate_path(path, target) for target in self._blob_targets]
+            written = [os.fspath(_native.separate_path(path, t)) for t in self._blob_targets]
+            if len(set(written)) < len(written):
+                raise ValueError(f"the outputs {self._blob_targets} would share a file: rename them")
         for file, blob in zip(written, self.blobs_):
             _native.write_file(file, blob)
         return written
@@ -314,14 +317,6 @@ class _SparseGP(BaseEstimator):
         """The blob (``output``'s, as ``to_bytes``) as a Rust module to
         ``include!``: what ``sgp export --format rust --name NAME`` writes."""
         return export_source(self.to_bytes(output), "rust", name, f"{name}.sgp")
-
-
-def _separate_path(path: PathLike, target: str) -> str:
-    """Where ``sgp fit --out path`` writes output ``target``'s own blob:
-    ``arm.sgp`` and ``ex`` give ``arm.ex.sgp`` (``arm`` gives ``arm.ex``)."""
-    folder, file = os.path.split(os.fspath(path))
-    stem, extension = os.path.splitext(file)
-    return os.path.join(folder, f"{stem}.{target}{extension}")
 
 
 _SETTINGS_DOC = """

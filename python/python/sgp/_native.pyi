@@ -4,7 +4,9 @@ Arrays cross as C-ordered little-endian float64 ``bytes`` plus their shape;
 the Python package (``sgp._arrays``) converts numpy arrays both ways.
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 class SgpError(RuntimeError):
     """Base of the errors sgp raises beyond bad input (``ValueError``)."""
@@ -70,6 +72,7 @@ def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes,
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def write_file(path: str, data: bytes) -> None: ...
+def separate_path(path: Union[str, os.PathLike[str]], target: str) -> Path: ...
 def exact_blob(
     fitted: Dict[str, Any], alpha: bytes, factor: bytes, y_mean: float, y_scale: float
 ) -> bytes: ...

@@ -612,19 +612,6 @@ pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>
     Ok(inputs_of(&table, input_names.len()))
 }
 
-/// As [`read_inputs`], from CSV text in any reader; `source` names it in
-/// messages.
-pub fn read_inputs_from_reader(
-    reader: impl Read,
-    source: &str,
-    input_names: &[String],
-) -> Result<DMatrix<f64>> {
-    let table = read_csv_table(reader, source, false, |h| {
-        columns_named(h, input_names, source)
-    })?;
-    Ok(inputs_of(&table, input_names.len()))
-}
-
 /// The columns named `names`, by name, in that order.
 fn columns_named(header: &[String], names: &[String], source: &str) -> Result<Vec<usize>> {
     names
@@ -650,21 +637,6 @@ pub fn read_inputs_and_target(
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
     inputs_and_target(input, input_names, target, false)
-}
-
-/// As [`read_inputs_and_target`], from CSV text in any reader; `source`
-/// names it in messages.
-pub fn read_inputs_and_target_from_reader(
-    reader: impl Read,
-    source: &str,
-    input_names: &[String],
-    target: &str,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    target_not_an_input(input_names, target, source)?;
-    let table = read_csv_table(reader, source, false, |header| {
-        named_columns(header, input_names, target, source)
-    })?;
-    Ok(inputs_and_last(&table, input_names.len()))
 }
 
 /// A cell as text and where it is (`source: line L (data row R), column
@@ -1213,6 +1185,10 @@ mod tests {
         }
     }
 
+    fn input(text: &str) -> Input {
+        Input::from_bytes(text.as_bytes(), "p.csv").unwrap()
+    }
+
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -1519,11 +1495,9 @@ mod tests {
     #[test]
     fn read_inputs_picks_columns_by_name_in_any_order() {
         let text = "id,y,b,a\nfoo,1,10,1\nbar,2,20,2\n";
-        let x = read_inputs_from_reader(text.as_bytes(), "p.csv", &names(&["a", "b"])).unwrap();
+        let x = read_inputs(&input(text), &names(&["a", "b"])).unwrap();
         assert_eq!(x, DMatrix::from_row_slice(2, 2, &[1.0, 10.0, 2.0, 20.0]));
-        let (x, y) =
-            read_inputs_and_target_from_reader(text.as_bytes(), "p.csv", &names(&["b"]), "y")
-                .unwrap();
+        let (x, y) = read_inputs_and_target(&input(text), &names(&["b"]), "y").unwrap();
         assert_eq!(x.as_slice(), &[10.0, 20.0]);
         assert_eq!(y.as_slice(), &[1.0, 2.0]);
     }
@@ -1531,17 +1505,17 @@ mod tests {
     #[test]
     fn read_inputs_reports_missing_columns_and_bad_cells() {
         let text = "a,c\n1,2\n";
-        let e = read_inputs_from_reader(text.as_bytes(), "p.csv", &names(&["a", "b"]));
+        let e = read_inputs(&input(text), &names(&["a", "b"]));
         let m = format!("{:?}", e);
         assert!(
             m.contains("p.csv: no column named 'b'; available columns: a, c"),
             "{m}"
         );
-        let e = read_inputs_and_target_from_reader(text.as_bytes(), "p.csv", &names(&["a"]), "y");
+        let e = read_inputs_and_target(&input(text), &names(&["a"]), "y");
         assert!(format!("{e:?}").contains("no column named 'y'"));
-        let e = read_inputs_from_reader("a\n1\ninf\n".as_bytes(), "p.csv", &names(&["a"]));
+        let e = read_inputs(&input("a\n1\ninf\n"), &names(&["a"]));
         assert!(format!("{e:?}").contains("line 3 (data row 2), column 'a'"));
-        let e = read_inputs_from_reader("a\n".as_bytes(), "p.csv", &names(&["a"]));
+        let e = read_inputs(&input("a\n"), &names(&["a"]));
         assert!(format!("{e:?}").contains("no data rows"));
     }
 

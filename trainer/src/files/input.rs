@@ -229,11 +229,6 @@ impl Input {
             .map_err(|e| self.unreadable(e))
     }
 
-    /// Whether a pipe or device was copied to a temporary file.
-    pub fn is_spooled(&self) -> bool {
-        self.spooled
-    }
-
     /// A buffered reader from the first byte (each call starts over; one
     /// reader at a time).
     ///
@@ -381,7 +376,7 @@ mod tests {
         let path = dir.path().join("d.csv");
         std::fs::write(&path, "a,y\n1,2\n").unwrap();
         let input = Input::open(&path).unwrap();
-        assert!(!input.is_spooled());
+        assert!(!input.spooled);
         assert_eq!(input.format().unwrap(), InputFormat::Csv);
         for _ in 0..2 {
             let mut text = String::new();
@@ -429,7 +424,7 @@ mod tests {
         };
         let input = Input::open(&fifo).unwrap();
         writer.join().unwrap();
-        assert!(input.is_spooled());
+        assert!(input.spooled);
         assert_eq!(input.bytes(), 12);
         for _ in 0..2 {
             let mut text = String::new();

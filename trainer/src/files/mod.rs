@@ -9,5 +9,5 @@ mod output;
 mod panics;
 
 pub use input::{FileId, Input, InputFormat};
-pub use output::{check_outputs, check_outside, write_atomic, AtomicFile};
+pub use output::{check_outputs, check_outside, separate_path, write_atomic, AtomicFile};
 pub use panics::catch_quietly;

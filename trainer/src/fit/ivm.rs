@@ -159,7 +159,7 @@ impl IvmParams {
     }
 
     /// The rounds of a fit with `likelihood` ([`IvmParams::rounds`]).
-    pub fn rounds_for(&self, likelihood: Likelihood) -> usize {
+    pub(crate) fn rounds_for(&self, likelihood: Likelihood) -> usize {
         self.rounds.unwrap_or(match likelihood {
             Likelihood::Probit => CLASSIFIER_ROUNDS,
             Likelihood::Gaussian => DEFAULT_ROUNDS,

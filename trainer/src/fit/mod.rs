@@ -292,7 +292,7 @@ pub fn fit(
 ///
 /// # Errors
 /// As [`fit`].
-pub fn fit_without_folds(
+pub(crate) fn fit_without_folds(
     data: &(impl Outputs + ?Sized),
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),

@@ -336,27 +336,6 @@ impl SubsetFit {
     }
 }
 
-/// Fits SPGP to the file `table`, whose first pass is `scan`, as the
-/// module documentation describes: [`fit_subset`], the pass over every
-/// row ([`StreamedBasis::pass`]), then [`SubsetFit::finish`].
-///
-/// # Errors
-/// [`Error::BadInput`] for settings that do not fit the sample; every
-/// error of a pass over the file or of the fits.
-pub fn fit_streamed(
-    table: &TableFile,
-    scan: &Scan,
-    params: &StreamedParams,
-    progress: &mut dyn FnMut(StreamedProgress),
-) -> Result<Fit> {
-    let subset = fit_subset(table, scan, params, progress)?;
-    let pass_started = Instant::now();
-    let sums = subset
-        .basis()
-        .pass(table, &mut |at| progress(StreamedProgress::Pass(at)))?;
-    subset.finish(&sums, pass_started.elapsed().as_secs_f64())
-}
-
 /// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
 /// sample `scan` kept of `table`.
 ///
@@ -491,6 +470,21 @@ mod tests {
     use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::synth::{generate, synthetic, Shape};
 
+    /// The subset fit, the pass over every row, the finish (as
+    /// `StreamedStart::finish_on_file` runs them).
+    fn fit_streamed(
+        table: &TableFile,
+        scan: &Scan,
+        params: &StreamedParams,
+        progress: &mut dyn FnMut(StreamedProgress),
+    ) -> Result<Fit> {
+        let subset = fit_subset(table, scan, params, progress)?;
+        let sums = subset
+            .basis()
+            .pass(table, &mut |at| progress(StreamedProgress::Pass(at)))?;
+        subset.finish(&sums, 0.0)
+    }
+
     fn small() -> StreamedParams {
         StreamedParams {
             sparse: SparseParams {
@@ -578,7 +572,7 @@ mod tests {
     /// `StreamedBasis::sums` (as an engine's worker does) and merged in
     /// order, is the file's pass bit for bit (the same additions in the
     /// same order); other splits reassociate the sum, the same up to
-    /// rounding; and the finish of the sums is `fit_streamed`'s fit.
+    /// rounding; and the finish of the sums is the fit on the file.
     #[test]
     fn the_pass_splits_into_the_same_sums() {
         let (_dir, csv, _) = files();

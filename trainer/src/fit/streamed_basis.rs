@@ -45,7 +45,7 @@ impl StreamedBasis {
     ///
     /// # Errors
     /// [`Error::Numerical`] if `Kuu` cannot be factorised.
-    pub fn chunk_model(&self) -> Result<ChunkModel<'_, PseudoInputs>> {
+    pub(crate) fn chunk_model(&self) -> Result<ChunkModel<'_, PseudoInputs>> {
         ChunkModel::new(&self.features, &self.kernel, &self.config)
     }
 

@@ -303,7 +303,7 @@ impl Scaled<'_> {
     {
         match self.kernel {
             Kernel::SquaredExponential => se_cross(a, b, self.inv_l, self.s2),
-            matern => matern_cross(matern, a, b, self.inv_l, self.s2),
+            _ => matern_cross(self, a, b),
         }
     }
 
@@ -322,10 +322,9 @@ impl Scaled<'_> {
         SA: Storage<f64, Dyn, Dyn>,
         SB: Storage<f64, Dyn, Dyn>,
     {
-        let (inv_l, s2) = (self.inv_l, self.s2);
         match self.kernel {
-            Kernel::SquaredExponential => se_cross_grad(a, b, inv_l, k, adj, want_a, want_b),
-            matern => matern_cross_grad(matern, a, b, inv_l, s2, k, adj, want_a, want_b),
+            Kernel::SquaredExponential => se_cross_grad(a, b, self.inv_l, k, adj, want_a, want_b),
+            _ => matern_cross_grad(self, a, b, k, adj, want_a, want_b),
         }
     }
 }

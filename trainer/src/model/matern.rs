@@ -12,7 +12,7 @@ use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 use sgp_runtime::Kernel;
 
-use crate::model::kernel::{CrossGrad, KernelGrad};
+use crate::model::kernel::{CrossGrad, KernelGrad, Scaled};
 
 /// Below this many output entries the work runs serially.
 const PAR_MIN_ENTRIES: usize = 1 << 16;
@@ -69,22 +69,21 @@ fn scaled_rows<S: Storage<f64, Dyn, Dyn>>(
 }
 
 /// The Matérn cross-covariance between the rows of `a` (P x T) and `b`
-/// (Q x T) with inverse length scales `inv_l` and signal variance `s2`.
+/// (Q x T), with `scaled`'s T inverse length scales and signal variance.
 ///
 /// # Panics
 /// If the dimensions disagree, or for the squared exponential (caller
 /// bugs).
-pub fn matern_cross<SA, SB>(
-    kernel: Kernel,
+pub(crate) fn matern_cross<SA, SB>(
+    scaled: &Scaled,
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
-    inv_l: &[f64],
-    s2: f64,
 ) -> DMatrix<f64>
 where
     SA: Storage<f64, Dyn, Dyn>,
     SB: Storage<f64, Dyn, Dyn>,
 {
+    let Scaled { kernel, inv_l, s2 } = *scaled;
     assert!(a.ncols() == inv_l.len() && b.ncols() == inv_l.len());
     let (p, q) = (a.nrows(), b.nrows());
     let mut out = DMatrix::<f64>::zeros(p, q);
@@ -116,7 +115,7 @@ struct Partial {
     gl: Vec<f64>,
 }
 
-/// Chain rule through `K = matern_cross(kernel, a, b, inv_l, s2)`, as
+/// Chain rule through `K = matern_cross(scaled, a, b)`, as
 /// [`crate::model::kernel::se_cross_grad`]: with `G_ij = adj_ij s2
 /// g(r_ij)` (`g` the second value of [`profile`]) and `u = a o inv_l`,
 /// `v = b o inv_l`: `dF/du_it = -sum_j G_ij (u_it - v_jt)`, `dF/dv_jt =
@@ -125,13 +124,10 @@ struct Partial {
 ///
 /// # Panics
 /// On dimension mismatch, or for the squared exponential (caller bugs).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn matern_cross_grad<SA, SB>(
-    kernel: Kernel,
+    scaled: &Scaled,
     a: &Matrix<f64, Dyn, Dyn, SA>,
     b: &Matrix<f64, Dyn, Dyn, SB>,
-    inv_l: &[f64],
-    s2: f64,
     k: &DMatrix<f64>,
     adj: &DMatrix<f64>,
     want_a: bool,
@@ -141,6 +137,7 @@ where
     SA: Storage<f64, Dyn, Dyn>,
     SB: Storage<f64, Dyn, Dyn>,
 {
+    let Scaled { kernel, inv_l, s2 } = *scaled;
     let d = inv_l.len();
     assert!(a.ncols() == d && b.ncols() == d);
     let (p, q) = (a.nrows(), b.nrows());
@@ -239,7 +236,7 @@ mod tests {
         s2: f64,
         adj: &DMatrix<f64>,
     ) -> f64 {
-        matern_cross(kernel, a, b, inv_l, s2)
+        matern_cross(&Scaled { kernel, inv_l, s2 }, a, b)
             .component_mul(adj)
             .sum()
     }
@@ -250,7 +247,12 @@ mod tests {
         let (a, inv_l) = (random_matrix(&mut rng, 300, 2), [0.7, 1.9]);
         let b = random_matrix(&mut rng, 260, 2);
         for kernel in MATERNS {
-            let k = matern_cross(kernel, &a, &b, &inv_l, 1.3);
+            let scaled = Scaled {
+                kernel,
+                inv_l: &inv_l,
+                s2: 1.3,
+            };
+            let k = matern_cross(&scaled, &a, &b);
             for (i, j) in [(0, 0), (17, 250), (299, 3)] {
                 let r = (0..2)
                     .map(|t| (inv_l[t] * (a[(i, t)] - b[(j, t)])).powi(2))
@@ -267,7 +269,7 @@ mod tests {
                     };
                 assert!((k[(i, j)] - expected).abs() < 1e-14, "{kernel:?}");
             }
-            let small = matern_cross(kernel, &a.rows(0, 5), &b.rows(0, 4), &inv_l, 1.3);
+            let small = matern_cross(&scaled, &a.rows(0, 5), &b.rows(0, 4));
             assert_eq!(small, k.view((0, 0), (5, 4)).into_owned());
         }
     }
@@ -288,8 +290,13 @@ mod tests {
             let adj = random_matrix(&mut rng, p, q);
             let (inv_l, s2) = (vec![0.8, 1.7, 2.5], 1.4);
             for kernel in MATERNS {
-                let k = matern_cross(kernel, &a, &b, &inv_l, s2);
-                let g = matern_cross_grad(kernel, &a, &b, &inv_l, s2, &k, &adj, true, true);
+                let scaled = Scaled {
+                    kernel,
+                    inv_l: &inv_l,
+                    s2,
+                };
+                let k = matern_cross(&scaled, &a, &b);
+                let g = matern_cross_grad(&scaled, &a, &b, &k, &adj, true, true);
                 let f = |a: &DMatrix<f64>, b: &DMatrix<f64>, inv_l: &[f64], s2: f64| {
                     objective(kernel, a, b, inv_l, s2, &adj)
                 };
@@ -332,9 +339,14 @@ mod tests {
         let a = DMatrix::from_row_slice(1, 2, &[0.3, -0.2]);
         let adj = DMatrix::from_element(1, 1, 1.0);
         for kernel in MATERNS {
-            let k = matern_cross(kernel, &a, &a, &[1.0, 2.0], 1.0);
+            let scaled = Scaled {
+                kernel,
+                inv_l: &[1.0, 2.0],
+                s2: 1.0,
+            };
+            let k = matern_cross(&scaled, &a, &a);
             assert_eq!(k[(0, 0)], 1.0);
-            let g = matern_cross_grad(kernel, &a, &a, &[1.0, 2.0], 1.0, &k, &adj, true, true);
+            let g = matern_cross_grad(&scaled, &a, &a, &k, &adj, true, true);
             let ga = g.a.unwrap();
             assert!(ga.iter().all(|v| *v == 0.0), "{kernel:?}: {ga}");
             assert!(g.kernel.log_lengthscales.iter().all(|v| *v == 0.0));

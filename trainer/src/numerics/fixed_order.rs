@@ -29,7 +29,7 @@ impl<'a> MatRef<'a> {
     ///
     /// # Panics
     /// If `data` is shorter than `rows * cols` (a caller bug).
-    pub fn from_column_major(data: &'a [f64], rows: usize, cols: usize) -> Self {
+    pub(crate) fn from_column_major(data: &'a [f64], rows: usize, cols: usize) -> Self {
         assert!(data.len() >= rows * cols, "matrix view past its storage");
         Self {
             data,
@@ -71,7 +71,7 @@ impl<'a> MatRef<'a> {
     ///
     /// # Panics
     /// If they are not all rows of `self` (a caller bug).
-    pub fn subrows(self, start: usize, n: usize) -> Self {
+    pub(crate) fn subrows(self, start: usize, n: usize) -> Self {
         assert!(
             start + n <= self.rows,
             "rows {start}..{} of {}",
@@ -647,7 +647,7 @@ pub fn solve_lower_in_place(l: &[f64], m: usize, b: &mut [f64]) {
 
 /// Overwrites `b` with `L^{-T} b` (back substitution against the
 /// transpose), blocked as [`solve_lower_in_place`] from the last block up.
-pub fn solve_lower_t_in_place(l: &[f64], m: usize, b: &mut [f64]) {
+pub(crate) fn solve_lower_t_in_place(l: &[f64], m: usize, b: &mut [f64]) {
     solve_blocked(l, m, b, Direction::Backward);
 }
 

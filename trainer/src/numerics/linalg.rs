@@ -396,7 +396,7 @@ pub fn mul_triangular(
 ///
 /// # Panics
 /// If `x` and `p` disagree on D (a caller bug).
-pub fn times_transpose<S: Storage<f64, Dyn, Dyn>>(
+pub(crate) fn times_transpose<S: Storage<f64, Dyn, Dyn>>(
     x: &Matrix<f64, Dyn, Dyn, S>,
     p: &DMatrix<f64>,
 ) -> DMatrix<f64> {

@@ -66,16 +66,6 @@ pub fn reproducibly<R: Send>(f: impl FnOnce() -> R + Send) -> crate::Result<R> {
     Ok(pool.install(f))
 }
 
-/// Runs `f` on this thread marked as `fixed_order` says: for the threads a
-/// fit starts outside rayon, which inherit the mark of the thread that
-/// starts them.
-pub fn with_mark<R>(fixed_order: bool, f: impl FnOnce() -> R) -> R {
-    let before = FIXED_ORDER.with(|c| c.replace(fixed_order));
-    let out = f();
-    FIXED_ORDER.with(|c| c.set(before));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use rayon::prelude::*;
@@ -95,7 +85,6 @@ mod tests {
         assert!(marks.iter().all(|m| *m));
         let outside: Vec<bool> = (0..64).into_par_iter().map(|_| active()).collect();
         assert!(outside.iter().all(|m| !m));
-        assert!(with_mark(true, active));
         assert!(!active());
     }
 }

@@ -187,7 +187,7 @@ impl TableFile {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read.
-    pub fn target_is_text(&self) -> Result<bool> {
+    pub(crate) fn target_is_text(&self) -> Result<bool> {
         match (self.format, self.selected.last()) {
             (Format::Csv, Some(&target)) => {
                 csv_rows::first_cell_is_text(&self.parts[0].input, target)
@@ -336,31 +336,6 @@ impl<'f> ChunkBuilder<'f> {
     }
 }
 
-/// Reads every row of `table` into memory as a validated, standardised
-/// [`crate::data::Dataset`], exactly as [`crate::data::Dataset::from_csv`]
-/// reads a CSV file: for files small enough to fit whole, whatever their
-/// format.
-///
-/// # Errors
-/// Every error of [`TableFile::for_each_chunk`] and of the data set's
-/// validation.
-pub fn read_dataset(table: &TableFile) -> Result<crate::data::Dataset> {
-    let d = table.input_names.len();
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    table.for_each_chunk(DEFAULT_CHUNK_ROWS, &mut |chunk, _| {
-        x.extend(chunk.x.transpose().iter().copied());
-        y.extend(chunk.y.iter().copied());
-        Ok(())
-    })?;
-    crate::data::build(
-        &table.source,
-        DMatrix::from_row_slice(y.len(), d, &x),
-        DVector::from_vec(y),
-        table.input_names.clone(),
-        table.target_name.clone(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -447,13 +422,13 @@ mod tests {
     }
 
     #[test]
-    fn read_dataset_equals_the_whole_file_csv_reader() {
+    fn a_whole_parquet_file_reads_as_the_same_csv_does() {
         let dir = tempfile::tempdir().unwrap();
         let (csv, parquet, _, _) = both_formats(dir.path());
         let whole = Dataset::from_csv(&csv, None).unwrap();
-        let mut streamed = read_dataset(&TableFile::open(&parquet, None).unwrap()).unwrap();
-        streamed.source = whole.source.clone();
-        assert_eq!(streamed, whole);
+        let mut from_parquet = Dataset::from_input(&Input::open(&parquet).unwrap(), None).unwrap();
+        from_parquet.source = whole.source.clone();
+        assert_eq!(from_parquet, whole);
     }
 
     #[test]

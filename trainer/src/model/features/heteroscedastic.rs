@@ -65,11 +65,6 @@ impl Heteroscedastic {
         }
     }
 
-    /// The pseudo-inputs.
-    pub fn pseudo_inputs(&self) -> &PseudoInputs {
-        &self.inputs
-    }
-
     /// The uncertainties `h` (standardised target-variance units).
     pub fn h(&self) -> Vec<f64> {
         self.log_h.iter().map(|v| libm::exp(*v)).collect()
@@ -277,7 +272,7 @@ mod tests {
     fn kuu_is_spgps_plus_the_diagonal() {
         let (x, _, f) = setup(9, 12, 4);
         let k = kern();
-        let spgp = f.pseudo_inputs();
+        let spgp = &f.inputs;
         let diff = f.kuu(&k) - spgp.kuu(&k);
         let h = f.h();
         for i in 0..4 {
@@ -294,7 +289,7 @@ mod tests {
         let (x, _, f) = setup(6, 20, 5);
         let k = kern();
         let basis = f.runtime_basis(&k);
-        assert_eq!(basis, f.pseudo_inputs().runtime_basis(&k));
+        assert_eq!(basis, f.inputs.runtime_basis(&k));
         let diff = basis.eval(&x) - f.kuf(&k, x.as_view());
         assert!(diff.amax() < 1e-14, "{}", diff.amax());
     }
@@ -342,7 +337,7 @@ mod tests {
         assert_eq!(f.params(), vec![1.0, 2.0, 3.0, 4.0, -1.0, -2.0]);
         f.set_params(&[4.0, 3.0, 2.0, 1.0, 0.5, -0.5])
             .expect("valid");
-        assert_eq!(f.pseudo_inputs().z()[(0, 1)], 3.0);
+        assert_eq!(f.inputs.z()[(0, 1)], 3.0);
         assert!((f.h()[1] - libm::exp(-0.5_f64)).abs() < 1e-15);
         assert!(f.set_params(&[1.0]).is_err());
         assert!(Heteroscedastic::new(z.clone(), vec![0.0]).is_err());

@@ -264,7 +264,7 @@ fn noise_adjoint(fw: &Forward, half_sum_w: f64) -> f64 {
 
 /// The objective only (cheaper than with the gradient: one pass over the
 /// data).
-pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
+pub(crate) fn fitc_nlml<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,

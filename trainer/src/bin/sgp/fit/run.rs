@@ -2,7 +2,7 @@
 //! progress bar, the export (its check and cure), the blob, the golden
 //! values and the report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nalgebra::DMatrix;
 use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
@@ -10,6 +10,7 @@ use sgp_trainer::choose::{self, Request};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::{golden_points, golden_rust, Exported, Fidelity};
+use sgp_trainer::files::separate_path;
 use sgp_trainer::fit::gplasso::PathRow;
 use sgp_trainer::fit::{Fit, FitReport};
 use sgp_trainer::numerics::optimise::Progress;
@@ -54,17 +55,6 @@ pub(crate) fn fit_outputs_with_progress(
     let result = fit_outputs(outputs, request, &mut on_progress);
     bar.finish_and_clear();
     result
-}
-
-/// Where output `name`'s own blob goes when every output gets its own
-/// model: `arm.sgp` and `ex` give `arm.ex.sgp` (`arm` gives `arm.ex`).
-pub(crate) fn separate_path(out: &Path, name: &str) -> PathBuf {
-    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
-    let file = match out.extension() {
-        Some(ext) => format!("{stem}.{name}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{name}"),
-    };
-    out.with_file_name(file)
 }
 
 /// Writes the fit of several outputs: the one blob of a shared basis
