@@ -5,7 +5,6 @@ pub mod icf;
 pub mod inference;
 pub mod kernel;
 pub mod likelihood;
-pub mod matern;
 pub mod multiclass;
 pub mod posterior_sums;
 pub mod shared_variance;

@@ -223,7 +223,7 @@ impl RuntimeBasis {
 pub fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
     match kernel {
         sgp_runtime::Kernel::SquaredExponential => libm::exp(-0.5 * r2),
-        matern => crate::model::matern::profile(matern, r2).0,
+        matern => crate::model::kernel::matern::profile(matern, r2).0,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The ARD Matérn covariances (nu = 1/2, 3/2, 5/2) and their chain rule,
-//! the counterparts of `kernel::se_cross` and
-//! `kernel::se_cross_grad`:
+//! the counterparts of `se::se_cross` and
+//! `se::se_cross_grad`:
 //! `K[i, j] = s2 kappa(r_ij)`, `r_ij^2 = sum_t (inv_l_t (a_it - b_jt))^2`.
 //!
 //! Distances come from direct differences, not the SE's expanded form: the
@@ -12,10 +12,7 @@ use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 use rayon::prelude::*;
 use sgp_runtime::Kernel;
 
-use crate::model::kernel::{CrossGrad, KernelGrad, Scaled};
-
-/// Below this many output entries the work runs serially.
-const PAR_MIN_ENTRIES: usize = 1 << 16;
+use super::scaled::{CrossGrad, KernelGrad, Scaled, PAR_MIN_ENTRIES};
 
 /// Below this squared distance Matérn 1/2 counts as at its kink.
 const KINK_R2: f64 = f64::MIN_POSITIVE;
