@@ -7,7 +7,9 @@
 //! than [`held_out::MARGIN_SE`] standard errors of the paired per-row
 //! difference, so a smooth target keeps the SE fit `--kernel se` makes.
 //! Unlike the family choice it is made on any number of rows: the user
-//! asked for it, and pays 16 more fits.
+//! asked for it, and pays 16 more fits, 12 where the family choice already
+//! scored the squared exponential on the same folds (its scores are
+//! reused).
 //!
 //! VSGP (Gaussian basis functions), classifiers (their held-out score is
 //! not a predictive density here) and fits without held-out comparisons
@@ -29,7 +31,7 @@ pub struct KernelVerdict {
     pub chosen: &'static str,
     /// Held-out rows each kernel was scored on (0: not weighed).
     pub rows: usize,
-    /// Folds the rows were held out in (1: one held-out quarter; 0: not
+    /// Folds the rows were held out in ([`held_out::CHOICE_FOLDS`]; 0: not
     /// weighed).
     pub folds: usize,
     /// Each kernel's mean held-out NLPD (empty: not weighed).
@@ -65,7 +67,8 @@ impl KernelVerdict {
 }
 
 /// `params` with the kernel that predicts held-out rows of `outputs` best
-/// (module docs), and the verdict.
+/// (module docs), and the verdict. A candidate `known` scored on the same
+/// folds of `outputs` (the family choice's) is not refitted.
 ///
 /// # Errors
 /// If the rows cannot be split, or every kernel's fit fails.
@@ -73,6 +76,7 @@ pub(crate) fn choose(
     outputs: &[Dataset],
     params: &FitParams,
     request: &Request,
+    known: Option<&Scores>,
 ) -> Result<(FitParams, KernelVerdict)> {
     let se = params.with_kernel(Kernel::SquaredExponential);
     let unweighed = |why: &str| Ok((se.clone(), KernelVerdict::unweighed(why)));
@@ -97,9 +101,8 @@ pub(crate) fn choose(
         .iter()
         .map(|&k| (k.name().to_string(), params.with_kernel(k)))
         .collect();
-    let scores = held_out::cross_validate(outputs, params.seed(), &candidates)?;
-    let folds = held_out::CHOICE_FOLDS;
-    let verdict = decide(&scores, folds);
+    let scores = held_out::cross_validate(outputs, params.seed(), &candidates, known)?;
+    let verdict = decide(&scores);
     let chosen = Kernel::ALL
         .iter()
         .copied()
@@ -110,7 +113,8 @@ pub(crate) fn choose(
 
 /// The squared exponential (candidate 0) unless a Matérn kernel clearly
 /// beats it; of those that do, the lowest held-out NLPD.
-fn decide(scores: &Scores, folds: usize) -> KernelVerdict {
+fn decide(scores: &Scores) -> KernelVerdict {
+    let folds = held_out::CHOICE_FOLDS;
     let verdicts: Vec<held_out::Verdict> = (0..Kernel::ALL.len())
         .map(|k| scores.verdict(0, k))
         .collect();
@@ -135,13 +139,8 @@ fn decide(scores: &Scores, folds: usize) -> KernelVerdict {
         .map(|c| format!("{} {:.4}", c.kernel, c.nlpd))
         .collect();
     let over = format!(
-        "held-out NLPD {} over {rows} rows{}",
-        list.join(", "),
-        if folds > 1 {
-            format!(" in {folds} folds")
-        } else {
-            String::new()
-        }
+        "held-out NLPD {} over {rows} rows in {folds} folds",
+        list.join(", ")
     );
     let (chosen, reason) = match winner {
         Some((k, v)) => (
@@ -310,7 +309,7 @@ mod tests {
             let Asked::Family(params) = &request.asked else {
                 unreachable!()
             };
-            let (kept, verdict) = choose(one, params, &request).expect("chooses");
+            let (kept, verdict) = choose(one, params, &request, None).expect("chooses");
             assert_eq!(kept.kernel(), Kernel::SquaredExponential);
             assert_eq!((verdict.chosen, verdict.rows), ("se", 0));
             assert!(verdict.reason.contains(why), "{}", verdict.reason);
