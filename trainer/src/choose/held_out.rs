@@ -16,8 +16,8 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::data::{Dataset, TargetKind};
+use crate::evaluate::metrics::{paired_standard_error, row_log_losses, row_nlpds};
 use crate::fit::{fit, FitParams};
 use crate::{Error, Result};
 
@@ -172,7 +172,13 @@ fn score_parts(
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
             .map(|(train, valid)| {
-                let models = fit(train.as_slice(), params, &mut |_| {})?.set.members;
+                let set = fit(train.as_slice(), params, &mut |_| {})?.set;
+                if let Some(classes) = valid.first().filter(|v| v.target != TargetKind::Continuous)
+                {
+                    // A classifier: its NLPD, the log loss of the true class.
+                    return row_log_losses(&set, classes);
+                }
+                let models = set.members;
                 let mut sums = vec![0.0; valid.first().map_or(0, Dataset::n_rows)];
                 for (model, output) in models.iter().zip(valid) {
                     for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
