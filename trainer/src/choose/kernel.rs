@@ -188,35 +188,51 @@ mod tests {
     use crate::evaluate::figures;
     use crate::fit::{ExactParams, SparseParams};
 
-    /// 600 rows of a 1-D target on [0, 5] with noise sd 0.1: a draw from
-    /// a Matérn 1/2 GP of length scale 1 (`rough`, an Ornstein-Uhlenbeck
-    /// path), else a sum of five slow sines.
-    fn draw(rough: bool, seed: u64) -> Dataset {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut x: Vec<f64> = (0..600).map(|_| rng.random_range(0.0..5.0)).collect();
-        x.sort_by(f64::total_cmp);
-        let mut normal = move || rng.sample::<f64, _>(StandardNormal);
-        let f: Vec<f64> = if rough {
+    /// `f` at the sorted `x`: a draw from a Matérn 1/2 GP of length scale 1
+    /// (`rough`, an Ornstein-Uhlenbeck path), else a sum of five sines of
+    /// frequencies `low + spread |N(0, 1)|`.
+    fn latent(
+        rough: bool,
+        x: &[f64],
+        (low, spread): (f64, f64),
+        normal: &mut impl FnMut() -> f64,
+    ) -> Vec<f64> {
+        if rough {
             let mut f = vec![normal()];
             for w in x.windows(2) {
                 let a = libm::exp(-(w[1] - w[0]));
                 let next = a * f[f.len() - 1] + libm::sqrt(1.0 - a * a) * normal();
                 f.push(next);
             }
-            f
-        } else {
-            let waves: Vec<[f64; 3]> = (0..5)
-                .map(|_| [0.5 * normal(), 0.5 + 1.5 * normal().abs(), 6.0 * normal()])
-                .collect();
-            x.iter()
-                .map(|&t| {
-                    waves
-                        .iter()
-                        .map(|w| w[0] * libm::sin(w[1] * t + w[2]))
-                        .sum()
-                })
-                .collect()
-        };
+            return f;
+        }
+        let waves: Vec<[f64; 3]> = (0..5)
+            .map(|_| {
+                [
+                    0.5 * normal(),
+                    low + spread * normal().abs(),
+                    6.0 * normal(),
+                ]
+            })
+            .collect();
+        x.iter()
+            .map(|&t| {
+                waves
+                    .iter()
+                    .map(|w| w[0] * libm::sin(w[1] * t + w[2]))
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// 600 rows of a 1-D target on [0, 5] with noise sd 0.1: `latent`,
+    /// its sines slow.
+    fn draw(rough: bool, seed: u64) -> Dataset {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut x: Vec<f64> = (0..600).map(|_| rng.random_range(0.0..5.0)).collect();
+        x.sort_by(f64::total_cmp);
+        let mut normal = move || rng.sample::<f64, _>(StandardNormal);
+        let f = latent(rough, &x, (0.5, 1.5), &mut normal);
         let y = DVector::from_iterator(600, f.iter().map(|f| f + 0.1 * normal()));
         Dataset::from_raw(
             DMatrix::from_column_slice(600, 1, &x),
@@ -288,35 +304,16 @@ mod tests {
         assert!(loss < 0.02, "mean loss {loss}: {smooth:?}");
     }
 
-    /// 600 binary labels over [0, 10], +1 with probability `Phi(4 f)`: `f`
-    /// a draw from a Matérn 1/2 GP of length scale 1 (`rough`: a rough
-    /// boundary between the classes), else a sum of five slow sines.
+    /// 600 binary labels over [0, 10], +1 with probability `Phi(4 f)`,
+    /// `f` the `latent` (its sines slower): the boundary between the
+    /// classes is as rough as `f`.
     fn labels(rough: bool, seed: u64) -> Dataset {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut x: Vec<f64> = (0..600).map(|_| rng.random_range(0.0..10.0)).collect();
         x.sort_by(f64::total_cmp);
-        let mut normal = || rng.sample::<f64, _>(StandardNormal);
-        let f: Vec<f64> = if rough {
-            let mut f = vec![normal()];
-            for w in x.windows(2) {
-                let a = libm::exp(-(w[1] - w[0]));
-                let next = a * f[f.len() - 1] + libm::sqrt(1.0 - a * a) * normal();
-                f.push(next);
-            }
-            f
-        } else {
-            let waves: Vec<[f64; 3]> = (0..5)
-                .map(|_| [0.5 * normal(), 0.3 + 0.7 * normal().abs(), 6.0 * normal()])
-                .collect();
-            x.iter()
-                .map(|&t| {
-                    waves
-                        .iter()
-                        .map(|w| w[0] * libm::sin(w[1] * t + w[2]))
-                        .sum()
-                })
-                .collect()
-        };
+        let f = latent(rough, &x, (0.3, 0.7), &mut || {
+            rng.sample::<f64, _>(StandardNormal)
+        });
         let y = DVector::from_iterator(
             600,
             f.iter().map(|&f| {
