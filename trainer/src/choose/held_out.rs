@@ -16,8 +16,8 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::data::{Dataset, TargetKind};
+use crate::evaluate::metrics::{paired_standard_error, row_log_losses, row_nlpds};
 use crate::fit::{fit, FitParams};
 use crate::{Error, Result};
 
@@ -103,6 +103,10 @@ pub(crate) struct Scores {
     /// Per-row NLPDs (raw units, summed over the outputs); `None` where
     /// the fit or its prediction failed.
     nlpds: Vec<Option<Vec<f64>>>,
+    /// Cross-validated scores only: the seed of the folds and each
+    /// candidate's settings, so a later choice on the same folds reuses a
+    /// candidate's scores instead of refitting it ([`cross_validate`]).
+    folds: Option<(u64, Vec<FitParams>)>,
 }
 
 /// Fits every candidate (name, settings) on a random
@@ -120,11 +124,14 @@ pub(crate) fn score(
         .iter()
         .map(|d| d.split(HELD_OUT_FRACTION, seed))
         .collect::<Result<_>>()?;
-    score_parts(&[parts.into_iter().unzip()], candidates)
+    score_parts(&[parts.into_iter().unzip()], candidates, None)
 }
 
 /// As [`score`], but over [`CHOICE_FOLDS`] folds, so that every row is
-/// held out once (module docs, "Cross-validated").
+/// held out once (module docs, "Cross-validated"). A candidate `known`
+/// scored on the same `outputs` with the same settings and fold seed is
+/// not refitted: its per-row NLPDs are taken from there (each fit is
+/// deterministic, so they are the ones a refit would give).
 ///
 /// # Errors
 /// If the data cannot be split into folds, or every candidate fails.
@@ -132,6 +139,7 @@ pub(crate) fn cross_validate(
     outputs: &[Dataset],
     seed: u64,
     candidates: &[(String, FitParams)],
+    known: Option<&Scores>,
 ) -> Result<Scores> {
     let per_output: Vec<Vec<(Dataset, Dataset)>> = outputs
         .iter()
@@ -140,21 +148,37 @@ pub(crate) fn cross_validate(
     let parts: Vec<(Vec<Dataset>, Vec<Dataset>)> = (0..CHOICE_FOLDS)
         .map(|k| per_output.iter().map(|folds| folds[k].clone()).unzip())
         .collect();
-    score_parts(&parts, candidates)
+    let known = known.filter(|k| k.folds.as_ref().is_some_and(|(s, _)| *s == seed));
+    let mut scores = score_parts(&parts, candidates, known)?;
+    scores.folds = Some((seed, candidates.iter().map(|(_, p)| p.clone()).collect()));
+    Ok(scores)
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
 /// held-out rows (a row's NLPD summed over the outputs: the NLPD of the
-/// output vector), the per-row NLPDs of all the parts in one list.
+/// output vector), the per-row NLPDs of all the parts in one list; a
+/// candidate of `known` (scored on the same parts) is not refitted.
 fn score_parts(
     parts: &[(Vec<Dataset>, Vec<Dataset>)],
     candidates: &[(String, FitParams)],
+    known: Option<&Scores>,
 ) -> Result<Scores> {
     let one = |params: &FitParams| -> Result<Vec<f64>> {
+        if let Some(rows) = known.and_then(|k| k.rows_of(params)) {
+            return rows.ok_or_else(|| {
+                Error::Numerical("its fit on the same folds failed in an earlier choice".into())
+            });
+        }
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
             .map(|(train, valid)| {
-                let models = fit(train.as_slice(), params, &mut |_| {})?.set.members;
+                let set = fit(train.as_slice(), params, &mut |_| {})?.set;
+                if let Some(classes) = valid.first().filter(|v| v.target != TargetKind::Continuous)
+                {
+                    // A classifier: its NLPD, the log loss of the true class.
+                    return row_log_losses(&set, classes);
+                }
+                let models = set.members;
                 let mut sums = vec![0.0; valid.first().map_or(0, Dataset::n_rows)];
                 for (model, output) in models.iter().zip(valid) {
                     for (sum, nlpd) in sums.iter_mut().zip(row_nlpds(model, output)?) {
@@ -214,10 +238,19 @@ fn score_with(
         rows,
         names: candidates.iter().map(|(n, _)| n.clone()).collect(),
         nlpds,
+        folds: None,
     })
 }
 
 impl Scores {
+    /// The per-row NLPDs of the cross-validated candidate with settings
+    /// `params` (`Some(None)`: its fit failed), if there is one.
+    fn rows_of(&self, params: &FitParams) -> Option<Option<Vec<f64>>> {
+        let (_, settings) = self.folds.as_ref()?;
+        let i = settings.iter().position(|p| p == params)?;
+        self.nlpds.get(i).cloned()
+    }
+
     /// Mean held-out NLPD of candidate `i` (infinite if it failed).
     pub(crate) fn mean(&self, i: usize) -> f64 {
         match self.nlpds.get(i) {
@@ -267,6 +300,46 @@ mod tests {
             !applies(100, 90),
             "75 rows left cannot hold 90 pseudo-inputs"
         );
+    }
+
+    fn small_spgp(m: usize) -> FitParams {
+        let mut p = SparseParams {
+            m,
+            restarts: 1,
+            ..SparseParams::default()
+        };
+        p.optimiser.max_iter = 30;
+        FitParams::Spgp(p)
+    }
+
+    /// A candidate scored on the same folds is taken from there, not
+    /// refitted: its scores are those known (a refit gives the same ones);
+    /// on other folds (another seed) it is refitted.
+    #[test]
+    fn cross_validated_scores_are_reused_on_the_same_folds_only() {
+        let data = crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 120, 1)
+            .expect("valid");
+        let one = std::slice::from_ref(&data);
+        let (a, b) = (small_spgp(4), small_spgp(6));
+        let first = cross_validate(one, 3, &[("a".into(), a.clone())], None).expect("scores");
+        let both = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+        let refitted = cross_validate(one, 3, &both, None).expect("scores");
+        let reused = cross_validate(one, 3, &both, Some(&first)).expect("scores");
+        assert_eq!(reused.nlpds, refitted.nlpds, "deterministic fits");
+        // Planted scores show which were taken rather than refitted.
+        let planted = Scores {
+            nlpds: vec![Some(vec![42.0; 120])],
+            ..first
+        };
+        let taken = cross_validate(one, 3, &both, Some(&planted)).expect("scores");
+        assert_eq!(taken.mean(0), 42.0);
+        assert_eq!(taken.nlpds[1], refitted.nlpds[1]);
+        let other_folds = cross_validate(one, 4, &both, Some(&planted)).expect("scores");
+        assert_ne!(other_folds.mean(0), 42.0);
+        // Other settings are refitted too.
+        let other_settings = [("c".to_string(), small_spgp(5))];
+        let c = cross_validate(one, 3, &other_settings, Some(&planted)).expect("scores");
+        assert_ne!(c.mean(0), 42.0);
     }
 
     #[test]

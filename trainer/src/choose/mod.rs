@@ -197,15 +197,16 @@ pub fn fit(
             }
         }
     }
-    let (mut params, mut choice) = match &request.asked {
+    let (mut params, mut choice, folds) = match &request.asked {
         Asked::Family(params) => named(outputs, params, request)?,
         Asked::Auto(candidates) => auto(outputs, candidates, request)?,
     };
     if request.choose_kernel {
         // After the family: the kernel of the family that won with se
         // (choosing it first, on plain SPGP, lost to VSGP's se fits:
-        // docs/src/kernels.md, "Choosing the kernel").
-        let (chosen, verdict) = kernel::choose(outputs, &params, request)?;
+        // docs/src/kernels.md, "Choosing the kernel"), whose se fits on
+        // the folds the family choice already made.
+        let (chosen, verdict) = kernel::choose(outputs, &params, request, folds.as_ref())?;
         params = chosen;
         choice.kernel = Some(verdict);
     }
@@ -252,35 +253,34 @@ fn unless_noise_collapsed(
 /// How [`Asked::Auto`] is named.
 pub const AUTO: &str = "auto";
 
+/// The settings chosen, the choice, and the scores of the candidates
+/// weighed over folds (if any were), which `--kernel auto` reuses.
+type Chosen = (FitParams, Choice, Option<held_out::Scores>);
+
 /// A named family: its objective chosen where open; weighed against SPGP
 /// where it is one of SPGP's kin, for the report.
-fn named(
-    outputs: &[Dataset],
-    params: &FitParams,
-    request: &Request,
-) -> Result<(FitParams, Choice)> {
+fn named(outputs: &[Dataset], params: &FitParams, request: &Request) -> Result<Chosen> {
     let name = params.method().name();
     let mut choice = empty_choice(name, name);
     if !small(outputs, params, request) {
-        return Ok((params.clone(), choice));
+        return Ok((params.clone(), choice, None));
     }
     let (params, objective) = own_objective(outputs, params, request)?;
     choice.objective = objective;
+    let mut folds = None;
     if let Some(spgp) = spgp_rival(&params) {
         let spgp = spgp_objective(outputs, spgp, request)?;
-        choice.candidates = weigh(outputs, &spgp, std::slice::from_ref(&params))?;
+        let (candidates, scores) = weigh(outputs, &spgp, std::slice::from_ref(&params))?;
+        choice.candidates = candidates;
+        folds = Some(scores);
     }
-    Ok((params, choice))
+    Ok((params, choice, folds))
 }
 
 /// [`Asked::Auto`]: every candidate weighed against the first, SPGP, over
 /// folds; the one of lowest held-out NLPD among those that clearly beat
 /// SPGP, else SPGP.
-fn auto(
-    outputs: &[Dataset],
-    candidates: &[FitParams],
-    request: &Request,
-) -> Result<(FitParams, Choice)> {
+fn auto(outputs: &[Dataset], candidates: &[FitParams], request: &Request) -> Result<Chosen> {
     let (first, rest) = candidates
         .split_first()
         .ok_or_else(|| crate::Error::BadInput("--model auto: no family to choose from".into()))?;
@@ -288,7 +288,7 @@ fn auto(
     let spgp = match first {
         FitParams::Spgp(p) if small(outputs, first, request) => p.clone(),
         // Classifiers, and larger data: the first family, no comparison.
-        _ => return Ok((first.clone(), choice)),
+        _ => return Ok((first.clone(), choice, None)),
     };
     let own = |p: &FitParams| own_objective(outputs, p, request);
     let (spgp_params, objective) = own(first)?;
@@ -302,19 +302,20 @@ fn auto(
         approximation: spgp_params.approximation().unwrap_or(spgp.approximation),
         ..spgp
     };
-    choice.candidates = weigh(outputs, &spgp, &challengers)?;
-    let weighed = choice.candidates.iter().filter(|c| c.against.is_some());
+    let (weighed, scores) = weigh(outputs, &spgp, &challengers)?;
+    choice.candidates = weighed;
+    let against_spgp = choice.candidates.iter().filter(|c| c.against.is_some());
     let winner = challengers
         .into_iter()
         .zip(objectives)
-        .zip(weighed)
+        .zip(against_spgp)
         .filter(|(_, c)| c.against.as_ref().is_some_and(|v| v.challenger_chosen))
         .min_by(|a, b| a.1.nlpd.total_cmp(&b.1.nlpd))
         .map(|(chosen, _)| chosen);
     let (chosen, objective) = winner.unwrap_or((spgp_params, objective));
     choice.objective = objective;
     choice.exported = chosen.method().name().to_string();
-    Ok((chosen, choice))
+    Ok((chosen, choice, Some(scores)))
 }
 
 fn empty_choice(asked: &str, exported: &str) -> Choice {
@@ -412,12 +413,13 @@ fn against_both_objectives(params: &FitParams) -> bool {
 
 /// SPGP with `spgp`'s objective, SPGP with the other where a challenger
 /// needs it, and every challenger, scored over folds; each challenger's
-/// verdict against the toughest (lowest held-out NLPD) SPGP it must beat.
+/// verdict against the toughest (lowest held-out NLPD) SPGP it must beat;
+/// and the scores.
 fn weigh(
     outputs: &[Dataset],
     spgp: &SparseParams,
     challengers: &[FitParams],
-) -> Result<Vec<Candidate>> {
+) -> Result<(Vec<Candidate>, held_out::Scores)> {
     let other = SparseParams {
         approximation: other_objective(spgp.approximation),
         ..spgp.clone()
@@ -439,7 +441,7 @@ fn weigh(
             .iter()
             .map(|p| (p.method().name().to_string(), p.clone())),
     );
-    let scores = held_out::cross_validate(outputs, spgp.seed, &named)?;
+    let scores = held_out::cross_validate(outputs, spgp.seed, &named, None)?;
     let mut candidates: Vec<Candidate> = (0..rivals)
         .map(|r| Candidate {
             name: named[r].0.clone(),
@@ -463,7 +465,7 @@ fn weigh(
             against,
         });
     }
-    Ok(candidates)
+    Ok((candidates, scores))
 }
 
 fn other_objective(approximation: Approximation) -> Approximation {

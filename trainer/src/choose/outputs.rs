@@ -14,15 +14,20 @@
 //! if for some output its own fit wins by more than [`TOLERANCE`] nats per
 //! row and by more than [`held_out::MARGIN_SE`] standard errors. On more
 //! rows, and for classifiers, the shared fit is kept without a comparison.
+//!
+//! Under `--kernel auto` the kernel is chosen first, by the shared fit
+//! (on the outputs together); the comparison and the separate fits use
+//! that kernel, so what is weighed is what is exported.
 
 use serde::Serialize;
+use sgp_runtime::Kernel;
 
 use super::held_out;
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
 use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
-use crate::fit::{self, Fit, FitParams};
+use crate::fit::{self, Fit, FitParams, Method};
 use crate::numerics::optimise::Progress;
 use crate::Result;
 
@@ -120,15 +125,31 @@ pub fn fit_outputs(
         }
     };
     let mut basis = decide(verdicts);
+    let kernel = params.kernel();
+    if request.choose_kernel {
+        // Kept, the shared fit's report says why; separate, it is not printed.
+        let why = shared
+            .report
+            .choice
+            .as_ref()
+            .and_then(|c| c.kernel.as_ref())
+            .filter(|_| basis.separate())
+            .map_or(String::new(), |k| format!(" ({})", k.reason));
+        basis.reason += &format!(
+            "; both fitted with kernel {}, the one --kernel auto chose for the shared fit{why}",
+            kernel.name()
+        );
+    }
     if !basis.separate() {
         return Ok(OutputsFit {
             fits: vec![shared],
             basis: Some(basis),
         });
     }
+    let separate = with_kernel_chosen(request, kernel);
     let mut fits = Vec::with_capacity(outputs.len());
     for output in outputs {
-        match super::fit(output, request, progress) {
+        match super::fit(output, &separate, progress) {
             Ok(f) => fits.push(f),
             Err(e) => {
                 basis.kept = SHARED;
@@ -162,8 +183,32 @@ fn keep_shared(shared: Fit, reason: String) -> OutputsFit {
     }
 }
 
-/// The settings of `shared` (its family and objective), if the shared
-/// fit is to be weighed against one fit per output.
+/// `request` with its kernel `kernel`, decided, where `--kernel auto` left
+/// it open (the families that do not take `kernel` left out of `auto`'s).
+fn with_kernel_chosen(request: &Request, kernel: Kernel) -> Request {
+    if !request.choose_kernel {
+        return request.clone();
+    }
+    let takes = |p: &&FitParams| kernel == Kernel::SquaredExponential || p.method() != Method::Vsgp;
+    let asked = match &request.asked {
+        Asked::Family(p) => Asked::Family(p.with_kernel(kernel)),
+        Asked::Auto(candidates) => Asked::Auto(
+            candidates
+                .iter()
+                .filter(takes)
+                .map(|p| p.with_kernel(kernel))
+                .collect(),
+        ),
+    };
+    Request {
+        asked,
+        choose_kernel: false,
+        ..request.clone()
+    }
+}
+
+/// The settings of `shared` (its family, objective and kernel), if the
+/// shared fit is to be weighed against one fit per output.
 fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<FitParams> {
     let regression = shared.set.members[0].link == sgp_runtime::Link::Identity;
     let method = shared.report.method;
@@ -175,6 +220,10 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
         Some(a) if params.approximation().is_some() => params.with_approximation(a),
         _ => params,
     };
+    let kernel = Kernel::ALL
+        .into_iter()
+        .find(|k| k.name() == shared.report.kernel)?;
+    let params = params.with_kernel(kernel);
     let n = outputs[0].n_rows();
     let m = params.m().unwrap_or(1);
     (regression && request.held_out && fit::shares_basis(method).is_ok() && held_out::applies(n, m))
@@ -309,6 +358,108 @@ mod tests {
             shared,
             own,
         }
+    }
+
+    use nalgebra::{DMatrix, DVector};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use rand_distr::StandardNormal;
+
+    use crate::fit::ExactParams;
+
+    /// Two outputs over 300 inputs on [0, 5]: independent draws of a
+    /// Matérn 1/2 GP of length scale 1 (Ornstein-Uhlenbeck paths), noise
+    /// sd 0.1.
+    fn rough_pair(seed: u64) -> Vec<Dataset> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut x: Vec<f64> = (0..300).map(|_| rng.random_range(0.0..5.0)).collect();
+        x.sort_by(f64::total_cmp);
+        let mut normal = move || rng.sample::<f64, _>(StandardNormal);
+        (0..2)
+            .map(|p| {
+                let mut f = vec![normal()];
+                for w in x.windows(2) {
+                    let a = libm::exp(-(w[1] - w[0]));
+                    let next = a * f[f.len() - 1] + libm::sqrt(1.0 - a * a) * normal();
+                    f.push(next);
+                }
+                let y = DVector::from_iterator(300, f.iter().map(|f| f + 0.1 * normal()));
+                let x = DMatrix::from_column_slice(300, 1, &x);
+                Dataset::from_raw(x, y, vec!["x".into()], format!("y{p}")).expect("valid")
+            })
+            .collect()
+    }
+
+    /// Under `--kernel auto` the shared fit's kernel (a Matérn one, on
+    /// rough paths) is the kernel the shared basis was weighed with: the
+    /// verdict's figures are those of that kernel's comparison, and the
+    /// reason names it.
+    #[test]
+    fn under_kernel_auto_the_outputs_are_weighed_with_the_kernel_chosen() {
+        for seed in 0..2 {
+            let data = rough_pair(seed);
+            let exact = FitParams::Exact(ExactParams {
+                seed,
+                ..ExactParams::default()
+            });
+            let request = Request {
+                asked: Asked::Family(exact.clone()),
+                held_out: true,
+                choose_objective: false,
+                choose_kernel: true,
+            };
+            let fitted = fit_outputs(&data, &request, &mut |_| {}).expect("fits");
+            let chosen = fitted.fits[0].report.kernel;
+            assert_ne!(chosen, "se", "seed {seed}: rough paths");
+            let basis = fitted.basis.expect("weighed");
+            assert!(
+                basis.reason.contains(&format!("with kernel {chosen}")),
+                "{}",
+                basis.reason
+            );
+            let kernel = Kernel::ALL.into_iter().find(|k| k.name() == chosen);
+            let with_chosen = weigh(&data, &exact.with_kernel(kernel.expect("known")));
+            let shared: Vec<f64> = with_chosen
+                .expect("weighs")
+                .iter()
+                .map(|h| h.shared.iter().sum::<f64>() / h.shared.len() as f64)
+                .collect();
+            let reported: Vec<f64> = basis.outputs.iter().map(|o| o.shared_nlpd).collect();
+            assert_eq!(shared, reported, "seed {seed}");
+            for fit in &fitted.fits {
+                assert_eq!(fit.report.kernel, chosen);
+            }
+        }
+    }
+
+    /// The separate fits take the kernel chosen, decided: `auto`'s
+    /// families that do not take it are left out.
+    #[test]
+    fn separate_fits_take_the_kernel_chosen() {
+        let sparse = crate::fit::SparseParams::default();
+        let request = Request {
+            asked: Asked::Auto(vec![
+                FitParams::Spgp(sparse.clone()),
+                FitParams::Vsgp(sparse.clone()),
+            ]),
+            held_out: true,
+            choose_objective: true,
+            choose_kernel: true,
+        };
+        let matern = with_kernel_chosen(&request, Kernel::Matern32);
+        assert!(!matern.choose_kernel);
+        let Asked::Auto(candidates) = &matern.asked else {
+            panic!("auto stays auto")
+        };
+        assert_eq!(candidates.len(), 1);
+        assert_eq!(candidates[0].kernel(), Kernel::Matern32);
+        let se = with_kernel_chosen(&request, Kernel::SquaredExponential);
+        assert_eq!(se.asked.families(), vec![Method::Spgp, Method::Vsgp]);
+        let not_auto = Request {
+            choose_kernel: false,
+            ..request.clone()
+        };
+        assert_eq!(with_kernel_chosen(&not_auto, Kernel::Matern32), not_auto);
     }
 
     #[test]

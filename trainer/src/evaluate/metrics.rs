@@ -199,6 +199,56 @@ pub(crate) fn row_nlpds(
         .collect())
 }
 
+/// A classifier's log loss on each row of `valid` (nats): minus the log of
+/// the probability `set` gives the true class (the classifier's NLPD;
+/// probabilities clamped to [1e-12, 1 - 1e-12] as in the log loss).
+pub(crate) fn row_log_losses(
+    set: &crate::model::ModelSet,
+    valid: &crate::data::Dataset,
+) -> crate::Result<Vec<f64>> {
+    use crate::model::multiclass::{probabilities, ClassLink};
+    use sgp_runtime::Link;
+    let x = valid.raw_x();
+    let loss = |p: f64| -libm::log(p.clamp(PROB_CLAMP, 1.0 - PROB_CLAMP));
+    let link = match set.members.first().map(|m| m.link) {
+        Some(Link::Softmax) => ClassLink::Softmax,
+        Some(Link::OneVsRest) => ClassLink::OneVsRest,
+        _ => {
+            let member = set
+                .members
+                .first()
+                .ok_or_else(|| crate::Error::Numerical("a classifier without a latent".into()))?;
+            let p = member.predict_raw(&x)?;
+            return Ok((0..valid.n_rows())
+                .map(|i| {
+                    let positive = crate::model::likelihood::norm_cdf(
+                        p.mean[i] / (1.0 + p.var[i].max(0.0)).sqrt(),
+                    );
+                    loss(if valid.y[i] > 0.0 {
+                        positive
+                    } else {
+                        1.0 - positive
+                    })
+                })
+                .collect());
+        }
+    };
+    let p = probabilities(set, &x, link)?;
+    Ok(valid
+        .raw_y()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let class = c.round() as usize;
+            loss(if class < p.ncols() {
+                p[(i, class)]
+            } else {
+                0.0
+            })
+        })
+        .collect())
+}
+
 /// Standard error of the mean of `b - a` (per row).
 pub(crate) fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());

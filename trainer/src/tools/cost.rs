@@ -6,13 +6,16 @@
 //!
 //! per basis function, per basis function and feature dimension, per
 //! multiply-add of the `F` triangular passes of the variance, and per raw
-//! input. The classifier's row is its `probability`.
+//! input, plus `k M` for a Matérn kernel: `k` the instructions per basis
+//! function its square root and polynomial add, from the firmware's
+//! measured SE and Matérn 3/2 pair ([`kernel_per_basis`]). The
+//! classifier's row is its `probability`.
 
 use std::sync::LazyLock;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
-use sgp_runtime::{Shape, VarianceForm};
+use sgp_runtime::{Kernel, Shape, VarianceForm};
 
 /// The sizes a prediction's cost depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -106,6 +109,31 @@ pub(crate) const MEASURED: [Measured; 8] = [
     measured("spgp", (32, 16, 16), false, 1, 5632),
 ];
 
+/// Cortex-M4 `predict` of the same model (the firmware example's SPGP,
+/// M = [`KERNEL_PAIR_M`], D = 4, product form) with the squared
+/// exponential and with Matérn 3/2: `bash firmware-example/run.sh`, its
+/// `cost:` lines for `spgp M=32` and `matern32 M=32`
+/// (docs/src/device-cost.md, "Matérn kernels").
+pub(crate) const KERNEL_PAIR: (u32, u32) = (2949, 3595);
+
+/// Basis functions of the model [`KERNEL_PAIR`] measured.
+pub(crate) const KERNEL_PAIR_M: usize = 32;
+
+/// Instructions per basis function `kernel` adds to the squared
+/// exponential's prediction: the measured Matérn 3/2 difference over M
+/// ([`KERNEL_PAIR`], 20.2). Matérn 1/2 and 5/2 run the same loop (the
+/// square root, one fewer or two more multiply-adds of about 20) and are
+/// charged the same: not measured.
+pub fn kernel_per_basis(kernel: Kernel) -> f64 {
+    match kernel {
+        Kernel::SquaredExponential => 0.0,
+        Kernel::Matern12 | Kernel::Matern32 | Kernel::Matern52 => {
+            let (se, matern) = KERNEL_PAIR;
+            f64::from(matern - se) / KERNEL_PAIR_M as f64
+        }
+    }
+}
+
 /// The fitted cost model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CostModel {
@@ -139,7 +167,8 @@ impl CostModel {
         }
     }
 
-    /// Predicted instructions of one prediction in `config`.
+    /// Predicted instructions of one prediction in `config` with the
+    /// squared exponential.
     pub fn instructions(&self, config: &Config) -> f64 {
         config
             .terms()
@@ -149,10 +178,19 @@ impl CostModel {
             .sum()
     }
 
+    /// Predicted instructions of one prediction in `config` with `kernel`.
+    pub fn instructions_with(&self, config: &Config, kernel: Kernel) -> f64 {
+        self.instructions(config) + kernel_per_basis(kernel) * config.m as f64
+    }
+
     /// The formula with its coefficients, for people.
     pub fn formula(&self) -> String {
         let [b, c, e, f] = self.coefficients;
-        format!("{b:.1} M + {c:.2} M G + {e:.2} F M (M + 1) / 2 + {f:.2} D (1 + G if projected)")
+        let k = kernel_per_basis(Kernel::Matern32);
+        format!(
+            "{b:.1} M + {c:.2} M G + {e:.2} F M (M + 1) / 2 + {f:.2} D (1 + G if projected) + \
+             {k:.1} M if Matérn"
+        )
     }
 
     /// Relative error on one measured configuration.
@@ -174,33 +212,38 @@ impl CostModel {
 pub(crate) static CORTEX_M4: LazyLock<CostModel> = LazyLock::new(|| CostModel::fit(&MEASURED));
 
 /// Cortex-M4 instructions of one call predicting all `outputs` outputs of
-/// a model of this shape (rounded), from [`CORTEX_M4`]: the standardising,
-/// distances and exponentials once, and per further output its variance
-/// pass and the `M` multiply-adds of its mean, both at the per-multiply-add
-/// coefficient (exact for one output; an estimate from the single-output
-/// measurements for more).
+/// a model of this shape and kernel (rounded), from [`CORTEX_M4`]: the
+/// standardising, distances and kernel once, and per further output its
+/// variance pass and the `M` multiply-adds of its mean, both at the
+/// per-multiply-add coefficient (exact for one output; an estimate from
+/// the single-output measurements for more).
 pub(crate) fn instructions_per_prediction(
     shape: &Shape,
     variance: VarianceForm,
     outputs: usize,
+    kernel: Kernel,
 ) -> u64 {
     let config = Config::of(shape, variance);
     let m = config.m as f64;
     let further_macs =
         outputs.saturating_sub(1) as f64 * (config.factors as f64 * m * (m + 1.0) / 2.0 + m);
-    let estimate = CORTEX_M4.instructions(&config) + CORTEX_M4.coefficients[2] * further_macs;
+    let estimate =
+        CORTEX_M4.instructions_with(&config, kernel) + CORTEX_M4.coefficients[2] * further_macs;
     estimate.max(0.0).round() as u64
 }
 
 /// What `sgp sweep --help` says about the instruction figure; the tests
 /// hold its numbers to the fitted model.
 pub const HELP: &str = "Instructions per prediction are Cortex-M4 instructions (opt-level \"s\") \
-of predict (a classifier's probability; predict_with_gradient costs about 2.5 times as much) from \
+of predict (a classifier's probability; predict_with_gradient costs about 2.6 times as much, 3 times with Matérn 3/2) from \
 a cost model fitted by least squares to the firmware example's measured table \
 (docs/src/device-cost.md: M = 16 to 64, G = 4 or 16, D = 4 or 16, SPGP, VSGP, GPLasso, SPGP+DR, the \
 IVM classifier, all with the product form of the variance): 41.1 M + 6.54 M G + 1.68 F M (M + \
-1) / 2 + 5.23 D (1 + G if projected), F the triangular passes of the variance (1; a blob that \
-fell back to the solves: 2, the IVM classifier 1). It is within 7.7% of every measured count \
+1) / 2 + 5.23 D (1 + G if projected) + 20.2 M if Matérn, F the triangular passes of the variance \
+(1; a blob that fell back to the solves: 2, the IVM classifier 1), the Matérn term the square \
+root and polynomial of its basis functions (measured for Matérn 3/2: 3,595 against SE's 2,949 \
+at M = 32, D = 4; Matérn 1/2 and 5/2, whose loops differ by a multiply-add or two, are charged \
+the same). It is within 7.7% of every measured count \
 (VSGP, whose per-basis widths cost more, is the worst); beyond the measured sizes it is an \
 extrapolation (refitted without one configuration it missed that one by up to 10% at D = 4, and \
 by 7% on the only projected one). A model of P outputs (several targets) is charged one call \
@@ -257,6 +300,34 @@ mod tests {
             worst = worst.max(CostModel::fit(&rest).relative_error(left_out));
         }
         assert!(worst > 0.098 && worst < 0.099, "{worst}");
+    }
+
+    /// The Matérn model of the firmware costs what was measured, within
+    /// the SE model's own error at that size; SE costs are unchanged.
+    #[test]
+    fn a_matern_kernel_costs_its_measured_instructions_per_basis_function() {
+        let model = *CORTEX_M4;
+        let config = MEASURED[1].config;
+        assert_eq!((config.m, config.d), (KERNEL_PAIR_M, 4));
+        let se = model.instructions_with(&config, Kernel::SquaredExponential);
+        assert_eq!(se, model.instructions(&config));
+        let matern = model.instructions_with(&config, Kernel::Matern32);
+        let (measured_se, measured_matern) = KERNEL_PAIR;
+        assert!((matern - se - f64::from(measured_matern - measured_se)).abs() < 1e-9);
+        let off = |predicted: f64, measured: u32| {
+            (predicted - f64::from(measured)).abs() / f64::from(measured)
+        };
+        assert!(off(matern, measured_matern) <= off(se, measured_se) + 1e-12);
+        assert!(off(matern, measured_matern) < 0.05, "{matern}");
+        let per_basis = kernel_per_basis(Kernel::Matern32);
+        assert!((per_basis - 20.1875).abs() < 1e-12, "{per_basis}");
+        assert!(
+            HELP.contains(&format!("+ {per_basis:.1} M if Matérn")),
+            "{HELP}"
+        );
+        for kernel in [Kernel::Matern12, Kernel::Matern52] {
+            assert_eq!(kernel_per_basis(kernel), per_basis);
+        }
     }
 
     #[test]

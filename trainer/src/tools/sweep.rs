@@ -774,7 +774,7 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
     );
     let p = spec.output_count();
     let ram = ram_bytes_with_outputs(m, g, d, p);
-    let instructions = instructions_per_prediction(&shape, spec.variance, p);
+    let instructions = instructions_per_prediction(&shape, spec.variance, p, spec.kernel);
     Ok(Outcome::Ok(Box::new(Done {
         n_basis: m,
         feature_dim: g,
@@ -1481,8 +1481,12 @@ mod tests {
             assert_eq!(*e, joint(&each));
             let (m, g, d) = (done.n_basis, done.feature_dim, done.input_dim);
             assert_eq!(done.ram_bytes, ram_bytes_with_outputs(m, g, d, 3));
-            let single =
-                crate::tools::cost::instructions_per_prediction(&spec.shape, spec.variance, 1);
+            let single = crate::tools::cost::instructions_per_prediction(
+                &spec.shape,
+                spec.variance,
+                1,
+                spec.kernel,
+            );
             assert!(done.instructions > single && done.instructions < 3 * single);
         }
         let text = result.to_string();
