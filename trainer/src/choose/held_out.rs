@@ -14,8 +14,8 @@
 //! "The held-out choice").
 
 use rayon::prelude::*;
-use serde::Serialize;
 
+use super::record::Verdict;
 use crate::data::{Dataset, TargetKind};
 use crate::evaluate::metrics::{paired_standard_error, row_log_losses, row_nlpds};
 use crate::fit::{fit, FitParams};
@@ -49,39 +49,7 @@ fn held_out_rows(n: usize) -> usize {
     (HELD_OUT_FRACTION * n as f64).round() as usize
 }
 
-/// One candidate weighed against another on held-out rows.
-#[derive(Clone, Debug, Serialize)]
-pub struct Verdict {
-    /// The one kept unless the other clearly wins.
-    pub incumbent: String,
-    /// The one it was weighed against.
-    pub challenger: String,
-    /// Rows the two were scored on.
-    pub rows: usize,
-    /// Mean held-out NLPD of the incumbent (raw units; infinite if its fit
-    /// failed).
-    pub incumbent_nlpd: f64,
-    /// Mean held-out NLPD of the challenger.
-    pub challenger_nlpd: f64,
-    /// Standard error of the mean per-row difference.
-    pub standard_error: f64,
-    /// The challenger won by more than `MARGIN_SE` standard errors.
-    pub challenger_chosen: bool,
-    /// The chosen FITC fit on all rows let its noise collapse and did not
-    /// clearly win here, so the VFE fit was taken instead ([`super`]).
-    pub noise_collapsed: bool,
-}
-
 impl Verdict {
-    /// The name of the chosen fit.
-    pub fn chosen(&self) -> &str {
-        if self.challenger_chosen != self.noise_collapsed {
-            &self.challenger
-        } else {
-            &self.incumbent
-        }
-    }
-
     /// Whether the chosen candidate beat the other by more than
     /// [`MARGIN_SE`] standard errors (a challenger always has, unless the
     /// incumbent failed).

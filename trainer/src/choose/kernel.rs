@@ -1,10 +1,10 @@
 //! `--kernel auto`: the covariance function chosen on held-out rows. The
 //! family chosen (named, or `--model auto`'s with the squared exponential,
 //! its objective too) is fitted with each kernel of
-//! [`Kernel::ALL`] over [`held_out::CHOICE_FOLDS`] folds, every row held
+//! [`Kernel::ALL`] over `CHOICE_FOLDS` folds, every row held
 //! out once, as the family choice weighs families ([`held_out`]); the
 //! squared exponential is kept unless a Matérn kernel beats it by more
-//! than [`held_out::MARGIN_SE`] standard errors of the paired per-row
+//! than `MARGIN_SE` standard errors of the paired per-row
 //! difference, so a smooth target keeps the SE fit `--kernel se` makes.
 //! Unlike the family choice it is made on any number of rows: the user
 //! asked for it, and pays 16 more fits, 12 where the family choice already
@@ -17,58 +17,14 @@
 //! without held-out comparisons keep the squared exponential, and the
 //! verdict says why.
 
-use serde::Serialize;
 use sgp_runtime::Kernel;
 
 use super::held_out::{self, Scores};
+use super::record::{KernelScore, KernelVerdict, Verdict};
 use super::Request;
 use crate::data::{Dataset, TargetKind};
 use crate::fit::{FitParams, Method};
 use crate::Result;
-
-/// Which kernel `--kernel auto` kept, and why.
-#[derive(Clone, Debug, Serialize)]
-pub struct KernelVerdict {
-    /// The kernel fitted and exported.
-    pub chosen: &'static str,
-    /// Held-out rows each kernel was scored on (0: not weighed).
-    pub rows: usize,
-    /// Folds the rows were held out in ([`held_out::CHOICE_FOLDS`]; 0: not
-    /// weighed).
-    pub folds: usize,
-    /// Each kernel's mean held-out NLPD, a classifier's log loss (empty:
-    /// not weighed).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub candidates: Vec<KernelScore>,
-    /// What was decided and why, in one sentence.
-    pub reason: String,
-}
-
-/// One kernel's held-out figures.
-#[derive(Clone, Debug, Serialize)]
-pub struct KernelScore {
-    /// The kernel's name.
-    pub kernel: &'static str,
-    /// Mean held-out NLPD (raw units; a classifier's log loss, nats;
-    /// infinite if a fit failed).
-    pub nlpd: f64,
-    /// Standard error of its per-row difference from the squared
-    /// exponential's (0 for the squared exponential itself).
-    pub standard_error: f64,
-}
-
-impl KernelVerdict {
-    /// The squared exponential, kept without a weighing because `why`.
-    pub fn unweighed(why: &str) -> Self {
-        KernelVerdict {
-            chosen: Kernel::SquaredExponential.name(),
-            rows: 0,
-            folds: 0,
-            candidates: Vec::new(),
-            reason: format!("kernel se: not weighed ({why})"),
-        }
-    }
-}
 
 /// `params` with the kernel that predicts held-out rows of `outputs` best
 /// (module docs), and the verdict. A candidate `known` scored on the same
@@ -122,7 +78,7 @@ pub(crate) fn choose(
 /// classifier's log loss).
 fn decide(scores: &Scores, score: &str) -> KernelVerdict {
     let folds = held_out::CHOICE_FOLDS;
-    let verdicts: Vec<held_out::Verdict> = (0..Kernel::ALL.len())
+    let verdicts: Vec<Verdict> = (0..Kernel::ALL.len())
         .map(|k| scores.verdict(0, k))
         .collect();
     let winner = verdicts

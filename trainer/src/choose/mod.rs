@@ -30,8 +30,7 @@
 pub mod held_out;
 pub mod kernel;
 pub mod outputs;
-
-use serde::Serialize;
+pub(crate) mod record;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
@@ -41,8 +40,7 @@ use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
-pub use held_out::Verdict;
-pub use kernel::KernelVerdict;
+pub use record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 
 /// What to fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -110,42 +108,6 @@ impl Request {
             choose_kernel: false,
         }
     }
-}
-
-/// What the layer did.
-#[derive(Clone, Debug, Serialize)]
-pub struct Choice {
-    /// What was asked: a family's name, or `auto`.
-    pub asked: String,
-    /// The family fitted and exported.
-    pub exported: String,
-    /// The exported family's objective, chosen on a held-out quarter.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub objective: Option<Verdict>,
-    /// The families weighed over folds: SPGP (with either objective) and
-    /// the challengers, each with its verdict against the SPGP it had to
-    /// beat.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub candidates: Vec<Candidate>,
-    /// `--kernel auto`'s verdict: the kernel kept and each kernel's
-    /// held-out NLPD.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<KernelVerdict>,
-    /// What was decided and why, in one sentence.
-    pub reason: String,
-}
-
-/// One family weighed over folds.
-#[derive(Clone, Debug, Serialize)]
-pub struct Candidate {
-    /// Its name, e.g. `spgp-hs` or `spgp (fitc)`.
-    pub name: String,
-    /// Mean held-out NLPD over the folds (raw units; infinite if a fit
-    /// failed).
-    pub nlpd: f64,
-    /// A challenger's verdict against the toughest SPGP it had to beat.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub against: Option<Verdict>,
 }
 
 impl Choice {

@@ -12,7 +12,7 @@
 //! own fit are fitted on the same random three quarters of the rows and
 //! scored on the rest, output by output; the outputs are fitted separately
 //! if for some output its own fit wins by more than [`TOLERANCE`] nats per
-//! row and by more than [`held_out::MARGIN_SE`] standard errors. On more
+//! row and by more than `MARGIN_SE` standard errors. On more
 //! rows, and for classifiers, the shared fit is kept without a comparison.
 //!
 //! Under `--kernel auto` the kernel is chosen first, by the shared fit

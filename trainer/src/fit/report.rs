@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::dr::ProjectionReport;
 use super::sparse::SharingReport;
 use super::{gplasso, ivm, streamed, Method};
-use crate::choose::Choice;
+use crate::choose::record::Choice;
 use crate::data::Standardisation;
 use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;

@@ -116,12 +116,12 @@ pub(crate) const MEASURED: [Measured; 8] = [
 /// (docs/src/device-cost.md, "Matérn kernels").
 pub(crate) const KERNEL_PAIR: (u32, u32) = (2949, 3595);
 
-/// Basis functions of the model [`KERNEL_PAIR`] measured.
+/// Basis functions of the model `KERNEL_PAIR` measured.
 pub(crate) const KERNEL_PAIR_M: usize = 32;
 
 /// Instructions per basis function `kernel` adds to the squared
 /// exponential's prediction: the measured Matérn 3/2 difference over M
-/// ([`KERNEL_PAIR`], 20.2). Matérn 1/2 and 5/2 run the same loop (the
+/// (`KERNEL_PAIR`, 20.2). Matérn 1/2 and 5/2 run the same loop (the
 /// square root, one fewer or two more multiply-adds of about 20) and are
 /// charged the same: not measured.
 pub fn kernel_per_basis(kernel: Kernel) -> f64 {
