@@ -168,13 +168,13 @@ mod tests {
     use crate::model::kernel::KernelParams;
     use crate::tools::synth::{dataset, Shape};
 
-    /// `rows` rows of a draw from a Matérn 3/2 GP in 2 inputs on
-    /// `[-1, 1]^2` (length scales 0.5, 0.8, unit variance), noise sd 0.005:
-    /// rough and nearly noise-free, the data whose exact GP fails f32.
+    /// `rows` rows of a draw from a Matérn 3/2 GP on `[-1, 1]` (length
+    /// scale 0.5, unit variance), noise sd 0.01: dense, rough and nearly
+    /// noise-free, the data whose exact GP fails f32.
     fn low_noise_draw(rows: usize, seed: u64) -> Dataset {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let x = DMatrix::from_fn(rows, 2, |_, _| rng.random_range(-1.0..1.0));
-        let kern = KernelParams::new(&[0.5, 0.8], 1.0, 1e-6)
+        let x = DMatrix::from_fn(rows, 1, |_, _| rng.random_range(-1.0..1.0));
+        let kern = KernelParams::new(&[0.5], 1.0, 1e-6)
             .expect("valid")
             .with_kernel(Kernel::Matern32);
         let mut k = kern.cross(&x, &x);
@@ -183,8 +183,8 @@ mod tests {
         }
         let l = k.cholesky().expect("positive definite").unpack();
         let z = DVector::from_fn(rows, |_, _| rng.sample::<f64, _>(StandardNormal));
-        let y = l * z + DVector::from_fn(rows, |_, _| 0.005 * rng.sample::<f64, _>(StandardNormal));
-        Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).expect("valid")
+        let e = DVector::from_fn(rows, |_, _| rng.sample::<f64, _>(StandardNormal));
+        Dataset::from_raw(x, l * z + 0.01 * e, vec!["x".into()], "y".into()).expect("valid")
     }
 
     #[test]
@@ -214,14 +214,15 @@ mod tests {
             let Some(cure) = exported.cure else { continue };
             cured += 1;
             assert!(cure.noise_held);
+            // Before the noise was held, seed 1 covered 0.65 (NLPD +0.98).
             assert!(after.coverage_95 >= 0.85, "seed {seed}: {after:?}");
             assert!(
-                after.nlpd <= before.nlpd + 0.5,
+                after.nlpd <= before.nlpd + 0.2,
                 "seed {seed}: {before:?} -> {after:?}"
             );
         }
         // The data are the case the cure is for.
-        assert!(cured >= 2, "only {cured} of 3 fits needed the cure");
+        assert!(cured >= 3, "only {cured} of 4 fits needed the cure");
     }
 
     #[test]
