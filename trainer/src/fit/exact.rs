@@ -129,6 +129,10 @@ pub(crate) fn fit_exact(
     }
     report.optimiser = Some(OptimiserReport::new(&run, params.optimiser.max_iter));
     let fitted = kernels.clone();
+    // On `K + sigma2 I` the cure's jitter acts as noise, which the
+    // re-optimisation would trade the fitted noise for (onto its floor)
+    // and the exported variance would lack: it runs with each noise held
+    // at least at its fitted value (its floor there), then the floor back.
     let rebuild = move |jitter: JitterPolicy, max_iter: u64| {
         let kernels = if max_iter == 0 {
             kernels.clone()
@@ -137,14 +141,22 @@ pub(crate) fn fit_exact(
                 max_iter,
                 ..OptimiseOptions::default()
             };
+            let held: Vec<KernelParams> = kernels
+                .iter()
+                .map(|k| k.on_noise_floor(k.noise_var()))
+                .collect();
             optimise_exact(
                 &subsets,
-                Start::Kernels(&kernels),
+                Start::Kernels(&held),
                 jitter,
                 &options,
                 &mut |_| {},
             )?
             .0
+            .iter()
+            .zip(&kernels)
+            .map(|(k, fitted)| k.on_noise_floor(fitted.noise_floor))
+            .collect()
         };
         let mut forms = Vec::with_capacity(subsets.len());
         let mut nlml = 0.0;
@@ -164,12 +176,7 @@ pub(crate) fn fit_exact(
         members: fold_members(members)?,
         class_labels: Vec::new(),
     };
-    Ok(Fit::new(
-        set,
-        report,
-        fitted,
-        (jitter.initial, Box::new(rebuild)),
-    ))
+    Ok(Fit::new(set, report, fitted, (jitter.initial, Box::new(rebuild))).cure_holding_noise())
 }
 
 /// `members` on the first one's basis ([`super::sparse::fold_onto`]).

@@ -70,6 +70,9 @@ pub struct Fit {
     /// How the models take back the constant inputs they were fitted
     /// without.
     expansion: Option<Expansion>,
+    /// The rebuild's re-optimisation holds each noise at least at its
+    /// fitted value.
+    cure_holds_noise: bool,
 }
 
 impl std::fmt::Debug for Fit {
@@ -114,6 +117,7 @@ impl Fit {
             jitter,
             rebuild,
             expansion: None,
+            cure_holds_noise: false,
         };
         fit.report.inputs = fit.first().input_names.clone();
         fit.describe();
@@ -162,6 +166,19 @@ impl Fit {
     /// The relative jitter the fit used.
     pub fn jitter(&self) -> f64 {
         self.jitter
+    }
+
+    /// The fit whose rebuild holds each noise at least at its fitted value
+    /// ([`crate::export::cure::Cure::noise_held`]).
+    pub(crate) fn cure_holding_noise(mut self) -> Self {
+        self.cure_holds_noise = true;
+        self
+    }
+
+    /// Whether [`Fit::with_jitter`] holds each noise at least at its
+    /// fitted value.
+    pub(crate) fn cure_holds_noise(&self) -> bool {
+        self.cure_holds_noise
     }
 
     /// The models recomputed with the relative jitter `eps` (times `s2`)

@@ -159,6 +159,23 @@ impl KernelParams {
         self.noise_floor > 0.0 && self.noise_excess() <= ON_FLOOR_FRACTION * self.noise_floor
     }
 
+    /// The same hyperparameters on the noise floor `floor`: the noise
+    /// variance kept where it is above it, else placed just above it (as
+    /// [`KernelParams::with_noise_floor`]).
+    pub(crate) fn on_noise_floor(&self, floor: f64) -> Self {
+        let noise = self.noise_var();
+        let excess = if noise > floor {
+            noise - floor
+        } else {
+            1e-3 * floor
+        };
+        Self {
+            noise_floor: floor,
+            log_noise_excess: libm::log(excess),
+            ..self.clone()
+        }
+    }
+
     /// True when every hyperparameter is finite.
     pub fn is_finite(&self) -> bool {
         self.log_lengthscales.iter().all(|v| v.is_finite())

@@ -334,9 +334,14 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
         );
     }
     if let Some(c) = &exported.cure {
+        let held = if c.noise_held && c.reoptimised > 0 {
+            ", the noise held at or above its fitted value"
+        } else {
+            ""
+        };
         println!(
             "export cure     jitter raised from {:.0e} to {:.0e} s2 so that f32 reproduces the \
-             model ({} iterations of re-optimisation); training NLML {:.4} -> {:.4} ({:+.2}%)",
+             model ({} iterations of re-optimisation{held}); training NLML {:.4} -> {:.4} ({:+.2}%)",
             c.from_eps,
             c.to_eps,
             c.reoptimised,
