@@ -354,9 +354,8 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Vec<f64>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// A thread's packing buffer, kept between products (fresh pages for every
-/// product cost a tenth of a small fit's time); a nested product finds it
-/// taken and uses a buffer of its own.
+/// A thread's packing buffer, kept between products (fresh pages for each
+/// are costly); a nested product finds it taken and uses a buffer of its own.
 struct Scratch(Vec<f64>);
 
 impl Scratch {

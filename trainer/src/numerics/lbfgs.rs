@@ -1,11 +1,9 @@
 //! The L-BFGS iteration: the two-loop recursion for the direction, then a
 //! line search along it (Nocedal and Wright 2006, algorithm 7.4).
 //!
-//! Not argmin's `LBFGS`, which allocates four vectors per remembered pair
-//! and recomputes every `y . s` each iteration (costly at svgp's thousands
-//! of parameters): here the pairs' buffers are recycled and `y . s`, `y . y`
-//! taken once per pair. The arithmetic is argmin's operation for operation,
-//! so a fit gives the same parameters bit for bit.
+//! Argmin's arithmetic operation for operation (the same fits bit for bit),
+//! but the pairs' buffers are recycled and `y . s`, `y . y` taken once per
+//! pair rather than every iteration.
 
 use std::collections::VecDeque;
 

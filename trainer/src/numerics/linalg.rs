@@ -9,10 +9,9 @@
 //! report escalation and predict with the same factor.
 //!
 //! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
-//! nalgebra's at these shapes, docs/src/benchmarks.md), borrowing nalgebra's
-//! column-major storage; [`mul_triangular`] skips a triangular factor's zero
-//! blocks. Inside a reproducible fit ([`super::reproducible`]) products and
-//! solves run [`super::fixed_order`]'s kernels instead.
+//! nalgebra's at these shapes), borrowing nalgebra's column-major storage.
+//! Inside a reproducible fit ([`super::reproducible`]) products and solves
+//! run [`super::fixed_order`]'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
 
@@ -155,10 +154,7 @@ pub(crate) fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
 }
 
 /// Overwrites `b` with `L^{-1} b` (forward substitution), `l` lower
-/// triangular.
-///
-/// Many right-hand sides go through `faer`'s blocked substitution, which
-/// runs as matrix products (nalgebra's is column by column).
+/// triangular; blocked in `faer` (nalgebra's is column by column).
 pub fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
     if reproducible::active() {
@@ -206,12 +202,9 @@ pub fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f
 }
 
 /// `L^{-1}` for lower-triangular `L` (lower triangular, by forward
-/// substitution on the identity). O(M^3); only for M x M factors.
-///
-/// Multiplying M x N blocks by an explicit triangular inverse is several
-/// times faster than nalgebra's column-by-column substitution (matrix
-/// multiplication is blocked, substitution is not), and for a triangular
-/// factor the accuracy is comparable (Higham, ch. 8 and 14).
+/// substitution on the identity). O(M^3); only for M x M factors. Products
+/// with it are blocked where substitution is not, at comparable accuracy
+/// (Higham, ch. 8 and 14).
 pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::identity(n, n);
@@ -320,10 +313,8 @@ fn faer_of(m: MatRef<'_>) -> faer::MatRef<'_, f64> {
     }
 }
 
-/// `faer`'s x86 kernels (hand-written AVX/AVX-512 assembly) return with the
-/// upper halves of the vector registers dirty; until a `vzeroupper`, every
-/// legacy-SSE instruction after them (this crate's scalar `f64` code and
-/// libm's `exp`) pays a state-transition penalty.
+/// A `vzeroupper` after `faer`'s AVX kernels, which leave the upper vector
+/// halves dirty: otherwise every later SSE instruction pays a transition.
 fn clear_upper_vector_state() {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx) = pulp::core_arch::x86::Avx::try_new() {
@@ -340,8 +331,7 @@ pub fn mul(lhs: MatRef<'_>, rhs: MatRef<'_>) -> DMatrix<f64> {
 
 /// `lhs rhs` where a factor may be triangular (its other triangle is not
 /// read) and only one triangle of the result may be wanted (the rest is
-/// zero). An `M x M` product of a triangular and a full factor costs half
-/// of [`mul`]; with a triangular result, a quarter to a third.
+/// zero); the zero blocks are skipped.
 pub fn mul_triangular(
     lhs: (MatRef<'_>, Triangle),
     rhs: (MatRef<'_>, Triangle),

@@ -1,5 +1,6 @@
 //! Numerical building blocks the models and fits share: dense linear
-//! algebra, the pivoted incomplete Cholesky, LARS, and the L-BFGS wrapper.
+//! algebra (and its fixed-order form for reproducible fits), LARS, and the
+//! L-BFGS wrapper.
 
 pub mod fixed_order;
 pub mod lars;

@@ -48,14 +48,9 @@ pub struct OptimiseOptions {
 }
 
 /// A stopping test on slow progress: stop once the lowest objective seen
-/// fell by less than `per_row * rows` over the last `window` iterations.
-///
-/// The relative test between two iterations ([`OptimiseOptions::rel_tol`])
-/// almost never fires on GP likelihoods with free pseudo-inputs: they keep
-/// creeping down a long valley for thousands of iterations, by amounts that
-/// no longer change a prediction. Per row, the objective is on the scale of
-/// the test NLPD, so `per_row` says how small a gain is not worth waiting
-/// for.
+/// fell by less than `per_row * rows` over the last `window` iterations
+/// (GP likelihoods creep down long valleys where [`OptimiseOptions::rel_tol`]
+/// never fires; per row the objective is on the scale of the test NLPD).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stall {
     /// Iterations the decrease is measured over.
@@ -192,8 +187,8 @@ pub struct OptimiseReport {
 
 /// The L-BFGS memory for `params` parameters when
 /// [`OptimiseOptions::memory`] is `None`: one (step, gradient change) pair
-/// per 32 parameters, at least 10 (SciPy's and most libraries' default) and
-/// at most 50 (measured: docs/src/numerics.md, "L-BFGS memory").
+/// per 32 parameters, at least 10 (SciPy's default) and at most 50
+/// (docs/src/numerics.md, "L-BFGS memory").
 pub(crate) fn auto_memory(params: usize) -> usize {
     (params / 32).clamp(10, 50)
 }
@@ -232,18 +227,13 @@ fn nudged(mut x0: Vec<f64>) -> Vec<f64> {
 /// rarely needs more than a handful, so this only catches runaway searches.
 const EVALS_PER_ITER: u64 = 100;
 
-/// Minimises `objective` (value and gradient) with L-BFGS from `x0`.
+/// Minimises `objective` (value and gradient) with L-BFGS from `x0`,
+/// calling `progress` once per iteration; deterministic.
 ///
-/// An objective that returns an error, a non-finite value or a non-finite
-/// gradient at a trial point is treated as `+inf` there, so the line search
-/// backtracks; the last such message is kept in
-/// [`OptimiseReport::message`]. Only the starting point must be finite:
-/// an error there is returned unchanged, a non-finite value there is
-/// [`Error::Numerical`]. A gradient of the wrong length is a programming
-/// error and is returned as [`Error::Numerical`].
-///
-/// `progress` is called once per iteration. The run is deterministic: same
-/// objective, same `x0`, same options, same result.
+/// An error or a non-finite value or gradient at a trial point counts as
+/// `+inf` there (the last message is kept in [`OptimiseReport::message`]).
+/// At `x0` an error is returned unchanged and a non-finite value is
+/// [`Error::Numerical`]; so is a gradient of the wrong length.
 pub(crate) fn minimise<F>(
     objective: F,
     x0: Vec<f64>,
@@ -626,11 +616,8 @@ where
             .ok_or_else(|| ArgminError::msg("line search: no starting point"))?
             .clone();
 
-        // No trial step moves a parameter by more than `max_step`: the first
-        // step of L-BFGS (steepest descent, no curvature yet) is otherwise
-        // as long as the gradient is large, and on a sparse-GP objective that
-        // flings pseudo-inputs far outside the data, where their gradient
-        // vanishes and they stay, wasted.
+        // No trial step moves a parameter by more than `max_step`: an
+        // uncapped first step flings pseudo-inputs out of the data for good.
         let longest = direction.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
         let mut step = if longest > self.max_step {
             self.max_step / longest
