@@ -307,8 +307,7 @@ impl LaplacePosterior {
 
 /// The Laplace classifier's objective over `[free length scales | log s2]`
 /// ([`ParamLayout::latent`]), warm-starting each mode search from the last
-/// mode found (the optimiser's points are close to each other; the mode is
-/// converged far below what that start could change).
+/// mode found (the mode converges far below what that start could change).
 pub(crate) struct LaplaceObjective<'d> {
     x: &'d DMatrix<f64>,
     y: &'d DVector<f64>,

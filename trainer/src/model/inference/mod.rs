@@ -1,13 +1,14 @@
 //! Likelihoods, gradients and posteriors: [`exact`] (full GP, O(N^3), for
 //! subsets and reference) and [`fitc`] (SPGP/FITC, or Titsias' VFE bound, see
 //! [`Approximation`], for any [`crate::model::features::InducingFeatures`],
-//! O(M^2 N)); [`objective`] packs either into the flat `f64` vector an
-//! optimiser works on.
+//! O(M^2 N)); the classifiers [`laplace`], [`ivm`] and [`svgp`];
+//! [`objective`] packs a model into the flat `f64` vector an optimiser works
+//! on, [`shared`] and [`tied_ratio`] sum P outputs on one basis.
 //!
 //! All NLMLs (and VFE's negative ELBO, an upper bound on the exact NLML) are
 //! for the full data set (a sum over points, not a mean) and include the
-//! `N/2 log(2 pi)` constant. Both posteriors export the single
-//! runtime form of MATH.md as a [`RuntimeForm`].
+//! `N/2 log(2 pi)` constant. Every posterior exports the single runtime form
+//! of MATH.md as a [`RuntimeForm`].
 
 pub mod exact;
 pub mod fitc;
@@ -29,11 +30,7 @@ named_enum! {
     /// Which sparse objective [`fitc`] evaluates. Both share `Kuu`, `Kuf`, the
     /// forward pass, the adjoints and the runtime form; they differ only in the
     /// diagonal `Gamma` of the data covariance and in VFE's trace term.
-    ///
-    /// When each tends to win: FITC often fits better but drives the noise to
-    /// its floor and can overfit; VFE is a true bound, tends to over-estimate
-    /// the noise, but spreads the inducing points and never overfits the
-    /// inducing inputs.
+    /// FITC can drive the noise to its floor and overfit; VFE is a true bound.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Approximation {

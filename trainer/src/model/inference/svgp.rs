@@ -31,8 +31,7 @@ use crate::numerics::linalg::{
 use crate::{Error, Result};
 
 /// Gauss-Hermite nodes per expectation: `log Phi` against a Gaussian to
-/// within 2e-5 nats for latent variances up to 4 (GPflow's 20 cost a fifth
-/// of a fit's CPU for the same test errors: docs/src/classification.md).
+/// within 2e-5 nats for latent variances up to 4.
 pub(crate) const QUADRATURE_POINTS: usize = 12;
 
 /// Smallest marginal variance the quadrature is evaluated at: the nodes
@@ -305,9 +304,8 @@ fn check_inputs<F: InducingFeatures + ?Sized>(
 pub(crate) enum Derivatives {
     /// The value alone.
     None,
-    /// With respect to `q(u)` and the biases only: the features and the
-    /// kernel are held (the warm-up of a fit), so their adjoints, about a
-    /// third of an evaluation, are skipped and reported as zero.
+    /// With respect to `q(u)` and the biases only (the warm-up of a fit):
+    /// the features' and kernel's adjoints are skipped and reported as zero.
     Variational,
     /// With respect to every parameter.
     All,
@@ -464,9 +462,8 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
 ///   ([`cholesky_adjoint`]).
 ///
 /// The last is `-tril(Li^T (dF/dLi) Li^T)` for `dF/dLi = sum_k 2 C_k Li
-/// (dF/dP_k) + m_k (dF/dbeta_k)^T`, with `Li dF/dP = D Lu^T` and
-/// `Lu^T Li^T = I`: two `M x M` products fewer than the direct form, and
-/// the product for `dF/dL` runs beside the one with `C_k`.
+/// (dF/dP_k) + m_k (dF/dbeta_k)^T`, rewritten with `Li dF/dP = D Lu^T` and
+/// `Lu^T Li^T = I` to save two `M x M` products.
 fn gradient<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
