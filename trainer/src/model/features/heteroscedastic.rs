@@ -123,9 +123,8 @@ impl InducingFeatures for Heteroscedastic {
 
     fn grad_kuu(&self, kern: &KernelParams, kuu: &DMatrix<f64>, adj: &DMatrix<f64>) -> FeatureGrad {
         // The pseudo-inputs' part must see K(Z, Z) alone (`PseudoInputs`
-        // scales the adjoint by the entries it is given). Recomputed rather
-        // than `kuu - diag(h)`, which would cancel badly for a large `h`;
-        // M^2 D operations, nothing next to FITC's M^2 N.
+        // scales the adjoint by the entries it is given); recomputed, as
+        // `kuu - diag(h)` would cancel badly for a large `h`.
         assert_eq!(kuu.shape(), adj.shape(), "Kuu and adjoint shapes");
         let g = self.inputs.grad_kuu(kern, &self.inputs.kuu(kern), adj);
         let mut feature = g.feature;

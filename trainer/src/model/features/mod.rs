@@ -145,11 +145,9 @@ impl RuntimeBasis {
 
     /// This basis, fitted without the inputs `ignored` (indices into the
     /// `full_dim` inputs, e.g. [`crate::data::Dataset::constant_inputs`]),
-    /// extended to take all `full_dim` inputs and ignore those: with a
-    /// projection, `P` gets zero columns for them; without, the centres get
-    /// zero columns and the widths (shared or per basis) zero weights. One
-    /// mechanism for every feature kind; the blob and the runtime need no
-    /// notion of an ignored input.
+    /// extended to take all `full_dim` inputs and ignore those: zero columns
+    /// of `P`, or zero centre columns and zero width weights, so the runtime
+    /// needs no notion of an ignored input.
     ///
     /// # Panics
     /// If `full_dim - ignored.len()` (distinct indices below `full_dim`)
