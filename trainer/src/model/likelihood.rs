@@ -64,11 +64,9 @@ pub(crate) fn pdf_over_cdf(z: f64) -> f64 {
     }
 }
 
-/// `(log Phi(z), N(z) / Phi(z))` from one `Phi(z)`: the probit's
-/// log-likelihood and its slope, which the classifier's quadrature needs
-/// together at every node (`erfc` was most of their cost when each took
-/// its own). Accurate where `Phi(z)` underflows (through [`pdf_over_cdf`]:
-/// `Phi = N / (N / Phi)`).
+/// `(log Phi(z), N(z) / Phi(z))` from one `Phi(z)` (one `erfc` per
+/// quadrature node): the probit's log-likelihood and its slope. Accurate
+/// where `Phi(z)` underflows (through [`pdf_over_cdf`]: `Phi = N / (N / Phi)`).
 pub(crate) fn log_norm_cdf_and_ratio(z: f64) -> (f64, f64) {
     if z > -30.0 {
         let cdf = norm_cdf(z);

@@ -90,10 +90,9 @@ pub struct FitcPosterior {
 }
 
 /// The sums over a set of rows that a sparse posterior needs (module
-/// documentation). Serialisable, so a worker can ship its chunk's sums to
-/// whoever merges them; merging is addition, so any grouping and any order
-/// of the same chunks gives the same total up to f64 rounding (the same
-/// order gives the same bits).
+/// documentation); serialisable, so a worker can ship them. Any grouping
+/// of the same chunks gives the same total up to f64 rounding; the same
+/// order gives the same bits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PosteriorSums {
     /// Rows summed.

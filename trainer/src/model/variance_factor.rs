@@ -24,14 +24,11 @@ pub(crate) const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 /// The lower-triangular `C` with `C^T C = W`, or an error when `W` has no
 /// such factor in f64 (then only the solves represent the model).
 ///
-/// With one factor, `W = L1^-T L1^-1` and `C = L1^-1` exactly. With two,
-/// `L2 L2^T = L1 A L1^T` (`A = I + V Gamma^-1 V^T` for FITC), so
-/// `W = L1^-T E L1^-1` with `E = I - A^-1`, whose eigenvalues lie in
-/// `[0, 1)`: it is formed at that scale, not as the difference of two
-/// inverses as large as `Kuu^-1`, which rounding makes indefinite on
-/// smooth data. `E` is factorised "upside down" (`J E J = R R^T`,
-/// Cholesky, `J` the exchange matrix, so `E = U U^T` with `U = J R J`
-/// upper triangular), which makes `C = U^T L1^-1` lower triangular.
+/// With one factor, `C = L1^-1` exactly. With two, `W = L1^-T E L1^-1` with
+/// `E = I - A^-1` (eigenvalues in `[0, 1)`), formed at that scale because
+/// the difference of two inverses as large as `Kuu^-1` rounds indefinite.
+/// `E` is factorised upside down (`J E J = R R^T`, `J` the exchange
+/// matrix, `U = J R J`) so that `C = U^T L1^-1` is lower triangular.
 ///
 /// # Errors
 /// [`crate::Error::Numerical`] if a factor is singular or `E` is not
