@@ -6,9 +6,8 @@
 use crate::data::{Dataset, TargetKind};
 
 /// How much one value must inflate its column's standard deviation (with
-/// it, against without it) to be warned about: a heavy-tailed column
-/// (a lognormal, say) never comes near this; one stray `1e15` among values
-/// near 1 exceeds it by orders of magnitude.
+/// it, against without it) to be warned about: far above what a
+/// heavy-tailed column (a lognormal) reaches.
 pub(crate) const DOMINANCE: f64 = 100.0;
 
 /// One warning per column (inputs, then a continuous target) whose most

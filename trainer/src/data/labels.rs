@@ -35,12 +35,10 @@ impl TargetColumn {
     /// number or text: the readers refused empty and non-finite cells),
     /// with where each is, in the file `source`, column `column`.
     ///
-    /// A column of numbers is numbers. A column whose cells are mostly
-    /// numbers with some text is a column of numbers with bad cells, not
-    /// class labels: one typing error must not turn a regression into a
-    /// classification. Otherwise the text makes it a column of class
-    /// labels, in which every label must appear at least twice (a label
-    /// seen once cannot be learned, and is nearly always a typing error).
+    /// A column of mostly numbers with some text is numbers with bad cells
+    /// (a typing error must not turn a regression into a classification);
+    /// otherwise text makes it class labels, each of which must appear at
+    /// least twice (a label seen once cannot be learned).
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the bad cells of a column of numbers (up

@@ -1074,9 +1074,6 @@ fn mean_and_std<'a>(values: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64)
     (mean, (ss / (n - 1.0)).sqrt())
 }
 
-/// Checks the data have enough rows, a target that is not constant and at
-/// least one input that is not, then standardises (a constant input gets
-/// scale 1 and is recorded). Values are already known to be finite.
 /// The distinct values of `values`, ascending, values within [`is_class`]
 /// of each other counted once.
 fn distinct_values(values: &[f64]) -> Vec<f64> {
@@ -1091,6 +1088,9 @@ fn distinct_values(values: &[f64]) -> Vec<f64> {
     out
 }
 
+/// Checks the data have enough rows, a target that is not constant and at
+/// least one input that is not, then standardises (a constant input gets
+/// scale 1 and is recorded). Values are already known to be finite.
 pub(crate) fn build(
     source: &str,
     x_raw: DMatrix<f64>,

@@ -3,15 +3,12 @@
 //! a CSV file read whole, but never holding more than one chunk.
 //!
 //! A [`TableFile`] is a file whose header (or schema) has been read and
-//! whose columns have been chosen: the target (by name, default the last
-//! column) and every other column as an input, in file order, as
-//! [`crate::data::Dataset::from_csv`] chooses them. Its rows are then read
-//! as often as needed ([`TableFile::for_each_chunk`]), each time in chunks
-//! of exactly the same rows whatever the format, so that sums over chunks
-//! (the streamed posterior, [`crate::model::posterior_sums`]) come out bit for bit
-//! the same from a CSV file and a Parquet file holding the same numbers.
-//! `scan` is the first pass: validation, standardisation and a random
-//! sample of rows.
+//! whose columns have been chosen as [`crate::data::Dataset::from_csv`]
+//! chooses them. Its rows are read as often as needed
+//! ([`TableFile::for_each_chunk`]), always in the same chunks whatever the
+//! format, so sums over chunks ([`crate::model::posterior_sums`]) are bit
+//! for bit the same from CSV and Parquet. `scan` is the first pass:
+//! validation, standardisation and a random sample of rows.
 //!
 //! The format is recognised by content, not by name: a Parquet file starts
 //! with the bytes `PAR1`, anything else is read as CSV. The file is opened
@@ -51,7 +48,7 @@ pub use scan::{scan, Scan};
 
 /// Rows per chunk of the streamed passes: large enough that per-chunk
 /// overhead vanishes and every core gets parallel work, small enough to
-/// stay a few megabytes (65,536 rows x 9 columns is 4.7 MB of f64).
+/// stay a few megabytes.
 pub(crate) const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
@@ -118,13 +115,13 @@ pub struct ReadProgress {
 impl TableFile {
     /// Opens `path`, reads its header (CSV) or schema (Parquet) and chooses
     /// the columns: `target` (default: the last column) and every other
-    /// column as an input.
+    /// column as an input. A directory is read as Parquet files
+    /// ([`directory`]).
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read; [`Error::BadInput`]
     /// for an empty file, empty or duplicate column names, a missing target
     /// column, or a single column.
-    /// A directory is read as Parquet files ([`directory`]).
     pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
         let path = path.as_ref();
         if path.is_dir() {
