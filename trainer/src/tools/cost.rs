@@ -91,13 +91,10 @@ const fn measured(
 }
 
 /// The firmware example's table (`docs/src/device-cost.md`, "Instructions per
-/// prediction": format v5, every model in the product form in blocks of
-/// eight rows, shared widths and amplitude folded at load, the exp on a
-/// fixed-point base-2 exponent). Rows that measure the same configuration
-/// (SPGP, VSGP and GPLasso at M = 32) are all kept: they weigh that
-/// configuration as the table does; VSGP, whose per-basis widths cannot be
-/// folded, costs 385 more and is the worst-fitted row. The classifier's
-/// row is its `probability` at its largest.
+/// prediction", with the command that measures it). Rows of the same
+/// configuration (SPGP, VSGP and GPLasso at M = 32) are all kept, so they
+/// weigh it as the table does. The classifier's row is its `probability`
+/// at its largest.
 pub(crate) const MEASURED: [Measured; 8] = [
     measured("spgp", (16, 4, 4), false, 1, 1321),
     measured("spgp", (32, 4, 4), false, 1, 2929),
@@ -121,9 +118,8 @@ pub(crate) const KERNEL_PAIR_M: usize = 32;
 
 /// Instructions per basis function `kernel` adds to the squared
 /// exponential's prediction: the measured Matérn 3/2 difference over M
-/// (`KERNEL_PAIR`, 20.2). Matérn 1/2 and 5/2 run the same loop (the
-/// square root, one fewer or two more multiply-adds of about 20) and are
-/// charged the same: not measured.
+/// (`KERNEL_PAIR`). Matérn 1/2 and 5/2 run the same loop, within a
+/// multiply-add or two, and are charged the same (not measured).
 pub fn kernel_per_basis(kernel: Kernel) -> f64 {
     match kernel {
         Kernel::SquaredExponential => 0.0,

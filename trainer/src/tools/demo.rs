@@ -51,9 +51,8 @@ pub fn bunched_left(data: &Dataset, m: usize) -> DMatrix<f64> {
 }
 
 /// Largest change of a parameter per line search in the Figure-1 fits:
-/// from the bunched start, the first, curvature-free L-BFGS step otherwise
-/// throws the outermost pseudo-input out of the data, where its gradient
-/// vanishes.
+/// from the bunched start, a longer first L-BFGS step throws the outermost
+/// pseudo-input out of the data for good.
 pub(crate) const FIGURE1_MAX_STEP: f64 = 0.5;
 
 /// The Figure-1 fit: `m` pseudo-inputs started [`bunched_left`], one start,
@@ -75,11 +74,9 @@ pub fn figure1_params(
         pseudo_init: PseudoInit::Given(bunched_left(data, m)),
         optimiser: OptimiseOptions {
             max_step: FIGURE1_MAX_STEP,
-            // The figure is about where the pseudo-inputs end up. With the
-            // default stall test the predictions already match the exact
-            // GP's (seeds 1 to 8: RMSE within 0.2%, NLPD within 0.003) while
-            // the outermost pseudo-inputs still drift in from outside the
-            // data, gaining too little to keep the run going.
+            // The figure is about where the pseudo-inputs end up: the default
+            // stall test stops while the outermost still drift in from outside
+            // the data, the predictions already matching the exact GP's.
             stall: None,
             ..SparseParams::default().optimiser
         },
@@ -203,8 +200,7 @@ pub fn figure1_words(lo: f64, hi: f64, exact: (f64, f64), fits: &[Figure1Outcome
     lines.join("\n")
 }
 
-/// The D-dimensional ridge data of `sgp synth`, now in [`crate::tools::synth`];
-/// re-exported here so existing `demo::synthetic` paths keep working.
+/// The D-dimensional ridge data of `sgp synth` ([`crate::tools::synth`]).
 pub use crate::tools::synth::synthetic;
 
 #[cfg(test)]

@@ -1,26 +1,19 @@
 //! `sgp sweep`: fit a grid of models (family x M, x G for projected
-//! families, x kernel) with the settings `sgp fit` uses by default, export each one
-//! as `sgp fit` does (runtime check and cure included), evaluate every blob
-//! on a test set through the runtime, and pick the most accurate model that
-//! fits a device: its blob in the flash budget, its `Model<M, G, D>` in the
-//! RAM budget, its instructions per prediction ([`crate::tools::cost`]) in the
-//! time budget.
+//! families, x kernel) with `sgp fit`'s default settings, export each as
+//! `sgp fit` does (runtime check and cure included), evaluate every blob on
+//! a test set through the runtime, and pick the most accurate model whose
+//! blob, `Model<M, G, D>` and instructions per prediction
+//! ([`crate::tools::cost`]) fit the flash, RAM and time budgets.
 //!
-//! Several targets (`--target a,b,c`) sweep one fit of P outputs
-//! ([`crate::fit::fit`]): one blob for all outputs per grid
-//! point, each output evaluated against its own test column. The row's
-//! figures are then those of the output vector ([`joint`]): the sum of the
-//! outputs' NLPDs (the NLPD of the vector, outputs independent given the
-//! model), which ranks the rows, and its Euclidean RMSE; each output's own
-//! figures are listed under the row. The RAM is that of a model holding
-//! `P` outputs and the instructions those of one call predicting all of
-//! them (`crate::tools::cost::instructions_per_prediction`).
+//! Several targets (`--target a,b,c`) sweep one fit of P outputs: one blob
+//! per grid point, each output evaluated against its own test column, the
+//! row ranked by the figures of the output vector ([`joint`]), its RAM and
+//! instructions those of one model predicting all P.
 //!
 //! A grid point that fails to fit or to export is a row saying why, not the
-//! end of the sweep. Grid points run in parallel (rayon); every fit is
+//! end of the sweep. Grid points run in parallel; every fit is
 //! deterministic and the rows keep the grid's order, so the table does not
-//! depend on the scheduling. Fit times are wall times with the other grid
-//! points running beside them.
+//! depend on the scheduling (fit times do: wall times, run side by side).
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};

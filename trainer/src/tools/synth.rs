@@ -26,8 +26,8 @@ named_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
     #[serde(rename_all = "kebab-case")]
     pub enum Shape {
-        /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: the case that once failed
-        /// export (a straight line pushes the length scale to its ceiling).
+        /// `y = 2x + N(0, 0.1^2)`, `x ~ U(0, 1)`: a straight line pushes the
+        /// length scale to its ceiling, which the export must survive.
         Linear = "linear",
         /// `y = x^2 + N(0, 0.2^2)`, `x ~ U(-2, 2)`.
         Quadratic = "quadratic",
@@ -378,7 +378,7 @@ fn generate_stream(shape: Shape, rows: usize, seed: u64, stream: u64) -> Generat
     rng.set_stream(stream);
     let d = shape.n_inputs();
     let (x, y) = match shape {
-        // Kept draw for draw identical to what `sgp synth` always wrote.
+        // Draw for draw what `sgp synth` writes: generated files stay the same.
         Shape::Ridge if stream == 0 => synthetic(rows, d, seed),
         Shape::Duplicated => duplicated(rows, &mut rng),
         _ => {
