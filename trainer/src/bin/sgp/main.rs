@@ -41,9 +41,8 @@ use sweep::{sweep_command, SweepArgs};
 use synth::synth_command;
 
 /// mimalloc instead of the system allocator: the sparse objectives allocate
-/// and free blocks of a few hundred KB every evaluation, which glibc's
-/// allocator handed back to the kernel and faulted in again each time (page
-/// faults and their locks were a tenth of a fit's time at 14000 x 4).
+/// and free blocks of a few hundred KB every evaluation, which glibc's hands
+/// back to the kernel and faults in again each time.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

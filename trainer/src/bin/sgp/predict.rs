@@ -45,8 +45,8 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
 }
 
 /// `sgp predict` of a classifier: the class (its label), one `p_LABEL`
-/// per class, and for a binary one the columns it printed before labels
-/// (`probability`, of the positive class, and the latent Gaussian).
+/// per class, and for a binary one `probability` (of the positive class)
+/// and the latent Gaussian.
 pub(crate) fn predict_classes(blob: &[u8], spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
     let names = labels::blob_labels(spec);
     let classified = sgp_trainer::export::device::classify_all(blob, x)?;

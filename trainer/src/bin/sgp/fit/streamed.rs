@@ -20,7 +20,7 @@ use super::{FitArgs, TaskArg};
 /// Fits a regression on a large file by the library's streamed fit
 /// ([`start_streamed`]): `None` when the file is small enough to fit in
 /// memory, or the fit asked for is not one that streams (a classification,
-/// a model other than spgp); then the whole file is read as before.
+/// a model other than spgp); then the whole file is read.
 /// Returns the fit and the raw inputs its export is checked at.
 pub(crate) fn streamed_fit(
     args: &FitArgs,
