@@ -1,9 +1,9 @@
 //! Which settings apply to which model, as data: a setting given for a
 //! model that does not use it is an error naming it, never ignored.
 //!
-//! A setting not in `SETTINGS` applies to every model. The rules were
-//! read off the fits: which parameters each procedure (and the SPGP fit
-//! that VSGP, SPGP+HS and the projected fits start from) reads.
+//! A setting not in `SETTINGS` applies to every model; a rule lists the
+//! procedures that read the setting, counting the SPGP fit that VSGP,
+//! SPGP+HS and the projected fits start from.
 
 use crate::fit::Method;
 use crate::options::task::Task;

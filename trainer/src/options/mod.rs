@@ -209,10 +209,9 @@ impl Options {
     }
 
     /// What to fit to `data`: the family named, else `auto` for a
-    /// regression of one output in memory (`examples/default_model.rs`
-    /// measured it against SPGP: docs/src/model-families.md, "The default
-    /// model") and `svgp` for a classification; `auto`'s candidates are
-    /// the families that apply.
+    /// regression of one output in memory (docs/src/model-families.md, "The
+    /// default model") and `svgp` for a classification; `auto`'s candidates
+    /// are the families that apply.
     ///
     /// # Errors
     /// [`Error::BadInput`] for settings that do not fit the data or the
