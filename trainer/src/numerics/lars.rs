@@ -325,12 +325,9 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
             }
             _ => {}
         }
-        // The residual from the coefficients at every step (O(n |A|)), so
-        // round-off does not accumulate in it. The correlations move by
-        // `-gamma a` along the step; recomputing them from the residual
-        // (O(n p), as much as the step's own product) is done only every
-        // REFRESH_STEPS steps, which bounds their round-off and halves the
-        // path's time.
+        // The residual from the coefficients at every step, so round-off
+        // does not accumulate in it; the correlations (O(n p) to recompute)
+        // move by `-gamma a` and are refreshed every REFRESH_STEPS steps.
         residual = y.clone();
         for (i, &j) in state.active.iter().enumerate() {
             residual.axpy(-state.beta[i], &x.column(j), 1.0);
