@@ -552,8 +552,7 @@ fn tile<S: Simd, const RV: usize, const NR: usize>(
         }
     }
     // Loops of constant trip count over the accumulators: with a constant
-    // index each stays a register (a dynamic one keeps them all in memory,
-    // stored on every step of the loop above).
+    // index each stays a register (a dynamic one spills them all to memory).
     match out {
         Out::Sums(sums) => {
             let (out, _) = S::as_mut_simd_f64s(sums);

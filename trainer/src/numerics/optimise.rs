@@ -315,9 +315,8 @@ where
         if !retry {
             break (status, message);
         }
-        // L-BFGS memory built on a failed search is suspect; restarting from
-        // the best point with an empty history is steepest descent again,
-        // which the finite-probing line search can always shorten.
+        // Memory built on a failed search is suspect: restart from the best
+        // point as steepest descent, which the line search can always shorten.
         restarts += 1;
         let (x, f, g) = tracker.best();
         start = x;

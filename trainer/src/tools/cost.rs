@@ -151,9 +151,8 @@ impl CostModel {
             points.len(),
             points.iter().map(|p| f64::from(p.instructions)),
         );
-        // The SVD solve is the least-squares solution (the four terms are
-        // independent on the measured table: tested). It fails only when U
-        // and V were not computed, and they are asked for.
+        // Least squares (the four terms are independent on the table:
+        // tested); the solve fails only without U and V, which are asked for.
         let x = a
             .svd(true, true)
             .solve(&y, 1e-12)

@@ -153,10 +153,8 @@ pub fn scan(
             table.target_name, target.min
         )));
     };
-    // The reservoir's slots hold rows in file order until they are
-    // replaced, and a file no larger than the reservoir is kept in file
-    // order; files are often sorted (a log by time), so a shuffle makes
-    // every prefix of the sample a random sample too.
+    // The reservoir holds rows partly in file order and files are often
+    // sorted (a log by time): shuffled, every prefix is a random sample too.
     sample.shuffle(&mut rng);
     let sample_x = DMatrix::from_fn(sample.len(), d, |i, j| sample[i][j]);
     let sample_y = DVector::from_fn(sample.len(), |i, _| sample[i][d]);
