@@ -132,8 +132,8 @@ pub fn printed_positions(z: &[f64]) -> Vec<String> {
 /// data range `[lo, hi]`, the exact GP's test `(rmse, nlpd)` and the sparse
 /// fits. Pseudo-inputs "share a spot" when they print alike and lie
 /// "outside the data" when they print beyond `[lo, hi]` by more than
-/// [`OUTSIDE_SLACK`] of its width (the Figure-1 test's margin); two fits are "the
-/// same" when their positions and NLML print alike.
+/// [`OUTSIDE_SLACK`] of its width (the Figure-1 test's margin); two fits
+/// are "the same" when their positions and NLML print alike.
 pub fn figure1_words(lo: f64, hi: f64, exact: (f64, f64), fits: &[Figure1Outcome]) -> String {
     let mut lines = Vec::new();
     let same = fits.len() == 2
