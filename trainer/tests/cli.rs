@@ -1147,7 +1147,7 @@ fn sweep_of_classifiers_ranks_by_error_rate() {
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for r in rows {
-        assert_eq!(r["model"], "ivm");
+        assert_eq!(r["model"], "svgp", "the default classifier, as sgp fit's");
         assert!(r["error_rate"].as_f64().is_some(), "{r}");
         assert!(r["log_loss"].as_f64().is_some(), "{r}");
     }

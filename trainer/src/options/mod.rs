@@ -34,8 +34,13 @@ use crate::numerics::optimise::Stall;
 use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
 pub use named::{parse, Named};
+
 use sgp_runtime::Kernel;
 use task::Task;
+
+/// The family a classification fits, and `sgp sweep` sweeps, when none is
+/// named: the variational classifier (as accurate as the IVM and faster).
+pub const DEFAULT_CLASSIFIER: Method = Method::Svgp;
 
 /// Basis functions of a fit when `m` is not given (at most the rows).
 pub const DEFAULT_M: usize = 20;
@@ -224,13 +229,15 @@ impl Options {
         let rows = first.n_rows();
         let classifier = first.target != TargetKind::Continuous;
         let model = self.model.unwrap_or(if classifier {
-            ModelChoice::Family(Method::Svgp)
+            ModelChoice::Family(DEFAULT_CLASSIFIER)
         } else {
             ModelChoice::Auto
         });
         let asked = match model {
             ModelChoice::Family(method) => Asked::Family(self.params(method, rows)?),
-            ModelChoice::Auto if classifier => Asked::Auto(vec![self.params(Method::Svgp, rows)?]),
+            ModelChoice::Auto if classifier => {
+                Asked::Auto(vec![self.params(DEFAULT_CLASSIFIER, rows)?])
+            }
             ModelChoice::Auto => {
                 let mut families = vec![Method::Spgp];
                 if !self.matern() {

@@ -7,8 +7,8 @@ use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
-use sgp_trainer::options::applies;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
+use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER};
 use sgp_trainer::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
 };
@@ -32,7 +32,7 @@ pub(crate) struct SweepArgs {
     #[arg(long)]
     target: Option<String>,
     /// Model families, comma-separated (default: spgp,vsgp for a
-    /// regression, ivm for a classification). exact is one row whatever
+    /// regression, svgp for a classification). exact is one row whatever
     /// --m.
     #[arg(long, value_parser = crate::named::named::<Method>(), value_delimiter = ',')]
     models: Option<Vec<Method>>,
@@ -140,7 +140,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
-        Task::Classification => vec![Method::Ivm],
+        Task::Classification => vec![DEFAULT_CLASSIFIER],
     });
     applies::check(&models, Some(task), given)?;
     let spec = SweepSpec {
