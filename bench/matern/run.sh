@@ -7,7 +7,8 @@
 # GPflow's GPRFITC at M = 32 with SE and Matern32
 # (bench/peers/peer_fit.py); test NLPD, RMSE and 95% coverage, then a
 # summary line per set: Matérn 3/2 minus SE and minus GPflow's Matern32
-# (sgp's SPGP), and the exact GP's Matérn 3/2 minus SE.
+# (sgp's SPGP), the exact GP's Matérn 3/2 minus SE, GPflow's own Matern32
+# minus its SE, and sgp's SPGP SE minus GPflow's SE.
 #
 #   bash bench/matern/run.sh [PYTHON [SEED...]]   (PYTHON: with numpy and
 #       GPflow, default /work/peers-venv/bin/python; SEEDs of the data
@@ -66,11 +67,12 @@ for name in "${sets[@]}"; do
     done
     summary+=("$(awk -v set="$set" -v m="${nlpd_of[matern32]}" -v s="${nlpd_of[se]}" \
         -v g="${nlpd_of[gpflow-matern32]}" -v em="${nlpd_of[exact-matern32]}" -v es="${nlpd_of[exact-se]}" \
-        'BEGIN { printf "| %-11s | %+7.3f | %+7.3f | %+7.3f |", set, m - s, m - g, em - es }')")
+        -v gs="${nlpd_of[gpflow-se]}" \
+        'BEGIN { printf "| %-11s | %+7.3f | %+7.3f | %+7.3f | %+7.3f | %+7.3f |", set, m - s, m - g, em - es, g - gs, s - gs }')")
     unset nlpd_of
 done
 done
 echo
-echo "| set         | spgp matern32 - se | matern32 - GPflow Matern32 | exact matern32 - se |"
-echo "| ---         | ---: | ---: | ---: |"
+echo "| set         | spgp matern32 - se | matern32 - GPflow Matern32 | exact matern32 - se | GPflow Matern32 - se | spgp se - GPflow se |"
+echo "| ---         | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${summary[@]}"
