@@ -13,6 +13,9 @@
 //! a few hundred rows is too few to average them (docs/src/model-families.md,
 //! "The held-out choice").
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
 use rayon::prelude::*;
 
 use super::record::Verdict;
@@ -71,10 +74,46 @@ pub(crate) struct Scores {
     /// Per-row NLPDs (raw units, summed over the outputs); `None` where
     /// the fit or its prediction failed.
     nlpds: Vec<Option<Vec<f64>>>,
-    /// Cross-validated scores only: the seed of the folds and each
+    /// Cross-validated scores only: the folds they were made on and each
     /// candidate's settings, so a later choice on the same folds reuses a
     /// candidate's scores instead of refitting it ([`cross_validate`]).
-    folds: Option<(u64, Vec<FitParams>)>,
+    folds: Option<(FoldsOf, Vec<FitParams>)>,
+}
+
+/// Which folds scores were made on: the fold seed, and the shape and a
+/// hash of every value of the data folded (inputs, targets, transform), so
+/// that scores of other data are never taken for these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FoldsOf {
+    seed: u64,
+    shape: (usize, usize, usize),
+    hash: u64,
+}
+
+impl FoldsOf {
+    fn new(outputs: &[Dataset], seed: u64) -> Self {
+        let mut h = DefaultHasher::new();
+        for d in outputs {
+            let t = &d.transform;
+            let values = d.x.iter().chain(d.y.iter()).chain(&t.x_mean);
+            let values = values.chain(&t.x_scale).chain([&t.y_mean, &t.y_scale]);
+            for v in values {
+                v.to_bits().hash(&mut h);
+            }
+            format!("{:?}", d.target).hash(&mut h);
+            d.constant_inputs.hash(&mut h);
+        }
+        let first = outputs.first();
+        FoldsOf {
+            seed,
+            shape: (
+                outputs.len(),
+                first.map_or(0, Dataset::n_rows),
+                first.map_or(0, |d| d.x.ncols()),
+            ),
+            hash: h.finish(),
+        }
+    }
 }
 
 /// Fits every candidate (name, settings) on a random
@@ -97,8 +136,8 @@ pub(crate) fn score(
 
 /// As [`score`], but over [`CHOICE_FOLDS`] folds, so that every row is
 /// held out once (module docs, "Cross-validated"). A candidate `known`
-/// scored on the same `outputs` with the same settings and fold seed is
-/// not refitted: its per-row NLPDs are taken from there (each fit is
+/// scored on the same `outputs` (the same values, [`FoldsOf`]) with the
+/// same settings and fold seed is not refitted: its per-row NLPDs are taken from there (each fit is
 /// deterministic, so they are the ones a refit would give).
 ///
 /// # Errors
@@ -116,9 +155,10 @@ pub(crate) fn cross_validate(
     let parts: Vec<(Vec<Dataset>, Vec<Dataset>)> = (0..CHOICE_FOLDS)
         .map(|k| per_output.iter().map(|folds| folds[k].clone()).unzip())
         .collect();
-    let known = known.filter(|k| k.folds.as_ref().is_some_and(|(s, _)| *s == seed));
+    let folds = FoldsOf::new(outputs, seed);
+    let known = known.filter(|k| k.folds.as_ref().is_some_and(|(f, _)| *f == folds));
     let mut scores = score_parts(&parts, candidates, known)?;
-    scores.folds = Some((seed, candidates.iter().map(|(_, p)| p.clone()).collect()));
+    scores.folds = Some((folds, candidates.iter().map(|(_, p)| p.clone()).collect()));
     Ok(scores)
 }
 
@@ -308,6 +348,27 @@ mod tests {
         let other_settings = [("c".to_string(), small_spgp(5))];
         let c = cross_validate(one, 3, &other_settings, Some(&planted)).expect("scores");
         assert_ne!(c.mean(0), 42.0);
+    }
+
+    /// Scores made on other data (as many rows, the same fold seed and
+    /// settings) are never taken: the candidate is refitted.
+    #[test]
+    fn scores_of_other_data_are_not_reused() {
+        let periodic = |seed| {
+            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 120, seed)
+                .expect("valid")
+        };
+        let (data, other) = (periodic(1), periodic(2));
+        let a = [("a".to_string(), small_spgp(4))];
+        let first = cross_validate(std::slice::from_ref(&data), 3, &a, None).expect("scores");
+        let planted = Scores {
+            nlpds: vec![Some(vec![42.0; 120])],
+            ..first
+        };
+        let same = cross_validate(std::slice::from_ref(&data), 3, &a, Some(&planted));
+        assert_eq!(same.expect("scores").mean(0), 42.0, "the same data reuse");
+        let elsewhere = cross_validate(std::slice::from_ref(&other), 3, &a, Some(&planted));
+        assert_ne!(elsewhere.expect("scores").mean(0), 42.0);
     }
 
     #[test]

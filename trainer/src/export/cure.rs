@@ -116,9 +116,10 @@ fn cure_until(
                 continue;
             }
             // A factorisation that fails at this jitter may succeed at the next.
-            let Ok((set, nlml, kernels)) = fit.with_jitter(eps, reoptimise) else {
+            let Ok(rejittered) = fit.with_jitter(eps, reoptimise) else {
                 continue;
             };
+            let (set, kernels) = (rejittered.set, rejittered.kernels);
             let exported = check(&set, check_x)?;
             if !accept(&exported) {
                 continue;
@@ -126,9 +127,9 @@ fn cure_until(
             let mut cure = Cure {
                 from_eps,
                 to_eps: eps,
-                noise_held: fit.cure_holds_noise(),
+                noise_held: rejittered.noise_held,
                 nlml_before: fit.report.nlml,
-                nlml_after: nlml,
+                nlml_after: rejittered.nlml,
                 reoptimised: reoptimise,
                 within_budget: false,
             };
@@ -225,6 +226,41 @@ mod tests {
         assert!(cured >= 3, "only {cured} of 4 fits needed the cure");
     }
 
+    /// The rebuild itself says whether it held the noise: the exact GP's
+    /// does, and its re-optimised noise stays at or above the fitted one;
+    /// SPGP's, which lets the noise move, does not claim it.
+    #[test]
+    fn a_rebuild_claims_the_noise_held_only_where_it_held_it() {
+        let data = low_noise_draw(300, 1);
+        let spgp = FitParams::Spgp(SparseParams {
+            m: 10,
+            restarts: 1,
+            ..SparseParams::default()
+        });
+        let exact = FitParams::Exact(ExactParams {
+            kernel: Kernel::Matern32,
+            ..ExactParams::default()
+        });
+        for (params, holds) in [(spgp, false), (exact, true)] {
+            let fitted = fit(&data, &params, &mut |_| {}).unwrap();
+            for reoptimise in [0, REOPTIMISE_ITER] {
+                let again = fitted.with_jitter(1e-3, reoptimise).unwrap();
+                assert_eq!(again.noise_held, holds, "{params:?}");
+                if !again.noise_held {
+                    continue;
+                }
+                for (k, was) in again.kernels.iter().zip(&fitted.kernels) {
+                    assert!(
+                        k.noise_var() >= was.noise_var() * (1.0 - 1e-12),
+                        "{} < {}",
+                        k.noise_var(),
+                        was.noise_var()
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn reoptimising_at_a_raised_jitter_recovers_what_the_jitter_alone_costs() {
         let data = dataset(Shape::Linear, 200, 3).unwrap();
@@ -237,9 +273,10 @@ mod tests {
             FitParams::Exact(ExactParams::default()),
         ] {
             let fitted = fit(&data, &params, &mut |_| {}).unwrap();
-            let plain = fitted.with_jitter(1e-3, 0).unwrap().1;
-            let (set, refit, kernels) = fitted.with_jitter(1e-3, REOPTIMISE_ITER).unwrap();
-            let model = &set.members[0];
+            let plain = fitted.with_jitter(1e-3, 0).unwrap().nlml;
+            let again = fitted.with_jitter(1e-3, REOPTIMISE_ITER).unwrap();
+            let (refit, kernels) = (again.nlml, again.kernels);
+            let model = &again.set.members[0];
             // The kernel moves with the re-optimisation.
             assert_ne!(kernels, fitted.kernels);
             // The jitter costs training NLML; re-optimising wins some back.

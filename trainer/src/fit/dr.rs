@@ -312,7 +312,7 @@ mod tests {
             let rebuilt = fitted
                 .with_jitter(fitted.jitter(), 0)
                 .expect("rebuilds")
-                .0
+                .set
                 .members
                 .remove(0);
             let a = rebuilt.predict_raw(&train.raw_x()).expect("predicts");
@@ -322,8 +322,8 @@ mod tests {
                 "{method:?}"
             );
             assert!((&a.var - &b.var).amax() < 1e-9 * b.var.amax(), "{method:?}");
-            let (mut cured, _, _) = fitted.with_jitter(1e-4, 3).expect("rebuilds");
-            let cured = cured.members.remove(0);
+            let mut cured = fitted.with_jitter(1e-4, 3).expect("rebuilds");
+            let cured = cured.set.members.remove(0);
             assert_eq!(cured.form.basis.centres.shape(), (6, 2));
             assert!(cured.form.basis.projection.is_some());
         }

@@ -170,13 +170,19 @@ pub(crate) fn fit_exact(
             biases: None,
             nlml,
             kernels,
+            noise_held: true,
         })
     };
     let set = ModelSet {
         members: fold_members(members)?,
         class_labels: Vec::new(),
     };
-    Ok(Fit::new(set, report, fitted, (jitter.initial, Box::new(rebuild))).cure_holding_noise())
+    Ok(Fit::new(
+        set,
+        report,
+        fitted,
+        (jitter.initial, Box::new(rebuild)),
+    ))
 }
 
 /// `members` on the first one's basis ([`super::sparse::fold_onto`]).
@@ -256,6 +262,7 @@ pub(crate) fn fit_exact_classifier(
             biases: None,
             nlml: posterior.nlml(),
             kernels: kernels.clone(),
+            noise_held: false,
         })
     };
     let set = ModelSet::single(model, Vec::new());

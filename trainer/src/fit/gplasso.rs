@@ -678,6 +678,7 @@ fn into_fitted(
             biases: None,
             nlml: post.nlml,
             kernels: vec![kern],
+            noise_held: false,
         })
     };
     Ok(Fit::new(

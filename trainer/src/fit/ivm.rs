@@ -709,6 +709,7 @@ fn active_set_model(
                 biases: None,
                 nlml: post.nlml(),
                 kernels: vec![kern.clone()],
+                noise_held: false,
             })
         }),
     })
@@ -751,6 +752,7 @@ fn all_rows_model(
                 biases: Some(vec![refit.q.bias]),
                 nlml: refit.run.value,
                 kernels: vec![kern.clone()],
+                noise_held: false,
             })
         }),
     })

@@ -70,9 +70,6 @@ pub struct Fit {
     /// How the models take back the constant inputs they were fitted
     /// without.
     expansion: Option<Expansion>,
-    /// The rebuild's re-optimisation holds each noise at least at its
-    /// fitted value.
-    cure_holds_noise: bool,
 }
 
 impl std::fmt::Debug for Fit {
@@ -87,12 +84,26 @@ impl std::fmt::Debug for Fit {
 
 /// The models of a fit recomputed with another jitter: each member's
 /// runtime form (on one basis), its probit bias where that moved, the
-/// summed training objective and each member's kernel.
+/// summed training objective, each member's kernel, and whether the
+/// re-optimisation held each noise at least at its fitted value
+/// ([`crate::export::cure::Cure::noise_held`]; stated by the rebuild that
+/// does it, so a fit cannot claim it for a rebuild that did not).
 pub(crate) struct Rebuilt {
     pub(crate) forms: Vec<RuntimeForm>,
     pub(crate) biases: Option<Vec<f64>>,
     pub(crate) nlml: f64,
     pub(crate) kernels: Vec<KernelParams>,
+    pub(crate) noise_held: bool,
+}
+
+/// The fit's models recomputed by [`Fit::with_jitter`]: the set, its
+/// training objective, each member's kernel and whether the noise was held
+/// ([`Rebuilt`]).
+pub(crate) struct Rejittered {
+    pub(crate) set: ModelSet,
+    pub(crate) nlml: f64,
+    pub(crate) kernels: Vec<KernelParams>,
+    pub(crate) noise_held: bool,
 }
 
 /// Recomputes a fit with another jitter policy, after `max_iter`
@@ -117,7 +128,6 @@ impl Fit {
             jitter,
             rebuild,
             expansion: None,
-            cure_holds_noise: false,
         };
         fit.report.inputs = fit.first().input_names.clone();
         fit.describe();
@@ -168,33 +178,16 @@ impl Fit {
         self.jitter
     }
 
-    /// The fit whose rebuild holds each noise at least at its fitted value
-    /// ([`crate::export::cure::Cure::noise_held`]).
-    pub(crate) fn cure_holding_noise(mut self) -> Self {
-        self.cure_holds_noise = true;
-        self
-    }
-
-    /// Whether [`Fit::with_jitter`] holds each noise at least at its
-    /// fitted value.
-    pub(crate) fn cure_holds_noise(&self) -> bool {
-        self.cure_holds_noise
-    }
-
     /// The models recomputed with the relative jitter `eps` (times `s2`)
     /// on the factorised diagonal, after `reoptimise` iterations that let
-    /// the other parameters adapt to it (0: the same parameters): the set,
-    /// its training objective and each member's kernel. A larger jitter
+    /// the other parameters adapt to it (0: the same parameters)
+    /// ([`Rejittered`]). A larger jitter
     /// bounds the weights and the factors' condition, which an f32 export
     /// that fails its check needs ([`crate::export::cure`]).
     ///
     /// # Errors
     /// If a factorisation fails even with that jitter.
-    pub(crate) fn with_jitter(
-        &self,
-        eps: f64,
-        reoptimise: u64,
-    ) -> Result<(ModelSet, f64, Vec<KernelParams>)> {
+    pub(crate) fn with_jitter(&self, eps: f64, reoptimise: u64) -> Result<Rejittered> {
         let default = JitterPolicy::default();
         let policy = JitterPolicy {
             initial: eps,
@@ -212,7 +205,12 @@ impl Fit {
                 expansion.apply(member);
             }
         }
-        Ok((set, rebuilt.nlml, rebuilt.kernels))
+        Ok(Rejittered {
+            set,
+            nlml: rebuilt.nlml,
+            kernels: rebuilt.kernels,
+            noise_held: rebuilt.noise_held,
+        })
     }
 
     /// Takes the models of [`Fit::with_jitter`] as the fit's own.

@@ -533,6 +533,7 @@ impl<F: InducingFeatures + Clone + Send + Sync + 'static> SparseFit<F> {
                 biases: None,
                 nlml,
                 kernels,
+                noise_held: false,
             })
         };
         Ok(Fit::new(

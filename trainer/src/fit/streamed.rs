@@ -324,6 +324,7 @@ impl SubsetFit {
                 biases: None,
                 nlml: post.nlml,
                 kernels,
+                noise_held: false,
             })
         };
         let set = ModelSet::single(model, Vec::new());

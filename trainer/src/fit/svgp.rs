@@ -338,6 +338,7 @@ pub(crate) fn fit_svgp(
             biases: Some(qs.iter().map(|q| q.bias).collect()),
             nlml,
             kernels: vec![kernel; members.len()],
+            noise_held: false,
         })
     };
     Ok(Fit::new(

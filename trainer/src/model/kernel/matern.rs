@@ -215,14 +215,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
+    use crate::model::kernel::random_matrix;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     const MATERNS: [Kernel; 3] = [Kernel::Matern12, Kernel::Matern32, Kernel::Matern52];
-
-    fn random_matrix(rng: &mut ChaCha8Rng, r: usize, c: usize) -> DMatrix<f64> {
-        DMatrix::from_fn(r, c, |_, _| rng.random_range(-1.5..1.5))
-    }
 
     /// `F = sum adj o K`, the scalar whose gradient `matern_cross_grad` gives.
     fn objective(

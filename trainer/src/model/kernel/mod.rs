@@ -295,15 +295,19 @@ impl Scaled<'_> {
     }
 }
 
+/// An `r x c` matrix of entries uniform on `[-1.5, 1.5)`: the points the
+/// kernels' tests evaluate at.
+#[cfg(test)]
+pub(crate) fn random_matrix(rng: &mut rand_chacha::ChaCha8Rng, r: usize, c: usize) -> DMatrix<f64> {
+    use rand::Rng;
+    DMatrix::from_fn(r, c, |_, _| rng.random_range(-1.5..1.5))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    fn random_matrix(rng: &mut ChaCha8Rng, r: usize, c: usize) -> DMatrix<f64> {
-        DMatrix::from_fn(r, c, |_, _| rng.random_range(-1.5..1.5))
-    }
 
     #[test]
     fn cross_matches_definition_and_parallel_path() {

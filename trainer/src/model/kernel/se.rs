@@ -247,12 +247,9 @@ fn check_scales(da: usize, db: usize, inv_l: &[f64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
+    use crate::model::kernel::random_matrix;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    fn random_matrix(rng: &mut ChaCha8Rng, r: usize, c: usize) -> DMatrix<f64> {
-        DMatrix::from_fn(r, c, |_, _| rng.random_range(-1.5..1.5))
-    }
 
     /// The GEMM forms of `se_cross` and `se_cross_grad` against the
     /// definitions, evaluated entry by entry with direct differences, for
