@@ -36,3 +36,12 @@ pub(crate) fn named_or<T: Named + Send + Sync + Clone>(
 fn help_line(doc: &str) -> String {
     doc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// `text` ending with the library's default of `flag`, as `--help` shows a
+/// default ([`sgp_trainer::options::defaults`]: the value the fit uses).
+pub(crate) fn with_default(text: &str, flag: &str) -> String {
+    match sgp_trainer::options::defaults::stated(flag) {
+        Some(value) => format!("{text} [default: {value}]"),
+        None => text.to_owned(),
+    }
+}
