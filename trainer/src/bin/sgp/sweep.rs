@@ -95,6 +95,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         .unwrap_or_default();
     let several;
     let single;
+    let labels;
     let (train, task) = if targets.len() > 1 {
         if asked == Some(Task::Classification) || args.positive.is_some() {
             return Err(Error::BadInput(
@@ -129,15 +130,16 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
                 target.data.target_classes().len()
             )));
         }
-        let task = match target.classes {
-            Classes::None => Task::Regression,
-            _ => Task::Classification,
+        let (task, names) = match target.classes {
+            Classes::Binary(names) => (Task::Classification, names),
+            _ => (Task::Regression, Vec::new()),
         };
         if !quiet {
             warn_about_columns(&target.data);
         }
         single = target.data;
-        (Training::from(&single), task)
+        labels = names;
+        (Training::from(&single).with_labels(&labels), task)
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
