@@ -391,7 +391,8 @@ _SETTINGS_DOC = """
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):
-    """Sparse Gaussian-process regression of one target or several,
+    # The settings' part is shared: an expression, so assigned.
+    __doc__ = """Sparse Gaussian-process regression of one target or several,
     fitted by the sgp trainer and exported as a blob for a microcontroller.
     Several targets get one model on one basis, or, where that basis
     predicts some output clearly worse on held-out rows than the output's
@@ -477,7 +478,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 
 
 class SparseGPClassifier(ClassifierMixin, _SparseGP):
-    """Gaussian-process classification of two classes (probit) or several
+    # The settings' part is shared: an expression, so assigned.
+    __doc__ = """Gaussian-process classification of two classes (probit) or several
     (one latent per class on one basis, softmax), fitted by the sgp trainer
     and exported as a blob for a microcontroller.
 
