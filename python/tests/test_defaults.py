@@ -68,9 +68,10 @@ def pythonic(message):
 
 
 def cli_error(args):
+    """The message of `sgp` refusing `args` (exit status 2)."""
     run = subprocess.run([CLI, "-q"] + args, capture_output=True, text=True)
     assert run.returncode == 2, run.stderr
-    return run.stderr.strip().removeprefix("sgp: error: ")
+    return re.sub(r"^(sgp: )?error: ", "", run.stderr.strip())
 
 
 @needs_cli
@@ -86,6 +87,10 @@ def cli_error(args):
         {"model": "gplasso", "fixed_hyperparameters": True, "fixed_basis": True},
         {"model": "svgp", "objective": "vfe"},
         {"max_iter": 0},
+        {"model": "spgq"},
+        {"objective": "elbo"},
+        {"kernel": "rbf"},
+        {"init": "grid"},
     ],
     ids=lambda given: "-".join(f"{k}={v}" for k, v in given.items()),
 )

@@ -162,7 +162,7 @@ def test_pickled_estimator_predicts_the_same(ridge):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"model": "spgq"}, r"model='spgq' is not one of: exact, spgp"),
+        ({"model": "spgq"}, r"model='spgq' is not one of: auto, exact, spgp"),
         ({"objective": "elbo"}, r"objective='elbo' is not one of: fitc, vfe"),
         ({"m": 0}, "^m must be at least 1"),
         ({"restarts": 0}, "^restarts must be at least 1"),

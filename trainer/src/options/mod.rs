@@ -35,7 +35,7 @@ use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
 use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
-pub use named::{parse, Named};
+pub use named::{parse, parse_or, Named};
 
 use sgp_runtime::Kernel;
 use task::Task;
@@ -67,10 +67,8 @@ impl ModelChoice {
     /// # Errors
     /// [`Error::BadInput`] listing the names there are.
     pub fn parse(name: &str) -> Result<Self> {
-        if name == AUTO {
-            return Ok(ModelChoice::Auto);
-        }
-        parse::<Method>(name, "--model").map(ModelChoice::Family)
+        let family = parse_or::<Method>(name, "--model", AUTO)?;
+        Ok(family.map_or(ModelChoice::Auto, ModelChoice::Family))
     }
 }
 
