@@ -5,6 +5,7 @@
 
 use crate::choose::held_out::HELD_OUT_BELOW;
 use crate::fit::spgp_hs::H_PRIOR;
+use crate::fit::streamed::StreamedParams;
 use crate::fit::{FitParams, Method, PseudoInit};
 use crate::options::{Named, Options, DEFAULT_M};
 
@@ -58,6 +59,9 @@ pub const STATED: &[Stated] = &[
     ("--objective", || sparse().approximation.name().into()),
     ("held-out rows", || HELD_OUT_BELOW.to_string()),
     ("spgp-hs prior", || H_PRIOR.to_string()),
+    ("streamed above", || {
+        StreamedParams::default().in_memory_rows.to_string()
+    }),
 ];
 
 /// `method`'s parameters when no setting is given (G = 1 for a projected

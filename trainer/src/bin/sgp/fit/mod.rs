@@ -85,12 +85,12 @@ pub(crate) enum LinkArg {
 
 #[derive(clap::Args)]
 pub(crate) struct FitArgs {
-    /// Training data: CSV with a header row, Parquet, or a directory of
-    /// Parquet files (`-`: standard input). A regression on more rows than
-    /// a streamed fit samples (73,728) is fitted on a growing random subset
-    /// and conditioned on every row in a second pass, in memory independent
-    /// of the file's size (docs/src/large-data.md).
-    #[arg(long)]
+    // Training data.
+    #[arg(long, help = format!("Training data: CSV with a header row, Parquet, or a directory \
+        of Parquet files (`-`: standard input). A regression on more than {} rows is fitted \
+        on a growing random subset and conditioned on every row in a second pass, in memory \
+        independent of the file's size (docs/src/large-data.md)",
+        stated("streamed above").unwrap_or_default()))]
     data: PathBuf,
     /// Fit on every row in memory, even when the file is large enough to
     /// be streamed.
