@@ -7,6 +7,7 @@ use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
 use sgp_trainer::export::device::{classify_all, predict_outputs, DevicePrediction};
+use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::inspect::summarise;
 use sgp_trainer::tools::replay::replay;
 
@@ -142,7 +143,9 @@ impl Model {
     /// 1 positive, 0 negative), in order, through the runtime's own update
     /// (f32, as a device): the updated model, and per row (first output)
     /// the predicted mean and variance before learning it and whether the
-    /// gate let it be learned.
+    /// gate let it be learned. `forgetting` and `gate` are `sgp replay`'s
+    /// (`None`: its default), checked by the same code.
+    #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn updated<'py>(
         &self,
@@ -152,12 +155,12 @@ impl Model {
         d: usize,
         y: &[u8],
         p: usize,
-        forgetting: f32,
-        gate: f32,
+        forgetting: Option<f32>,
+        gate: Option<f32>,
     ) -> PyResult<(Model, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
+        let settings = update_settings(forgetting, gate).py_err()?;
         let x = matrix(x, n, d, "X")?;
         let y = matrix(y, n, p, "y")?;
-        let settings = sgp_runtime::UpdateSettings { forgetting, gate };
         let replayed = py
             .detach(|| replay(&self.blob, &x, &y, settings))
             .py_err()?;

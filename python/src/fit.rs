@@ -9,7 +9,6 @@ use nalgebra::DMatrix;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
-use sgp_trainer::data::labels::class_name;
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
@@ -154,6 +153,20 @@ impl Settings {
     }
 }
 
+/// The default of each setting not given, in words, by the estimators'
+/// keyword names (`max_iter`): what `sgp fit --help` states
+/// ([`sgp_trainer::options::defaults`]), for the docstrings.
+#[pyfunction]
+pub(crate) fn defaults() -> std::collections::BTreeMap<String, String> {
+    sgp_trainer::options::defaults::STATED
+        .iter()
+        .map(|(flag, text)| {
+            let name = flag.trim_start_matches("--").replace(['-', ' '], "_");
+            (name, text())
+        })
+        .collect()
+}
+
 /// Shortest time between two calls of a progress callback: each call takes
 /// the GIL back from whatever Python thread holds it.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
@@ -192,8 +205,9 @@ impl ProgressReporter {
 
 /// The outputs to fit: the `p` target columns of `y` (a regression), or
 /// one column of class values (`classes` of them; `text`: their labels,
-/// the values their indices; the larger of two is positive), its task
-/// checked as `sgp fit` checks it for `models` (every class in two rows).
+/// the values their indices), its task and the positive class of two
+/// decided as `sgp fit` decides them for `models` (every class in two
+/// rows; the larger number or the rarer text label positive).
 fn outputs(
     x: DMatrix<f64>,
     y: DMatrix<f64>,
@@ -208,17 +222,7 @@ fn outputs(
     let target = target_names.into_iter().next().unwrap_or_default();
     let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
     data.class_labels = text;
-    let positive = match data.target_classes()[..] {
-        [_, larger] => Some(class_name(&data, larger)),
-        _ => None,
-    };
-    let target = choose_task(
-        data,
-        Some(Task::Classification),
-        positive.as_deref(),
-        "model",
-        models,
-    )?;
+    let target = choose_task(data, Some(Task::Classification), None, "model", models)?;
     Ok(match target.classes {
         Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
         Classes::Binary(labels) => (vec![target.data], labels),
@@ -230,8 +234,8 @@ fn outputs(
 /// `sgp fit` does (one regression output per column of `y`, on one basis
 /// or, where that basis loses on held-out rows, one model per output; or,
 /// with `classes`, a classification of `y`'s one column of class values,
-/// the larger of two positive; `text_labels` names them where they are
-/// text), and exports every model through the f32 check (curing a failing
+/// its positive class of two as `sgp fit` takes it; `text_labels` names
+/// them where they are text), and exports every model through the f32 check (curing a failing
 /// export as `sgp fit` does; `force` exports a model nothing cures).
 /// Returns the blobs (one, or one per output as `sgp fit` writes
 /// `out.<target>.sgp`), the fitted f64 models ([`crate::state`], every

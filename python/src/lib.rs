@@ -31,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<device::Model>()?;
     m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
+    m.add_function(wrap_pyfunction!(fit::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(state::predict_state, m)?)?;
     m.add_function(wrap_pyfunction!(device::export_source, m)?)?;
     m.add_function(wrap_pyfunction!(device::write_file, m)?)?;

@@ -129,9 +129,11 @@ def test_classifier_device_probabilities_equal_its_own(ridge):
     clf = sgp.SparseGPClassifier(m=16).fit(X, labels)
     assert list(clf.classes_) == ["cold", "hot"]
     assert clf.score(X, labels) > 0.9
-    proba = clf.predict_proba(X)[:, 1]
     device = sgp.Model.from_bytes(clf.to_bytes())
     assert device.is_classifier
+    # The blob's positive class is sgp fit's: the rarer label, here "cold".
+    assert device.class_labels == ["hot", "cold"]
+    proba = clf.predict_proba(X)[:, 0]
     assert np.max(np.abs(device.predict_proba(X) - proba)) <= 1e-3
 
 
@@ -160,9 +162,9 @@ def test_pickled_estimator_predicts_the_same(ridge):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"model": "spgq"}, r"model='spgq' is not one of: exact, spgp"),
+        ({"model": "spgq"}, r"model='spgq' is not one of: auto, exact, spgp"),
         ({"objective": "elbo"}, r"objective='elbo' is not one of: fitc, vfe"),
-        ({"m": 0}, "m must be a positive integer"),
+        ({"m": 0}, "^m must be at least 1"),
         ({"restarts": 0}, "^restarts must be at least 1"),
         ({"model": "spgp-dr"}, "needs dim"),
         ({"model": "spgp", "dim": 1}, "dim does not apply to spgp"),

@@ -215,3 +215,14 @@ def test_updatable_is_refused_alike_where_the_blob_cannot_learn(tmp_path, model,
     assert expected in cli.stderr, cli.stderr
     assert expected in str(python.value), python.value
     assert not (tmp_path / "o.sgp").exists()
+
+
+def test_a_text_labelled_classifier_writes_the_clis_blob(tmp_path):
+    """The positive class of two text labels is the one sgp fit takes (the
+    rarer), so the blobs are the same."""
+    X, y, _ = frame()
+    labels = pd.Series(np.where(y > 0.8, "alarm", "ok"), name="state")
+    given = settings("svgp", {})
+    blob = sgp.SparseGPClassifier(**given).fit(X, labels).to_bytes()
+    table = pd.concat([X, labels], axis=1)
+    assert blob == cli_blob(tmp_path, table, flags("svgp", given))

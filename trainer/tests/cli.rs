@@ -816,7 +816,11 @@ fn export_writes_c_and_rust_source_and_refuses_bad_options() {
     let out = export(&["--format", "cpp"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("invalid value 'cpp'") && err.contains("[possible values: c, rust]"));
+    // In the library's words, which Python's export_source uses too.
+    assert!(
+        err.contains("--format='cpp' is not one of: c, rust"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 
     let out = export(&["--format", "c", "--name", "Heater"]);
@@ -2478,4 +2482,100 @@ fn three_text_classes_fit_predict_eval() {
         err.contains("3 classes: sgp sweep compares binary classifiers"),
         "{err}"
     );
+}
+
+/// One home for each default: `sgp sweep` fits a grid point as `sgp fit`
+/// fits it with nothing but the grid's settings given, for a regression
+/// and for a classification (the default classifier and seed included).
+#[test]
+fn sweep_and_fit_share_their_defaults() {
+    let dir = TempDir::new("sweep_fit_defaults");
+    split_csv(&dir, &classes_csv("0", "1", None), 80);
+    let swept = sweep(&dir, &["--link", "probit", "--m", "6", "--out", "s.sgp"]);
+    ok(&swept, "classifier sweep");
+    let fit = [
+        "fit",
+        "--data",
+        "train.csv",
+        "--link",
+        "probit",
+        "--m",
+        "6",
+        "--out",
+        "f.sgp",
+        "-q",
+    ];
+    ok(&sgp(&dir, &fit), "classifier fit");
+    assert_eq!(dir.read("s.sgp"), dir.read("f.sgp"), "classifier");
+
+    train_and_test(&dir, 120, 2, 80);
+    ok(
+        &sweep(&dir, &["--models", "vsgp", "--m", "5", "--out", "s.sgp"]),
+        "sweep",
+    );
+    let fit = [
+        "fit",
+        "--data",
+        "train.csv",
+        "--model",
+        "vsgp",
+        "--m",
+        "5",
+        "--out",
+        "f.sgp",
+        "-q",
+    ];
+    ok(&sgp(&dir, &fit), "fit");
+    assert_eq!(dir.read("s.sgp"), dir.read("f.sgp"), "regression");
+}
+
+/// `sgp fit --help` states the defaults the options builder uses, each
+/// where its flag is described.
+#[test]
+fn fit_help_states_the_libraries_defaults() {
+    let dir = TempDir::new("fit_help_defaults");
+    let help = ok(&sgp(&dir, &["fit", "--help"]), "fit --help");
+    for flag in [
+        "--m",
+        "--restarts",
+        "--seed",
+        "--max-iter",
+        "--tol",
+        "--init",
+        "--init-hyper",
+        "--max-points",
+        "--ivm-posterior",
+        "--kernel",
+    ] {
+        let value = sgp_trainer::options::defaults::stated(flag).expect(flag);
+        let described = help
+            .split("\n\n")
+            .find(|part| part.trim_start().starts_with(&format!("{flag} <")))
+            .unwrap_or_else(|| panic!("{flag} in\n{help}"));
+        assert!(
+            described.contains(&format!("[default: {value}]")),
+            "{flag}: {described}"
+        );
+    }
+}
+
+/// `sgp replay` refuses settings out of range before any row, in the
+/// words Python's `Model.update` uses.
+#[test]
+fn replay_refuses_settings_out_of_range_before_any_row() {
+    let dir = TempDir::new("replay_settings");
+    synth(&dir, "d.csv", 60, 1);
+    // Only the settings are tested here: the blob's fidelity is not.
+    let fit = "fit --data d.csv --m 5 --updatable --force --out u.sgp -q";
+    let fit: Vec<&str> = fit.split(' ').collect();
+    ok(&sgp(&dir, &fit), "updatable fit");
+    let replay = |extra: &[&str]| {
+        let args = [&["replay", "--model", "u.sgp", "--data", "d.csv"], extra].concat();
+        sgp(&dir, &args)
+    };
+    let out = replay(&["--forgetting", "2"]);
+    assert_bad_input(&out, &["--forgetting must be in (0, 1], not 2"]);
+    assert!(!stderr(&out).contains("data row"), "{}", stderr(&out));
+    assert_bad_input(&replay(&["--gate", "0"]), &["--gate must be above 0"]);
+    ok(&replay(&["--forgetting", "0.99", "--gate", "3"]), "replay");
 }

@@ -144,7 +144,7 @@ class Model:
         return self._native.is_updatable
 
     def update(
-        self, X: Any, y: Any, forgetting: float = 1.0, gate: Optional[float] = None
+        self, X: Any, y: Any, forgetting: Optional[float] = None, gate: Optional[float] = None
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Conditions the model on observations, in order, exactly as a
         device's ``Model::update`` does (the same f32 code): one row (``X``
@@ -153,10 +153,12 @@ class Model:
         A classifier's targets are 1 for the positive class, 0 else.
 
         ``forgetting`` in (0, 1]: before each row the posterior drifts back
-        towards the prior by this factor (1: nothing is forgotten, and the
-        model is the batch posterior of every row it saw). ``gate``: a
-        target further than this many predictive standard deviations from
-        the prediction is not learned (default: every finite target is).
+        towards the prior by this factor (None: the runtime's default, 1:
+        nothing is forgotten, and the model is the batch posterior of every
+        row it saw). ``gate``: a target further than this many predictive
+        standard deviations from the prediction is not learned (None: every
+        finite target is). Both are ``sgp replay``'s ``--forgetting`` and
+        ``--gate``, checked by the same code.
 
         Returns, per row, what the model predicted just before learning it
         (mean and variance, of the first output; a classifier's mean is
@@ -184,11 +186,10 @@ class Model:
                 f"({', '.join(self.input_names)})"
             )
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
-        if not 0.0 < forgetting <= 1.0:
-            raise ValueError(f"forgetting must be in (0, 1], got {forgetting}")
-        limit = float("inf") if gate is None else float(gate)
         native, mean, variance, learned = self._native.updated(
-            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, limit
+            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1],
+            None if forgetting is None else float(forgetting),
+            None if gate is None else float(gate),
         )
         self._native = native
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)

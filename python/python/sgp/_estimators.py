@@ -21,6 +21,12 @@ from ._arrays import column_names, from_native, to_native
 from ._device import Model, PathLike, export_source
 from ._streamed import StreamedFit, print_progress, write_chunks
 
+# What a setting not given becomes, in the trainer's words (``sgp fit
+# --help`` states the same): the one home of the defaults.
+_DEFAULTS = _native.defaults()
+_DEFAULT_SEED = int(_DEFAULTS["seed"])
+
+
 def _print_progress(iteration: int, budget: int, objective: float) -> None:
     """``verbose``'s progress line, rewritten in place on standard error
     (a terminal or a notebook's output)."""
@@ -70,7 +76,7 @@ class _SparseGP(BaseEstimator):
         ivm_posterior: Optional[str] = None,
         reproducible: bool = False,
         force: bool = False,
-        random_state: Any = 0,
+        random_state: Any = _DEFAULT_SEED,
         verbose: bool = False,
         updatable: bool = False,
     ) -> None:
@@ -101,11 +107,12 @@ class _SparseGP(BaseEstimator):
             if not isinstance(self.random_state, (int, np.integer)) else int(self.random_state)
         if seed < 0:
             raise ValueError(f"random_state must be non-negative, got {seed}")
-        if self.m is not None and not (isinstance(self.m, (int, np.integer)) and self.m >= 1):
-            raise ValueError(f"m must be a positive integer, got {self.m!r}")
+        if self.m is not None and not isinstance(self.m, (int, np.integer)):
+            raise ValueError(f"m must be an integer, got {self.m!r}")
         return {
             "model": self.model,
-            "m": None if self.m is None else int(self.m),
+            # Below 1 the trainer refuses it, in `sgp fit --m 0`'s words.
+            "m": None if self.m is None else max(int(self.m), 0),
             "seed": seed,
             "dim": self.dim,
             "rank": self.rank,
@@ -321,30 +328,30 @@ class _SparseGP(BaseEstimator):
 
 _SETTINGS_DOC = """
     m : int or None, default=None
-        Number of basis functions M (pseudo-inputs, active set); None: 20,
-        at most the number of training rows.
-    objective : {"fitc", "vfe"} or None, default=None
-        Objective of a sparse fit. None: FITC, or on fewer than 2000 rows
-        whichever of FITC and VFE predicts held-out rows better (as ``sgp
-        fit`` without ``--objective``).
+        Number of basis functions M (pseudo-inputs, active set); None:
+        {m}.
+    objective : {{"fitc", "vfe"}} or None, default=None
+        Objective of a sparse fit. None: {objective_upper}, or on fewer than
+        {held_out_rows} rows whichever of FITC and VFE predicts held-out
+        rows better (as ``sgp fit`` without ``--objective``).
     restarts : int or None, default=None
-        Starts of a sparse fit (None: the trainer's default, 4).
+        Starts of a sparse fit (None: {restarts}).
     max_iter : int or None, default=None
-        Iteration cap of the final optimiser run (None: the procedure's
-        default).
+        Iteration cap of the final optimiser run (None: {max_iter}).
     tol : float or None, default=None
         Stop once the objective fell by less than this many nats per row
-        over 50 iterations (None: the default, 0.002; 0 runs to max_iter).
-    init : {"kmeans", "random"} or None, default=None
-        Pseudo-input initialisation of the first start.
-    init_hyper : {"scales", "exact"} or None, default=None
-        Hyperparameter initialisation.
+        over 50 iterations (None: {tol}; 0 runs to max_iter).
+    init : {{"kmeans", "random"}} or None, default=None
+        Pseudo-input initialisation of the first start (None: {init}).
+    init_hyper : {{"scales", "exact"}} or None, default=None
+        Hyperparameter initialisation (None: {init_hyper}).
     max_points : int or None, default=None
-        Rows an exact GP (or the exact-subset initialisation) is fitted on.
+        Rows an exact GP (or the exact-subset initialisation) is fitted on
+        (None: {max_points}).
     dim : int or None, default=None
         Projected dimension G of spgp-dr and spgp-pca (required there).
-    kernel : {"se", "matern12", "matern32", "matern52", "auto"} or None, default=None
-        Covariance function (None: "se", the squared exponential); the
+    kernel : {{"se", "matern12", "matern32", "matern52", "auto"}} or None, default=None
+        Covariance function (None: "{kernel}", the squared exponential); the
         Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
         takes "se" only. "auto" weighs the four on held-out rows and keeps
         se unless a Matérn kernel clearly wins (``report_["choice"]["kernel"]``
@@ -358,9 +365,9 @@ _SETTINGS_DOC = """
         Make the held-out comparisons on small data (``False``: ``sgp fit
         --no-held-out-choice``: FITC unless ``objective`` says otherwise,
         no family weighed against SPGP, spgp-hs's prior strength the fixed
-        0.3, several targets on one basis).
-    ivm_posterior : {"all-rows", "active-set"} or None, default=None
-        The ivm classifier's posterior.
+        {spgp_hs_prior}, several targets on one basis).
+    ivm_posterior : {{"all-rows", "active-set"}} or None, default=None
+        The ivm classifier's posterior (None: {ivm_posterior}).
     reproducible : bool, default=False
         The same blob, bit for bit, from the same data and settings on any
         x86-64 or aarch64 CPU and at any thread count (``sgp fit
@@ -370,7 +377,7 @@ _SETTINGS_DOC = """
     force : bool, default=False
         Keep a model whose f32 blob fails the export check and that raising
         the jitter does not cure (otherwise ``sgp.ExportError``).
-    random_state : int, RandomState or None, default=0
+    random_state : int, RandomState or None, default={seed}
         Seed of every random choice: the same data and seed give the same
         blob byte for byte (and the blob ``sgp fit --seed`` writes).
     verbose : bool, default=False
@@ -380,11 +387,12 @@ _SETTINGS_DOC = """
         Export a blob that learns on the device (``sgp fit --updatable``:
         format version 7, ``sgp.Model.update``); sparse regressions and the
         svgp classifier.
-"""
+""".format(objective_upper=_DEFAULTS["objective"].upper(), **_DEFAULTS)
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):
-    """Sparse Gaussian-process regression of one target or several,
+    # The settings' part is shared: an expression, so assigned.
+    __doc__ = """Sparse Gaussian-process regression of one target or several,
     fitted by the sgp trainer and exported as a blob for a microcontroller.
     Several targets get one model on one basis, or, where that basis
     predicts some output clearly worse on held-out rows than the output's
@@ -470,7 +478,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 
 
 class SparseGPClassifier(ClassifierMixin, _SparseGP):
-    """Gaussian-process classification of two classes (probit) or several
+    # The settings' part is shared: an expression, so assigned.
+    __doc__ = """Gaussian-process classification of two classes (probit) or several
     (one latent per class on one basis, softmax), fitted by the sgp trainer
     and exported as a blob for a microcontroller.
 
@@ -483,7 +492,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The class labels; a binary blob's positive class is ``classes_[1]``.
+        The class labels, in order. A binary blob's positive class is the
+        one ``sgp fit`` takes: the larger number, or the rarer text label
+        (the later on a tie); ``to_model().class_labels[1]`` names it.
+        ``predict_proba``'s columns follow ``classes_`` whichever it is.
     blob_, report_, fidelity_, cure_, n_basis_, n_iter_, n_features_in_, feature_names_in_
         As for ``SparseGPRegressor``.
 
@@ -517,6 +529,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
             values, text = encoded.astype(np.float64), [str(c) for c in self.classes_]
         inputs, targets = names(X.shape[1])
         self._fit_native(X, values, (inputs, targets[:1]), classes=k, text_labels=text)
+        # The blob's positive class of two may be classes_[0] (a rarer text
+        # label): the probabilities it predicts are then classes_[0]'s.
+        positive = Model.from_bytes(self.blobs_[0]).class_labels[-1:]
+        self._positive_first = k == 2 and bool(text) and positive == text[:1]
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -525,7 +541,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         _, _, p = self._predict_native(X)
         assert p is not None, "a classifier's state predicts probabilities"
         if p.shape[1] == 1:
-            return np.column_stack([1.0 - p[:, 0], p[:, 0]])
+            positive = p[:, 0]
+            if getattr(self, "_positive_first", False):
+                return np.column_stack([positive, 1.0 - positive])
+            return np.column_stack([1.0 - positive, positive])
         return p
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -534,7 +553,11 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         one column per class for several."""
         mean, variance, _ = self._predict_native(X)
         score = mean / np.sqrt(1.0 + variance)
-        return score[:, 0] if score.shape[1] == 1 else score
+        if score.shape[1] > 1:
+            return score
+        # The blob's latent is its positive class's: classes_[1]'s score
+        # is its negative where that class is classes_[0].
+        return -score[:, 0] if getattr(self, "_positive_first", False) else score[:, 0]
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable class of each row."""

@@ -46,7 +46,14 @@ class Model:
     @property
     def is_updatable(self) -> bool: ...
     def updated(
-        self, x: bytes, n: int, d: int, y: bytes, p: int, forgetting: float, gate: float
+        self,
+        x: bytes,
+        n: int,
+        d: int,
+        y: bytes,
+        p: int,
+        forgetting: Optional[float] = None,
+        gate: Optional[float] = None,
     ) -> Tuple[Model, bytes, bytes, List[bool]]: ...
 
 def fit(
@@ -66,6 +73,10 @@ def fit(
     """Fits and exports as ``sgp fit`` does: (blobs: one, or one per output
     where each output got its own model; fitted f64 state; JSON summary
     with the basis choice and each blob's report)."""
+
+def defaults() -> Dict[str, str]:
+    """The default of each setting not given, in words, by keyword name
+    (``max_iter``): what ``sgp fit --help`` states."""
 
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 models' (means, variances, probabilities), row by row."""

@@ -175,10 +175,12 @@ pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()
         } else {
             names.join(", ")
         };
-        let task_named = match task {
-            Some(Task::Regression) => " (a regression)",
-            Some(Task::Classification) => " (a classification)",
-            None => "",
+        // The task is named where it is the reason: the same words
+        // whether the task was known when the setting was checked or not.
+        let task_named = match (setting.task, task) {
+            (None, _) | (_, None) => "",
+            (Some(_), Some(Task::Regression)) => " (a regression)",
+            (Some(_), Some(Task::Classification)) => " (a classification)",
         };
         let applies_to: Vec<&str> = setting.models.iter().map(|m| m.name()).collect();
         let only = match setting.task {

@@ -13,7 +13,9 @@
 #[macro_use]
 mod named;
 pub mod applies;
+pub mod defaults;
 pub mod task;
+pub mod update;
 
 use nalgebra::DMatrix;
 
@@ -33,7 +35,7 @@ use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
 use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
-pub use named::{parse, Named};
+pub use named::{parse, parse_or, Named};
 
 use sgp_runtime::Kernel;
 use task::Task;
@@ -44,6 +46,10 @@ pub const DEFAULT_CLASSIFIER: Method = Method::Svgp;
 
 /// Basis functions of a fit when `m` is not given (at most the rows).
 pub const DEFAULT_M: usize = 20;
+
+/// Seed of every random choice when `seed` is not given (`sgp fit`, `sgp
+/// sweep`, Python's `random_state`).
+pub const DEFAULT_SEED: u64 = 0;
 
 /// `--model`: one family, or the one that predicts held-out rows best.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,10 +67,8 @@ impl ModelChoice {
     /// # Errors
     /// [`Error::BadInput`] listing the names there are.
     pub fn parse(name: &str) -> Result<Self> {
-        if name == AUTO {
-            return Ok(ModelChoice::Auto);
-        }
-        parse::<Method>(name, "--model").map(ModelChoice::Family)
+        let family = parse_or::<Method>(name, "--model", AUTO)?;
+        Ok(family.map_or(ModelChoice::Auto, ModelChoice::Family))
     }
 }
 
@@ -132,7 +136,7 @@ pub struct Options {
     pub no_held_out_choice: bool,
     /// `--restarts`: starts of a restarted fit.
     pub restarts: Option<usize>,
-    /// `--seed`: seed of every random choice (default 0).
+    /// `--seed`: seed of every random choice (default [`DEFAULT_SEED`]).
     pub seed: Option<u64>,
     /// `--max-iter`: cap on each final optimiser run.
     pub max_iter: Option<u64>,
@@ -336,8 +340,11 @@ impl Options {
             }
             (false, _) => 0,
         };
+        if self.m == Some(0) && method != Method::Exact {
+            return Err(Error::BadInput("--m must be at least 1".into()));
+        }
         let m = self.m.unwrap_or(DEFAULT_M.min(rows));
-        let seed = self.seed.unwrap_or(0);
+        let seed = self.seed.unwrap_or(DEFAULT_SEED);
         let mut optimiser = default_optimiser();
         if let Some(max_iter) = self.max_iter {
             optimiser.max_iter = max_iter;

@@ -39,17 +39,40 @@ impl Named for sgp_runtime::Kernel {
 /// # Errors
 /// [`Error::BadInput`] listing the names there are.
 pub fn parse<T: Named>(value: &str, what: &str) -> Result<T> {
-    T::ALL
-        .iter()
-        .copied()
-        .find(|v| v.name() == value)
-        .ok_or_else(|| {
-            let names: Vec<&str> = T::ALL.iter().map(|v| v.name()).collect();
-            Error::BadInput(format!(
+    parse_among(value, what, None)?.ok_or_else(|| unreachable_none(what))
+}
+
+/// As [`parse`], with one more name, `extra` (`auto`), parsed as `None`
+/// and listed first.
+///
+/// # Errors
+/// [`Error::BadInput`] listing the names there are.
+pub fn parse_or<T: Named>(value: &str, what: &str, extra: &str) -> Result<Option<T>> {
+    parse_among(value, what, Some(extra))
+}
+
+fn parse_among<T: Named>(value: &str, what: &str, extra: Option<&str>) -> Result<Option<T>> {
+    if extra == Some(value) {
+        return Ok(None);
+    }
+    match T::ALL.iter().copied().find(|v| v.name() == value) {
+        Some(v) => Ok(Some(v)),
+        None => {
+            let names: Vec<&str> = extra
+                .into_iter()
+                .chain(T::ALL.iter().map(|v| v.name()))
+                .collect();
+            Err(Error::BadInput(format!(
                 "{what}='{value}' is not one of: {}",
                 names.join(", ")
-            ))
-        })
+            )))
+        }
+    }
+}
+
+/// `parse_among` without an extra name never returns `None`.
+fn unreachable_none(what: &str) -> Error {
+    Error::BadInput(format!("{what}: no value"))
 }
 
 /// Declares an enum whose values users name: each variant `Variant =

@@ -57,19 +57,21 @@ pub struct SweepSpec {
 }
 
 /// The training data of a sweep: one data set per target, over the same
-/// inputs (several targets are fitted on one basis).
+/// inputs (several targets are fitted on one basis), and a binary
+/// classifier's labels `[negative, positive]`, which its blobs carry as
+/// `sgp fit`'s do.
 #[derive(Clone, Copy, Debug)]
-pub struct Training<'a>(&'a [Dataset]);
+pub struct Training<'a>(&'a [Dataset], &'a [String]);
 
 impl<'a> From<&'a Dataset> for Training<'a> {
     fn from(data: &'a Dataset) -> Self {
-        Training(std::slice::from_ref(data))
+        Training(std::slice::from_ref(data), &[])
     }
 }
 
 impl<'a> From<&'a MultiTargetData> for Training<'a> {
     fn from(data: &'a MultiTargetData) -> Self {
-        Training(data.outputs())
+        Training(data.outputs(), &[])
     }
 }
 
@@ -82,6 +84,11 @@ impl<'a> Training<'a> {
     /// Every target's data, in target order.
     pub fn outputs(&self) -> &'a [Dataset] {
         self.0
+    }
+
+    /// These data with a binary classifier's labels `[negative, positive]`.
+    pub fn with_labels(self, labels: &'a [String]) -> Self {
+        Training(self.0, labels)
     }
 }
 
@@ -687,6 +694,7 @@ fn fit_and_export(
         choose_kernel: false,
     };
     let mut fitted = choose::fit(train.outputs(), &request, progress)?;
+    fitted.set.class_labels = train.1.to_vec();
     let exported = export(&mut fitted, raw_x, false)?;
     Ok((exported.blob, exported.cure))
 }

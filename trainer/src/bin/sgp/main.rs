@@ -171,10 +171,12 @@ enum Command {
         /// Where to write the SPGP blob.
         #[arg(long, default_value = "sgp-demo.sgp")]
         out: PathBuf,
-        /// Number of pseudo-inputs.
+        /// Number of pseudo-inputs (the demo's own: the SPGP paper's
+        /// Figure 1 has 20, whatever `sgp fit`'s default).
         #[arg(long, default_value_t = 20)]
         m: usize,
-        /// Seed for data and fit.
+        /// Seed for the demo's data and fit (the demo's own: seed 1 draws
+        /// the data the README's figures come from).
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },

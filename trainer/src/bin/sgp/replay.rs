@@ -8,6 +8,7 @@ use sgp_runtime::{Link, UpdateSettings};
 use sgp_trainer::data::labels;
 use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::replay::{replay, Replay, Window};
 use sgp_trainer::tools::replay_plot::replay_svg;
 use sgp_trainer::{Error, Result};
@@ -26,7 +27,7 @@ pub(crate) struct ReplayArgs {
     /// Forgetting factor in (0, 1]: before each row the posterior drifts
     /// back towards the prior by this factor (1: nothing forgotten, the
     /// model is then the batch posterior of every row).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = UpdateSettings::default().forgetting)]
     forgetting: f32,
     /// Refuse (do not learn) a row further than this many predictive
     /// standard deviations from the prediction (default: no gate).
@@ -61,6 +62,7 @@ struct ReplayOutput<'a> {
 }
 
 pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
+    let settings = update_settings(Some(args.forgetting), args.gate)?;
     let model = Input::open(&args.model)?;
     let data = Input::open(&args.data)?;
     let outputs: Vec<(&str, &Path)> = [("--out", &args.out), ("--svg", &args.svg)]
@@ -69,10 +71,6 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         .collect();
     check_outputs(&outputs, &[&model, &data])?;
     let (blob, spec) = read_blob(&model)?;
-    let settings = UpdateSettings {
-        forgetting: args.forgetting,
-        gate: args.gate.unwrap_or(f32::INFINITY),
-    };
     let (x, y) = if spec.shape.link == Link::Probit {
         let (x, cells) = read_inputs_and_labels(&data, &spec.input_names, &spec.target_name)?;
         let truth = labels::class_indices(&cells, &labels::blob_labels(&spec))?;

@@ -8,7 +8,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
-use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER};
+use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
 };
@@ -42,9 +42,10 @@ pub(crate) struct SweepArgs {
     /// Projected dimensions G, comma-separated (spgp-dr and spgp-pca only).
     #[arg(long, value_delimiter = ',')]
     dim: Vec<usize>,
-    /// Covariance functions, comma-separated (e.g. se,matern32): one grid
-    /// point per kernel; vsgp takes se only [default: se].
-    #[arg(long, value_parser = crate::named::named::<Kernel>(), value_delimiter = ',')]
+    // Covariance functions.
+    #[arg(long, value_parser = crate::named::named::<Kernel>(), value_delimiter = ',',
+        help = crate::named::with_default("Covariance functions, comma-separated (e.g. \
+        se,matern32): one grid point per kernel; vsgp takes se only", "--kernel"))]
     kernel: Vec<Kernel>,
     /// Likelihood of the target: identity (regression) or probit (binary
     /// classification). Default: decided from the target as `sgp fit`
@@ -66,8 +67,8 @@ pub(crate) struct SweepArgs {
     /// see below).
     #[arg(long)]
     instructions: Option<u64>,
-    /// Seed of every fit.
-    #[arg(long, default_value_t = 0)]
+    /// Seed of every fit (`sgp fit`'s default).
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
     /// Print the rows as JSON instead of the table.
     #[arg(long)]
@@ -94,6 +95,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         .unwrap_or_default();
     let several;
     let single;
+    let labels;
     let (train, task) = if targets.len() > 1 {
         if asked == Some(Task::Classification) || args.positive.is_some() {
             return Err(Error::BadInput(
@@ -128,15 +130,16 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
                 target.data.target_classes().len()
             )));
         }
-        let task = match target.classes {
-            Classes::None => Task::Regression,
-            _ => Task::Classification,
+        let (task, names) = match target.classes {
+            Classes::Binary(names) => (Task::Classification, names),
+            _ => (Task::Regression, Vec::new()),
         };
         if !quiet {
             warn_about_columns(&target.data);
         }
         single = target.data;
-        (Training::from(&single), task)
+        labels = names;
+        (Training::from(&single).with_labels(&labels), task)
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],

@@ -20,9 +20,11 @@ use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::model::inference::Approximation;
+use sgp_trainer::options::defaults::stated;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
+use crate::named::with_default;
 use data::training_data;
 pub(crate) use data::warn_about_columns;
 pub(crate) use run::fit_with_progress;
@@ -83,12 +85,12 @@ pub(crate) enum LinkArg {
 
 #[derive(clap::Args)]
 pub(crate) struct FitArgs {
-    /// Training data: CSV with a header row, Parquet, or a directory of
-    /// Parquet files (`-`: standard input). A regression on more rows than
-    /// a streamed fit samples (73,728) is fitted on a growing random subset
-    /// and conditioned on every row in a second pass, in memory independent
-    /// of the file's size (docs/src/large-data.md).
-    #[arg(long)]
+    // Training data.
+    #[arg(long, help = format!("Training data: CSV with a header row, Parquet, or a directory \
+        of Parquet files (`-`: standard input). A regression on more than {} rows is fitted \
+        on a growing random subset and conditioned on every row in a second pass, in memory \
+        independent of the file's size (docs/src/large-data.md)",
+        stated("streamed above").unwrap_or_default()))]
     data: PathBuf,
     /// Fit on every row in memory, even when the file is large enough to
     /// be streamed.
@@ -146,9 +148,9 @@ pub(crate) struct Settings {
     /// reported.
     #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
     model: Option<ModelArg>,
-    /// Number of basis functions: pseudo-inputs, selected training inputs
-    /// (gplasso), the active set (ivm) [default: 20, at most the rows].
-    #[arg(long)]
+    // Number of basis functions.
+    #[arg(long, help = with_default("Number of basis functions: pseudo-inputs, selected \
+        training inputs (gplasso), the active set (ivm)", "--m"))]
     m: Option<usize>,
     /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
     #[arg(long)]
@@ -166,56 +168,60 @@ pub(crate) struct Settings {
     /// training inputs as the basis (by default the basis points move too).
     #[arg(long)]
     fixed_basis: bool,
-    /// Objective of a sparse fit: FITC (SPGP's likelihood) or VFE
-    /// (Titsias' variational bound, GPflow's SGPR). Without it: FITC, but
-    /// spgp, spgp-pca and gplasso on fewer than 2000 rows switch to VFE if
-    /// VFE clearly predicts held-out rows better (the report says so).
-    #[arg(long, value_parser = crate::named::named::<Approximation>())]
+    // Objective of a sparse fit.
+    #[arg(long, value_parser = crate::named::named::<Approximation>(), help = format!(
+        "Objective of a sparse fit: FITC (SPGP's likelihood) or VFE (Titsias' variational \
+         bound, GPflow's SGPR). Without it: {}, but spgp, spgp-pca and gplasso on fewer than \
+         {} rows switch to VFE if VFE clearly predicts held-out rows better (the report says \
+         so)", stated("--objective").unwrap_or_default().to_uppercase(),
+         stated("held-out rows").unwrap_or_default()))]
     objective: Option<Approximation>,
-    /// Covariance function [default: se]; vsgp and a streamed fit take se
-    /// only, and auto keeps se there and for a classifier
-    /// (docs/src/kernels.md).
-    #[arg(long, value_parser = crate::named::named::<KernelChoice>())]
+    // Covariance function.
+    #[arg(long, value_parser = crate::named::named::<KernelChoice>(), help = with_default(
+        "Covariance function; vsgp and a streamed fit take se only, and auto keeps se there \
+         and for a classifier (docs/src/kernels.md)", "--kernel"))]
     kernel: Option<KernelChoice>,
-    /// No held-out comparisons on small data: the objective is FITC unless
-    /// --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not
-    /// weighed against plain SPGP, --model auto fits spgp, spgp-hs's prior
-    /// strength on h is the fixed 0.3 (not chosen over folds), and several
-    /// targets keep one basis.
-    #[arg(long)]
+    // No held-out comparisons.
+    #[arg(long, help = format!("No held-out comparisons on small data: the objective is FITC \
+        unless --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not weighed \
+        against plain SPGP, --model auto fits spgp, spgp-hs's prior strength on h is the fixed \
+        {} (not chosen over folds), and several targets keep one basis",
+        stated("spgp-hs prior").unwrap_or_default()))]
     no_held_out_choice: bool,
-    /// Starts of a sparse fit; each gets a short screening run and the best
-    /// is optimised to the end [default: 4].
-    #[arg(long)]
+    // Starts of a sparse fit.
+    #[arg(long, help = with_default("Starts of a sparse fit; each gets a short screening run \
+        and the best is optimised to the end", "--restarts"))]
     restarts: Option<usize>,
-    /// Seed for every random choice [default: 0].
-    #[arg(long)]
+    // Seed.
+    #[arg(long, help = with_default("Seed for every random choice", "--seed"))]
     seed: Option<u64>,
-    /// Largest number of optimiser iterations of the final run (vsgp,
-    /// spgp-hs: of each of their two stages); most fits stop earlier, see
-    /// --tol [default: 500; ivm's rounds: 100].
-    #[arg(long)]
+    // Iteration cap.
+    #[arg(long, help = with_default("Largest number of optimiser iterations of the final run \
+        (vsgp, spgp-hs: of each of their two stages); most fits stop earlier, see --tol",
+        "--max-iter"))]
     max_iter: Option<u64>,
-    /// Stop a fit (not ivm's) once its training objective fell by less
-    /// than TOL nats per row over the last 50 iterations (0: run to
-    /// --max-iter) [default: 0.002].
-    #[arg(long)]
+    // Stall test.
+    #[arg(long, help = with_default("Stop a fit (not ivm's) once its training objective fell \
+        by less than TOL nats per row over the last 50 iterations (0: run to --max-iter)",
+        "--tol"))]
     tol: Option<f64>,
-    /// Pseudo-input initialisation of the first start [default: kmeans].
-    #[arg(long, value_parser = crate::named::named::<InitMethod>())]
+    // Pseudo-input initialisation.
+    #[arg(long, value_parser = crate::named::named::<InitMethod>(), help = with_default(
+        "Pseudo-input initialisation of the first start", "--init"))]
     init: Option<InitMethod>,
-    /// Hyperparameter initialisation [default: scales].
-    #[arg(long, value_parser = crate::named::named::<HyperInit>())]
+    // Hyperparameter initialisation.
+    #[arg(long, value_parser = crate::named::named::<HyperInit>(), help = with_default(
+        "Hyperparameter initialisation", "--init-hyper"))]
     init_hyper: Option<HyperInit>,
-    /// Rows an exact GP is fitted on at most (a random subset if more);
-    /// also the rows an IVM classifier learns its kernel on (0: every row)
-    /// [default: 1000].
-    #[arg(long)]
+    // Rows of an exact GP.
+    #[arg(long, help = with_default("Rows an exact GP is fitted on at most (a random subset \
+        if more); also the rows an IVM classifier learns its kernel on (0: every row)",
+        "--max-points"))]
     max_points: Option<usize>,
-    /// ivm classifier: the posterior over the active set: the svgp bound's
-    /// q(u) on every training row, or the paper's, from the active rows'
-    /// sites alone [default: all-rows].
-    #[arg(long, value_parser = crate::named::named::<IvmPosterior>())]
+    // The IVM's posterior.
+    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), help = with_default(
+        "ivm classifier: the posterior over the active set: the svgp bound's q(u) on every \
+         training row, or the paper's, from the active rows' sites alone", "--ivm-posterior"))]
     ivm_posterior: Option<IvmPosterior>,
     /// Write a blob that learns on the device (format version 7): the
     /// whitened form of the posterior and the learning block that

@@ -1,0 +1,141 @@
+"""One home for every default and every message: the estimators' keywords,
+their docstrings, ``sgp fit --help`` and the trainer's options builder
+agree, and a bad setting is refused in the command line's words."""
+
+import inspect
+import os
+import re
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sgp
+from sgp import _native
+
+CLI = os.environ.get("SGP_CLI")
+needs_cli = pytest.mark.skipif(
+    not CLI, reason="SGP_CLI (the path of the sgp binary) is not set; python/ci.sh sets it"
+)
+
+# The keywords that are sgp fit's flags; the rest are Python's own.
+OWN = {"force", "verbose"}
+
+
+@pytest.mark.parametrize("estimator", [sgp.SparseGPRegressor, sgp.SparseGPClassifier])
+def test_the_keyword_defaults_leave_the_trainers_defaults(estimator):
+    """A keyword's default is "not given" (None, or False for a flag), so
+    the trainer's default applies; the seed is the trainer's."""
+    defaults = _native.defaults()
+    for name, parameter in inspect.signature(estimator.__init__).parameters.items():
+        if name == "self" or name in OWN:
+            continue
+        if name == "random_state":
+            assert parameter.default == int(defaults["seed"])
+        elif name == "held_out_choice":
+            # --no-held-out-choice, not given.
+            assert parameter.default is True
+        else:
+            assert parameter.default in (None, False), name
+
+
+def test_the_docstrings_state_the_trainers_defaults():
+    defaults = _native.defaults()
+    for name in ["m", "restarts", "max_iter", "tol", "init", "init_hyper", "max_points",
+                 "ivm_posterior"]:
+        for estimator in (sgp.SparseGPRegressor, sgp.SparseGPClassifier):
+            words = " ".join(estimator.__doc__.split())
+            assert f"None: {defaults[name]}" in words, (name, estimator)
+    assert f"default={defaults['seed']}" in sgp.SparseGPRegressor.__doc__
+
+
+@needs_cli
+def test_the_clis_help_states_the_same_defaults():
+    help = subprocess.run([CLI, "fit", "--help"], check=True, capture_output=True, text=True)
+    stated = dict(re.findall(r"\n      --([a-z-]+) <[A-Z_]+>\n[^\n]*\[default: ([^\]]+)\]",
+                             help.stdout))
+    defaults = _native.defaults()
+    assert len(stated) >= 10, help.stdout
+    for flag, value in stated.items():
+        assert defaults[flag.replace("-", "_")] == value, flag
+
+
+def pythonic(message):
+    """The CLI's message in the Python API's words (``--max-iter`` is
+    ``max_iter``), as sgp's errors translate it."""
+    return re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), message)
+
+
+def cli_error(args):
+    """The message of `sgp` refusing `args` (exit status 2)."""
+    run = subprocess.run([CLI, "-q"] + args, capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    return re.sub(r"^(sgp: )?error: ", "", run.stderr.strip())
+
+
+@needs_cli
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"m": 0},
+        {"model": "ivm", "m": 0},
+        {"restarts": 0},
+        {"model": "spgp-dr"},
+        {"model": "spgp", "dim": 1},
+        {"model": "vsgp", "kernel": "matern32"},
+        {"model": "gplasso", "fixed_hyperparameters": True, "fixed_basis": True},
+        {"model": "svgp", "objective": "vfe"},
+        {"max_iter": 0},
+        {"model": "spgq"},
+        {"objective": "elbo"},
+        {"kernel": "rbf"},
+        {"init": "grid"},
+    ],
+    ids=lambda given: "-".join(f"{k}={v}" for k, v in given.items()),
+)
+def test_bad_settings_are_refused_in_the_clis_words(tmp_path, ridge, given):
+    X, y = ridge
+    data = tmp_path / "train.csv"
+    pd.concat([X, y], axis=1).to_csv(data, index=False)
+    flags = []
+    for key, value in given.items():
+        flags += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    expected = cli_error(["fit", "--data", str(data), "--out", str(tmp_path / "o.sgp")] + flags)
+    with pytest.raises(ValueError) as python:
+        sgp.SparseGPRegressor(**given).fit(X, y)
+    assert str(python.value) == pythonic(expected)
+
+
+@needs_cli
+@pytest.mark.parametrize("setting", [("forgetting", 2.0), ("forgetting", 0.0), ("gate", -1.0)])
+def test_update_settings_are_refused_in_replays_words(tmp_path, ridge, setting):
+    X, y = ridge
+    est = sgp.SparseGPRegressor(m=8, updatable=True).fit(X, y)
+    blob, data = tmp_path / "u.sgp", tmp_path / "rows.csv"
+    est.save(blob)
+    pd.concat([X, y], axis=1).to_csv(data, index=False)
+    name, value = setting
+    expected = cli_error(["replay", "--model", str(blob), "--data", str(data),
+                          f"--{name}={value:g}"])
+    with pytest.raises(ValueError) as python:
+        est.to_model().update(X[:3], y[:3], **{name: value})
+    assert str(python.value) == pythonic(expected)
+
+
+def test_a_rarer_first_text_label_is_the_positive_class_as_in_sgp_fit():
+    """Without --positive, sgp fit takes the rarer text label as positive;
+    so does the estimator, whose probabilities still follow classes_."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2.0, 2.0, (150, 2))
+    labels = np.where(X[:, 0] + 0.5 * X[:, 1] > 1.0, "alarm", "ok")
+    assert (labels == "alarm").sum() < (labels == "ok").sum()
+    clf = sgp.SparseGPClassifier(m=8, max_iter=40).fit(X, labels)
+    assert list(clf.classes_) == ["alarm", "ok"]
+    assert clf.to_model().class_labels == ["ok", "alarm"]
+    proba = clf.predict_proba(X)
+    device = clf.to_model().predict_proba(X)
+    assert np.max(np.abs(proba[:, 0] - device)) <= 1e-3
+    assert np.mean(clf.predict(X) == labels) > 0.9
+    # The score is classes_[1]'s ("ok"): positive where "ok" is likelier.
+    assert np.all((clf.decision_function(X) > 0) == (proba[:, 1] > 0.5))

@@ -1,0 +1,42 @@
+//! The settings of the device's update (`sgp replay`, Python's
+//! `Model.update`): their defaults are the runtime's, and a value out of
+//! range is refused before any row, with one message for both.
+
+use sgp_runtime::UpdateSettings;
+
+use crate::{Error, Result};
+
+/// `--forgetting` and `--gate` (`None`: the runtime's default, nothing
+/// forgotten and no gate) as the runtime's settings.
+///
+/// ```
+/// use sgp_trainer::options::update::update_settings;
+///
+/// assert_eq!(update_settings(None, None).unwrap(), sgp_runtime::UpdateSettings::default());
+/// let err = update_settings(Some(2.0), None).unwrap_err().to_string();
+/// assert!(err.contains("--forgetting must be in (0, 1], not 2"));
+/// ```
+///
+/// # Errors
+/// [`Error::BadInput`] naming the setting out of range.
+pub fn update_settings(forgetting: Option<f32>, gate: Option<f32>) -> Result<UpdateSettings> {
+    let defaults = UpdateSettings::default();
+    let settings = UpdateSettings {
+        forgetting: forgetting.unwrap_or(defaults.forgetting),
+        gate: gate.unwrap_or(defaults.gate),
+    };
+    let forgetting = settings.forgetting;
+    if forgetting.is_nan() || forgetting <= 0.0 || forgetting > 1.0 {
+        return Err(Error::BadInput(format!(
+            "--forgetting must be in (0, 1], not {} (1 forgets nothing)",
+            settings.forgetting
+        )));
+    }
+    if settings.gate.is_nan() || settings.gate <= 0.0 {
+        return Err(Error::BadInput(format!(
+            "--gate must be above 0 predictive standard deviations, not {}",
+            settings.gate
+        )));
+    }
+    Ok(settings)
+}
