@@ -170,13 +170,7 @@ impl Dataset {
     }
 
     fn from_table(table: Table, source: &str) -> Result<Dataset> {
-        let d = table.names.len().saturating_sub(1);
-        let n = table.rows.len();
-        let x_raw = DMatrix::from_row_iterator(
-            n,
-            d,
-            table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-        );
+        let x_raw = table.inputs(table.names.len().saturating_sub(1));
         let mut names = table.names;
         let target_name = names.pop().unwrap_or_default();
         let (y_raw, class_labels) =
@@ -607,25 +601,8 @@ pub(crate) fn training_columns(
 /// the target, may be present in any order and are ignored (they need not
 /// be numeric).
 pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>> {
-    let source = input.name();
-    let table = read_table(input, false, |h| columns_named(h, input_names, source))?;
-    Ok(inputs_of(&table, input_names.len()))
-}
-
-/// The columns named `names`, by name, in that order.
-fn columns_named(header: &[String], names: &[String], source: &str) -> Result<Vec<usize>> {
-    names
-        .iter()
-        .map(|name| find_column(header, name, source))
-        .collect()
-}
-
-fn inputs_of(table: &Table, d: usize) -> DMatrix<f64> {
-    DMatrix::from_row_iterator(
-        table.rows.len(),
-        d,
-        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-    )
+    let table = read_named(input, input_names, None, Columns::Named)?;
+    Ok(table.inputs(input_names.len()))
 }
 
 /// Reads the named inputs and the `target` column of a CSV or Parquet
@@ -636,7 +613,8 @@ pub fn read_inputs_and_target(
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    inputs_and_target(input, input_names, target, false)
+    let table = read_named(input, input_names, Some(target), Columns::Named)?;
+    Ok(table.inputs_and_last(input_names.len()))
 }
 
 /// A cell as text and where it is (`source: line L (data row R), column
@@ -655,11 +633,8 @@ pub fn read_inputs_and_labels(
     target: &str,
 ) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
     let source = input.name();
-    target_not_an_input(input_names, target, source)?;
-    let table = read_table(input, true, |header| {
-        named_columns(header, input_names, target, source)
-    })?;
-    let x = inputs_of(&table, input_names.len());
+    let table = read_named(input, input_names, Some(target), Columns::TargetAsText)?;
+    let x = table.inputs(input_names.len());
     let places = table
         .last_places
         .iter()
@@ -693,7 +668,7 @@ pub(crate) fn read_inputs_and_targets(
     })?;
     let (n, p) = (table.rows.len(), targets.len());
     let d = table.names.len().saturating_sub(p);
-    let x = inputs_of(&table, d);
+    let x = table.inputs(d);
     let y = DMatrix::from_row_iterator(
         n,
         p,
@@ -716,91 +691,79 @@ pub(crate) fn read_same_columns(
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    inputs_and_target(input, input_names, target, true)
+    let table = read_named(input, input_names, Some(target), Columns::Exactly)?;
+    Ok(table.inputs_and_last(input_names.len()))
 }
 
-/// Refuses a target that is one of the inputs: its predictions would be
-/// scored against an input (`sgp eval --target x1`).
-fn target_not_an_input(input_names: &[String], target: &str, source: &str) -> Result<()> {
-    if input_names.iter().any(|n| n == target) {
+/// How [`read_named`] treats the file's columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    /// Picks the named ones, ignoring the others.
+    Named,
+    /// As `Named`, keeping the target's cells as text (class labels).
+    TargetAsText,
+    /// The file must hold the named columns and no other.
+    Exactly,
+}
+
+/// The columns `input_names`, then `target` if any, picked by name: the
+/// one reading path of files whose columns a model names. A target that
+/// is one of the inputs is refused: its predictions would be scored
+/// against an input (`sgp eval --target x1`).
+fn read_named(
+    input: &Input,
+    input_names: &[String],
+    target: Option<&str>,
+    columns: Columns,
+) -> Result<Table> {
+    let source = input.name();
+    if let Some(target) = target.filter(|t| input_names.iter().any(|n| n == t)) {
         return Err(Error::BadInput(format!(
             "{source}: target column '{target}' is one of the model's inputs ({}): predictions \
              would be scored against an input; name the column that holds the target",
             input_names.join(", ")
         )));
     }
-    Ok(())
-}
-
-/// The columns `input_names`, then `target`, by name.
-fn named_columns(
-    header: &[String],
-    input_names: &[String],
-    target: &str,
-    source: &str,
-) -> Result<Vec<usize>> {
-    input_names
+    let wanted: Vec<&str> = input_names
         .iter()
         .map(String::as_str)
-        .chain(std::iter::once(target))
-        .map(|name| find_column(header, name, source))
-        .collect()
-}
-
-fn inputs_and_last(table: &Table, d: usize) -> (DMatrix<f64>, DVector<f64>) {
-    let n = table.rows.len();
-    let y = DVector::from_iterator(n, table.rows.iter().filter_map(|r| r.last().copied()));
-    (inputs_of(table, d), y)
-}
-
-fn inputs_and_target(
-    input: &Input,
-    input_names: &[String],
-    target: &str,
-    exact: bool,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let source = input.name();
-    target_not_an_input(input_names, target, source)?;
-    let wanted = || {
-        input_names
-            .iter()
-            .map(String::as_str)
-            .chain(std::iter::once(target))
-    };
-    let table = read_table(input, false, |header| {
-        if exact {
-            let missing: Vec<&str> = wanted()
+        .chain(target)
+        .collect();
+    read_table(input, columns == Columns::TargetAsText, |header| {
+        if columns == Columns::Exactly {
+            let missing: Vec<&str> = wanted
+                .iter()
+                .copied()
                 .filter(|w| !header.iter().any(|h| h == w))
                 .collect();
             let extra: Vec<&str> = header
                 .iter()
                 .map(String::as_str)
-                .filter(|h| !wanted().any(|w| w == *h))
+                .filter(|h| !wanted.contains(h))
                 .collect();
             if !missing.is_empty() || !extra.is_empty() {
-                let quoted = |names: &[&str]| {
-                    names
-                        .iter()
-                        .map(|n| format!("'{n}'"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
                 let differences: Vec<String> = [("missing", &missing), ("extra", &extra)]
                     .into_iter()
                     .filter(|(_, names)| !names.is_empty())
-                    .map(|(what, names)| format!("{what} {}", quoted(names)))
+                    .map(|(what, names)| {
+                        let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+                        format!("{what} {}", quoted.join(", "))
+                    })
                     .collect();
                 return Err(Error::BadInput(format!(
                     "{source}: its columns differ from the training data's (inputs {}, target \
-                     '{target}'): {}",
+                     '{}'): {}",
                     input_names.join(", "),
+                    target.unwrap_or_default(),
                     differences.join("; ")
                 )));
             }
         }
-        named_columns(header, input_names, target, source)
-    })?;
-    Ok(inputs_and_last(&table, input_names.len()))
+        wanted
+            .iter()
+            .map(|name| find_column(header, name, source))
+            .collect()
+    })
 }
 
 /// Where a cell is: its 1-based line in a text file (none in Parquet) and
@@ -833,6 +796,26 @@ pub(crate) struct Table {
     pub(crate) last_cells: Vec<String>,
     /// Where each of those cells is.
     pub(crate) last_places: Vec<Place>,
+}
+
+impl Table {
+    /// The first `d` selected columns (N x D).
+    fn inputs(&self, d: usize) -> DMatrix<f64> {
+        DMatrix::from_row_iterator(
+            self.rows.len(),
+            d,
+            self.rows.iter().flat_map(|r| r.iter().take(d).copied()),
+        )
+    }
+
+    /// The first `d` selected columns and the last.
+    fn inputs_and_last(&self, d: usize) -> (DMatrix<f64>, DVector<f64>) {
+        let last = self.rows.iter().filter_map(|r| r.last().copied());
+        (
+            self.inputs(d),
+            DVector::from_iterator(self.rows.len(), last),
+        )
+    }
 }
 
 /// Reads a CSV or Parquet input, letting `select` choose column indices
