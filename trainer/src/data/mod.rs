@@ -853,53 +853,25 @@ fn read_csv_table<R: Read>(
     let mut rows = Vec::new();
     let mut last_cells = Vec::new();
     let mut last_places = Vec::new();
-    let mut record = csv::StringRecord::new();
-    let mut data_row = 0u64;
-    loop {
-        match csv.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(csv_error(source, &e)),
-        }
-        data_row += 1;
-        let at = Place {
-            line: Some(record.position().map_or(0, |p| p.line())),
-            row: data_row,
-        };
-        let place = format!("{source}: {}", at.describe());
-        if record.len() != header.len() {
-            return Err(Error::BadInput(format!(
-                "{place}: has {} fields but the header has {} columns",
-                record.len(),
-                header.len()
-            )));
-        }
-        let mut row = Vec::with_capacity(selected.len());
+    for_each_record(&mut csv, source, header.len(), |record, at| {
         if let (true, Some(&c)) = (last_as_text, selected.last()) {
-            let name = header.get(c).map_or("", String::as_str);
             let cell = record.get(c).unwrap_or("");
-            match parse_cell(cell) {
-                Ok(_) => {}
-                // Missing and non-finite values are refused as in any column.
-                Err(why) if cell.is_empty() || cell.parse::<f64>().is_ok() => {
-                    return Err(Error::BadInput(format!("{place}, column '{name}': {why}")))
-                }
-                // Text: a class label, or a bad cell in a column of numbers
-                // (TargetColumn::parse tells which).
-                Err(_) => {}
+            // Missing and non-finite values are refused as in any column;
+            // other text is a class label, or a bad cell in a column of
+            // numbers (TargetColumn::parse tells which).
+            if cell.is_empty() || cell.parse::<f64>().is_ok() {
+                cell_value(record, c, &header, source, at)?;
             }
             last_cells.push(cell.to_owned());
             last_places.push(at);
         }
-        for &c in selected.iter().take(numeric) {
-            let name = header.get(c).map_or("", String::as_str);
-            let cell = record.get(c).unwrap_or("");
-            let value = parse_cell(cell)
-                .map_err(|why| Error::BadInput(format!("{place}, column '{name}': {why}")))?;
-            row.push(value);
-        }
-        rows.push(row);
-    }
+        let row = selected.iter().take(numeric);
+        rows.push(
+            row.map(|&c| cell_value(record, c, &header, source, at))
+                .collect::<Result<Vec<f64>>>()?,
+        );
+        Ok(())
+    })?;
     if rows.is_empty() {
         return Err(Error::BadInput(format!(
             "{source}: no data rows after the header"
@@ -910,6 +882,54 @@ fn read_csv_table<R: Read>(
         rows,
         last_cells,
         last_places,
+    })
+}
+
+/// Reads each data record of `csv`, whose header is `width` columns wide,
+/// and hands it to `f` with its place; a ragged record is refused with its
+/// place and widths.
+pub(crate) fn for_each_record<R: Read>(
+    csv: &mut csv::Reader<R>,
+    source: &str,
+    width: usize,
+    mut f: impl FnMut(&csv::StringRecord, Place) -> Result<()>,
+) -> Result<()> {
+    let mut record = csv::StringRecord::new();
+    let mut row = 0u64;
+    while csv
+        .read_record(&mut record)
+        .map_err(|e| csv_error(source, &e))?
+    {
+        row += 1;
+        let line = Some(record.position().map_or(0, |p| p.line()));
+        let at = Place { line, row };
+        if record.len() != width {
+            return Err(Error::BadInput(format!(
+                "{source}: {}: has {} fields but the header has {width} columns",
+                at.describe(),
+                record.len()
+            )));
+        }
+        f(&record, at)?;
+    }
+    Ok(())
+}
+
+/// The number in cell `c` of a record at `at`; a bad cell is an error
+/// naming the file, the place and the column (`header[c]`).
+pub(crate) fn cell_value(
+    record: &csv::StringRecord,
+    c: usize,
+    header: &[String],
+    source: &str,
+    at: Place,
+) -> Result<f64> {
+    parse_cell(record.get(c).unwrap_or("")).map_err(|why| {
+        let name = header.get(c).map_or("", String::as_str);
+        Error::BadInput(format!(
+            "{source}: {}, column '{name}': {why}",
+            at.describe()
+        ))
     })
 }
 
