@@ -25,7 +25,7 @@ use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 
 use crate::choose::{self, Asked, Request};
-use crate::data::multi_target::MultiTargetData;
+use crate::data::multi_target::Outputs;
 use crate::data::{
     is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
     TargetKind,
@@ -54,35 +54,6 @@ pub struct SweepSpec {
     pub kernels: Vec<Kernel>,
     /// Seed of every fit.
     pub seed: u64,
-}
-
-/// The training data of a sweep: one data set per target, over the same
-/// inputs (several targets are fitted on one basis).
-#[derive(Clone, Copy, Debug)]
-pub struct Training<'a>(&'a [Dataset]);
-
-impl<'a> From<&'a Dataset> for Training<'a> {
-    fn from(data: &'a Dataset) -> Self {
-        Training(std::slice::from_ref(data))
-    }
-}
-
-impl<'a> From<&'a MultiTargetData> for Training<'a> {
-    fn from(data: &'a MultiTargetData) -> Self {
-        Training(data.outputs())
-    }
-}
-
-impl<'a> Training<'a> {
-    /// The first target's data: inputs, names and rows of all.
-    pub fn first(&self) -> &'a Dataset {
-        &self.0[0]
-    }
-
-    /// Every target's data, in target order.
-    pub fn outputs(&self) -> &'a [Dataset] {
-        self.0
-    }
 }
 
 /// Device limits; `None` is no limit.
@@ -247,9 +218,9 @@ impl GridPoint {
 /// than the inputs, `--dim` without a projected family or a projected
 /// family without `--dim`, a regression family on a binary target, and
 /// for several targets a family that cannot fit them on one basis.
-pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<GridPoint>> {
-    let training = train.into();
-    let train = training.first();
+pub fn grid(spec: &SweepSpec, train: &(impl Outputs + ?Sized)) -> Result<Vec<GridPoint>> {
+    let outputs = train.outputs();
+    let train = &outputs[0];
     let models = distinct(&spec.models);
     let ms = distinct(&spec.m);
     let dims = distinct(&spec.dims);
@@ -265,15 +236,14 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
             )));
         }
     }
-    if training.outputs().len() > 1 {
-        let data = training;
+    if outputs.len() > 1 {
         for &m in &models {
             shares_basis(m).map_err(|why| {
                 Error::BadInput(format!(
                     "--models {}: cannot fit the {} targets on one basis: {why} (the families \
                      that can: exact, spgp, vsgp, spgp-dr)",
                     m.name(),
-                    data.outputs().len()
+                    outputs.len()
                 ))
             })?;
         }
@@ -372,15 +342,14 @@ impl TestSet {
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
-    pub fn read<'a>(input: &Input, train: impl Into<Training<'a>>) -> Result<TestSet> {
-        let data: Training<'a> = train.into();
-        let train = match data.outputs() {
+    pub fn read(input: &Input, train: &(impl Outputs + ?Sized)) -> Result<TestSet> {
+        let train = match train.outputs() {
             [train] => train,
             outputs => {
-                let names = &data.first().input_names;
+                let names = &outputs[0].input_names;
                 let mut x = DMatrix::zeros(0, 0);
                 let mut targets = Vec::with_capacity(outputs.len());
-                for output in data.outputs() {
+                for output in outputs {
                     let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
                     x = read_x;
                     targets.push(y);
@@ -583,21 +552,22 @@ pub struct Sweep {
 /// Fits, exports and evaluates every point of `points` (from [`grid`]) on
 /// `train`, evaluates it on `test`, and marks the most accurate row within
 /// `budget`. `progress` is called from the worker threads.
-pub fn sweep<'a>(
-    train: impl Into<Training<'a>>,
+pub fn sweep(
+    train: &(impl Outputs + ?Sized),
     test: &TestSet,
     points: &[GridPoint],
     seed: u64,
     budget: Budget,
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Sweep {
-    let train = train.into();
-    let raw_x = train.first().raw_x();
+    let train = train.outputs();
+    let first = &train[0];
+    let raw_x = first.raw_x();
     let finished = AtomicUsize::new(0);
     let mut rows: Vec<Row> = points
         .par_iter()
         .map(|point| {
-            let row = run_point(&train, &raw_x, test, point, seed, budget, progress);
+            let row = run_point(train, &raw_x, test, point, seed, budget, progress);
             progress(SweepProgress::Finished {
                 done: finished.fetch_add(1, Ordering::Relaxed) + 1,
                 total: points.len(),
@@ -605,7 +575,6 @@ pub fn sweep<'a>(
             row
         })
         .collect();
-    let first = train.first();
     let task = match first.target {
         TargetKind::Continuous => Task::Regression,
         _ => Task::Classification,
@@ -618,11 +587,7 @@ pub fn sweep<'a>(
         test: test.source.clone(),
         test_rows: test.rows(),
         inputs: first.n_inputs(),
-        targets: train
-            .outputs()
-            .iter()
-            .map(|d| d.target_name.clone())
-            .collect(),
+        targets: train.iter().map(|d| d.target_name.clone()).collect(),
         budget,
         cost_model: *CORTEX_M4,
         cost_formula: CORTEX_M4.formula(),
@@ -632,7 +597,7 @@ pub fn sweep<'a>(
 }
 
 fn run_point(
-    train: &Training,
+    train: &[Dataset],
     raw_x: &DMatrix<f64>,
     test: &TestSet,
     point: &GridPoint,
@@ -674,7 +639,7 @@ fn run_point(
 /// `params`' fit of `train`, exported as `sgp fit` exports it: the blob
 /// and the export cure, if any.
 fn fit_and_export(
-    train: &Training,
+    train: &[Dataset],
     raw_x: &DMatrix<f64>,
     params: &FitParams,
     progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
@@ -686,7 +651,7 @@ fn fit_and_export(
         choose_objective: true,
         choose_kernel: false,
     };
-    let mut fitted = choose::fit(train.outputs(), &request, progress)?;
+    let mut fitted = choose::fit(train, &request, progress)?;
     let exported = export(&mut fitted, raw_x, false)?;
     Ok((exported.blob, exported.cure))
 }

@@ -10,7 +10,7 @@ use sgp_trainer::fit::Method;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER};
 use sgp_trainer::tools::sweep::{
-    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
 use sgp_trainer::{Error, Result};
 
@@ -103,7 +103,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             ));
         }
         several = MultiTargetData::from_input(&data_input, &targets)?;
-        (Training::from(&several), Task::Regression)
+        (several.outputs(), Task::Regression)
     } else {
         let data = Dataset::from_input(&data_input, args.target.as_deref())?;
         let asked_models = args.models.clone().unwrap_or_default();
@@ -136,7 +136,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             warn_about_columns(&target.data);
         }
         single = target.data;
-        (Training::from(&single), task)
+        (std::slice::from_ref(&single), task)
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
