@@ -217,7 +217,7 @@ impl Dataset {
         let mut all_names = input_names.clone();
         all_names.push(target_name.clone());
         check_names(&all_names, SOURCE)?;
-        for (j, col) in x_raw.column_iter().enumerate() {
+        for (j, col) in x_raw.column_iter().chain([y_raw.column(0)]).enumerate() {
             if let Some(i) = col.iter().position(|v| !v.is_finite()) {
                 return Err(Error::BadInput(format!(
                     "{SOURCE}: data row {}, column '{}': value {} is not finite",
@@ -226,13 +226,6 @@ impl Dataset {
                     col.get(i).copied().unwrap_or(f64::NAN)
                 )));
             }
-        }
-        if let Some(i) = y_raw.iter().position(|v| !v.is_finite()) {
-            return Err(Error::BadInput(format!(
-                "{SOURCE}: data row {}, column '{target_name}': value {} is not finite",
-                i + 1,
-                y_raw.get(i).copied().unwrap_or(f64::NAN)
-            )));
         }
         build(SOURCE, x_raw, y_raw, input_names, target_name)
     }
