@@ -254,6 +254,8 @@ impl Dataset {
             }
             shown.join(", ")
         };
+        // A value within rounding of an integer is that integer.
+        let snap = |v: f64| if is_class(v, v.round()) { v.round() } else { v };
         let integral = classes.iter().all(|v| is_class(*v, v.round()));
         if classes.len() > 2 && !integral {
             return Err(Error::BadInput(format!(
@@ -267,21 +269,14 @@ impl Dataset {
                 .iter()
                 .copied()
                 .find(|&v| is_class(v, p))
-                .map(|v| if is_class(v, v.round()) { v.round() } else { v })
+                .map(snap)
                 .ok_or_else(|| {
                     Error::BadInput(format!(
                         "{source}: --positive {p} does not occur in target column '{name}' (values: {})",
                         listed(&classes)
                     ))
                 })?,
-            None if classes.len() == 2 => {
-                let v = classes[1];
-                if is_class(v, v.round()) {
-                    v.round()
-                } else {
-                    v
-                }
-            }
+            None if classes.len() == 2 => snap(classes[1]),
             None => {
                 return Err(Error::BadInput(format!(
                     "{source}: target column '{name}' holds {} distinct values ({}): --link probit needs exactly two, or --positive VALUE to name the positive class (every other value is negative)",

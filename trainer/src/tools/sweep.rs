@@ -917,11 +917,7 @@ impl fmt::Display for Sweep {
             match &row.outcome {
                 Outcome::Ok(done) => {
                     let figures = match &done.figures {
-                        Figures::Regression(e) => [
-                            format!("{:.4}", e.nlpd),
-                            number(e.rmse),
-                            format!("{:.3}", e.coverage_95),
-                        ],
+                        Figures::Regression(e) => regression_cells(e),
                         Figures::Classification(c) => [
                             format!("{:.4}", c.error_rate),
                             format!("{:.4}", c.log_loss),
@@ -952,15 +948,12 @@ impl fmt::Display for Sweep {
                         done.instructions,
                     )?;
                     for output in &done.outputs {
-                        let e = &output.evaluation;
+                        let [nlpd, rmse, cover] = regression_cells(&output.evaluation);
+                        let name = &output.output;
                         writeln!(
                             f,
-                            "    {:<label_width$} {:>18} {:>9} {:>10} {:>8}",
-                            output.output,
-                            "",
-                            format!("{:.4}", e.nlpd),
-                            number(e.rmse),
-                            format!("{:.3}", e.coverage_95),
+                            "    {name:<label_width$} {:>18} {nlpd:>9} {rmse:>10} {cover:>8}",
+                            ""
                         )?;
                     }
                 }
@@ -1032,6 +1025,12 @@ impl fmt::Display for Sweep {
             self.cost_formula
         )
     }
+}
+
+/// A regression row's NLPD, RMSE and 95% coverage as the table prints them.
+fn regression_cells(e: &Evaluation) -> [String; 3] {
+    let (nlpd, cover) = (format!("{:.4}", e.nlpd), format!("{:.3}", e.coverage_95));
+    [nlpd, number(e.rmse), cover]
 }
 
 /// Four decimals, or scientific notation where they would not show the
