@@ -12,7 +12,7 @@ use sgp_trainer::export::{check, compare, far_points};
 use sgp_trainer::fit::gplasso::GplassoRefit;
 use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::{ModelSet, TrainedModel};
-use sgp_trainer::tools::demo::synthetic;
+use sgp_trainer::tools::synth::synthetic;
 
 /// `model` as a set of one.
 fn one(model: &TrainedModel) -> ModelSet {

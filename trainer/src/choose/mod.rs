@@ -537,7 +537,7 @@ mod tests {
     use crate::fit::{fit as fit_family, ProjectedParams};
     use crate::model::features::BasisWidths;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::demo::synthetic;
+    use crate::tools::synth::synthetic;
     use crate::tools::synth::{dataset, Shape};
 
     /// The FITC fit of `params` on `data`, then the collapse rule under

@@ -56,6 +56,11 @@ impl TargetColumn {
             .collect();
         let at = |i: usize| places.get(i).map_or_else(String::new, Place::describe);
         let cell = |i: usize| cells.get(i).map_or("", String::as_str);
+        // Up to four more rows after the first, as `line L (data row R) 'CELL'`.
+        let others = |rows: &[usize]| -> Vec<String> {
+            let more = rows.iter().skip(1).take(4);
+            more.map(|&i| format!("{} '{}'", at(i), cell(i))).collect()
+        };
         let Some(&first) = text.first() else {
             return Ok(TargetColumn::Numbers(
                 cells
@@ -66,12 +71,7 @@ impl TargetColumn {
         };
         let numbers = cells.len() - text.len();
         if numbers > text.len() {
-            let others: Vec<String> = text
-                .iter()
-                .skip(1)
-                .take(4)
-                .map(|&i| format!("{} '{}'", at(i), cell(i)))
-                .collect();
+            let others = others(&text);
             let more = text.len().saturating_sub(5);
             return Err(Error::BadInput(format!(
                 "{source}: {}, column '{column}': '{}' is not a number; the column holds numbers \
@@ -129,12 +129,7 @@ impl TargetColumn {
                 .take(12)
                 .map(|(n, c)| format!("'{n}' x{c}"))
                 .collect();
-            let others: Vec<String> = once
-                .iter()
-                .skip(1)
-                .take(4)
-                .map(|&j| format!("{} '{}'", at(j), cell(j)))
-                .collect();
+            let others = others(&once);
             return Err(Error::BadInput(format!(
                 "{source}: {}, column '{column}': label '{}' appears in no other row{} (labels: \
                  {}{}): a classifier needs every class in at least two rows; a typing error?",

@@ -170,13 +170,7 @@ impl Dataset {
     }
 
     fn from_table(table: Table, source: &str) -> Result<Dataset> {
-        let d = table.names.len().saturating_sub(1);
-        let n = table.rows.len();
-        let x_raw = DMatrix::from_row_iterator(
-            n,
-            d,
-            table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-        );
+        let x_raw = table.inputs(table.names.len().saturating_sub(1));
         let mut names = table.names;
         let target_name = names.pop().unwrap_or_default();
         let (y_raw, class_labels) =
@@ -223,7 +217,7 @@ impl Dataset {
         let mut all_names = input_names.clone();
         all_names.push(target_name.clone());
         check_names(&all_names, SOURCE)?;
-        for (j, col) in x_raw.column_iter().enumerate() {
+        for (j, col) in x_raw.column_iter().chain([y_raw.column(0)]).enumerate() {
             if let Some(i) = col.iter().position(|v| !v.is_finite()) {
                 return Err(Error::BadInput(format!(
                     "{SOURCE}: data row {}, column '{}': value {} is not finite",
@@ -232,13 +226,6 @@ impl Dataset {
                     col.get(i).copied().unwrap_or(f64::NAN)
                 )));
             }
-        }
-        if let Some(i) = y_raw.iter().position(|v| !v.is_finite()) {
-            return Err(Error::BadInput(format!(
-                "{SOURCE}: data row {}, column '{target_name}': value {} is not finite",
-                i + 1,
-                y_raw.get(i).copied().unwrap_or(f64::NAN)
-            )));
         }
         build(SOURCE, x_raw, y_raw, input_names, target_name)
     }
@@ -267,6 +254,8 @@ impl Dataset {
             }
             shown.join(", ")
         };
+        // A value within rounding of an integer is that integer.
+        let snap = |v: f64| if is_class(v, v.round()) { v.round() } else { v };
         let integral = classes.iter().all(|v| is_class(*v, v.round()));
         if classes.len() > 2 && !integral {
             return Err(Error::BadInput(format!(
@@ -280,21 +269,14 @@ impl Dataset {
                 .iter()
                 .copied()
                 .find(|&v| is_class(v, p))
-                .map(|v| if is_class(v, v.round()) { v.round() } else { v })
+                .map(snap)
                 .ok_or_else(|| {
                     Error::BadInput(format!(
                         "{source}: --positive {p} does not occur in target column '{name}' (values: {})",
                         listed(&classes)
                     ))
                 })?,
-            None if classes.len() == 2 => {
-                let v = classes[1];
-                if is_class(v, v.round()) {
-                    v.round()
-                } else {
-                    v
-                }
-            }
+            None if classes.len() == 2 => snap(classes[1]),
             None => {
                 return Err(Error::BadInput(format!(
                     "{source}: target column '{name}' holds {} distinct values ({}): --link probit needs exactly two, or --positive VALUE to name the positive class (every other value is negative)",
@@ -607,25 +589,8 @@ pub(crate) fn training_columns(
 /// the target, may be present in any order and are ignored (they need not
 /// be numeric).
 pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>> {
-    let source = input.name();
-    let table = read_table(input, false, |h| columns_named(h, input_names, source))?;
-    Ok(inputs_of(&table, input_names.len()))
-}
-
-/// The columns named `names`, by name, in that order.
-fn columns_named(header: &[String], names: &[String], source: &str) -> Result<Vec<usize>> {
-    names
-        .iter()
-        .map(|name| find_column(header, name, source))
-        .collect()
-}
-
-fn inputs_of(table: &Table, d: usize) -> DMatrix<f64> {
-    DMatrix::from_row_iterator(
-        table.rows.len(),
-        d,
-        table.rows.iter().flat_map(|r| r.iter().take(d).copied()),
-    )
+    let table = read_named(input, input_names, None, Columns::Named)?;
+    Ok(table.inputs(input_names.len()))
 }
 
 /// Reads the named inputs and the `target` column of a CSV or Parquet
@@ -636,7 +601,8 @@ pub fn read_inputs_and_target(
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    inputs_and_target(input, input_names, target, false)
+    let table = read_named(input, input_names, Some(target), Columns::Named)?;
+    Ok(table.inputs_and_last(input_names.len()))
 }
 
 /// A cell as text and where it is (`source: line L (data row R), column
@@ -655,11 +621,8 @@ pub fn read_inputs_and_labels(
     target: &str,
 ) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
     let source = input.name();
-    target_not_an_input(input_names, target, source)?;
-    let table = read_table(input, true, |header| {
-        named_columns(header, input_names, target, source)
-    })?;
-    let x = inputs_of(&table, input_names.len());
+    let table = read_named(input, input_names, Some(target), Columns::TargetAsText)?;
+    let x = table.inputs(input_names.len());
     let places = table
         .last_places
         .iter()
@@ -693,7 +656,7 @@ pub(crate) fn read_inputs_and_targets(
     })?;
     let (n, p) = (table.rows.len(), targets.len());
     let d = table.names.len().saturating_sub(p);
-    let x = inputs_of(&table, d);
+    let x = table.inputs(d);
     let y = DMatrix::from_row_iterator(
         n,
         p,
@@ -716,91 +679,79 @@ pub(crate) fn read_same_columns(
     input_names: &[String],
     target: &str,
 ) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    inputs_and_target(input, input_names, target, true)
+    let table = read_named(input, input_names, Some(target), Columns::Exactly)?;
+    Ok(table.inputs_and_last(input_names.len()))
 }
 
-/// Refuses a target that is one of the inputs: its predictions would be
-/// scored against an input (`sgp eval --target x1`).
-fn target_not_an_input(input_names: &[String], target: &str, source: &str) -> Result<()> {
-    if input_names.iter().any(|n| n == target) {
+/// How [`read_named`] treats the file's columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    /// Picks the named ones, ignoring the others.
+    Named,
+    /// As `Named`, keeping the target's cells as text (class labels).
+    TargetAsText,
+    /// The file must hold the named columns and no other.
+    Exactly,
+}
+
+/// The columns `input_names`, then `target` if any, picked by name: the
+/// one reading path of files whose columns a model names. A target that
+/// is one of the inputs is refused: its predictions would be scored
+/// against an input (`sgp eval --target x1`).
+fn read_named(
+    input: &Input,
+    input_names: &[String],
+    target: Option<&str>,
+    columns: Columns,
+) -> Result<Table> {
+    let source = input.name();
+    if let Some(target) = target.filter(|t| input_names.iter().any(|n| n == t)) {
         return Err(Error::BadInput(format!(
             "{source}: target column '{target}' is one of the model's inputs ({}): predictions \
              would be scored against an input; name the column that holds the target",
             input_names.join(", ")
         )));
     }
-    Ok(())
-}
-
-/// The columns `input_names`, then `target`, by name.
-fn named_columns(
-    header: &[String],
-    input_names: &[String],
-    target: &str,
-    source: &str,
-) -> Result<Vec<usize>> {
-    input_names
+    let wanted: Vec<&str> = input_names
         .iter()
         .map(String::as_str)
-        .chain(std::iter::once(target))
-        .map(|name| find_column(header, name, source))
-        .collect()
-}
-
-fn inputs_and_last(table: &Table, d: usize) -> (DMatrix<f64>, DVector<f64>) {
-    let n = table.rows.len();
-    let y = DVector::from_iterator(n, table.rows.iter().filter_map(|r| r.last().copied()));
-    (inputs_of(table, d), y)
-}
-
-fn inputs_and_target(
-    input: &Input,
-    input_names: &[String],
-    target: &str,
-    exact: bool,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let source = input.name();
-    target_not_an_input(input_names, target, source)?;
-    let wanted = || {
-        input_names
-            .iter()
-            .map(String::as_str)
-            .chain(std::iter::once(target))
-    };
-    let table = read_table(input, false, |header| {
-        if exact {
-            let missing: Vec<&str> = wanted()
+        .chain(target)
+        .collect();
+    read_table(input, columns == Columns::TargetAsText, |header| {
+        if columns == Columns::Exactly {
+            let missing: Vec<&str> = wanted
+                .iter()
+                .copied()
                 .filter(|w| !header.iter().any(|h| h == w))
                 .collect();
             let extra: Vec<&str> = header
                 .iter()
                 .map(String::as_str)
-                .filter(|h| !wanted().any(|w| w == *h))
+                .filter(|h| !wanted.contains(h))
                 .collect();
             if !missing.is_empty() || !extra.is_empty() {
-                let quoted = |names: &[&str]| {
-                    names
-                        .iter()
-                        .map(|n| format!("'{n}'"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
                 let differences: Vec<String> = [("missing", &missing), ("extra", &extra)]
                     .into_iter()
                     .filter(|(_, names)| !names.is_empty())
-                    .map(|(what, names)| format!("{what} {}", quoted(names)))
+                    .map(|(what, names)| {
+                        let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+                        format!("{what} {}", quoted.join(", "))
+                    })
                     .collect();
                 return Err(Error::BadInput(format!(
                     "{source}: its columns differ from the training data's (inputs {}, target \
-                     '{target}'): {}",
+                     '{}'): {}",
                     input_names.join(", "),
+                    target.unwrap_or_default(),
                     differences.join("; ")
                 )));
             }
         }
-        named_columns(header, input_names, target, source)
-    })?;
-    Ok(inputs_and_last(&table, input_names.len()))
+        wanted
+            .iter()
+            .map(|name| find_column(header, name, source))
+            .collect()
+    })
 }
 
 /// Where a cell is: its 1-based line in a text file (none in Parquet) and
@@ -833,6 +784,26 @@ pub(crate) struct Table {
     pub(crate) last_cells: Vec<String>,
     /// Where each of those cells is.
     pub(crate) last_places: Vec<Place>,
+}
+
+impl Table {
+    /// The first `d` selected columns (N x D).
+    fn inputs(&self, d: usize) -> DMatrix<f64> {
+        DMatrix::from_row_iterator(
+            self.rows.len(),
+            d,
+            self.rows.iter().flat_map(|r| r.iter().take(d).copied()),
+        )
+    }
+
+    /// The first `d` selected columns and the last.
+    fn inputs_and_last(&self, d: usize) -> (DMatrix<f64>, DVector<f64>) {
+        let last = self.rows.iter().filter_map(|r| r.last().copied());
+        (
+            self.inputs(d),
+            DVector::from_iterator(self.rows.len(), last),
+        )
+    }
 }
 
 /// Reads a CSV or Parquet input, letting `select` choose column indices
@@ -870,53 +841,25 @@ fn read_csv_table<R: Read>(
     let mut rows = Vec::new();
     let mut last_cells = Vec::new();
     let mut last_places = Vec::new();
-    let mut record = csv::StringRecord::new();
-    let mut data_row = 0u64;
-    loop {
-        match csv.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(csv_error(source, &e)),
-        }
-        data_row += 1;
-        let at = Place {
-            line: Some(record.position().map_or(0, |p| p.line())),
-            row: data_row,
-        };
-        let place = format!("{source}: {}", at.describe());
-        if record.len() != header.len() {
-            return Err(Error::BadInput(format!(
-                "{place}: has {} fields but the header has {} columns",
-                record.len(),
-                header.len()
-            )));
-        }
-        let mut row = Vec::with_capacity(selected.len());
+    for_each_record(&mut csv, source, header.len(), |record, at| {
         if let (true, Some(&c)) = (last_as_text, selected.last()) {
-            let name = header.get(c).map_or("", String::as_str);
             let cell = record.get(c).unwrap_or("");
-            match parse_cell(cell) {
-                Ok(_) => {}
-                // Missing and non-finite values are refused as in any column.
-                Err(why) if cell.is_empty() || cell.parse::<f64>().is_ok() => {
-                    return Err(Error::BadInput(format!("{place}, column '{name}': {why}")))
-                }
-                // Text: a class label, or a bad cell in a column of numbers
-                // (TargetColumn::parse tells which).
-                Err(_) => {}
+            // Missing and non-finite values are refused as in any column;
+            // other text is a class label, or a bad cell in a column of
+            // numbers (TargetColumn::parse tells which).
+            if cell.is_empty() || cell.parse::<f64>().is_ok() {
+                cell_value(record, c, &header, source, at)?;
             }
             last_cells.push(cell.to_owned());
             last_places.push(at);
         }
-        for &c in selected.iter().take(numeric) {
-            let name = header.get(c).map_or("", String::as_str);
-            let cell = record.get(c).unwrap_or("");
-            let value = parse_cell(cell)
-                .map_err(|why| Error::BadInput(format!("{place}, column '{name}': {why}")))?;
-            row.push(value);
-        }
-        rows.push(row);
-    }
+        let row = selected.iter().take(numeric);
+        rows.push(
+            row.map(|&c| cell_value(record, c, &header, source, at))
+                .collect::<Result<Vec<f64>>>()?,
+        );
+        Ok(())
+    })?;
     if rows.is_empty() {
         return Err(Error::BadInput(format!(
             "{source}: no data rows after the header"
@@ -927,6 +870,54 @@ fn read_csv_table<R: Read>(
         rows,
         last_cells,
         last_places,
+    })
+}
+
+/// Reads each data record of `csv`, whose header is `width` columns wide,
+/// and hands it to `f` with its place; a ragged record is refused with its
+/// place and widths.
+pub(crate) fn for_each_record<R: Read>(
+    csv: &mut csv::Reader<R>,
+    source: &str,
+    width: usize,
+    mut f: impl FnMut(&csv::StringRecord, Place) -> Result<()>,
+) -> Result<()> {
+    let mut record = csv::StringRecord::new();
+    let mut row = 0u64;
+    while csv
+        .read_record(&mut record)
+        .map_err(|e| csv_error(source, &e))?
+    {
+        row += 1;
+        let line = Some(record.position().map_or(0, |p| p.line()));
+        let at = Place { line, row };
+        if record.len() != width {
+            return Err(Error::BadInput(format!(
+                "{source}: {}: has {} fields but the header has {width} columns",
+                at.describe(),
+                record.len()
+            )));
+        }
+        f(&record, at)?;
+    }
+    Ok(())
+}
+
+/// The number in cell `c` of a record at `at`; a bad cell is an error
+/// naming the file, the place and the column (`header[c]`).
+pub(crate) fn cell_value(
+    record: &csv::StringRecord,
+    c: usize,
+    header: &[String],
+    source: &str,
+    at: Place,
+) -> Result<f64> {
+    parse_cell(record.get(c).unwrap_or("")).map_err(|why| {
+        let name = header.get(c).map_or("", String::as_str);
+        Error::BadInput(format!(
+            "{source}: {}, column '{name}': {why}",
+            at.describe()
+        ))
     })
 }
 

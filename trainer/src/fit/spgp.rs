@@ -142,7 +142,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::demo::synthetic;
+    use crate::tools::synth::synthetic;
 
     #[test]
     fn a_kernel_collapsed_when_its_signal_is_negligible_against_its_noise() {

@@ -170,7 +170,7 @@ mod tests {
     use crate::model::features::BasisWidths;
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::demo::synthetic;
+    use crate::tools::synth::synthetic;
     use crate::Error;
 
     fn data(n: usize) -> Dataset {

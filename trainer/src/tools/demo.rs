@@ -200,9 +200,6 @@ pub fn figure1_words(lo: f64, hi: f64, exact: (f64, f64), fits: &[Figure1Outcome
     lines.join("\n")
 }
 
-/// The D-dimensional ridge data of `sgp synth` ([`crate::tools::synth`]).
-pub use crate::tools::synth::synthetic;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,14 +87,12 @@ pub fn plot_svg(outputs: &[OutputPlot], x: &DMatrix<f64>, source: &str) -> Resul
             first.y.len()
         );
         let root = root.titled(&title, (FONT, 22)).map_err(drawing)?;
-        for (output, area) in outputs.iter().zip(root.split_evenly((rows, 1))) {
+        for (output, mut area) in outputs.iter().zip(root.split_evenly((rows, 1))) {
             if rows > 1 {
                 let caption = format!("output {}", output.spec.target_name);
-                let area = area.titled(&caption, (FONT, 18)).map_err(drawing)?;
-                draw_output(&area, output, x)?;
-            } else {
-                draw_output(&area, output, x)?;
+                area = area.titled(&caption, (FONT, 18)).map_err(drawing)?;
             }
+            draw_output(&area, output, x)?;
         }
         root.present().map_err(drawing)?;
     }
@@ -144,7 +142,7 @@ fn drawing(e: impl std::fmt::Display) -> Error {
     Error::Numerical(format!("drawing the plot: {e}"))
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// `(lo, hi)` of `values`, widened by `pad` of the span on each side (a
 /// unit span around a single value).
@@ -192,7 +190,7 @@ fn basis_locations(spec: &ModelSpec) -> Vec<(f64, Option<f64>)> {
         .collect()
 }
 
-type Chart<'a, 'b> = ChartContext<
+pub(crate) type Chart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,

@@ -7,6 +7,7 @@
 
 use plotters::prelude::*;
 
+use crate::tools::plot::{Area, Chart};
 use crate::tools::replay::Replay;
 use crate::{Error, Result};
 
@@ -50,33 +51,12 @@ pub fn replay_svg(replay: &Replay, window: usize, source: &str, settings: &str) 
             .steps
             .iter()
             .flat_map(|s| [s.target, s.mean - band(s), s.mean + band(s)]);
-        let (lo, hi) = values
-            .filter(|v| v.is_finite())
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
-            });
-        let pad = if hi > lo { 0.05 * (hi - lo) } else { 1.0 };
-        let mut chart = ChartBuilder::on(&top)
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..n, (lo - pad)..(hi + pad))
-            .map_err(drawing)?;
         let what = if replay.classifier {
             "P(y = +1) and label"
         } else {
             trace.name.as_str()
         };
-        chart
-            .configure_mesh()
-            .x_desc("row")
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_desc(what)
-            .axis_desc_style((FONT, 15))
-            .label_style((FONT, 12))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(drawing)?;
+        let mut chart = panel(&top, n, values, (0.05, 1.0), what)?;
         if !replay.classifier {
             let upper = trace
                 .steps
@@ -133,36 +113,13 @@ pub fn replay_svg(replay: &Replay, window: usize, source: &str, settings: &str) 
             .iter()
             .map(|w| (0.5 * (w.start + w.end) as f64, w.nlpd))
             .collect();
-        let (lo, hi) = losses
-            .iter()
-            .map(|&(_, v)| v)
-            .filter(|v| v.is_finite())
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
-            });
-        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-        let pad = if hi > lo { 0.1 * (hi - lo) } else { 0.5 };
-        let mut chart = ChartBuilder::on(&bottom)
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..n, (lo - pad)..(hi + pad))
-            .map_err(drawing)?;
         let loss = if replay.classifier {
             format!("log loss per {window} rows")
         } else {
             format!("mean NLPD per {window} rows")
         };
-        chart
-            .configure_mesh()
-            .x_desc("row")
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_desc(loss.as_str())
-            .axis_desc_style((FONT, 15))
-            .label_style((FONT, 12))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(drawing)?;
+        let values = losses.iter().map(|&(_, v)| v);
+        let mut chart = panel(&bottom, n, values, (0.1, 0.5), &loss)?;
         chart
             .draw_series(LineSeries::new(
                 losses.iter().copied(),
@@ -175,4 +132,39 @@ pub fn replay_svg(replay: &Replay, window: usize, source: &str, settings: &str) 
         root.present().map_err(drawing)?;
     }
     Ok(svg)
+}
+
+/// A panel over rows `0..n` and the finite `values`, padded by `pad` of
+/// their span (`flat` without one; 0 to 1 without any), its axes drawn.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    n: f64,
+    values: impl Iterator<Item = f64>,
+    (pad, flat): (f64, f64),
+    y_desc: &str,
+) -> Result<Chart<'a, 'b>> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let pad = if hi > lo { pad * (hi - lo) } else { flat };
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..n, (lo - pad)..(hi + pad))
+        .map_err(drawing)?;
+    chart
+        .configure_mesh()
+        .x_desc("row")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_desc(y_desc)
+        .axis_desc_style((FONT, 15))
+        .label_style((FONT, 12))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(drawing)?;
+    Ok(chart)
 }

@@ -25,7 +25,7 @@ use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 
 use crate::choose::{self, Asked, Request};
-use crate::data::multi_target::MultiTargetData;
+use crate::data::multi_target::Outputs;
 use crate::data::{
     is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
     TargetKind,
@@ -36,6 +36,7 @@ use crate::export::export;
 use crate::export::output_blob::output_specs;
 use crate::files::Input;
 use crate::fit::{shares_basis, FitParams, Method};
+use crate::numerics::optimise::Progress;
 use crate::options::{Options, DEFAULT_M};
 use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
 use crate::{Error, Result};
@@ -54,42 +55,6 @@ pub struct SweepSpec {
     pub kernels: Vec<Kernel>,
     /// Seed of every fit.
     pub seed: u64,
-}
-
-/// The training data of a sweep: one data set per target, over the same
-/// inputs (several targets are fitted on one basis), and a binary
-/// classifier's labels `[negative, positive]`, which its blobs carry as
-/// `sgp fit`'s do.
-#[derive(Clone, Copy, Debug)]
-pub struct Training<'a>(&'a [Dataset], &'a [String]);
-
-impl<'a> From<&'a Dataset> for Training<'a> {
-    fn from(data: &'a Dataset) -> Self {
-        Training(std::slice::from_ref(data), &[])
-    }
-}
-
-impl<'a> From<&'a MultiTargetData> for Training<'a> {
-    fn from(data: &'a MultiTargetData) -> Self {
-        Training(data.outputs(), &[])
-    }
-}
-
-impl<'a> Training<'a> {
-    /// The first target's data: inputs, names and rows of all.
-    pub fn first(&self) -> &'a Dataset {
-        &self.0[0]
-    }
-
-    /// Every target's data, in target order.
-    pub fn outputs(&self) -> &'a [Dataset] {
-        self.0
-    }
-
-    /// These data with a binary classifier's labels `[negative, positive]`.
-    pub fn with_labels(self, labels: &'a [String]) -> Self {
-        Training(self.0, labels)
-    }
 }
 
 /// Device limits; `None` is no limit.
@@ -254,9 +219,9 @@ impl GridPoint {
 /// than the inputs, `--dim` without a projected family or a projected
 /// family without `--dim`, a regression family on a binary target, and
 /// for several targets a family that cannot fit them on one basis.
-pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<GridPoint>> {
-    let training = train.into();
-    let train = training.first();
+pub fn grid(spec: &SweepSpec, train: &(impl Outputs + ?Sized)) -> Result<Vec<GridPoint>> {
+    let outputs = train.outputs();
+    let train = &outputs[0];
     let models = distinct(&spec.models);
     let ms = distinct(&spec.m);
     let dims = distinct(&spec.dims);
@@ -272,15 +237,14 @@ pub fn grid<'a>(spec: &SweepSpec, train: impl Into<Training<'a>>) -> Result<Vec<
             )));
         }
     }
-    if training.outputs().len() > 1 {
-        let data = training;
+    if outputs.len() > 1 {
         for &m in &models {
             shares_basis(m).map_err(|why| {
                 Error::BadInput(format!(
                     "--models {}: cannot fit the {} targets on one basis: {why} (the families \
                      that can: exact, spgp, vsgp, spgp-dr)",
                     m.name(),
-                    data.outputs().len()
+                    outputs.len()
                 ))
             })?;
         }
@@ -379,15 +343,14 @@ impl TestSet {
     ///
     /// # Errors
     /// [`Error::BadInput`] for different columns and every data error.
-    pub fn read<'a>(input: &Input, train: impl Into<Training<'a>>) -> Result<TestSet> {
-        let data: Training<'a> = train.into();
-        let train = match data.outputs() {
+    pub fn read(input: &Input, train: &(impl Outputs + ?Sized)) -> Result<TestSet> {
+        let train = match train.outputs() {
             [train] => train,
             outputs => {
-                let names = &data.first().input_names;
+                let names = &outputs[0].input_names;
                 let mut x = DMatrix::zeros(0, 0);
                 let mut targets = Vec::with_capacity(outputs.len());
-                for output in data.outputs() {
+                for output in outputs {
                     let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
                     x = read_x;
                     targets.push(y);
@@ -589,22 +552,29 @@ pub struct Sweep {
 
 /// Fits, exports and evaluates every point of `points` (from [`grid`]) on
 /// `train`, evaluates it on `test`, and marks the most accurate row within
-/// `budget`. `progress` is called from the worker threads.
-pub fn sweep<'a>(
-    train: impl Into<Training<'a>>,
+/// `budget`; a binary classifier's blobs carry `labels` `[negative,
+/// positive]` as `sgp fit`'s do (empty: none). `progress` is called from
+/// the worker threads.
+pub fn sweep(
+    train: &(impl Outputs + ?Sized),
+    labels: &[String],
     test: &TestSet,
     points: &[GridPoint],
     seed: u64,
     budget: Budget,
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Sweep {
-    let train = train.into();
-    let raw_x = train.first().raw_x();
+    let train = train.outputs();
+    let first = &train[0];
+    let raw_x = first.raw_x();
     let finished = AtomicUsize::new(0);
     let mut rows: Vec<Row> = points
         .par_iter()
         .map(|point| {
-            let row = run_point(&train, &raw_x, test, point, seed, budget, progress);
+            let fit = |params: &FitParams, progress: &mut dyn FnMut(Progress)| {
+                fit_and_export(train, labels, &raw_x, params, progress)
+            };
+            let row = run_point(&fit, test, point, seed, budget, progress);
             progress(SweepProgress::Finished {
                 done: finished.fetch_add(1, Ordering::Relaxed) + 1,
                 total: points.len(),
@@ -612,7 +582,6 @@ pub fn sweep<'a>(
             row
         })
         .collect();
-    let first = train.first();
     let task = match first.target {
         TargetKind::Continuous => Task::Regression,
         _ => Task::Classification,
@@ -625,11 +594,7 @@ pub fn sweep<'a>(
         test: test.source.clone(),
         test_rows: test.rows(),
         inputs: first.n_inputs(),
-        targets: train
-            .outputs()
-            .iter()
-            .map(|d| d.target_name.clone())
-            .collect(),
+        targets: train.iter().map(|d| d.target_name.clone()).collect(),
         budget,
         cost_model: *CORTEX_M4,
         cost_formula: CORTEX_M4.formula(),
@@ -638,9 +603,12 @@ pub fn sweep<'a>(
     }
 }
 
+/// The fit of one point, exported: the blob and the export cure, if any.
+type FitPoint<'a> =
+    dyn Fn(&FitParams, &mut dyn FnMut(Progress)) -> Result<(Vec<u8>, Option<Cure>)> + 'a;
+
 fn run_point(
-    train: &Training,
-    raw_x: &DMatrix<f64>,
+    fit: &FitPoint,
     test: &TestSet,
     point: &GridPoint,
     seed: u64,
@@ -652,7 +620,7 @@ fn run_point(
     let started = Instant::now();
     let mut reported = 0;
     let result = params.and_then(|params| {
-        fit_and_export(train, raw_x, &params, &mut |p| {
+        fit(&params, &mut |p| {
             let now = p.iteration.min(iterations);
             if now > reported {
                 progress(SweepProgress::Iterations(now - reported));
@@ -678,13 +646,14 @@ fn run_point(
     }
 }
 
-/// `params`' fit of `train`, exported as `sgp fit` exports it: the blob
-/// and the export cure, if any.
+/// `params`' fit of `train`, exported as `sgp fit` exports it (with a
+/// binary classifier's `labels`): the blob and the export cure, if any.
 fn fit_and_export(
-    train: &Training,
+    train: &[Dataset],
+    labels: &[String],
     raw_x: &DMatrix<f64>,
     params: &FitParams,
-    progress: &mut dyn FnMut(crate::numerics::optimise::Progress),
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<(Vec<u8>, Option<Cure>)> {
     // As `sgp fit --model FAMILY` fits it: the objective chosen where open.
     let request = Request {
@@ -693,8 +662,8 @@ fn fit_and_export(
         choose_objective: true,
         choose_kernel: false,
     };
-    let mut fitted = choose::fit(train.outputs(), &request, progress)?;
-    fitted.set.class_labels = train.1.to_vec();
+    let mut fitted = choose::fit(train, &request, progress)?;
+    fitted.set.class_labels = labels.to_vec();
     let exported = export(&mut fitted, raw_x, false)?;
     Ok((exported.blob, exported.cure))
 }
@@ -960,11 +929,7 @@ impl fmt::Display for Sweep {
             match &row.outcome {
                 Outcome::Ok(done) => {
                     let figures = match &done.figures {
-                        Figures::Regression(e) => [
-                            format!("{:.4}", e.nlpd),
-                            number(e.rmse),
-                            format!("{:.3}", e.coverage_95),
-                        ],
+                        Figures::Regression(e) => regression_cells(e),
                         Figures::Classification(c) => [
                             format!("{:.4}", c.error_rate),
                             format!("{:.4}", c.log_loss),
@@ -995,15 +960,12 @@ impl fmt::Display for Sweep {
                         done.instructions,
                     )?;
                     for output in &done.outputs {
-                        let e = &output.evaluation;
+                        let [nlpd, rmse, cover] = regression_cells(&output.evaluation);
+                        let name = &output.output;
                         writeln!(
                             f,
-                            "    {:<label_width$} {:>18} {:>9} {:>10} {:>8}",
-                            output.output,
-                            "",
-                            format!("{:.4}", e.nlpd),
-                            number(e.rmse),
-                            format!("{:.3}", e.coverage_95),
+                            "    {name:<label_width$} {:>18} {nlpd:>9} {rmse:>10} {cover:>8}",
+                            ""
                         )?;
                     }
                 }
@@ -1075,6 +1037,12 @@ impl fmt::Display for Sweep {
             self.cost_formula
         )
     }
+}
+
+/// A regression row's NLPD, RMSE and 95% coverage as the table prints them.
+fn regression_cells(e: &Evaluation) -> [String; 3] {
+    let (nlpd, cover) = (format!("{:.4}", e.nlpd), format!("{:.3}", e.coverage_95));
+    [nlpd, number(e.rmse), cover]
 }
 
 /// Four decimals, or scientific notation where they would not show the
@@ -1406,7 +1374,7 @@ mod tests {
                 counted.fetch_add(1, Ordering::Relaxed);
             }
         };
-        let result = sweep(&train, &test, &points, 0, Budget::default(), &progress);
+        let result = sweep(&train, &[], &test, &points, 0, Budget::default(), &progress);
         // The progress bar ends exactly full.
         assert_eq!(counted.into_inner(), 4);
         assert_eq!(iterations.into_inner(), total);
@@ -1459,7 +1427,7 @@ mod tests {
             other => panic!("expected a refusal, got {other:?}"),
         }
         let points = grid(&spec(&[Method::Spgp], &[4, 6], &[]), &train).unwrap();
-        let result = sweep(&train, &test, &points, 0, Budget::default(), &|_| {});
+        let result = sweep(&train, &[], &test, &points, 0, Budget::default(), &|_| {});
         assert_eq!(result.targets, ["ex", "ey", "ez"]);
         for row in &result.rows {
             let done = row.done().expect("fitted");

@@ -207,8 +207,9 @@ pub(crate) fn few_directions(x: &[f64]) -> f64 {
 }
 
 /// The noise-free function of `shape` at every row of raw inputs `x`
-/// (`x.ncols()` must be `shape.n_inputs()`): what a benchmark compares a
-/// predictive mean with to measure error against the truth.
+/// (`x.ncols()` must be `shape.n_inputs()`, or any D for the ridge): what
+/// a benchmark compares a predictive mean with to measure error against
+/// the truth.
 pub fn truth(shape: Shape, x: &DMatrix<f64>) -> DVector<f64> {
     DVector::from_iterator(
         x.nrows(),
@@ -357,15 +358,11 @@ pub fn check_size(rows: usize, columns: usize) -> Result<()> {
 /// writes it without `--shape`.
 pub fn ridge(rows: usize, dim: usize, seed: u64) -> Generated {
     let (x, y) = synthetic(rows, dim, seed);
-    let truth = DVector::from_fn(rows, |i, _| {
-        let r: Vec<f64> = x.row(i).iter().copied().collect();
-        ridge_function(&r)
-    });
     Generated {
         shape: Shape::Ridge,
+        truth: truth(Shape::Ridge, &x),
         x,
         y,
-        truth,
         input_names: numbered_names(dim),
         target_name: "y".into(),
     }

@@ -10,7 +10,7 @@ use sgp_trainer::fit::Method;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::tools::sweep::{
-    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet, Training,
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
 use sgp_trainer::{Error, Result};
 
@@ -105,7 +105,8 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             ));
         }
         several = MultiTargetData::from_input(&data_input, &targets)?;
-        (Training::from(&several), Task::Regression)
+        labels = Vec::new();
+        (several.outputs(), Task::Regression)
     } else {
         let data = Dataset::from_input(&data_input, args.target.as_deref())?;
         let asked_models = args.models.clone().unwrap_or_default();
@@ -139,7 +140,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         }
         single = target.data;
         labels = names;
-        (Training::from(&single).with_labels(&labels), task)
+        (std::slice::from_ref(&single), task)
     };
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
@@ -168,7 +169,15 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             bar.set_message(format!("{done}/{total} fits done"))
         }
     };
-    let result = sweep(train, &test, &points, args.seed, budget, &on_progress);
+    let result = sweep(
+        train,
+        &labels,
+        &test,
+        &points,
+        args.seed,
+        budget,
+        &on_progress,
+    );
     bar.finish_and_clear();
     // The blob first: a reader that closes the pipe early (`| head`)
     // must not cost the file.

@@ -7,7 +7,7 @@ use std::io::BufReader;
 
 use super::{ChunkBuilder, TableFile};
 use crate::files::Input;
-use crate::{Error, Result};
+use crate::Result;
 
 fn reader(input: &Input) -> Result<csv::Reader<BufReader<&File>>> {
     Ok(crate::data::csv_reader(input.reader()?))
@@ -55,36 +55,18 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
     let source = table.source.as_str();
     let mut csv = reader(&table.parts[0].input)?;
     let width = crate::data::read_header(&mut csv, source)?.len();
-    let mut record = csv::StringRecord::new();
     let mut row = Vec::with_capacity(table.selected.len());
-    let mut data_row = 0u64;
-    while csv
-        .read_record(&mut record)
-        .map_err(|e| crate::data::csv_error(source, &e))?
-    {
-        data_row += 1;
-        let place = || {
-            let line = record.position().map_or(0, |p| p.line());
-            format!("{source}: line {line} (data row {data_row})")
-        };
-        if record.len() != width {
-            return Err(Error::BadInput(format!(
-                "{}: has {} fields but the header has {width} columns",
-                place(),
-                record.len()
-            )));
-        }
+    crate::data::for_each_record(&mut csv, source, width, |record, at| {
         row.clear();
         for &c in &table.selected {
-            let cell = record.get(c).unwrap_or("");
-            let value = crate::data::parse_cell(cell).map_err(|why| {
-                let name = table.columns.get(c).map_or("", String::as_str);
-                Error::BadInput(format!("{}, column '{name}': {why}", place()))
-            })?;
-            row.push(value);
+            row.push(crate::data::cell_value(
+                record,
+                c,
+                &table.columns,
+                source,
+                at,
+            )?);
         }
-        let bytes = record.position().map_or(0, |p| p.byte());
-        chunks.push(&row, bytes)?;
-    }
-    Ok(())
+        chunks.push(&row, record.position().map_or(0, |p| p.byte()))
+    })
 }
