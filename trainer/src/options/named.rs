@@ -39,7 +39,7 @@ impl Named for sgp_runtime::Kernel {
 /// # Errors
 /// [`Error::BadInput`] listing the names there are.
 pub fn parse<T: Named>(value: &str, what: &str) -> Result<T> {
-    parse_among(value, what, None)?.ok_or_else(|| unreachable_none(what))
+    find(value).ok_or_else(|| not_one_of::<T>(value, what, None))
 }
 
 /// As [`parse`], with one more name, `extra` (`auto`), parsed as `None`
@@ -48,31 +48,28 @@ pub fn parse<T: Named>(value: &str, what: &str) -> Result<T> {
 /// # Errors
 /// [`Error::BadInput`] listing the names there are.
 pub fn parse_or<T: Named>(value: &str, what: &str, extra: &str) -> Result<Option<T>> {
-    parse_among(value, what, Some(extra))
-}
-
-fn parse_among<T: Named>(value: &str, what: &str, extra: Option<&str>) -> Result<Option<T>> {
-    if extra == Some(value) {
+    if value == extra {
         return Ok(None);
     }
-    match T::ALL.iter().copied().find(|v| v.name() == value) {
-        Some(v) => Ok(Some(v)),
-        None => {
-            let names: Vec<&str> = extra
-                .into_iter()
-                .chain(T::ALL.iter().map(|v| v.name()))
-                .collect();
-            Err(Error::BadInput(format!(
-                "{what}='{value}' is not one of: {}",
-                names.join(", ")
-            )))
-        }
-    }
+    find(value)
+        .map(Some)
+        .ok_or_else(|| not_one_of::<T>(value, what, Some(extra)))
 }
 
-/// `parse_among` without an extra name never returns `None`.
-fn unreachable_none(what: &str) -> Error {
-    Error::BadInput(format!("{what}: no value"))
+fn find<T: Named>(value: &str) -> Option<T> {
+    T::ALL.iter().copied().find(|v| v.name() == value)
+}
+
+/// The error for `value`, listing `extra` (if any) and `T`'s names.
+fn not_one_of<T: Named>(value: &str, what: &str, extra: Option<&str>) -> Error {
+    let names: Vec<&str> = extra
+        .into_iter()
+        .chain(T::ALL.iter().map(|v| v.name()))
+        .collect();
+    Error::BadInput(format!(
+        "{what}='{value}' is not one of: {}",
+        names.join(", ")
+    ))
 }
 
 /// Declares an enum whose values users name: each variant `Variant =
