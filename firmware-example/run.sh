@@ -106,12 +106,12 @@ sgp() {
         # target dir (CARGO_TARGET_DIR if set, relative to the root, else
         # ../target) by itself, and does not read this directory's
         # .cargo/config.toml (which would build the tool for the Cortex-M4).
-        (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-trainer --bin sgp -- "$@")
+        (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo run --release -q -p sgp-cli -- "$@")
     fi
 }
 if [[ -z "${SGP_BIN:-}" ]]; then
-    echo "building the host sgp tool (cargo build --release -p sgp-trainer --bin sgp; cold: ~2 min)"
-    (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo build --release -q -p sgp-trainer --bin sgp) || fail "building the host sgp tool"
+    echo "building the host sgp tool (cargo build --release -p sgp-cli; cold: ~2 min)"
+    (cd "$REPO_ROOT" && env -u CARGO_PROFILE_RELEASE_OPT_LEVEL cargo build --release -q -p sgp-cli) || fail "building the host sgp tool"
 fi
 mkdir -p "$GEN_DIR" model
 sgp synth --rows 400 --dim "$MODEL_DIM" --seed 0 >"$GEN_DIR/data.csv" || fail "sgp synth"

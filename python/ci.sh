@@ -30,7 +30,7 @@ echo "built and installed the sgp package in $(( $(date +%s) - started )) s"
 
 # The CLI the tests compare blobs and exports with (built by cargo test).
 cli="${CARGO_TARGET_DIR:-$PWD/target}/release/sgp"
-[ -x "$cli" ] || cargo build --release -q -p sgp-trainer --bin sgp
+[ -x "$cli" ] || cargo build --release -q -p sgp-cli
 # From the tests' folder, so that `import sgp` is the installed package.
 cd python/tests
 SGP_CLI="$cli" "$venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -22,7 +22,7 @@ SGP=target/release/sgp
 ENGINES=${ENGINES:-"dask spark"}
 FILES=${FILES:-20}
 
-cargo build --release -q -p sgp-trainer --bin sgp
+cargo build --release -q -p sgp-cli
 mkdir -p "$DIR"
 printf '%10s %7s %8s %7s %8s %10s %10s %12s %6s\n' rows engine "start s" "pass s" "total s" "driver MB" "worker MB" "max |dmean|" bytes
 for n in $SIZES; do

@@ -19,7 +19,7 @@ EXTRA=${EXTRA:-}
 M=${M:-64}
 SGP=target/release/sgp
 
-cargo build --release -q -p sgp-trainer --bin sgp
+cargo build --release -q -p sgp-cli
 mkdir -p "$DIR"
 largest=$(printf '%s\n' $SIZES | sort -n | tail -1)
 if [ ! -s "$DIR/train-$largest.csv" ]; then

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 sgp=${1:-target/release/sgp}
-[ -x "$sgp" ] || cargo build --release -q -p sgp-trainer --bin sgp
+[ -x "$sgp" ] || cargo build --release -q -p sgp-cli
 sgp=$(realpath "$sgp")
 command -v qemu-x86_64 >/dev/null || { echo "qemu-x86_64 not found (apt-get install qemu-user)" >&2; exit 1; }
 dir=$(mktemp -d)

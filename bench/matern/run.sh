@@ -21,7 +21,7 @@ python=${1:-/work/peers-venv/bin/python}
 seeds=("${@:2}")
 [ ${#seeds[@]} -gt 0 ] || seeds=(39)
 read -r -a sets <<<"${SETS:-$("$python" bench/matern/make_sets.py 0 --list | tr '\n' ' ')}"
-cargo build --release -q -p sgp-trainer --bin sgp
+cargo build --release -q -p sgp-cli
 sgp=${CARGO_TARGET_DIR:-$PWD/target}/release/sgp
 work=$(mktemp -d "${TMPDIR:-/tmp}/sgp-matern.XXXXXX")
 trap 'rm -rf "$work"' EXIT

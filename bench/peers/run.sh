@@ -14,7 +14,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import GPy, gpflow" 2
     "$venv/bin/pip" install --quiet -r "$here/requirements.txt" ||
         { echo "run.sh: pip install -r requirements.txt failed" >&2; exit 1; }
 fi
-(cd "$root" && cargo build --release --quiet -p sgp-trainer --bin sgp)
+(cd "$root" && cargo build --release --quiet -p sgp-cli)
 threads="${PEERS_THREADS:-2}"
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
 export RAYON_NUM_THREADS="$threads" TF_NUM_INTRAOP_THREADS="$threads" TF_NUM_INTEROP_THREADS=1

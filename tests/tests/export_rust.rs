@@ -40,7 +40,7 @@ fn the_checked_in_sample_is_what_sgp_export_writes_now() {
     assert!(
         now == include_str!("data/doc_model.rs"),
         "tests/tests/data/doc_model.rs is stale; from the repository root run\n  cargo run \
-         --release -p sgp-trainer --bin sgp -- export --model \
+         --release -p sgp-cli -- export --model \
          runtime/tests/data/doc-model.sgp --format rust --name doc_model --out \
          tests/tests/data/doc_model.rs"
     );

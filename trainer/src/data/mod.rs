@@ -674,7 +674,7 @@ pub(crate) fn read_inputs_and_targets(
 /// # Errors
 /// [`Error::BadInput`] naming the missing and the extra columns, and every
 /// error of [`read_inputs_and_target`].
-pub(crate) fn read_same_columns(
+pub fn read_same_columns(
     input: &Input,
     input_names: &[String],
     target: &str,

@@ -272,7 +272,7 @@ impl Expansion {
 }
 
 /// Whether `method` can fit several outputs on one basis, and if not, why.
-pub(crate) fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
+pub fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
     match method {
         Method::Exact | Method::Spgp | Method::Vsgp | Method::SpgpDr => Ok(()),
         Method::SpgpHs => Err("its per-pseudo-input uncertainties model one output's \

@@ -58,7 +58,7 @@ impl Method {
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.
-    pub(crate) fn is_projected(self) -> bool {
+    pub fn is_projected(self) -> bool {
         matches!(self, Method::SpgpDr | Method::SpgpPca)
     }
 }
@@ -323,7 +323,7 @@ impl FitParams {
     }
 
     /// The same settings with the covariance function `kernel`.
-    pub(crate) fn with_kernel(&self, kernel: Kernel) -> FitParams {
+    pub fn with_kernel(&self, kernel: Kernel) -> FitParams {
         let mut params = self.clone();
         match &mut params {
             FitParams::Exact(p) => p.kernel = kernel,

@@ -1,7 +1,7 @@
 //! `sgp plot`: a blob's predictions on a data set, as SVG ([`plot_svg`]).
 //!
 //! Every prediction drawn comes from the blob through the runtime
-//! ([`crate::export::device`]), i.e. what the device computes. One input:
+//! ([`sgp_trainer::export::device`]), i.e. what the device computes. One input:
 //! the data, the mean, a band of two predictive standard deviations and
 //! where the basis functions sit (a classifier: `P(y = +1)`). More inputs:
 //! predicted against actual and a calibration curve (a classifier: its
@@ -14,9 +14,9 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use sgp_runtime::{Link, ModelKind, ModelSpec};
 
-use crate::data::is_class;
-use crate::export::device::{predict_all, DevicePrediction};
-use crate::{Error, Result};
+use sgp_trainer::data::is_class;
+use sgp_trainer::export::device::{predict_all, DevicePrediction};
+use sgp_trainer::{Error, Result};
 
 /// Points along the input axis at which the one-input curves are drawn.
 const CURVE_POINTS: usize = 400;
@@ -39,7 +39,7 @@ const POSITIVE: RGBColor = RGBColor(230, 120, 10);
 const FONT: &str = "sans-serif";
 
 /// One output of a model to plot: its single-output blob (from
-/// [`crate::export::output_blob::output_specs`] for a multi-output blob),
+/// [`sgp_trainer::export::output_blob::output_specs`] for a multi-output blob),
 /// its spec and its raw targets.
 #[derive(Clone, Copy, Debug)]
 pub struct OutputPlot<'a> {

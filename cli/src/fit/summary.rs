@@ -4,8 +4,8 @@ use std::path::Path;
 
 use sgp_runtime::{Link, VarianceForm};
 use sgp_trainer::export::{Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE};
-use sgp_trainer::fit::gplasso::{GplassoRefit, PathRow, PATH_HOLDOUT};
-use sgp_trainer::fit::Fit;
+use sgp_trainer::fit::gplasso::{GplassoRefit, GplassoReport, PathRow, PATH_HOLDOUT};
+use sgp_trainer::fit::{Fit, FitReport};
 
 use crate::number;
 
@@ -55,6 +55,29 @@ pub(crate) fn print_path(rows: &[PathRow], stop: sgp_trainer::numerics::lars::La
 }
 
 pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
+    let report = &fit.report;
+    print_model(fit);
+    print_run(report);
+    if let Some(g) = &report.gplasso {
+        print_gplasso(g, report.nlml);
+    }
+    print_choice_and_kernel(report, fit.set.members.len());
+    print_family_details(report);
+    print_classes(fit);
+    print_outputs(fit, exported);
+    print_cure(report, exported);
+    print_runtime_check(fit.set.members[0].link, exported);
+    print_variance_form(exported);
+    println!(
+        "blob            {} ({} bytes)",
+        out.display(),
+        exported.blob.len()
+    );
+}
+
+/// The model line: family, sizes, objective, outputs or classes, and for a
+/// streamed fit the subset it was fitted on.
+fn print_model(fit: &Fit) {
     let (set, report) = (&fit.set, &fit.report);
     let model = &set.members[0];
     let objective = report
@@ -93,6 +116,10 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             streamed.pass_seconds
         );
     }
+}
+
+/// The starts, the optimiser's run and whether it used its whole budget.
+fn print_run(report: &FitReport) {
     for (k, start) in report.starts.iter().enumerate() {
         println!(
             "start {:<9} {} -> objective {:.4}",
@@ -138,60 +165,68 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             );
         }
     }
-    if let Some(g) = &report.gplasso {
+}
+
+/// GPLasso's selection: the path, the hyperparameters' start and refit,
+/// the selected rows.
+fn print_gplasso(g: &GplassoReport, nlml: f64) {
+    println!(
+        "selection       LARS path to {} of {} asked non-zeros ({:?}) in {} steps ({} \
+         removals), lambda {}; ICF rank {} of {} (residual trace {:.1e}); weights {:?}; \
+         hyperparameters {:.2} s, selection {:.2} s",
+        g.reached,
+        g.asked,
+        g.stop,
+        g.lars_steps,
+        g.removals,
+        number(g.lambda),
+        g.icf_rank,
+        g.rank,
+        g.icf_residual,
+        g.weights,
+        g.hyper_seconds,
+        g.select_seconds
+    );
+    if g.reached < g.asked {
         println!(
-            "selection       LARS path to {} of {} asked non-zeros ({:?}) in {} steps ({} \
-             removals), lambda {}; ICF rank {} of {} (residual trace {:.1e}); weights {:?}; \
-             hyperparameters {:.2} s, selection {:.2} s",
-            g.reached,
-            g.asked,
-            g.stop,
-            g.lars_steps,
-            g.removals,
-            number(g.lambda),
-            g.icf_rank,
-            g.rank,
-            g.icf_residual,
-            g.weights,
-            g.hyper_seconds,
-            g.select_seconds
-        );
-        if g.reached < g.asked {
-            println!(
-                "                the path could not reach {} non-zeros (duplicated rows, or the \
-                 kernel's rank at the trace tolerance): the model has {}",
-                g.asked, g.reached
-            );
-        }
-        let start = format!(
-            "the exact GP's on {} rows ({} iterations, {:.2} s)",
-            g.hyper_rows, g.hyper_iterations, g.hyper_seconds
-        );
-        match g.refit {
-            GplassoRefit::Nothing => {
-                println!("hyperparameters {start}, kept (--fixed-hyperparameters)")
-            }
-            GplassoRefit::Hyperparameters => println!(
-                "hyperparameters re-optimised from {start} with the selected inputs as basis \
-                 (--fixed-basis)"
-            ),
-            GplassoRefit::Everything => println!(
-                "hyperparameters re-optimised from {start}, then the basis points moved from the \
-                 selected inputs with them"
-            ),
-        }
-        let rows: Vec<String> = g.selected_rows.iter().map(usize::to_string).collect();
-        println!(
-            "selected rows   {} (0-based data rows, header not counted; the blob holds their \
-             inputs, not these numbers)",
-            rows.join(" ")
-        );
-        println!(
-            "variance        FITC with the basis points as pseudo-inputs (an approximation); \
-             its training NLML {:.4}",
-            report.nlml
+            "                the path could not reach {} non-zeros (duplicated rows, or the \
+             kernel's rank at the trace tolerance): the model has {}",
+            g.asked, g.reached
         );
     }
+    let start = format!(
+        "the exact GP's on {} rows ({} iterations, {:.2} s)",
+        g.hyper_rows, g.hyper_iterations, g.hyper_seconds
+    );
+    match g.refit {
+        GplassoRefit::Nothing => {
+            println!("hyperparameters {start}, kept (--fixed-hyperparameters)")
+        }
+        GplassoRefit::Hyperparameters => println!(
+            "hyperparameters re-optimised from {start} with the selected inputs as basis \
+             (--fixed-basis)"
+        ),
+        GplassoRefit::Everything => println!(
+            "hyperparameters re-optimised from {start}, then the basis points moved from the \
+             selected inputs with them"
+        ),
+    }
+    let rows: Vec<String> = g.selected_rows.iter().map(usize::to_string).collect();
+    println!(
+        "selected rows   {} (0-based data rows, header not counted; the blob holds their \
+         inputs, not these numbers)",
+        rows.join(" ")
+    );
+    println!(
+        "variance        FITC with the basis points as pseudo-inputs (an approximation); \
+         its training NLML {:.4}",
+        nlml
+    );
+}
+
+/// The choice made on held-out rows, then the projection or the kernel and
+/// its length scales, and the inputs ignored.
+fn print_choice_and_kernel(report: &FitReport, count: usize) {
     if let Some(c) = &report.choice {
         println!("choice          {}", c.reason);
         if !c.candidates.is_empty() {
@@ -228,6 +263,10 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             report.ignored_inputs.join(", ")
         );
     }
+}
+
+/// SPGP+HS's uncertainties and prior, the IVM's active set.
+fn print_family_details(report: &FitReport) {
     if let Some(h) = &report.uncertainties {
         println!(
             "uncertainties   h_m min {}  median {}  max {} (raw target variance; not in the blob)",
@@ -265,6 +304,12 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             ivm.optimise_seconds
         );
     }
+}
+
+/// A classifier's classes (and a binary one's bias).
+fn print_classes(fit: &Fit) {
+    let (set, report) = (&fit.set, &fit.report);
+    let model = &set.members[0];
     match model.link {
         Link::Probit => println!(
             "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}{}",
@@ -284,6 +329,13 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
         }
         Link::Identity => {}
     }
+}
+
+/// The variance sharing, the data warnings, and each output's variances.
+fn print_outputs(fit: &Fit, exported: &Exported) {
+    let (set, report) = (&fit.set, &fit.report);
+    let model = &set.members[0];
+    let count = set.members.len();
     if let Some(sharing) = &report.variance {
         println!("variance        {}", sharing.describe());
     }
@@ -327,6 +379,10 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             );
         }
     }
+}
+
+/// The jitter raised to factorise, and the export's cure if it needed one.
+fn print_cure(report: &FitReport, exported: &Exported) {
     if report.jitter_escalations > 0 {
         println!(
             "jitter          raised {} times to factorise",
@@ -357,8 +413,12 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             );
         }
     }
+}
+
+/// How closely the f32 runtime reproduces the f64 model.
+fn print_runtime_check(link: Link, exported: &Exported) {
     let f = &exported.fidelity;
-    if model.link != Link::Identity {
+    if link != Link::Identity {
         println!(
             "runtime check   worst class-probability deviation {:.1e} (limit {:.0e}), worst \
              latent variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
@@ -375,6 +435,10 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
             f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
         );
     }
+}
+
+/// The variance form the blob carries.
+fn print_variance_form(exported: &Exported) {
     match (&exported.product_refused, exported.variance) {
         (_, VarianceForm::Whitened) => println!(
             "variance form   whitened: learns on the device (Model::update; one solve and one \
@@ -388,9 +452,4 @@ pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
              refused: {why}"
         ),
     }
-    println!(
-        "blob            {} ({} bytes)",
-        out.display(),
-        exported.blob.len()
-    );
 }

@@ -189,12 +189,14 @@ impl CostModel {
     }
 
     /// Relative error on one measured configuration.
+    #[cfg(test)]
     fn relative_error(&self, p: &Measured) -> f64 {
         let measured = f64::from(p.instructions);
         (self.instructions(&p.config) - measured).abs() / measured
     }
 
     /// Largest relative error over `MEASURED`.
+    #[cfg(test)]
     pub fn worst_relative_error(&self) -> f64 {
         MEASURED
             .iter()

@@ -24,22 +24,24 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 
-use crate::choose::{self, Asked, Request};
-use crate::data::multi_target::Outputs;
-use crate::data::{
+use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
+use sgp_trainer::choose::{self, Asked, Request};
+use sgp_trainer::data::multi_target::Outputs;
+use sgp_trainer::data::{
     is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
     TargetKind,
 };
-use crate::evaluate::{evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation};
-use crate::export::cure::Cure;
-use crate::export::export;
-use crate::export::output_blob::output_specs;
-use crate::files::Input;
-use crate::fit::{shares_basis, FitParams, Method};
-use crate::numerics::optimise::Progress;
-use crate::options::{Options, DEFAULT_M};
-use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
-use crate::{Error, Result};
+use sgp_trainer::evaluate::{
+    evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation,
+};
+use sgp_trainer::export::cure::Cure;
+use sgp_trainer::export::export;
+use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::files::Input;
+use sgp_trainer::fit::{shares_basis, FitParams, Method};
+use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::options::{Options, DEFAULT_M};
+use sgp_trainer::{Error, Result};
 
 /// What to sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -1058,8 +1060,8 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{ClassEvaluation, Evaluation};
-    use crate::tools::synth::{dataset, Shape};
+    use sgp_trainer::evaluate::{ClassEvaluation, Evaluation};
+    use sgp_trainer::tools::synth::{dataset, Shape};
 
     fn spec(models: &[Method], m: &[usize], dims: &[usize]) -> SweepSpec {
         SweepSpec {
@@ -1394,7 +1396,7 @@ mod tests {
             choose_kernel: false,
         };
         let mut alone = choose::fit(&train, &request, &mut |_| {}).unwrap();
-        let exported = crate::export::export(&mut alone, &train.raw_x(), false).unwrap();
+        let exported = sgp_trainer::export::export(&mut alone, &train.raw_x(), false).unwrap();
         assert_eq!(exported.blob, done.blob);
         let Figures::Regression(e) = &done.figures else {
             panic!("a regression row")
@@ -1412,7 +1414,9 @@ mod tests {
     /// output vector; families that cannot share a basis are refused.
     #[test]
     fn a_sweep_of_several_targets_evaluates_each_output_of_one_blob() {
-        let data = crate::tools::dynamics::System::Arm.data(160, 2).unwrap();
+        let data = sgp_trainer::tools::dynamics::System::Arm
+            .data(160, 2)
+            .unwrap();
         let (train, test) = data.split(0.25, 1).unwrap();
         let test = TestSet {
             x: test.first().raw_x(),

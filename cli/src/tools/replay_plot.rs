@@ -1,4 +1,4 @@
-//! `sgp replay --svg`: a replay ([`crate::tools::replay`]) as a picture.
+//! `sgp replay --svg`: a replay ([`sgp_trainer::tools::replay`]) as a picture.
 //! Top: each observation of the first output and what the device
 //! predicted for it just before learning it (mean and a band of two
 //! predictive standard deviations; a classifier: `P(y = +1)` against the
@@ -8,8 +8,8 @@
 use plotters::prelude::*;
 
 use crate::tools::plot::{Area, Chart};
-use crate::tools::replay::Replay;
-use crate::{Error, Result};
+use sgp_trainer::tools::replay::Replay;
+use sgp_trainer::{Error, Result};
 
 const WIDTH: u32 = 1000;
 const HEIGHT: u32 = 720;
@@ -46,7 +46,7 @@ pub fn replay_svg(replay: &Replay, window: usize, source: &str, settings: &str) 
         let root = root.titled(&title, (FONT, 20)).map_err(drawing)?;
         let (top, bottom) = root.split_vertically(HEIGHT * 3 / 5);
 
-        let band = |s: &crate::tools::replay::Step| 2.0 * s.variance.max(0.0).sqrt();
+        let band = |s: &sgp_trainer::tools::replay::Step| 2.0 * s.variance.max(0.0).sqrt();
         let values = trace
             .steps
             .iter()

@@ -13,6 +13,7 @@ mod predict;
 mod replay;
 mod sweep;
 mod synth;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -147,7 +148,7 @@ enum Command {
     /// Exit code 0 when a model was chosen, 3 when fitted models exist but
     /// none meets the budget (the table is printed all the same), 2 for
     /// bad input, 1 when every grid point failed otherwise.
-    #[command(after_help = sgp_trainer::tools::cost::HELP)]
+    #[command(after_help = tools::cost::HELP)]
     Sweep(SweepArgs),
     /// Plot a blob's predictions on a CSV file as SVG: for one input the
     /// data, predictive mean, 2-sigma band and basis-function locations

@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
+use crate::tools::plot::{plot_svg, OutputPlot};
 use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::output_blob::output_specs;
-use sgp_trainer::tools::plot::{plot_svg, OutputPlot};
 use sgp_trainer::{Error, Result};
 
 use super::{in_file, write_file, BlobAndData, BlobOnData, Opened};

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::tools::sweep::{
+    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
+};
 use sgp_runtime::Kernel;
 use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
 use sgp_trainer::data::Dataset;
@@ -9,9 +12,6 @@ use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
 use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER, DEFAULT_SEED};
-use sgp_trainer::tools::sweep::{
-    grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
-};
 use sgp_trainer::{Error, Result};
 
 use super::fit::{warn_about_columns, LinkArg};

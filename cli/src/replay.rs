@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::tools::replay_plot::replay_svg;
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, UpdateSettings};
 use sgp_trainer::data::labels;
@@ -10,7 +11,6 @@ use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::replay::{replay, Replay, Window};
-use sgp_trainer::tools::replay_plot::replay_svg;
 use sgp_trainer::{Error, Result};
 
 use super::{read_blob, to_json, write_file};
