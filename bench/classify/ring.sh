@@ -32,7 +32,8 @@ for seed in $SEEDS; do
 import json, sys
 s = json.load(sys.stdin)
 rows, seed, seconds = sys.argv[1:4]
-print(f"| {rows} | {seed} | {100 * s[\"error_rate\"]:.2f}% | {s[\"log_loss\"]:.3f} | {float(seconds):.1f} |")
+err, loss = 100 * s["error_rate"], s["log_loss"]
+print(f"| {rows} | {seed} | {err:.2f}% | {loss:.3f} | {float(seconds):.1f} |")
 ' "$rows" "$seed" "$seconds"
   done
 done
