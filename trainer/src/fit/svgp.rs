@@ -771,7 +771,11 @@ mod tests {
         assert_eq!(spec.shape.kind, ModelKind::Svgp);
         assert_eq!(spec.shape.link, Link::Probit);
         assert_eq!(spec.positive_class, 1.0);
-        assert_eq!(fitted.report.starts.len(), 2);
+        // Two drawn starts and the one that knows the noise input is
+        // irrelevant.
+        let starts = &fitted.report.starts;
+        assert_eq!(starts.len(), 3, "{starts:?}");
+        assert!(starts[2].init.starts_with("relevant inputs"), "{starts:?}");
         // The runtime form is the bound's posterior: the probabilities of
         // the training rows are on the right side of 1/2 mostly.
         let p = fitted.set.members[0].predict_raw(&data.raw_x()).unwrap();
