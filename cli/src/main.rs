@@ -27,7 +27,7 @@ use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::codegen::Format;
 use sgp_trainer::files::{check_outputs, write_atomic, Input};
 use sgp_trainer::tools::dynamics::System;
-use sgp_trainer::tools::synth::Shape;
+use sgp_trainer::tools::synth::{ClassShape, Shape};
 use sgp_trainer::{Error, Result};
 
 use demo::demo_command;
@@ -116,8 +116,8 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
     },
-    /// Write a synthetic regression data set as CSV (stdout): a smooth
-    /// D-dimensional ridge function, or one of the shapes users feed in.
+    /// Write a synthetic data set as CSV (stdout): a smooth D-dimensional
+    /// ridge function, one of the shapes users feed in, or a two-class set.
     Synth {
         /// Rows (at most what 4 GiB of numbers hold).
         #[arg(long, default_value_t = 500)]
@@ -132,6 +132,10 @@ enum Command {
         /// and outputs: fit them with --target a,b).
         #[arg(long, value_parser = named::named::<System>(), conflicts_with = "shape")]
         system: Option<System>,
+        /// A two-class set instead (its own inputs; labels 0 and 1 in
+        /// column `class`).
+        #[arg(long, value_parser = named::named::<ClassShape>(), conflicts_with_all = ["shape", "system"])]
+        classes: Option<ClassShape>,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -346,6 +350,7 @@ fn run(cli: &Cli, given: &[&str]) -> Result<()> {
             dim,
             shape,
             system,
+            classes,
             seed,
             parquet,
         } => synth_command(
@@ -354,6 +359,7 @@ fn run(cli: &Cli, given: &[&str]) -> Result<()> {
                 dim: *dim,
                 shape: *shape,
                 system: *system,
+                classes: *classes,
                 seed: *seed,
                 parquet: parquet.as_deref(),
             },

@@ -6,7 +6,7 @@ use std::path::Path;
 use sgp_trainer::data::stream::write_parquet;
 use sgp_trainer::files::check_outputs;
 use sgp_trainer::tools::dynamics::System;
-use sgp_trainer::tools::synth::{self, check_size, Shape};
+use sgp_trainer::tools::synth::{self, check_size, ClassShape, Shape};
 use sgp_trainer::{Error, Result};
 
 use super::stdout_error;
@@ -17,6 +17,7 @@ pub(crate) struct SynthArgs<'a> {
     pub(crate) dim: usize,
     pub(crate) shape: Option<Shape>,
     pub(crate) system: Option<System>,
+    pub(crate) classes: Option<ClassShape>,
     pub(crate) seed: u64,
     pub(crate) parquet: Option<&'a Path>,
 }
@@ -24,17 +25,19 @@ pub(crate) struct SynthArgs<'a> {
 pub(crate) fn synth_command(args: SynthArgs<'_>, given: &[&str]) -> Result<()> {
     let (rows, dim, shape, seed) = (args.rows, args.dim, args.shape, args.seed);
     let (system, parquet) = (args.system, args.parquet);
-    if given.contains(&"--dim") && (shape.is_some() || system.is_some()) {
+    let classes = args.classes;
+    if given.contains(&"--dim") && (shape.is_some() || system.is_some() || classes.is_some()) {
         return Err(Error::BadInput(
-            "--dim does not apply to --shape or --system: it is the input dimension of the \
-             ridge data; each shape and system has its own inputs"
+            "--dim does not apply to --shape, --system or --classes: it is the input dimension \
+             of the ridge data; each shape, system and class set has its own inputs"
                 .into(),
         ));
     }
-    let columns = match (shape, system) {
-        (Some(shape), _) => shape.n_inputs() + 1,
-        (_, Some(system)) => system.inputs().len() + system.outputs().len(),
-        (None, None) => dim,
+    let columns = match (shape, system, classes) {
+        (Some(shape), _, _) => shape.n_inputs() + 1,
+        (_, Some(system), _) => system.inputs().len() + system.outputs().len(),
+        (_, _, Some(classes)) => classes.n_inputs() + 1,
+        (None, None, None) => dim,
     };
     check_size(rows, columns)?;
     if let Some(system) = system {
@@ -51,6 +54,15 @@ pub(crate) fn synth_command(args: SynthArgs<'_>, given: &[&str]) -> Result<()> {
     }
     if let Some(path) = parquet {
         check_outputs(&[("--parquet", path)], &[])?;
+    }
+    if let Some(classes) = classes {
+        let (x, y) = synth::classification(classes, rows, seed);
+        let names = synth::class_input_names(classes);
+        if let Some(path) = parquet {
+            return write_parquet(path, &x, &y, &names, "class");
+        }
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        return synth::write_csv((&x, &y), &names, "class", &mut out).map_err(stdout_error);
     }
     let generated = match shape {
         Some(shape) => synth::generate(shape, rows, seed),

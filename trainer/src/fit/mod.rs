@@ -19,6 +19,7 @@ pub mod init;
 pub mod ivm;
 mod params;
 mod progress;
+mod relevance;
 mod report;
 pub mod restarts;
 pub mod sparse;

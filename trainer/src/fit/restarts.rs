@@ -24,6 +24,9 @@ pub(crate) const MIN_SCREEN_ITER: u64 = 10;
 /// ranking of the starts is settled by then.
 pub(crate) const MAX_SCREEN_ITER: u64 = 50;
 
+/// Lloyd iterations of a k-means start.
+pub(crate) const KMEANS_ITER: usize = 100;
+
 /// Fewest rows a screening run sees (all of them on smaller data).
 pub(crate) const SCREEN_MIN_ROWS: usize = 2000;
 
@@ -88,7 +91,7 @@ pub(crate) fn start_positions(
     let seed = params.seed.wrapping_add(k as u64);
     let (name, z) = match method {
         InitMethod::Random => ("random", init::random_subset(x, params.m, seed)?),
-        InitMethod::Kmeans => ("kmeans", init::kmeans(x, params.m, seed, 100)?),
+        InitMethod::Kmeans => ("kmeans", init::kmeans(x, params.m, seed, KMEANS_ITER)?),
     };
     Ok((format!("{name} (seed {seed})"), z))
 }

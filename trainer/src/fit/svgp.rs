@@ -4,10 +4,12 @@
 //! learned jointly by L-BFGS on every row; one latent for a binary target,
 //! one per class (each against the rest, softmax link) for `K` classes.
 //!
-//! Starts as SPGP's ([`super::restarts`]), screened by successive halving
-//! (`SCREEN_ROUNDS`); every start begins at the prior `q(u)`, each bias
-//! at its base rate, and the length scales at their prior centres
-//! (`prior_centres`). Why this bound and not EP on the FITC prior, and
+//! Starts as SPGP's ([`super::restarts`]), and one that knows the
+//! relevant inputs where some are not (`focused_start`), screened by
+//! successive halving (`SCREEN_ROUNDS`); every start begins at the prior
+//! `q(u)`, each bias at its base rate, and the length scales at their
+//! prior centres (`prior_centres`) or the focused start's. The stall test
+//! waits until a run has left the base-rate plateau (`base_rate_loss`). Why this bound and not EP on the FITC prior, and
 //! what the defaults below were measured on: docs/src/classification.md,
 //! "svgp".
 
@@ -16,9 +18,10 @@ use std::cell::Cell;
 use sgp_runtime::{Kernel, Link, ModelKind};
 
 use super::progress::continuing;
-use super::restarts::{best_start, screening, start_positions, Stage};
+use super::relevance::relevant_inputs;
+use super::restarts::{best_start, screening, start_positions, Stage, KMEANS_ITER};
 use super::{
-    Checked, Fit, FitReport, Method, OptimiserReport, OutputReport, PseudoInit, Rebuilt,
+    init, Checked, Fit, FitReport, Method, OptimiserReport, OutputReport, PseudoInit, Rebuilt,
     SparseParams, StartReport, DEFAULT_RESTARTS,
 };
 use nalgebra::DMatrix;
@@ -213,7 +216,10 @@ fn fit_latents(
             max_iter: screen.max_iter.div_ceil(SCREEN_ROUNDS),
             ..screen
         };
-        let (best, reports) = best_start((0..params.restarts).map(start), 2, &mut |stage| {
+        let relevant = relevant_inputs(&subset.x, &y);
+        let focused = focused_start(data, (&kern, &relevant), params, latents)?;
+        let drawn = (0..params.restarts).map(start).chain(focused.map(Ok));
+        let (best, reports) = best_start(drawn, 2, &mut |stage| {
             let (state, warm_up) = match stage {
                 Stage::First(state) => (state, WARM_UP_ITER),
                 Stage::Again(state) => (state, 0),
@@ -239,6 +245,46 @@ fn fit_latents(
 
 /// A start of the bound: pseudo-inputs, kernel and every latent's `q(u)`.
 type Start = (PseudoInputs, KernelParams, Vec<Variational>);
+
+/// The start that knows which inputs are `relevant` (where some but not
+/// all are): from the common start `kernel`, each relevant input's
+/// length scale is shortened as if the `R` relevant inputs were all
+/// there are (`sqrt(R)` for `sqrt(D)`) and each other input's lengthened
+/// by one prior standard deviation; the pseudo-inputs are k-means centres
+/// in those length scales' units, so they spread over the relevant
+/// inputs. `None` where every input or none is relevant.
+fn focused_start(
+    data: &Dataset,
+    (kernel, relevant): (&KernelParams, &[bool]),
+    params: &SvgpParams,
+    latents: &Latents,
+) -> Result<Option<(String, Start)>> {
+    let count = relevant.iter().filter(|&&r| r).count();
+    if count == 0 || count == relevant.len() {
+        return Ok(None);
+    }
+    let shorter = 0.5 * libm::log(count as f64 / relevant.len() as f64);
+    let mut kernel = kernel.clone();
+    for (l, &r) in kernel.log_lengthscales.iter_mut().zip(relevant) {
+        *l += if r { shorter } else { LENGTHSCALE_PRIOR_SD };
+    }
+    let scale: Vec<f64> = kernel
+        .log_lengthscales
+        .iter()
+        .map(|l| libm::exp(*l))
+        .collect();
+    let scaled = DMatrix::from_fn(data.n_rows(), data.n_inputs(), |i, j| {
+        data.x[(i, j)] / scale[j]
+    });
+    let seed = params.seed.wrapping_add(params.restarts as u64);
+    let mut z = init::kmeans(&scaled, params.m, seed, KMEANS_ITER)?;
+    for (j, s) in scale.iter().enumerate() {
+        z.column_mut(j).scale_mut(*s);
+    }
+    let qs = latents.prior(data, params.m);
+    let label = format!("relevant inputs, kmeans (seed {seed})");
+    Ok(Some((label, (PseudoInputs::new(z)?, kernel, qs))))
+}
 
 /// Each latent's model on the shared basis of `fit`.
 fn latent_models(
@@ -361,6 +407,7 @@ fn optimise(
 ) -> Result<SvgpFit> {
     let options = &OptimiseOptions {
         memory: options.memory.or(Some(LBFGS_MEMORY)),
+        plateau: Some(base_rate_loss(y)),
         ..options.clone()
     };
     let objective = bound.objective((&data.x, y), start)?;
@@ -599,6 +646,20 @@ fn initial_kernel(prior: &LengthscalePrior) -> Result<KernelParams> {
     KernelParams::new(&lengthscales, 1.0, 1.0)
 }
 
+/// The bound's data term at the plateau every start is on: each latent
+/// predicting its base rate alone, `sum_k N H(p_k)` nats (`H` the binary
+/// entropy, `p_k` latent k's fraction of +1 labels in `y`).
+fn base_rate_loss(y: &DMatrix<f64>) -> f64 {
+    let n = y.nrows() as f64;
+    y.column_iter()
+        .map(|col| {
+            let p = col.iter().filter(|&&v| v > 0.0).count() as f64 / n;
+            let h = |q: f64| if q > 0.0 { -q * libm::log(q) } else { 0.0 };
+            n * (h(p) + h(1.0 - p))
+        })
+        .sum()
+}
+
 /// `Phi^{-1}` of the fraction of positive (+1) labels: the bias that
 /// predicts the base rate where the latent is 0.
 fn initial_bias(labels: &[f64]) -> f64 {
@@ -710,7 +771,11 @@ mod tests {
         assert_eq!(spec.shape.kind, ModelKind::Svgp);
         assert_eq!(spec.shape.link, Link::Probit);
         assert_eq!(spec.positive_class, 1.0);
-        assert_eq!(fitted.report.starts.len(), 2);
+        // Two drawn starts and the one that knows the noise input is
+        // irrelevant.
+        let starts = &fitted.report.starts;
+        assert_eq!(starts.len(), 3, "{starts:?}");
+        assert!(starts[2].init.starts_with("relevant inputs"), "{starts:?}");
         // The runtime form is the bound's posterior: the probabilities of
         // the training rows are on the right side of 1/2 mostly.
         let p = fitted.set.members[0].predict_raw(&data.raw_x()).unwrap();
@@ -771,6 +836,40 @@ mod tests {
             Dataset::from_reader("a,y\n1,x\n2,y\n3,x\n4,y\n".as_bytes(), "two", None).unwrap();
         let err = two.into_classes().unwrap_err();
         assert!(err.to_string().contains("2 distinct values"), "{err}");
+    }
+
+    /// The default classifier (M = 64) on the ring, two relevant inputs
+    /// of six and 5% flipped labels: near the Bayes error on held-out
+    /// rows at every size and seed (within 1 point on 20,000 rows, 3 on
+    /// 2,000, where the boundary's estimate is worse). Before the
+    /// focused start and the plateau-aware stall test, some draws stayed
+    /// at the base rate (49% error); the 100,000-row case is
+    /// bench/classify/ring.sh.
+    #[test]
+    fn the_ring_is_learned_at_every_size_and_seed() {
+        let test = crate::tools::synth::classification_dataset(ClassShape::Ring, 4000, 99).unwrap();
+        for (rows, seed, margin) in [
+            (2000, 1, 0.03),
+            (2000, 2, 0.03),
+            (2000, 3, 0.03),
+            (20_000, 1, 0.01),
+        ] {
+            let train =
+                crate::tools::synth::classification_dataset(ClassShape::Ring, rows, seed).unwrap();
+            let params = FitParams::Svgp(SvgpParams {
+                m: 64,
+                seed,
+                ..SvgpParams::default()
+            });
+            let fitted = fit(&train, &params, &mut |_| {}).unwrap();
+            let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
+            let err = error_rate(p.mean.as_slice(), test.y.as_slice());
+            let bayes = crate::tools::synth::RING_FLIPPED;
+            assert!(
+                err < bayes + margin,
+                "{rows} rows, seed {seed}: test error {err}"
+            );
+        }
     }
 
     #[test]

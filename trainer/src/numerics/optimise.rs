@@ -45,6 +45,12 @@ pub struct OptimiseOptions {
     /// Rows the objective sums over: the scale of [`Stall::per_row`]. Fits
     /// set it from their data; 1 by default.
     pub rows: usize,
+    /// The objective's value on a plateau the run may start on (a
+    /// classifier's base-rate log loss): the stall test waits until the
+    /// best value is below it by the stall's decrease, since a run that
+    /// has not yet left the plateau creeps at first and is not done.
+    /// `None`: no plateau.
+    pub plateau: Option<f64>,
 }
 
 /// A stopping test on slow progress: stop once the lowest objective seen
@@ -69,6 +75,7 @@ impl Default for OptimiseOptions {
             max_step: DEFAULT_MAX_STEP,
             stall: None,
             rows: 1,
+            plateau: None,
         }
     }
 }
@@ -279,6 +286,7 @@ where
             ),
             rel_tol: opts.rel_tol,
             stall: opts.stall.map(|s| (s.window, s.per_row * opts.rows as f64)),
+            plateau: opts.plateau,
             bests: Vec::new(),
             iterations_before: iterations,
             progress: &mut *progress,
@@ -671,6 +679,8 @@ struct Driver<'p> {
     rel_tol: f64,
     /// The stall test's window and smallest decrease in objective units.
     stall: Option<(u64, f64)>,
+    /// See [`OptimiseOptions::plateau`].
+    plateau: Option<f64>,
     /// Lowest objective seen after each iteration of this segment.
     bests: Vec<f64>,
     iterations_before: u64,
@@ -733,7 +743,8 @@ where
             if let (Some(&now), Some(&then)) =
                 (self.bests.last(), self.bests.iter().rev().nth(window))
             {
-                if then - now < min_decrease {
+                let left = self.plateau.is_none_or(|p| now < p - min_decrease);
+                if left && then - now < min_decrease {
                     return TerminationStatus::Terminated(TerminationReason::SolverExit(
                         STALLED.into(),
                     ));
@@ -859,6 +870,17 @@ mod tests {
         let endless = minimise(creeping, vec![0.0], &none, &mut |_| {}).unwrap();
         assert_eq!(endless.status, OptimiseStatus::MaxIterations, "{endless:?}");
         assert!(endless.value < one_row.value, "{endless:?}");
+        // A plateau at the start value: the run never gets 1000 below it,
+        // so the stall test that stopped it after 6 iterations never fires;
+        // a plateau the start is already 1000 below changes nothing.
+        let on = |plateau: f64| OptimiseOptions {
+            plateau: Some(plateau),
+            ..with(1e-9, 1_000_000_000_000)
+        };
+        let held = minimise(creeping, vec![0.0], &on(0.0), &mut |_| {}).unwrap();
+        assert_eq!(held.status, OptimiseStatus::MaxIterations, "{held:?}");
+        let below = minimise(creeping, vec![0.0], &on(2000.0), &mut |_| {}).unwrap();
+        assert_eq!(below.iterations, scaled.iterations, "{below:?}");
     }
 
     #[test]

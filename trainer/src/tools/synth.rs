@@ -289,20 +289,39 @@ impl Generated {
     ///
     /// # Errors
     /// If writing fails.
-    pub fn write_csv(&self, mut out: impl Write) -> std::io::Result<()> {
-        let header: Vec<&str> = self
-            .input_names
-            .iter()
-            .map(String::as_str)
-            .chain([self.target_name.as_str()])
-            .collect();
-        writeln!(out, "{}", header.join(","))?;
-        for (row, target) in self.x.row_iter().zip(self.y.iter()) {
-            let cells: Vec<String> = row.iter().chain([target]).map(|v| format!("{v}")).collect();
-            writeln!(out, "{}", cells.join(","))?;
-        }
-        out.flush()
+    pub fn write_csv(&self, out: impl Write) -> std::io::Result<()> {
+        write_csv(
+            (&self.x, &self.y),
+            &self.input_names,
+            &self.target_name,
+            out,
+        )
     }
+}
+
+/// Writes inputs `x` and target `y` as CSV: a header row of
+/// `input_names` and `target_name`, the target last (what `sgp fit`
+/// reads), every value in full precision.
+///
+/// # Errors
+/// If writing fails.
+pub fn write_csv(
+    (x, y): (&DMatrix<f64>, &DVector<f64>),
+    input_names: &[String],
+    target_name: &str,
+    mut out: impl Write,
+) -> std::io::Result<()> {
+    let header: Vec<&str> = input_names
+        .iter()
+        .map(String::as_str)
+        .chain([target_name])
+        .collect();
+    writeln!(out, "{}", header.join(","))?;
+    for (row, target) in x.row_iter().zip(y.iter()) {
+        let cells: Vec<String> = row.iter().chain([target]).map(|v| format!("{v}")).collect();
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    out.flush()
 }
 
 /// `rows` rows of `shape`, deterministic in `seed`.
@@ -726,28 +745,48 @@ mod tests {
     }
 }
 
-/// A generated 2-D binary classification problem (labels 0 and 1), for the
-/// IVM's tests and claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClassShape {
-    /// Two classes on either side of the line `x1 + 0.5 x2 = 0`, with a gap
-    /// of 0.3 around it: separable, error 0 possible.
-    Separable,
-    /// scikit-learn's two interleaved half circles with Gaussian noise of
-    /// standard deviation 0.25 on each input (overlapping).
-    Moons,
-    /// Noisy XOR: four Gaussian blobs of standard deviation 0.5 at
-    /// `(±1, ±1)`, the class the XOR of the signs of the blob's centre
-    /// (overlapping: Bayes error about 4%).
-    Xor,
+named_enum! {
+    /// A generated binary classification problem (labels 0 and 1), for the
+    /// classifiers' tests and `sgp synth --classes`. The value names are
+    /// the kebab-case variant names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ClassShape {
+        /// Two classes on either side of the line `x1 + 0.5 x2 = 0`, with a
+        /// gap of 0.3 around it: separable, error 0 possible.
+        Separable = "separable",
+        /// scikit-learn's two interleaved half circles with Gaussian noise of
+        /// standard deviation 0.25 on each input (overlapping).
+        Moons = "moons",
+        /// Noisy XOR: four Gaussian blobs of standard deviation 0.5 at
+        /// `(±1, ±1)`, the class the XOR of the signs of the blob's centre
+        /// (overlapping: Bayes error about 4%).
+        Xor = "xor",
+        /// Six standard normal inputs, class 1 on the annulus `0.8 < r < 1.6`
+        /// of the first two (`r` their distance from 0), the other four
+        /// irrelevant, 5% of the labels flipped: Bayes error 5%.
+        Ring = "ring",
+    }
 }
 
-/// `rows` rows of `shape`: inputs (N x 2) and labels in {0, 1},
+/// Fraction of [`ClassShape::Ring`]'s labels flipped: its Bayes error.
+pub const RING_FLIPPED: f64 = 0.05;
+
+impl ClassShape {
+    /// Number of inputs D.
+    pub fn n_inputs(self) -> usize {
+        match self {
+            ClassShape::Ring => 6,
+            _ => 2,
+        }
+    }
+}
+
+/// `rows` rows of `shape`: inputs (N x D) and labels in {0, 1},
 /// deterministic in `seed`.
 pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0C1A_55E5);
-    let mut x = DMatrix::zeros(rows, 2);
+    let mut x = DMatrix::zeros(rows, shape.n_inputs());
     let mut y = DVector::zeros(rows);
     for i in 0..rows {
         let (a, b, label) = match shape {
@@ -779,6 +818,17 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
                 let label = if ca == cb { 1.0 } else { 0.0 };
                 (ca + 0.5 * na, cb + 0.5 * nb, label)
             }
+            ClassShape::Ring => {
+                for j in 2..shape.n_inputs() {
+                    x[(i, j)] = rng.sample(StandardNormal);
+                }
+                let a: f64 = rng.sample(StandardNormal);
+                let b: f64 = rng.sample(StandardNormal);
+                let r = libm::hypot(a, b);
+                let inside = r > 0.8 && r < 1.6;
+                let flipped = rng.random::<f64>() < RING_FLIPPED;
+                (a, b, f64::from(u8::from(inside != flipped)))
+            }
         };
         x[(i, 0)] = a;
         x[(i, 1)] = b;
@@ -787,14 +837,20 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
     (x, y)
 }
 
-/// [`classification`] as a binary [`Dataset`] (inputs `x1`, `x2`, target
-/// `class`, positive class 1).
+/// Input column names of [`classification`]'s sets: `x1` to `xD`.
+pub fn class_input_names(shape: ClassShape) -> Vec<String> {
+    numbered_names(shape.n_inputs())
+}
+
+/// [`classification`] as a binary [`Dataset`] (inputs
+/// [`class_input_names`], target `class`, positive class 1).
 ///
 /// # Errors
 /// As [`Dataset::from_raw`] and [`Dataset::into_binary`] (e.g. one class).
 pub fn classification_dataset(shape: ClassShape, rows: usize, seed: u64) -> Result<Dataset> {
     let (x, y) = classification(shape, rows, seed);
-    let mut data = Dataset::from_raw(x, y, vec!["x1".into(), "x2".into()], "class".into())?;
+    let names = class_input_names(shape);
+    let mut data = Dataset::from_raw(x, y, names, "class".into())?;
     data.source = format!("synthetic '{shape:?}' classification ({rows} rows)");
     data.into_binary(None)
 }
