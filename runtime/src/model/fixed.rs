@@ -59,6 +59,11 @@ const EXP2_POLY: [i32; 5] = [
 ];
 
 /// Why a model has no fixed-point form.
+///
+/// ```
+/// let e = sgp_runtime::FixedError::Unsupported { what: "a classifier" };
+/// assert_eq!(e.to_string(), "no fixed-point form: a classifier");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FixedError {
     /// The model is not one the fixed-point form covers: the squared
