@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Where the instructions of one update go (M = 32, D = 4, forgetting
-# 0.99): builds src/bin/update_profile.rs, runs it under QEMU with an
-# instruction trace, and sums the instructions executed between its two
-# marker calls by the source function they come from (the innermost
+# 0.99; `profile-update.sh [update]`: src/bin/update_profile.rs), or of one
+# prediction (`profile-update.sh predict`, SPGP, or `matern`, Matérn 3/2,
+# both M = 32, D = 4: src/bin/predict_profile.rs): builds the binary, runs
+# it under QEMU with an instruction trace, and sums the instructions
+# executed between its two marker calls by the source function they come from (the innermost
 # runtime function of llvm-addr2line's inline chain). Needs the model files
 # run.sh generates (model/learn_m32.sgp), python3 and llvm-addr2line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
-BIN=update_profile
+case ${1:-update} in
+    update) BIN=update_profile WHAT=update ;;
+    predict) BIN=predict_profile WHAT=predict ;;
+    matern) BIN=predict_profile WHAT=matern ;;
+    *) echo "usage: $0 [update|predict|matern]" >&2; exit 2 ;;
+esac
 ELF=target/thumbv7em-none-eabihf/release/$BIN
 cargo build --release -q --target-dir target --bin "$BIN"
 TRACE=$(mktemp)
@@ -17,14 +24,14 @@ trap 'rm -f "$TRACE"' EXIT
 timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic -monitor none \
     -semihosting-config enable=on,target=native -singlestep -d exec,nochain -D "$TRACE" \
     -kernel "$ELF"
-python3 - "$ELF" "$TRACE" <<'PY'
+python3 - "$ELF" "$TRACE" "$WHAT" <<'PY'
 import collections, re, subprocess, sys
-elf, trace = sys.argv[1], sys.argv[2]
+elf, trace, what = sys.argv[1], sys.argv[2], sys.argv[3]
 marks = {}
 for line in subprocess.run(["llvm-nm", "-C", elf], capture_output=True, text=True).stdout.splitlines():
     parts = line.split(" ", 2)
-    for name in ("update_starts", "update_ends"):
-        if len(parts) == 3 and parts[2].startswith(f"update_profile::{name}"):
+    for name in (f"{what}_starts", f"{what}_ends"):
+        if len(parts) == 3 and re.search(rf"_profile::{name}(::h[0-9a-f]{{16}})?$", parts[2]):
             marks[name] = int(parts[0], 16) & ~1
 pcs, inside = [], False
 with open(trace) as f:
@@ -33,9 +40,9 @@ with open(trace) as f:
         if not m:
             continue
         pc = int(m.group(1), 16)
-        if pc == marks["update_starts"]:
+        if pc == marks[f"{what}_starts"]:
             inside = True
-        elif pc == marks["update_ends"]:
+        elif pc == marks[f"{what}_ends"]:
             break
         elif inside:
             pcs.append(pc)
@@ -58,7 +65,7 @@ for a, c in counts.items():
                            ("$u20$", " "), ("$C$", ","), ("..", "::")):
         name = name.replace(mangled, plain)
     by[name] += c
-print(f"one update, M = 32: {len(pcs)} instructions (the measuring loop's count differs by a few: inlining)")
+print(f"one {what}, M = 32: {len(pcs)} instructions (the measuring loop's count differs by a few: inlining)")
 for name, c in by.most_common():
     print(f"{c:6d}  {name}")
 PY

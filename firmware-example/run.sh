@@ -239,7 +239,7 @@ if ! cargo build --release -q --target-dir "$TARGET_DIR" --bin "$PROOF_BIN" >"$P
         check_failed "$PROOF_BIN did not build"
     fi
 elif "${QEMU[@]}" "$BIN_DIR/$PROOF_BIN"; then
-    echo "linked and ran: no reachable panic in Model::load, predict, mean, probability, their _with_gradient forms, in_training_range or the name accessors"
+    echo "linked and ran: no reachable panic in Model::load, predict, mean, probability, their _with_gradient forms, in_training_range, the name accessors or FixedModel::from_model and predict"
 else
     check_failed "$PROOF_BIN exited with status $?"
 fi

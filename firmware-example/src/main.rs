@@ -39,6 +39,7 @@ macro_rules! golden_module {
     };
 }
 // After the macro, which they use too.
+mod fixed;
 mod learning;
 mod outputs;
 
@@ -263,7 +264,16 @@ fn run() -> bool {
     let loop_ok = control_loop(&meter, models.m32);
     let outputs_ok = outputs::check(&meter);
     let learning_ok = learning::check(&meter);
-    calibrated & golden_ok & gradient_ok & cost_ok & api_ok & loop_ok & outputs_ok & learning_ok
+    let fixed_ok = fixed::check(&meter, models.m32);
+    calibrated
+        & golden_ok
+        & gradient_ok
+        & cost_ok
+        & api_ok
+        & loop_ok
+        & outputs_ok
+        & learning_ok
+        & fixed_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the

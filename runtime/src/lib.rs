@@ -79,7 +79,8 @@ pub use format::{
 #[cfg(feature = "alloc")]
 pub use format::{Learning, ModelSpec, OutputSpec};
 pub use model::{
-    ram_bytes, ram_bytes_with_outputs, Classification, Innovation, Model, Name, Outputs,
-    Prediction, PredictionWithGradient, ProbabilityWithGradient, UpdateSettings, NAME_CAPACITY,
+    ram_bytes, ram_bytes_with_outputs, Classification, FixedError, FixedModel, Innovation, Model,
+    Name, Outputs, Prediction, PredictionWithGradient, ProbabilityWithGradient, UpdateSettings,
+    NAME_CAPACITY,
 };
 pub use version::{OLDEST_VERSION, VERSION};

@@ -9,11 +9,13 @@ use crate::format::{
 use crate::math;
 use crate::whitened;
 
+mod fixed;
 mod gradient;
 mod inputs;
 mod learning;
 mod outputs;
 
+pub use fixed::{FixedError, FixedModel};
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
 pub use learning::{Innovation, UpdateSettings};

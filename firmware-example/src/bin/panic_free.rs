@@ -1,6 +1,6 @@
 //! Link-time proof that the prediction path contains no reachable panic:
-//! `Model::load`, `predict`, `mean`, `probability`, `in_training_range` and
-//! the name accessors.
+//! `Model::load`, `predict`, `mean`, `probability`, `in_training_range`,
+//! the name accessors, and `FixedModel::from_model` and its `predict`.
 //!
 //! The panic handler calls a function that is defined nowhere. After LTO, the
 //! handler is only kept (and the symbol only needed) if some panic remains
@@ -52,6 +52,8 @@ static mut OUTPUTS: [[Outputs; N_INPUTS]; N_MODELS] =
 type Outputs = (f32, f32, f32, f32, bool);
 /// Bytes of every model's input names (`input_names`, `target_name`).
 static mut NAME_BYTES: usize = 0;
+/// (mean, variance) of the fixed-point form of the M = 32 model.
+static mut FIXED: (f32, f32) = (0.0, 0.0);
 /// The IVM classifier's `probability` per input (its path adds the normal
 /// CDF and a square root to `predict`'s) and the sum of what
 /// `probability_with_gradient` returns.
@@ -125,6 +127,13 @@ fn main() -> ! {
             + name_bytes(models.dr_m32)
             + name_bytes(models.spgp_d16_m32);
         write_volatile(addr_of_mut!(NAME_BYTES), name_bytes);
+        // The fixed-point form: its construction from the loaded model and
+        // its prediction.
+        let fixed = sgp_runtime::FixedModel::<32, 4>::from_model(models.m32)
+            .ok()
+            .and_then(|fixed| fixed.predict(&(*inputs)[0]).ok())
+            .map_or((f32::NAN, f32::NAN), |p| (p.mean, p.variance));
+        write_volatile(addr_of_mut!(FIXED), fixed);
     }
     debug::exit(debug::EXIT_SUCCESS);
     loop {
