@@ -13,6 +13,7 @@ mod gradient;
 mod inputs;
 mod learning;
 mod outputs;
+mod uncertain;
 
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
@@ -20,6 +21,7 @@ pub use learning::{Innovation, UpdateSettings};
 use learning::{Learns, Origin, Spans};
 use outputs::Output;
 pub use outputs::{Classification, Outputs};
+pub use uncertain::{Uncertain, UncertainDerivatives, UncertainPrediction};
 
 /// A predictive distribution.
 ///
