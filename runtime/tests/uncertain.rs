@@ -185,6 +185,19 @@ fn two_output_moments_match_monte_carlo() {
     against_monte_carlo::<2>(&spec(11, M, D, false, false, 2), 11, 3, 50_000);
 }
 
+/// A fitted two-output SPGP (M = 32, D = 4; `tests/data/uncertain-plant.sgp`,
+/// see the guide's "Prediction at an uncertain input"): its weights and
+/// factors cancel as trained models' do, which random ones do not.
+fn plant() -> ModelSpec {
+    let blob = include_bytes!("data/uncertain-plant.sgp");
+    ModelSpec::from_bytes(blob).unwrap()
+}
+
+#[test]
+fn fitted_moments_match_monte_carlo() {
+    against_monte_carlo::<2>(&plant(), 12, 3, 50_000);
+}
+
 #[test]
 fn own_widths_moments_match_monte_carlo() {
     against_monte_carlo::<2>(&spec(21, 16, 3, true, false, 2), 21, 3, 50_000);
@@ -291,6 +304,7 @@ fn derivatives_match_central_differences() {
     }
     derivatives_match::<2>(&spec(5, M, D, false, true, 2), 5);
     derivatives_match::<2>(&spec(6, 16, 3, true, false, 2), 6);
+    derivatives_match::<2>(&plant(), 7);
 }
 
 #[test]

@@ -6,9 +6,11 @@
 //!
 //! The integrals are taken in feature units `t = F (x - x_mean)`, where
 //! basis function `i` is `a_i exp(-1/2 sum_d l_id (t_d - c_id)^2)` (with
-//! shared widths `F` folds them in and `l_id = 1`). The derivatives come
-//! from the same generic code run on dual numbers, one direction of
-//! `(mu, S)` per pass: no second copy of the algebra to disagree with it.
+//! shared widths `F` folds them in and `l_id = 1`), in f64: the second
+//! moments are quadratic forms in trained weights and factors whose f32
+//! cancellation they would square. The derivatives come from the same
+//! generic code run on dual numbers, one direction of `(mu, S)` per pass:
+//! no second copy of the algebra to disagree with it.
 
 use core::ops::{Add, Div, Mul, Sub};
 
@@ -23,9 +25,9 @@ use crate::math;
 ///
 /// It holds the basis in feature units and, per output, the weights and
 /// the dense variance matrix `W` (`v(x) = prior - k^T W k`, the shared
-/// variance ratio folded in), which the expected variance `prior - tr(W
-/// Q)` needs; building `W` costs `O(M^3)` once. RAM: `4 (P (M^2 + M + 4)
-/// + M (2 D + 1) + 2 D) ` bytes plus a few words.
+/// variance ratio folded in, in f64), which the expected variance
+/// `prior - tr(W Q)` needs; building `W` costs `O(M^3)` once. RAM:
+/// `8 P M^2 + 4 (P (M + 4) + M (2 D + 1) + 2 D)` bytes plus a few words.
 ///
 /// ```
 /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
@@ -53,7 +55,7 @@ pub struct Uncertain<const M: usize, const D: usize, const P: usize = 1> {
     /// Each output's mean weights `beta`.
     weights: [[f32; M]; P],
     /// Each output's `W` (latent, standardised units), full and symmetric.
-    variance: [[[f32; M]; M]; P],
+    variance: [[[f64; M]; M]; P],
     /// Each output's latent prior variance (standardised units).
     prior: [f32; P],
     /// `y_mean` (regression) or the bias (classifiers).
@@ -318,42 +320,16 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             return;
         };
         *w = [[0.0; M]; M];
-        for j in 0..model.m {
-            let mut k = [0.0f32; M];
-            if let Some(kj) = k.get_mut(j) {
-                *kj = 1.0;
-            }
-            let mut u = [[0.0f32; 2]; M];
-            model.latent_variance(source, output, &k, Some(&mut u));
-            model.variance_slopes(source, &mut u);
-            for (row, pair) in w.iter_mut().zip(&u).take(model.m) {
-                if let Some(slot) = row.get_mut(j) {
-                    *slot = ratio * (pair[0] - pair[1]);
-                }
-            }
-        }
-        // f32 leaves the columns slightly asymmetric: keep the mean.
-        for i in 0..model.m {
-            for j in 0..i {
-                let (Some(&wij), Some(&wji)) = (
-                    w.get(i).and_then(|r| r.get(j)),
-                    w.get(j).and_then(|r| r.get(i)),
-                ) else {
-                    continue;
-                };
-                let mean = 0.5 * (wij + wji);
-                for (r, c) in [(i, j), (j, i)] {
-                    if let Some(slot) = w.get_mut(r).and_then(|row| row.get_mut(c)) {
-                        *slot = mean;
-                    }
-                }
-            }
+        if model.variance == VarianceForm::Whitened {
+            operator_columns(model, source, output, ratio, w);
+        } else {
+            factor_products(model, source, output, ratio, w);
         }
     }
 
     /// The moments of every output at a raw input `x ~ N(mean, cov)`:
-    /// `O(M^2 (D + P^2) + M D^2)`, `M (M + 1) / 2 + M` exponentials, the
-    /// same work whatever the values. `cov` is the `d x d` covariance,
+    /// `O(M^2 (D + P^2) + M D^2)` in f64, `M (M + 1) / 2 + M`
+    /// exponentials, the same work whatever the values. `cov` is the `d x d` covariance,
     /// row-major; its symmetric part is used.
     ///
     /// ```
@@ -375,12 +351,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     /// definite.
     pub fn predict(&self, mean: &[f32], cov: &[f32]) -> Result<UncertainPrediction<D, P>, Error> {
         let (mu, s) = self.checked(mean, cov)?;
-        let moments = self.moments::<f32>(&mu, &s)?;
-        Ok(UncertainPrediction {
-            mean: moments.mean,
-            covariance: moments.covariance,
-            input_output: moments.input_output,
-        })
+        Ok(self.moments::<f64>(&mu, &s)?.values())
     }
 
     /// [`Uncertain::predict`] and every derivative of its moments with
@@ -411,9 +382,9 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         cov: &[f32],
     ) -> Result<(UncertainPrediction<D, P>, UncertainDerivatives<D, P>), Error> {
         let (mu, s) = self.checked(mean, cov)?;
-        let value = self.moments::<f32>(&mu, &s)?;
+        let value = self.moments::<f64>(&mu, &s)?.values();
         let mut out = UncertainDerivatives::default();
-        let lift = |v: f32| Dual { v, d: 0.0 };
+        let lift = |v: f64| Dual { v, d: 0.0 };
         let mu_dual = mu.map(lift);
         let s_dual = s.map(|row| row.map(lift));
         for e in 0..self.d {
@@ -459,19 +430,12 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
                 );
             }
         }
-        Ok((
-            UncertainPrediction {
-                mean: value.mean,
-                covariance: value.covariance,
-                input_output: value.input_output,
-            },
-            out,
-        ))
+        Ok((value, out))
     }
 
     /// The raw mean and the symmetric part of the raw covariance, checked,
     /// zero past `d`.
-    fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f32; D], [[f32; D]; D]), Error> {
+    fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f64; D], [[f64; D]; D]), Error> {
         let d = self.d;
         if mean.len() != d || d == 0 {
             return Err(Error::InputLength {
@@ -488,14 +452,14 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         if !cov.iter().all(|v| v.is_finite()) {
             return Err(Error::InvalidCovariance);
         }
-        let mut mu = [0.0f32; D];
+        let mut mu = [0.0f64; D];
         for (m, &v) in mu.iter_mut().zip(mean) {
-            *m = v;
+            *m = f64::from(v);
         }
-        let mut s = [[0.0f32; D]; D];
+        let mut s = [[0.0f64; D]; D];
         for (i, row) in s.iter_mut().enumerate().take(d) {
             for (j, x) in row.iter_mut().enumerate().take(d) {
-                let at = |r: usize, c: usize| cov.get(r * d + c).copied().unwrap_or(0.0);
+                let at = |r: usize, c: usize| f64::from(cov.get(r * d + c).copied().unwrap_or(0.0));
                 *x = 0.5 * (at(i, j) + at(j, i));
             }
             let variance = row.get(i).copied().unwrap_or(0.0);
@@ -519,9 +483,9 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         let mut mu = [zero; D];
         let mut s = [[zero; D]; D];
         for e in 0..D {
-            mu[e] = (mu_raw[e] - T::of(self.x_mean[e])) * T::of(self.feature_scale[e]);
+            mu[e] = (mu_raw[e] - lift(self.x_mean[e])) * lift(self.feature_scale[e]);
             for f in 0..D {
-                s[e][f] = s_raw[e][f] * T::of(self.feature_scale[e] * self.feature_scale[f]);
+                s[e][f] = s_raw[e][f] * lift(self.feature_scale[e]) * lift(self.feature_scale[f]);
             }
         }
         let (m, p) = (self.m.min(M), self.p.min(P));
@@ -530,7 +494,10 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             None
         } else {
             let l = self.precisions.first().unwrap_or(&[1.0; D]);
-            Some((factor(&s, |e| 1.0 / l[e])?, factor(&s, |e| 0.5 / l[e])?))
+            Some((
+                factor(&s, |e| 1.0 / f64::from(l[e]))?,
+                factor(&s, |e| 0.5 / f64::from(l[e]))?,
+            ))
         };
         let mut mean = [zero; P];
         // sum_i beta_ai q_i (S + L_i)^-1 (mu - c_i), per output.
@@ -541,7 +508,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         for i in 0..m {
             let mut r = [zero; D];
             for e in 0..D {
-                r[e] = mu[e] - T::of(self.centres[i][e]);
+                r[e] = mu[e] - lift(self.centres[i][e]);
             }
             offsets[i] = r;
             let l = &self.precisions[i];
@@ -549,17 +516,17 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             let f1 = match &shared {
                 Some((first, _)) => first,
                 None => {
-                    own = factor(&s, |e| 1.0 / l[e])?;
+                    own = factor(&s, |e| 1.0 / f64::from(l[e]))?;
                     &own
                 }
             };
             let w = f1.forward(&r);
-            let q = T::of(self.amplitudes[i])
-                * f1.scale(l, 1.0)
+            let q = lift::<T>(self.amplitudes[i])
+                * f1.scale(&l.map(f64::from), 1.0)
                 * (T::of(-0.5) * dot(&w, &w)).exp_neg();
             let v = f1.backward(&w);
             for a in 0..p {
-                let bq = T::of(self.weights[a][i]) * q;
+                let bq = lift::<T>(self.weights[a][i]) * q;
                 mean[a] = mean[a] + bq;
                 for e in 0..D {
                     slope[a][e] = slope[a][e] + bq * v[e];
@@ -586,9 +553,11 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
                 let qq = twice * q;
                 for a in 0..p {
                     trace[a] = trace[a] + T::of(self.variance[a][i][j]) * qq;
-                    let (bai, baj) = (self.weights[a][i], self.weights[a][j]);
+                    let (bai, baj) = (f64::from(self.weights[a][i]), f64::from(self.weights[a][j]));
                     for b in a..p {
-                        let w = 0.5 * (bai * self.weights[b][j] + baj * self.weights[b][i]);
+                        let w = 0.5
+                            * (bai * f64::from(self.weights[b][j])
+                                + baj * f64::from(self.weights[b][i]));
                         second[a][b] = second[a][b] + T::of(w) * qq;
                     }
                 }
@@ -600,25 +569,25 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             input_output: [[zero; P]; D],
         };
         for a in 0..p {
-            let (sa, ma) = (T::of(self.scale[a]), mean[a]);
-            out.mean[a] = T::of(self.offset[a]) + sa * ma;
+            let (sa, ma) = (lift::<T>(self.scale[a]), mean[a]);
+            out.mean[a] = lift::<T>(self.offset[a]) + sa * ma;
             for b in a..p {
-                let c = sa * T::of(self.scale[b]) * (second[a][b] - ma * mean[b]);
+                let c = sa * lift(self.scale[b]) * (second[a][b] - ma * mean[b]);
                 out.covariance[a][b] = c;
                 out.covariance[b][a] = c;
             }
-            let expected = T::of(self.prior[a]) - trace[a];
+            let expected = lift::<T>(self.prior[a]) - trace[a];
             let expected = if expected.value() > 0.0 {
                 expected
             } else {
                 zero
             };
-            out.covariance[a][a] = out.covariance[a][a] + sa * sa * expected + T::of(self.noise[a]);
+            out.covariance[a][a] = out.covariance[a][a] + sa * sa * expected + lift(self.noise[a]);
             // Cov[x, f_a] = -S_raw F slope_a (in raw units).
             for c in 0..D {
                 let mut acc = zero;
                 for e in 0..D {
-                    acc = acc + s_raw[c][e] * T::of(self.feature_scale[e]) * slope[a][e];
+                    acc = acc + s_raw[c][e] * lift(self.feature_scale[e]) * slope[a][e];
                 }
                 out.input_output[c][a] = T::of(0.0) - sa * acc;
             }
@@ -641,12 +610,13 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         let (li, lj) = (&self.precisions[i], &self.precisions[j]);
         let (ci, cj) = (&self.centres[i], &self.centres[j]);
         // The input-free part: (c_i - c_j)' (L_i + L_j)^-1 (c_i - c_j).
-        let mut apart = 0.0f32;
+        let mut apart = 0.0f64;
         for e in 0..D {
-            let diff = ci[e] - cj[e];
-            apart += diff * diff * li[e] * lj[e] / (li[e] + lj[e]);
+            let diff = f64::from(ci[e]) - f64::from(cj[e]);
+            let (a, b) = (f64::from(li[e]), f64::from(lj[e]));
+            apart += diff * diff * a * b / (a + b);
         }
-        let amplitude = T::of(self.amplitudes[i] * self.amplitudes[j]);
+        let amplitude = lift::<T>(self.amplitudes[i]) * lift(self.amplitudes[j]);
         let zero = T::of(0.0);
         let (scale, quad) = match shared {
             Some(f2) => {
@@ -655,15 +625,16 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
                 for e in 0..D {
                     sum[e] = T::of(0.5) * (whitened[i][e] + whitened[j][e]);
                 }
-                (f2.scale(li, 2.0), dot(&sum, &sum))
+                (f2.scale(&li.map(f64::from), 2.0), dot(&sum, &sum))
             }
             None => {
-                let mut precision = [0.0f32; D];
+                let mut precision = [0.0f64; D];
                 let mut centred = [zero; D];
                 for e in 0..D {
-                    let total = li[e] + lj[e];
+                    let total = f64::from(li[e]) + f64::from(lj[e]);
                     precision[e] = total;
-                    centred[e] = (T::of(li[e]) * offsets[i][e] + T::of(lj[e]) * offsets[j][e])
+                    centred[e] = (lift::<T>(li[e]) * offsets[i][e]
+                        + lift::<T>(lj[e]) * offsets[j][e])
                         * T::of(1.0 / total);
                 }
                 let f = factor(s, |e| 1.0 / precision[e])?;
@@ -675,11 +646,143 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     }
 }
 
-/// The moments in a [`Scalar`] (f32, or a dual number's value and tangent).
+/// `W = ratio (R1^T R1 - R2^T R2)` in f64 from the model's triangular
+/// factors `R` (the product form's `C`; the solves' `L^-1`, whose columns
+/// the forward substitutions of `e_j` give): `k^T W k` summed in f32
+/// squares the cancellation that `|R k|^2` has, so `W` is formed from the
+/// factors, never from f32 products. Column `j` of `R` is zero above row
+/// `j`; it waits in the upper triangle of row `j` of `w` (the two f32
+/// factors' entries side by side in one f64's bits), and `W_ij`, `i > j`,
+/// goes into the strictly lower triangle those columns leave free.
+fn factor_products<const M: usize, const G: usize, const D: usize, const P: usize>(
+    model: &Model<M, G, D, P>,
+    source: &Output<M>,
+    output: &Output<M>,
+    ratio: f32,
+    w: &mut [[f64; M]; M],
+) {
+    let m = model.m.min(M);
+    let pairs = model.variance == VarianceForm::Solves && model.shape.two_factors;
+    let pack =
+        |a: f32, b: f32| f64::from_bits(u64::from(a.to_bits()) << 32 | u64::from(b.to_bits()));
+    let unpack = |x: f64| {
+        let bits = x.to_bits();
+        (
+            f64::from(f32::from_bits((bits >> 32) as u32)),
+            f64::from(f32::from_bits(bits as u32)),
+        )
+    };
+    for (j, row) in w.iter_mut().enumerate().take(m) {
+        let mut k = [0.0f32; M];
+        if let Some(kj) = k.get_mut(j) {
+            *kj = 1.0;
+        }
+        let mut u = [[0.0f32; 2]; M];
+        model.latent_variance(source, output, &k, Some(&mut u));
+        for (r, slot) in row.iter_mut().enumerate().take(m).skip(j) {
+            let (r1, r2) = if pairs {
+                u.get(r).map_or((0.0, 0.0), |p| (p[0], p[1]))
+            } else {
+                (u.as_flattened().get(r).copied().unwrap_or(0.0), 0.0)
+            };
+            *slot = pack(r1, r2);
+        }
+    }
+    let mut diagonal = [0.0f64; M];
+    for i in 0..m {
+        for j in 0..=i {
+            let (Some(col_i), Some(col_j)) = (w.get(i), w.get(j)) else {
+                continue;
+            };
+            let mut sum = 0.0f64;
+            for (&a, &b) in col_i.iter().zip(col_j).take(m).skip(i) {
+                let ((a1, a2), (b1, b2)) = (unpack(a), unpack(b));
+                sum += a1 * b1 - a2 * b2;
+            }
+            let value = f64::from(ratio) * sum;
+            let slot = if i == j {
+                diagonal.get_mut(i)
+            } else {
+                w.get_mut(i).and_then(|row| row.get_mut(j))
+            };
+            if let Some(slot) = slot {
+                *slot = value;
+            }
+        }
+    }
+    for i in 0..m {
+        for j in 0..i {
+            let value = w.get(i).and_then(|row| row.get(j)).copied().unwrap_or(0.0);
+            if let Some(slot) = w.get_mut(j).and_then(|row| row.get_mut(i)) {
+                *slot = value;
+            }
+        }
+        if let (Some(slot), Some(&d)) =
+            (w.get_mut(i).and_then(|row| row.get_mut(i)), diagonal.get(i))
+        {
+            *slot = d;
+        }
+    }
+}
+
+/// `W` of the whitened form (an updatable model), column by column from
+/// the variance's own gradient operator in f32 (`W e_j`), symmetrised:
+/// good to f32's cancellation in `k^T W k`, which the guide measures.
+fn operator_columns<const M: usize, const G: usize, const D: usize, const P: usize>(
+    model: &Model<M, G, D, P>,
+    source: &Output<M>,
+    output: &Output<M>,
+    ratio: f32,
+    w: &mut [[f64; M]; M],
+) {
+    for j in 0..model.m {
+        let mut k = [0.0f32; M];
+        if let Some(kj) = k.get_mut(j) {
+            *kj = 1.0;
+        }
+        let mut u = [[0.0f32; 2]; M];
+        model.latent_variance(source, output, &k, Some(&mut u));
+        model.variance_slopes(source, &mut u);
+        for (row, pair) in w.iter_mut().zip(&u).take(model.m) {
+            if let Some(slot) = row.get_mut(j) {
+                *slot = f64::from(ratio) * f64::from(pair[0] - pair[1]);
+            }
+        }
+    }
+    for i in 0..model.m {
+        for j in 0..i {
+            let (Some(&wij), Some(&wji)) = (
+                w.get(i).and_then(|r| r.get(j)),
+                w.get(j).and_then(|r| r.get(i)),
+            ) else {
+                continue;
+            };
+            let mean = 0.5 * (wij + wji);
+            for (r, c) in [(i, j), (j, i)] {
+                if let Some(slot) = w.get_mut(r).and_then(|row| row.get_mut(c)) {
+                    *slot = mean;
+                }
+            }
+        }
+    }
+}
+
+/// The moments in a [`Scalar`] (f64, or a dual number's value and tangent).
 struct Moments<T, const D: usize, const P: usize> {
     mean: [T; P],
     covariance: [[T; P]; P],
     input_output: [[T; P]; D],
+}
+
+impl<const D: usize, const P: usize> Moments<f64, D, P> {
+    /// Rounded to f32.
+    fn values(&self) -> UncertainPrediction<D, P> {
+        UncertainPrediction {
+            mean: self.mean.map(|v| v as f32),
+            covariance: self.covariance.map(|row| row.map(|v| v as f32)),
+            input_output: self.input_output.map(|row| row.map(|v| v as f32)),
+        }
+    }
 }
 
 /// Writes one direction's tangents of `t` into `out`: `mu_slot` for a
@@ -692,19 +795,19 @@ fn scatter<const D: usize, const P: usize>(
 ) {
     for (a, m) in t.mean.iter().enumerate() {
         if let (Some(x), Some(y)) = (out.dmean_dmu.get_mut(a), out.dmean_dcov.get_mut(a)) {
-            mu_slot(x, m.d);
-            cov_slot(y, m.d);
+            mu_slot(x, m.d as f32);
+            cov_slot(y, m.d as f32);
         }
     }
     for (a, row) in t.covariance.iter().enumerate() {
         for (b, c) in row.iter().enumerate() {
             let x = out.dcov_dmu.get_mut(a).and_then(|r| r.get_mut(b));
             if let Some(x) = x {
-                mu_slot(x, c.d);
+                mu_slot(x, c.d as f32);
             }
             let y = out.dcov_dcov.get_mut(a).and_then(|r| r.get_mut(b));
             if let Some(y) = y {
-                cov_slot(y, c.d);
+                cov_slot(y, c.d as f32);
             }
         }
     }
@@ -712,11 +815,11 @@ fn scatter<const D: usize, const P: usize>(
         for (a, v) in row.iter().enumerate() {
             let x = out.dinput_output_dmu.get_mut(c).and_then(|r| r.get_mut(a));
             if let Some(x) = x {
-                mu_slot(x, v.d);
+                mu_slot(x, v.d as f32);
             }
             let y = out.dinput_output_dcov.get_mut(c).and_then(|r| r.get_mut(a));
             if let Some(y) = y {
-                cov_slot(y, v.d);
+                cov_slot(y, v.d as f32);
             }
         }
     }
@@ -741,7 +844,7 @@ struct Factor<T, const D: usize> {
 #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below the const D
 fn factor<T: Scalar, const D: usize>(
     s: &[[T; D]; D],
-    width: impl Fn(usize) -> f32,
+    width: impl Fn(usize) -> f64,
 ) -> Result<Factor<T, D>, Error> {
     let zero = T::of(0.0);
     let mut lower = [[zero; D]; D];
@@ -804,52 +907,58 @@ impl<T: Scalar, const D: usize> Factor<T, D> {
 
     /// `|I + S diag(factor l)|^-1/2 = |S + diag(1 / (factor l))|^-1/2
     /// prod (factor l)^-1/2`.
-    fn scale(&self, precision: &[f32; D], factor: f32) -> T {
+    fn scale(&self, precision: &[f64; D], factor: f64) -> T {
         self.inverse_diagonal
             .iter()
             .zip(precision)
             .fold(T::of(1.0), |acc, (&inv, &l)| {
-                acc * inv * T::of(1.0 / libm::sqrtf(factor * l))
+                acc * inv * T::of(1.0 / libm::sqrt(factor * l))
             })
     }
 }
 
-/// The arithmetic the moments need, in f32 for the values and in [`Dual`]
+/// The arithmetic the moments need, in f64 for the values and in [`Dual`]
 /// numbers for the derivatives.
 trait Scalar:
     Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
 {
-    fn of(v: f32) -> Self;
+    fn of(v: f64) -> Self;
     /// `e^x` for `x <= 0`.
     fn exp_neg(self) -> Self;
     fn sqrt(self) -> Self;
-    fn value(self) -> f32;
+    fn value(self) -> f64;
 }
 
-impl Scalar for f32 {
+impl Scalar for f64 {
     #[inline(always)]
-    fn of(v: f32) -> Self {
+    fn of(v: f64) -> Self {
         v
     }
     #[inline(always)]
     fn exp_neg(self) -> Self {
-        math::exp_non_positive(self)
+        libm::exp(self)
     }
     #[inline(always)]
     fn sqrt(self) -> Self {
-        libm::sqrtf(self)
+        libm::sqrt(self)
     }
     #[inline(always)]
-    fn value(self) -> f32 {
+    fn value(self) -> f64 {
         self
     }
+}
+
+/// An f32 of the model as a [`Scalar`].
+#[inline(always)]
+fn lift<T: Scalar>(v: f32) -> T {
+    T::of(f64::from(v))
 }
 
 /// A value and its derivative along one direction of `(mu, S)`.
 #[derive(Debug, Clone, Copy)]
 struct Dual {
-    v: f32,
-    d: f32,
+    v: f64,
+    d: f64,
 }
 
 impl Add for Dual {
@@ -894,21 +1003,21 @@ impl Div for Dual {
 }
 
 impl Scalar for Dual {
-    fn of(v: f32) -> Self {
+    fn of(v: f64) -> Self {
         Dual { v, d: 0.0 }
     }
     fn exp_neg(self) -> Self {
-        let v = math::exp_non_positive(self.v);
+        let v = libm::exp(self.v);
         Dual { v, d: self.d * v }
     }
     fn sqrt(self) -> Self {
-        let v = libm::sqrtf(self.v);
+        let v = libm::sqrt(self.v);
         Dual {
             v,
             d: 0.5 * self.d / v,
         }
     }
-    fn value(self) -> f32 {
+    fn value(self) -> f64 {
         self.v
     }
 }
