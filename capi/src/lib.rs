@@ -860,6 +860,8 @@ mod tests {
                 capacity: 1,
             },
             Error::ForeignBlob,
+            Error::NoClosedForm,
+            Error::InvalidCovariance,
         ];
         let codes: BTreeSet<i32> = errors
             .iter()
@@ -878,7 +880,7 @@ mod tests {
         for status in SgpStatus::ALL {
             assert_eq!(SgpStatus::from_code(status as i32), Some(status));
         }
-        for unknown in [-1, 27, 99, 105, i32::MAX] {
+        for unknown in [-1, 29, 99, 105, i32::MAX] {
             assert_eq!(message(unknown), "unknown sgp status code");
         }
     }

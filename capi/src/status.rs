@@ -71,6 +71,12 @@ pub enum SgpStatus {
     /// The source blob of `sgp_model_write_blob` is not one of this
     /// model's (another basis, sizes or names, or damaged).
     ForeignBlob = 26,
+    /// The model's prediction at a Gaussian input has no closed form
+    /// (a Matérn kernel or a learned projection).
+    NoClosedForm = 27,
+    /// The input covariance is not finite, symmetric and positive
+    /// semi-definite.
+    InvalidCovariance = 28,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -87,7 +93,7 @@ pub enum SgpStatus {
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 32] = [
+    pub(crate) const ALL: [SgpStatus; 34] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -115,6 +121,8 @@ impl SgpStatus {
         SgpStatus::TargetLength,
         SgpStatus::BufferTooSmall,
         SgpStatus::ForeignBlob,
+        SgpStatus::NoClosedForm,
+        SgpStatus::InvalidCovariance,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
@@ -160,6 +168,8 @@ impl SgpStatus {
             Error::TargetLength { .. } => SgpStatus::TargetLength,
             Error::BufferTooSmall { .. } => SgpStatus::BufferTooSmall,
             Error::ForeignBlob => SgpStatus::ForeignBlob,
+            Error::NoClosedForm => SgpStatus::NoClosedForm,
+            Error::InvalidCovariance => SgpStatus::InvalidCovariance,
         }
     }
 
@@ -197,6 +207,10 @@ impl SgpStatus {
             SgpStatus::TargetLength => c"number of targets is not the model's output count",
             SgpStatus::BufferTooSmall => c"buffer shorter than the blob",
             SgpStatus::ForeignBlob => c"source blob is not this model's",
+            SgpStatus::NoClosedForm => {
+                c"no closed-form prediction at a Gaussian input for this model"
+            }
+            SgpStatus::InvalidCovariance => c"input covariance not finite, symmetric and PSD",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {

@@ -171,6 +171,14 @@ pub enum Error {
     /// one of this model's (the one it was loaded from, or one it wrote):
     /// its basis, sizes or names differ, or its bytes are damaged.
     ForeignBlob,
+    /// [`crate::Model::uncertain`] was asked of a model whose prediction at
+    /// a Gaussian input has no closed form here: a Matérn kernel or a
+    /// learned projection (SPGP+DR).
+    NoClosedForm,
+    /// An input covariance given to [`crate::Uncertain::predict`] is not
+    /// finite, symmetric and positive semi-definite, or has the wrong
+    /// length.
+    InvalidCovariance,
 }
 
 impl fmt::Display for Error {
@@ -264,6 +272,12 @@ impl fmt::Display for Error {
             ),
             Error::ForeignBlob => f.write_str(
                 "the source blob is not this model's (another basis, sizes or names, or damaged)",
+            ),
+            Error::NoClosedForm => f.write_str(
+                "no closed-form prediction at a Gaussian input for this model (Matérn kernel or projection)",
+            ),
+            Error::InvalidCovariance => f.write_str(
+                "input covariance is not a finite, symmetric, positive semi-definite d x d matrix",
             ),
         }
     }

@@ -80,7 +80,7 @@ pub use format::{
 pub use format::{Learning, ModelSpec, OutputSpec};
 pub use model::{
     ram_bytes, ram_bytes_with_outputs, Classification, FixedError, FixedModel, Innovation, Model,
-    Name, Outputs, Prediction, PredictionWithGradient, ProbabilityWithGradient, UpdateSettings,
-    NAME_CAPACITY,
+    Name, Outputs, Prediction, PredictionWithGradient, ProbabilityWithGradient, Uncertain,
+    UncertainDerivatives, UncertainPrediction, UpdateSettings, NAME_CAPACITY,
 };
 pub use version::{OLDEST_VERSION, VERSION};

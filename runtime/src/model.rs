@@ -14,6 +14,7 @@ mod gradient;
 mod inputs;
 mod learning;
 mod outputs;
+mod uncertain;
 
 pub use fixed::{FixedError, FixedModel};
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
@@ -22,6 +23,7 @@ pub use learning::{Innovation, UpdateSettings};
 use learning::{Learns, Origin, Spans};
 use outputs::Output;
 pub use outputs::{Classification, Outputs};
+pub use uncertain::{Uncertain, UncertainDerivatives, UncertainPrediction};
 
 /// A predictive distribution.
 ///

@@ -168,41 +168,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // A shared variance is the first output's times `ratio`: its
         // factors, its vectors `u`, and the ratio in the chain rule.
         let (source, ratio) = self.variance_source(output);
-        let factors = source.factors.as_flattened();
-        match self.variance {
-            VarianceForm::Product => {
-                math::multiply_transposed_packed(
-                    source.product_factor(),
-                    &source.diagonal1,
-                    &mut u,
-                    self.m,
-                );
-            }
-            VarianceForm::Solves => math::back_substitute_packed(
-                factors,
-                &source.diagonal1,
-                &source.inv_diagonal2,
-                &mut u,
-                self.m,
-                self.shape.two_factors,
-            ),
-            VarianceForm::Whitened => {
-                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
-                // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
-                whitened::add_transposed(factors, &mut u, &source.inv_diagonal2, self.m, |p, d| {
-                    let dt = (1.0 - d) * (p[0] - p[1]);
-                    [dt, -dt]
-                });
-                let mut r = [0.0f32; M];
-                for (ri, pair) in r.iter_mut().zip(&u) {
-                    *ri = pair[0];
-                }
-                whitened::back_substitute_first(factors, &source.diagonal1, &mut r, self.m);
-                for (pair, &ri) in u.iter_mut().zip(&r) {
-                    *pair = [ri, 0.0];
-                }
-            }
-        }
+        self.variance_slopes(source, &mut u);
         // An updatable model's mean is z . a = beta . k: its beta (zero in
         // the model) solved for here.
         let solved;
@@ -279,6 +245,49 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             mean_gradient,
             variance_gradient,
         })
+    }
+
+    /// The vectors `u` that [`Model::latent`] filled for `source`'s
+    /// variance turned into `(r1, r2)` pairs with `W k = r1 - r2`, i.e.
+    /// `dv/dk = -2 (r1 - r2)` (`v = prior - k^T W k`), in every variance
+    /// form: shared by the input gradient and `predict_uncertain`'s `W`.
+    #[inline(always)]
+    pub(super) fn variance_slopes(&self, source: &Output<M>, u: &mut [[f32; 2]; M]) {
+        let factors = source.factors.as_flattened();
+        match self.variance {
+            VarianceForm::Product => {
+                math::multiply_transposed_packed(
+                    source.product_factor(),
+                    &source.diagonal1,
+                    u,
+                    self.m,
+                );
+            }
+            VarianceForm::Solves => math::back_substitute_packed(
+                factors,
+                &source.diagonal1,
+                &source.inv_diagonal2,
+                u,
+                self.m,
+                self.shape.two_factors,
+            ),
+            VarianceForm::Whitened => {
+                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
+                // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
+                whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
+                    let dt = (1.0 - d) * (p[0] - p[1]);
+                    [dt, -dt]
+                });
+                let mut r = [0.0f32; M];
+                for (ri, pair) in r.iter_mut().zip(u.iter()) {
+                    *ri = pair[0];
+                }
+                whitened::back_substitute_first(factors, &source.diagonal1, &mut r, self.m);
+                for (pair, &ri) in u.iter_mut().zip(&r) {
+                    *pair = [ri, 0.0];
+                }
+            }
+        }
     }
 
     /// Each basis function's [`math::matern_slope`] at features `z`: one

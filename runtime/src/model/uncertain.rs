@@ -1,0 +1,1023 @@
+//! Prediction at a Gaussian input `x ~ N(mu, S)` (MATH.md, "Prediction at
+//! a Gaussian input"): the exact moments of a squared-exponential basis
+//! (shared widths, or VSGP's own widths per basis function), and their
+//! derivatives with respect to `mu` and `S`, for filters and model-
+//! predictive control that propagate a state distribution through a model.
+//!
+//! The integrals are taken in feature units `t = F (x - x_mean)`, where
+//! basis function `i` is `a_i exp(-1/2 sum_d l_id (t_d - c_id)^2)` (with
+//! shared widths `F` folds them in and `l_id = 1`), in f64: the second
+//! moments are quadratic forms in trained weights and factors whose f32
+//! cancellation they would square. The derivatives come from the same
+//! generic code run on dual numbers, one direction of `(mu, S)` per pass:
+//! no second copy of the algebra to disagree with it.
+
+use core::ops::{Add, Div, Mul, Sub};
+
+use super::{Model, Output};
+use crate::error::Error;
+use crate::format::{Kernel, Link, VarianceForm};
+use crate::math;
+
+/// A model made ready for predictions at a Gaussian input, from
+/// [`Model::uncertain`] (or [`Uncertain::new`] and
+/// [`Uncertain::prepare`], to keep it in a `static`).
+///
+/// It holds the basis in feature units and, per output, the weights and
+/// the dense variance matrix `W` (`v(x) = prior - k^T W k`, the shared
+/// variance ratio folded in, in f64), which the expected variance
+/// `prior - tr(W Q)` needs; building `W` costs `O(M^3)` once. RAM:
+/// `8 P M^2 + 4 (P (M + 4) + M (2 D + 1) + 2 D)` bytes plus a few words.
+///
+/// ```
+/// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+/// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+/// let uncertain = model.uncertain()?;
+/// // A certain input (zero covariance) gives back `predict`.
+/// let y = uncertain.predict(&[0.5, -1.0], &[0.0; 4])?;
+/// let p = model.predict(&[0.5, -1.0])?;
+/// assert!((y.mean[0] - p.mean).abs() < 1e-4);
+/// assert!((y.covariance[0][0] - p.variance).abs() < 1e-3);
+/// # Ok::<(), sgp_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Uncertain<const M: usize, const D: usize, const P: usize = 1> {
+    /// Row `i`: basis function `i`'s centre in feature units (zero past
+    /// `d`).
+    centres: [[f32; D]; M],
+    /// Row `i`: its precisions `l_id` in feature units (one past `d`, so
+    /// the padding dimensions contribute nothing).
+    precisions: [[f32; D]; M],
+    amplitudes: [f32; M],
+    x_mean: [f32; D],
+    /// `F`: feature units per raw unit.
+    feature_scale: [f32; D],
+    /// Each output's mean weights `beta`.
+    weights: [[f32; M]; P],
+    /// Each output's `W` (latent, standardised units), full and symmetric.
+    variance: [[[f64; M]; M]; P],
+    /// Each output's latent prior variance (standardised units).
+    prior: [f32; P],
+    /// `y_mean` (regression) or the bias (classifiers).
+    offset: [f32; P],
+    /// `y_scale` (regression) or 1 (classifiers).
+    scale: [f32; P],
+    /// Observation noise in raw units (regression) or 0.
+    noise: [f32; P],
+    m: usize,
+    d: usize,
+    p: usize,
+    per_basis: bool,
+}
+
+/// The moments of a model's outputs at a Gaussian input, from
+/// [`Uncertain::predict`]: entries past the model's input and output
+/// counts are zero.
+///
+/// ```
+/// let y = sgp_runtime::UncertainPrediction::<2, 1> {
+///     mean: [1.0],
+///     covariance: [[0.25]],
+///     input_output: [[0.1], [0.0]],
+/// };
+/// // The correlation of input 0 with the output, for an input sd of 0.5:
+/// let rho = y.input_output[0][0] / (0.5 * y.covariance[0][0].sqrt());
+/// assert!((rho - 0.4).abs() < 1e-6);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UncertainPrediction<const D: usize, const P: usize> {
+    /// `E[y_a]`, raw units.
+    pub mean: [f32; P],
+    /// `Cov[y_a, y_b]`, observation noise included on the diagonal as in
+    /// [`Model::predict`]'s variance.
+    pub covariance: [[f32; P]; P],
+    /// `Cov[x_d, y_a]`, row `d`.
+    pub input_output: [[f32; P]; D],
+}
+
+/// The derivatives of an [`UncertainPrediction`] with respect to the input
+/// mean `mu` and covariance `S`, from [`Uncertain::predict_with_derivatives`].
+///
+/// A derivative with respect to `S` is the symmetric gradient: for a
+/// symmetric change `dS`, `d(moment) = sum_ij deriv[i][j] dS_ij`. So a
+/// central difference that moves both `S_ij` and `S_ji` by `h` sees `2
+/// deriv[i][j]` off the diagonal (PILCO's convention).
+///
+/// ```
+/// let d = sgp_runtime::UncertainDerivatives::<2, 1>::default();
+/// assert_eq!(d.dmean_dmu, [[0.0; 2]]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UncertainDerivatives<const D: usize, const P: usize> {
+    /// `d mean[a] / d mu[e]`, at `[a][e]`.
+    pub dmean_dmu: [[f32; D]; P],
+    /// `d mean[a] / d S[e][f]`, at `[a][e][f]`.
+    pub dmean_dcov: [[[f32; D]; D]; P],
+    /// `d covariance[a][b] / d mu[e]`, at `[a][b][e]`.
+    pub dcov_dmu: [[[f32; D]; P]; P],
+    /// `d covariance[a][b] / d S[e][f]`, at `[a][b][e][f]`.
+    pub dcov_dcov: [[[[f32; D]; D]; P]; P],
+    /// `d input_output[c][a] / d mu[e]`, at `[c][a][e]`.
+    pub dinput_output_dmu: [[[f32; D]; P]; D],
+    /// `d input_output[c][a] / d S[e][f]`, at `[c][a][e][f]`.
+    pub dinput_output_dcov: [[[[f32; D]; D]; P]; D],
+}
+
+impl<const D: usize, const P: usize> Default for UncertainDerivatives<D, P> {
+    fn default() -> Self {
+        UncertainDerivatives {
+            dmean_dmu: [[0.0; D]; P],
+            dmean_dcov: [[[0.0; D]; D]; P],
+            dcov_dmu: [[[0.0; D]; P]; P],
+            dcov_dcov: [[[[0.0; D]; D]; P]; P],
+            dinput_output_dmu: [[[0.0; D]; P]; D],
+            dinput_output_dcov: [[[[0.0; D]; D]; P]; D],
+        }
+    }
+}
+
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
+    /// This model made ready for [`Uncertain::predict`]: predictions at a
+    /// Gaussian input, exact for the squared-exponential kernel (every
+    /// model kind but SPGP+DR's projection; VSGP's own widths too).
+    /// Builds each output's dense variance matrix (`O(M^3)`, once).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let y = model.uncertain()?.predict(&[0.0, 0.0], &[0.04, 0.01, 0.01, 0.09])?;
+    /// assert!(y.covariance[0][0] > model.noise_variance());
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoClosedForm`] for a Matérn kernel or a projection,
+    /// [`Error::InputLength`] for an empty model.
+    pub fn uncertain(&self) -> Result<Uncertain<M, D, P>, Error> {
+        let mut uncertain = Uncertain::new();
+        uncertain.prepare(self)?;
+        Ok(uncertain)
+    }
+}
+
+impl<const M: usize, const D: usize, const P: usize> Default for Uncertain<M, D, P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
+    /// An empty one (every prediction fails with [`Error::InputLength`]),
+    /// to [`Uncertain::prepare`] in place.
+    ///
+    /// ```
+    /// let u = sgp_runtime::Uncertain::<4, 1>::new();
+    /// assert!(u.predict(&[0.0], &[0.0]).is_err());
+    /// ```
+    pub const fn new() -> Self {
+        Uncertain {
+            centres: [[0.0; D]; M],
+            precisions: [[1.0; D]; M],
+            amplitudes: [0.0; M],
+            x_mean: [0.0; D],
+            feature_scale: [0.0; D],
+            weights: [[0.0; M]; P],
+            variance: [[[0.0; M]; M]; P],
+            prior: [0.0; P],
+            offset: [0.0; P],
+            scale: [0.0; P],
+            noise: [0.0; P],
+            m: 0,
+            d: 0,
+            p: 0,
+            per_basis: false,
+        }
+    }
+
+    /// Makes this ready for `model`, as [`Model::uncertain`]. On error it
+    /// is left empty.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let mut u = sgp_runtime::Uncertain::<16, 2>::new();
+    /// u.prepare(&model)?;
+    /// assert!(u.predict(&[0.0, 0.0], &[0.0; 4]).is_ok());
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Model::uncertain`].
+    pub fn prepare<const G: usize>(&mut self, model: &Model<M, G, D, P>) -> Result<(), Error> {
+        self.m = 0;
+        self.d = 0;
+        self.p = 0;
+        if model.kernel != Kernel::SquaredExponential || model.shape.projected {
+            return Err(Error::NoClosedForm);
+        }
+        let (m, d, p) = (model.m, model.input_dim(), usize::from(model.p));
+        if d == 0 || p == 0 {
+            return Err(Error::InputLength {
+                expected: 0,
+                found: 0,
+            });
+        }
+        let per_basis = model.shape.per_basis;
+        // With shared widths the loader folded them (and the exp's
+        // fixed-point units) into the features and centres: undo the units
+        // only, so every precision is 1. VSGP keeps its scales per basis
+        // function: precision 2 s^2 / FIXED_PER_NAT, centre c s / s.
+        let units = libm::sqrtf(2.0 / math::FIXED_PER_NAT);
+        let rows = self.centres.iter_mut().zip(self.precisions.iter_mut());
+        for (i, ((centre, precision), params)) in rows.zip(&model.basis_params).enumerate() {
+            for (e, ((c, l), &[sc, s])) in centre
+                .iter_mut()
+                .zip(precision.iter_mut())
+                .zip(params.iter())
+                .enumerate()
+            {
+                (*c, *l) = if i >= m || e >= d {
+                    (0.0, 1.0)
+                } else if per_basis {
+                    if s.is_nan() || s <= 0.0 {
+                        return Err(Error::NoClosedForm);
+                    }
+                    (sc / s, s * s * units * units)
+                } else {
+                    (sc * units, 1.0)
+                };
+            }
+            // Capacity D beyond G: padding dimensions.
+            for (c, l) in centre.iter_mut().zip(precision.iter_mut()).skip(G) {
+                (*c, *l) = (0.0, 1.0);
+            }
+        }
+        self.amplitudes = model.amplitudes;
+        self.x_mean = model.x_mean;
+        let feature = if per_basis { 1.0 } else { units };
+        for (e, (f, &inv)) in self
+            .feature_scale
+            .iter_mut()
+            .zip(&model.x_inv_scale)
+            .enumerate()
+        {
+            *f = if e < d { inv * feature } else { 0.0 };
+        }
+        for (a, output) in model.outputs.iter().enumerate().take(p) {
+            self.prepare_output(model, a, output);
+        }
+        (self.m, self.d, self.p, self.per_basis) = (m, d, p, per_basis);
+        Ok(())
+    }
+
+    /// Output `a`'s weights, scalars and dense `W`, column by column from
+    /// the model's own variance operator (`W e_j`).
+    fn prepare_output<const G: usize>(
+        &mut self,
+        model: &Model<M, G, D, P>,
+        a: usize,
+        output: &Output<M>,
+    ) {
+        let (source, ratio) = model.variance_source(output);
+        let beta = if model.variance == VarianceForm::Whitened {
+            model.mean_weights(output)
+        } else {
+            output.beta
+        };
+        if let Some(w) = self.weights.get_mut(a) {
+            *w = beta;
+        }
+        let regression = model.shape.link == Link::Identity;
+        let scalars = [
+            (&mut self.prior, ratio * source.prior),
+            (
+                &mut self.offset,
+                if regression {
+                    output.y_mean
+                } else {
+                    output.bias
+                },
+            ),
+            (
+                &mut self.scale,
+                if regression { output.y_scale } else { 1.0 },
+            ),
+            (
+                &mut self.noise,
+                if regression {
+                    output.noise_variance()
+                } else {
+                    0.0
+                },
+            ),
+        ];
+        for (slots, value) in scalars {
+            if let Some(slot) = slots.get_mut(a) {
+                *slot = value;
+            }
+        }
+        let Some(w) = self.variance.get_mut(a) else {
+            return;
+        };
+        *w = [[0.0; M]; M];
+        if model.variance == VarianceForm::Whitened {
+            operator_columns(model, source, output, ratio, w);
+        } else {
+            factor_products(model, source, output, ratio, w);
+        }
+    }
+
+    /// The moments of every output at a raw input `x ~ N(mean, cov)`:
+    /// `O(M^2 (D + P^2) + M D^2)` in f64, `M (M + 1) / 2 + M`
+    /// exponentials, the same work whatever the values. `cov` is the `d x d` covariance,
+    /// row-major; its symmetric part is used.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let u = model.uncertain()?;
+    /// let y = u.predict(&[0.5, -1.0], &[0.01, 0.0, 0.0, 0.01])?;
+    /// // Input uncertainty adds to the output's.
+    /// assert!(y.covariance[0][0] >= model.predict(&[0.5, -1.0])?.variance * 0.99);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InputLength`] if `mean` does not have the model's input
+    /// dimension `d` (or nothing is prepared), [`Error::NonFiniteInput`]
+    /// for a NaN or infinite mean, [`Error::InvalidCovariance`] if `cov`
+    /// is not `d x d`, not finite, has a negative variance, or is so far
+    /// from positive semi-definite that `S + widths` is not positive
+    /// definite.
+    pub fn predict(&self, mean: &[f32], cov: &[f32]) -> Result<UncertainPrediction<D, P>, Error> {
+        let (mu, s) = self.checked(mean, cov)?;
+        Ok(self.moments::<f64>(&mu, &s)?.values())
+    }
+
+    /// [`Uncertain::predict`] and every derivative of its moments with
+    /// respect to the input mean and covariance (see
+    /// [`UncertainDerivatives`]), by forward-mode differentiation of the
+    /// same code: `d + d (d + 1) / 2` more passes, each about three times
+    /// `predict`'s work.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let u = model.uncertain()?;
+    /// let cov = [0.02, 0.0, 0.0, 0.02];
+    /// let (_, d) = u.predict_with_derivatives(&[0.5, -1.0], &cov)?;
+    /// let h = 1e-2;
+    /// let up = u.predict(&[0.5 + h, -1.0], &cov)?.mean[0];
+    /// let down = u.predict(&[0.5 - h, -1.0], &cov)?.mean[0];
+    /// let slope = (up - down) / (2.0 * h);
+    /// assert!((d.dmean_dmu[0][0] - slope).abs() < 1e-2 * (1.0 + slope.abs()));
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Uncertain::predict`].
+    pub fn predict_with_derivatives(
+        &self,
+        mean: &[f32],
+        cov: &[f32],
+    ) -> Result<(UncertainPrediction<D, P>, UncertainDerivatives<D, P>), Error> {
+        let (mu, s) = self.checked(mean, cov)?;
+        let value = self.moments::<f64>(&mu, &s)?.values();
+        let mut out = UncertainDerivatives::default();
+        let lift = |v: f64| Dual { v, d: 0.0 };
+        let mu_dual = mu.map(lift);
+        let s_dual = s.map(|row| row.map(lift));
+        for e in 0..self.d {
+            let mut m = mu_dual;
+            if let Some(x) = m.get_mut(e) {
+                x.d = 1.0;
+            }
+            let t = self.moments::<Dual>(&m, &s_dual)?;
+            scatter(
+                &t,
+                &mut out,
+                |slot: &mut [f32; D], v| {
+                    if let Some(x) = slot.get_mut(e) {
+                        *x = v;
+                    }
+                },
+                |_, _| {},
+            );
+        }
+        for e in 0..self.d {
+            for f in 0..=e {
+                let mut sd = s_dual;
+                for (r, c) in [(e, f), (f, e)] {
+                    if let Some(x) = sd.get_mut(r).and_then(|row| row.get_mut(c)) {
+                        x.d = 1.0;
+                    }
+                }
+                let t = self.moments::<Dual>(&mu_dual, &sd)?;
+                // The tangent along E_ef + E_fe is twice the symmetric
+                // gradient off the diagonal.
+                let half = if e == f { 1.0 } else { 0.5 };
+                scatter(
+                    &t,
+                    &mut out,
+                    |_, _| {},
+                    |slot: &mut [[f32; D]; D], v| {
+                        for (r, c) in [(e, f), (f, e)] {
+                            if let Some(x) = slot.get_mut(r).and_then(|row| row.get_mut(c)) {
+                                *x = half * v;
+                            }
+                        }
+                    },
+                );
+            }
+        }
+        Ok((value, out))
+    }
+
+    /// The raw mean and the symmetric part of the raw covariance, checked,
+    /// zero past `d`.
+    fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f64; D], [[f64; D]; D]), Error> {
+        let d = self.d;
+        if mean.len() != d || d == 0 {
+            return Err(Error::InputLength {
+                expected: d,
+                found: mean.len(),
+            });
+        }
+        if cov.len() != d * d {
+            return Err(Error::InvalidCovariance);
+        }
+        if !mean.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFiniteInput);
+        }
+        if !cov.iter().all(|v| v.is_finite()) {
+            return Err(Error::InvalidCovariance);
+        }
+        let mut mu = [0.0f64; D];
+        for (m, &v) in mu.iter_mut().zip(mean) {
+            *m = f64::from(v);
+        }
+        let mut s = [[0.0f64; D]; D];
+        for (i, row) in s.iter_mut().enumerate().take(d) {
+            for (j, x) in row.iter_mut().enumerate().take(d) {
+                let at = |r: usize, c: usize| f64::from(cov.get(r * d + c).copied().unwrap_or(0.0));
+                *x = 0.5 * (at(i, j) + at(j, i));
+            }
+            let variance = row.get(i).copied().unwrap_or(0.0);
+            if variance.is_nan() || variance < 0.0 {
+                return Err(Error::InvalidCovariance);
+            }
+        }
+        Ok((mu, s))
+    }
+
+    /// The moments at raw `mu`, `s` in any [`Scalar`]: MATH.md's formulas
+    /// in feature units.
+    #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below a const capacity (loop bounds)
+    fn moments<T: Scalar>(
+        &self,
+        mu_raw: &[T; D],
+        s_raw: &[[T; D]; D],
+    ) -> Result<Moments<T, D, P>, Error> {
+        let zero = T::of(0.0);
+        // Feature units: mu = F (mu_raw - x_mean), S = F S_raw F.
+        let mut mu = [zero; D];
+        let mut s = [[zero; D]; D];
+        for e in 0..D {
+            mu[e] = (mu_raw[e] - lift(self.x_mean[e])) * lift(self.feature_scale[e]);
+            for f in 0..D {
+                s[e][f] = s_raw[e][f] * lift(self.feature_scale[e]) * lift(self.feature_scale[f]);
+            }
+        }
+        let (m, p) = (self.m.min(M), self.p.min(P));
+        // With shared widths, the factors of S + L and S + L/2, once.
+        let shared = if self.per_basis {
+            None
+        } else {
+            let l = self.precisions.first().unwrap_or(&[1.0; D]);
+            Some((
+                factor(&s, |e| 1.0 / f64::from(l[e]))?,
+                factor(&s, |e| 0.5 / f64::from(l[e]))?,
+            ))
+        };
+        let mut mean = [zero; P];
+        // sum_i beta_ai q_i (S + L_i)^-1 (mu - c_i), per output.
+        let mut slope = [[zero; D]; P];
+        // L2^-1 (mu - c_i) (shared widths), for the pairs.
+        let mut whitened = [[zero; D]; M];
+        let mut offsets = [[zero; D]; M];
+        for i in 0..m {
+            let mut r = [zero; D];
+            for e in 0..D {
+                r[e] = mu[e] - lift(self.centres[i][e]);
+            }
+            offsets[i] = r;
+            let l = &self.precisions[i];
+            let own;
+            let f1 = match &shared {
+                Some((first, _)) => first,
+                None => {
+                    own = factor(&s, |e| 1.0 / f64::from(l[e]))?;
+                    &own
+                }
+            };
+            let w = f1.forward(&r);
+            let q = lift::<T>(self.amplitudes[i])
+                * f1.scale(&l.map(f64::from), 1.0)
+                * (T::of(-0.5) * dot(&w, &w)).exp_neg();
+            let v = f1.backward(&w);
+            for a in 0..p {
+                let bq = lift::<T>(self.weights[a][i]) * q;
+                mean[a] = mean[a] + bq;
+                for e in 0..D {
+                    slope[a][e] = slope[a][e] + bq * v[e];
+                }
+            }
+            if let Some((_, f2)) = &shared {
+                whitened[i] = f2.forward(&r);
+            }
+        }
+        // E[f_a f_b] (a <= b) and tr(W_a Q), over the pairs i >= j.
+        let mut second = [[zero; P]; P];
+        let mut trace = [zero; P];
+        for i in 0..m {
+            for j in 0..=i {
+                let q = self.pair(
+                    i,
+                    j,
+                    &s,
+                    &offsets,
+                    &whitened,
+                    shared.as_ref().map(|(_, f)| f),
+                )?;
+                let twice = T::of(if i == j { 1.0 } else { 2.0 });
+                let qq = twice * q;
+                for a in 0..p {
+                    trace[a] = trace[a] + T::of(self.variance[a][i][j]) * qq;
+                    let (bai, baj) = (f64::from(self.weights[a][i]), f64::from(self.weights[a][j]));
+                    for b in a..p {
+                        let w = 0.5
+                            * (bai * f64::from(self.weights[b][j])
+                                + baj * f64::from(self.weights[b][i]));
+                        second[a][b] = second[a][b] + T::of(w) * qq;
+                    }
+                }
+            }
+        }
+        let mut out = Moments {
+            mean: [zero; P],
+            covariance: [[zero; P]; P],
+            input_output: [[zero; P]; D],
+        };
+        for a in 0..p {
+            let (sa, ma) = (lift::<T>(self.scale[a]), mean[a]);
+            out.mean[a] = lift::<T>(self.offset[a]) + sa * ma;
+            for b in a..p {
+                let c = sa * lift(self.scale[b]) * (second[a][b] - ma * mean[b]);
+                out.covariance[a][b] = c;
+                out.covariance[b][a] = c;
+            }
+            let expected = lift::<T>(self.prior[a]) - trace[a];
+            let expected = if expected.value() > 0.0 {
+                expected
+            } else {
+                zero
+            };
+            out.covariance[a][a] = out.covariance[a][a] + sa * sa * expected + lift(self.noise[a]);
+            // Cov[x, f_a] = -S_raw F slope_a (in raw units).
+            for c in 0..D {
+                let mut acc = zero;
+                for e in 0..D {
+                    acc = acc + s_raw[c][e] * lift(self.feature_scale[e]) * slope[a][e];
+                }
+                out.input_output[c][a] = T::of(0.0) - sa * acc;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Q_ij = E[k_i(t) k_j(t)]`.
+    #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // i, j < m <= M, every other index below D
+    #[inline(always)]
+    fn pair<T: Scalar>(
+        &self,
+        i: usize,
+        j: usize,
+        s: &[[T; D]; D],
+        offsets: &[[T; D]; M],
+        whitened: &[[T; D]; M],
+        shared: Option<&Factor<T, D>>,
+    ) -> Result<T, Error> {
+        let (li, lj) = (&self.precisions[i], &self.precisions[j]);
+        let (ci, cj) = (&self.centres[i], &self.centres[j]);
+        // The input-free part: (c_i - c_j)' (L_i + L_j)^-1 (c_i - c_j).
+        let mut apart = 0.0f64;
+        for e in 0..D {
+            let diff = f64::from(ci[e]) - f64::from(cj[e]);
+            let (a, b) = (f64::from(li[e]), f64::from(lj[e]));
+            apart += diff * diff * a * b / (a + b);
+        }
+        let amplitude = lift::<T>(self.amplitudes[i]) * lift(self.amplitudes[j]);
+        let zero = T::of(0.0);
+        let (scale, quad) = match shared {
+            Some(f2) => {
+                // mu - c_ij = (r_i + r_j) / 2.
+                let mut sum = [zero; D];
+                for e in 0..D {
+                    sum[e] = T::of(0.5) * (whitened[i][e] + whitened[j][e]);
+                }
+                (f2.scale(&li.map(f64::from), 2.0), dot(&sum, &sum))
+            }
+            None => {
+                let mut precision = [0.0f64; D];
+                let mut centred = [zero; D];
+                for e in 0..D {
+                    let total = f64::from(li[e]) + f64::from(lj[e]);
+                    precision[e] = total;
+                    centred[e] = (lift::<T>(li[e]) * offsets[i][e]
+                        + lift::<T>(lj[e]) * offsets[j][e])
+                        * T::of(1.0 / total);
+                }
+                let f = factor(s, |e| 1.0 / precision[e])?;
+                let w = f.forward(&centred);
+                (f.scale(&precision, 1.0), dot(&w, &w))
+            }
+        };
+        Ok(amplitude * scale * (T::of(-0.5) * (T::of(apart) + quad)).exp_neg())
+    }
+}
+
+/// `W = ratio (R1^T R1 - R2^T R2)` in f64 from the model's triangular
+/// factors `R` (the product form's `C`; the solves' `L^-1`, whose columns
+/// the forward substitutions of `e_j` give): `k^T W k` summed in f32
+/// squares the cancellation that `|R k|^2` has, so `W` is formed from the
+/// factors, never from f32 products. Column `j` of `R` is zero above row
+/// `j`; it waits in the upper triangle of row `j` of `w` (the two f32
+/// factors' entries side by side in one f64's bits), and `W_ij`, `i > j`,
+/// goes into the strictly lower triangle those columns leave free.
+fn factor_products<const M: usize, const G: usize, const D: usize, const P: usize>(
+    model: &Model<M, G, D, P>,
+    source: &Output<M>,
+    output: &Output<M>,
+    ratio: f32,
+    w: &mut [[f64; M]; M],
+) {
+    let m = model.m.min(M);
+    let pairs = model.variance == VarianceForm::Solves && model.shape.two_factors;
+    let pack =
+        |a: f32, b: f32| f64::from_bits(u64::from(a.to_bits()) << 32 | u64::from(b.to_bits()));
+    let unpack = |x: f64| {
+        let bits = x.to_bits();
+        (
+            f64::from(f32::from_bits((bits >> 32) as u32)),
+            f64::from(f32::from_bits(bits as u32)),
+        )
+    };
+    for (j, row) in w.iter_mut().enumerate().take(m) {
+        let mut k = [0.0f32; M];
+        if let Some(kj) = k.get_mut(j) {
+            *kj = 1.0;
+        }
+        let mut u = [[0.0f32; 2]; M];
+        model.latent_variance(source, output, &k, Some(&mut u));
+        for (r, slot) in row.iter_mut().enumerate().take(m).skip(j) {
+            let (r1, r2) = if pairs {
+                u.get(r).map_or((0.0, 0.0), |p| (p[0], p[1]))
+            } else {
+                (u.as_flattened().get(r).copied().unwrap_or(0.0), 0.0)
+            };
+            *slot = pack(r1, r2);
+        }
+    }
+    let mut diagonal = [0.0f64; M];
+    for i in 0..m {
+        for j in 0..=i {
+            let (Some(col_i), Some(col_j)) = (w.get(i), w.get(j)) else {
+                continue;
+            };
+            let mut sum = 0.0f64;
+            for (&a, &b) in col_i.iter().zip(col_j).take(m).skip(i) {
+                let ((a1, a2), (b1, b2)) = (unpack(a), unpack(b));
+                sum += a1 * b1 - a2 * b2;
+            }
+            let value = f64::from(ratio) * sum;
+            let slot = if i == j {
+                diagonal.get_mut(i)
+            } else {
+                w.get_mut(i).and_then(|row| row.get_mut(j))
+            };
+            if let Some(slot) = slot {
+                *slot = value;
+            }
+        }
+    }
+    for i in 0..m {
+        for j in 0..i {
+            let value = w.get(i).and_then(|row| row.get(j)).copied().unwrap_or(0.0);
+            if let Some(slot) = w.get_mut(j).and_then(|row| row.get_mut(i)) {
+                *slot = value;
+            }
+        }
+        if let (Some(slot), Some(&d)) =
+            (w.get_mut(i).and_then(|row| row.get_mut(i)), diagonal.get(i))
+        {
+            *slot = d;
+        }
+    }
+}
+
+/// `W` of the whitened form (an updatable model), column by column from
+/// the variance's own gradient operator in f32 (`W e_j`), symmetrised:
+/// good to f32's cancellation in `k^T W k`, which the guide measures.
+fn operator_columns<const M: usize, const G: usize, const D: usize, const P: usize>(
+    model: &Model<M, G, D, P>,
+    source: &Output<M>,
+    output: &Output<M>,
+    ratio: f32,
+    w: &mut [[f64; M]; M],
+) {
+    for j in 0..model.m {
+        let mut k = [0.0f32; M];
+        if let Some(kj) = k.get_mut(j) {
+            *kj = 1.0;
+        }
+        let mut u = [[0.0f32; 2]; M];
+        model.latent_variance(source, output, &k, Some(&mut u));
+        model.variance_slopes(source, &mut u);
+        for (row, pair) in w.iter_mut().zip(&u).take(model.m) {
+            if let Some(slot) = row.get_mut(j) {
+                *slot = f64::from(ratio) * f64::from(pair[0] - pair[1]);
+            }
+        }
+    }
+    for i in 0..model.m {
+        for j in 0..i {
+            let (Some(&wij), Some(&wji)) = (
+                w.get(i).and_then(|r| r.get(j)),
+                w.get(j).and_then(|r| r.get(i)),
+            ) else {
+                continue;
+            };
+            let mean = 0.5 * (wij + wji);
+            for (r, c) in [(i, j), (j, i)] {
+                if let Some(slot) = w.get_mut(r).and_then(|row| row.get_mut(c)) {
+                    *slot = mean;
+                }
+            }
+        }
+    }
+}
+
+/// The moments in a [`Scalar`] (f64, or a dual number's value and tangent).
+struct Moments<T, const D: usize, const P: usize> {
+    mean: [T; P],
+    covariance: [[T; P]; P],
+    input_output: [[T; P]; D],
+}
+
+impl<const D: usize, const P: usize> Moments<f64, D, P> {
+    /// Rounded to f32.
+    fn values(&self) -> UncertainPrediction<D, P> {
+        UncertainPrediction {
+            mean: self.mean.map(|v| v as f32),
+            covariance: self.covariance.map(|row| row.map(|v| v as f32)),
+            input_output: self.input_output.map(|row| row.map(|v| v as f32)),
+        }
+    }
+}
+
+/// Writes one direction's tangents of `t` into `out`: `mu_slot` for a
+/// direction of the mean, `cov_slot` for one of the covariance.
+fn scatter<const D: usize, const P: usize>(
+    t: &Moments<Dual, D, P>,
+    out: &mut UncertainDerivatives<D, P>,
+    mut mu_slot: impl FnMut(&mut [f32; D], f32),
+    mut cov_slot: impl FnMut(&mut [[f32; D]; D], f32),
+) {
+    for (a, m) in t.mean.iter().enumerate() {
+        if let (Some(x), Some(y)) = (out.dmean_dmu.get_mut(a), out.dmean_dcov.get_mut(a)) {
+            mu_slot(x, m.d as f32);
+            cov_slot(y, m.d as f32);
+        }
+    }
+    for (a, row) in t.covariance.iter().enumerate() {
+        for (b, c) in row.iter().enumerate() {
+            let x = out.dcov_dmu.get_mut(a).and_then(|r| r.get_mut(b));
+            if let Some(x) = x {
+                mu_slot(x, c.d as f32);
+            }
+            let y = out.dcov_dcov.get_mut(a).and_then(|r| r.get_mut(b));
+            if let Some(y) = y {
+                cov_slot(y, c.d as f32);
+            }
+        }
+    }
+    for (c, row) in t.input_output.iter().enumerate() {
+        for (a, v) in row.iter().enumerate() {
+            let x = out.dinput_output_dmu.get_mut(c).and_then(|r| r.get_mut(a));
+            if let Some(x) = x {
+                mu_slot(x, v.d as f32);
+            }
+            let y = out.dinput_output_dcov.get_mut(c).and_then(|r| r.get_mut(a));
+            if let Some(y) = y {
+                cov_slot(y, v.d as f32);
+            }
+        }
+    }
+}
+
+/// `sum_e a_e b_e`.
+fn dot<T: Scalar, const D: usize>(a: &[T; D], b: &[T; D]) -> T {
+    a.iter()
+        .zip(b)
+        .fold(T::of(0.0), |acc, (&x, &y)| acc + x * y)
+}
+
+/// The lower Cholesky factor of `S + diag(widths)` and its reciprocal
+/// diagonal.
+struct Factor<T, const D: usize> {
+    lower: [[T; D]; D],
+    inverse_diagonal: [T; D],
+}
+
+/// [`Factor`] of `s + diag(width(e))`, or [`Error::InvalidCovariance`]
+/// when it is not positive definite.
+#[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below the const D
+fn factor<T: Scalar, const D: usize>(
+    s: &[[T; D]; D],
+    width: impl Fn(usize) -> f64,
+) -> Result<Factor<T, D>, Error> {
+    let zero = T::of(0.0);
+    let mut lower = [[zero; D]; D];
+    let mut inverse_diagonal = [zero; D];
+    for i in 0..D {
+        for j in 0..=i {
+            let mut sum = s[i][j];
+            if i == j {
+                sum = sum + T::of(width(i));
+            }
+            for k in 0..j {
+                sum = sum - lower[i][k] * lower[j][k];
+            }
+            if i == j {
+                if !sum.value().is_finite() || sum.value() <= 0.0 {
+                    return Err(Error::InvalidCovariance);
+                }
+                let root = sum.sqrt();
+                lower[i][i] = root;
+                inverse_diagonal[i] = T::of(1.0) / root;
+            } else {
+                lower[i][j] = sum * inverse_diagonal[j];
+            }
+        }
+    }
+    Ok(Factor {
+        lower,
+        inverse_diagonal,
+    })
+}
+
+impl<T: Scalar, const D: usize> Factor<T, D> {
+    /// `L^-1 r`.
+    #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below the const D
+    fn forward(&self, r: &[T; D]) -> [T; D] {
+        let mut w = *r;
+        for i in 0..D {
+            let mut sum = r[i];
+            for k in 0..i {
+                sum = sum - self.lower[i][k] * w[k];
+            }
+            w[i] = sum * self.inverse_diagonal[i];
+        }
+        w
+    }
+
+    /// `L^-T w`.
+    #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below the const D
+    fn backward(&self, w: &[T; D]) -> [T; D] {
+        let mut x = *w;
+        for i in (0..D).rev() {
+            let mut sum = w[i];
+            for k in i + 1..D {
+                sum = sum - self.lower[k][i] * x[k];
+            }
+            x[i] = sum * self.inverse_diagonal[i];
+        }
+        x
+    }
+
+    /// `|I + S diag(factor l)|^-1/2 = |S + diag(1 / (factor l))|^-1/2
+    /// prod (factor l)^-1/2`.
+    fn scale(&self, precision: &[f64; D], factor: f64) -> T {
+        self.inverse_diagonal
+            .iter()
+            .zip(precision)
+            .fold(T::of(1.0), |acc, (&inv, &l)| {
+                acc * inv * T::of(1.0 / libm::sqrt(factor * l))
+            })
+    }
+}
+
+/// The arithmetic the moments need, in f64 for the values and in [`Dual`]
+/// numbers for the derivatives.
+trait Scalar:
+    Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
+{
+    fn of(v: f64) -> Self;
+    /// `e^x` for `x <= 0`.
+    fn exp_neg(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn value(self) -> f64;
+}
+
+impl Scalar for f64 {
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn exp_neg(self) -> Self {
+        libm::exp(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        libm::sqrt(self)
+    }
+    #[inline(always)]
+    fn value(self) -> f64 {
+        self
+    }
+}
+
+/// An f32 of the model as a [`Scalar`].
+#[inline(always)]
+fn lift<T: Scalar>(v: f32) -> T {
+    T::of(f64::from(v))
+}
+
+/// A value and its derivative along one direction of `(mu, S)`.
+#[derive(Debug, Clone, Copy)]
+struct Dual {
+    v: f64,
+    d: f64,
+}
+
+impl Add for Dual {
+    type Output = Dual;
+    fn add(self, o: Dual) -> Dual {
+        Dual {
+            v: self.v + o.v,
+            d: self.d + o.d,
+        }
+    }
+}
+
+impl Sub for Dual {
+    type Output = Dual;
+    fn sub(self, o: Dual) -> Dual {
+        Dual {
+            v: self.v - o.v,
+            d: self.d - o.d,
+        }
+    }
+}
+
+impl Mul for Dual {
+    type Output = Dual;
+    fn mul(self, o: Dual) -> Dual {
+        Dual {
+            v: self.v * o.v,
+            d: self.d * o.v + self.v * o.d,
+        }
+    }
+}
+
+impl Div for Dual {
+    type Output = Dual;
+    fn div(self, o: Dual) -> Dual {
+        let v = self.v / o.v;
+        Dual {
+            v,
+            d: (self.d - v * o.d) / o.v,
+        }
+    }
+}
+
+impl Scalar for Dual {
+    fn of(v: f64) -> Self {
+        Dual { v, d: 0.0 }
+    }
+    fn exp_neg(self) -> Self {
+        let v = libm::exp(self.v);
+        Dual { v, d: self.d * v }
+    }
+    fn sqrt(self) -> Self {
+        let v = libm::sqrt(self.v);
+        Dual {
+            v,
+            d: 0.5 * self.d / v,
+        }
+    }
+    fn value(self) -> f64 {
+        self.v
+    }
+}
