@@ -310,7 +310,7 @@ fn every_common_parquet_codec_is_read() {
     ] {
         let file = format!("{name}.parquet");
         let x = column(80, |t| t * 6.0);
-        let y = column(80, |t| (t * 6.0).sin());
+        let y = column(80, |t| libm::sin(t * 6.0));
         write_parquet(&dir, &file, vec![("x", x), ("y", y)], codec, None);
         dir.ok(&["fit", "--data", &file, "--m", "5", "-q", "--out", "m.sgp"]);
     }
@@ -325,7 +325,7 @@ fn a_pandas_index_is_not_the_target() {
     let pandas = r#"{"index_columns": ["x1"], "column_indexes": [], "columns": []}"#;
     let columns = vec![
         ("x2", column(80, |t| t * 3.0)),
-        ("y", column(80, |t| (t * 6.0).sin())),
+        ("y", column(80, |t| libm::sin(t * 6.0))),
         ("x1", column(80, |t| t * 9.0)),
     ];
     write_parquet(
@@ -395,7 +395,7 @@ fn dictionary_and_float16_columns_are_read() {
         "h.parquet",
         vec![
             ("x", Arc::new(arrow_array::Float16Array::from(half))),
-            ("y", column(n, |t| (t * 6.0).sin())),
+            ("y", column(n, |t| libm::sin(t * 6.0))),
         ],
         Compression::SNAPPY,
         None,
