@@ -268,8 +268,16 @@ fn write_parquet(
             .metadata
             .insert("pandas".to_owned(), pandas.to_owned());
     }
+    // pyarrow writes pandas' metadata in the footer's key-value metadata.
+    let footer = pandas.map(|p| {
+        vec![parquet::file::metadata::KeyValue::new(
+            "pandas".to_owned(),
+            p.to_owned(),
+        )]
+    });
     let props = WriterProperties::builder()
         .set_compression(compression)
+        .set_key_value_metadata(footer)
         .build();
     let file = File::create(dir.path().join(name)).expect("create");
     let mut writer = ArrowWriter::try_new(file, Arc::new(schema), Some(props)).expect("writer");
