@@ -15,6 +15,7 @@ mod sweep;
 mod synth;
 mod tools;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -162,7 +163,7 @@ enum Command {
     Plot {
         #[command(flatten)]
         input: BlobAndData,
-        /// Where to write the SVG.
+        /// Where to write the SVG (`-`: standard output).
         #[arg(long)]
         out: PathBuf,
     },
@@ -284,11 +285,14 @@ fn given_flags(matches: &ArgMatches) -> Vec<String> {
         .collect()
 }
 
-/// Ends quietly (exit 0) when standard output is a pipe its reader closed
-/// (`sgp inspect m.sgp | head -1`): `println!` panics there, and the reader
-/// has all it wanted. Files are written before the summaries that follow
-/// them are printed, so none is lost.
-fn end_quietly_on_a_closed_pipe() {
+/// Every write to standard output or error checked, by one mechanism for
+/// every subcommand: `println!` and `eprintln!` panic when a write fails,
+/// and this hook turns that panic into the end of the process. A closed
+/// pipe (`sgp inspect m.sgp | head -1`) ends it quietly with exit 0: the
+/// reader has all it wanted, and files are written before the summaries
+/// that follow them. Any other failure (`> /dev/full`) is an error, said on
+/// standard error when it can be, with exit 1. Temporary files go first.
+fn check_every_print() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
@@ -297,25 +301,69 @@ fn end_quietly_on_a_closed_pipe() {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
-        let closed = message.contains("Broken pipe") || message.contains("os error 32");
-        if message.starts_with("failed printing to stdout") && closed {
-            std::process::exit(0);
+        let stream = ["stdout", "stderr"]
+            .into_iter()
+            .find(|s| message.starts_with(&format!("failed printing to {s}: ")));
+        match stream {
+            Some(stream) => {
+                let reason = &message[format!("failed printing to {stream}: ").len()..];
+                end_on_a_failed_print(stream, print_failure(reason))
+            }
+            None => previous(info),
         }
-        previous(info);
     }));
 }
 
+/// The `io::Error` a failed print's panic message describes.
+fn print_failure(reason: &str) -> std::io::Error {
+    let code = reason
+        .rsplit_once("(os error ")
+        .and_then(|(_, n)| n.trim_end_matches(')').parse::<i32>().ok());
+    match code {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::other(reason.to_owned()),
+    }
+}
+
+/// Ends the process after a failed write to `stream` (see
+/// [`check_every_print`]).
+fn end_on_a_failed_print(stream: &str, source: std::io::Error) -> ! {
+    let _held = sgp_trainer::files::remove_temporaries();
+    if source.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    let e = Error::Io {
+        path: PathBuf::from(format!("<{stream}>")),
+        source,
+    };
+    let _ = writeln!(std::io::stderr(), "sgp: error: {e}");
+    std::process::exit(e.exit_code());
+}
+
 fn main() -> ExitCode {
+    sgp_trainer::files::remove_temporaries_on_interrupt();
     ignore_file_size_signal();
-    end_quietly_on_a_closed_pipe();
-    let matches = Cli::command().get_matches();
+    check_every_print();
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) => {
+            // Help or version (standard output), checked here, where clap's
+            // own exit would ignore a failed write; a usage error keeps its
+            // exit code when standard error cannot say it.
+            match e.print() {
+                Err(source) if !e.use_stderr() => end_on_a_failed_print("stdout", source),
+                _ => return ExitCode::from(e.exit_code() as u8),
+            }
+        }
+    };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let given = matches
         .subcommand()
         .map(|(_, sub)| given_flags(sub))
         .unwrap_or_default();
     let given: Vec<&str> = given.iter().map(String::as_str).collect();
-    match run(&cli, &given) {
+    let result = run(&cli, &given).and_then(|()| std::io::stdout().flush().map_err(stdout_error));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // `sgp predict ... | head` closes the pipe early: the reader has all
         // it wanted, so that is not a failure worth a message.
@@ -323,7 +371,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sgp: error: {e}");
+            // Unsaid when standard error fails too; the exit code stays.
+            let _ = writeln!(std::io::stderr(), "sgp: error: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -83,3 +83,11 @@ pub(crate) fn with_default(text: &str, flag: &str) -> String {
         None => text.to_owned(),
     }
 }
+
+/// A count (`--m`): a whole number; a negative one (`--m -1`) is said to
+/// be one, rather than taken for an unknown flag.
+pub(crate) fn count(value: &str) -> Result<usize, String> {
+    value
+        .parse()
+        .map_err(|_| format!("'{value}' is not a count: give a whole number, e.g. 32"))
+}

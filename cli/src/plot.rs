@@ -1,18 +1,42 @@
 //! `sgp plot`: a blob's predictions as SVG.
 
+use std::io::Write;
 use std::path::Path;
 
 use crate::tools::plot::{plot_svg, OutputPlot};
-use sgp_trainer::data::read_inputs_and_target;
+use nalgebra::DVector;
+use sgp_trainer::data::{labels, read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::export::output_blob::output_specs;
 use sgp_trainer::{Error, Result};
 
-use super::{in_file, write_file, BlobAndData, BlobOnData, Opened};
+use super::{in_file, stdout_error, write_file, BlobAndData, BlobOnData, Opened};
 
 pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
-    let opened = input.open(Some(("--out", out)))?;
+    let to_stdout = out == Path::new("-");
+    let opened = input.open((!to_stdout).then_some(("--out", out)))?;
     let source = opened.data.name().to_owned();
     let svg = match (opened.spec.output_count(), opened.spec.shape.link) {
+        (1, sgp_runtime::Link::Probit) => {
+            // Labels as eval reads them (text or numbers), as the plot's
+            // classes: the positive class's value, or another.
+            let spec = &opened.spec;
+            let target = input.target.as_deref().unwrap_or(&spec.target_name);
+            let (x, cells) = read_inputs_and_labels(&opened.data, &spec.input_names, target)?;
+            let truth = labels::class_indices(&cells, &labels::blob_labels(spec))?;
+            let positive = f64::from(spec.positive_class);
+            let y = DVector::from_iterator(
+                truth.len(),
+                truth
+                    .iter()
+                    .map(|&k| if k == 1 { positive } else { positive + 1.0 }),
+            );
+            let output = OutputPlot {
+                blob: &opened.blob,
+                spec,
+                y: &y,
+            };
+            plot_svg(&[output], &x, &source).map_err(in_file(&source))?
+        }
         (1, _) => {
             let BlobOnData { blob, spec, x, y } = opened.read(input.target.as_deref())?;
             let output = OutputPlot {
@@ -33,6 +57,13 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
             )))
         }
     };
+    if out == Path::new("-") {
+        let mut stdout = std::io::stdout().lock();
+        return stdout
+            .write_all(svg.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(stdout_error);
+    }
     write_file(out, svg.as_bytes())
 }
 

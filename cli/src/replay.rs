@@ -62,6 +62,11 @@ struct ReplayOutput<'a> {
 }
 
 pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
+    if args.window == 0 {
+        return Err(Error::BadInput(
+            "--window 0: a window holds at least one row; give --window 1 or more".into(),
+        ));
+    }
     let settings = update_settings(Some(args.forgetting), args.gate)?;
     let model = Input::open(&args.model)?;
     let data = Input::open(&args.data)?;

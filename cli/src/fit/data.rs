@@ -22,8 +22,8 @@ impl From<TaskArg> for Task {
 
 /// Reads the training data (CSV or Parquet) for `models` (named by the
 /// option `flag`; empty: the default model of the task) and prepares its
-/// target for the task ([`choose_task`]); prints the decision and the
-/// warnings about the columns unless `quiet`.
+/// target for the task ([`choose_task`]); prints the decision unless
+/// `quiet`, and the warnings about the columns.
 pub(crate) fn training_data(
     input: &Input,
     target: Option<&str>,
@@ -38,8 +38,9 @@ pub(crate) fn training_data(
         for note in &chosen.notes {
             eprintln!("sgp: {note}");
         }
-        warn_about_columns(&chosen.data);
     }
+    // Warnings stay under --quiet: it drops notes and progress only.
+    warn_about_columns(&chosen.data);
     Ok((chosen.data, chosen.classes))
 }
 

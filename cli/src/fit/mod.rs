@@ -149,7 +149,8 @@ pub(crate) struct Settings {
     #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
     model: Option<ModelArg>,
     // Number of basis functions.
-    #[arg(long, help = with_default("Number of basis functions: pseudo-inputs, selected \
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::named::count,
+        help = with_default("Number of basis functions: pseudo-inputs, selected \
         training inputs (gplasso), the active set (ivm)", "--m"))]
     m: Option<usize>,
     /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).

@@ -18,7 +18,7 @@ use sgp_trainer::Result;
 
 use crate::{progress_bar, to_json, write_file};
 
-use super::summary::print_fit_summary;
+use super::summary::{print_fit_summary, print_warnings};
 use super::FitArgs;
 
 /// The fit `request` asks for, with a progress bar over the final fit's
@@ -93,6 +93,9 @@ pub(crate) fn finish_outputs(
         outputs.push((fit, exported, blob));
     }
     if args.json {
+        for (fit, _, _) in &outputs {
+            print_warnings(fit);
+        }
         let each: Vec<FitOutput> = outputs
             .iter()
             .map(|(fit, exported, blob)| fit_output(fit, exported, blob, None, None))
@@ -213,6 +216,8 @@ fn finish_one(
         write_file(golden, golden_rust(&fit.set, &points)?.as_bytes())?;
     }
     if args.json {
+        // The summary says them otherwise; the JSON's report lists them too.
+        print_warnings(&fit);
         let output = fit_output(&fit, &exported, &args.out, path.as_deref(), basis);
         println!("{}", to_json(&output)?);
     } else {

@@ -54,6 +54,13 @@ pub(crate) fn print_path(rows: &[PathRow], stop: sgp_trainer::numerics::lars::La
     println!();
 }
 
+/// The fit's warnings, on standard error (under --quiet and --json too).
+pub(crate) fn print_warnings(fit: &Fit) {
+    for warning in &fit.report.warnings {
+        eprintln!("sgp: warning: {warning}");
+    }
+}
+
 pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
     let report = &fit.report;
     print_model(fit);
@@ -100,6 +107,31 @@ fn print_model(fit: &Fit) {
         "model           {kind} (M = {}, {} training rows{objective}{several})",
         model.n_basis(),
         report.rows
+    );
+    let quoted = |names: &mut dyn Iterator<Item = &String>| {
+        let mut shown: Vec<String> = Vec::new();
+        for n in names {
+            let q = format!("'{n}'");
+            if !shown.contains(&q) {
+                shown.push(q);
+            }
+        }
+        let all = shown.len();
+        if all > 6 {
+            shown.truncate(5);
+            shown.push(format!("... ({all} in all)"));
+        }
+        shown.join(", ")
+    };
+    println!(
+        "columns         target {} from input{} {}",
+        quoted(&mut set.members.iter().map(|m| &m.target_name)),
+        if model.input_names.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        quoted(&mut model.input_names.iter())
     );
     if let Some(streamed) = &report.streamed {
         let stages: Vec<String> = streamed
@@ -339,9 +371,7 @@ fn print_outputs(fit: &Fit, exported: &Exported) {
     if let Some(sharing) = &report.variance {
         println!("variance        {}", sharing.describe());
     }
-    for warning in &report.warnings {
-        eprintln!("sgp: warning: {warning}");
-    }
+    print_warnings(fit);
     if count == 1 {
         let out = &report.outputs[0];
         println!("signal variance {}", number(out.signal_variance));

@@ -55,11 +55,11 @@ impl TargetColumn {
             .filter(|&i| cells.get(i).and_then(number).is_none())
             .collect();
         let at = |i: usize| places.get(i).map_or_else(String::new, Place::describe);
-        let cell = |i: usize| cells.get(i).map_or("", String::as_str);
+        let cell = |i: usize| crate::data::quote(cells.get(i).map_or("", String::as_str));
         // Up to four more rows after the first, as `line L (data row R) 'CELL'`.
         let others = |rows: &[usize]| -> Vec<String> {
             let more = rows.iter().skip(1).take(4);
-            more.map(|&i| format!("{} '{}'", at(i), cell(i))).collect()
+            more.map(|&i| format!("{} {}", at(i), cell(i))).collect()
         };
         let Some(&first) = text.first() else {
             return Ok(TargetColumn::Numbers(
@@ -74,7 +74,7 @@ impl TargetColumn {
             let others = others(&text);
             let more = text.len().saturating_sub(5);
             return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': '{}' is not a number; the column holds numbers \
+                "{source}: {}, column '{column}': {} is not a number; the column holds numbers \
                  in {numbers} of {} rows, so it is a column of numbers with {} bad cell{}{}{}",
                 at(first),
                 cell(first),
@@ -98,7 +98,7 @@ impl TargetColumn {
         names.dedup();
         if names.len() > MAX_TEXT_CLASSES {
             return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': '{}' is not a number, and the column has {} \
+                "{source}: {}, column '{column}': {} is not a number, and the column has {} \
                  distinct values: too many to be class labels (at most {MAX_TEXT_CLASSES})",
                 at(first),
                 cell(first),
@@ -127,11 +127,11 @@ impl TargetColumn {
                 .iter()
                 .zip(&counts)
                 .take(12)
-                .map(|(n, c)| format!("'{n}' x{c}"))
+                .map(|(n, c)| format!("{} x{c}", crate::data::quote(n)))
                 .collect();
             let others = others(&once);
             return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': label '{}' appears in no other row{} (labels: \
+                "{source}: {}, column '{column}': label {} appears in no other row{} (labels: \
                  {}{}): a classifier needs every class in at least two rows; a typing error?",
                 at(i),
                 cell(i),

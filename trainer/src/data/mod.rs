@@ -877,7 +877,7 @@ fn read_csv_table<R: Read>(
 /// and hands it to `f` with its place; a ragged record is refused with its
 /// place and widths.
 pub(crate) fn for_each_record<R: Read>(
-    csv: &mut csv::Reader<R>,
+    csv: &mut csv::Reader<Lines<R>>,
     source: &str,
     width: usize,
     mut f: impl FnMut(&csv::StringRecord, Place) -> Result<()>,
@@ -889,7 +889,7 @@ pub(crate) fn for_each_record<R: Read>(
         .map_err(|e| csv_error(source, &e))?
     {
         row += 1;
-        let line = Some(record.position().map_or(0, |p| p.line()));
+        let line = Some(record_line(csv, &record));
         let at = Place { line, row };
         if record.len() != width {
             return Err(Error::BadInput(format!(
@@ -901,6 +901,76 @@ pub(crate) fn for_each_record<R: Read>(
         f(&record, at)?;
     }
     Ok(())
+}
+
+/// The line (as an editor counts, whatever the line endings) where the
+/// record just read begins. The csv crate's own count is one short after a
+/// `\r\n` line end (it counts the `\n` with the next record) and after
+/// blank lines, so lines are counted here: the record's last byte read (its
+/// terminator, or its last cell at the end of the file) is on the line
+/// after every line break before it, less the breaks inside its quoted cells.
+fn record_line<R: Read>(csv: &mut csv::Reader<Lines<R>>, record: &csv::StringRecord) -> u64 {
+    let start = record.position().map_or(0, csv::Position::byte);
+    let end = csv.position().byte().saturating_sub(1);
+    let lines = csv.get_mut();
+    let first = lines.line_at(start);
+    let last = lines.line_at(end);
+    let inside = if last > first {
+        record
+            .iter()
+            .map(|cell| cell.matches('\n').count() as u64)
+            .sum()
+    } else {
+        0
+    };
+    last.saturating_sub(inside)
+}
+
+/// A reader that notes where each line break it passes on is, to tell the
+/// line of a byte ([`Lines::line_at`]); it keeps only those not yet asked past.
+pub(crate) struct Lines<R> {
+    inner: R,
+    /// Bytes read so far.
+    read: u64,
+    /// Where the line breaks not yet asked past are.
+    ahead: std::collections::VecDeque<u64>,
+    /// Line breaks asked past.
+    passed: u64,
+    /// A `\r` just read: a line break unless a `\n` follows.
+    cr: Option<u64>,
+}
+
+impl<R> Lines<R> {
+    /// The 1-based line of byte `at`; calls ask for bytes in order.
+    fn line_at(&mut self, at: u64) -> u64 {
+        while self.ahead.front().is_some_and(|&n| n < at) {
+            self.ahead.pop_front();
+            self.passed += 1;
+        }
+        self.passed + 1
+    }
+}
+
+impl<R: Read> Read for Lines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for (i, &b) in buf.get(..n).unwrap_or_default().iter().enumerate() {
+            let at = self.read + i as u64;
+            // A line ends at `\n`, or at a `\r` not followed by one.
+            if let Some(cr) = self.cr.take() {
+                if b != b'\n' {
+                    self.ahead.push_back(cr);
+                }
+            }
+            match b {
+                b'\n' => self.ahead.push_back(at),
+                b'\r' => self.cr = Some(at),
+                _ => {}
+            }
+        }
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 /// The number in cell `c` of a record at `at`; a bad cell is an error
@@ -925,12 +995,18 @@ pub(crate) fn cell_value(
 /// a header row and cells trimmed of spaces. Rows of any width are let
 /// through so that a ragged row is reported with its line and widths
 /// rather than the csv crate's terse message.
-pub(crate) fn csv_reader<R: Read>(reader: R) -> csv::Reader<R> {
+pub(crate) fn csv_reader<R: Read>(reader: R) -> csv::Reader<Lines<R>> {
     csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
         .trim(csv::Trim::All)
-        .from_reader(reader)
+        .from_reader(Lines {
+            inner: reader,
+            read: 0,
+            ahead: std::collections::VecDeque::new(),
+            passed: 0,
+            cr: None,
+        })
 }
 
 /// The column names of a CSV header row; an empty file is an error.
@@ -983,6 +1059,16 @@ pub(crate) fn csv_error(source: &str, e: &csv::Error) -> Error {
     }
 }
 
+/// A cell as quoted in a message: `'TEXT'`, a long one cut to its first
+/// 60 characters (a 30 MB cell is not a message).
+pub(crate) fn quote(cell: &str) -> String {
+    const SHOWN: usize = 60;
+    match cell.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("'{}...' ({} bytes)", &cell[..cut], cell.len()),
+        None => format!("'{cell}'"),
+    }
+}
+
 /// Parses one cell. Rust's `f64::from_str` accepts "nan", "inf" and
 /// "infinity" and overflows "1e999" to infinity; none of those can be
 /// trained on, so anything non-finite is refused with its own message.
@@ -993,9 +1079,10 @@ pub(crate) fn parse_cell(cell: &str) -> std::result::Result<f64, String> {
     match cell.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         Ok(_) => Err(format!(
-            "'{cell}' is not a finite number (NaN and infinity are not allowed)"
+            "{} is not a finite number (NaN and infinity are not allowed)",
+            quote(cell)
         )),
-        Err(_) => Err(format!("'{cell}' is not a number")),
+        Err(_) => Err(format!("{} is not a number", quote(cell))),
     }
 }
 
@@ -1185,6 +1272,40 @@ mod tests {
     }
 
     const GOOD: &str = "a,b,y\n1,10,0.5\n2,20,1.5\n3,40,2.5\n4,30,4.5\n";
+
+    #[test]
+    fn a_huge_cell_is_quoted_short() {
+        let huge = "x".repeat(1 << 20);
+        let m = bad(&format!("a,y\n1,2\n{huge},3\n4,5\n"), None);
+        assert!(m.len() < 300, "{} bytes", m.len());
+        assert!(
+            m.contains(&format!(
+                "'{}...' (1048576 bytes) is not a number",
+                &huge[..60]
+            )),
+            "{m}"
+        );
+    }
+
+    /// A bad cell on editor line `line`, whatever the line endings, with
+    /// blank lines and a quoted two-line cell before it.
+    #[test]
+    fn lines_are_the_editors_whatever_the_line_endings() {
+        for end in ["\n", "\r\n", "\r"] {
+            let mut text = format!("a,b,y{end}");
+            for i in 0..40 {
+                text += &format!("{i},{},{}{end}", i * 2, i % 7);
+            }
+            text += &format!("{end}{end}\"5\",\"1{end}\",3{end}");
+            for i in 0..10 {
+                text += &format!("{i},{},{}{end}", i * 3, i % 5);
+            }
+            text += &format!("7,oops,1{end}9,1,2{end}");
+            // header 1, rows 2-41, blanks 42-43, quoted 44-45, rows 46-55.
+            let m = bad(&text, None);
+            assert!(m.contains("line 56 (data row 52)"), "{end:?}: {m}");
+        }
+    }
 
     #[test]
     fn reads_and_standardises_with_sample_std() {

@@ -127,17 +127,35 @@ pub(crate) fn with_device_model_mut<R: Send>(
     };
     let m = usize::from(spec.shape.n_basis);
     let dim = usize::from(spec.shape.input_dim.max(spec.shape.feature_dim));
-    let class = |classes: &[usize], need: usize, what: &str| {
+    let class = |classes: &[usize], need: usize, what: &str, advice: &str| {
         classes.iter().copied().find(|&c| c >= need).ok_or_else(|| {
+            let cap = classes.last().copied().unwrap_or(0);
             Error::BadInput(format!(
-                "{what} = {need} exceeds the host evaluator's largest capacity {}",
-                classes.last().copied().unwrap_or(0)
+                "{what} = {need} exceeds the host evaluator's largest capacity {cap}: {}",
+                advice.replace("{cap}", &cap.to_string())
             ))
         })
     };
-    let m_class = class(&BASIS_CLASSES, m, "number of basis functions")?;
-    let d_class = class(&DIM_CLASSES, dim, "input dimension")?;
-    let p_class = class(&OUTPUT_CLASSES, spec.output_count(), "number of outputs")?;
+    let m_class = class(
+        &BASIS_CLASSES,
+        m,
+        "number of basis functions",
+        "give --m {cap} or fewer",
+    )?;
+    let d_class = class(
+        &DIM_CLASSES,
+        dim,
+        "input dimension",
+        "keep at most {cap} input columns in the file (a projection, --model spgp-dr or \
+         spgp-pca, still reads every input)",
+    )?;
+    let p_class = class(
+        &OUTPUT_CLASSES,
+        spec.output_count(),
+        "number of outputs",
+        "fit at most {cap} targets in one model (split them over several fits), or at most \
+         {cap} classes (merge rare ones)",
+    )?;
     if p_class > 1 && m > MULTI_OUTPUT_BASIS_LIMIT {
         return Err(Error::BadInput(format!(
             "a model with {} outputs and {m} basis functions exceeds the host evaluator's \

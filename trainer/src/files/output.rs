@@ -12,6 +12,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::temporaries::{forget, live};
 use super::{FileId, Input};
 use crate::{Error, Result};
 
@@ -106,8 +107,12 @@ impl AtomicFile {
         };
         file.sync_all().map_err(|e| self.error(e))?;
         drop(file);
-        std::fs::rename(&temp, &self.target).map_err(|e| self.error(e))?;
-        self.temp = None;
+        {
+            let mut list = live();
+            std::fs::rename(&temp, &self.target).map_err(|e| self.error(e))?;
+            forget(&mut list, &temp);
+            self.temp = None;
+        }
         // Best effort: the rename is done; a directory that cannot be synced
         // (some file systems) still holds the new file.
         if let Some(dir) = parent_dir(&self.target) {
@@ -153,7 +158,9 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if let Some(temp) = self.temp.take() {
             drop(self.writer.take());
-            let _ = std::fs::remove_file(temp);
+            let mut list = live();
+            let _ = std::fs::remove_file(&temp);
+            forget(&mut list, &temp);
         }
     }
 }
@@ -205,7 +212,8 @@ pub fn separate_path(out: &Path, target: &str) -> PathBuf {
     out.with_file_name(file)
 }
 
-/// A new, empty temporary file beside `target` (hidden, named after it).
+/// A new, empty temporary file beside `target` (hidden, named after it),
+/// listed for removal on an interruption until it is renamed or removed.
 fn make_temp(target: &Path) -> std::io::Result<(PathBuf, File)> {
     let dir = parent_dir(target).unwrap_or(Path::new("."));
     let name = target
@@ -214,8 +222,12 @@ fn make_temp(target: &Path) -> std::io::Result<(PathBuf, File)> {
     loop {
         let n = TEMPS.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".{name}.{}-{n}.sgp-tmp", std::process::id()));
+        let mut list = live();
         match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
+            Ok(file) => {
+                list.push(temp.clone());
+                return Ok((temp, file));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1_000_000 => {}
             Err(e) => return Err(e),
         }
@@ -280,7 +292,9 @@ pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Input]) -> Result<()>
             let (temp, file) = make_temp(&target)
                 .map_err(|e| bad(format!("cannot write in '{}': {e}", dir.display())))?;
             drop(file);
-            let _ = std::fs::remove_file(temp);
+            let mut list = live();
+            let _ = std::fs::remove_file(&temp);
+            forget(&mut list, &temp);
         }
         seen.push((flag, resolved));
     }

@@ -126,7 +126,8 @@ fn classification(
     let text = !data.class_labels.is_empty();
     // Non-integer values are a continuous column: refused by into_binary.
     let integral = classes.iter().all(|&v| is_class(v, v.round()));
-    if classes.len() >= 2 && (integral || text) {
+    // Two values are two classes whether or not they are integers.
+    if classes.len() >= 2 && (integral || text || classes.len() == 2) {
         every_class_twice(&data, &classes)?;
     }
     let rows_of = |value: f64| data.raw_y().iter().filter(|&&v| is_class(v, value)).count();
@@ -217,6 +218,23 @@ mod tests {
 
     fn data(text: &str) -> Dataset {
         Dataset::from_reader(text.as_bytes(), "t.csv", None).unwrap()
+    }
+
+    /// A one-row class is refused whatever the two values are (integers or
+    /// fractions), as text labels' is and as the guide says.
+    #[test]
+    fn a_one_row_class_is_refused_for_any_two_values() {
+        for (a, b) in [("0", "1"), ("0.5", "2.5")] {
+            let mut text = "x,y\n".to_owned();
+            for i in 0..20 {
+                text += &format!("{i},{}\n", if i == 7 { b } else { a });
+            }
+            let err = match choose_task(data(&text), None, None, "--model", &[]) {
+                Err(e) => e.to_string(),
+                Ok(t) => panic!("{a}/{b}: fitted as {:?}", t.classes),
+            };
+            assert!(err.contains("appears in no other row"), "{err}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::{ChunkBuilder, TableFile};
 use crate::files::Input;
 use crate::Result;
 
-fn reader(input: &Input) -> Result<csv::Reader<BufReader<&File>>> {
+fn reader(input: &Input) -> Result<csv::Reader<crate::data::Lines<BufReader<&File>>>> {
     Ok(crate::data::csv_reader(input.reader()?))
 }
 

@@ -1,7 +1,10 @@
 //! Parquet rows, read as Arrow record batches of the selected columns.
 //!
 //! Every selected column must be numeric (integer or floating point, any
-//! width); integers are converted to f64 exactly up to 2^53. A null, NaN
+//! width, float16 included); integers are converted to f64 exactly up to
+//! 2^53. A dictionary-encoded column (pandas' `category`) is read as its
+//! values. The columns pandas writes from a DataFrame's index (named in its
+//! `pandas` metadata) are not data: they are not offered as columns. A null, NaN
 //! or infinite cell is refused with the file, the data row (1-based, over
 //! all row groups) and the column, as a bad CSV cell is; Parquet has no
 //! lines, so the place is the data row alone.
@@ -16,8 +19,8 @@ use std::path::Path;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
-    UInt64Type, UInt8Type,
+    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrowPrimitiveType, GenericStringArray, OffsetSizeTrait, PrimitiveArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -123,32 +126,77 @@ fn check_metadata(meta: &ParquetMetaData, file_bytes: u64, source: &str) -> Resu
     Ok(())
 }
 
-/// The top-level columns: names and Arrow types.
+/// The columns pandas wrote from a DataFrame's index: the `index_columns`
+/// of the file's `pandas` metadata that name a column (a plain range index
+/// is described there, not stored).
+fn pandas_index(builder: &ParquetRecordBatchReaderBuilder<File>) -> Vec<String> {
+    let metadata = builder.metadata().file_metadata().key_value_metadata();
+    metadata
+        .into_iter()
+        .flatten()
+        .filter(|kv| kv.key == "pandas")
+        .filter_map(|kv| serde_json::from_str::<serde_json::Value>(kv.value.as_deref()?).ok())
+        .flat_map(|pandas| match pandas.get("index_columns") {
+            Some(serde_json::Value::Array(columns)) => columns.clone(),
+            _ => Vec::new(),
+        })
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The data columns: each top-level column's position in the schema, name
+/// and Arrow type, pandas' index columns left out.
+fn data_fields(
+    builder: &ParquetRecordBatchReaderBuilder<File>,
+) -> Vec<(usize, String, arrow_schema::DataType)> {
+    let index = pandas_index(builder);
+    builder
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !index.contains(f.name()))
+        .map(|(root, f)| (root, f.name().clone(), f.data_type().clone()))
+        .collect()
+}
+
+/// The schema positions of the data columns `selected` (indices into
+/// [`data_fields`]).
+fn roots(builder: &ParquetRecordBatchReaderBuilder<File>, names: &[&str]) -> Vec<usize> {
+    let fields = data_fields(builder);
+    names
+        .iter()
+        .filter_map(|name| fields.iter().find(|(_, n, _)| n == name).map(|f| f.0))
+        .collect()
+}
+
+/// The data columns: names and Arrow types.
 pub(crate) fn fields(input: &Input) -> Result<Vec<(String, arrow_schema::DataType)>> {
     let builder = builder(input)?;
-    let fields = builder.schema().fields();
-    Ok(fields
-        .iter()
-        .map(|f| (f.name().clone(), f.data_type().clone()))
+    Ok(data_fields(&builder)
+        .into_iter()
+        .map(|(_, name, t)| (name, t))
         .collect())
 }
 
-/// The top-level column names, which of them hold text, and the number of
+/// Whether a column of type `t` holds text (dictionary-encoded or not).
+fn is_text(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType;
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, values) => is_text(values),
+        _ => false,
+    }
+}
+
+/// The data column names, which of them hold text, and the number of
 /// data rows.
 pub(crate) fn columns(input: &Input) -> Result<(Vec<String>, Vec<bool>, u64)> {
-    use arrow_schema::DataType;
     let builder = builder(input)?;
-    let fields = builder.schema().fields();
-    let names = fields.iter().map(|f| f.name().clone()).collect();
-    let text = fields
-        .iter()
-        .map(|f| {
-            matches!(
-                f.data_type(),
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-            )
-        })
-        .collect();
+    let (names, text) = data_fields(&builder)
+        .into_iter()
+        .map(|(_, name, t)| (name, is_text(&t)))
+        .unzip();
     let rows = builder.metadata().file_metadata().num_rows();
     Ok((names, text, u64::try_from(rows).unwrap_or(0)))
 }
@@ -164,11 +212,9 @@ pub(crate) fn read_table(
 ) -> Result<Table> {
     let source = input.name();
     let builder = builder(input)?;
-    let header: Vec<String> = builder
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
+    let header: Vec<String> = data_fields(&builder)
+        .into_iter()
+        .map(|(_, name, _)| name)
         .collect();
     crate::data::check_names(&header, source)?;
     let selected = select(&header)?;
@@ -176,7 +222,8 @@ pub(crate) fn read_table(
         .iter()
         .filter_map(|&c| header.get(c).cloned())
         .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), selected.iter().copied());
+    let named: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots(&builder, &named));
     let mut reader = guarded(source, || {
         builder
             .with_projection(mask)
@@ -246,11 +293,23 @@ pub(crate) fn read_table(
 /// A column as text: the strings of a text column, the numbers of a
 /// numeric one as Rust writes them (a label `3`, or a value to parse).
 fn to_text(array: &dyn Array) -> std::result::Result<Vec<String>, (usize, String)> {
+    if let Some(d) = array.as_any_dictionary_opt() {
+        let values = to_text(d.values().as_ref()).map_err(|(_, why)| (0, why))?;
+        return undictionary(d, &values);
+    }
     if let Some(a) = array.as_string_opt::<i32>() {
         return strings(a);
     }
     if let Some(a) = array.as_string_opt::<i64>() {
         return strings(a);
+    }
+    if let Some(a) = array.as_string_view_opt() {
+        return (0..a.len())
+            .map(|i| match a.is_null(i) {
+                true => Err((i, EMPTY.to_owned())),
+                false => Ok(a.value(i).to_owned()),
+            })
+            .collect();
     }
     let mut numbers = Vec::new();
     to_f64(array, &mut numbers)?;
@@ -277,7 +336,12 @@ fn read_part(
 ) -> Result<()> {
     let source = part.input.name();
     let builder = builder(&part.input)?;
-    let mask = ProjectionMask::roots(builder.parquet_schema(), table.selected.iter().copied());
+    let named: Vec<&str> = table
+        .selected
+        .iter()
+        .filter_map(|&c| table.columns.get(c).map(String::as_str))
+        .collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots(&builder, &named));
     let mut reader = guarded(source, || {
         builder
             .with_projection(mask)
@@ -325,6 +389,25 @@ fn read_part(
     Ok(())
 }
 
+/// Why a null cell is refused.
+const EMPTY: &str = "empty cell (missing values are not supported)";
+
+/// The cells of a dictionary-encoded column, its dictionary's `values`
+/// read; a null is refused with its offset.
+fn undictionary<T: Clone>(
+    d: &dyn arrow_array::AnyDictionaryArray,
+    values: &[T],
+) -> std::result::Result<Vec<T>, (usize, String)> {
+    let keys = d.normalized_keys();
+    keys.iter()
+        .enumerate()
+        .map(|(i, &k)| match (d.keys().is_null(i), values.get(k)) {
+            (false, Some(v)) => Ok(v.clone()),
+            _ => Err((i, EMPTY.to_owned())),
+        })
+        .collect()
+}
+
 /// The cells of a text column; a null is refused with its offset.
 fn strings<O: OffsetSizeTrait>(
     array: &GenericStringArray<O>,
@@ -332,10 +415,7 @@ fn strings<O: OffsetSizeTrait>(
     (0..array.len())
         .map(|i| {
             if array.is_null(i) {
-                Err((
-                    i,
-                    "empty cell (missing values are not supported)".to_owned(),
-                ))
+                Err((i, EMPTY.to_owned()))
             } else {
                 Ok(array.value(i).to_owned())
             }
@@ -347,6 +427,12 @@ fn strings<O: OffsetSizeTrait>(
 /// the offset of the first bad cell and why it is bad.
 fn to_f64(array: &dyn Array, out: &mut Vec<f64>) -> std::result::Result<(), (usize, String)> {
     out.clear();
+    if let Some(d) = array.as_any_dictionary_opt() {
+        let mut values = Vec::new();
+        to_f64(d.values().as_ref(), &mut values).map_err(|(_, why)| (0, why))?;
+        *out = undictionary(d, &values)?;
+        return Ok(());
+    }
     macro_rules! numeric {
         ($($t:ty),*) => {
             $(if let Some(a) = array.as_primitive_opt::<$t>() {
@@ -367,6 +453,9 @@ fn to_f64(array: &dyn Array, out: &mut Vec<f64>) -> std::result::Result<(), (usi
     if let Some(a) = array.as_primitive_opt::<Float32Type>() {
         return convert(a, out, f64::from);
     }
+    if let Some(a) = array.as_primitive_opt::<Float16Type>() {
+        return convert(a, out, |v| v.to_f64());
+    }
     Err((
         0,
         format!(
@@ -383,7 +472,7 @@ fn convert<T: ArrowPrimitiveType>(
 ) -> std::result::Result<(), (usize, String)> {
     for i in 0..array.len() {
         if array.is_null(i) {
-            return Err((i, "empty cell (missing values are not supported)".into()));
+            return Err((i, EMPTY.to_owned()));
         }
         let v = as_f64(array.value(i));
         if !v.is_finite() {
