@@ -1,150 +1,184 @@
-//! `sgp demo`: the SPGP paper's Figure 1 on built-in data.
+//! `sgp demo`: prints what `sgp_trainer::tools::demo` computed.
 
 use std::path::Path;
-use std::time::Instant;
 
-use sgp_trainer::choose::Request;
-use sgp_trainer::evaluate::{evaluate_blob, figures, Evaluation};
-use sgp_trainer::export::export;
 use sgp_trainer::files::check_outputs;
-use sgp_trainer::fit::{ExactParams, FitParams, Method};
-use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::tools::demo::{
-    bunched_left, demo_data, demo_test_set, figure1_params, figure1_words, printed_positions,
-    Figure1Outcome, DEMO_NOISE_STD,
+    run_demo, Demo, DemoRow, Experiment, DEMO_NOISE_STD, DEMO_ROWS, DEMO_TEST_ROWS, MATCH_NLPD,
+    TRUE_LENGTHSCALE, TRUE_SIGNAL_VAR,
 };
 use sgp_trainer::Result;
 
-use super::fit::fit_with_progress;
-use super::write_file;
+use super::{to_json, write_file};
 
-/// One row of the demo's comparison table.
-pub(crate) struct DemoRow {
-    name: String,
-    seconds: f64,
-    nlml: f64,
-    trainer: Evaluation,
-    device: Evaluation,
-    blob_bytes: usize,
-}
-
-pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, quiet: bool) -> Result<()> {
+pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, json: bool) -> Result<()> {
     check_outputs(&[("--out", out)], &[])?;
-    let data = demo_data(200, seed)?;
-    if m == 0 || m > data.n_rows() {
-        return Err(sgp_trainer::Error::BadInput(format!(
-            "--m {m}: the demo's {} rows take 1 to {0} pseudo-inputs",
-            data.n_rows()
-        )));
+    let demo = run_demo(seed, m)?;
+    write_file(out, &demo.blob)?;
+    if json {
+        println!("{}", to_json(&demo)?);
+        return Ok(());
     }
-    let (test_x, test_y) = demo_test_set(400, seed.wrapping_add(1000));
+    print_demo(&demo, m);
     println!(
-        "demo: 200 noisy samples of sin(2x) + 0.4 cos(5x) + 0.3x on [0, 6] (noise std {DEMO_NOISE_STD}), \
-         400 test points"
-    );
-
-    let exact_params = FitParams::Exact(ExactParams {
-        seed,
-        ..ExactParams::default()
-    });
-    let start_z = bunched_left(&data, m);
-    let fits = [
-        ("exact GP", exact_params),
-        (
-            "SPGP FITC",
-            figure1_params(&data, m, seed, Approximation::Fitc),
-        ),
-        (
-            "SPGP VFE",
-            figure1_params(&data, m, seed, Approximation::Vfe),
-        ),
-    ];
-    let mut rows = Vec::new();
-    let mut spgp_blob = Vec::new();
-    let mut positions_after = Vec::new();
-    for (name, params) in &fits {
-        let started = Instant::now();
-        let request = Request::exactly(params.clone());
-        let mut fitted = fit_with_progress(std::slice::from_ref(&data), &request, quiet, name)?;
-        let seconds = started.elapsed().as_secs_f64();
-        let exported = export(&mut fitted, &test_x, false)?;
-        let (model, report) = (&fitted.set.members[0], &fitted.report);
-        let reference = model.predict_raw(&test_x)?;
-        let trainer = figures(
-            reference.mean.as_slice(),
-            reference.var.as_slice(),
-            test_y.as_slice(),
-        );
-        let device = evaluate_blob(&exported.blob, &test_x, &test_y)?;
-        let name = format!("{name} (M = {})", model.n_basis());
-        if params.method() == Method::Spgp {
-            // The last (VFE) is the one written out.
-            spgp_blob = exported.blob.clone();
-            let z = data.transform.unapply_x(&model.form.basis.centres);
-            let z: Vec<f64> = z.iter().copied().collect();
-            positions_after.push((name.clone(), z, report.nlml, trainer.rmse, trainer.nlpd));
-        }
-        rows.push(DemoRow {
-            name,
-            seconds,
-            nlml: report.nlml,
-            trainer,
-            device,
-            blob_bytes: exported.blob.len(),
-        });
-    }
-    write_file(out, &spgp_blob)?;
-
-    println!();
-    println!(
-        "{:<22} {:>8} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}",
-        "model", "fit s", "NLML", "RMSE f64", "NLPD f64", "RMSE device", "NLPD device", "blob B"
-    );
-    for r in &rows {
-        println!(
-            "{:<22} {:>8.2} {:>10.3} {:>10.4} {:>10.4} {:>12.4} {:>12.4} {:>8}",
-            r.name,
-            r.seconds,
-            r.nlml,
-            r.trainer.rmse,
-            r.trainer.nlpd,
-            r.device.rmse,
-            r.device.nlpd,
-            r.blob_bytes
-        );
-    }
-    let positions = |z: &[f64]| printed_positions(z).join(" ");
-    let raw = data.raw_x();
-    let (lo, hi) = (raw.min(), raw.max());
-    println!();
-    println!(
-        "pseudo-inputs, data on [{lo:.2}, {hi:.2}]\n  {:<22} {}",
-        "start (bunched):",
-        positions(data.transform.unapply_x(&start_z).as_slice())
-    );
-    for (name, z, ..) in &positions_after {
-        println!("  {:<22} {}", format!("{name}:"), positions(z));
-    }
-    let outcomes: Vec<Figure1Outcome> = positions_after
-        .iter()
-        .map(|(name, z, nlml, rmse, nlpd)| Figure1Outcome {
-            name: name.split(" (").next().unwrap_or(name),
-            z,
-            nlml: *nlml,
-            rmse: *rmse,
-            nlpd: *nlpd,
-        })
-        .collect();
-    let exact = &rows[0].trainer;
-    println!();
-    println!(
-        "{}",
-        figure1_words(lo, hi, (exact.rmse, exact.nlpd), &outcomes)
-    );
-    println!(
-        "SPGP VFE blob written to {} — try `sgp inspect {}`",
+        "the {} blob is written to {} — try `sgp inspect {}`",
+        demo.rows.last().map_or("", |r| r.name.as_str()),
         out.display(),
         out.display()
     );
     Ok(())
+}
+
+fn print_demo(demo: &Demo, m: usize) {
+    let [lo, hi] = demo.data_range;
+    println!(
+        "demo: {DEMO_ROWS} noisy samples of one draw of a GP on [0, 6] (squared exponential, \
+         length scale {TRUE_LENGTHSCALE}, signal variance {TRUE_SIGNAL_VAR}, noise std \
+         {DEMO_NOISE_STD}), {DEMO_TEST_ROWS} test points"
+    );
+    let figure1: Vec<&DemoRow> = demo
+        .rows
+        .iter()
+        .filter(|r| r.experiment == Experiment::Figure1)
+        .collect();
+    println!();
+    println!(
+        "Figure 1 of the SPGP paper: the hyperparameters at their true values, only the {m} \
+         pseudo-inputs learned, from a start bunched at the left of the data"
+    );
+    println!(
+        "{:<12} {:>7} {:>10} {:>8} {:>8}",
+        "model", "fit s", "NLML", "RMSE", "NLPD"
+    );
+    for r in &figure1 {
+        println!(
+            "{:<12} {:>7.2} {:>10.3} {:>8.4} {:>8.4}",
+            r.name, r.seconds, r.nlml, r.rmse, r.nlpd
+        );
+    }
+    println!();
+    println!("pseudo-inputs, data on [{lo:.2}, {hi:.2}]");
+    println!("  {:<17} {}", "start (bunched):", positions(&demo.start));
+    for r in figure1.iter().filter(|r| !r.pseudo_inputs.is_empty()) {
+        println!(
+            "  {:<17} {}",
+            format!("{}:", r.name),
+            positions(&r.pseudo_inputs)
+        );
+    }
+    if let Some((exact, fits)) = figure1.split_first() {
+        println!();
+        println!("{}", figure1_words(lo, hi, exact.nlpd, fits));
+    }
+    println!();
+    println!("The fits `sgp fit` makes of these data by default (everything learned):");
+    println!(
+        "{:<16} {:>6} {:>7} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}",
+        "model",
+        "M",
+        "fit s",
+        "NLML",
+        "RMSE f64",
+        "NLPD f64",
+        "RMSE device",
+        "NLPD device",
+        "blob B"
+    );
+    for r in demo
+        .rows
+        .iter()
+        .filter(|r| r.experiment == Experiment::Default)
+    {
+        let Some(d) = &r.device else { continue };
+        println!(
+            "{:<16} {:>6} {:>7.2} {:>10.3} {:>10.4} {:>10.4} {:>12.4} {:>12.4} {:>8}",
+            r.name, r.m, r.seconds, r.nlml, r.rmse, r.nlpd, d.rmse, d.nlpd, d.blob_bytes
+        );
+    }
+}
+
+/// Positions as printed (two decimals).
+fn positions(z: &[f64]) -> String {
+    z.iter()
+        .map(|p| format!("{p:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Figure 1's closing sentences, one per sparse fit, from the numbers
+/// printed: how much of the data `[lo, hi]` its widest stretch without a
+/// pseudo-input covers, and whether its test NLPD is within
+/// [`MATCH_NLPD`] of the exact GP's `exact_nlpd`.
+fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String {
+    let range = hi - lo;
+    fits.iter()
+        .map(|fit| {
+            let z = &fit.pseudo_inputs;
+            let inside: Vec<f64> = z.iter().map(|p| p.clamp(lo, hi)).collect();
+            let widest = std::iter::once(lo)
+                .chain(inside.iter().copied())
+                .zip(inside.iter().copied().chain(std::iter::once(hi)))
+                .map(|(a, b)| b - a)
+                .fold(0.0, f64::max);
+            let share = 100.0 * widest / range;
+            let placed = if share < 10.0 {
+                format!("spreads its {} pseudo-inputs over the data", z.len())
+            } else {
+                format!(
+                    "its pseudo-inputs are stuck: the widest stretch of the data without \
+                     one is {share:.0}% of its range"
+                )
+            };
+            let verdict = if fit.nlpd <= exact_nlpd + MATCH_NLPD {
+                "matches the exact GP"
+            } else {
+                "falls short of the exact GP"
+            };
+            format!(
+                "{}: {placed}; {verdict} (test NLPD {:.4} vs {exact_nlpd:.4}).",
+                fit.name, fit.nlpd
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, z: &[f64], nlpd: f64) -> DemoRow {
+        DemoRow {
+            experiment: Experiment::Figure1,
+            name: name.into(),
+            nlml: 0.0,
+            rmse: 0.3,
+            nlpd,
+            m: z.len(),
+            pseudo_inputs: z.to_vec(),
+            seconds: 0.0,
+            device: None,
+        }
+    }
+
+    #[test]
+    fn spread_and_stuck_fits_are_told_apart_by_their_widest_gap() {
+        let spread = row(
+            "FITC",
+            &[0.2, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.6],
+            0.3,
+        );
+        let stuck = row("PLV", &[0.1, 0.3, 0.6, 1.0, 1.6], 0.9);
+        let words = figure1_words(0.0, 6.0, 0.28, &[&spread, &stuck]);
+        let lines: Vec<&str> = words.lines().collect();
+        assert_eq!(lines.len(), 2, "{words}");
+        assert!(lines[0].starts_with("FITC: spreads its 11"), "{words}");
+        assert!(lines[0].contains("matches the exact GP"), "{words}");
+        assert!(
+            lines[1].contains("PLV: its pseudo-inputs are stuck"),
+            "{words}"
+        );
+        assert!(lines[1].contains("is 73% of its range"), "{words}");
+        assert!(lines[1].contains("falls short"), "{words}");
+    }
 }

@@ -172,19 +172,25 @@ enum Command {
     /// what it predicted for each row before learning it, per window of
     /// rows; a picture (--svg) and the model it ends as (--out).
     Replay(ReplayArgs),
-    /// Fit exact GP and SPGP on built-in 1-D data and compare them.
+    /// The SPGP paper's Figure 1 on built-in 1-D data (true
+    /// hyperparameters, pseudo-inputs learned from a bunched start: FITC
+    /// against PLV and the exact GP), then the fits `sgp fit` makes by
+    /// default.
     Demo {
-        /// Where to write the SPGP blob.
+        /// Where to write the default sparse fit's blob.
         #[arg(long, default_value = "sgp-demo.sgp")]
         out: PathBuf,
-        /// Number of pseudo-inputs (the demo's own: the SPGP paper's
-        /// Figure 1 has 20, whatever `sgp fit`'s default).
+        /// Number of pseudo-inputs in Figure 1 (the demo's own, whatever
+        /// `sgp fit`'s default).
         #[arg(long, default_value_t = 20)]
         m: usize,
-        /// Seed for the demo's data and fit (the demo's own: seed 1 draws
-        /// the data the README's figures come from).
+        /// Seed for the demo's data and fits (the demo's own: seed 1 draws
+        /// the data the guide's figures come from).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Print the table as JSON (`{"rows": [...]}`, Figure 1's first).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -414,7 +420,7 @@ fn run(cli: &Cli, given: &[&str]) -> Result<()> {
             },
             given,
         ),
-        Command::Demo { out, m, seed } => demo_command(out, *m, *seed, cli.quiet),
+        Command::Demo { out, m, seed, json } => demo_command(out, *m, *seed, *json),
         Command::Sweep(args) => sweep_command(args, given, cli.quiet),
         Command::Plot { input, out } => plot_command(input, out),
         Command::Replay(args) => replay_command(args),

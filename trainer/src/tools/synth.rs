@@ -39,7 +39,7 @@ named_enum! {
         NearNoiseFree = "near-noise-free",
         /// `sin(2 pi x)`, noise std twice the signal's std.
         VeryNoisy = "very-noisy",
-        /// Ten rows of the demo function (`demo::demo_function` over [0, 6]).
+        /// Ten rows of `sin(2x) + 0.4 cos(5x) + 0.3x` over [0, 6], noise std 0.25.
         Tiny = "tiny",
         /// Every row (inputs and target) appears two or three times, shuffled.
         Duplicated = "duplicated",
@@ -119,7 +119,7 @@ impl Shape {
             Shape::Step | Shape::Offsets => 0.05,
             Shape::NearNoiseFree => 1e-4 * SINE_STD,
             Shape::VeryNoisy => 2.0 * SINE_STD,
-            Shape::Tiny => crate::tools::demo::DEMO_NOISE_STD,
+            Shape::Tiny => 0.25,
             Shape::Integer => 0.3,
             Shape::Heteroscedastic => 0.05 + 0.15 * x.first().copied().unwrap_or(0.0),
         }
@@ -173,7 +173,7 @@ pub(crate) fn truth_at(shape: Shape, x: &[f64]) -> f64 {
         }
         Shape::Periodic => libm::sin(TAU * x0 / 2.5),
         Shape::NearNoiseFree | Shape::VeryNoisy => libm::sin(TAU * x0),
-        Shape::Tiny => crate::tools::demo::demo_function(x0),
+        Shape::Tiny => libm::sin(2.0 * x0) + 0.4 * libm::cos(5.0 * x0) + 0.3 * x0,
         Shape::Duplicated => libm::sin(x0) + 0.2 * x0,
         Shape::OneOfEight => libm::sin(3.0 * x.get(2).copied().unwrap_or(0.0)),
         Shape::Offsets => libm::sin(TAU * (x0 - 293.15)) + 0.5 * (x1 - 101_325.0) / 50.0,

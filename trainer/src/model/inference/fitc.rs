@@ -25,6 +25,42 @@ use crate::numerics::linalg::{
 };
 use crate::{Error, Result};
 
+/// The objectives evaluated here: the two a user picks ([`Approximation`],
+/// through [`FitcConfig::approximation`]) and PLV, the projected latent
+/// variables likelihood of Seeger et al. (2003), also called DTC: VFE's
+/// `Gamma = sigma2 I` without its trace term, `-log N(y | 0, Q + sigma2 I)`.
+/// No setting picks PLV: it learns pseudo-inputs poorly by gradients (the
+/// SPGP paper's Figure 1, which `crate::tools::demo` reproduces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Objective {
+    /// SPGP's likelihood.
+    Fitc,
+    /// Titsias' bound.
+    Vfe,
+    /// The PLV (DTC) likelihood.
+    Plv,
+}
+
+impl From<Approximation> for Objective {
+    fn from(a: Approximation) -> Self {
+        match a {
+            Approximation::Fitc => Objective::Fitc,
+            Approximation::Vfe => Objective::Vfe,
+        }
+    }
+}
+
+impl Objective {
+    /// The approximation whose `Gamma` (and so whose posterior) this
+    /// objective uses.
+    pub(crate) fn gamma(self) -> Approximation {
+        match self {
+            Objective::Fitc => Approximation::Fitc,
+            Objective::Vfe | Objective::Plv => Approximation::Vfe,
+        }
+    }
+}
+
 /// An objective evaluation, with gradient when asked for.
 #[derive(Clone, Debug)]
 pub struct FitcValue {
@@ -77,7 +113,7 @@ struct Forward {
     beta_v: DVector<f64>,
     nlml: f64,
     chunks: Vec<Chunk>,
-    approximation: Approximation,
+    objective: Objective,
     sigma2: f64,
     /// `sum_n lambda_n`, for VFE's trace term.
     sum_lambda: f64,
@@ -110,6 +146,7 @@ fn forward<F: InducingFeatures + ?Sized>(
     x: &DMatrix<f64>,
     y: &DVector<f64>,
     cfg: &FitcConfig,
+    objective: Objective,
 ) -> Result<Forward> {
     check_inputs(feat, kern, x, y)?;
     let m = feat.num_inducing();
@@ -137,7 +174,7 @@ fn forward<F: InducingFeatures + ?Sized>(
                 kd.as_slice(),
                 yc.as_slice(),
                 sigma2,
-                cfg.approximation,
+                objective.gamma(),
                 gamma.as_mut_slice(),
                 &mut scratch,
             );
@@ -159,9 +196,14 @@ fn forward<F: InducingFeatures + ?Sized>(
         sums.merge(&s)?;
         chunks.push(c);
     }
-    let Solved { la, beta_v, nlml } = sums.solve(cfg.approximation, sigma2)?;
+    let Solved { la, beta_v, nlml } = sums.solve(objective.gamma(), sigma2)?;
     let lainv = lower_inverse(&la)?;
     let sum_lambda = sums.sum_lambda;
+    // PLV is VFE's Gamma without the trace term `solve` added.
+    let nlml = match objective {
+        Objective::Plv => nlml - 0.5 * sum_lambda / sigma2,
+        Objective::Fitc | Objective::Vfe => nlml,
+    };
     Ok(Forward {
         kuu,
         chol,
@@ -171,7 +213,7 @@ fn forward<F: InducingFeatures + ?Sized>(
         beta_v,
         nlml,
         chunks,
-        approximation: cfg.approximation,
+        objective,
         sigma2,
         sum_lambda,
     })
@@ -219,9 +261,10 @@ fn chunk_adjoint(fw: &Forward, c: Chunk, y: &DVector<f64>) -> ChunkAdjoint {
         let alpha = (yc[i] - dot(vcol, beta)) / g;
         let w = 1.0 / g - dot(vcol, col) / (g * g) - alpha * alpha;
         // The weight `d` of `- V diag(d)` in H (module docs).
-        let d = match fw.approximation {
-            Approximation::Fitc => w,
-            Approximation::Vfe => 1.0 / fw.sigma2,
+        let d = match fw.objective {
+            Objective::Fitc => w,
+            Objective::Vfe => 1.0 / fw.sigma2,
+            Objective::Plv => 0.0,
         };
         let inv_g = 1.0 / g;
         for ((o, b), v) in col.iter_mut().zip(beta).zip(vcol) {
@@ -254,11 +297,11 @@ fn kuu_adjoint(fw: &Forward, hvt: &DMatrix<f64>) -> Result<DMatrix<f64>> {
 }
 
 /// `dF/dsigma2` from the summed `sum w / 2`: VFE's trace term depends on
-/// `sigma2` directly, FITC has no such term.
+/// `sigma2` directly, FITC and PLV have no such term.
 fn noise_adjoint(fw: &Forward, half_sum_w: f64) -> f64 {
-    match fw.approximation {
-        Approximation::Fitc => half_sum_w,
-        Approximation::Vfe => half_sum_w - 0.5 * fw.sum_lambda / (fw.sigma2 * fw.sigma2),
+    match fw.objective {
+        Objective::Fitc | Objective::Plv => half_sum_w,
+        Objective::Vfe => half_sum_w - 0.5 * fw.sum_lambda / (fw.sigma2 * fw.sigma2),
     }
 }
 
@@ -271,7 +314,19 @@ pub(crate) fn fitc_nlml<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<FitcValue> {
-    let fw = forward(feat, kern, x, y, cfg)?;
+    objective_value(feat, kern, x, y, cfg, cfg.approximation.into())
+}
+
+/// [`fitc_nlml`] of any [`Objective`] (`cfg.approximation` is ignored).
+pub(crate) fn objective_value<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+    objective: Objective,
+) -> Result<FitcValue> {
+    let fw = forward(feat, kern, x, y, cfg, objective)?;
     Ok(FitcValue {
         nlml: fw.nlml,
         grad: None,
@@ -289,7 +344,20 @@ pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<FitcValue> {
-    let mut fw = forward(feat, kern, x, y, cfg)?;
+    objective_grad(feat, kern, x, y, cfg, cfg.approximation.into())
+}
+
+/// [`fitc_nlml_grad`] of any [`Objective`] (`cfg.approximation` is
+/// ignored).
+pub(crate) fn objective_grad<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+    objective: Objective,
+) -> Result<FitcValue> {
+    let mut fw = forward(feat, kern, x, y, cfg, objective)?;
     let m = feat.num_inducing();
     // Summed in chunk order, whatever thread ran which chunk: the gradient
     // is the same bit for bit from run to run.
@@ -334,7 +402,19 @@ pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<(f64, FitcAdjoints)> {
-    let mut fw = forward(feat, kern, x, y, cfg)?;
+    objective_adjoints(feat, kern, x, y, cfg, cfg.approximation.into())
+}
+
+/// [`fitc_adjoints`] of any [`Objective`] (`cfg.approximation` is ignored).
+fn objective_adjoints<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    cfg: &FitcConfig,
+    objective: Objective,
+) -> Result<(f64, FitcAdjoints)> {
+    let mut fw = forward(feat, kern, x, y, cfg, objective)?;
     let (m, n) = (feat.num_inducing(), x.nrows());
     let mut adj_kuf = DMatrix::<f64>::zeros(m, n);
     let mut adj_kdiag = DVector::<f64>::zeros(n);
@@ -367,7 +447,7 @@ pub fn fitc_posterior<F: InducingFeatures + ?Sized>(
     y: &DVector<f64>,
     cfg: &FitcConfig,
 ) -> Result<FitcPosterior> {
-    let fw = forward(feat, kern, x, y, cfg)?;
+    let fw = forward(feat, kern, x, y, cfg, cfg.approximation.into())?;
     let beta = solve_lower_t_vec(&fw.chol.l, &fw.beta_v)?;
     let l2 = mul(mat_ref(&fw.chol.l), mat_ref(&fw.la));
     Ok(FitcPosterior {
@@ -482,7 +562,7 @@ mod tests {
     }
 
     fn check_gradient(
-        approximation: Approximation,
+        objective: Objective,
         seed: u64,
         extra: &[f64],
         chunk_rows: usize,
@@ -495,12 +575,12 @@ mod tests {
                 initial: jitter_eps,
                 ..JitterPolicy::default()
             },
-            approximation,
+            approximation: objective.gamma(),
         };
         let mut p = f.params();
         p.extend_from_slice(extra);
         let (f0, k0) = unpack(&p, &f);
-        let v = fitc_nlml_grad(&f0, &k0, &x, &y, &cfg).expect("ok");
+        let v = objective_grad(&f0, &k0, &x, &y, &cfg, objective).expect("ok");
         assert_eq!(v.jitter_escalations, 0);
         let g = v.grad.expect("asked");
         let mut ana = g.feature.clone();
@@ -509,7 +589,9 @@ mod tests {
         ana.push(g.log_noise_excess);
         let obj = |q: &[f64]| {
             let (fq, kq) = unpack(q, &f);
-            fitc_nlml(&fq, &kq, &x, &y, &cfg).expect("ok").nlml
+            objective_value(&fq, &kq, &x, &y, &cfg, objective)
+                .expect("ok")
+                .nlml
         };
         let num = fd_grad(obj, &p, 1e-5);
         assert_grad_close(&num, &ana, 1e-6);
@@ -517,7 +599,7 @@ mod tests {
         // row per chunk, or one chunk for all rows when the case itself
         // uses single rows, so two different chunkings always meet.
         let other = if chunk_rows == 1 { x.nrows() } else { 1 };
-        let again = fitc_nlml(
+        let again = objective_value(
             &f0,
             &k0,
             &x,
@@ -526,14 +608,15 @@ mod tests {
                 chunk_rows: other,
                 ..cfg
             },
+            objective,
         )
         .expect("ok");
         assert!((again.nlml - v.nlml).abs() < 1e-10 * v.nlml.abs());
     }
 
-    fn gradient_cases(approximation: Approximation) {
+    fn gradient_cases(objective: Objective) {
         let check = |seed, extra: &[f64], chunk_rows, jitter_eps| {
-            check_gradient(approximation, seed, extra, chunk_rows, jitter_eps)
+            check_gradient(objective, seed, extra, chunk_rows, jitter_eps)
         };
         check(21, &[0.2, -0.3, 0.3, -2.0], 7, 1e-8);
         check(22, &[-0.4, 0.5, -0.2, -4.0], 1024, 1e-8);
@@ -547,7 +630,7 @@ mod tests {
 
     #[test]
     fn gradient_matches_finite_differences() {
-        gradient_cases(Fitc);
+        gradient_cases(Objective::Fitc);
     }
 
     /// FITC and VFE with each Matérn kernel: every gradient, pseudo-inputs
@@ -597,16 +680,21 @@ mod tests {
 
     #[test]
     fn vfe_gradient_matches_finite_differences() {
-        gradient_cases(Vfe);
+        gradient_cases(Objective::Vfe);
+    }
+
+    #[test]
+    fn plv_gradient_matches_finite_differences() {
+        gradient_cases(Objective::Plv);
     }
 
     /// Checks the matrix-level adjoints directly against a dense evaluation
     /// of the objective as a function of (Kuu, Kuf, kdiag, sigma2).
-    fn check_adjoints(approximation: Approximation) {
+    fn check_adjoints(objective: Objective) {
         let (x, y, f) = setup(24, 20, 4);
         let kern = KernelParams::new(&[0.9, 1.2], 1.1, 0.05).expect("valid");
-        let cfg = config(approximation);
-        let (nlml, adj) = fitc_adjoints(&f, &kern, &x, &y, &cfg).expect("ok");
+        let cfg = config(objective.gamma());
+        let (nlml, adj) = objective_adjoints(&f, &kern, &x, &y, &cfg, objective).expect("ok");
         let kuu0 = f.kuu(&kern);
         let jitter = cfg.jitter.initial * kern.signal_var();
         let kuf0 = f.kuf(&kern, x.as_view());
@@ -619,14 +707,16 @@ mod tests {
             let mut c = q.clone();
             let mut trace = 0.0;
             for i in 0..c.nrows() {
-                match approximation {
+                match objective {
                     // -log N(y | 0, Q - diag(Q) + diag(kdiag) + s2 I)
-                    Fitc => c[(i, i)] = kd[i] + s2n,
+                    Objective::Fitc => c[(i, i)] = kd[i] + s2n,
                     // -log N(y | 0, Q + s2 I) + tr(Kff - Q) / (2 s2)
-                    Vfe => {
+                    Objective::Vfe => {
                         c[(i, i)] += s2n;
                         trace += (kd[i] - q[(i, i)]) / (2.0 * s2n);
                     }
+                    // -log N(y | 0, Q + s2 I)
+                    Objective::Plv => c[(i, i)] += s2n,
                 }
             }
             let ci = c.clone().try_inverse().expect("inv");
@@ -693,12 +783,17 @@ mod tests {
 
     #[test]
     fn adjoints_match_finite_differences_of_the_matrices() {
-        check_adjoints(Fitc);
+        check_adjoints(Objective::Fitc);
     }
 
     #[test]
     fn vfe_adjoints_match_finite_differences_of_the_matrices() {
-        check_adjoints(Vfe);
+        check_adjoints(Objective::Vfe);
+    }
+
+    #[test]
+    fn plv_adjoints_match_finite_differences_of_the_matrices() {
+        check_adjoints(Objective::Plv);
     }
 
     fn check_equals_exact_gp(approximation: Approximation) {
