@@ -97,6 +97,11 @@ fn print_demo(demo: &Demo, m: usize) {
     }
 }
 
+/// The widest stretch of data without a pseudo-input, in true length
+/// scales, that a fit may leave and still be said to cover the data: the
+/// prior correlation across half of it is still above 0.6.
+const COVERED_LENGTH_SCALES: f64 = 2.0;
+
 /// Positions as printed (two decimals).
 fn positions(z: &[f64]) -> String {
     z.iter()
@@ -106,11 +111,12 @@ fn positions(z: &[f64]) -> String {
 }
 
 /// Figure 1's closing sentences, one per sparse fit, from the numbers
-/// printed: how much of the data `[lo, hi]` its widest stretch without a
-/// pseudo-input covers, and whether its test NLPD is within
+/// printed: how many of its pseudo-inputs lie in the data `[lo, hi]`, the
+/// widest stretch of the data without one in true length scales (a fit
+/// whose stretch exceeds [`COVERED_LENGTH_SCALES`] has left part of the
+/// function unmodelled: it is stuck), and whether its test NLPD is within
 /// [`MATCH_NLPD`] of the exact GP's `exact_nlpd`.
 fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String {
-    let range = hi - lo;
     fits.iter()
         .map(|fit| {
             let z = &fit.pseudo_inputs;
@@ -120,13 +126,18 @@ fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String
                 .zip(inside.iter().copied().chain(std::iter::once(hi)))
                 .map(|(a, b)| b - a)
                 .fold(0.0, f64::max);
-            let share = 100.0 * widest / range;
-            let placed = if share < 10.0 {
-                format!("spreads its {} pseudo-inputs over the data", z.len())
+            let scales = widest / TRUE_LENGTHSCALE;
+            let within = z.iter().filter(|p| (lo..=hi).contains(*p)).count();
+            let placed = if scales <= COVERED_LENGTH_SCALES {
+                format!(
+                    "spreads {within} of its {} pseudo-inputs over the data (widest stretch \
+                     without one: {scales:.1} length scales)",
+                    z.len()
+                )
             } else {
                 format!(
                     "its pseudo-inputs are stuck: the widest stretch of the data without \
-                     one is {share:.0}% of its range"
+                     one is {scales:.1} length scales"
                 )
             };
             let verdict = if fit.nlpd <= exact_nlpd + MATCH_NLPD {
@@ -172,13 +183,16 @@ mod tests {
         let words = figure1_words(0.0, 6.0, 0.28, &[&spread, &stuck]);
         let lines: Vec<&str> = words.lines().collect();
         assert_eq!(lines.len(), 2, "{words}");
-        assert!(lines[0].starts_with("FITC: spreads its 11"), "{words}");
+        assert!(
+            lines[0].starts_with("FITC: spreads 11 of its 11"),
+            "{words}"
+        );
         assert!(lines[0].contains("matches the exact GP"), "{words}");
         assert!(
             lines[1].contains("PLV: its pseudo-inputs are stuck"),
             "{words}"
         );
-        assert!(lines[1].contains("is 73% of its range"), "{words}");
+        assert!(lines[1].contains("is 5.5 length scales"), "{words}");
         assert!(lines[1].contains("falls short"), "{words}");
     }
 }
