@@ -863,59 +863,61 @@ fn missing_files_name_the_path() {
 #[test]
 fn demo_compares_exact_gp_and_spgp() {
     let dir = TempDir::new("demo");
-    let out = sgp(&dir, &["demo", "--quiet", "--out", "demo.sgp"]);
-    let text = ok(&out, "demo");
-    // Each table row: name (M = ..), fit s, NLML, RMSE f64, NLPD f64, RMSE
-    // device, NLPD device, blob bytes.
-    let row = |name: &str| -> Vec<f64> {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("no '{name}' row in:\n{text}"));
-        let after = line.split(')').nth(1).unwrap_or_default();
-        after
-            .split_whitespace()
-            .map(|v| v.parse().unwrap_or_else(|_| panic!("'{v}' in '{line}'")))
-            .collect()
-    };
-    let (exact, fitc, vfe) = (row("exact GP"), row("SPGP FITC"), row("SPGP VFE"));
-    for r in [&exact, &fitc, &vfe] {
-        assert_eq!(r.len(), 7, "{r:?}");
-        // The device (f32 runtime) reproduces the trainer's figures.
-        assert!(
-            (r[2] - r[4]).abs() < 1e-3 * r[2],
-            "RMSE f64 vs device: {r:?}"
-        );
-        assert!((r[3] - r[5]).abs() < 1e-2, "NLPD f64 vs device: {r:?}");
-    }
-    // VFE from the bunched start gets within a few percent of the exact GP
-    // with a blob a fraction of its size.
-    assert!(vfe[2] < 1.03 * exact[2], "RMSE {vfe:?} vs {exact:?}");
-    assert!(vfe[3] < exact[3] + 0.03, "NLPD {vfe:?} vs {exact:?}");
-    assert!(vfe[6] < 0.05 * exact[6], "blob {vfe:?} vs {exact:?}");
-    // Its words follow from the positions it printed, on every machine.
-    let printed = |name: &str| -> Vec<String> {
-        let line = text
-            .lines()
-            .find(|l| l.trim_start().starts_with(name) && l.contains("):"))
-            .unwrap_or_else(|| panic!("no '{name}' positions in:\n{text}"));
-        line.split("):")
-            .nth(1)
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from)
-            .collect()
-    };
-    let (fitc_z, vfe_z) = (printed("SPGP FITC"), printed("SPGP VFE"));
-    let same = fitc_z == vfe_z && fitc[1] == vfe[1];
+    let out = sgp(&dir, &["demo", "--json", "--out", "demo.sgp"]);
+    let json: serde_json::Value = serde_json::from_str(&ok(&out, "demo --json")).expect("JSON");
+    let rows = json["rows"].as_array().expect("rows");
+    let names: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap_or_default();
+            (field("experiment"), field("name"))
+        })
+        .collect();
+    // Figure 1 first, its rows named by their objective, then the defaults.
     assert_eq!(
-        text.contains("end at the same pseudo-inputs"),
-        same,
-        "{text}"
+        names[..3],
+        [
+            ("figure1", "exact GP"),
+            ("figure1", "FITC"),
+            ("figure1", "PLV")
+        ],
+        "{names:?}"
     );
-    let stacked = |z: &[String]| z.iter().any(|p| z.iter().filter(|q| *q == p).count() > 1);
-    if !stacked(&fitc_z) && !stacked(&vfe_z) {
-        assert!(!text.contains("share a spot"), "{text}");
+    assert!(names[3..].iter().all(|(e, _)| *e == "default"), "{names:?}");
+    let number = |r: &serde_json::Value, k: &str| r[k].as_f64().expect(k);
+    let defaults: Vec<&serde_json::Value> = rows[3..].iter().collect();
+    let exact = defaults
+        .iter()
+        .find(|r| r["name"] == "exact GP")
+        .expect("a default exact GP row");
+    for r in &defaults {
+        // The device (f32 runtime) reproduces the trainer's figures.
+        let device = &r["device"];
+        assert!(
+            (number(r, "rmse") - number(device, "rmse")).abs() < 1e-3 * number(r, "rmse"),
+            "RMSE f64 vs device: {r}"
+        );
+        assert!(
+            (number(r, "nlpd") - number(device, "nlpd")).abs() < 1e-2,
+            "NLPD f64 vs device: {r}"
+        );
+    }
+    // The sparse default fit is a fraction of the exact GP's blob.
+    let sparse = defaults
+        .iter()
+        .find(|r| r["name"] != "exact GP")
+        .expect("sparse row");
+    assert!(
+        number(&sparse["device"], "blob_bytes") < 0.05 * number(&exact["device"], "blob_bytes"),
+        "{sparse} vs {exact}"
+    );
+    // The words follow the same numbers: the table names both objectives.
+    let text = ok(
+        &sgp(&dir, &["demo", "--quiet", "--out", "demo.sgp"]),
+        "demo",
+    );
+    for line in ["FITC: ", "PLV: "] {
+        assert!(text.lines().any(|l| l.starts_with(line)), "{text}");
     }
     // The demo promises a blob users can inspect next.
     let text = ok(&sgp(&dir, &["inspect", "demo.sgp"]), "inspect demo blob");
