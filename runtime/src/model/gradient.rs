@@ -274,8 +274,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             VarianceForm::Whitened => {
                 // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
                 // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
-                whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, q| {
-                    let dt = whitened::pivot(q).1 * (p[0] - p[1]);
+                whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
+                    let dt = (1.0 - d) * (p[0] - p[1]);
                     [dt, -dt]
                 });
                 let mut r = [0.0f32; M];

@@ -283,9 +283,9 @@ impl Seen {
         );
         // (z, u = G z) becomes (z - e, e) just before its row is used.
         let mut tdt = 0.0f32;
-        whitened::add_transposed(packed, sz, &output.inv_diagonal2, m, |[z, u], q| {
+        whitened::add_transposed(packed, sz, &output.inv_diagonal2, m, |[z, u], d| {
             let t = z - u;
-            let dt = whitened::pivot(q).1 * t;
+            let dt = (1.0 - d) * t;
             tdt += dt * t;
             let e = lam * dt;
             [z - e, e]

@@ -55,19 +55,7 @@ pub(crate) fn observation_of(
     }
 }
 
-/// A row's diagonal as a blob stores it, from its pivot `1 - d = big`
-/// (FORMAT.md): `d` where `d <= 1/2`, else `1 / big`, so that the small
-/// one of the two keeps its relative precision in f32; floored as the
-/// device floors it.
-fn stored_diagonal(big: f64) -> f64 {
-    if big < 0.5 {
-        1.0 / big.max(DIAGONAL_FLOOR)
-    } else {
-        (1.0 - big).max(DIAGONAL_FLOOR)
-    }
-}
-
-/// `G` (strictly lower, its stored diagonal on the diagonal) and the mean `L1^T beta` of
+/// `G` (strictly lower, `d` on its diagonal) and the mean `L1^T beta` of
 /// `form` (two factors).
 ///
 /// # Errors
@@ -101,7 +89,7 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
                     let fii = f[(i, i)];
                     match j.cmp(&i) {
                         std::cmp::Ordering::Less if fii > 0.0 => -f[(i, j)] / fii,
-                        std::cmp::Ordering::Equal => stored_diagonal(fii * fii),
+                        std::cmp::Ordering::Equal => (1.0 - fii * fii).max(DIAGONAL_FLOOR),
                         _ => 0.0,
                     }
                 });
@@ -204,9 +192,9 @@ impl TrainedModel {
             .map(|(i, j)| g[(i, j)] as f32)
             .collect();
         for i in 0..g.nrows() {
-            // Rounding must not undo the floor nor overflow.
+            // Rounding must not undo the floor.
             let at = i * (i + 3) / 2;
-            spec.l2[at] = spec.l2[at].clamp(DIAGONAL_FLOOR as f32, 1.0 / DIAGONAL_FLOOR as f32);
+            spec.l2[at] = spec.l2[at].max(DIAGONAL_FLOOR as f32);
         }
         spec.variance = VarianceForm::Whitened;
         spec.learning = Some(Learning {
@@ -221,15 +209,6 @@ impl TrainedModel {
 mod tests {
     use super::*;
     use crate::fit::{fit, FitParams, SparseParams};
-
-    /// The pivot `1 - d` of a stored diagonal ([`stored_diagonal`]'s inverse).
-    fn pivot_of(q: f64) -> f64 {
-        if q > 1.0 {
-            1.0 / q
-        } else {
-            1.0 - q
-        }
-    }
 
     /// The whitened blob predicts what the model does, and its `G` gives
     /// back the posterior covariance `S`.
@@ -252,7 +231,7 @@ mod tests {
             std::cmp::Ordering::Equal => 1.0,
             _ => 0.0,
         });
-        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| pivot_of(g[(i, i)])));
+        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| 1.0 - g[(i, i)]));
         let s = DMatrix::identity(m, m) - u.transpose() * d * &u;
         let l_a = lower_inverse(&model.form.l1).unwrap() * model.form.l2.as_ref().unwrap();
         let a = &l_a * l_a.transpose();
