@@ -690,6 +690,48 @@ fn constant_input_column_is_fitted_ignored_and_named() {
     );
 }
 
+/// Issue 49, item 4: `-q` keeps the warnings and drops the summary;
+/// `--json` lists them (the columns' with the fit's own) in its report.
+#[test]
+fn warnings_survive_quiet_and_json() {
+    let dir = TempDir::new("quiet-warnings");
+    let long = "a_column_name_longer_than_any_device_holds";
+    let mut csv = format!("x1,{long},y\n");
+    for i in 0..30 {
+        let x = f64::from(i) / 5.0;
+        let noise = 0.1 * libm::sin(37.0 * f64::from(i));
+        csv += &format!("{x},{},{}\n", libm::cos(x), libm::sin(x) + noise);
+    }
+    dir.write("long.csv", csv);
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", "--data", "long.csv", "--m", "4", "--max-iter", "20"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let quiet = fit(&["-q", "--force", "--out", "q.sgp"]);
+    let said = ok(&quiet, "fit -q");
+    assert!(said.trim().is_empty(), "-q printed a summary:\n{said}");
+    let err = stderr(&quiet);
+    assert!(
+        err.contains("sgp: warning: column names longer than") && err.contains(long),
+        "stderr under -q:\n{err}"
+    );
+    assert!(!err.contains("sgp: note"), "-q printed notes:\n{err}");
+    assert!(dir.path().join("q.sgp").exists(), "-q wrote no blob");
+
+    let json = fit(&["--json", "--force", "--out", "j.sgp"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(&json, "fit --json")).expect("fit --json prints JSON");
+    let warnings = report["report"]["warnings"]
+        .as_array()
+        .expect("the report lists its warnings");
+    let named = warnings
+        .iter()
+        .filter(|w| w.as_str().is_some_and(|w| w.contains(long)))
+        .count();
+    assert_eq!(named, 1, "warnings: {warnings:?}");
+}
+
 #[test]
 fn bad_pseudo_input_counts_are_rejected() {
     let dir = TempDir::new("bad_m");

@@ -276,6 +276,7 @@ impl SubsetFit {
         report.approximation = Some(fit.config.approximation);
         report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
         report.starts = starts;
+        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows: file_rows,
             fitted_rows,
