@@ -127,7 +127,6 @@ fn fit_spgp(dir: &TempDir, data: &str, blob: &str, seed: &str) -> String {
             seed,
             "--out",
             blob,
-            "--quiet",
         ],
     );
     ok(&out, "fit")
@@ -253,10 +252,7 @@ fn several_targets_fit_predict_eval() {
         args.extend_from_slice(extra);
         sgp(&dir, &args)
     };
-    let text = ok(
-        &fit(&["--target", "ex,ey,ez", "--quiet"]),
-        "fit --target ex,ey,ez",
-    );
+    let text = ok(&fit(&["--target", "ex,ey,ez"]), "fit --target ex,ey,ez");
     assert!(text.contains("3 outputs on one basis"), "{text}");
     assert!(
         text.lines()
@@ -514,7 +510,6 @@ fn exact_gp_on_a_subset() {
             "20",
             "--out",
             "e.sgp",
-            "--quiet",
         ],
     );
     let summary = ok(&out, "exact fit");
@@ -1590,7 +1585,6 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
             "--no-held-out-choice",
             "--out",
             blob,
-            "--quiet",
         ];
         if json {
             args.push("--json");
@@ -1911,7 +1905,6 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
             "gplasso",
             "--max-iter",
             "20",
-            "--quiet",
         ];
         args.extend_from_slice(extra);
         sgp(&dir, &args)

@@ -186,18 +186,22 @@ impl StreamedFit {
 
     /// The fit conditioned on the rows whose merged sums are `sums`,
     /// exported; `pass_seconds` goes into the report. Once only.
-    #[pyo3(signature = (sums, pass_seconds, force=false))]
+    #[pyo3(signature = (sums, pass_seconds, force=false, parts=None))]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
         sums: &[u8],
         pass_seconds: f64,
         force: bool,
+        parts: Option<u64>,
     ) -> PyResult<Exported<'py>> {
         let sums = sums_from_bytes(sums)?;
-        let start = self.start.take().ok_or_else(|| {
-            PyValueError::new_err("this streamed fit is finished already; start another")
-        })?;
+        let finished =
+            || PyValueError::new_err("this streamed fit is finished already; start another");
+        // Checked before the start is taken: refused sums leave it usable.
+        let rows = self.start.as_ref().ok_or_else(finished)?.subset.file_rows();
+        sums.check_covers(rows, parts).py_err()?;
+        let start = self.start.take().ok_or_else(finished)?;
         let options = &self.options;
         let result = py
             .detach(|| {
