@@ -55,7 +55,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Sparse Gaussian processes: fit on the host, run on the microcontroller"
 )]
 struct Cli {
-    /// Print only results: no progress bars or notes.
+    /// Print only results and warnings: no progress bars, notes or fit
+    /// summary (`sgp fit -q` writes its blob and says only its warnings;
+    /// `--json` still prints).
     #[arg(long, short, global = true)]
     quiet: bool,
     #[command(subcommand)]

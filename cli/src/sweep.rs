@@ -135,9 +135,8 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             Classes::Binary(names) => (Task::Classification, names),
             _ => (Task::Regression, Vec::new()),
         };
-        if !quiet {
-            warn_about_columns(&target.data);
-        }
+        // Warnings stay under --quiet: it drops notes and progress only.
+        warn_about_columns(&target.data);
         single = target.data;
         labels = names;
         (std::slice::from_ref(&single), task)

@@ -127,7 +127,6 @@ fn fit_spgp(dir: &TempDir, data: &str, blob: &str, seed: &str) -> String {
             seed,
             "--out",
             blob,
-            "--quiet",
         ],
     );
     ok(&out, "fit")
@@ -253,10 +252,7 @@ fn several_targets_fit_predict_eval() {
         args.extend_from_slice(extra);
         sgp(&dir, &args)
     };
-    let text = ok(
-        &fit(&["--target", "ex,ey,ez", "--quiet"]),
-        "fit --target ex,ey,ez",
-    );
+    let text = ok(&fit(&["--target", "ex,ey,ez"]), "fit --target ex,ey,ez");
     assert!(text.contains("3 outputs on one basis"), "{text}");
     assert!(
         text.lines()
@@ -514,7 +510,6 @@ fn exact_gp_on_a_subset() {
             "20",
             "--out",
             "e.sgp",
-            "--quiet",
         ],
     );
     let summary = ok(&out, "exact fit");
@@ -688,6 +683,48 @@ fn constant_input_column_is_fitted_ignored_and_named() {
         &["--m", "4"],
         &["ctarget.csv", "'y'", "constant"],
     );
+}
+
+/// Issue 49, item 4: `-q` keeps the warnings and drops the summary;
+/// `--json` lists them (the columns' with the fit's own) in its report.
+#[test]
+fn warnings_survive_quiet_and_json() {
+    let dir = TempDir::new("quiet-warnings");
+    let long = "a_column_name_longer_than_any_device_holds";
+    let mut csv = format!("x1,{long},y\n");
+    for i in 0..30 {
+        let x = f64::from(i) / 5.0;
+        let noise = 0.1 * libm::sin(37.0 * f64::from(i));
+        csv += &format!("{x},{},{}\n", libm::cos(x), libm::sin(x) + noise);
+    }
+    dir.write("long.csv", csv);
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", "--data", "long.csv", "--m", "4", "--max-iter", "20"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let quiet = fit(&["-q", "--force", "--out", "q.sgp"]);
+    let said = ok(&quiet, "fit -q");
+    assert!(said.trim().is_empty(), "-q printed a summary:\n{said}");
+    let err = stderr(&quiet);
+    assert!(
+        err.contains("sgp: warning: column names longer than") && err.contains(long),
+        "stderr under -q:\n{err}"
+    );
+    assert!(!err.contains("sgp: note"), "-q printed notes:\n{err}");
+    assert!(dir.path().join("q.sgp").exists(), "-q wrote no blob");
+
+    let json = fit(&["--json", "--force", "--out", "j.sgp"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(&json, "fit --json")).expect("fit --json prints JSON");
+    let warnings = report["report"]["warnings"]
+        .as_array()
+        .expect("the report lists its warnings");
+    let named = warnings
+        .iter()
+        .filter(|w| w.as_str().is_some_and(|w| w.contains(long)))
+        .count();
+    assert_eq!(named, 1, "warnings: {warnings:?}");
 }
 
 #[test]
@@ -1548,7 +1585,6 @@ fn spgp_hs_fit_reports_the_uncertainties_and_inspect_says_where_they_went() {
             "--no-held-out-choice",
             "--out",
             blob,
-            "--quiet",
         ];
         if json {
             args.push("--json");
@@ -1869,7 +1905,6 @@ fn gplasso_fit_path_json_inspect_and_bad_settings() {
             "gplasso",
             "--max-iter",
             "20",
-            "--quiet",
         ];
         args.extend_from_slice(extra);
         sgp(&dir, &args)

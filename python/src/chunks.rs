@@ -130,8 +130,10 @@ fn decode_sums(bytes: &[u8]) -> PyResult<PosteriorSums> {
 }
 
 /// The sums of the `n x d` raw rows `x` (the basis's input columns, in its
-/// order) with targets `y`, on the basis `basis`, as bytes.
+/// order) with targets `y`, on the basis `basis`, as bytes; labelled as
+/// part `part` of the rows where given ([`PosteriorSums::of_part`]).
 #[pyfunction]
+#[pyo3(signature = (basis, x, n, d, y, part=None))]
 pub(crate) fn basis_sums<'py>(
     py: Python<'py>,
     basis: &[u8],
@@ -139,12 +141,16 @@ pub(crate) fn basis_sums<'py>(
     n: usize,
     d: usize,
     y: &[u8],
+    part: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let decoded: BasisBytes = postcard::from_bytes(basis).map_err(|_| corrupt("basis"))?;
     let basis = decoded.basis()?;
     let x = matrix(x, n, d, "X")?;
     let y = vector(y, n, "y")?;
-    let sums = py.detach(|| basis.sums(&x, &y)).py_err()?;
+    let mut sums = py.detach(|| basis.sums(&x, &y)).py_err()?;
+    if let Some(part) = part {
+        sums = sums.of_part(part);
+    }
     Ok(PyBytes::new(py, &encode(&sums)?))
 }
 
@@ -164,6 +170,18 @@ pub(crate) fn merge_sums<'py>(
 #[pyfunction]
 pub(crate) fn sums_rows(sums: &[u8]) -> PyResult<u64> {
     Ok(decode_sums(sums)?.rows)
+}
+
+/// The sums `sums`, labelled as those of part `part` of the rows
+/// ([`PosteriorSums::of_part`]).
+#[pyfunction]
+pub(crate) fn sums_of_part<'py>(
+    py: Python<'py>,
+    sums: &[u8],
+    part: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let sums = decode_sums(sums)?.of_part(part);
+    Ok(PyBytes::new(py, &encode(&sums)?))
 }
 
 /// Decodes the sums of a pass (for [`crate::streamed`]).

@@ -12,7 +12,6 @@ use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::device::names_too_long;
 use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::{FitReport, Method};
 use sgp_trainer::model::ModelSet;
@@ -33,9 +32,6 @@ pub(crate) struct FitSummary<'a> {
     pub(crate) classes: &'a [String],
     pub(crate) fidelity: &'a Fidelity,
     pub(crate) cure: Option<&'a Cure>,
-    /// What `sgp fit` warns about: constant inputs, columns f32 cannot
-    /// resolve, names too long for a device.
-    pub(crate) warnings: Vec<String>,
 }
 
 /// What a fit of in-memory arrays returns besides its blobs: for several
@@ -45,34 +41,6 @@ pub(crate) struct FitSummary<'a> {
 struct OutputsSummary<'a> {
     basis: Option<&'a BasisChoice>,
     fits: Vec<FitSummary<'a>>,
-}
-
-/// `sgp fit`'s warnings about the training data, for `warnings.warn`.
-pub(crate) fn data_warnings(data: &Dataset) -> Vec<String> {
-    let mut warnings: Vec<String> = data
-        .constant_inputs
-        .iter()
-        .filter_map(|&j| {
-            let name = data.input_names.get(j)?;
-            let value = data.transform.x_mean.get(j)?;
-            Some(format!(
-                "input '{name}' is constant in the training data (value {value}): the model \
-                 ignores it"
-            ))
-        })
-        .collect();
-    warnings.extend(sgp_trainer::data::extremes::warnings(data));
-    warnings.extend(sgp_trainer::export::precision::for_dataset(data));
-    let long = names_too_long(&data.input_names, &data.target_name);
-    if !long.is_empty() {
-        warnings.push(format!(
-            "column names longer than the {} bytes a device Model holds: {}; a device will \
-             refuse the blob (rename the columns)",
-            sgp_runtime::NAME_CAPACITY,
-            long.join(", ")
-        ));
-    }
-    warnings
 }
 
 /// The estimators' keywords, named as `sgp fit`'s flags; `None` keeps the
@@ -300,7 +268,6 @@ pub(crate) fn fit<'py>(
                     let blob = options.export(&mut fit, &check_x, force)?;
                     exported.push((fit, blob));
                 }
-                let mut warnings = data_warnings(&outputs[0]);
                 let summary = OutputsSummary {
                     basis: basis.as_ref(),
                     fits: exported
@@ -310,7 +277,6 @@ pub(crate) fn fit<'py>(
                             classes: &fit.set.class_labels,
                             fidelity: &e.fidelity,
                             cure: e.cure.as_ref(),
-                            warnings: std::mem::take(&mut warnings),
                         })
                         .collect(),
                 };

@@ -45,5 +45,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chunks::basis_sums, m)?)?;
     m.add_function(wrap_pyfunction!(chunks::merge_sums, m)?)?;
     m.add_function(wrap_pyfunction!(chunks::sums_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::sums_of_part, m)?)?;
     Ok(())
 }

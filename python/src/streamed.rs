@@ -19,7 +19,7 @@ use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, sums_from_bytes, BasisBytes};
 use crate::errors::IntoPy;
-use crate::fit::{data_warnings, FitSummary, Settings};
+use crate::fit::{FitSummary, Settings};
 use crate::state;
 
 type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
@@ -103,20 +103,20 @@ fn start(
     })
 }
 
-/// Exports `fitted` as `sgp fit` does (checked at `start`'s sampled rows).
+/// Exports `fitted` as `sgp fit` does (checked at `start`'s sampled rows,
+/// raw, `check_x`).
 fn export(
     options: &Options,
     mut fitted: Fit,
-    check: (&nalgebra::DMatrix<f64>, &sgp_trainer::data::Dataset),
+    check_x: &nalgebra::DMatrix<f64>,
     force: bool,
 ) -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-    let exported = options.export(&mut fitted, check.0, force)?;
+    let exported = options.export(&mut fitted, check_x, force)?;
     let summary = FitSummary {
         report: &fitted.report,
         classes: &fitted.set.class_labels,
         fidelity: &exported.fidelity,
         cure: exported.cure.as_ref(),
-        warnings: data_warnings(check.1),
     };
     let json = serde_json::to_string(&summary)
         .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
@@ -151,9 +151,8 @@ pub(crate) fn fit_file<'py>(
             options.run(|| {
                 let start = start(&path, target.as_deref(), &options, task, &mut reporter)?;
                 let check_x = start.check_x.clone();
-                let sample = start.subset.sampled().clone();
                 let fitted = start.finish_on_file(&mut |p| reporter.report(p))?;
-                export(&options, fitted, (&check_x, &sample), force)
+                export(&options, fitted, &check_x, force)
             })
         })
         .py_err();
@@ -187,26 +186,29 @@ impl StreamedFit {
 
     /// The fit conditioned on the rows whose merged sums are `sums`,
     /// exported; `pass_seconds` goes into the report. Once only.
-    #[pyo3(signature = (sums, pass_seconds, force=false))]
+    #[pyo3(signature = (sums, pass_seconds, force=false, parts=None))]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
         sums: &[u8],
         pass_seconds: f64,
         force: bool,
+        parts: Option<u64>,
     ) -> PyResult<Exported<'py>> {
         let sums = sums_from_bytes(sums)?;
-        let start = self.start.take().ok_or_else(|| {
-            PyValueError::new_err("this streamed fit is finished already; start another")
-        })?;
+        let finished =
+            || PyValueError::new_err("this streamed fit is finished already; start another");
+        // Checked before the start is taken: refused sums leave it usable.
+        let rows = self.start.as_ref().ok_or_else(finished)?.subset.file_rows();
+        sums.check_covers(rows, parts).py_err()?;
+        let start = self.start.take().ok_or_else(finished)?;
         let options = &self.options;
         let result = py
             .detach(|| {
                 options.run(|| {
                     let check_x = start.check_x.clone();
-                    let sample = start.subset.sampled().clone();
                     let fitted = start.finish(&sums, pass_seconds)?;
-                    export(options, fitted, (&check_x, &sample), force)
+                    export(options, fitted, &check_x, force)
                 })
             })
             .py_err()?;

@@ -94,6 +94,29 @@ def test_any_split_is_the_same_fit_up_to_rounding(big, fitted):
     np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)
 
 
+def test_a_lost_or_repeated_partition_is_refused_and_named(big):
+    """Issue 50, item 6: sums of less (or more) than every row never pass
+    as the file's, and numbered partitions are named."""
+    path, X, y = big
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path)
+    cuts = [0, 1000, 30_001, 52_345, ROWS]
+    parts = [
+        started.basis.sums(X[a:b], y[a:b], part=k)
+        for k, (a, b) in enumerate(zip(cuts, cuts[1:]))
+    ]
+    with pytest.raises(ValueError, match="parts 2 are in both sums"):
+        merge_tree(parts + [parts[2]])
+    lost = merge_tree(parts[:2] + parts[3:])
+    with pytest.raises(ValueError, match="parts 2 are missing"):
+        started.finish(lost, parts=4)
+    unnumbered = merge_tree([started.basis.sums(X[a:b], y[a:b]) for a, b in [(0, 1000)]])
+    with pytest.raises(ValueError, match="rows missing"):
+        started.finish(unnumbered)
+    # Refused, the start is kept: the whole set still fits.
+    est = started.finish(merge_tree(parts), parts=4)
+    assert est.report_["streamed"]["rows"] == ROWS
+
+
 def test_chunks_are_streamed_as_their_file(big, fitted):
     path, X, y = big
     chunks = ((X[k:k + 7000], y[k:k + 7000]) for k in range(0, ROWS, 7000))

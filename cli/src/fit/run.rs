@@ -92,10 +92,15 @@ pub(crate) fn finish_outputs(
         }
         outputs.push((fit, exported, blob));
     }
-    if args.json {
+    if args.json || quiet {
         for (fit, _, _) in &outputs {
             print_warnings(fit);
         }
+    }
+    if quiet && !args.json {
+        return Ok(());
+    }
+    if args.json {
         let each: Vec<FitOutput> = outputs
             .iter()
             .map(|(fit, exported, blob)| fit_output(fit, exported, blob, None, None))
@@ -220,6 +225,8 @@ fn finish_one(
         print_warnings(&fit);
         let output = fit_output(&fit, &exported, &args.out, path.as_deref(), basis);
         println!("{}", to_json(&output)?);
+    } else if quiet {
+        print_warnings(&fit);
     } else {
         print_fit_summary(&fit, &exported, &args.out);
         if let Some(b) = basis {

@@ -165,7 +165,7 @@ class _SparseGP(BaseEstimator):
         self.basis_ = summary.get("basis")
         self._state = state
         for fit in fits:
-            for message in fit.get("warnings", []):
+            for message in fit["report"].get("warnings", []):
                 _warn_caller(message)
         models = [Model.from_bytes(blob) for blob in self.blobs_]
         self._blob_targets = [model.target_name for model in models]

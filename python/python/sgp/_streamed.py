@@ -40,8 +40,15 @@ class ChunkSums:
         return int(_native.sums_rows(self.data))
 
     def merge(self, other: "ChunkSums") -> "ChunkSums":
-        """The sums of these rows and ``other``'s (disjoint) rows."""
+        """The sums of these rows and ``other``'s (disjoint) rows; refused
+        where both hold the same numbered part (``as_part``)."""
         return ChunkSums(_native.merge_sums(self.data, other.data))
+
+    def as_part(self, part: int) -> "ChunkSums":
+        """These sums, numbered as partition ``part`` of the rows (0, 1,
+        ...): a merge then refuses it twice, and ``StreamedFit.finish(sums,
+        parts=N)`` names it if it is lost."""
+        return ChunkSums(_native.sums_of_part(self.data, part))
 
     def __reduce__(self) -> Any:
         return (ChunkSums, (self.data,))
@@ -69,10 +76,13 @@ class ChunkBasis:
         self.input_names = list(input_names)
         self.target_name = target_name
 
-    def sums(self, X: Any, y: Any = None) -> ChunkSums:
+    def sums(self, X: Any, y: Any = None, part: Optional[int] = None) -> ChunkSums:
         """The sums of the raw rows ``X`` (n x inputs, the file's input
         columns in order; a DataFrame's columns are picked by name) and
-        targets ``y`` (None: a DataFrame ``X``'s target column)."""
+        targets ``y`` (None: a DataFrame ``X``'s target column).
+        ``part``: the number of this partition of the rows (0, 1, ...), so
+        that a merge refuses it twice and ``StreamedFit.finish(sums,
+        parts=N)`` names it if it is lost."""
         columns = getattr(X, "columns", None)
         if y is None:
             if columns is None:
@@ -85,7 +95,9 @@ class ChunkBasis:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
         n, d = X.shape
-        return ChunkSums(_native.basis_sums(self.data, to_native(X), n, d, to_native(y)))
+        return ChunkSums(
+            _native.basis_sums(self.data, to_native(X), n, d, to_native(y), part)
+        )
 
     def __reduce__(self) -> Any:
         return (ChunkBasis, (self.data, self.input_names, self.target_name))
@@ -102,12 +114,15 @@ class StreamedFit:
         self.basis = ChunkBasis(native.basis(), native.input_names, native.target_name)
         self.started = time.perf_counter()
 
-    def finish(self, sums: ChunkSums) -> Any:
+    def finish(self, sums: ChunkSums, parts: Optional[int] = None) -> Any:
         """The estimator, fitted: conditioned on the rows of ``sums``
-        (every row, for the model ``sgp fit`` fits) and exported."""
+        (every row of the file, each once: other sums are refused, naming
+        the rows missing or in excess) and exported. ``parts``: the number
+        of partitions summed with ``ChunkBasis.sums(..., part=k)``; every
+        one of ``0..parts`` must be in ``sums`` (a lost one is named)."""
         seconds = time.perf_counter() - self.started
         blob, state, summary = self._native.finish(
-            sums.data, seconds, force=self._estimator.force
+            sums.data, seconds, force=self._estimator.force, parts=parts
         )
         self._estimator._take_streamed(blob, state, summary)
         return self._estimator

@@ -20,8 +20,8 @@ def _merge(a: ChunkSums, b: ChunkSums) -> ChunkSums:
     return a.merge(b)
 
 
-def _partition_sums(basis: ChunkBasis, partition: Any) -> ChunkSums:
-    return basis.sums(partition)
+def _partition_sums(basis: ChunkBasis, partition: Any, part: int) -> ChunkSums:
+    return basis.sums(partition, part=part)
 
 
 def parquet_files(path: str) -> List[str]:
@@ -54,11 +54,15 @@ def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "16MB") -> Any:
 def tree_sums(frame: Any, basis: ChunkBasis) -> Any:
     """A dask Delayed of the sums of every row of the dask DataFrame
     ``frame``: one task per partition, merged pairwise in partition order
-    (``merge_tree``'s tree), each merge a task on a worker."""
+    (``merge_tree``'s tree), each merge a task on a worker. Each
+    partition's sums carry its number, so a partition summed twice is
+    refused and ``finish(sums, parts=frame.npartitions)`` names a lost
+    one."""
     import dask
 
     level: List[Any] = [
-        dask.delayed(_partition_sums)(basis, part) for part in frame.to_delayed()
+        dask.delayed(_partition_sums)(basis, part, k)
+        for k, part in enumerate(frame.to_delayed())
     ]
     if not level:
         raise ValueError("the frame has no partitions")
@@ -86,4 +90,4 @@ def fit_dask(
         frame = read_frame(path, started.basis)
     total = tree_sums(frame, started.basis)
     sums = client.compute(total).result() if client is not None else total.compute()
-    return started.finish(sums)
+    return started.finish(sums, parts=frame.npartitions)

@@ -186,6 +186,7 @@ pub fn fit(
         choice.reason = reason(&choice, outputs[0].n_rows(), request.held_out);
         fit.report.choice = Some(choice);
     }
+    crate::export::warnings::prepend_data_warnings(&mut fit.report.warnings, &outputs[0]);
     Ok(fit)
 }
 

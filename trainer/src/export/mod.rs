@@ -17,6 +17,7 @@ pub mod gradient;
 pub mod output_blob;
 pub mod precision;
 pub mod updatable;
+pub mod warnings;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};

@@ -236,6 +236,12 @@ impl SubsetFit {
         &self.basis
     }
 
+    /// The rows of the file, every one of which the pass must sum once
+    /// ([`PosteriorSums::check_covers`]).
+    pub fn file_rows(&self) -> u64 {
+        self.rows
+    }
+
     /// The sampled rows, standardised, with every input (the sample's
     /// constant inputs listed), for warnings about the data.
     pub fn sampled(&self) -> &Dataset {
@@ -248,8 +254,10 @@ impl SubsetFit {
     /// rebuild it at another jitter by a pass over the file on this machine.
     ///
     /// # Errors
-    /// [`Error::BadInput`] for sums of another basis; [`Error::Numerical`]
-    /// if they give no posterior.
+    /// [`Error::BadInput`] for sums of another basis or of other than
+    /// every row of the file, once ([`PosteriorSums::check_covers`]: a
+    /// lost or repeated partition); [`Error::Numerical`] if they give no
+    /// posterior.
     pub fn finish(self, sums: &PosteriorSums, pass_seconds: f64) -> Result<Fit> {
         let SubsetFit {
             fit,
@@ -264,6 +272,7 @@ impl SubsetFit {
             basis,
             started,
         } = self;
+        sums.check_covers(file_rows, None)?;
         let kernel = fit.kernel().clone();
         let posterior = ChunkModel::new(&fit.features, &kernel, &fit.config)?.posterior(sums)?;
         let rows = usize::try_from(sums.rows).unwrap_or(usize::MAX);
@@ -276,6 +285,7 @@ impl SubsetFit {
         report.approximation = Some(fit.config.approximation);
         report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
         report.starts = starts;
+        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows: file_rows,
             fitted_rows,

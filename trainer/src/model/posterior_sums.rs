@@ -109,6 +109,10 @@ pub struct PosteriorSums {
     pub y_gi_y: f64,
     /// `sum_n lambda_n` (VFE's trace term).
     pub sum_lambda: f64,
+    /// The parts (a cluster's partitions, numbered by whoever splits the
+    /// rows: [`PosteriorSums::of_part`]) these sums cover, as sorted,
+    /// disjoint, half-open ranges; empty where nobody numbered them.
+    pub parts: Vec<(u64, u64)>,
 }
 
 impl PosteriorSums {
@@ -122,7 +126,62 @@ impl PosteriorSums {
             sum_log_gamma: 0.0,
             y_gi_y: 0.0,
             sum_lambda: 0.0,
+            parts: Vec::new(),
         }
+    }
+
+    /// These sums, labelled as those of part `part` (a partition of the
+    /// rows), so that [`PosteriorSums::merge`] refuses it twice and
+    /// [`PosteriorSums::check_covers`] names it when it is missing.
+    pub fn of_part(mut self, part: u64) -> Self {
+        self.parts = vec![(part, part.saturating_add(1))];
+        self
+    }
+
+    /// Refuses sums that do not cover exactly `rows` rows and, when
+    /// `parts` is given, exactly the parts `0..parts` (each once, which
+    /// [`PosteriorSums::merge`] has checked): a lost or repeated partition
+    /// must not pass as the whole file.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the rows missing or in excess and the
+    /// parts missing or out of range.
+    pub fn check_covers(&self, rows: u64, parts: Option<u64>) -> Result<()> {
+        if let Some(n) = parts {
+            let missing = gaps(&self.parts, n);
+            let beyond = self.parts.last().filter(|&&(_, end)| end > n);
+            if !missing.is_empty() || beyond.is_some() {
+                let mut why = Vec::new();
+                if !missing.is_empty() {
+                    why.push(format!("parts {} are missing", ranges_text(&missing)));
+                }
+                if let Some(&(_, end)) = beyond {
+                    why.push(format!(
+                        "parts up to {} are beyond the {n} expected",
+                        end - 1
+                    ));
+                }
+                return Err(Error::BadInput(format!(
+                    "the sums do not cover parts 0..{n} exactly: {} (a lost or extra \
+                     partition; sum every partition once, numbered 0 to {})",
+                    why.join("; "),
+                    n.saturating_sub(1)
+                )));
+            }
+        }
+        if self.rows != rows {
+            let (by, what) = if self.rows < rows {
+                (rows - self.rows, "missing (a lost partition?)")
+            } else {
+                (self.rows - rows, "too many (a partition summed twice?)")
+            };
+            return Err(Error::BadInput(format!(
+                "the sums cover {} rows but the data have {rows}: {by} rows {what}; sum every \
+                 row once",
+                self.rows
+            )));
+        }
+        Ok(())
     }
 
     /// Adds the sums of another, disjoint set of rows.
@@ -138,6 +197,7 @@ impl PosteriorSums {
                 self.m, other.m
             )));
         }
+        self.parts = union(&self.parts, &other.parts)?;
         self.rows += other.rows;
         for (s, o) in self.a.iter_mut().zip(&other.a) {
             *s += o;
@@ -198,6 +258,7 @@ impl PosteriorSums {
             sum_log_gamma,
             y_gi_y,
             sum_lambda,
+            parts: Vec::new(),
         }
     }
 
@@ -349,12 +410,133 @@ impl<'a, F: InducingFeatures + ?Sized> ChunkModel<'a, F> {
     }
 }
 
+/// The union of two sets of disjoint sorted half-open ranges of parts,
+/// merged where they touch.
+///
+/// # Errors
+/// [`Error::BadInput`] naming the parts both hold.
+fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+    let mut all: Vec<(u64, u64)> = a.iter().chain(b).copied().collect();
+    all.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+    let mut twice = Vec::new();
+    for (start, end) in all {
+        match out.last_mut() {
+            Some(last) if start < last.1 => {
+                twice.push((start, end.min(last.1)));
+                last.1 = last.1.max(end);
+            }
+            Some(last) if start == last.1 => last.1 = end,
+            _ => out.push((start, end)),
+        }
+    }
+    if twice.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::BadInput(format!(
+            "parts {} are in both sums: a partition summed twice (a retried task counted \
+             again?); sum every partition once",
+            ranges_text(&twice)
+        )))
+    }
+}
+
+/// The parts of `0..n` that `covered` (sorted, disjoint) leaves out.
+fn gaps(covered: &[(u64, u64)], n: u64) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::new();
+    let mut next = 0;
+    for &(start, end) in covered {
+        if start > next {
+            gaps.push((next, start.min(n)));
+        }
+        next = next.max(end);
+    }
+    if next < n {
+        gaps.push((next, n));
+    }
+    gaps.retain(|&(s, e)| s < e);
+    gaps
+}
+
+/// `[(3, 4), (7, 10)]` as "3, 7-9", at most ten ranges then a count.
+fn ranges_text(ranges: &[(u64, u64)]) -> String {
+    let mut text: Vec<String> = ranges
+        .iter()
+        .take(10)
+        .map(|&(s, e)| {
+            if e == s + 1 {
+                s.to_string()
+            } else {
+                format!("{s}-{}", e - 1)
+            }
+        })
+        .collect();
+    if ranges.len() > 10 {
+        text.push(format!("and {} more ranges", ranges.len() - 10));
+    }
+    text.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::features::PseudoInputs;
     use crate::model::inference::fitc::fitc_posterior;
     use crate::model::inference::test_util::problem;
+
+    /// Issue 50, item 6: a lost or repeated partition is refused, named.
+    #[test]
+    fn a_lost_or_repeated_part_is_refused_and_named() {
+        let (x, y, z, kern) = setup();
+        let model = ChunkModel::new(&z, &kern, &FitcConfig::default()).unwrap();
+        let part = |k: usize| {
+            let rows = 300 / 6;
+            let ys = &y.as_slice()[k * rows..(k + 1) * rows];
+            model
+                .sums(x.rows(k * rows, rows), ys)
+                .unwrap()
+                .of_part(k as u64)
+        };
+        let mut all = part(0);
+        for k in 1..6 {
+            all.merge(&part(k)).unwrap();
+        }
+        all.check_covers(300, Some(6)).unwrap();
+        assert_eq!(all.parts, vec![(0, 6)]);
+
+        // Part 3 lost: the rows and the part are named.
+        let mut lost = part(0);
+        for k in [1, 2, 4, 5] {
+            lost.merge(&part(k)).unwrap();
+        }
+        let e = lost.check_covers(300, None).unwrap_err().to_string();
+        assert!(
+            e.contains("250 rows") && e.contains("50 rows missing"),
+            "{e}"
+        );
+        let e = lost.check_covers(300, Some(6)).unwrap_err().to_string();
+        assert!(e.contains("parts 3 are missing"), "{e}");
+
+        // Part 2 twice (a retried task): refused at the merge, named.
+        let mut twice = part(1);
+        twice.merge(&part(2)).unwrap();
+        let e = twice.merge(&part(2)).unwrap_err().to_string();
+        assert!(e.contains("parts 2 are in both sums"), "{e}");
+        // Unnumbered sums summed twice are caught by their rows.
+        let mut doubled = model.sums(x.rows(0, 300), y.as_slice()).unwrap();
+        doubled
+            .merge(&model.sums(x.rows(0, 50), &y.as_slice()[..50]).unwrap())
+            .unwrap();
+        let e = doubled.check_covers(300, None).unwrap_err().to_string();
+        assert!(e.contains("50 rows too many"), "{e}");
+        // A part beyond those expected.
+        let e = part(5)
+            .of_part(6)
+            .check_covers(50, Some(6))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("beyond the 6 expected"), "{e}");
+    }
 
     fn setup() -> (DMatrix<f64>, DVector<f64>, PseudoInputs, KernelParams) {
         let (x, y) = problem(3, 300, 2);
