@@ -461,3 +461,37 @@ fn f32_moments_match_f64() {
         assert!(mean < 1e-3 && cov < 2e-3 && io < 2e-3, "{mean} {cov} {io}");
     }
 }
+
+/// Far from the data (8 length scales and more) the f32 moments stay
+/// finite and equal to the f64 ones: the prior, no input-output covariance.
+#[test]
+fn f32_moments_far_from_the_data() {
+    let spec = plant();
+    let model = Model::<M, D, D, 2>::from_bytes(&spec.to_bytes().unwrap()).unwrap();
+    let uncertain = model.uncertain().unwrap();
+    let s: Vec<f32> = (0..D * D)
+        .map(|k| {
+            if k % (D + 1) == 0 {
+                0.04 * spec.x_scale[k / D]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    for far in [8.0f32, 30.0, 1e4, 1e30] {
+        let mu: Vec<f32> = (0..D)
+            .map(|e| spec.x_mean[e] + far * spec.x_scale[e])
+            .collect();
+        let fast = uncertain.predict(&mu, &s).unwrap();
+        let exact = uncertain.predict_exact(&mu, &s).unwrap();
+        for a in 0..2 {
+            let sd = exact.covariance[a][a].sqrt();
+            assert!(
+                (fast.mean[a] - exact.mean[a]).abs() <= 1e-3 * sd,
+                "{far}: {fast:?} {exact:?}"
+            );
+            let c = (fast.covariance[a][a] - exact.covariance[a][a]).abs();
+            assert!(c <= 1e-3 * sd * sd, "{far}: {fast:?} {exact:?}");
+        }
+    }
+}
