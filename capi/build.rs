@@ -34,6 +34,7 @@ fn main() {
         .map(|bits| bits / 8)
         .expect("cargo sets CARGO_CFG_TARGET_POINTER_WIDTH");
     let words = storage_words(m, g, d, p, pointer_bytes);
+    let uncertain_words = uncertain_storage_words(m, d, p, pointer_bytes);
     let bytes = words * 8;
     // The largest object the target can address is isize::MAX bytes there.
     let target_max = (1u128 << (8 * pointer_bytes - 1)) - 1;
@@ -57,7 +58,9 @@ fn main() {
              /// Outputs (or classes) `P` (`SGP_CAPACITY_P`).\n\
              pub const CAPACITY_P: usize = {p};\n\
              /// 8-byte words of an `SgpModel`.\n\
-             pub const SGP_MODEL_STORAGE_WORDS: usize = {words};\n"
+             pub const SGP_MODEL_STORAGE_WORDS: usize = {words};\n\
+             /// 8-byte words of an `SgpUncertain`.\n\
+             pub const SGP_UNCERTAIN_STORAGE_WORDS: usize = {uncertain_words};\n"
         ),
     )
     .expect("write capacity.rs");
@@ -74,7 +77,11 @@ fn main() {
          /* Size and alignment of an SgpModel, for storage placed by hand. */\n\
          #define SGP_MODEL_STORAGE_WORDS {words}\n\
          #define SGP_MODEL_STORAGE_SIZE {bytes}\n\
-         #define SGP_MODEL_STORAGE_ALIGN 8\n"
+         #define SGP_MODEL_STORAGE_ALIGN 8\n\
+         /* Size of an SgpUncertain (predictions at a Gaussian input). */\n\
+         #define SGP_UNCERTAIN_STORAGE_WORDS {uncertain_words}\n\
+         #define SGP_UNCERTAIN_STORAGE_SIZE {}\n",
+        uncertain_words * 8
     );
     let mut config = cbindgen::Config::from_file("cbindgen.toml").expect("read cbindgen.toml");
     config.after_includes = Some(defines);
@@ -122,6 +129,16 @@ fn capacity(var: &str, default: usize) -> usize {
 fn storage_words(m: usize, g: usize, d: usize, p: usize, pointer_bytes: usize) -> usize {
     let wide_sizes = if pointer_bytes >= 8 { 24 } else { 0 };
     (sgp_runtime::ram_bytes_with_outputs(m, g, d, p) + 4 + wide_sizes).div_ceil(8)
+}
+
+/// 8-byte words of an `SgpUncertain`: a `u32` flag and two sizes beside
+/// an `Uncertain<M, D, P>`, whose fields (its documented RAM) are summed
+/// here; lib.rs asserts at compile time that this holds it with at most
+/// 32 bytes to spare.
+fn uncertain_storage_words(m: usize, d: usize, p: usize, pointer_bytes: usize) -> usize {
+    let fields =
+        20 * p * m * m + 4 * (2 * m * d + m + 2 * d + p * m + 5 * p) + 3 * pointer_bytes + 2;
+    (8 + 2 * pointer_bytes + fields).div_ceil(8) + 1
 }
 
 /// `target/<triple>/<profile>` (where the library lands) from OUT_DIR

@@ -34,8 +34,11 @@ use core::ffi::c_char;
 use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
-use capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS};
-use sgp_runtime::{Error, Innovation, Model, UpdateSettings};
+use capacity::{
+    CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS,
+    SGP_UNCERTAIN_STORAGE_WORDS,
+};
+use sgp_runtime::{Error, Innovation, Model, Uncertain, UpdateSettings};
 pub use status::SgpStatus;
 
 /// Storage for one model of the capacities the library was built with.
@@ -108,6 +111,35 @@ struct Slot {
 
 /// The `Slot::loaded` value of a loaded model.
 const LOADED: u32 = u32::from_le_bytes(*b"SGPL");
+
+/// Storage for predictions at a Gaussian input of a model of the library's
+/// capacities (`sgp_uncertain_prepare`): declare it `static`
+/// (zero-initialised) and pass `sizeof` of it. Its contents are private to
+/// the library.
+#[repr(C)]
+pub struct SgpUncertain {
+    words: [u64; SGP_UNCERTAIN_STORAGE_WORDS],
+}
+
+type DeviceUncertain = Uncertain<CAPACITY_M, CAPACITY_D, CAPACITY_P>;
+
+/// What an `SgpUncertain` holds.
+#[repr(C)]
+struct UncertainSlot {
+    /// [`LOADED`] after a successful prepare.
+    prepared: u32,
+    /// The model's input and output counts (the compact layout of the
+    /// answers).
+    inputs: usize,
+    outputs: usize,
+    uncertain: DeviceUncertain,
+}
+
+const _: () = {
+    assert!(size_of::<UncertainSlot>() <= size_of::<SgpUncertain>());
+    assert!(size_of::<SgpUncertain>() - size_of::<UncertainSlot>() <= 32);
+    assert!(align_of::<UncertainSlot>() <= align_of::<SgpUncertain>());
+};
 
 // The header's storage must hold a `Slot` (the build fails otherwise rather
 // than C storage being overrun), and should not waste more than a few words.
@@ -544,6 +576,146 @@ pub unsafe extern "C" fn sgp_model_write_blob(
     }
 }
 
+/// Makes `uncertain` ready for predictions at a Gaussian input of the
+/// loaded `model` (it keeps what it needs; the model may change
+/// afterwards): the basis in feature units and each output's variance
+/// matrix, `O(M^3)` once. `SGP_STATUS_NO_CLOSED_FORM` for a Matérn kernel
+/// or a learned projection. On failure `uncertain` holds nothing.
+///
+/// # Safety
+/// `uncertain` must be NULL or point to `uncertain_size` writable bytes
+/// not used by another call meanwhile; `model` as for `sgp_model_predict`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sgp_uncertain_prepare(
+    uncertain: *mut SgpUncertain,
+    uncertain_size: usize,
+    model: *const SgpModel,
+) -> SgpStatus {
+    // SAFETY: the caller's promise about `model`.
+    let device = match unsafe { loaded(model) } {
+        Ok(device) => device,
+        Err(status) => return status,
+    };
+    if uncertain.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !uncertain.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    if uncertain_size < size_of::<SgpUncertain>() {
+        return SgpStatus::StorageTooSmall;
+    }
+    let slot = uncertain.cast::<UncertainSlot>();
+    // SAFETY: non-null and aligned (an `UncertainSlot` needs no more than
+    // an `SgpUncertain`), with `size_of::<SgpUncertain>()` writable bytes
+    // for this call alone (checked above, and the caller's promise). All
+    // zero bytes are a valid `UncertainSlot`: integers, and an `Uncertain`
+    // whose `new()` is all-zero bits (floats, sizes and `false`); zeroing
+    // in place builds nothing on the stack.
+    let slot = unsafe {
+        core::ptr::write_bytes(slot, 0, 1);
+        &mut *slot
+    };
+    let status = SgpStatus::from(slot.uncertain.prepare(device));
+    if status == SgpStatus::Ok {
+        (slot.inputs, slot.outputs) = (device.input_dim(), device.output_count());
+        slot.prepared = LOADED;
+    }
+    status
+}
+
+/// The moments of every output at a raw input `x ~ N(mean, cov)` (`cov`
+/// the `d x d` covariance, row-major, `d = mean_len` the model's input
+/// count; its symmetric part is used): `out_mean[P]`, `out_covariance[P *
+/// P]` (noise on the diagonal, as `sgp_model_predict`'s variance),
+/// `out_input_output[d * P]` (`Cov[x_i, y_a]` at `i * P + a`), for the
+/// model's `P` outputs; `outputs_len` must be at least `P`. Constant time,
+/// `O(M^2 (D + P^2))`, f32 (see the guide's "Prediction at an uncertain
+/// input"). `SGP_STATUS_INVALID_COVARIANCE` for a covariance that is not
+/// `d x d`, finite and positive semi-definite.
+///
+/// # Safety
+/// `uncertain` NULL or passed to `sgp_uncertain_prepare` (or zeroed), not
+/// being prepared meanwhile; `mean` and `cov` NULL or pointing to
+/// `mean_len` and `cov_len` readable floats; the three outputs NULL or
+/// writable as above. The outputs are written only on success.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // the C signature: pointer and length pairs
+pub unsafe extern "C" fn sgp_uncertain_predict(
+    uncertain: *const SgpUncertain,
+    mean: *const f32,
+    mean_len: usize,
+    cov: *const f32,
+    cov_len: usize,
+    out_mean: *mut f32,
+    out_covariance: *mut f32,
+    out_input_output: *mut f32,
+    outputs_len: usize,
+) -> SgpStatus {
+    if uncertain.is_null() {
+        return SgpStatus::NullPointer;
+    }
+    if !uncertain.is_aligned() {
+        return SgpStatus::Misaligned;
+    }
+    let slot = uncertain.cast::<UncertainSlot>();
+    // SAFETY: non-null and aligned; `prepared` is the first word of any
+    // `SgpUncertain`, which the caller's storage holds.
+    if unsafe { addr_of!((*slot).prepared).read() } != LOADED {
+        return SgpStatus::NotLoaded;
+    }
+    // SAFETY: only `sgp_uncertain_prepare` writes LOADED, after a valid
+    // slot was written; nothing writes it while this borrow lives.
+    let slot = unsafe { &*slot };
+    let pointers = [mean, cov, out_mean, out_covariance, out_input_output];
+    if pointers.iter().any(|p| p.is_null()) {
+        return SgpStatus::NullPointer;
+    }
+    if !pointers.iter().all(|p| p.is_aligned()) {
+        return SgpStatus::Misaligned;
+    }
+    let (d, p) = (slot.inputs, slot.outputs);
+    if mean_len != d {
+        return SgpStatus::InputLength;
+    }
+    if cov_len != d * d {
+        return SgpStatus::from_error(Error::InvalidCovariance);
+    }
+    if outputs_len < p {
+        return SgpStatus::OutputTooSmall;
+    }
+    // SAFETY: non-null and aligned; the caller promises `mean_len <=
+    // SGP_CAPACITY_D` and `cov_len` readable floats.
+    let (mean, cov) = unsafe {
+        (
+            core::slice::from_raw_parts(mean, mean_len),
+            core::slice::from_raw_parts(cov, cov_len),
+        )
+    };
+    let y = match slot.uncertain.predict(demo_reachable_panic(mean), cov) {
+        Ok(y) => y,
+        Err(error) => return SgpStatus::from_error(error),
+    };
+    let covariance = y
+        .covariance
+        .iter()
+        .take(p)
+        .flat_map(|row| row.iter().take(p));
+    let input_output = y
+        .input_output
+        .iter()
+        .take(d)
+        .flat_map(|row| row.iter().take(p));
+    // SAFETY: each output is non-null and aligned and holds `P`, `P * P`
+    // and `d * P` floats (the caller's promise, `P <= outputs_len`).
+    unsafe {
+        let _ = write_all(out_mean, p, y.mean.iter().take(p).copied(), p);
+        let _ = write_all(out_covariance, p * p, covariance.copied(), p * p);
+        let _ = write_all(out_input_output, d * p, input_output.copied(), d * p);
+    }
+    SgpStatus::Ok
+}
+
 /// A sentence describing `status` (any value: unknown codes get one too).
 /// The string is static and NUL-terminated.
 #[unsafe(no_mangle)]
@@ -910,6 +1082,61 @@ mod tests {
                 "docs/src/c-library.md lacks the row\n{row}"
             );
         }
+    }
+
+    #[test]
+    fn uncertain_answers_are_the_runtimes() {
+        let (model, status) = load(BLOB);
+        assert_eq!(status, SgpStatus::Ok);
+        let mut storage = Box::new(SgpUncertain {
+            words: [0; SGP_UNCERTAIN_STORAGE_WORDS],
+        });
+        let (x, s) = ([0.5f32, -1.0], [0.04f32, 0.01, 0.01, 0.09]);
+        let predict = |u: &SgpUncertain, x: &[f32], s: &[f32], outputs: usize| {
+            let (mut m, mut c, mut io) = ([0.0f32; 1], [0.0f32; 1], [0.0f32; 2]);
+            // SAFETY: live slices and outputs of the sizes passed.
+            let status = unsafe {
+                sgp_uncertain_predict(
+                    u,
+                    x.as_ptr(),
+                    x.len(),
+                    s.as_ptr(),
+                    s.len(),
+                    m.as_mut_ptr(),
+                    c.as_mut_ptr(),
+                    io.as_mut_ptr(),
+                    outputs,
+                )
+            };
+            (status, m, c, io)
+        };
+        assert_eq!(predict(&storage, &x, &s, 1).0, SgpStatus::NotLoaded);
+        // SAFETY: an exclusively owned `SgpUncertain` and a loaded model.
+        let prepare =
+            |u: &mut SgpUncertain, size: usize| unsafe { sgp_uncertain_prepare(u, size, &*model) };
+        assert_eq!(prepare(&mut storage, 8), SgpStatus::StorageTooSmall);
+        assert_eq!(
+            prepare(&mut storage, size_of::<SgpUncertain>()),
+            SgpStatus::Ok
+        );
+        let runtime = Model::<16, 2, 2>::from_bytes(BLOB).unwrap();
+        let want = runtime.uncertain().unwrap().predict(&x, &s).unwrap();
+        let (status, m, c, io) = predict(&storage, &x, &s, 1);
+        assert_eq!(status, SgpStatus::Ok);
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-5 * (1.0 + b.abs());
+        assert!(close(m[0], want.mean[0]), "{m:?} {want:?}");
+        assert!(close(c[0], want.covariance[0][0]), "{c:?} {want:?}");
+        assert!(close(io[0], want.input_output[0][0]) && close(io[1], want.input_output[1][0]));
+        assert_eq!(predict(&storage, &x[..1], &s, 1).0, SgpStatus::InputLength);
+        assert_eq!(
+            predict(&storage, &x, &s[..3], 1).0,
+            SgpStatus::InvalidCovariance
+        );
+        assert_eq!(
+            predict(&storage, &x, &[-1.0, 0.0, 0.0, 0.1], 1).0,
+            SgpStatus::InvalidCovariance
+        );
+        assert_eq!(predict(&storage, &x, &s, 0).0, SgpStatus::OutputTooSmall);
     }
 
     #[test]

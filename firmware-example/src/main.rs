@@ -42,6 +42,7 @@ macro_rules! golden_module {
 mod fixed;
 mod learning;
 mod outputs;
+mod uncertain;
 
 golden_module!(golden_m16, "golden_m16.rs");
 golden_module!(golden_m32, "golden_m32.rs");
@@ -265,6 +266,7 @@ fn run() -> bool {
     let outputs_ok = outputs::check(&meter);
     let learning_ok = learning::check(&meter);
     let fixed_ok = fixed::check(&meter, models.m32);
+    let uncertain_ok = uncertain::check(&meter);
     calibrated
         & golden_ok
         & gradient_ok
@@ -274,6 +276,7 @@ fn run() -> bool {
         & outputs_ok
         & learning_ok
         & fixed_ok
+        & uncertain_ok
 }
 
 /// Checks the 25.6 ticks/instruction factor on code of known length, so the

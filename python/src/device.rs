@@ -1,6 +1,7 @@
 //! A blob as the device sees it: decoded and evaluated by `sgp-runtime` in
 //! f32, the very code a microcontroller runs.
 
+use nalgebra::DVector;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -11,7 +12,7 @@ use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::inspect::summarise;
 use sgp_trainer::tools::replay::replay;
 
-use crate::arrays::{matrix, to_bytes, Predictions};
+use crate::arrays::{matrix, to_bytes, vector, Predictions};
 use crate::choice::choice;
 use crate::errors::IntoPy;
 
@@ -130,6 +131,31 @@ impl Model {
             }
         };
         Ok((mean, variance, probability))
+    }
+
+    /// The moments of every output at a Gaussian input `N(mean, cov)`
+    /// (`d` and `d x d` float64 bytes, raw units) through the runtime's
+    /// `Uncertain` (f32, as a device), and with `derivatives` their
+    /// derivatives with respect to `mean` and `cov` (its f64 path): a list
+    /// of float64 bytes, C-order, in `UncertainPrediction`'s field order.
+    fn predict_uncertain<'py>(
+        &self,
+        py: Python<'py>,
+        mean: &[u8],
+        cov: &[u8],
+        derivatives: bool,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let d = usize::from(self.spec.shape.input_dim);
+        let narrow = |v: &DVector<f64>| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        let mean = narrow(&vector(mean, d, "mean")?);
+        let cov = narrow(&vector(cov, d * d, "cov")?);
+        let arrays = py
+            .detach(|| crate::uncertain::moments(&self.blob, &self.spec, &mean, &cov, derivatives))
+            .py_err()?;
+        Ok(arrays
+            .into_iter()
+            .map(|a| to_bytes(py, a.into_iter()))
+            .collect())
     }
 
     /// Whether the blob learns on the device (format version 7).

@@ -15,6 +15,7 @@ mod errors;
 mod fit;
 mod state;
 mod streamed;
+mod uncertain;
 
 use pyo3::prelude::*;
 

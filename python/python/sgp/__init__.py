@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ._native import ExportError, NumericalError, SgpError
 from ._convert import from_gpflow, from_sklearn
-from ._device import Model
+from ._device import Model, UncertainPrediction
 from ._estimators import SparseGPClassifier, SparseGPRegressor
 
 try:
@@ -27,6 +27,7 @@ __all__ = [
     "SgpError",
     "SparseGPClassifier",
     "SparseGPRegressor",
+    "UncertainPrediction",
     "from_gpflow",
     "from_sklearn",
 ]

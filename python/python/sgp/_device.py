@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 from sklearn.utils.validation import check_array
@@ -18,6 +18,29 @@ PathLike = Union[str, "os.PathLike[str]"]
 def export_source(blob: bytes, format: str, name: str, source: str) -> str:
     """What ``sgp export --format FORMAT --name NAME`` writes for ``blob``."""
     return _native.export_source(blob, format, name, source)
+
+
+class UncertainPrediction(NamedTuple):
+    """The moments of a model's outputs at a Gaussian input
+    (``Model.predict_uncertain``), raw units: ``mean`` (P,), ``covariance``
+    (P, P; observation noise on the diagonal, as ``predict``'s variance),
+    ``input_output`` (D, P; ``Cov[x_d, y_a]``). With ``derivatives=True``
+    also their derivatives with respect to the input mean ``mu`` and
+    covariance ``S`` (``S``'s are symmetric gradients: for a symmetric
+    change ``dS``, the moment changes by ``sum(G * dS)``): ``dmean_dmu``
+    (P, D), ``dmean_dcov`` (P, D, D), ``dcov_dmu`` (P, P, D), ``dcov_dcov``
+    (P, P, D, D), ``dinput_output_dmu`` (D, P, D), ``dinput_output_dcov``
+    (D, P, D, D); else those are None."""
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    input_output: np.ndarray
+    dmean_dmu: Optional[np.ndarray] = None
+    dmean_dcov: Optional[np.ndarray] = None
+    dcov_dmu: Optional[np.ndarray] = None
+    dcov_dcov: Optional[np.ndarray] = None
+    dinput_output_dmu: Optional[np.ndarray] = None
+    dinput_output_dcov: Optional[np.ndarray] = None
 
 
 class Model:
@@ -136,6 +159,45 @@ class Model:
         output (or class latent) where the blob has several."""
         mean, variance, _ = self._run(X)
         return mean, variance
+
+    def predict_uncertain(
+        self, mean: Any, cov: Any, derivatives: bool = False
+    ) -> UncertainPrediction:
+        """The exact moments of every output at a Gaussian input ``x ~
+        N(mean, cov)`` (raw units; ``cov`` D x D, its symmetric part used),
+        as a device computes them (``sgp_runtime::Uncertain``, f32): for
+        the squared-exponential kernel (not a Matérn kernel or a learned
+        projection). ``derivatives=True`` adds their derivatives with
+        respect to ``mean`` and ``cov`` (the runtime's f64 path, which
+        also gives the moments then). See ``UncertainPrediction``.
+
+        >>> import numpy as np, sgp
+        >>> X = np.linspace(0, 6, 40)[:, None]
+        >>> est = sgp.SparseGPRegressor(m=8).fit(X, np.sin(X[:, 0]))
+        >>> model = sgp.Model.from_bytes(est.to_bytes())
+        >>> y = model.predict_uncertain([3.0], [[0.01]])
+        >>> y.mean.shape, y.covariance.shape, y.input_output.shape
+        ((1,), (1, 1), (1, 1))
+        >>> bool(abs(y.mean[0] - model.predict([[3.0]])[0][0]) < 0.01)
+        True
+        >>> model.predict_uncertain([3.0], [[0.01]], derivatives=True).dcov_dcov.shape
+        (1, 1, 1, 1)
+        """
+        d, p = self.n_inputs, self.n_outputs
+        mu = np.asarray(mean, dtype=np.float64).reshape(-1)
+        s = np.asarray(cov, dtype=np.float64)
+        if mu.shape != (d,) or s.shape != (d, d):
+            raise ValueError(
+                f"mean must have {d} values and cov be {d} x {d} (the model's inputs); "
+                f"got {mu.shape} and {s.shape}"
+            )
+        arrays = self._native.predict_uncertain(to_native(mu), to_native(s), derivatives)
+        shapes: List[Tuple[int, ...]] = [
+            (p,), (p, p), (d, p), (p, d), (p, d, d), (p, p, d), (p, p, d, d), (d, p, d), (d, p, d, d)
+        ]
+        return UncertainPrediction(
+            *(from_native(a).reshape(shape) for a, shape in zip(arrays, shapes))
+        )
 
     @property
     def is_updatable(self) -> bool:

@@ -6,11 +6,15 @@
 //!
 //! The integrals are taken in feature units `t = F (x - x_mean)`, where
 //! basis function `i` is `a_i exp(-1/2 sum_d l_id (t_d - c_id)^2)` (with
-//! shared widths `F` folds them in and `l_id = 1`), in f64: the second
-//! moments are quadratic forms in trained weights and factors whose f32
-//! cancellation they would square. The derivatives come from the same
-//! generic code run on dual numbers, one direction of `(mu, S)` per pass:
-//! no second copy of the algebra to disagree with it.
+//! shared widths `F` folds them in and `l_id = 1`). The second moments
+//! are quadratic forms in trained weights and factors whose f32
+//! cancellation they would square: the reference form
+//! ([`Uncertain::predict_exact`]) works in f64; the device form
+//! ([`Uncertain::predict`], shared widths and a factored `W`) in f32, with
+//! every sum the weights would amplify split off in closed form (see
+//! `moments_f32`). The derivatives come from the f64 code run on dual
+//! numbers, one direction of `(mu, S)` per pass: no second copy of the
+//! algebra to disagree with it.
 
 use core::ops::{Add, Div, Mul, Sub};
 
@@ -26,8 +30,9 @@ use crate::math;
 /// It holds the basis in feature units and, per output, the weights and
 /// the dense variance matrix `W` (`v(x) = prior - k^T W k`, the shared
 /// variance ratio folded in, in f64), which the expected variance
-/// `prior - tr(W Q)` needs; building `W` costs `O(M^3)` once. RAM:
-/// `8 P M^2 + 4 (P (M + 4) + M (2 D + 1) + 2 D)` bytes plus a few words.
+/// `prior - tr(W Q)` needs (in f64, and in f32 with its factors for the
+/// f32 moments); building `W` costs `O(M^3)` once. RAM:
+/// `20 P M^2 + 4 (P (M + 5) + M (2 D + 1) + 2 D)` bytes plus a few words.
 ///
 /// ```
 /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
@@ -56,6 +61,20 @@ pub struct Uncertain<const M: usize, const D: usize, const P: usize = 1> {
     weights: [[f32; M]; P],
     /// Each output's `W` (latent, standardised units), full and symmetric.
     variance: [[[f64; M]; M]; P],
+    /// The same `W` in f32 for the f32 moments' pair sum: row `i`, column
+    /// `j <= i`, holding `W_ij` on the diagonal and `2 W_ij` below it (each
+    /// pair once); zero above.
+    pair_weights: [[[f32; M]; M]; P],
+    /// Each output's lower triangular factors `R1` and `R2`, row by row
+    /// (`R2` only with two factors), `W = ratio (R1' R1 - R2' R2)`: the f32
+    /// moments take `s' W s` as `predict` takes `k' W k`.
+    factors: [[[[f32; M]; M]; 2]; P],
+    /// Each output's `ratio` of `factors`.
+    factor_ratio: [f32; P],
+    /// Whether `R2` is there.
+    two_factors: bool,
+    /// Whether the f32 moments serve (shared widths, a factored `W`).
+    single: bool,
     /// Each output's latent prior variance (standardised units).
     prior: [f32; P],
     /// `y_mean` (regression) or the bias (classifiers).
@@ -168,7 +187,8 @@ impl<const M: usize, const D: usize, const P: usize> Default for Uncertain<M, D,
 
 impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     /// An empty one (every prediction fails with [`Error::InputLength`]),
-    /// to [`Uncertain::prepare`] in place.
+    /// to [`Uncertain::prepare`] in place: all-zero bits, so a `static` of
+    /// it stays in `.bss` and is never built on the stack.
     ///
     /// ```
     /// let u = sgp_runtime::Uncertain::<4, 1>::new();
@@ -177,12 +197,17 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     pub const fn new() -> Self {
         Uncertain {
             centres: [[0.0; D]; M],
-            precisions: [[1.0; D]; M],
+            precisions: [[0.0; D]; M],
             amplitudes: [0.0; M],
             x_mean: [0.0; D],
             feature_scale: [0.0; D],
             weights: [[0.0; M]; P],
             variance: [[[0.0; M]; M]; P],
+            pair_weights: [[[0.0; M]; M]; P],
+            factors: [[[[0.0; M]; M]; 2]; P],
+            factor_ratio: [0.0; P],
+            two_factors: false,
+            single: false,
             prior: [0.0; P],
             offset: [0.0; P],
             scale: [0.0; P],
@@ -212,6 +237,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         self.m = 0;
         self.d = 0;
         self.p = 0;
+        self.single = false;
         if model.kernel != Kernel::SquaredExponential || model.shape.projected {
             return Err(Error::NoClosedForm);
         }
@@ -267,6 +293,8 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             self.prepare_output(model, a, output);
         }
         (self.m, self.d, self.p, self.per_basis) = (m, d, p, per_basis);
+        self.single = !per_basis && model.variance != VarianceForm::Whitened;
+        self.two_factors = model.variance == VarianceForm::Solves && model.shape.two_factors;
         Ok(())
     }
 
@@ -319,18 +347,39 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         let Some(w) = self.variance.get_mut(a) else {
             return;
         };
-        *w = [[0.0; M]; M];
+        // Zeroed in place: `*w = [[0.0; M]; M]` may build the temporary on
+        // the stack (32 KB at M = 64).
+        w.iter_mut().for_each(|row| row.fill(0.0));
+        let (Some(columns), Some(slot)) = (self.factors.get_mut(a), self.factor_ratio.get_mut(a))
+        else {
+            return;
+        };
+        columns.iter_mut().flatten().for_each(|row| row.fill(0.0));
+        *slot = ratio;
         if model.variance == VarianceForm::Whitened {
             operator_columns(model, source, output, ratio, w);
         } else {
-            factor_products(model, source, output, ratio, w);
+            factor_products(model, source, output, ratio, w, columns);
+        }
+        if let Some(pairs) = self.pair_weights.get_mut(a) {
+            for (i, (row, full)) in pairs.iter_mut().zip(w.iter()).enumerate() {
+                for (j, (slot, &v)) in row.iter_mut().zip(full).enumerate() {
+                    let twice = if j < i { 2.0 } else { 1.0 };
+                    *slot = if j <= i { (twice * v) as f32 } else { 0.0 };
+                }
+            }
         }
     }
 
-    /// The moments of every output at a raw input `x ~ N(mean, cov)`:
-    /// `O(M^2 (D + P^2) + M D^2)` in f64, `M (M + 1) / 2 + M`
-    /// exponentials, the same work whatever the values. `cov` is the `d x d` covariance,
-    /// row-major; its symmetric part is used.
+    /// The moments of every output at a raw input `x ~ N(mean, cov)`, in
+    /// f32: `O(M^2 (D + P^2) + M (D^2 + P D^2))`, one `expm1` per pair of
+    /// basis functions, the same work whatever the values (shared widths
+    /// and a factored `W`; VSGP's own widths and an updatable model's
+    /// whitened form take [`Uncertain::predict_exact`]'s f64 path).
+    /// `cov` is the `d x d` covariance, row-major; its symmetric part is
+    /// used. The f32 form holds while `r_i' T r_j < 85` (with `T <= I/2`:
+    /// the mean within about 13 length scales of the basis, or any mean
+    /// when `S` is small beside the length scales).
     ///
     /// ```
     /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
@@ -351,7 +400,37 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     /// definite.
     pub fn predict(&self, mean: &[f32], cov: &[f32]) -> Result<UncertainPrediction<D, P>, Error> {
         let (mu, s) = self.checked(mean, cov)?;
-        Ok(self.moments::<f64>(&mu, &s)?.values())
+        if !self.single {
+            return Ok(self.moments::<f64>(&widen(&mu), &widen_rows(&s))?.values());
+        }
+        self.moments_f32(&mu, &s)
+    }
+
+    /// [`Uncertain::predict`] in f64 throughout (what
+    /// [`Uncertain::predict_with_derivatives`] differentiates): the
+    /// reference the f32 moments are checked against, about 100 times
+    /// their cost on a Cortex-M4F (soft-float).
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let u = model.uncertain()?;
+    /// let cov = [0.01, 0.0, 0.0, 0.01];
+    /// let fast = u.predict(&[0.5, -1.0], &cov)?;
+    /// let exact = u.predict_exact(&[0.5, -1.0], &cov)?;
+    /// assert!((fast.mean[0] - exact.mean[0]).abs() < 1e-3);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Uncertain::predict`].
+    pub fn predict_exact(
+        &self,
+        mean: &[f32],
+        cov: &[f32],
+    ) -> Result<UncertainPrediction<D, P>, Error> {
+        let (mu, s) = self.checked(mean, cov)?;
+        Ok(self.moments::<f64>(&widen(&mu), &widen_rows(&s))?.values())
     }
 
     /// [`Uncertain::predict`] and every derivative of its moments with
@@ -382,6 +461,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         cov: &[f32],
     ) -> Result<(UncertainPrediction<D, P>, UncertainDerivatives<D, P>), Error> {
         let (mu, s) = self.checked(mean, cov)?;
+        let (mu, s) = (widen(&mu), widen_rows(&s));
         let value = self.moments::<f64>(&mu, &s)?.values();
         let mut out = UncertainDerivatives::default();
         let lift = |v: f64| Dual { v, d: 0.0 };
@@ -435,7 +515,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
 
     /// The raw mean and the symmetric part of the raw covariance, checked,
     /// zero past `d`.
-    fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f64; D], [[f64; D]; D]), Error> {
+    fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f32; D], [[f32; D]; D]), Error> {
         let d = self.d;
         if mean.len() != d || d == 0 {
             return Err(Error::InputLength {
@@ -452,14 +532,14 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
         if !cov.iter().all(|v| v.is_finite()) {
             return Err(Error::InvalidCovariance);
         }
-        let mut mu = [0.0f64; D];
+        let mut mu = [0.0f32; D];
         for (m, &v) in mu.iter_mut().zip(mean) {
-            *m = f64::from(v);
+            *m = v;
         }
-        let mut s = [[0.0f64; D]; D];
+        let mut s = [[0.0f32; D]; D];
         for (i, row) in s.iter_mut().enumerate().take(d) {
             for (j, x) in row.iter_mut().enumerate().take(d) {
-                let at = |r: usize, c: usize| f64::from(cov.get(r * d + c).copied().unwrap_or(0.0));
+                let at = |r: usize, c: usize| cov.get(r * d + c).copied().unwrap_or(0.0);
                 *x = 0.5 * (at(i, j) + at(j, i));
             }
             let variance = row.get(i).copied().unwrap_or(0.0);
@@ -468,6 +548,194 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
             }
         }
         Ok((mu, s))
+    }
+
+    /// The f32 moments of shared widths and a factored `W` (feature
+    /// units, every precision 1). With `r_i = mu - c_i`, `A = (S + I)^-1`
+    /// and `T = (2 S + I)^-1 S`: `q_i = a_i |I + S|^-1/2 exp(-r_i' A r_i /
+    /// 2)` and `Q_ij = s_i s_j exp(y_ij)`, `y_ij = r_i' T r_j`,
+    /// `s_i = q_i exp(rho_i)`, `rho_i = (log(|I + S| / |I + 2 S|^1/2) +
+    /// r_i' (T - S A) r_i) / 2`. The weights cancel (their sizes reach
+    /// thousands of times the output's), so no sum of the size of
+    /// `beta' Q beta` or `tr(W Q)` is formed in f32: with `g_i = beta_i q_i`
+    /// and `h_i = beta_i s_i`, `Cov[f] = sum_ij g_i g_j (Q_ij / (q_i q_j) - 1)`
+    /// is `(H^2 - G^2) + u' T u + tr(T U T U) / 2 + sum_ij h_i h_j R(y_ij)`
+    /// (`u = sum h_i r_i`, `U = sum h_i r_i r_i'`, `R(y) = e^y - 1 - y - y^2/2`),
+    /// and `tr(W Q) = s' W s + sum_ij W_ij s_i s_j expm1(y_ij)`, `s' W s`
+    /// from the factors as `predict`'s `k' W k`. What is left to the pair
+    /// sums is small beside the result; the guide measures it.
+    #[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below a const capacity (loop bounds)
+    fn moments_f32(
+        &self,
+        mu_raw: &[f32; D],
+        s_raw: &[[f32; D]; D],
+    ) -> Result<UncertainPrediction<D, P>, Error> {
+        let f = &self.feature_scale;
+        let mut mu = [0.0f32; D];
+        let mut s = [[0.0f32; D]; D];
+        for e in 0..D {
+            // Beyond 1e3 length scales from the data every basis function
+            // is 0; the bound keeps every y_ij below 2^22 (see `reduced`).
+            let t = (mu_raw[e] - self.x_mean[e]) * f[e];
+            let t = if t < -1e3 { -1e3 } else { t };
+            mu[e] = if t > 1e3 { 1e3 } else { t };
+            for g in 0..D {
+                s[e][g] = s_raw[e][g] * f[e] * f[g];
+            }
+        }
+        // I + S and I + 2 S: their inverses and determinants; T, S A.
+        let mut once = s;
+        let mut twice = s;
+        for e in 0..D {
+            for g in 0..D {
+                twice[e][g] = 2.0 * s[e][g];
+            }
+            once[e][e] += 1.0;
+            twice[e][e] += 1.0;
+        }
+        let (a1, det1) = inverse_spd(&once)?;
+        let (a2, det2) = inverse_spd(&twice)?;
+        // T = (I - (I + 2 S)^-1) / 2, S A = I - A, and half their
+        // difference: rounded as matrices, their errors are the same
+        // bilinear form at every pair, which the weights do not amplify.
+        let mut t2 = [[0.0f32; D]; D];
+        let mut bend = [[0.0f32; D]; D];
+        for e in 0..D {
+            for g in 0..D {
+                let unit = if e == g { 1.0 } else { 0.0 };
+                let t = 0.5 * (unit - a2[e][g]);
+                t2[e][g] = t;
+                bend[e][g] = 0.5 * (t - (unit - a1[e][g]));
+            }
+        }
+        let c1 = 1.0 / math::sqrt_finite(det1);
+        let rho0 = 0.5 * libm::logf(det1 / math::sqrt_finite(det2));
+        // Outputs past p have zero weights: the loops run over P.
+        let m = self.m.min(M);
+        let mut r = [[0.0f32; D]; M];
+        let mut t = [[0.0f32; D]; M];
+        let mut sv = [0.0f32; M];
+        let mut h = [[0.0f32; M]; P];
+        // Per output: G = sum g_i, H - G, sum g_i r_i, u, U.
+        let mut big_g = [0.0f32; P];
+        let mut h_minus_g = [0.0f32; P];
+        let mut pull = [[0.0f32; D]; P];
+        let mut u = [[0.0f32; D]; P];
+        let mut uu = [[[0.0f32; D]; D]; P];
+        for i in 0..m {
+            let mut ri = [0.0f32; D];
+            for e in 0..D {
+                ri[e] = mu[e] - self.centres[i][e];
+            }
+            let (mut ar, mut br, mut ti) = ([0.0f32; D], [0.0f32; D], [0.0f32; D]);
+            for e in 0..D {
+                axpy(&mut ar, ri[e], &a1[e]);
+                axpy(&mut br, ri[e], &bend[e]);
+                axpy(&mut ti, ri[e], &t2[e]);
+            }
+            let quad = dot_short(&ri, &ar);
+            let rho = rho0 + dot_short(&ri, &br);
+            let qi = self.amplitudes[i] * c1 * exp(-0.5 * quad);
+            let grow = expm1(rho);
+            let si = qi + qi * grow;
+            sv[i] = si;
+            r[i] = ri;
+            t[i] = ti;
+            for a in 0..P {
+                let (gi, hi) = (self.weights[a][i] * qi, self.weights[a][i] * si);
+                h[a][i] = hi;
+                big_g[a] += gi;
+                h_minus_g[a] += gi * grow;
+                axpy(&mut pull[a], gi, &ri);
+                axpy(&mut u[a], hi, &ri);
+                for e in 0..D {
+                    axpy(&mut uu[a][e], hi * ri[e], &ri);
+                }
+            }
+        }
+        // The pairs i >= j: the covariance's remainders, W's expm1 terms.
+        let mut second = [[0.0f32; P]; P];
+        let mut trace = [0.0f32; P];
+        for i in 0..m {
+            let (ti, si) = (&t[i], sv[i]);
+            // Each pair i > j twice (h2), the diagonal once.
+            let mut h2 = [0.0f32; P];
+            for a in 0..P {
+                h2[a] = 2.0 * h[a][i];
+            }
+            let (rest, e) = remainder2(dot_short(ti, &r[i]));
+            for a in 0..P {
+                trace[a] += self.pair_weights[a][i][i] * (si * si * e);
+                for b in a..P {
+                    second[a][b] += h[a][i] * h[b][i] * rest;
+                }
+            }
+            for j in 0..i {
+                let (rest, e) = remainder2(dot_short(ti, &r[j]));
+                let ss = si * sv[j] * e;
+                for a in 0..P {
+                    trace[a] += self.pair_weights[a][i][j] * ss;
+                    second[a][a] += h2[a] * h[a][j] * rest;
+                    for b in a + 1..P {
+                        second[a][b] += (h[a][i] * h[b][j] + h[a][j] * h[b][i]) * rest;
+                    }
+                }
+            }
+        }
+        let mut out = UncertainPrediction {
+            mean: [0.0; P],
+            covariance: [[0.0; P]; P],
+            input_output: [[0.0; P]; D],
+        };
+        // T u and T U per output, for the separable terms.
+        let mut tu = [[0.0f32; D]; P];
+        let mut tuu = [[[0.0f32; D]; D]; P];
+        for a in 0..P {
+            for e in 0..D {
+                tu[a][e] = dot_short(&t2[e], &u[a]);
+                for l in 0..D {
+                    axpy(&mut tuu[a][e], t2[e][l], &uu[a][l]);
+                }
+            }
+        }
+        for a in 0..self.p.min(P) {
+            let sa = self.scale[a];
+            out.mean[a] = self.offset[a] + sa * big_g[a];
+            for b in a..self.p.min(P) {
+                // H_a H_b - G_a G_b + u_a' T u_b + tr(T U_a T U_b) / 2 + pairs.
+                let mut c = h_minus_g[a] * (big_g[b] + h_minus_g[b]) + big_g[a] * h_minus_g[b];
+                for e in 0..D {
+                    c += tu[a][e] * u[b][e];
+                    for k in 0..D {
+                        c += 0.5 * tuu[a][e][k] * tuu[b][k][e];
+                    }
+                }
+                c += second[a][b];
+                let c = sa * self.scale[b] * c;
+                out.covariance[a][b] = c;
+                out.covariance[b][a] = c;
+            }
+            let explained = self.factor_ratio[a]
+                * factored_quadratic(&self.factors[a], &sv, m, self.two_factors);
+            let expected = self.prior[a] - explained - trace[a];
+            let expected = if expected > 0.0 { expected } else { 0.0 };
+            out.covariance[a][a] += sa * sa * expected + self.noise[a];
+            // Cov[x, f_a] = -S_raw F A sum_i g_i r_i (raw units).
+            let mut slope = [0.0f32; D];
+            for e in 0..D {
+                for k in 0..D {
+                    slope[e] += a1[e][k] * pull[a][k];
+                }
+            }
+            for c in 0..D {
+                let mut acc = 0.0f32;
+                for e in 0..D {
+                    acc += s_raw[c][e] * f[e] * slope[e];
+                }
+                out.input_output[c][a] = -sa * acc;
+            }
+        }
+        Ok(out)
     }
 
     /// The moments at raw `mu`, `s` in any [`Scalar`]: MATH.md's formulas
@@ -660,6 +928,7 @@ fn factor_products<const M: usize, const G: usize, const D: usize, const P: usiz
     output: &Output<M>,
     ratio: f32,
     w: &mut [[f64; M]; M],
+    rows: &mut [[[f32; M]; M]; 2],
 ) {
     let m = model.m.min(M);
     let pairs = model.variance == VarianceForm::Solves && model.shape.two_factors;
@@ -686,6 +955,11 @@ fn factor_products<const M: usize, const G: usize, const D: usize, const P: usiz
                 (u.as_flattened().get(r).copied().unwrap_or(0.0), 0.0)
             };
             *slot = pack(r1, r2);
+            for (factor, value) in rows.iter_mut().zip([r1, r2]) {
+                if let Some(x) = factor.get_mut(r).and_then(|row| row.get_mut(j)) {
+                    *x = value;
+                }
+            }
         }
     }
     let mut diagonal = [0.0f64; M];
@@ -823,6 +1097,191 @@ fn scatter<const D: usize, const P: usize>(
             }
         }
     }
+}
+
+/// `v` in f64.
+fn widen<const D: usize>(v: &[f32; D]) -> [f64; D] {
+    v.map(f64::from)
+}
+
+/// `s` in f64.
+fn widen_rows<const D: usize>(s: &[[f32; D]; D]) -> [[f64; D]; D] {
+    s.map(|row| widen(&row))
+}
+
+/// `e^x - 1` to f32's relative precision near 0 as well (where `e^x - 1`
+/// in f32 would keep only its absolute precision), branch-free.
+#[inline(always)]
+fn expm1(x: f32) -> f32 {
+    let (two, u, tail) = reduced(x);
+    two * (u + 0.5 * u * u + tail) + (two - 1.0)
+}
+
+/// `e^x` to a few ulp whatever `x` (the basis loop's exponential is
+/// good to `2e-7 + |x| 8e-8` relative, which the weights' cancellation
+/// would amplify here), branch-free.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    let (two, u, tail) = reduced(x);
+    two * (1.0 + u + 0.5 * u * u + tail)
+}
+
+/// `(expm1(y) - y - y^2 / 2, expm1(y))`, both to f32's relative
+/// precision: where [`reduced`] leaves `y` whole (`|y| < 2 ln 2`) the
+/// remainder is its series' tail, beyond it the difference (at least
+/// 0.3 there, so its cancellation costs a few ulp); branch-free.
+#[inline(always)]
+fn remainder2(y: f32) -> (f32, f32) {
+    let (two, u, tail) = reduced(y);
+    let e = two * (u + 0.5 * u * u + tail) + (two - 1.0);
+    let direct = (e - y) - 0.5 * y * y;
+    // All ones where y was not reduced: a select without a branch.
+    let whole = 0u32.wrapping_sub(u32::from(two == 1.0));
+    let bits = (tail.to_bits() & whole) | (direct.to_bits() & !whole);
+    (f32::from_bits(bits), e)
+}
+
+/// `(2^(4n), u, e^u - 1 - u - u^2 / 2)` with `x = 4 n ln 2 + u`,
+/// `|u| <= 2 ln 2`, for `|x| < 2^22` (where the rounding trick holds):
+/// `e^x = 2^(4n) (1 + u + u^2 / 2 + tail)`, with `2^(4n)` clamped to
+/// `[0, 2^123]` in the integer exponent (no float compare). The wide
+/// reduction keeps every `|x| < 1.38` whole, where [`remainder2`] needs
+/// the tail to its relative precision.
+#[inline(always)]
+fn reduced(x: f32) -> (f32, f32, f32) {
+    // 1.5 2^23: adding and subtracting it rounds to an integer.
+    const ROUND: f32 = 12_582_912.0;
+    // 4 ln 2 in two parts, the first with trailing zero bits (exact n x).
+    const STEP_HI: f32 = 4.0 * 0.693_145_75;
+    const STEP_LO: f32 = 4.0 * 1.428_606_8e-6;
+    let n = (x * (0.25 * core::f32::consts::LOG2_E) + ROUND) - ROUND;
+    let u = (x - n * STEP_HI) - n * STEP_LO;
+    // (e^u - 1 - u - u^2 / 2) / u^3 on |u| <= 2 ln 2: degree 7, fitted for
+    // the least relative error (2e-8; 1.2e-7 in f32 arithmetic).
+    const TAIL: [f32; 8] = [
+        0.166_666_66,
+        0.041_666_668,
+        0.008_333_378,
+        0.001_388_879_5,
+        0.000_198_296_42,
+        2.480_564_4e-5,
+        2.852_984_2e-6,
+        2.795_640_6e-7,
+    ];
+    let [c0, c1, c2, c3, c4, c5, c6, c7] = TAIL;
+    let poly = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (c6 + u * c7))))));
+    let tail = u * u * u * poly;
+    let biased = (4 * (n as i32) + 127).clamp(0, 250);
+    let two = f32::from_bits((biased as u32) << 23);
+    (two, u, tail)
+}
+
+/// `acc += a x`, four lanes at a time (the firmware's opt-level does not
+/// unroll a loop over `D`).
+#[inline(always)]
+fn axpy<const D: usize>(acc: &mut [f32; D], a: f32, x: &[f32; D]) {
+    let (acc4, acc_tail) = acc.as_chunks_mut::<4>();
+    let (x4, x_tail) = x.as_chunks::<4>();
+    for (s, &[x0, x1, x2, x3]) in acc4.iter_mut().zip(x4) {
+        let [s0, s1, s2, s3] = *s;
+        *s = [s0 + a * x0, s1 + a * x1, s2 + a * x2, s3 + a * x3];
+    }
+    for (s, &v) in acc_tail.iter_mut().zip(x_tail) {
+        *s += a * v;
+    }
+}
+
+/// `|R1 s|^2 - |R2 s|^2` (the second only if `two`) from the rows of
+/// [`Uncertain`]'s factors, over the first `m`.
+fn factored_quadratic<const M: usize>(
+    factors: &[[[f32; M]; M]; 2],
+    s: &[f32; M],
+    m: usize,
+    two: bool,
+) -> f32 {
+    let [first, second] = factors;
+    let norm = |rows: &[[f32; M]; M]| {
+        let mut sum = 0.0f32;
+        for (r, row) in rows.iter().enumerate().take(m) {
+            let v = math::dot(row.get(..=r).unwrap_or(&[]), s.get(..=r).unwrap_or(&[]));
+            sum += v * v;
+        }
+        sum
+    };
+    let explained = norm(first);
+    if two {
+        explained - norm(second)
+    } else {
+        explained
+    }
+}
+
+/// `sum_e a_e b_e` of a short vector, one chain (the firmware's
+/// opt-level does not unroll a loop over `D`).
+#[inline(always)]
+fn dot_short<const D: usize>(a: &[f32; D], b: &[f32; D]) -> f32 {
+    let (a4, a_tail) = a.as_chunks::<4>();
+    let (b4, b_tail) = b.as_chunks::<4>();
+    let mut acc = 0.0f32;
+    for (&[a0, a1, a2, a3], &[b0, b1, b2, b3]) in a4.iter().zip(b4) {
+        acc += a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3;
+    }
+    for (&x, &y) in a_tail.iter().zip(b_tail) {
+        acc += x * y;
+    }
+    acc
+}
+
+/// The inverse of a symmetric positive definite `a` and its determinant,
+/// by Cholesky in f32 ([`Error::InvalidCovariance`] if a pivot is not
+/// positive).
+#[allow(clippy::indexing_slicing, clippy::needless_range_loop)] // every index is below the const D
+fn inverse_spd<const D: usize>(a: &[[f32; D]; D]) -> Result<([[f32; D]; D], f32), Error> {
+    let mut l = [[0.0f32; D]; D];
+    let mut inv_diag = [0.0f32; D];
+    let mut det = 1.0f32;
+    for i in 0..D {
+        for j in 0..=i {
+            let mut sum = a[i][j];
+            for k in 0..j {
+                sum -= l[i][k] * l[j][k];
+            }
+            if i == j {
+                if !sum.is_finite() || sum <= 0.0 {
+                    return Err(Error::InvalidCovariance);
+                }
+                det *= sum;
+                let root = math::sqrt_finite(sum);
+                l[i][i] = root;
+                inv_diag[i] = 1.0 / root;
+            } else {
+                l[i][j] = sum * inv_diag[j];
+            }
+        }
+    }
+    // L^-1, column by column, then L^-T L^-1.
+    let mut li = [[0.0f32; D]; D];
+    for c in 0..D {
+        for i in c..D {
+            let mut sum = if i == c { 1.0 } else { 0.0 };
+            for k in c..i {
+                sum -= l[i][k] * li[k][c];
+            }
+            li[i][c] = sum * inv_diag[i];
+        }
+    }
+    let mut inv = [[0.0f32; D]; D];
+    for i in 0..D {
+        for j in 0..=i {
+            let mut sum = 0.0f32;
+            for k in i..D {
+                sum += li[k][i] * li[k][j];
+            }
+            inv[i][j] = sum;
+            inv[j][i] = sum;
+        }
+    }
+    Ok((inv, det))
 }
 
 /// `sum_e a_e b_e`.
