@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use sgp_trainer::export::fixed::fixed_point_error;
 use sgp_trainer::files::Input;
 use sgp_trainer::tools::inspect::{parse_capacity, summarise};
 use sgp_trainer::{Error, Result};
@@ -11,7 +12,8 @@ use super::{read_blob, to_json};
 pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {
     let (blob, spec) = read_blob(&Input::open(model)?)?;
     let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
-    let summary = summarise(&spec, blob.len(), capacity);
+    let mut summary = summarise(&spec, blob.len(), capacity);
+    summary.fixed_point = Some(fixed_point_error(&blob)?);
     if json {
         println!("{}", to_json(&summary)?);
     } else {

@@ -1,39 +1,71 @@
-//! The fixed-point form of the M = 32 SPGP model (`sgp_runtime::FixedModel`,
-//! built at start-up from the loaded f32 model) against the trainer's f64
-//! golden values: the mean within 1% of the golden predictive sd, the
-//! variance within 2%. Run on both boards; on the Cortex-M3 (no FPU) its
-//! instruction count is the integer path's, the figure the guide quotes.
+//! The fixed-point form of the M = 16, 32 and 64 SPGP models
+//! (`sgp_runtime::FixedModel`, built at start-up from the loaded f32
+//! models) against the trainer's f64 golden values: the mean within 1% of
+//! the golden predictive sd, the variance within 2%. Run on both boards;
+//! on the Cortex-M3 (no FPU) the instruction counts are the integer
+//! path's, the figures the guide and `sgp sweep`'s cost model quote.
 
 use cortex_m_semihosting::hprintln;
 use sgp_firmware_example::instructions::InstructionMeter;
-use sgp_firmware_example::model::Model32;
+use sgp_firmware_example::model::{ModelM, Models, INPUT_DIM};
 use sgp_runtime::FixedModel;
 
-use crate::golden_m32;
+use crate::{golden_m16, golden_m32, golden_m64};
 
 /// Mean tolerance as a fraction of the golden predictive sd.
 const MEAN_OF_SD: f32 = 0.01;
 /// Variance tolerance, relative.
 const VARIANCE_RELATIVE: f32 = 0.02;
 
-/// Builds the fixed-point model from `model`, compares every golden point
-/// and prints one `golden M=32 fixed:` line; returns whether all passed.
-pub fn check(meter: &InstructionMeter, model: &Model32) -> bool {
-    let Some(fixed) = cortex_m::singleton!(: Option<FixedModel<32, 4>> = None) else {
-        hprintln!("golden M=32 fixed: FAILED, called twice");
+/// One golden set: its inputs (`dim` per point) and (mean, variance).
+struct Golden<'a> {
+    inputs: &'a [f32],
+    dim: usize,
+    expected: &'a [(f32, f32)],
+}
+
+/// Builds the fixed-point forms of the M = 16, 32 and 64 models, compares
+/// every golden point and prints one `golden M=.. fixed:` line each;
+/// returns whether all passed.
+pub fn check(meter: &InstructionMeter, models: &Models) -> bool {
+    macro_rules! golden {
+        ($g:ident) => {
+            Golden {
+                inputs: $g::INPUTS.as_slice(),
+                dim: $g::DIM,
+                expected: &$g::EXPECTED,
+            }
+        };
+    }
+    let m16 = cortex_m::singleton!(: Option<FixedModel<16, INPUT_DIM>> = None);
+    let m32 = cortex_m::singleton!(: Option<FixedModel<32, INPUT_DIM>> = None);
+    let m64 = cortex_m::singleton!(: Option<FixedModel<64, INPUT_DIM>> = None);
+    let (Some(m16), Some(m32), Some(m64)) = (m16, m32, m64) else {
+        hprintln!("golden fixed: FAILED, called twice");
         return false;
     };
+    check_one(meter, models.m16, m16, &golden!(golden_m16))
+        & check_one(meter, models.m32, m32, &golden!(golden_m32))
+        & check_one(meter, models.m64, m64, &golden!(golden_m64))
+}
+
+/// One model's fixed-point form into `slot`, checked against `golden`.
+fn check_one<const M: usize>(
+    meter: &InstructionMeter,
+    model: &ModelM<M>,
+    slot: &mut Option<FixedModel<M, INPUT_DIM>>,
+    golden: &Golden,
+) -> bool {
     let built = match FixedModel::from_model(model) {
-        Ok(built) => fixed.insert(built),
+        Ok(built) => slot.insert(built),
         Err(e) => {
-            hprintln!("golden M=32 fixed: FAILED, no fixed-point form: {}", e);
+            hprintln!("golden M={} fixed: FAILED, no fixed-point form: {}", M, e);
             return false;
         }
     };
-    let (dim, expected) = (golden_m32::DIM, &golden_m32::EXPECTED);
-    let rows = golden_m32::INPUTS.as_slice().chunks_exact(dim);
+    let rows = golden.inputs.chunks_exact(golden.dim);
     let (mut passed, mut worst_mean, mut worst_var, mut max_instr) = (0, 0.0f32, 0.0f32, 0);
-    for (x, &(mean, variance)) in rows.zip(expected) {
+    for (x, &(mean, variance)) in rows.zip(golden.expected) {
         let (got, m) = meter.measure(x, |x| built.predict(x));
         max_instr = max_instr.max(m.instructions);
         let Ok(got) = got else { continue };
@@ -46,9 +78,10 @@ pub fn check(meter: &InstructionMeter, model: &Model32) -> bool {
             passed += 1;
         }
     }
-    let total = expected.len();
+    let total = golden.expected.len();
     hprintln!(
-        "golden M=32 fixed: {}/{} within tolerance (mean +-{}% of the sd, var +-{}%; worst mean err {}x tol, worst var err {}x tol); predict <= {} instructions, FixedModel<32, 4> {} B",
+        "golden M={} fixed: {}/{} within tolerance (mean +-{}% of the sd, var +-{}%; worst mean err {}x tol, worst var err {}x tol); predict <= {} instructions, FixedModel<{}, {}> {} B",
+        M,
         passed,
         total,
         MEAN_OF_SD * 100.0,
@@ -56,7 +89,9 @@ pub fn check(meter: &InstructionMeter, model: &Model32) -> bool {
         worst_mean,
         worst_var,
         max_instr,
-        core::mem::size_of::<FixedModel<32, 4>>()
+        M,
+        INPUT_DIM,
+        core::mem::size_of::<FixedModel<M, INPUT_DIM>>()
     );
     passed == total && total > 0
 }

@@ -265,7 +265,7 @@ fn run() -> bool {
     let loop_ok = control_loop(&meter, models.m32);
     let outputs_ok = outputs::check(&meter);
     let learning_ok = learning::check(&meter);
-    let fixed_ok = fixed::check(&meter, models.m32);
+    let fixed_ok = fixed::check(&meter, &models);
     let uncertain_ok = uncertain::check(&meter);
     calibrated
         & golden_ok

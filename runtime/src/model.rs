@@ -92,7 +92,7 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     amplitudes: [f32; M],
     /// `math::EXP2_OF_NEGATIVE` times the amplitude shared by every basis
     /// function (every kind but VSGP, whose basis loop reads `a_i`).
-    exp_poly: [f32; 6],
+    exp_poly: [f32; math::EXP2_TERMS],
     /// Weights, factors and scalars of each output; the first is the one
     /// the single-output calls evaluate.
     outputs: [Output<M>; P],
@@ -166,9 +166,9 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
 pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
     // Each output's numbers, name, shared-variance ratio and learned spans.
     let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-    // The basis, the scaling, the range, the update settings (an option:
+    // The basis, the exp polynomial, the scaling, the range, the update settings (an option:
     // three words) and the origin (two).
-    let numbers = m * (2 * g + 1) + 6 + g * d + 4 * d + 5;
+    let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
     // the variance form, the output count and the learning flag (two
@@ -226,7 +226,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         projection: [[0.0; D]; G],
         basis_params: [[[0.0; 2]; G]; M],
         amplitudes: [0.0; M],
-        exp_poly: [0.0; 6],
+        exp_poly: [0.0; math::EXP2_TERMS],
         outputs: [const { Output::EMPTY }; P],
         x_min: [0.0; D],
         x_max: [0.0; D],
@@ -1098,7 +1098,7 @@ mod tests {
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
         let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-        let leading = 4 * (m * (2 * g + 1) + 6 + g * d + 4 * d + 5) + p * output;
+        let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
         (sizes_at + 2 * word + names + 5).next_multiple_of(word)

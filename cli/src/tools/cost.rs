@@ -111,7 +111,7 @@ pub(crate) const MEASURED: [Measured; 8] = [
 /// exponential and with Matérn 3/2: `bash firmware-example/run.sh`, its
 /// `cost:` lines for `spgp M=32` and `matern32 M=32`
 /// (docs/src/device-cost.md, "Matérn kernels").
-pub(crate) const KERNEL_PAIR: (u32, u32) = (2949, 3595);
+pub(crate) const KERNEL_PAIR: (u32, u32) = (2885, 3531);
 
 /// Basis functions of the model `KERNEL_PAIR` measured.
 pub(crate) const KERNEL_PAIR_M: usize = 32;
@@ -238,7 +238,7 @@ a cost model fitted by least squares to the firmware example's measured table \
 IVM classifier, all with the product form of the variance): 41.1 M + 6.54 M G + 1.68 F M (M + \
 1) / 2 + 5.23 D (1 + G if projected) + 20.2 M if Matérn, F the triangular passes of the variance \
 (1; a blob that fell back to the solves: 2, the IVM classifier 1), the Matérn term the square \
-root and polynomial of its basis functions (measured for Matérn 3/2: 3,595 against SE's 2,949 \
+root and polynomial of its basis functions (measured for Matérn 3/2: 3,531 against SE's 2,885 \
 at M = 32, D = 4; Matérn 1/2 and 5/2, whose loops differ by a multiply-add or two, are charged \
 the same). It is within 7.7% of every measured count \
 (VSGP, whose per-basis widths cost more, is the worst); beyond the measured sizes it is an \

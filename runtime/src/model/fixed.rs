@@ -3,10 +3,13 @@
 //!
 //! Formats (fraction bits; every bound below holds for every input, so no
 //! sum can overflow, whatever the input):
-//! - features and centres: `i32` Q16 in the exp's units (`k = 2^-e`,
-//!   `e = sum_g (z_g - c_g)^2`), features clamped to `±2^14` units;
+//! - features and centres: `i32` Q22 in the exp's units (`k = 2^-e`,
+//!   `e = sum_g (z_g - c_g)^2`), features clamped to `±2^8` units
+//!   (about 300 length scales; Q16 was 1e-4 relative in `k` through the
+//!   features' rounding: a low-noise model's mean, a sum of large terms,
+//!   missed 1% of its sd);
 //! - a difference: clamped to `±8` units (`e >= 64` gives 0 anyway) and
-//!   squared into a `u64` Q32, so `e`'s integer part is the high word;
+//!   squared into a `u64` Q44;
 //! - `k = 2^-f 2^-n`: `2^-f` a degree-5 polynomial in Q31 multiplies whose
 //!   high words are taken (`i32 x i32 -> i64`), `k` in Q30 (`<= 2^30`);
 //! - mean weights `i32` with per-model fraction bits chosen so that
@@ -18,7 +21,7 @@
 //! Built at load time from a loaded f32 [`Model`] (the product form of the
 //! variance, shared widths, no projection, regression); the training range
 //! picks nothing but a check: every input inside it maps to an unclamped
-//! feature. Outside it, a feature clamps at `±2^14` units, beyond every
+//! feature. Outside it, a feature clamps at `±2^8` units, beyond every
 //! centre: the prediction goes to the prior's (mean `y_mean`, variance
 //! prior plus noise), never to an overflow.
 
@@ -29,15 +32,17 @@ use crate::math;
 use crate::model::Prediction;
 
 /// Fraction bits of features, centres and their differences.
-const FEATURE_BITS: u32 = 16;
-/// Largest feature magnitude (Q16): `2^14` units.
+const FEATURE_BITS: u32 = 22;
+/// Fraction bits of `e`, the squared differences' sum.
+const E_BITS: u32 = 2 * FEATURE_BITS;
+/// Largest feature magnitude (Q22): `2^8` units.
 const FEATURE_LIMIT: i64 = 1 << 30;
-/// Largest centre magnitude (Q16): 16 units inside the features' clamp,
+/// Largest centre magnitude (Q22): 16 units inside the features' clamp,
 /// so a clamped feature is at `e >= 256` from every centre.
 const CENTRE_LIMIT: f64 = (FEATURE_LIMIT - (16 << FEATURE_BITS)) as f64;
 /// A difference beyond 8 units (`e >= 64`, `k < 2^-64`) is clamped there.
 const DIFF_LIMIT: i32 = (8 << FEATURE_BITS) - 1;
-/// Largest `|x r - mu r|` before the clamp (Q16): the products stay far
+/// Largest `|x r - mu r|` before the clamp (Q22): the products stay far
 /// inside `i64`.
 const PRODUCT_LIMIT: i64 = 1 << 40;
 /// What a sum of magnitudes scaled to `i32` stays below: `2^31` less a
@@ -74,7 +79,7 @@ pub enum FixedError {
         what: &'static str,
     },
     /// A number is too large for the formats: a feature of the training
-    /// range or a centre beyond `2^14` length units, or an input offset
+    /// range or a centre beyond `2^8` units (about 300 length scales), or an input offset
     /// beyond `2^23`.
     OutOfRange {
         /// Which.
@@ -112,21 +117,23 @@ impl core::fmt::Display for FixedError {
 /// ```
 #[derive(Clone, Debug)]
 pub struct FixedModel<const M: usize, const G: usize> {
-    /// Centres, Q16 units.
+    /// Centres, Q22 units.
     centres: [[i32; G]; M],
     /// Mean weights `y_scale a beta_i`, Q`mean_bits`.
     beta: [i32; M],
     /// `y_scale a C`, row `j` holding `C[j][0..=j]`, Q`factor_bits`.
     factor: [[i32; M]; M],
-    /// `r_g = R_g 2^-shift_g`: the standardisation's scale into Q16 units,
+    /// `r_g = R_g 2^-shift_g`: the standardisation's scale into Q22 units,
     /// `R_g` in `[2^30, 2^31)` (0 for a zero scale).
     scale_mantissa: [u32; G],
     /// `150 + shift_g`: the right shift of an f32 mantissa times `R_g`.
     scale_shift: [i32; G],
-    /// `mu_g r_g`, Q16 units.
+    /// `mu_g r_g`, Q22 units.
     offset: [i64; G],
-    /// Right shift of each row's `i64` product to its `i32` `u_j`.
+    /// Right shift of each row's `i64` product to its `i32` `u_j`, and
+    /// half its unit (0 for no shift), to round.
     u_shift: u32,
+    u_half: i64,
     /// `y_scale^2 prior` and the noise in raw units, Q`2 u_bits`.
     prior: i64,
     noise: i64,
@@ -180,7 +187,7 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
             return unsupported("an empty model");
         }
         let out_of_range = |what| Err(FixedError::OutOfRange { what });
-        // Q16 units per stored unit: the stored features are in sqrt of the
+        // Q22 units per stored unit: the stored features are in sqrt of the
         // exp's fixed-point units (2^25 per unit of e).
         let per_unit =
             f64::from(1u32 << FEATURE_BITS) / f64::from(1u32 << 12) / core::f64::consts::SQRT_2;
@@ -192,6 +199,7 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
             scale_shift: [0; G],
             offset: [0; G],
             u_shift: 0,
+            u_half: 0,
             prior: 0,
             noise: 0,
             mean_unit: 0.0,
@@ -284,6 +292,7 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
             .min(factor_bits + K_BITS as i32)
             .max(factor_bits + K_BITS as i32 - 63);
         fixed.u_shift = (factor_bits + K_BITS as i32 - u_bits) as u32;
+        fixed.u_half = ((1u64 << fixed.u_shift) >> 1) as i64;
         fixed.prior = round(prior * pow2(2 * u_bits)) as i64;
         fixed.noise = round(noise * pow2(2 * u_bits)) as i64;
         fixed.variance_unit = pow2(-2 * u_bits) as f32;
@@ -327,7 +336,8 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
                 .take(j + 1)
                 .map(|(&c, &kv)| i64::from(c) * i64::from(kv))
                 .sum();
-            let u = (u >> self.u_shift) as i32;
+            // Rounded, not floored: a floor's bias adds up over the rows.
+            let u = ((u + self.u_half) >> self.u_shift) as i32;
             explained += i64::from(u) * i64::from(u);
         }
         let latent = self.prior - explained;
@@ -339,7 +349,7 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
     }
 }
 
-/// `k = 2^-e` in Q30 for features `z` and a centre, both Q16.
+/// `k = 2^-e` in Q30 for features `z` and a centre, both Q22.
 #[inline(always)]
 fn basis<const G: usize>(z: &[i32; G], centre: &[i32; G]) -> i32 {
     let mut e = 0u64;
@@ -347,9 +357,9 @@ fn basis<const G: usize>(z: &[i32; G], centre: &[i32; G]) -> i32 {
         let d = (zg - cg).clamp(-DIFF_LIMIT, DIFF_LIMIT);
         e += (i64::from(d) * i64::from(d)) as u64;
     }
-    // e is Q32: the high word is the integer part n, the low one f.
-    let n = (e >> 32).min(31) as u32;
-    let f = ((e as u32) >> 1) as i32;
+    // e is Q44: the integer part n above bit 44, the fraction f below.
+    let n = (e >> E_BITS).min(31) as u32;
+    let f = ((e >> (E_BITS - 31)) as u32 & 0x7FFF_FFFF) as i32;
     let mut p = EXP2_POLY[4];
     for &c in EXP2_POLY[..4].iter().rev() {
         p = c + high(f, p);
@@ -363,7 +373,7 @@ fn high(a: i32, b: i32) -> i32 {
     ((i64::from(a) * i64::from(b)) >> 32) as i32
 }
 
-/// `x r - mu r` in Q16 units, clamped to the features' limit, from the
+/// `x r - mu r` in Q22 units, clamped to the features' limit, from the
 /// f32's bits (`r = mantissa 2^(150 - shift)` over the mantissa's units);
 /// `None` for a NaN or infinite `x`.
 #[inline(always)]

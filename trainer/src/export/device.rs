@@ -33,6 +33,9 @@ pub trait DeviceModel {
     /// [`Model::write_blob`] from `source` (the bytes the model was loaded
     /// from, or wrote since) into a new vector.
     fn write_blob(&self, source: &[u8]) -> std::result::Result<Vec<u8>, sgp_runtime::Error>;
+    /// [`sgp_runtime::FixedModel::predict`] at every input, or why the
+    /// model has no fixed-point form.
+    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> super::fixed::FixedPredictions;
 }
 
 impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
@@ -64,6 +67,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
         let len = Model::write_blob(self, source, &mut out)?;
         out.truncate(len);
         Ok(out)
+    }
+    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> super::fixed::FixedPredictions {
+        let fixed = sgp_runtime::FixedModel::<M, G>::from_model(self).map_err(|e| e.to_string())?;
+        x.iter()
+            .map(|xi| fixed.predict(xi).map_err(|e| e.to_string()))
+            .collect()
     }
 }
 

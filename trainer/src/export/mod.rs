@@ -13,6 +13,7 @@
 pub mod codegen;
 pub mod cure;
 pub mod device;
+pub mod fixed;
 pub mod gradient;
 pub mod output_blob;
 pub mod precision;

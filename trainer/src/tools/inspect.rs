@@ -123,6 +123,10 @@ pub struct Summary {
     /// Whether the model fits those capacities (and its names a device
     /// `Model`'s).
     pub fits: bool,
+    /// The fixed-point form's error against f64 on the training range
+    /// ([`crate::export::fixed::fixed_point_error`]), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_point: Option<crate::export::fixed::FixedPoint>,
 }
 
 /// One output of a multi-output blob.
@@ -258,6 +262,7 @@ pub fn summarise(
             ram_bytes_with_outputs(cm, cg, cd, spec.output_count())
         },
         fits: true,
+        fixed_point: None,
     };
     summary.fits = summary.misfit().is_none();
     summary
@@ -405,6 +410,9 @@ impl std::fmt::Display for Summary {
                 f,
                 "learning        on the device ({rows} rows; sgp_runtime::Model::update)"
             )?;
+        }
+        if let Some(fixed) = &self.fixed_point {
+            writeln!(f, "fixed point     {fixed}")?;
         }
         writeln!(f, "blob            {} bytes (flash)", self.blob_bytes)?;
         let (m, g, d) = self.capacity;
