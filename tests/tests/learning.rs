@@ -42,6 +42,29 @@ fn f32s(row: nalgebra::DVectorView<f64>) -> Vec<f32> {
     row.iter().map(|&v| v as f32).collect()
 }
 
+/// `model`'s basis and hyperparameters conditioned on the rows `lab`
+/// and then `new` (raw inputs and targets): the batch posterior an updated
+/// blob is held to.
+fn batch_posterior(
+    model: &TrainedModel,
+    approximation: Approximation,
+    lab: (&DMatrix<f64>, &DVector<f64>),
+    new: (&DMatrix<f64>, &DVector<f64>),
+) -> TrainedModel {
+    let x = DMatrix::from_rows(&lab.0.row_iter().chain(new.0.row_iter()).collect::<Vec<_>>());
+    let y = DVector::from_iterator(x.nrows(), lab.1.iter().chain(new.1.iter()).copied());
+    TrainedModel {
+        form: conditioned(
+            &model.form,
+            &model.transform.apply_x(&x),
+            &model.transform.apply_y(&y),
+            approximation,
+        )
+        .unwrap(),
+        ..model.clone()
+    }
+}
+
 /// "With forgetting off, after 2,000 updates on the device the predictions
 /// at a fixed set of test inputs match the host's batch posterior
 /// conditioned on the training rows plus the 2,000 new rows (same basis and
@@ -59,19 +82,7 @@ fn two_thousand_updates_give_the_batch_posterior() {
                 .update(&f32s(row.transpose().as_view()), y as f32)
                 .unwrap();
         }
-        let all_x =
-            DMatrix::from_rows(&lab_x.row_iter().chain(new_x.row_iter()).collect::<Vec<_>>());
-        let all_y = DVector::from_iterator(2400, lab_y.iter().chain(new_y.iter()).copied());
-        let batch = TrainedModel {
-            form: conditioned(
-                &model.form,
-                &model.transform.apply_x(&all_x),
-                &model.transform.apply_y(&all_y),
-                approximation,
-            )
-            .unwrap(),
-            ..model.clone()
-        };
+        let batch = batch_posterior(&model, approximation, (&lab_x, &lab_y), (&new_x, &new_y));
         // Test inputs in the data and beyond it.
         let (test_x, _) = Shift::Gain.rows(300, D, false, NOISE, 6);
         let far = DMatrix::from_fn(4, D, |i, j| if (i + j) % 2 == 0 { 9.0 } else { -7.0 });
@@ -479,18 +490,7 @@ fn the_defaults_export_updatable_and_stay_with_the_batch() {
                 seen.prediction
             );
         }
-        let all_x = DMatrix::from_rows(&x.row_iter().chain(new_x.row_iter()).collect::<Vec<_>>());
-        let all_y = DVector::from_iterator(rows + UPDATES, y.iter().chain(new_y.iter()).copied());
-        let batch = TrainedModel {
-            form: conditioned(
-                &model.form,
-                &model.transform.apply_x(&all_x),
-                &model.transform.apply_y(&all_y),
-                approximation,
-            )
-            .unwrap(),
-            ..model.clone()
-        };
+        let batch = batch_posterior(&model, approximation, (&x, &y), (&new_x, &new_y));
         let (test_x, _) = plant(300, 13);
         let far = DMatrix::from_fn(4, d, |i, j| if (i + j) % 2 == 0 { 9.0 } else { -7.0 });
         let test_x =
