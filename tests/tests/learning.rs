@@ -42,6 +42,29 @@ fn f32s(row: nalgebra::DVectorView<f64>) -> Vec<f32> {
     row.iter().map(|&v| v as f32).collect()
 }
 
+/// `model`'s basis and hyperparameters conditioned on the rows `lab`
+/// and then `new` (raw inputs and targets): the batch posterior an updated
+/// blob is held to.
+fn batch_posterior(
+    model: &TrainedModel,
+    approximation: Approximation,
+    lab: (&DMatrix<f64>, &DVector<f64>),
+    new: (&DMatrix<f64>, &DVector<f64>),
+) -> TrainedModel {
+    let x = DMatrix::from_rows(&lab.0.row_iter().chain(new.0.row_iter()).collect::<Vec<_>>());
+    let y = DVector::from_iterator(x.nrows(), lab.1.iter().chain(new.1.iter()).copied());
+    TrainedModel {
+        form: conditioned(
+            &model.form,
+            &model.transform.apply_x(&x),
+            &model.transform.apply_y(&y),
+            approximation,
+        )
+        .unwrap(),
+        ..model.clone()
+    }
+}
+
 /// "With forgetting off, after 2,000 updates on the device the predictions
 /// at a fixed set of test inputs match the host's batch posterior
 /// conditioned on the training rows plus the 2,000 new rows (same basis and
@@ -59,19 +82,7 @@ fn two_thousand_updates_give_the_batch_posterior() {
                 .update(&f32s(row.transpose().as_view()), y as f32)
                 .unwrap();
         }
-        let all_x =
-            DMatrix::from_rows(&lab_x.row_iter().chain(new_x.row_iter()).collect::<Vec<_>>());
-        let all_y = DVector::from_iterator(2400, lab_y.iter().chain(new_y.iter()).copied());
-        let batch = TrainedModel {
-            form: conditioned(
-                &model.form,
-                &model.transform.apply_x(&all_x),
-                &model.transform.apply_y(&all_y),
-                approximation,
-            )
-            .unwrap(),
-            ..model.clone()
-        };
+        let batch = batch_posterior(&model, approximation, (&lab_x, &lab_y), (&new_x, &new_y));
         // Test inputs in the data and beyond it.
         let (test_x, _) = Shift::Gain.rows(300, D, false, NOISE, 6);
         let far = DMatrix::from_fn(4, D, |i, j| if (i + j) % 2 == 0 { 9.0 } else { -7.0 });
@@ -399,5 +410,103 @@ fn several_outputs_learn_their_batch_posteriors() {
                 );
             }
         }
+    }
+}
+
+/// `n` rows of `sin(x0) + 0.5 x1^2` with noise sd 0.1 (issue 52's case),
+/// inputs uniform on `[-3, 3]^2`.
+fn bowl(n: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
+    // SplitMix64 to uniforms on (0, 1), Box-Muller for the noise.
+    let mut state = seed;
+    let mut uniform = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64 + 1e-17
+    };
+    let x = DMatrix::from_fn(n, 2, |_, _| 6.0 * uniform() - 3.0);
+    let y = DVector::from_fn(n, |i, _| {
+        let noise = (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos();
+        x[(i, 0)].sin() + 0.5 * x[(i, 1)] * x[(i, 1)] + 0.1 * noise
+    });
+    (x, y)
+}
+
+/// Issue 52 item 0 (issue 49 item 10), "`updatable` exports at default
+/// settings for M = 8 to 128 ... 20,000 updates stay finite and within
+/// tolerance of a batch refit on the same rows": each case fitted at the
+/// defaults (but one restart) must export without `force`, learn 20,000
+/// new rows of its plant (the drift plant's from its shifted regime) with
+/// every prediction finite, and then match the batch posterior on all the
+/// rows (same basis and hyperparameters) at 300 test inputs and 4 far
+/// ones: mean within 5% of the predictive sd, variance within 5%.
+///
+/// Open: on main four of the six cases fail their export check (a
+/// direction the data barely inform, docs/src/learning.md) and, forced,
+/// diverge within 7 to 232 updates; the two that export end 0.10 and
+/// 0.18 sd off. Run with `--ignored` (release: about 6 s).
+#[test]
+#[ignore = "issue 52 item 0 is open: see docs/src/learning.md, 'A direction the data barely inform'"]
+fn the_defaults_export_updatable_and_stay_with_the_batch() {
+    const UPDATES: usize = 20_000;
+    type Plant = fn(usize, u64) -> (DMatrix<f64>, DVector<f64>);
+    let ridge1: Plant = |n, seed| sgp_trainer::tools::synth::synthetic(n, 1, seed);
+    let drift: Plant = |n, seed| Shift::Gain.rows(n, D, seed > 11, NOISE, seed);
+    // (plant, lab rows, M): the issue's two failures, then M across 8..128.
+    let cases: [(Plant, usize, usize); 6] = [
+        (ridge1, 60, 5),
+        (bowl, 1000, 32),
+        (ridge1, 300, 8),
+        (bowl, 300, 16),
+        (drift, 600, 64),
+        (bowl, 1000, 128),
+    ];
+    for (plant, rows, m) in cases {
+        let (x, y) = plant(rows, 11);
+        let d = x.ncols();
+        let names = (1..=d).map(|j| format!("x{j}")).collect();
+        let data = Dataset::from_raw(x.clone(), y.clone(), names, "y".into()).unwrap();
+        let params = FitParams::Spgp(SparseParams {
+            m,
+            restarts: 1,
+            ..SparseParams::default()
+        });
+        let mut fitted = fit(&data, &params, &mut |_| {}).unwrap();
+        let approximation = fitted.report.approximation.unwrap();
+        let blob = export_updatable(&mut fitted, &x, false)
+            .unwrap_or_else(|e| panic!("M = {m}, {rows} rows: {e}"))
+            .blob;
+        let model = fitted.set.members[0].clone();
+        let (new_x, new_y) = plant(UPDATES, 12);
+        let mut device = Model::<128, D, D>::from_bytes(&blob).unwrap();
+        for (t, (row, &target)) in new_x.row_iter().zip(new_y.iter()).enumerate() {
+            let seen = device
+                .update(&f32s(row.transpose().as_view()), target as f32)
+                .unwrap_or_else(|e| panic!("M = {m}, update {t}: {e:?}"));
+            assert!(
+                seen.prediction.mean.is_finite() && seen.prediction.variance.is_finite(),
+                "M = {m}, update {t}: {:?}",
+                seen.prediction
+            );
+        }
+        let batch = batch_posterior(&model, approximation, (&x, &y), (&new_x, &new_y));
+        let (test_x, _) = plant(300, 13);
+        let far = DMatrix::from_fn(4, d, |i, j| if (i + j) % 2 == 0 { 9.0 } else { -7.0 });
+        let test_x =
+            DMatrix::from_rows(&test_x.row_iter().chain(far.row_iter()).collect::<Vec<_>>());
+        let reference = batch.predict_raw(&test_x).unwrap();
+        let (mut worst_mean, mut worst_var) = (0.0f64, 0.0f64);
+        for (i, row) in test_x.row_iter().enumerate() {
+            let p = device.predict(&f32s(row.transpose().as_view())).unwrap();
+            let sd = reference.var[i].sqrt();
+            worst_mean = worst_mean.max((f64::from(p.mean) - reference.mean[i]).abs() / sd);
+            worst_var =
+                worst_var.max((f64::from(p.variance) - reference.var[i]).abs() / reference.var[i]);
+        }
+        assert!(
+            worst_mean < 5e-2 && worst_var < 5e-2,
+            "M = {m}, {rows} rows: mean {worst_mean:.2e} of the sd, variance {worst_var:.2e}"
+        );
     }
 }
