@@ -170,12 +170,143 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// ```
     ///
     /// # Errors
-    /// [`Error::NoClosedForm`] for a Matérn kernel or a projection,
-    /// [`Error::InputLength`] for an empty model.
+    /// [`Error::NoClosedForm`] for a Matérn kernel or a projection (their
+    /// moments: [`Model::predict_unscented`]), [`Error::InputLength`] for
+    /// an empty model.
     pub fn uncertain(&self) -> Result<Uncertain<M, D, P>, Error> {
         let mut uncertain = Uncertain::new();
         uncertain.prepare(self)?;
         Ok(uncertain)
+    }
+}
+
+impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
+    /// The moments of every output at a raw input `x ~ N(mean, cov)` by the
+    /// unscented transform, for any model (the way for a Matérn kernel or
+    /// a projection, where [`Model::uncertain`] has no closed form).
+    /// `2 d + 1` sigma points `mean` and `mean +/- sqrt(d + kappa) L_j`
+    /// (`L_j` the columns of the Cholesky factor of `cov`, `d + kappa = 3`,
+    /// the classic choice for a Gaussian input: it matches its fourth
+    /// moments), weights `kappa / 3` and `1 / 6`; [`Model::predict_all`]
+    /// at each. Mean: the weighted means; covariance: the weighted outer
+    /// products of the mean deviations plus the weighted predictive
+    /// variances (noise included, as [`Model::predict`]'s); input-output
+    /// covariance: the weighted `(x_i - mean)(y_i - E y)'`. An
+    /// approximation, not the exact moments: the guide measures its error
+    /// against Monte Carlo. Cost: `2 d + 1` calls of `predict_all`, the
+    /// same whatever the values. For a classifier the moments are of the
+    /// latent `f + b` that `predict_all` reports.
+    ///
+    /// ```
+    /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+    /// let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+    /// let y = model.predict_unscented(&[0.5, -1.0], &[0.01, 0.0, 0.0, 0.01])?;
+    /// let exact = model.uncertain()?.predict(&[0.5, -1.0], &[0.01, 0.0, 0.0, 0.01])?;
+    /// assert!((y.mean[0] - exact.mean[0]).abs() < 1e-2 * exact.covariance[0][0].sqrt());
+    /// // A certain input gives back `predict`.
+    /// let y = model.predict_unscented(&[0.5, -1.0], &[0.0; 4])?;
+    /// assert!((y.mean[0] - model.predict(&[0.5, -1.0])?.mean).abs() < 1e-5);
+    /// # Ok::<(), sgp_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Uncertain::predict`] (a `cov` that is not positive
+    /// semi-definite is [`Error::InvalidCovariance`]), and as
+    /// [`Model::predict`] at a sigma point. There are no derivatives on
+    /// this path.
+    pub fn predict_unscented(
+        &self,
+        mean: &[f32],
+        cov: &[f32],
+    ) -> Result<UncertainPrediction<D, P>, Error> {
+        let d = self.input_dim();
+        let (mu, s) = checked::<D>(d, mean, cov)?;
+        let s = widen_rows(&s);
+        // A tiny jitter so that a semi-definite `cov` (a certain input) has
+        // a factor; it moves the sigma points by about 1e-6 sd.
+        let chol = factor(&s, |e| {
+            let v = s.get(e).and_then(|row| row.get(e)).copied().unwrap_or(0.0);
+            1e-12 * v + f64::MIN_POSITIVE
+        })?;
+        const SPREAD: f64 = 3.0;
+        let root = libm::sqrt(SPREAD);
+        let kappa = SPREAD - d as f64;
+        let p = self.output_count().min(P);
+        let mut sum = [0.0f64; P];
+        let mut second = [[0.0f64; P]; P];
+        let mut variance = [0.0f64; P];
+        let mut cross = [[0.0f64; P]; D];
+        let mut x = [0.0f32; D];
+        for point in 0..=2 * d {
+            // Point 0 the mean; then +column j, -column j.
+            let (column, sign) = (
+                point.saturating_sub(1) / 2,
+                if point % 2 == 1 { 1.0 } else { -1.0 },
+            );
+            let weight = if point == 0 {
+                kappa / SPREAD
+            } else {
+                0.5 / SPREAD
+            };
+            let mut dx = [0.0f64; D];
+            for (i, (slot, xi)) in dx.iter_mut().zip(x.iter_mut()).enumerate().take(d) {
+                let l = chol
+                    .lower
+                    .get(i)
+                    .and_then(|row| row.get(column))
+                    .copied()
+                    .unwrap_or(0.0);
+                *slot = if point == 0 { 0.0 } else { sign * root * l };
+                *xi = (f64::from(mu.get(i).copied().unwrap_or(0.0)) + *slot) as f32;
+            }
+            let all = self.predict_all(x.get(..d).unwrap_or(&[]))?;
+            for (a, prediction) in all.iter().enumerate().take(p) {
+                let ya = f64::from(prediction.mean);
+                if let (Some(s), Some(v)) = (sum.get_mut(a), variance.get_mut(a)) {
+                    *s += weight * ya;
+                    *v += weight * f64::from(prediction.variance);
+                }
+                if let Some(row) = second.get_mut(a) {
+                    for (slot, other) in row.iter_mut().zip(all.iter()) {
+                        *slot += weight * ya * f64::from(other.mean);
+                    }
+                }
+                for (row, &dxc) in cross.iter_mut().zip(&dx) {
+                    if let Some(slot) = row.get_mut(a) {
+                        *slot += weight * dxc * ya;
+                    }
+                }
+            }
+        }
+        let mut out = UncertainPrediction {
+            mean: [0.0; P],
+            covariance: [[0.0; P]; P],
+            input_output: [[0.0; P]; D],
+        };
+        for (a, (m, &total)) in out.mean.iter_mut().zip(&sum).enumerate().take(p) {
+            *m = total as f32;
+            let (Some(row), Some(moments)) = (out.covariance.get_mut(a), second.get(a)) else {
+                continue;
+            };
+            for (b, (c, &ab)) in row.iter_mut().zip(moments).enumerate().take(p) {
+                let mb = sum.get(b).copied().unwrap_or(0.0);
+                let mut value = ab - total * mb;
+                if a == b {
+                    // The centre's negative weight (d > 3) can push a
+                    // variance below zero in rounding: clamp.
+                    value = (value + variance.get(a).copied().unwrap_or(0.0)).max(0.0);
+                }
+                *c = value as f32;
+            }
+        }
+        // sum of weights of (x_i - mu) is zero, so E[(x - mu) y] is the
+        // covariance.
+        for (row, totals) in out.input_output.iter_mut().zip(&cross) {
+            for (slot, &v) in row.iter_mut().zip(totals) {
+                *slot = v as f32;
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -516,38 +647,7 @@ impl<const M: usize, const D: usize, const P: usize> Uncertain<M, D, P> {
     /// The raw mean and the symmetric part of the raw covariance, checked,
     /// zero past `d`.
     fn checked(&self, mean: &[f32], cov: &[f32]) -> Result<([f32; D], [[f32; D]; D]), Error> {
-        let d = self.d;
-        if mean.len() != d || d == 0 {
-            return Err(Error::InputLength {
-                expected: d,
-                found: mean.len(),
-            });
-        }
-        if cov.len() != d * d {
-            return Err(Error::InvalidCovariance);
-        }
-        if !mean.iter().all(|v| v.is_finite()) {
-            return Err(Error::NonFiniteInput);
-        }
-        if !cov.iter().all(|v| v.is_finite()) {
-            return Err(Error::InvalidCovariance);
-        }
-        let mut mu = [0.0f32; D];
-        for (m, &v) in mu.iter_mut().zip(mean) {
-            *m = v;
-        }
-        let mut s = [[0.0f32; D]; D];
-        for (i, row) in s.iter_mut().enumerate().take(d) {
-            for (j, x) in row.iter_mut().enumerate().take(d) {
-                let at = |r: usize, c: usize| cov.get(r * d + c).copied().unwrap_or(0.0);
-                *x = 0.5 * (at(i, j) + at(j, i));
-            }
-            let variance = row.get(i).copied().unwrap_or(0.0);
-            if variance.is_nan() || variance < 0.0 {
-                return Err(Error::InvalidCovariance);
-            }
-        }
-        Ok((mu, s))
+        checked::<D>(self.d, mean, cov)
     }
 
     /// The f32 moments of shared widths and a factored `W` (feature
@@ -1097,6 +1197,46 @@ fn scatter<const D: usize, const P: usize>(
             }
         }
     }
+}
+
+/// The raw mean and the symmetric part of the raw `d x d` covariance,
+/// checked, zero past `d`.
+fn checked<const D: usize>(
+    d: usize,
+    mean: &[f32],
+    cov: &[f32],
+) -> Result<([f32; D], [[f32; D]; D]), Error> {
+    if mean.len() != d || d == 0 {
+        return Err(Error::InputLength {
+            expected: d,
+            found: mean.len(),
+        });
+    }
+    if cov.len() != d * d {
+        return Err(Error::InvalidCovariance);
+    }
+    if !mean.iter().all(|v| v.is_finite()) {
+        return Err(Error::NonFiniteInput);
+    }
+    if !cov.iter().all(|v| v.is_finite()) {
+        return Err(Error::InvalidCovariance);
+    }
+    let mut mu = [0.0f32; D];
+    for (m, &v) in mu.iter_mut().zip(mean) {
+        *m = v;
+    }
+    let mut s = [[0.0f32; D]; D];
+    for (i, row) in s.iter_mut().enumerate().take(d) {
+        for (j, x) in row.iter_mut().enumerate().take(d) {
+            let at = |r: usize, c: usize| cov.get(r * d + c).copied().unwrap_or(0.0);
+            *x = 0.5 * (at(i, j) + at(j, i));
+        }
+        let variance = row.get(i).copied().unwrap_or(0.0);
+        if variance.is_nan() || variance < 0.0 {
+            return Err(Error::InvalidCovariance);
+        }
+    }
+    Ok((mu, s))
 }
 
 /// `v` in f64.
