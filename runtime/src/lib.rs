@@ -51,7 +51,7 @@
 //!
 //! Features: `micromath` swaps the built-in branch-free `exp` for
 //! micromath's approximation (not recommended: see the README's figures);
-//! `alloc` adds [`ModelSpec`], the owned form the trainer encodes; `defmt`
+//! `alloc` adds `ModelSpec`, the owned form the trainer encodes; `defmt`
 //! derives `defmt::Format` for [`Error`] and the other public types, for
 //! firmware that logs with defmt.
 #![no_std]

@@ -224,8 +224,8 @@ impl<T: Copy, const P: usize> Outputs<T, P> {
         }
     }
 
-    /// The whole array, entries past [`Outputs::len`] included (as the C
-    /// library copies it out).
+    /// The whole array, entries past the slice it dereferences to
+    /// included (as the C library copies it out).
     ///
     /// ```
     /// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
