@@ -85,12 +85,25 @@ fn run<const M: usize, const D: usize, const P: usize>(
     derivatives: bool,
 ) -> Result<Vec<Vec<f64>>> {
     let model = Model::<M, D, D, P>::from_bytes(blob)?;
-    let uncertain: Uncertain<M, D, P> = model.uncertain()?;
     let (d, p) = (model.input_dim(), model.output_count());
     let flat = |value: &dyn Flat, dims: &[usize]| {
         let mut out = Vec::new();
         value.flat(dims, &mut out);
         out
+    };
+    let uncertain: Uncertain<M, D, P> = match model.uncertain() {
+        Ok(uncertain) => uncertain,
+        // No closed form (a Matérn kernel, a projection): the unscented
+        // transform, the runtime's stated approximation; no derivatives.
+        Err(sgp_runtime::Error::NoClosedForm) if !derivatives => {
+            let y = model.predict_unscented(mean, cov)?;
+            return Ok(vec![
+                flat(&y.mean, &[p]),
+                flat(&y.covariance, &[p, p]),
+                flat(&y.input_output, &[d, p]),
+            ]);
+        }
+        Err(e) => return Err(e.into()),
     };
     if !derivatives {
         let y = uncertain.predict(mean, cov)?;

@@ -77,3 +77,24 @@ def test_bad_shapes_are_value_errors(model: sgp.Model) -> None:
         model.predict_uncertain(MU, np.eye(3))
     with pytest.raises(ValueError):
         model.predict_uncertain(MU, -np.eye(4))
+
+
+def test_a_matern_model_gets_the_unscented_moments() -> None:
+    """No closed form for Matérn: the unscented transform's moments, near
+    Monte Carlo through the same device predictions; no derivatives."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, size=(300, 2))
+    y = np.sin(2 * X[:, 0]) + 0.5 * np.abs(X[:, 1]) + 0.05 * rng.standard_normal(300)
+    est = sgp.SparseGPRegressor(m=16, kernel="matern32", max_iter=60).fit(X, y)
+    model = sgp.Model.from_bytes(est.to_bytes())
+    mu, cov = np.array([0.4, -0.3]), np.array([[0.04, 0.01], [0.01, 0.02]])
+    got = model.predict_uncertain(mu, cov)
+    draws = rng.multivariate_normal(mu, cov, size=20_000)
+    mean, variance = model.predict(draws)
+    sd = np.sqrt(mean.var() + variance.mean())
+    assert abs(got.mean[0] - mean.mean()) < 0.02 * sd
+    assert abs(got.covariance[0, 0] - sd**2) < 0.05 * sd**2
+    cross = ((draws - mu) * (mean - mean.mean())[:, None]).mean(axis=0)
+    np.testing.assert_allclose(got.input_output[:, 0], cross, atol=0.05 * np.abs(cross).max())
+    with pytest.raises(ValueError, match="closed-form"):
+        model.predict_uncertain(mu, cov, derivatives=True)

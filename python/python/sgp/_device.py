@@ -163,13 +163,17 @@ class Model:
     def predict_uncertain(
         self, mean: Any, cov: Any, derivatives: bool = False
     ) -> UncertainPrediction:
-        """The exact moments of every output at a Gaussian input ``x ~
+        """The moments of every output at a Gaussian input ``x ~
         N(mean, cov)`` (raw units; ``cov`` D x D, its symmetric part used),
-        as a device computes them (``sgp_runtime::Uncertain``, f32): for
-        the squared-exponential kernel (not a Matérn kernel or a learned
-        projection). ``derivatives=True`` adds their derivatives with
-        respect to ``mean`` and ``cov`` (the runtime's f64 path, which
-        also gives the moments then). See ``UncertainPrediction``.
+        as a device computes them: exact for the squared-exponential
+        kernel (``sgp_runtime::Uncertain``, f32). Where no closed form exists (a
+        Matérn kernel, a learned projection, a classifier's latent) they
+        are the unscented transform's (``Model::predict_unscented``: 2D + 1
+        sigma points; its error against Monte Carlo is in the guide's
+        uncertain-input chapter), without derivatives. ``derivatives=True``
+        adds their derivatives with respect to ``mean`` and ``cov`` (the
+        runtime's f64 path, which also gives the moments then). See
+        ``UncertainPrediction``.
 
         >>> import numpy as np, sgp
         >>> X = np.linspace(0, 6, 40)[:, None]
