@@ -748,6 +748,39 @@ fn bad_pseudo_input_counts_are_rejected() {
     assert_bad_input(&out, &["--m"]);
 }
 
+/// `--kernel auto` is no Matérn kernel: a family that takes the squared
+/// exponential only keeps it and the report says why (docs/src/kernels.md),
+/// while a Matérn kernel named for it is refused.
+#[test]
+fn kernel_auto_keeps_se_where_only_se_applies() {
+    let dir = TempDir::new("kernel_auto_vsgp");
+    synth(&dir, "data.csv", 120, 2);
+    let fit = |kernel: &str| {
+        let args = [
+            "fit",
+            "--data",
+            "data.csv",
+            "--model",
+            "vsgp",
+            "--m",
+            "6",
+            "--max-iter",
+            "20",
+            "--kernel",
+            kernel,
+            "--json",
+            "--out",
+            "v.sgp",
+        ];
+        sgp(&dir, &args)
+    };
+    let report: Value =
+        serde_json::from_str(&ok(&fit("auto"), "vsgp --kernel auto")).expect("--json prints JSON");
+    let said = report.to_string();
+    assert!(said.contains("kernel se: not weighed"), "{said}");
+    assert_bad_input(&fit("matern32"), &["--kernel does not apply to vsgp"]);
+}
+
 /// Asserts that predict, eval and inspect all reject the blob `name` as
 /// bad input naming the file.
 fn blob_rejected_everywhere(dir: &TempDir, name: &str) {

@@ -161,7 +161,16 @@ pub struct Options {
 impl Options {
     /// The settings given, as the command line spells them (`--max-iter`).
     pub fn given(&self) -> Vec<&'static str> {
-        let flags = [
+        self.flags()
+            .into_iter()
+            .filter(|f| f.0)
+            .map(|f| f.1)
+            .collect()
+    }
+
+    /// Every setting these options hold, with whether it was given.
+    fn flags(&self) -> [(bool, &'static str); 18] {
+        [
             (self.m.is_some(), "--m"),
             (self.dim.is_some(), "--dim"),
             (self.rank.is_some(), "--rank"),
@@ -182,8 +191,7 @@ impl Options {
             (self.ivm_posterior.is_some(), "--ivm-posterior"),
             (self.updatable, "--updatable"),
             (self.reproducible, "--reproducible"),
-        ];
-        flags.into_iter().filter(|f| f.0).map(|f| f.1).collect()
+        ]
     }
 
     /// Whether a Matérn kernel was asked for.
@@ -212,8 +220,11 @@ impl Options {
         let Some(ModelChoice::Family(family)) = self.model else {
             return Ok(());
         };
+        // These options decide for the settings they hold (`--kernel auto`
+        // is no Matérn kernel); `also` adds the ones they do not.
+        let held = self.flags().map(|f| f.1);
         let mut given = self.given();
-        given.extend(also);
+        given.extend(also.iter().filter(|f| !held.contains(f)));
         applies::check(&[family], task, &given)
     }
 
