@@ -176,37 +176,10 @@ const DEPENDENCE_TOL: f64 = 1e-10;
 /// [`Error::BadInput`] for mismatched sizes or non-finite numbers;
 /// [`Error::Numerical`] if the active Gram matrix cannot be factorised.
 pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> Result<LassoPath> {
+    check_inputs(x, y, options)?;
     let (n, p) = x.shape();
-    if y.len() != n || n == 0 || p == 0 {
-        return Err(Error::BadInput(format!(
-            "LARS: X is {n}x{p}, y has {} entries",
-            y.len()
-        )));
-    }
-    if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
-        return Err(Error::BadInput("LARS: non-finite numbers".into()));
-    }
-    if !(options.lambda_min >= 0.0 && options.lambda_min.is_finite()) {
-        return Err(Error::BadInput(format!(
-            "LARS: lambda_min must be finite and >= 0, got {}",
-            options.lambda_min
-        )));
-    }
     let col_sq: Vec<f64> = x.column_iter().map(|c| c.norm_squared()).collect();
-    let mut state = State {
-        x,
-        active: Vec::new(),
-        beta: Vec::new(),
-        gram: DMatrix::zeros(0, 0),
-        status: vec![Status::Inactive; p],
-    };
-    // Zero columns can never enter.
-    let max_sq = col_sq.iter().copied().fold(0.0, f64::max);
-    for (j, &s) in col_sq.iter().enumerate() {
-        if s <= DEPENDENCE_TOL * max_sq || s == 0.0 {
-            state.status[j] = Status::Degenerate;
-        }
-    }
+    let mut state = State::start(x, &col_sq);
     let mut residual = y.clone();
     let mut c = correlations(x, &residual);
     let lambda0 = (0..p)
@@ -219,17 +192,7 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
         action: LarsAction::Start,
         half_rss: 0.5 * residual.norm_squared(),
     }];
-    let finish = |points: Vec<LarsPoint>, state: State<'_>, stop| {
-        let degenerate = (0..p)
-            .filter(|&j| state.status[j] == Status::Degenerate && col_sq[j] > 0.0)
-            .collect();
-        Ok(LassoPath {
-            points,
-            degenerate,
-            stop,
-            n_vars: p,
-        })
-    };
+    let finish = |points, state: State<'_>, stop| Ok(state.path(points, stop, &col_sq));
     if options.max_nonzeros == 0 {
         return finish(points, state, LarsStop::Nonzeros);
     }
@@ -249,64 +212,11 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
     let mut just_left: Option<usize> = None;
     for step in 0..options.max_steps {
         let k = state.active.len();
-        // Signs of the active correlations; lambda from them (equal in
-        // exact arithmetic, the mean damps round-off).
-        let signs = DVector::from_fn(k, |i, _| {
-            let j = state.active[i];
-            if c[j] != 0.0 {
-                c[j].signum()
-            } else {
-                state.beta[i].signum()
-            }
-        });
-        let l_a = cholesky(&state.gram).map_err(|_| {
-            Error::Numerical(format!(
-                "LARS: the Gram matrix of {k} active variables is singular"
-            ))
-        })?;
-        let g_inv_s = solve_lower_t_vec(&l_a, &solve_lower_vec(&l_a, &signs)?)?;
-        let a_a = 1.0 / signs.dot(&g_inv_s).sqrt();
-        let w = g_inv_s * a_a;
-        let mut u = DVector::zeros(n);
-        for (i, &j) in state.active.iter().enumerate() {
-            u.axpy(w[i], &x.column(j), 1.0);
-        }
-        let a = correlations(x, &u);
+        let direction = state.direction(&c, n)?;
         // Full step: lambda to its floor.
-        let floor_step = (lambda - options.lambda_min) / a_a;
-        let mut gamma = floor_step;
-        let mut event = LarsAction::End;
-        let tiny = 1e-12 * a_a;
-        for j in 0..p {
-            if state.status[j] != Status::Inactive {
-                continue;
-            }
-            // The variable that just left sits at |c_j| = lambda: only a
-            // clearly positive step lets it back in (no round-off cycling).
-            let least = if Some(j) == just_left {
-                1e-10 * lambda / a_a
-            } else {
-                0.0
-            };
-            for (num, den) in [(lambda - c[j], a_a - a[j]), (lambda + c[j], a_a + a[j])] {
-                if den > tiny {
-                    let g = num / den;
-                    if g > least && g < gamma {
-                        gamma = g;
-                        event = LarsAction::Enter(j);
-                    }
-                }
-            }
-        }
-        for (i, &j) in state.active.iter().enumerate() {
-            if w[i] != 0.0 {
-                let g = -state.beta[i] / w[i];
-                if g > 0.0 && g < gamma {
-                    gamma = g;
-                    event = LarsAction::Leave(j);
-                }
-            }
-        }
+        let floor_step = (lambda - options.lambda_min) / direction.a_a;
+        let (gamma, mut event) = state.next_event(&direction, &c, lambda, floor_step, just_left);
+        let Direction { a_a, w, u, a } = direction;
         // Move.
         for i in 0..k {
             state.beta[i] += gamma * w[i];
@@ -328,10 +238,7 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
         // The residual from the coefficients at every step, so round-off
         // does not accumulate in it; the correlations (O(n p) to recompute)
         // move by `-gamma a` and are refreshed every REFRESH_STEPS steps.
-        residual = y.clone();
-        for (i, &j) in state.active.iter().enumerate() {
-            residual.axpy(-state.beta[i], &x.column(j), 1.0);
-        }
+        residual = state.residual(y);
         if step % REFRESH_STEPS == REFRESH_STEPS - 1 {
             c = correlations(x, &residual);
         } else {
@@ -346,15 +253,7 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
                 half_rss: 0.5 * residual.norm_squared(),
             });
         }
-        if state.active.len() >= options.max_nonzeros {
-            return finish(points, state, LarsStop::Nonzeros);
-        }
-        if gamma >= floor_step {
-            let stop = if options.lambda_min > 0.0 {
-                LarsStop::LambdaMin
-            } else {
-                LarsStop::Exhausted
-            };
+        if let Some(stop) = state.stop_after(options, gamma >= floor_step) {
             return finish(points, state, stop);
         }
         if state.active.is_empty() {
@@ -370,6 +269,181 @@ pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> 
         }
     }
     finish(points, state, LarsStop::Steps)
+}
+
+/// Refuses a problem LARS cannot start on: shapes, non-finite numbers, a
+/// bad `lambda_min`.
+fn check_inputs(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> Result<()> {
+    let (n, p) = x.shape();
+    if y.len() != n || n == 0 || p == 0 {
+        return Err(Error::BadInput(format!(
+            "LARS: X is {n}x{p}, y has {} entries",
+            y.len()
+        )));
+    }
+    if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
+        return Err(Error::BadInput("LARS: non-finite numbers".into()));
+    }
+    if !(options.lambda_min >= 0.0 && options.lambda_min.is_finite()) {
+        return Err(Error::BadInput(format!(
+            "LARS: lambda_min must be finite and >= 0, got {}",
+            options.lambda_min
+        )));
+    }
+    Ok(())
+}
+
+/// The equiangular direction of one LARS step: the active coefficients
+/// move by `w` per unit step, the fit by `u`, every correlation by `a`,
+/// the active ones by `a_a`.
+struct Direction {
+    a_a: f64,
+    w: DVector<f64>,
+    u: DVector<f64>,
+    a: DVector<f64>,
+}
+
+impl<'a> State<'a> {
+    /// Nothing active; columns of (nearly) zero norm (`col_sq`) can never
+    /// enter.
+    fn start(x: &'a DMatrix<f64>, col_sq: &[f64]) -> Self {
+        let max_sq = col_sq.iter().copied().fold(0.0, f64::max);
+        let status = col_sq
+            .iter()
+            .map(|&s| {
+                if s <= DEPENDENCE_TOL * max_sq || s == 0.0 {
+                    Status::Degenerate
+                } else {
+                    Status::Inactive
+                }
+            })
+            .collect();
+        State {
+            x,
+            active: Vec::new(),
+            beta: Vec::new(),
+            gram: DMatrix::zeros(0, 0),
+            status,
+        }
+    }
+
+    /// Why the path ends after a step (`to_floor`: the step took lambda to
+    /// its floor), if it does.
+    fn stop_after(&self, options: &LarsOptions, to_floor: bool) -> Option<LarsStop> {
+        if self.active.len() >= options.max_nonzeros {
+            Some(LarsStop::Nonzeros)
+        } else if !to_floor {
+            None
+        } else if options.lambda_min > 0.0 {
+            Some(LarsStop::LambdaMin)
+        } else {
+            Some(LarsStop::Exhausted)
+        }
+    }
+
+    /// The path of `points`, ended by `stop`; the degenerate columns named
+    /// are those of nonzero norm (`col_sq`).
+    fn path(self, points: Vec<LarsPoint>, stop: LarsStop, col_sq: &[f64]) -> LassoPath {
+        let degenerate = (0..self.status.len())
+            .filter(|&j| self.status[j] == Status::Degenerate && col_sq[j] > 0.0)
+            .collect();
+        LassoPath {
+            points,
+            degenerate,
+            stop,
+            n_vars: self.status.len(),
+        }
+    }
+
+    /// `y` minus the fit of the active coefficients, summed in the active
+    /// set's order.
+    fn residual(&self, y: &DVector<f64>) -> DVector<f64> {
+        let mut residual = y.clone();
+        for (i, &j) in self.active.iter().enumerate() {
+            residual.axpy(-self.beta[i], &self.x.column(j), 1.0);
+        }
+        residual
+    }
+}
+
+impl State<'_> {
+    /// The direction from the active set and the correlations `c` (`n`
+    /// rows).
+    fn direction(&self, c: &DVector<f64>, n: usize) -> Result<Direction> {
+        let k = self.active.len();
+        // Signs of the active correlations; lambda from them (equal in
+        // exact arithmetic, the mean damps round-off).
+        let signs = DVector::from_fn(k, |i, _| {
+            let j = self.active[i];
+            if c[j] != 0.0 {
+                c[j].signum()
+            } else {
+                self.beta[i].signum()
+            }
+        });
+        let l_a = cholesky(&self.gram).map_err(|_| {
+            Error::Numerical(format!(
+                "LARS: the Gram matrix of {k} active variables is singular"
+            ))
+        })?;
+        let g_inv_s = solve_lower_t_vec(&l_a, &solve_lower_vec(&l_a, &signs)?)?;
+        let a_a = 1.0 / signs.dot(&g_inv_s).sqrt();
+        let w = g_inv_s * a_a;
+        let mut u = DVector::zeros(n);
+        for (i, &j) in self.active.iter().enumerate() {
+            u.axpy(w[i], &self.x.column(j), 1.0);
+        }
+        let a = correlations(self.x, &u);
+        Ok(Direction { a_a, w, u, a })
+    }
+
+    /// The step along `direction` to the next breakpoint (a variable
+    /// enters or leaves), at most `floor_step` (then the path ends).
+    fn next_event(
+        &self,
+        direction: &Direction,
+        c: &DVector<f64>,
+        lambda: f64,
+        floor_step: f64,
+        just_left: Option<usize>,
+    ) -> (f64, LarsAction) {
+        let Direction { a_a, w, a, .. } = direction;
+        let a_a = *a_a;
+        let mut gamma = floor_step;
+        let mut event = LarsAction::End;
+        let tiny = 1e-12 * a_a;
+        for j in 0..self.status.len() {
+            if self.status[j] != Status::Inactive {
+                continue;
+            }
+            // The variable that just left sits at |c_j| = lambda: only a
+            // clearly positive step lets it back in (no round-off cycling).
+            let least = if Some(j) == just_left {
+                1e-10 * lambda / a_a
+            } else {
+                0.0
+            };
+            for (num, den) in [(lambda - c[j], a_a - a[j]), (lambda + c[j], a_a + a[j])] {
+                if den > tiny {
+                    let g = num / den;
+                    if g > least && g < gamma {
+                        gamma = g;
+                        event = LarsAction::Enter(j);
+                    }
+                }
+            }
+        }
+        for (i, &j) in self.active.iter().enumerate() {
+            if w[i] != 0.0 {
+                let g = -self.beta[i] / w[i];
+                if g > 0.0 && g < gamma {
+                    gamma = g;
+                    event = LarsAction::Leave(j);
+                }
+            }
+        }
+        (gamma, event)
+    }
 }
 
 /// Steps between two recomputations of the correlations from the residual

@@ -252,16 +252,7 @@ where
 {
     let started = Instant::now();
     opts.validate()?;
-    if x0.is_empty() {
-        return Err(Error::BadInput(
-            "optimiser: no parameters to optimise".into(),
-        ));
-    }
-    if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
-        return Err(Error::BadInput(format!(
-            "optimiser: starting parameter {i} is not finite"
-        )));
-    }
+    check_start(&x0)?;
 
     let x0 = nudged(x0);
     let tracker = Tracker::new(objective, x0.len(), opts.max_iter);
@@ -275,43 +266,11 @@ where
     let (status, mut message) = loop {
         let remaining = opts.max_iter.saturating_sub(iterations);
         let segment_best = tracker.best_value();
-        let solver = Driver {
-            inner: Lbfgs::new(
-                ProbingLineSearch {
-                    direction: None,
-                    max_step: opts.max_step,
-                    inner: MoreThuente::new(),
-                },
-                opts.memory.unwrap_or_else(|| auto_memory(start.len())),
-            ),
-            rel_tol: opts.rel_tol,
-            stall: opts.stall.map(|s| (s.window, s.per_row * opts.rows as f64)),
-            plateau: opts.plateau,
-            bests: Vec::new(),
-            iterations_before: iterations,
-            progress: &mut *progress,
-        };
-        let run = Executor::new(Objective { tracker: &tracker }, solver)
-            .configure(|state| {
-                state
-                    .param(start.clone())
-                    .cost(start_value)
-                    .gradient(start_grad.clone())
-                    .max_iters(remaining)
-            })
-            .ctrlc(false)
-            .timer(false)
-            .run();
+        let from = (start.clone(), start_value, start_grad.clone());
+        let (used, reason) = run_segment(&tracker, from, remaining, iterations, opts, progress);
         if let Some(err) = tracker.take_fatal() {
             return Err(err);
         }
-        let (used, reason) = match run {
-            Ok(result) => (
-                result.state.get_iter(),
-                result.state.get_termination_reason().cloned(),
-            ),
-            Err(e) => (0, Some(TerminationReason::SolverExit(e.to_string()))),
-        };
         iterations = iterations.saturating_add(used);
         let (status, message) = tracker.classify(reason);
 
@@ -353,6 +312,71 @@ where
         restarts,
         elapsed: started.elapsed(),
     })
+}
+
+/// Refuses a start with no parameters or a non-finite one.
+fn check_start(x0: &[f64]) -> Result<()> {
+    if x0.is_empty() {
+        return Err(Error::BadInput(
+            "optimiser: no parameters to optimise".into(),
+        ));
+    }
+    if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
+        return Err(Error::BadInput(format!(
+            "optimiser: starting parameter {i} is not finite"
+        )));
+    }
+    Ok(())
+}
+
+/// One L-BFGS run of at most `remaining` iterations from `from` (point,
+/// value, gradient), `iterations_before` already done: the iterations it
+/// used and why it stopped.
+fn run_segment<F>(
+    tracker: &Tracker<F>,
+    (start, start_value, start_grad): (Vec<f64>, f64, Vec<f64>),
+    remaining: u64,
+    iterations_before: u64,
+    opts: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> (u64, Option<TerminationReason>)
+where
+    F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
+{
+    let solver = Driver {
+        inner: Lbfgs::new(
+            ProbingLineSearch {
+                direction: None,
+                max_step: opts.max_step,
+                inner: MoreThuente::new(),
+            },
+            opts.memory.unwrap_or_else(|| auto_memory(start.len())),
+        ),
+        rel_tol: opts.rel_tol,
+        stall: opts.stall.map(|s| (s.window, s.per_row * opts.rows as f64)),
+        plateau: opts.plateau,
+        bests: Vec::new(),
+        iterations_before,
+        progress,
+    };
+    let run = Executor::new(Objective { tracker }, solver)
+        .configure(|state| {
+            state
+                .param(start)
+                .cost(start_value)
+                .gradient(start_grad)
+                .max_iters(remaining)
+        })
+        .ctrlc(false)
+        .timer(false)
+        .run();
+    match run {
+        Ok(result) => (
+            result.state.get_iter(),
+            result.state.get_termination_reason().cloned(),
+        ),
+        Err(e) => (0, Some(TerminationReason::SolverExit(e.to_string()))),
+    }
 }
 
 /// One evaluated point: parameters, value, gradient.
