@@ -166,7 +166,7 @@ class _SparseGP(BaseEstimator):
         self._state = state
         for fit in fits:
             for message in fit["report"].get("warnings", []):
-                _warn_caller(message)
+                _warn_caller(_native.spoken(message))
         models = [Model.from_bytes(blob) for blob in self.blobs_]
         self._blob_targets = [model.target_name for model in models]
 

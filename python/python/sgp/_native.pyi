@@ -79,6 +79,9 @@ def defaults() -> Dict[str, str]:
     """The default of each setting not given, in words, by keyword name
     (``max_iter``): what ``sgp fit --help`` states."""
 
+def spoken(message: str) -> str:
+    """A trainer message in the estimators' words (``--m 0``: ``m=0``)."""
+
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 models' (means, variances, probabilities), row by row."""
 
