@@ -79,6 +79,7 @@ class _SparseGP(BaseEstimator):
         random_state: Any = _DEFAULT_SEED,
         verbose: bool = False,
         updatable: bool = False,
+        task: Optional[str] = None,
     ) -> None:
         self.model = model
         self.m = m
@@ -101,6 +102,26 @@ class _SparseGP(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.updatable = updatable
+        self.task = task
+
+    # The task this estimator fits: `task=None` means it in every entry
+    # point (fit, fit_file, fit_chunks, sgp.cluster.fit_dask).
+    _own_task = "regression"
+    _other_estimator = "SparseGPClassifier"
+
+    def _task(self) -> str:
+        """The task asked for: the estimator's own (``task=None`` or its
+        name); the other is refused, naming the estimator that fits it."""
+        if self.task not in (None, "regression", "classification"):
+            raise ValueError(
+                f"task must be 'regression', 'classification' or None, not {self.task!r}"
+            )
+        if self.task not in (None, self._own_task):
+            raise ValueError(
+                f"task={self.task!r}: {type(self).__name__} fits a {self._own_task}; "
+                f"{self._other_estimator} fits a {self.task}"
+            )
+        return self._own_task
 
     def _settings(self) -> dict:
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max) \
@@ -140,6 +161,7 @@ class _SparseGP(BaseEstimator):
         with ``classes``, one column of class values, or of their indices
         where ``text_labels`` names them); ``names``: the input and target
         names."""
+        self._task()
         inputs, targets = names
         n, d = X.shape
         if n < 2:
@@ -191,8 +213,6 @@ class _SparseGP(BaseEstimator):
 
     # Data larger than memory: `sgp fit`'s streamed fit (sgp._streamed).
 
-    _task: Optional[str] = None
-
     def _file_target(self, target: Any) -> Optional[str]:
         """``sgp fit --target``'s text: several targets are refused by the
         library, saying why."""
@@ -200,43 +220,60 @@ class _SparseGP(BaseEstimator):
             target = ",".join(str(t) for t in target) if target else None
         return None if target is None else str(target)
 
-    def fit_file(self, path: PathLike, target: Optional[str] = None) -> Any:
+    def fit_file(
+        self, path: PathLike, target: Optional[str] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> Any:
         """Fits the CSV or Parquet file, or the directory of Parquet files,
-        ``path`` (``target``: its target column, default the last) by the
-        streamed fit ``sgp fit --data path`` runs on a large file, with
-        this estimator's settings: the same blob, memory bounded whatever
-        the rows. A directory's files are read in name order as one table.
-        Raises ``ValueError`` for a file or fit that does not stream (too
-        few rows, a classification, another family, several targets)."""
+        ``path`` (``target``: its target column, default the last;
+        ``inputs``: its input columns, in the order the model takes them,
+        default every other column) by the streamed fit ``sgp fit --data
+        path`` runs on a large file, with this estimator's settings: the
+        same blob, memory bounded whatever the rows. A directory's files are
+        read in name order as one table. The target is fitted as the
+        estimator's ``task`` (a 0/1 column is numbers to the regressor, as
+        in ``fit``). Raises ``ValueError`` for a file or fit that does not
+        stream (too few rows, a classification, another family, several
+        targets)."""
         progress = print_progress if self.verbose else None
         blob, state, summary = _native.fit_file(
-            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
-            force=self.force, progress=progress,
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
+            inputs=_columns(inputs), force=self.force, progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
         self._take_streamed(blob, state, summary)
         return self
 
-    def fit_chunks(self, chunks: Iterable[Any], names: Optional[List[str]] = None) -> Any:
+    def fit_chunks(
+        self, chunks: Iterable[Any], names: Optional[List[str]] = None,
+        inputs: Optional[Sequence[str]] = None, target: Optional[str] = None,
+    ) -> Any:
         """Fits an iterator of ``(X, y)`` chunks as ``fit_file`` fits a
-        file: they are written, one at a time, to a temporary CSV file
-        (``names``: its inputs' and target's column names; default x0, x1,
-        ..., y) that is then streamed."""
+        file: they are written, one at a time, to a temporary CSV file that
+        is then streamed. Its columns are ``names`` (the inputs' and the
+        target's), else a DataFrame ``X``'s column names and a Series
+        ``y``'s name, else x0, x1, ..., y; ``inputs`` and ``target`` pick
+        among them as in ``fit_file`` (default: the target is the last)."""
         with tempfile.TemporaryDirectory(prefix="sgp-chunks-") as folder:
             path = os.path.join(folder, "chunks.csv")
-            write_chunks(chunks, path, names)
-            return self.fit_file(path, None if names is None else names[-1])
+            written = write_chunks(chunks, path, names)
+            if target is None:
+                target = written[-1]
+            return self.fit_file(path, target, inputs)
 
-    def start_file(self, path: PathLike, target: Optional[str] = None) -> StreamedFit:
+    def start_file(
+        self, path: PathLike, target: Optional[str] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> StreamedFit:
         """The first pass and subset fit of ``fit_file``, stopped before its
         pass over every row: run that pass anywhere with the returned
         ``StreamedFit``'s ``basis`` (``sgp.cluster`` for Dask), then call
         its ``finish``."""
         progress = print_progress if self.verbose else None
         native = _native.start_file(
-            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
-            progress=progress,
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
+            inputs=_columns(inputs), progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
@@ -387,6 +424,13 @@ _SETTINGS_DOC = """
         Export a blob that learns on the device (``sgp fit --updatable``:
         format version 7, ``sgp.Model.update``); sparse regressions and the
         svgp classifier.
+    task : {{"regression", "classification"}} or None, default=None
+        The task the target is fitted as, in ``fit``, ``fit_file``,
+        ``fit_chunks`` and ``sgp.cluster.fit_dask`` alike (``sgp fit
+        --task``): None is the estimator's own, regression for
+        ``SparseGPRegressor`` (a 0/1 target is numbers, file or array) and
+        classification for ``SparseGPClassifier``; the other task is
+        refused, naming the estimator that fits it.
 """.format(objective_upper=_DEFAULTS["objective"].upper(), **_DEFAULTS)
 
 
@@ -508,7 +552,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     [False, True]
     """
 
-    _task = "classification"
+    _own_task = "classification"
+    _other_estimator = "SparseGPRegressor"
 
     def fit(self, X: Any, y: Any) -> "SparseGPClassifier":
         """Fits the classifier to ``X`` and labels ``y`` (any labels, two
@@ -563,6 +608,16 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         """The most probable class of each row."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _columns(columns: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """``inputs=``'s column names as the library takes them: a list of
+    strings (a single name is a list of one)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    return [str(c) for c in columns]
 
 
 def _names(X: Any, y: Any) -> Any:

@@ -126,6 +126,7 @@ def fit_file(
     target: Optional[str],
     settings: Dict[str, Any],
     task: Optional[str] = None,
+    inputs: Optional[List[str]] = None,
     force: bool = False,
     progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> Tuple[bytes, bytes, str]:
@@ -136,6 +137,7 @@ def start_file(
     target: Optional[str],
     settings: Dict[str, Any],
     task: Optional[str] = None,
+    inputs: Optional[List[str]] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> StreamedFit: ...
 def basis_sums(
