@@ -136,7 +136,8 @@ def test_a_rarer_first_text_label_is_the_positive_class_as_in_sgp_fit():
     assert clf.to_model().class_labels == ["ok", "alarm"]
     proba = clf.predict_proba(X)
     device = clf.to_model().predict_proba(X)
-    assert np.max(np.abs(proba[:, 0] - device)) <= 1e-3
+    assert device.shape == (len(X), 2)
+    assert np.max(np.abs(proba[:, 0] - device[:, 1])) <= 1e-3
     assert np.mean(clf.predict(X) == labels) > 0.9
     # The score is classes_[1]'s ("ok"): positive where "ok" is likelier.
     assert np.all((clf.decision_function(X) > 0) == (proba[:, 1] > 0.5))

@@ -85,6 +85,10 @@ def spoken(message: str) -> str:
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 models' (means, variances, probabilities), row by row."""
 
+def predict_cov(state: bytes, x: bytes, n: int, d: int) -> bytes:
+    """Each regression output's joint covariance of ``y`` between the rows
+    (n x n, row-major, outputs one after another)."""
+
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def write_file(path: str, data: bytes) -> None: ...
 def separate_path(path: Union[str, os.PathLike[str]], target: str) -> Path: ...
