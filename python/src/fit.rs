@@ -270,7 +270,7 @@ fn outputs(
     let target = target_names.into_iter().next().unwrap_or_default();
     let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
     data.class_labels = text;
-    let target = choose_task(data, Some(Task::Classification), None, "model", models)?;
+    let target = choose_task(data, Some(Task::Classification), None, "--model", models)?;
     Ok(match target.classes {
         Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
         Classes::Binary(labels) => (vec![target.data], labels),

@@ -210,3 +210,13 @@ def test_a_family_that_cannot_learn_says_updatable_true(ridge):
     assert "updatable=True" in str(refused.value), str(refused.value)
     with pytest.raises(ValueError, match=r"model='spgp-dr' needs dim=G"):
         sgp.SparseGPRegressor(model="spgp-dr").fit(X, y)
+
+
+def test_a_classifier_of_several_classes_names_the_model_keyword(ridge):
+    X, _ = ridge
+    y = np.array(["cold", "mild", "hot"])[np.digitize(X["temperature"], [2.0, 4.0])]
+    with pytest.raises(ValueError) as refused:
+        sgp.SparseGPClassifier(model="ivm", m=8).fit(X, y)
+    message = str(refused.value)
+    assert "model='svgp', not model='ivm'" in message, message
+    assert "a target of y == LABEL fits that class against the rest" in message, message
