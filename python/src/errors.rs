@@ -11,6 +11,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use sgp_trainer::Error;
 
+use crate::fit::Spoken;
+
 create_exception!(
     sgp,
     SgpError,
@@ -38,32 +40,84 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The trainer's message in the words of the Python API: a command-line
-/// flag `--max-points` is the parameter `max_points`, `--force` is
-/// `force=True`.
-fn pythonic(message: &str) -> String {
+/// The trainer's message in the words of the Python API: each setting the
+/// library names as the command line spells it (`--m 0`, `--updatable`,
+/// `--model svgp`) as the estimators' keyword says it (`m=0`,
+/// `updatable=True`, `model='svgp'`; [`crate::fit::SPOKEN`]).
+pub(crate) fn spoken(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(at) = rest.find("--") {
         out.push_str(&rest[..at]);
-        let flag = &rest[at + 2..];
-        let len = flag
+        let flag = &rest[at..];
+        let len = 2 + flag[2..]
             .find(|c: char| !(c.is_ascii_lowercase() || c == '-'))
-            .unwrap_or(flag.len());
-        match &flag[..len] {
-            "" => out.push_str("--"),
-            "force" => out.push_str("force=True"),
-            name => out.push_str(&name.replace('-', "_")),
+            .unwrap_or(flag.len() - 2);
+        let (name, after) = flag.split_at(len);
+        if name == "--" {
+            out.push_str(name);
+            rest = after;
+            continue;
         }
-        rest = &flag[len..];
+        let spoken = crate::fit::SPOKEN.iter().find(|(flag, _)| *flag == name);
+        let (words, after) = match spoken.map(|(_, s)| s) {
+            Some(Spoken::Switch(words)) => (words.to_string(), after),
+            Some(Spoken::Words(words)) => (words.to_string(), value_after(after).1),
+            Some(Spoken::Keyword(keyword)) => keyword_value(keyword, after),
+            Some(Spoken::Values(keyword, values)) => match value_after(after) {
+                (Some(value), rest) => match values.iter().find(|(v, _)| *v == value) {
+                    Some((_, words)) => (words.to_string(), rest),
+                    None => keyword_value(keyword, after),
+                },
+                (None, _) => (keyword.to_string(), after),
+            },
+            // Not a setting Python names otherwise: the keyword of its name.
+            None => keyword_value(&name[2..].replace('-', "_"), after),
+        };
+        out.push_str(&words);
+        rest = after;
     }
     out.push_str(rest);
     out
 }
 
+/// `keyword` as Python says it, with the value that follows in `after`
+/// if any (`m=0`, `model='svgp'`, `dim=G`), and the text after that.
+fn keyword_value<'a>(keyword: &str, after: &'a str) -> (String, &'a str) {
+    match value_after(after) {
+        (Some(value), rest) if crate::fit::is_value_name(value) => {
+            (format!("{keyword}='{value}'"), rest)
+        }
+        (Some(value), rest) => (format!("{keyword}={value}"), rest),
+        (None, rest) => (keyword.to_string(), rest),
+    }
+}
+
+/// The value a flag is given right after it in a message (`--m 0`, `--dim
+/// G`, `--model svgp`; `--m must ...` has none), and the text after it.
+fn value_after(text: &str) -> (Option<&str>, &str) {
+    let Some(word) = text.strip_prefix(' ') else {
+        return (None, text);
+    };
+    let len = word
+        .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | ')' | '('))
+        .unwrap_or(word.len());
+    // A full stop ends a sentence, not a number.
+    let token = word[..len].trim_end_matches('.');
+    let is_value = !token.is_empty()
+        && (token.parse::<f64>().is_ok()
+            || token.chars().all(|c| c.is_ascii_uppercase())
+            || crate::fit::is_value_name(token));
+    if is_value {
+        (Some(token), &word[token.len()..])
+    } else {
+        (None, text)
+    }
+}
+
 /// The exception for a trainer error.
 pub(crate) fn to_py(error: Error) -> PyErr {
-    let message = pythonic(&error.to_string());
+    let message = spoken(&error.to_string());
     match error {
         Error::BadInput(_) | Error::Unreadable { .. } | Error::Blob(_) | Error::DoesNotFit(_) => {
             PyValueError::new_err(message)

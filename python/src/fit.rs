@@ -13,11 +13,14 @@ use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::Fidelity;
+use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{FitReport, Method};
+use sgp_trainer::fit::{HyperInit, InitMethod};
+use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::task::{choose_task, Classes, Task};
-use sgp_trainer::options::{ModelChoice, Options};
+use sgp_trainer::options::{KernelChoice, ModelChoice, Named, Options};
 
 use crate::arrays::matrix;
 use crate::choice::choice;
@@ -121,6 +124,83 @@ impl Settings {
     }
 }
 
+/// How the estimators say a setting the library's messages name as the
+/// command line spells it ([`crate::errors::spoken`]); a flag not listed is
+/// the keyword of its name (`--max-iter`: `max_iter`), as [`Settings`]'
+/// fields are named.
+pub(crate) enum Spoken {
+    /// A keyword that takes a value: `m`, `m=0`, `model='svgp'`.
+    Keyword(&'static str),
+    /// A switch: the keyword with the value that turns it on.
+    Switch(&'static str),
+    /// Words where Python has no keyword (the flag's value, if any, is
+    /// part of what they replace).
+    Words(&'static str),
+    /// A flag whose values are said otherwise: the keyword, and each
+    /// value with its words.
+    Values(&'static str, &'static [(&'static str, &'static str)]),
+}
+
+/// The settings Python says otherwise than by the rule of [`Spoken`]
+/// (the switches of [`Settings`], `random_state`, the file's columns, and
+/// the command line's own flags a library message names); a pytest holds
+/// every keyword here to the estimators' signatures.
+pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
+    ("--seed", Spoken::Keyword("random_state")),
+    (
+        "--no-held-out-choice",
+        Spoken::Switch("held_out_choice=False"),
+    ),
+    (
+        "--fixed-hyperparameters",
+        Spoken::Switch("fixed_hyperparameters=True"),
+    ),
+    ("--fixed-basis", Spoken::Switch("fixed_basis=True")),
+    ("--updatable", Spoken::Switch("updatable=True")),
+    ("--reproducible", Spoken::Switch("reproducible=True")),
+    ("--force", Spoken::Switch("force=True")),
+    (
+        "--in-memory",
+        Spoken::Words("the estimator's fit(X, y) on the rows read into memory"),
+    ),
+    ("--positive", Spoken::Words("a target of y == LABEL")),
+    (
+        "--link",
+        Spoken::Values(
+            "task",
+            &[
+                ("identity", "task='regression'"),
+                ("probit", "task='classification'"),
+            ],
+        ),
+    ),
+    ("--data", Spoken::Keyword("path")),
+];
+
+/// Whether `token` is a name some setting takes (`svgp`, `matern32`,
+/// `vfe`, `regression`): Python quotes it.
+pub(crate) fn is_value_name(token: &str) -> bool {
+    fn names<T: Named>() -> impl Iterator<Item = &'static str> {
+        T::ALL.iter().map(|v| v.name())
+    }
+    std::iter::once(sgp_trainer::choose::AUTO)
+        .chain(names::<Method>())
+        .chain(names::<KernelChoice>())
+        .chain(names::<Approximation>())
+        .chain(names::<InitMethod>())
+        .chain(names::<HyperInit>())
+        .chain(names::<IvmPosterior>())
+        .chain(["regression", "classification", "identity", "probit"])
+        .any(|name| name == token)
+}
+
+/// A trainer message in the estimators' words ([`crate::errors::spoken`]),
+/// for the warnings a fit reports.
+#[pyfunction]
+pub(crate) fn spoken(message: &str) -> String {
+    crate::errors::spoken(message)
+}
+
 /// The default of each setting not given, in words, by the estimators'
 /// keyword names (`max_iter`): what `sgp fit --help` states
 /// ([`sgp_trainer::options::defaults`]), for the docstrings.
@@ -190,7 +270,7 @@ fn outputs(
     let target = target_names.into_iter().next().unwrap_or_default();
     let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
     data.class_labels = text;
-    let target = choose_task(data, Some(Task::Classification), None, "model", models)?;
+    let target = choose_task(data, Some(Task::Classification), None, "--model", models)?;
     Ok(match target.classes {
         Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
         Classes::Binary(labels) => (vec![target.data], labels),

@@ -5,6 +5,7 @@
 use nalgebra::{DMatrix, DVector};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use serde::{Deserialize, Serialize};
 use sgp_runtime::{Kernel, Link, ModelKind};
 use sgp_trainer::data::Standardisation;
@@ -13,6 +14,7 @@ use sgp_trainer::model::features::{BasisWidths, RuntimeBasis};
 use sgp_trainer::model::inference::RuntimeForm;
 use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::{ModelSet, TrainedModel};
+use sgp_trainer::numerics::linalg::solve_lower_mut;
 
 use crate::arrays::{matrix, to_bytes, Predictions};
 use crate::errors::IntoPy;
@@ -219,4 +221,91 @@ pub(crate) fn predict_state<'py>(
         }
     };
     Ok((mean, var, probability))
+}
+
+/// The joint predictive covariance of `y` (noise on the diagonal) of
+/// `model`, a regression, between the rows of the standardised `z`, in raw
+/// target units: `C - V1^T V1 + V2^T V2`, where `C` is the prior
+/// covariance between the rows and `Vi = Li^{-1} k` (the runtime form's
+/// variance, of which this is the diagonal). `C` is the basis's own
+/// function centred at each row, which is the prior only where every basis
+/// function is the kernel at a point with the prior's amplitude; other
+/// bases (VSGP's widths, SPGP+HS's uncertainties) are refused.
+fn covariance(model: &TrainedModel, z: &DMatrix<f64>) -> PyResult<DMatrix<f64>> {
+    let form = &model.form;
+    let basis = &form.basis;
+    let prior_amplitude = basis
+        .amplitudes
+        .iter()
+        .all(|&a| (a - form.prior).abs() <= 1e-12 * form.prior.abs().max(1e-300));
+    if model.link != Link::Identity
+        || !matches!(basis.widths, BasisWidths::Shared(_))
+        || !prior_amplitude
+    {
+        return Err(PyValueError::new_err(format!(
+            "return_cov: this {} model's basis functions are not its prior kernel at points \
+             (their own widths or amplitudes), so the covariance between two inputs has no \
+             closed form here; return_std gives each input's variance",
+            model.kind.name()
+        )));
+    }
+    let u = match &basis.projection {
+        Some(p) => z * p.transpose(),
+        None => z.clone(),
+    };
+    let at_rows = RuntimeBasis {
+        projection: None,
+        centres: u.clone(),
+        widths: basis.widths.clone(),
+        amplitudes: vec![form.prior; u.nrows()],
+        kernel: basis.kernel,
+    };
+    let mut cov = at_rows.eval(&u);
+    let k = basis.eval(z);
+    let mut v1 = k.clone();
+    solve_lower_mut(&form.l1, &mut v1).py_err()?;
+    cov -= v1.tr_mul(&v1);
+    if let Some(l2) = &form.l2 {
+        let mut v2 = k;
+        solve_lower_mut(l2, &mut v2).py_err()?;
+        cov += v2.tr_mul(&v2);
+    }
+    for i in 0..cov.nrows() {
+        // The variance is clamped at zero as the runtime clamps it.
+        cov[(i, i)] = cov[(i, i)].max(0.0) + form.noise_var;
+    }
+    Ok(cov.map(|c| model.transform.unapply_var(c)))
+}
+
+/// The trainer's f64 joint predictive covariance of each regression
+/// output's `y` between the `n x d` rows of `x` (noise included, so its
+/// diagonal is `predict_state`'s variance): `P` matrices of `n x n`,
+/// row-major, one after another.
+#[pyfunction]
+pub(crate) fn predict_cov<'py>(
+    py: Python<'py>,
+    state: &[u8],
+    x: &[u8],
+    n: usize,
+    d: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let set = decode(state)?;
+    let x = matrix(x, n, d, "X")?;
+    let mut all = Vec::with_capacity(set.members.len());
+    for model in &set.members {
+        if x.ncols() != model.input_names.len() {
+            return Err(PyValueError::new_err(format!(
+                "X has {} columns, the model expects {}",
+                x.ncols(),
+                model.input_names.len()
+            )));
+        }
+        let z = model.transform.apply_x(&x);
+        all.push(py.detach(|| covariance(model, &z))?);
+    }
+    Ok(to_bytes(
+        py,
+        all.iter()
+            .flat_map(|c| (0..n).flat_map(move |i| (0..n).map(move |j| c[(i, j)]))),
+    ))
 }

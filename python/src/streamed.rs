@@ -83,7 +83,7 @@ fn task(task: Option<&str>) -> PyResult<Option<Task>> {
 /// does not stream.
 fn start(
     path: &str,
-    target: Option<&str>,
+    (target, inputs): (Option<&str>, Option<&[String]>),
     options: &Options,
     task: Option<Task>,
     reporter: &mut Reporter,
@@ -92,7 +92,7 @@ fn start(
     let started = match several {
         true => Err(NotStreamed::Outputs),
         false => {
-            let table = TableFile::open(path, target)?;
+            let table = TableFile::open_columns(path, target, inputs)?;
             start_streamed(&table, options, task, &mut |p| reporter.report(p))?
         }
     };
@@ -128,18 +128,20 @@ fn exported(py: Python<'_>, (blob, state, json): (Vec<u8>, Vec<u8>, String)) -> 
 }
 
 /// Fits the file `path` (CSV, Parquet or a directory of Parquet files;
-/// `target` as `sgp fit --target`)
+/// `target` and `inputs` as `sgp fit --target` and `--inputs`)
 /// by the streamed fit `sgp fit` runs on it with the same settings, and
 /// exports it: the blob, the fitted state and the JSON summary, as
 /// [`crate::fit::fit`] returns them. Refuses a file that does not stream.
 #[pyfunction]
-#[pyo3(signature = (path, target, settings, task=None, force=false, progress=None))]
+#[pyo3(signature = (path, target, settings, task=None, inputs=None, force=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_file<'py>(
     py: Python<'py>,
     path: String,
     target: Option<String>,
     settings: Settings,
     task: Option<String>,
+    inputs: Option<Vec<String>>,
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Exported<'py>> {
@@ -149,7 +151,8 @@ pub(crate) fn fit_file<'py>(
     let result = py
         .detach(|| {
             options.run(|| {
-                let start = start(&path, target.as_deref(), &options, task, &mut reporter)?;
+                let columns = (target.as_deref(), inputs.as_deref());
+                let start = start(&path, columns, &options, task, &mut reporter)?;
                 let check_x = start.check_x.clone();
                 let fitted = start.finish_on_file(&mut |p| reporter.report(p))?;
                 export(&options, fitted, &check_x, force)
@@ -219,20 +222,24 @@ impl StreamedFit {
 /// The first pass over `path` and the subset fit `sgp fit` would run on
 /// it, stopped before the pass over every row.
 #[pyfunction]
-#[pyo3(signature = (path, target, settings, task=None, progress=None))]
+#[pyo3(signature = (path, target, settings, task=None, inputs=None, progress=None))]
 pub(crate) fn start_file(
     py: Python<'_>,
     path: String,
     target: Option<String>,
     settings: Settings,
     task: Option<String>,
+    inputs: Option<Vec<String>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<StreamedFit> {
     let options = settings.options()?;
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let started = py
-        .detach(|| options.run(|| start(&path, target.as_deref(), &options, task, &mut reporter)))
+        .detach(|| {
+            let columns = (target.as_deref(), inputs.as_deref());
+            options.run(|| start(&path, columns, &options, task, &mut reporter))
+        })
         .py_err();
     if let Some(e) = reporter.error {
         return Err(e);

@@ -58,3 +58,12 @@ def test_dask_on_a_directory_is_the_single_process_fit(big, parts, fitted, clien
     assert est.report_["rows"] == 80_000
     Xs = named(big[1][:200])
     np.testing.assert_allclose(est.predict(Xs), fitted.predict(Xs), rtol=0, atol=1e-9)
+
+
+def test_dask_takes_the_input_columns_fit_file_takes(big, client):
+    path, _, _ = big
+    est = fit_dask(sgp.SparseGPRegressor(**SETTINGS), path, client=client, inputs=["c", "a"])
+    alone = sgp.SparseGPRegressor(**SETTINGS).fit_file(path, inputs=["c", "a"])
+    assert est.to_model().input_names == ["c", "a"]
+    rows = named(np.random.default_rng(2).uniform(-2.0, 2.0, (50, 3)))[["c", "a"]]
+    np.testing.assert_allclose(est.predict(rows), alone.predict(rows), rtol=1e-9, atol=1e-9)

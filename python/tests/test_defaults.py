@@ -62,9 +62,10 @@ def test_the_clis_help_states_the_same_defaults():
 
 
 def pythonic(message):
-    """The CLI's message in the Python API's words (``--max-iter`` is
-    ``max_iter``), as sgp's errors translate it."""
-    return re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), message)
+    """The CLI's message in the Python API's words (``--max-iter 0`` is
+    ``max_iter=0``, ``--updatable`` is ``updatable=True``), as sgp's errors
+    translate it."""
+    return _native.spoken(message)
 
 
 def cli_error(args):
@@ -135,7 +136,87 @@ def test_a_rarer_first_text_label_is_the_positive_class_as_in_sgp_fit():
     assert clf.to_model().class_labels == ["ok", "alarm"]
     proba = clf.predict_proba(X)
     device = clf.to_model().predict_proba(X)
-    assert np.max(np.abs(proba[:, 0] - device)) <= 1e-3
+    assert device.shape == (len(X), 2)
+    assert np.max(np.abs(proba[:, 0] - device[:, 1])) <= 1e-3
     assert np.mean(clf.predict(X) == labels) > 0.9
     # The score is classes_[1]'s ("ok"): positive where "ok" is likelier.
     assert np.all((clf.decision_function(X) > 0) == (proba[:, 1] > 0.5))
+
+
+@pytest.mark.parametrize(
+    "message, spoken",
+    [
+        ("--m must be at least 1", "m must be at least 1"),
+        ("--m 0 is too few", "m=0 is too few"),
+        ("--model spgp-dr needs --dim G, the projected dimension",
+         "model='spgp-dr' needs dim=G, the projected dimension"),
+        ("fit one of those with --updatable", "fit one of those with updatable=True"),
+        ("held-out choices are off (--no-held-out-choice)",
+         "held-out choices are off (held_out_choice=False)"),
+        ("--seed 3 and --max-iter 40.", "random_state=3 and max_iter=40."),
+        ("fit the file in memory (--in-memory) for a Matérn kernel",
+         "fit the file in memory (the estimator's fit(X, y) on the rows read into memory) "
+         "for a Matérn kernel"),
+        ("--link probit needs class labels", "task='classification' needs class labels"),
+        ("(--task regression fits the column as numbers)",
+         "(task='regression' fits the column as numbers)"),
+        ("(--positive LABEL fits that class against the rest)",
+         "(a target of y == LABEL fits that class against the rest)"),
+        ("--kernel matern32: no", "kernel='matern32': no"),
+        ("pass --force to export anyway", "pass force=True to export anyway"),
+        ("--init-hyper='x' is not one of: scales, exact",
+         "init_hyper='x' is not one of: scales, exact"),
+        ("a -- b", "a -- b"),
+    ],
+)
+def test_library_messages_are_said_in_the_estimators_words(message, spoken):
+    assert _native.spoken(message) == spoken
+
+
+@needs_cli
+def test_every_setting_a_message_names_is_a_keyword_python_has():
+    """Each flag of ``sgp fit`` that the library's messages may name is
+    said as a parameter the estimators (or ``fit_file``) take."""
+    help = subprocess.run([CLI, "fit", "--help"], check=True, capture_output=True, text=True)
+    flags = set(re.findall(r"\n\s+(--[a-z-]+)", help.stdout)) - {"--help"}
+    assert len(flags) > 15, help.stdout
+    keywords = set(inspect.signature(sgp.SparseGPRegressor.__init__).parameters)
+    keywords |= set(inspect.signature(sgp.SparseGPRegressor.fit_file).parameters)
+    # The command line's own: where to write, what to print.
+    cli_only = {"--out", "--json", "--golden", "--path"}
+    for flag in sorted(flags - cli_only):
+        words = _native.spoken(flag)
+        keyword = re.match(r"[a-z_]+", words).group(0)
+        assert keyword in keywords or words.startswith(("the estimator's", "a target of y")), \
+            (flag, words)
+    for name, parameter in inspect.signature(sgp.SparseGPRegressor.__init__).parameters.items():
+        if parameter.default is False and name not in OWN - {"force"}:
+            assert _native.spoken(f"--{name.replace('_', '-')}") == f"{name}=True", name
+
+
+def test_a_blob_that_cannot_learn_says_how_in_python(ridge):
+    X, y = ridge
+    model = sgp.SparseGPRegressor(m=8, max_iter=30).fit(X, y).to_model()
+    with pytest.raises(ValueError) as refused:
+        model.update(X[:3], y[:3])
+    message = str(refused.value)
+    assert "updatable=True" in message and "sgp fit" not in message, message
+
+
+def test_a_family_that_cannot_learn_says_updatable_true(ridge):
+    X, y = ridge
+    with pytest.raises(ValueError) as refused:
+        sgp.SparseGPRegressor(model="exact", updatable=True).fit(X, y)
+    assert "updatable=True" in str(refused.value), str(refused.value)
+    with pytest.raises(ValueError, match=r"model='spgp-dr' needs dim=G"):
+        sgp.SparseGPRegressor(model="spgp-dr").fit(X, y)
+
+
+def test_a_classifier_of_several_classes_names_the_model_keyword(ridge):
+    X, _ = ridge
+    y = np.array(["cold", "mild", "hot"])[np.digitize(X["temperature"], [2.0, 4.0])]
+    with pytest.raises(ValueError) as refused:
+        sgp.SparseGPClassifier(model="ivm", m=8).fit(X, y)
+    message = str(refused.value)
+    assert "model='svgp', not model='ivm'" in message, message
+    assert "a target of y == LABEL fits that class against the rest" in message, message

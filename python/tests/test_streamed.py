@@ -196,3 +196,60 @@ def test_warnings_point_at_the_callers_line(big, tmp_path):
         with pytest.warns(UserWarning, match="'c'") as caught:
             run()
         assert {os.path.basename(w.filename) for w in caught} == {"test_streamed.py"}
+
+
+def test_a_two_valued_target_is_fitted_as_the_estimators_task_everywhere(big, tmp_path):
+    """A 0/1 target is numbers to the regressor in fit and fit_file alike
+    (as task='regression' says); the other task is refused, naming the
+    estimator that fits it."""
+    path, X, y = big
+    binary = tmp_path / "binary.csv"
+    flags = (y > np.median(y)).astype(float)
+    with open(binary, "w") as out:
+        out.write("a,b,c,y\n")
+        np.savetxt(out, np.hstack([X, flags[:, None]]), delimiter=",", fmt="%.17g")
+    streamed = sgp.SparseGPRegressor(**SETTINGS).fit_file(binary)
+    said = sgp.SparseGPRegressor(task="regression", **SETTINGS).fit_file(binary)
+    assert streamed.to_bytes() == said.to_bytes()
+    assert streamed.to_model().class_labels == []
+    in_memory = sgp.SparseGPRegressor(m=8, max_iter=15).fit(X[:2000], flags[:2000])
+    assert in_memory.to_model().class_labels == []
+    with pytest.raises(ValueError, match="task='classification': SparseGPRegressor fits a "
+                                         "regression; SparseGPClassifier"):
+        sgp.SparseGPRegressor(task="classification").fit_file(binary)
+    with pytest.raises(ValueError, match="SparseGPRegressor fits a regression"):
+        sgp.SparseGPClassifier(task="regression").fit(X[:50], flags[:50])
+    with pytest.raises(ValueError, match="task must be"):
+        sgp.SparseGPRegressor(task="ranking").fit(X[:50], y[:50])
+
+
+def test_inputs_pick_and_order_the_files_columns_as_the_cli_does(big, tmp_path):
+    path, X, y = big
+    est = sgp.SparseGPRegressor(**SETTINGS).fit_file(path, target="y", inputs=["c", "a"])
+    assert est.to_model().input_names == ["c", "a"]
+    assert list(est.feature_names_in_) == ["c", "a"]
+    with pytest.raises(ValueError, match="no column named 'd'"):
+        sgp.SparseGPRegressor(**SETTINGS).fit_file(path, inputs=["a", "d"])
+    with pytest.raises(ValueError, match="column 'y' is a target and cannot be one of inputs"):
+        sgp.SparseGPRegressor(**SETTINGS).fit_file(path, inputs=["a", "y"])
+    cli = os.environ.get("SGP_CLI")
+    if cli:
+        out = tmp_path / "cli.sgp"
+        subprocess.run(
+            [cli, "-q", "fit", "--data", path, "--inputs", "c,a", "--m", "8", "--restarts",
+             "1", "--max-iter", "15", "--seed", "3", "--out", str(out)],
+            check=True,
+        )
+        assert out.read_bytes() == est.to_bytes()
+
+
+def test_chunks_of_dataframes_keep_their_names_and_pick_inputs(big):
+    path, X, y = big
+    names = ["a", "b", "c"]
+    chunks = (
+        (pd.DataFrame(X[k:k + 20_000], columns=names), pd.Series(y[k:k + 20_000], name="power"))
+        for k in range(0, ROWS, 20_000)
+    )
+    est = sgp.SparseGPRegressor(**SETTINGS).fit_chunks(chunks, inputs=["b", "a"])
+    model = est.to_model()
+    assert model.input_names == ["b", "a"] and model.target_name == "power"

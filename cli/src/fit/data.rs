@@ -20,19 +20,20 @@ impl From<TaskArg> for Task {
     }
 }
 
-/// Reads the training data (CSV or Parquet) for `models` (named by the
+/// Reads the training data (CSV or Parquet; its `target` and `inputs`
+/// columns, as the library chooses them) for `models` (named by the
 /// option `flag`; empty: the default model of the task) and prepares its
 /// target for the task ([`choose_task`]); prints the decision unless
 /// `quiet`. The warnings about the columns come with the fit's report.
 pub(crate) fn training_data(
     input: &Input,
-    target: Option<&str>,
+    (target, inputs): (Option<&str>, Option<&[String]>),
     task: Option<Task>,
     positive: Option<&str>,
     (flag, models): (&str, &[Method]),
     quiet: bool,
 ) -> Result<(Dataset, Classes)> {
-    let data = Dataset::from_input(input, target)?;
+    let data = Dataset::from_input_columns(input, target, inputs)?;
     let chosen = choose_task(data, task, positive, flag, models)?;
     if !quiet {
         for note in &chosen.notes {

@@ -96,9 +96,14 @@ pub(crate) struct FitArgs {
     /// be streamed.
     #[arg(long)]
     in_memory: bool,
-    /// Target column (default: the last column); all others are inputs.
+    /// Target column (default: the last column); all others are inputs
+    /// unless --inputs names them.
     #[arg(long)]
     target: Option<String>,
+    /// Input columns, comma-separated, in the order the model takes them
+    /// (default: every column but the targets).
+    #[arg(long)]
+    inputs: Option<String>,
     /// Regression or classification (default: classification when the
     /// target holds text labels or exactly two distinct values, or
     /// --positive is given; else regression).
@@ -336,7 +341,7 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
                     .into(),
             ));
         }
-        let data = MultiTargetData::from_input(&input, &targets)?;
+        let data = MultiTargetData::from_input_columns(&input, &targets, args.inputs().as_deref())?;
         (data.outputs().to_vec(), Vec::new())
     } else {
         let asked: Vec<Method> = args
@@ -347,7 +352,7 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
             .collect();
         let (data, classes) = training_data(
             &input,
-            args.target.as_deref(),
+            (args.target.as_deref(), args.inputs().as_deref()),
             task,
             args.positive.as_deref(),
             ("--model", &asked),

@@ -4,6 +4,8 @@ use sgp_trainer::{Error, Result};
 
 use super::{FitArgs, LinkArg, TaskArg};
 
+use sgp_trainer::data::multi_target::parse_target_list;
+
 impl FitArgs {
     /// The task `--task` and `--link` ask for (`None`: decided by the
     /// target).
@@ -18,5 +20,11 @@ impl FitArgs {
             (None, Some(LinkArg::Identity)) => Ok(Some(TaskArg::Regression)),
             (None, None) => Ok(None),
         }
+    }
+
+    /// The input columns `--inputs` names, if it does (a list as
+    /// `--target`'s).
+    pub(super) fn inputs(&self) -> Option<Vec<String>> {
+        self.inputs.as_deref().map(parse_target_list)
     }
 }

@@ -31,7 +31,8 @@ pub(crate) fn streamed_fit(
         // These are fitted in memory; the file is not opened here.
         return Ok(None);
     }
-    let table = TableFile::from_input(input, args.target.as_deref())?;
+    let table =
+        TableFile::from_input_columns(input, args.target.as_deref(), args.inputs().as_deref())?;
     Ok(fit_table(args, &table, quiet)?.ok())
 }
 
@@ -65,7 +66,7 @@ pub(crate) fn fit_directory(args: &FitArgs, given: &[&str], quiet: bool) -> Resu
     if let Some(why) = not_streamed(args)? {
         return Err(refused(&why));
     }
-    let table = TableFile::open(dir, args.target.as_deref())?;
+    let table = TableFile::open_columns(dir, args.target.as_deref(), args.inputs().as_deref())?;
     let mut outputs = vec![("--out", args.out.as_path())];
     if let Some(golden) = &args.golden {
         outputs.push(("--golden", golden.as_path()));

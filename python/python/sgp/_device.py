@@ -261,13 +261,17 @@ class Model:
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """A classifier's class probabilities at the rows of ``X``: ``P(y =
-        positive class)`` for a binary one, one column per class (in
-        ``class_labels`` order) for several."""
+        """A classifier's class probabilities at the rows of ``X``, as
+        scikit-learn's ``predict_proba``: n x K, one column per class in
+        ``class_labels`` order (for a binary blob ``[negative, positive]``:
+        the second column is ``P(y = positive class)``)."""
         if not self.is_classifier:
             raise ValueError("predict_proba needs a classifier blob; this one is a regression")
         _, _, probability = self._run(X)
-        return probability if self.n_outputs == 1 else probability.reshape(-1, self.n_outputs)
+        if self.n_outputs == 1:
+            positive = np.asarray(probability, dtype=np.float64).reshape(-1)
+            return np.column_stack([1.0 - positive, positive])
+        return probability.reshape(-1, self.n_outputs)
 
     def __repr__(self) -> str:
         task = "classifier" if self.is_classifier else "regression"

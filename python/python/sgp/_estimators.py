@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -79,6 +80,7 @@ class _SparseGP(BaseEstimator):
         random_state: Any = _DEFAULT_SEED,
         verbose: bool = False,
         updatable: bool = False,
+        task: Optional[str] = None,
     ) -> None:
         self.model = model
         self.m = m
@@ -101,6 +103,26 @@ class _SparseGP(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.updatable = updatable
+        self.task = task
+
+    # The task this estimator fits: `task=None` means it in every entry
+    # point (fit, fit_file, fit_chunks, sgp.cluster.fit_dask).
+    _own_task = "regression"
+    _other_estimator = "SparseGPClassifier"
+
+    def _task(self) -> str:
+        """The task asked for: the estimator's own (``task=None`` or its
+        name); the other is refused, naming the estimator that fits it."""
+        if self.task not in (None, "regression", "classification"):
+            raise ValueError(
+                f"task must be 'regression', 'classification' or None, not {self.task!r}"
+            )
+        if self.task not in (None, self._own_task):
+            raise ValueError(
+                f"task={self.task!r}: {type(self).__name__} fits a {self._own_task}; "
+                f"{self._other_estimator} fits a {self.task}"
+            )
+        return self._own_task
 
     def _settings(self) -> dict:
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max) \
@@ -140,6 +162,7 @@ class _SparseGP(BaseEstimator):
         with ``classes``, one column of class values, or of their indices
         where ``text_labels`` names them); ``names``: the input and target
         names."""
+        self._task()
         inputs, targets = names
         n, d = X.shape
         if n < 2:
@@ -166,7 +189,7 @@ class _SparseGP(BaseEstimator):
         self._state = state
         for fit in fits:
             for message in fit["report"].get("warnings", []):
-                _warn_caller(message)
+                _warn_caller(_native.spoken(message))
         models = [Model.from_bytes(blob) for blob in self.blobs_]
         self._blob_targets = [model.target_name for model in models]
 
@@ -174,6 +197,9 @@ class _SparseGP(BaseEstimator):
             optimiser = report.get("optimiser")
             return optimiser["iterations"] if optimiser else 0
 
+        self.hyperparameters_: Any = _hyperparameters(fits)
+        self.objective_: Any = _objective_name(fits[0]["report"])
+        self.log_marginal_likelihood_value_: Any = -sum(fit["report"]["nlml"] for fit in fits)
         if len(self.blobs_) == 1:
             self.blob_: Optional[bytes] = self.blobs_[0]
             self.report_: Any = fits[0]["report"]
@@ -191,8 +217,6 @@ class _SparseGP(BaseEstimator):
 
     # Data larger than memory: `sgp fit`'s streamed fit (sgp._streamed).
 
-    _task: Optional[str] = None
-
     def _file_target(self, target: Any) -> Optional[str]:
         """``sgp fit --target``'s text: several targets are refused by the
         library, saying why."""
@@ -200,43 +224,60 @@ class _SparseGP(BaseEstimator):
             target = ",".join(str(t) for t in target) if target else None
         return None if target is None else str(target)
 
-    def fit_file(self, path: PathLike, target: Optional[str] = None) -> Any:
+    def fit_file(
+        self, path: PathLike, target: Optional[str] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> Any:
         """Fits the CSV or Parquet file, or the directory of Parquet files,
-        ``path`` (``target``: its target column, default the last) by the
-        streamed fit ``sgp fit --data path`` runs on a large file, with
-        this estimator's settings: the same blob, memory bounded whatever
-        the rows. A directory's files are read in name order as one table.
-        Raises ``ValueError`` for a file or fit that does not stream (too
-        few rows, a classification, another family, several targets)."""
+        ``path`` (``target``: its target column, default the last;
+        ``inputs``: its input columns, in the order the model takes them,
+        default every other column) by the streamed fit ``sgp fit --data
+        path`` runs on a large file, with this estimator's settings: the
+        same blob, memory bounded whatever the rows. A directory's files are
+        read in name order as one table. The target is fitted as the
+        estimator's ``task`` (a 0/1 column is numbers to the regressor, as
+        in ``fit``). Raises ``ValueError`` for a file or fit that does not
+        stream (too few rows, a classification, another family, several
+        targets)."""
         progress = print_progress if self.verbose else None
         blob, state, summary = _native.fit_file(
-            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
-            force=self.force, progress=progress,
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
+            inputs=_columns(inputs), force=self.force, progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
         self._take_streamed(blob, state, summary)
         return self
 
-    def fit_chunks(self, chunks: Iterable[Any], names: Optional[List[str]] = None) -> Any:
+    def fit_chunks(
+        self, chunks: Iterable[Any], names: Optional[List[str]] = None,
+        inputs: Optional[Sequence[str]] = None, target: Optional[str] = None,
+    ) -> Any:
         """Fits an iterator of ``(X, y)`` chunks as ``fit_file`` fits a
-        file: they are written, one at a time, to a temporary CSV file
-        (``names``: its inputs' and target's column names; default x0, x1,
-        ..., y) that is then streamed."""
+        file: they are written, one at a time, to a temporary CSV file that
+        is then streamed. Its columns are ``names`` (the inputs' and the
+        target's), else a DataFrame ``X``'s column names and a Series
+        ``y``'s name, else x0, x1, ..., y; ``inputs`` and ``target`` pick
+        among them as in ``fit_file`` (default: the target is the last)."""
         with tempfile.TemporaryDirectory(prefix="sgp-chunks-") as folder:
             path = os.path.join(folder, "chunks.csv")
-            write_chunks(chunks, path, names)
-            return self.fit_file(path, None if names is None else names[-1])
+            written = write_chunks(chunks, path, names)
+            if target is None:
+                target = written[-1]
+            return self.fit_file(path, target, inputs)
 
-    def start_file(self, path: PathLike, target: Optional[str] = None) -> StreamedFit:
+    def start_file(
+        self, path: PathLike, target: Optional[str] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> StreamedFit:
         """The first pass and subset fit of ``fit_file``, stopped before its
         pass over every row: run that pass anywhere with the returned
         ``StreamedFit``'s ``basis`` (``sgp.cluster`` for Dask), then call
         its ``finish``."""
         progress = print_progress if self.verbose else None
         native = _native.start_file(
-            os.fspath(path), self._file_target(target), self._settings(), task=self._task,
-            progress=progress,
+            os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
+            inputs=_columns(inputs), progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
@@ -265,6 +306,23 @@ class _SparseGP(BaseEstimator):
             from_native(variances).reshape(n, -1),
             None if probability is None else from_native(probability).reshape(n, -1),
         )
+
+    def log_marginal_likelihood(
+        self, theta: Any = None, eval_gradient: bool = False, clone_kernel: bool = True
+    ) -> float:
+        """The fitted model's training objective as a log marginal
+        likelihood (higher is better): ``objective_`` says which (the exact
+        GP's, FITC's, VFE's or SVGP's evidence lower bound, ...), summed
+        over the outputs, in standardised target units (as scikit-learn's
+        ``normalize_y=True``). Only the fitted hyperparameters: ``theta``
+        and ``eval_gradient`` are refused."""
+        check_is_fitted(self)
+        if theta is not None or eval_gradient:
+            raise ValueError(
+                "log_marginal_likelihood: only the fitted model's value; the trainer does not "
+                "evaluate other hyperparameters (theta) or gradients from Python"
+            )
+        return float(self.log_marginal_likelihood_value_)
 
     # The device side.
 
@@ -387,6 +445,13 @@ _SETTINGS_DOC = """
         Export a blob that learns on the device (``sgp fit --updatable``:
         format version 7, ``sgp.Model.update``); sparse regressions and the
         svgp classifier.
+    task : {{"regression", "classification"}} or None, default=None
+        The task the target is fitted as, in ``fit``, ``fit_file``,
+        ``fit_chunks`` and ``sgp.cluster.fit_dask`` alike (``sgp fit
+        --task``): None is the estimator's own, regression for
+        ``SparseGPRegressor`` (a 0/1 target is numbers, file or array) and
+        classification for ``SparseGPClassifier``; the other task is
+        refused, naming the estimator that fits it.
 """.format(objective_upper=_DEFAULTS["objective"].upper(), **_DEFAULTS)
 
 
@@ -426,6 +491,13 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         Basis functions in the blob.
     n_iter_ : int
         Iterations of the final optimiser run (0 when none ran).
+    hyperparameters_ : dict
+        The fitted kernel: ``kernel``, ``length_scales`` by input name (raw
+        input units), ``signal_variance`` and ``noise_variance`` (raw
+        target units; a list, one per output, for several).
+    objective_ : str
+        Which objective ``log_marginal_likelihood()`` is ("FITC log
+        marginal likelihood", "VFE evidence lower bound", ...).
     (Where each output has its own model, ``report_``, ``fidelity_``,
     ``cure_``, ``n_basis_`` and ``n_iter_`` are lists, one per output.)
     n_features_in_, feature_names_in_
@@ -446,15 +518,17 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X: Any, y: Any) -> "SparseGPRegressor":
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SparseGPRegressor":
         """Fits the model to ``X`` (n_samples x n_features; a DataFrame's
         column names become the blob's input names) and ``y`` (n_samples,
         or n_samples x n_outputs: one model on one basis, or one per output
         where that basis loses on held-out rows),
         with the GIL released, and exports the blob (checked against the
-        f64 fit)."""
+        f64 fit). ``sample_weight``: None, or all 1; the trainer cannot
+        weight rows, so other weights are refused (``ValueError``)."""
         names = _names(X, y)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        _refuse_weights(sample_weight, X.shape[0])
         self._outputs = 0 if np.ndim(y) == 1 else y.shape[1]
         inputs, targets = names(X.shape[1])
         if self._outputs and len(targets) != self._outputs:
@@ -463,18 +537,49 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         return self
 
     def predict(
-        self, X: Any, return_std: bool = False
+        self, X: Any, return_std: bool = False, return_cov: bool = False
     ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """The trainer's f64 predictive mean (and standard deviation of
-        ``y``, noise included) at the rows of ``X``, one column per output
-        where ``y`` had several. The device's f32 predictions are
-        ``self.to_model().predict(X)``."""
+        ``y``, noise included, or the joint covariance of ``y`` between the
+        rows: n x n, n x n x n_outputs for several outputs, its diagonal
+        ``return_std``'s squares) at the rows of ``X``, one column per
+        output where ``y`` had several. The device's f32 predictions are
+        ``self.to_model().predict(X)``. ``return_cov`` is refused for a
+        model whose basis functions are not its kernel at points (vsgp)."""
+        if return_std and return_cov:
+            raise RuntimeError("at most one of return_std and return_cov can be requested")
         mean, variance, _ = self._predict_native(X)
         if not self._outputs:
             mean, variance = mean[:, 0], variance[:, 0]
         if return_std:
             return mean, np.sqrt(variance)
+        if return_cov:
+            return mean, self._covariance(X)
         return mean
+
+    def _covariance(self, X: Any) -> np.ndarray:
+        """The joint covariance of ``y`` at the rows of ``X`` (n x n, or n x
+        n x n_outputs)."""
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        n = X.shape[0]
+        cov = from_native(_native.predict_cov(self._state, to_native(X), *X.shape))
+        cov = cov.reshape(-1, n, n)
+        return cov[0] if not self._outputs else np.moveaxis(cov, 0, -1)
+
+    def sample_y(self, X: Any, n_samples: int = 1, random_state: Any = 0) -> np.ndarray:
+        """Draws of ``y`` (noise included) at the rows of ``X`` from the
+        trainer's joint predictive distribution (``predict(X,
+        return_cov=True)``): n x n_samples, or n x n_outputs x n_samples
+        for several outputs, as scikit-learn's ``sample_y``."""
+        rng = check_random_state(random_state)
+        mean, cov = self.predict(X, return_cov=True)
+        if not self._outputs:
+            return rng.multivariate_normal(mean, cov, n_samples).T
+        return np.stack(
+            [rng.multivariate_normal(mean[:, k], cov[..., k], n_samples).T
+             for k in range(mean.shape[1])],
+            axis=1,
+        )
 
 
 class SparseGPClassifier(ClassifierMixin, _SparseGP):
@@ -488,7 +593,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     model : str or None, default=None
         Fitting procedure (None: svgp, the sparse variational classifier;
         ivm and exact classify two classes).
-""" + _SETTINGS_DOC + """
+""" + _SETTINGS_DOC + """    class_weight : None, default=None
+        Refused unless None: the trainer's likelihood counts every row
+        once and cannot weight classes (resample the rarer class instead).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -508,14 +616,33 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     [False, True]
     """
 
-    _task = "classification"
+    _own_task = "classification"
+    _other_estimator = "SparseGPRegressor"
 
-    def fit(self, X: Any, y: Any) -> "SparseGPClassifier":
+    def __init__(self, class_weight: Any = None, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.class_weight = class_weight
+
+    # The shared keywords plus class_weight, as scikit-learn reads them
+    # (get_params, clone): the settings stay declared once, in _SparseGP.
+    __init__.__signature__ = inspect.signature(_SparseGP.__init__).replace(  # type: ignore
+        parameters=list(inspect.signature(_SparseGP.__init__).parameters.values())
+        + [inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    )
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SparseGPClassifier":
         """Fits the classifier to ``X`` and labels ``y`` (any labels, two
-        or more classes)."""
+        or more classes). ``sample_weight``: None, or all 1, as for the
+        regressor."""
+        if self.class_weight is not None:
+            raise ValueError(
+                "class_weight: the sgp classifier cannot weight classes (its likelihood counts "
+                "every row once); resample the rarer class instead, or pass class_weight=None"
+            )
         check_classification_targets(y)
         names = _names(X, y)
         X, y = validate_data(self, X, y, dtype=np.float64)
+        _refuse_weights(sample_weight, X.shape[0])
         self.classes_, encoded = np.unique(np.asarray(y), return_inverse=True)
         k = len(self.classes_)
         if k < 2:
@@ -565,6 +692,16 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
+def _columns(columns: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """``inputs=``'s column names as the library takes them: a list of
+    strings (a single name is a list of one)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    return [str(c) for c in columns]
+
+
 def _names(X: Any, y: Any) -> Any:
     """The blob's input names (a DataFrame's string columns, else ``x0``,
     ...) and target names (a Series' name, a DataFrame's columns, else
@@ -577,3 +714,58 @@ def _names(X: Any, y: Any) -> Any:
         name = getattr(y, "name", None)
         targets = [name if isinstance(name, str) else "y"]
     return lambda d: (column_names(X, d), targets)
+
+
+def _objective_name(report: dict) -> str:
+    """Which objective ``report['nlml']`` is, in words."""
+    approximation = report.get("approximation")
+    method = report["method"]
+    if approximation == "fitc":
+        return "FITC log marginal likelihood"
+    if approximation == "vfe":
+        return "VFE evidence lower bound"
+    if method == "svgp":
+        return "SVGP evidence lower bound"
+    if method == "exact":
+        return "exact GP log marginal likelihood"
+    return f"{method}'s training objective (negated)"
+
+
+def _hyperparameters(fits: List[dict]) -> dict:
+    """The fitted kernel's hyperparameters from the fit reports: the
+    kernel, length scales by input (raw input units; a projected model's
+    projection instead), and each output's signal and noise variance (raw
+    target units; a float for one output, else a list)."""
+    first = fits[0]["report"]
+    outputs = [output for fit in fits for output in fit["report"]["outputs"]]
+    signal = [output["signal_variance"] for output in outputs]
+    noise = [output["noise_variance"] for output in outputs]
+    hyper = {
+        "kernel": first["kernel"],
+        "length_scales": dict(zip(first["inputs"], first["lengthscales"])),
+        "signal_variance": signal[0] if len(signal) == 1 else signal,
+        "noise_variance": noise[0] if len(noise) == 1 else noise,
+    }
+    if first.get("projection") is not None:
+        hyper["projection"] = first["projection"]
+    return hyper
+
+
+def _refuse_weights(sample_weight: Any, n: int) -> None:
+    """``sample_weight``: the trainer's likelihood counts every row once, so
+    only weights that are all 1 (no weighting) are taken; others are
+    refused rather than ignored."""
+    if sample_weight is None:
+        return
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim == 0:
+        weights = np.full(n, float(weights))
+    if weights.shape != (n,):
+        raise ValueError(f"sample_weight.shape == {weights.shape}, expected {(n,)}")
+    if np.all(weights == 0.0):
+        raise ValueError("sample_weight: every weight is zero: there is no row to fit")
+    if not np.all(weights == 1.0):
+        raise ValueError(
+            "sample_weight: the sgp trainer cannot weight rows (its likelihood counts every "
+            "row once); repeat or subsample rows instead, or pass sample_weight=None"
+        )

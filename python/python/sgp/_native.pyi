@@ -79,8 +79,15 @@ def defaults() -> Dict[str, str]:
     """The default of each setting not given, in words, by keyword name
     (``max_iter``): what ``sgp fit --help`` states."""
 
+def spoken(message: str) -> str:
+    """A trainer message in the estimators' words (``--m 0``: ``m=0``)."""
+
 def predict_state(state: bytes, x: bytes, n: int, d: int) -> Tuple[bytes, bytes, Optional[bytes]]:
     """The fitted f64 models' (means, variances, probabilities), row by row."""
+
+def predict_cov(state: bytes, x: bytes, n: int, d: int) -> bytes:
+    """Each regression output's joint covariance of ``y`` between the rows
+    (n x n, row-major, outputs one after another)."""
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def write_file(path: str, data: bytes) -> None: ...
@@ -123,6 +130,7 @@ def fit_file(
     target: Optional[str],
     settings: Dict[str, Any],
     task: Optional[str] = None,
+    inputs: Optional[List[str]] = None,
     force: bool = False,
     progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> Tuple[bytes, bytes, str]:
@@ -133,6 +141,7 @@ def start_file(
     target: Optional[str],
     settings: Dict[str, Any],
     task: Optional[str] = None,
+    inputs: Optional[List[str]] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> StreamedFit: ...
 def basis_sums(

@@ -128,20 +128,35 @@ class StreamedFit:
         return self._estimator
 
 
-def write_chunks(chunks: Iterable[Any], path: str, names: Optional[List[str]] = None) -> None:
+def write_chunks(chunks: Iterable[Any], path: str, names: Optional[List[str]] = None) -> List[str]:
     """Writes an iterator of ``(X, y)`` chunks as one CSV file (shortest
     round-trip digits: the values read back are the values written),
-    holding one chunk at a time."""
+    holding one chunk at a time. Its header is ``names``, else the first
+    chunk's DataFrame column names and Series name, else x0, x1, ..., y;
+    a later DataFrame chunk must have the same columns. Returns the
+    header."""
     with open(path, "w") as out:
         width = None
+        header: List[str] = []
         for X, y in chunks:
+            columns = getattr(X, "columns", None)
+            columns = None if columns is None else [str(c) for c in columns]
+            if width is not None and columns is not None and names is None \
+                    and columns != header[:-1]:
+                raise ValueError(f"a chunk of columns {columns} after chunks of {header[:-1]}")
             X = np.asarray(X, dtype=np.float64)
+            target = getattr(y, "name", None)
             y = np.asarray(y, dtype=np.float64).reshape(-1, 1)
             if X.ndim != 2 or X.shape[0] != y.shape[0]:
                 raise ValueError(f"a chunk of X {X.shape} and y {y.shape[0]} rows")
             if width is None:
                 width = X.shape[1]
-                header = names or [f"x{j}" for j in range(width)] + ["y"]
+                if names is not None:
+                    header = list(names)
+                elif columns is not None:
+                    header = columns + [target if isinstance(target, str) else "y"]
+                else:
+                    header = [f"x{j}" for j in range(width)] + ["y"]
                 if len(header) != width + 1:
                     raise ValueError(f"{len(header)} names for {width} inputs and a target")
                 out.write(",".join(header) + "\n")
@@ -150,3 +165,4 @@ def write_chunks(chunks: Iterable[Any], path: str, names: Optional[List[str]] = 
             np.savetxt(out, np.hstack([X, y]), delimiter=",", fmt="%.17g")
         if width is None:
             raise ValueError("no chunks")
+    return header

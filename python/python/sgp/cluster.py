@@ -78,14 +78,16 @@ def fit_dask(
     target: Optional[str] = None,
     client: Any = None,
     frame: Any = None,
+    inputs: Optional[List[str]] = None,
 ) -> Any:
     """Fits ``estimator`` (a ``SparseGPRegressor``) to the CSV or Parquet
     file, or the directory of Parquet files, ``path`` as
-    ``estimator.fit_file`` does, with the pass over every
+    ``estimator.fit_file`` does (``target`` and ``inputs``: its columns,
+    as there), with the pass over every
     row on ``client``'s workers (default: dask's current scheduler).
     ``frame``: the file's rows as a dask DataFrame of your own partitioning
     (default ``read_frame``). Returns the fitted estimator."""
-    started = estimator.start_file(path, target)
+    started = estimator.start_file(path, target, inputs)
     if frame is None:
         frame = read_frame(path, started.basis)
     total = tree_sums(frame, started.basis)

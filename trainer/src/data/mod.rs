@@ -153,9 +153,19 @@ impl Dataset {
 
     /// As [`Dataset::from_csv`], from an input already open.
     pub fn from_input(input: &Input, target: Option<&str>) -> Result<Dataset> {
+        Dataset::from_input_columns(input, target, None)
+    }
+
+    /// As [`Dataset::from_input`], with `inputs` (if given) the input
+    /// columns, in that order (`--inputs a,b,c`).
+    pub fn from_input_columns(
+        input: &Input,
+        target: Option<&str>,
+        inputs: Option<&[String]>,
+    ) -> Result<Dataset> {
         let source = input.name();
         let table = read_table(input, true, |header| {
-            training_columns(header, target, source)
+            training_columns(header, target, inputs, source)
         })?;
         Dataset::from_table(table, source)
     }
@@ -164,7 +174,7 @@ impl Dataset {
     /// names it in messages.
     pub fn from_reader(reader: impl Read, source: &str, target: Option<&str>) -> Result<Dataset> {
         let table = read_csv_table(reader, source, true, |header| {
-            training_columns(header, target, source)
+            training_columns(header, target, None, source)
         })?;
         Dataset::from_table(table, source)
     }
@@ -562,11 +572,12 @@ impl Dataset {
     }
 }
 
-/// The columns of a training file: every column but the target, then the
-/// target (`target`, default the last column).
+/// The columns of a training file: its inputs ([`input_columns`]), then
+/// the target (`target`, default the last column).
 pub(crate) fn training_columns(
     header: &[String],
     target: Option<&str>,
+    inputs: Option<&[String]>,
     source: &str,
 ) -> Result<Vec<usize>> {
     let t = match target {
@@ -579,8 +590,47 @@ pub(crate) fn training_columns(
             header.first().map_or("", String::as_str)
         )));
     }
-    let mut cols: Vec<usize> = (0..header.len()).filter(|&c| c != t).collect();
+    let mut cols = input_columns(header, &[t], inputs, source)?;
     cols.push(t);
+    Ok(cols)
+}
+
+/// The input columns of a training file whose targets are the columns
+/// `targets`: `inputs` (`--inputs a,b,c`, Python's `inputs=`) in that
+/// order, or without them every other column in file order.
+///
+/// # Errors
+/// [`Error::BadInput`] for an empty list, a column named twice, missing,
+/// or also a target.
+pub(crate) fn input_columns(
+    header: &[String],
+    targets: &[usize],
+    inputs: Option<&[String]>,
+    source: &str,
+) -> Result<Vec<usize>> {
+    let Some(names) = inputs else {
+        return Ok((0..header.len()).filter(|c| !targets.contains(c)).collect());
+    };
+    if names.is_empty() {
+        return Err(Error::BadInput(format!(
+            "{source}: --inputs names no column; name at least one input column"
+        )));
+    }
+    let mut cols: Vec<usize> = Vec::with_capacity(names.len());
+    for name in names {
+        let c = find_column(header, name, source)?;
+        if targets.contains(&c) {
+            return Err(Error::BadInput(format!(
+                "{source}: column '{name}' is a target and cannot be one of --inputs too"
+            )));
+        }
+        if cols.contains(&c) {
+            return Err(Error::BadInput(format!(
+                "{source}: --inputs names column '{name}' twice"
+            )));
+        }
+        cols.push(c);
+    }
     Ok(cols)
 }
 
@@ -638,6 +688,7 @@ pub fn read_inputs_and_labels(
 pub(crate) fn read_inputs_and_targets(
     input: &Input,
     targets: &[String],
+    inputs: Option<&[String]>,
 ) -> Result<(Vec<String>, DMatrix<f64>, DMatrix<f64>)> {
     let source = input.name();
     let table = read_table(input, false, |header| {
@@ -645,7 +696,7 @@ pub(crate) fn read_inputs_and_targets(
             .iter()
             .map(|t| find_column(header, t, source))
             .collect::<Result<_>>()?;
-        let mut cols: Vec<usize> = (0..header.len()).filter(|c| !wanted.contains(c)).collect();
+        let mut cols = input_columns(header, &wanted, inputs, source)?;
         if cols.is_empty() {
             return Err(Error::BadInput(format!(
                 "{source}: every column is a target; need at least one input column"
@@ -1503,6 +1554,36 @@ mod tests {
         assert!(Dataset::from_raw(x.clone(), y.clone(), names(&["p"]), "y".into()).is_err());
         let short = DVector::from_vec(vec![1.0, 2.0]);
         assert!(Dataset::from_raw(x, short, names(&["p", "q"]), "y".into()).is_err());
+    }
+
+    /// `--inputs` picks and orders the inputs; a column named twice,
+    /// missing or a target is refused, naming it.
+    #[test]
+    fn input_columns_are_picked_in_the_order_named() {
+        let header: Vec<String> = ["a", "b", "c", "y"].iter().map(|s| s.to_string()).collect();
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cols = training_columns(&header, Some("y"), Some(&names(&["c", "a"])), "t.csv");
+        assert_eq!(cols.unwrap(), vec![2, 0, 3]);
+        assert_eq!(
+            training_columns(&header, None, None, "t.csv").unwrap(),
+            vec![0, 1, 2, 3]
+        );
+        for (list, says) in [
+            (&["a", "a"][..], "names column 'a' twice"),
+            (&["a", "d"][..], "no column named 'd'"),
+            (&["a", "y"][..], "column 'y' is a target"),
+            (&[][..], "names no column"),
+        ] {
+            let err = training_columns(&header, None, Some(&names(list)), "t.csv").unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+        }
+        let text = "a,b,c,y\n1,2,3,4\n2,3,4,5\n3,5,4,1\n";
+        let data = Dataset::from_input_columns(
+            &Input::from_bytes(text.as_bytes(), "t.csv").unwrap(),
+            None,
+            Some(&names(&["b"])),
+        );
+        assert_eq!(data.unwrap().input_names, vec!["b".to_string()]);
     }
 
     #[test]

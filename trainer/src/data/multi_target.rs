@@ -35,9 +35,23 @@ impl MultiTargetData {
     /// # Errors
     /// As [`MultiTargetData::from_csv`].
     pub fn from_input(input: &Input, targets: &[String]) -> Result<Self> {
+        Self::from_input_columns(input, targets, None)
+    }
+
+    /// As [`MultiTargetData::from_input`], with `inputs` (if given) the
+    /// input columns, in that order (`--inputs a,b,c`).
+    ///
+    /// # Errors
+    /// As [`MultiTargetData::from_csv`], and for `inputs` as
+    /// [`Dataset::from_input_columns`].
+    pub fn from_input_columns(
+        input: &Input,
+        targets: &[String],
+        inputs: Option<&[String]>,
+    ) -> Result<Self> {
         let source = input.name().to_owned();
         check_target_names(&source, targets)?;
-        let (names, x, y) = read_inputs_and_targets(input, targets)?;
+        let (names, x, y) = read_inputs_and_targets(input, targets, inputs)?;
         Self::per_target(targets, &y, |name, col| {
             build(&source, x.clone(), col, names.clone(), name)
         })

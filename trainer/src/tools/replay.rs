@@ -145,8 +145,8 @@ pub fn replay(
     let spec = ModelSpec::from_bytes(blob)?;
     if spec.learning.is_none() {
         return Err(Error::BadInput(
-            "the model does not learn on the device (no learning block): export it with \
-             `sgp fit --updatable`"
+            "the model does not learn on the device (no learning block): fit it again with \
+             --updatable"
                 .into(),
         ));
     }

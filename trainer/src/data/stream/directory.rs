@@ -24,7 +24,11 @@ use crate::{Error, Result};
 /// [`Error::BadInput`] for a directory without Parquet files, a file that
 /// is not Parquet, a subdirectory, or a file whose columns differ from the
 /// first file's; every error of [`TableFile::from_input`] on the first.
-pub(crate) fn open(dir: &Path, target: Option<&str>) -> Result<TableFile> {
+pub(crate) fn open(
+    dir: &Path,
+    target: Option<&str>,
+    inputs: Option<&[String]>,
+) -> Result<TableFile> {
     let files = listing(dir)?;
     let shown = dir.display().to_string();
     let mut parts = Vec::with_capacity(files.len());
@@ -44,7 +48,7 @@ pub(crate) fn open(dir: &Path, target: Option<&str>) -> Result<TableFile> {
             "{shown}: no Parquet files in this directory"
         )));
     };
-    let mut table = TableFile::from_input(first, target)?;
+    let mut table = TableFile::from_input_columns(first, target, inputs)?;
     let expected = parquet_rows::fields(first)?;
     let mut rows = table.known_rows.unwrap_or(0);
     for input in parts.iter().skip(1) {

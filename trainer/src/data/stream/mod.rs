@@ -123,11 +123,25 @@ impl TableFile {
     /// for an empty file, empty or duplicate column names, a missing target
     /// column, or a single column.
     pub fn open(path: impl AsRef<Path>, target: Option<&str>) -> Result<TableFile> {
+        TableFile::open_columns(path, target, None)
+    }
+
+    /// As [`TableFile::open`], with `inputs` (if given) the input columns,
+    /// in that order (`--inputs a,b,c`, Python's `inputs=`).
+    ///
+    /// # Errors
+    /// As [`TableFile::open`], and for an input column named twice,
+    /// missing, or the target.
+    pub fn open_columns(
+        path: impl AsRef<Path>,
+        target: Option<&str>,
+        inputs: Option<&[String]>,
+    ) -> Result<TableFile> {
         let path = path.as_ref();
         if path.is_dir() {
-            return directory::open(path, target);
+            return directory::open(path, target, inputs);
         }
-        TableFile::from_input(&Input::open(path)?, target)
+        TableFile::from_input_columns(&Input::open(path)?, target, inputs)
     }
 
     /// As [`TableFile::open`], for an input already open (it is shared,
@@ -136,6 +150,18 @@ impl TableFile {
     /// # Errors
     /// As [`TableFile::open`].
     pub fn from_input(input: &Input, target: Option<&str>) -> Result<TableFile> {
+        TableFile::from_input_columns(input, target, None)
+    }
+
+    /// As [`TableFile::open_columns`], for an input already open.
+    ///
+    /// # Errors
+    /// As [`TableFile::open_columns`].
+    pub fn from_input_columns(
+        input: &Input,
+        target: Option<&str>,
+        inputs: Option<&[String]>,
+    ) -> Result<TableFile> {
         let source = input.name().to_owned();
         let (format, columns, text_columns, known_rows) = match input.format()? {
             InputFormat::Parquet => {
@@ -145,7 +171,7 @@ impl TableFile {
             InputFormat::Csv => (Format::Csv, csv_rows::columns(input)?, Vec::new(), None),
         };
         crate::data::check_names(&columns, &source)?;
-        let selected = crate::data::training_columns(&columns, target, &source)?;
+        let selected = crate::data::training_columns(&columns, target, inputs, &source)?;
         let mut names: Vec<String> = selected.iter().map(|&c| columns[c].clone()).collect();
         let target_name = names.pop().unwrap_or_default();
         Ok(TableFile {
