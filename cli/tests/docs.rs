@@ -17,6 +17,9 @@
 //!   figures follow the machine, wording and layout must not drift;
 //! - `<!-- output: illustrative: REASON -->`: an output shown, not checked.
 //!
+//! A Python block's output marked `checked` is checked by
+//! python/tests/test_docs.py, which runs the block.
+//!
 //! An untyped or `text` block after a shell block that runs, with no
 //! heading between them, is that block's output and needs an `output`
 //! marker.
@@ -176,11 +179,14 @@ fn check_page(page: &Path) -> (usize, usize) {
     let (mut ran, mut checked) = (0, 0);
     // The output of the last shell block run, until the next shell block.
     let mut last: Option<String> = None;
+    // Whether the block before was Python's (checked by the Python tests).
+    let mut python_before = false;
     for block in blocks(&text) {
         let place = format!("{name}:{}", block.line);
         if block.after_heading {
             last = None;
         }
+        let after_python = std::mem::replace(&mut python_before, block.info == "python");
         if block.is_shell() {
             last = None;
             if let Some(reason) = block.marker_after("not run:") {
@@ -198,6 +204,10 @@ fn check_page(page: &Path) -> (usize, usize) {
                 assert_eq!(tail.trim(), ": checked", "{place}: {rest}");
                 Some(run(&dir, command, &place))
             } else if block.marker_after("output: checked").is_some() {
+                if after_python {
+                    // python/tests/test_docs.py runs the block and checks it.
+                    continue;
+                }
                 Some(last.clone().unwrap_or_else(|| {
                     panic!("{place}: `output: checked` follows no shell block that ran")
                 }))
