@@ -7,7 +7,7 @@ use sgp_trainer::data::stream::{ReadProgress, TableFile};
 use sgp_trainer::files::{check_outputs, check_outside, Input};
 use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::fit::streamed_file::{start_streamed, NotStreamed};
-use sgp_trainer::fit::{Fit, Method};
+use sgp_trainer::fit::Fit;
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::ModelChoice;
 use sgp_trainer::{Error, Result};
@@ -44,7 +44,9 @@ fn not_streamed(args: &FitArgs) -> Result<Option<NotStreamed>> {
     Ok(match args.settings.options().model {
         _ if targets.is_some_and(|t| t.len() > 1) => Some(NotStreamed::Outputs),
         _ if classification => Some(NotStreamed::Classification),
-        Some(ModelChoice::Family(m)) if m != Method::Spgp => Some(NotStreamed::Family(m)),
+        Some(ModelChoice::Family(m)) if m.capabilities().not_streamed.is_some() => {
+            Some(NotStreamed::Family(m))
+        }
         _ => None,
     })
 }

@@ -291,7 +291,9 @@ pub fn grid(spec: &SweepSpec, train: &(impl Outputs + ?Sized)) -> Result<Vec<Gri
     };
     let mut points = Vec::new();
     for &model in &models {
-        let takes = |k: &&Kernel| model != Method::Vsgp || **k == Kernel::SquaredExponential;
+        let takes = |k: &&Kernel| {
+            model.capabilities().se_only.is_none() || **k == Kernel::SquaredExponential
+        };
         for &kernel in kernels.iter().filter(takes) {
             let point = |m, dim| GridPoint {
                 model,

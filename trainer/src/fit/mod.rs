@@ -12,6 +12,7 @@
 //! sparse variational classifier. Families that cannot share a basis
 //! between outputs (`shares_basis`) refuse `P > 1`.
 
+pub mod capabilities;
 pub mod dr;
 pub mod exact;
 pub mod gplasso;

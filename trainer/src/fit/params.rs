@@ -54,7 +54,7 @@ impl Method {
     /// classifier): the sparse variational classifier, the IVM, and the
     /// exact GP as the Laplace classifier.
     pub fn classifies(self) -> bool {
-        matches!(self, Method::Svgp | Method::Ivm | Method::Exact)
+        self.capabilities().classifies
     }
 
     /// Whether the model projects its inputs to `--dim` G dimensions.

@@ -129,10 +129,10 @@ impl StreamedParams {
             return Ok(());
         }
         Err(Error::BadInput(format!(
-            "a streamed fit takes the squared-exponential kernel only, not --kernel {}: its \
-             growing subsets and its pass over every row were built and checked with that \
-             kernel; fit the file in memory (--in-memory) for a Matérn kernel",
-            self.sparse.kernel.name()
+            "a streamed fit takes the squared-exponential kernel only, not --kernel {}: {}; \
+             fit the file in memory (--in-memory) for a Matérn kernel",
+            self.sparse.kernel.name(),
+            super::capabilities::MATERN_NOT_STREAMED
         )))
     }
 

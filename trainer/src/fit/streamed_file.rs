@@ -9,6 +9,7 @@
 
 use nalgebra::DMatrix;
 
+use super::capabilities::{CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED};
 use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
 use super::{Fit, FitParams, Method};
 use crate::choose::Choice;
@@ -41,21 +42,23 @@ impl std::fmt::Display for NotStreamed {
         match self {
             NotStreamed::Family(m) => write!(
                 f,
-                "only spgp regressions stream; {} reads every row into memory (its fit is not \
-                 a fixed-basis sum over rows)",
-                m.name()
+                "only spgp regressions stream; {} reads every row into memory ({})",
+                m.name(),
+                m.capabilities().not_streamed.unwrap_or("it streams")
             ),
-            NotStreamed::Classification => f.write_str(
-                "a classification does not stream: its non-Gaussian likelihood makes the \
-                 posterior no sum over rows (only spgp regressions of one target stream)",
+            NotStreamed::Classification => write!(
+                f,
+                "a classification does not stream: {CLASSIFICATION_NOT_STREAMED} (only spgp \
+                 regressions of one target stream)"
             ),
             NotStreamed::Small(rows) => write!(
                 f,
                 "a file of at most {rows} rows is fitted in memory, not streamed"
             ),
-            NotStreamed::Outputs => f.write_str(
-                "several targets do not stream: the staged subset fit and the pass over every \
-                 row are built for one output (fit each target on its own)",
+            NotStreamed::Outputs => write!(
+                f,
+                "several targets do not stream: {OUTPUTS_NOT_STREAMED} (fit each target on its \
+                 own)"
             ),
         }
     }
@@ -118,7 +121,7 @@ pub fn start_streamed(
         Some(ModelChoice::Family(family)) => family,
         _ => Method::Spgp,
     };
-    if model != Method::Spgp {
+    if model.capabilities().not_streamed.is_some() {
         return Ok(Err(NotStreamed::Family(model)));
     }
     if task == Some(Task::Classification) || table.target_is_text()? {

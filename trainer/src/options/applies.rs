@@ -15,11 +15,43 @@ pub(crate) struct Setting {
     /// The option, as the command line spells it (`--objective`).
     pub flag: &'static str,
     /// The models that read it.
-    pub models: &'static [Method],
+    pub models: Models,
     /// The one task it applies to, if only one.
     pub task: Option<Task>,
     /// What it is for, completing "`flag` is ...".
     pub what: &'static str,
+    /// Why a model refuses it, where the capabilities table says.
+    pub why_not: fn(Method) -> Option<String>,
+}
+
+/// No reason beyond the setting's purpose.
+fn no_reason(_: Method) -> Option<String> {
+    None
+}
+
+/// The models a setting applies to: listed, or those the capabilities
+/// table ([`crate::fit::capabilities`]) gives the ability.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Models {
+    These(&'static [Method]),
+    Able(fn(Method) -> bool),
+}
+
+impl Models {
+    fn contains(self, m: Method) -> bool {
+        match self {
+            Models::These(list) => list.contains(&m),
+            Models::Able(able) => able(m),
+        }
+    }
+
+    fn list(self) -> Vec<Method> {
+        Method::ALL
+            .iter()
+            .copied()
+            .filter(|&m| self.contains(m))
+            .collect()
+    }
 }
 
 use Method::{Exact, Gplasso, Ivm, Spgp, SpgpDr, SpgpHs, SpgpPca, Svgp, Vsgp};
@@ -31,111 +63,132 @@ const PSEUDO: &[Method] = &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca];
 pub(crate) const SETTINGS: &[Setting] = &[
     Setting {
         flag: "--m",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],
+        models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp]),
         task: None,
         what: "the number of basis functions; the exact GP has none (--max-points bounds its rows)",
+        why_not: no_reason,
     },
     Setting {
         flag: "--dim",
-        models: &[SpgpDr, SpgpPca],
+        models: Models::These(&[SpgpDr, SpgpPca]),
         task: None,
         what: "the projected dimension of spgp-dr and spgp-pca",
+        why_not: no_reason,
     },
     Setting {
         flag: "--rank",
-        models: &[Gplasso],
+        models: Models::These(&[Gplasso]),
         task: None,
         what: "the rank of gplasso's incomplete Cholesky factor",
+        why_not: no_reason,
     },
     Setting {
         flag: "--path",
-        models: &[Gplasso],
+        models: Models::These(&[Gplasso]),
         task: None,
         what: "gplasso's lasso path",
+        why_not: no_reason,
     },
     Setting {
         flag: "--fixed-hyperparameters",
-        models: &[Gplasso],
+        models: Models::These(&[Gplasso]),
         task: None,
         what: "a gplasso procedure",
+        why_not: no_reason,
     },
     Setting {
         flag: "--fixed-basis",
-        models: &[Gplasso],
+        models: Models::These(&[Gplasso]),
         task: None,
         what: "a gplasso procedure",
+        why_not: no_reason,
     },
     Setting {
         flag: "--objective",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso],
+        models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso]),
         task: None,
         what: "the FITC or VFE objective of the pseudo-input fits and gplasso",
+        why_not: no_reason,
     },
     Setting {
         flag: "--kernel",
-        models: &[Exact, Spgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp],
+        models: Models::Able(|m| m.capabilities().se_only.is_none()),
         task: None,
-        what: "a Matérn covariance function; vsgp takes the squared exponential only: its basis \
-               functions are Gaussians of their own widths, whose covariances with a Matérn \
-               kernel have no closed form",
+        what: "a Matérn covariance function",
+        why_not: |m| {
+            let why = m.capabilities().se_only?;
+            Some(format!(
+                "{} takes the squared exponential only: {why}",
+                m.name()
+            ))
+        },
     },
     Setting {
         flag: "--no-held-out-choice",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso],
+        models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso]),
         task: None,
         what: "about the held-out choice of the pseudo-input fits and gplasso",
+        why_not: no_reason,
     },
     Setting {
         flag: "--restarts",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp],
+        models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp]),
         task: None,
         what: "the number of starts of the pseudo-input fits and svgp",
+        why_not: no_reason,
     },
     Setting {
         flag: "--init",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp],
+        models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp]),
         task: None,
         what: "how the pseudo-inputs of the pseudo-input fits and svgp start",
+        why_not: no_reason,
     },
     Setting {
         flag: "--init-hyper",
-        models: PSEUDO,
+        models: Models::These(PSEUDO),
         task: None,
         what: "how the hyperparameters of the pseudo-input fits start",
+        why_not: no_reason,
     },
     Setting {
         flag: "--max-points",
-        models: &[Exact, Ivm, Gplasso, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca],
+        models: Models::These(&[Exact, Ivm, Gplasso, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca]),
         task: None,
         what: "the rows of an exact GP (exact, and the start of gplasso and the pseudo-input \
                fits) or of the ivm classifier's kernel",
+        why_not: no_reason,
     },
     Setting {
         flag: "--ivm-posterior",
-        models: &[Ivm],
+        models: Models::These(&[Ivm]),
         task: Some(Task::Classification),
         what: "the posterior of the ivm classifier",
+        why_not: no_reason,
     },
     Setting {
         flag: "--tol",
-        models: &[Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp],
+        models: Models::These(&[Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp]),
         task: None,
         what: "the stall test of the optimised fits; ivm's runs stop on their own test",
+        why_not: no_reason,
     },
     Setting {
         flag: "--updatable",
-        models: &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp],
+        models: Models::Able(|m| m.capabilities().updatable),
         task: None,
         what: "a blob that learns on the device, which needs a basis with a posterior of its own \
                (the sparse regressions and the binary svgp classifier)",
+        why_not: no_reason,
     },
     Setting {
         flag: "--positive",
-        models: &[
+        models: Models::These(&[
             Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp,
-        ],
+        ]),
         task: Some(Task::Classification),
         what: "the positive class of a classification",
+        why_not: no_reason,
     },
 ];
 
@@ -166,7 +219,7 @@ pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()
             (Some(only), Some(task)) => only == task,
             _ => true,
         };
-        if for_task && models.iter().any(|m| setting.models.contains(m)) {
+        if for_task && models.iter().any(|&m| setting.models.contains(m)) {
             continue;
         }
         let names: Vec<&str> = models.iter().map(|m| m.name()).collect();
@@ -182,15 +235,20 @@ pub fn check(models: &[Method], task: Option<Task>, given: &[&str]) -> Result<()
             (Some(_), Some(Task::Regression)) => " (a regression)",
             (Some(_), Some(Task::Classification)) => " (a classification)",
         };
-        let applies_to: Vec<&str> = setting.models.iter().map(|m| m.name()).collect();
+        let applies_to: Vec<&str> = setting.models.list().iter().map(|m| m.name()).collect();
         let only = match setting.task {
             Some(Task::Classification) => " classifying",
             Some(Task::Regression) => " regressing",
             None => "",
         };
+        let reasons: String = models
+            .iter()
+            .filter_map(|&m| (setting.why_not)(m))
+            .map(|why| format!("; {why}"))
+            .collect();
         return Err(Error::BadInput(format!(
-            "{flag} does not apply to {models_named}{task_named}: it is {}; it applies \
-             to{only} {}",
+            "{flag} does not apply to {models_named}{task_named}: it is {}{reasons}; it \
+             applies to{only} {}",
             setting.what,
             applies_to.join(", ")
         )));
