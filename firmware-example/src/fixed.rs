@@ -6,25 +6,12 @@
 //! path's, the figures the guide and `sgp sweep`'s cost model quote.
 
 use cortex_m_semihosting::hprintln;
+use sgp_firmware_example::fixed_golden::{check_one as check_with, Golden};
 use sgp_firmware_example::instructions::InstructionMeter;
 use sgp_firmware_example::model::{Models, DR_INPUT_DIM, INPUT_DIM};
-use sgp_runtime::{FixedModel, Model};
+use sgp_runtime::{Error, FixedModel, Model, Prediction};
 
 use crate::{golden_m16, golden_m32, golden_m64, golden_spgp_d16_m32};
-
-/// Mean tolerance as a fraction of the golden predictive sd.
-const MEAN_OF_SD: f32 = 0.01;
-/// Variance tolerance, relative.
-const VARIANCE_RELATIVE: f32 = 0.02;
-
-/// One golden set: its name, its inputs (`dim` per point) and (mean,
-/// variance).
-struct Golden<'a> {
-    name: &'a str,
-    inputs: &'a [f32],
-    dim: usize,
-    expected: &'a [(f32, f32)],
-}
 
 /// Builds the fixed-point forms of the M = 16, 32 and 64 models and of the
 /// 16-input one (the cost model's second G), compares every golden point
@@ -60,53 +47,16 @@ pub fn check(meter: &InstructionMeter, models: &Models) -> bool {
         )
 }
 
-/// One model's fixed-point form into `slot`, checked against `golden`.
+/// [`check_with`] measured by the mps2 boards' timer.
 fn check_one<const M: usize, const G: usize>(
     meter: &InstructionMeter,
     model: &Model<M, G, G>,
     slot: &mut Option<FixedModel<M, G>>,
     golden: &Golden,
 ) -> bool {
-    let built = match FixedModel::from_model(model) {
-        Ok(built) => slot.insert(built),
-        Err(e) => {
-            hprintln!(
-                "golden {} fixed: FAILED, no fixed-point form: {}",
-                golden.name,
-                e
-            );
-            return false;
-        }
-    };
-    let rows = golden.inputs.chunks_exact(golden.dim);
-    let (mut passed, mut worst_mean, mut worst_var, mut max_instr) = (0, 0.0f32, 0.0f32, 0);
-    for (x, &(mean, variance)) in rows.zip(golden.expected) {
+    let measure = |built: &FixedModel<M, G>, x: &[f32]| -> (Result<Prediction, Error>, u32) {
         let (got, m) = meter.measure(x, |x| built.predict(x));
-        max_instr = max_instr.max(m.instructions);
-        let Ok(got) = got else { continue };
-        let mean_ratio = (got.mean - mean).abs() / (MEAN_OF_SD * libm::sqrtf(variance));
-        let var_ratio = (got.variance - variance).abs() / (VARIANCE_RELATIVE * variance);
-        worst_mean = worst_mean.max(mean_ratio);
-        worst_var = worst_var.max(var_ratio);
-        // Written as "within" so that NaN fails.
-        if mean_ratio <= 1.0 && var_ratio <= 1.0 {
-            passed += 1;
-        }
-    }
-    let total = golden.expected.len();
-    hprintln!(
-        "golden {} fixed: {}/{} within tolerance (mean +-{}% of the sd, var +-{}%; worst mean err {}x tol, worst var err {}x tol); predict <= {} instructions, FixedModel<{}, {}> {} B",
-        golden.name,
-        passed,
-        total,
-        MEAN_OF_SD * 100.0,
-        VARIANCE_RELATIVE * 100.0,
-        worst_mean,
-        worst_var,
-        max_instr,
-        M,
-        G,
-        core::mem::size_of::<FixedModel<M, G>>()
-    );
-    passed == total && total > 0
+        (got, m.instructions)
+    };
+    check_with(model, slot, golden, measure)
 }
