@@ -506,3 +506,50 @@ fn round(v: f64) -> f64 {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's layout is the 32-bit one with 8-byte sizes: `ram_bytes`
+    /// plus 8 for the two `usize`s, rounded as there.
+    #[test]
+    fn ram_bytes_is_the_struct_size_with_the_hosts_sizes() {
+        use core::mem::size_of;
+        let host = |m: usize, g: usize| {
+            let word = size_of::<usize>();
+            (4 * m * (m + g + 1) + 16 * g + 40 + 2 * word).next_multiple_of(8)
+        };
+        let cases = [
+            (size_of::<FixedModel<1, 1>>(), host(1, 1), ram_bytes(1, 1)),
+            (size_of::<FixedModel<7, 3>>(), host(7, 3), ram_bytes(7, 3)),
+            (
+                size_of::<FixedModel<16, 4>>(),
+                host(16, 4),
+                ram_bytes(16, 4),
+            ),
+            (
+                size_of::<FixedModel<32, 4>>(),
+                host(32, 4),
+                ram_bytes(32, 4),
+            ),
+            (
+                size_of::<FixedModel<33, 16>>(),
+                host(33, 16),
+                ram_bytes(33, 16),
+            ),
+        ];
+        for (i, &(size, expected, device)) in cases.iter().enumerate() {
+            assert_eq!(size, expected, "case {i}");
+            // Where a usize is 4 bytes the formula is the device's.
+            if size_of::<usize>() == 4 {
+                assert_eq!(size, device, "case {i}");
+            }
+        }
+        // The firmware's figures (run.sh's `golden ... fixed:` lines).
+        assert_eq!(ram_bytes(16, 4), 1456);
+        assert_eq!(ram_bytes(32, 4), 4848);
+        assert_eq!(ram_bytes(64, 4), 17776);
+        assert_eq!(ram_bytes(32, 16), 6576);
+    }
+}
