@@ -27,8 +27,28 @@ const CTRL_ENABLE: u32 = 1;
 pub const TICKS_PER_INSTRUCTION_NUM: u32 = 128;
 pub const TICKS_PER_INSTRUCTION_DEN: u32 = 5;
 
-/// Length of the straight-line calibration block.
-pub const CALIBRATION_NOPS: u32 = 1000;
+/// `nop`s in one [`nop_block`]: few enough that a Cortex-M0 function
+/// holding one keeps its literal pool within a Thumb-1 load's reach.
+pub const NOP_BLOCK: u32 = 250;
+
+/// Length of the straight-line calibration block: four [`nop_block`]s.
+pub const CALIBRATION_NOPS: u32 = 4 * NOP_BLOCK;
+
+/// A straight-line block of exactly [`NOP_BLOCK`] `nop`s, whose
+/// instruction count needs no disassembly to know.
+#[inline(always)]
+pub fn nop_block() {
+    // SAFETY: only `nop`s; no memory, stack or flags touched.
+    unsafe {
+        core::arch::asm!(
+            ".rept {n}",
+            "nop",
+            ".endr",
+            n = const NOP_BLOCK,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
 
 /// Converts a tick interval to instructions, rounded to nearest.
 pub const fn ticks_to_instructions(ticks: u32) -> u32 {
@@ -116,16 +136,10 @@ impl InstructionMeter {
     /// whose instruction count needs no disassembly to know.
     pub fn calibrate_straight_line(&self) -> Measurement {
         self.measure((), |()| {
-            // SAFETY: only `nop`s; no memory, stack or flags touched.
-            unsafe {
-                core::arch::asm!(
-                    ".rept {n}",
-                    "nop",
-                    ".endr",
-                    n = const CALIBRATION_NOPS,
-                    options(nomem, nostack, preserves_flags),
-                );
-            }
+            nop_block();
+            nop_block();
+            nop_block();
+            nop_block();
         })
         .1
     }

@@ -79,8 +79,9 @@ pub use format::{
 #[cfg(feature = "alloc")]
 pub use format::{Learning, ModelSpec, OutputSpec};
 pub use model::{
-    ram_bytes, ram_bytes_with_outputs, Classification, FixedError, FixedModel, Innovation, Model,
-    Name, Outputs, Prediction, PredictionWithGradient, ProbabilityWithGradient, Uncertain,
-    UncertainDerivatives, UncertainPrediction, UpdateSettings, NAME_CAPACITY,
+    fixed_point_supports, fixed_ram_bytes, ram_bytes, ram_bytes_with_outputs, Classification,
+    FixedError, FixedModel, Innovation, Model, Name, Outputs, Prediction, PredictionWithGradient,
+    ProbabilityWithGradient, Uncertain, UncertainDerivatives, UncertainPrediction, UpdateSettings,
+    NAME_CAPACITY,
 };
 pub use version::{OLDEST_VERSION, VERSION};

@@ -60,13 +60,17 @@ pub(crate) const EXP2_OF_NEGATIVE: [f32; EXP2_TERMS] = [
 #[inline(always)]
 pub(crate) fn scaled_exp2_of_negative(fixed: f32, poly: &[f32; EXP2_TERMS]) -> f32 {
     let bits = fixed as u32;
-    let n = bits >> EXP2_FRACTION_BITS;
-    let one_plus_f = f32::from_bits(0x3F80_0000 | ((bits >> 2) & 0x007F_FFFF));
+    // `bits >> 2` holds `n` in the exponent field's low 7 bits, the
+    // fraction in the mantissa: `1 + f` ORs it into the exponent of 1.0
+    // (which absorbs `n`), `2^-n` clears it from there (`(127 - n) << 23`
+    // as one `bic`).
+    let shifted = bits >> 2;
+    let one_plus_f = f32::from_bits(0x3F80_0000 | shifted);
     let u = one_plus_f - 1.5;
     let [c0, c1, c2, c3, c4, c5] = *poly;
     let u2 = u * u;
     let p = (c0 + c1 * u) + u2 * ((c2 + c3 * u) + u2 * (c4 + c5 * u));
-    p * f32::from_bits((127 - n) << 23)
+    p * f32::from_bits(0x3F80_0000 & !shifted)
 }
 
 /// `a 2^-x` from micromath's `e^x` (`a = poly[0] sqrt 2`, the

@@ -16,7 +16,9 @@ mod learning;
 mod outputs;
 mod uncertain;
 
-pub use fixed::{FixedError, FixedModel};
+pub use fixed::{
+    ram_bytes as fixed_ram_bytes, supports as fixed_point_supports, FixedError, FixedModel,
+};
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
 pub use learning::{Innovation, UpdateSettings};

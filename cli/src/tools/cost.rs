@@ -55,6 +55,34 @@ impl Config {
         let solve_macs = self.factors as f64 * m * (m + 1.0) / 2.0;
         [m, m * g, solve_macs, d * per_input]
     }
+
+    /// The fixed-point cost model's terms, in the order of
+    /// [`FixedCostModel::coefficients`]: its inputs are its features
+    /// (no projection), so `D` is `G`.
+    fn fixed_terms(&self) -> [f64; 3] {
+        let (m, g) = (self.m as f64, self.g as f64);
+        [m, m * g, m * (m + 1.0) / 2.0]
+    }
+}
+
+/// The coefficients of `terms` that best fit `points`' instructions, by
+/// least squares (the terms are independent on each measured table:
+/// tested); the solve fails only without U and V, which are asked for.
+fn least_squares<const N: usize>(points: &[Measured], terms: fn(&Config) -> [f64; N]) -> [f64; N] {
+    let a = DMatrix::from_row_iterator(
+        points.len(),
+        N,
+        points.iter().flat_map(|p| terms(&p.config)),
+    );
+    let y = DVector::from_iterator(
+        points.len(),
+        points.iter().map(|p| f64::from(p.instructions)),
+    );
+    let x = a
+        .svd(true, true)
+        .solve(&y, 1e-12)
+        .unwrap_or_else(|_| DVector::zeros(N));
+    std::array::from_fn(|i| x[i])
 }
 
 /// One configuration the firmware example measured.
@@ -142,23 +170,8 @@ pub struct CostModel {
 impl CostModel {
     /// Least squares over `points`.
     fn fit(points: &[Measured]) -> CostModel {
-        let a = DMatrix::from_row_iterator(
-            points.len(),
-            4,
-            points.iter().flat_map(|p| p.config.terms()),
-        );
-        let y = DVector::from_iterator(
-            points.len(),
-            points.iter().map(|p| f64::from(p.instructions)),
-        );
-        // Least squares (the four terms are independent on the table:
-        // tested); the solve fails only without U and V, which are asked for.
-        let x = a
-            .svd(true, true)
-            .solve(&y, 1e-12)
-            .unwrap_or_else(|_| DVector::zeros(4));
         CostModel {
-            coefficients: [x[0], x[1], x[2], x[3]],
+            coefficients: least_squares(points, Config::terms),
         }
     }
 
@@ -229,6 +242,88 @@ pub(crate) fn instructions_per_prediction(
     estimate.max(0.0).round() as u64
 }
 
+/// Cortex-M3 (mps2-an385, no FPU) instructions of the fixed-point form's
+/// `FixedModel::predict` (mean and variance) of the firmware's SPGP models,
+/// the largest over their golden inputs: `bash firmware-example/run.sh`,
+/// its `cortex-m3: golden ... fixed:` lines (docs/src/device-cost.md,
+/// "Fixed point").
+pub(crate) const FIXED_MEASURED: [Measured; 4] = [
+    measured("spgp fixed", (16, 4, 4), false, 1, 3788),
+    measured("spgp fixed", (32, 4, 4), false, 1, 8219),
+    measured("spgp fixed", (64, 4, 4), false, 1, 20955),
+    measured("spgp fixed", (32, 16, 16), false, 1, 13952),
+];
+
+/// The fixed-point form's cost model on a core without an FPU, fitted to
+/// [`FIXED_MEASURED`]: `b M + c M G + e M (M + 1) / 2`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FixedCostModel {
+    /// Instructions per basis function, per basis function and input, and
+    /// per multiply-add of the variance's triangular product.
+    pub coefficients: [f64; 3],
+}
+
+impl FixedCostModel {
+    /// Predicted Cortex-M3 instructions of one fixed-point prediction.
+    pub fn instructions(&self, config: &Config) -> f64 {
+        let terms = config.fixed_terms();
+        terms
+            .iter()
+            .zip(&self.coefficients)
+            .map(|(t, c)| t * c)
+            .sum()
+    }
+
+    /// The formula with its coefficients, for people.
+    pub fn formula(&self) -> String {
+        let [b, c, e] = self.coefficients;
+        format!("{b:.1} M + {c:.2} M G + {e:.2} M (M + 1) / 2")
+    }
+
+    /// Largest relative error over [`FIXED_MEASURED`].
+    #[cfg(test)]
+    fn worst_relative_error(&self) -> f64 {
+        FIXED_MEASURED
+            .iter()
+            .map(|p| {
+                let measured = f64::from(p.instructions);
+                (self.instructions(&p.config) - measured).abs() / measured
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
+/// The fixed-point cost model fitted to [`FIXED_MEASURED`].
+pub(crate) static CORTEX_M3_FIXED: LazyLock<FixedCostModel> = LazyLock::new(|| FixedCostModel {
+    coefficients: least_squares(&FIXED_MEASURED, Config::fixed_terms),
+});
+
+/// What the fixed-point form of a model costs on a core without an FPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FixedCost {
+    /// Cortex-M3 instructions per prediction, from [`CORTEX_M3_FIXED`]
+    /// (rounded).
+    pub instructions: u64,
+    /// RAM of the `FixedModel<M, G>` (flash: the same blob).
+    pub ram_bytes: usize,
+}
+
+/// The fixed-point form's cost for a model of this kind, or `None` where
+/// the runtime has no such form (`sgp_runtime::fixed_point_supports`).
+pub(crate) fn fixed_point_cost(
+    shape: &Shape,
+    variance: VarianceForm,
+    outputs: usize,
+    kernel: Kernel,
+) -> Option<FixedCost> {
+    sgp_runtime::fixed_point_supports(kernel, shape, variance, outputs).ok()?;
+    let config = Config::of(shape, variance);
+    Some(FixedCost {
+        instructions: CORTEX_M3_FIXED.instructions(&config).max(0.0).round() as u64,
+        ram_bytes: sgp_runtime::fixed_ram_bytes(config.m, config.g),
+    })
+}
+
 /// What `sgp sweep --help` says about the instruction figure; the tests
 /// hold its numbers to the fitted model.
 pub const HELP: &str = "Instructions per prediction are Cortex-M4 instructions (opt-level \"s\") \
@@ -245,7 +340,14 @@ the same). It is within 7.7% of every measured count \
 extrapolation (refitted without one configuration it missed that one by up to 10% at D = 4, and \
 by 7% on the only projected one). A model of P outputs (several targets) is charged one call \
 predicting all of them: the basis once, and per further output its variance pass and mean at the \
-per-multiply-add coefficient (an estimate from these single-output measurements).";
+per-multiply-add coefficient (an estimate from these single-output measurements). \
+M3 fixed is the fixed-point form a core without an FPU runs (sgp_runtime::FixedModel, built on \
+the device from the same blob, so the same flash; RAM: its own, plus the f32 Model while it is \
+built; SE regression with shared widths, no projection, one output, the product form; - for any \
+other model): Cortex-M3 instructions of its predict, mean and variance, from 133.2 M + 14.63 M G \
++ 4.17 M (M + 1) / 2, fitted to the firmware's four measured FixedModel predictions (M = 16 to \
+64 at G = 4, M = 32 at G = 16), within 4.1% of each (f32 in soft float on that core costs about \
+45 times the Cortex-M4 figure).";
 
 #[cfg(test)]
 mod tests {
@@ -325,6 +427,68 @@ mod tests {
         for kernel in [Kernel::Matern12, Kernel::Matern52] {
             assert_eq!(kernel_per_basis(kernel), per_basis);
         }
+    }
+
+    #[test]
+    fn the_fixed_point_cost_model_reproduces_its_measured_table_and_the_help() {
+        let model = *CORTEX_M3_FIXED;
+        assert!(model.coefficients.iter().all(|&c| c > 0.0), "{model:?}");
+        let worst = model.worst_relative_error();
+        assert!(worst < 0.05, "{worst}: {model:?}");
+        let help = HELP.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            help.contains(&model.formula()),
+            "{}\n{HELP}",
+            model.formula()
+        );
+        let percent = format!("within {:.1}% of each", 100.0 * worst);
+        assert!(help.contains(&percent), "{percent}\n{HELP}");
+    }
+
+    #[test]
+    fn only_a_model_with_a_fixed_point_form_is_charged_for_one() {
+        let shape = |projected, per_basis, link| Shape {
+            kind: sgp_runtime::ModelKind::Spgp,
+            link,
+            input_dim: 4,
+            feature_dim: 4,
+            n_basis: 32,
+            projected,
+            per_basis,
+            two_factors: false,
+        };
+        let plain = shape(false, false, sgp_runtime::Link::Identity);
+        let se = Kernel::SquaredExponential;
+        let cost = fixed_point_cost(&plain, VarianceForm::Product, 1, se).unwrap();
+        let measured = FIXED_MEASURED[1];
+        assert_eq!((measured.config.m, measured.config.g), (32, 4));
+        let off = (cost.instructions as f64 - f64::from(measured.instructions)).abs();
+        assert!(off < 0.05 * f64::from(measured.instructions), "{cost:?}");
+        assert_eq!(cost.ram_bytes, sgp_runtime::fixed_ram_bytes(32, 4));
+        let none = [
+            fixed_point_cost(&plain, VarianceForm::Solves, 1, se),
+            fixed_point_cost(&plain, VarianceForm::Product, 2, se),
+            fixed_point_cost(&plain, VarianceForm::Product, 1, Kernel::Matern32),
+            fixed_point_cost(
+                &shape(true, false, sgp_runtime::Link::Identity),
+                VarianceForm::Product,
+                1,
+                se,
+            ),
+            fixed_point_cost(
+                &shape(false, true, sgp_runtime::Link::Identity),
+                VarianceForm::Product,
+                1,
+                se,
+            ),
+            fixed_point_cost(
+                &shape(false, false, sgp_runtime::Link::Probit),
+                VarianceForm::Product,
+                1,
+                se,
+            ),
+        ];
+        assert!(none.iter().all(Option::is_none), "{none:?}");
     }
 
     #[test]

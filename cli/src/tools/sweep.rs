@@ -24,7 +24,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 
-use crate::tools::cost::{instructions_per_prediction, CostModel, CORTEX_M4};
+use crate::tools::cost::{
+    fixed_point_cost, instructions_per_prediction, CostModel, FixedCost, CORTEX_M3_FIXED, CORTEX_M4,
+};
 use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::multi_target::Outputs;
 use sgp_trainer::data::{
@@ -465,6 +467,9 @@ pub struct Done {
     /// Cortex-M4 instructions per prediction of every output
     /// ([`crate::tools::cost`]).
     pub instructions: u64,
+    /// The fixed-point form's cost on a core without an FPU, where the
+    /// model has one ([`crate::tools::cost::fixed_point_cost`]).
+    pub fixed_point: Option<FixedCost>,
     /// The budget's limits this model exceeds.
     pub over_budget: Vec<Limit>,
     /// The export cure, if the f32 check needed one.
@@ -548,6 +553,8 @@ pub struct Sweep {
     pub cost_model: CostModel,
     /// Its formula, for people.
     pub cost_formula: String,
+    /// The fixed-point form's formula (Cortex-M3), for people.
+    pub fixed_cost_formula: String,
     /// One row per grid point, in grid order.
     pub rows: Vec<Row>,
     /// Index of the chosen row.
@@ -602,6 +609,7 @@ pub fn sweep(
         budget,
         cost_model: *CORTEX_M4,
         cost_formula: CORTEX_M4.formula(),
+        fixed_cost_formula: CORTEX_M3_FIXED.formula(),
         rows,
         chosen,
     }
@@ -758,6 +766,7 @@ fn evaluate(blob: Vec<u8>, cure: Option<Cure>, test: &TestSet, budget: Budget) -
         blob_bytes: blob.len(),
         ram_bytes: ram,
         instructions,
+        fixed_point: fixed_point_cost(&shape, spec.variance, p, spec.kernel),
         over_budget: budget.exceeded(blob.len(), ram, instructions),
         cure,
         blob,
@@ -914,7 +923,7 @@ impl fmt::Display for Sweep {
             .max(5);
         writeln!(
             f,
-            "  {:<label_width$} {:>5} {:>3} {:>8} {:>9} {:>10} {:>8} {:>7} {:>8} {:>9} {:>8}  budget",
+            "  {:<label_width$} {:>5} {:>3} {:>8} {:>9} {:>10} {:>8} {:>7} {:>8} {:>9} {:>8} {:>8}  budget",
             "model",
             "M",
             "G",
@@ -926,6 +935,7 @@ impl fmt::Display for Sweep {
             "blob B",
             "RAM B",
             "instr",
+            "M3 fixed",
         )?;
         for row in &self.rows {
             let mark = if row.chosen { '*' } else { ' ' };
@@ -951,7 +961,7 @@ impl fmt::Display for Sweep {
                     writeln!(
                         f,
                         "{mark} {name:<label_width$} {:>5} {:>3} {:>8} {:>9} {:>10} {:>8} {:>7.2} \
-                         {:>8} {:>9} {:>8}  {budget}",
+                         {:>8} {:>9} {:>8} {:>8}  {budget}",
                         done.n_basis,
                         done.feature_dim,
                         row.point.kernel.name(),
@@ -962,6 +972,8 @@ impl fmt::Display for Sweep {
                         done.blob_bytes,
                         done.ram_bytes,
                         done.instructions,
+                        done.fixed_point
+                            .map_or("-".to_string(), |c| c.instructions.to_string()),
                     )?;
                     for output in &done.outputs {
                         let [nlpd, rmse, cover] = regression_cells(&output.evaluation);
@@ -1035,10 +1047,16 @@ impl fmt::Display for Sweep {
             )?,
         }
         writeln!(f)?;
-        write!(
+        writeln!(
             f,
             "instr: Cortex-M4 instructions per prediction, estimated by {} (see --help)",
             self.cost_formula
+        )?;
+        write!(
+            f,
+            "M3 fixed: Cortex-M3 (no FPU) instructions of the fixed-point form \
+             (sgp_runtime::FixedModel, same blob), estimated by {}; - where the model has none",
+            self.fixed_cost_formula
         )
     }
 }
@@ -1212,6 +1230,7 @@ mod tests {
                 blob_bytes: blob,
                 ram_bytes: ram,
                 instructions,
+                fixed_point: None,
                 over_budget: budget.exceeded(blob, ram, instructions),
                 cure: None,
                 blob: vec![1, 2, 3],
@@ -1242,6 +1261,7 @@ mod tests {
             budget,
             cost_model: *CORTEX_M4,
             cost_formula: CORTEX_M4.formula(),
+            fixed_cost_formula: CORTEX_M3_FIXED.formula(),
             rows,
             chosen,
         }
@@ -1390,6 +1410,10 @@ mod tests {
         assert_eq!(done.ram_bytes, sgp_runtime::ram_bytes(4, 1, 1));
         assert_eq!(done.blob_bytes, done.blob.len());
         assert!(done.instructions > 0);
+        // An SE regression blob in product form: its fixed-point form is charged.
+        let fixed = done.fixed_point.expect("a fixed-point form");
+        assert_eq!(fixed.ram_bytes, sgp_runtime::fixed_ram_bytes(4, 1));
+        assert!(fixed.instructions > 0);
         // The same blob as `sgp fit` of that point on its own.
         let request = Request {
             asked: Asked::Family(points[0].params(0).unwrap()),

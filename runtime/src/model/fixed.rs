@@ -27,7 +27,7 @@
 
 use super::Model;
 use crate::error::Error;
-use crate::format::{Kernel, Link, VarianceForm};
+use crate::format::{Kernel, Link, Shape, VarianceForm};
 use crate::math;
 use crate::model::Prediction;
 
@@ -98,6 +98,76 @@ impl core::fmt::Display for FixedError {
     }
 }
 
+/// Whether a model of this kernel, shape, variance form and output count
+/// has a fixed-point form ([`FixedModel::from_model`] also needs its
+/// numbers within the formats), for tools that hold a blob's description
+/// rather than a `Model`.
+///
+/// ```
+/// use sgp_runtime::{fixed_point_supports, FixedError, Kernel, VarianceForm};
+/// # let blob: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/doc-model.sgp"));
+/// # let model = sgp_runtime::Model::<16, 2, 2>::from_bytes(blob)?;
+/// let shape = model.shape();
+/// assert!(matches!(
+///     fixed_point_supports(Kernel::Matern32, shape, VarianceForm::Product, 1),
+///     Err(FixedError::Unsupported { what: "a Matérn kernel" })
+/// ));
+/// # Ok::<(), sgp_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// [`FixedError::Unsupported`], saying what the model has instead.
+pub fn supports(
+    kernel: Kernel,
+    shape: &Shape,
+    variance: VarianceForm,
+    outputs: usize,
+) -> Result<(), FixedError> {
+    let unsupported = |what| Err(FixedError::Unsupported { what });
+    if kernel != Kernel::SquaredExponential {
+        return unsupported("a Matérn kernel");
+    }
+    if shape.per_basis || shape.projected {
+        return unsupported("per-basis widths or a projection");
+    }
+    if shape.link != Link::Identity {
+        return unsupported("a classifier");
+    }
+    if variance != VarianceForm::Product {
+        return unsupported("the solves or whitened form of the variance");
+    }
+    if outputs != 1 {
+        return unsupported("no output, or several");
+    }
+    Ok(())
+}
+
+/// Bytes of RAM a `FixedModel<M, G>` occupies on a 32-bit target (the
+/// f32 [`Model`] it is built from is needed only while it is built), as
+/// [`crate::ram_bytes`] for the f32 model: exactly `size_of` there,
+/// checked at compile time.
+///
+/// ```
+/// use sgp_runtime::fixed_ram_bytes;
+/// // Mostly the M x M factor, as the f32 model's.
+/// assert_eq!(fixed_ram_bytes(32, 4), 4848);
+/// ```
+pub const fn ram_bytes(m: usize, g: usize) -> usize {
+    // Centres, weights and factor (i32), two i32 scale words and an i64
+    // offset per input, three i64 and four 32-bit words of scaling, two
+    // sizes; padded to the i64 alignment.
+    (4 * m * (m + g + 1) + 16 * g + 48).next_multiple_of(8)
+}
+
+#[cfg(target_pointer_width = "32")]
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<FixedModel<1, 1>>() == ram_bytes(1, 1));
+    assert!(size_of::<FixedModel<7, 3>>() == ram_bytes(7, 3));
+    assert!(size_of::<FixedModel<32, 4>>() == ram_bytes(32, 4));
+    assert!(size_of::<FixedModel<33, 16>>() == ram_bytes(33, 16));
+};
+
 /// A squared-exponential regression model in integer arithmetic: `M`
 /// basis functions over `G` inputs, predicting with no floating point but
 /// the input's bits and the two numbers returned. Constant time, no
@@ -165,21 +235,9 @@ impl<const M: usize, const G: usize> FixedModel<M, G> {
         model: &Model<M, G, D, P>,
     ) -> Result<Self, FixedError> {
         let unsupported = |what| Err(FixedError::Unsupported { what });
-        let shape = model.shape;
-        if model.kernel != Kernel::SquaredExponential {
-            return unsupported("a Matérn kernel");
-        }
-        if shape.per_basis || shape.projected {
-            return unsupported("per-basis widths or a projection");
-        }
-        if shape.link != Link::Identity {
-            return unsupported("a classifier");
-        }
-        if model.variance != VarianceForm::Product {
-            return unsupported("the solves or whitened form of the variance");
-        }
+        supports(model.kernel, &model.shape, model.variance, model.p.into())?;
         let output = match model.outputs.first() {
-            Some(output) if model.p == 1 && output.shared_variance.is_none() => output,
+            Some(output) if output.shared_variance.is_none() => output,
             _ => return unsupported("no output, or several"),
         };
         let (m, g) = (model.m, model.g);
@@ -446,5 +504,52 @@ fn round(v: f64) -> f64 {
         t + v.signum()
     } else {
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's layout is the 32-bit one with 8-byte sizes: `ram_bytes`
+    /// plus 8 for the two `usize`s, rounded as there.
+    #[test]
+    fn ram_bytes_is_the_struct_size_with_the_hosts_sizes() {
+        use core::mem::size_of;
+        let host = |m: usize, g: usize| {
+            let word = size_of::<usize>();
+            (4 * m * (m + g + 1) + 16 * g + 40 + 2 * word).next_multiple_of(8)
+        };
+        let cases = [
+            (size_of::<FixedModel<1, 1>>(), host(1, 1), ram_bytes(1, 1)),
+            (size_of::<FixedModel<7, 3>>(), host(7, 3), ram_bytes(7, 3)),
+            (
+                size_of::<FixedModel<16, 4>>(),
+                host(16, 4),
+                ram_bytes(16, 4),
+            ),
+            (
+                size_of::<FixedModel<32, 4>>(),
+                host(32, 4),
+                ram_bytes(32, 4),
+            ),
+            (
+                size_of::<FixedModel<33, 16>>(),
+                host(33, 16),
+                ram_bytes(33, 16),
+            ),
+        ];
+        for (i, &(size, expected, device)) in cases.iter().enumerate() {
+            assert_eq!(size, expected, "case {i}");
+            // Where a usize is 4 bytes the formula is the device's.
+            if size_of::<usize>() == 4 {
+                assert_eq!(size, device, "case {i}");
+            }
+        }
+        // The firmware's figures (run.sh's `golden ... fixed:` lines).
+        assert_eq!(ram_bytes(16, 4), 1456);
+        assert_eq!(ram_bytes(32, 4), 4848);
+        assert_eq!(ram_bytes(64, 4), 17776);
+        assert_eq!(ram_bytes(32, 16), 6576);
     }
 }
