@@ -120,6 +120,39 @@ macro_rules! form {
                     (za, (self.prior - n + zsz).max(0.0))
                 }
 
+                /// Forgetting of coordinate `k` alone, an AR(1) step towards
+                /// the prior with factor `mu`: `S <- P S P + (1 - mu) e_k e_k^T`,
+                /// `P = I - (1 - sqrt(mu)) e_k e_k^T`, so `0 <= S <= I` stays
+                /// true; the mean is kept. Over `M` updates, `k` cycling,
+                /// exactly `S <- mu S + (1 - mu) I`. `P S P` scales row `k`
+                /// of `U` by `sqrt(mu)`, its column by `1 / sqrt(mu)` and `D_k`
+                /// by `mu`; the addition is the Agee-Turner rank-one update
+                /// by `e_k`, columns `k` down to 0.
+                pub fn forget(&mut self, k: usize, mu: F) {
+                    let root = mu.sqrt();
+                    for j in k + 1..self.m {
+                        self.u[k][j] *= root;
+                    }
+                    for i in 0..k {
+                        self.u[i][k] /= root;
+                    }
+                    self.d[k] *= mu;
+                    let mut v = vec![0.0 as F; self.m];
+                    v[k] = 1.0;
+                    let mut c = 1.0 - mu;
+                    for j in (0..=k).rev() {
+                        let p = v[j];
+                        let d = self.d[j] + c * p * p;
+                        let b = c * p / d;
+                        c *= self.d[j] / d;
+                        self.d[j] = d;
+                        for i in 0..j {
+                            v[i] -= p * self.u[i][j];
+                            self.u[i][j] += b * v[i];
+                        }
+                    }
+                }
+
                 /// Bierman's measurement update with target `y` (standardised).
                 pub fn update(&mut self, k: &[F], y: F) {
                     let m = self.m;
@@ -305,7 +338,44 @@ fn the_covariance_u_d_form_holds_the_six_cases() {
              {export_var:.1e}; after {UPDATES} updates mean {mean:.1e} sd, variance {var:.1e} \
              (f64: {mean64:.1e}, {var64:.1e}); least D {least:.1e}"
         );
-        if !(export_mean < 5e-2 && export_var < 5e-2 && mean < 5e-2 && var < 5e-2) {
+        // Forgetting 0.999 a step (coordinate by coordinate, mu =
+        // 0.999^M), from the fitted posterior: finite, and every latent
+        // variance in [0, prior]; against the same algorithm in f64.
+        let mut forgetful = Form::of(&model.form, fitc);
+        let mut forgetful64 = double::Form::of(&model.form, fitc);
+        let mu = 0.999f64.powi(m as i32);
+        let (mut highest, mut apart) = (0.0f64, (0.0f64, 0.0f64));
+        for t in 0..UPDATES {
+            forgetful.forget(t % m, mu as f32);
+            forgetful64.forget(t % m, mu);
+            forgetful.update(&column_f32(&k, t), new_t[t] as f32);
+            forgetful64.update(&column_f64(&k, t), new_t[t]);
+        }
+        let test_k = model.form.basis.eval(&test_z);
+        for i in 0..test_z.nrows() {
+            let (m32, v32) = single_predict(&forgetful, &test_k, i);
+            let (m64, v64) = forgetful64.predict(&column_f64(&test_k, i));
+            assert!(m32.is_finite() && v32.is_finite());
+            highest = highest.max(v32 / model.form.prior);
+            let sd = (v64 + model.form.noise_var).sqrt();
+            apart.0 = apart.0.max((m32 - m64).abs() / sd);
+            apart.1 = apart
+                .1
+                .max((v32 - v64).abs() / (v64 + model.form.noise_var));
+        }
+        println!(
+            "  forgetting 0.999: highest variance / prior {highest:.3}, f32 against f64 mean \
+             {:.1e} sd, variance {:.1e}",
+            apart.0, apart.1
+        );
+        assert!(highest <= 1.0 + 1e-5, "M = {m}: a variance above the prior");
+        if !(apart.0 < 5e-2
+            && apart.1 < 5e-2
+            && export_mean < 5e-2
+            && export_var < 5e-2
+            && mean < 5e-2
+            && var < 5e-2)
+        {
             failures.push(m);
         }
     }
