@@ -440,14 +440,10 @@ fn bowl(n: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
 /// new rows of its plant (the drift plant's from its shifted regime) with
 /// every prediction finite, and then match the batch posterior on all the
 /// rows (same basis and hyperparameters) at 300 test inputs and 4 far
-/// ones: mean within 5% of the predictive sd, variance within 5%.
-///
-/// Open: on main four of the six cases fail their export check (a
-/// direction the data barely inform, docs/src/learning.md) and, forced,
-/// diverge within 7 to 232 updates; the two that export end 0.10 and
-/// 0.18 sd off. Run with `--ignored` (release: about 6 s).
+/// ones: mean within 5% of the predictive sd, variance within 5%. (In
+/// the whitened form of format version 7 four of the six failed their
+/// export check and diverged; docs/src/learning.md.)
 #[test]
-#[ignore = "issue 52 item 0 is open: see docs/src/learning.md, 'A direction the data barely inform'"]
 fn the_defaults_export_updatable_and_stay_with_the_batch() {
     const UPDATES: usize = 20_000;
     type Plant = fn(usize, u64) -> (DMatrix<f64>, DVector<f64>);
