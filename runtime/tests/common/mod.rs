@@ -441,6 +441,38 @@ pub fn covariance_of_factor(w: &[Vec<f64>]) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// `spec` (the whitened form) in the covariance form of format version 9:
+/// the same `S`, factored in f64 as `W^T diag(D) W`, last row first.
+pub fn as_covariance(spec: &ModelSpec) -> ModelSpec {
+    let m = spec.shape.n_basis as usize;
+    let s = covariance(&dense(&spec.l2, m));
+    let mut w = vec![vec![0.0f64; m]; m];
+    let mut d = vec![0.0f64; m];
+    for j in (0..m).rev() {
+        d[j] = (s[j][j] - (j + 1..m).map(|k| w[k][j] * w[k][j] * d[k]).sum::<f64>()).max(0.0);
+        for i in 0..j {
+            w[j][i] = if d[j] > 0.0 {
+                (s[i][j] - (j + 1..m).map(|k| w[k][i] * w[k][j] * d[k]).sum::<f64>()) / d[j]
+            } else {
+                0.0
+            };
+        }
+    }
+    let mut out = spec.clone();
+    out.l2 = (0..m)
+        .flat_map(|i| (0..=i).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            if i == j {
+                (d[i] as f32).max(1e-30)
+            } else {
+                w[i][j] as f32
+            }
+        })
+        .collect();
+    out.variance = VarianceForm::Covariance;
+    out
+}
+
 /// The whitened form's `l2` of `I - S = e` (packed: `G` strictly below
 /// the diagonal, `d` on it), from a Cholesky factorisation of `e` with rows
 /// and columns reversed: `e = F^T F`, `F = D^(1/2) (I - G)`.
