@@ -1,10 +1,15 @@
-//! Learning on the device (format version 7): each new observation
+//! Learning on the device (format versions 7 and 9): each new observation
 //! conditions the model's posterior over its inducing values, with the
 //! basis and hyperparameters fixed, in `O(M^2)` and without a heap.
 //!
 //! In whitened coordinates (`z = L1^-1 k`, `L1 = chol(K_M)`) the posterior
-//! is `N(a, S)`, the mean `z . a`, and `I - S = (I - G)^T (I - diag(d))
-//! (I - G)` (see `crate::whitened`). One
+//! is `N(a, S)`, the mean `z . a`. The covariance form (version 9, what the
+//! trainer writes) holds `S = W^T diag(D) W`: an observation is Bierman's
+//! covariance update, which keeps `S >= 0` whatever f32 rounds, and
+//! forgetting takes one whitened coordinate a step towards the prior after
+//! it, the means kept (`Model::update_covariance`). The whitened form
+//! (version 7) holds `I - S = (I - G)^T (I - diag(d)) (I - G)` (see
+//! `crate::whitened`); one
 //! observation `y` at `x`, after forgetting `S <- lam S + (1 - lam) I`,
 //! `a <- sqrt(lam) a` (a plant that drifts back towards the prior, an
 //! AR(1) process in time), is a Kalman step: `D = gamma + z^T S z`,
@@ -33,11 +38,14 @@ use crate::whitened;
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateSettings {
-    /// `lam` in `(0, 1]`: before each observation the posterior drifts
-    /// back towards the prior, `S <- lam S + (1 - lam) I` and `a <-
-    /// sqrt(lam) a` in whitened coordinates, so an observation `t` updates
-    /// ago weighs less and less, and a region the plant has not visited
-    /// for `1 / (1 - lam)` updates returns to the prior (never beyond it).
+    /// `lam` in `(0, 1]`: the posterior's information drifts back towards
+    /// the prior's, so an observation `t` updates ago weighs less and
+    /// less, and a region the plant has not visited for `1 / (1 - lam)`
+    /// updates returns to the prior (never beyond it). The covariance form
+    /// (format version 9) forgets, after each observation, one whitened
+    /// coordinate by `lam^M` (`M` updates: `S <- lam^M S + (1 - lam^M) I`)
+    /// and keeps the means; the whitened form (version 7), before each
+    /// observation, `S <- lam S + (1 - lam) I` and `a <- sqrt(lam) a`.
     /// `1` (the default) forgets nothing: the model is then the batch
     /// posterior of every row it has seen.
     pub forgetting: f32,
