@@ -351,7 +351,7 @@ pub(crate) fn back_substitute_first<const M: usize>(
 /// row's `p = v_i`, and what each entry of its `G` and the vector's entry
 /// in that column become.
 #[derive(Clone, Copy)]
-struct Step {
+pub(crate) struct Step {
     /// The vector's entry at the diagonal.
     p: f32,
     /// `weight p / D'_i`, with the row's new `D'_i = D_i + weight p^2`.
@@ -359,7 +359,7 @@ struct Step {
 }
 
 /// One row's step of a rank-one U-D update swept rows last first
-/// ([`sweep`]): the factor's diagonal as stored, and how each entry of the
+/// ([`update`]): the factor's diagonal as stored, and how each entry of the
 /// row and the vector's entry in its column change.
 pub(crate) trait RowStep: Copy {
     /// The step of a row whose stored diagonal is `d`, against the
@@ -409,25 +409,13 @@ impl RowStep for Step {
     }
 }
 
-/// `I - S <- lam (I - S) + weight v v^T`: forgetting (`D <- lam D`),
-/// then Bierman's U-D update, rows last first; `d` and the `G` of the
-/// second half of the pairs change, `v` is consumed, `L1` is untouched.
-pub(crate) fn update<const M: usize>(
-    packed: &mut [f32],
-    d: &mut [f32; M],
-    v: &mut [[f32; 2]; M],
-    weight: f32,
-    lam: f32,
-    m: usize,
-) {
-    sweep::<M, Step>(packed, d, v, weight, lam, m);
-}
-
 /// A rank-one update of a U-D factor held in the second half of the
 /// pairs (its diagonal in `d`) by `weight v v^T`, rows last first, each
-/// row's step an `S`; `v` is consumed, `L1` is untouched.
+/// row's step an `S`; `v` is consumed, `L1` is untouched. With [`Step`]:
+/// the whitened form's `I - S <- lam (I - S) + weight v v^T`, forgetting
+/// (`D <- lam D`), then Bierman's U-D update.
 #[inline(always)]
-fn sweep<const M: usize, S: RowStep>(
+pub(crate) fn update<const M: usize, S: RowStep>(
     packed: &mut [f32],
     d: &mut [f32; M],
     v: &mut [[f32; 2]; M],
@@ -631,7 +619,7 @@ pub(crate) fn forget_coordinate<const M: usize>(
     if let Some(vk) = v.get_mut(k) {
         vk[0] = 1.0;
     }
-    sweep::<M, Added>(packed, d, &mut v, 1.0 - mu, 1.0, m);
+    update::<M, Added>(packed, d, &mut v, 1.0 - mu, 1.0, m);
 }
 
 /// One row's step of Bierman's measurement update of the covariance form
@@ -1036,7 +1024,7 @@ mod tests {
                 core::array::from_fn(|i| if i < m { 0.2 - 0.05 * i as f32 } else { 0.0 });
             let mut consumed: [[f32; 2]; M] = core::array::from_fn(|i| [v[i], 9.0]);
             let weight = 0.7;
-            update(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
+            update::<M, Step>(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
             let old = complement(&|i, j| g[i][j], &d_before, m);
             let at = |i: usize, j: usize| f64::from(packed[packed_index(i, j, 1, m, true)]);
             let new = complement(&|i, j| if j < i { at(i, j) } else { 0.0 }, &d, m);

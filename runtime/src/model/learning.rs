@@ -319,16 +319,11 @@ impl Seen {
             [z - e, e]
         });
         let zsz = exact + (1.0 - lam) * tdt;
-        let zsz = if zsz > 0.0 {
-            if zsz < n {
-                zsz
-            } else {
-                n
-            }
-        } else {
-            0.0
-        };
-        Seen { n, zsz, za }
+        Seen {
+            n,
+            zsz: within(zsz, n),
+            za,
+        }
     }
 }
 
@@ -351,16 +346,11 @@ impl Seen {
             zu,
             whitened::covariance_term,
         );
-        let zsz = if zsz > 0.0 {
-            if zsz < n {
-                zsz
-            } else {
-                n
-            }
-        } else {
-            0.0
-        };
-        Seen { n, zsz, za }
+        Seen {
+            n,
+            zsz: within(zsz, n),
+            za,
+        }
     }
 }
 
@@ -407,6 +397,20 @@ fn power(lam: f32, m: usize) -> f32 {
     result
 }
 
+/// `zsz` clamped to `[0, n]` (`0 <= S <= I`: the variance between 0 and
+/// the prior whatever f32 did); NaN to 0.
+fn within(zsz: f32, n: f32) -> f32 {
+    if zsz > 0.0 {
+        if zsz < n {
+            zsz
+        } else {
+            n
+        }
+    } else {
+        0.0
+    }
+}
+
 /// `1 / sqrt(2 pi)`.
 const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
 
@@ -440,7 +444,7 @@ fn commit<const M: usize>(
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return;
     };
-    whitened::update(
+    whitened::update::<M, whitened::Step>(
         packed.as_flattened_mut(),
         &mut output.inv_diagonal2,
         sz,
