@@ -1,4 +1,10 @@
-//! The kernels of the whitened variance form ([`crate::VarianceForm::Whitened`]):
+//! The kernels of the updatable variance forms. The covariance form
+//! ([`crate::VarianceForm::Covariance`], format version 9) holds `S = W^T
+//! diag(D) W` in the same layout as the whitened form below (`W - I` where
+//! `G` is, `D` where `d` is): [`covariance_term`], Bierman's
+//! [`covariance_update`] and [`forget_coordinate`].
+//!
+//! The whitened form ([`crate::VarianceForm::Whitened`], format version 7):
 //! `L1 = chol(K_M)` and, for the covariance `S` of the whitened inducing
 //! values, `I - S = (I - G)^T (I - diag(d)) (I - G)` with `G` strictly
 //! lower triangular and `d` a vector (a U-D factorisation of `I - S`,
