@@ -2649,3 +2649,24 @@ fn replay_refuses_settings_out_of_range_before_any_row() {
     assert_bad_input(&replay(&["--gate", "0"]), &["--gate must be above 0"]);
     ok(&replay(&["--forgetting", "0.99", "--gate", "3"]), "replay");
 }
+
+/// Issue 49 item 10, as a user meets it: an updatable fit of 60 rows at
+/// M = 5 with the default restarts passes its own export check (the
+/// whitened form of format version 7 was 3.5 off in variance) and writes
+/// a version-9 blob that replays its data.
+#[test]
+fn a_small_updatable_fit_passes_its_own_check() {
+    let dir = TempDir::new("updatable_small");
+    synth(&dir, "d.csv", 60, 1);
+    let fit: Vec<&str> = "fit --data d.csv --m 5 --updatable --out m.sgp"
+        .split(' ')
+        .collect();
+    let summary = ok(&sgp(&dir, &fit), "updatable fit");
+    assert!(summary.contains("variance form   covariance"), "{summary}");
+    let blob = fs::read(dir.0.join("m.sgp")).expect("blob");
+    assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 9);
+    ok(
+        &sgp(&dir, &["replay", "--model", "m.sgp", "--data", "d.csv"]),
+        "replay",
+    );
+}

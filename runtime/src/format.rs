@@ -201,8 +201,22 @@ pub enum VarianceForm {
     /// u` its covariance `S`, `I - S = (I - G)^T (I - diag(d)) (I - G)`:
     /// `k^T W k = |z|^2 - z^T S z`, `z = L1^-1 k` (format version 7). The form a model learns on the device in
     /// ([`crate::Model::update`]); the blob then carries a
-    /// [`Field::Learning`] block.
+    /// [`Field::Learning`] block. A version-7 or -8 blob's form: they load
+    /// and learn as before; the trainer now writes
+    /// [`VarianceForm::Covariance`].
     Whitened,
+    /// As [`VarianceForm::Whitened`], but `l2` factors the covariance `S`
+    /// itself: `S = W^T diag(D) W` with `W` unit lower triangular (its
+    /// strictly lower part in `l2`, `D >= 0` on the diagonal), so `z^T S z
+    /// = sum D_i ((W z)_i)^2` adds non-negative terms and an update keeps
+    /// `S >= 0` by construction (format version 9).
+    ///
+    /// ```
+    /// use sgp_runtime::VarianceForm;
+    /// assert_eq!(VarianceForm::Covariance.name(), "covariance");
+    /// assert!(VarianceForm::Covariance.learns() && VarianceForm::Whitened.learns());
+    /// ```
+    Covariance,
 }
 
 impl VarianceForm {
@@ -216,7 +230,18 @@ impl VarianceForm {
             VarianceForm::Solves => "solves",
             VarianceForm::Product => "product",
             VarianceForm::Whitened => "whitened",
+            VarianceForm::Covariance => "covariance",
         }
+    }
+
+    /// Whether a model of this form learns on the device: its blob carries
+    /// a [`Field::Learning`] block and its `L1` is `chol(K_M)`.
+    ///
+    /// ```
+    /// assert!(!sgp_runtime::VarianceForm::Solves.learns());
+    /// ```
+    pub const fn learns(self) -> bool {
+        matches!(self, VarianceForm::Whitened | VarianceForm::Covariance)
     }
 
     /// Accepts this form for `shape` in a blob of format `version`: the
@@ -228,7 +253,10 @@ impl VarianceForm {
             VarianceForm::Solves => true,
             VarianceForm::Product => !shape.two_factors,
             VarianceForm::Whitened if version < LEARNING_VERSION => return Err(Error::Malformed),
-            VarianceForm::Whitened => shape.two_factors,
+            VarianceForm::Covariance if version < COVARIANCE_VERSION => {
+                return Err(Error::Malformed)
+            }
+            VarianceForm::Whitened | VarianceForm::Covariance => shape.two_factors,
         };
         if fits {
             Ok(self)
@@ -328,6 +356,9 @@ pub(crate) const LEARNING_VERSION: u16 = 7;
 /// The format version that added the [`Field::Kernel`].
 pub(crate) const KERNEL_VERSION: u16 = 8;
 
+/// The format version that added the [`VarianceForm::Covariance`] form.
+pub(crate) const COVARIANCE_VERSION: u16 = 9;
+
 /// How an updatable model ([`VarianceForm::Whitened`], format version 7)
 /// conditions on one new observation `y` at `x`, with `z = L1^-1 k(x)`:
 ///
@@ -384,9 +415,9 @@ impl Observation {
 }
 
 /// Accepts whether a blob carries a [`Field::Learning`] block: exactly
-/// when its variance is [`VarianceForm::Whitened`].
+/// when its variance form [`VarianceForm::learns`].
 pub(crate) fn check_learning_present(variance: VarianceForm, present: bool) -> Result<(), Error> {
-    if present == (variance == VarianceForm::Whitened) {
+    if present == variance.learns() {
         Ok(())
     } else {
         Err(Error::InvalidValue {
@@ -997,8 +1028,7 @@ mod owned {
         /// per output for a multi-class link ([`Link::is_multi_class`]).
         pub class_labels: Vec<String>,
         /// What an updatable model learns with (format version 7): present
-        /// exactly when [`ModelSpec::variance`] is
-        /// [`VarianceForm::Whitened`].
+        /// exactly when [`ModelSpec::variance`] [`VarianceForm::learns`].
         pub learning: Option<Learning>,
         /// See [`Field::Kernel`] ([`Kernel::SquaredExponential`] before
         /// format version 7).
@@ -1302,7 +1332,8 @@ mod owned {
         }
 
         /// The format version [`ModelSpec::to_bytes`] writes: the oldest
-        /// that holds the model, 8 for a kernel other than the squared
+        /// that holds the model, 9 for the [`VarianceForm::Covariance`]
+        /// form, 8 for a kernel other than the squared
         /// exponential, 7 for an updatable model (the
         /// [`VarianceForm::Whitened`] form, a [`Learning`] block), 6 when an
         /// output shares the first output's variance
@@ -1313,7 +1344,9 @@ mod owned {
         /// assert_eq!(spec.version(), 5);
         /// ```
         pub fn version(&self) -> u16 {
-            if self.kernel != Kernel::SquaredExponential {
+            if self.variance == VarianceForm::Covariance {
+                COVARIANCE_VERSION
+            } else if self.kernel != Kernel::SquaredExponential {
                 KERNEL_VERSION
             } else if self.variance == VarianceForm::Whitened || self.learning.is_some() {
                 LEARNING_VERSION
@@ -1435,7 +1468,12 @@ mod owned {
             let mut spec = reader.value::<Common>()?.into_spec();
             read_appended(version, &mut reader, &mut spec)?;
             reader.finish()?;
-            if version < LEARNING_VERSION && spec.variance == VarianceForm::Whitened {
+            let known = match spec.variance {
+                VarianceForm::Whitened => LEARNING_VERSION,
+                VarianceForm::Covariance => COVARIANCE_VERSION,
+                _ => 0,
+            };
+            if version < known {
                 // An enum index a reader of that version does not know.
                 return Err(Error::Malformed);
             }

@@ -125,6 +125,10 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     p: u16,
     /// How an updatable model (format version 7) learns, or not.
     learning: Learns,
+    /// The whitened coordinate the covariance form forgets next
+    /// (`whitened::forget_coordinate`), cycling over `0..min(m, 256)`; in
+    /// the same padding.
+    forget_next: u8,
     /// The basis's covariance function (format version 7); in the same
     /// padding.
     kernel: Kernel,
@@ -173,8 +177,9 @@ pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> u
     let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
-    // the variance form, the output count and the learning flag (two
-    // words with the names' padding).
+    // the variance form, the output count, the learning flag, the kernel
+    // and the coordinate forgotten next (two words with the names'
+    // padding).
     p * output + 4 * numbers + 12 + 2 * 4 + names + 8
 }
 
@@ -240,6 +245,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             fingerprint: 0,
         },
         learning: Learns::Not,
+        forget_next: 0,
         kernel: Kernel::SquaredExponential,
     };
 
@@ -307,15 +313,23 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.ranged = false;
         self.learning = Learns::Not;
         self.kernel = Kernel::SquaredExponential;
+        self.forget_next = 0;
         let decoded = self.decode(bytes)?;
         let shape = decoded.shape;
         self.shape = shape;
         self.ranged = decoded.ranged;
-        self.variance = decoded.variance;
+        // The covariance form is the whitened one but for the variance's
+        // sum, its slopes and the update: `learning` says which.
+        let covariance = decoded.variance == VarianceForm::Covariance;
+        self.variance = if covariance {
+            VarianceForm::Whitened
+        } else {
+            decoded.variance
+        };
         self.m = usize::from(shape.n_basis);
         self.g = usize::from(shape.feature_dim);
         self.p = decoded.outputs;
-        self.learning = Learns::of(decoded.learning);
+        self.learning = Learns::of(decoded.learning, covariance);
         self.origin = decoded.origin;
         self.kernel = decoded.kernel;
         Ok(())
@@ -420,7 +434,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 output.invert_diagonals(m, variance == VarianceForm::Solves);
             }
         }
-        if variance == VarianceForm::Whitened {
+        if variance.learns() {
             // The mean is z . a (see `latent`): beta, which an update
             // would have to solve for, is written only with the blob.
             for output in model.outputs.iter_mut() {
@@ -782,17 +796,31 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 ),
                 0.0,
             ),
-            VarianceForm::Whitened => {
+            VarianceForm::Whitened | VarianceForm::Covariance => {
                 let mut scratch = [[0.0f32; 2]; M];
-                let (explained, restored, mean) = whitened::solve_and_multiply(
-                    factors,
-                    &output.diagonal1,
-                    &output.inv_diagonal2,
-                    mean_of.mean(),
-                    k,
-                    self.m,
-                    u.unwrap_or(&mut scratch),
-                );
+                let u = u.unwrap_or(&mut scratch);
+                let (explained, restored, mean) = if self.learning.covariance() {
+                    whitened::solve_and_multiply_with(
+                        factors,
+                        &output.diagonal1,
+                        &output.inv_diagonal2,
+                        mean_of.mean(),
+                        k,
+                        self.m,
+                        u,
+                        whitened::covariance_term,
+                    )
+                } else {
+                    whitened::solve_and_multiply(
+                        factors,
+                        &output.diagonal1,
+                        &output.inv_diagonal2,
+                        mean_of.mean(),
+                        k,
+                        self.m,
+                        u,
+                    )
+                };
                 whitened_mean = mean;
                 // z^T S z is in [0, |z|^2] (S <= I): clamped there, the
                 // variance stays between 0 and the prior whatever f32 did.
@@ -1103,7 +1131,7 @@ mod tests {
         let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
-        (sizes_at + 2 * word + names + 5).next_multiple_of(word)
+        (sizes_at + 2 * word + names + 6).next_multiple_of(word)
     }
 
     #[test]

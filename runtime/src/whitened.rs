@@ -1,4 +1,10 @@
-//! The kernels of the whitened variance form ([`crate::VarianceForm::Whitened`]):
+//! The kernels of the updatable variance forms. The covariance form
+//! ([`crate::VarianceForm::Covariance`], format version 9) holds `S = W^T
+//! diag(D) W` in the same layout as the whitened form below (`W - I` where
+//! `G` is, `D` where `d` is): [`covariance_term`], Bierman's
+//! [`covariance_update`] and [`forget_coordinate`].
+//!
+//! The whitened form ([`crate::VarianceForm::Whitened`], format version 7):
 //! `L1 = chol(K_M)` and, for the covariance `S` of the whitened inducing
 //! values, `I - S = (I - G)^T (I - diag(d)) (I - G)` with `G` strictly
 //! lower triangular and `d` a vector (a U-D factorisation of `I - S`,
@@ -351,14 +357,29 @@ pub(crate) fn back_substitute_first<const M: usize>(
 /// row's `p = v_i`, and what each entry of its `G` and the vector's entry
 /// in that column become.
 #[derive(Clone, Copy)]
-struct Step {
+pub(crate) struct Step {
     /// The vector's entry at the diagonal.
     p: f32,
     /// `weight p / D'_i`, with the row's new `D'_i = D_i + weight p^2`.
     beta: f32,
 }
 
-impl Step {
+/// One row's step of a rank-one U-D update swept rows last first
+/// ([`update`]): the factor's diagonal as stored, and how each entry of the
+/// row and the vector's entry in its column change.
+pub(crate) trait RowStep: Copy {
+    /// The step of a row whose stored diagonal is `d`, against the
+    /// vector's entry `p` at the diagonal and the weight left, forgotten by
+    /// `lam` where the form forgets so; returns it, the row's new stored
+    /// diagonal, and the weight left for the rows above.
+    fn of(d: f32, p: f32, weight: f32, lam: f32) -> (Self, f32, f32);
+
+    /// A stored entry `g` of the row and the vector's entry `v` in its
+    /// column, updated.
+    fn apply(self, g: f32, v: f32) -> (f32, f32);
+}
+
+impl RowStep for Step {
     /// The step of a row whose stored `d` is `d` (its `D` is `1 - d`),
     /// forgotten by `lam` (`D <- lam D`, `d <- (1 - lam) + lam d`), against
     /// `p`; returns it, the row's new `d`, and the weight left for the rows
@@ -394,10 +415,13 @@ impl Step {
     }
 }
 
-/// `I - S <- lam (I - S) + weight v v^T`: forgetting (`D <- lam D`),
-/// then Bierman's U-D update, rows last first; `d` and the `G` of the
-/// second half of the pairs change, `v` is consumed, `L1` is untouched.
-pub(crate) fn update<const M: usize>(
+/// A rank-one update of a U-D factor held in the second half of the
+/// pairs (its diagonal in `d`) by `weight v v^T`, rows last first, each
+/// row's step an `S`; `v` is consumed, `L1` is untouched. With [`Step`]:
+/// the whitened form's `I - S <- lam (I - S) + weight v v^T`, forgetting
+/// (`D <- lam D`), then Bierman's U-D update.
+#[inline(always)]
+pub(crate) fn update<const M: usize, S: RowStep>(
     packed: &mut [f32],
     d: &mut [f32; M],
     v: &mut [[f32; 2]; M],
@@ -427,7 +451,7 @@ pub(crate) fn update<const M: usize>(
         let (Some(di), Some(&[vi, _])) = (d.get_mut(i), v.get(i)) else {
             break;
         };
-        let (step, new_d, left) = Step::of(*di, vi, weight, lam);
+        let (step, new_d, left) = S::of(*di, vi, weight, lam);
         (*di, weight) = (new_d, left);
         for (pair, vj) in row.as_chunks_mut::<2>().0.iter_mut().zip(v.iter_mut()) {
             (pair[1], vj[0]) = step.apply(pair[1], vj[0]);
@@ -453,7 +477,7 @@ pub(crate) fn update<const M: usize>(
             break;
         };
         let [_, c1, _, c3, _, c5, _, c7, _, c9, _, c11] = *corner;
-        let (steps, g) = update_corner([c1, c3, c5, c7, c9, c11], db, own_v, &mut weight, lam);
+        let (steps, g) = update_corner::<S>([c1, c3, c5, c7, c9, c11], db, own_v, &mut weight, lam);
         let [g10, g20, g21, g30, g31, g32] = g;
         (
             corner[1], corner[3], corner[5], corner[7], corner[9], corner[11],
@@ -474,7 +498,11 @@ pub(crate) fn update<const M: usize>(
 /// A column's four `G` entries (the odd ones of `column`) and the
 /// vector's entry `v[0]` there through a block's steps, last row first.
 #[inline(always)]
-fn update_column(v: &mut [f32; 2], column: &mut [f32; 8], [s0, s1, s2, s3]: [Step; BLOCK]) {
+fn update_column<S: RowStep>(
+    v: &mut [f32; 2],
+    column: &mut [f32; 8],
+    [s0, s1, s2, s3]: [S; BLOCK],
+) {
     let [_, g0, _, g1, _, g2, _, g3] = *column;
     let (g3, x) = s3.apply(g3, v[0]);
     let (g2, x) = s2.apply(g2, x);
@@ -490,27 +518,252 @@ fn update_column(v: &mut [f32; 2], column: &mut [f32; 8], [s0, s1, s2, s3]: [Ste
 /// takes the new values and `weight` what is left.
 /// Returns the steps, first row first, and the new corner.
 #[inline(always)]
-fn update_corner(
+fn update_corner<S: RowStep>(
     [g10, g20, g21, g30, g31, g32]: [f32; 6],
     d: &mut [f32; BLOCK],
     v: &[[f32; 2]; BLOCK],
     weight: &mut f32,
     lam: f32,
-) -> ([Step; BLOCK], [f32; 6]) {
+) -> ([S; BLOCK], [f32; 6]) {
     let [[v0, _], [v1, _], [v2, _], [v3, _]] = *v;
-    let (s3, d3, w) = Step::of(d[3], v3, *weight, lam);
+    let (s3, d3, w) = S::of(d[3], v3, *weight, lam);
     let (g30, v0) = s3.apply(g30, v0);
     let (g31, v1) = s3.apply(g31, v1);
     let (g32, v2) = s3.apply(g32, v2);
-    let (s2, d2, w) = Step::of(d[2], v2, w, lam);
+    let (s2, d2, w) = S::of(d[2], v2, w, lam);
     let (g20, v0) = s2.apply(g20, v0);
     let (g21, v1) = s2.apply(g21, v1);
-    let (s1, d1, w) = Step::of(d[1], v1, w, lam);
+    let (s1, d1, w) = S::of(d[1], v1, w, lam);
     let (g10, v0) = s1.apply(g10, v0);
-    let (s0, d0, w) = Step::of(d[0], v0, w, lam);
+    let (s0, d0, w) = S::of(d[0], v0, w, lam);
     *d = [d0, d1, d2, d3];
     *weight = w;
     ([s0, s1, s2, s3], [g10, g20, g21, g30, g31, g32])
+}
+
+/// One row's part of `z^T S z` in the covariance form
+/// ([`crate::VarianceForm::Covariance`]): `D f^2` with `f = z + u` the
+/// row's entry of `W z` (`u` the strictly lower part's).
+#[inline(always)]
+pub(crate) fn covariance_term(z: f32, u: f32, d: f32) -> f32 {
+    let f = z + u;
+    d * f * f
+}
+
+/// One row's step of the covariance form's rank-one addition `S <- S +
+/// weight v v^T` (Agee and Turner's), `S = W^T diag(D) W`, `W = I + H`
+/// with `H` stored where the whitened form keeps `G` and `D` where it
+/// keeps `d`.
+#[derive(Clone, Copy)]
+struct Added {
+    /// The vector's entry at the diagonal.
+    p: f32,
+    /// `weight p / D'_i`, the row's new `D'_i = D_i + weight p^2`.
+    beta: f32,
+}
+
+impl RowStep for Added {
+    /// `lam` is unused: the covariance form forgets before the sweep.
+    #[inline(always)]
+    fn of(d: f32, p: f32, weight: f32, _lam: f32) -> (Added, f32, f32) {
+        let new = d + weight * p * p;
+        let inv = 1.0 / (new + TINY);
+        let left = weight * d * inv;
+        // Also maps NaN to the floor.
+        let new = if new > DIAGONAL_FLOOR {
+            new
+        } else {
+            DIAGONAL_FLOOR
+        };
+        (
+            Added {
+                p,
+                beta: weight * p * inv,
+            },
+            new,
+            left,
+        )
+    }
+
+    /// `v <- v - p W_ji`, then `W_ji <- W_ji + beta v`.
+    #[inline(always)]
+    fn apply(self, h: f32, v: f32) -> (f32, f32) {
+        let v = v - self.p * h;
+        (h + self.beta * v, v)
+    }
+}
+
+/// The covariance form's forgetting of whitened coordinate `k` alone by
+/// `mu` in `(0, 1]`: `S <- P S P + (1 - mu) e_k e_k^T` with `P` scaling
+/// coordinate `k` by `sqrt(mu)`, which keeps `0 <= S <= I` if it held;
+/// `k` cycling over the `m` coordinates, `m` such steps are exactly `S <-
+/// mu S + (1 - mu) I`. `P S P` scales row `k` of `W` by `1 / sqrt(mu)`,
+/// its column by `sqrt(mu)` and `D_k` by `mu`; the addition is one sweep
+/// of every row (the same work for every `k`).
+pub(crate) fn forget_coordinate<const M: usize>(
+    packed: &mut [f32],
+    d: &mut [f32; M],
+    k: usize,
+    mu: f32,
+    m: usize,
+) {
+    let (root, inv_root) = root_and_reciprocal(mu);
+    for j in 0..m {
+        let (row, col, scale) = match j.cmp(&k) {
+            core::cmp::Ordering::Less => (k, j, inv_root),
+            core::cmp::Ordering::Greater => (j, k, root),
+            core::cmp::Ordering::Equal => continue,
+        };
+        if let Some(h) = packed.get_mut(crate::math::packed_index(row, col, 1, m, true)) {
+            *h *= scale;
+        }
+    }
+    if let Some(dk) = d.get_mut(k) {
+        *dk *= mu;
+    }
+    let mut v = [[0.0f32; 2]; M];
+    if let Some(vk) = v.get_mut(k) {
+        vk[0] = 1.0;
+    }
+    update::<M, Added>(packed, d, &mut v, 1.0 - mu, 1.0, m);
+}
+
+/// One row's step of Bierman's measurement update of the covariance form
+/// (first row first): the row's `lambda = -f / alpha_before` and `g = D
+/// f`, with `f` its entry of `W z`.
+#[derive(Clone, Copy)]
+struct Measured {
+    lambda: f32,
+    g: f32,
+}
+
+impl Measured {
+    /// An entry `h` of the row's `H` (`W_ji`, `i < j`) and the gain's
+    /// entry `s` in its column: `W_ji <- W_ji + lambda s`, `s <- s + g
+    /// W_ji` (the entry before).
+    #[inline(always)]
+    fn apply(self, h: f32, s: f32) -> (f32, f32) {
+        (h + self.lambda * s, s + self.g * h)
+    }
+}
+
+/// The running sum `alpha = row + sum D_j f_j^2` of Bierman's sweep and
+/// its reciprocal.
+#[derive(Clone, Copy)]
+struct Running {
+    alpha: f32,
+    inv: f32,
+}
+
+impl Running {
+    /// Row `j`'s step for its `D` (`d`, replaced by `D alpha_before /
+    /// alpha`, which stays in `[0, D]`) and `f`; one division.
+    #[inline(always)]
+    fn step(&mut self, d: &mut f32, f: f32) -> Measured {
+        let g = *d * f;
+        let alpha = self.alpha + f * g;
+        let inv = 1.0 / alpha;
+        let step = Measured {
+            lambda: -f * self.inv,
+            g,
+        };
+        let new = *d * self.alpha * inv;
+        // Also maps NaN to the floor.
+        *d = if new > DIAGONAL_FLOOR {
+            new
+        } else {
+            DIAGONAL_FLOOR
+        };
+        (self.alpha, self.inv) = (alpha, inv);
+        step
+    }
+}
+
+/// Bierman's measurement update of the covariance form, `S <- S - (S
+/// z)(S z)^T / (row + z^T S z)`, rows first first, from the pairs `zu`
+/// of [`solve_and_multiply_with`] (`W z = z + u`); `S z` (before the
+/// update) into `sz`; `row > 0` is the observation's own variance. `D`
+/// only shrinks, by factors in `(0, 1]`: `S >= 0` whatever f32 rounds.
+pub(crate) fn covariance_update<const M: usize>(
+    packed: &mut [f32],
+    d: &mut [f32; M],
+    zu: &[[f32; 2]; M],
+    sz: &mut [f32; M],
+    row: f32,
+    m: usize,
+) {
+    let mut running = Running {
+        alpha: row,
+        inv: 1.0 / row,
+    };
+    let mut rest = packed;
+    let mut done = 0;
+    while done + BLOCK <= m {
+        let Some((main, tail)) = core::mem::take(&mut rest).split_at_mut_checked(2 * BLOCK * done)
+        else {
+            return;
+        };
+        let Some((corner, tail)) = tail.split_first_chunk_mut::<12>() else {
+            return;
+        };
+        rest = tail;
+        let (Some(ds), Some(fs)) = (
+            d.get_mut(done..).and_then(|d| d.first_chunk_mut::<BLOCK>()),
+            zu.get(done..).and_then(|z| z.first_chunk::<BLOCK>()),
+        ) else {
+            return;
+        };
+        let [d0, d1, d2, d3] = ds;
+        let [[z0, u0], [z1, u1], [z2, u2], [z3, u3]] = *fs;
+        let s0 = running.step(d0, z0 + u0);
+        let s1 = running.step(d1, z1 + u1);
+        let s2 = running.step(d2, z2 + u2);
+        let s3 = running.step(d3, z3 + u3);
+        let Some((before, own)) = sz.split_at_mut_checked(done) else {
+            return;
+        };
+        // Column by column over the block's four rows, in row order.
+        for (s, column) in before.iter_mut().zip(main.as_chunks_mut::<8>().0) {
+            let [_, h0, _, h1, _, h2, _, h3] = *column;
+            let (h0, x) = s0.apply(h0, *s);
+            let (h1, x) = s1.apply(h1, x);
+            let (h2, x) = s2.apply(h2, x);
+            let (h3, x) = s3.apply(h3, x);
+            (column[1], column[3], column[5], column[7]) = (h0, h1, h2, h3);
+            *s = x;
+        }
+        let Some(own) = own.first_chunk_mut::<BLOCK>() else {
+            return;
+        };
+        let [_, h10, _, h20, _, h21, _, h30, _, h31, _, h32] = *corner;
+        let (h10, x0) = s1.apply(h10, s0.g);
+        let (h20, x0) = s2.apply(h20, x0);
+        let (h21, x1) = s2.apply(h21, s1.g);
+        let (h30, x0) = s3.apply(h30, x0);
+        let (h31, x1) = s3.apply(h31, x1);
+        let (h32, x2) = s3.apply(h32, s2.g);
+        (
+            corner[1], corner[3], corner[5], corner[7], corner[9], corner[11],
+        ) = (h10, h20, h21, h30, h31, h32);
+        *own = [x0, x1, x2, s3.g];
+        done += BLOCK;
+    }
+    for i in done..m {
+        let Some((row, tail)) = core::mem::take(&mut rest).split_at_mut_checked(2 * i) else {
+            return;
+        };
+        rest = tail;
+        let (Some(di), Some(&[z, u])) = (d.get_mut(i), zu.get(i)) else {
+            return;
+        };
+        let step = running.step(di, z + u);
+        for (pair, s) in row.as_chunks_mut::<2>().0.iter_mut().zip(sz.iter_mut()) {
+            (pair[1], *s) = step.apply(pair[1], *s);
+        }
+        if let Some(s) = sz.get_mut(i) {
+            *s = step.g;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -672,6 +925,99 @@ mod tests {
         }
     }
 
+    /// `S = W^T diag(D) W`, `W = I + H`, dense.
+    fn covariance(h: &dyn Fn(usize, usize) -> f64, d: &[f32], m: usize) -> Vec<Vec<f64>> {
+        let w = |r: usize, a: usize| {
+            if r == a {
+                1.0
+            } else if a < r {
+                h(r, a)
+            } else {
+                0.0
+            }
+        };
+        (0..m)
+            .map(|a| {
+                (0..m)
+                    .map(|b| (0..m).map(|r| w(r, a) * f64::from(d[r]) * w(r, b)).sum())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The covariance form's factors after an update, dense.
+    fn covariance_after(packed: &[f32], d: &[f32], m: usize) -> Vec<Vec<f64>> {
+        let at = |i: usize, j: usize| f64::from(packed[packed_index(i, j, 1, m, true)]);
+        covariance(&|i, j| at(i, j), d, m)
+    }
+
+    /// Bierman's sweep gives `S z` and `S' = S - (S z)(S z)^T / (row + z^T
+    /// S z)`, `L1` untouched.
+    #[test]
+    fn the_covariance_update_is_the_measurement_update() {
+        for m in 1..=M {
+            let (_, h, mut packed, _, mut d) = setup(m);
+            let before = packed.clone();
+            let s = covariance(&|i, j| h[i][j], &d, m);
+            let z: Vec<f64> = (0..m).map(|i| 0.6 - 0.13 * i as f64).collect();
+            let zu: [[f32; 2]; M] = core::array::from_fn(|i| {
+                if i < m {
+                    let u: f64 = (0..i).map(|j| h[i][j] * z[j]).sum();
+                    [z[i] as f32, u as f32]
+                } else {
+                    [0.0; 2]
+                }
+            });
+            let row = 0.3f32;
+            let mut sz = [9.0f32; M];
+            covariance_update(&mut packed, &mut d, &zu, &mut sz, row, m);
+            let want: Vec<f64> = (0..m)
+                .map(|a| (0..m).map(|b| s[a][b] * z[b]).sum())
+                .collect();
+            let zsz: f64 = (0..m).map(|a| z[a] * want[a]).sum();
+            let after = covariance_after(&packed, &d, m);
+            for a in 0..m {
+                assert!((f64::from(sz[a]) - want[a]).abs() < 1e-5, "m {m} S z {a}");
+                for b in 0..m {
+                    let exact = s[a][b] - want[a] * want[b] / (f64::from(row) + zsz);
+                    assert!((after[a][b] - exact).abs() < 1e-5, "m {m} ({a}, {b})");
+                }
+            }
+            for j in 0..m {
+                for i in j + 1..m {
+                    let at = packed_index(i, j, 0, m, true);
+                    assert_eq!(packed[at], before[at], "L1 touched at ({i}, {j})");
+                }
+            }
+        }
+    }
+
+    /// Forgetting coordinate `k` is `S <- P S P + (1 - mu) e_k e_k^T`.
+    #[test]
+    fn forgetting_a_coordinate_moves_it_towards_the_prior() {
+        for m in 1..=M {
+            for k in 0..m {
+                let (_, h, mut packed, _, mut d) = setup(m);
+                let s = covariance(&|i, j| h[i][j], &d, m);
+                let mu = 0.81f32;
+                forget_coordinate(&mut packed, &mut d, k, mu, m);
+                let after = covariance_after(&packed, &d, m);
+                let scale = |i: usize| if i == k { 0.9 } else { 1.0 };
+                for a in 0..m {
+                    for b in 0..m {
+                        let prior = if a == k && b == k { 0.19 } else { 0.0 };
+                        let exact = scale(a) * s[a][b] * scale(b) + prior;
+                        assert!(
+                            (after[a][b] - exact).abs() < 1e-5,
+                            "m {m} k {k} ({a}, {b}): {} {exact}",
+                            after[a][b]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// `I - S' = (I - S) + weight v v^T` with `G'` strictly lower, and
     /// `L1` untouched.
     #[test]
@@ -684,7 +1030,7 @@ mod tests {
                 core::array::from_fn(|i| if i < m { 0.2 - 0.05 * i as f32 } else { 0.0 });
             let mut consumed: [[f32; 2]; M] = core::array::from_fn(|i| [v[i], 9.0]);
             let weight = 0.7;
-            update(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
+            update::<M, Step>(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
             let old = complement(&|i, j| g[i][j], &d_before, m);
             let at = |i: usize, j: usize| f64::from(packed[packed_index(i, j, 1, m, true)]);
             let new = complement(&|i, j| if j < i { at(i, j) } else { 0.0 }, &d, m);

@@ -108,10 +108,10 @@ fn each_kind_of_damage_has_its_own_error() {
     );
 
     let mut bad = blob.clone();
-    bad[4] = 9;
+    bad[4] = 10;
     assert_eq!(
         Small::from_bytes(&bad).unwrap_err(),
-        Error::UnsupportedVersion { found: 9 }
+        Error::UnsupportedVersion { found: 10 }
     );
 
     let mut bad = blob.clone();
@@ -443,10 +443,10 @@ fn the_variance_form_is_checked() {
 }
 
 #[test]
-fn versions_outside_1_to_8_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
-    assert_eq!(VERSION, 8);
+fn versions_outside_1_to_9_are_unsupported_and_a_later_body_is_not_an_earlier_one() {
+    assert_eq!(VERSION, 9);
     let blob = small_blob();
-    for version in [0u16, 9, 0xffff] {
+    for version in [0u16, 10, 0xffff] {
         let mut bad = blob.clone();
         bad[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut bad);
@@ -456,8 +456,8 @@ fn versions_outside_1_to_8_are_unsupported_and_a_later_body_is_not_an_earlier_on
     }
     // A v5 body labelled v4, v3, v2 or v1 has bytes (the outputs and
     // labels, the variance form, the range, positive_class) left over;
-    // labelled v7 or v8 it ends before the learning block.
-    for version in [1u16, 2, 3, 4, 7, 8] {
+    // labelled v7, v8 or v9 it ends before the learning block.
+    for version in [1u16, 2, 3, 4, 7, 8, 9] {
         let mut relabelled = blob.clone();
         relabelled[4..6].copy_from_slice(&version.to_le_bytes());
         reseal(&mut relabelled);

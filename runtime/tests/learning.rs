@@ -1,13 +1,14 @@
-//! Learning on the device (format version 7): the update against an f64
-//! Kalman filter and the batch posterior, its guarantees (variance in `(0,
+//! Learning on the device (format version 7's whitened form and version
+//! 9's covariance form): the update against an f64 Kalman filter and the
+//! batch posterior, its guarantees (variance in `(0,
 //! prior + noise]`, errors that leave the model unchanged), the written
 //! blob, and the learning block's format checks.
 
 mod common;
 
 use common::{
-    batch_posterior, covariance, dense, doc_updatable_spec, fitted_spec, forward, quadratic,
-    reference_basis, rows_for, unchecked_blob, with_posterior,
+    as_covariance, batch_posterior, covariance, covariance_of_factor, dense, doc_updatable_spec,
+    fitted_spec, forward, quadratic, reference_basis, rows_for, unchecked_blob, with_posterior,
 };
 use sgp_runtime::{Error, Learning, Model, ModelSpec, Observation, UpdateSettings, VarianceForm};
 
@@ -30,7 +31,36 @@ impl Reference {
             spec: spec.clone(),
             l1: dense(&spec.l1, m),
             alpha: learning.means[0].iter().map(|&v| f64::from(v)).collect(),
-            s: covariance(&dense(&spec.l2, m)),
+            s: if spec.variance == VarianceForm::Covariance {
+                covariance_of_factor(&dense(&spec.l2, m))
+            } else {
+                covariance(&dense(&spec.l2, m))
+            },
+        }
+    }
+
+    /// The forgetting of update `t` with factor `lam`: the whitened
+    /// form's drift before the observation ([`Reference::forget`]), or,
+    /// after it, the covariance form's of one coordinate, `S <- P S P +
+    /// (1 - mu) e_k e_k^T` (`k = t mod m`, `mu = lam^m`, `P` scaling
+    /// coordinate `k` by `sqrt(mu)`), the mean kept.
+    fn forget_at(&mut self, t: usize, lam: f64, before: bool) {
+        let covariance = self.spec.variance == VarianceForm::Covariance;
+        if before && !covariance {
+            self.forget(lam);
+        } else if !before && covariance {
+            let m = self.alpha.len();
+            let k = t % m;
+            let mu = lam.powi(m as i32);
+            for (i, row) in self.s.iter_mut().enumerate() {
+                for (j, v) in row.iter_mut().enumerate() {
+                    let scale = |a: usize| if a == k { mu.sqrt() } else { 1.0 };
+                    *v *= scale(i) * scale(j);
+                    if i == k && j == k {
+                        *v += 1.0 - mu;
+                    }
+                }
+            }
         }
     }
 
@@ -152,13 +182,24 @@ fn doc_updatable_file_is_current() {
     );
 }
 
-/// The whitened form predicts what the solves of the same posterior do.
+/// The whitened and covariance forms predict what the solves of the same
+/// posterior do, with the same gradients; their blobs are versions 7 and
+/// 9 and read back as written.
 #[test]
-fn the_whitened_form_predicts_as_the_solves() {
-    let solves = common::doc_spec();
+fn the_updatable_forms_predict_as_the_solves() {
     let whitened = doc_updatable_spec();
+    for (updatable, version) in [(as_covariance(&whitened), 9), (whitened, 7)] {
+        let blob = updatable.to_bytes().unwrap();
+        assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), version);
+        assert_eq!(ModelSpec::from_bytes(&blob).unwrap(), updatable);
+        predicts_as_the_solves(&blob);
+    }
+}
+
+fn predicts_as_the_solves(blob: &[u8]) {
+    let solves = common::doc_spec();
     let a = Model::<4, 2, 2>::from_bytes(&solves.to_bytes().unwrap()).unwrap();
-    let b = Model::<4, 2, 2>::from_bytes(&whitened.to_bytes().unwrap()).unwrap();
+    let b = Model::<4, 2, 2>::from_bytes(blob).unwrap();
     assert!(b.is_updatable() && !a.is_updatable());
     assert_eq!(b.observation(), Some(Observation::Fitc));
     for x in [[0.0, 0.0], [1.5, -0.7], [3.0, 0.2], [30.0, 9.0]] {
@@ -189,28 +230,43 @@ fn the_whitened_form_predicts_as_the_solves() {
     }
 }
 
-/// After updates the mean's gradient (its weights solved for from the
-/// learned means) is the derivative of the mean: central differences.
+/// After updates with forgetting, in either form, the gradients (the
+/// mean's weights solved for from the learned means) are the derivatives
+/// of the mean and the variance: central differences.
 #[test]
-fn the_mean_gradient_follows_the_learned_mean() {
-    let mut model =
-        Model::<4, 2, 2>::from_bytes(&doc_updatable_spec().to_bytes().unwrap()).unwrap();
-    for (t, x) in [[0.3, -0.2], [1.0, 0.5], [-0.8, 1.2]].iter().enumerate() {
-        model.update(x, 2.0 - t as f32).unwrap();
-    }
-    for x in [[0.0f32, 0.0], [0.7, -0.4], [1.5, 1.0]] {
-        let g = model.predict_with_gradient(&x).unwrap();
-        for j in 0..2 {
-            let h = 1e-2f32;
-            let (mut up, mut down) = (x, x);
-            up[j] += h;
-            down[j] -= h;
-            let fd = (model.mean(&up).unwrap() - model.mean(&down).unwrap()) / (2.0 * h);
-            assert!(
-                (fd - g.mean_gradient[j]).abs() < 1e-2 * (1.0 + fd.abs()),
-                "{x:?} {j}: {fd} {}",
-                g.mean_gradient[j]
-            );
+fn the_gradients_follow_the_learned_posterior() {
+    let settings = UpdateSettings {
+        forgetting: 0.95,
+        ..Default::default()
+    };
+    for spec in [doc_updatable_spec(), as_covariance(&doc_updatable_spec())] {
+        let mut model = Model::<4, 2, 2>::from_bytes(&spec.to_bytes().unwrap()).unwrap();
+        for (t, x) in [[0.3, -0.2], [1.0, 0.5], [-0.8, 1.2]].iter().enumerate() {
+            model.update_with(x, 2.0 - t as f32, settings).unwrap();
+        }
+        for x in [[0.0f32, 0.0], [0.7, -0.4], [1.5, 1.0]] {
+            let g = model.predict_with_gradient(&x).unwrap();
+            for j in 0..2 {
+                let h = 1e-2f32;
+                let (mut up, mut down) = (x, x);
+                up[j] += h;
+                down[j] -= h;
+                let (pu, pd) = (model.predict(&up).unwrap(), model.predict(&down).unwrap());
+                assert_eq!(model.mean(&up).unwrap(), pu.mean);
+                for (fd, analytic) in [
+                    ((pu.mean - pd.mean) / (2.0 * h), g.mean_gradient[j]),
+                    (
+                        (pu.variance - pd.variance) / (2.0 * h),
+                        g.variance_gradient[j],
+                    ),
+                ] {
+                    assert!(
+                        (fd - analytic).abs() < 1e-2 * (1.0 + fd.abs()),
+                        "{:?} {x:?} {j}: {fd} {analytic}",
+                        spec.variance
+                    );
+                }
+            }
         }
     }
 }
@@ -219,20 +275,24 @@ fn the_mean_gradient_follows_the_learned_mean() {
 /// the f64 filter, at inputs in and beyond the data.
 #[test]
 fn updates_follow_an_f64_kalman_filter() {
-    for observation in [Observation::Fitc, Observation::Vfe] {
+    let forms: [fn(&ModelSpec) -> ModelSpec; 2] = [Clone::clone, as_covariance];
+    for (observation, form) in [Observation::Fitc, Observation::Vfe]
+        .into_iter()
+        .flat_map(|o| forms.map(|f| (o, f)))
+    {
         for lam in [1.0f32, 0.99] {
             let base = fitted_spec(3, 7, 3, &[], observation);
             let rows = rows_for(&base, 60, 11, 0.1);
-            let spec = fitted_spec(3, 7, 3, &rows, observation);
+            let spec = form(&fitted_spec(3, 7, 3, &rows, observation));
             let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
             let mut reference = Reference::of(&spec);
             let settings = UpdateSettings {
                 forgetting: lam,
                 ..Default::default()
             };
-            for (x, y) in rows_for(&spec, 300, 12, 0.1) {
+            for (t, (x, y)) in rows_for(&spec, 300, 12, 0.1).into_iter().enumerate() {
                 let seen = model.update_with(&f32s(&x), y as f32, settings).unwrap();
-                reference.forget(f64::from(lam));
+                reference.forget_at(t, f64::from(lam), true);
                 let (mean, var) = reference.predict(&x);
                 let p = seen.prediction;
                 assert!(
@@ -245,6 +305,7 @@ fn updates_follow_an_f64_kalman_filter() {
                 );
                 assert!((f64::from(seen.residual) - (y - mean)).abs() < 1e-3 * var.sqrt());
                 reference.observe(&x, y);
+                reference.forget_at(t, f64::from(lam), false);
             }
             for (x, _) in rows_for(&spec, 20, 13, 0.0)
                 .iter()
@@ -255,12 +316,14 @@ fn updates_follow_an_f64_kalman_filter() {
                 let sd = var.sqrt();
                 assert!(
                     (f64::from(p.mean) - mean).abs() < 1e-3 * sd,
-                    "{observation:?} lam {lam}: mean {} vs {mean} (sd {sd})",
+                    "{observation:?} {:?} lam {lam}: mean {} vs {mean} (sd {sd})",
+                    spec.variance,
                     p.mean
                 );
                 assert!(
                     (f64::from(p.variance) - var).abs() < 1e-3 * var,
-                    "{observation:?} lam {lam}: variance {} vs {var}",
+                    "{observation:?} {:?} lam {lam}: variance {} vs {var}",
+                    spec.variance,
                     p.variance
                 );
             }
@@ -277,20 +340,28 @@ fn a_probit_label_takes_an_assumed_density_step() {
     spec.shape.link = sgp_runtime::Link::Probit;
     spec.bias = 0.2;
     spec.learning.as_mut().unwrap().observation = Observation::Probit;
+    for spec in [spec.clone(), as_covariance(&spec)] {
+        probit_steps(&spec);
+    }
+}
+
+fn probit_steps(spec: &ModelSpec) {
     let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
-    let mut reference = Reference::of(&spec);
+    let mut reference = Reference::of(spec);
     for lam in [1.0f32, 0.995] {
         let settings = UpdateSettings {
             forgetting: lam,
             ..Default::default()
         };
-        for (x, y) in rows_for(&spec, 200, 21, 0.1) {
+        // The covariance form's coordinates advance only when it forgets.
+        for (t, (x, y)) in rows_for(spec, 200, 21, 0.1).into_iter().enumerate() {
             let label = if y > f64::from(spec.y_mean) { 1.0 } else { 0.0 };
             let seen = model
                 .update_with(&f32s(&x), label as f32, settings)
                 .unwrap();
-            reference.forget(f64::from(lam));
+            reference.forget_at(t, f64::from(lam), true);
             let (mean, var) = reference.observe_probit(&x, label);
+            reference.forget_at(t, f64::from(lam), false);
             let p = seen.prediction;
             assert!(
                 (f64::from(p.mean) - mean).abs() < 1e-3 * var.sqrt().max(1.0),
@@ -316,17 +387,23 @@ fn a_probit_label_takes_an_assumed_density_step() {
 fn without_forgetting_updates_give_the_batch_posterior() {
     let base = fitted_spec(5, 8, 3, &[], Observation::Vfe);
     let first = rows_for(&base, 100, 21, 0.05);
-    let spec = fitted_spec(5, 8, 3, &first, Observation::Vfe);
+    let fitted = fitted_spec(5, 8, 3, &first, Observation::Vfe);
+    for spec in [fitted.clone(), as_covariance(&fitted)] {
+        batch_of_every_row(&spec, &first);
+    }
+}
+
+fn batch_of_every_row(spec: &ModelSpec, first: &[(Vec<f64>, f64)]) {
     let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
-    let more = rows_for(&spec, 1000, 22, 0.05);
+    let more = rows_for(spec, 1000, 22, 0.05);
     for (x, y) in &more {
         model.update(&f32s(x), *y as f32).unwrap();
     }
     let all: Vec<_> = first.iter().chain(&more).cloned().collect();
-    let (alpha, s) = batch_posterior(&spec, &all, Observation::Vfe);
-    let batch = with_posterior(&spec, &alpha, &s, Observation::Vfe);
+    let (alpha, s) = batch_posterior(spec, &all, Observation::Vfe);
+    let batch = with_posterior(spec, &alpha, &s, Observation::Vfe);
     let reference = Reference::of(&batch);
-    for (x, _) in rows_for(&spec, 50, 23, 0.0) {
+    for (x, _) in rows_for(spec, 50, 23, 0.0) {
         let p = model.predict(&f32s(&x)).unwrap();
         let (mean, var) = reference.predict(&x);
         assert!(
@@ -426,7 +503,13 @@ fn a_refused_update_changes_nothing() {
 #[test]
 fn a_hundred_thousand_updates_keep_every_variance_in_range() {
     let base = fitted_spec(9, 8, 3, &[], Observation::Fitc);
-    let spec = fitted_spec(9, 8, 3, &rows_for(&base, 200, 31, 0.02), Observation::Fitc);
+    let fitted = fitted_spec(9, 8, 3, &rows_for(&base, 200, 31, 0.02), Observation::Fitc);
+    for spec in [fitted.clone(), as_covariance(&fitted)] {
+        variances_in_range(&spec);
+    }
+}
+
+fn variances_in_range(spec: &ModelSpec) {
     let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
     model
         .set_update_settings(UpdateSettings {
@@ -435,8 +518,8 @@ fn a_hundred_thousand_updates_keep_every_variance_in_range() {
         })
         .unwrap();
     let ceiling = model.prior_variance() + model.noise_variance();
-    let probes = rows_for(&spec, 12, 32, 0.0);
-    let stream = rows_for(&spec, 1000, 33, 0.02);
+    let probes = rows_for(spec, 12, 32, 0.0);
+    let stream = rows_for(spec, 1000, 33, 0.02);
     for t in 0..100_000 {
         // Ten thousand updates at one point, then the whole stream again.
         let (x, y) = if (t / 10_000) % 2 == 1 {

@@ -42,7 +42,9 @@ fn pair(seed: u64, two_factors: bool) -> (ModelSpec, ModelSpec) {
         let scale = match base.variance {
             VarianceForm::Product => ratio.sqrt(),
             VarianceForm::Solves => 1.0 / ratio.sqrt(),
-            VarianceForm::Whitened => unreachable!("these tests build the solves and the product"),
+            VarianceForm::Whitened | VarianceForm::Covariance => {
+                unreachable!("these tests build the solves and the product")
+            }
         };
         let output = OutputSpec {
             name: format!("y{p}"),

@@ -229,8 +229,8 @@ pub(crate) struct Settings {
         "ivm classifier: the posterior over the active set: the svgp bound's q(u) on every \
          training row, or the paper's, from the active rows' sites alone", "--ivm-posterior"))]
     ivm_posterior: Option<IvmPosterior>,
-    /// Write a blob that learns on the device (format version 7): the
-    /// whitened form of the posterior and the learning block that
+    /// Write a blob that learns on the device (format version 9): the
+    /// covariance form of the posterior and the learning block that
     /// `Model::update` conditions on new observations (sparse regressions
     /// and the binary svgp classifier; docs/src/learning.md).
     #[arg(long)]

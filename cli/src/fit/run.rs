@@ -146,7 +146,8 @@ pub(crate) struct FitOutput<'a> {
     fidelity: &'a Fidelity,
     /// Each output's, in output order.
     fidelities: &'a [Fidelity],
-    /// The blob's variance form: "product", "solves" or "whitened".
+    /// The blob's variance form: "product", "solves" or "covariance" (an
+    /// updatable blob; "whitened" in format versions 7 and 8).
     variance: &'static str,
     /// Why the blob has the solves, not the product.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -470,9 +470,10 @@ fn print_runtime_check(link: Link, exported: &Exported) {
 /// The variance form the blob carries.
 fn print_variance_form(exported: &Exported) {
     match (&exported.product_refused, exported.variance) {
-        (_, VarianceForm::Whitened) => println!(
-            "variance form   whitened: learns on the device (Model::update; one solve and one \
-             product per prediction)"
+        (_, form @ (VarianceForm::Whitened | VarianceForm::Covariance)) => println!(
+            "variance form   {}: learns on the device (Model::update; one solve and one \
+             product per prediction)",
+            form.name()
         ),
         (None, _) => {
             println!("variance form   product: |C k|^2, one triangular product on the device")

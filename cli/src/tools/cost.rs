@@ -37,7 +37,7 @@ impl Config {
     /// The configuration of a model of this shape whose variance has this
     /// form.
     pub fn of(shape: &Shape, variance: VarianceForm) -> Config {
-        // The whitened form solves against L1 and multiplies by G.
+        // The updatable forms solve against L1 and multiply by G or W.
         let two_solves = variance != VarianceForm::Product && shape.two_factors;
         Config {
             m: usize::from(shape.n_basis),

@@ -443,7 +443,7 @@ _SETTINGS_DOC = """
         standard error, a line rewritten in place a few times a second.
     updatable : bool, default=False
         Export a blob that learns on the device (``sgp fit --updatable``:
-        format version 7, ``sgp.Model.update``); sparse regressions and the
+        format version 9, ``sgp.Model.update``); sparse regressions and the
         svgp classifier.
     task : {{"regression", "classification"}} or None, default=None
         The task the target is fitted as, in ``fit``, ``fit_file``,

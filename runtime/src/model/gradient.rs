@@ -271,13 +271,22 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 self.m,
                 self.shape.two_factors,
             ),
-            VarianceForm::Whitened => {
-                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z,
-                // and (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
-                whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
-                    let dt = (1.0 - d) * (p[0] - p[1]);
-                    [dt, -dt]
-                });
+            VarianceForm::Whitened | VarianceForm::Covariance => {
+                // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z.
+                if self.learning.covariance() {
+                    // S z = W^T (D f), f = W z = z + u, W = I + H: the
+                    // pair becomes (z - D f, -D f) before its row is used.
+                    whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
+                        let g = d * (p[0] + p[1]);
+                        [p[0] - g, -g]
+                    });
+                } else {
+                    // (I - S) z = U^T D U z = D t - G^T (D t), t = z - G z.
+                    whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
+                        let dt = (1.0 - d) * (p[0] - p[1]);
+                        [dt, -dt]
+                    });
+                }
                 let mut r = [0.0f32; M];
                 for (ri, pair) in r.iter_mut().zip(u.iter()) {
                     *ri = pair[0];

@@ -1,10 +1,15 @@
-//! Learning on the device (format version 7): each new observation
+//! Learning on the device (format versions 7 and 9): each new observation
 //! conditions the model's posterior over its inducing values, with the
 //! basis and hyperparameters fixed, in `O(M^2)` and without a heap.
 //!
 //! In whitened coordinates (`z = L1^-1 k`, `L1 = chol(K_M)`) the posterior
-//! is `N(a, S)`, the mean `z . a`, and `I - S = (I - G)^T (I - diag(d))
-//! (I - G)` (see `crate::whitened`). One
+//! is `N(a, S)`, the mean `z . a`. The covariance form (version 9, what the
+//! trainer writes) holds `S = W^T diag(D) W`: an observation is Bierman's
+//! covariance update, which keeps `S >= 0` whatever f32 rounds, and
+//! forgetting takes one whitened coordinate a step towards the prior after
+//! it, the means kept (`Model::update_covariance`). The whitened form
+//! (version 7) holds `I - S = (I - G)^T (I - diag(d)) (I - G)` (see
+//! `crate::whitened`); one
 //! observation `y` at `x`, after forgetting `S <- lam S + (1 - lam) I`,
 //! `a <- sqrt(lam) a` (a plant that drifts back towards the prior, an
 //! AR(1) process in time), is a Kalman step: `D = gamma + z^T S z`,
@@ -33,11 +38,14 @@ use crate::whitened;
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UpdateSettings {
-    /// `lam` in `(0, 1]`: before each observation the posterior drifts
-    /// back towards the prior, `S <- lam S + (1 - lam) I` and `a <-
-    /// sqrt(lam) a` in whitened coordinates, so an observation `t` updates
-    /// ago weighs less and less, and a region the plant has not visited
-    /// for `1 / (1 - lam)` updates returns to the prior (never beyond it).
+    /// `lam` in `(0, 1]`: the posterior's information drifts back towards
+    /// the prior's, so an observation `t` updates ago weighs less and
+    /// less, and a region the plant has not visited for `1 / (1 - lam)`
+    /// updates returns to the prior (never beyond it). The covariance form
+    /// (format version 9) forgets, after each observation, one whitened
+    /// coordinate by `lam^M` (`M` updates: `S <- lam^M S + (1 - lam^M) I`)
+    /// and keeps the means; the whitened form (version 7), before each
+    /// observation, `S <- lam S + (1 - lam) I` and `a <- sqrt(lam) a`.
     /// `1` (the default) forgets nothing: the model is then the batch
     /// posterior of every row it has seen.
     pub forgetting: f32,
@@ -101,7 +109,9 @@ impl Innovation {
 /// How a [`Model`] learns: [`Observation`] with a variant for "not at
 /// all" that is zero, as every field of an empty model must be (or the
 /// compiler keeps a flash image of it to copy: `Option<Observation>`'s
-/// `None` is 3).
+/// `None` is 3), and for each observation whether the factors hold the
+/// covariance form (format version 9) or the whitened one (one byte for
+/// both, in the names' padding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(super) enum Learns {
@@ -109,25 +119,39 @@ pub(super) enum Learns {
     Fitc,
     Vfe,
     Probit,
+    FitcCovariance,
+    VfeCovariance,
+    ProbitCovariance,
 }
 
 impl Learns {
-    pub(super) fn of(observation: Option<Observation>) -> Self {
-        match observation {
-            None => Learns::Not,
-            Some(Observation::Fitc) => Learns::Fitc,
-            Some(Observation::Vfe) => Learns::Vfe,
-            Some(Observation::Probit) => Learns::Probit,
+    pub(super) fn of(observation: Option<Observation>, covariance: bool) -> Self {
+        match (observation, covariance) {
+            (None, _) => Learns::Not,
+            (Some(Observation::Fitc), false) => Learns::Fitc,
+            (Some(Observation::Vfe), false) => Learns::Vfe,
+            (Some(Observation::Probit), false) => Learns::Probit,
+            (Some(Observation::Fitc), true) => Learns::FitcCovariance,
+            (Some(Observation::Vfe), true) => Learns::VfeCovariance,
+            (Some(Observation::Probit), true) => Learns::ProbitCovariance,
         }
     }
 
     fn observation(self) -> Option<Observation> {
         match self {
             Learns::Not => None,
-            Learns::Fitc => Some(Observation::Fitc),
-            Learns::Vfe => Some(Observation::Vfe),
-            Learns::Probit => Some(Observation::Probit),
+            Learns::Fitc | Learns::FitcCovariance => Some(Observation::Fitc),
+            Learns::Vfe | Learns::VfeCovariance => Some(Observation::Vfe),
+            Learns::Probit | Learns::ProbitCovariance => Some(Observation::Probit),
         }
+    }
+
+    /// Whether the factors hold the covariance form.
+    pub(super) fn covariance(self) -> bool {
+        matches!(
+            self,
+            Learns::FitcCovariance | Learns::VfeCovariance | Learns::ProbitCovariance
+        )
     }
 }
 
@@ -225,6 +249,9 @@ pub(super) fn fingerprint(blob: &[u8], spans: &[Spans], m: usize) -> u32 {
 struct Plan {
     gain: f32,
     weight: f32,
+    /// The observation's own variance, `1 / weight - z^T S z` (`> 0`):
+    /// where the covariance form's sweep starts.
+    row: f32,
     innovation: Innovation,
 }
 
@@ -232,6 +259,7 @@ impl Plan {
     const EMPTY: Plan = Plan {
         gain: 0.0,
         weight: 0.0,
+        row: 1.0,
         innovation: Innovation {
             prediction: Prediction {
                 mean: 0.0,
@@ -291,16 +319,95 @@ impl Seen {
             [z - e, e]
         });
         let zsz = exact + (1.0 - lam) * tdt;
-        let zsz = if zsz > 0.0 {
-            if zsz < n {
-                zsz
-            } else {
-                n
-            }
+        Seen {
+            n,
+            zsz: within(zsz, n),
+            za,
+        }
+    }
+}
+
+impl Seen {
+    /// [`Seen::of`] for the covariance form (nothing forgotten: it forgets
+    /// after the update): one pass, the pairs `(z, (H z)_i)` into `zu`.
+    fn of_covariance<const M: usize>(
+        output: &Output<M>,
+        k: &[f32; M],
+        m: usize,
+        zu: &mut [[f32; 2]; M],
+    ) -> Self {
+        let (n, zsz, za) = whitened::solve_and_multiply_with(
+            output.factors.as_flattened(),
+            &output.diagonal1,
+            &output.inv_diagonal2,
+            output.mean(),
+            k,
+            m,
+            zu,
+            whitened::covariance_term,
+        );
+        Seen {
+            n,
+            zsz: within(zsz, n),
+            za,
+        }
+    }
+}
+
+/// Applies `plan` to an output of the covariance form with factors of its
+/// own, from the pairs `zu` of [`Seen::of_covariance`]: Bierman's sweep
+/// (`S z` into `sz`), then the means `a <- a + S z gain`.
+fn commit_covariance<const M: usize>(
+    output: &mut Output<M>,
+    zu: &[[f32; 2]; M],
+    sz: &mut [f32; M],
+    plan: &Plan,
+    m: usize,
+) {
+    if let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) {
+        whitened::covariance_update(
+            packed.as_flattened_mut(),
+            &mut output.inv_diagonal2,
+            zu,
+            sz,
+            plan.row,
+            m,
+        );
+    }
+    for (a, &s) in output.mean_mut().iter_mut().zip(sz.iter()).take(m) {
+        *a += s * plan.gain;
+    }
+}
+
+/// The covariance form forgets coordinate `k` at the updates `t` with `k
+/// = t` modulo this (the model keeps `t` modulo it in a byte): each
+/// coordinate once in `min(m, FORGET_CYCLE)` updates.
+const FORGET_CYCLE: usize = 256;
+
+/// `lam^m` by squaring.
+fn power(lam: f32, m: usize) -> f32 {
+    let (mut result, mut base, mut e) = (1.0f32, lam, m);
+    while e > 0 {
+        if e & 1 == 1 {
+            result *= base;
+        }
+        base *= base;
+        e >>= 1;
+    }
+    result
+}
+
+/// `zsz` clamped to `[0, n]` (`0 <= S <= I`: the variance between 0 and
+/// the prior whatever f32 did); NaN to 0.
+fn within(zsz: f32, n: f32) -> f32 {
+    if zsz > 0.0 {
+        if zsz < n {
+            zsz
         } else {
-            0.0
-        };
-        Seen { n, zsz, za }
+            n
+        }
+    } else {
+        0.0
     }
 }
 
@@ -337,7 +444,7 @@ fn commit<const M: usize>(
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return;
     };
-    whitened::update(
+    whitened::update::<M, whitened::Step>(
         packed.as_flattened_mut(),
         &mut output.inv_diagonal2,
         sz,
@@ -396,6 +503,7 @@ fn plan_of<const M: usize>(
             Plan {
                 gain: residual / d,
                 weight: 1.0 / d,
+                row,
                 innovation: Innovation {
                     prediction,
                     residual: target - prediction.mean,
@@ -415,9 +523,13 @@ fn plan_of<const M: usize>(
             let t = sign * (latent_mean + output.bias) / root;
             let ratio = inverse_mills(t);
             let probability = math::normal_cdf((latent_mean + output.bias) / root);
+            let weight = ratio * (t + ratio) / c;
+            // weight < 1 / c <= 1 / (1 + z^T S z): row > 1 but for rounding.
+            let row = 1.0 / weight - zsz;
             Plan {
                 gain: sign * ratio / root,
-                weight: ratio * (t + ratio) / c,
+                weight,
+                row: if row > 1.0 { row } else { 1.0 },
                 innovation: Innovation {
                     prediction: Prediction {
                         mean: latent_mean + output.bias,
@@ -607,6 +719,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let mut k = [0.0f32; M];
         // Beta is zero in an updatable model (the mean is z . a).
         self.kernel(&z, &mut k)?;
+        if self.learning.covariance() {
+            return self.update_covariance(observation, &k, y, settings);
+        }
         let lam = settings.forgetting;
         let (root, _) = whitened::root_and_reciprocal(lam);
         let m = self.m;
@@ -759,6 +874,113 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
 }
 
 impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G, D, P> {
+    /// [`Model::update_all_with`] for the covariance form, at basis values
+    /// `k` (one target per output, settings checked): every output's plan
+    /// from the posterior as it is, then Bierman's update of each `S` and
+    /// the means, then forgetting one whitened coordinate by `lam^m` (the
+    /// means kept: information is forgotten, not what was learned; `m`
+    /// such steps are `S <- lam^m S + (1 - lam^m) I`).
+    fn update_covariance(
+        &mut self,
+        observation: Observation,
+        k: &[f32; M],
+        y: &[f32],
+        settings: UpdateSettings,
+    ) -> Result<super::Outputs<Innovation, P>, Error> {
+        let m = self.m;
+        let count = self.output_count();
+        let first = self.outputs.first().ok_or(Error::NotUpdatable)?;
+        let mut zu = [[0.0f32; 2]; M];
+        let seen = Seen::of_covariance(first, k, m, &mut zu);
+        let mut plans = [Plan::EMPTY; P];
+        for (p, (plan, &target)) in plans.iter_mut().zip(y).enumerate() {
+            let output = self.outputs.get(p).ok_or(Error::NotUpdatable)?;
+            let seen = match output.shared_variance {
+                // The first output's S and L1, scaled: z = sqrt(ratio) z_0.
+                Some(ratio) => {
+                    let (_, _, za) = whitened::solve_and_multiply(
+                        first.factors.as_flattened(),
+                        &first.diagonal1,
+                        &first.inv_diagonal2,
+                        output.mean(),
+                        k,
+                        m,
+                        &mut [[0.0f32; 2]; M],
+                    );
+                    Seen {
+                        n: ratio * seen.n,
+                        zsz: ratio * seen.zsz,
+                        za: whitened::root_and_reciprocal(ratio).0 * za,
+                    }
+                }
+                None if p == 0 => seen,
+                None => Seen::of_covariance(output, k, m, &mut [[0.0f32; 2]; M]),
+            };
+            if !seen.za.is_finite() {
+                return Err(Error::InputOverflow);
+            }
+            *plan = plan_of(
+                observation,
+                output,
+                seen.n,
+                seen.zsz,
+                seen.za,
+                target,
+                settings,
+            )?;
+        }
+        let mut innovations = super::Outputs::filled(Plan::EMPTY.innovation, count);
+        for (slot, plan) in innovations.values.iter_mut().zip(&plans) {
+            *slot = plan.innovation;
+        }
+        let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
+        let mut plans = plans.iter();
+        let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
+        let mut sz = [0.0f32; M];
+        commit_covariance(first, &zu, &mut sz, &plan, m);
+        for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
+            match output.shared_variance {
+                Some(ratio) => {
+                    let (scale, _) = whitened::root_and_reciprocal(ratio);
+                    for (a, &s) in output.mean_mut().iter_mut().zip(&sz).take(m) {
+                        *a += scale * s * plan.gain;
+                    }
+                }
+                None => {
+                    let mut own = [[0.0f32; 2]; M];
+                    Seen::of_covariance(output, k, m, &mut own);
+                    commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
+                }
+            }
+        }
+        // One coordinate in every `CYCLE` forgets per update (one
+        // coordinate in all but the host's largest models).
+        let cycle = m.clamp(1, FORGET_CYCLE);
+        let mu = power(settings.forgetting, cycle);
+        if mu < 1.0 {
+            let next = usize::from(self.forget_next);
+            let owners = self.outputs.iter_mut().take(count);
+            for output in owners.filter(|o| o.shared_variance.is_none()) {
+                let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1))
+                else {
+                    continue;
+                };
+                for k in (next..m).step_by(FORGET_CYCLE) {
+                    whitened::forget_coordinate(
+                        packed.as_flattened_mut(),
+                        &mut output.inv_diagonal2,
+                        k,
+                        mu,
+                        m,
+                    );
+                }
+            }
+            let next = if next + 1 < cycle { next + 1 } else { 0 };
+            self.forget_next = u8::try_from(next).unwrap_or(0);
+        }
+        Ok(innovations)
+    }
+
     /// The mean weights `beta = L1^-T a` of `output` of an updatable model
     /// (scaled by `sqrt(ratio)` when it shares the first output's
     /// factors): what its blob stores, and what the mean's gradient needs.

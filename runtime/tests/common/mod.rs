@@ -254,11 +254,16 @@ pub fn latent_from_basis(spec: &ModelSpec, k: &[f64]) -> (f64, f64) {
         - match spec.variance {
             VarianceForm::Solves => solve(&spec.l1),
             VarianceForm::Product => product(&spec.l1),
-            VarianceForm::Whitened => solve(&spec.l1),
+            VarianceForm::Whitened | VarianceForm::Covariance => solve(&spec.l1),
         };
-    if spec.variance == VarianceForm::Whitened {
+    if spec.variance.learns() {
         let z = forward(&dense(&spec.l1, m), k);
-        var += quadratic(&covariance(&dense(&spec.l2, m)), &z).min(z.iter().map(|v| v * v).sum());
+        let s = if spec.variance == VarianceForm::Covariance {
+            covariance_of_factor(&dense(&spec.l2, m))
+        } else {
+            covariance(&dense(&spec.l2, m))
+        };
+        var += quadratic(&s, &z).min(z.iter().map(|v| v * v).sum());
     } else if s.two_factors {
         var += solve(&spec.l2);
     }
@@ -416,6 +421,56 @@ pub fn covariance(g: &[Vec<f64>]) -> Vec<Vec<f64>> {
         }
     }
     s
+}
+
+/// `S = W^T diag(D) W` of the covariance form's `l2` (dense: `W - I`
+/// strictly below the diagonal, `D` on it).
+pub fn covariance_of_factor(w: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let m = w.len();
+    let unit = |i: usize, j: usize| match j.cmp(&i) {
+        std::cmp::Ordering::Less => w[i][j],
+        std::cmp::Ordering::Equal => 1.0,
+        std::cmp::Ordering::Greater => 0.0,
+    };
+    (0..m)
+        .map(|a| {
+            (0..m)
+                .map(|b| (0..m).map(|r| unit(r, a) * w[r][r] * unit(r, b)).sum())
+                .collect()
+        })
+        .collect()
+}
+
+/// `spec` (the whitened form) in the covariance form of format version 9:
+/// the same `S`, factored in f64 as `W^T diag(D) W`, last row first.
+pub fn as_covariance(spec: &ModelSpec) -> ModelSpec {
+    let m = spec.shape.n_basis as usize;
+    let s = covariance(&dense(&spec.l2, m));
+    let mut w = vec![vec![0.0f64; m]; m];
+    let mut d = vec![0.0f64; m];
+    for j in (0..m).rev() {
+        d[j] = (s[j][j] - (j + 1..m).map(|k| w[k][j] * w[k][j] * d[k]).sum::<f64>()).max(0.0);
+        for i in 0..j {
+            w[j][i] = if d[j] > 0.0 {
+                (s[i][j] - (j + 1..m).map(|k| w[k][i] * w[k][j] * d[k]).sum::<f64>()) / d[j]
+            } else {
+                0.0
+            };
+        }
+    }
+    let mut out = spec.clone();
+    out.l2 = (0..m)
+        .flat_map(|i| (0..=i).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            if i == j {
+                (d[i] as f32).max(1e-30)
+            } else {
+                w[i][j] as f32
+            }
+        })
+        .collect();
+    out.variance = VarianceForm::Covariance;
+    out
 }
 
 /// The whitened form's `l2` of `I - S = e` (packed: `G` strictly below

@@ -31,7 +31,7 @@ pub fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
             VarianceForm::Product => (root, root),
             VarianceForm::Solves => (1.0 / root, 1.0 / root),
             // L1 as the solves' one; the whitened covariance is the same.
-            VarianceForm::Whitened => (1.0 / root, 1.0),
+            VarianceForm::Whitened | VarianceForm::Covariance => (1.0 / root, 1.0),
         };
         single.l1 = spec.l1.iter().map(|v| v * scale).collect();
         single.l2 = spec.l2.iter().map(|v| v * second).collect();

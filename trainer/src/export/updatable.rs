@@ -1,5 +1,5 @@
 //! The export of a model that learns on the device (`sgp fit
-//! --updatable`): the whitened form of format version 7
+//! --updatable`): the covariance form of format version 9
 //! ([`crate::model::updatable`]), held to the same runtime check as every
 //! other blob.
 
@@ -35,9 +35,9 @@ pub fn export_updatable(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> R
     let outputs = compare(set, &blob, &points)?;
     let exported = Exported {
         blob,
-        variance: VarianceForm::Whitened,
+        variance: VarianceForm::Covariance,
         product_refused: Some(format!(
-            "an updatable blob keeps the whitened form ({} rows)",
+            "an updatable blob keeps the covariance form ({} rows)",
             observation.name()
         )),
         fidelity: Fidelity::worst(&outputs),

@@ -1,12 +1,12 @@
-//! The whitened form of an updatable blob ([`sgp_runtime::VarianceForm::Whitened`],
-//! format version 7): what a device needs to condition the model on new
-//! observations (`sgp_runtime::Model::update`).
+//! The covariance form of an updatable blob
+//! ([`sgp_runtime::VarianceForm::Covariance`], format version 9): what a
+//! device needs to condition the model on new observations
+//! (`sgp_runtime::Model::update`).
 //!
 //! The posterior of the whitened inducing values `L1^-1 u` is
 //! `N(L1^T beta, S)`; the blob stores `L1`, the means `L1^T beta` and a
-//! lower-triangular `G` with `I - S = (I - G)^T (I - G)` (formed as
-//! [`crate::model::variance_factor`] forms its factor), small where `S`
-//! is, so f32 keeps a well-determined direction to its relative precision
+//! U-D factor of `S` itself, `S = W^T diag(D) W`, so that the device's
+//! variance adds non-negative terms and its updates keep `S >= 0`
 //! (docs/src/learning.md).
 
 use nalgebra::{DMatrix, DVector};
@@ -15,16 +15,14 @@ use sgp_runtime::{Learning, Link, Observation, VarianceForm};
 use crate::model::inference::{Approximation, RuntimeForm};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::model::TrainedModel;
-use crate::numerics::linalg::{
-    cholesky, lower_inverse, mat_ref, mul, solve_lower_t_vec, symmetrise,
-};
+use crate::numerics::linalg::{lower_inverse, mat_ref, mul, solve_lower_t_vec, symmetrise};
 use crate::{Error, Result};
 
-/// Jitter added to `I - S` when it is numerically singular (a direction no
-/// data informs), tried in turn: it moves `S` by at most that much.
-const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
+/// How far `I - S` may fall below zero (rounding of a direction no data
+/// informs) before the posterior counts as wider than the prior.
+const WIDER_THAN_PRIOR: f64 = 1e-8;
 
-/// The smallest diagonal of `G` a blob holds (the format wants it `> 0`;
+/// The smallest diagonal `D` a blob holds (the format wants it `> 0`;
 /// the device's updates keep the same floor).
 const DIAGONAL_FLOOR: f64 = 1e-30;
 
@@ -55,13 +53,16 @@ pub(crate) fn observation_of(
     }
 }
 
-/// `G` (strictly lower, `d` on its diagonal) and the mean `L1^T beta` of
-/// `form` (two factors).
+/// The covariance form of `form` (two factors): `W` with `S = W^T
+/// diag(D) W`, its strictly lower part (`W - I`) below the diagonal and
+/// `D` on it, and the mean `L1^T beta`. Formed in f64 from `S` itself,
+/// last row first, so that a small `S` gives small `D` (f32 keeps a
+/// well-determined direction to its relative precision).
 ///
 /// # Errors
 /// [`Error::BadInput`] for a one-factor form (the exact GP, the IVM: their
 /// `L1` is not `chol(K_M)`); [`Error::Numerical`] if a factor is singular
-/// or `I - S` is not positive semi-definite even with jitter.
+/// or the posterior is wider than the prior in some direction.
 pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVector<f64>)> {
     let Some(l2) = &form.l2 else {
         return Err(Error::BadInput(
@@ -73,36 +74,14 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
     let m = form.l1.nrows();
     let inv1 = lower_inverse(&form.l1)?;
     let inv_a = lower_inverse(&mul(mat_ref(&inv1), mat_ref(l2)))?;
-    // S = A^-1 = L_A^-T L_A^-1; I - S formed at its own scale.
-    let e = symmetrise(DMatrix::identity(m, m) - mul(mat_ref(&inv_a).transpose(), mat_ref(&inv_a)));
-    let reversed_e = reversed(&e);
-    let mut last = None;
-    for delta in JITTERS {
-        match cholesky(&(&reversed_e + DMatrix::identity(m, m) * delta)) {
-            Ok(l) => {
-                // I - S = F^T F with F = J L^T J lower triangular, and F =
-                // D^(1/2) (I - G): G strictly lower, d = 1 - F_ii^2 on the
-                // diagonal (a row F cannot scale, F_ii = 0, adds nothing:
-                // its G is zero).
-                let f = reversed(&l.transpose());
-                let g = DMatrix::from_fn(m, m, |i, j| {
-                    let fii = f[(i, i)];
-                    match j.cmp(&i) {
-                        std::cmp::Ordering::Less if fii > 0.0 => -f[(i, j)] / fii,
-                        std::cmp::Ordering::Equal => (1.0 - fii * fii).max(DIAGONAL_FLOOR),
-                        _ => 0.0,
-                    }
-                });
-                let mean = form.l1.tr_mul(&form.beta);
-                return Ok((g, mean));
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    let least = e.symmetric_eigen().eigenvalues.min();
-    if least < 0.0 {
-        // A posterior wider than the prior has no U-D form of I - S (and
-        // no update would keep it below the prior).
+    // S = A^-1 = L_A^-T L_A^-1.
+    let s = symmetrise(mul(mat_ref(&inv_a).transpose(), mat_ref(&inv_a)));
+    let least = (DMatrix::identity(m, m) - &s)
+        .symmetric_eigen()
+        .eigenvalues
+        .min();
+    if least < -WIDER_THAN_PRIOR {
+        // No update would keep such a posterior below the prior.
         return Err(Error::Numerical(format!(
             "the fitted posterior's variance exceeds the prior along some direction of the \
              inducing values (I - S has eigenvalue {least:.3e} in whitened coordinates), which \
@@ -110,7 +89,28 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
              separate perfectly); export this model without --updatable"
         )));
     }
-    Err(last.unwrap_or_else(|| Error::Numerical("no jitter to try".into())))
+    let mut w = DMatrix::<f64>::zeros(m, m);
+    let mut d = DVector::<f64>::zeros(m);
+    for j in (0..m).rev() {
+        let dj = s[(j, j)] - (j + 1..m).map(|k| w[(k, j)].powi(2) * d[k]).sum::<f64>();
+        // A pivot rounding to zero or below: a direction S holds none of.
+        d[j] = dj.max(0.0);
+        for i in 0..j {
+            w[(j, i)] = if d[j] > 0.0 {
+                (s[(i, j)]
+                    - (j + 1..m)
+                        .map(|k| w[(k, i)] * w[(k, j)] * d[k])
+                        .sum::<f64>())
+                    / d[j]
+            } else {
+                0.0
+            };
+        }
+    }
+    for i in 0..m {
+        w[(i, i)] = d[i].max(DIAGONAL_FLOOR);
+    }
+    Ok((w, form.l1.tr_mul(&form.beta)))
 }
 
 /// The posterior of `form`'s basis and hyperparameters (its `L1`, prior
@@ -169,15 +169,9 @@ pub fn conditioned(
     })
 }
 
-/// `J A J`: rows and columns in reverse order.
-fn reversed(a: &DMatrix<f64>) -> DMatrix<f64> {
-    let (rows, cols) = a.shape();
-    DMatrix::from_fn(rows, cols, |i, j| a[(rows - 1 - i, cols - 1 - j)])
-}
-
 impl TrainedModel {
-    /// [`TrainedModel::to_spec`] in the whitened form of an updatable blob
-    /// (format version 7), learning with `observation`.
+    /// [`TrainedModel::to_spec`] in the covariance form of an updatable
+    /// blob (format version 9), learning with `observation`.
     ///
     /// # Errors
     /// As [`whitened_factor`] and [`TrainedModel::to_spec`].
@@ -196,7 +190,7 @@ impl TrainedModel {
             let at = i * (i + 3) / 2;
             spec.l2[at] = spec.l2[at].max(DIAGONAL_FLOOR as f32);
         }
-        spec.variance = VarianceForm::Whitened;
+        spec.variance = VarianceForm::Covariance;
         spec.learning = Some(Learning {
             observation,
             means: vec![mean.iter().map(|&v| v as f32).collect()],
@@ -210,8 +204,8 @@ mod tests {
     use super::*;
     use crate::fit::{fit, FitParams, SparseParams};
 
-    /// The whitened blob predicts what the model does, and its `G` gives
-    /// back the posterior covariance `S`.
+    /// The updatable blob predicts what the model does, and its factor
+    /// gives back the posterior covariance `S`.
     #[test]
     fn the_whitened_form_is_the_posterior() {
         let (x, y) = crate::tools::synth::synthetic(200, 2, 4);
@@ -226,13 +220,13 @@ mod tests {
         let model = &set.members[0];
         let (g, mean) = whitened_factor(&model.form).unwrap();
         let m = g.nrows();
-        let u = DMatrix::from_fn(m, m, |i, j| match j.cmp(&i) {
-            std::cmp::Ordering::Less => -g[(i, j)],
+        let w = DMatrix::from_fn(m, m, |i, j| match j.cmp(&i) {
+            std::cmp::Ordering::Less => g[(i, j)],
             std::cmp::Ordering::Equal => 1.0,
             _ => 0.0,
         });
-        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| 1.0 - g[(i, i)]));
-        let s = DMatrix::identity(m, m) - u.transpose() * d * &u;
+        let d = DMatrix::from_diagonal(&DVector::from_fn(m, |i, _| g[(i, i)]));
+        let s = w.transpose() * d * &w;
         let l_a = lower_inverse(&model.form.l1).unwrap() * model.form.l2.as_ref().unwrap();
         let a = &l_a * l_a.transpose();
         let err = (&a * &s - DMatrix::identity(m, m)).abs().max();
@@ -245,7 +239,7 @@ mod tests {
         );
         let spec = set.to_whitened_spec(Observation::Fitc).unwrap();
         let blob = spec.to_bytes().unwrap();
-        assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 7);
+        assert_eq!(u16::from_le_bytes([blob[4], blob[5]]), 9);
         let fidelity = crate::export::compare(&set, &blob, &data.raw_x()).unwrap();
         assert!(fidelity[0].passes(), "{}", fidelity[0].describe());
     }
