@@ -13,6 +13,8 @@ from . import _native
 from ._arrays import by_name, from_native, to_native
 
 PathLike = Union[str, "os.PathLike[str]"]
+_F32 = np.dtype("<f4")
+_F64 = np.dtype("<f8")
 
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str:
@@ -58,6 +60,25 @@ class Model:
 
     def __init__(self, native: "_native.Model") -> None:
         self._native = native
+        # Read once: the fast path of a one-row call checks against them.
+        self._inputs = native.n_inputs
+        self._single_output = native.n_outputs == 1
+
+    def _one_row(self, X: Any) -> Optional[Tuple[bytes, bool]]:
+        """A 1-D float32 or float64 array of the model's inputs as its bytes
+        and whether they are float32 (the fast path of a one-row call, which
+        the runtime checks); None for anything else."""
+        if (
+            type(X) is np.ndarray
+            and X.ndim == 1
+            and X.shape[0] == self._inputs
+            and self._single_output
+        ):
+            if X.dtype == _F64:
+                return X.tobytes(), False
+            if X.dtype == _F32:
+                return X.tobytes(), True
+        return None
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> "Model":
@@ -156,9 +177,37 @@ class Model:
         DataFrame's columns are picked by name), float32 values widened to
         float64: of the target, noise included, for a regression; of the
         latent function, bias included, for a classifier; one column per
-        output (or class latent) where the blob has several."""
+        output (or class latent) where the blob has several. A 1-D array
+        is one row: a float32 or float64 one of a one-output model goes
+        straight to the runtime (no conversion, no thread), for a loop that
+        calls once per sample."""
+        row = self._one_row(X)
+        if row is not None:
+            mean, variance = self._native.predict_one(*row)
+            return np.array([mean]), np.array([variance])
+        if np.ndim(X) == 1:
+            X = np.asarray(X)[None, :]
         mean, variance, _ = self._run(X)
         return mean, variance
+
+    def mean(self, X: Any) -> np.ndarray:
+        """The runtime's predictive mean alone (``Model::mean``, of the first
+        output) at the rows of ``X`` (a 1-D array is one row, as in
+        ``predict``): no variance work, except in an updatable model, whose
+        mean needs the same solve."""
+        row = self._one_row(X)
+        if row is not None:
+            return np.array([self._native.mean_one(*row)])
+        if np.ndim(X) == 1:
+            X = np.asarray(X)[None, :]
+        X, _ = by_name(X, self.input_names)
+        X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_inputs:
+            raise ValueError(
+                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
+                f"({', '.join(self.input_names)})"
+            )
+        return from_native(self._native.mean(to_native(X), *X.shape))
 
     def predict_uncertain(
         self, mean: Any, cov: Any, derivatives: bool = False
@@ -229,7 +278,10 @@ class Model:
         Returns, per row, what the model predicted just before learning it
         (mean and variance, of the first output; a classifier's mean is
         ``P(y = +1)``) and whether it was learned; the model (and
-        ``to_bytes()``) is then the updated one.
+        ``to_bytes()``) is then the updated one. On an error the model is
+        as it was. One row of a one-output model as a 1-D float32 or
+        float64 array and ``y`` a number goes straight to the runtime
+        model kept loaded; several rows run in one call.
 
         >>> import numpy as np, sgp
         >>> X = np.linspace(0, 6, 40)[:, None]
@@ -241,6 +293,12 @@ class Model:
         >>> bool(model.predict([[3.0]])[0][0] > mean[0]) and bool(learned[0])
         True
         """
+        forgetting = None if forgetting is None else float(forgetting)
+        gate = None if gate is None else float(gate)
+        row = self._one_row(X)
+        if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
+            mean, variance, learned = self._native.update_one(*row, float(y), forgetting, gate)
+            return np.array([mean]), np.array([variance]), np.array([learned])
         X, _ = by_name(X, self.input_names)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
@@ -252,12 +310,9 @@ class Model:
                 f"({', '.join(self.input_names)})"
             )
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
-        native, mean, variance, learned = self._native.updated(
-            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1],
-            None if forgetting is None else float(forgetting),
-            None if gate is None else float(gate),
+        mean, variance, learned = self._native.update_rows(
+            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, gate
         )
-        self._native = native
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
     def predict_proba(self, X: Any) -> np.ndarray:
