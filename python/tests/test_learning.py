@@ -112,3 +112,28 @@ def test_a_failed_update_leaves_the_kept_model_as_it_was():
     fixed = sgp.SparseGPRegressor(m=8, restarts=1).fit(X, X[:, 0]).to_model()
     with pytest.raises(ValueError, match="learn on the device"):
         fixed.update(X[0], 1.0)
+
+
+def test_partial_fit_is_the_device_update_and_is_refused_where_the_model_does_not_learn():
+    est, X, y = _fitted()
+    model = est.to_model()
+    rng = np.random.default_rng(8)
+    new_x = rng.uniform(-3, 3, size=(30, 2))
+    new_y = np.sin(new_x[:, 0]) + 1.0
+    model.update(new_x, new_y, forgetting=0.99)
+    assert est.partial_fit(new_x, new_y, forgetting=0.99) is est
+    assert est.to_bytes() == model.to_bytes() == est.blob_
+    mean, std = est.predict(new_x, return_std=True)
+    np.testing.assert_array_equal(mean, model.predict(new_x)[0])
+    np.testing.assert_array_equal(std, np.sqrt(model.predict(new_x)[1]))
+    with pytest.raises(ValueError, match="return_cov"):
+        est.predict(new_x, return_cov=True)
+    est.fit(X, y)  # a new fit forgets the updates
+    assert est.to_bytes() != model.to_bytes()
+    fixed = sgp.SparseGPRegressor(m=8, restarts=1).fit(X, y)
+    assert not hasattr(fixed, "partial_fit")
+    with pytest.raises(AttributeError) as refused:
+        fixed.partial_fit(new_x, new_y)
+    assert "updatable=True" in str(refused.value.__cause__)
+    fresh = sgp.SparseGPRegressor(m=12, updatable=True, restarts=1).partial_fit(X, y)
+    assert fresh.to_bytes() == est.to_bytes()

@@ -183,8 +183,8 @@ class Model:
         calls once per sample."""
         row = self._one_row(X)
         if row is not None:
-            mean, variance = self._native.predict_one(*row)
-            return np.array([mean]), np.array([variance])
+            m, v = self._native.predict_one(*row)
+            return np.array([m]), np.array([v])
         if np.ndim(X) == 1:
             X = np.asarray(X)[None, :]
         mean, variance, _ = self._run(X)
@@ -297,8 +297,8 @@ class Model:
         gate = None if gate is None else float(gate)
         row = self._one_row(X)
         if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
-            mean, variance, learned = self._native.update_one(*row, float(y), forgetting, gate)
-            return np.array([mean]), np.array([variance]), np.array([learned])
+            m, v, kept = self._native.update_one(*row, float(y), forgetting, gate)
+            return np.array([m]), np.array([v]), np.array([kept])
         X, _ = by_name(X, self.input_names)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
