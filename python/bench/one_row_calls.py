@@ -1,8 +1,10 @@
 """Median cost of one-row ``sgp.Model`` calls (``predict``, ``mean``,
 ``update`` of a 1-D float64 array) over 10,000 calls each, on an updatable
 M = 32, D = 4 model. Run from the repository root after installing the
-package: ``python python/bench/one_row_calls.py``."""
+package: ``python python/bench/one_row_calls.py [--save PATH]`` (``--save``
+writes the blob, for ``capi/c/bench_calls.c``)."""
 
+import sys
 import time
 
 import numpy as np
@@ -28,6 +30,8 @@ def main():
     y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * X[:, 2] * X[:, 3] + 0.05 * rng.standard_normal(400)
     est = sgp.SparseGPRegressor(m=32, updatable=True, restarts=1).fit(X, y)
     model = sgp.Model.from_bytes(est.to_bytes())
+    if sys.argv[1:2] == ["--save"]:
+        model.save(sys.argv[2])
     rows = list(rng.uniform(-2, 2, size=(CALLS, 4)))
     targets = iter(np.sin(np.array(rows)[:, 0]) + 0.1)
     model.predict(rows[0])  # loads the runtime model

@@ -156,14 +156,23 @@ class Model:
         hyperparameters, flash and RAM."""
         return json.loads(self._native.inspect_json())
 
-    def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+    def _rows(self, X: Any, finite: bool = True) -> np.ndarray:
+        """``X`` as float64 rows of the model's inputs (a DataFrame's
+        columns picked by name, a 1-D array one row), non-finite values
+        refused if ``finite``."""
         X, _ = by_name(X, self.input_names)
-        X = check_array(X, dtype=np.float64)
+        if np.ndim(X) == 1:
+            X = np.asarray(X, dtype=np.float64)[None, :]
+        X = check_array(X, dtype=np.float64, ensure_all_finite=finite)
         if X.shape[1] != self.n_inputs:
             raise ValueError(
                 f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
                 f"({', '.join(self.input_names)})"
             )
+        return X
+
+    def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+        X = self._rows(X)
         mean, variance, probability = self._native.predict(to_native(X), *X.shape)
         shape = (X.shape[0], self.n_outputs)
         return (
@@ -185,8 +194,6 @@ class Model:
         if row is not None:
             m, v = self._native.predict_one(*row)
             return np.array([m]), np.array([v])
-        if np.ndim(X) == 1:
-            X = np.asarray(X)[None, :]
         mean, variance, _ = self._run(X)
         return mean, variance
 
@@ -198,15 +205,7 @@ class Model:
         row = self._one_row(X)
         if row is not None:
             return np.array([self._native.mean_one(*row)])
-        if np.ndim(X) == 1:
-            X = np.asarray(X)[None, :]
-        X, _ = by_name(X, self.input_names)
-        X = check_array(X, dtype=np.float64)
-        if X.shape[1] != self.n_inputs:
-            raise ValueError(
-                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
-                f"({', '.join(self.input_names)})"
-            )
+        X = self._rows(X)
         return from_native(self._native.mean(to_native(X), *X.shape))
 
     def predict_uncertain(
@@ -299,16 +298,7 @@ class Model:
         if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
             m, v, kept = self._native.update_one(*row, float(y), forgetting, gate)
             return np.array([m]), np.array([v]), np.array([kept])
-        X, _ = by_name(X, self.input_names)
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[None, :]
-        X = check_array(X, dtype=np.float64, ensure_all_finite=False)
-        if X.shape[1] != self.n_inputs:
-            raise ValueError(
-                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
-                f"({', '.join(self.input_names)})"
-            )
+        X = self._rows(X, finite=False)
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         mean, variance, learned = self._native.update_rows(
             to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, gate
