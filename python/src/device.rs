@@ -7,20 +7,105 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
+use sgp_trainer::export::device::LoadedModel;
 use sgp_trainer::export::device::{classify_all, predict_outputs, DevicePrediction};
 use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::inspect::summarise;
-use sgp_trainer::tools::replay::replay;
+use sgp_trainer::tools::replay::{learns, replay_loaded, step};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::arrays::{matrix, to_bytes, vector, Predictions};
 use crate::choice::choice;
 use crate::errors::IntoPy;
 
-/// A decoded model blob.
+/// A decoded model blob, loaded into the runtime at its first evaluation
+/// and kept there: a one-row call then costs the runtime's arithmetic.
 #[pyclass(frozen, module = "sgp._native")]
 pub(crate) struct Model {
-    blob: Vec<u8>,
+    /// The blob's names, shape and link, which updates do not change.
     spec: ModelSpec,
+    state: Mutex<State>,
+}
+
+/// The model as it is now.
+struct State {
+    /// The blob; older than `device` while `stale`.
+    blob: Vec<u8>,
+    /// The runtime model, once loaded.
+    device: Option<LoadedModel>,
+    /// Whether `device` learned since `blob` was written.
+    stale: bool,
+}
+
+impl Model {
+    fn new(blob: Vec<u8>, spec: ModelSpec) -> Self {
+        Model {
+            spec,
+            state: Mutex::new(State {
+                blob,
+                device: None,
+                stale: false,
+            }),
+        }
+    }
+
+    fn state(&self) -> PyResult<MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| PyValueError::new_err("the model was poisoned by a failed call"))
+    }
+
+    /// The blob of the model as it is now.
+    fn blob(&self) -> PyResult<Vec<u8>> {
+        let mut state = self.state()?;
+        state.refresh()?;
+        Ok(state.blob.clone())
+    }
+
+    /// `f` on the runtime model, loaded on first use.
+    fn with_device<R>(
+        &self,
+        f: impl FnOnce(&mut LoadedModel) -> sgp_trainer::Result<R>,
+    ) -> PyResult<R> {
+        f(self.state()?.device()?).py_err()
+    }
+
+    /// One row of `d` inputs: float32 (`single`) or float64 bytes.
+    fn row(&self, x: &[u8], single: bool) -> PyResult<Vec<f32>> {
+        let d = usize::from(self.spec.shape.input_dim);
+        if single {
+            if x.len() != 4 * d {
+                return Err(PyValueError::new_err(format!(
+                    "X: {} bytes, expected {d} float32 values",
+                    x.len()
+                )));
+            }
+            return Ok(x
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect());
+        }
+        Ok(vector(x, d, "X")?.iter().map(|&v| v as f32).collect())
+    }
+}
+
+impl State {
+    /// The runtime model, loaded on first use.
+    fn device(&mut self) -> PyResult<&mut LoadedModel> {
+        match &mut self.device {
+            Some(device) => Ok(device),
+            empty => Ok(empty.insert(LoadedModel::load(&self.blob).py_err()?)),
+        }
+    }
+
+    /// Writes `blob` from the runtime model if it learned since.
+    fn refresh(&mut self) -> PyResult<()> {
+        if let (true, Some(device)) = (self.stale, &self.device) {
+            self.blob = device.to_bytes().py_err()?;
+            self.stale = false;
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -31,15 +116,12 @@ impl Model {
         let spec = ModelSpec::from_bytes(blob)
             .map_err(sgp_trainer::Error::from)
             .py_err()?;
-        Ok(Model {
-            blob: blob.to_vec(),
-            spec,
-        })
+        Ok(Model::new(blob.to_vec(), spec))
     }
 
-    /// The blob's bytes.
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.blob)
+    /// The blob's bytes, as the model is now.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.blob()?))
     }
 
     /// Input names, in the order `predict` reads the columns.
@@ -98,7 +180,11 @@ impl Model {
 
     /// `sgp inspect --json` of the blob.
     fn inspect_json(&self) -> PyResult<String> {
-        let summary = summarise(&self.spec, self.blob.len(), None);
+        let blob = self.blob()?;
+        let spec = ModelSpec::from_bytes(&blob)
+            .map_err(sgp_trainer::Error::from)
+            .py_err()?;
+        let summary = summarise(&spec, blob.len(), None);
         serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
@@ -114,7 +200,8 @@ impl Model {
         d: usize,
     ) -> PyResult<Predictions<'py>> {
         let x = matrix(x, n, d, "X")?;
-        let outputs = py.detach(|| predict_outputs(&self.blob, &x)).py_err()?;
+        let blob = self.blob()?;
+        let outputs = py.detach(|| predict_outputs(&blob, &x)).py_err()?;
         let cells = |f: &dyn Fn(&DevicePrediction) -> f32| {
             to_bytes(py, outputs.iter().flatten().map(|p| f64::from(f(p))))
         };
@@ -123,7 +210,7 @@ impl Model {
             Link::Identity => None,
             Link::Probit => Some(cells(&|p| p.probability.unwrap_or(f32::NAN))),
             Link::OneVsRest | Link::Softmax => {
-                let classes = py.detach(|| classify_all(&self.blob, &x)).py_err()?;
+                let classes = py.detach(|| classify_all(&blob, &x)).py_err()?;
                 let p = classes
                     .iter()
                     .flat_map(|(_, p)| p.iter().map(|&v| f64::from(v)));
@@ -149,8 +236,12 @@ impl Model {
         let narrow = |v: &DVector<f64>| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
         let mean = narrow(&vector(mean, d, "mean")?);
         let cov = narrow(&vector(cov, d * d, "cov")?);
+        let blob = self.blob()?;
+        let spec = ModelSpec::from_bytes(&blob)
+            .map_err(sgp_trainer::Error::from)
+            .py_err()?;
         let arrays = py
-            .detach(|| crate::uncertain::moments(&self.blob, &self.spec, &mean, &cov, derivatives))
+            .detach(|| crate::uncertain::moments(&blob, &spec, &mean, &cov, derivatives))
             .py_err()?;
         Ok(arrays
             .into_iter()
@@ -164,16 +255,92 @@ impl Model {
         self.spec.learning.is_some()
     }
 
+    /// The runtime's mean and variance (first output) at one row of
+    /// inputs `x` (float32 bytes if `single`, else float64), on the model
+    /// kept loaded: `Model::predict`.
+    fn predict_one(&self, x: &[u8], single: bool) -> PyResult<(f64, f64)> {
+        let row = self.row(x, single)?;
+        self.with_device(|loaded| {
+            let p = loaded.device().predict(&row)?;
+            Ok((f64::from(p.mean), f64::from(p.variance)))
+        })
+    }
+
+    /// The runtime's mean (first output) at one row, as `predict_one`
+    /// reads it: `Model::mean`.
+    fn mean_one(&self, x: &[u8], single: bool) -> PyResult<f64> {
+        let row = self.row(x, single)?;
+        self.with_device(|loaded| Ok(f64::from(loaded.device().mean(&row)?)))
+    }
+
+    /// The runtime's mean at the `n x d` rows of `x` (float64 bytes):
+    /// `Model::mean` row by row, as float64 bytes.
+    fn mean<'py>(
+        &self,
+        py: Python<'py>,
+        x: &[u8],
+        n: usize,
+        d: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let x = matrix(x, n, d, "X")?;
+        let means = self.with_device(|loaded| {
+            x.row_iter()
+                .map(|r| {
+                    let row: Vec<f32> = r.iter().map(|&v| v as f32).collect();
+                    Ok(f64::from(loaded.device().mean(&row)?))
+                })
+                .collect::<sgp_trainer::Result<Vec<f64>>>()
+        })?;
+        Ok(to_bytes(py, means.into_iter()))
+    }
+
+    /// Conditions a one-output model on one row `x` (as `predict_one`
+    /// reads it) with target `y`, through the runtime's own update on the
+    /// model kept loaded: what it predicted before learning the row (mean,
+    /// variance) and whether the gate let it be learned. `forgetting` and
+    /// `gate` as `update_rows`'.
+    #[pyo3(signature = (x, single, y, forgetting=None, gate=None))]
+    fn update_one(
+        &self,
+        x: &[u8],
+        single: bool,
+        y: f64,
+        forgetting: Option<f32>,
+        gate: Option<f32>,
+    ) -> PyResult<(f64, f64, bool)> {
+        let settings = update_settings(forgetting, gate).py_err()?;
+        let row = self.row(x, single)?;
+        let classifier = self.spec.shape.link == Link::Probit;
+        learns(&self.spec).py_err()?;
+        let mut state = self.state()?;
+        let device = state.device()?;
+        let steps = step(
+            device.device_mut(),
+            &row,
+            &[y as f32],
+            settings,
+            classifier,
+            0,
+        )
+        .py_err()?;
+        let first = steps
+            .first()
+            .ok_or_else(|| PyValueError::new_err("update_one needs a one-output model"))?;
+        state.stale |= first.learned;
+        Ok((first.mean, first.variance, first.learned))
+    }
+
     /// Conditions the model on the `n` rows of `x` (`n x d` float64
     /// bytes) with targets `y` (`n x p` float64 bytes; a classifier's:
     /// 1 positive, 0 negative), in order, through the runtime's own update
-    /// (f32, as a device): the updated model, and per row (first output)
-    /// the predicted mean and variance before learning it and whether the
-    /// gate let it be learned. `forgetting` and `gate` are `sgp replay`'s
-    /// (`None`: its default), checked by the same code.
+    /// (f32, as a device), in place: per row (first output) the predicted
+    /// mean and variance before learning it and whether the gate let it be
+    /// learned. `forgetting` and `gate` are `sgp replay`'s (`None`: its
+    /// default), checked by the same code. On an error the model is as it
+    /// was before the call.
     #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn updated<'py>(
+    fn update_rows<'py>(
         &self,
         py: Python<'py>,
         x: &[u8],
@@ -183,23 +350,32 @@ impl Model {
         p: usize,
         forgetting: Option<f32>,
         gate: Option<f32>,
-    ) -> PyResult<(Model, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
         let settings = update_settings(forgetting, gate).py_err()?;
         let x = matrix(x, n, d, "X")?;
         let y = matrix(y, n, p, "y")?;
-        let replayed = py
-            .detach(|| replay(&self.blob, &x, &y, settings))
-            .py_err()?;
-        let steps = replayed
-            .outputs
+        learns(&self.spec).py_err()?;
+        let mut state = self.state()?;
+        // The blob is the model before the call, to go back to on an error.
+        state.refresh()?;
+        // Not detached from the interpreter: a thread waiting for the lock
+        // holds it.
+        let traces = match replay_loaded(state.device()?, &x, &y, settings) {
+            Ok(traces) => traces,
+            Err(e) => {
+                state.device = None;
+                return Err(e).py_err();
+            }
+        };
+        let steps = traces
             .first()
-            .map(|t| t.steps.clone())
+            .map(|t| t.steps.as_slice())
             .unwrap_or_default();
+        state.stale |= steps.iter().any(|s| s.learned);
         let mean = to_bytes(py, steps.iter().map(|s| s.mean));
         let variance = to_bytes(py, steps.iter().map(|s| s.variance));
         let learned = steps.iter().map(|s| s.learned).collect();
-        let model = Model::from_bytes(&replayed.blob)?;
-        Ok((model, mean, variance, learned))
+        Ok((mean, variance, learned))
     }
 }
 

@@ -69,3 +69,71 @@ def test_bad_targets_and_settings_are_errors_that_change_nothing():
     assert not fixed.is_updatable
     with pytest.raises(ValueError, match="learn on the device"):
         fixed.update([[0.0, 0.0]], [1.0])
+
+
+def test_one_row_calls_are_the_batched_calls_and_the_replay_bit_for_bit():
+    est, X, y = _fitted()
+    rng = np.random.default_rng(5)
+    log_x = rng.uniform(-3, 3, size=(40, 2))
+    log_y = np.sin(log_x[:, 0]) + 0.5 + 0.05 * rng.standard_normal(40)
+    log_y[7] = 1e6  # refused by the gate
+    one, batched = est.to_model(), est.to_model()
+    # Predictions: a 1-D row (float64 and float32) gives the batched call's f32 numbers.
+    means, variances = one.predict(log_x)
+    for i, x in enumerate(log_x):
+        m, v = one.predict(x)
+        assert (m[0], v[0]) == (means[i], variances[i])
+        assert one.mean(x)[0] == one.mean(log_x[i : i + 1])[0]
+        single = x.astype(np.float32)
+        assert one.predict(single)[0][0] == one.predict(single[None, :].astype(np.float64))[0][0]
+    # Updates: row by row on the kept model, as one batched call, as sgp replay.
+    steps = [one.update(x, t, forgetting=0.995, gate=6.0) for x, t in zip(log_x, log_y)]
+    mean, variance, learned = batched.update(log_x, log_y, forgetting=0.995, gate=6.0)
+    np.testing.assert_array_equal(np.concatenate([s[0] for s in steps]), mean)
+    np.testing.assert_array_equal(np.concatenate([s[1] for s in steps]), variance)
+    np.testing.assert_array_equal(np.concatenate([s[2] for s in steps]), learned)
+    assert not learned[7] and learned.sum() == 39
+    assert one.to_bytes() == batched.to_bytes()
+    np.testing.assert_array_equal(one.predict(log_x)[0], batched.predict(log_x)[0])
+
+
+def test_a_failed_update_leaves_the_kept_model_as_it_was():
+    est, X, _ = _fitted()
+    model = est.to_model()
+    model.update(X[0], 0.5)
+    blob = model.to_bytes()
+    targets = np.array([0.1, 0.2, float("nan"), 0.4])
+    with pytest.raises(ValueError, match="data row 3"):
+        model.update(X[:4], targets)
+    assert model.to_bytes() == blob
+    with pytest.raises(ValueError, match="data row 1"):
+        model.update(X[0], float("nan"))
+    assert model.to_bytes() == blob
+    fixed = sgp.SparseGPRegressor(m=8, restarts=1).fit(X, X[:, 0]).to_model()
+    with pytest.raises(ValueError, match="learn on the device"):
+        fixed.update(X[0], 1.0)
+
+
+def test_partial_fit_is_the_device_update_and_is_refused_where_the_model_does_not_learn():
+    est, X, y = _fitted()
+    model = est.to_model()
+    rng = np.random.default_rng(8)
+    new_x = rng.uniform(-3, 3, size=(30, 2))
+    new_y = np.sin(new_x[:, 0]) + 1.0
+    model.update(new_x, new_y, forgetting=0.99)
+    assert est.partial_fit(new_x, new_y, forgetting=0.99) is est
+    assert est.to_bytes() == model.to_bytes() == est.blob_
+    mean, std = est.predict(new_x, return_std=True)
+    np.testing.assert_array_equal(mean, model.predict(new_x)[0])
+    np.testing.assert_array_equal(std, np.sqrt(model.predict(new_x)[1]))
+    with pytest.raises(ValueError, match="return_cov"):
+        est.predict(new_x, return_cov=True)
+    est.fit(X, y)  # a new fit forgets the updates
+    assert est.to_bytes() != model.to_bytes()
+    fixed = sgp.SparseGPRegressor(m=8, restarts=1).fit(X, y)
+    assert not hasattr(fixed, "partial_fit")
+    with pytest.raises(AttributeError) as refused:
+        fixed.partial_fit(new_x, new_y)
+    assert "updatable=True" in str(refused.value.__cause__)
+    fresh = sgp.SparseGPRegressor(m=12, updatable=True, restarts=1).partial_fit(X, y)
+    assert fresh.to_bytes() == est.to_bytes()

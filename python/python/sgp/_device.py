@@ -13,6 +13,8 @@ from . import _native
 from ._arrays import by_name, from_native, to_native
 
 PathLike = Union[str, "os.PathLike[str]"]
+_F32 = np.dtype("<f4")
+_F64 = np.dtype("<f8")
 
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str:
@@ -58,6 +60,25 @@ class Model:
 
     def __init__(self, native: "_native.Model") -> None:
         self._native = native
+        # Read once: the fast path of a one-row call checks against them.
+        self._inputs = native.n_inputs
+        self._single_output = native.n_outputs == 1
+
+    def _one_row(self, X: Any) -> Optional[Tuple[bytes, bool]]:
+        """A 1-D float32 or float64 array of the model's inputs as its bytes
+        and whether they are float32 (the fast path of a one-row call, which
+        the runtime checks); None for anything else."""
+        if (
+            type(X) is np.ndarray
+            and X.ndim == 1
+            and X.shape[0] == self._inputs
+            and self._single_output
+        ):
+            if X.dtype == _F64:
+                return X.tobytes(), False
+            if X.dtype == _F32:
+                return X.tobytes(), True
+        return None
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> "Model":
@@ -135,14 +156,23 @@ class Model:
         hyperparameters, flash and RAM."""
         return json.loads(self._native.inspect_json())
 
-    def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+    def _rows(self, X: Any, finite: bool = True) -> np.ndarray:
+        """``X`` as float64 rows of the model's inputs (a DataFrame's
+        columns picked by name, a 1-D array one row), non-finite values
+        refused if ``finite``."""
         X, _ = by_name(X, self.input_names)
-        X = check_array(X, dtype=np.float64)
+        if np.ndim(X) == 1:
+            X = np.asarray(X, dtype=np.float64)[None, :]
+        X = check_array(X, dtype=np.float64, ensure_all_finite=finite)
         if X.shape[1] != self.n_inputs:
             raise ValueError(
                 f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
                 f"({', '.join(self.input_names)})"
             )
+        return X
+
+    def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+        X = self._rows(X)
         mean, variance, probability = self._native.predict(to_native(X), *X.shape)
         shape = (X.shape[0], self.n_outputs)
         return (
@@ -156,9 +186,27 @@ class Model:
         DataFrame's columns are picked by name), float32 values widened to
         float64: of the target, noise included, for a regression; of the
         latent function, bias included, for a classifier; one column per
-        output (or class latent) where the blob has several."""
+        output (or class latent) where the blob has several. A 1-D array
+        is one row: a float32 or float64 one of a one-output model goes
+        straight to the runtime (no conversion, no thread), for a loop that
+        calls once per sample."""
+        row = self._one_row(X)
+        if row is not None:
+            m, v = self._native.predict_one(*row)
+            return np.array([m]), np.array([v])
         mean, variance, _ = self._run(X)
         return mean, variance
+
+    def mean(self, X: Any) -> np.ndarray:
+        """The runtime's predictive mean alone (``Model::mean``, of the first
+        output) at the rows of ``X`` (a 1-D array is one row, as in
+        ``predict``): no variance work, except in an updatable model, whose
+        mean needs the same solve."""
+        row = self._one_row(X)
+        if row is not None:
+            return np.array([self._native.mean_one(*row)])
+        X = self._rows(X)
+        return from_native(self._native.mean(to_native(X), *X.shape))
 
     def predict_uncertain(
         self, mean: Any, cov: Any, derivatives: bool = False
@@ -229,7 +277,10 @@ class Model:
         Returns, per row, what the model predicted just before learning it
         (mean and variance, of the first output; a classifier's mean is
         ``P(y = +1)``) and whether it was learned; the model (and
-        ``to_bytes()``) is then the updated one.
+        ``to_bytes()``) is then the updated one. On an error the model is
+        as it was. One row of a one-output model as a 1-D float32 or
+        float64 array and ``y`` a number goes straight to the runtime
+        model kept loaded; several rows run in one call.
 
         >>> import numpy as np, sgp
         >>> X = np.linspace(0, 6, 40)[:, None]
@@ -241,23 +292,17 @@ class Model:
         >>> bool(model.predict([[3.0]])[0][0] > mean[0]) and bool(learned[0])
         True
         """
-        X, _ = by_name(X, self.input_names)
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[None, :]
-        X = check_array(X, dtype=np.float64, ensure_all_finite=False)
-        if X.shape[1] != self.n_inputs:
-            raise ValueError(
-                f"X has {X.shape[1]} columns, the model expects {self.n_inputs} "
-                f"({', '.join(self.input_names)})"
-            )
+        forgetting = None if forgetting is None else float(forgetting)
+        gate = None if gate is None else float(gate)
+        row = self._one_row(X)
+        if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
+            m, v, kept = self._native.update_one(*row, float(y), forgetting, gate)
+            return np.array([m]), np.array([v]), np.array([kept])
+        X = self._rows(X, finite=False)
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
-        native, mean, variance, learned = self._native.updated(
-            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1],
-            None if forgetting is None else float(forgetting),
-            None if gate is None else float(gate),
+        mean, variance, learned = self._native.update_rows(
+            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, gate
         )
-        self._native = native
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
     def predict_proba(self, X: Any) -> np.ndarray:

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _native
@@ -182,6 +183,7 @@ class _SparseGP(BaseEstimator):
     ) -> None:
         """Keeps a native fit's blobs (one, or one per output), fitted state
         and JSON summary (one fit's, or ``{basis, fits}``)."""
+        self._device: Optional[Model] = None
         summary = json.loads(summary_json)
         fits = summary.get("fits", [summary])
         self.blobs_ = [blobs] if isinstance(blobs, bytes) else list(blobs)
@@ -455,6 +457,16 @@ _SETTINGS_DOC = """
 """.format(objective_upper=_DEFAULTS["objective"].upper(), **_DEFAULTS)
 
 
+def _learns_on_the_device(estimator: Any) -> bool:
+    """Whether ``estimator`` exports a blob that learns (its ``partial_fit``
+    is the device's update); else says how to get one."""
+    if not estimator.updatable:
+        raise ValueError(
+            "partial_fit needs a model that learns on the device: fit it with updatable=True"
+        )
+    return True
+
+
 class SparseGPRegressor(RegressorMixin, _SparseGP):
     # The settings' part is shared: an expression, so assigned.
     __doc__ = """Sparse Gaussian-process regression of one target or several,
@@ -545,17 +557,65 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         ``return_std``'s squares) at the rows of ``X``, one column per
         output where ``y`` had several. The device's f32 predictions are
         ``self.to_model().predict(X)``. ``return_cov`` is refused for a
-        model whose basis functions are not its kernel at points (vsgp)."""
+        model whose basis functions are not its kernel at points (vsgp).
+        After ``partial_fit`` they are the updated device model's (f32),
+        and ``return_cov`` is refused."""
         if return_std and return_cov:
             raise RuntimeError("at most one of return_std and return_cov can be requested")
-        mean, variance, _ = self._predict_native(X)
-        if not self._outputs:
-            mean, variance = mean[:, 0], variance[:, 0]
+        device = getattr(self, "_device", None)
+        if device is not None:
+            if return_cov:
+                raise ValueError(
+                    "return_cov: after partial_fit the model is the device's, which predicts "
+                    "each row's variance, not a joint covariance; fit again for it"
+                )
+            check_is_fitted(self)
+            mean, variance = device.predict(validate_data(self, X, dtype=np.float64, reset=False))
+        else:
+            mean, variance, _ = self._predict_native(X)
+            if not self._outputs:
+                mean, variance = mean[:, 0], variance[:, 0]
         if return_std:
             return mean, np.sqrt(variance)
         if return_cov:
             return mean, self._covariance(X)
         return mean
+
+    @available_if(_learns_on_the_device)
+    def partial_fit(
+        self, X: Any, y: Any, forgetting: Optional[float] = None, gate: Optional[float] = None
+    ) -> "SparseGPRegressor":
+        """Conditions the fitted model on more rows, in order, through the
+        device's own update (``sgp.Model.update``: f32, the code a
+        microcontroller runs; ``forgetting`` and ``gate`` are its), with
+        the hyperparameters and basis as fitted: ``blob_``, ``to_bytes()``,
+        ``save`` and ``predict`` are then the updated model's. The first
+        call on an unfitted estimator is ``fit``. Only with
+        ``updatable=True`` (else the estimator has no ``partial_fit``, as
+        scikit-learn's estimators that cannot learn incrementally) and one
+        blob.
+
+        >>> import numpy as np, sgp
+        >>> X = np.linspace(0, 6, 40)[:, None]
+        >>> est = sgp.SparseGPRegressor(m=8, updatable=True).fit(X, np.sin(X[:, 0]))
+        >>> before = est.predict([[3.0]])[0]
+        >>> bool(est.partial_fit([[3.0]], [before + 1.0]).predict([[3.0]])[0] > before)
+        True
+        """
+        if not hasattr(self, "blobs_"):
+            return self.fit(X, y)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if len(self.blobs_) != 1:
+            raise ValueError(
+                "partial_fit needs one blob; each output has its own model here "
+                "(basis_['kept'] == 'separate')"
+            )
+        device = getattr(self, "_device", None) or Model.from_bytes(self.blobs_[0])
+        device.update(X, np.asarray(y, dtype=np.float64), forgetting, gate)
+        self._device = device
+        self.blob_ = device.to_bytes()
+        self.blobs_ = [self.blob_]
+        return self
 
     def _covariance(self, X: Any) -> np.ndarray:
         """The joint covariance of ``y`` at the rows of ``X`` (n x n, or n x

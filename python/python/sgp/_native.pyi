@@ -46,7 +46,18 @@ class Model:
     def predict_uncertain(self, mean: bytes, cov: bytes, derivatives: bool) -> List[bytes]: ...
     @property
     def is_updatable(self) -> bool: ...
-    def updated(
+    def predict_one(self, x: bytes, single: bool) -> Tuple[float, float]: ...
+    def mean_one(self, x: bytes, single: bool) -> float: ...
+    def mean(self, x: bytes, n: int, d: int) -> bytes: ...
+    def update_one(
+        self,
+        x: bytes,
+        single: bool,
+        y: float,
+        forgetting: Optional[float] = None,
+        gate: Optional[float] = None,
+    ) -> Tuple[float, float, bool]: ...
+    def update_rows(
         self,
         x: bytes,
         n: int,
@@ -55,7 +66,7 @@ class Model:
         p: int,
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
-    ) -> Tuple[Model, bytes, bytes, List[bool]]: ...
+    ) -> Tuple[bytes, bytes, List[bool]]: ...
 
 def fit(
     x: bytes,

@@ -17,6 +17,8 @@ use sgp_runtime::NAME_CAPACITY;
 pub trait DeviceModel {
     /// [`Model::predict`].
     fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error>;
+    /// [`Model::mean`].
+    fn mean(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error>;
     /// [`Model::probability`].
     fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error>;
     /// [`Model::predict_all`].
@@ -43,6 +45,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
 {
     fn predict(&self, x: &[f32]) -> std::result::Result<Prediction, sgp_runtime::Error> {
         Model::predict(self, x)
+    }
+    fn mean(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error> {
+        Model::mean(self, x)
     }
     fn probability(&self, x: &[f32]) -> std::result::Result<f32, sgp_runtime::Error> {
         Model::probability(self, x)
@@ -112,28 +117,111 @@ pub(crate) fn with_device_model_mut<R: Send>(
     blob: &[u8],
     f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R + Send,
 ) -> Result<R> {
-    let spec = ModelSpec::from_bytes(blob)?;
-    // A device refuses names longer than it holds (`sgp fit` warns, `sgp
-    // inspect --capacity` says the model does not fit); the host evaluates
-    // the same numbers with the names left out, so that host tools still
-    // work on such a blob.
-    let unnamed;
-    let outputs_fit = spec
-        .outputs
-        .iter()
-        .all(|output| output.name.len() <= sgp_runtime::NAME_CAPACITY);
-    let blob = if names_too_long(&spec.input_names, &spec.target_name).is_empty() && outputs_fit {
-        blob
-    } else {
-        let mut spec = spec.clone();
-        spec.input_names.iter_mut().for_each(String::clear);
-        spec.target_name.clear();
-        spec.outputs
-            .iter_mut()
-            .for_each(|output| output.name.clear());
-        unnamed = spec.to_bytes()?;
-        &unnamed
-    };
+    let mut loaded = LoadedModel::load(blob)?;
+    let LoadedModel { device, source, .. } = &mut loaded;
+    Ok(f(device.as_mut(), source))
+}
+
+/// A blob loaded into the runtime once and kept: every call then runs on
+/// the caller's thread with no decode (the Python `sgp.Model`'s one-row
+/// calls). The runtime's calls need `O(M)` stack; only loading needs room
+/// for a whole model, on a thread of its own.
+pub struct LoadedModel {
+    device: Box<dyn DeviceModel + Send>,
+    /// The blob's description as loaded: its names, shape and link, which
+    /// updates do not change (its posterior may be older than the model's).
+    spec: ModelSpec,
+    /// The bytes the model was loaded from: the blob, or the blob without
+    /// its names when they are longer than a device holds.
+    source: Vec<u8>,
+    /// The blob as given, whose names what the model writes keeps.
+    original: Vec<u8>,
+}
+
+impl LoadedModel {
+    /// Decodes `blob` into the smallest capacity class that holds it.
+    ///
+    /// # Errors
+    /// The runtime's refusal of the blob, or [`Error::BadInput`] when the
+    /// model is larger than the largest capacity class.
+    pub fn load(blob: &[u8]) -> Result<Self> {
+        let spec = ModelSpec::from_bytes(blob)?;
+        // A device refuses names longer than it holds (`sgp fit` warns, `sgp
+        // inspect --capacity` says the model does not fit); the host evaluates
+        // the same numbers with the names left out, so that host tools still
+        // work on such a blob.
+        let outputs_fit = spec
+            .outputs
+            .iter()
+            .all(|output| output.name.len() <= sgp_runtime::NAME_CAPACITY);
+        let source =
+            if names_too_long(&spec.input_names, &spec.target_name).is_empty() && outputs_fit {
+                blob.to_vec()
+            } else {
+                let mut spec = spec.clone();
+                spec.input_names.iter_mut().for_each(String::clear);
+                spec.target_name.clear();
+                spec.outputs
+                    .iter_mut()
+                    .for_each(|output| output.name.clear());
+                spec.to_bytes()?
+            };
+        let (m_class, d_class, p_class) = capacity_class(&spec)?;
+        let spec = spec.clone();
+        // from_bytes builds the model and moves it out: allow a few copies.
+        let stack = 4 * ram_bytes_with_outputs(m_class, d_class, d_class, p_class) + (8 << 20);
+        let device = std::thread::scope(|scope| {
+            let source = &source;
+            let worker = std::thread::Builder::new()
+                .name("sgp-device".into())
+                .stack_size(stack)
+                .spawn_scoped(scope, move || dispatch(source, m_class, d_class, p_class))
+                .map_err(|e| Error::Numerical(format!("cannot start the evaluator thread: {e}")))?;
+            worker
+                .join()
+                .map_err(|_| Error::Numerical("the runtime evaluator thread panicked".into()))?
+        })?;
+        Ok(LoadedModel {
+            device,
+            spec,
+            source,
+            original: blob.to_vec(),
+        })
+    }
+
+    /// The blob's names, shape and link (not its posterior: see
+    /// [`LoadedModel::to_bytes`]).
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// The runtime model.
+    pub fn device(&self) -> &dyn DeviceModel {
+        self.device.as_ref()
+    }
+
+    /// The runtime model, to update it.
+    pub fn device_mut(&mut self) -> &mut dyn DeviceModel {
+        self.device.as_mut()
+    }
+
+    /// The blob of the model as it is now (after any update), with the
+    /// names it was loaded with: byte for byte the loaded blob until an
+    /// update changes it.
+    ///
+    /// # Errors
+    /// The runtime's refusal to write (a model that does not learn).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let written = self.device.write_blob(&self.source)?;
+        restore_names(&written, &self.original)
+    }
+}
+
+/// The capacity class `(M, D, P)` that holds `spec`.
+///
+/// # Errors
+/// [`Error::BadInput`] when the model is larger than the largest class.
+fn capacity_class(spec: &ModelSpec) -> Result<(usize, usize, usize)> {
     let m = usize::from(spec.shape.n_basis);
     let dim = usize::from(spec.shape.input_dim.max(spec.shape.feature_dim));
     let class = |classes: &[usize], need: usize, what: &str, advice: &str| {
@@ -172,29 +260,16 @@ pub(crate) fn with_device_model_mut<R: Send>(
             spec.output_count()
         )));
     }
-    // from_bytes builds the model and moves it out: allow a few copies.
-    let stack = 4 * ram_bytes_with_outputs(m_class, d_class, d_class, p_class) + (8 << 20);
-    std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("sgp-device".into())
-            .stack_size(stack)
-            .spawn_scoped(scope, move || dispatch(blob, m_class, d_class, p_class, f))
-            .map_err(|e| Error::Numerical(format!("cannot start the evaluator thread: {e}")))?;
-        worker
-            .join()
-            .map_err(|_| Error::Numerical("the runtime evaluator thread panicked".into()))?
-    })
+    Ok((m_class, d_class, p_class))
 }
 
-/// One capacity class; never inlined so that the caller's frame does not
-/// reserve room for every class's model at once.
+/// One capacity class, on the heap; never inlined so that the caller's
+/// frame does not reserve room for every class's model at once.
 #[inline(never)]
-fn load_and_run<const M: usize, const D: usize, const P: usize, R>(
+fn load_boxed<const M: usize, const D: usize, const P: usize>(
     blob: &[u8],
-    f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R,
-) -> Result<R> {
-    let mut model = Model::<M, D, D, P>::from_bytes(blob)?;
-    Ok(f(&mut model, blob))
+) -> Result<Box<dyn DeviceModel + Send>> {
+    Ok(Box::new(Model::<M, D, D, P>::from_bytes(blob)?))
 }
 
 /// `written` (a blob a device model wrote from `original` with its names
@@ -223,17 +298,11 @@ pub(crate) fn restore_names(written: &[u8], original: &[u8]) -> Result<Vec<u8>> 
     Ok(spec.to_bytes()?)
 }
 
-fn dispatch<R>(
-    blob: &[u8],
-    m: usize,
-    d: usize,
-    p: usize,
-    f: impl FnOnce(&mut dyn DeviceModel, &[u8]) -> R,
-) -> Result<R> {
+fn dispatch(blob: &[u8], m: usize, d: usize, p: usize) -> Result<Box<dyn DeviceModel + Send>> {
     macro_rules! classes {
         ($(($m:literal, $d:literal, $p:literal)),*) => {
             match (m, d, p) {
-                $(($m, $d, $p) => load_and_run::<$m, $d, $p, R>(blob, f),)*
+                $(($m, $d, $p) => load_boxed::<$m, $d, $p>(blob),)*
                 _ => Err(Error::Numerical(format!(
                     "no evaluator for capacity class ({m}, {d}, {p})"
                 ))),

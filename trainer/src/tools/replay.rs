@@ -7,7 +7,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::{Link, ModelSpec, UpdateSettings};
 
-use crate::export::device::{restore_names, with_device_model_mut};
+use crate::export::device::{DeviceModel, LoadedModel};
 use crate::{Error, Result};
 
 /// One observation of one output, as the model saw it before learning it.
@@ -142,7 +142,21 @@ pub fn replay(
     y: &DMatrix<f64>,
     settings: UpdateSettings,
 ) -> Result<Replay> {
-    let spec = ModelSpec::from_bytes(blob)?;
+    learns(&ModelSpec::from_bytes(blob)?)?;
+    let mut loaded = LoadedModel::load(blob)?;
+    let outputs = replay_loaded(&mut loaded, x, y, settings)?;
+    Ok(Replay {
+        outputs,
+        classifier: loaded.spec().shape.link == Link::Probit,
+        blob: loaded.to_bytes()?,
+    })
+}
+
+/// Refuses a model that does not learn on the device.
+///
+/// # Errors
+/// [`Error::BadInput`] saying how to get one that does.
+pub fn learns(spec: &ModelSpec) -> Result<()> {
     if spec.learning.is_none() {
         return Err(Error::BadInput(
             "the model does not learn on the device (no learning block): fit it again with \
@@ -150,6 +164,22 @@ pub fn replay(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// [`replay`] on a model already loaded, which ends updated: each output's
+/// steps. On an error at some row, the rows before it have been learned.
+///
+/// # Errors
+/// As [`replay`].
+pub fn replay_loaded(
+    loaded: &mut LoadedModel,
+    x: &DMatrix<f64>,
+    y: &DMatrix<f64>,
+    settings: UpdateSettings,
+) -> Result<Vec<Trace>> {
+    let spec = loaded.spec();
+    learns(spec)?;
     let count = spec.output_count();
     if y.ncols() != count || y.nrows() != x.nrows() {
         return Err(Error::BadInput(format!(
@@ -163,63 +193,81 @@ pub fn replay(
     let names: Vec<String> = std::iter::once(spec.target_name.clone())
         .chain(spec.outputs.iter().map(|o| o.name.clone()))
         .collect();
-    let rows: Vec<(Vec<f32>, Vec<f32>)> = x
-        .row_iter()
-        .zip(y.row_iter())
-        .map(|(a, b)| {
-            (
-                a.iter().map(|&v| v as f32).collect(),
-                b.iter().map(|&v| v as f32).collect(),
-            )
-        })
-        .collect();
-    let (steps, written) = with_device_model_mut(blob, |model, source| {
-        let mut steps: Vec<Vec<Step>> = vec![Vec::with_capacity(rows.len()); count];
-        for (r, (input, target)) in rows.iter().enumerate() {
-            let (seen, learned) = match model.update_with(input, target, settings) {
-                Ok(seen) => (
-                    seen.iter()
-                        .map(|i| (i.prediction, i.residual))
-                        .collect::<Vec<_>>(),
-                    true,
-                ),
-                Err(sgp_runtime::Error::Outlier) => {
-                    let all = model.predict_all(input).map_err(|e| at_row(r, e))?;
-                    let seen = all
-                        .iter()
-                        .zip(target)
-                        .map(|(p, &t)| (*p, t - p.mean))
-                        .collect();
-                    (seen, false)
-                }
-                Err(e) => return Err(at_row(r, e)),
-            };
-            for ((trace, (prediction, residual)), &t) in steps.iter_mut().zip(seen).zip(target) {
-                let (mean, variance) = if classifier {
-                    (f64::from(t - residual), 0.0)
-                } else {
-                    (f64::from(prediction.mean), f64::from(prediction.variance))
-                };
-                trace.push(Step {
-                    mean,
-                    variance,
-                    target: f64::from(t),
-                    learned,
-                });
-            }
+    let mut steps: Vec<Vec<Step>> = vec![Vec::with_capacity(x.nrows()); count];
+    let narrow =
+        |row: nalgebra::RowDVector<f64>| -> Vec<f32> { row.iter().map(|&v| v as f32).collect() };
+    for (r, (input, target)) in x.row_iter().zip(y.row_iter()).enumerate() {
+        let (input, target) = (narrow(input.into_owned()), narrow(target.into_owned()));
+        let row = step(
+            loaded.device_mut(),
+            &input,
+            &target,
+            settings,
+            classifier,
+            r,
+        )?;
+        for (trace, s) in steps.iter_mut().zip(row) {
+            trace.push(s);
         }
-        let written = model.write_blob(source).map_err(Error::from)?;
-        Ok((steps, written))
-    })??;
-    Ok(Replay {
-        outputs: names
-            .into_iter()
-            .zip(steps)
-            .map(|(name, steps)| Trace { name, steps })
-            .collect(),
-        classifier,
-        blob: restore_names(&written, blob)?,
-    })
+    }
+    Ok(names
+        .into_iter()
+        .zip(steps)
+        .map(|(name, steps)| Trace { name, steps })
+        .collect())
+}
+
+/// Conditions `model` on one observation (`target`: one value per output)
+/// with `settings`: per output, what it predicted before learning it. A
+/// row the gate refuses is recorded, not learned; any other refusal leaves
+/// the model as it was.
+///
+/// # Errors
+/// The runtime's refusal of the input or target, as [`Error::BadInput`]
+/// naming data row `r` (0-based).
+pub fn step(
+    model: &mut dyn DeviceModel,
+    input: &[f32],
+    target: &[f32],
+    settings: UpdateSettings,
+    classifier: bool,
+    r: usize,
+) -> Result<Vec<Step>> {
+    let (seen, learned) = match model.update_with(input, target, settings) {
+        Ok(seen) => (
+            seen.iter()
+                .map(|i| (i.prediction, i.residual))
+                .collect::<Vec<_>>(),
+            true,
+        ),
+        Err(sgp_runtime::Error::Outlier) => {
+            let all = model.predict_all(input).map_err(|e| at_row(r, e))?;
+            let seen = all
+                .iter()
+                .zip(target)
+                .map(|(p, &t)| (*p, t - p.mean))
+                .collect();
+            (seen, false)
+        }
+        Err(e) => return Err(at_row(r, e)),
+    };
+    Ok(seen
+        .into_iter()
+        .zip(target)
+        .map(|((prediction, residual), &t)| {
+            let (mean, variance) = if classifier {
+                (f64::from(t - residual), 0.0)
+            } else {
+                (f64::from(prediction.mean), f64::from(prediction.variance))
+            };
+            Step {
+                mean,
+                variance,
+                target: f64::from(t),
+                learned,
+            }
+        })
+        .collect())
 }
 
 /// A device error at data row `r` (0-based) as the user's error.
