@@ -179,21 +179,11 @@ impl Ivm<'_> {
             )));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let s2 = self.kern.signal_var();
         let noise = match self.likelihood {
             Likelihood::Gaussian => self.kern.noise_var(),
             Likelihood::Probit => self.label_noise,
         };
-        let mut a = vec![s2; n];
-        let mut h = vec![0.0; n];
-        let mut done = vec![0usize; n];
-        let mut mm = DMatrix::<f64>::zeros(d, n);
-        let mut l = DMatrix::<f64>::zeros(d, d);
-        // Kernel columns K[., i_k] (N x d), the sqrt site precisions and the
-        // coefficients of h's update, one per inclusion.
-        let mut kcols = DMatrix::<f64>::zeros(n, d);
-        let mut sqrt_p = Vec::with_capacity(d);
-        let mut h_coef = Vec::with_capacity(d);
+        let mut state = Selection::new(n, d, self.kern.signal_var());
         let mut set = ActiveSet {
             indices: Vec::with_capacity(d),
             p: Vec::with_capacity(d),
@@ -202,46 +192,30 @@ impl Ivm<'_> {
             h: Vec::new(),
             a: Vec::new(),
         };
-        let mut included = vec![false; n];
         // The selection index: every row at first.
         let mut pool: Vec<usize> = (0..n).collect();
         for k in 0..d {
+            let site_of = |st: &Selection, j: usize| {
+                site(
+                    self.likelihood,
+                    self.y[j],
+                    st.h[j],
+                    st.a[j],
+                    self.bias,
+                    noise,
+                )
+            };
             let full = k < options.full_greedy || options.candidates >= n - k;
             if !full {
-                let keep =
-                    ((options.retain * options.candidates as f64) as usize).min(options.candidates);
-                if pool.len() > keep {
-                    for &j in &pool {
-                        catch_up(
-                            j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
-                        );
-                    }
-                    // Best scorers first, on current scores.
-                    let score = |j: usize| {
-                        site(self.likelihood, self.y[j], h[j], a[j], self.bias, noise).score
-                    };
-                    pool.sort_by(|&i, &j| score(j).total_cmp(&score(i)).then(i.cmp(&j)));
-                    pool.truncate(keep);
-                }
-                let mut in_pool = vec![false; n];
-                for &j in &pool {
-                    in_pool[j] = true;
-                }
-                let mut rest: Vec<usize> =
-                    (0..n).filter(|&j| !included[j] && !in_pool[j]).collect();
-                rest.shuffle(&mut rng);
-                let fill = options.candidates.saturating_sub(pool.len());
-                pool.extend(rest.into_iter().take(fill));
+                state.narrow(&mut pool, k, options, &mut rng, |st, j| {
+                    site_of(st, j).score
+                });
             } else if pool.len() + k != n {
-                pool = (0..n).filter(|&j| !included[j]).collect();
+                pool = (0..n).filter(|&j| !state.included[j]).collect();
             }
-            for &j in &pool {
-                catch_up(
-                    j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
-                );
-            }
-            let usable = |j: usize| {
-                let st = site(self.likelihood, self.y[j], h[j], a[j], self.bias, noise);
+            state.catch_up_all(&pool, k);
+            let usable = |st: &Selection, j: usize| {
+                let st = site_of(st, j);
                 (st.p.is_finite()
                     && st.p > MIN_SITE_PRECISION
                     && st.m.is_finite()
@@ -251,14 +225,14 @@ impl Ivm<'_> {
             let random = if k < options.random_first && !pool.is_empty() {
                 pool.get(rng.random_range(0..pool.len()))
                     .copied()
-                    .filter(|&j| usable(j).is_some())
+                    .filter(|&j| usable(&state, j).is_some())
             } else {
                 None
             };
             let pick = random.or_else(|| {
                 let mut best: Option<(usize, f64)> = None;
                 for &j in &pool {
-                    if let Some(st) = usable(j) {
+                    if let Some(st) = usable(&state, j) {
                         if best.is_none_or(|(_, s)| st.score > s) {
                             best = Some((j, st.score));
                         }
@@ -268,31 +242,8 @@ impl Ivm<'_> {
             });
             // No candidate would change the posterior: stop early.
             let Some(i) = pick else { break };
-            let Some(st) = usable(i) else { break };
-            // Eq. 3: the new row of L from column i of M.
-            let sp = st.p.sqrt();
-            let mut lsq = 0.0;
-            for q in 0..k {
-                let v = sp * mm[(q, i)];
-                l[(k, q)] = v;
-                lsq += v * v;
-            }
-            let diag = 1.0 + st.p * s2 - lsq;
-            let diag = if diag > 0.0 { diag } else { 1.0 + st.p * a[i] };
-            if !(diag > 0.0 && diag.is_finite()) {
-                return Err(Error::Numerical(format!(
-                    "IVM inclusion {k}: factor diagonal {diag}"
-                )));
-            }
-            let lkk = diag.sqrt();
-            l[(k, k)] = lkk;
-            let xi = self.x.rows(i, 1).into_owned();
-            let col = self.kern.cross(self.x, &xi);
-            kcols.set_column(k, &col.column(0));
-            sqrt_p.push(sp);
-            // h moves by sqrt(p) (m - h_i) / l times the new row of M.
-            h_coef.push(sp * (st.m - h[i]) / lkk);
-            included[i] = true;
+            let Some(st) = usable(&state, i) else { break };
+            state.include(self, i, k, &st)?;
             pool.retain(|&j| j != i);
             set.indices.push(i);
             set.p.push(st.p);
@@ -300,42 +251,134 @@ impl Ivm<'_> {
             set.scores.push(st.score);
         }
         let k = set.indices.len();
-        for j in (0..n).filter(|&j| !included[j]) {
-            catch_up(
-                j, k, &mut done, &mut mm, &l, &kcols, &sqrt_p, &h_coef, &mut a, &mut h,
-            );
-        }
-        set.h = h;
-        set.a = a;
+        let rest: Vec<usize> = (0..n).filter(|&j| !state.included[j]).collect();
+        state.catch_up_all(&rest, k);
+        set.h = state.h;
+        set.a = state.a;
         Ok(set)
     }
 }
 
-/// Brings column `j` of `M`, and `a_j`, `h_j`, up to the first `k` rows.
-#[allow(clippy::too_many_arguments)]
-fn catch_up(
-    j: usize,
-    k: usize,
-    done: &mut [usize],
-    mm: &mut DMatrix<f64>,
-    l: &DMatrix<f64>,
-    kcols: &DMatrix<f64>,
-    sqrt_p: &[f64],
-    h_coef: &[f64],
-    a: &mut [f64],
-    h: &mut [f64],
-) {
-    for r in done[j]..k {
-        let mut v = sqrt_p[r] * kcols[(j, r)];
-        for q in 0..r {
-            v -= mm[(q, j)] * l[(r, q)];
+/// One selection's state: the factor `L` of the active set, the columns of
+/// `M` brought up to date lazily (`done[j]` rows of column `j`), and the
+/// marginals `a`, `h` of every row.
+struct Selection {
+    a: Vec<f64>,
+    h: Vec<f64>,
+    done: Vec<usize>,
+    mm: DMatrix<f64>,
+    l: DMatrix<f64>,
+    /// Kernel columns K[., i_k] (N x d), the sqrt site precisions and the
+    /// coefficients of h's update, one per inclusion.
+    kcols: DMatrix<f64>,
+    sqrt_p: Vec<f64>,
+    h_coef: Vec<f64>,
+    included: Vec<bool>,
+    s2: f64,
+}
+
+impl Selection {
+    fn new(n: usize, d: usize, s2: f64) -> Self {
+        Selection {
+            a: vec![s2; n],
+            h: vec![0.0; n],
+            done: vec![0usize; n],
+            mm: DMatrix::<f64>::zeros(d, n),
+            l: DMatrix::<f64>::zeros(d, d),
+            kcols: DMatrix::<f64>::zeros(n, d),
+            sqrt_p: Vec::with_capacity(d),
+            h_coef: Vec::with_capacity(d),
+            included: vec![false; n],
+            s2,
         }
-        v /= l[(r, r)];
-        mm[(r, j)] = v;
-        a[j] -= v * v;
-        h[j] += h_coef[r] * v;
     }
-    done[j] = done[j].max(k);
+
+    /// The candidate pool of a step that is not fully greedy: the best
+    /// `retain` share of the last pool on current scores, filled up with
+    /// random rows not yet included.
+    fn narrow(
+        &mut self,
+        pool: &mut Vec<usize>,
+        k: usize,
+        options: &SelectionOptions,
+        rng: &mut ChaCha8Rng,
+        score: impl Fn(&Selection, usize) -> f64,
+    ) {
+        let n = self.a.len();
+        let keep = ((options.retain * options.candidates as f64) as usize).min(options.candidates);
+        if pool.len() > keep {
+            self.catch_up_all(pool, k);
+            // Best scorers first, on current scores.
+            pool.sort_by(|&i, &j| score(self, j).total_cmp(&score(self, i)).then(i.cmp(&j)));
+            pool.truncate(keep);
+        }
+        let mut in_pool = vec![false; n];
+        for &j in pool.iter() {
+            in_pool[j] = true;
+        }
+        let mut rest: Vec<usize> = (0..n)
+            .filter(|&j| !self.included[j] && !in_pool[j])
+            .collect();
+        rest.shuffle(rng);
+        let fill = options.candidates.saturating_sub(pool.len());
+        pool.extend(rest.into_iter().take(fill));
+    }
+
+    /// Includes row `i` with site `st` as the `k`-th active point: Eq. 3's
+    /// new row of `L` from column `i` of `M`.
+    fn include(&mut self, ivm: &Ivm<'_>, i: usize, k: usize, st: &Site) -> Result<()> {
+        let sp = st.p.sqrt();
+        let mut lsq = 0.0;
+        for q in 0..k {
+            let v = sp * self.mm[(q, i)];
+            self.l[(k, q)] = v;
+            lsq += v * v;
+        }
+        let diag = 1.0 + st.p * self.s2 - lsq;
+        let diag = if diag > 0.0 {
+            diag
+        } else {
+            1.0 + st.p * self.a[i]
+        };
+        if !(diag > 0.0 && diag.is_finite()) {
+            return Err(Error::Numerical(format!(
+                "IVM inclusion {k}: factor diagonal {diag}"
+            )));
+        }
+        let lkk = diag.sqrt();
+        self.l[(k, k)] = lkk;
+        let xi = ivm.x.rows(i, 1).into_owned();
+        let col = ivm.kern.cross(ivm.x, &xi);
+        self.kcols.set_column(k, &col.column(0));
+        self.sqrt_p.push(sp);
+        // h moves by sqrt(p) (m - h_i) / l times the new row of M.
+        self.h_coef.push(sp * (st.m - self.h[i]) / lkk);
+        self.included[i] = true;
+        Ok(())
+    }
+
+    /// Brings the columns `rows` of `M`, and their `a`, `h`, up to the
+    /// first `k` rows.
+    fn catch_up_all(&mut self, rows: &[usize], k: usize) {
+        for &j in rows {
+            self.catch_up(j, k);
+        }
+    }
+
+    /// Brings column `j` of `M`, and `a_j`, `h_j`, up to the first `k` rows.
+    fn catch_up(&mut self, j: usize, k: usize) {
+        for r in self.done[j]..k {
+            let mut v = self.sqrt_p[r] * self.kcols[(j, r)];
+            for q in 0..r {
+                v -= self.mm[(q, j)] * self.l[(r, q)];
+            }
+            v /= self.l[(r, r)];
+            self.mm[(r, j)] = v;
+            self.a[j] -= v * v;
+            self.h[j] += self.h_coef[r] * v;
+        }
+        self.done[j] = self.done[j].max(k);
+    }
 }
 
 /// The factorised active-set model: `C = K_I + Pi^{-1} + jitter I`,
