@@ -54,13 +54,7 @@ impl TargetColumn {
         let text: Vec<usize> = (0..cells.len())
             .filter(|&i| cells.get(i).and_then(number).is_none())
             .collect();
-        let at = |i: usize| places.get(i).map_or_else(String::new, Place::describe);
-        let cell = |i: usize| crate::data::quote(cells.get(i).map_or("", String::as_str));
-        // Up to four more rows after the first, as `line L (data row R) 'CELL'`.
-        let others = |rows: &[usize]| -> Vec<String> {
-            let more = rows.iter().skip(1).take(4);
-            more.map(|&i| format!("{} {}", at(i), cell(i))).collect()
-        };
+        let shown = Shown { cells, places };
         let Some(&first) = text.first() else {
             return Ok(TargetColumn::Numbers(
                 cells
@@ -71,13 +65,13 @@ impl TargetColumn {
         };
         let numbers = cells.len() - text.len();
         if numbers > text.len() {
-            let others = others(&text);
+            let others = shown.others(&text);
             let more = text.len().saturating_sub(5);
             return Err(Error::BadInput(format!(
                 "{source}: {}, column '{column}': {} is not a number; the column holds numbers \
                  in {numbers} of {} rows, so it is a column of numbers with {} bad cell{}{}{}",
-                at(first),
-                cell(first),
+                shown.at(first),
+                shown.cell(first),
                 cells.len(),
                 text.len(),
                 if text.len() == 1 { "" } else { "s" },
@@ -100,8 +94,8 @@ impl TargetColumn {
             return Err(Error::BadInput(format!(
                 "{source}: {}, column '{column}': {} is not a number, and the column has {} \
                  distinct values: too many to be class labels (at most {MAX_TEXT_CLASSES})",
-                at(first),
-                cell(first),
+                shown.at(first),
+                shown.cell(first),
                 names.len()
             )));
         }
@@ -109,8 +103,47 @@ impl TargetColumn {
             .iter()
             .map(|c| names.binary_search(c).map_or(f64::NAN, |k| k as f64))
             .collect();
+        shown.every_label_twice(&names, &codes, source, column)?;
+        Ok(TargetColumn::Labels { codes, names })
+    }
+}
+
+/// A target column's cells as its messages show them.
+struct Shown<'a> {
+    cells: &'a [String],
+    places: &'a [Place],
+}
+
+impl Shown<'_> {
+    /// Where row `i` is: `line L (data row R)`.
+    fn at(&self, i: usize) -> String {
+        self.places.get(i).map_or_else(String::new, Place::describe)
+    }
+
+    /// Row `i`'s cell, quoted.
+    fn cell(&self, i: usize) -> String {
+        crate::data::quote(self.cells.get(i).map_or("", String::as_str))
+    }
+
+    /// Up to four more rows after the first, as `line L (data row R) 'CELL'`.
+    fn others(&self, rows: &[usize]) -> Vec<String> {
+        let more = rows.iter().skip(1).take(4);
+        more.map(|&i| format!("{} {}", self.at(i), self.cell(i)))
+            .collect()
+    }
+
+    /// Refuses labels seen in one row only, naming them and the labels'
+    /// counts: a class seen once cannot be learned.
+    fn every_label_twice(
+        &self,
+        names: &[String],
+        codes: &[f64],
+        source: &str,
+        column: &str,
+    ) -> Result<()> {
+        let cells = self.cells;
         let mut counts = vec![0usize; names.len()];
-        for &c in &codes {
+        for &c in codes {
             if let Some(n) = counts.get_mut(c as usize) {
                 *n += 1;
             }
@@ -122,29 +155,29 @@ impl TargetColumn {
                     .is_ok_and(|k| counts.get(k) == Some(&1))
             })
             .collect();
-        if let Some(&i) = once.first() {
-            let listed: Vec<String> = names
-                .iter()
-                .zip(&counts)
-                .take(12)
-                .map(|(n, c)| format!("{} x{c}", crate::data::quote(n)))
-                .collect();
-            let others = others(&once);
-            return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': label {} appears in no other row{} (labels: \
-                 {}{}): a classifier needs every class in at least two rows; a typing error?",
-                at(i),
-                cell(i),
-                if others.is_empty() {
-                    String::new()
-                } else {
-                    format!("; nor do {}", others.join(", "))
-                },
-                listed.join(", "),
-                if names.len() > 12 { ", ..." } else { "" },
-            )));
-        }
-        Ok(TargetColumn::Labels { codes, names })
+        let Some(&i) = once.first() else {
+            return Ok(());
+        };
+        let listed: Vec<String> = names
+            .iter()
+            .zip(&counts)
+            .take(12)
+            .map(|(n, c)| format!("{} x{c}", crate::data::quote(n)))
+            .collect();
+        let others = self.others(&once);
+        Err(Error::BadInput(format!(
+            "{source}: {}, column '{column}': label {} appears in no other row{} (labels: \
+             {}{}): a classifier needs every class in at least two rows; a typing error?",
+            self.at(i),
+            self.cell(i),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("; nor do {}", others.join(", "))
+            },
+            listed.join(", "),
+            if names.len() > 12 { ", ..." } else { "" },
+        )))
     }
 }
 

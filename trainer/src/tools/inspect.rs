@@ -177,19 +177,7 @@ pub fn summarise(
             .map(|(&w, &scale)| f64::from(scale) / f64::from(w).sqrt())
             .collect()
     });
-    // Per-basis widths are stored row-major, M x G (G = D unprojected).
-    let basis_widths = (s.per_basis && !s.projected && m > 0).then(|| {
-        (0..g)
-            .map(|t| {
-                let scale = f64::from(spec.x_scale[t]);
-                WidthSpread::of(
-                    (0..m)
-                        .map(|i| scale / f64::from(spec.widths[i * g + t]).sqrt())
-                        .collect(),
-                )
-            })
-            .collect()
-    });
+    let basis_widths = (s.per_basis && !s.projected && m > 0).then(|| basis_widths(spec, m, g));
     // The projection acts on standardised inputs; stored row-major, G x D.
     let projection = s.projected.then(|| {
         crate::fit::ProjectionReport::of(&nalgebra::DMatrix::from_row_iterator(
@@ -209,23 +197,7 @@ pub fn summarise(
         input_dim: d,
         inputs: spec.input_names.clone(),
         target: spec.target_name.clone(),
-        outputs: if spec.output_count() > 1 {
-            (0..spec.output_count())
-                .filter_map(|p| spec.output(p))
-                .map(|o| {
-                    let y_var = f64::from(o.y_scale).powi(2);
-                    OutputSummary {
-                        shares_first_variance: o.shares_variance(),
-                        name: o.name,
-                        signal_variance: f64::from(o.prior) * y_var,
-                        noise_variance: f64::from(o.noise) * y_var,
-                        bias: f64::from(o.bias),
-                    }
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
+        outputs: output_summaries(spec),
         class_rule: s.link.is_multi_class().then(|| s.link.name()),
         class_labels: spec.class_labels.clone(),
         training_range: (!spec.x_min.is_empty()).then(|| {
@@ -266,6 +238,41 @@ pub fn summarise(
     };
     summary.fits = summary.misfit().is_none();
     summary
+}
+
+/// Each output's variances and bias in raw units, when there are several.
+fn output_summaries(spec: &ModelSpec) -> Vec<OutputSummary> {
+    if spec.output_count() <= 1 {
+        return Vec::new();
+    }
+    (0..spec.output_count())
+        .filter_map(|p| spec.output(p))
+        .map(|o| {
+            let y_var = f64::from(o.y_scale).powi(2);
+            OutputSummary {
+                shares_first_variance: o.shares_variance(),
+                name: o.name,
+                signal_variance: f64::from(o.prior) * y_var,
+                noise_variance: f64::from(o.noise) * y_var,
+                bias: f64::from(o.bias),
+            }
+        })
+        .collect()
+}
+
+/// The spread over the basis of each input's raw-unit length scale; the
+/// per-basis widths are stored row-major, M x G (G = D unprojected).
+fn basis_widths(spec: &ModelSpec, m: usize, g: usize) -> Vec<WidthSpread> {
+    (0..g)
+        .map(|t| {
+            let scale = f64::from(spec.x_scale[t]);
+            WidthSpread::of(
+                (0..m)
+                    .map(|i| scale / f64::from(spec.widths[i * g + t]).sqrt())
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 impl Summary {
@@ -309,77 +316,11 @@ impl std::fmt::Display for Summary {
             self.n_basis, self.feature_dim, self.input_dim
         )?;
         writeln!(f, "inputs          {}", self.inputs.join(", "))?;
-        if self.outputs.is_empty() {
-            writeln!(f, "target          {}", self.target)?;
-        } else {
-            let what = match self.class_rule {
-                Some(rule) => format!("class latents ({rule})"),
-                None => "outputs".into(),
-            };
-            writeln!(f, "{what:<15} {}, on one basis:", self.outputs.len())?;
-            for o in &self.outputs {
-                writeln!(
-                    f,
-                    "  {:<13} signal variance {:.6}, noise variance {:.6}, bias {:.4}",
-                    o.name, o.signal_variance, o.noise_variance, o.bias
-                )?;
-            }
-            let sharing = self
-                .outputs
-                .iter()
-                .filter(|o| o.shares_first_variance)
-                .count();
-            let factors = match sharing {
-                0 => "one variance factor per output".to_string(),
-                n if n + 1 == self.outputs.len() => {
-                    "one variance factor for all outputs (the first's, scaled by each output's \
-                     signal variance)"
-                        .to_string()
-                }
-                n => format!("{n} outputs share the first's variance factor, scaled"),
-            };
-            writeln!(f, "variance        {factors}")?;
-        }
+        self.write_outputs(f)?;
         if !self.class_labels.is_empty() {
             writeln!(f, "classes         {}", self.class_labels.join(", "))?;
         }
-        match &self.training_range {
-            Some(ranges) => {
-                writeln!(f, "training range  per input, raw units:")?;
-                for (name, r) in self.inputs.iter().zip(ranges) {
-                    writeln!(f, "  {name:<13} {} to {}", r.min, r.max)?;
-                }
-            }
-            None => writeln!(
-                f,
-                "training range  not recorded (format version 1 or 2: refit to record it)"
-            )?,
-        }
-        if !self.names_too_long.is_empty() {
-            writeln!(
-                f,
-                "names           longer than the {NAME_CAPACITY} bytes a device Model holds \
-                 (it will refuse the blob): {}",
-                self.names_too_long.join(", ")
-            )?;
-        }
-        if let Some(l) = &self.lengthscales {
-            let l: Vec<String> = l.iter().map(|v| format!("{v:.4}")).collect();
-            writeln!(f, "length scales   {}", l.join(", "))?;
-        }
-        if let Some(w) = &self.basis_widths {
-            writeln!(
-                f,
-                "basis widths    per input, as raw-unit length scales sqrt(Delta) * x_scale:"
-            )?;
-            for (name, s) in self.inputs.iter().zip(w) {
-                writeln!(
-                    f,
-                    "  {name:<13} min {:.4}  median {:.4}  max {:.4}",
-                    s.min, s.median, s.max
-                )?;
-            }
-        }
+        self.write_inputs(f)?;
         if self.kind == sgp_runtime::ModelKind::SpgpHs.name() {
             writeln!(
                 f,
@@ -430,6 +371,87 @@ impl std::fmt::Display for Summary {
                 (false, false) => " (the names do not fit)",
             }
         )
+    }
+}
+
+impl Summary {
+    /// The target, or the outputs (or class latents) with their variances
+    /// and how they share the variance factor.
+    fn write_outputs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.outputs.is_empty() {
+            writeln!(f, "target          {}", self.target)?;
+        } else {
+            let what = match self.class_rule {
+                Some(rule) => format!("class latents ({rule})"),
+                None => "outputs".into(),
+            };
+            writeln!(f, "{what:<15} {}, on one basis:", self.outputs.len())?;
+            for o in &self.outputs {
+                writeln!(
+                    f,
+                    "  {:<13} signal variance {:.6}, noise variance {:.6}, bias {:.4}",
+                    o.name, o.signal_variance, o.noise_variance, o.bias
+                )?;
+            }
+            let sharing = self
+                .outputs
+                .iter()
+                .filter(|o| o.shares_first_variance)
+                .count();
+            let factors = match sharing {
+                0 => "one variance factor per output".to_string(),
+                n if n + 1 == self.outputs.len() => {
+                    "one variance factor for all outputs (the first's, scaled by each output's \
+                 signal variance)"
+                        .to_string()
+                }
+                n => format!("{n} outputs share the first's variance factor, scaled"),
+            };
+            writeln!(f, "variance        {factors}")?;
+        }
+        Ok(())
+    }
+
+    /// The training range, over-long names, length scales and basis widths.
+    fn write_inputs(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.training_range {
+            Some(ranges) => {
+                writeln!(f, "training range  per input, raw units:")?;
+                for (name, r) in self.inputs.iter().zip(ranges) {
+                    writeln!(f, "  {name:<13} {} to {}", r.min, r.max)?;
+                }
+            }
+            None => writeln!(
+                f,
+                "training range  not recorded (format version 1 or 2: refit to record it)"
+            )?,
+        }
+        if !self.names_too_long.is_empty() {
+            writeln!(
+                f,
+                "names           longer than the {NAME_CAPACITY} bytes a device Model holds \
+             (it will refuse the blob): {}",
+                self.names_too_long.join(", ")
+            )?;
+        }
+        if let Some(l) = &self.lengthscales {
+            let l: Vec<String> = l.iter().map(|v| format!("{v:.4}")).collect();
+            writeln!(f, "length scales   {}", l.join(", "))?;
+        }
+        if let Some(w) = &self.basis_widths {
+            writeln!(
+                f,
+                "basis widths    per input, as raw-unit length scales sqrt(Delta) * x_scale:"
+            )?;
+            for (name, s) in self.inputs.iter().zip(w) {
+                writeln!(
+                    f,
+                    "  {name:<13} min {:.4}  median {:.4}  max {:.4}",
+                    s.min, s.median, s.max
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 
