@@ -23,6 +23,12 @@
 //! An untyped or `text` block after a shell block that runs, with no
 //! heading between them, is that block's output and needs an `output`
 //! marker.
+//!
+//! Rust and C blocks are compiled elsewhere: a page's Rust blocks as
+//! doctests of `sgp-tests` (its page listed in tests/src/pages/mod.rs), the
+//! five-step firmware as `firmware-example`'s binary, the C example as
+//! capi/c/example.c (capi/tests/c_program.rs). Any other Rust or C block is
+//! `ignore`d and says why after `<!-- not compiled: -->`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -236,6 +242,69 @@ fn check_page(page: &Path) -> (usize, usize) {
     }
     let _ = fs::remove_dir_all(&dir);
     (ran, checked)
+}
+
+/// Where a Rust or C block of `page` is compiled, or panics naming it.
+fn compiled_where(
+    page: &Path,
+    block: &Block,
+    doctest_pages: &str,
+    c_example: &str,
+) -> &'static str {
+    let place = format!("{}:{}", page.display(), block.line);
+    let file = page.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if let Some(reason) = block.marker_after("not compiled:") {
+        assert!(
+            !reason.trim().is_empty(),
+            "{place}: say why it is not compiled"
+        );
+        assert!(
+            block.info.contains("ignore") || block.info == "c",
+            "{place}: a block not compiled is `rust,ignore`"
+        );
+        return "not compiled";
+    }
+    if block.info == "c" {
+        assert_eq!(
+            block.body, c_example,
+            "{place}: a C block is capi/c/example.c or says `<!-- not compiled: REASON -->`"
+        );
+        return "capi/c/example.c";
+    }
+    if block.marker_after("five-steps:").is_some() {
+        return "firmware-example";
+    }
+    assert!(
+        !block.info.contains("ignore")
+            && doctest_pages.contains(&format!("{file}\")"))
+            && (file == "README.md" || doctest_pages.contains(&format!("docs/src/{file}"))),
+        "{place}: a Rust block compiles as a doctest (list its page in tests/src/pages/mod.rs) \
+         or says `<!-- not compiled: REASON -->`"
+    );
+    "doctest"
+}
+
+#[test]
+fn every_rust_and_c_block_is_compiled_or_says_why_not() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doctest_pages = fs::read_to_string(root.join("tests/src/pages/mod.rs")).expect("pages");
+    let c_example = fs::read_to_string(root.join("capi/c/example.c")).expect("example.c");
+    let mut doctests = 0;
+    for page in pages() {
+        let text = fs::read_to_string(&page).expect("read page");
+        for block in blocks(&text) {
+            let rust = block.info.split(',').next() == Some("rust");
+            if rust || block.info == "c" {
+                let at = compiled_where(&page, &block, &doctest_pages, &c_example);
+                doctests += usize::from(at == "doctest");
+            }
+        }
+    }
+    // The README's and the runtime chapter's examples at least.
+    assert!(
+        doctests >= 6,
+        "only {doctests} Rust blocks compile as doctests"
+    );
 }
 
 fn pages() -> Vec<PathBuf> {

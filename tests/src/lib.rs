@@ -1,5 +1,8 @@
 //! Cross-crate tests live in `tests/`; this library holds the fits they
-//! share.
+//! share, and the README's and guide's Rust blocks as doctests.
+
+#[cfg(doctest)]
+pub mod pages;
 
 use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::{fit, FitParams, Method};
