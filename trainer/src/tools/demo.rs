@@ -7,7 +7,7 @@
 //! those hyperparameters held at their true values; only the pseudo-inputs
 //! learned, from a start bunched at the left of the data. FITC's
 //! likelihood spreads them over the data and matches the exact GP; PLV's
-//! (DTC, [`Objective::Plv`]) gets stuck (docs/src/getting-started.md).
+//! (DTC, the demo's own objective) gets stuck (docs/src/getting-started.md).
 
 use std::time::Instant;
 
