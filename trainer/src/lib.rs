@@ -25,6 +25,7 @@ pub mod evaluate;
 pub mod export;
 pub mod files;
 pub mod fit;
+pub mod job;
 pub mod model;
 pub mod numerics;
 pub mod prelude;
