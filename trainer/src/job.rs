@@ -135,16 +135,6 @@ impl InMemory {
     }
 }
 
-impl Read {
-    /// What reading said for the user (the task decided, and why).
-    pub fn notes(&self) -> &[String] {
-        match self {
-            Read::InMemory(data) => &data.notes,
-            Read::Streamed(_) => &[],
-        }
-    }
-}
-
 /// A job's fits, before export.
 pub struct Fitted {
     /// One fit, or one per output where each got its own model.
@@ -417,12 +407,9 @@ impl Job {
         fitted.export(&self.options, self.force)
     }
 
-    /// The settings checked against the family named and the task asked
-    /// for, before the data are read.
-    ///
-    /// # Errors
-    /// A setting the family (or the task) does not read.
-    pub fn check(&self) -> Result<()> {
+    /// Refuses a setting the family named (or the task asked for) does not
+    /// read, before the data are read.
+    fn check(&self) -> Result<()> {
         let given: Vec<&str> = self.given.iter().map(String::as_str).collect();
         self.options.check_applies(self.task, &given)
     }
@@ -570,4 +557,82 @@ fn not_streamed(name: &str, why: &NotStreamed) -> Error {
     Error::BadInput(format!(
         "{name}: not streamed: {why}; read it into memory and fit it there"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::synth::synthetic;
+
+    fn options() -> Options {
+        Options {
+            model: Some(ModelChoice::Family(Method::Spgp)),
+            m: Some(5),
+            restarts: Some(1),
+            max_iter: Some(20),
+            ..Options::default()
+        }
+    }
+
+    /// The same rows from a file and from arrays: the same blob; a binary
+    /// target's labels are on it, and a file that must stream and is small
+    /// is refused, saying why.
+    #[test]
+    fn a_file_and_arrays_of_the_same_rows_give_the_same_blob() {
+        let (x, y) = synthetic(60, 2, 3);
+        let mut csv = String::from("a,b,y\n");
+        for i in 0..x.nrows() {
+            csv += &format!("{:?},{:?},{:?}\n", x[(i, 0)], x[(i, 1)], y[i]);
+        }
+        let path = std::env::temp_dir().join(format!("sgp-job-{}.csv", std::process::id()));
+        std::fs::write(&path, csv).expect("writes");
+        let file = Job::new(options(), Source::File(Input::open(&path).expect("opens")));
+        let from_file = file.run(&mut |_| {}).expect("fits");
+        let arrays = Arrays {
+            x: x.clone(),
+            y: DMatrix::from_column_slice(60, 1, y.as_slice()),
+            input_names: vec!["a".into(), "b".into()],
+            target_names: vec!["y".into()],
+            text_labels: Vec::new(),
+        };
+        let from_arrays = Job::new(options(), Source::Arrays(arrays))
+            .run(&mut |_| {})
+            .expect("fits");
+        assert_eq!(
+            from_file.outputs[0].exported.blob,
+            from_arrays.outputs[0].exported.blob
+        );
+
+        let must_stream = Job {
+            streaming: Streaming::Always,
+            ..Job::new(options(), Source::File(Input::open(&path).expect("opens")))
+        };
+        match must_stream.read(&mut |_| {}) {
+            Err(Error::BadInput(m)) => assert!(m.contains("not streamed"), "{m}"),
+            _ => panic!("a small file streamed"),
+        }
+        std::fs::remove_file(&path).ok();
+
+        let classes = Arrays {
+            x,
+            y: DMatrix::from_fn(60, 1, |i, _| (y[i] > 0.0) as u8 as f64),
+            input_names: vec!["a".into(), "b".into()],
+            target_names: vec!["c".into()],
+            text_labels: vec!["low".into(), "high".into()],
+        };
+        let classifier = Job {
+            task: Some(Task::Classification),
+            ..Job::new(
+                Options {
+                    model: None,
+                    ..options()
+                },
+                Source::Arrays(classes),
+            )
+        };
+        let done = classifier.run(&mut |_| {}).expect("fits");
+        let mut labels = done.outputs[0].fit.set.class_labels.clone();
+        labels.sort();
+        assert_eq!(labels, ["high", "low"]);
+    }
 }
