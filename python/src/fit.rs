@@ -196,19 +196,31 @@ pub(crate) fn defaults() -> std::collections::BTreeMap<String, String> {
 /// the GIL back from whatever Python thread holds it.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Reports optimiser progress to a Python callable
-/// `progress(iteration, budget, objective)`, at most every
-/// [`PROGRESS_INTERVAL`]; the first exception it raises is kept (and the
+/// Calls a Python progress callable at most every [`PROGRESS_INTERVAL`]
+/// (unless forced); the first exception it raises is kept (and the
 /// callable not called again) to be raised when the fit returns.
-struct ProgressReporter {
+pub(crate) struct Reporter {
     callback: Option<Py<PyAny>>,
-    budget: u64,
     last: Option<Instant>,
-    error: Option<PyErr>,
+    pub(crate) error: Option<PyErr>,
 }
 
-impl ProgressReporter {
-    fn report(&mut self, p: &Progress, force: bool) {
+impl Reporter {
+    pub(crate) fn new(callback: Option<Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            last: None,
+            error: None,
+        }
+    }
+
+    /// Calls the callable as `call` does, unless it was called less than
+    /// [`PROGRESS_INTERVAL`] ago and `force` is false.
+    pub(crate) fn call(
+        &mut self,
+        force: bool,
+        call: impl FnOnce(Python<'_>, &Py<PyAny>) -> PyResult<Py<PyAny>>,
+    ) {
         let Some(callback) = &self.callback else {
             return;
         };
@@ -216,16 +228,18 @@ impl ProgressReporter {
             return;
         }
         self.last = Some(Instant::now());
-        let called = Python::attach(|py| {
-            callback
-                .call1(py, (p.iteration, self.budget, p.best_value))
-                .map(drop)
-        });
-        if let Err(e) = called {
+        if let Err(e) = Python::attach(|py| call(py, callback)) {
             self.error = Some(e);
             self.callback = None;
         }
     }
+}
+
+/// Reports optimiser progress as `progress(iteration, budget, objective)`.
+fn report(reporter: &mut Reporter, p: &Progress, budget: u64, force: bool) {
+    reporter.call(force, |py, f| {
+        f.call1(py, (p.iteration, budget, p.best_value))
+    });
 }
 
 /// Fits `x` (`n x d`, raw units) to `y` (`n x p`) as `settings` ask, as
@@ -262,12 +276,7 @@ pub(crate) fn fit<'py>(
     let x = matrix(x, n, d, "X")?;
     let y = matrix(y, n, p, "y")?;
     let options = settings.options()?;
-    let mut reporter = ProgressReporter {
-        callback: progress,
-        budget: 0,
-        last: None,
-        error: None,
-    };
+    let mut reporter = Reporter::new(progress);
     let job = Job {
         task: (classes > 0).then_some(Task::Classification),
         force,
@@ -292,13 +301,12 @@ pub(crate) fn fit<'py>(
                             progress, budget, ..
                         } = p
                         {
-                            reporter.budget = budget;
-                            reporter.report(&progress, false);
-                            last = Some(progress);
+                            report(&mut reporter, &progress, budget, false);
+                            last = Some((progress, budget));
                         }
                     });
-                    if let Some(p) = last {
-                        reporter.report(&p, true);
+                    if let Some((p, budget)) = last {
+                        report(&mut reporter, &p, budget, true);
                     }
                     let done = done?;
                     let json = serde_json::to_string(&done.report())

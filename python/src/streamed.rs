@@ -1,9 +1,8 @@
 //! `sgp fit`'s streamed fit of a large file, from Python: the library's
-//! [`Job`], streamed only, with the GIL released. [`fit_file`] runs it whole, as the CLI
-//! does; [`StreamedFit`] stops after the subset fit so that an engine can
-//! run the pass over every row ([`crate::chunks`]) and hand back its sums.
-
-use std::time::{Duration, Instant};
+//! [`Job`], streamed only, with the GIL released. [`fit_file`] runs it
+//! whole, as the CLI does; [`StreamedFit`] stops after the subset fit so
+//! that an engine can run the pass over every row ([`crate::chunks`]) and
+//! hand back its sums.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -17,53 +16,23 @@ use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, sums_from_bytes, BasisBytes};
 use crate::errors::IntoPy;
-use crate::fit::Settings;
+use crate::fit::{Reporter, Settings};
 use crate::state;
 
 type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
 
-/// Calls a Python `progress(phase, done, total)` at most every 200 ms
+/// Reports a streamed fit's progress as `progress(phase, done, total)`
 /// (`phase`: "read", "fit", "pass"; bytes of the file for the passes,
-/// iterations for the fit), keeping its first exception.
-struct Reporter {
-    callback: Option<Py<PyAny>>,
-    last: Option<Instant>,
-    error: Option<PyErr>,
-}
-
-impl Reporter {
-    fn new(callback: Option<Py<PyAny>>) -> Self {
-        Reporter {
-            callback,
-            last: None,
-            error: None,
-        }
-    }
-
-    fn report(&mut self, p: StreamedProgress) {
-        let Some(callback) = &self.callback else {
-            return;
-        };
-        if self
-            .last
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
-        {
-            return;
-        }
-        self.last = Some(Instant::now());
-        let (phase, done, total) = match p {
-            StreamedProgress::Read(at) => ("read", at.bytes, at.total_bytes),
-            StreamedProgress::Fit {
-                progress, budget, ..
-            } => ("fit", progress.iteration, budget),
-            StreamedProgress::Pass(at) => ("pass", at.bytes, at.total_bytes),
-        };
-        let called = Python::attach(|py| callback.call1(py, (phase, done, total)).map(drop));
-        if let Err(e) = called {
-            self.error = Some(e);
-            self.callback = None;
-        }
-    }
+/// iterations for the fit).
+fn report(reporter: &mut Reporter, p: StreamedProgress) {
+    let (phase, done, total) = match p {
+        StreamedProgress::Read(at) => ("read", at.bytes, at.total_bytes),
+        StreamedProgress::Fit {
+            progress, budget, ..
+        } => ("fit", progress.iteration, budget),
+        StreamedProgress::Pass(at) => ("pass", at.bytes, at.total_bytes),
+    };
+    reporter.call(false, |py, f| f.call1(py, (phase, done, total)));
 }
 
 fn task(task: Option<&str>) -> PyResult<Option<Task>> {
@@ -141,7 +110,7 @@ pub(crate) fn fit_file<'py>(
         .detach(|| {
             let job = job(&path, (target, inputs), options, task, force)?;
             job.options
-                .run(|| exported_bytes(job.run(&mut |p| reporter.report(p))?))
+                .run(|| exported_bytes(job.run(&mut |p| report(&mut reporter, p))?))
         })
         .py_err();
     if let Some(e) = reporter.error {
@@ -223,7 +192,9 @@ pub(crate) fn start_file(
     let started = py
         .detach(|| -> sgp_trainer::Result<(Job, StreamedStart)> {
             let job = job(&path, (target, inputs), options, task, false)?;
-            let read = job.options.run(|| job.read(&mut |p| reporter.report(p)))?;
+            let read = job
+                .options
+                .run(|| job.read(&mut |p| report(&mut reporter, p)))?;
             match read {
                 Read::Streamed(start) => Ok((job, *start)),
                 Read::InMemory(_) => Err(sgp_trainer::Error::Numerical(
