@@ -6,15 +6,16 @@ use crate::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
 use sgp_runtime::Kernel;
-use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
-use sgp_trainer::data::Dataset;
+use sgp_trainer::data::multi_target::parse_target_list;
+use sgp_trainer::data::TargetKind;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
-use sgp_trainer::options::task::{choose_task, Classes, Task};
-use sgp_trainer::options::{applies, DEFAULT_CLASSIFIER, DEFAULT_SEED};
+use sgp_trainer::job::{Job, Read, Source, Streaming};
+use sgp_trainer::options::task::Task;
+use sgp_trainer::options::{applies, Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::{Error, Result};
 
-use super::fit::{warn_about_columns, LinkArg};
+use super::fit::LinkArg;
 use super::{progress_bar, to_json, write_file};
 
 #[derive(clap::Args)]
@@ -93,54 +94,42 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
-    let several;
-    let single;
-    let labels;
-    let (train, task) = if targets.len() > 1 {
-        if asked == Some(Task::Classification) || args.positive.is_some() {
-            return Err(Error::BadInput(
-                "several targets (--target a,b) are a multi-output regression: --link probit \
-                 and --positive sweep a classifier of one target column"
-                    .into(),
-            ));
-        }
-        several = MultiTargetData::from_input(&data_input, &targets)?;
-        labels = Vec::new();
-        (several.outputs(), Task::Regression)
-    } else {
-        let data = Dataset::from_input(&data_input, args.target.as_deref())?;
-        let asked_models = args.models.clone().unwrap_or_default();
-        let target = choose_task(
-            data,
-            asked,
-            args.positive.as_deref(),
-            "--models",
-            &asked_models,
-        )?;
-        if !quiet {
-            for note in &target.notes {
-                eprintln!("sgp: {note}");
-            }
-        }
-        if let Classes::Several = target.classes {
-            return Err(Error::BadInput(format!(
-                "{}: target column '{}' holds {} classes: sgp sweep compares binary classifiers \
-                 (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
-                target.data.source,
-                target.data.target_name,
-                target.data.target_classes().len()
-            )));
-        }
-        let (task, names) = match target.classes {
-            Classes::Binary(names) => (Task::Classification, names),
-            _ => (Task::Regression, Vec::new()),
-        };
-        // Warnings stay under --quiet: it drops notes and progress only.
-        warn_about_columns(&target.data);
-        single = target.data;
-        labels = names;
-        (std::slice::from_ref(&single), task)
+    if targets.len() > 1 && (asked == Some(Task::Classification) || args.positive.is_some()) {
+        return Err(Error::BadInput(
+            "several targets (--target a,b) are a multi-output regression: --link probit \
+             and --positive sweep a classifier of one target column"
+                .into(),
+        ));
+    }
+    let job = Job {
+        target: args.target.clone(),
+        task: asked,
+        positive: args.positive.clone(),
+        streaming: Streaming::Never,
+        compared: Some(args.models.clone().unwrap_or_default()),
+        ..Job::new(Options::default(), Source::File(data_input))
     };
+    let Read::InMemory(train) = job.read(&mut |_| {})? else {
+        unreachable!("a job that never streams reads into memory")
+    };
+    if !quiet {
+        for note in &train.notes {
+            eprintln!("sgp: {note}");
+        }
+    }
+    if let TargetKind::Classes { count } = train.outputs[0].target {
+        let data = &train.outputs[0];
+        return Err(Error::BadInput(format!(
+            "{}: target column '{}' holds {count} classes: sgp sweep compares binary classifiers \
+             (--positive LABEL sweeps one class against the rest; sgp fit fits all of them)",
+            data.source, data.target_name,
+        )));
+    }
+    // Warnings stay under --quiet: it drops notes and progress only.
+    for warning in train.warnings() {
+        eprintln!("sgp: warning: {warning}");
+    }
+    let task = train.task();
     let models = args.models.clone().unwrap_or_else(|| match task {
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
         Task::Classification => vec![DEFAULT_CLASSIFIER],
@@ -153,8 +142,8 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         kernels: args.kernel.clone(),
         seed: args.seed,
     };
-    let points = grid(&spec, train)?;
-    let test = TestSet::read(&test_input, train)?;
+    let points = grid(&spec, train.outputs.as_slice())?;
+    let test = TestSet::read(&test_input, train.outputs.as_slice())?;
     let budget = Budget {
         flash: args.flash,
         ram: args.ram,
@@ -168,15 +157,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             bar.set_message(format!("{done}/{total} fits done"))
         }
     };
-    let result = sweep(
-        train,
-        &labels,
-        &test,
-        &points,
-        args.seed,
-        budget,
-        &on_progress,
-    );
+    let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
     bar.finish_and_clear();
     // The blob first: a reader that closes the pipe early (`| head`)
     // must not cost the file.

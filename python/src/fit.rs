@@ -5,46 +5,23 @@
 
 use std::time::{Duration, Instant};
 
-use nalgebra::DMatrix;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
-use sgp_trainer::data::multi_target::MultiTargetData;
-use sgp_trainer::data::Dataset;
-use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::Fidelity;
 use sgp_trainer::fit::ivm::IvmPosterior;
-use sgp_trainer::fit::{FitReport, Method};
+use sgp_trainer::fit::streamed::StreamedProgress;
+use sgp_trainer::fit::Method;
 use sgp_trainer::fit::{HyperInit, InitMethod};
+use sgp_trainer::job::{Arrays, Job, Source};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
-use sgp_trainer::options::task::{choose_task, Classes, Task};
+use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Named, Options};
 
 use crate::arrays::matrix;
 use crate::choice::choice;
 use crate::errors::IntoPy;
 use crate::state::encode;
-
-/// What a fit returns besides the blob, as JSON for the Python side.
-#[derive(serde::Serialize)]
-pub(crate) struct FitSummary<'a> {
-    pub(crate) report: &'a FitReport,
-    /// A classifier's class labels, in class order.
-    pub(crate) classes: &'a [String],
-    pub(crate) fidelity: &'a Fidelity,
-    pub(crate) cure: Option<&'a Cure>,
-}
-
-/// What a fit of in-memory arrays returns besides its blobs: for several
-/// outputs the choice of one basis or one model per output (`sgp fit
-/// --json`'s `basis`), and each blob's summary, in output order.
-#[derive(serde::Serialize)]
-struct OutputsSummary<'a> {
-    basis: Option<&'a BasisChoice>,
-    fits: Vec<FitSummary<'a>>,
-}
 
 /// The estimators' keywords, named as `sgp fit`'s flags; `None` keeps the
 /// default, as an absent flag does.
@@ -219,19 +196,31 @@ pub(crate) fn defaults() -> std::collections::BTreeMap<String, String> {
 /// the GIL back from whatever Python thread holds it.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Reports optimiser progress to a Python callable
-/// `progress(iteration, budget, objective)`, at most every
-/// [`PROGRESS_INTERVAL`]; the first exception it raises is kept (and the
+/// Calls a Python progress callable at most every [`PROGRESS_INTERVAL`]
+/// (unless forced); the first exception it raises is kept (and the
 /// callable not called again) to be raised when the fit returns.
-struct ProgressReporter {
+pub(crate) struct Reporter {
     callback: Option<Py<PyAny>>,
-    budget: u64,
     last: Option<Instant>,
-    error: Option<PyErr>,
+    pub(crate) error: Option<PyErr>,
 }
 
-impl ProgressReporter {
-    fn report(&mut self, p: &Progress, force: bool) {
+impl Reporter {
+    pub(crate) fn new(callback: Option<Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            last: None,
+            error: None,
+        }
+    }
+
+    /// Calls the callable as `call` does, unless it was called less than
+    /// [`PROGRESS_INTERVAL`] ago and `force` is false.
+    pub(crate) fn call(
+        &mut self,
+        force: bool,
+        call: impl FnOnce(Python<'_>, &Py<PyAny>) -> PyResult<Py<PyAny>>,
+    ) {
         let Some(callback) = &self.callback else {
             return;
         };
@@ -239,43 +228,18 @@ impl ProgressReporter {
             return;
         }
         self.last = Some(Instant::now());
-        let called = Python::attach(|py| {
-            callback
-                .call1(py, (p.iteration, self.budget, p.best_value))
-                .map(drop)
-        });
-        if let Err(e) = called {
+        if let Err(e) = Python::attach(|py| call(py, callback)) {
             self.error = Some(e);
             self.callback = None;
         }
     }
 }
 
-/// The outputs to fit: the `p` target columns of `y` (a regression), or
-/// one column of class values (`classes` of them; `text`: their labels,
-/// the values their indices), its task and the positive class of two
-/// decided as `sgp fit` decides them for `models` (every class in two
-/// rows; the larger number or the rarer text label positive).
-fn outputs(
-    x: DMatrix<f64>,
-    y: DMatrix<f64>,
-    (input_names, target_names): (Vec<String>, Vec<String>),
-    (classes, text): (usize, Vec<String>),
-    models: &[Method],
-) -> sgp_trainer::Result<(Vec<Dataset>, Vec<String>)> {
-    if classes == 0 {
-        let data = MultiTargetData::from_raw(x, y, input_names, &target_names)?;
-        return Ok((data.outputs().to_vec(), Vec::new()));
-    }
-    let target = target_names.into_iter().next().unwrap_or_default();
-    let mut data = Dataset::from_raw(x, y.column(0).into_owned(), input_names, target)?;
-    data.class_labels = text;
-    let target = choose_task(data, Some(Task::Classification), None, "--model", models)?;
-    Ok(match target.classes {
-        Classes::Several => (vec![target.data.into_classes()?], Vec::new()),
-        Classes::Binary(labels) => (vec![target.data], labels),
-        Classes::None => (vec![target.data], Vec::new()),
-    })
+/// Reports optimiser progress as `progress(iteration, budget, objective)`.
+fn report(reporter: &mut Reporter, p: &Progress, budget: u64, force: bool) {
+    reporter.call(force, |py, f| {
+        f.call1(py, (p.iteration, budget, p.best_value))
+    });
 }
 
 /// Fits `x` (`n x d`, raw units) to `y` (`n x p`) as `settings` ask, as
@@ -312,67 +276,53 @@ pub(crate) fn fit<'py>(
     let x = matrix(x, n, d, "X")?;
     let y = matrix(y, n, p, "y")?;
     let options = settings.options()?;
-    let mut reporter = ProgressReporter {
-        callback: progress,
-        budget: 0,
-        last: None,
-        error: None,
+    let mut reporter = Reporter::new(progress);
+    let job = Job {
+        task: (classes > 0).then_some(Task::Classification),
+        force,
+        ..Job::new(
+            options,
+            Source::Arrays(Arrays {
+                x,
+                y,
+                input_names,
+                target_names,
+                text_labels,
+            }),
+        )
     };
     let fitted = py
         .detach(|| {
-            options.run(|| -> sgp_trainer::Result<(Vec<Vec<u8>>, Vec<u8>, String)> {
-                let names = (input_names, target_names);
-                let models: Vec<Method> = match options.model {
-                    Some(ModelChoice::Family(family)) => vec![family],
-                    _ => Vec::new(),
-                };
-                let (outputs, labels) = outputs(x, y, names, (classes, text_labels), &models)?;
-                let request = options.request(&outputs)?;
-                reporter.budget = request.iteration_budget();
-                let mut last = None;
-                let mut on_progress = |p: Progress| {
-                    reporter.report(&p, false);
-                    last = Some(p);
-                };
-                let fitted = fit_outputs(&outputs, &request, &mut on_progress);
-                if let Some(p) = last {
-                    reporter.report(&p, true);
-                }
-                let OutputsFit { fits, basis } = fitted?;
-                let check_x = outputs[0].raw_x();
-                let mut exported = Vec::with_capacity(fits.len());
-                for mut fit in fits {
-                    if !labels.is_empty() {
-                        fit.set.class_labels = labels.clone();
+            job.options
+                .run(|| -> sgp_trainer::Result<(Vec<Vec<u8>>, Vec<u8>, String)> {
+                    let mut last = None;
+                    let done = job.run(&mut |p| {
+                        if let StreamedProgress::Fit {
+                            progress, budget, ..
+                        } = p
+                        {
+                            report(&mut reporter, &progress, budget, false);
+                            last = Some((progress, budget));
+                        }
+                    });
+                    if let Some((p, budget)) = last {
+                        report(&mut reporter, &p, budget, true);
                     }
-                    let blob = options.export(&mut fit, &check_x, force)?;
-                    exported.push((fit, blob));
-                }
-                let summary = OutputsSummary {
-                    basis: basis.as_ref(),
-                    fits: exported
-                        .iter()
-                        .map(|(fit, e)| FitSummary {
-                            report: &fit.report,
-                            classes: &fit.set.class_labels,
-                            fidelity: &e.fidelity,
-                            cure: e.cure.as_ref(),
-                        })
-                        .collect(),
-                };
-                let json = serde_json::to_string(&summary)
-                    .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-                // One set of every output's models, each with its own basis.
-                let set = ModelSet {
-                    members: exported
-                        .iter()
-                        .flat_map(|(fit, _)| fit.set.members.iter().cloned())
-                        .collect(),
-                    class_labels: exported[0].0.set.class_labels.clone(),
-                };
-                let blobs = exported.into_iter().map(|(_, e)| e.blob).collect();
-                Ok((blobs, encode(&set)?, json))
-            })
+                    let done = done?;
+                    let json = serde_json::to_string(&done.report())
+                        .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+                    // One set of every output's models, each with its own basis.
+                    let set = ModelSet {
+                        members: done
+                            .outputs
+                            .iter()
+                            .flat_map(|o| o.fit.set.members.iter().cloned())
+                            .collect(),
+                        class_labels: done.outputs[0].fit.set.class_labels.clone(),
+                    };
+                    let blobs = done.outputs.into_iter().map(|o| o.exported.blob).collect();
+                    Ok((blobs, encode(&set)?, json))
+                })
         })
         .py_err();
     if let Some(e) = reporter.error {

@@ -1,71 +1,38 @@
 //! `sgp fit`'s streamed fit of a large file, from Python: the library's
-//! decision and fit ([`start_streamed`]), through the shared options
-//! builder, with the GIL released. [`fit_file`] runs it whole, as the CLI
-//! does; [`StreamedFit`] stops after the subset fit so that an engine can
-//! run the pass over every row ([`crate::chunks`]) and hand back its sums.
-
-use std::time::{Duration, Instant};
+//! [`Job`], streamed only, with the GIL released. [`fit_file`] runs it
+//! whole, as the CLI does; [`StreamedFit`] stops after the subset fit so
+//! that an engine can run the pass over every row ([`crate::chunks`]) and
+//! hand back its sums.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::data::multi_target::parse_target_list;
-use sgp_trainer::data::stream::TableFile;
+use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::streamed_file::{start_streamed, NotStreamed, StreamedStart};
-use sgp_trainer::fit::Fit;
+use sgp_trainer::fit::streamed_file::StreamedStart;
+use sgp_trainer::job::{Done, Job, Read, Source, Streaming};
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, sums_from_bytes, BasisBytes};
 use crate::errors::IntoPy;
-use crate::fit::{FitSummary, Settings};
+use crate::fit::{Reporter, Settings};
 use crate::state;
 
 type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
 
-/// Calls a Python `progress(phase, done, total)` at most every 200 ms
+/// Reports a streamed fit's progress as `progress(phase, done, total)`
 /// (`phase`: "read", "fit", "pass"; bytes of the file for the passes,
-/// iterations for the fit), keeping its first exception.
-struct Reporter {
-    callback: Option<Py<PyAny>>,
-    last: Option<Instant>,
-    error: Option<PyErr>,
-}
-
-impl Reporter {
-    fn new(callback: Option<Py<PyAny>>) -> Self {
-        Reporter {
-            callback,
-            last: None,
-            error: None,
-        }
-    }
-
-    fn report(&mut self, p: StreamedProgress) {
-        let Some(callback) = &self.callback else {
-            return;
-        };
-        if self
-            .last
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
-        {
-            return;
-        }
-        self.last = Some(Instant::now());
-        let (phase, done, total) = match p {
-            StreamedProgress::Read(at) => ("read", at.bytes, at.total_bytes),
-            StreamedProgress::Fit {
-                progress, budget, ..
-            } => ("fit", progress.iteration, budget),
-            StreamedProgress::Pass(at) => ("pass", at.bytes, at.total_bytes),
-        };
-        let called = Python::attach(|py| callback.call1(py, (phase, done, total)).map(drop));
-        if let Err(e) = called {
-            self.error = Some(e);
-            self.callback = None;
-        }
-    }
+/// iterations for the fit).
+fn report(reporter: &mut Reporter, p: StreamedProgress) {
+    let (phase, done, total) = match p {
+        StreamedProgress::Read(at) => ("read", at.bytes, at.total_bytes),
+        StreamedProgress::Fit {
+            progress, budget, ..
+        } => ("fit", progress.iteration, budget),
+        StreamedProgress::Pass(at) => ("pass", at.bytes, at.total_bytes),
+    };
+    reporter.call(false, |py, f| f.call1(py, (phase, done, total)));
 }
 
 fn task(task: Option<&str>) -> PyResult<Option<Task>> {
@@ -79,48 +46,39 @@ fn task(task: Option<&str>) -> PyResult<Option<Task>> {
     }
 }
 
-/// The first pass and subset fit of `path`, or the error saying why it
-/// does not stream.
-fn start(
+/// The job of fitting the file `path` (`target` and `inputs` as `sgp fit
+/// --target` and `--inputs`) by the streamed fit only.
+fn job(
     path: &str,
-    (target, inputs): (Option<&str>, Option<&[String]>),
-    options: &Options,
+    (target, inputs): (Option<String>, Option<Vec<String>>),
+    options: Options,
     task: Option<Task>,
-    reporter: &mut Reporter,
-) -> sgp_trainer::Result<StreamedStart> {
-    let several = target.is_some_and(|t| parse_target_list(t).len() > 1);
-    let started = match several {
-        true => Err(NotStreamed::Outputs),
-        false => {
-            let table = TableFile::open_columns(path, target, inputs)?;
-            start_streamed(&table, options, task, &mut |p| reporter.report(p))?
-        }
+    force: bool,
+) -> sgp_trainer::Result<Job> {
+    let source = if std::path::Path::new(path).is_dir() {
+        Source::Directory(path.into())
+    } else {
+        Source::File(Input::open(path)?)
     };
-    started.map_err(|why| {
-        sgp_trainer::Error::BadInput(format!(
-            "{path}: not streamed: {why}; read it into memory and use the estimators' fit"
-        ))
+    Ok(Job {
+        target,
+        inputs,
+        task,
+        force,
+        streaming: Streaming::Always,
+        ..Job::new(options, source)
     })
 }
 
-/// Exports `fitted` as `sgp fit` does (checked at `start`'s sampled rows,
-/// raw, `check_x`).
-fn export(
-    options: &Options,
-    mut fitted: Fit,
-    check_x: &nalgebra::DMatrix<f64>,
-    force: bool,
-) -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-    let exported = options.export(&mut fitted, check_x, force)?;
-    let summary = FitSummary {
-        report: &fitted.report,
-        classes: &fitted.set.class_labels,
-        fidelity: &exported.fidelity,
-        cure: exported.cure.as_ref(),
-    };
-    let json = serde_json::to_string(&summary)
+/// The blob, the fitted state and the JSON summary of a job `done`.
+fn exported_bytes(done: Done) -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
+    let output =
+        done.outputs.into_iter().next().ok_or_else(|| {
+            sgp_trainer::Error::Numerical("a streamed fit without a model".into())
+        })?;
+    let json = serde_json::to_string(&output.summary())
         .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-    Ok((exported.blob, state::encode(&fitted.set)?, json))
+    Ok((output.exported.blob, state::encode(&output.fit.set)?, json))
 }
 
 fn exported(py: Python<'_>, (blob, state, json): (Vec<u8>, Vec<u8>, String)) -> Exported<'_> {
@@ -150,13 +108,9 @@ pub(crate) fn fit_file<'py>(
     let mut reporter = Reporter::new(progress);
     let result = py
         .detach(|| {
-            options.run(|| {
-                let columns = (target.as_deref(), inputs.as_deref());
-                let start = start(&path, columns, &options, task, &mut reporter)?;
-                let check_x = start.check_x.clone();
-                let fitted = start.finish_on_file(&mut |p| reporter.report(p))?;
-                export(&options, fitted, &check_x, force)
-            })
+            let job = job(&path, (target, inputs), options, task, force)?;
+            job.options
+                .run(|| exported_bytes(job.run(&mut |p| report(&mut reporter, p))?))
         })
         .py_err();
     if let Some(e) = reporter.error {
@@ -170,7 +124,7 @@ pub(crate) fn fit_file<'py>(
 #[pyclass(unsendable, module = "sgp._native")]
 pub(crate) struct StreamedFit {
     start: Option<StreamedStart>,
-    options: Options,
+    job: Job,
     basis: Vec<u8>,
     /// The file's input columns, in order.
     #[pyo3(get)]
@@ -205,13 +159,13 @@ impl StreamedFit {
         let rows = self.start.as_ref().ok_or_else(finished)?.subset.file_rows();
         sums.check_covers(rows, parts).py_err()?;
         let start = self.start.take().ok_or_else(finished)?;
-        let options = &self.options;
+        self.job.force = force;
+        let job = &self.job;
         let result = py
             .detach(|| {
-                options.run(|| {
-                    let check_x = start.check_x.clone();
-                    let fitted = start.finish(&sums, pass_seconds)?;
-                    export(options, fitted, &check_x, force)
+                job.options.run(|| {
+                    let fitted = job.finish_streamed(start, &sums, pass_seconds)?;
+                    exported_bytes(job.export(fitted)?)
                 })
             })
             .py_err()?;
@@ -236,21 +190,29 @@ pub(crate) fn start_file(
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let started = py
-        .detach(|| {
-            let columns = (target.as_deref(), inputs.as_deref());
-            options.run(|| start(&path, columns, &options, task, &mut reporter))
+        .detach(|| -> sgp_trainer::Result<(Job, StreamedStart)> {
+            let job = job(&path, (target, inputs), options, task, false)?;
+            let read = job
+                .options
+                .run(|| job.read(&mut |p| report(&mut reporter, p)))?;
+            match read {
+                Read::Streamed(start) => Ok((job, *start)),
+                Read::InMemory(_) => Err(sgp_trainer::Error::Numerical(
+                    "a job that must stream read its rows into memory".into(),
+                )),
+            }
         })
         .py_err();
     if let Some(e) = reporter.error {
         return Err(e);
     }
-    let start = started?;
+    let (job, start) = started?;
     let sample = start.subset.sampled();
     let names = (sample.input_names.clone(), sample.target_name.clone());
     let basis = encode(&BasisBytes::new(start.subset.basis(), names.clone()))?;
     Ok(StreamedFit {
         start: Some(start),
-        options,
+        job,
         basis,
         input_names: names.0,
         target_name: names.1,

@@ -14,7 +14,10 @@
 //! cost model, plot); `files` the user's files (inputs opened once, outputs
 //! replaced whole). [`options`] turns user settings into a fit request and
 //! [`choose`] fits it (the choices left open decided on held-out rows and
-//! reported). Start with the [`prelude`]: one page from a table to a blob.
+//! reported). [`job::Job`] is the front door `sgp fit`, `sgp sweep` and
+//! Python call: settings and a source read, fitted (in memory or
+//! streamed) and exported. Start with the [`prelude`]: one page from a
+//! table to a blob.
 
 #[macro_use]
 pub mod options;
@@ -25,6 +28,7 @@ pub mod evaluate;
 pub mod export;
 pub mod files;
 pub mod fit;
+pub mod job;
 pub mod model;
 pub mod numerics;
 pub mod prelude;

@@ -32,6 +32,7 @@ pub use crate::data::Dataset;
 pub use crate::evaluate::{evaluate_blob, Evaluation};
 pub use crate::export::Exported;
 pub use crate::fit::{Fit, Method};
+pub use crate::job::{Job, Source};
 pub use crate::options::{ModelChoice, Options};
 pub use crate::tools::synth::synthetic;
 pub use crate::{Error, Result};

@@ -1,10 +1,9 @@
 //! `sgp fit`: the options ([`FitArgs`], as library parameters in
-//! [`params`]), the training data and its task ([`data`]), then one path
-//! for every fit ([`run`]): one target, several outputs or `K` classes,
-//! in memory or streamed from a large file ([`streamed`]); [`summary`]
-//! prints what it did.
+//! [`params`]) make the library's [`Job`] (read, fit, export: one target,
+//! several outputs or `K` classes, in memory or streamed from a large
+//! file), shown with progress bars ([`streamed`]); [`run`] writes the
+//! blobs and [`summary`] prints what it did.
 
-mod data;
 mod params;
 mod run;
 mod streamed;
@@ -14,24 +13,22 @@ use std::path::PathBuf;
 
 use clap::builder::TypedValueParser;
 
-use sgp_trainer::choose::{Asked, Choice};
-use sgp_trainer::data::multi_target::{parse_target_list, MultiTargetData};
+use sgp_trainer::choose::Asked;
+use sgp_trainer::data::multi_target::parse_target_list;
+use sgp_trainer::files::{separate_path, Input};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
+use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::options::defaults::stated;
+use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
 use crate::named::with_default;
-use data::training_data;
-pub(crate) use data::warn_about_columns;
-pub(crate) use run::fit_with_progress;
-use run::{finish_fit, finish_outputs, fit_outputs_with_progress};
-use sgp_trainer::files::{check_outputs, separate_path, Input};
-use sgp_trainer::options::task::{Classes, Task};
-use streamed::streamed_fit;
+use run::finish;
+use streamed::Bars;
 use summary::print_path;
 
 /// `sgp fit --model`: a family, or the choice among them.
@@ -52,16 +49,6 @@ const AUTO_HELP: (&str, &str) = (
 impl From<Option<Method>> for ModelArg {
     fn from(family: Option<Method>) -> Self {
         family.map_or(ModelArg::Auto, ModelArg::Family)
-    }
-}
-
-impl ModelArg {
-    /// The family asked for, if one was.
-    pub(crate) fn family(self) -> Option<Method> {
-        match self {
-            ModelArg::Auto => None,
-            ModelArg::Family(m) => Some(m),
-        }
     }
 }
 
@@ -278,20 +265,81 @@ pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result
 }
 
 fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
-    if args.data.is_dir() {
-        return streamed::fit_directory(args, given, quiet);
+    let source = if args.data.is_dir() {
+        Source::Directory(args.data.clone())
+    } else {
+        Source::File(Input::open(&args.data)?)
+    };
+    let options = args.settings.options();
+    if args.path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
+        return Err(Error::BadInput(
+            "--path does not apply to the model asked for: it is gplasso's lasso path (--model \
+             gplasso)"
+                .into(),
+        ));
     }
-    let input = Input::open(&args.data)?;
+    let job = Job {
+        target: args.target.clone(),
+        inputs: args.inputs(),
+        task: args.task()?.map(Task::from),
+        positive: args.positive.clone(),
+        streaming: if args.in_memory {
+            Streaming::Never
+        } else {
+            Streaming::IfLarge
+        },
+        force: args.force,
+        outputs: output_paths(args),
+        given: given.iter().map(ToString::to_string).collect(),
+        ..Job::new(options, source)
+    };
+    let quiet_bars = quiet || args.json;
+    let mut bars = Bars::streamed(quiet_bars);
+    let read = job.read(&mut |p| bars.show(p));
+    bars.clear();
+    let data = match read? {
+        Read::InMemory(data) => data,
+        streamed => {
+            let mut bars = Bars::streamed(quiet_bars);
+            let fitted = job.fit(streamed, &mut |p| bars.show(p));
+            bars.clear();
+            return finish(args, job.export(fitted?)?, None, quiet);
+        }
+    };
+    if !quiet {
+        for note in &data.notes {
+            eprintln!("sgp: {note}");
+        }
+    }
+    let request = job.options.request(&data.outputs)?;
+    let path = match &request.asked {
+        Asked::Family(FitParams::Gplasso(p)) if args.path => {
+            let (rows, stop) = gplasso_path(&data.outputs[0], p)?;
+            if !args.json {
+                print_path(&rows, stop, p.m);
+            }
+            Some(rows)
+        }
+        _ => None,
+    };
+    let mut bars = Bars::in_memory(quiet_bars);
+    let fitted = job.fit_request(data, &request, &mut |p| bars.show(p));
+    bars.clear();
+    finish(args, job.export(fitted?)?, path, quiet)
+}
+
+/// The files `sgp fit` writes, by flag: `--out` and `--golden`, and for
+/// several targets each output's own (`separate_path`), which it may get.
+fn output_paths(args: &FitArgs) -> Vec<(&'static str, PathBuf)> {
+    let mut paths = vec![("--out", args.out.clone())];
+    if let Some(golden) = &args.golden {
+        paths.push(("--golden", golden.clone()));
+    }
     let targets = args
         .target
         .as_deref()
         .map(parse_target_list)
         .unwrap_or_default();
-    // Several outputs may each get their own blob (`separate_path`).
-    let mut paths = vec![("--out", args.out.clone())];
-    if let Some(golden) = &args.golden {
-        paths.push(("--golden", golden.clone()));
-    }
     if targets.len() > 1 {
         let mut names: Vec<&String> = targets.iter().collect();
         // A target named twice is refused when the data are read.
@@ -303,85 +351,5 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
             }
         }
     }
-    let outputs: Vec<(&str, &std::path::Path)> =
-        paths.iter().map(|(f, p)| (*f, p.as_path())).collect();
-    check_outputs(&outputs, &[&input])?;
-    let task = args.task()?.map(Task::from);
-    // Before the data are read (settings of one task wait for it).
-    let options = args.settings.options();
-    options.check_applies(task, given)?;
-    if args.path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
-        return Err(Error::BadInput(
-            "--path does not apply to the model asked for: it is gplasso's lasso path (--model \
-             gplasso)"
-                .into(),
-        ));
-    }
-    let targets = args
-        .target
-        .as_deref()
-        .map(parse_target_list)
-        .unwrap_or_default();
-    if targets.len() < 2 && !args.in_memory {
-        if let Some((mut fit, check_x)) = streamed_fit(args, &input, quiet)? {
-            if args.settings.kernel == Some(KernelChoice::Auto) {
-                fit.report.choice = Some(Choice::kernel_unweighed(
-                    fit.report.method.name(),
-                    "a streamed fit takes the squared exponential only",
-                ));
-            }
-            return finish_fit(args, fit, &check_x, None, quiet);
-        }
-    }
-    let (outputs, labels) = if targets.len() > 1 {
-        if task == Some(Task::Classification) || args.positive.is_some() {
-            return Err(Error::BadInput(
-                "several targets (--target a,b) are a multi-output regression; a classifier \
-                 has one target column (its classes are that column's values)"
-                    .into(),
-            ));
-        }
-        let data = MultiTargetData::from_input_columns(&input, &targets, args.inputs().as_deref())?;
-        (data.outputs().to_vec(), Vec::new())
-    } else {
-        let asked: Vec<Method> = args
-            .settings
-            .model
-            .and_then(ModelArg::family)
-            .into_iter()
-            .collect();
-        let (data, classes) = training_data(
-            &input,
-            (args.target.as_deref(), args.inputs().as_deref()),
-            task,
-            args.positive.as_deref(),
-            ("--model", &asked),
-            quiet,
-        )?;
-        match classes {
-            Classes::Several => (vec![data.into_classes()?], Vec::new()),
-            Classes::Binary(labels) => (vec![data], labels),
-            Classes::None => (vec![data], Vec::new()),
-        }
-    };
-    let request = options.request(&outputs)?;
-    let path = match &request.asked {
-        Asked::Family(FitParams::Gplasso(p)) if args.path => {
-            let (rows, stop) = gplasso_path(&outputs[0], p)?;
-            if !args.json {
-                print_path(&rows, stop, p.m);
-            }
-            Some(rows)
-        }
-        _ => None,
-    };
-    if outputs.len() > 1 {
-        let fitted = fit_outputs_with_progress(&outputs, &request, quiet || args.json)?;
-        return finish_outputs(args, fitted, &outputs[0].raw_x(), quiet);
-    }
-    let mut fit = fit_with_progress(&outputs, &request, quiet || args.json, "fit")?;
-    if !labels.is_empty() {
-        fit.set.class_labels = labels;
-    }
-    finish_fit(args, fit, &outputs[0].raw_x(), path, quiet)
+    paths
 }

@@ -3,6 +3,16 @@
 use sgp_trainer::{Error, Result};
 
 use super::{FitArgs, LinkArg, TaskArg};
+use sgp_trainer::options::task::Task;
+
+impl From<TaskArg> for Task {
+    fn from(task: TaskArg) -> Task {
+        match task {
+            TaskArg::Regression => Task::Regression,
+            TaskArg::Classification => Task::Classification,
+        }
+    }
+}
 
 use sgp_trainer::data::multi_target::parse_target_list;
 

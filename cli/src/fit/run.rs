@@ -1,97 +1,61 @@
-//! `sgp fit`'s one path after the data are read: the fit with its
-//! progress bar, the export (its check and cure), the blob, the golden
+//! `sgp fit`'s one path after the library's job: the blobs, the golden
 //! values and the report.
 
 use std::path::Path;
 
 use nalgebra::DMatrix;
-use sgp_trainer::choose::outputs::{fit_outputs, BasisChoice, OutputsFit};
-use sgp_trainer::choose::{self, Request};
-use sgp_trainer::data::Dataset;
+use sgp_trainer::choose;
+use sgp_trainer::choose::outputs::BasisChoice;
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::{golden_points, golden_rust, Exported, Fidelity};
 use sgp_trainer::files::separate_path;
 use sgp_trainer::fit::gplasso::PathRow;
 use sgp_trainer::fit::{Fit, FitReport};
-use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::job::{Done, Output};
 use sgp_trainer::Result;
 
-use crate::{progress_bar, to_json, write_file};
+use crate::{to_json, write_file};
 
 use super::summary::{print_fit_summary, print_warnings};
 use super::FitArgs;
 
-/// The fit `request` asks for, with a progress bar over the final fit's
-/// iteration budget.
-pub(crate) fn fit_with_progress(
-    outputs: &[Dataset],
-    request: &Request,
-    quiet: bool,
-    label: &str,
-) -> Result<Fit> {
-    let bar = progress_bar(quiet, request.iteration_budget(), label);
-    let mut on_progress = |p: Progress| {
-        bar.set_position(p.iteration);
-        bar.set_message(format!("objective {:.4}", p.best_value));
-    };
-    let result = choose::fit(outputs, request, &mut on_progress);
-    bar.finish_and_clear();
-    result
-}
-
-/// As [`fit_with_progress`] for several outputs: one basis for all, or one
-/// model per output where the shared basis clearly lost on held-out rows
-/// ([`fit_outputs`]).
-pub(crate) fn fit_outputs_with_progress(
-    outputs: &[Dataset],
-    request: &Request,
-    quiet: bool,
-) -> Result<OutputsFit> {
-    let bar = progress_bar(quiet, request.iteration_budget(), "fit");
-    let mut on_progress = |p: Progress| {
-        bar.set_position(p.iteration);
-        bar.set_message(format!("objective {:.4}", p.best_value));
-    };
-    let result = fit_outputs(outputs, request, &mut on_progress);
-    bar.finish_and_clear();
-    result
-}
-
-/// Writes the fit of several outputs: the one blob of a shared basis
-/// (`--out`), or each output's own blob (`separate_path`), saying which.
-pub(crate) fn finish_outputs(
+/// Writes what `done` exported: one blob (`--out`; several outputs on
+/// one basis), or each output's own (`separate_path`), saying which; the
+/// golden values asked for; and the report.
+pub(crate) fn finish(
     args: &FitArgs,
-    fitted: OutputsFit,
-    check_x: &DMatrix<f64>,
+    done: Done,
+    path: Option<Vec<PathRow>>,
     quiet: bool,
 ) -> Result<()> {
-    let OutputsFit { mut fits, basis } = fitted;
+    let Done {
+        mut outputs,
+        basis,
+        check_x,
+    } = done;
     let basis = match basis {
         Some(b) if b.separate() => b,
         shared => {
-            let fit = fits.swap_remove(0);
-            return finish_one(args, fit, check_x, None, quiet, shared.as_ref());
+            let output = outputs.swap_remove(0);
+            return finish_one(args, output, &check_x, path, quiet, shared.as_ref());
         }
     };
     if !quiet {
         eprintln!("sgp: note: {}", basis.reason);
     }
-    let mut outputs = Vec::with_capacity(fits.len());
-    for mut fit in fits {
+    let mut written = Vec::with_capacity(outputs.len());
+    for Output { fit, exported } in outputs {
         let name = fit.set.members[0].target_name.clone();
         let blob = separate_path(&args.out, &name);
-        let exported = args
-            .settings
-            .options()
-            .export(&mut fit, check_x, args.force)?;
         write_file(&blob, &exported.blob)?;
         if let Some(golden) = &args.golden {
-            let points = golden_points(&fit.set.members[0], check_x, 12, 4);
+            let points = golden_points(&fit.set.members[0], &check_x, 12, 4);
             let path = separate_path(golden, &name);
             write_file(&path, golden_rust(&fit.set, &points)?.as_bytes())?;
         }
-        outputs.push((fit, exported, blob));
+        written.push((fit, exported, blob));
     }
+    let outputs = written;
     if args.json || quiet {
         for (fit, _, _) in &outputs {
             print_warnings(fit);
@@ -184,32 +148,18 @@ fn fit_output<'a>(
     }
 }
 
-/// Exports `fit` (checked at the raw inputs `check_x`), writes the blob and
-/// the golden values asked for, and reports.
-pub(crate) fn finish_fit(
-    args: &FitArgs,
-    fit: Fit,
-    check_x: &DMatrix<f64>,
-    path: Option<Vec<PathRow>>,
-    quiet: bool,
-) -> Result<()> {
-    finish_one(args, fit, check_x, path, quiet, None)
-}
-
-/// [`finish_fit`], with the choice of a shared basis where outputs are
-/// several.
+/// Writes one exported model (`check_x`: the raw inputs its export was
+/// checked at), with the choice of a shared basis where outputs are
+/// several, and reports.
 fn finish_one(
     args: &FitArgs,
-    mut fit: Fit,
+    output: Output,
     check_x: &DMatrix<f64>,
     path: Option<Vec<PathRow>>,
     quiet: bool,
     basis: Option<&BasisChoice>,
 ) -> Result<()> {
-    let exported = args
-        .settings
-        .options()
-        .export(&mut fit, check_x, args.force)?;
+    let Output { fit, exported } = output;
     if !quiet {
         note_choices(&fit);
         if let Some(b) = basis {

@@ -1,144 +1,87 @@
-//! `sgp fit` of a regression on a file too large to hold in memory.
+//! `sgp fit`'s progress bars: the streamed fit's passes over the file and
+//! its subset fit, or the fit in memory.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use nalgebra::DMatrix;
-use sgp_trainer::data::multi_target::parse_target_list;
-use sgp_trainer::data::stream::{ReadProgress, TableFile};
-use sgp_trainer::files::{check_outputs, check_outside, Input};
+use sgp_trainer::data::stream::ReadProgress;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::streamed_file::{start_streamed, NotStreamed};
-use sgp_trainer::fit::Fit;
-use sgp_trainer::options::task::Task;
-use sgp_trainer::options::ModelChoice;
-use sgp_trainer::{Error, Result};
 
 use crate::progress_bar;
 
-use super::run::finish_fit;
-use super::{FitArgs, TaskArg};
-
-/// Fits a regression on a large file by the library's streamed fit
-/// ([`start_streamed`]): `None` when the file is small enough to fit in
-/// memory, or the fit asked for is not one that streams (a classification,
-/// a model other than spgp); then the whole file is read.
-/// Returns the fit and the raw inputs its export is checked at.
-pub(crate) fn streamed_fit(
-    args: &FitArgs,
-    input: &Input,
-    quiet: bool,
-) -> Result<Option<(Fit, DMatrix<f64>)>> {
-    if not_streamed(args)?.is_some() {
-        // These are fitted in memory; the file is not opened here.
-        return Ok(None);
-    }
-    let table =
-        TableFile::from_input_columns(input, args.target.as_deref(), args.inputs().as_deref())?;
-    Ok(fit_table(args, &table, quiet)?.ok())
+/// The bars of one stage of a job, hidden with --quiet.
+pub(crate) struct Bars {
+    read: ProgressBar,
+    fit: ProgressBar,
+    pass: ProgressBar,
+    /// Streamed: the fit bar restarts at each stage of the growing subset.
+    streamed: bool,
+    stage_rows: usize,
 }
 
-/// Why the fit `args` ask for does not stream, if that is known before
-/// the data are read.
-fn not_streamed(args: &FitArgs) -> Result<Option<NotStreamed>> {
-    let classification = args.task()? == Some(TaskArg::Classification) || args.positive.is_some();
-    let targets = args.target.as_deref().map(parse_target_list);
-    Ok(match args.settings.options().model {
-        _ if targets.is_some_and(|t| t.len() > 1) => Some(NotStreamed::Outputs),
-        _ if classification => Some(NotStreamed::Classification),
-        Some(ModelChoice::Family(m)) if m.capabilities().not_streamed.is_some() => {
-            Some(NotStreamed::Family(m))
+impl Bars {
+    /// The bars of a streamed fit: its first pass, the subset fit, the
+    /// pass over every row.
+    pub(crate) fn streamed(quiet: bool) -> Self {
+        Bars {
+            read: rows_bar(quiet, 0, "read", true),
+            fit: progress_bar(quiet, 0, "fit"),
+            pass: rows_bar(quiet, 0, "pass", true),
+            streamed: true,
+            stage_rows: 0,
         }
-        _ => None,
-    })
-}
+    }
 
-/// `sgp fit --data DIR`: a directory of Parquet files is one table
-/// (`sgp_trainer::data::stream::directory`), read by the streamed fit
-/// only; a fit that does not stream is refused, saying why.
-pub(crate) fn fit_directory(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
-    let dir = &args.data;
-    let refused = |why: &dyn std::fmt::Display| {
-        Error::BadInput(format!(
-            "{}: a directory of Parquet files is read by the streamed fit only, and {why};              write its rows to one file to fit them otherwise",
-            dir.display()
-        ))
-    };
-    if args.in_memory {
-        return Err(refused(&"--in-memory asks for a fit in memory"));
+    /// The bar of a fit in memory, over the final fit's iterations.
+    pub(crate) fn in_memory(quiet: bool) -> Self {
+        Bars {
+            streamed: false,
+            ..Bars::streamed(quiet)
+        }
     }
-    if let Some(why) = not_streamed(args)? {
-        return Err(refused(&why));
-    }
-    let table = TableFile::open_columns(dir, args.target.as_deref(), args.inputs().as_deref())?;
-    let mut outputs = vec![("--out", args.out.as_path())];
-    if let Some(golden) = &args.golden {
-        outputs.push(("--golden", golden.as_path()));
-    }
-    check_outputs(&outputs, &table.inputs())?;
-    check_outside(&outputs, dir)?;
-    let options = args.settings.options();
-    options.check_applies(args.task()?.map(Task::from), given)?;
-    match fit_table(args, &table, quiet)? {
-        Ok((fit, check_x)) => finish_fit(args, fit, &check_x, None, quiet),
-        Err(why) => Err(refused(&why)),
-    }
-}
 
-/// The streamed fit of `table`, with progress bars, or why it does not
-/// stream.
-fn fit_table(
-    args: &FitArgs,
-    table: &TableFile,
-    quiet: bool,
-) -> Result<std::result::Result<(Fit, DMatrix<f64>), NotStreamed>> {
-    let options = args.settings.options();
-    let task = args.task()?.map(Task::from);
-    let quiet = quiet || args.json;
-    let read_bar = rows_bar(quiet, table.bytes(), "read", true);
-    let fit_bar = progress_bar(quiet, 0, "fit");
-    let pass_bar = rows_bar(quiet, table.bytes(), "pass", true);
-    let mut stage_rows = 0;
-    let mut show = |p: StreamedProgress| match p {
-        StreamedProgress::Read(at) => show_rows(&read_bar, at),
-        StreamedProgress::Fit {
-            rows,
-            progress,
-            budget,
-        } => {
-            read_bar.finish_and_clear();
-            if rows != stage_rows {
-                stage_rows = rows;
-                fit_bar.set_prefix(format!("{rows} rows"));
-                fit_bar.set_length(budget);
-                fit_bar.reset();
+    pub(crate) fn show(&mut self, p: StreamedProgress) {
+        match p {
+            StreamedProgress::Read(at) => show_rows(&self.read, at),
+            StreamedProgress::Fit {
+                rows,
+                progress,
+                budget,
+            } if self.streamed => {
+                self.read.finish_and_clear();
+                if rows != self.stage_rows {
+                    self.stage_rows = rows;
+                    self.fit.set_prefix(format!("{rows} rows"));
+                    self.fit.set_length(budget);
+                    self.fit.reset();
+                }
+                self.fit.set_position(progress.iteration);
+                self.fit
+                    .set_message(format!("NLML {:.4}", progress.best_value));
             }
-            fit_bar.set_position(progress.iteration);
-            fit_bar.set_message(format!("NLML {:.4}", progress.best_value));
+            StreamedProgress::Fit {
+                progress, budget, ..
+            } => {
+                self.fit.set_length(budget);
+                self.fit.set_position(progress.iteration);
+                self.fit
+                    .set_message(format!("objective {:.4}", progress.best_value));
+            }
+            StreamedProgress::Pass(at) => {
+                self.fit.finish_and_clear();
+                show_rows(&self.pass, at);
+            }
         }
-        StreamedProgress::Pass(at) => {
-            fit_bar.finish_and_clear();
-            show_rows(&pass_bar, at);
-        }
-    };
-    let started = start_streamed(table, &options, task, &mut show);
-    let fitted = match started {
-        Ok(Ok(start)) => {
-            let check_x = start.check_x.clone();
-            start
-                .finish_on_file(&mut show)
-                .map(|fit| Ok((fit, check_x)))
-        }
-        Ok(Err(why)) => Ok(Err(why)),
-        Err(e) => Err(e),
-    };
-    read_bar.finish_and_clear();
-    fit_bar.finish_and_clear();
-    pass_bar.finish_and_clear();
-    fitted
+    }
+
+    pub(crate) fn clear(&self) {
+        self.read.finish_and_clear();
+        self.fit.finish_and_clear();
+        self.pass.finish_and_clear();
+    }
 }
 
 /// A progress bar over the rows of a pass (`bytes`: over the bytes of the
 /// file, rows counted in the message), hidden with --quiet.
-pub(crate) fn rows_bar(quiet: bool, len: u64, label: &str, bytes: bool) -> ProgressBar {
+fn rows_bar(quiet: bool, len: u64, label: &str, bytes: bool) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
@@ -159,7 +102,8 @@ pub(crate) fn rows_bar(quiet: bool, len: u64, label: &str, bytes: bool) -> Progr
 
 /// Shows a pass's progress on a bar over the file's bytes, with rows per
 /// second.
-pub(crate) fn show_rows(bar: &ProgressBar, at: ReadProgress) {
+fn show_rows(bar: &ProgressBar, at: ReadProgress) {
+    bar.set_length(at.total_bytes);
     bar.set_position(at.bytes);
     let seconds = bar.elapsed().as_secs_f64().max(1e-3);
     bar.set_message(format!(

@@ -27,7 +27,6 @@ use sgp_runtime::{ram_bytes_with_outputs, Kernel, ModelSpec};
 use crate::tools::cost::{
     fixed_point_cost, instructions_per_prediction, CostModel, FixedCost, CORTEX_M3_FIXED, CORTEX_M4,
 };
-use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::multi_target::Outputs;
 use sgp_trainer::data::{
     is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
@@ -37,10 +36,10 @@ use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation,
 };
 use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::export;
 use sgp_trainer::export::output_blob::output_specs;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::{shares_basis, FitParams, Method};
+use sgp_trainer::job::{InMemory, Job};
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::{Options, DEFAULT_M};
 use sgp_trainer::{Error, Result};
@@ -567,23 +566,21 @@ pub struct Sweep {
 /// positive]` as `sgp fit`'s do (empty: none). `progress` is called from
 /// the worker threads.
 pub fn sweep(
-    train: &(impl Outputs + ?Sized),
-    labels: &[String],
+    data: &InMemory,
     test: &TestSet,
     points: &[GridPoint],
     seed: u64,
     budget: Budget,
     progress: &(dyn Fn(SweepProgress) + Sync),
 ) -> Sweep {
-    let train = train.outputs();
+    let train = data.outputs.as_slice();
     let first = &train[0];
-    let raw_x = first.raw_x();
     let finished = AtomicUsize::new(0);
     let mut rows: Vec<Row> = points
         .par_iter()
         .map(|point| {
             let fit = |params: &FitParams, progress: &mut dyn FnMut(Progress)| {
-                fit_and_export(train, labels, &raw_x, params, progress)
+                fit_and_export(data, params, progress)
             };
             let row = run_point(&fit, test, point, seed, budget, progress);
             progress(SweepProgress::Finished {
@@ -658,25 +655,16 @@ fn run_point(
     }
 }
 
-/// `params`' fit of `train`, exported as `sgp fit` exports it (with a
-/// binary classifier's `labels`): the blob and the export cure, if any.
+/// `params`' fit of `data`, exported as `sgp fit` exports it (a binary
+/// classifier's with its labels): the blob and the export cure, if any.
 fn fit_and_export(
-    train: &[Dataset],
-    labels: &[String],
-    raw_x: &DMatrix<f64>,
+    data: &InMemory,
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(Vec<u8>, Option<Cure>)> {
-    // As `sgp fit --model FAMILY` fits it: the objective chosen where open.
-    let request = Request {
-        asked: Asked::Family(params.clone()),
-        held_out: true,
-        choose_objective: true,
-        choose_kernel: false,
-    };
-    let mut fitted = choose::fit(train, &request, progress)?;
-    fitted.set.class_labels = labels.to_vec();
-    let exported = export(&mut fitted, raw_x, false)?;
+    let fitted = Job::fit_family(data, params, progress)?;
+    let mut done = fitted.export(&Options::default(), false)?;
+    let exported = done.outputs.swap_remove(0).exported;
     Ok((exported.blob, exported.cure))
 }
 
@@ -1080,6 +1068,7 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sgp_trainer::choose::{self, Asked, Request};
     use sgp_trainer::evaluate::{ClassEvaluation, Evaluation};
     use sgp_trainer::tools::synth::{dataset, Shape};
 
@@ -1372,6 +1361,15 @@ mod tests {
         assert_eq!(broken.outcome().unwrap_err().exit_code(), 1);
     }
 
+    /// Training data as a job reads them, with no class labels.
+    fn in_memory(train: &(impl Outputs + ?Sized)) -> InMemory {
+        InMemory {
+            outputs: train.outputs().to_vec(),
+            labels: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     #[test]
     fn a_small_sweep_fits_exports_and_evaluates_every_point_in_order() {
         let data = dataset(Shape::Periodic, 120, 1).unwrap();
@@ -1398,7 +1396,14 @@ mod tests {
                 counted.fetch_add(1, Ordering::Relaxed);
             }
         };
-        let result = sweep(&train, &[], &test, &points, 0, Budget::default(), &progress);
+        let result = sweep(
+            &in_memory(&train),
+            &test,
+            &points,
+            0,
+            Budget::default(),
+            &progress,
+        );
         // The progress bar ends exactly full.
         assert_eq!(counted.into_inner(), 4);
         assert_eq!(iterations.into_inner(), total);
@@ -1457,7 +1462,14 @@ mod tests {
             other => panic!("expected a refusal, got {other:?}"),
         }
         let points = grid(&spec(&[Method::Spgp], &[4, 6], &[]), &train).unwrap();
-        let result = sweep(&train, &[], &test, &points, 0, Budget::default(), &|_| {});
+        let result = sweep(
+            &in_memory(&train),
+            &test,
+            &points,
+            0,
+            Budget::default(),
+            &|_| {},
+        );
         assert_eq!(result.targets, ["ex", "ey", "ez"]);
         for row in &result.rows {
             let done = row.done().expect("fitted");

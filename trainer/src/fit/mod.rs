@@ -45,11 +45,11 @@ use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
 pub use dr::ProjectionReport;
-pub(crate) use params::{check_max_points, default_optimiser};
+pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
     Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, PseudoInit,
-    SparseParams, DEFAULT_MAX_ITER, DEFAULT_RESTARTS, DEFAULT_STALL, MAX_EXACT_POINTS,
-    MAX_RESTARTS,
+    SparseParams, DEFAULT_M, DEFAULT_MAX_ITER, DEFAULT_MAX_POINTS, DEFAULT_RESTARTS, DEFAULT_SEED,
+    DEFAULT_STALL, MAX_EXACT_POINTS, MAX_RESTARTS,
 };
 pub use report::{
     FitReport, OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore,

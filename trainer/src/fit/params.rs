@@ -19,6 +19,16 @@ use crate::{Error, Result};
 /// Largest number of rows an exact GP may be fitted on.
 pub const MAX_EXACT_POINTS: usize = 4096;
 
+/// Basis functions of a fit when `--m` is not given (at most the rows).
+pub const DEFAULT_M: usize = 20;
+
+/// Seed of every random choice when `--seed` is not given (`sgp fit`, `sgp
+/// sweep`, Python's `random_state`).
+pub const DEFAULT_SEED: u64 = 0;
+
+/// Rows an exact GP is fitted on at most when `--max-points` is not given.
+pub const DEFAULT_MAX_POINTS: usize = 1000;
+
 named_enum! {
     /// Which model to fit (`sgp fit --model`).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -132,8 +142,8 @@ pub struct ExactParams {
 impl Default for ExactParams {
     fn default() -> Self {
         ExactParams {
-            max_points: 1000,
-            seed: 0,
+            max_points: DEFAULT_MAX_POINTS,
+            seed: DEFAULT_SEED,
             optimiser: default_optimiser(),
             kernel: Kernel::SquaredExponential,
         }
@@ -204,14 +214,14 @@ pub struct SparseParams {
 impl Default for SparseParams {
     fn default() -> Self {
         SparseParams {
-            m: 20,
-            seed: 0,
+            m: DEFAULT_M,
+            seed: DEFAULT_SEED,
             approximation: Approximation::Fitc,
             restarts: DEFAULT_RESTARTS,
             optimiser: default_optimiser(),
             pseudo_init: PseudoInit::Sample(InitMethod::Kmeans),
             hyper_init: HyperInit::DataScales,
-            max_points: 1000,
+            max_points: DEFAULT_MAX_POINTS,
             sharing: VarianceSharing::Auto,
             kernel: Kernel::SquaredExponential,
         }
@@ -227,9 +237,7 @@ impl SparseParams {
         self.optimiser.validate()?;
         check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;
-        if self.m == 0 {
-            return Err(Error::BadInput("--m must be at least 1".into()));
-        }
+        check_m(self.m)?;
         data.require_rows(self.m, "pseudo-inputs (--m)")?;
         if self.restarts == 0 {
             return Err(Error::BadInput("--restarts must be at least 1".into()));
@@ -267,6 +275,14 @@ pub(crate) fn default_optimiser() -> OptimiseOptions {
         stall: Some(DEFAULT_STALL),
         ..OptimiseOptions::default()
     }
+}
+
+/// Refuses `--m 0`: every family but the exact GP needs a basis function.
+pub(crate) fn check_m(m: usize) -> Result<()> {
+    if m == 0 {
+        return Err(Error::BadInput("--m must be at least 1".into()));
+    }
+    Ok(())
 }
 
 pub(crate) fn check_max_points(max_points: usize) -> Result<()> {

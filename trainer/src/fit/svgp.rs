@@ -78,7 +78,7 @@ impl Default for SvgpParams {
         let sparse = SparseParams::default();
         SvgpParams {
             m: 128,
-            seed: 0,
+            seed: sparse.seed,
             restarts: DEFAULT_RESTARTS,
             optimiser: sparse.optimiser,
             pseudo_init: sparse.pseudo_init,

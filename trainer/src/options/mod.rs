@@ -28,8 +28,8 @@ use crate::fit::gplasso::{GplassoParams, GplassoRefit};
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{
-    default_optimiser, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
-    SparseParams, DEFAULT_STALL,
+    check_m, default_optimiser, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method,
+    ProjectedParams, SparseParams, DEFAULT_STALL,
 };
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
@@ -44,12 +44,7 @@ use task::Task;
 /// named: the variational classifier (as accurate as the IVM and faster).
 pub const DEFAULT_CLASSIFIER: Method = Method::Svgp;
 
-/// Basis functions of a fit when `m` is not given (at most the rows).
-pub const DEFAULT_M: usize = 20;
-
-/// Seed of every random choice when `seed` is not given (`sgp fit`, `sgp
-/// sweep`, Python's `random_state`).
-pub const DEFAULT_SEED: u64 = 0;
+pub use crate::fit::{DEFAULT_M, DEFAULT_SEED};
 
 /// `--model`: one family, or the one that predicts held-out rows best.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,8 +346,8 @@ impl Options {
             }
             (false, _) => 0,
         };
-        if self.m == Some(0) && method != Method::Exact {
-            return Err(Error::BadInput("--m must be at least 1".into()));
+        if method != Method::Exact {
+            self.m.map_or(Ok(()), check_m)?;
         }
         let m = self.m.unwrap_or(DEFAULT_M.min(rows));
         let seed = self.seed.unwrap_or(DEFAULT_SEED);

@@ -23,8 +23,8 @@ use super::progress::continuing;
 use super::restarts::{best_start, first, screen_iter, screen_rows};
 use super::sparse::{fit_sparse, minimise_part, no_penalty, SparseFit};
 use super::{
-    check_max_points, default_optimiser, Checked, Fit, FitReport, Method, OptimiserReport,
-    OutputReport, Rebuilt,
+    check_m, check_max_points, default_optimiser, Checked, Fit, FitReport, Method, OptimiserReport,
+    OutputReport, Rebuilt, DEFAULT_M, DEFAULT_MAX_POINTS, DEFAULT_SEED,
 };
 use crate::data::Dataset;
 use crate::model::features::{InducingFeatures, PseudoInputs};
@@ -114,12 +114,12 @@ pub struct GplassoParams {
 impl Default for GplassoParams {
     fn default() -> Self {
         GplassoParams {
-            m: 20,
+            m: DEFAULT_M,
             rank: None,
             trace_tol: DEFAULT_TRACE_TOL,
             weights: DEFAULT_WEIGHTS,
-            max_points: 1000,
-            seed: 0,
+            max_points: DEFAULT_MAX_POINTS,
+            seed: DEFAULT_SEED,
             optimiser: default_optimiser(),
             refit: GplassoRefit::Everything,
             approximation: Approximation::Fitc,
@@ -139,9 +139,7 @@ impl GplassoParams {
         check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;
         let n = data.n_rows();
-        if self.m == 0 {
-            return Err(Error::BadInput("--m must be at least 1".into()));
-        }
+        check_m(self.m)?;
         if self.m > n {
             return Err(Error::BadInput(format!(
                 "{}: --m {} is larger than the {n} training rows: GPLasso selects its basis \

@@ -117,13 +117,13 @@ impl Default for IvmPosterior {
 /// Default [`IvmParams::kernel_points`]: each of the kernel's rounds costs
 /// `O(rows M^2)` per iteration, and 1,000 rows learn the digits' 60 length
 /// scales as well as 1,347 (docs/src/ivm.md).
-pub(crate) const DEFAULT_KERNEL_POINTS: usize = 1000;
+pub(crate) const DEFAULT_KERNEL_POINTS: usize = super::DEFAULT_MAX_POINTS;
 
 impl Default for IvmParams {
     fn default() -> Self {
         IvmParams {
             m: 100,
-            seed: 0,
+            seed: super::DEFAULT_SEED,
             selection: SelectionOptions::default(),
             rounds: None,
             optimiser: OptimiseOptions {
@@ -145,9 +145,7 @@ impl IvmParams {
     pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
         data.require_rows(2, "a Gaussian process")?;
-        if self.m == 0 {
-            return Err(Error::BadInput("--m must be at least 1".into()));
-        }
+        super::check_m(self.m)?;
         data.require_rows(self.m, "an IVM active set of --m points")?;
         if self.kernel_points > 0 {
             check_max_points(self.kernel_points)?;
