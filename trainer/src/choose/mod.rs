@@ -445,16 +445,7 @@ fn objective_name(family: &str, approximation: Approximation) -> String {
 
 /// The sentence of [`Choice::reason`].
 fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
-    let folds = |v: &Verdict| {
-        format!(
-            "held-out NLPD {:.4} against {:.4}, standard error {:.4}, over {} rows in {} folds",
-            v.challenger_nlpd,
-            v.incumbent_nlpd,
-            v.standard_error,
-            v.rows,
-            held_out::CHOICE_FOLDS
-        )
-    };
+    let folds = |v: &Verdict| format!("{} in {} folds", v.figures(), held_out::CHOICE_FOLDS);
     let exported = &choice.exported;
     let own = choice.candidates.iter().find(|c| &c.name == exported);
     let mut sentence = match (choice.asked == AUTO, own.and_then(|c| c.against.as_ref())) {

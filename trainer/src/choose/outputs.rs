@@ -26,7 +26,8 @@ use super::held_out;
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::evaluate::contest::Contest;
+use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{self, Fit, FitParams, Method};
 use crate::numerics::optimise::Progress;
 use crate::Result;
@@ -230,17 +231,10 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
         .then_some(params)
 }
 
-/// One output's NLPD on each held-out row, under the shared fit and its
-/// own fit.
-struct HeldOut {
-    name: String,
-    shared: Vec<f64>,
-    own: Vec<f64>,
-}
-
-/// Per output: the shared fit's and the output's own fit's NLPD on each
-/// held-out row (both fitted with `params` on the same rows).
-fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
+/// Per output, its name and the contest of the shared fit (candidate 0)
+/// and the output's own fit (1) on each held-out row, both fitted with
+/// `params` on the same rows.
+fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<(String, Contest)>> {
     let parts: Vec<(Dataset, Dataset)> = outputs
         .iter()
         .map(|d| d.split(held_out::HELD_OUT_FRACTION, params.seed()))
@@ -261,37 +255,30 @@ fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
     for (p, (own, valid)) in own.into_iter().zip(&valid).enumerate() {
         let shared_rows = row_nlpds(&shared.set.members[p], valid)?;
         let own_rows = match own {
-            Ok(f) => row_nlpds(&f.set.members[0], valid)?,
-            Err(_) => vec![f64::INFINITY; valid.n_rows()],
+            Ok(f) => Some(row_nlpds(&f.set.members[0], valid)?),
+            Err(_) => None,
         };
-        scores.push(HeldOut {
-            name: valid.target_name.clone(),
-            shared: shared_rows,
-            own: own_rows,
-        });
+        let names = vec![SHARED.into(), "own".into()];
+        let contest = Contest::new(names, vec![Some(shared_rows), own_rows]);
+        scores.push((valid.target_name.clone(), contest));
     }
     Ok(scores)
 }
 
-/// The choice from each output's per-row NLPDs.
-fn decide(scores: Vec<HeldOut>) -> BasisChoice {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let rows = scores.first().map_or(0, |s| s.shared.len());
+/// The choice from each output's contest: separate where some output's
+/// own fit wins by the margin and by more than [`TOLERANCE`].
+fn decide(scores: Vec<(String, Contest)>) -> BasisChoice {
+    let rows = scores.first().map_or(0, |s| s.1.rows);
     let outputs: Vec<OutputVerdict> = scores
         .into_iter()
-        .map(|HeldOut { name, shared, own }| {
-            let (shared_nlpd, separate_nlpd) = (mean(&shared), mean(&own));
-            let standard_error = paired_standard_error(&shared, &own);
-            let gain = shared_nlpd - separate_nlpd;
-            let separate_clearly_better = separate_nlpd.is_finite()
-                && (!shared_nlpd.is_finite()
-                    || (gain > TOLERANCE && gain > held_out::MARGIN_SE * standard_error));
+        .map(|(name, contest)| {
+            let v = contest.verdict_beyond(0, 1, TOLERANCE);
             OutputVerdict {
                 name,
-                shared_nlpd,
-                separate_nlpd,
-                standard_error,
-                separate_clearly_better,
+                shared_nlpd: v.incumbent_nlpd,
+                separate_nlpd: v.challenger_nlpd,
+                standard_error: v.standard_error,
+                separate_clearly_better: v.challenger_chosen,
             }
         })
         .collect();
@@ -352,12 +339,12 @@ mod tests {
             .collect()
     }
 
-    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> HeldOut {
-        HeldOut {
-            name: name.into(),
-            shared,
-            own,
-        }
+    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> (String, Contest) {
+        let names = vec![SHARED.into(), "own".into()];
+        (
+            name.into(),
+            Contest::new(names, vec![Some(shared), Some(own)]),
+        )
     }
 
     use nalgebra::{DMatrix, DVector};
@@ -422,7 +409,7 @@ mod tests {
             let shared: Vec<f64> = with_chosen
                 .expect("weighs")
                 .iter()
-                .map(|h| h.shared.iter().sum::<f64>() / h.shared.len() as f64)
+                .map(|(_, contest)| contest.mean(0))
                 .collect();
             let reported: Vec<f64> = basis.outputs.iter().map(|o| o.shared_nlpd).collect();
             assert_eq!(shared, reported, "seed {seed}");

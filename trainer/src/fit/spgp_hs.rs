@@ -31,7 +31,8 @@ use super::sparse::{minimise_part, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::evaluate::contest::Contest;
+use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::fitc_posterior;
@@ -158,52 +159,46 @@ fn choose_strength(
         .par_iter()
         .map(|(train, valid)| fold_nlpds(train, valid, params))
         .collect();
-    let tried: Vec<(StrengthScore, Vec<f64>)> = STRENGTHS
-        .iter()
-        .enumerate()
-        .map(|(k, &strength)| {
-            let rows: Vec<f64> = per_fold.iter().flat_map(|f| f[k].clone()).collect();
-            let nlpd = rows.iter().sum::<f64>() / rows.len().max(1) as f64;
-            let nlpd = if nlpd.is_finite() {
-                nlpd
-            } else {
-                f64::INFINITY
-            };
-            (StrengthScore { strength, nlpd }, rows)
-        })
-        .collect();
-    let Some(best) = (0..tried.len())
-        .filter(|&k| tried[k].0.nlpd.is_finite())
-        .min_by(|&a, &b| tried[a].0.nlpd.total_cmp(&tried[b].0.nlpd))
-    else {
+    let contest = Contest::new(
+        STRENGTHS.iter().map(f64::to_string).collect(),
+        (0..STRENGTHS.len())
+            .map(|k| Some(per_fold.iter().flat_map(|f| f[k].clone()).collect()))
+            .collect(),
+    );
+    let Some(best) = contest.lowest() else {
         return default("every fold fit failed".into());
     };
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
-    let (chosen, against) = (&tried[best], &tried[at_default]);
-    let se = paired_standard_error(&chosen.1, &against.1);
-    let rows = chosen.1.len();
+    let verdict = contest.verdict(at_default, best);
+    let (strength, rows) = (STRENGTHS[best], contest.rows);
     let reason = if best == at_default {
         format!(
-            "strength {} of SPGP's average noise (the default), chosen over {STRENGTH_FOLDS} \
-             folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
-            chosen.0.strength,
-            chosen.0.nlpd,
+            "strength {strength} of SPGP's average noise (the default), chosen over \
+             {STRENGTH_FOLDS} folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
+            verdict.challenger_nlpd,
             STRENGTHS.len()
         )
     } else {
         format!(
-            "strength {} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of {rows} \
-             rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard error \
-             {se:.4}), lowest of {} strengths",
-            chosen.0.strength,
-            chosen.0.nlpd,
-            against.0.nlpd,
+            "strength {strength} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of \
+             {rows} rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard \
+             error {:.4}), lowest of {} strengths",
+            verdict.challenger_nlpd,
+            verdict.incumbent_nlpd,
+            verdict.standard_error,
             STRENGTHS.len()
         )
     };
     PriorStrength {
-        strength: chosen.0.strength,
-        tried: tried.iter().map(|t| t.0).collect(),
+        strength,
+        tried: STRENGTHS
+            .iter()
+            .enumerate()
+            .map(|(k, &strength)| StrengthScore {
+                strength,
+                nlpd: contest.mean(k),
+            })
+            .collect(),
         rows,
         reason,
     }
