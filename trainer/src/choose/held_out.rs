@@ -1,10 +1,9 @@
-//! Scoring fits by their NLPD on held-out rows, on small data: on a few
-//! hundred rows the training objective is a poor judge (FITC's NLML
-//! rewards shrinking the noise into its diagonal correction, SPGP+HS's
-//! uncertainties can fit the noise of the training points), so below
-//! `HELD_OUT_BELOW` rows candidates are fitted on part of the rows and
-//! scored on the rest, and weighed in the one contest of
-//! [`crate::evaluate::contest`].
+//! Scoring fits by their NLPD on held-out rows: the training objective is
+//! a poor judge (FITC's NLML rewards shrinking the noise into its diagonal
+//! correction, SPGP+HS's uncertainties can fit the noise of the training
+//! points), so candidates are fitted on part of the rows (of at most
+//! `CONTEST_ROWS`) and scored on the rest, and weighed in the one contest
+//! of [`crate::evaluate::contest`].
 //!
 //! The objective (FITC or VFE) is chosen on one split (`score`); a family
 //! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`),
@@ -19,13 +18,10 @@ use rayon::prelude::*;
 
 use crate::data::{Dataset, TargetKind};
 use crate::evaluate::contest::Contest;
-pub(crate) use crate::evaluate::contest::MARGIN_SE;
+pub(crate) use crate::evaluate::contest::{CONTEST_ROWS, MARGIN_SE};
 use crate::evaluate::metrics::{row_log_losses, row_nlpds};
 use crate::fit::{fit, FitParams};
 use crate::{Error, Result};
-
-/// Data sets with fewer rows than this get the held-out choice.
-pub(crate) const HELD_OUT_BELOW: usize = 2000;
 
 /// Fraction of the rows held out for the choice.
 pub(crate) const HELD_OUT_FRACTION: f64 = 0.25;
@@ -37,12 +33,13 @@ pub(crate) const MIN_HELD_OUT: usize = 20;
 /// Folds of the cross-validated choice (`cross_validate`).
 pub(crate) const CHOICE_FOLDS: usize = 4;
 
-/// Whether a fit on `n` rows with `m` basis functions makes the choice:
-/// fewer than `HELD_OUT_BELOW` rows, at least `MIN_HELD_OUT` held out,
-/// and at least `m` left to fit on.
+/// Whether a fit on `n` rows with `m` basis functions makes the choice
+/// (on at most [`CONTEST_ROWS`] of them): at least `MIN_HELD_OUT` held
+/// out, and at least `m` left to fit on.
 pub fn applies(n: usize, m: usize) -> bool {
+    let n = n.min(CONTEST_ROWS);
     let held_out = held_out_rows(n);
-    n < HELD_OUT_BELOW && held_out >= MIN_HELD_OUT && n - held_out >= m.max(2)
+    held_out >= MIN_HELD_OUT && n - held_out >= m.max(2)
 }
 
 fn held_out_rows(n: usize) -> usize {
@@ -242,7 +239,8 @@ mod tests {
     #[test]
     fn applies_to_small_data_with_enough_rows_to_hold_out() {
         assert!(applies(400, 30));
-        assert!(!applies(HELD_OUT_BELOW, 30));
+        assert!(applies(100 * CONTEST_ROWS, 30), "on a subset of the rows");
+        assert!(!applies(100 * CONTEST_ROWS, CONTEST_ROWS));
         assert!(!applies(60, 10), "15 held-out rows are too few");
         assert!(
             !applies(100, 90),

@@ -8,12 +8,13 @@
 //! alternative is each output's own model: the separate blobs, never
 //! larger than their sum.
 //!
-//! On small data ([`held_out::applies`]) the shared fit and each output's
-//! own fit are fitted on the same random three quarters of the rows and
-//! scored on the rest, output by output; the outputs are fitted separately
-//! if for some output its own fit wins by more than [`TOLERANCE`] nats per
-//! row and by more than `MARGIN_SE` standard errors. On more
-//! rows, and for classifiers, the shared fit is kept without a comparison.
+//! Where [`held_out::applies`], the shared fit and each output's own fit
+//! are fitted on the same random three quarters of the rows (of at most
+//! `CONTEST_ROWS`: [`crate::evaluate::contest`]) and scored on the rest,
+//! output by output; the outputs are fitted separately (on every row) if
+//! for some output its own fit wins by more than [`TOLERANCE`] nats per
+//! row and by more than `MARGIN_SE` standard errors. Classifiers keep the
+//! shared fit without a comparison.
 //!
 //! Under `--kernel auto` the kernel is chosen first, by the shared fit
 //! (on the outputs together); the comparison and the separate fits use
@@ -26,7 +27,7 @@ use super::held_out;
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
-use crate::evaluate::contest::Contest;
+use crate::evaluate::contest::{contest_rows, Contest};
 use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{self, Fit, FitParams, Method};
 use crate::numerics::optimise::Progress;
@@ -111,8 +112,8 @@ pub fn fit_outputs(
         return Ok(keep_shared(
             shared,
             "one basis for every output (not weighed against one model per output: \
-             held-out comparisons are made on fewer than 2,000 rows, for a regression \
-             family that shares a basis, and not with --no-held-out-choice)"
+             held-out comparisons are made for a regression family that shares a basis, on \
+             enough rows to hold a quarter out, and not with --no-held-out-choice)"
                 .into(),
         ));
     };
@@ -235,6 +236,7 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
 /// and the output's own fit (1) on each held-out row, both fitted with
 /// `params` on the same rows.
 fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<(String, Contest)>> {
+    let outputs = contest_rows(outputs, params.seed())?;
     let parts: Vec<(Dataset, Dataset)> = outputs
         .iter()
         .map(|d| d.split(held_out::HELD_OUT_FRACTION, params.seed()))

@@ -5,10 +5,37 @@
 //! it wins by more than [`MARGIN_SE`] standard errors of the paired
 //! per-row difference (a smaller difference is one another split could
 //! reverse), and by more than a tolerance where the choice has one.
+//!
+//! A contest is held on at most [`CONTEST_ROWS`] rows: on more, on a
+//! seeded random subset of that many ([`contest_rows`]), the chosen fit
+//! then fitted on every row; so a choice is made at every size, and what
+//! it costs grows with the rows up to that of `CONTEST_ROWS` and no
+//! further (docs/src/model-families.md, "Held-out choices at every size").
+
+use std::borrow::Cow;
 
 use serde::Serialize;
 
 use super::metrics::paired_standard_error;
+use crate::data::Dataset;
+use crate::Result;
+
+/// Rows a contest is held on, at most ([`contest_rows`]).
+pub const CONTEST_ROWS: usize = 2000;
+
+/// `outputs`, or on more than [`CONTEST_ROWS`] rows a random
+/// `CONTEST_ROWS` of them (seed `seed`, the same rows of every output),
+/// each in its data set's own standardisation.
+///
+/// # Errors
+/// As [`Dataset::subset`].
+pub(crate) fn contest_rows(outputs: &[Dataset], seed: u64) -> Result<Cow<'_, [Dataset]>> {
+    if outputs.iter().all(|d| d.n_rows() <= CONTEST_ROWS) {
+        return Ok(Cow::Borrowed(outputs));
+    }
+    let sample = outputs.iter().map(|d| d.at_most_rows(CONTEST_ROWS, seed));
+    Ok(Cow::Owned(sample.collect::<Result<_>>()?))
+}
 
 /// Standard errors by which a challenger must win.
 pub const MARGIN_SE: f64 = 1.0;

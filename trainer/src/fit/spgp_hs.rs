@@ -9,9 +9,9 @@
 //! nats, `beta` a strength times `v`, so that no pseudo-input can pin the
 //! predicted noise to zero next to a training point. How strong the prior
 //! must be depends on the data: too weak and HS pins, too strong and it
-//! cannot follow a noise level that varies. On small data the strength is
-//! chosen from `STRENGTHS` by held-out NLPD over folds, each fold's SPGP
-//! stage shared by every strength; on more rows it is `H_PRIOR`. The
+//! cannot follow a noise level that varies. The strength is chosen from
+//! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
+//! rows), each fold's SPGP stage shared by every strength. The
 //! report states the strength and the figures it was chosen on
 //! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
 //! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
@@ -31,7 +31,7 @@ use super::sparse::{minimise_part, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
-use crate::evaluate::contest::Contest;
+use crate::evaluate::contest::{Contest, CONTEST_ROWS};
 use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
@@ -88,10 +88,6 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 /// Folds the strength is chosen over, every row held out once.
 const STRENGTH_FOLDS: usize = 4;
 
-/// The strength is chosen on fewer rows than this; on more, `H_PRIOR`
-/// (the prior's weight against the likelihood falls as the rows grow).
-const CHOOSE_BELOW: usize = 2000;
-
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
 /// over folds on small data (module docs) if `folds`, else `H_PRIOR`
 /// (held-out choices off: `--no-held-out-choice`).
@@ -112,15 +108,14 @@ pub(crate) fn fit_spgp_hs(
 }
 
 /// The prior strength of lowest mean held-out NLPD over `STRENGTH_FOLDS`
-/// folds, each fold's SPGP stage shared by every strength; `H_PRIOR`
-/// where the data are too many or too few for folds, every fold fit
-/// failed, or `folds` is off.
+/// folds of at most `CONTEST_ROWS` rows, each fold's SPGP stage shared by
+/// every strength; `H_PRIOR` where the data are too few for folds, every
+/// fold fit failed, or `folds` is off.
 fn choose_strength(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     folds: bool,
 ) -> PriorStrength {
-    let n = data.n_rows();
     let default = |why: String| PriorStrength {
         strength: H_PRIOR,
         tried: Vec::new(),
@@ -140,12 +135,11 @@ fn choose_strength(
             "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
         );
     }
+    let Ok(data) = data.at_most_rows(CONTEST_ROWS, params.seed) else {
+        return default("the folds could not be made".into());
+    };
+    let n = data.n_rows();
     let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
-    if n >= CHOOSE_BELOW {
-        return default(format!(
-            "on {n} rows no folds are made (below {CHOOSE_BELOW} only)"
-        ));
-    }
     if n / STRENGTH_FOLDS < 5 || fold_fit_rows <= params.m {
         return default(format!(
             "{n} rows are too few for {STRENGTH_FOLDS} folds at M = {}",
