@@ -451,6 +451,54 @@ mod tests {
         assert_eq!(with_kernel_chosen(&not_auto, Kernel::Matern32), not_auto);
     }
 
+    /// Above `CONTEST_ROWS` rows the outputs are weighed on a random
+    /// `CONTEST_ROWS` of them: over seeds, the arm's outputs (x and y vary
+    /// with the base angle in different places, z not at all) separate,
+    /// some output's own fit winning by four times the tolerance; the
+    /// doubled pendulum's (one quantity and twice it) share, no output's
+    /// own fit winning by the tolerance.
+    #[test]
+    fn at_any_size_the_arm_separates_and_outputs_that_share_keep_one_basis() {
+        use crate::evaluate::contest::CONTEST_ROWS;
+        use crate::tools::dynamics::System;
+        let request = |seed| {
+            let mut p = crate::fit::SparseParams {
+                m: 16,
+                restarts: 1,
+                seed,
+                ..crate::fit::SparseParams::default()
+            };
+            p.optimiser.max_iter = 100;
+            Request {
+                asked: Asked::Family(FitParams::Spgp(p)),
+                held_out: true,
+                choose_objective: false,
+                choose_kernel: false,
+            }
+        };
+        for seed in 0..3 {
+            for (system, separate) in [(System::Arm, true), (System::Doubled, false)] {
+                let data = system.data(CONTEST_ROWS + 500, seed).expect("generates");
+                let fitted = fit_outputs(&data, &request(seed), &mut |_| {}).expect("fits");
+                let basis = fitted.basis.expect("weighed");
+                let why = format!("{} seed {seed}: {}", system.name(), basis.reason);
+                assert_eq!(basis.rows, CONTEST_ROWS / 4, "{why}");
+                assert_eq!(basis.separate(), separate, "{why}");
+                assert_eq!(fitted.fits.len(), if separate { 3 } else { 1 }, "{why}");
+                let gain = basis
+                    .outputs
+                    .iter()
+                    .map(|o| o.shared_nlpd - o.separate_nlpd)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                if separate {
+                    assert!(gain > 4.0 * TOLERANCE, "{why}");
+                } else {
+                    assert!(gain < TOLERANCE, "{why}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_clear_loss_beyond_the_tolerance_separates() {
         let even = || held_out("a", rows(-1.0, 0.1, 100), rows(-1.0, 0.1, 100));
