@@ -1,11 +1,9 @@
-//! Scoring fits by their NLPD on held-out rows, on small data: on a few
-//! hundred rows the training objective is a poor judge (FITC's NLML
-//! rewards shrinking the noise into its diagonal correction, SPGP+HS's
-//! uncertainties can fit the noise of the training points), so below
-//! `HELD_OUT_BELOW` rows candidates are fitted on part of the rows and
-//! scored on the rest, and a challenger must beat the incumbent by more
-//! than `MARGIN_SE` standard errors of the paired per-row difference (a
-//! smaller difference is one another split could reverse).
+//! Scoring fits by their NLPD on held-out rows: the training objective is
+//! a poor judge (FITC's NLML rewards shrinking the noise into its diagonal
+//! correction, SPGP+HS's uncertainties can fit the noise of the training
+//! points), so candidates are fitted on part of the rows (of at most
+//! `CONTEST_ROWS`) and scored on the rest, and weighed in the one contest
+//! of [`crate::evaluate::contest`].
 //!
 //! The objective (FITC or VFE) is chosen on one split (`score`); a family
 //! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`),
@@ -18,14 +16,12 @@ use std::hash::{Hash, Hasher};
 
 use rayon::prelude::*;
 
-use super::record::Verdict;
 use crate::data::{Dataset, TargetKind};
-use crate::evaluate::metrics::{paired_standard_error, row_log_losses, row_nlpds};
+use crate::evaluate::contest::Contest;
+pub(crate) use crate::evaluate::contest::{CONTEST_ROWS, MARGIN_SE};
+use crate::evaluate::metrics::{row_log_losses, row_nlpds};
 use crate::fit::{fit, FitParams};
 use crate::{Error, Result};
-
-/// Data sets with fewer rows than this get the held-out choice.
-pub(crate) const HELD_OUT_BELOW: usize = 2000;
 
 /// Fraction of the rows held out for the choice.
 pub(crate) const HELD_OUT_FRACTION: f64 = 0.25;
@@ -34,46 +30,26 @@ pub(crate) const HELD_OUT_FRACTION: f64 = 0.25;
 /// kept without one.
 pub(crate) const MIN_HELD_OUT: usize = 20;
 
-/// Standard errors by which the challenger must win.
-pub(crate) const MARGIN_SE: f64 = 1.0;
-
 /// Folds of the cross-validated choice (`cross_validate`).
 pub(crate) const CHOICE_FOLDS: usize = 4;
 
-/// Whether a fit on `n` rows with `m` basis functions makes the choice:
-/// fewer than `HELD_OUT_BELOW` rows, at least `MIN_HELD_OUT` held out,
-/// and at least `m` left to fit on.
+/// Whether a fit on `n` rows with `m` basis functions makes the choice
+/// (on at most [`CONTEST_ROWS`] of them): at least `MIN_HELD_OUT` held
+/// out, and at least `m` left to fit on.
 pub fn applies(n: usize, m: usize) -> bool {
+    let n = n.min(CONTEST_ROWS);
     let held_out = held_out_rows(n);
-    n < HELD_OUT_BELOW && held_out >= MIN_HELD_OUT && n - held_out >= m.max(2)
+    held_out >= MIN_HELD_OUT && n - held_out >= m.max(2)
 }
 
 fn held_out_rows(n: usize) -> usize {
     (HELD_OUT_FRACTION * n as f64).round() as usize
 }
 
-impl Verdict {
-    /// Whether the chosen candidate beat the other by more than
-    /// [`MARGIN_SE`] standard errors (a challenger always has, unless the
-    /// incumbent failed).
-    pub(crate) fn chosen_clearly_better(&self) -> bool {
-        let (chosen, other) = if self.challenger_chosen {
-            (self.challenger_nlpd, self.incumbent_nlpd)
-        } else {
-            (self.incumbent_nlpd, self.challenger_nlpd)
-        };
-        chosen.is_finite()
-            && (!other.is_finite() || chosen + MARGIN_SE * self.standard_error < other)
-    }
-}
-
-/// Every candidate's NLPD on each held-out row.
+/// Every candidate's NLPD on each held-out row (raw units, summed over
+/// the outputs), weighed as [`Contest`] does.
 pub(crate) struct Scores {
-    rows: usize,
-    names: Vec<String>,
-    /// Per-row NLPDs (raw units, summed over the outputs); `None` where
-    /// the fit or its prediction failed.
-    nlpds: Vec<Option<Vec<f64>>>,
+    contest: Contest,
     /// Cross-validated scores only: the folds they were made on and each
     /// candidate's settings, so a later choice on the same folds reuses a
     /// candidate's scores instead of refitting it ([`cross_validate`]).
@@ -199,14 +175,10 @@ fn score_parts(
         let per_part = per_part.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(per_part.concat())
     };
-    let rows = parts
-        .iter()
-        .map(|(_, valid)| valid.first().map_or(0, Dataset::n_rows))
-        .sum();
-    score_with(candidates, rows, one)
+    score_with(candidates, one)
 }
 
-/// Every candidate's per-row NLPDs on `rows` held-out rows, from `one`.
+/// Every candidate's per-row NLPDs on the held-out rows, from `one`.
 ///
 /// The candidates' fits (and, in `one`, their parts') are independent and
 /// run in parallel: on a few hundred rows one fit barely uses a second
@@ -215,26 +187,19 @@ fn score_parts(
 /// depend on the threads.
 fn score_with(
     candidates: &[(String, FitParams)],
-    rows: usize,
     one: impl Fn(&FitParams) -> Result<Vec<f64>> + Sync,
 ) -> Result<Scores> {
     let results: Vec<Result<Vec<f64>>> = candidates
         .par_iter()
         .map(|(_, params)| one(params))
         .collect();
-    let mut nlpds = Vec::with_capacity(candidates.len());
     let mut last_error = None;
-    for result in results {
-        match result {
-            Ok(v) if v.iter().all(|x| x.is_finite()) => nlpds.push(Some(v)),
-            Ok(_) => nlpds.push(None),
-            Err(e) => {
-                nlpds.push(None);
-                last_error = Some(e);
-            }
-        }
-    }
-    if nlpds.iter().all(Option::is_none) {
+    let nlpds: Vec<Option<Vec<f64>>> = results
+        .into_iter()
+        .map(|r| r.map_err(|e| last_error = Some(e)).ok())
+        .collect();
+    let contest = Contest::new(candidates.iter().map(|(n, _)| n.clone()).collect(), nlpds);
+    if contest.lowest().is_none() {
         let names: Vec<&str> = candidates.iter().map(|(n, _)| n.as_str()).collect();
         return Err(Error::Numerical(format!(
             "held-out choice between {}: every fit failed{}",
@@ -243,9 +208,7 @@ fn score_with(
         )));
     }
     Ok(Scores {
-        rows,
-        names: candidates.iter().map(|(n, _)| n.clone()).collect(),
-        nlpds,
+        contest,
         folds: None,
     })
 }
@@ -256,40 +219,14 @@ impl Scores {
     fn rows_of(&self, params: &FitParams) -> Option<Option<Vec<f64>>> {
         let (_, settings) = self.folds.as_ref()?;
         let i = settings.iter().position(|p| p == params)?;
-        self.nlpds.get(i).cloned()
+        self.contest.nlpds.get(i).cloned()
     }
+}
 
-    /// Mean held-out NLPD of candidate `i` (infinite if it failed).
-    pub(crate) fn mean(&self, i: usize) -> f64 {
-        match self.nlpds.get(i) {
-            Some(Some(v)) => v.iter().sum::<f64>() / v.len() as f64,
-            _ => f64::INFINITY,
-        }
-    }
-
-    /// Candidate `incumbent` against candidate `challenger`: the challenger
-    /// wins if it beats the incumbent by more than [`MARGIN_SE`] standard
-    /// errors, or if only the incumbent failed.
-    pub(crate) fn verdict(&self, incumbent: usize, challenger: usize) -> Verdict {
-        let (incumbent_nlpd, challenger_nlpd) = (self.mean(incumbent), self.mean(challenger));
-        let standard_error = match (self.nlpds.get(incumbent), self.nlpds.get(challenger)) {
-            (Some(Some(a)), Some(Some(b))) => paired_standard_error(a, b),
-            _ => 0.0,
-        };
-        let challenger_chosen = challenger_nlpd.is_finite()
-            && (!incumbent_nlpd.is_finite()
-                || challenger_nlpd - incumbent_nlpd + MARGIN_SE * standard_error < 0.0);
-        let name = |i: usize| self.names.get(i).cloned().unwrap_or_default();
-        Verdict {
-            incumbent: name(incumbent),
-            challenger: name(challenger),
-            rows: self.rows,
-            incumbent_nlpd,
-            challenger_nlpd,
-            standard_error,
-            challenger_chosen,
-            noise_collapsed: false,
-        }
+impl std::ops::Deref for Scores {
+    type Target = Contest;
+    fn deref(&self) -> &Contest {
+        &self.contest
     }
 }
 
@@ -302,7 +239,8 @@ mod tests {
     #[test]
     fn applies_to_small_data_with_enough_rows_to_hold_out() {
         assert!(applies(400, 30));
-        assert!(!applies(HELD_OUT_BELOW, 30));
+        assert!(applies(100 * CONTEST_ROWS, 30), "on a subset of the rows");
+        assert!(!applies(100 * CONTEST_ROWS, CONTEST_ROWS));
         assert!(!applies(60, 10), "15 held-out rows are too few");
         assert!(
             !applies(100, 90),
@@ -336,7 +274,7 @@ mod tests {
         assert_eq!(reused.nlpds, refitted.nlpds, "deterministic fits");
         // Planted scores show which were taken rather than refitted.
         let planted = Scores {
-            nlpds: vec![Some(vec![42.0; 120])],
+            contest: Contest::new(vec!["a".into()], vec![Some(vec![42.0; 120])]),
             ..first
         };
         let taken = cross_validate(one, 3, &both, Some(&planted)).expect("scores");
@@ -362,23 +300,13 @@ mod tests {
         let a = [("a".to_string(), small_spgp(4))];
         let first = cross_validate(std::slice::from_ref(&data), 3, &a, None).expect("scores");
         let planted = Scores {
-            nlpds: vec![Some(vec![42.0; 120])],
+            contest: Contest::new(vec!["a".into()], vec![Some(vec![42.0; 120])]),
             ..first
         };
         let same = cross_validate(std::slice::from_ref(&data), 3, &a, Some(&planted));
         assert_eq!(same.expect("scores").mean(0), 42.0, "the same data reuse");
         let elsewhere = cross_validate(std::slice::from_ref(&other), 3, &a, Some(&planted));
         assert_ne!(elsewhere.expect("scores").mean(0), 42.0);
-    }
-
-    #[test]
-    fn the_paired_standard_error_is_that_of_the_differences() {
-        let a = [1.0, 2.0, 3.0, 4.0];
-        // Constant difference: no spread at all.
-        assert_eq!(paired_standard_error(&a, &[2.0, 3.0, 4.0, 5.0]), 0.0);
-        let se = paired_standard_error(&a, &[1.0, 2.0, 3.0, 6.0]);
-        // Differences 0, 0, 0, 2: mean 0.5, sample variance 1, se 1/2.
-        assert!((se - 0.5).abs() < 1e-12, "{se}");
     }
 
     /// A clearly worse challenger (one pseudo-input, two iterations) never

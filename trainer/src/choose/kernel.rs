@@ -6,10 +6,8 @@
 //! squared exponential is kept unless a Matérn kernel beats it by more
 //! than `MARGIN_SE` standard errors of the paired per-row
 //! difference, so a smooth target keeps the SE fit `--kernel se` makes.
-//! Unlike the family choice it is made on any number of rows: the user
-//! asked for it, and pays 16 more fits, 12 where the family choice already
-//! scored the squared exponential on the same folds (its scores are
-//! reused).
+//! It costs 16 more fits, 12 where the family choice already scored the
+//! squared exponential on the same folds (its scores are reused).
 //!
 //! A classifier (the exact classifier, svgp, the IVM) is scored by its
 //! held-out log loss, its NLPD, under the same rule, at the same 16 more

@@ -23,9 +23,9 @@
 //!   squared exponential, unless a Matérn kernel clearly predicts held-out
 //!   rows better.
 //!
-//! All of it but the kernel on small data only ([`held_out::applies`]): on
-//! more rows the training objective is trusted and more fits would cost
-//! real time; `--kernel auto`, asked for, is weighed on any number.
+//! All of it on at most `CONTEST_ROWS` rows ([`held_out::applies`]): on
+//! more, on a seeded random subset of that many, the chosen fit then
+//! fitted on every row ([`crate::evaluate::contest`]).
 
 pub mod held_out;
 pub mod kernel;
@@ -34,6 +34,7 @@ pub(crate) mod record;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
+use crate::evaluate::contest::{contest_rows, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
@@ -111,11 +112,11 @@ impl Request {
 }
 
 impl Choice {
-    /// `auto`'s choice on `rows` rows, too many for held-out comparisons:
-    /// SPGP.
-    pub fn unweighed(rows: usize) -> Self {
+    /// `auto`'s choice in a streamed fit: SPGP, the family that streams,
+    /// not weighed.
+    pub fn unweighed() -> Self {
         let mut choice = empty_choice(AUTO, Method::Spgp.name());
-        choice.reason = reason(&choice, rows, true);
+        choice.reason = reason(&choice, 0, true);
         choice
     }
 
@@ -159,16 +160,21 @@ pub fn fit(
             }
         }
     }
+    let seed = match &request.asked {
+        Asked::Family(params) => params.seed(),
+        Asked::Auto(candidates) => candidates.first().map_or(0, FitParams::seed),
+    };
+    let sample = contest_rows(outputs, seed)?;
     let (mut params, mut choice, folds) = match &request.asked {
-        Asked::Family(params) => named(outputs, params, request)?,
-        Asked::Auto(candidates) => auto(outputs, candidates, request)?,
+        Asked::Family(params) => named(&sample, params, request)?,
+        Asked::Auto(candidates) => auto(&sample, candidates, request)?,
     };
     if request.choose_kernel {
         // After the family: the kernel of the family that won with se
         // (choosing it first, on plain SPGP, lost to VSGP's se fits:
         // docs/src/kernels.md, "Choosing the kernel"), whose se fits on
         // the folds the family choice already made.
-        let (chosen, verdict) = kernel::choose(outputs, &params, request, folds.as_ref())?;
+        let (chosen, verdict) = kernel::choose(&sample, &params, request, folds.as_ref())?;
         params = chosen;
         choice.kernel = Some(verdict);
     }
@@ -445,16 +451,7 @@ fn objective_name(family: &str, approximation: Approximation) -> String {
 
 /// The sentence of [`Choice::reason`].
 fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
-    let folds = |v: &Verdict| {
-        format!(
-            "held-out NLPD {:.4} against {:.4}, standard error {:.4}, over {} rows in {} folds",
-            v.challenger_nlpd,
-            v.incumbent_nlpd,
-            v.standard_error,
-            v.rows,
-            held_out::CHOICE_FOLDS
-        )
-    };
+    let folds = |v: &Verdict| format!("{} in {} folds", v.figures(), held_out::CHOICE_FOLDS);
     let exported = &choice.exported;
     let own = choice.candidates.iter().find(|c| &c.name == exported);
     let mut sentence = match (choice.asked == AUTO, own.and_then(|c| c.against.as_ref())) {
@@ -500,11 +497,9 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
         (true, None) if !held_out => {
             format!("auto chose {exported}: held-out comparisons are off")
         }
-        (true, None) if rows >= held_out::HELD_OUT_BELOW => format!(
-            "auto chose {exported}: on {rows} rows the held-out comparison is not made (the \
-             training objective is trusted from {} rows)",
-            held_out::HELD_OUT_BELOW
-        ),
+        (true, None) if rows == 0 => {
+            format!("auto chose {exported}: a streamed fit is weighed against no other family")
+        }
         (true, None) => format!("auto chose {exported}: the one family that applies here"),
         (false, None) => format!("{exported} was fitted as asked"),
     };
@@ -525,6 +520,13 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
     }
     if let Some(k) = &choice.kernel {
         sentence += &format!("; {}", k.reason);
+    }
+    let weighed = choice.objective.is_some() || !choice.candidates.is_empty();
+    if rows > CONTEST_ROWS && (weighed || choice.kernel.as_ref().is_some_and(|k| k.rows > 0)) {
+        sentence += &format!(
+            "; weighed on a random {CONTEST_ROWS} of the {rows} rows, the choice then fitted \
+             on all"
+        );
     }
     sentence
 }

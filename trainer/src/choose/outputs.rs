@@ -8,12 +8,13 @@
 //! alternative is each output's own model: the separate blobs, never
 //! larger than their sum.
 //!
-//! On small data ([`held_out::applies`]) the shared fit and each output's
-//! own fit are fitted on the same random three quarters of the rows and
-//! scored on the rest, output by output; the outputs are fitted separately
-//! if for some output its own fit wins by more than [`TOLERANCE`] nats per
-//! row and by more than `MARGIN_SE` standard errors. On more
-//! rows, and for classifiers, the shared fit is kept without a comparison.
+//! Where [`held_out::applies`], the shared fit and each output's own fit
+//! are fitted on the same random three quarters of the rows (of at most
+//! `CONTEST_ROWS`: [`crate::evaluate::contest`]) and scored on the rest,
+//! output by output; the outputs are fitted separately (on every row) if
+//! for some output its own fit wins by more than [`TOLERANCE`] nats per
+//! row and by more than `MARGIN_SE` standard errors. Classifiers keep the
+//! shared fit without a comparison.
 //!
 //! Under `--kernel auto` the kernel is chosen first, by the shared fit
 //! (on the outputs together); the comparison and the separate fits use
@@ -26,7 +27,8 @@ use super::held_out;
 use super::{Asked, Request};
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::evaluate::contest::{contest_rows, Contest};
+use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{self, Fit, FitParams, Method};
 use crate::numerics::optimise::Progress;
 use crate::Result;
@@ -110,8 +112,8 @@ pub fn fit_outputs(
         return Ok(keep_shared(
             shared,
             "one basis for every output (not weighed against one model per output: \
-             held-out comparisons are made on fewer than 2,000 rows, for a regression \
-             family that shares a basis, and not with --no-held-out-choice)"
+             held-out comparisons are made for a regression family that shares a basis, on \
+             enough rows to hold a quarter out, and not with --no-held-out-choice)"
                 .into(),
         ));
     };
@@ -230,17 +232,11 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
         .then_some(params)
 }
 
-/// One output's NLPD on each held-out row, under the shared fit and its
-/// own fit.
-struct HeldOut {
-    name: String,
-    shared: Vec<f64>,
-    own: Vec<f64>,
-}
-
-/// Per output: the shared fit's and the output's own fit's NLPD on each
-/// held-out row (both fitted with `params` on the same rows).
-fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
+/// Per output, its name and the contest of the shared fit (candidate 0)
+/// and the output's own fit (1) on each held-out row, both fitted with
+/// `params` on the same rows.
+fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<(String, Contest)>> {
+    let outputs = contest_rows(outputs, params.seed())?;
     let parts: Vec<(Dataset, Dataset)> = outputs
         .iter()
         .map(|d| d.split(held_out::HELD_OUT_FRACTION, params.seed()))
@@ -261,37 +257,30 @@ fn weigh(outputs: &[Dataset], params: &FitParams) -> Result<Vec<HeldOut>> {
     for (p, (own, valid)) in own.into_iter().zip(&valid).enumerate() {
         let shared_rows = row_nlpds(&shared.set.members[p], valid)?;
         let own_rows = match own {
-            Ok(f) => row_nlpds(&f.set.members[0], valid)?,
-            Err(_) => vec![f64::INFINITY; valid.n_rows()],
+            Ok(f) => Some(row_nlpds(&f.set.members[0], valid)?),
+            Err(_) => None,
         };
-        scores.push(HeldOut {
-            name: valid.target_name.clone(),
-            shared: shared_rows,
-            own: own_rows,
-        });
+        let names = vec![SHARED.into(), "own".into()];
+        let contest = Contest::new(names, vec![Some(shared_rows), own_rows]);
+        scores.push((valid.target_name.clone(), contest));
     }
     Ok(scores)
 }
 
-/// The choice from each output's per-row NLPDs.
-fn decide(scores: Vec<HeldOut>) -> BasisChoice {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let rows = scores.first().map_or(0, |s| s.shared.len());
+/// The choice from each output's contest: separate where some output's
+/// own fit wins by the margin and by more than [`TOLERANCE`].
+fn decide(scores: Vec<(String, Contest)>) -> BasisChoice {
+    let rows = scores.first().map_or(0, |s| s.1.rows);
     let outputs: Vec<OutputVerdict> = scores
         .into_iter()
-        .map(|HeldOut { name, shared, own }| {
-            let (shared_nlpd, separate_nlpd) = (mean(&shared), mean(&own));
-            let standard_error = paired_standard_error(&shared, &own);
-            let gain = shared_nlpd - separate_nlpd;
-            let separate_clearly_better = separate_nlpd.is_finite()
-                && (!shared_nlpd.is_finite()
-                    || (gain > TOLERANCE && gain > held_out::MARGIN_SE * standard_error));
+        .map(|(name, contest)| {
+            let v = contest.verdict_beyond(0, 1, TOLERANCE);
             OutputVerdict {
                 name,
-                shared_nlpd,
-                separate_nlpd,
-                standard_error,
-                separate_clearly_better,
+                shared_nlpd: v.incumbent_nlpd,
+                separate_nlpd: v.challenger_nlpd,
+                standard_error: v.standard_error,
+                separate_clearly_better: v.challenger_chosen,
             }
         })
         .collect();
@@ -352,12 +341,12 @@ mod tests {
             .collect()
     }
 
-    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> HeldOut {
-        HeldOut {
-            name: name.into(),
-            shared,
-            own,
-        }
+    fn held_out(name: &str, shared: Vec<f64>, own: Vec<f64>) -> (String, Contest) {
+        let names = vec![SHARED.into(), "own".into()];
+        (
+            name.into(),
+            Contest::new(names, vec![Some(shared), Some(own)]),
+        )
     }
 
     use nalgebra::{DMatrix, DVector};
@@ -422,7 +411,7 @@ mod tests {
             let shared: Vec<f64> = with_chosen
                 .expect("weighs")
                 .iter()
-                .map(|h| h.shared.iter().sum::<f64>() / h.shared.len() as f64)
+                .map(|(_, contest)| contest.mean(0))
                 .collect();
             let reported: Vec<f64> = basis.outputs.iter().map(|o| o.shared_nlpd).collect();
             assert_eq!(shared, reported, "seed {seed}");
@@ -460,6 +449,54 @@ mod tests {
             ..request.clone()
         };
         assert_eq!(with_kernel_chosen(&not_auto, Kernel::Matern32), not_auto);
+    }
+
+    /// Above `CONTEST_ROWS` rows the outputs are weighed on a random
+    /// `CONTEST_ROWS` of them: over seeds, the arm's outputs (x and y vary
+    /// with the base angle in different places, z not at all) separate,
+    /// some output's own fit winning by four times the tolerance; the
+    /// doubled pendulum's (one quantity and twice it) share, no output's
+    /// own fit winning by the tolerance.
+    #[test]
+    fn at_any_size_the_arm_separates_and_outputs_that_share_keep_one_basis() {
+        use crate::evaluate::contest::CONTEST_ROWS;
+        use crate::tools::dynamics::System;
+        let request = |seed| {
+            let mut p = crate::fit::SparseParams {
+                m: 16,
+                restarts: 1,
+                seed,
+                ..crate::fit::SparseParams::default()
+            };
+            p.optimiser.max_iter = 100;
+            Request {
+                asked: Asked::Family(FitParams::Spgp(p)),
+                held_out: true,
+                choose_objective: false,
+                choose_kernel: false,
+            }
+        };
+        for seed in 0..3 {
+            for (system, separate) in [(System::Arm, true), (System::Doubled, false)] {
+                let data = system.data(CONTEST_ROWS + 500, seed).expect("generates");
+                let fitted = fit_outputs(&data, &request(seed), &mut |_| {}).expect("fits");
+                let basis = fitted.basis.expect("weighed");
+                let why = format!("{} seed {seed}: {}", system.name(), basis.reason);
+                assert_eq!(basis.rows, CONTEST_ROWS / 4, "{why}");
+                assert_eq!(basis.separate(), separate, "{why}");
+                assert_eq!(fitted.fits.len(), if separate { 3 } else { 1 }, "{why}");
+                let gain = basis
+                    .outputs
+                    .iter()
+                    .map(|o| o.shared_nlpd - o.separate_nlpd)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                if separate {
+                    assert!(gain > 4.0 * TOLERANCE, "{why}");
+                } else {
+                    assert!(gain < TOLERANCE, "{why}");
+                }
+            }
+        }
     }
 
     #[test]

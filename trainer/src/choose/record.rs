@@ -5,39 +5,7 @@
 use serde::Serialize;
 use sgp_runtime::Kernel;
 
-/// One candidate weighed against another on held-out rows.
-#[derive(Clone, Debug, Serialize)]
-pub struct Verdict {
-    /// The one kept unless the other clearly wins.
-    pub incumbent: String,
-    /// The one it was weighed against.
-    pub challenger: String,
-    /// Rows the two were scored on.
-    pub rows: usize,
-    /// Mean held-out NLPD of the incumbent (raw units; infinite if its fit
-    /// failed).
-    pub incumbent_nlpd: f64,
-    /// Mean held-out NLPD of the challenger.
-    pub challenger_nlpd: f64,
-    /// Standard error of the mean per-row difference.
-    pub standard_error: f64,
-    /// The challenger won by more than `MARGIN_SE` standard errors.
-    pub challenger_chosen: bool,
-    /// The chosen FITC fit on all rows let its noise collapse and did not
-    /// clearly win here, so the VFE fit was taken instead ([`super`]).
-    pub noise_collapsed: bool,
-}
-
-impl Verdict {
-    /// The name of the chosen fit.
-    pub fn chosen(&self) -> &str {
-        if self.challenger_chosen != self.noise_collapsed {
-            &self.challenger
-        } else {
-            &self.incumbent
-        }
-    }
-}
+pub use crate::evaluate::contest::Verdict;
 
 /// Which kernel `--kernel auto` kept, and why.
 #[derive(Clone, Debug, Serialize)]

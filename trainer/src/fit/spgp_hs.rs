@@ -9,9 +9,9 @@
 //! nats, `beta` a strength times `v`, so that no pseudo-input can pin the
 //! predicted noise to zero next to a training point. How strong the prior
 //! must be depends on the data: too weak and HS pins, too strong and it
-//! cannot follow a noise level that varies. On small data the strength is
-//! chosen from `STRENGTHS` by held-out NLPD over folds, each fold's SPGP
-//! stage shared by every strength; on more rows it is `H_PRIOR`. The
+//! cannot follow a noise level that varies. The strength is chosen from
+//! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
+//! rows), each fold's SPGP stage shared by every strength. The
 //! report states the strength and the figures it was chosen on
 //! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
 //! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
@@ -31,7 +31,8 @@ use super::sparse::{minimise_part, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
-use crate::evaluate::metrics::{paired_standard_error, row_nlpds};
+use crate::evaluate::contest::{Contest, CONTEST_ROWS};
+use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::fitc_posterior;
@@ -87,10 +88,6 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 /// Folds the strength is chosen over, every row held out once.
 const STRENGTH_FOLDS: usize = 4;
 
-/// The strength is chosen on fewer rows than this; on more, `H_PRIOR`
-/// (the prior's weight against the likelihood falls as the rows grow).
-const CHOOSE_BELOW: usize = 2000;
-
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
 /// over folds on small data (module docs) if `folds`, else `H_PRIOR`
 /// (held-out choices off: `--no-held-out-choice`).
@@ -111,15 +108,14 @@ pub(crate) fn fit_spgp_hs(
 }
 
 /// The prior strength of lowest mean held-out NLPD over `STRENGTH_FOLDS`
-/// folds, each fold's SPGP stage shared by every strength; `H_PRIOR`
-/// where the data are too many or too few for folds, every fold fit
-/// failed, or `folds` is off.
+/// folds of at most `CONTEST_ROWS` rows, each fold's SPGP stage shared by
+/// every strength; `H_PRIOR` where the data are too few for folds, every
+/// fold fit failed, or `folds` is off.
 fn choose_strength(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     folds: bool,
 ) -> PriorStrength {
-    let n = data.n_rows();
     let default = |why: String| PriorStrength {
         strength: H_PRIOR,
         tried: Vec::new(),
@@ -139,12 +135,11 @@ fn choose_strength(
             "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
         );
     }
+    let Ok(data) = data.at_most_rows(CONTEST_ROWS, params.seed) else {
+        return default("the folds could not be made".into());
+    };
+    let n = data.n_rows();
     let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
-    if n >= CHOOSE_BELOW {
-        return default(format!(
-            "on {n} rows no folds are made (below {CHOOSE_BELOW} only)"
-        ));
-    }
     if n / STRENGTH_FOLDS < 5 || fold_fit_rows <= params.m {
         return default(format!(
             "{n} rows are too few for {STRENGTH_FOLDS} folds at M = {}",
@@ -158,52 +153,46 @@ fn choose_strength(
         .par_iter()
         .map(|(train, valid)| fold_nlpds(train, valid, params))
         .collect();
-    let tried: Vec<(StrengthScore, Vec<f64>)> = STRENGTHS
-        .iter()
-        .enumerate()
-        .map(|(k, &strength)| {
-            let rows: Vec<f64> = per_fold.iter().flat_map(|f| f[k].clone()).collect();
-            let nlpd = rows.iter().sum::<f64>() / rows.len().max(1) as f64;
-            let nlpd = if nlpd.is_finite() {
-                nlpd
-            } else {
-                f64::INFINITY
-            };
-            (StrengthScore { strength, nlpd }, rows)
-        })
-        .collect();
-    let Some(best) = (0..tried.len())
-        .filter(|&k| tried[k].0.nlpd.is_finite())
-        .min_by(|&a, &b| tried[a].0.nlpd.total_cmp(&tried[b].0.nlpd))
-    else {
+    let contest = Contest::new(
+        STRENGTHS.iter().map(f64::to_string).collect(),
+        (0..STRENGTHS.len())
+            .map(|k| Some(per_fold.iter().flat_map(|f| f[k].clone()).collect()))
+            .collect(),
+    );
+    let Some(best) = contest.lowest() else {
         return default("every fold fit failed".into());
     };
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
-    let (chosen, against) = (&tried[best], &tried[at_default]);
-    let se = paired_standard_error(&chosen.1, &against.1);
-    let rows = chosen.1.len();
+    let verdict = contest.verdict(at_default, best);
+    let (strength, rows) = (STRENGTHS[best], contest.rows);
     let reason = if best == at_default {
         format!(
-            "strength {} of SPGP's average noise (the default), chosen over {STRENGTH_FOLDS} \
-             folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
-            chosen.0.strength,
-            chosen.0.nlpd,
+            "strength {strength} of SPGP's average noise (the default), chosen over \
+             {STRENGTH_FOLDS} folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
+            verdict.challenger_nlpd,
             STRENGTHS.len()
         )
     } else {
         format!(
-            "strength {} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of {rows} \
-             rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard error \
-             {se:.4}), lowest of {} strengths",
-            chosen.0.strength,
-            chosen.0.nlpd,
-            against.0.nlpd,
+            "strength {strength} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of \
+             {rows} rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard \
+             error {:.4}), lowest of {} strengths",
+            verdict.challenger_nlpd,
+            verdict.incumbent_nlpd,
+            verdict.standard_error,
             STRENGTHS.len()
         )
     };
     PriorStrength {
-        strength: chosen.0.strength,
-        tried: tried.iter().map(|t| t.0).collect(),
+        strength,
+        tried: STRENGTHS
+            .iter()
+            .enumerate()
+            .map(|(k, &strength)| StrengthScore {
+                strength,
+                nlpd: contest.mean(k),
+            })
+            .collect(),
         rows,
         reason,
     }

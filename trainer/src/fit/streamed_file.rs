@@ -85,7 +85,7 @@ impl StreamedStart {
     pub fn finish(self, sums: &PosteriorSums, pass_seconds: f64) -> Result<Fit> {
         let mut fit = self.subset.finish(sums, pass_seconds)?;
         if self.auto {
-            fit.report.choice = Some(Choice::unweighed(fit.report.rows));
+            fit.report.choice = Some(Choice::unweighed());
         }
         Ok(fit)
     }

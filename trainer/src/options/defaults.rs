@@ -3,7 +3,7 @@
 //! when nothing is given, so the help cannot state another value than the
 //! fit uses.
 
-use crate::choose::held_out::HELD_OUT_BELOW;
+use crate::evaluate::contest::CONTEST_ROWS;
 use crate::fit::spgp_hs::H_PRIOR;
 use crate::fit::streamed::StreamedParams;
 use crate::fit::{FitParams, Method, PseudoInit};
@@ -57,7 +57,7 @@ pub const STATED: &[Stated] = &[
     ("--ivm-posterior", || ivm().posterior.name().into()),
     ("--kernel", || Named::name(sparse().kernel).into()),
     ("--objective", || sparse().approximation.name().into()),
-    ("held-out rows", || HELD_OUT_BELOW.to_string()),
+    ("held-out rows", || CONTEST_ROWS.to_string()),
     ("spgp-hs prior", || H_PRIOR.to_string()),
     ("streamed above", || {
         StreamedParams::default().in_memory_rows.to_string()
