@@ -43,7 +43,7 @@ pub(crate) enum ModelArg {
 /// `--model auto` in `--help`.
 const AUTO_HELP: (&str, &str) = (
     sgp_trainer::choose::AUTO,
-    "The family that predicts held-out rows best, and why (small data; else spgp)",
+    "The family that predicts held-out rows best, and why",
 );
 
 impl From<Option<Method>> for ModelArg {
@@ -136,8 +136,7 @@ pub(crate) struct FitArgs {
 pub(crate) struct Settings {
     /// Model family (default: auto for a regression, svgp for a
     /// classification), or `auto`: the family that predicts held-out rows
-    /// best (small data; else spgp), with the choice and its figures
-    /// reported.
+    /// best, with the choice and its figures reported.
     #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
     model: Option<ModelArg>,
     // Number of basis functions.
@@ -164,9 +163,9 @@ pub(crate) struct Settings {
     // Objective of a sparse fit.
     #[arg(long, value_parser = crate::named::named::<Approximation>(), help = format!(
         "Objective of a sparse fit: FITC (SPGP's likelihood) or VFE (Titsias' variational \
-         bound, GPflow's SGPR). Without it: {}, but spgp, spgp-pca and gplasso on fewer than \
-         {} rows switch to VFE if VFE clearly predicts held-out rows better (the report says \
-         so)", stated("--objective").unwrap_or_default().to_uppercase(),
+         bound, GPflow's SGPR). Without it: {}, but spgp, spgp-pca and gplasso switch to VFE if \
+         VFE clearly predicts held-out rows better, weighed on at most {} of the rows (the \
+         report says so)", stated("--objective").unwrap_or_default().to_uppercase(),
          stated("held-out rows").unwrap_or_default()))]
     objective: Option<Approximation>,
     // Covariance function.
@@ -175,7 +174,7 @@ pub(crate) struct Settings {
          and for a classifier (docs/src/kernels.md)", "--kernel"))]
     kernel: Option<KernelChoice>,
     // No held-out comparisons.
-    #[arg(long, help = format!("No held-out comparisons on small data: the objective is FITC \
+    #[arg(long, help = format!("No held-out comparisons: the objective is FITC \
         unless --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not weighed \
         against plain SPGP, --model auto fits spgp, spgp-hs's prior strength on h is the fixed \
         {} (not chosen over folds), and several targets keep one basis",

@@ -391,9 +391,9 @@ _SETTINGS_DOC = """
         Number of basis functions M (pseudo-inputs, active set); None:
         {m}.
     objective : {{"fitc", "vfe"}} or None, default=None
-        Objective of a sparse fit. None: {objective_upper}, or on fewer than
-        {held_out_rows} rows whichever of FITC and VFE predicts held-out
-        rows better (as ``sgp fit`` without ``--objective``).
+        Objective of a sparse fit. None: {objective_upper}, or whichever of FITC
+        and VFE predicts held-out rows better, weighed on at most
+        {held_out_rows} of the rows (as ``sgp fit`` without ``--objective``).
     restarts : int or None, default=None
         Starts of a sparse fit (None: {restarts}).
     max_iter : int or None, default=None
@@ -422,7 +422,7 @@ _SETTINGS_DOC = """
         gplasso's paper procedure, or its hyperparameters re-optimised with
         the selected basis kept.
     held_out_choice : bool, default=True
-        Make the held-out comparisons on small data (``False``: ``sgp fit
+        Make the held-out comparisons (``False``: ``sgp fit
         --no-held-out-choice``: FITC unless ``objective`` says otherwise,
         no family weighed against SPGP, spgp-hs's prior strength the fixed
         {spgp_hs_prior}, several targets on one basis).
@@ -481,7 +481,7 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
     model : str or None, default=None
         Fitting procedure, as ``sgp fit --model``: auto, spgp, vsgp,
         spgp-hs, spgp-dr, spgp-pca, gplasso, ivm or exact (None: auto, the
-        family that predicts held-out rows best; spgp on larger data).
+        family that predicts held-out rows best).
 """ + _SETTINGS_DOC + """
     Attributes
     ----------

@@ -77,7 +77,8 @@ impl Asked {
 pub struct Request {
     /// What to fit.
     pub asked: Asked,
-    /// Whether held-out comparisons are made at all (small data only).
+    /// Whether held-out comparisons are made at all (`--no-held-out-choice`
+    /// turns them off).
     pub held_out: bool,
     /// Whether the objective may be chosen on held-out rows (the user named
     /// none).
@@ -231,7 +232,7 @@ type Chosen = (FitParams, Choice, Option<held_out::Scores>);
 fn named(outputs: &[Dataset], params: &FitParams, request: &Request) -> Result<Chosen> {
     let name = params.method().name();
     let mut choice = empty_choice(name, name);
-    if !small(outputs, params, request) {
+    if !weighed(outputs, params, request) {
         return Ok((params.clone(), choice, None));
     }
     let (params, objective) = own_objective(outputs, params, request)?;
@@ -255,8 +256,8 @@ fn auto(outputs: &[Dataset], candidates: &[FitParams], request: &Request) -> Res
         .ok_or_else(|| crate::Error::BadInput("--model auto: no family to choose from".into()))?;
     let mut choice = empty_choice(AUTO, first.method().name());
     let spgp = match first {
-        FitParams::Spgp(p) if small(outputs, first, request) => p.clone(),
-        // Classifiers, and larger data: the first family, no comparison.
+        FitParams::Spgp(p) if weighed(outputs, first, request) => p.clone(),
+        // Classifiers, and too few rows to hold any out: the first family.
         _ => return Ok((first.clone(), choice, None)),
     };
     let own = |p: &FitParams| own_objective(outputs, p, request);
@@ -299,7 +300,7 @@ fn empty_choice(asked: &str, exported: &str) -> Choice {
 }
 
 /// Whether the held-out choices apply to `params` on `outputs`.
-fn small(outputs: &[Dataset], params: &FitParams, request: &Request) -> bool {
+fn weighed(outputs: &[Dataset], params: &FitParams, request: &Request) -> bool {
     let n = outputs[0].n_rows();
     request.held_out && params.m().is_some_and(|m| held_out::applies(n, m))
 }

@@ -88,8 +88,7 @@ const SHARED: &str = "shared";
 const SEPARATE: &str = "separate";
 
 /// Fits what `request` asks to every output of `data` (as [`super::fit`]),
-/// and, where the outputs are several, on small data and a family that
-/// shares a basis, weighs the shared fit against one fit per output on
+/// and, where the outputs are several and the family shares a basis, weighs the shared fit against one fit per output on
 /// held-out rows (module docs). Each separate fit is the fit of that
 /// output alone under `request`, its own choices included.
 ///

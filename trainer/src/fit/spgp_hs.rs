@@ -89,7 +89,7 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 const STRENGTH_FOLDS: usize = 4;
 
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
-/// over folds on small data (module docs) if `folds`, else `H_PRIOR`
+/// over folds (on at most `CONTEST_ROWS` rows: module docs) if `folds`, else `H_PRIOR`
 /// (held-out choices off: `--no-held-out-choice`).
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
