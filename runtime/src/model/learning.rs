@@ -356,27 +356,31 @@ impl Seen {
 
 /// Applies `plan` to an output of the covariance form with factors of its
 /// own, from the pairs `zu` of [`Seen::of_covariance`]: Bierman's sweep
-/// (`S z` into `sz`), then the means `a <- a + S z gain`.
+/// (`S z / alpha` into `tau`), then the means `a <- a + S z gain`; returns
+/// the sweep's `alpha` (`S z = alpha tau`).
 fn commit_covariance<const M: usize>(
     output: &mut Output<M>,
     zu: &[[f32; 2]; M],
-    sz: &mut [f32; M],
+    tau: &mut [f32; M],
     plan: &Plan,
     m: usize,
-) {
-    if let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) {
-        whitened::covariance_update(
-            packed.as_flattened_mut(),
-            &mut output.inv_diagonal2,
-            zu,
-            sz,
-            plan.row,
-            m,
-        );
+) -> f32 {
+    let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
+        return 0.0;
+    };
+    let alpha = whitened::covariance_update(
+        packed.as_flattened_mut(),
+        &mut output.inv_diagonal2,
+        zu,
+        tau,
+        plan.row,
+        m,
+    );
+    let gain = alpha * plan.gain;
+    for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
+        *a += t * gain;
     }
-    for (a, &s) in output.mean_mut().iter_mut().zip(sz.iter()).take(m) {
-        *a += s * plan.gain;
-    }
+    alpha
 }
 
 /// The covariance form forgets coordinate `k` at the updates `t` with `k
@@ -444,7 +448,7 @@ fn commit<const M: usize>(
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return;
     };
-    whitened::update::<M, whitened::Step>(
+    whitened::update::<M, whitened::Step, [f32; 2]>(
         packed.as_flattened_mut(),
         &mut output.inv_diagonal2,
         sz,
@@ -936,14 +940,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
         let mut plans = plans.iter();
         let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
-        let mut sz = [0.0f32; M];
-        commit_covariance(first, &zu, &mut sz, &plan, m);
+        let mut tau = [0.0f32; M];
+        let alpha = commit_covariance(first, &zu, &mut tau, &plan, m);
         for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
             match output.shared_variance {
                 Some(ratio) => {
                     let (scale, _) = whitened::root_and_reciprocal(ratio);
-                    for (a, &s) in output.mean_mut().iter_mut().zip(&sz).take(m) {
-                        *a += scale * s * plan.gain;
+                    let gain = scale * alpha * plan.gain;
+                    for (a, &t) in output.mean_mut().iter_mut().zip(&tau).take(m) {
+                        *a += t * gain;
                     }
                 }
                 None => {
@@ -972,6 +977,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                         k,
                         mu,
                         m,
+                        &mut tau,
                     );
                 }
             }
