@@ -119,10 +119,9 @@ fn main() {
     println!("| forgetting | NLPD after 100 / 500 / 2,000 updates | RMSE after 500 | unchanged plant: NLPD after 2,000 (- no forgetting) |");
     println!("|---|---|---|---|");
     let mut unchanged_none = f64::NAN;
-    for lam in FACTORS {
+    let mut line = |lam: f32| {
         let s = track(&blob, lam, (&new_x, &new_y), (&test_x, &test_y));
-        let same = track(&blob, lam, (&old_x, &old_y), (&old_tx, &old_ty));
-        let kept = same[2].0;
+        let kept = track(&blob, lam, (&old_x, &old_y), (&old_tx, &old_ty))[2].0;
         if lam == 1.0 {
             unchanged_none = kept;
         }
@@ -134,19 +133,13 @@ fn main() {
             s[1].1,
             kept - unchanged_none
         );
+    };
+    for lam in FACTORS {
+        line(lam);
     }
     println!("| fresh fit on the first 500 new rows | {fresh_nlpd:.2} | {fresh_rmse:.3} | |");
     println!("\nweaker forgetting, beyond the issue's list (the same columns):");
     for lam in [0.9999f32, 0.99995, 0.99998] {
-        let s = track(&blob, lam, (&new_x, &new_y), (&test_x, &test_y));
-        let kept = track(&blob, lam, (&old_x, &old_y), (&old_tx, &old_ty))[2].0;
-        println!(
-            "| {lam} | {:.2} / {:.2} / {:.2} | {:.3} | {kept:.3} ({:+.3}) |",
-            s[0].0,
-            s[1].0,
-            s[2].0,
-            s[1].1,
-            kept - unchanged_none
-        );
+        line(lam);
     }
 }
