@@ -478,6 +478,7 @@ pub unsafe extern "C" fn sgp_model_set_update_settings(
         Ok(device) => SgpStatus::from(device.set_update_settings(UpdateSettings {
             forgetting: settings.forgetting,
             gate: settings.gate,
+            ..UpdateSettings::default()
         })),
         Err(status) => status,
     }

@@ -33,6 +33,11 @@ pub(crate) struct ReplayArgs {
     /// standard deviations from the prediction (default: no gate).
     #[arg(long)]
     gate: Option<f32>,
+    /// A run of this many rows in a row beyond the gate opens it (the
+    /// plant moved; its last row and the rest of the run are learned);
+    /// default: the gate never opens.
+    #[arg(long)]
+    gate_run: Option<u8>,
     /// Rows per line of the error table (and per point of the picture's
     /// lower panel).
     #[arg(long, default_value_t = 100)]
@@ -67,7 +72,7 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
             "--window 0: a window holds at least one row; give --window 1 or more".into(),
         ));
     }
-    let settings = update_settings(Some(args.forgetting), args.gate)?;
+    let settings = update_settings(Some(args.forgetting), args.gate, args.gate_run)?;
     let model = Input::open(&args.model)?;
     let data = Input::open(&args.data)?;
     let outputs: Vec<(&str, &Path)> = [("--out", &args.out), ("--svg", &args.svg)]

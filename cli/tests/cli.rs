@@ -2647,7 +2647,14 @@ fn replay_refuses_settings_out_of_range_before_any_row() {
     assert_bad_input(&out, &["--forgetting must be in (0, 1], not 2"]);
     assert!(!stderr(&out).contains("data row"), "{}", stderr(&out));
     assert_bad_input(&replay(&["--gate", "0"]), &["--gate must be above 0"]);
-    ok(&replay(&["--forgetting", "0.99", "--gate", "3"]), "replay");
+    assert_bad_input(
+        &replay(&["--gate-run", "3"]),
+        &["--gate-run needs a --gate"],
+    );
+    ok(
+        &replay(&["--forgetting", "0.99", "--gate", "3", "--gate-run", "4"]),
+        "replay",
+    );
 }
 
 /// Issue 49 item 10, as a user meets it: an updatable fit of 60 rows at

@@ -297,9 +297,10 @@ impl Model {
     /// Conditions a one-output model on one row `x` (as `predict_one`
     /// reads it) with target `y`, through the runtime's own update on the
     /// model kept loaded: what it predicted before learning the row (mean,
-    /// variance) and whether the gate let it be learned. `forgetting` and
-    /// `gate` as `update_rows`'.
-    #[pyo3(signature = (x, single, y, forgetting=None, gate=None))]
+    /// variance) and whether the gate let it be learned. `forgetting`,
+    /// `gate` and `gate_run` as `update_rows`'.
+    #[pyo3(signature = (x, single, y, forgetting=None, gate=None, gate_run=None))]
+    #[allow(clippy::too_many_arguments)]
     fn update_one(
         &self,
         x: &[u8],
@@ -307,8 +308,9 @@ impl Model {
         y: f64,
         forgetting: Option<f32>,
         gate: Option<f32>,
+        gate_run: Option<u8>,
     ) -> PyResult<(f64, f64, bool)> {
-        let settings = update_settings(forgetting, gate).py_err()?;
+        let settings = update_settings(forgetting, gate, gate_run).py_err()?;
         let row = self.row(x, single)?;
         let classifier = self.spec.shape.link == Link::Probit;
         learns(&self.spec).py_err()?;
@@ -335,10 +337,10 @@ impl Model {
     /// 1 positive, 0 negative), in order, through the runtime's own update
     /// (f32, as a device), in place: per row (first output) the predicted
     /// mean and variance before learning it and whether the gate let it be
-    /// learned. `forgetting` and `gate` are `sgp replay`'s (`None`: its
-    /// default), checked by the same code. On an error the model is as it
-    /// was before the call.
-    #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None))]
+    /// learned. `forgetting`, `gate` and `gate_run` are `sgp replay`'s
+    /// (`None`: its default), checked by the same code. On an error the
+    /// model is as it was before the call.
+    #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None, gate_run=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn update_rows<'py>(
         &self,
@@ -350,8 +352,9 @@ impl Model {
         p: usize,
         forgetting: Option<f32>,
         gate: Option<f32>,
+        gate_run: Option<u8>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
-        let settings = update_settings(forgetting, gate).py_err()?;
+        let settings = update_settings(forgetting, gate, gate_run).py_err()?;
         let x = matrix(x, n, d, "X")?;
         let y = matrix(y, n, p, "y")?;
         learns(&self.spec).py_err()?;

@@ -99,6 +99,23 @@ def test_one_row_calls_are_the_batched_calls_and_the_replay_bit_for_bit():
     np.testing.assert_array_equal(one.predict(log_x)[0], batched.predict(log_x)[0])
 
 
+def test_a_run_beyond_the_gate_opens_it():
+    est, _, _ = _fitted()
+    model = est.to_model()
+    rng = np.random.default_rng(9)
+    log_x = rng.uniform(-3, 3, size=(60, 2))
+    plant = np.sin(log_x[:, 0]) + 0.5 * np.cos(log_x[:, 1])
+    log_y = plant + 0.05 * rng.standard_normal(60)
+    spikes = [5, 12, 19, 26]
+    log_y[spikes] = 1e3  # isolated spikes: each refused
+    log_y[40:] += 5.0  # the plant steps: refused twice, then learned
+    _, _, learned = model.update(log_x, log_y, gate=4.0, gate_run=3)
+    assert not learned[spikes].any()
+    assert not learned[40:42].any() and learned[42:].all()
+    with pytest.raises(ValueError, match="gate_run needs a gate"):
+        model.update(log_x[:1], log_y[:1], gate_run=3)
+
+
 def test_a_failed_update_leaves_the_kept_model_as_it_was():
     est, X, _ = _fitted()
     model = est.to_model()

@@ -106,10 +106,11 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// Training-input range (raw units); meaningful only when `ranged`.
     x_min: [f32; D],
     x_max: [f32; D],
-    /// What [`Model::update`] does with an observation, once set (`None`,
-    /// the default settings, is all zero bits: an empty model must be, or
-    /// the compiler keeps a flash image of it to copy).
-    settings: Option<UpdateSettings>,
+    /// What [`Model::update`] does with an observation, once set; all zero
+    /// bits (a forgetting factor of 0, out of range) until then, as an
+    /// empty model must be, or the compiler keeps a flash image of it to
+    /// copy (an `Option` would take a word more).
+    settings: UpdateSettings,
     /// The loaded blob, for [`Model::write_blob`] (an updatable model).
     origin: Origin,
     shape: Shape,
@@ -129,6 +130,9 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// (`whitened::forget_coordinate`), cycling over `0..min(m, 256)`; in
     /// the same padding.
     forget_next: u8,
+    /// How many rows in a row the gate has refused or let through
+    /// ([`UpdateSettings::gate_run`]), saturating; in the same padding.
+    gated: u8,
     /// The basis's covariance function (format version 7); in the same
     /// padding.
     kernel: Kernel,
@@ -239,13 +243,14 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         x_max: [0.0; D],
         input_names: [const { Name::new() }; D],
         ranged: false,
-        settings: None,
+        settings: UpdateSettings::UNSET,
         origin: Origin {
             len: 0,
             fingerprint: 0,
         },
         learning: Learns::Not,
         forget_next: 0,
+        gated: 0,
         kernel: Kernel::SquaredExponential,
     };
 
@@ -314,6 +319,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         self.learning = Learns::Not;
         self.kernel = Kernel::SquaredExponential;
         self.forget_next = 0;
+        self.gated = 0;
         let decoded = self.decode(bytes)?;
         let shape = decoded.shape;
         self.shape = shape;

@@ -421,10 +421,10 @@ impl RowStep for Step {
 /// the whitened form's `I - S <- lam (I - S) + weight v v^T`, forgetting
 /// (`D <- lam D`), then Bierman's U-D update.
 #[inline(always)]
-pub(crate) fn update<const M: usize, S: RowStep>(
+pub(crate) fn update<const M: usize, S: RowStep, E: Lead>(
     packed: &mut [f32],
     d: &mut [f32; M],
-    v: &mut [[f32; 2]; M],
+    v: &mut [E; M],
     weight: f32,
     lam: f32,
     m: usize,
@@ -448,18 +448,23 @@ pub(crate) fn update<const M: usize, S: RowStep>(
             break;
         };
         rows = before;
-        let (Some(di), Some(&[vi, _])) = (d.get_mut(i), v.get(i)) else {
+        let (Some(di), Some(vi)) = (d.get_mut(i), v.get(i).map(Lead::lead)) else {
             break;
         };
         let (step, new_d, left) = S::of(*di, vi, weight, lam);
         (*di, weight) = (new_d, left);
         for (pair, vj) in row.as_chunks_mut::<2>().0.iter_mut().zip(v.iter_mut()) {
-            (pair[1], vj[0]) = step.apply(pair[1], vj[0]);
+            (pair[1], *vj.lead_mut()) = step.apply(pair[1], vj.lead());
         }
     }
     for b in (0..full_rows / BLOCK).rev() {
         let i0 = BLOCK * b;
-        let Some((before, block)) = blocks.split_at_mut_checked(block_start(b, 2)) else {
+        // The last block left: its columns before it and its corner.
+        let Some((before, block)) = blocks
+            .len()
+            .checked_sub(2 * BLOCK * i0 + 12)
+            .and_then(|at| blocks.split_at_mut_checked(at))
+        else {
             break;
         };
         blocks = before;
@@ -477,7 +482,8 @@ pub(crate) fn update<const M: usize, S: RowStep>(
             break;
         };
         let [_, c1, _, c3, _, c5, _, c7, _, c9, _, c11] = *corner;
-        let (steps, g) = update_corner::<S>([c1, c3, c5, c7, c9, c11], db, own_v, &mut weight, lam);
+        let (steps, g) =
+            update_corner::<S, E>([c1, c3, c5, c7, c9, c11], db, own_v, &mut weight, lam);
         let [g10, g20, g21, g30, g31, g32] = g;
         (
             corner[1], corner[3], corner[5], corner[7], corner[9], corner[11],
@@ -495,21 +501,52 @@ pub(crate) fn update<const M: usize, S: RowStep>(
     }
 }
 
+/// An entry of the vector of [`update`]: a number, or the first of a pair
+/// (the whitened form's `S z` beside its scratch).
+pub(crate) trait Lead {
+    /// The entry.
+    fn lead(&self) -> f32;
+    /// The entry, to write.
+    fn lead_mut(&mut self) -> &mut f32;
+}
+
+impl Lead for f32 {
+    #[inline(always)]
+    fn lead(&self) -> f32 {
+        *self
+    }
+    #[inline(always)]
+    fn lead_mut(&mut self) -> &mut f32 {
+        self
+    }
+}
+
+impl Lead for [f32; 2] {
+    #[inline(always)]
+    fn lead(&self) -> f32 {
+        self[0]
+    }
+    #[inline(always)]
+    fn lead_mut(&mut self) -> &mut f32 {
+        &mut self[0]
+    }
+}
+
 /// A column's four `G` entries (the odd ones of `column`) and the
-/// vector's entry `v[0]` there through a block's steps, last row first.
+/// vector's entry there through a block's steps, last row first.
 #[inline(always)]
-fn update_column<S: RowStep>(
-    v: &mut [f32; 2],
+fn update_column<S: RowStep, E: Lead>(
+    v: &mut E,
     column: &mut [f32; 8],
     [s0, s1, s2, s3]: [S; BLOCK],
 ) {
     let [_, g0, _, g1, _, g2, _, g3] = *column;
-    let (g3, x) = s3.apply(g3, v[0]);
+    let (g3, x) = s3.apply(g3, v.lead());
     let (g2, x) = s2.apply(g2, x);
     let (g1, x) = s1.apply(g1, x);
     let (g0, x) = s0.apply(g0, x);
     (column[1], column[3], column[5], column[7]) = (g0, g1, g2, g3);
-    v[0] = x;
+    *v.lead_mut() = x;
 }
 
 /// The steps of a block's four rows, last first, applied to the block's
@@ -518,14 +555,14 @@ fn update_column<S: RowStep>(
 /// takes the new values and `weight` what is left.
 /// Returns the steps, first row first, and the new corner.
 #[inline(always)]
-fn update_corner<S: RowStep>(
+fn update_corner<S: RowStep, E: Lead>(
     [g10, g20, g21, g30, g31, g32]: [f32; 6],
     d: &mut [f32; BLOCK],
-    v: &[[f32; 2]; BLOCK],
+    [v0, v1, v2, v3]: &[E; BLOCK],
     weight: &mut f32,
     lam: f32,
 ) -> ([S; BLOCK], [f32; 6]) {
-    let [[v0, _], [v1, _], [v2, _], [v3, _]] = *v;
+    let [v0, v1, v2, v3] = [v0.lead(), v1.lead(), v2.lead(), v3.lead()];
     let (s3, d3, w) = S::of(d[3], v3, *weight, lam);
     let (g30, v0) = s3.apply(g30, v0);
     let (g31, v1) = s3.apply(g31, v1);
@@ -606,53 +643,108 @@ pub(crate) fn forget_coordinate<const M: usize>(
     k: usize,
     mu: f32,
     m: usize,
+    scratch: &mut [f32; M],
 ) {
     let (root, inv_root) = root_and_reciprocal(mu);
-    for j in 0..m {
-        let (row, col, scale) = match j.cmp(&k) {
-            core::cmp::Ordering::Less => (k, j, inv_root),
-            core::cmp::Ordering::Greater => (j, k, root),
-            core::cmp::Ordering::Equal => continue,
-        };
-        if let Some(h) = packed.get_mut(crate::math::packed_index(row, col, 1, m, true)) {
-            *h *= scale;
-        }
-    }
+    scale_row_and_column(packed, k, inv_root, root, m);
     if let Some(dk) = d.get_mut(k) {
         *dk *= mu;
     }
-    let mut v = [[0.0f32; 2]; M];
-    if let Some(vk) = v.get_mut(k) {
-        vk[0] = 1.0;
+    scratch.fill(0.0);
+    if let Some(vk) = scratch.get_mut(k) {
+        *vk = 1.0;
     }
-    update::<M, Added>(packed, d, &mut v, 1.0 - mu, 1.0, m);
+    update::<M, Added, f32>(packed, d, scratch, 1.0 - mu, 1.0, m);
+}
+
+/// Scales the strictly lower entries of row `k` of the second factor by
+/// `row` and those of column `k` by `column`: `m - 1` entries, each the
+/// same work for every `k` (whole blocks: a block of four entries of the
+/// row or the column for every other block, three in the own corner).
+fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: usize) {
+    let mut scale = |at: usize, by: f32| {
+        if let Some(h) = packed.get_mut(at) {
+            *h *= by;
+        }
+    };
+    if !m.is_multiple_of(BLOCK) {
+        for j in 0..m {
+            let (i, c, by) = match j.cmp(&k) {
+                core::cmp::Ordering::Less => (k, j, row),
+                core::cmp::Ordering::Greater => (j, k, column),
+                core::cmp::Ordering::Equal => continue,
+            };
+            scale(crate::math::packed_index(i, c, 1, m, true), by);
+        }
+        return;
+    }
+    // Which of the two each step scales is chosen by arithmetic, not by a
+    // branch: the same instructions for every `k`.
+    let (b, t) = (k / BLOCK, k % BLOCK);
+    let own = block_start(b, 2);
+    for n in 0..(m / BLOCK).saturating_sub(1) {
+        let other = n + usize::from(n >= b);
+        // Row k's columns of a block above (stride 8), or column k's rows
+        // of a block below (stride 2).
+        let above = usize::from(other < b);
+        let in_row = own + 2 * BLOCK * BLOCK * other + 2 * t;
+        let in_column = block_start(other, 2) + 2 * BLOCK * k;
+        let first = above * in_row + (1 - above) * in_column + 1;
+        let stride = 2 + 6 * above;
+        let by = select(above, row, column);
+        for i in 0..BLOCK {
+            scale(first + stride * i, by);
+        }
+    }
+    let corner = own + 2 * BLOCK * BLOCK * b;
+    for n in 0..BLOCK - 1 {
+        let other = n + usize::from(n >= t);
+        let before = usize::from(other < t);
+        // Row k's entry in column `other`, or column k's in row `other`.
+        let (r, c) = (
+            before * t + (1 - before) * other,
+            before * other + (1 - before) * t,
+        );
+        scale(
+            corner + r * r.saturating_sub(1) + 2 * c + 1,
+            select(before, row, column),
+        );
+    }
+}
+
+/// `a` if `flag` is 1, `b` if it is 0, by arithmetic.
+#[inline(always)]
+fn select(flag: usize, a: f32, b: f32) -> f32 {
+    let f = flag as f32;
+    a * f + b * (1.0 - f)
 }
 
 /// One row's step of Bierman's measurement update of the covariance form
-/// (first row first): the row's `lambda = -f / alpha_before` and `g = D
-/// f`, with `f` its entry of `W z`.
+/// (first row first), on the gain scaled by the running sum (`tau = b /
+/// alpha`, `b` Bierman's running `S z`): with `f` the row's entry of `W
+/// z`, `W_ji <- W_ji - f tau_i`, then `tau_i <- tau_i + g W_ji` (the
+/// entry after) with `g = D f / alpha'`: two multiply-adds in place per
+/// entry, where Bierman's own recurrence needs the entry before.
 #[derive(Clone, Copy)]
 struct Measured {
-    lambda: f32,
+    f: f32,
     g: f32,
 }
 
 impl Measured {
-    /// An entry `h` of the row's `H` (`W_ji`, `i < j`) and the gain's
-    /// entry `s` in its column: `W_ji <- W_ji + lambda s`, `s <- s + g
-    /// W_ji` (the entry before).
+    /// An entry `h` of the row's `H` (`W_ji`, `i < j`) and the scaled
+    /// gain's entry `tau` in its column, updated.
     #[inline(always)]
-    fn apply(self, h: f32, s: f32) -> (f32, f32) {
-        (h + self.lambda * s, s + self.g * h)
+    fn apply(self, h: f32, tau: f32) -> (f32, f32) {
+        let h = h - self.f * tau;
+        (h, tau + self.g * h)
     }
 }
 
-/// The running sum `alpha = row + sum D_j f_j^2` of Bierman's sweep and
-/// its reciprocal.
+/// The running sum `alpha = row + sum D_j f_j^2` of Bierman's sweep.
 #[derive(Clone, Copy)]
 struct Running {
     alpha: f32,
-    inv: f32,
 }
 
 impl Running {
@@ -663,10 +755,7 @@ impl Running {
         let g = *d * f;
         let alpha = self.alpha + f * g;
         let inv = 1.0 / alpha;
-        let step = Measured {
-            lambda: -f * self.inv,
-            g,
-        };
+        let step = Measured { f, g: g * inv };
         let new = *d * self.alpha * inv;
         // Also maps NaN to the floor.
         *d = if new > DIAGONAL_FLOOR {
@@ -674,7 +763,7 @@ impl Running {
         } else {
             DIAGONAL_FLOOR
         };
-        (self.alpha, self.inv) = (alpha, inv);
+        self.alpha = alpha;
         step
     }
 }
@@ -682,58 +771,60 @@ impl Running {
 /// Bierman's measurement update of the covariance form, `S <- S - (S
 /// z)(S z)^T / (row + z^T S z)`, rows first first, from the pairs `zu`
 /// of [`solve_and_multiply_with`] (`W z = z + u`); `S z` (before the
-/// update) into `sz`; `row > 0` is the observation's own variance. `D`
-/// only shrinks, by factors in `(0, 1]`: `S >= 0` whatever f32 rounds.
+/// update) divided by the returned sum `row + z^T S z` into `tau`;
+/// `row > 0` is the observation's own variance. `D` only shrinks, by
+/// factors in `(0, 1]`: `S >= 0` whatever f32 rounds.
 pub(crate) fn covariance_update<const M: usize>(
     packed: &mut [f32],
     d: &mut [f32; M],
     zu: &[[f32; 2]; M],
-    sz: &mut [f32; M],
+    tau: &mut [f32; M],
     row: f32,
     m: usize,
-) {
-    let mut running = Running {
-        alpha: row,
-        inv: 1.0 / row,
-    };
+) -> f32 {
+    let mut running = Running { alpha: row };
     let mut rest = packed;
     let mut done = 0;
     while done + BLOCK <= m {
         let Some((main, tail)) = core::mem::take(&mut rest).split_at_mut_checked(2 * BLOCK * done)
         else {
-            return;
+            break;
         };
         let Some((corner, tail)) = tail.split_first_chunk_mut::<12>() else {
-            return;
+            break;
         };
         rest = tail;
         let (Some(ds), Some(fs)) = (
             d.get_mut(done..).and_then(|d| d.first_chunk_mut::<BLOCK>()),
             zu.get(done..).and_then(|z| z.first_chunk::<BLOCK>()),
         ) else {
-            return;
+            break;
         };
         let [d0, d1, d2, d3] = ds;
         let [[z0, u0], [z1, u1], [z2, u2], [z3, u3]] = *fs;
-        let s0 = running.step(d0, z0 + u0);
-        let s1 = running.step(d1, z1 + u1);
-        let s2 = running.step(d2, z2 + u2);
-        let s3 = running.step(d3, z3 + u3);
-        let Some((before, own)) = sz.split_at_mut_checked(done) else {
-            return;
+        let steps = [
+            running.step(d0, z0 + u0),
+            running.step(d1, z1 + u1),
+            running.step(d2, z2 + u2),
+            running.step(d3, z3 + u3),
+        ];
+        let [s0, s1, s2, s3] = steps;
+        let Some((before, own)) = tau.split_at_mut_checked(done) else {
+            break;
         };
-        // Column by column over the block's four rows, in row order.
-        for (s, column) in before.iter_mut().zip(main.as_chunks_mut::<8>().0) {
-            let [_, h0, _, h1, _, h2, _, h3] = *column;
-            let (h0, x) = s0.apply(h0, *s);
-            let (h1, x) = s1.apply(h1, x);
-            let (h2, x) = s2.apply(h2, x);
-            let (h3, x) = s3.apply(h3, x);
-            (column[1], column[3], column[5], column[7]) = (h0, h1, h2, h3);
-            *s = x;
+        // Four columns a step (done is a multiple of four: no tails),
+        // each over the block's four rows in row order.
+        let columns = main.as_chunks_mut::<8>().0.as_chunks_mut::<BLOCK>().0;
+        for (ts, hs) in before.as_chunks_mut::<BLOCK>().0.iter_mut().zip(columns) {
+            let [t0, t1, t2, t3] = ts;
+            let [c0, c1, c2, c3] = hs;
+            measure_column(t0, c0, steps);
+            measure_column(t1, c1, steps);
+            measure_column(t2, c2, steps);
+            measure_column(t3, c3, steps);
         }
         let Some(own) = own.first_chunk_mut::<BLOCK>() else {
-            return;
+            break;
         };
         let [_, h10, _, h20, _, h21, _, h30, _, h31, _, h32] = *corner;
         let (h10, x0) = s1.apply(h10, s0.g);
@@ -750,20 +841,34 @@ pub(crate) fn covariance_update<const M: usize>(
     }
     for i in done..m {
         let Some((row, tail)) = core::mem::take(&mut rest).split_at_mut_checked(2 * i) else {
-            return;
+            break;
         };
         rest = tail;
         let (Some(di), Some(&[z, u])) = (d.get_mut(i), zu.get(i)) else {
-            return;
+            break;
         };
         let step = running.step(di, z + u);
-        for (pair, s) in row.as_chunks_mut::<2>().0.iter_mut().zip(sz.iter_mut()) {
-            (pair[1], *s) = step.apply(pair[1], *s);
+        for (pair, t) in row.as_chunks_mut::<2>().0.iter_mut().zip(tau.iter_mut()) {
+            (pair[1], *t) = step.apply(pair[1], *t);
         }
-        if let Some(s) = sz.get_mut(i) {
-            *s = step.g;
+        if let Some(t) = tau.get_mut(i) {
+            *t = step.g;
         }
     }
+    running.alpha
+}
+
+/// A column's four `H` entries (the odd ones of `column`) and the scaled
+/// gain's entry there through a block's steps, first row first.
+#[inline(always)]
+fn measure_column(tau: &mut f32, column: &mut [f32; 8], [s0, s1, s2, s3]: [Measured; BLOCK]) {
+    let [_, h0, _, h1, _, h2, _, h3] = *column;
+    let (h0, x) = s0.apply(h0, *tau);
+    let (h1, x) = s1.apply(h1, x);
+    let (h2, x) = s2.apply(h2, x);
+    let (h3, x) = s3.apply(h3, x);
+    (column[1], column[3], column[5], column[7]) = (h0, h1, h2, h3);
+    *tau = x;
 }
 
 #[cfg(test)]
@@ -951,7 +1056,7 @@ mod tests {
         covariance(&|i, j| at(i, j), d, m)
     }
 
-    /// Bierman's sweep gives `S z` and `S' = S - (S z)(S z)^T / (row + z^T
+    /// Bierman's sweep gives `S z` (as `alpha tau`) and `S' = S - (S z)(S z)^T / (row + z^T
     /// S z)`, `L1` untouched.
     #[test]
     fn the_covariance_update_is_the_measurement_update() {
@@ -969,15 +1074,18 @@ mod tests {
                 }
             });
             let row = 0.3f32;
-            let mut sz = [9.0f32; M];
-            covariance_update(&mut packed, &mut d, &zu, &mut sz, row, m);
+            let mut tau = [9.0f32; M];
+            let alpha = covariance_update(&mut packed, &mut d, &zu, &mut tau, row, m);
             let want: Vec<f64> = (0..m)
                 .map(|a| (0..m).map(|b| s[a][b] * z[b]).sum())
                 .collect();
             let zsz: f64 = (0..m).map(|a| z[a] * want[a]).sum();
+            let sum = f64::from(row) + zsz;
+            assert!((f64::from(alpha) - sum).abs() < 1e-5 * sum, "m {m} alpha");
             let after = covariance_after(&packed, &d, m);
             for a in 0..m {
-                assert!((f64::from(sz[a]) - want[a]).abs() < 1e-5, "m {m} S z {a}");
+                let sz = f64::from(alpha) * f64::from(tau[a]);
+                assert!((sz - want[a]).abs() < 1e-5, "m {m} S z {a}");
                 for b in 0..m {
                     let exact = s[a][b] - want[a] * want[b] / (f64::from(row) + zsz);
                     assert!((after[a][b] - exact).abs() < 1e-5, "m {m} ({a}, {b})");
@@ -1000,7 +1108,7 @@ mod tests {
                 let (_, h, mut packed, _, mut d) = setup(m);
                 let s = covariance(&|i, j| h[i][j], &d, m);
                 let mu = 0.81f32;
-                forget_coordinate(&mut packed, &mut d, k, mu, m);
+                forget_coordinate(&mut packed, &mut d, k, mu, m, &mut [9.0; M]);
                 let after = covariance_after(&packed, &d, m);
                 let scale = |i: usize| if i == k { 0.9 } else { 1.0 };
                 for a in 0..m {
@@ -1030,7 +1138,7 @@ mod tests {
                 core::array::from_fn(|i| if i < m { 0.2 - 0.05 * i as f32 } else { 0.0 });
             let mut consumed: [[f32; 2]; M] = core::array::from_fn(|i| [v[i], 9.0]);
             let weight = 0.7;
-            update::<M, Step>(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
+            update::<M, Step, [f32; 2]>(&mut packed, &mut d, &mut consumed, weight, 1.0, m);
             let old = complement(&|i, j| g[i][j], &d_before, m);
             let at = |i: usize, j: usize| f64::from(packed[packed_index(i, j, 1, m, true)]);
             let new = complement(&|i, j| if j < i { at(i, j) } else { 0.0 }, &d, m);

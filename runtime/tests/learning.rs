@@ -709,3 +709,43 @@ fn an_unchanged_model_writes_its_source_back() {
     model.write_blob(&blob, &mut out).unwrap();
     assert_ne!(out, blob);
 }
+
+/// A gate with a run (`gate_run`): isolated outliers are refused however
+/// often they come, while a plant that steps far beyond the gate is
+/// learned from the run's last row on.
+#[test]
+fn a_run_beyond_the_gate_opens_it() {
+    for spec in [doc_updatable_spec(), as_covariance(&doc_updatable_spec())] {
+        let blob = spec.to_bytes().unwrap();
+        let mut model = Model::<4, 2, 2>::from_bytes(&blob).unwrap();
+        let settings = UpdateSettings {
+            gate: 3.0,
+            gate_run: 3,
+            ..Default::default()
+        };
+        model.set_update_settings(settings).unwrap();
+        let inputs = [[0.0f32, 0.0], [0.5, -0.3], [-0.4, 0.6], [0.2, 0.9]];
+        for x in inputs.iter().cycle().take(12) {
+            let p = model.predict(x).unwrap();
+            // A spike, refused, then an ordinary reading, learned: the run
+            // never reaches 3.
+            assert_eq!(model.update(x, p.mean + 1e3), Err(Error::Outlier));
+            model.update(x, p.mean).unwrap();
+        }
+        // The plant steps 50 predictive sd up: two rows refused, the third
+        // and the rest learned.
+        let step = |model: &Model<4, 2, 2>, x: &[f32; 2]| {
+            let p = model.predict(x).unwrap();
+            p.mean + 50.0 * p.std_dev()
+        };
+        for (t, x) in inputs.iter().cycle().take(8).enumerate() {
+            let target = step(&model, x);
+            let seen = model.update(x, target);
+            if t < 2 {
+                assert_eq!(seen, Err(Error::Outlier), "row {t}");
+            } else {
+                assert!(seen.is_ok(), "row {t}: {seen:?}");
+            }
+        }
+    }
+}

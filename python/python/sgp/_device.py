@@ -258,7 +258,12 @@ class Model:
         return self._native.is_updatable
 
     def update(
-        self, X: Any, y: Any, forgetting: Optional[float] = None, gate: Optional[float] = None
+        self,
+        X: Any,
+        y: Any,
+        forgetting: Optional[float] = None,
+        gate: Optional[float] = None,
+        gate_run: Optional[int] = None,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Conditions the model on observations, in order, exactly as a
         device's ``Model::update`` does (the same f32 code): one row (``X``
@@ -271,8 +276,11 @@ class Model:
         nothing is forgotten, and the model is the batch posterior of every
         row it saw). ``gate``: a target further than this many predictive
         standard deviations from the prediction is not learned (None: every
-        finite target is). Both are ``sgp replay``'s ``--forgetting`` and
-        ``--gate``, checked by the same code.
+        finite target is). ``gate_run``: a run of this many rows in a row
+        beyond the gate opens it, the plant having moved (its last row and
+        the rest of the run are learned; None: the gate never opens). All
+        three are ``sgp replay``'s ``--forgetting``, ``--gate`` and
+        ``--gate-run``, checked by the same code.
 
         Returns, per row, what the model predicted just before learning it
         (mean and variance, of the first output; a classifier's mean is
@@ -294,14 +302,22 @@ class Model:
         """
         forgetting = None if forgetting is None else float(forgetting)
         gate = None if gate is None else float(gate)
+        gate_run = None if gate_run is None else int(gate_run)
         row = self._one_row(X)
         if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
-            m, v, kept = self._native.update_one(*row, float(y), forgetting, gate)
+            m, v, kept = self._native.update_one(*row, float(y), forgetting, gate, gate_run)
             return np.array([m]), np.array([v]), np.array([kept])
         X = self._rows(X, finite=False)
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
         mean, variance, learned = self._native.update_rows(
-            to_native(X), X.shape[0], X.shape[1], to_native(y), y.shape[1], forgetting, gate
+            to_native(X),
+            X.shape[0],
+            X.shape[1],
+            to_native(y),
+            y.shape[1],
+            forgetting,
+            gate,
+            gate_run,
         )
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 

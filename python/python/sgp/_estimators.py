@@ -583,11 +583,17 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 
     @available_if(_learns_on_the_device)
     def partial_fit(
-        self, X: Any, y: Any, forgetting: Optional[float] = None, gate: Optional[float] = None
+        self,
+        X: Any,
+        y: Any,
+        forgetting: Optional[float] = None,
+        gate: Optional[float] = None,
+        gate_run: Optional[int] = None,
     ) -> "SparseGPRegressor":
         """Conditions the fitted model on more rows, in order, through the
         device's own update (``sgp.Model.update``: f32, the code a
-        microcontroller runs; ``forgetting`` and ``gate`` are its), with
+        microcontroller runs; ``forgetting``, ``gate`` and ``gate_run`` are
+        its), with
         the hyperparameters and basis as fitted: ``blob_``, ``to_bytes()``,
         ``save`` and ``predict`` are then the updated model's. The first
         call on an unfitted estimator is ``fit``. Only with
@@ -611,7 +617,7 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
                 "(basis_['kept'] == 'separate')"
             )
         device = getattr(self, "_device", None) or Model.from_bytes(self.blobs_[0])
-        device.update(X, np.asarray(y, dtype=np.float64), forgetting, gate)
+        device.update(X, np.asarray(y, dtype=np.float64), forgetting, gate, gate_run)
         self._device = device
         self.blob_ = device.to_bytes()
         self.blobs_ = [self.blob_]

@@ -56,6 +56,7 @@ class Model:
         y: float,
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
+        gate_run: Optional[int] = None,
     ) -> Tuple[float, float, bool]: ...
     def update_rows(
         self,
@@ -66,6 +67,7 @@ class Model:
         p: int,
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
+        gate_run: Optional[int] = None,
     ) -> Tuple[bytes, bytes, List[bool]]: ...
 
 def fit(

@@ -56,6 +56,13 @@ pub struct UpdateSettings {
     /// standard deviations would otherwise be refused for ever. A
     /// classifier's labels are never refused.
     pub gate: f32,
+    /// A run of this many consecutive targets beyond [`Self::gate`] opens
+    /// it: a plant that moved, not a sensor that spiked. The run's first
+    /// `gate_run - 1` rows are refused, its last and every further row
+    /// beyond the gate learned, until a row within it ends the run (the
+    /// model counts the run, a byte of its state). `0` (the default): the
+    /// gate never opens.
+    pub gate_run: u8,
 }
 
 impl Default for UpdateSettings {
@@ -63,11 +70,19 @@ impl Default for UpdateSettings {
         UpdateSettings {
             forgetting: 1.0,
             gate: f32::INFINITY,
+            gate_run: 0,
         }
     }
 }
 
 impl UpdateSettings {
+    /// A model's settings before any are set: all zero bits, out of range.
+    pub(crate) const UNSET: UpdateSettings = UpdateSettings {
+        forgetting: 0.0,
+        gate: 0.0,
+        gate_run: 0,
+    };
+
     /// Accepts settings in range: `0 < forgetting <= 1`, `gate > 0`.
     pub(crate) fn check(self) -> Result<Self, Error> {
         let forgetting = self.forgetting > 0.0 && self.forgetting <= 1.0;
@@ -356,27 +371,31 @@ impl Seen {
 
 /// Applies `plan` to an output of the covariance form with factors of its
 /// own, from the pairs `zu` of [`Seen::of_covariance`]: Bierman's sweep
-/// (`S z` into `sz`), then the means `a <- a + S z gain`.
+/// (`S z / alpha` into `tau`), then the means `a <- a + S z gain`; returns
+/// the sweep's `alpha` (`S z = alpha tau`).
 fn commit_covariance<const M: usize>(
     output: &mut Output<M>,
     zu: &[[f32; 2]; M],
-    sz: &mut [f32; M],
+    tau: &mut [f32; M],
     plan: &Plan,
     m: usize,
-) {
-    if let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) {
-        whitened::covariance_update(
-            packed.as_flattened_mut(),
-            &mut output.inv_diagonal2,
-            zu,
-            sz,
-            plan.row,
-            m,
-        );
+) -> f32 {
+    let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
+        return 0.0;
+    };
+    let alpha = whitened::covariance_update(
+        packed.as_flattened_mut(),
+        &mut output.inv_diagonal2,
+        zu,
+        tau,
+        plan.row,
+        m,
+    );
+    let gain = alpha * plan.gain;
+    for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
+        *a += t * gain;
     }
-    for (a, &s) in output.mean_mut().iter_mut().zip(sz.iter()).take(m) {
-        *a += s * plan.gain;
-    }
+    alpha
 }
 
 /// The covariance form forgets coordinate `k` at the updates `t` with `k
@@ -444,7 +463,7 @@ fn commit<const M: usize>(
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return;
     };
-    whitened::update::<M, whitened::Step>(
+    whitened::update::<M, whitened::Step, [f32; 2]>(
         packed.as_flattened_mut(),
         &mut output.inv_diagonal2,
         sz,
@@ -582,7 +601,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// assert_eq!(model.update_settings(), Default::default());
     /// ```
     pub fn update_settings(&self) -> UpdateSettings {
-        self.settings.unwrap_or_default()
+        if self.settings == UpdateSettings::UNSET {
+            UpdateSettings::default()
+        } else {
+            self.settings
+        }
     }
 
     /// Sets the settings [`Model::update`] and [`Model::update_all`] use
@@ -591,9 +614,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// ```
     /// use sgp_runtime::{Error, Model, UpdateSettings};
     /// let mut model = Model::<4, 1, 1>::new();
-    /// model.set_update_settings(UpdateSettings { forgetting: 0.999, gate: 5.0 })?;
+    /// model.set_update_settings(UpdateSettings { forgetting: 0.999, gate: 5.0, gate_run: 3 })?;
     /// assert_eq!(
-    ///     model.set_update_settings(UpdateSettings { forgetting: 1.5, gate: 5.0 }),
+    ///     model.set_update_settings(UpdateSettings { forgetting: 1.5, ..Default::default() }),
     ///     Err(Error::InvalidSetting)
     /// );
     /// # Ok::<(), Error>(())
@@ -603,7 +626,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// [`Error::InvalidSetting`] for a forgetting factor outside `(0, 1]`
     /// or a gate that is not `> 0` (the settings are then unchanged).
     pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
-        self.settings = Some(settings.check()?);
+        self.settings = settings.check()?;
         Ok(())
     }
 
@@ -631,7 +654,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// [`Error::TargetLength`] for a model of several outputs (use
     /// [`Model::update_all`]); the input errors of [`Model::predict`];
     /// [`Error::InvalidTarget`] for a NaN or infinite target (or a label
-    /// other than 0 or 1); [`Error::Outlier`] beyond the gate.
+    /// other than 0 or 1); [`Error::Outlier`] beyond the gate (the row
+    /// counts towards [`UpdateSettings::gate_run`]; nothing else changes).
     pub fn update(&mut self, x: &[f32], y: f32) -> Result<Innovation, Error> {
         self.update_with(x, y, self.update_settings())
     }
@@ -708,6 +732,37 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     ) -> Result<super::Outputs<Innovation, P>, Error> {
         let observation = self.learning.observation().ok_or(Error::NotUpdatable)?;
         let settings = settings.check()?;
+        // The last row of a long enough run beyond the gate opens it.
+        let run = self.gated.saturating_add(1);
+        let open = settings.gate_run > 0 && run >= settings.gate_run;
+        let gate = if open { f32::INFINITY } else { settings.gate };
+        match self.learn(observation, x, y, UpdateSettings { gate, ..settings }) {
+            Ok(seen) => {
+                let limit = settings.gate * settings.gate;
+                let beyond = observation != Observation::Probit
+                    && seen
+                        .iter()
+                        .any(|i| i.residual * i.residual > limit * i.prediction.variance);
+                self.gated = if beyond { run } else { 0 };
+                Ok(seen)
+            }
+            Err(Error::Outlier) => {
+                self.gated = run;
+                Err(Error::Outlier)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`Model::update_all_with`] with the settings checked and the gate
+    /// as the run left it.
+    fn learn(
+        &mut self,
+        observation: Observation,
+        x: &[f32],
+        y: &[f32],
+        settings: UpdateSettings,
+    ) -> Result<super::Outputs<Innovation, P>, Error> {
         let count = self.output_count();
         if y.len() != count {
             return Err(Error::TargetLength {
@@ -936,14 +991,15 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
         let mut plans = plans.iter();
         let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
-        let mut sz = [0.0f32; M];
-        commit_covariance(first, &zu, &mut sz, &plan, m);
+        let mut tau = [0.0f32; M];
+        let alpha = commit_covariance(first, &zu, &mut tau, &plan, m);
         for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
             match output.shared_variance {
                 Some(ratio) => {
                     let (scale, _) = whitened::root_and_reciprocal(ratio);
-                    for (a, &s) in output.mean_mut().iter_mut().zip(&sz).take(m) {
-                        *a += scale * s * plan.gain;
+                    let gain = scale * alpha * plan.gain;
+                    for (a, &t) in output.mean_mut().iter_mut().zip(&tau).take(m) {
+                        *a += t * gain;
                     }
                 }
                 None => {
@@ -972,6 +1028,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                         k,
                         mu,
                         m,
+                        &mut tau,
                     );
                 }
             }

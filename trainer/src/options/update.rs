@@ -6,24 +6,37 @@ use sgp_runtime::UpdateSettings;
 
 use crate::{Error, Result};
 
-/// `--forgetting` and `--gate` (`None`: the runtime's default, nothing
-/// forgotten and no gate) as the runtime's settings.
+/// `--forgetting`, `--gate` and `--gate-run` (`None`: the runtime's
+/// default, nothing forgotten, no gate, a gate that never opens) as the
+/// runtime's settings.
 ///
 /// ```
 /// use sgp_trainer::options::update::update_settings;
 ///
-/// assert_eq!(update_settings(None, None).unwrap(), sgp_runtime::UpdateSettings::default());
-/// let err = update_settings(Some(2.0), None).unwrap_err().to_string();
+/// assert_eq!(update_settings(None, None, None).unwrap(), sgp_runtime::UpdateSettings::default());
+/// let err = update_settings(Some(2.0), None, None).unwrap_err().to_string();
 /// assert!(err.contains("--forgetting must be in (0, 1], not 2"));
+/// let err = update_settings(None, None, Some(3)).unwrap_err().to_string();
+/// assert!(err.contains("--gate-run needs a --gate"));
 /// ```
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the setting out of range.
-pub fn update_settings(forgetting: Option<f32>, gate: Option<f32>) -> Result<UpdateSettings> {
+pub fn update_settings(
+    forgetting: Option<f32>,
+    gate: Option<f32>,
+    gate_run: Option<u8>,
+) -> Result<UpdateSettings> {
     let defaults = UpdateSettings::default();
+    if gate.is_none() && gate_run.is_some_and(|r| r > 0) {
+        return Err(Error::BadInput(
+            "--gate-run needs a --gate: it counts the rows beyond the gate".into(),
+        ));
+    }
     let settings = UpdateSettings {
         forgetting: forgetting.unwrap_or(defaults.forgetting),
         gate: gate.unwrap_or(defaults.gate),
+        gate_run: gate_run.unwrap_or(defaults.gate_run),
     };
     let forgetting = settings.forgetting;
     if forgetting.is_nan() || forgetting <= 0.0 || forgetting > 1.0 {

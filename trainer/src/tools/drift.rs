@@ -33,6 +33,9 @@ pub enum Shift {
     Gain,
     /// `f -> f + 1`: an offset alone.
     Offset,
+    /// `f -> 1.5 f + 0.3 + 0.2 x_1`: a gain, an offset and a slope along
+    /// the first input (issue 52's plant).
+    GainOffsetSlope,
 }
 
 impl Shift {
@@ -43,6 +46,9 @@ impl Shift {
             (false, _) => f,
             (true, Shift::Gain) => 1.6 * f + 0.4,
             (true, Shift::Offset) => f + 1.0,
+            (true, Shift::GainOffsetSlope) => {
+                1.5 * f + 0.3 + 0.2 * x.first().copied().unwrap_or(0.0)
+            }
         }
     }
 
