@@ -839,21 +839,21 @@ mod tests {
     }
 
     /// The default classifier (M = 64) on the ring, two relevant inputs
-    /// of six and 5% flipped labels: near the Bayes error on held-out
-    /// rows at every size and seed (within 1 point on 20,000 rows, 3 on
-    /// 2,000, where the boundary's estimate is worse). Before the
-    /// focused start and the plateau-aware stall test, some draws stayed
-    /// at the base rate (49% error); the 100,000-row case is
+    /// of six and 5% flipped labels, against the Bayes error on 20,000
+    /// held-out rows: within 1 point from 20,000 rows, 1.5 from 5,000;
+    /// from 2,000 rows within 2.25 points over five draws (and 3 on each),
+    /// which is what a GP classifier reaches there even knowing the two
+    /// relevant inputs (the exact one 6.7% and 7.2%, seeds 1 and 2:
+    /// docs/src/classification.md, "The ring at every size"). Before the
+    /// focused start and the plateau-aware stall test some draws stayed
+    /// at the base rate (49% error); 100,000 rows is
     /// bench/classify/ring.sh.
     #[test]
     fn the_ring_is_learned_at_every_size_and_seed() {
-        let test = crate::tools::synth::classification_dataset(ClassShape::Ring, 4000, 99).unwrap();
-        for (rows, seed, margin) in [
-            (2000, 1, 0.03),
-            (2000, 2, 0.03),
-            (2000, 3, 0.03),
-            (20_000, 1, 0.01),
-        ] {
+        let test =
+            crate::tools::synth::classification_dataset(ClassShape::Ring, 20_000, 99).unwrap();
+        let bayes = crate::tools::synth::RING_FLIPPED;
+        let error = |rows: usize, seed: u64| {
             let train =
                 crate::tools::synth::classification_dataset(ClassShape::Ring, rows, seed).unwrap();
             let params = FitParams::Svgp(SvgpParams {
@@ -863,8 +863,16 @@ mod tests {
             });
             let fitted = fit(&train, &params, &mut |_| {}).unwrap();
             let p = fitted.set.members[0].predict_raw(&test.raw_x()).unwrap();
-            let err = error_rate(p.mean.as_slice(), test.y.as_slice());
-            let bayes = crate::tools::synth::RING_FLIPPED;
+            error_rate(p.mean.as_slice(), test.y.as_slice())
+        };
+        let small: Vec<f64> = (1..=5).map(|seed| error(2000, seed)).collect();
+        let mean = small.iter().sum::<f64>() / small.len() as f64;
+        assert!(
+            mean < bayes + 0.0225 && small.iter().all(|&e| e < bayes + 0.03),
+            "2,000 rows, seeds 1 to 5: test errors {small:?}"
+        );
+        for (rows, seed, margin) in [(5000, 2, 0.015), (20_000, 1, 0.01)] {
+            let err = error(rows, seed);
             assert!(
                 err < bayes + margin,
                 "{rows} rows, seed {seed}: test error {err}"
