@@ -7,7 +7,7 @@
 //! reverse), and by more than a tolerance where the choice has one.
 //!
 //! A contest is held on at most [`CONTEST_ROWS`] rows: on more, on a
-//! seeded random subset of that many ([`contest_rows`]), the chosen fit
+//! seeded random subset of that many (`contest_rows`), the chosen fit
 //! then fitted on every row; so a choice is made at every size, and what
 //! it costs grows with the rows up to that of `CONTEST_ROWS` and no
 //! further (docs/src/model-families.md, "Held-out choices at every size").
@@ -20,7 +20,7 @@ use super::metrics::paired_standard_error;
 use crate::data::Dataset;
 use crate::Result;
 
-/// Rows a contest is held on, at most ([`contest_rows`]).
+/// Rows a contest is held on, at most (`contest_rows`).
 pub const CONTEST_ROWS: usize = 2000;
 
 /// `outputs`, or on more than [`CONTEST_ROWS`] rows a random
