@@ -46,4 +46,4 @@ def test_the_chapters_table_states_the_libraries_defaults():
             checked += 1
     assert checked >= 8
     assert rows["random_state"].strip() == defaults["seed"]
-    assert f"below {defaults['held_out_rows']} rows" in rows["objective"]
+    assert f"on at most {defaults['held_out_rows']} rows" in rows["objective"]
