@@ -31,7 +31,7 @@ use super::sparse::{minimise_part, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
-use crate::evaluate::contest::{Contest, CONTEST_ROWS};
+use crate::evaluate::contest::{contest_rows, Contest};
 use crate::evaluate::metrics::row_nlpds;
 use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
@@ -135,9 +135,10 @@ fn choose_strength(
             "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
         );
     }
-    let Ok(data) = data.at_most_rows(CONTEST_ROWS, params.seed) else {
+    let Ok(sample) = contest_rows(std::slice::from_ref(data), params.seed) else {
         return default("the folds could not be made".into());
     };
+    let data = &sample[0];
     let n = data.n_rows();
     let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
     if n / STRENGTH_FOLDS < 5 || fold_fit_rows <= params.m {
