@@ -69,6 +69,12 @@ fn device_scores(model: &Model<M, D, D>, x: &DMatrix<f64>, y: &DVector<f64>) -> 
     scores(&p, y)
 }
 
+/// The NLPDs at the checkpoints, "a / b / c".
+fn checkpoints(scores: &[(f64, f64)]) -> String {
+    let nlpd: Vec<String> = scores.iter().map(|s| format!("{:.2}", s.0)).collect();
+    nlpd.join(" / ")
+}
+
 /// Streams `x, y` through the device's update at `forgetting`; the scores
 /// on the test rows at each checkpoint.
 fn track(
@@ -138,10 +144,8 @@ fn main() {
             unchanged_none = kept;
         }
         println!(
-            "| {lam} | {:.2} / {:.2} / {:.2} | {:.3} | {kept:.3} ({:+.3}) |",
-            s[0].0,
-            s[1].0,
-            s[2].0,
+            "| {lam} | {} | {:.3} | {kept:.3} ({:+.3}) |",
+            checkpoints(&s),
             s[1].1,
             kept - unchanged_none
         );
@@ -189,13 +193,9 @@ fn noise_table(blob: &[u8]) {
                 fitted = kept;
             }
             println!(
-                "| {forgetting} | {noise_forgetting} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {kept:.3} ({:+.3}) |",
-                a[0].0,
-                a[1].0,
-                a[2].0,
-                b[0].0,
-                b[1].0,
-                b[2].0,
+                "| {forgetting} | {noise_forgetting} | {} | {} | {kept:.3} ({:+.3}) |",
+                checkpoints(&a),
+                checkpoints(&b),
                 kept - fitted
             );
         }
