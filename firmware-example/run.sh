@@ -212,6 +212,11 @@ case $status in
     *) check_failed "$MAIN_BIN exited with status $status (see the lines marked FAILED/MISSES above)" ;;
 esac
 
+# The learning loop's error before and after the drifting plant's change,
+# the device's against the host's replay (src/learning.rs).
+grep -q '^learn loop: .*; matches the host' "$LOG" ||
+    check_failed "the learning loop's error differs from the host's (line 'learn loop:')"
+
 step "run $STEPS_BIN (the user guide's five-step firmware) under QEMU"
 if "${QEMU[@]}" "$BIN_DIR/$STEPS_BIN"; then
     echo "ok: the user guide's snippet builds and runs"

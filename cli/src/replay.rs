@@ -38,6 +38,12 @@ pub(crate) struct ReplayArgs {
     /// default: the gate never opens.
     #[arg(long)]
     gate_run: Option<u8>,
+    /// Noise forgetting factor in (0, 1]: the noise variance follows the
+    /// residuals of about the last 1 / (1 - this) rows, from 0.01 times the
+    /// fitted one to 100 times it or the prior variance, the larger
+    /// (default 1: the fitted noise; `--out` keeps the fitted noise too).
+    #[arg(long)]
+    noise_forgetting: Option<f32>,
     /// Rows per line of the error table (and per point of the picture's
     /// lower panel).
     #[arg(long, default_value_t = 100)]
@@ -72,7 +78,12 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
             "--window 0: a window holds at least one row; give --window 1 or more".into(),
         ));
     }
-    let settings = update_settings(Some(args.forgetting), args.gate, args.gate_run)?;
+    let settings = update_settings(
+        Some(args.forgetting),
+        args.gate,
+        args.gate_run,
+        args.noise_forgetting,
+    )?;
     let model = Input::open(&args.model)?;
     let data = Input::open(&args.data)?;
     let outputs: Vec<(&str, &Path)> = [("--out", &args.out), ("--svg", &args.svg)]

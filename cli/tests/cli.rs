@@ -2651,10 +2651,15 @@ fn replay_refuses_settings_out_of_range_before_any_row() {
         &replay(&["--gate-run", "3"]),
         &["--gate-run needs a --gate"],
     );
+    assert_bad_input(
+        &replay(&["--noise-forgetting", "1.5"]),
+        &["--noise-forgetting must be in (0, 1], not 1.5"],
+    );
     ok(
         &replay(&["--forgetting", "0.99", "--gate", "3", "--gate-run", "4"]),
         "replay",
     );
+    ok(&replay(&["--noise-forgetting", "0.999"]), "replay");
 }
 
 /// Issue 49 item 10, as a user meets it: an updatable fit of 60 rows at

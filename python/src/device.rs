@@ -8,7 +8,9 @@ use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
 use sgp_trainer::export::device::LoadedModel;
-use sgp_trainer::export::device::{classify_all, predict_outputs, DevicePrediction};
+use sgp_trainer::export::device::{
+    classify_all, predict_outputs, predict_outputs_loaded, DevicePrediction,
+};
 use sgp_trainer::options::update::update_settings;
 use sgp_trainer::tools::inspect::summarise;
 use sgp_trainer::tools::replay::{learns, replay_loaded, step};
@@ -201,7 +203,20 @@ impl Model {
     ) -> PyResult<Predictions<'py>> {
         let x = matrix(x, n, d, "X")?;
         let blob = self.blob()?;
-        let outputs = py.detach(|| predict_outputs(&blob, &x)).py_err()?;
+        // The model kept loaded, as it is (a noise it learned included);
+        // else the blob, off the interpreter.
+        let kept = {
+            let state = self.state()?;
+            state
+                .device
+                .as_ref()
+                .map(|loaded| predict_outputs_loaded(loaded, &x))
+        };
+        let outputs = match kept {
+            Some(outputs) => outputs,
+            None => py.detach(|| predict_outputs(&blob, &x)),
+        }
+        .py_err()?;
         let cells = |f: &dyn Fn(&DevicePrediction) -> f32| {
             to_bytes(py, outputs.iter().flatten().map(|p| f64::from(f(p))))
         };
@@ -298,8 +313,8 @@ impl Model {
     /// reads it) with target `y`, through the runtime's own update on the
     /// model kept loaded: what it predicted before learning the row (mean,
     /// variance) and whether the gate let it be learned. `forgetting`,
-    /// `gate` and `gate_run` as `update_rows`'.
-    #[pyo3(signature = (x, single, y, forgetting=None, gate=None, gate_run=None))]
+    /// `gate`, `gate_run` and `noise_forgetting` as `update_rows`'.
+    #[pyo3(signature = (x, single, y, forgetting=None, gate=None, gate_run=None, noise_forgetting=None))]
     #[allow(clippy::too_many_arguments)]
     fn update_one(
         &self,
@@ -309,8 +324,9 @@ impl Model {
         forgetting: Option<f32>,
         gate: Option<f32>,
         gate_run: Option<u8>,
+        noise_forgetting: Option<f32>,
     ) -> PyResult<(f64, f64, bool)> {
-        let settings = update_settings(forgetting, gate, gate_run).py_err()?;
+        let settings = update_settings(forgetting, gate, gate_run, noise_forgetting).py_err()?;
         let row = self.row(x, single)?;
         let classifier = self.spec.shape.link == Link::Probit;
         learns(&self.spec).py_err()?;
@@ -337,10 +353,11 @@ impl Model {
     /// 1 positive, 0 negative), in order, through the runtime's own update
     /// (f32, as a device), in place: per row (first output) the predicted
     /// mean and variance before learning it and whether the gate let it be
-    /// learned. `forgetting`, `gate` and `gate_run` are `sgp replay`'s
+    /// learned. `forgetting`, `gate`, `gate_run` and `noise_forgetting`
+    /// are `sgp replay`'s
     /// (`None`: its default), checked by the same code. On an error the
     /// model is as it was before the call.
-    #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None, gate_run=None))]
+    #[pyo3(signature = (x, n, d, y, p, forgetting=None, gate=None, gate_run=None, noise_forgetting=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn update_rows<'py>(
         &self,
@@ -353,8 +370,9 @@ impl Model {
         forgetting: Option<f32>,
         gate: Option<f32>,
         gate_run: Option<u8>,
+        noise_forgetting: Option<f32>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<bool>)> {
-        let settings = update_settings(forgetting, gate, gate_run).py_err()?;
+        let settings = update_settings(forgetting, gate, gate_run, noise_forgetting).py_err()?;
         let x = matrix(x, n, d, "X")?;
         let y = matrix(y, n, p, "y")?;
         learns(&self.spec).py_err()?;

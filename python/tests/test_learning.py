@@ -116,6 +116,30 @@ def test_a_run_beyond_the_gate_opens_it():
         model.update(log_x[:1], log_y[:1], gate_run=3)
 
 
+def test_the_noise_follows_a_louder_plant():
+    est, _, _ = _fitted()
+    rng = np.random.default_rng(11)
+    log_x = rng.uniform(-3, 3, size=(1500, 2))
+    plant = np.sin(log_x[:, 0]) + 0.5 * np.cos(log_x[:, 1])
+    log_y = plant + 0.3 * rng.standard_normal(1500)  # six times the fitted noise
+    probe = rng.uniform(-3, 3, size=(200, 2))
+    following, fitted = est.to_model(), est.to_model()
+    following.update(log_x, log_y, noise_forgetting=0.99)
+    fitted.update(log_x, log_y)
+    # The kept model predicts with the learned noise, one row or many.
+    wide = following.predict(probe)[1]
+    assert np.median(wide / fitted.predict(probe)[1]) > 10
+    assert following.predict(probe[0])[1][0] == pytest.approx(wide[0], rel=1e-6)
+    # The blob keeps the fitted noise: far from the data, prior + noise.
+    far = np.array([[1e3, 1e3]])
+    reloaded = sgp.Model.from_bytes(following.to_bytes())
+    assert reloaded.predict(far)[1][0] == pytest.approx(fitted.predict(far)[1][0], rel=1e-6)
+    # ... and the kept one prior + learned noise (0.3^2 against 0.05^2).
+    assert following.predict(far)[1][0] - fitted.predict(far)[1][0] > 0.05
+    with pytest.raises(ValueError, match="noise_forgetting must be in"):
+        following.update(log_x[:1], log_y[:1], noise_forgetting=0.0)
+
+
 def test_a_failed_update_leaves_the_kept_model_as_it_was():
     est, X, _ = _fitted()
     model = est.to_model()

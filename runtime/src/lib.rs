@@ -82,6 +82,6 @@ pub use model::{
     fixed_point_supports, fixed_ram_bytes, ram_bytes, ram_bytes_with_outputs, Classification,
     FixedError, FixedModel, Innovation, Model, Name, Outputs, Prediction, PredictionWithGradient,
     ProbabilityWithGradient, Uncertain, UncertainDerivatives, UncertainPrediction, UpdateSettings,
-    NAME_CAPACITY,
+    NAME_CAPACITY, NOISE_CEILING, NOISE_FLOOR,
 };
 pub use version::{OLDEST_VERSION, VERSION};

@@ -21,7 +21,7 @@ pub use fixed::{
 };
 pub use gradient::{PredictionWithGradient, ProbabilityWithGradient};
 pub use inputs::{Name, NAME_CAPACITY};
-pub use learning::{Innovation, UpdateSettings};
+pub use learning::{Innovation, UpdateSettings, NOISE_CEILING, NOISE_FLOOR};
 use learning::{Learns, Origin, Spans};
 use outputs::Output;
 pub use outputs::{Classification, Outputs};
@@ -67,7 +67,7 @@ impl Prediction {
 /// amount of work whatever the input values. A `Model` is immutable and
 /// `Sync`, so one instance can serve several tasks.
 ///
-/// RAM: `4 (P (M^2 + 3M + 10) + M (2G + 1) + G D + 4D + 11) + 32 (D + P)`
+/// RAM: `4 (P (M^2 + 3M + 11) + M (2G + 1) + G D + 4D + 12) + 32 (D + P)`
 /// bytes plus a few words (see [`ram_bytes`], [`ram_bytes_with_outputs`]);
 /// each output's two triangular factors share one `M x M` array, the
 /// column names take [`NAME_CAPACITY`] + 1 bytes each.
@@ -171,14 +171,14 @@ pub const fn ram_bytes(m: usize, g: usize, d: usize) -> usize {
 /// use sgp_runtime::{ram_bytes, ram_bytes_with_outputs};
 /// // A second output costs its weights, factors and name, not a basis.
 /// let extra = ram_bytes_with_outputs(32, 4, 4, 2) - ram_bytes(32, 4, 4);
-/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 10) + 32);
+/// assert_eq!(extra, 4 * (32 * 32 + 3 * 32 + 11) + 32);
 /// ```
 pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> usize {
     // Each output's numbers, name, shared-variance ratio and learned spans.
-    let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-    // The basis, the exp polynomial, the scaling, the range, the update settings (an option:
-    // three words) and the origin (two).
-    let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5;
+    let output = 4 * (m * m + 3 * m + 11) + NAME_CAPACITY + 1;
+    // The basis, the exp polynomial, the scaling, the range, the update settings (four words)
+    // and the origin (two).
+    let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 6;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
     // the variance form, the output count, the learning flag, the kernel
@@ -1133,8 +1133,8 @@ mod tests {
     /// is [`ram_bytes_with_outputs`].
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
-        let output = 4 * (m * m + 3 * m + 10) + NAME_CAPACITY + 1;
-        let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 5) + p * output;
+        let output = 4 * (m * m + 3 * m + 11) + NAME_CAPACITY + 1;
+        let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 6) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
         (sizes_at + 2 * word + names + 6).next_multiple_of(word)
@@ -1163,7 +1163,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2192);
-        assert_eq!(ram_bytes(32, 4, 4), 6032);
+        assert_eq!(ram_bytes(16, 4, 4), 2200);
+        assert_eq!(ram_bytes(32, 4, 4), 6040);
     }
 }

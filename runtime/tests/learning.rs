@@ -749,3 +749,53 @@ fn a_run_beyond_the_gate_opens_it() {
         }
     }
 }
+
+/// With `noise_forgetting`, the noise variance moves with the residuals
+/// and stays within its bounds: targets on the mean take it to the floor,
+/// far ones to the ceiling (both forms, several seeds), the prediction far
+/// from the data is the prior plus the learned noise, and 0 is refused.
+/// (How well it follows a plant's noise: sgp-tests' learning tests.)
+#[test]
+fn the_learned_noise_stays_within_its_bounds() {
+    let base = fitted_spec(9, 8, 3, &[], Observation::Fitc);
+    for seed in 40..44 {
+        let fitted = fitted_spec(
+            seed,
+            8,
+            3,
+            &rows_for(&base, 200, seed, 0.02),
+            Observation::Fitc,
+        );
+        for spec in [fitted.clone(), as_covariance(&fitted)] {
+            let mut model = Small::from_bytes(&spec.to_bytes().unwrap()).unwrap();
+            let fitted_noise = model.noise_variance();
+            let fast = UpdateSettings {
+                noise_forgetting: 0.5,
+                ..Default::default()
+            };
+            let rows = rows_for(&spec, 100, seed, 0.0);
+            for (x, _) in &rows {
+                let x = f32s(x);
+                let mean = model.predict(&x).unwrap().mean;
+                model.update_with(&x, mean, fast).unwrap();
+            }
+            let floor = sgp_runtime::NOISE_FLOOR * fitted_noise;
+            assert!((model.noise_variance() - floor).abs() <= 1e-5 * floor);
+            for (x, _) in &rows {
+                let x = f32s(x);
+                let mean = model.predict(&x).unwrap().mean;
+                model.update_with(&x, mean + 1e3, fast).unwrap();
+            }
+            let prior = model.prior_variance();
+            let ceiling = (sgp_runtime::NOISE_CEILING * fitted_noise).max(prior);
+            assert!((model.noise_variance() - ceiling).abs() <= 1e-5 * ceiling);
+            let far = model.predict(&[1e3, 1e3, 1e3]).unwrap();
+            assert!((far.variance - prior - ceiling).abs() <= 1e-5 * far.variance);
+            let zero = UpdateSettings {
+                noise_forgetting: 0.0,
+                ..Default::default()
+            };
+            assert_eq!(model.set_update_settings(zero), Err(Error::InvalidSetting));
+        }
+    }
+}

@@ -6,7 +6,10 @@
 //! RMSE on 1,000 rows of the new regime after 100, 500 and 2,000 updates,
 //! against a fresh fit (hyperparameters too) on the first 500 new rows; and
 //! the same factors on a plant that does not change (2,000 rows of the old
-//! regime, tested on it).
+//! regime, tested on it). Then the noise that follows the data
+//! (`UpdateSettings::noise_forgetting`): on a plant whose noise grows
+//! threefold (the old function, and with the new regime's), and on the
+//! unchanged plant, with and without it.
 //!
 //! ```sh
 //! cargo run --release -p sgp-trainer --example drift_tracking
@@ -66,21 +69,36 @@ fn device_scores(model: &Model<M, D, D>, x: &DMatrix<f64>, y: &DVector<f64>) -> 
     scores(&p, y)
 }
 
+/// The NLPDs at the checkpoints, "a / b / c".
+fn checkpoints(scores: &[(f64, f64)]) -> String {
+    let nlpd: Vec<String> = scores.iter().map(|s| format!("{:.2}", s.0)).collect();
+    nlpd.join(" / ")
+}
+
 /// Streams `x, y` through the device's update at `forgetting`; the scores
 /// on the test rows at each checkpoint.
 fn track(
     blob: &[u8],
     forgetting: f32,
+    rows: (&DMatrix<f64>, &DVector<f64>),
+    test: (&DMatrix<f64>, &DVector<f64>),
+) -> Vec<(f64, f64)> {
+    let settings = UpdateSettings {
+        forgetting,
+        ..UpdateSettings::default()
+    };
+    track_with(blob, settings, rows, test)
+}
+
+/// [`track`] with every setting.
+fn track_with(
+    blob: &[u8],
+    settings: UpdateSettings,
     (x, y): (&DMatrix<f64>, &DVector<f64>),
     (tx, ty): (&DMatrix<f64>, &DVector<f64>),
 ) -> Vec<(f64, f64)> {
     let mut model = Model::<M, D, D>::from_bytes(blob).unwrap();
-    model
-        .set_update_settings(UpdateSettings {
-            forgetting,
-            ..UpdateSettings::default()
-        })
-        .unwrap();
+    model.set_update_settings(settings).unwrap();
     let mut out = Vec::new();
     for (t, (row, &target)) in x.row_iter().zip(y.iter()).enumerate() {
         let input: Vec<f32> = row.iter().map(|&v| v as f32).collect();
@@ -126,10 +144,8 @@ fn main() {
             unchanged_none = kept;
         }
         println!(
-            "| {lam} | {:.2} / {:.2} / {:.2} | {:.3} | {kept:.3} ({:+.3}) |",
-            s[0].0,
-            s[1].0,
-            s[2].0,
+            "| {lam} | {} | {:.3} | {kept:.3} ({:+.3}) |",
+            checkpoints(&s),
             s[1].1,
             kept - unchanged_none
         );
@@ -141,5 +157,47 @@ fn main() {
     println!("\nweaker forgetting, beyond the issue's list (the same columns):");
     for lam in [0.9999f32, 0.99995, 0.99998] {
         line(lam);
+    }
+    noise_table(&blob);
+}
+
+/// The noise that follows the data: NLPD after 100 / 500 / 2,000 updates
+/// on plants whose noise grows threefold, and after 2,000 on the unchanged
+/// plant, for each noise forgetting factor (1: the fitted noise) at no
+/// forgetting and at the chosen forgetting.
+fn noise_table(blob: &[u8]) {
+    let loud = 3.0 * NOISE;
+    let (same_x, same_y) = SHIFT.rows(2000, D, false, loud, 16);
+    let (same_tx, same_ty) = SHIFT.rows(1000, D, false, loud, 17);
+    let (new_x, new_y) = SHIFT.rows(2000, D, true, loud, 18);
+    let (new_tx, new_ty) = SHIFT.rows(1000, D, true, loud, 19);
+    let (old_x, old_y) = SHIFT.rows(2000, D, false, NOISE, 14);
+    let (old_tx, old_ty) = SHIFT.rows(1000, D, false, NOISE, 15);
+    println!(
+        "\nnoise that follows the data: the plant's noise sd grows from {NOISE} to {loud:.2} (test NLPD on 1,000 rows at the new noise)"
+    );
+    println!("| forgetting | noise forgetting | noise x3: NLPD after 100 / 500 / 2,000 | noise x3 and the new regime: after 100 / 500 / 2,000 | unchanged plant: after 2,000 (- fitted noise) |");
+    println!("|---|---|---|---|---|");
+    for forgetting in [1.0f32, 0.99998] {
+        let mut fitted = f64::NAN;
+        for noise_forgetting in [1.0f32, 0.999, 0.99, 0.95] {
+            let settings = UpdateSettings {
+                forgetting,
+                noise_forgetting,
+                ..UpdateSettings::default()
+            };
+            let a = track_with(blob, settings, (&same_x, &same_y), (&same_tx, &same_ty));
+            let b = track_with(blob, settings, (&new_x, &new_y), (&new_tx, &new_ty));
+            let kept = track_with(blob, settings, (&old_x, &old_y), (&old_tx, &old_ty))[2].0;
+            if noise_forgetting == 1.0 {
+                fitted = kept;
+            }
+            println!(
+                "| {forgetting} | {noise_forgetting} | {} | {} | {kept:.3} ({:+.3}) |",
+                checkpoints(&a),
+                checkpoints(&b),
+                kept - fitted
+            );
+        }
     }
 }

@@ -264,6 +264,7 @@ class Model:
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
         gate_run: Optional[int] = None,
+        noise_forgetting: Optional[float] = None,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Conditions the model on observations, in order, exactly as a
         device's ``Model::update`` does (the same f32 code): one row (``X``
@@ -278,9 +279,13 @@ class Model:
         standard deviations from the prediction is not learned (None: every
         finite target is). ``gate_run``: a run of this many rows in a row
         beyond the gate opens it, the plant having moved (its last row and
-        the rest of the run are learned; None: the gate never opens). All
-        three are ``sgp replay``'s ``--forgetting``, ``--gate`` and
-        ``--gate-run``, checked by the same code.
+        the rest of the run are learned; None: the gate never opens).
+        ``noise_forgetting`` in (0, 1]: the noise variance follows the
+        residuals of about the last ``1 / (1 - noise_forgetting)`` rows,
+        from 0.01 times the fitted one to 100 times it or the prior variance,
+        the larger (None: the fitted noise, which ``to_bytes()`` keeps too). All four are ``sgp replay``'s
+        ``--forgetting``, ``--gate``, ``--gate-run`` and
+        ``--noise-forgetting``, checked by the same code.
 
         Returns, per row, what the model predicted just before learning it
         (mean and variance, of the first output; a classifier's mean is
@@ -303,9 +308,12 @@ class Model:
         forgetting = None if forgetting is None else float(forgetting)
         gate = None if gate is None else float(gate)
         gate_run = None if gate_run is None else int(gate_run)
+        noise_forgetting = None if noise_forgetting is None else float(noise_forgetting)
         row = self._one_row(X)
         if row is not None and isinstance(y, (float, int, np.floating, np.integer)):
-            m, v, kept = self._native.update_one(*row, float(y), forgetting, gate, gate_run)
+            m, v, kept = self._native.update_one(
+                *row, float(y), forgetting, gate, gate_run, noise_forgetting
+            )
             return np.array([m]), np.array([v]), np.array([kept])
         X = self._rows(X, finite=False)
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
@@ -318,6 +326,7 @@ class Model:
             forgetting,
             gate,
             gate_run,
+            noise_forgetting,
         )
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 

@@ -589,11 +589,12 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
         gate_run: Optional[int] = None,
+        noise_forgetting: Optional[float] = None,
     ) -> "SparseGPRegressor":
         """Conditions the fitted model on more rows, in order, through the
         device's own update (``sgp.Model.update``: f32, the code a
-        microcontroller runs; ``forgetting``, ``gate`` and ``gate_run`` are
-        its), with
+        microcontroller runs; ``forgetting``, ``gate``, ``gate_run`` and
+        ``noise_forgetting`` are its), with
         the hyperparameters and basis as fitted: ``blob_``, ``to_bytes()``,
         ``save`` and ``predict`` are then the updated model's. The first
         call on an unfitted estimator is ``fit``. Only with
@@ -617,7 +618,9 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
                 "(basis_['kept'] == 'separate')"
             )
         device = getattr(self, "_device", None) or Model.from_bytes(self.blobs_[0])
-        device.update(X, np.asarray(y, dtype=np.float64), forgetting, gate, gate_run)
+        device.update(
+            X, np.asarray(y, dtype=np.float64), forgetting, gate, gate_run, noise_forgetting
+        )
         self._device = device
         self.blob_ = device.to_bytes()
         self.blobs_ = [self.blob_]

@@ -57,6 +57,7 @@ class Model:
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
         gate_run: Optional[int] = None,
+        noise_forgetting: Optional[float] = None,
     ) -> Tuple[float, float, bool]: ...
     def update_rows(
         self,
@@ -68,6 +69,7 @@ class Model:
         forgetting: Optional[float] = None,
         gate: Optional[float] = None,
         gate_run: Optional[int] = None,
+        noise_forgetting: Optional[float] = None,
     ) -> Tuple[bytes, bytes, List[bool]]: ...
 
 def fit(

@@ -63,7 +63,35 @@ pub struct UpdateSettings {
     /// model counts the run, a byte of its state). `0` (the default): the
     /// gate never opens.
     pub gate_run: u8,
+    /// `rho` in `(0, 1]`: the observation noise variance follows the
+    /// data (regression). After each learned row it moves by `(1 - rho)
+    /// (e^2 - v)`, `e` the row's residual and `v` the variance the model
+    /// predicted there, noise included: a moment estimate over about `1 /
+    /// (1 - rho)` rows, held within [`NOISE_FLOOR`] and [`NOISE_CEILING`]
+    /// times the fitted noise (or up to the prior). Predictions and the next update's gain use
+    /// it; a load (and a blob the model writes) keeps the fitted one. `1`
+    /// (the default) keeps the fitted noise.
+    pub noise_forgetting: f32,
 }
+
+/// The least noise variance [`UpdateSettings::noise_forgetting`] learns,
+/// as a multiple of the fitted one: a tenth of its standard deviation.
+///
+/// ```
+/// assert!(sgp_runtime::NOISE_FLOOR < 1.0);
+/// ```
+pub const NOISE_FLOOR: f32 = 0.01;
+
+/// The largest noise variance [`UpdateSettings::noise_forgetting`]
+/// learns, as a multiple of the fitted one (ten times its standard
+/// deviation), or the latent prior variance if that is larger: a FITC fit
+/// may leave the noise to its diagonal correction and a fitted noise of
+/// 1e-4 of the prior, which would cap a real increase.
+///
+/// ```
+/// assert!(sgp_runtime::NOISE_CEILING > 1.0);
+/// ```
+pub const NOISE_CEILING: f32 = 100.0;
 
 impl Default for UpdateSettings {
     fn default() -> Self {
@@ -71,6 +99,7 @@ impl Default for UpdateSettings {
             forgetting: 1.0,
             gate: f32::INFINITY,
             gate_run: 0,
+            noise_forgetting: 1.0,
         }
     }
 }
@@ -81,12 +110,15 @@ impl UpdateSettings {
         forgetting: 0.0,
         gate: 0.0,
         gate_run: 0,
+        noise_forgetting: 0.0,
     };
 
-    /// Accepts settings in range: `0 < forgetting <= 1`, `gate > 0`.
+    /// Accepts settings in range: `0 < forgetting <= 1`, `gate > 0`, `0 <
+    /// noise_forgetting <= 1`.
     pub(crate) fn check(self) -> Result<Self, Error> {
         let forgetting = self.forgetting > 0.0 && self.forgetting <= 1.0;
-        if forgetting && self.gate > 0.0 {
+        let noise = self.noise_forgetting > 0.0 && self.noise_forgetting <= 1.0;
+        if forgetting && noise && self.gate > 0.0 {
             Ok(self)
         } else {
             Err(Error::InvalidSetting)
@@ -614,7 +646,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// ```
     /// use sgp_runtime::{Error, Model, UpdateSettings};
     /// let mut model = Model::<4, 1, 1>::new();
-    /// model.set_update_settings(UpdateSettings { forgetting: 0.999, gate: 5.0, gate_run: 3 })?;
+    /// model.set_update_settings(UpdateSettings { forgetting: 0.999, gate: 5.0, gate_run: 3, noise_forgetting: 0.99 })?;
     /// assert_eq!(
     ///     model.set_update_settings(UpdateSettings { forgetting: 1.5, ..Default::default() }),
     ///     Err(Error::InvalidSetting)
@@ -623,8 +655,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidSetting`] for a forgetting factor outside `(0, 1]`
-    /// or a gate that is not `> 0` (the settings are then unchanged).
+    /// [`Error::InvalidSetting`] for a forgetting factor (or a noise
+    /// forgetting factor) outside `(0, 1]` or a gate that is not `> 0` (the
+    /// settings are then unchanged).
     pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
         self.settings = settings.check()?;
         Ok(())
@@ -744,6 +777,9 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                         .iter()
                         .any(|i| i.residual * i.residual > limit * i.prediction.variance);
                 self.gated = if beyond { run } else { 0 };
+                if observation != Observation::Probit && settings.noise_forgetting < 1.0 {
+                    self.follow_noise(&seen, settings.noise_forgetting);
+                }
                 Ok(seen)
             }
             Err(Error::Outlier) => {
@@ -751,6 +787,42 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 Err(Error::Outlier)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Moves each output's noise variance towards what the row `seen`
+    /// showed ([`UpdateSettings::noise_forgetting`], `rho < 1`): `noise +=
+    /// (1 - rho) (e^2 - v)` in standardised units, bounded by the fitted
+    /// noise's multiples (the ceiling at least the prior); an output that shares the first's variance keeps
+    /// the first's ratio to its fitted noise, as the shared `S` assumes.
+    fn follow_noise(&mut self, seen: &super::Outputs<Innovation, P>, rho: f32) {
+        let count = self.output_count();
+        let mut ratio = 1.0f32;
+        let outputs = self.outputs.iter_mut().zip(seen.iter()).take(count);
+        for (p, (output, innovation)) in outputs.enumerate() {
+            let fitted = output.fitted_noise;
+            let noise = if output.shared_variance.is_some() {
+                fitted * ratio
+            } else {
+                let scale = output.y_scale * output.y_scale;
+                let (e, v) = (innovation.residual, innovation.prediction.variance);
+                output.noise + (1.0 - rho) * (e * e - v) / scale
+            };
+            let high = NOISE_CEILING * fitted;
+            let (low, high) = (NOISE_FLOOR * fitted, high.max(output.prior));
+            // Also maps NaN to the floor.
+            output.noise = if noise > low {
+                if noise < high {
+                    noise
+                } else {
+                    high
+                }
+            } else {
+                low
+            };
+            if p == 0 {
+                ratio = output.noise / fitted;
+            }
         }
     }
 

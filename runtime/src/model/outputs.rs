@@ -30,7 +30,11 @@ pub(super) struct Output<const M: usize> {
     /// diagonal as it is).
     pub(super) inv_diagonal2: [f32; M],
     pub(super) prior: f32,
+    /// The observation noise variance (standardised units): the blob's,
+    /// or what [`super::UpdateSettings::noise_forgetting`] has made of it.
     pub(super) noise: f32,
+    /// The blob's noise variance, which bounds the learned one.
+    pub(super) fitted_noise: f32,
     pub(super) bias: f32,
     pub(super) y_mean: f32,
     pub(super) y_scale: f32,
@@ -55,6 +59,7 @@ impl<const M: usize> Output<M> {
         inv_diagonal2: [0.0; M],
         prior: 0.0,
         noise: 0.0,
+        fitted_noise: 0.0,
         bias: 0.0,
         y_mean: 0.0,
         y_scale: 0.0,
@@ -122,6 +127,7 @@ impl<const M: usize> Output<M> {
             _ => None,
         };
         self.noise = reader.scalar(Field::Noise)?;
+        self.fitted_noise = self.noise;
         self.bias = reader.scalar(Field::Bias)?;
         self.y_mean = reader.scalar(Field::YMean)?;
         self.y_scale = reader.scalar(Field::YScale)?;

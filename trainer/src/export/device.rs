@@ -361,34 +361,46 @@ pub fn predict_outputs(
     blob: &[u8],
     x: &nalgebra::DMatrix<f64>,
 ) -> Result<Vec<Vec<DevicePrediction>>> {
-    let rows = f32_rows(blob, x)?;
-    with_device_model(blob, |device| {
-        rows.iter()
-            .map(|row| {
-                let all = device.predict_all(row)?;
-                let probabilities = match device.classify(row) {
-                    Ok((_, p)) if p.len() == all.len() => Some(p),
-                    // A probit model's two classes: its output is the second.
-                    Ok((_, p)) => p.get(1).map(|&positive| vec![positive]),
-                    Err(sgp_runtime::Error::NotClassifier) => None,
-                    Err(sgp_runtime::Error::CapacityExceeded { .. }) => {
-                        Some(vec![device.probability(row)?])
-                    }
-                    Err(e) => return Err(e),
-                };
-                Ok(all
-                    .iter()
-                    .enumerate()
-                    .map(|(p, prediction)| DevicePrediction {
-                        mean: prediction.mean,
-                        variance: prediction.variance,
-                        probability: probabilities.as_ref().and_then(|q| q.get(p).copied()),
-                    })
-                    .collect())
-            })
-            .collect::<std::result::Result<Vec<_>, sgp_runtime::Error>>()
-    })?
-    .map_err(Error::from)
+    predict_outputs_loaded(&LoadedModel::load(blob)?, x)
+}
+
+/// [`predict_outputs`] of a model kept loaded, as it is now (after any
+/// update: a noise it learned included, which its blob does not hold).
+///
+/// # Errors
+/// As [`predict_outputs`].
+pub fn predict_outputs_loaded(
+    loaded: &LoadedModel,
+    x: &nalgebra::DMatrix<f64>,
+) -> Result<Vec<Vec<DevicePrediction>>> {
+    let rows = f32_rows(&loaded.original, x)?;
+    let device = loaded.device();
+    let predictions: std::result::Result<Vec<_>, sgp_runtime::Error> = rows
+        .iter()
+        .map(|row| {
+            let all = device.predict_all(row)?;
+            let probabilities = match device.classify(row) {
+                Ok((_, p)) if p.len() == all.len() => Some(p),
+                // A probit model's two classes: its output is the second.
+                Ok((_, p)) => p.get(1).map(|&positive| vec![positive]),
+                Err(sgp_runtime::Error::NotClassifier) => None,
+                Err(sgp_runtime::Error::CapacityExceeded { .. }) => {
+                    Some(vec![device.probability(row)?])
+                }
+                Err(e) => return Err(e),
+            };
+            Ok(all
+                .iter()
+                .enumerate()
+                .map(|(p, prediction)| DevicePrediction {
+                    mean: prediction.mean,
+                    variance: prediction.variance,
+                    probability: probabilities.as_ref().and_then(|q| q.get(p).copied()),
+                })
+                .collect())
+        })
+        .collect();
+    predictions.map_err(Error::from)
 }
 
 /// The runtime's class and class probabilities at every row of `x` (raw
