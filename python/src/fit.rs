@@ -7,16 +7,13 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::Method;
-use sgp_trainer::fit::{HyperInit, InitMethod};
 use sgp_trainer::job::{Arrays, Job, Source};
-use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::options::settings::{stated, Value, FIGURES, SETTINGS};
 use sgp_trainer::options::task::Task;
-use sgp_trainer::options::{KernelChoice, ModelChoice, Named, Options};
+use sgp_trainer::options::{ModelChoice, Options};
 
 use crate::arrays::matrix;
 use crate::choice::choice;
@@ -157,16 +154,12 @@ pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
 /// Whether `token` is a name some setting takes (`svgp`, `matern32`,
 /// `vfe`, `regression`): Python quotes it.
 pub(crate) fn is_value_name(token: &str) -> bool {
-    fn names<T: Named>() -> impl Iterator<Item = &'static str> {
-        T::ALL.iter().map(|v| v.name())
-    }
-    std::iter::once(sgp_trainer::choose::AUTO)
-        .chain(names::<Method>())
-        .chain(names::<KernelChoice>())
-        .chain(names::<Approximation>())
-        .chain(names::<InitMethod>())
-        .chain(names::<HyperInit>())
-        .chain(names::<IvmPosterior>())
+    let named = SETTINGS.iter().filter_map(|s| match s.value {
+        Value::Names(names) => Some(names()),
+        _ => None,
+    });
+    named
+        .flatten()
         .chain(["regression", "classification", "identity", "probit"])
         .any(|name| name == token)
 }
@@ -178,18 +171,61 @@ pub(crate) fn spoken(message: &str) -> String {
     crate::errors::spoken(message)
 }
 
-/// The default of each setting not given, in words, by the estimators'
-/// keyword names (`max_iter`): what `sgp fit --help` states
-/// ([`sgp_trainer::options::defaults`]), for the docstrings.
+/// The default of each setting not given, in words, by the keyword of its
+/// flag (`--max-iter`: `max_iter`), and the figures help states
+/// ([`sgp_trainer::options::settings`]: what `sgp fit --help` states).
 #[pyfunction]
 pub(crate) fn defaults() -> std::collections::BTreeMap<String, String> {
-    sgp_trainer::options::defaults::STATED
+    let stated = SETTINGS
         .iter()
-        .map(|(flag, text)| {
-            let name = flag.trim_start_matches("--").replace(['-', ' '], "_");
-            (name, text())
-        })
+        .filter_map(|s| Some((s.flag.trim_start_matches("--"), stated(s.flag)?)));
+    let figures = FIGURES.iter().map(|(name, text)| (*name, text()));
+    stated
+        .chain(figures)
+        .map(|(name, text)| (name.replace('-', "_"), text))
         .collect()
+}
+
+/// The estimators' settings, each as the library's table declares it
+/// ([`sgp_trainer::options::settings`]), in Python's words, for the
+/// docstrings: its keyword, type, default and help.
+#[pyfunction]
+pub(crate) fn settings() -> Vec<(String, String, String, String)> {
+    let held = SETTINGS.iter().filter(|s| s.held());
+    held.map(|setting| {
+        let said = spoken(setting.flag);
+        let keyword = said.split('=').next().unwrap_or_default().to_owned();
+        let help = spoken(&setting.help());
+        let none = |kind: &str| (format!("{kind} or None"), "None".to_owned());
+        let (kind, default) = match setting.value {
+            Value::Switch => {
+                let off = if said.ends_with("=True") {
+                    "False"
+                } else {
+                    "True"
+                };
+                let help = format!("``{said}``: {help}");
+                return (keyword, "bool".into(), off.into(), help);
+            }
+            _ if keyword == "random_state" => {
+                let seed = setting.default().unwrap_or_default();
+                return (keyword, "int, RandomState or None".into(), seed, help);
+            }
+            Value::Count => none("int"),
+            Value::Number => none("float"),
+            Value::Text => none("str"),
+            Value::Names(names) => {
+                let quoted: Vec<String> = names().iter().map(|n| format!("\"{n}\"")).collect();
+                none(&format!("{{{}}}", quoted.join(", ")))
+            }
+        };
+        let help = match setting.default() {
+            Some(value) => format!("{help} (None: {value})"),
+            None => help,
+        };
+        (keyword, kind, default, help)
+    })
+    .collect()
 }
 
 /// Shortest time between two calls of a progress callback: each call takes
