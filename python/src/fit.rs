@@ -11,12 +11,12 @@ use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::job::{Arrays, Job, Source};
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
-use sgp_trainer::options::settings::{stated, Value, FIGURES, SETTINGS};
+use sgp_trainer::options::settings::{setting, stated, Setting, Value, FIGURES, SETTINGS};
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{ModelChoice, Options};
 
 use crate::arrays::matrix;
-use crate::choice::choice;
+use crate::choice::given;
 use crate::errors::IntoPy;
 use crate::state::encode;
 
@@ -61,37 +61,17 @@ impl Settings {
             rank: self.rank,
             fixed_hyperparameters: self.fixed_hyperparameters,
             fixed_basis: self.fixed_basis,
-            objective: self
-                .objective
-                .as_deref()
-                .map(|o| choice(o, "objective"))
-                .transpose()?,
-            kernel: self
-                .kernel
-                .as_deref()
-                .map(|k| choice(k, "kernel"))
-                .transpose()?,
+            objective: given(&self.objective, "objective")?,
+            kernel: given(&self.kernel, "kernel")?,
             no_held_out_choice: !self.held_out_choice,
             restarts: self.restarts,
             seed: Some(self.seed),
             max_iter: self.max_iter,
             tol: self.tol,
-            init: self
-                .init
-                .as_deref()
-                .map(|i| choice(i, "init"))
-                .transpose()?,
-            init_hyper: self
-                .init_hyper
-                .as_deref()
-                .map(|h| choice(h, "init_hyper"))
-                .transpose()?,
+            init: given(&self.init, "init")?,
+            init_hyper: given(&self.init_hyper, "init_hyper")?,
             max_points: self.max_points,
-            ivm_posterior: self
-                .ivm_posterior
-                .as_deref()
-                .map(|p| choice(p, "ivm_posterior"))
-                .transpose()?,
+            ivm_posterior: given(&self.ivm_posterior, "ivm_posterior")?,
             updatable: self.updatable,
             reproducible: self.reproducible,
         })
@@ -115,23 +95,12 @@ pub(crate) enum Spoken {
     Values(&'static str, &'static [(&'static str, &'static str)]),
 }
 
-/// The settings Python says otherwise than by the rule of [`Spoken`]
-/// (the switches of [`Settings`], `random_state`, the file's columns, and
-/// the command line's own flags a library message names); a pytest holds
-/// every keyword here to the estimators' signatures.
+/// The settings Python says otherwise than by the rule of [`Spoken`] and
+/// of [`switch_words`] (`random_state`, the file's columns, and the command
+/// line's own flags a library message names); a pytest holds every keyword
+/// here to the estimators' signatures.
 pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
     ("--seed", Spoken::Keyword("random_state")),
-    (
-        "--no-held-out-choice",
-        Spoken::Switch("held_out_choice=False"),
-    ),
-    (
-        "--fixed-hyperparameters",
-        Spoken::Switch("fixed_hyperparameters=True"),
-    ),
-    ("--fixed-basis", Spoken::Switch("fixed_basis=True")),
-    ("--updatable", Spoken::Switch("updatable=True")),
-    ("--reproducible", Spoken::Switch("reproducible=True")),
     ("--force", Spoken::Switch("force=True")),
     (
         "--in-memory",
@@ -150,6 +119,17 @@ pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
     ),
     ("--data", Spoken::Keyword("path")),
 ];
+
+/// A switch of the settings table as the estimators say it given:
+/// `held_out_choice=False` for `--no-held-out-choice`, else `keyword=True`.
+pub(crate) fn switch_words(flag: &str) -> Option<String> {
+    let switch = |s: &&Setting| s.held() && matches!(s.value, Value::Switch);
+    let flag = setting(flag).filter(switch)?.flag;
+    Some(match flag.strip_prefix("--no-") {
+        Some(on) => format!("{}=False", on.replace('-', "_")),
+        None => format!("{}=True", flag[2..].replace('-', "_")),
+    })
+}
 
 /// Whether `token` is a name some setting takes (`svgp`, `matern32`,
 /// `vfe`, `regression`): Python quotes it.

@@ -416,7 +416,8 @@ def _settings_doc() -> str:
             continue
         kind, default, text = entries[name]
         lines.append(f"    {name} : {kind}, default={default}")
-        lines += textwrap.wrap(text, 76, initial_indent=" " * 8, subsequent_indent=" " * 8)
+        lines += textwrap.wrap(text, 76, initial_indent=" " * 8, subsequent_indent=" " * 8,
+                               break_on_hyphens=False, break_long_words=False)
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -110,51 +110,48 @@ impl Named for KernelChoice {
     }
 }
 
-/// The settings users give a fit; `None` and `false` are "not given".
+/// The settings users give a fit; `None` and `false` are "not given". Each
+/// field is the setting of its name (`max_iter`: `--max-iter`), declared
+/// with its help and default in [`settings::SETTINGS`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
     /// `--model`.
     pub model: Option<ModelChoice>,
-    /// `--m`: basis functions (default [`DEFAULT_M`], at most the rows).
+    /// `--m`.
     pub m: Option<usize>,
-    /// `--dim`: the projected dimension G of spgp-dr and spgp-pca.
+    /// `--dim`.
     pub dim: Option<usize>,
-    /// `--rank`: gplasso's incomplete Cholesky rank.
+    /// `--rank`.
     pub rank: Option<usize>,
-    /// `--fixed-hyperparameters`: gplasso's paper procedure.
+    /// `--fixed-hyperparameters`.
     pub fixed_hyperparameters: bool,
-    /// `--fixed-basis`: gplasso's hyperparameters re-optimised, its basis
-    /// kept.
+    /// `--fixed-basis`.
     pub fixed_basis: bool,
-    /// `--objective`: FITC or VFE (not given: chosen on held-out rows
-    /// where the family has the choice).
+    /// `--objective`.
     pub objective: Option<Approximation>,
-    /// `--kernel`: the covariance function, or `auto` (default: the
-    /// squared exponential).
+    /// `--kernel`.
     pub kernel: Option<KernelChoice>,
-    /// `--no-held-out-choice`: no held-out comparisons.
+    /// `--no-held-out-choice`.
     pub no_held_out_choice: bool,
-    /// `--restarts`: starts of a restarted fit.
+    /// `--restarts`.
     pub restarts: Option<usize>,
-    /// `--seed`: seed of every random choice (default [`DEFAULT_SEED`]).
+    /// `--seed`.
     pub seed: Option<u64>,
-    /// `--max-iter`: cap on each final optimiser run.
+    /// `--max-iter`.
     pub max_iter: Option<u64>,
-    /// `--tol`: the stall test, nats per row over 50 iterations.
+    /// `--tol`.
     pub tol: Option<f64>,
-    /// `--init`: how the first start's pseudo-inputs are drawn.
+    /// `--init`.
     pub init: Option<InitMethod>,
-    /// `--init-hyper`: where the hyperparameters start.
+    /// `--init-hyper`.
     pub init_hyper: Option<HyperInit>,
-    /// `--max-points`: rows of an exact GP.
+    /// `--max-points`.
     pub max_points: Option<usize>,
-    /// `--ivm-posterior`: the IVM classifier's posterior.
+    /// `--ivm-posterior`.
     pub ivm_posterior: Option<IvmPosterior>,
-    /// `--updatable`: export a blob that learns on the device
-    /// ([`crate::export::updatable`]).
+    /// `--updatable`.
     pub updatable: bool,
-    /// `--reproducible`: the same blob, bit for bit, on any CPU and thread
-    /// count ([`crate::numerics::reproducible`]).
+    /// `--reproducible`.
     pub reproducible: bool,
 }
 
