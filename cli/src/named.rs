@@ -75,12 +75,16 @@ fn help_line(doc: &str) -> String {
     doc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `text` ending with the library's default of `flag`, as `--help` shows a
-/// default ([`sgp_trainer::options::defaults`]: the value the fit uses).
-pub(crate) fn with_default(text: &str, flag: &str) -> String {
-    match sgp_trainer::options::defaults::stated(flag) {
-        Some(value) => format!("{text} [default: {value}]"),
-        None => text.to_owned(),
+/// The line of help of the library's setting `flag`, ending with its
+/// default as `--help` shows one ([`sgp_trainer::options::settings`]: the
+/// one declaration of each setting, its default the value the fit uses).
+pub(crate) fn help(flag: &str) -> String {
+    let Some(setting) = sgp_trainer::options::settings::setting(flag) else {
+        unreachable!("{flag} is a setting of the library's table")
+    };
+    match setting.default() {
+        Some(value) => format!("{} [default: {value}]", setting.help()),
+        None => setting.help(),
     }
 }
 

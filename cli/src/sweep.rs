@@ -11,8 +11,9 @@ use sgp_trainer::data::TargetKind;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::Method;
 use sgp_trainer::job::{Job, Read, Source, Streaming};
+use sgp_trainer::options::settings::{self, stated};
 use sgp_trainer::options::task::Task;
-use sgp_trainer::options::{applies, Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
+use sgp_trainer::options::{Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::{Error, Result};
 
 use super::fit::LinkArg;
@@ -45,8 +46,9 @@ pub(crate) struct SweepArgs {
     dim: Vec<usize>,
     // Covariance functions.
     #[arg(long, value_parser = crate::named::named::<Kernel>(), value_delimiter = ',',
-        help = crate::named::with_default("Covariance functions, comma-separated (e.g. \
-        se,matern32): one grid point per kernel; vsgp takes se only", "--kernel"))]
+        help = format!("Covariance functions, comma-separated (e.g. se,matern32): one grid \
+        point per kernel (se only for {}) [default: {}]", stated("se_only").unwrap_or_default(),
+        stated("--kernel").unwrap_or_default()))]
     kernel: Vec<Kernel>,
     /// Likelihood of the target: identity (regression) or probit (binary
     /// classification). Default: decided from the target as `sgp fit`
@@ -134,7 +136,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         Task::Regression => vec![Method::Spgp, Method::Vsgp],
         Task::Classification => vec![DEFAULT_CLASSIFIER],
     });
-    applies::check(&models, Some(task), given)?;
+    settings::check(&models, Some(task), given)?;
     let spec = SweepSpec {
         models,
         m: args.m.clone(),

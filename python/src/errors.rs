@@ -60,7 +60,9 @@ pub(crate) fn spoken(message: &str) -> String {
             continue;
         }
         let spoken = crate::fit::SPOKEN.iter().find(|(flag, _)| *flag == name);
+        let switch = crate::fit::switch_words(name);
         let (words, after) = match spoken.map(|(_, s)| s) {
+            None if switch.is_some() => (switch.unwrap_or_default(), after),
             Some(Spoken::Switch(words)) => (words.to_string(), after),
             Some(Spoken::Words(words)) => (words.to_string(), value_after(after).1),
             Some(Spoken::Keyword(keyword)) => keyword_value(keyword, after),

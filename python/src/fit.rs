@@ -7,19 +7,16 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::Method;
-use sgp_trainer::fit::{HyperInit, InitMethod};
 use sgp_trainer::job::{Arrays, Job, Source};
-use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
+use sgp_trainer::options::settings::{setting, stated, Setting, Value, FIGURES, SETTINGS};
 use sgp_trainer::options::task::Task;
-use sgp_trainer::options::{KernelChoice, ModelChoice, Named, Options};
+use sgp_trainer::options::{ModelChoice, Options};
 
 use crate::arrays::matrix;
-use crate::choice::choice;
+use crate::choice::given;
 use crate::errors::IntoPy;
 use crate::state::encode;
 
@@ -64,37 +61,17 @@ impl Settings {
             rank: self.rank,
             fixed_hyperparameters: self.fixed_hyperparameters,
             fixed_basis: self.fixed_basis,
-            objective: self
-                .objective
-                .as_deref()
-                .map(|o| choice(o, "objective"))
-                .transpose()?,
-            kernel: self
-                .kernel
-                .as_deref()
-                .map(|k| choice(k, "kernel"))
-                .transpose()?,
+            objective: given(&self.objective, "objective")?,
+            kernel: given(&self.kernel, "kernel")?,
             no_held_out_choice: !self.held_out_choice,
             restarts: self.restarts,
             seed: Some(self.seed),
             max_iter: self.max_iter,
             tol: self.tol,
-            init: self
-                .init
-                .as_deref()
-                .map(|i| choice(i, "init"))
-                .transpose()?,
-            init_hyper: self
-                .init_hyper
-                .as_deref()
-                .map(|h| choice(h, "init_hyper"))
-                .transpose()?,
+            init: given(&self.init, "init")?,
+            init_hyper: given(&self.init_hyper, "init_hyper")?,
             max_points: self.max_points,
-            ivm_posterior: self
-                .ivm_posterior
-                .as_deref()
-                .map(|p| choice(p, "ivm_posterior"))
-                .transpose()?,
+            ivm_posterior: given(&self.ivm_posterior, "ivm_posterior")?,
             updatable: self.updatable,
             reproducible: self.reproducible,
         })
@@ -118,23 +95,12 @@ pub(crate) enum Spoken {
     Values(&'static str, &'static [(&'static str, &'static str)]),
 }
 
-/// The settings Python says otherwise than by the rule of [`Spoken`]
-/// (the switches of [`Settings`], `random_state`, the file's columns, and
-/// the command line's own flags a library message names); a pytest holds
-/// every keyword here to the estimators' signatures.
+/// The settings Python says otherwise than by the rule of [`Spoken`] and
+/// of [`switch_words`] (`random_state`, the file's columns, and the command
+/// line's own flags a library message names); a pytest holds every keyword
+/// here to the estimators' signatures.
 pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
     ("--seed", Spoken::Keyword("random_state")),
-    (
-        "--no-held-out-choice",
-        Spoken::Switch("held_out_choice=False"),
-    ),
-    (
-        "--fixed-hyperparameters",
-        Spoken::Switch("fixed_hyperparameters=True"),
-    ),
-    ("--fixed-basis", Spoken::Switch("fixed_basis=True")),
-    ("--updatable", Spoken::Switch("updatable=True")),
-    ("--reproducible", Spoken::Switch("reproducible=True")),
     ("--force", Spoken::Switch("force=True")),
     (
         "--in-memory",
@@ -154,19 +120,26 @@ pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
     ("--data", Spoken::Keyword("path")),
 ];
 
+/// A switch of the settings table as the estimators say it given:
+/// `held_out_choice=False` for `--no-held-out-choice`, else `keyword=True`.
+pub(crate) fn switch_words(flag: &str) -> Option<String> {
+    let switch = |s: &&Setting| s.held() && matches!(s.value, Value::Switch);
+    let flag = setting(flag).filter(switch)?.flag;
+    Some(match flag.strip_prefix("--no-") {
+        Some(on) => format!("{}=False", on.replace('-', "_")),
+        None => format!("{}=True", flag[2..].replace('-', "_")),
+    })
+}
+
 /// Whether `token` is a name some setting takes (`svgp`, `matern32`,
 /// `vfe`, `regression`): Python quotes it.
 pub(crate) fn is_value_name(token: &str) -> bool {
-    fn names<T: Named>() -> impl Iterator<Item = &'static str> {
-        T::ALL.iter().map(|v| v.name())
-    }
-    std::iter::once(sgp_trainer::choose::AUTO)
-        .chain(names::<Method>())
-        .chain(names::<KernelChoice>())
-        .chain(names::<Approximation>())
-        .chain(names::<InitMethod>())
-        .chain(names::<HyperInit>())
-        .chain(names::<IvmPosterior>())
+    let named = SETTINGS.iter().filter_map(|s| match s.value {
+        Value::Names(names) => Some(names()),
+        _ => None,
+    });
+    named
+        .flatten()
         .chain(["regression", "classification", "identity", "probit"])
         .any(|name| name == token)
 }
@@ -178,18 +151,61 @@ pub(crate) fn spoken(message: &str) -> String {
     crate::errors::spoken(message)
 }
 
-/// The default of each setting not given, in words, by the estimators'
-/// keyword names (`max_iter`): what `sgp fit --help` states
-/// ([`sgp_trainer::options::defaults`]), for the docstrings.
+/// The default of each setting not given, in words, by the keyword of its
+/// flag (`--max-iter`: `max_iter`), and the figures help states
+/// ([`sgp_trainer::options::settings`]: what `sgp fit --help` states).
 #[pyfunction]
 pub(crate) fn defaults() -> std::collections::BTreeMap<String, String> {
-    sgp_trainer::options::defaults::STATED
+    let stated = SETTINGS
         .iter()
-        .map(|(flag, text)| {
-            let name = flag.trim_start_matches("--").replace(['-', ' '], "_");
-            (name, text())
-        })
+        .filter_map(|s| Some((s.flag.trim_start_matches("--"), stated(s.flag)?)));
+    let figures = FIGURES.iter().map(|(name, text)| (*name, text()));
+    stated
+        .chain(figures)
+        .map(|(name, text)| (name.replace('-', "_"), text))
         .collect()
+}
+
+/// The estimators' settings, each as the library's table declares it
+/// ([`sgp_trainer::options::settings`]), in Python's words, for the
+/// docstrings: its keyword, type, default and help.
+#[pyfunction]
+pub(crate) fn settings() -> Vec<(String, String, String, String)> {
+    let held = SETTINGS.iter().filter(|s| s.held());
+    held.map(|setting| {
+        let said = spoken(setting.flag);
+        let keyword = said.split('=').next().unwrap_or_default().to_owned();
+        let help = spoken(&setting.help());
+        let none = |kind: &str| (format!("{kind} or None"), "None".to_owned());
+        let (kind, default) = match setting.value {
+            Value::Switch => {
+                let off = if said.ends_with("=True") {
+                    "False"
+                } else {
+                    "True"
+                };
+                let help = format!("``{said}``: {help}");
+                return (keyword, "bool".into(), off.into(), help);
+            }
+            _ if keyword == "random_state" => {
+                let seed = setting.default().unwrap_or_default();
+                return (keyword, "int, RandomState or None".into(), seed, help);
+            }
+            Value::Count => none("int"),
+            Value::Number => none("float"),
+            Value::Text => none("str"),
+            Value::Names(names) => {
+                let quoted: Vec<String> = names().iter().map(|n| format!("\"{n}\"")).collect();
+                none(&format!("{{{}}}", quoted.join(", ")))
+            }
+        };
+        let help = match setting.default() {
+            Some(value) => format!("{help} (None: {value})"),
+            None => help,
+        };
+        (keyword, kind, default, help)
+    })
+    .collect()
 }
 
 /// Shortest time between two calls of a progress callback: each call takes

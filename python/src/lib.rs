@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::Model>()?;
     m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(fit::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(fit::settings, m)?)?;
     m.add_function(wrap_pyfunction!(fit::spoken, m)?)?;
     m.add_function(wrap_pyfunction!(state::predict_state, m)?)?;
     m.add_function(wrap_pyfunction!(state::predict_cov, m)?)?;

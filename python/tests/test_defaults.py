@@ -13,6 +13,7 @@ import pytest
 
 import sgp
 from sgp import _native
+from sgp._estimators import _DEFAULT_SEED
 
 CLI = os.environ.get("SGP_CLI")
 needs_cli = pytest.mark.skipif(
@@ -40,14 +41,23 @@ def test_the_keyword_defaults_leave_the_trainers_defaults(estimator):
             assert parameter.default in (None, False), name
 
 
-def test_the_docstrings_state_the_trainers_defaults():
-    defaults = _native.defaults()
+@pytest.mark.parametrize("estimator", [sgp.SparseGPRegressor, sgp.SparseGPClassifier])
+def test_the_docstrings_and_signatures_are_the_settings_table(estimator):
+    """Every setting of the trainer's table is a keyword of the estimator,
+    of the default the table gives, documented with the table's help and
+    default (``sgp fit --help`` states the same: cli/tests/cli.rs)."""
+    words = " ".join(estimator.__doc__.split())
+    parameters = inspect.signature(estimator.__init__).parameters
+    settings = _native.settings()
+    assert len(settings) >= 19, settings
+    for keyword, kind, default, text in settings:
+        assert f"{keyword} : {kind}, default={default}" in estimator.__doc__, keyword
+        assert " ".join(text.split()) in words, keyword
+        assert repr(parameters[keyword].default) == default, keyword
     for name in ["m", "restarts", "max_iter", "tol", "init", "init_hyper", "max_points",
                  "ivm_posterior"]:
-        for estimator in (sgp.SparseGPRegressor, sgp.SparseGPClassifier):
-            words = " ".join(estimator.__doc__.split())
-            assert f"None: {defaults[name]}" in words, (name, estimator)
-    assert f"default={defaults['seed']}" in sgp.SparseGPRegressor.__doc__
+        assert f"(None: {_native.defaults()[name]})" in words, name
+    assert f"random_state : int, RandomState or None, default={_DEFAULT_SEED}" in words
 
 
 @needs_cli

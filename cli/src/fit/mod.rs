@@ -21,36 +21,21 @@ use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::options::defaults::stated;
+use sgp_trainer::options::settings::stated;
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 
-use crate::named::with_default;
+use crate::named::help;
 use run::finish;
 use streamed::Bars;
 use summary::print_path;
-
-/// `sgp fit --model`: a family, or the choice among them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ModelArg {
-    /// The family that predicts held-out rows best.
-    Auto,
-    /// This family.
-    Family(Method),
-}
 
 /// `--model auto` in `--help`.
 const AUTO_HELP: (&str, &str) = (
     sgp_trainer::choose::AUTO,
     "The family that predicts held-out rows best, and why",
 );
-
-impl From<Option<Method>> for ModelArg {
-    fn from(family: Option<Method>) -> Self {
-        family.map_or(ModelArg::Auto, ModelArg::Family)
-    }
-}
 
 /// `sgp fit --task`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -77,7 +62,7 @@ pub(crate) struct FitArgs {
         of Parquet files (`-`: standard input). A regression on more than {} rows is fitted \
         on a growing random subset and conditioned on every row in a second pass, in memory \
         independent of the file's size (docs/src/large-data.md)",
-        stated("streamed above").unwrap_or_default()))]
+        stated("streamed_above").unwrap_or_default()))]
     data: PathBuf,
     /// Fit on every row in memory, even when the file is large enough to
     /// be streamed.
@@ -100,18 +85,12 @@ pub(crate) struct FitArgs {
     /// classification); `--link probit` is `--task classification`.
     #[arg(long, value_enum)]
     link: Option<LinkArg>,
-    /// For a classification: the positive class (a label of the target
-    /// column, text or number); every other label is negative (one against
-    /// the rest). Without it a two-label target takes the larger number, or
-    /// the rarer text label.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, help = help("--positive"))]
     positive: Option<String>,
     /// The fit's settings.
     #[command(flatten)]
     settings: Settings,
-    /// gplasso: first print the lasso path up to --m (non-zeros, lambda,
-    /// training objective, NLPD and RMSE on a held-out 20%) to choose M.
-    #[arg(long)]
+    #[arg(long, help = help("--path"))]
     path: bool,
     /// Output blob.
     #[arg(long)]
@@ -134,98 +113,44 @@ pub(crate) struct FitArgs {
 /// defaults are the library's).
 #[derive(clap::Args)]
 pub(crate) struct Settings {
-    /// Model family (default: auto for a regression, svgp for a
-    /// classification), or `auto`: the family that predicts held-out rows
-    /// best, with the choice and its figures reported.
-    #[arg(long, value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelArg::from))]
-    model: Option<ModelArg>,
-    // Number of basis functions.
-    #[arg(long, allow_hyphen_values = true, value_parser = crate::named::count,
-        help = with_default("Number of basis functions: pseudo-inputs, selected \
-        training inputs (gplasso), the active set (ivm)", "--m"))]
+    #[arg(long, help = help("--model"),
+        value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelChoice::from))]
+    model: Option<ModelChoice>,
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::named::count, help = help("--m"))]
     m: Option<usize>,
-    /// Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D).
-    #[arg(long)]
+    #[arg(long, help = help("--dim"))]
     dim: Option<usize>,
-    /// Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100),
-    /// at most N); at most this many basis points can be selected.
-    #[arg(long)]
+    #[arg(long, help = help("--rank"))]
     rank: Option<usize>,
-    /// gplasso: the paper's procedure: keep the hyperparameters of the
-    /// exact GP on --max-points rows instead of re-optimising them (and the
-    /// basis points) for the selected basis.
-    #[arg(long)]
+    #[arg(long, help = help("--fixed-hyperparameters"))]
     fixed_hyperparameters: bool,
-    /// gplasso: re-optimise the hyperparameters but keep the selected
-    /// training inputs as the basis (by default the basis points move too).
-    #[arg(long)]
+    #[arg(long, help = help("--fixed-basis"))]
     fixed_basis: bool,
-    // Objective of a sparse fit.
-    #[arg(long, value_parser = crate::named::named::<Approximation>(), help = format!(
-        "Objective of a sparse fit: FITC (SPGP's likelihood) or VFE (Titsias' variational \
-         bound, GPflow's SGPR). Without it: {}, but spgp, spgp-pca and gplasso switch to VFE if \
-         VFE clearly predicts held-out rows better, weighed on at most {} of the rows (the \
-         report says so)", stated("--objective").unwrap_or_default().to_uppercase(),
-         stated("held-out rows").unwrap_or_default()))]
+    #[arg(long, value_parser = crate::named::named::<Approximation>(), help = help("--objective"))]
     objective: Option<Approximation>,
-    // Covariance function.
-    #[arg(long, value_parser = crate::named::named::<KernelChoice>(), help = with_default(
-        "Covariance function; vsgp and a streamed fit take se only, and auto keeps se there \
-         and for a classifier (docs/src/kernels.md)", "--kernel"))]
+    #[arg(long, value_parser = crate::named::named::<KernelChoice>(), help = help("--kernel"))]
     kernel: Option<KernelChoice>,
-    // No held-out comparisons.
-    #[arg(long, help = format!("No held-out comparisons: the objective is FITC \
-        unless --objective names it, spgp-hs, vsgp, spgp-dr and gplasso are not weighed \
-        against plain SPGP, --model auto fits spgp, spgp-hs's prior strength on h is the fixed \
-        {} (not chosen over folds), and several targets keep one basis",
-        stated("spgp-hs prior").unwrap_or_default()))]
+    #[arg(long, help = help("--no-held-out-choice"))]
     no_held_out_choice: bool,
-    // Starts of a sparse fit.
-    #[arg(long, help = with_default("Starts of a sparse fit; each gets a short screening run \
-        and the best is optimised to the end", "--restarts"))]
+    #[arg(long, help = help("--restarts"))]
     restarts: Option<usize>,
-    // Seed.
-    #[arg(long, help = with_default("Seed for every random choice", "--seed"))]
+    #[arg(long, help = help("--seed"))]
     seed: Option<u64>,
-    // Iteration cap.
-    #[arg(long, help = with_default("Largest number of optimiser iterations of the final run \
-        (vsgp, spgp-hs: of each of their two stages); most fits stop earlier, see --tol",
-        "--max-iter"))]
+    #[arg(long, help = help("--max-iter"))]
     max_iter: Option<u64>,
-    // Stall test.
-    #[arg(long, help = with_default("Stop a fit (not ivm's) once its training objective fell \
-        by less than TOL nats per row over the last 50 iterations (0: run to --max-iter)",
-        "--tol"))]
+    #[arg(long, help = help("--tol"))]
     tol: Option<f64>,
-    // Pseudo-input initialisation.
-    #[arg(long, value_parser = crate::named::named::<InitMethod>(), help = with_default(
-        "Pseudo-input initialisation of the first start", "--init"))]
+    #[arg(long, value_parser = crate::named::named::<InitMethod>(), help = help("--init"))]
     init: Option<InitMethod>,
-    // Hyperparameter initialisation.
-    #[arg(long, value_parser = crate::named::named::<HyperInit>(), help = with_default(
-        "Hyperparameter initialisation", "--init-hyper"))]
+    #[arg(long, value_parser = crate::named::named::<HyperInit>(), help = help("--init-hyper"))]
     init_hyper: Option<HyperInit>,
-    // Rows of an exact GP.
-    #[arg(long, help = with_default("Rows an exact GP is fitted on at most (a random subset \
-        if more); also the rows an IVM classifier learns its kernel on (0: every row)",
-        "--max-points"))]
+    #[arg(long, help = help("--max-points"))]
     max_points: Option<usize>,
-    // The IVM's posterior.
-    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), help = with_default(
-        "ivm classifier: the posterior over the active set: the svgp bound's q(u) on every \
-         training row, or the paper's, from the active rows' sites alone", "--ivm-posterior"))]
+    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), help = help("--ivm-posterior"))]
     ivm_posterior: Option<IvmPosterior>,
-    /// Write a blob that learns on the device (format version 9): the
-    /// covariance form of the posterior and the learning block that
-    /// `Model::update` conditions on new observations (sparse regressions
-    /// and the binary svgp classifier; docs/src/learning.md).
-    #[arg(long)]
+    #[arg(long, help = help("--updatable"))]
     updatable: bool,
-    /// The same blob, bit for bit, from the same data and settings on any
-    /// x86-64 or aarch64 CPU and at any thread count: products and solves
-    /// in one fixed order, no fused multiply-adds (the guide's benchmarks,
-    /// "Across machines", for what it costs).
-    #[arg(long)]
+    #[arg(long, help = help("--reproducible"))]
     reproducible: bool,
 }
 
@@ -233,10 +158,7 @@ impl Settings {
     /// The settings as the library's options.
     pub(crate) fn options(&self) -> Options {
         Options {
-            model: self.model.map(|m| match m {
-                ModelArg::Auto => ModelChoice::Auto,
-                ModelArg::Family(f) => ModelChoice::Family(f),
-            }),
+            model: self.model,
             m: self.m,
             dim: self.dim,
             rank: self.rank,

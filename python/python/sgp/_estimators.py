@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 import warnings
 from types import FrameType
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
@@ -23,10 +24,9 @@ from ._arrays import column_names, from_native, to_native
 from ._device import Model, PathLike, export_source
 from ._streamed import StreamedFit, print_progress, write_chunks
 
-# What a setting not given becomes, in the trainer's words (``sgp fit
-# --help`` states the same): the one home of the defaults.
-_DEFAULTS = _native.defaults()
-_DEFAULT_SEED = int(_DEFAULTS["seed"])
+# The seed of a fit not given one: the trainer's (``sgp fit --help`` states
+# the same).
+_DEFAULT_SEED = int(_native.defaults()["seed"])
 
 
 def _print_progress(iteration: int, budget: int, objective: float) -> None:
@@ -386,75 +386,42 @@ class _SparseGP(BaseEstimator):
         return export_source(self.to_bytes(output), "rust", name, f"{name}.sgp")
 
 
-_SETTINGS_DOC = """
-    m : int or None, default=None
-        Number of basis functions M (pseudo-inputs, active set); None:
-        {m}.
-    objective : {{"fitc", "vfe"}} or None, default=None
-        Objective of a sparse fit. None: {objective_upper}, or whichever of FITC
-        and VFE predicts held-out rows better, weighed on at most
-        {held_out_rows} of the rows (as ``sgp fit`` without ``--objective``).
-    restarts : int or None, default=None
-        Starts of a sparse fit (None: {restarts}).
-    max_iter : int or None, default=None
-        Iteration cap of the final optimiser run (None: {max_iter}).
-    tol : float or None, default=None
-        Stop once the objective fell by less than this many nats per row
-        over 50 iterations (None: {tol}; 0 runs to max_iter).
-    init : {{"kmeans", "random"}} or None, default=None
-        Pseudo-input initialisation of the first start (None: {init}).
-    init_hyper : {{"scales", "exact"}} or None, default=None
-        Hyperparameter initialisation (None: {init_hyper}).
-    max_points : int or None, default=None
-        Rows an exact GP (or the exact-subset initialisation) is fitted on
-        (None: {max_points}).
-    dim : int or None, default=None
-        Projected dimension G of spgp-dr and spgp-pca (required there).
-    kernel : {{"se", "matern12", "matern32", "matern52", "auto"}} or None, default=None
-        Covariance function (None: "{kernel}", the squared exponential); the
-        Matérn kernels suit rougher functions (``sgp fit --kernel``). vsgp
-        takes "se" only. "auto" weighs the four on held-out rows and keeps
-        se unless a Matérn kernel clearly wins (``report_["choice"]["kernel"]``
-        says why).
-    rank : int or None, default=None
-        Rank of gplasso's incomplete Cholesky factor.
-    fixed_hyperparameters, fixed_basis : bool, default=False
-        gplasso's paper procedure, or its hyperparameters re-optimised with
-        the selected basis kept.
-    held_out_choice : bool, default=True
-        Make the held-out comparisons (``False``: ``sgp fit
-        --no-held-out-choice``: FITC unless ``objective`` says otherwise,
-        no family weighed against SPGP, spgp-hs's prior strength the fixed
-        {spgp_hs_prior}, several targets on one basis).
-    ivm_posterior : {{"all-rows", "active-set"}} or None, default=None
-        The ivm classifier's posterior (None: {ivm_posterior}).
-    reproducible : bool, default=False
-        The same blob, bit for bit, from the same data and settings on any
-        x86-64 or aarch64 CPU and at any thread count (``sgp fit
-        --reproducible``): products and solves in one fixed order, no fused
-        multiply-adds, at some cost in time (the guide's "Numerics and
-        accuracy" chapter).
-    force : bool, default=False
-        Keep a model whose f32 blob fails the export check and that raising
-        the jitter does not cure (otherwise ``sgp.ExportError``).
-    random_state : int, RandomState or None, default={seed}
-        Seed of every random choice: the same data and seed give the same
-        blob byte for byte (and the blob ``sgp fit --seed`` writes).
-    verbose : bool, default=False
-        Print the optimiser's progress (iteration, budget, objective) on
-        standard error, a line rewritten in place a few times a second.
-    updatable : bool, default=False
-        Export a blob that learns on the device (``sgp fit --updatable``:
-        format version 9, ``sgp.Model.update``); sparse regressions and the
-        svgp classifier.
-    task : {{"regression", "classification"}} or None, default=None
-        The task the target is fitted as, in ``fit``, ``fit_file``,
-        ``fit_chunks`` and ``sgp.cluster.fit_dask`` alike (``sgp fit
-        --task``): None is the estimator's own, regression for
-        ``SparseGPRegressor`` (a 0/1 target is numbers, file or array) and
-        classification for ``SparseGPClassifier``; the other task is
-        refused, naming the estimator that fits it.
-""".format(objective_upper=_DEFAULTS["objective"].upper(), **_DEFAULTS)
+# The docstrings of Python's own keywords; every other keyword is a setting
+# of the trainer's table, documented as it declares it (_settings_doc).
+_OWN_DOC = {
+    "force": ("bool", "False", "Keep a model whose f32 blob fails the export check and that "
+              "raising the jitter does not cure (otherwise ``sgp.ExportError``)."),
+    "verbose": ("bool", "False", "Print the optimiser's progress (iteration, budget, "
+                "objective) on standard error, a line rewritten in place a few times a second."),
+    "task": ('{"regression", "classification"} or None', "None",
+             "The task the target is fitted as, in ``fit``, ``fit_file``, ``fit_chunks`` and "
+             "``sgp.cluster.fit_dask`` alike (``sgp fit --task``): None is the estimator's "
+             "own, regression for ``SparseGPRegressor`` (a 0/1 target is numbers, file or "
+             "array) and classification for ``SparseGPClassifier``; the other task is "
+             "refused, naming the estimator that fits it."),
+}
+
+
+def _settings_doc() -> str:
+    """The keywords' part of the estimators' docstrings, in the order of
+    their signature: each setting as the trainer's table declares it (its
+    help, type and default, as ``sgp fit --help`` states them), and
+    Python's own keywords."""
+    entries = {keyword: (kind, default, text) for keyword, kind, default, text in
+               _native.settings()}
+    entries.update(_OWN_DOC)
+    lines = []
+    for name in inspect.signature(_SparseGP.__init__).parameters:
+        if name == "self":
+            continue
+        kind, default, text = entries[name]
+        lines.append(f"    {name} : {kind}, default={default}")
+        lines += textwrap.wrap(text, 76, initial_indent=" " * 8, subsequent_indent=" " * 8,
+                               break_on_hyphens=False, break_long_words=False)
+    return "\n" + "\n".join(lines) + "\n"
+
+
+_SETTINGS_DOC = _settings_doc()
 
 
 def _learns_on_the_device(estimator: Any) -> bool:
@@ -477,12 +444,7 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
     decides (``basis_`` says which and why).
 
     Parameters
-    ----------
-    model : str or None, default=None
-        Fitting procedure, as ``sgp fit --model``: auto, spgp, vsgp,
-        spgp-hs, spgp-dr, spgp-pca, gplasso, ivm or exact (None: auto, the
-        family that predicts held-out rows best).
-""" + _SETTINGS_DOC + """
+    ----------""" + _SETTINGS_DOC + """
     Attributes
     ----------
     blob_ : bytes or None
@@ -658,11 +620,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     and exported as a blob for a microcontroller.
 
     Parameters
-    ----------
-    model : str or None, default=None
-        Fitting procedure (None: svgp, the sparse variational classifier;
-        ivm and exact classify two classes).
-""" + _SETTINGS_DOC + """    class_weight : None, default=None
+    ----------""" + _SETTINGS_DOC + """    class_weight : None, default=None
         Refused unless None: the trainer's likelihood counts every row
         once and cannot weight classes (resample the rarer class instead).
 

@@ -94,6 +94,10 @@ def defaults() -> Dict[str, str]:
     """The default of each setting not given, in words, by keyword name
     (``max_iter``): what ``sgp fit --help`` states."""
 
+def settings() -> List[Tuple[str, str, str, str]]:
+    """The estimators' settings as the trainer's table declares them, in
+    Python's words: keyword, type, default and help."""
+
 def spoken(message: str) -> str:
     """A trainer message in the estimators' words (``--m 0``: ``m=0``)."""
 

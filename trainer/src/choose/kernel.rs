@@ -21,7 +21,7 @@ use super::held_out::{self, Scores};
 use super::record::{KernelScore, KernelVerdict, Verdict};
 use super::Request;
 use crate::data::{Dataset, TargetKind};
-use crate::fit::{FitParams, Method};
+use crate::fit::FitParams;
 use crate::Result;
 
 /// `params` with the kernel that predicts held-out rows of `outputs` best
@@ -38,11 +38,8 @@ pub(crate) fn choose(
 ) -> Result<(FitParams, KernelVerdict)> {
     let se = params.with_kernel(Kernel::SquaredExponential);
     let unweighed = |why: &str| Ok((se.clone(), KernelVerdict::unweighed(why)));
-    if params.method() == Method::Vsgp {
-        return unweighed(
-            "vsgp takes the squared exponential only: its Gaussian basis functions have no \
-             closed-form Matérn covariances",
-        );
+    if let Some(why) = params.method().se_only_reason() {
+        return unweighed(&why);
     }
     if !request.held_out {
         return unweighed("held-out comparisons are off");
@@ -291,7 +288,8 @@ mod tests {
 
     /// The kernel `--model svgp --m 30 --kernel auto` keeps on `data`.
     fn svgp_auto(data: &Dataset, seed: u64) -> &'static str {
-        let params = crate::options::Options::defaults(Method::Svgp, 30, 0, seed).expect("valid");
+        let params = crate::options::Options::defaults(crate::fit::Method::Svgp, 30, 0, seed)
+            .expect("valid");
         let request = Request {
             asked: Asked::Family(params),
             held_out: true,

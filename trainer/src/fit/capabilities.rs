@@ -1,6 +1,6 @@
 //! What each family can do, declared once: the tasks it fits, whether it
 //! takes a Matérn kernel, whether a file streams for it, whether its blob
-//! learns on the device. Validation (`options::applies`), the streamed
+//! learns on the device. Validation (`options::settings`), the streamed
 //! fit's decision, `sgp sweep`'s grid and the guide's table (a test
 //! compares them) read this table and nothing else.
 
@@ -93,6 +93,18 @@ impl Method {
                 ..sparse_regression
             },
         }
+    }
+}
+
+impl Method {
+    /// Why the family refuses a Matérn kernel, in a sentence naming it
+    /// (`None`: it takes every kernel).
+    pub fn se_only_reason(self) -> Option<String> {
+        let why = self.capabilities().se_only?;
+        Some(format!(
+            "{} takes the squared exponential only: {why}",
+            self.name()
+        ))
     }
 }
 

@@ -77,7 +77,7 @@ impl Default for SvgpParams {
     fn default() -> Self {
         let sparse = SparseParams::default();
         SvgpParams {
-            m: 128,
+            m: sparse.m,
             seed: sparse.seed,
             restarts: DEFAULT_RESTARTS,
             optimiser: sparse.optimiser,

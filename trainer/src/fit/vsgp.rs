@@ -29,12 +29,6 @@ pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + params.optimiser.max_iter
 }
 
-/// Why VSGP takes the squared exponential only (the fit's and
-/// `--kernel`'s refusal).
-pub(crate) const SE_ONLY: &str = "its basis functions are Gaussians of their own widths, whose \
-     covariances with a Matérn kernel have no closed form (spgp, spgp-hs and spgp-dr take any \
-     kernel)";
-
 /// Fits VSGP: SPGP (without a tied variance), then the widths freed (the
 /// paper's procedure), and the second start for several outputs.
 pub(crate) fn fit_vsgp(
@@ -42,11 +36,13 @@ pub(crate) fn fit_vsgp(
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    if params.kernel != Kernel::SquaredExponential {
+    if let (false, Some(why)) = (
+        params.kernel == Kernel::SquaredExponential,
+        Method::Vsgp.se_only_reason(),
+    ) {
         return Err(Error::BadInput(format!(
-            "vsgp works with the squared-exponential kernel only, not --kernel {}: {}",
-            params.kernel.name(),
-            SE_ONLY
+            "--kernel {}: {why}",
+            params.kernel.name()
         )));
     }
     // Iterations are counted over both stages: the second continues from

@@ -7,13 +7,12 @@
 //! [`Options::request`] makes the [`Request`] the choice layer fits: the
 //! family named (or, with none, `auto` for a regression and `svgp` for a
 //! classification), and which choices stay open. A setting given for a
-//! family that does not read it is an error ([`applies`]); the task of the
+//! family that does not read it is an error ([`settings`]); the task of the
 //! target is decided in [`task`].
 
 #[macro_use]
 mod named;
-pub mod applies;
-pub mod defaults;
+pub mod settings;
 pub mod task;
 pub mod update;
 
@@ -28,8 +27,8 @@ use crate::fit::gplasso::{GplassoParams, GplassoRefit};
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{
-    check_m, default_optimiser, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method,
-    ProjectedParams, SparseParams, DEFAULT_STALL,
+    check_m, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
+    SparseParams, DEFAULT_STALL,
 };
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
@@ -56,14 +55,20 @@ pub enum ModelChoice {
     Family(Method),
 }
 
+/// A family named, or `auto` (`None`).
+impl From<Option<Method>> for ModelChoice {
+    fn from(family: Option<Method>) -> Self {
+        family.map_or(ModelChoice::Auto, ModelChoice::Family)
+    }
+}
+
 impl ModelChoice {
     /// The choice named `name`: `auto` or a family's name.
     ///
     /// # Errors
     /// [`Error::BadInput`] listing the names there are.
     pub fn parse(name: &str) -> Result<Self> {
-        let family = parse_or::<Method>(name, "--model", AUTO)?;
-        Ok(family.map_or(ModelChoice::Auto, ModelChoice::Family))
+        Ok(parse_or::<Method>(name, "--model", AUTO)?.into())
     }
 }
 
@@ -105,90 +110,52 @@ impl Named for KernelChoice {
     }
 }
 
-/// The settings users give a fit; `None` and `false` are "not given".
+/// The settings users give a fit; `None` and `false` are "not given". Each
+/// field is the setting of its name (`max_iter`: `--max-iter`), declared
+/// with its help and default in [`settings::SETTINGS`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
     /// `--model`.
     pub model: Option<ModelChoice>,
-    /// `--m`: basis functions (default [`DEFAULT_M`], at most the rows).
+    /// `--m`.
     pub m: Option<usize>,
-    /// `--dim`: the projected dimension G of spgp-dr and spgp-pca.
+    /// `--dim`.
     pub dim: Option<usize>,
-    /// `--rank`: gplasso's incomplete Cholesky rank.
+    /// `--rank`.
     pub rank: Option<usize>,
-    /// `--fixed-hyperparameters`: gplasso's paper procedure.
+    /// `--fixed-hyperparameters`.
     pub fixed_hyperparameters: bool,
-    /// `--fixed-basis`: gplasso's hyperparameters re-optimised, its basis
-    /// kept.
+    /// `--fixed-basis`.
     pub fixed_basis: bool,
-    /// `--objective`: FITC or VFE (not given: chosen on held-out rows
-    /// where the family has the choice).
+    /// `--objective`.
     pub objective: Option<Approximation>,
-    /// `--kernel`: the covariance function, or `auto` (default: the
-    /// squared exponential).
+    /// `--kernel`.
     pub kernel: Option<KernelChoice>,
-    /// `--no-held-out-choice`: no held-out comparisons.
+    /// `--no-held-out-choice`.
     pub no_held_out_choice: bool,
-    /// `--restarts`: starts of a restarted fit.
+    /// `--restarts`.
     pub restarts: Option<usize>,
-    /// `--seed`: seed of every random choice (default [`DEFAULT_SEED`]).
+    /// `--seed`.
     pub seed: Option<u64>,
-    /// `--max-iter`: cap on each final optimiser run.
+    /// `--max-iter`.
     pub max_iter: Option<u64>,
-    /// `--tol`: the stall test, nats per row over 50 iterations.
+    /// `--tol`.
     pub tol: Option<f64>,
-    /// `--init`: how the first start's pseudo-inputs are drawn.
+    /// `--init`.
     pub init: Option<InitMethod>,
-    /// `--init-hyper`: where the hyperparameters start.
+    /// `--init-hyper`.
     pub init_hyper: Option<HyperInit>,
-    /// `--max-points`: rows of an exact GP.
+    /// `--max-points`.
     pub max_points: Option<usize>,
-    /// `--ivm-posterior`: the IVM classifier's posterior.
+    /// `--ivm-posterior`.
     pub ivm_posterior: Option<IvmPosterior>,
-    /// `--updatable`: export a blob that learns on the device
-    /// ([`crate::export::updatable`]).
+    /// `--updatable`.
     pub updatable: bool,
-    /// `--reproducible`: the same blob, bit for bit, on any CPU and thread
-    /// count ([`crate::numerics::reproducible`]).
+    /// `--reproducible`.
     pub reproducible: bool,
 }
 
 impl Options {
-    /// The settings given, as the command line spells them (`--max-iter`).
-    pub fn given(&self) -> Vec<&'static str> {
-        self.flags()
-            .into_iter()
-            .filter(|f| f.0)
-            .map(|f| f.1)
-            .collect()
-    }
-
-    /// Every setting these options hold, with whether it was given.
-    fn flags(&self) -> [(bool, &'static str); 18] {
-        [
-            (self.m.is_some(), "--m"),
-            (self.dim.is_some(), "--dim"),
-            (self.rank.is_some(), "--rank"),
-            (self.fixed_hyperparameters, "--fixed-hyperparameters"),
-            (self.fixed_basis, "--fixed-basis"),
-            (self.objective.is_some(), "--objective"),
-            // The squared exponential is every family's: only a Matérn
-            // kernel is a setting some families refuse.
-            (self.matern(), "--kernel"),
-            (self.no_held_out_choice, "--no-held-out-choice"),
-            (self.restarts.is_some(), "--restarts"),
-            (self.seed.is_some(), "--seed"),
-            (self.max_iter.is_some(), "--max-iter"),
-            (self.tol.is_some(), "--tol"),
-            (self.init.is_some(), "--init"),
-            (self.init_hyper.is_some(), "--init-hyper"),
-            (self.max_points.is_some(), "--max-points"),
-            (self.ivm_posterior.is_some(), "--ivm-posterior"),
-            (self.updatable, "--updatable"),
-            (self.reproducible, "--reproducible"),
-        ]
-    }
-
     /// Whether a Matérn kernel was asked for.
     fn matern(&self) -> bool {
         self.kernel_named() != Kernel::SquaredExponential
@@ -205,7 +172,7 @@ impl Options {
 
     /// Refuses a setting given (and any of `also`, the command line's own
     /// flags such as `--path`) that the family named does not read, for
-    /// `task` if known ([`applies::check`]); with no family named, waits
+    /// `task` if known ([`settings::check`]); with no family named, waits
     /// for [`Options::request`].
     ///
     /// # Errors
@@ -217,10 +184,10 @@ impl Options {
         };
         // These options decide for the settings they hold (`--kernel auto`
         // is no Matérn kernel); `also` adds the ones they do not.
-        let held = self.flags().map(|f| f.1);
         let mut given = self.given();
-        given.extend(also.iter().filter(|f| !held.contains(f)));
-        applies::check(&[family], task, &given)
+        let held = |f: &&str| settings::setting(f).is_some_and(|s| s.held());
+        given.extend(also.iter().filter(|f| !held(f)));
+        settings::check(&[family], task, &given)
     }
 
     /// What to fit to `data`: the family named, else `auto` for a
@@ -249,20 +216,18 @@ impl Options {
                 Asked::Auto(vec![self.params(DEFAULT_CLASSIFIER, rows)?])
             }
             ModelChoice::Auto => {
-                let mut families = vec![Method::Spgp];
-                if !self.matern() {
-                    // VSGP's Gaussian basis functions take the squared
-                    // exponential only.
-                    families.push(Method::Vsgp);
-                }
+                let mut families = vec![Method::Spgp, Method::Vsgp];
                 if outputs.len() == 1 {
                     families.extend([Method::SpgpHs, Method::Gplasso]);
                 }
                 if self.dim.is_some() {
                     families.push(Method::SpgpDr);
                 }
+                // A Matérn kernel leaves out the families that refuse it.
+                let takes = |m: &Method| !self.matern() || m.capabilities().se_only.is_none();
                 let candidates = families
                     .into_iter()
+                    .filter(takes)
                     .map(|m| self.params(m, rows))
                     .collect::<Result<_>>()?;
                 Asked::Auto(candidates)
@@ -273,7 +238,7 @@ impl Options {
         } else {
             Task::Regression
         };
-        applies::check(&asked.families(), Some(task), &self.given())?;
+        settings::check(&asked.families(), Some(task), &self.given())?;
         if let (true, TargetKind::Classes { count }) = (self.updatable, first.target) {
             return Err(Error::BadInput(format!(
                 "--updatable does not apply to a classification of {count} classes: their labels \
@@ -322,6 +287,82 @@ impl Options {
     /// [`Error::BadInput`] for settings that contradict each other, or one
     /// `method` needs and lacks.
     pub fn params(&self, method: Method, rows: usize) -> Result<FitParams> {
+        self.check_gplasso(method)?;
+        let dim = match (method.is_projected(), self.dim) {
+            (true, Some(dim)) => dim,
+            (true, None) => {
+                return Err(Error::BadInput(format!(
+                    "--model {} needs --dim G, the projected dimension",
+                    method.name()
+                )))
+            }
+            (false, _) => 0,
+        };
+        if method != Method::Exact {
+            self.m.map_or(Ok(()), check_m)?;
+        }
+        let sparse = self.sparse(rows);
+        let SparseParams {
+            m, seed, kernel, ..
+        } = sparse;
+        let optimiser = sparse.optimiser.clone();
+        Ok(match method {
+            Method::Exact => FitParams::Exact(ExactParams {
+                max_points: sparse.max_points,
+                seed,
+                optimiser,
+                kernel,
+            }),
+            Method::Spgp => FitParams::Spgp(sparse),
+            Method::Vsgp => FitParams::Vsgp(sparse),
+            Method::SpgpHs => FitParams::SpgpHs(sparse),
+            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
+            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
+            Method::Gplasso => FitParams::Gplasso(GplassoParams {
+                m,
+                rank: self.rank,
+                max_points: sparse.max_points,
+                seed,
+                optimiser,
+                refit: match (self.fixed_hyperparameters, self.fixed_basis) {
+                    (true, _) => GplassoRefit::Nothing,
+                    (false, true) => GplassoRefit::Hyperparameters,
+                    (false, false) => GplassoRefit::Everything,
+                },
+                approximation: sparse.approximation,
+                kernel,
+                ..GplassoParams::default()
+            }),
+            Method::Ivm => {
+                let defaults = IvmParams::default();
+                let mut optimiser = defaults.optimiser.clone();
+                if let Some(max_iter) = self.max_iter {
+                    optimiser.max_iter = max_iter;
+                }
+                FitParams::Ivm(IvmParams {
+                    m,
+                    seed,
+                    optimiser,
+                    kernel_points: sparse.max_points,
+                    posterior: self.ivm_posterior.unwrap_or_default(),
+                    kernel,
+                    ..defaults
+                })
+            }
+            Method::Svgp => FitParams::Svgp(SvgpParams {
+                m,
+                seed,
+                restarts: sparse.restarts,
+                optimiser,
+                pseudo_init: sparse.pseudo_init,
+                kernel,
+            }),
+        })
+    }
+
+    /// Refuses gplasso's procedures given together, or with an objective
+    /// they do not take.
+    fn check_gplasso(&self, method: Method) -> Result<()> {
         if self.fixed_hyperparameters && self.fixed_basis {
             return Err(Error::BadInput(
                 "--fixed-hyperparameters and --fixed-basis are two gplasso procedures: give one"
@@ -336,22 +377,15 @@ impl Options {
                     .into(),
             ));
         }
-        let dim = match (method.is_projected(), self.dim) {
-            (true, Some(dim)) => dim,
-            (true, None) => {
-                return Err(Error::BadInput(format!(
-                    "--model {} needs --dim G, the projected dimension",
-                    method.name()
-                )))
-            }
-            (false, _) => 0,
-        };
-        if method != Method::Exact {
-            self.m.map_or(Ok(()), check_m)?;
-        }
-        let m = self.m.unwrap_or(DEFAULT_M.min(rows));
-        let seed = self.seed.unwrap_or(DEFAULT_SEED);
-        let mut optimiser = default_optimiser();
+        Ok(())
+    }
+
+    /// The pseudo-input settings on data of `rows` rows: those given, the
+    /// defaults of [`SparseParams`] for the rest; every family's settings
+    /// start from these.
+    fn sparse(&self, rows: usize) -> SparseParams {
+        let defaults = SparseParams::default();
+        let mut optimiser = defaults.optimiser.clone();
         if let Some(max_iter) = self.max_iter {
             optimiser.max_iter = max_iter;
         }
@@ -362,75 +396,18 @@ impl Options {
                 ..DEFAULT_STALL
             });
         }
-        let defaults = SparseParams::default();
-        let pseudo_init = self.init.map_or(defaults.pseudo_init.clone(), Into::into);
-        let kernel = self.kernel_named();
-        let sparse = SparseParams {
-            m,
-            seed,
-            kernel,
-            approximation: self.objective.unwrap_or_default(),
+        SparseParams {
+            m: self.m.unwrap_or(defaults.m.min(rows)),
+            seed: self.seed.unwrap_or(defaults.seed),
+            kernel: self.kernel_named(),
+            approximation: self.objective.unwrap_or(defaults.approximation),
             restarts: self.restarts.unwrap_or(defaults.restarts),
-            optimiser: optimiser.clone(),
-            pseudo_init: pseudo_init.clone(),
+            optimiser,
+            pseudo_init: self.init.map_or(defaults.pseudo_init.clone(), Into::into),
             hyper_init: self.init_hyper.unwrap_or(defaults.hyper_init),
             max_points: self.max_points.unwrap_or(defaults.max_points),
             ..defaults
-        };
-        Ok(match method {
-            Method::Exact => FitParams::Exact(ExactParams {
-                max_points: self.max_points.unwrap_or(ExactParams::default().max_points),
-                seed,
-                optimiser,
-                kernel,
-            }),
-            Method::Spgp => FitParams::Spgp(sparse),
-            Method::Vsgp => FitParams::Vsgp(sparse),
-            Method::SpgpHs => FitParams::SpgpHs(sparse),
-            Method::SpgpDr => FitParams::SpgpDr(ProjectedParams { sparse, dim }),
-            Method::SpgpPca => FitParams::SpgpPca(ProjectedParams { sparse, dim }),
-            Method::Gplasso => FitParams::Gplasso(GplassoParams {
-                m,
-                rank: self.rank,
-                max_points: self
-                    .max_points
-                    .unwrap_or(GplassoParams::default().max_points),
-                seed,
-                optimiser,
-                refit: match (self.fixed_hyperparameters, self.fixed_basis) {
-                    (true, _) => GplassoRefit::Nothing,
-                    (false, true) => GplassoRefit::Hyperparameters,
-                    (false, false) => GplassoRefit::Everything,
-                },
-                approximation: self.objective.unwrap_or_default(),
-                kernel,
-                ..GplassoParams::default()
-            }),
-            Method::Ivm => {
-                let defaults = IvmParams::default();
-                let mut optimiser = defaults.optimiser.clone();
-                if let Some(max_iter) = self.max_iter {
-                    optimiser.max_iter = max_iter;
-                }
-                FitParams::Ivm(IvmParams {
-                    m,
-                    seed,
-                    optimiser,
-                    kernel_points: self.max_points.unwrap_or(defaults.kernel_points),
-                    posterior: self.ivm_posterior.unwrap_or_default(),
-                    kernel,
-                    ..defaults
-                })
-            }
-            Method::Svgp => FitParams::Svgp(SvgpParams {
-                m,
-                seed,
-                restarts: self.restarts.unwrap_or(SvgpParams::default().restarts),
-                optimiser,
-                pseudo_init,
-                kernel,
-            }),
-        })
+        }
     }
 
     /// `method`'s defaults with `m` basis functions (G = `dim` for a

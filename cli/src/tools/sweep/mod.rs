@@ -58,8 +58,8 @@ pub struct SweepSpec {
     pub m: Vec<usize>,
     /// Projected dimensions G, for the projected families only.
     pub dims: Vec<usize>,
-    /// Covariance functions (VSGP takes the squared exponential only: its
-    /// Matérn points are left out).
+    /// Covariance functions (a family the capabilities table limits to
+    /// the squared exponential gets no Matérn points).
     pub kernels: Vec<Kernel>,
     /// Seed of every fit.
     pub seed: u64,

@@ -122,7 +122,7 @@ pub(crate) const DEFAULT_KERNEL_POINTS: usize = super::DEFAULT_MAX_POINTS;
 impl Default for IvmParams {
     fn default() -> Self {
         IvmParams {
-            m: 100,
+            m: super::DEFAULT_M,
             seed: super::DEFAULT_SEED,
             selection: SelectionOptions::default(),
             rounds: None,
