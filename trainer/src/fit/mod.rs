@@ -45,15 +45,16 @@ use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
 pub use dr::ProjectionReport;
+pub use params::PseudoInit;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
-    Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, PseudoInit,
-    SparseParams, DEFAULT_M, DEFAULT_MAX_ITER, DEFAULT_MAX_POINTS, DEFAULT_RESTARTS, DEFAULT_SEED,
-    DEFAULT_STALL, MAX_EXACT_POINTS, MAX_RESTARTS,
+    Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
+    DEFAULT_M, DEFAULT_SEED, DEFAULT_STALL,
 };
+pub(crate) use params::{DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
+pub use report::FitReport;
 pub use report::{
-    FitReport, OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore,
-    WidthSpread,
+    OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore, WidthSpread,
 };
 pub use sparse::VarianceSharing;
 

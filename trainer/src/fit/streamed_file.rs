@@ -20,7 +20,7 @@ use crate::options::{ModelChoice, Options};
 use crate::Result;
 
 /// Rows of the sample at which a streamed fit's export is checked.
-pub const STREAMED_CHECK_ROWS: usize = 16_384;
+pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 
 /// Why a file is fitted in memory rather than streamed.
 #[derive(Clone, Debug, PartialEq)]

@@ -27,7 +27,7 @@ pub fn stated(flag: &str) -> Option<String> {
 }
 
 /// A setting, as the command line spells it, and its default in words.
-pub type Stated = (&'static str, fn() -> String);
+pub(crate) type Stated = (&'static str, fn() -> String);
 
 /// Every setting with a stated default and its words (one home: the
 /// parameters of [`built`]).
