@@ -314,10 +314,8 @@ pub(crate) enum Derivatives {
 /// Per latent: `beta`, `C` and `P` of [`latent_terms`].
 type LatentTerms = (Vec<DVector<f64>>, Vec<DMatrix<f64>>, Vec<DMatrix<f64>>);
 
-/// Per latent, `beta = Lu^{-T} m`, `C = S - I` and `P = Lu^{-T} C Lu^{-1}`
-/// (`lu_inv = Lu^{-1}`): then `mu = Kuf^T beta` and
-/// `s = kdiag + diag(Kuf^T P Kuf)` need one M x M product per row, not the
-/// three of going through `A`.
+/// Per latent, `beta = Lu^{-T} m`, `C = S - I`, `P = Lu^{-T} C Lu^{-1}`: then
+/// `mu = Kuf^T beta`, `s = kdiag + diag(Kuf^T P Kuf)` take one M x M product.
 fn latent_terms(qs: &[Variational], lu_inv: &DMatrix<f64>) -> LatentTerms {
     let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
     let cs: Vec<DMatrix<f64>> = qs
@@ -352,9 +350,8 @@ fn latent_terms(qs: &[Variational], lu_inv: &DMatrix<f64>) -> LatentTerms {
     (betas, cs, ps)
 }
 
-/// One chunk's sums: rows `r0..r0 + rows` of `x` and `y`, each latent's
-/// expected log likelihood and, as `wanted`, its derivatives with respect
-/// to `beta`, `P`, the biases and (adjoints) the features and kernel.
+/// One chunk's sums (rows `r0..r0 + rows`): each latent's expected log
+/// likelihood and, as `wanted`, its derivatives.
 fn chunk_sums<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
