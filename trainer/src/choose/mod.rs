@@ -30,7 +30,6 @@
 pub mod held_out;
 pub mod kernel;
 pub mod outputs;
-pub(crate) mod record;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
@@ -38,10 +37,10 @@ use crate::evaluate::contest::{contest_rows, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
+pub use crate::fit::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
-pub use record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 
 /// What to fit.
 #[derive(Clone, Debug, PartialEq)]

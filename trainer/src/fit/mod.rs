@@ -13,6 +13,7 @@
 //! between outputs (`shares_basis`) refuse `P > 1`.
 
 pub mod capabilities;
+mod choice_record;
 pub mod dr;
 pub mod exact;
 pub mod gplasso;
@@ -44,6 +45,7 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
+pub use choice_record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 pub use dr::ProjectionReport;
 pub use params::PseudoInit;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};

@@ -11,8 +11,7 @@ use nalgebra::DMatrix;
 
 use super::capabilities::{CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED};
 use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
-use super::{Fit, FitParams, Method};
-use crate::choose::Choice;
+use super::{Choice, Fit, FitParams, Method};
 use crate::data::stream::{scan, TableFile};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::Task;
