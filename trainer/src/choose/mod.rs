@@ -19,16 +19,16 @@
 //!   some output's own fit clearly predicts held-out rows better; then one
 //!   model per output.
 //!
-//! - **`--kernel auto`** ([`kernel`]): the family chosen above with the
+//! - **`--kernel auto`** (`kernel`): the family chosen above with the
 //!   squared exponential, unless a Matérn kernel clearly predicts held-out
 //!   rows better.
 //!
-//! All of it on at most `CONTEST_ROWS` rows ([`held_out::applies`]): on
+//! All of it on at most `CONTEST_ROWS` rows (`held_out::applies`): on
 //! more, on a seeded random subset of that many, the chosen fit then
-//! fitted on every row ([`crate::evaluate::contest`]).
+//! fitted on every row (`crate::evaluate::contest`).
 
-pub mod held_out;
-pub mod kernel;
+pub(crate) mod held_out;
+pub(crate) mod kernel;
 pub mod outputs;
 
 use crate::data::multi_target::Outputs;
@@ -83,7 +83,7 @@ pub struct Request {
     /// none).
     pub choose_objective: bool,
     /// Whether the kernel is chosen on held-out rows (`--kernel auto`;
-    /// [`kernel`]).
+    /// `kernel`).
     pub choose_kernel: bool,
 }
 

@@ -8,9 +8,9 @@
 //! alternative is each output's own model: the separate blobs, never
 //! larger than their sum.
 //!
-//! Where [`held_out::applies`], the shared fit and each output's own fit
+//! Where `held_out::applies`, the shared fit and each output's own fit
 //! are fitted on the same random three quarters of the rows (of at most
-//! `CONTEST_ROWS`: [`crate::evaluate::contest`]) and scored on the rest,
+//! `CONTEST_ROWS`: `crate::evaluate::contest`) and scored on the rest,
 //! output by output; the outputs are fitted separately (on every row) if
 //! for some output its own fit wins by more than `TOLERANCE` nats per
 //! row and by more than `MARGIN_SE` standard errors. Classifiers keep the

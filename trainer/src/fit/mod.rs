@@ -6,7 +6,7 @@
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! fits FITC or VFE over pseudo-inputs ([`sparse`], restarted by
-//! [`restarts`]); `vsgp`, `spgp_hs` and `dr` are the same fit over other
+//! `restarts`); `vsgp`, `spgp_hs` and `dr` are the same fit over other
 //! feature kinds ([`crate::model::features`]); `gplasso` selects training
 //! inputs by a lasso path; `ivm` an active set, greedily; `svgp` is the
 //! sparse variational classifier. Families that cannot share a basis
@@ -14,8 +14,8 @@
 
 pub mod capabilities;
 mod choice_record;
-pub mod dr;
-pub mod exact;
+pub(crate) mod dr;
+pub(crate) mod exact;
 pub mod gplasso;
 pub mod init;
 pub mod ivm;
@@ -23,15 +23,15 @@ mod params;
 mod progress;
 mod relevance;
 mod report;
-pub mod restarts;
+pub(crate) mod restarts;
 pub mod sparse;
-pub mod spgp;
-pub mod spgp_hs;
+pub(crate) mod spgp;
+pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
 pub mod streamed_file;
 pub mod svgp;
-pub mod vsgp;
+pub(crate) mod vsgp;
 
 use sgp_runtime::{Kernel, ModelKind};
 use std::borrow::Cow;

@@ -193,7 +193,7 @@ pub struct SparseParams {
     /// Objective: FITC (SPGP's) or VFE (Titsias' bound).
     pub approximation: Approximation,
     /// Number of starts; the one with the lowest training objective after
-    /// a short screening run is optimised to the end ([`restarts`]).
+    /// a short screening run is optimised to the end (`restarts`).
     pub restarts: usize,
     /// Optimiser settings; `max_iter` is the budget of the final run.
     pub optimiser: OptimiseOptions,

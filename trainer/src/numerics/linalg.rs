@@ -11,7 +11,7 @@
 //! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
 //! nalgebra's at these shapes), borrowing nalgebra's column-major storage.
 //! Inside a reproducible fit ([`super::reproducible`]) products and solves
-//! run [`super::fixed_order`]'s kernels instead.
+//! run `super::fixed_order`'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
 

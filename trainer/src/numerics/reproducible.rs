@@ -3,7 +3,7 @@
 //!
 //! `faer`'s kernels pick their vector width and fused multiply-adds at run
 //! time; inside [`reproducibly`] products and solves run
-//! [`super::fixed_order`]'s instead (everything else a fit computes is
+//! `super::fixed_order`'s instead (everything else a fit computes is
 //! already CPU-independent: `libm`, exactly rounded exponentials, chunk-order
 //! sums). The switch is a mark on the threads of a rayon pool of its own, so
 //! a reproducible fit and a default one can run side by side.
@@ -42,7 +42,7 @@ pub(crate) fn trajectory_variant() -> usize {
 
 /// Runs `f` with every dense product and triangular solve, on this thread
 /// and on the rayon threads it uses, in the fixed order of
-/// [`super::fixed_order`]: on a rayon pool of as many threads as the
+/// `super::fixed_order`: on a rayon pool of as many threads as the
 /// global one whose threads are all marked. Inside a reproducible run it
 /// just calls `f`.
 ///
