@@ -9,7 +9,7 @@
 //! [`Dataset::constant_inputs`], which the fits leave out; a constant
 //! target is an error.
 
-pub(crate) mod extremes;
+pub mod extremes;
 pub mod labels;
 pub mod multi_target;
 pub mod stream;

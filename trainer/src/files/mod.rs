@@ -14,5 +14,5 @@ mod temporaries;
 pub use input::{FileId, Input, InputFormat};
 pub use output::{check_outputs, separate_path, write_atomic};
 pub(crate) use output::{check_outside, AtomicFile};
-pub(crate) use panics::catch_quietly;
+pub use panics::catch_quietly;
 pub use temporaries::{remove_temporaries, remove_temporaries_on_interrupt};
