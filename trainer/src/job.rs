@@ -121,7 +121,7 @@ pub struct InMemory {
 }
 
 impl InMemory {
-    /// The warnings about the columns read ([`about_data`]).
+    /// The warnings about the columns read (`about_data`).
     pub fn warnings(&self) -> Vec<String> {
         self.outputs.first().map(about_data).unwrap_or_default()
     }

@@ -18,10 +18,10 @@
 use sgp_runtime::Kernel;
 
 use super::held_out::{self, Scores};
-use super::record::{KernelScore, KernelVerdict, Verdict};
 use super::Request;
 use crate::data::{Dataset, TargetKind};
 use crate::fit::FitParams;
+use crate::fit::{KernelScore, KernelVerdict, Verdict};
 use crate::Result;
 
 /// `params` with the kernel that predicts held-out rows of `outputs` best

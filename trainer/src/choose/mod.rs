@@ -19,18 +19,17 @@
 //!   some output's own fit clearly predicts held-out rows better; then one
 //!   model per output.
 //!
-//! - **`--kernel auto`** ([`kernel`]): the family chosen above with the
+//! - **`--kernel auto`** (`kernel`): the family chosen above with the
 //!   squared exponential, unless a Matérn kernel clearly predicts held-out
 //!   rows better.
 //!
-//! All of it on at most `CONTEST_ROWS` rows ([`held_out::applies`]): on
+//! All of it on at most `CONTEST_ROWS` rows (`held_out::applies`): on
 //! more, on a seeded random subset of that many, the chosen fit then
-//! fitted on every row ([`crate::evaluate::contest`]).
+//! fitted on every row (`crate::evaluate::contest`).
 
-pub mod held_out;
-pub mod kernel;
+pub(crate) mod held_out;
+pub(crate) mod kernel;
 pub mod outputs;
-pub(crate) mod record;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
@@ -38,10 +37,10 @@ use crate::evaluate::contest::{contest_rows, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
+pub use crate::fit::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
-pub use record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 
 /// What to fit.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +83,7 @@ pub struct Request {
     /// none).
     pub choose_objective: bool,
     /// Whether the kernel is chosen on held-out rows (`--kernel auto`;
-    /// [`kernel`]).
+    /// `kernel`).
     pub choose_kernel: bool,
 }
 

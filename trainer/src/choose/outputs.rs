@@ -8,11 +8,11 @@
 //! alternative is each output's own model: the separate blobs, never
 //! larger than their sum.
 //!
-//! Where [`held_out::applies`], the shared fit and each output's own fit
+//! Where `held_out::applies`, the shared fit and each output's own fit
 //! are fitted on the same random three quarters of the rows (of at most
-//! `CONTEST_ROWS`: [`crate::evaluate::contest`]) and scored on the rest,
+//! `CONTEST_ROWS`: `crate::evaluate::contest`) and scored on the rest,
 //! output by output; the outputs are fitted separately (on every row) if
-//! for some output its own fit wins by more than [`TOLERANCE`] nats per
+//! for some output its own fit wins by more than `TOLERANCE` nats per
 //! row and by more than `MARGIN_SE` standard errors. Classifiers keep the
 //! shared fit without a comparison.
 //!
@@ -36,7 +36,7 @@ use crate::Result;
 /// Nats per held-out row by which an output's own fit must beat the
 /// shared fit (half the 0.05 accuracy budget of docs/src/multi-output.md):
 /// a smaller loss is worth the shared blob's size and single device call.
-pub const TOLERANCE: f64 = 0.025;
+pub(crate) const TOLERANCE: f64 = 0.025;
 
 /// The fit of several outputs: one fit on one basis, or one per output.
 pub struct OutputsFit {
@@ -73,7 +73,7 @@ pub struct OutputVerdict {
     pub separate_nlpd: f64,
     /// Standard error of the mean per-row difference.
     pub standard_error: f64,
-    /// Its own fit won by more than [`TOLERANCE`] and the margin.
+    /// Its own fit won by more than `TOLERANCE` and the margin.
     pub separate_clearly_better: bool,
 }
 

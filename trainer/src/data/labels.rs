@@ -183,7 +183,7 @@ impl Shown<'_> {
 
 /// The name of class value `value` of `data`: its text label, or the
 /// number as written.
-pub fn class_name(data: &Dataset, value: f64) -> String {
+pub(crate) fn class_name(data: &Dataset, value: f64) -> String {
     // Standardising and back leaves code 0 at about -1e-16: round first.
     let code = value.round();
     let text = (code >= 0.0 && is_class(value, code))

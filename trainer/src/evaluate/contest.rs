@@ -2,7 +2,7 @@
 //! family, kernel, shared or separate outputs, SPGP+HS's prior strength):
 //! candidates scored on the same held-out rows (NLPD, a classifier's log
 //! loss), weighed in pairs; a challenger displaces the incumbent only if
-//! it wins by more than [`MARGIN_SE`] standard errors of the paired
+//! it wins by more than `MARGIN_SE` standard errors of the paired
 //! per-row difference (a smaller difference is one another split could
 //! reverse), and by more than a tolerance where the choice has one.
 //!
@@ -38,7 +38,7 @@ pub(crate) fn contest_rows(outputs: &[Dataset], seed: u64) -> Result<Cow<'_, [Da
 }
 
 /// Standard errors by which a challenger must win.
-pub const MARGIN_SE: f64 = 1.0;
+pub(crate) const MARGIN_SE: f64 = 1.0;
 
 /// Every candidate's score on each of the same held-out rows.
 #[derive(Clone, Debug)]

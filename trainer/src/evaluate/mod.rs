@@ -1,7 +1,7 @@
 //! Test-set figures of a blob, computed through the runtime (what the
 //! device would compute), for `sgp eval` and the demo.
 
-pub mod contest;
+pub(crate) mod contest;
 pub mod metrics;
 
 use nalgebra::{DMatrix, DVector};

@@ -16,9 +16,9 @@ pub mod device;
 pub mod fixed;
 pub mod gradient;
 pub mod output_blob;
-pub mod precision;
+pub(crate) mod precision;
 pub mod updatable;
-pub mod warnings;
+pub(crate) mod warnings;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
@@ -134,7 +134,7 @@ pub struct Exported {
     pub fidelity: Fidelity,
     /// The same, output by output (one for a single-output model).
     pub outputs: Vec<Fidelity>,
-    /// Columns whose values f32 cannot resolve ([`crate::export::precision`]): the
+    /// Columns whose values f32 cannot resolve (`crate::export::precision`): the
     /// likely cause when the check fails.
     pub precision: Vec<String>,
     /// The jitter raise that made the check pass, if one was needed.

@@ -62,7 +62,7 @@ pub fn warnings(
 }
 
 /// [`warnings`] for a data set, from its own values.
-pub fn for_dataset(data: &Dataset) -> Vec<String> {
+pub(crate) fn for_dataset(data: &Dataset) -> Vec<String> {
     let y = data.raw_y();
     warnings(
         &data.transform,

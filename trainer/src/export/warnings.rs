@@ -10,7 +10,7 @@ use crate::export::precision;
 /// Every warning about `data`'s columns, in a fixed order: constant
 /// inputs, extreme values ([`extremes::warnings`]), f32 resolution
 /// ([`precision::for_dataset`]), names longer than a device holds.
-pub fn about_data(data: &Dataset) -> Vec<String> {
+pub(crate) fn about_data(data: &Dataset) -> Vec<String> {
     let mut warnings: Vec<String> = data
         .constant_inputs
         .iter()

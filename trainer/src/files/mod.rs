@@ -1,10 +1,10 @@
 //! The user's files: every input opened once and read as a stream
 //! ([`Input`]), every output written whole or not at all ([`write_atomic`],
-//! [`AtomicFile`]) and checked before any work ([`check_outputs`]), their
+//! `AtomicFile`) and checked before any work ([`check_outputs`]), their
 //! temporaries removed on an interruption
 //! ([`remove_temporaries_on_interrupt`]), and the
 //! one boundary where a third-party reader's panic becomes an error
-//! ([`catch_quietly`]).
+//! (`catch_quietly`).
 
 mod input;
 mod output;
@@ -12,6 +12,7 @@ mod panics;
 mod temporaries;
 
 pub use input::{FileId, Input, InputFormat};
-pub use output::{check_outputs, check_outside, separate_path, write_atomic, AtomicFile};
+pub use output::{check_outputs, separate_path, write_atomic};
+pub(crate) use output::{check_outside, AtomicFile};
 pub use panics::catch_quietly;
 pub use temporaries::{remove_temporaries, remove_temporaries_on_interrupt};

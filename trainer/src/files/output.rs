@@ -19,7 +19,7 @@ use crate::{Error, Result};
 /// Temporary files made by this process so far (for unique names).
 static TEMPS: AtomicU64 = AtomicU64::new(0);
 
-/// Writes `bytes` to `path` through an [`AtomicFile`].
+/// Writes `bytes` to `path` through an `AtomicFile`.
 ///
 /// ```
 /// let dir = tempfile::tempdir().unwrap();
@@ -40,7 +40,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A file being written: the target is replaced at [`AtomicFile::commit`];
 /// dropped without a commit, it leaves the target as it was.
 #[derive(Debug)]
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     writer: Option<BufWriter<File>>,
     /// The temporary file; `None` when writing a device or pipe in place.
     temp: Option<PathBuf>,
@@ -306,7 +306,7 @@ pub fn check_outputs(outputs: &[(&str, &Path)], inputs: &[&Input]) -> Result<()>
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the flag, the output and the directory.
-pub fn check_outside(outputs: &[(&str, &Path)], dir: &Path) -> Result<()> {
+pub(crate) fn check_outside(outputs: &[(&str, &Path)], dir: &Path) -> Result<()> {
     let Ok(dir_path) = std::fs::canonicalize(dir) else {
         return Ok(());
     };

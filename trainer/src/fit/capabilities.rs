@@ -24,13 +24,14 @@ pub struct Capabilities {
 }
 
 /// Why a classification is read into memory.
-pub const CLASSIFICATION_NOT_STREAMED: &str =
+pub(crate) const CLASSIFICATION_NOT_STREAMED: &str =
     "its non-Gaussian likelihood makes the posterior no sum over rows";
 /// Why a Matérn kernel is read into memory.
-pub const MATERN_NOT_STREAMED: &str = "the staged subset fit and the pass over every row were \
+pub(crate) const MATERN_NOT_STREAMED: &str =
+    "the staged subset fit and the pass over every row were \
                                        built and checked with the squared exponential";
 /// Why several targets are read into memory.
-pub const OUTPUTS_NOT_STREAMED: &str =
+pub(crate) const OUTPUTS_NOT_STREAMED: &str =
     "the staged subset fit and the pass over every row are built for one output";
 
 /// What a family that streams streams: the rest of a request is read into

@@ -6,15 +6,16 @@
 //!
 //! `exact` is the reference (full GP on at most `max_points` rows); `spgp`
 //! fits FITC or VFE over pseudo-inputs ([`sparse`], restarted by
-//! [`restarts`]); `vsgp`, `spgp_hs` and `dr` are the same fit over other
+//! `restarts`); `vsgp`, `spgp_hs` and `dr` are the same fit over other
 //! feature kinds ([`crate::model::features`]); `gplasso` selects training
 //! inputs by a lasso path; `ivm` an active set, greedily; `svgp` is the
 //! sparse variational classifier. Families that cannot share a basis
 //! between outputs (`shares_basis`) refuse `P > 1`.
 
 pub mod capabilities;
-pub mod dr;
-pub mod exact;
+mod choice_record;
+pub(crate) mod dr;
+pub(crate) mod exact;
 pub mod gplasso;
 pub mod init;
 pub mod ivm;
@@ -22,15 +23,15 @@ mod params;
 mod progress;
 mod relevance;
 mod report;
-pub mod restarts;
+pub(crate) mod restarts;
 pub mod sparse;
-pub mod spgp;
-pub mod spgp_hs;
+pub(crate) mod spgp;
+pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
 pub mod streamed_file;
 pub mod svgp;
-pub mod vsgp;
+pub(crate) mod vsgp;
 
 use sgp_runtime::{Kernel, ModelKind};
 use std::borrow::Cow;
@@ -44,16 +45,18 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
+pub use choice_record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
 pub use dr::ProjectionReport;
+pub use params::PseudoInit;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
-    Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, PseudoInit,
-    SparseParams, DEFAULT_M, DEFAULT_MAX_ITER, DEFAULT_MAX_POINTS, DEFAULT_RESTARTS, DEFAULT_SEED,
-    DEFAULT_STALL, MAX_EXACT_POINTS, MAX_RESTARTS,
+    Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
+    DEFAULT_M, DEFAULT_SEED, DEFAULT_STALL,
 };
+pub(crate) use params::{DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
+pub use report::FitReport;
 pub use report::{
-    FitReport, OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore,
-    WidthSpread,
+    OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore, WidthSpread,
 };
 pub use sparse::VarianceSharing;
 

@@ -17,7 +17,7 @@ use crate::numerics::optimise::{OptimiseOptions, Stall};
 use crate::{Error, Result};
 
 /// Largest number of rows an exact GP may be fitted on.
-pub const MAX_EXACT_POINTS: usize = 4096;
+pub(crate) const MAX_EXACT_POINTS: usize = 4096;
 
 /// Basis functions of a fit when `--m` is not given (at most the rows).
 pub const DEFAULT_M: usize = 20;
@@ -27,7 +27,7 @@ pub const DEFAULT_M: usize = 20;
 pub const DEFAULT_SEED: u64 = 0;
 
 /// Rows an exact GP is fitted on at most when `--max-points` is not given.
-pub const DEFAULT_MAX_POINTS: usize = 1000;
+pub(crate) const DEFAULT_MAX_POINTS: usize = 1000;
 
 named_enum! {
     /// Which model to fit (`sgp fit --model`).
@@ -165,15 +165,15 @@ impl ExactParams {
 
 /// Default number of starts of a sparse fit (docs/src/benchmarks.md,
 /// "Default settings": one start lost up to 0.2 nats on some suite sets).
-pub const DEFAULT_RESTARTS: usize = 4;
+pub(crate) const DEFAULT_RESTARTS: usize = 4;
 
 /// The most starts a fit takes: more than a few dozen never found a better
 /// optimum, and a typo of `--restarts` must not become a fit that never ends.
-pub const MAX_RESTARTS: usize = 1000;
+pub(crate) const MAX_RESTARTS: usize = 1000;
 
 /// Default cap on a final optimiser run (and each of VSGP's and SPGP+HS's
 /// two stages); most fits stop earlier, on [`DEFAULT_STALL`].
-pub const DEFAULT_MAX_ITER: u64 = 500;
+pub(crate) const DEFAULT_MAX_ITER: u64 = 500;
 
 /// Default stall test: stop once the training objective fell by less than
 /// 0.002 nats per row over 50 iterations (docs/src/benchmarks.md, "Default
@@ -193,7 +193,7 @@ pub struct SparseParams {
     /// Objective: FITC (SPGP's) or VFE (Titsias' bound).
     pub approximation: Approximation,
     /// Number of starts; the one with the lowest training objective after
-    /// a short screening run is optimised to the end ([`restarts`]).
+    /// a short screening run is optimised to the end (`restarts`).
     pub restarts: usize,
     /// Optimiser settings; `max_iter` is the budget of the final run.
     pub optimiser: OptimiseOptions,

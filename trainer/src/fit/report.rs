@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
+use super::choice_record::Choice;
 use super::dr::ProjectionReport;
 use super::sparse::SharingReport;
 use super::{gplasso, ivm, streamed, Method};
-use crate::choose::record::Choice;
 use crate::data::Standardisation;
 use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;

@@ -2,7 +2,7 @@
 //! basis: the one place the optimiser and the FITC/VFE posterior meet.
 //!
 //! The objective is the sum of the outputs' own objectives
-//! ([`crate::model::inference::shared`]): every output sees the same
+//! (`crate::model::inference::shared`): every output sees the same
 //! features and length scales, each keeps its own signal and noise
 //! variance. With `P = 1` it is the single-output objective, term for term.
 //! With `P > 1` the outputs may also share one variance factor (their
@@ -153,7 +153,7 @@ fn unpacked<F: InducingFeatures + Clone + Sync>(
 }
 
 /// Whether the outputs of a sparse fit share one variance factor: their
-/// noise-to-signal ratio tied ([`crate::model::inference::tied_ratio`]).
+/// noise-to-signal ratio tied (`crate::model::inference::tied_ratio`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VarianceSharing {

@@ -347,21 +347,9 @@ impl SubsetFit {
     }
 }
 
-/// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
-/// sample `scan` kept of `table`.
-///
-/// # Errors
-/// [`Error::BadInput`] for settings that do not fit the sample; every
-/// error of the fits.
-pub fn fit_subset(
-    table: &TableFile,
-    scan: &Scan,
-    params: &StreamedParams,
-    progress: &mut dyn FnMut(StreamedProgress),
-) -> Result<SubsetFit> {
-    let started = Instant::now();
-    params.check(scan)?;
-    params.check_kernel()?;
+/// The scan's sample as the fit sees it: `full` with every input, in the
+/// scan's transform, and `sample` without the constant inputs.
+fn sample_sets(table: &TableFile, scan: &Scan) -> Result<(Dataset, Dataset)> {
     let full = Dataset {
         x: scan.transform.apply_x(&scan.sample_x),
         y: scan.transform.apply_y(&scan.sample_y),
@@ -378,6 +366,25 @@ pub fn fit_subset(
     } else {
         full.without_inputs(&scan.constant_inputs)?
     };
+    Ok((full, sample))
+}
+
+/// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
+/// sample `scan` kept of `table`.
+///
+/// # Errors
+/// [`Error::BadInput`] for settings that do not fit the sample; every
+/// error of the fits.
+pub fn fit_subset(
+    table: &TableFile,
+    scan: &Scan,
+    params: &StreamedParams,
+    progress: &mut dyn FnMut(StreamedProgress),
+) -> Result<SubsetFit> {
+    let started = Instant::now();
+    params.check(scan)?;
+    params.check_kernel()?;
+    let (full, sample) = sample_sets(table, scan)?;
     let n_sample = sample.n_rows();
     let validation =
         sample.subset(&((n_sample - params.validation_rows)..n_sample).collect::<Vec<_>>())?;

@@ -11,8 +11,7 @@ use nalgebra::DMatrix;
 
 use super::capabilities::{CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED};
 use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
-use super::{Fit, FitParams, Method};
-use crate::choose::Choice;
+use super::{Choice, Fit, FitParams, Method};
 use crate::data::stream::{scan, TableFile};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::Task;
@@ -20,7 +19,7 @@ use crate::options::{ModelChoice, Options};
 use crate::Result;
 
 /// Rows of the sample at which a streamed fit's export is checked.
-pub const STREAMED_CHECK_ROWS: usize = 16_384;
+pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 
 /// Why a file is fitted in memory rather than streamed.
 #[derive(Clone, Debug, PartialEq)]

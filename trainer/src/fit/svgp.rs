@@ -4,7 +4,7 @@
 //! learned jointly by L-BFGS on every row; one latent for a binary target,
 //! one per class (each against the rest, softmax link) for `K` classes.
 //!
-//! Starts as SPGP's ([`super::restarts`]), and one that knows the
+//! Starts as SPGP's (`super::restarts`), and one that knows the
 //! relevant inputs where some are not (`focused_start`), screened by
 //! successive halving (`SCREEN_ROUNDS`); every start begins at the prior
 //! `q(u)`, each bias at its base rate, and the length scales at their

@@ -7,9 +7,9 @@ pub mod kernel;
 pub mod likelihood;
 pub mod multiclass;
 pub mod posterior_sums;
-pub mod shared_variance;
+pub(crate) mod shared_variance;
 pub mod updatable;
-pub mod variance_factor;
+pub(crate) mod variance_factor;
 
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Link, ModelKind, ModelSpec, OutputSpec, Shape, VarianceForm};
@@ -376,7 +376,7 @@ impl TrainedModel {
     }
 
     /// [`TrainedModel::to_spec`] with the product form of the variance
-    /// (one factor `C`, `W = C^T C`, see [`crate::model::variance_factor`]).
+    /// (one factor `C`, `W = C^T C`, see `crate::model::variance_factor`).
     ///
     /// # Errors
     /// As [`TrainedModel::to_spec`], and [`Error::Numerical`] when `W` has

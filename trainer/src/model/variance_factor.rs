@@ -33,7 +33,7 @@ pub(crate) const JITTERS: [f64; 4] = [0.0, 1e-12, 1e-10, 1e-8];
 /// # Errors
 /// [`crate::Error::Numerical`] if a factor is singular or `E` is not
 /// positive semi-definite even with the largest of `JITTERS`.
-pub fn product_factor(form: &RuntimeForm) -> Result<DMatrix<f64>> {
+pub(crate) fn product_factor(form: &RuntimeForm) -> Result<DMatrix<f64>> {
     let inv1 = lower_inverse(&form.l1)?;
     let Some(l2) = &form.l2 else {
         return Ok(inv1);

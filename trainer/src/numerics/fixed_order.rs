@@ -639,7 +639,7 @@ const SOLVE_BLOCK: usize = 32;
 /// rows are multiplied by the inverse of the factor's diagonal block (by
 /// substitution on the identity), then every later row loses the block's
 /// contribution.
-pub fn solve_lower_in_place(l: &[f64], m: usize, b: &mut [f64]) {
+pub(crate) fn solve_lower_in_place(l: &[f64], m: usize, b: &mut [f64]) {
     solve_blocked(l, m, b, Direction::Forward);
 }
 

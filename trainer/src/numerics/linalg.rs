@@ -11,7 +11,7 @@
 //! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
 //! nalgebra's at these shapes), borrowing nalgebra's column-major storage.
 //! Inside a reproducible fit ([`super::reproducible`]) products and solves
-//! run [`super::fixed_order`]'s kernels instead.
+//! run `super::fixed_order`'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
 
@@ -332,7 +332,7 @@ pub fn mul(lhs: MatRef<'_>, rhs: MatRef<'_>) -> DMatrix<f64> {
 /// `lhs rhs` where a factor may be triangular (its other triangle is not
 /// read) and only one triangle of the result may be wanted (the rest is
 /// zero); the zero blocks are skipped.
-pub fn mul_triangular(
+pub(crate) fn mul_triangular(
     lhs: (MatRef<'_>, Triangle),
     rhs: (MatRef<'_>, Triangle),
     out_shape: Triangle,

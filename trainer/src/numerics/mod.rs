@@ -2,7 +2,7 @@
 //! algebra (and its fixed-order form for reproducible fits), LARS, and the
 //! L-BFGS wrapper.
 
-pub mod fixed_order;
+pub(crate) mod fixed_order;
 pub mod lars;
 mod lbfgs;
 pub mod linalg;

@@ -3,12 +3,12 @@
 //!
 //! `faer`'s kernels pick their vector width and fused multiply-adds at run
 //! time; inside [`reproducibly`] products and solves run
-//! [`super::fixed_order`]'s instead (everything else a fit computes is
+//! `super::fixed_order`'s instead (everything else a fit computes is
 //! already CPU-independent: `libm`, exactly rounded exponentials, chunk-order
 //! sums). The switch is a mark on the threads of a rayon pool of its own, so
 //! a reproducible fit and a default one can run side by side.
 //!
-//! For tests, [`TRAJECTORY_VARIABLE`] `= n` moves every optimiser start by
+//! For tests, `TRAJECTORY_VARIABLE` `= n` moves every optimiser start by
 //! `n` ulps (odd `n`: fixed order too): a test that fails under it checked
 //! one path, not the method.
 
@@ -20,17 +20,17 @@ thread_local! {
 
 /// Whether the calling thread computes products and solves in the fixed
 /// order (inside [`reproducibly`], or everywhere under an odd
-/// [`trajectory_variant`]).
+/// `trajectory_variant`).
 pub fn active() -> bool {
     FIXED_ORDER.with(Cell::get) || trajectory_variant() % 2 == 1
 }
 
 /// The environment variable of the test switch [`trajectory_variant`].
-pub const TRAJECTORY_VARIABLE: &str = "SGP_TRAJECTORY_NUDGE";
+pub(crate) const TRAJECTORY_VARIABLE: &str = "SGP_TRAJECTORY_NUDGE";
 
 /// `n` from [`TRAJECTORY_VARIABLE`] (0 when unset): optimiser starts move
 /// by `n` ulps, and odd `n` computes in the fixed order everywhere.
-pub fn trajectory_variant() -> usize {
+pub(crate) fn trajectory_variant() -> usize {
     static VARIANT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *VARIANT.get_or_init(|| {
         std::env::var(TRAJECTORY_VARIABLE)
@@ -42,7 +42,7 @@ pub fn trajectory_variant() -> usize {
 
 /// Runs `f` with every dense product and triangular solve, on this thread
 /// and on the rayon threads it uses, in the fixed order of
-/// [`super::fixed_order`]: on a rayon pool of as many threads as the
+/// `super::fixed_order`: on a rayon pool of as many threads as the
 /// global one whose threads are all marked. Inside a reproducible run it
 /// just calls `f`.
 ///

@@ -77,7 +77,7 @@ impl ModelChoice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelChoice {
     /// `auto`: the squared exponential unless a Matérn kernel clearly
-    /// predicts held-out rows better ([`crate::choose::kernel`]).
+    /// predicts held-out rows better (`crate::choose::kernel`).
     Auto,
     /// This kernel.
     Kernel(Kernel),

@@ -58,7 +58,7 @@ const FIGURE1_MAX_ITER: u64 = 2000;
 
 /// The demo's data: training rows, test rows and the kernel they were
 /// drawn from.
-pub struct DemoProblem {
+pub(crate) struct DemoProblem {
     /// The training rows.
     pub train: Dataset,
     /// Test inputs (raw units).
@@ -76,7 +76,7 @@ pub struct DemoProblem {
 ///
 /// # Errors
 /// [`Error::Numerical`] if the joint covariance cannot be factorised.
-pub fn demo_problem(seed: u64) -> Result<DemoProblem> {
+pub(crate) fn demo_problem(seed: u64) -> Result<DemoProblem> {
     let truth = KernelParams::new(
         &[TRUE_LENGTHSCALE],
         TRUE_SIGNAL_VAR,
@@ -118,7 +118,7 @@ pub fn demo_problem(seed: u64) -> Result<DemoProblem> {
 
 /// `m` pseudo-inputs bunched in the leftmost 5% of the data's range (raw
 /// units): the adversarial start of the paper.
-pub fn bunched_left(x: &DMatrix<f64>, m: usize) -> DMatrix<f64> {
+pub(crate) fn bunched_left(x: &DMatrix<f64>, m: usize) -> DMatrix<f64> {
     let col = x.column(0);
     let (lo, hi) = (col.min(), col.max());
     DMatrix::from_fn(m, 1, |i, _| {

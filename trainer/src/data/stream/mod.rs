@@ -1,5 +1,5 @@
-//! Training files of any size, read in chunks of rows: CSV ([`csv_rows`])
-//! and Parquet ([`parquet_rows`]), validated as [`crate::data`] validates
+//! Training files of any size, read in chunks of rows: CSV (`csv_rows`)
+//! and Parquet (`parquet_rows`), validated as [`crate::data`] validates
 //! a CSV file read whole, but never holding more than one chunk.
 //!
 //! A [`TableFile`] is a file whose header (or schema) has been read and
@@ -14,7 +14,7 @@
 //! with the bytes `PAR1`, anything else is read as CSV. The file is opened
 //! once ([`crate::files::Input`]; a pipe is copied to a temporary file) and
 //! every pass reads that one open file from its start. A directory of
-//! Parquet files ([`directory`]) is one table: its files' rows in name
+//! Parquet files (`directory`) is one table: its files' rows in name
 //! order, cut into the same chunks as one file holding them all.
 //!
 //! ```no_run
@@ -31,10 +31,10 @@
 //! println!("{rows} rows of {} inputs", table.input_names.len());
 //! ```
 
-pub mod csv_rows;
-pub mod directory;
-pub mod parquet_rows;
-pub mod scan;
+pub(crate) mod csv_rows;
+pub(crate) mod directory;
+pub(crate) mod parquet_rows;
+pub(crate) mod scan;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -44,7 +44,8 @@ use nalgebra::{DMatrix, DVector};
 use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
-pub use scan::{scan, Scan};
+pub(crate) use scan::scan;
+pub use scan::Scan;
 
 /// Rows per chunk of the streamed passes: large enough that per-chunk
 /// overhead vanishes and every core gets parallel work, small enough to
@@ -116,7 +117,7 @@ impl TableFile {
     /// Opens `path`, reads its header (CSV) or schema (Parquet) and chooses
     /// the columns: `target` (default: the last column) and every other
     /// column as an input. A directory is read as Parquet files
-    /// ([`directory`]).
+    /// (`directory`).
     ///
     /// # Errors
     /// [`Error::Unreadable`] if the file cannot be read; [`Error::BadInput`]

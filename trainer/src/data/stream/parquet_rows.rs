@@ -12,7 +12,7 @@
 //! Every file is untrusted: the footer's offsets and sizes are checked
 //! against the file before the `parquet` crate follows them, and a panic
 //! inside the crate all the same is caught at this one boundary
-//! ([`crate::files::catch_quietly`]) and reported as an unreadable file.
+//! (`crate::files::catch_quietly`) and reported as an unreadable file.
 
 use std::fs::File;
 use std::path::Path;
@@ -494,7 +494,7 @@ fn convert<T: ArrowPrimitiveType>(
 /// # Errors
 /// [`Error::BadInput`] if the names do not match the columns;
 /// [`Error::Io`] if the file cannot be written (any earlier file at `path`
-/// is then unchanged: [`AtomicFile`]).
+/// is then unchanged: `AtomicFile`).
 pub fn write_parquet(
     path: &Path,
     x: &nalgebra::DMatrix<f64>,

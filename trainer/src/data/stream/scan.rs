@@ -80,7 +80,7 @@ impl Moments {
 /// Every error of [`TableFile::for_each_chunk`]; [`Error::BadInput`] for
 /// fewer than two rows, a constant target, only constant inputs, or values
 /// too large to standardise.
-pub fn scan(
+pub(crate) fn scan(
     table: &TableFile,
     sample_rows: usize,
     seed: u64,

@@ -1,7 +1,7 @@
 //! The informative vector machine (MATH.md, "IVM"): a classifier (probit,
 //! labels -1/+1, bias `Phi^{-1}` of the positive fraction) or a sparse
 //! regression whose basis is an active set of `M` training inputs chosen
-//! greedily by differential entropy ([`crate::model::inference::ivm`]).
+//! greedily by differential entropy (`crate::model::inference::ivm`).
 //!
 //! A classifier's kernel is svgp's (the bound on every row of at most
 //! [`IvmParams::kernel_points`], svgp's prior on the log length scales),

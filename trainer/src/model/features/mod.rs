@@ -21,9 +21,9 @@
 //!   [`InducingFeatures::grad_kuf`] add up: FITC calls `grad_kuf` once per
 //!   chunk of data (in parallel) and `grad_kuu` once, then sums.
 
-pub mod heteroscedastic;
-pub mod multiscale;
-pub mod projected;
+pub(crate) mod heteroscedastic;
+pub(crate) mod multiscale;
+pub(crate) mod projected;
 mod pseudo_inputs;
 
 pub use heteroscedastic::Heteroscedastic;

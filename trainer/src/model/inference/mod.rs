@@ -1,9 +1,9 @@
 //! Likelihoods, gradients and posteriors: [`exact`] (full GP, O(N^3), for
 //! subsets and reference) and [`fitc`] (SPGP/FITC, or Titsias' VFE bound, see
 //! [`Approximation`], for any [`crate::model::features::InducingFeatures`],
-//! O(M^2 N)); the classifiers [`laplace`], [`ivm`] and [`svgp`];
+//! O(M^2 N)); the classifiers [`laplace`], `ivm` and [`svgp`];
 //! [`objective`] packs a model into the flat `f64` vector an optimiser works
-//! on, [`shared`] and [`tied_ratio`] sum P outputs on one basis.
+//! on, `shared` and `tied_ratio` sum P outputs on one basis.
 //!
 //! All NLMLs (and VFE's negative ELBO, an upper bound on the exact NLML) are
 //! for the full data set (a sum over points, not a mean) and include the
@@ -12,12 +12,12 @@
 
 pub mod exact;
 pub mod fitc;
-pub mod ivm;
+pub(crate) mod ivm;
 pub mod laplace;
 pub mod objective;
-pub mod shared;
+pub(crate) mod shared;
 pub mod svgp;
-pub mod tied_ratio;
+pub(crate) mod tied_ratio;
 
 use nalgebra::{DMatrix, DVector};
 

@@ -311,6 +311,111 @@ pub(crate) enum Derivatives {
     All,
 }
 
+/// Per latent: `beta`, `C` and `P` of [`latent_terms`].
+type LatentTerms = (Vec<DVector<f64>>, Vec<DMatrix<f64>>, Vec<DMatrix<f64>>);
+
+/// Per latent, `beta = Lu^{-T} m`, `C = S - I`, `P = Lu^{-T} C Lu^{-1}`: then
+/// `mu = Kuf^T beta`, `s = kdiag + diag(Kuf^T P Kuf)` take one M x M product.
+fn latent_terms(qs: &[Variational], lu_inv: &DMatrix<f64>) -> LatentTerms {
+    let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
+    let cs: Vec<DMatrix<f64>> = qs
+        .iter()
+        .map(|q| {
+            let mut c = mirror_lower(mul_triangular(
+                (mat_ref(&q.sqrt), Triangle::TriangularLower),
+                (mat_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
+                Triangle::TriangularLower,
+            ));
+            for i in 0..c.nrows() {
+                c[(i, i)] -= 1.0;
+            }
+            c
+        })
+        .collect();
+    let ps: Vec<DMatrix<f64>> = cs
+        .iter()
+        .map(|c| {
+            let c_li = mul_triangular(
+                (mat_ref(c), Triangle::Rectangular),
+                (mat_ref(lu_inv), Triangle::TriangularLower),
+                Triangle::Rectangular,
+            );
+            mirror_lower(mul_triangular(
+                (mat_ref(lu_inv).transpose(), Triangle::TriangularUpper),
+                (mat_ref(&c_li), Triangle::Rectangular),
+                Triangle::TriangularLower,
+            ))
+        })
+        .collect();
+    (betas, cs, ps)
+}
+
+/// One chunk's sums (rows `r0..r0 + rows`): each latent's expected log
+/// likelihood and, as `wanted`, its derivatives.
+fn chunk_sums<F: InducingFeatures + ?Sized>(
+    feat: &F,
+    kern: &KernelParams,
+    qs: &[Variational],
+    (betas, ps): (&[DVector<f64>], &[DMatrix<f64>]),
+    (x, y): (&DMatrix<f64>, &DMatrix<f64>),
+    (r0, rows): (usize, usize),
+    wanted: Derivatives,
+) -> ChunkSums {
+    let with_grad = wanted != Derivatives::None;
+    let adjoints = wanted == Derivatives::All;
+    let xc = x.rows(r0, rows);
+    let kuf = feat.kuf(kern, xc);
+    let kdiag = feat.kdiag(kern, xc);
+    let mut sums = ChunkSums {
+        ell: 0.0,
+        d_bias: Vec::with_capacity(qs.len()),
+        d_beta: Vec::with_capacity(qs.len()),
+        d_p: Vec::with_capacity(qs.len()),
+        feature: FeatureGrad::zeros(0, 0),
+    };
+    let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
+    let mut h_sum = DVector::zeros(rows);
+    for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(ps)).enumerate() {
+        let pk = mul(mat_ref(p), mat_ref(&kuf));
+        let mu = kuf.tr_mul(beta);
+        let mut g = DVector::zeros(rows);
+        let mut h = DVector::zeros(rows);
+        for n in 0..rows {
+            let var = kdiag[n] + kuf.column(n).dot(&pk.column(n));
+            let (v, d_mu, d_s) = expected_log_probit(y[(r0 + n, k)], mu[n], var, q.bias);
+            sums.ell += v;
+            g[n] = -d_mu;
+            h[n] = -d_s;
+        }
+        sums.d_bias.push(g.sum());
+        if !with_grad {
+            continue;
+        }
+        sums.d_beta.push(&kuf * &g);
+        let mut kuf_h = kuf.clone();
+        for (mut col, hn) in kuf_h.column_iter_mut().zip(h.iter()) {
+            col *= *hn;
+        }
+        sums.d_p
+            .push(mul(mat_ref(&kuf_h), mat_ref(&kuf).transpose()));
+        if !adjoints {
+            continue;
+        }
+        // dF/dKuf = beta g^T + 2 P Kuf diag(h), summed over the latents.
+        let mut pk_h = pk;
+        for (mut col, hn) in pk_h.column_iter_mut().zip(h.iter()) {
+            col *= 2.0 * *hn;
+        }
+        adj_kuf += pk_h;
+        adj_kuf.ger(1.0, beta, &g, 1.0);
+        h_sum += h;
+    }
+    if adjoints {
+        sums.feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h_sum);
+    }
+    sums
+}
+
 /// The negative ELBO at the given parameters, with the derivatives `wanted`
 /// asks for: one latent function per column of the -1/+1 labels `y`
 /// (N x K), each with its own `q(v_k)` and bias, all on the same inducing
@@ -335,39 +440,7 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
     let chol = cholesky_jittered(&kuu, kern.signal_var(), &cfg.jitter)?;
     let lu = &chol.l;
     let lu_inv = lower_inverse(lu)?;
-    // Per latent, `beta = Lu^{-T} m` and `P = Lu^{-T} (S - I) Lu^{-1}`:
-    // then `mu = Kuf^T beta` and `s = kdiag + diag(Kuf^T P Kuf)` need one
-    // M x M product per row, not the three of going through `A`.
-    let betas: Vec<DVector<f64>> = qs.iter().map(|q| lu_inv.tr_mul(&q.mean)).collect();
-    let cs: Vec<DMatrix<f64>> = qs
-        .iter()
-        .map(|q| {
-            let mut c = mirror_lower(mul_triangular(
-                (mat_ref(&q.sqrt), Triangle::TriangularLower),
-                (mat_ref(&q.sqrt).transpose(), Triangle::TriangularUpper),
-                Triangle::TriangularLower,
-            ));
-            for i in 0..c.nrows() {
-                c[(i, i)] -= 1.0;
-            }
-            c
-        })
-        .collect();
-    let ps: Vec<DMatrix<f64>> = cs
-        .iter()
-        .map(|c| {
-            let c_li = mul_triangular(
-                (mat_ref(c), Triangle::Rectangular),
-                (mat_ref(&lu_inv), Triangle::TriangularLower),
-                Triangle::Rectangular,
-            );
-            mirror_lower(mul_triangular(
-                (mat_ref(&lu_inv).transpose(), Triangle::TriangularUpper),
-                (mat_ref(&c_li), Triangle::Rectangular),
-                Triangle::TriangularLower,
-            ))
-        })
-        .collect();
+    let (betas, cs, ps) = latent_terms(qs, &lu_inv);
     let step = x
         .nrows()
         .div_ceil(x.nrows().div_ceil(cfg.chunk_rows.max(1)).max(1))
@@ -375,57 +448,7 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
     let starts: Vec<usize> = (0..x.nrows()).step_by(step).collect();
     let chunk = |&r0: &usize| -> ChunkSums {
         let rows = step.min(x.nrows() - r0);
-        let xc = x.rows(r0, rows);
-        let kuf = feat.kuf(kern, xc);
-        let kdiag = feat.kdiag(kern, xc);
-        let mut sums = ChunkSums {
-            ell: 0.0,
-            d_bias: Vec::with_capacity(qs.len()),
-            d_beta: Vec::with_capacity(qs.len()),
-            d_p: Vec::with_capacity(qs.len()),
-            feature: FeatureGrad::zeros(0, 0),
-        };
-        let mut adj_kuf = DMatrix::zeros(kuf.nrows(), rows);
-        let mut h_sum = DVector::zeros(rows);
-        for (k, (q, (beta, p))) in qs.iter().zip(betas.iter().zip(&ps)).enumerate() {
-            let pk = mul(mat_ref(p), mat_ref(&kuf));
-            let mu = kuf.tr_mul(beta);
-            let mut g = DVector::zeros(rows);
-            let mut h = DVector::zeros(rows);
-            for n in 0..rows {
-                let var = kdiag[n] + kuf.column(n).dot(&pk.column(n));
-                let (v, d_mu, d_s) = expected_log_probit(y[(r0 + n, k)], mu[n], var, q.bias);
-                sums.ell += v;
-                g[n] = -d_mu;
-                h[n] = -d_s;
-            }
-            sums.d_bias.push(g.sum());
-            if !with_grad {
-                continue;
-            }
-            sums.d_beta.push(&kuf * &g);
-            let mut kuf_h = kuf.clone();
-            for (mut col, hn) in kuf_h.column_iter_mut().zip(h.iter()) {
-                col *= *hn;
-            }
-            sums.d_p
-                .push(mul(mat_ref(&kuf_h), mat_ref(&kuf).transpose()));
-            if !adjoints {
-                continue;
-            }
-            // dF/dKuf = beta g^T + 2 P Kuf diag(h), summed over the latents.
-            let mut pk_h = pk;
-            for (mut col, hn) in pk_h.column_iter_mut().zip(h.iter()) {
-                col *= 2.0 * *hn;
-            }
-            adj_kuf += pk_h;
-            adj_kuf.ger(1.0, beta, &g, 1.0);
-            h_sum += h;
-        }
-        if adjoints {
-            sums.feature = feat.grad_kuf(kern, xc, &kuf, &adj_kuf, &h_sum);
-        }
-        sums
+        chunk_sums(feat, kern, qs, (&betas, &ps), (x, y), (r0, rows), wanted)
     };
     let parts: Vec<ChunkSums> = starts.par_iter().map(chunk).collect();
     let ell: f64 = parts.iter().map(|p| p.ell).sum();

@@ -1,7 +1,7 @@
 //! The ARD squared-exponential kernel
 //! `k(x, x') = s2 * exp(-1/2 * sum_d (x_d - x'_d)^2 / l_d^2)` (or, by
 //! [`KernelParams::kernel`], a Matérn one of the same scaled distance:
-//! [`matern`]), its hyperparameters in the space the optimiser sees, and the chain rule
+//! `matern`), its hyperparameters in the space the optimiser sees, and the chain rule
 //! from an adjoint of a covariance matrix back to the hyperparameters and the
 //! points.
 //!
@@ -11,7 +11,7 @@ use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 
 use sgp_runtime::Kernel;
 
-pub mod matern;
+pub(crate) mod matern;
 mod scaled;
 mod se;
 
