@@ -28,6 +28,7 @@ pub mod spgp;
 pub mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
+pub mod streamed_classify;
 pub mod streamed_file;
 pub mod svgp;
 pub mod vsgp;

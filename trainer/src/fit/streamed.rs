@@ -208,6 +208,9 @@ pub struct StreamReport {
     pub chunk_rows: usize,
     /// Wall time of the posterior pass, in seconds.
     pub pass_seconds: f64,
+    /// Passes over every row (a classifier's; a regression's is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<usize>,
 }
 
 /// The subset fit of a streamed fit (steps 1 and 2 of the module
@@ -293,6 +296,7 @@ impl SubsetFit {
             stages,
             chunk_rows: basis.chunk_rows,
             pass_seconds,
+            passes: None,
         });
         let form = posterior.runtime_form(&fit.features, &kernel);
         let model = TrainedModel::regression(ModelKind::Spgp, form, &sample);
@@ -347,6 +351,22 @@ impl SubsetFit {
     }
 }
 
+/// The rows `scan` sampled of `table`, standardised, with every input (its
+/// constant inputs listed) and the target as numbers.
+pub(crate) fn sampled_dataset(table: &TableFile, scan: &Scan) -> Dataset {
+    Dataset {
+        x: scan.transform.apply_x(&scan.sample_x),
+        y: scan.transform.apply_y(&scan.sample_y),
+        target: TargetKind::Continuous,
+        input_names: table.input_names.clone(),
+        target_name: table.target_name.clone(),
+        transform: scan.transform.clone(),
+        source: format!("{} (sample)", table.source),
+        constant_inputs: scan.constant_inputs.clone(),
+        class_labels: Vec::new(),
+    }
+}
+
 /// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
 /// sample `scan` kept of `table`.
 ///
@@ -362,17 +382,7 @@ pub fn fit_subset(
     let started = Instant::now();
     params.check(scan)?;
     params.check_kernel()?;
-    let full = Dataset {
-        x: scan.transform.apply_x(&scan.sample_x),
-        y: scan.transform.apply_y(&scan.sample_y),
-        target: TargetKind::Continuous,
-        input_names: table.input_names.clone(),
-        target_name: table.target_name.clone(),
-        transform: scan.transform.clone(),
-        source: format!("{} (sample)", table.source),
-        constant_inputs: scan.constant_inputs.clone(),
-        class_labels: Vec::new(),
-    };
+    let full = sampled_dataset(table, scan);
     let sample = if scan.constant_inputs.is_empty() {
         full.clone()
     } else {
