@@ -31,6 +31,7 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::streamed::{sampled_dataset, StreamReport, StreamedParams, StreamedProgress};
+use super::streamed_basis::raw_chunks;
 use super::svgp::{fit_latent_state, latent_set, LatentFit, SvgpParams};
 use super::{Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
@@ -149,11 +150,7 @@ impl ClassifierBasis {
         }
         let lu = self.kuu_factor()?;
         let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
-        let step = self.chunk_rows.max(1);
-        for start in (0..y.len()).step_by(step) {
-            let len = step.min(y.len() - start);
-            let xc = x.rows(start, len).into_owned();
-            let yc = y.rows(start, len).into_owned();
+        for (start, xc, yc) in raw_chunks(x, y, self.chunk_rows) {
             sums.merge(&self.chunk_sums(&lu, &xc, &yc, start as u64)?)?;
         }
         Ok(sums)

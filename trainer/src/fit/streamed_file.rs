@@ -140,11 +140,11 @@ pub fn start_streamed(
         return Ok(Err(NotStreamed::Family(model)));
     }
     let asked_class = task == Some(Task::Classification) || positive.is_some();
-    let classifies = model.capabilities().classifies;
+    let classifies = auto || model.capabilities().classifies;
     if asked_class && !classifies {
         return Ok(Err(NotStreamed::Classification));
     }
-    if (asked_class || classifies || task.is_none()) && table.target_is_text()? {
+    if table.target_is_text()? {
         return Ok(Err(NotStreamed::TextLabels));
     }
     let mut params = StreamedParams::default();
