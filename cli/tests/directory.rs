@@ -125,14 +125,11 @@ fn a_directory_fits_to_the_blob_of_the_one_file_of_its_rows() {
     );
     refused(
         &fit("parts", "m.sgp", &["--model", "svgp"]),
-        &[
-            "parts: a directory of Parquet files is read by the streamed fit only",
-            "svgp",
-        ],
+        &["--model svgp is a classifier and target column 'y' is continuous"],
     );
     refused(
         &fit("parts", "m.sgp", &["--task", "classification"]),
-        &["a classification does not stream"],
+        &["target column 'y' is continuous"],
     );
     refused(
         &fit("parts", "m.sgp", &["--target", "x1,y"]),

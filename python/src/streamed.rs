@@ -200,6 +200,11 @@ pub(crate) fn start_file(
                 Read::InMemory(_) => Err(sgp_trainer::Error::Numerical(
                     "a job that must stream read its rows into memory".into(),
                 )),
+                Read::StreamedClassifier(_) => Err(sgp_trainer::Error::BadInput(
+                    "a classifier streams from fit_file; start_file and its recipes sum a \
+                     regression's rows only"
+                        .into(),
+                )),
             }
         })
         .py_err();

@@ -126,9 +126,9 @@ def test_chunks_are_streamed_as_their_file(big, fitted):
 
 def test_what_does_not_stream_is_an_error_saying_why(big, tmp_path):
     path, X, y = big
-    with pytest.raises(ValueError, match="classification does not stream"):
+    with pytest.raises(ValueError, match="target column 'y' is continuous"):
         sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
-    with pytest.raises(ValueError, match="only spgp regressions stream; svgp"):
+    with pytest.raises(ValueError, match="is a classifier and target column 'y' is continuous"):
         sgp.SparseGPRegressor(model="svgp").fit_file(path)
     with pytest.raises(ValueError, match="several targets do not stream"):
         sgp.SparseGPRegressor().fit_file(path, target=["b", "y"])

@@ -25,7 +25,8 @@ use crate::export::warnings::about_data;
 use crate::export::{Exported, Fidelity};
 use crate::files::{check_outputs, check_outside, Input};
 use crate::fit::streamed::StreamedProgress;
-use crate::fit::streamed_file::{start_streamed, NotStreamed, StreamedStart};
+use crate::fit::streamed_classify::ClassifierStart;
+use crate::fit::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
 use crate::fit::{Fit, FitParams, FitReport, Method};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::{choose_task, Classes, Task};
@@ -108,6 +109,9 @@ pub enum Read {
     /// The first pass and the subset fit of a streamed file; the pass over
     /// every row is left.
     Streamed(Box<StreamedStart>),
+    /// The first pass and the subset fit of a streamed classifier; the
+    /// passes over every row are left.
+    StreamedClassifier(Box<ClassifierStart>),
 }
 
 /// Rows read into memory, their task decided.
@@ -289,11 +293,11 @@ impl Job {
                                 self.target.as_deref(),
                                 self.inputs.as_deref(),
                             )?;
-                            start_streamed(&table, &self.options, self.task, progress)?
+                            start_streamed(&table, &self.options, self.asked(), progress)?
                         }
                     };
                     match started {
-                        Ok(start) => return Ok(Read::Streamed(Box::new(start))),
+                        Ok(start) => return Ok(started_read(start)),
                         Err(why) if self.streaming == Streaming::Always => {
                             return Err(not_streamed(input.name(), &why))
                         }
@@ -326,6 +330,14 @@ impl Job {
                 let check_x = start.check_x.clone();
                 let fit = start.finish_on_file(progress)?;
                 Ok(self.streamed(fit, check_x))
+            }
+            Read::StreamedClassifier(start) => {
+                let (check_x, labels) = (start.check_x.clone(), start.labels.clone());
+                let fit = start.finish_on_file(progress)?;
+                Ok(Fitted {
+                    labels,
+                    ..self.streamed(fit, check_x)
+                })
             }
         }
     }
@@ -414,6 +426,11 @@ impl Job {
         self.options.check_applies(self.task, &given)
     }
 
+    /// The task and positive class asked for.
+    fn asked(&self) -> (Option<Task>, Option<&str>) {
+        (self.task, self.positive.as_deref())
+    }
+
     /// The target columns named.
     fn target_list(&self) -> Vec<String> {
         self.target
@@ -432,10 +449,8 @@ impl Job {
     /// Why the fit asked for does not stream, where that is known before
     /// the file is opened.
     fn not_streamed(&self, targets: &[String]) -> Option<NotStreamed> {
-        let classification = self.task == Some(Task::Classification) || self.positive.is_some();
         match self.options.model {
             _ if targets.len() > 1 => Some(NotStreamed::Outputs),
-            _ if classification => Some(NotStreamed::Classification),
             Some(ModelChoice::Family(m)) if m.capabilities().not_streamed.is_some() => {
                 Some(NotStreamed::Family(m))
             }
@@ -467,8 +482,8 @@ impl Job {
         check_outputs(&outputs, &table.inputs())?;
         check_outside(&outputs, dir)?;
         self.check()?;
-        match start_streamed(&table, &self.options, self.task, progress)? {
-            Ok(start) => Ok(Read::Streamed(Box::new(start))),
+        match start_streamed(&table, &self.options, self.asked(), progress)? {
+            Ok(start) => Ok(started_read(start)),
             Err(why) => Err(refused(&why)),
         }
     }
@@ -549,6 +564,13 @@ fn regression(outputs: Vec<Dataset>) -> InMemory {
         outputs,
         labels: Vec::new(),
         notes: Vec::new(),
+    }
+}
+
+fn started_read(start: Started) -> Read {
+    match start {
+        Started::Regression(start) => Read::Streamed(start),
+        Started::Classifier(start) => Read::StreamedClassifier(start),
     }
 }
 

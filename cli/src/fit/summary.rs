@@ -133,7 +133,16 @@ fn print_model(fit: &Fit) {
         },
         quoted(&mut model.input_names.iter())
     );
-    if let Some(streamed) = &report.streamed {
+    if let Some(streamed) = report.streamed.as_ref().filter(|s| s.passes.is_some()) {
+        println!(
+            "subset          kernel and inducing inputs fitted on {} of {} rows; q(u) on every \
+             row in {} passes ({:.1} s)",
+            streamed.fitted_rows,
+            streamed.rows,
+            streamed.passes.unwrap_or(0),
+            streamed.pass_seconds
+        );
+    } else if let Some(streamed) = &report.streamed {
         let stages: Vec<String> = streamed
             .stages
             .iter()

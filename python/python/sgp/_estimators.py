@@ -239,7 +239,7 @@ class _SparseGP(BaseEstimator):
         read in name order as one table. The target is fitted as the
         estimator's ``task`` (a 0/1 column is numbers to the regressor, as
         in ``fit``). Raises ``ValueError`` for a file or fit that does not
-        stream (too few rows, a classification, another family, several
+        stream (too few rows, text class labels, another family, several
         targets)."""
         progress = print_progress if self.verbose else None
         blob, state, summary = _native.fit_file(

@@ -16,16 +16,20 @@ pub struct Capabilities {
     /// Why the family takes the squared exponential only, if it does.
     pub se_only: Option<&'static str>,
     /// Why a file is fitted in memory for this family, if it never
-    /// streams; a family that streams does so for one target of a
-    /// regression with the squared exponential ([`STREAMS_ONLY`]).
+    /// streams; a regression family that streams does so for one target
+    /// with the squared exponential, a classifier for numeric class labels
+    /// ([`STREAMS_ONLY`]).
     pub not_streamed: Option<&'static str>,
     /// Exports a blob that learns on the device (`--updatable`).
     pub updatable: bool,
 }
 
-/// Why a classification is read into memory.
+/// Why a classification is read into memory by a family other than svgp.
 pub(crate) const CLASSIFICATION_NOT_STREAMED: &str =
-    "its non-Gaussian likelihood makes the posterior no sum over rows";
+    "its passes over every row fit svgp's q(u) on a subset's basis and kernel";
+/// Why text class labels are read into memory.
+pub(crate) const TEXT_LABELS_NOT_STREAMED: &str =
+    "the passes over every row read numbers; recode the labels as numbers to stream them";
 /// Why a Matérn kernel is read into memory.
 pub(crate) const MATERN_NOT_STREAMED: &str =
     "the staged subset fit and the pass over every row were \
@@ -37,8 +41,8 @@ pub(crate) const OUTPUTS_NOT_STREAMED: &str =
 /// What a family that streams streams: the rest of a request is read into
 /// memory, for the reason given.
 pub const STREAMS_ONLY: &[(&str, &str)] = &[
-    ("a classification", CLASSIFICATION_NOT_STREAMED),
-    ("a Matérn kernel", MATERN_NOT_STREAMED),
+    ("text class labels", TEXT_LABELS_NOT_STREAMED),
+    ("a Matérn regression", MATERN_NOT_STREAMED),
     ("several targets", OUTPUTS_NOT_STREAMED),
 ];
 
@@ -91,6 +95,7 @@ impl Method {
             Method::Svgp => Capabilities {
                 regresses: false,
                 classifies: true,
+                not_streamed: None,
                 ..sparse_regression
             },
         }
@@ -128,7 +133,8 @@ pub fn markdown_table() -> String {
             None => "se, matern12, matern32, matern52",
         };
         let streams = match c.not_streamed {
-            None => "one target, se, regression".to_owned(),
+            None if c.regresses => "one target, se, regression".to_owned(),
+            None => "numeric class labels, two or more classes".to_owned(),
             Some(why) => format!("no: {why}"),
         };
         let learns = match (c.updatable, c.classifies && c.updatable) {

@@ -29,6 +29,7 @@ pub(crate) mod spgp;
 pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
+pub mod streamed_classify;
 pub mod streamed_file;
 pub mod svgp;
 pub(crate) mod vsgp;

@@ -208,6 +208,9 @@ pub struct StreamReport {
     pub chunk_rows: usize,
     /// Wall time of the posterior pass, in seconds.
     pub pass_seconds: f64,
+    /// Passes over every row (a classifier's; a regression's is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<usize>,
 }
 
 /// The subset fit of a streamed fit (steps 1 and 2 of the module
@@ -293,6 +296,7 @@ impl SubsetFit {
             stages,
             chunk_rows: basis.chunk_rows,
             pass_seconds,
+            passes: None,
         });
         let form = posterior.runtime_form(&fit.features, &kernel);
         let model = TrainedModel::regression(ModelKind::Spgp, form, &sample);
@@ -347,10 +351,10 @@ impl SubsetFit {
     }
 }
 
-/// The scan's sample as the fit sees it: `full` with every input, in the
-/// scan's transform, and `sample` without the constant inputs.
-fn sample_sets(table: &TableFile, scan: &Scan) -> Result<(Dataset, Dataset)> {
-    let full = Dataset {
+/// The rows `scan` sampled of `table`, standardised, with every input (its
+/// constant inputs listed) and the target as numbers.
+pub(crate) fn sampled_dataset(table: &TableFile, scan: &Scan) -> Dataset {
+    Dataset {
         x: scan.transform.apply_x(&scan.sample_x),
         y: scan.transform.apply_y(&scan.sample_y),
         target: TargetKind::Continuous,
@@ -360,7 +364,13 @@ fn sample_sets(table: &TableFile, scan: &Scan) -> Result<(Dataset, Dataset)> {
         source: format!("{} (sample)", table.source),
         constant_inputs: scan.constant_inputs.clone(),
         class_labels: Vec::new(),
-    };
+    }
+}
+
+/// The scan's sample as the fit sees it: `full` with every input, in the
+/// scan's transform, and `sample` without the constant inputs.
+fn sample_sets(table: &TableFile, scan: &Scan) -> Result<(Dataset, Dataset)> {
+    let full = sampled_dataset(table, scan);
     let sample = if scan.constant_inputs.is_empty() {
         full.clone()
     } else {

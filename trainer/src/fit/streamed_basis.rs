@@ -71,11 +71,7 @@ impl StreamedBasis {
         }
         let model = self.chunk_model()?;
         let mut sums = PosteriorSums::zeros(self.features.num_inducing());
-        let step = self.chunk_rows.max(1);
-        for start in (0..y.len()).step_by(step) {
-            let len = step.min(y.len() - start);
-            let xc = x.rows(start, len).into_owned();
-            let yc = y.rows(start, len).into_owned();
+        for (_, xc, yc) in raw_chunks(x, y, self.chunk_rows) {
             self.add_chunk(&model, &mut sums, &xc, &yc)?;
         }
         Ok(sums)
@@ -112,4 +108,22 @@ impl StreamedBasis {
         let ys = self.transform.apply_y(y);
         sums.merge(&model.sums(xs.as_view(), ys.as_slice())?)
     }
+}
+
+/// The rows `x`, `y` cut into chunks of `chunk_rows` (the last shorter),
+/// as a pass cuts a file: each chunk's first row, inputs and targets.
+pub(crate) fn raw_chunks<'a>(
+    x: &'a DMatrix<f64>,
+    y: &'a DVector<f64>,
+    chunk_rows: usize,
+) -> impl Iterator<Item = (usize, DMatrix<f64>, DVector<f64>)> + 'a {
+    let step = chunk_rows.max(1);
+    (0..y.len()).step_by(step).map(move |start| {
+        let len = step.min(y.len() - start);
+        (
+            start,
+            x.rows(start, len).into_owned(),
+            y.rows(start, len).into_owned(),
+        )
+    })
 }

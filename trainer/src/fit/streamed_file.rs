@@ -9,8 +9,11 @@
 
 use nalgebra::DMatrix;
 
-use super::capabilities::{CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED};
+use super::capabilities::{
+    CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED,
+};
 use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
+use super::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
 use super::{Choice, Fit, FitParams, Method};
 use crate::data::stream::{scan, TableFile};
 use crate::model::posterior_sums::PosteriorSums;
@@ -26,10 +29,10 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 pub enum NotStreamed {
     /// Only SPGP streams; this family reads every row into memory.
     Family(Method),
-    /// A classification (asked for, or a text or two-valued target): its
-    /// likelihood is not Gaussian, so its posterior is not a sum of the
-    /// rows' [`PosteriorSums`].
+    /// A classification asked of a family that does not classify.
     Classification,
+    /// A classification of text labels: the pass reads numbers.
+    TextLabels,
     /// A file of this many rows or fewer is faster fitted in memory.
     Small(u64),
     /// Several targets: a multi-output fit.
@@ -47,8 +50,11 @@ impl std::fmt::Display for NotStreamed {
             ),
             NotStreamed::Classification => write!(
                 f,
-                "a classification does not stream: {CLASSIFICATION_NOT_STREAMED} (only spgp \
-                 regressions of one target stream)"
+                "a classification streams with svgp only: {CLASSIFICATION_NOT_STREAMED}"
+            ),
+            NotStreamed::TextLabels => write!(
+                f,
+                "a classification of text labels does not stream: {TEXT_LABELS_NOT_STREAMED}"
             ),
             NotStreamed::Small(rows) => write!(
                 f,
@@ -103,18 +109,27 @@ impl StreamedStart {
     }
 }
 
+/// A streamed fit past its subset fit: a regression's, or a classifier's.
+pub enum Started {
+    /// An SPGP regression.
+    Regression(Box<StreamedStart>),
+    /// An svgp classifier ([`super::streamed_classify`]).
+    Classifier(Box<ClassifierStart>),
+}
+
 /// Starts the streamed fit of `table` that `options` ask for (`task` as
-/// asked, `None` to infer it): the first pass and the subset fit, or why
-/// the file is not streamed.
+/// asked, `None` to infer it; `positive` a binary classification's
+/// positive class): the first pass and the subset fit, or why the file is
+/// not streamed.
 ///
 /// # Errors
 /// Every error of the options, of reading the file and of the fit.
 pub fn start_streamed(
     table: &TableFile,
     options: &Options,
-    task: Option<Task>,
+    (task, positive): (Option<Task>, Option<&str>),
     progress: &mut dyn FnMut(StreamedProgress),
-) -> Result<std::result::Result<StreamedStart, NotStreamed>> {
+) -> Result<std::result::Result<Started, NotStreamed>> {
     let auto = matches!(options.model, None | Some(ModelChoice::Auto));
     let model = match options.model {
         Some(ModelChoice::Family(family)) => family,
@@ -123,37 +138,70 @@ pub fn start_streamed(
     if model.capabilities().not_streamed.is_some() {
         return Ok(Err(NotStreamed::Family(model)));
     }
-    if task == Some(Task::Classification) || table.target_is_text()? {
+    let asked_class = task == Some(Task::Classification) || positive.is_some();
+    let classifies = auto || model.capabilities().classifies;
+    if asked_class && !classifies {
         return Ok(Err(NotStreamed::Classification));
     }
-    let mut params = StreamedParams::default();
-    let FitParams::Spgp(sparse) = options.params(Method::Spgp, usize::MAX)? else {
-        return Ok(Err(NotStreamed::Family(model)));
-    };
-    params.sparse = sparse;
-    if !params.streams(table)? {
-        return Ok(Err(NotStreamed::Small(params.in_memory_rows)));
+    if table.target_is_text()? {
+        return Ok(Err(NotStreamed::TextLabels));
     }
-    let mut spgp = options.clone();
-    spgp.model = Some(ModelChoice::Family(Method::Spgp));
-    spgp.check_applies(Some(Task::Regression), &[])?;
+    let mut params = StreamedParams::default();
+    let classify = asked_class || !model.capabilities().regresses;
+    if classify {
+        if !table.has_more_rows_than(params.in_memory_rows)? {
+            return Ok(Err(NotStreamed::Small(params.in_memory_rows)));
+        }
+    } else {
+        let FitParams::Spgp(sparse) = options.params(Method::Spgp, usize::MAX)? else {
+            return Ok(Err(NotStreamed::Family(model)));
+        };
+        params.sparse = sparse;
+        if !params.streams(table)? {
+            return Ok(Err(NotStreamed::Small(params.in_memory_rows)));
+        }
+        let mut spgp = options.clone();
+        spgp.model = Some(ModelChoice::Family(Method::Spgp));
+        spgp.check_applies(Some(Task::Regression), &[])?;
+    }
+    let seed = options.seed.unwrap_or(params.sparse.seed);
     let first = scan(
         table,
         params.sample_rows(),
-        params.sparse.seed,
+        seed,
         params.chunk_rows,
         &mut |at| progress(StreamedProgress::Read(at)),
     )?;
-    if task.is_none() && first.target_values.len() == 2 {
-        // Two target values default to a classification.
+    let two_values = task.is_none() && first.target_values.len() == 2;
+    if classify || (two_values && auto) {
+        let mut svgp = options.clone();
+        svgp.model = Some(ModelChoice::Family(Method::Svgp));
+        svgp.check_applies(Some(Task::Classification), &[])?;
+        let FitParams::Svgp(classifier) = svgp.params(Method::Svgp, usize::MAX)? else {
+            return Ok(Err(NotStreamed::Family(Method::Svgp)));
+        };
+        let started = start_classifier(
+            table,
+            &first,
+            (&classifier, &params, SUBSET_ROWS),
+            (task, positive),
+            progress,
+        )?;
+        return Ok(started
+            .map(|s| Started::Classifier(Box::new(s)))
+            .ok_or(NotStreamed::Classification));
+    }
+    if two_values {
+        // Two target values default to a classification, which the
+        // regression family asked for does not fit.
         return Ok(Err(NotStreamed::Classification));
     }
     let subset = fit_subset(table, &first, &params, progress)?;
     let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
-    Ok(Ok(StreamedStart {
+    Ok(Ok(Started::Regression(Box::new(StreamedStart {
         subset,
         check_x: first.sample_x.rows(0, check_rows).into_owned(),
         auto,
         table: table.clone(),
-    }))
+    }))))
 }

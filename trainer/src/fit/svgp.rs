@@ -395,6 +395,86 @@ pub(crate) fn fit_svgp(
     ))
 }
 
+/// The classifier `fit_svgp` fits, before it becomes models: its basis,
+/// kernel and each latent's `q(u)`, what a streamed fit's passes over every
+/// row start from (`super::streamed_classify`).
+pub(crate) struct LatentFit {
+    /// The fitted pseudo-inputs.
+    pub(crate) features: PseudoInputs,
+    /// The fitted kernel.
+    pub(crate) kernel: KernelParams,
+    /// Each latent's `q(u)` and bias.
+    pub(crate) qs: Vec<Variational>,
+    /// The class value each latent says yes to (raw target units).
+    pub(crate) classes: Vec<f64>,
+    /// One probit latent (the -1/+1 labels), not one per class.
+    pub(crate) binary: bool,
+    /// The bound's numerical settings.
+    pub(crate) config: SvgpConfig,
+    /// The starts screened.
+    pub(crate) starts: Vec<StartReport>,
+    /// The final run.
+    pub(crate) run: OptimiseReport,
+}
+
+/// Fits the classifier `fit_svgp` fits on `data`, without making models
+/// of it ([`LatentFit`]).
+///
+/// # Errors
+/// As `fit_svgp`.
+pub(crate) fn fit_latent_state(
+    data: &Dataset,
+    params: &Checked<'_, SvgpParams>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LatentFit> {
+    let latents = Latents::of(data)?;
+    let bound = Bound::for_data(data)?;
+    let (fit, starts) = fit_latents(data, &latents, params, &bound, progress)?;
+    Ok(LatentFit {
+        features: fit.features,
+        kernel: fit.kernel,
+        qs: fit.qs,
+        classes: latents.classes,
+        binary: latents.binary,
+        config: bound.config,
+        starts,
+        run: fit.run,
+    })
+}
+
+/// The models of `q(u)`s `qs` on the basis and kernel of `fit` for
+/// `data`'s target, as `fit_svgp` exports them (probit for one latent,
+/// softmax for one per class), the class labels of several, and the
+/// jitter escalations.
+///
+/// # Errors
+/// As `svgp_runtime_form`.
+pub(crate) fn latent_set(
+    data: &Dataset,
+    fit: &LatentFit,
+    qs: &[Variational],
+    config: &SvgpConfig,
+) -> Result<(ModelSet, u32)> {
+    let latents = Latents {
+        classes: fit.classes.clone(),
+        binary: fit.binary,
+    };
+    let state = (&fit.features, &fit.kernel, qs);
+    let (members, escalations) = latent_models(data, state, &latents, config)?;
+    let class_labels = if fit.binary {
+        Vec::new()
+    } else {
+        fit.classes.iter().map(|&c| class_name(data, c)).collect()
+    };
+    Ok((
+        ModelSet {
+            members,
+            class_labels,
+        },
+        escalations,
+    ))
+}
+
 /// One L-BFGS run of the bound from `start` on the rows of `data` with the
 /// latents' labels `y`, after `warm_up` iterations of `q(u)` alone (see
 /// [`WARM_UP_ITER`]; 0 from a start whose `q(u)` is already fitted).

@@ -1,0 +1,673 @@
+//! The svgp classifier on data of any size: the kernel and inducing inputs
+//! fitted on a seeded sample, `q(u)` on every row.
+//!
+//! 1. The first pass (`crate::data::stream::scan`) is the regression's:
+//!    validation, standardisation, a seeded random sample.
+//! 2. The classifier `sgp fit --model svgp` fits in memory is fitted on
+//!    the first [`SUBSET_ROWS`] sampled rows (its task, positive class and
+//!    classes decided there as in memory), giving the pseudo-inputs, the
+//!    kernel, each latent's bias and a first `q(u)`.
+//! 3. [`PASSES`] passes over every row then move each latent's `q(v)`
+//!    (whitened, `u = Lu v`) to the maximiser of the same bound on every
+//!    row, the basis, kernel and bias held: each pass is one natural-gradient
+//!    step of length 1 on the bound, whose new natural parameters are sums
+//!    over rows ([`SiteSums`]) of each row's expected probit curvature and
+//!    slope at the last `q(v)`:
+//!    `Lambda = I + sum_n h_n a_n a_n^T`, `Lambda m = sum_n a_n (g_n + h_n
+//!    mu_n)`, with `a_n = Lu^{-1} k_u(x_n)`, `mu_n = a_n^T m` and `g_n`,
+//!    `-h_n / 2` the derivatives of `E_q[log Phi(y_n (f_n + b))]` in the
+//!    marginal's mean and variance. A fixed point is the bound's optimum
+//!    in `q(v)` (its stationarity conditions); the probit is log-concave,
+//!    so `Lambda` stays positive definite.
+//!
+//! Chunks are summed in blocks of fixed size folded in order, as
+//! [`super::streamed_basis`] sums a regression's: the same rows in the same
+//! chunks give the same bits whatever the threads, the format, or a split
+//! at a chunk's end. Memory is O(sample + chunk M + K M^2).
+
+use std::time::Instant;
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use super::streamed::{sampled_dataset, StreamReport, StreamedParams, StreamedProgress};
+use super::streamed_basis::raw_chunks;
+use super::svgp::{fit_latent_state, latent_set, LatentFit, SvgpParams};
+use super::{Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt};
+use crate::data::stream::{ReadProgress, Scan, TableFile};
+use crate::data::{is_class, Dataset, Standardisation};
+use crate::model::features::{InducingFeatures, PseudoInputs};
+use crate::model::inference::svgp::{expected_log_probit, SvgpConfig, Variational};
+use crate::model::kernel::KernelParams;
+use crate::numerics::linalg::{cholesky_jittered, mat_ref, mul, solve_lower_mut, JitterPolicy};
+use crate::options::task::{choose_task, Classes, Task};
+use crate::{Error, Result};
+
+/// Sampled rows the classifier's kernel and inducing inputs are fitted on:
+/// where the in-memory svgp classifier at `--m 64` has reached its held-out
+/// error on the ring of docs/src/cluster.md ("Classifiers").
+pub const SUBSET_ROWS: usize = 20_000;
+
+/// Passes over every row that move `q(u)` towards the bound's optimum
+/// (module documentation); docs/src/cluster.md measures more.
+pub const PASSES: usize = 3;
+
+/// Rows per block of a chunk's parallel sums (fixed, so the sums do not
+/// depend on the thread count).
+const BLOCK_ROWS: usize = 512;
+
+/// What one pass over rows sums, per latent (module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteSums {
+    /// Rows summed.
+    pub rows: u64,
+    /// `sum_n h_n a_n a_n^T`, per latent.
+    pub precision: Vec<DMatrix<f64>>,
+    /// `sum_n a_n (g_n + h_n mu_n)`, per latent.
+    pub shift: Vec<DVector<f64>>,
+    /// `sum_n E_q[log Phi]` over the rows and latents at the `q(u)` the
+    /// pass linearised at.
+    pub expected_log_lik: f64,
+}
+
+impl SiteSums {
+    fn zeros(m: usize, latents: usize) -> Self {
+        SiteSums {
+            rows: 0,
+            precision: vec![DMatrix::zeros(m, m); latents],
+            shift: vec![DVector::zeros(m); latents],
+            expected_log_lik: 0.0,
+        }
+    }
+
+    /// Adds the sums of another, disjoint set of rows.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for sums of another shape.
+    pub fn merge(&mut self, other: &SiteSums) -> Result<()> {
+        let shape = |s: &SiteSums| (s.precision.len(), s.shift.first().map(|v| v.len()));
+        if shape(self) != shape(other) {
+            return Err(Error::BadInput(
+                "cannot merge a classifier's sums of another basis or class count".into(),
+            ));
+        }
+        self.rows += other.rows;
+        for (s, o) in self.precision.iter_mut().zip(&other.precision) {
+            *s += o;
+        }
+        for (s, o) in self.shift.iter_mut().zip(&other.shift) {
+            *s += o;
+        }
+        self.expected_log_lik += other.expected_log_lik;
+        Ok(())
+    }
+}
+
+/// What a pass over every row needs: the fitted basis, kernel and
+/// standardisation, and the `q(u)` the pass linearises at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassifierBasis {
+    /// The pseudo-inputs (standardised units, kept inputs only).
+    pub features: PseudoInputs,
+    /// The kernel.
+    pub kernel: KernelParams,
+    /// The bound's jitter.
+    pub config: SvgpConfig,
+    /// Each latent's `q(v)` and bias.
+    pub qs: Vec<Variational>,
+    /// The class value each latent says yes to (raw units).
+    pub classes: Vec<f64>,
+    /// Every class value of the target (a row of another is refused).
+    pub known: Vec<f64>,
+    /// Raw to standardised units, of the kept inputs.
+    pub transform: Standardisation,
+    /// Indices of the inputs the model reads (the non-constant ones).
+    pub keep: Vec<usize>,
+    /// Inputs of a raw row (constant ones included).
+    pub inputs: usize,
+    /// Rows per chunk of a pass.
+    pub chunk_rows: usize,
+}
+
+impl ClassifierBasis {
+    /// The sums of the raw rows `x` (file column order) with raw class
+    /// values `y`, in chunks of [`ClassifierBasis::chunk_rows`] as a pass
+    /// reads a file.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for a wrong shape, a non-finite value or a class
+    /// value the sample did not hold; [`Error::Numerical`] if `Kuu` cannot
+    /// be factorised.
+    pub fn sums(&self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<SiteSums> {
+        if x.ncols() != self.inputs || x.nrows() != y.len() {
+            return Err(Error::BadInput(format!(
+                "rows to sum are {}x{} with {} targets; the basis reads {} inputs per row",
+                x.nrows(),
+                x.ncols(),
+                y.len(),
+                self.inputs
+            )));
+        }
+        let lu = self.kuu_factor()?;
+        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
+        for (start, xc, yc) in raw_chunks(x, y, self.chunk_rows) {
+            sums.merge(&self.chunk_sums(&lu, &xc, &yc, start as u64)?)?;
+        }
+        Ok(sums)
+    }
+
+    /// The sums of every row of `table`; `progress` after each chunk.
+    ///
+    /// # Errors
+    /// Every error of reading the file and of [`ClassifierBasis::sums`].
+    pub fn pass(
+        &self,
+        table: &TableFile,
+        progress: &mut dyn FnMut(ReadProgress),
+    ) -> Result<SiteSums> {
+        let lu = self.kuu_factor()?;
+        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
+        table.for_each_chunk(self.chunk_rows, &mut |chunk, at| {
+            sums.merge(&self.chunk_sums(&lu, &chunk.x, &chunk.y, chunk.first_row)?)?;
+            progress(at);
+            Ok(())
+        })?;
+        Ok(sums)
+    }
+
+    /// The basis whose `q(u)`s are the step of `sums` (module
+    /// documentation): the biases held.
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] if a new precision cannot be factorised.
+    pub fn updated(&self, sums: &SiteSums) -> Result<ClassifierBasis> {
+        let qs = self
+            .qs
+            .iter()
+            .zip(sums.precision.iter().zip(&sums.shift))
+            .map(|(q, (p, s))| step(q, p, s))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ClassifierBasis { qs, ..self.clone() })
+    }
+
+    /// The negative bound at the `q(u)`s `sums` linearised at.
+    fn neg_elbo(&self, sums: &SiteSums) -> f64 {
+        self.qs.iter().map(Variational::kl).sum::<f64>() - sums.expected_log_lik
+    }
+
+    fn kuu_factor(&self) -> Result<DMatrix<f64>> {
+        let kuu = self.features.kuu(&self.kernel);
+        Ok(cholesky_jittered(&kuu, self.kernel.signal_var(), &self.config.jitter)?.l)
+    }
+
+    /// The sums of one chunk of raw rows, its first row `first_row` of the
+    /// file (for messages): blocks of [`BLOCK_ROWS`] in parallel, added in
+    /// order.
+    fn chunk_sums(
+        &self,
+        lu: &DMatrix<f64>,
+        x: &DMatrix<f64>,
+        y: &DVector<f64>,
+        first_row: u64,
+    ) -> Result<SiteSums> {
+        if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
+            return Err(Error::BadInput(
+                "rows to sum hold a missing or non-finite value".into(),
+            ));
+        }
+        if let Some(i) = (0..y.len()).find(|&i| !self.known.iter().any(|&c| is_class(y[i], c))) {
+            return Err(Error::BadInput(format!(
+                "data row {}: class value {} is none of the {} the sampled rows hold; a streamed \
+                 classifier learns the classes of its sample (fit the file in memory, \
+                 --in-memory, for a class this rare)",
+                first_row + i as u64 + 1,
+                y[i],
+                self.known.len()
+            )));
+        }
+        let xs = self.transform.apply_x(&x.select_columns(&self.keep));
+        let starts: Vec<usize> = (0..y.len()).step_by(BLOCK_ROWS).collect();
+        let blocks = starts
+            .par_iter()
+            .map(|&r0| {
+                let rows = BLOCK_ROWS.min(y.len() - r0);
+                self.block_sums(
+                    lu,
+                    &xs.rows(r0, rows).into_owned(),
+                    &y.as_slice()[r0..r0 + rows],
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
+        for block in &blocks {
+            sums.merge(block)?;
+        }
+        Ok(sums)
+    }
+
+    fn block_sums(&self, lu: &DMatrix<f64>, xs: &DMatrix<f64>, y: &[f64]) -> Result<SiteSums> {
+        let mut a = self.features.kuf(&self.kernel, xs.as_view());
+        solve_lower_mut(lu, &mut a)?;
+        let kdiag = self.features.kdiag(&self.kernel, xs.as_view());
+        let mut sums = SiteSums::zeros(a.nrows(), self.qs.len());
+        sums.rows = y.len() as u64;
+        for (k, q) in self.qs.iter().enumerate() {
+            let mu = a.tr_mul(&q.mean);
+            let b = mul(mat_ref(&q.sqrt).transpose(), mat_ref(&a));
+            let mut weight = DVector::zeros(y.len());
+            let mut a_h = a.clone();
+            for n in 0..y.len() {
+                let label = if is_class(y[n], self.classes[k]) {
+                    1.0
+                } else {
+                    -1.0
+                };
+                let var = kdiag[n] - a.column(n).norm_squared() + b.column(n).norm_squared();
+                let (value, d_mu, d_var) = expected_log_probit(label, mu[n], var, q.bias);
+                let h = (-2.0 * d_var).max(0.0);
+                sums.expected_log_lik += value;
+                weight[n] = d_mu + h * mu[n];
+                a_h.column_mut(n).scale_mut(h);
+            }
+            sums.shift[k] = &a * weight;
+            sums.precision[k] = mul(mat_ref(&a_h), mat_ref(&a).transpose());
+        }
+        Ok(sums)
+    }
+}
+
+/// The `q(v)` of natural parameters `I + precision` and `shift`, with
+/// `q`'s bias.
+fn step(q: &Variational, precision: &DMatrix<f64>, shift: &DVector<f64>) -> Result<Variational> {
+    let m = shift.len();
+    let mut lambda = precision.clone() + DMatrix::identity(m, m);
+    lambda = (&lambda + lambda.transpose()) * 0.5;
+    let chol = lambda
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("a streamed classifier's precision is singular".into()))?;
+    let mean = chol.solve(shift);
+    let cov = chol.inverse();
+    let cov = (&cov + cov.transpose()) * 0.5;
+    let sqrt = cov
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("a streamed classifier's covariance is singular".into()))?
+        .l();
+    Ok(Variational {
+        mean,
+        sqrt,
+        bias: q.bias,
+    })
+}
+
+/// A streamed classifier whose subset fit is done: the passes over every
+/// row are left ([`ClassifierStart::finish_on_file`]).
+pub struct ClassifierStart {
+    fit: LatentFit,
+    basis: ClassifierBasis,
+    /// The sample with the task decided, without its constant inputs.
+    sample: Dataset,
+    /// The sample with every input.
+    full: Dataset,
+    /// A binary classification's labels, negative then positive.
+    pub labels: Vec<String>,
+    /// What the decision of the task said, for the user.
+    pub notes: Vec<String>,
+    /// Raw sampled inputs the export is checked at.
+    pub check_x: DMatrix<f64>,
+    fitted_rows: usize,
+    rows: u64,
+    table: TableFile,
+    passes: usize,
+    started: Instant,
+}
+
+impl ClassifierStart {
+    /// The basis of the first pass over every row.
+    pub fn basis(&self) -> &ClassifierBasis {
+        &self.basis
+    }
+
+    /// The fit after the passes over every row of the file, read here.
+    ///
+    /// # Errors
+    /// Every error of reading the file; [`Error::Numerical`] if a step
+    /// fails.
+    pub fn finish_on_file(self, progress: &mut dyn FnMut(StreamedProgress)) -> Result<Fit> {
+        let pass_started = Instant::now();
+        let (basis, neg_elbo) =
+            passes(&self.basis, (&self.table, self.rows), self.passes, progress)?;
+        let pass_seconds = pass_started.elapsed().as_secs_f64();
+        let ClassifierStart {
+            fit,
+            sample,
+            full,
+            fitted_rows,
+            rows,
+            table,
+            passes: count,
+            started,
+            ..
+        } = self;
+        let (set, escalations) = latent_set(&sample, &fit, &basis.qs, &basis.config)?;
+        let file_rows = usize::try_from(rows).unwrap_or(usize::MAX);
+        let mut report = FitReport::new(Method::Svgp, file_rows, neg_elbo);
+        report.jitter_escalations = escalations;
+        report.optimiser = Some(OptimiserReport::new(&fit.run, fit.run.iterations));
+        report.starts = fit.starts.clone();
+        report.outputs = if fit.binary {
+            vec![OutputReport::named(&sample.target_name, None)]
+        } else {
+            set.class_labels
+                .iter()
+                .map(|l| OutputReport::named(l, None))
+                .collect()
+        };
+        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
+        report.streamed = Some(StreamReport {
+            rows,
+            fitted_rows,
+            validation_rows: 0,
+            stages: Vec::new(),
+            chunk_rows: basis.chunk_rows,
+            pass_seconds,
+            passes: Some(count),
+        });
+        let kernels = vec![fit.kernel.clone(); set.members.len()];
+        let jitter = basis.config.jitter.initial;
+        let first = basis.clone();
+        // The export cure: the same passes from the subset's q(u) with more
+        // jitter on Kuu (whose factor the whitened q(u) is relative to).
+        let rebuild = move |policy: JitterPolicy, _max_iter: u64| {
+            let start = ClassifierBasis {
+                config: SvgpConfig {
+                    jitter: policy,
+                    ..first.config
+                },
+                qs: fit.qs.clone(),
+                ..first.clone()
+            };
+            let (again, nlml) = passes(&start, (&table, rows), count, &mut |_| {})?;
+            let (set, _) = latent_set(&sample, &fit, &again.qs, &again.config)?;
+            Ok(Rebuilt {
+                forms: set.members.iter().map(|m| m.form.clone()).collect(),
+                biases: Some(again.qs.iter().map(|q| q.bias).collect()),
+                nlml,
+                kernels: vec![fit.kernel.clone(); set.members.len()],
+                noise_held: false,
+            })
+        };
+        let mut fitted = Fit::new(set, report, kernels, (jitter, Box::new(rebuild)));
+        if !full.constant_inputs.is_empty() {
+            Expansion::for_data(&full).attach(&mut fitted);
+        }
+        fitted.report.seconds = started.elapsed().as_secs_f64();
+        Ok(fitted)
+    }
+}
+
+/// `count` passes from `basis`: the last basis and the negative bound at
+/// the `q(u)` the last pass linearised at.
+fn passes(
+    basis: &ClassifierBasis,
+    (table, rows): (&TableFile, u64),
+    count: usize,
+    progress: &mut dyn FnMut(StreamedProgress),
+) -> Result<(ClassifierBasis, f64)> {
+    let mut basis = basis.clone();
+    let mut neg_elbo = f64::NAN;
+    for _ in 0..count.max(1) {
+        let sums = basis.pass(table, &mut |at| progress(StreamedProgress::Pass(at)))?;
+        if sums.rows != rows {
+            return Err(Error::BadInput(format!(
+                "{}: a pass read {} rows, the first pass {rows}",
+                table.source, sums.rows
+            )));
+        }
+        neg_elbo = basis.neg_elbo(&sums);
+        basis = basis.updated(&sums)?;
+    }
+    Ok((basis, neg_elbo))
+}
+
+/// The task `sgp fit` would decide for the sample of `scan` (as asked, or
+/// from the target), and the classifier's fit on the first `subset_rows`
+/// sampled rows where it is a classification; `None` for a regression.
+///
+/// # Errors
+/// The task's refusals (as in memory), and every error of the subset fit.
+pub(crate) fn start_classifier(
+    table: &TableFile,
+    scan: &Scan,
+    (params, streamed, subset_rows): (&SvgpParams, &StreamedParams, usize),
+    (task, positive): (Option<Task>, Option<&str>),
+    progress: &mut dyn FnMut(StreamedProgress),
+) -> Result<Option<ClassifierStart>> {
+    let started = Instant::now();
+    let rows = scan.sample_x.nrows().min(subset_rows);
+    let raw = sampled_dataset(table, scan);
+    let subset = raw.subset(&(0..rows).collect::<Vec<_>>())?;
+    let known = subset.target_classes();
+    let chosen = choose_task(subset, task, positive, "--model", &[Method::Svgp])?;
+    let (full, labels) = match chosen.classes {
+        Classes::None => {
+            // A regression asked of svgp: refused as in memory.
+            params.check(&chosen.data)?;
+            return Ok(None);
+        }
+        Classes::Binary(labels) => (chosen.data, labels),
+        Classes::Several => (chosen.data.into_classes()?, Vec::new()),
+    };
+    let sample = if scan.constant_inputs.is_empty() {
+        full.clone()
+    } else {
+        full.without_inputs(&scan.constant_inputs)?
+    };
+    let budget = params.iteration_budget();
+    let fit = fit_latent_state(&sample, &params.check(&sample)?, &mut |p| {
+        progress(StreamedProgress::Fit {
+            rows,
+            progress: p,
+            budget,
+        })
+    })?;
+    let basis = ClassifierBasis {
+        features: fit.features.clone(),
+        kernel: fit.kernel.clone(),
+        config: fit.config,
+        qs: fit.qs.clone(),
+        classes: fit.classes.clone(),
+        known,
+        transform: sample.transform.clone(),
+        keep: (0..table.input_names.len())
+            .filter(|j| !scan.constant_inputs.contains(j))
+            .collect(),
+        inputs: table.input_names.len(),
+        chunk_rows: streamed.chunk_rows,
+    };
+    let check_rows = scan
+        .sample_x
+        .nrows()
+        .min(super::streamed_file::STREAMED_CHECK_ROWS);
+    Ok(Some(ClassifierStart {
+        fit,
+        basis,
+        sample,
+        full,
+        labels,
+        notes: chosen.notes,
+        check_x: scan.sample_x.rows(0, check_rows).into_owned(),
+        fitted_rows: rows,
+        rows: scan.rows,
+        table: table.clone(),
+        passes: PASSES,
+        started,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::stream::{scan, write_parquet};
+    use crate::evaluate::metrics::error_rate;
+    use crate::export::export;
+    use crate::fit::{fit, FitParams};
+    use crate::numerics::optimise::OptimiseOptions;
+    use crate::tools::synth::{classification, ClassShape};
+
+    fn svgp(seed: u64) -> SvgpParams {
+        SvgpParams {
+            m: 16,
+            seed,
+            restarts: 2,
+            optimiser: OptimiseOptions {
+                max_iter: 150,
+                ..SvgpParams::default().optimiser
+            },
+            ..SvgpParams::default()
+        }
+    }
+
+    /// `rows` rows of the moons (labels 0/1) with a constant third input,
+    /// as CSV and Parquet in a directory of the caller's own.
+    fn files(rows: usize, seed: u64) -> (tempfile::TempDir, TableFile, TableFile) {
+        let (x2, y) = classification(ClassShape::Moons, rows, seed);
+        let x = DMatrix::from_fn(rows, 3, |i, j| if j < 2 { x2[(i, j)] } else { 4.0 });
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
+        let mut text = String::from("a,b,c,class\n");
+        for i in 0..rows {
+            text += &format!(
+                "{:?},{:?},{:?},{:?}\n",
+                x[(i, 0)],
+                x[(i, 1)],
+                x[(i, 2)],
+                y[i]
+            );
+        }
+        std::fs::write(dir.join("d.csv"), text).unwrap();
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        write_parquet(&dir.join("d.parquet"), &x, &y, &names, "class").unwrap();
+        (
+            temp,
+            TableFile::open(dir.join("d.csv"), None).unwrap(),
+            TableFile::open(dir.join("d.parquet"), None).unwrap(),
+        )
+    }
+
+    fn start(table: &TableFile, seed: u64, subset: usize) -> ClassifierStart {
+        let streamed = StreamedParams {
+            chunk_rows: 97,
+            ..StreamedParams::default()
+        };
+        let first = scan(table, 100_000, seed, 97, &mut |_| {}).unwrap();
+        let params = (&svgp(seed), &streamed, subset);
+        start_classifier(table, &first, params, (None, None), &mut |_| {})
+            .unwrap()
+            .expect("two values are a classification")
+    }
+
+    /// Over seeds: the kernel and basis fitted on half the rows, q(u) on
+    /// every row, predict held-out rows within half a point of the
+    /// in-memory classifier fitted on every row.
+    #[test]
+    fn streamed_is_within_half_a_point_of_the_in_memory_classifier() {
+        let (mut worse, mut gaps) = (0, Vec::new());
+        for seed in 1..=3u64 {
+            let (_dir, csv, _) = files(3000, seed);
+            let streamed = start(&csv, seed, 1500).finish_on_file(&mut |_| {}).unwrap();
+            let (x, y) = classification(ClassShape::Moons, 3000, seed + 100);
+            let x = DMatrix::from_fn(3000, 3, |i, j| if j < 2 { x[(i, j)] } else { 4.0 });
+            let truth = y.map(|v| if v > 0.5 { 1.0 } else { -1.0 });
+            let (xt, yt) = classification(ClassShape::Moons, 3000, seed);
+            let data = Dataset::from_raw(xt, yt, vec!["a".into(), "b".into()], "class".into())
+                .unwrap()
+                .into_binary(None)
+                .unwrap();
+            let memory = fit(&data, &FitParams::Svgp(svgp(seed)), &mut |_| {}).unwrap();
+            let p_st = streamed.set.members[0].predict_raw(&x).unwrap();
+            let p_mem = memory.set.members[0]
+                .predict_raw(&x.columns(0, 2).into_owned())
+                .unwrap();
+            let e_st = error_rate(p_st.mean.as_slice(), truth.as_slice());
+            let e_mem = error_rate(p_mem.mean.as_slice(), truth.as_slice());
+            gaps.push((e_st, e_mem));
+            if e_st > e_mem + 0.005 {
+                worse += 1;
+            }
+            assert_eq!(streamed.report.rows, 3000);
+            assert_eq!(
+                streamed.report.streamed.as_ref().unwrap().passes,
+                Some(PASSES)
+            );
+        }
+        assert_eq!(worse, 0, "streamed against in-memory test error: {gaps:?}");
+    }
+
+    /// The passes converge: a further pass moves the bound by less than
+    /// 1e-3 nats a row, and each pass's bound is no worse than the last.
+    #[test]
+    fn the_passes_converge_to_the_bounds_optimum() {
+        let (_dir, csv, _) = files(2000, 4);
+        let started = start(&csv, 4, 500);
+        let mut basis = started.basis().clone();
+        let mut bounds = Vec::new();
+        for _ in 0..5 {
+            let sums = basis.pass(&csv, &mut |_| {}).unwrap();
+            bounds.push(basis.neg_elbo(&sums) / 2000.0);
+            basis = basis.updated(&sums).unwrap();
+        }
+        assert!(bounds.windows(2).all(|w| w[1] <= w[0] + 1e-9), "{bounds:?}");
+        assert!(bounds[3] - bounds[4] < 1e-3, "{bounds:?}");
+        assert!(
+            bounds[0] - bounds[4] > 1e-3,
+            "the subset's q(u) was already optimal: {bounds:?}"
+        );
+    }
+
+    /// The same rows as CSV and Parquet: the same blob, byte for byte; the
+    /// pass split before its last chunk and merged in order (an engine's
+    /// two parts) is the file's pass bit for bit, another split the same
+    /// up to rounding; a class the sample never saw is refused.
+    #[test]
+    fn the_same_rows_in_other_chunkings_give_the_same_blob() {
+        let (_dir, csv, parquet) = files(2000, 5);
+        let from_csv = start(&csv, 5, 800);
+        let check_x = from_csv.check_x.rows(0, 200).into_owned();
+        let basis = from_csv.basis().clone();
+        let mut a = from_csv.finish_on_file(&mut |_| {}).unwrap();
+        let mut b = start(&parquet, 5, 800).finish_on_file(&mut |_| {}).unwrap();
+        let blob_a = export(&mut a, &check_x, false).unwrap().blob;
+        let blob_b = export(&mut b, &check_x, false).unwrap().blob;
+        assert_eq!(blob_a, blob_b);
+        assert!(!blob_a.is_empty());
+        assert_eq!(a.set.members[0].input_names, ["a", "b", "c"]);
+
+        let whole = basis.pass(&csv, &mut |_| {}).unwrap();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        csv.for_each_chunk(2000, &mut |chunk, _| {
+            x.push(chunk.x);
+            y.push(chunk.y);
+            Ok(())
+        })
+        .unwrap();
+        let (x, y) = (&x[0], &y[0]);
+        let split = |cut: usize| {
+            let part = |at: usize, len: usize| {
+                let rows = (x.rows(at, len).into_owned(), y.rows(at, len).into_owned());
+                basis.sums(&rows.0, &rows.1).unwrap()
+            };
+            let mut sums = part(0, cut);
+            sums.merge(&part(cut, 2000 - cut)).unwrap();
+            sums
+        };
+        assert_eq!(split(97 * (2000 / 97)), whole);
+        let other = split(1000);
+        let gap = (&other.precision[0] - &whole.precision[0]).amax();
+        assert!(gap <= 1e-10 * whole.precision[0].amax(), "{gap}");
+
+        let mut odd = y.clone();
+        odd[7] = 2.0;
+        let err = basis.sums(x, &odd).unwrap_err().to_string();
+        assert!(err.contains("data row 8: class value 2"), "{err}");
+    }
+}
