@@ -54,8 +54,12 @@ SETS = [
 
 # Extra sgp configurations beside the defaults, by tool name: the same fit
 # with twice the iteration cap, to show what a longer budget buys where the
-# defaults stop on it.
-SGP_EXTRA = {"sgp-i1000": ["--max-iter", "1000"]}
+# defaults stop on it; and the exact GP (all training rows up to 1000, else
+# a seeded 1000-row subset), the data's limit beside every M.
+SGP_EXTRA = {
+    "sgp-i1000": ["--max-iter", "1000"],
+    "sgp-exact": ["--model", "exact", "--max-points", "1000"],
+}
 
 
 def arm8_csv(rows, seed):
@@ -115,7 +119,8 @@ def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
     model = os.path.join(work, "peer-bench.sgp")
     start = time.perf_counter()
     fit = subprocess.run(
-        [sgp, "fit", "--quiet", "--force", "--json", "--data", train, "--m", str(m)]
+        [sgp, "fit", "--quiet", "--force", "--json", "--data", train]
+        + ([] if tool == "sgp-exact" else ["--m", str(m)])
         + ["--seed", str(seed), "--out", model]
         + SGP_EXTRA.get(tool, []),
         check=True,

@@ -4,6 +4,7 @@ over the rows of one split: a split's own luck is the noise that matters).
 
     python small_gap.py --sgp target/release/sgp [--splits 12] [--sets diabetes,arm] [--label after]
     python small_gap.py --sgp target/release/sgp --splits 3 --sets "arm 3000,mid"   # 3k-10k rows
+    python small_gap.py --sgp target/release/sgp --splits 12 --exact-only   # the exact GP's line
 
 Each split is a seeded 75/25 permutation (`run_peers.make_set`, one per
 round); `sgp fit --seed s` and the peers' k-means seed s. The peers'
@@ -45,6 +46,8 @@ def main():
     ap.add_argument("--sets", default="", help="comma-separated parts of set names")
     ap.add_argument("--label", default="sgp")
     ap.add_argument("--iters", type=int, default=300)
+    ap.add_argument("--exact-only", action="store_true",
+                    help="only the exact GP (at most 1000 rows) on the same splits: mean +- se")
     args = ap.parse_args()
     data_dir = os.path.join(HERE, "data")
     os.makedirs(data_dir, exist_ok=True)
@@ -57,6 +60,17 @@ def main():
                 cache[(r["set"], r["split"], r["tool"])] = r
     wanted = [s for s in SETS if not args.sets or any(p in s.name for p in args.sets.split(","))]
     rows = {}
+    if args.exact_only:
+        print("| set | splits | exact GP test NLPD (mean +- se) |")
+        print("|---|---:|---:|")
+        for spec in wanted:
+            v = []
+            for split in range(args.splits):
+                train, test = make_set(args.sgp, data_dir, spec, split)
+                v.append(run_sgp(args.sgp, train, test, spec.m, data_dir, split, "sgp-exact")["nlpd"])
+            se = statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else float("nan")
+            print(f"| {spec.name} | {len(v)} | {statistics.mean(v):.4f} +- {se:.4f} |", flush=True)
+        return
     for spec in wanted:
         for split in range(args.splits):
             train, test = make_set(args.sgp, data_dir, spec, split)

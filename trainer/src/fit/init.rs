@@ -8,6 +8,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use crate::model::icf::kernel_icf;
+use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::{dot, lane_sum, mat_ref, mul};
 use crate::{Error, Result};
 
@@ -176,6 +178,39 @@ pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<
     ))
 }
 
+/// `m` rows of `x` chosen greedily by conditional variance under `kern`
+/// (Burt et al. 2020): each next row is the one whose variance given the
+/// rows chosen so far, `k(x,x) - k_m(x)^T K_mm^-1 k_m(x)`, is largest (the
+/// lowest index on ties), i.e. the pivots of an incomplete Cholesky of
+/// `K(x, x)` ([`kernel_icf`]). O(N m^2), no seed. Once every remaining
+/// row duplicates a chosen one, the rest are the lowest unchosen rows.
+pub(crate) fn greedy_variance(
+    x: &DMatrix<f64>,
+    m: usize,
+    kern: &KernelParams,
+) -> Result<DMatrix<f64>> {
+    check_m(x, m)?;
+    let mut rows = kernel_icf(kern, x, m, 0.0)?.pivots;
+    let mut chosen = vec![false; x.nrows()];
+    for &p in &rows {
+        chosen[p] = true;
+    }
+    rows.extend((0..x.nrows()).filter(|&i| !chosen[i]).take(m - rows.len()));
+    Ok(x.select_rows(&rows))
+}
+
+/// The kernel [`greedy_variance`] chooses by when it has only the inputs:
+/// the data-scale length scales ([`default_hyperparameters`]) and a unit
+/// signal (its scale does not change the choice).
+pub(crate) fn data_scale_inputs_kernel(
+    x: &DMatrix<f64>,
+    kernel: sgp_runtime::Kernel,
+) -> Result<KernelParams> {
+    let h = default_hyperparameters(x, &[]);
+    let l: Vec<f64> = h.log_lengthscales.iter().map(|v| libm::exp(*v)).collect();
+    Ok(KernelParams::new(&l, 1.0, libm::exp(h.log_noise_var))?.with_kernel(kernel))
+}
+
 /// Data-scale starting hyperparameters for standardised data:
 /// lengthscale of each input = half its range (the SPGP convention; about
 /// 1.5–2 for standardised inputs), signal variance = sample variance of `y`
@@ -284,6 +319,92 @@ mod tests {
         assert_eq!(kmeans(&g, 5, 1, 10).unwrap().nrows(), 5);
         assert!(kmeans(&g, 6, 1, 10).is_err());
         assert_eq!(kmeans(&g, 2, 1, 0).unwrap().nrows(), 2);
+    }
+
+    /// Conditional variance of row `i` of `x` given the rows `chosen`.
+    fn conditional_variance(
+        kern: &KernelParams,
+        x: &DMatrix<f64>,
+        chosen: &[usize],
+        i: usize,
+    ) -> f64 {
+        let xi = x.rows(i, 1).into_owned();
+        if chosen.is_empty() {
+            return kern.cross(&xi, &xi)[(0, 0)];
+        }
+        let z = x.select_rows(chosen);
+        let mut kzz = kern.cross(&z, &z);
+        for d in 0..chosen.len() {
+            kzz[(d, d)] += 1e-12;
+        }
+        let l = crate::numerics::linalg::cholesky(&kzz).expect("pd");
+        let kzi = kern.cross(&z, &xi).column(0).into_owned();
+        let v = crate::numerics::linalg::solve_lower_vec(&l, &kzi).expect("solve");
+        kern.cross(&xi, &xi)[(0, 0)] - v.dot(&v)
+    }
+
+    /// Every pick is the row of largest conditional variance given the
+    /// picks before it (the first of equals), over data seeds and shapes.
+    #[test]
+    fn greedy_picks_the_largest_conditional_variance_each_time() {
+        for seed in 0..6 {
+            let d = 1 + seed as usize % 3;
+            let (x, _) = crate::model::inference::test_util::problem(seed, 60, d);
+            let kern = data_scale_inputs_kernel(&x, sgp_runtime::Kernel::SquaredExponential)
+                .expect("kernel");
+            let z = greedy_variance(&x, 8, &kern).expect("greedy");
+            assert_eq!(z, greedy_variance(&x, 8, &kern).expect("greedy"));
+            let all = rows_of(&x);
+            let mut chosen: Vec<usize> = Vec::new();
+            for row in rows_of(&z) {
+                let picked = all.iter().position(|r| *r == row).expect("a row of x");
+                let cv: Vec<f64> = (0..x.nrows())
+                    .map(|i| conditional_variance(&kern, &x, &chosen, i))
+                    .collect();
+                let best = cv.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                assert!(
+                    cv[picked] >= best - 1e-9 * kern.signal_var(),
+                    "seed {seed}: pick {} has {} against the best {best}",
+                    chosen.len(),
+                    cv[picked]
+                );
+                assert!(!chosen.contains(&picked));
+                chosen.push(picked);
+            }
+        }
+    }
+
+    /// Well-separated clusters: one pick in each, whatever the jitter.
+    #[test]
+    fn greedy_covers_separated_clusters_and_fills_past_duplicates() {
+        let centres = [(0.0, 0.0), (10.0, 0.0), (0.0, 10.0), (10.0, 10.0)];
+        for seed in 0..5u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let x = DMatrix::from_fn(80, 2, |i, j| {
+                let (cx, cy) = centres[i % 4];
+                (if j == 0 { cx } else { cy }) + rng.random_range(-0.5..0.5)
+            });
+            let kern = KernelParams::new(&[1.0, 1.0], 1.0, 0.1).expect("kernel");
+            let z = greedy_variance(&x, 4, &kern).expect("greedy");
+            let mut hit: Vec<usize> = rows_of(&z)
+                .iter()
+                .map(|r| (r[0] > 5.0) as usize + 2 * (r[1] > 5.0) as usize)
+                .collect();
+            hit.sort_unstable();
+            assert_eq!(hit, vec![0, 1, 2, 3], "seed {seed}: {z}");
+        }
+        // Three distinct rows, repeated: three picks, then the lowest
+        // unchosen rows.
+        let x = DMatrix::from_row_slice(6, 1, &[0.0, 5.0, 0.0, 10.0, 5.0, 0.0]);
+        let kern = KernelParams::new(&[1.0], 1.0, 0.1).expect("kernel");
+        let z = greedy_variance(&x, 5, &kern).expect("greedy");
+        let mut first: Vec<f64> = z.rows(0, 3).iter().copied().collect();
+        first.sort_by(f64::total_cmp);
+        assert_eq!(first, vec![0.0, 5.0, 10.0]);
+        assert_eq!(z.nrows(), 5);
+        assert!(greedy_variance(&x, 7, &kern).is_err());
+        assert!(greedy_variance(&x, 0, &kern).is_err());
+        assert_eq!(greedy_variance(&x, 6, &kern).expect("all").nrows(), 6);
     }
 
     #[test]

@@ -82,6 +82,9 @@ named_enum! {
         Random = "random",
         /// k-means centres of the training inputs (the VSGP paper's choice).
         Kmeans = "kmeans",
+        /// The rows a greedy conditional-variance rule picks under the
+        /// data-scale kernel (a pivoted Cholesky, Burt et al. 2020).
+        Greedy = "greedy",
     }
 }
 
@@ -198,7 +201,8 @@ pub struct SparseParams {
     /// Optimiser settings; `max_iter` is the budget of the final run.
     pub optimiser: OptimiseOptions,
     /// Where the first start's pseudo-inputs come from; further starts
-    /// alternate k-means and random subsets with other seeds.
+    /// alternate k-means and random subsets with other seeds (random first
+    /// after a greedy start).
     pub pseudo_init: PseudoInit,
     /// Where the hyperparameters start.
     pub hyper_init: HyperInit,

@@ -2,8 +2,9 @@
 //! their features, SVGP, GPLasso's kernels): `K` starts, each screened by a
 //! short run, the best continued.
 //!
-//! Starts alternate the two initialisations (k-means, random subset) with
-//! seeds `seed + k`, so the result is deterministic. On large data the
+//! Starts alternate the two seeded initialisations (k-means, random
+//! subset) with seeds `seed + k`, so the result is deterministic; a first
+//! start may instead be the seedless greedy one (`--init greedy`). On large data the
 //! screening runs see a seeded subset of the rows (`screen_rows`): the K
 //! screening runs together cost about one run on all the rows, and the
 //! objective, a sum over rows, ranks the starts on a subset as on all.
@@ -72,7 +73,8 @@ pub(crate) fn screening(
 
 /// Start `k`'s pseudo-inputs among the rows of `x` and how they were
 /// drawn: start 0 as asked, later ones alternating the other
-/// initialisation and the asked one.
+/// initialisation and the asked one (k-means after a greedy start 0:
+/// greedy has no seed, a second one would repeat the first).
 pub(crate) fn start_positions(
     x: &DMatrix<f64>,
     params: &SparseParams,
@@ -83,15 +85,25 @@ pub(crate) fn start_positions(
         PseudoInit::Given(_) => InitMethod::Random,
         PseudoInit::Sample(method) => *method,
     };
-    let other = match first {
-        InitMethod::Random => InitMethod::Kmeans,
-        InitMethod::Kmeans => InitMethod::Random,
+    // A greedy start has no seed: later starts alternate random subsets
+    // and k-means as after a k-means first start.
+    let (other, again) = match first {
+        InitMethod::Random => (InitMethod::Kmeans, InitMethod::Random),
+        InitMethod::Kmeans | InitMethod::Greedy => (InitMethod::Random, InitMethod::Kmeans),
     };
-    let method = if k % 2 == 1 { other } else { first };
+    let method = match k {
+        0 => first,
+        k if k % 2 == 1 => other,
+        _ => again,
+    };
     let seed = params.seed.wrapping_add(k as u64);
     let (name, z) = match method {
         InitMethod::Random => ("random", init::random_subset(x, params.m, seed)?),
         InitMethod::Kmeans => ("kmeans", init::kmeans(x, params.m, seed, KMEANS_ITER)?),
+        InitMethod::Greedy => {
+            let kern = init::data_scale_inputs_kernel(x, params.kernel)?;
+            return Ok(("greedy".into(), init::greedy_variance(x, params.m, &kern)?));
+        }
     };
     Ok((format!("{name} (seed {seed})"), z))
 }
@@ -155,5 +167,35 @@ pub(crate) fn first<S, T>(stage: Stage<S, T>) -> Result<S> {
     match stage {
         Stage::First(s) => Ok(s),
         Stage::Again(_) => Err(Error::Numerical("a one-round screening ran twice".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::inference::test_util::problem;
+
+    /// A greedy first start is followed by the default's later starts: it
+    /// has no seed, so it is never repeated.
+    #[test]
+    fn a_greedy_start_keeps_the_default_restarts_behind_it() {
+        let (x, _) = problem(1, 40, 2);
+        let at = |init: InitMethod, k: usize| {
+            let params = SparseParams {
+                m: 5,
+                pseudo_init: init.into(),
+                ..SparseParams::default()
+            };
+            start_positions(&x, &params, k).expect("start")
+        };
+        assert_eq!(at(InitMethod::Greedy, 0).0, "greedy");
+        for k in 1..6 {
+            assert_eq!(
+                at(InitMethod::Greedy, k),
+                at(InitMethod::Kmeans, k),
+                "start {k}"
+            );
+        }
+        assert_ne!(at(InitMethod::Greedy, 0).1, at(InitMethod::Kmeans, 0).1);
     }
 }
