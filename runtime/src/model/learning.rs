@@ -1089,13 +1089,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             let next = usize::from(self.forget_next);
             let owners = self.outputs.iter_mut().take(count);
             for output in owners.filter(|o| o.shared_variance.is_none()) {
-                let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1))
-                else {
-                    continue;
-                };
+                // The whole storage, the means' row too (untouched): the
+                // scaling reads windows that may reach past the factor.
+                let packed = output.factors.as_flattened_mut();
                 for k in (next..m).step_by(FORGET_CYCLE) {
                     whitened::forget_coordinate(
-                        packed.as_flattened_mut(),
+                        packed,
                         &mut output.inv_diagonal2,
                         k,
                         mu,
