@@ -847,7 +847,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // Beta is zero in an updatable model (the mean is z . a).
         self.kernel(&z, &mut k)?;
         if self.learning.covariance() {
-            return self.update_covariance(observation, &k, y, settings);
+            return self.update_covariance(observation, &mut k, y, settings);
         }
         let lam = settings.forgetting;
         let (root, _) = whitened::root_and_reciprocal(lam);
@@ -1006,11 +1006,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// from the posterior as it is, then Bierman's update of each `S` and
     /// the means, then forgetting one whitened coordinate by `lam^m` (the
     /// means kept: information is forgotten, not what was learned; `m`
-    /// such steps are `S <- lam^m S + (1 - lam^m) I`).
+    /// such steps are `S <- lam^m S + (1 - lam^m) I`). `k`'s storage is
+    /// then the sweep's scratch.
     fn update_covariance(
         &mut self,
         observation: Observation,
-        k: &[f32; M],
+        k: &mut [f32; M],
         y: &[f32],
         settings: UpdateSettings,
     ) -> Result<super::Outputs<Innovation, P>, Error> {
@@ -1063,21 +1064,24 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
         let mut plans = plans.iter();
         let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
-        let mut tau = [0.0f32; M];
-        let alpha = commit_covariance(first, &zu, &mut tau, &plan, m);
-        for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
-            match output.shared_variance {
-                Some(ratio) => {
-                    let (scale, _) = whitened::root_and_reciprocal(ratio);
-                    let gain = scale * alpha * plan.gain;
-                    for (a, &t) in output.mean_mut().iter_mut().zip(&tau).take(m) {
-                        *a += t * gain;
-                    }
-                }
-                None => {
-                    let mut own = [[0.0f32; 2]; M];
-                    Seen::of_covariance(output, k, m, &mut own);
-                    commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
+        let rest = count.saturating_sub(1);
+        // The outputs with factors of their own first (each its own
+        // model: the order changes no bit), as they read `k`, whose storage
+        // the first output's sweep then writes before it reads as `tau`.
+        let own_factors = further.iter_mut().zip(plans.clone()).take(rest);
+        for (output, plan) in own_factors.filter(|(o, _)| o.shared_variance.is_none()) {
+            let mut own = [[0.0f32; 2]; M];
+            Seen::of_covariance(output, k, m, &mut own);
+            commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
+        }
+        let tau = k;
+        let alpha = commit_covariance(first, &zu, tau, &plan, m);
+        for (output, plan) in further.iter_mut().zip(plans).take(rest) {
+            if let Some(ratio) = output.shared_variance {
+                let (scale, _) = whitened::root_and_reciprocal(ratio);
+                let gain = scale * alpha * plan.gain;
+                for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
+                    *a += t * gain;
                 }
             }
         }
@@ -1099,7 +1103,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                         k,
                         mu,
                         m,
-                        &mut tau,
+                        tau,
                     );
                 }
             }
