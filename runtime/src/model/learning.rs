@@ -1097,14 +1097,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 // scaling reads windows that may reach past the factor.
                 let packed = output.factors.as_flattened_mut();
                 for k in (next..m).step_by(FORGET_CYCLE) {
-                    whitened::forget_coordinate(
-                        packed,
-                        &mut output.inv_diagonal2,
-                        k,
-                        mu,
-                        m,
-                        tau,
-                    );
+                    whitened::forget_coordinate(packed, &mut output.inv_diagonal2, k, mu, m, tau);
                 }
             }
             let next = if next + 1 < cycle { next + 1 } else { 0 };
