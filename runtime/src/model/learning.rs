@@ -435,6 +435,12 @@ fn commit_covariance<const M: usize>(
 /// coordinate once in `min(m, FORGET_CYCLE)` updates.
 const FORGET_CYCLE: usize = 256;
 
+/// What the covariance form forgets a coordinate by at each update, for
+/// forgetting factor `lam` and `m` basis functions: `lam^min(m, CYCLE)`.
+pub(super) fn forget_power(lam: f32, m: usize) -> f32 {
+    power(lam, m.clamp(1, FORGET_CYCLE))
+}
+
 /// `lam^m` by squaring.
 fn power(lam: f32, m: usize) -> f32 {
     let (mut result, mut base, mut e) = (1.0f32, lam, m);
@@ -660,6 +666,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// settings are then unchanged).
     pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
         self.settings = settings.check()?;
+        self.forget_power = forget_power(self.settings.forgetting, self.m);
         Ok(())
     }
 
@@ -1088,7 +1095,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // One coordinate in every `CYCLE` forgets per update (one
         // coordinate in all but the host's largest models).
         let cycle = m.clamp(1, FORGET_CYCLE);
-        let mu = power(settings.forgetting, cycle);
+        let mu = if settings.forgetting == self.settings.forgetting {
+            self.forget_power
+        } else {
+            forget_power(settings.forgetting, m)
+        };
         if mu < 1.0 {
             let next = usize::from(self.forget_next);
             let owners = self.outputs.iter_mut().take(count);
