@@ -111,6 +111,10 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     /// empty model must be, or the compiler keeps a flash image of it to
     /// copy (an `Option` would take a word more).
     settings: UpdateSettings,
+    /// `settings`' forgetting factor to the power `min(m, 256)` (what the
+    /// covariance form forgets a coordinate by), kept with them so that an
+    /// update does not recompute it; 0 until they are set.
+    forget_power: f32,
     /// The loaded blob, for [`Model::write_blob`] (an updatable model).
     origin: Origin,
     shape: Shape,
@@ -177,8 +181,8 @@ pub const fn ram_bytes_with_outputs(m: usize, g: usize, d: usize, p: usize) -> u
     // Each output's numbers, name, shared-variance ratio and learned spans.
     let output = 4 * (m * m + 3 * m + 11) + NAME_CAPACITY + 1;
     // The basis, the exp polynomial, the scaling, the range, the update settings (four words)
-    // and the origin (two).
-    let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 6;
+    // with their forgetting's power (one) and the origin (two).
+    let numbers = m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 7;
     let names = (NAME_CAPACITY + 1) * d;
     // Shape (11 bytes, padded to 12), two usize sizes, the `ranged` flag,
     // the variance form, the output count, the learning flag, the kernel
@@ -244,6 +248,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         input_names: [const { Name::new() }; D],
         ranged: false,
         settings: UpdateSettings::UNSET,
+        forget_power: 0.0,
         origin: Origin {
             len: 0,
             fingerprint: 0,
@@ -333,6 +338,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             decoded.variance
         };
         self.m = usize::from(shape.n_basis);
+        self.forget_power = learning::forget_power(self.settings.forgetting, self.m);
         self.g = usize::from(shape.feature_dim);
         self.p = decoded.outputs;
         self.learning = Learns::of(decoded.learning, covariance);
@@ -1134,7 +1140,7 @@ mod tests {
     fn host_size(m: usize, g: usize, d: usize, p: usize) -> usize {
         let word = core::mem::size_of::<usize>();
         let output = 4 * (m * m + 3 * m + 11) + NAME_CAPACITY + 1;
-        let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 6) + p * output;
+        let leading = 4 * (m * (2 * g + 1) + math::EXP2_TERMS + g * d + 4 * d + 7) + p * output;
         let sizes_at = (leading + 12).next_multiple_of(word);
         let names = (NAME_CAPACITY + 1) * d;
         (sizes_at + 2 * word + names + 6).next_multiple_of(word)
@@ -1163,7 +1169,7 @@ mod tests {
             assert_eq!(size, expected, "case {i}");
         }
         // The firmware README's figures.
-        assert_eq!(ram_bytes(16, 4, 4), 2200);
-        assert_eq!(ram_bytes(32, 4, 4), 6040);
+        assert_eq!(ram_bytes(16, 4, 4), 2204);
+        assert_eq!(ram_bytes(32, 4, 4), 6044);
     }
 }

@@ -636,7 +636,8 @@ impl RowStep for Added {
 /// `k` cycling over the `m` coordinates, `m` such steps are exactly `S <-
 /// mu S + (1 - mu) I`. `P S P` scales row `k` of `W` by `1 / sqrt(mu)`,
 /// its column by `sqrt(mu)` and `D_k` by `mu`; the addition is one sweep
-/// of every row (the same work for every `k`).
+/// of every row (the same work for every `k`, if `packed` is the whole
+/// `M x M` storage: see `scale_row_and_column`).
 pub(crate) fn forget_coordinate<const M: usize>(
     packed: &mut [f32],
     d: &mut [f32; M],
@@ -646,7 +647,8 @@ pub(crate) fn forget_coordinate<const M: usize>(
     scratch: &mut [f32; M],
 ) {
     let (root, inv_root) = root_and_reciprocal(mu);
-    scale_row_and_column(packed, k, inv_root, root, m);
+    // A window that does not fit only costs more.
+    let _outside = scale_row_and_column(packed, k, inv_root, root, m);
     if let Some(dk) = d.get_mut(k) {
         *dk *= mu;
     }
@@ -661,12 +663,15 @@ pub(crate) fn forget_coordinate<const M: usize>(
 /// `row` and those of column `k` by `column`: `m - 1` entries, each the
 /// same work for every `k` (whole blocks: a block of four entries of the
 /// row or the column for every other block, three in the own corner).
-fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: usize) {
-    let mut scale = |at: usize, by: f32| {
+/// Returns how many blocks were scaled entry by entry because their window
+/// did not fit in `packed` (0 for the whole `M x M` storage: the same
+/// work for every `k`).
+fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: usize) -> usize {
+    fn scale(packed: &mut [f32], at: usize, by: f32) {
         if let Some(h) = packed.get_mut(at) {
             *h *= by;
         }
-    };
+    }
     if !m.is_multiple_of(BLOCK) {
         for j in 0..m {
             let (i, c, by) = match j.cmp(&k) {
@@ -674,27 +679,62 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
                 core::cmp::Ordering::Greater => (j, k, column),
                 core::cmp::Ordering::Equal => continue,
             };
-            scale(crate::math::packed_index(i, c, 1, m, true), by);
+            scale(packed, crate::math::packed_index(i, c, 1, m, true), by);
         }
-        return;
+        return 0;
     }
-    // Which of the two each step scales is chosen by arithmetic, not by a
-    // branch: the same instructions for every `k`.
+    // Which of the two each step scales is chosen by conditional moves, not
+    // by a branch, and both positions advance every step: the same
+    // instructions for every `k`.
     let (b, t) = (k / BLOCK, k % BLOCK);
     let own = block_start(b, 2);
+    // Row k's entries in the columns of block `n` (stride 8), and column
+    // k's in the rows of block `n + 1` (stride 2), whose start moves by
+    // `block_start(n + 2) - block_start(n + 1)`.
+    let mut in_row = own + 2 * t + 1;
+    let mut in_column = block_start(1, 2) + 2 * BLOCK * k + 1;
+    let mut column_step = block_start(2, 2) - block_start(1, 2);
+    let mut outside = 0;
     for n in 0..(m / BLOCK).saturating_sub(1) {
-        let other = n + usize::from(n >= b);
-        // Row k's columns of a block above (stride 8), or column k's rows
-        // of a block below (stride 2).
-        let above = usize::from(other < b);
-        let in_row = own + 2 * BLOCK * BLOCK * other + 2 * t;
-        let in_column = block_start(other, 2) + 2 * BLOCK * k;
-        let first = above * in_row + (1 - above) * in_column + 1;
-        let stride = 2 + 6 * above;
-        let by = select(above, row, column);
-        for i in 0..BLOCK {
-            scale(first + stride * i, by);
+        let (first, stride, by) = if n < b {
+            (in_row, 2 * BLOCK, row)
+        } else {
+            (in_column, 2, column)
+        };
+        // The four entries in one window, checked once (offsets from
+        // constants, not `stride * i`: LLVM then re-rolled it into a loop
+        // with its checks). The caller's whole `M x M` storage holds every
+        // window of an `m = M` model (the last block's column window ends
+        // at most 6 numbers past its factor's M (M - 1)).
+        let (o1, o2, o3) = if n < b { (8, 16, 24) } else { (2, 4, 6) };
+        match packed
+            .get_mut(first..)
+            .and_then(|p| p.first_chunk_mut::<25>())
+        {
+            Some(window) => {
+                let [h0, ..] = window;
+                *h0 *= by;
+                if let Some(h) = window.get_mut(o1) {
+                    *h *= by;
+                }
+                if let Some(h) = window.get_mut(o2) {
+                    *h *= by;
+                }
+                if let Some(h) = window.get_mut(o3) {
+                    *h *= by;
+                }
+            }
+            None => {
+                outside += 1;
+                scale(packed, first, by);
+                scale(packed, first + stride, by);
+                scale(packed, first + 2 * stride, by);
+                scale(packed, first + 3 * stride, by);
+            }
         }
+        in_row += 2 * BLOCK * BLOCK;
+        in_column += column_step;
+        column_step += 2 * BLOCK * BLOCK;
     }
     let corner = own + 2 * BLOCK * BLOCK * b;
     for n in 0..BLOCK - 1 {
@@ -705,18 +745,10 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
             before * t + (1 - before) * other,
             before * other + (1 - before) * t,
         );
-        scale(
-            corner + r * r.saturating_sub(1) + 2 * c + 1,
-            select(before, row, column),
-        );
+        let by = if before == 1 { row } else { column };
+        scale(packed, corner + r * r.saturating_sub(1) + 2 * c + 1, by);
     }
-}
-
-/// `a` if `flag` is 1, `b` if it is 0, by arithmetic.
-#[inline(always)]
-fn select(flag: usize, a: f32, b: f32) -> f32 {
-    let f = flag as f32;
-    a * f + b * (1.0 - f)
+    outside
 }
 
 /// One row's step of Bierman's measurement update of the covariance form
@@ -1096,6 +1128,35 @@ mod tests {
                     let at = packed_index(i, j, 0, m, true);
                     assert_eq!(packed[at], before[at], "L1 touched at ({i}, {j})");
                 }
+            }
+        }
+    }
+
+    /// Row `k` of the second factor scaled by one number and column `k`
+    /// by another, nothing else touched, and in the whole `M x M` storage
+    /// of an `m = M` model every block's four entries in one window (the
+    /// same work for every `k`).
+    #[test]
+    fn scaling_row_and_column_touches_them_alone_in_windows() {
+        for m in (4..=64).step_by(4) {
+            for k in 0..m {
+                let mut packed = std::vec![1.0f32; m * m];
+                let outside = scale_row_and_column(&mut packed, k, 2.0, 3.0, m);
+                assert_eq!(outside, 0, "m {m} k {k}");
+                let mut expected = std::vec![1.0f32; m * m];
+                for i in 0..m {
+                    for j in 0..i {
+                        let at = packed_index(i, j, 1, m, true);
+                        expected[at] = if i == k {
+                            2.0
+                        } else if j == k {
+                            3.0
+                        } else {
+                            1.0
+                        };
+                    }
+                }
+                assert_eq!(packed, expected, "m {m} k {k}");
             }
         }
     }

@@ -799,3 +799,32 @@ fn the_learned_noise_stays_within_its_bounds() {
         }
     }
 }
+
+/// The covariance form's forgetting power kept with the stored settings
+/// (set before a load of another size, which recomputes it) is the one an
+/// update with the same settings for that call computes: the same
+/// innovations and predictions, bit for bit.
+#[test]
+fn stored_settings_forget_as_the_same_settings_per_call() {
+    let settings = UpdateSettings {
+        forgetting: 0.9,
+        ..Default::default()
+    };
+    let smaller = as_covariance(&fitted_spec(3, 4, 3, &[], Observation::Fitc));
+    let spec = as_covariance(&fitted_spec(3, 7, 3, &[], Observation::Fitc));
+    let blob = spec.to_bytes().unwrap();
+    let mut stored = Small::from_bytes(&smaller.to_bytes().unwrap()).unwrap();
+    stored.set_update_settings(settings).unwrap();
+    stored.load(&blob).unwrap();
+    let mut per_call = Small::from_bytes(&blob).unwrap();
+    for (x, y) in rows_for(&spec, 30, 14, 0.1) {
+        let x = f32s(&x);
+        let a = stored.update(&x, y as f32).unwrap();
+        let b = per_call.update_with(&x, y as f32, settings).unwrap();
+        assert_eq!(a, b);
+    }
+    for (x, _) in rows_for(&spec, 10, 15, 0.0) {
+        let x = f32s(&x);
+        assert_eq!(stored.predict(&x).unwrap(), per_call.predict(&x).unwrap());
+    }
+}

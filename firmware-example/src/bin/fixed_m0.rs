@@ -5,7 +5,7 @@
 //! with instructions counted by SysTick under `-icount`. Built for
 //! `thumbv6m-none-eabi` and run by run.sh.
 //!
-//! RAM: the f32 `Model` it is built from lives in `.bss` (6,040 B), the
+//! RAM: the f32 `Model` it is built from lives in `.bss` (6,044 B), the
 //! `FixedModel` on the stack (4,848 B, and as much again while
 //! `FixedModel::from_model` returns it): more than the micro:bit's 16 KiB,
 //! so run.sh runs it with the 32 KiB of the nRF51822's QFAC variant

@@ -435,6 +435,12 @@ fn commit_covariance<const M: usize>(
 /// coordinate once in `min(m, FORGET_CYCLE)` updates.
 const FORGET_CYCLE: usize = 256;
 
+/// What the covariance form forgets a coordinate by at each update, for
+/// forgetting factor `lam` and `m` basis functions: `lam^min(m, CYCLE)`.
+pub(super) fn forget_power(lam: f32, m: usize) -> f32 {
+    power(lam, m.clamp(1, FORGET_CYCLE))
+}
+
 /// `lam^m` by squaring.
 fn power(lam: f32, m: usize) -> f32 {
     let (mut result, mut base, mut e) = (1.0f32, lam, m);
@@ -660,6 +666,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// settings are then unchanged).
     pub fn set_update_settings(&mut self, settings: UpdateSettings) -> Result<(), Error> {
         self.settings = settings.check()?;
+        self.forget_power = forget_power(self.settings.forgetting, self.m);
         Ok(())
     }
 
@@ -847,7 +854,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         // Beta is zero in an updatable model (the mean is z . a).
         self.kernel(&z, &mut k)?;
         if self.learning.covariance() {
-            return self.update_covariance(observation, &k, y, settings);
+            return self.update_covariance(observation, &mut k, y, settings);
         }
         let lam = settings.forgetting;
         let (root, _) = whitened::root_and_reciprocal(lam);
@@ -1006,11 +1013,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// from the posterior as it is, then Bierman's update of each `S` and
     /// the means, then forgetting one whitened coordinate by `lam^m` (the
     /// means kept: information is forgotten, not what was learned; `m`
-    /// such steps are `S <- lam^m S + (1 - lam^m) I`).
+    /// such steps are `S <- lam^m S + (1 - lam^m) I`). `k`'s storage is
+    /// then the sweep's scratch.
     fn update_covariance(
         &mut self,
         observation: Observation,
-        k: &[f32; M],
+        k: &mut [f32; M],
         y: &[f32],
         settings: UpdateSettings,
     ) -> Result<super::Outputs<Innovation, P>, Error> {
@@ -1063,45 +1071,44 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         let (first, further) = self.outputs.split_first_mut().ok_or(Error::NotUpdatable)?;
         let mut plans = plans.iter();
         let plan = plans.next().copied().unwrap_or(Plan::EMPTY);
-        let mut tau = [0.0f32; M];
-        let alpha = commit_covariance(first, &zu, &mut tau, &plan, m);
-        for (output, plan) in further.iter_mut().zip(plans).take(count.saturating_sub(1)) {
-            match output.shared_variance {
-                Some(ratio) => {
-                    let (scale, _) = whitened::root_and_reciprocal(ratio);
-                    let gain = scale * alpha * plan.gain;
-                    for (a, &t) in output.mean_mut().iter_mut().zip(&tau).take(m) {
-                        *a += t * gain;
-                    }
-                }
-                None => {
-                    let mut own = [[0.0f32; 2]; M];
-                    Seen::of_covariance(output, k, m, &mut own);
-                    commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
+        let rest = count.saturating_sub(1);
+        // The outputs with factors of their own first (each its own
+        // model: the order changes no bit), as they read `k`, whose storage
+        // the first output's sweep then writes before it reads as `tau`.
+        let own_factors = further.iter_mut().zip(plans.clone()).take(rest);
+        for (output, plan) in own_factors.filter(|(o, _)| o.shared_variance.is_none()) {
+            let mut own = [[0.0f32; 2]; M];
+            Seen::of_covariance(output, k, m, &mut own);
+            commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
+        }
+        let tau = k;
+        let alpha = commit_covariance(first, &zu, tau, &plan, m);
+        for (output, plan) in further.iter_mut().zip(plans).take(rest) {
+            if let Some(ratio) = output.shared_variance {
+                let (scale, _) = whitened::root_and_reciprocal(ratio);
+                let gain = scale * alpha * plan.gain;
+                for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
+                    *a += t * gain;
                 }
             }
         }
         // One coordinate in every `CYCLE` forgets per update (one
         // coordinate in all but the host's largest models).
         let cycle = m.clamp(1, FORGET_CYCLE);
-        let mu = power(settings.forgetting, cycle);
+        let mu = if settings.forgetting == self.settings.forgetting {
+            self.forget_power
+        } else {
+            forget_power(settings.forgetting, m)
+        };
         if mu < 1.0 {
             let next = usize::from(self.forget_next);
             let owners = self.outputs.iter_mut().take(count);
             for output in owners.filter(|o| o.shared_variance.is_none()) {
-                let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1))
-                else {
-                    continue;
-                };
+                // The whole storage, the means' row too (untouched): the
+                // scaling reads windows that may reach past the factor.
+                let packed = output.factors.as_flattened_mut();
                 for k in (next..m).step_by(FORGET_CYCLE) {
-                    whitened::forget_coordinate(
-                        packed.as_flattened_mut(),
-                        &mut output.inv_diagonal2,
-                        k,
-                        mu,
-                        m,
-                        &mut tau,
-                    );
+                    whitened::forget_coordinate(packed, &mut output.inv_diagonal2, k, mu, m, tau);
                 }
             }
             let next = if next + 1 < cycle { next + 1 } else { 0 };
