@@ -31,7 +31,7 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::streamed::{sampled_dataset, StreamReport, StreamedParams, StreamedProgress};
-use super::streamed_basis::raw_chunks;
+use super::streamed_basis::{pass_of, sums_of, RowPass};
 use super::svgp::{fit_latent_state, latent_set, LatentFit, SvgpParams};
 use super::{Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
@@ -139,21 +139,7 @@ impl ClassifierBasis {
     /// value the sample did not hold; [`Error::Numerical`] if `Kuu` cannot
     /// be factorised.
     pub fn sums(&self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<SiteSums> {
-        if x.ncols() != self.inputs || x.nrows() != y.len() {
-            return Err(Error::BadInput(format!(
-                "rows to sum are {}x{} with {} targets; the basis reads {} inputs per row",
-                x.nrows(),
-                x.ncols(),
-                y.len(),
-                self.inputs
-            )));
-        }
-        let lu = self.kuu_factor()?;
-        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
-        for (start, xc, yc) in raw_chunks(x, y, self.chunk_rows) {
-            sums.merge(&self.chunk_sums(&lu, &xc, &yc, start as u64)?)?;
-        }
-        Ok(sums)
+        sums_of(self, x, y)
     }
 
     /// The sums of every row of `table`; `progress` after each chunk.
@@ -165,14 +151,7 @@ impl ClassifierBasis {
         table: &TableFile,
         progress: &mut dyn FnMut(ReadProgress),
     ) -> Result<SiteSums> {
-        let lu = self.kuu_factor()?;
-        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
-        table.for_each_chunk(self.chunk_rows, &mut |chunk, at| {
-            sums.merge(&self.chunk_sums(&lu, &chunk.x, &chunk.y, chunk.first_row)?)?;
-            progress(at);
-            Ok(())
-        })?;
-        Ok(sums)
+        pass_of(self, table, progress)
     }
 
     /// The basis whose `q(u)`s are the step of `sums` (module
@@ -198,51 +177,6 @@ impl ClassifierBasis {
     fn kuu_factor(&self) -> Result<DMatrix<f64>> {
         let kuu = self.features.kuu(&self.kernel);
         Ok(cholesky_jittered(&kuu, self.kernel.signal_var(), &self.config.jitter)?.l)
-    }
-
-    /// The sums of one chunk of raw rows, its first row `first_row` of the
-    /// file (for messages): blocks of [`BLOCK_ROWS`] in parallel, added in
-    /// order.
-    fn chunk_sums(
-        &self,
-        lu: &DMatrix<f64>,
-        x: &DMatrix<f64>,
-        y: &DVector<f64>,
-        first_row: u64,
-    ) -> Result<SiteSums> {
-        if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
-            return Err(Error::BadInput(
-                "rows to sum hold a missing or non-finite value".into(),
-            ));
-        }
-        if let Some(i) = (0..y.len()).find(|&i| !self.known.iter().any(|&c| is_class(y[i], c))) {
-            return Err(Error::BadInput(format!(
-                "data row {}: class value {} is none of the {} the sampled rows hold; a streamed \
-                 classifier learns the classes of its sample (fit the file in memory, \
-                 --in-memory, for a class this rare)",
-                first_row + i as u64 + 1,
-                y[i],
-                self.known.len()
-            )));
-        }
-        let xs = self.transform.apply_x(&x.select_columns(&self.keep));
-        let starts: Vec<usize> = (0..y.len()).step_by(BLOCK_ROWS).collect();
-        let blocks = starts
-            .par_iter()
-            .map(|&r0| {
-                let rows = BLOCK_ROWS.min(y.len() - r0);
-                self.block_sums(
-                    lu,
-                    &xs.rows(r0, rows).into_owned(),
-                    &y.as_slice()[r0..r0 + rows],
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut sums = SiteSums::zeros(self.features.num_inducing(), self.qs.len());
-        for block in &blocks {
-            sums.merge(block)?;
-        }
-        Ok(sums)
     }
 
     fn block_sums(&self, lu: &DMatrix<f64>, xs: &DMatrix<f64>, y: &[f64]) -> Result<SiteSums> {
@@ -271,6 +205,68 @@ impl ClassifierBasis {
             }
             sums.shift[k] = &a * weight;
             sums.precision[k] = mul(mat_ref(&a_h), mat_ref(&a).transpose());
+        }
+        Ok(sums)
+    }
+}
+
+impl RowPass for ClassifierBasis {
+    type Sums = SiteSums;
+    type Prepared<'a> = DMatrix<f64>;
+
+    fn shape(&self) -> (usize, usize) {
+        (self.inputs, self.chunk_rows)
+    }
+
+    /// The factor `Lu` of `Kuu`.
+    fn prepare(&self) -> Result<DMatrix<f64>> {
+        self.kuu_factor()
+    }
+
+    fn zeros(&self) -> SiteSums {
+        SiteSums::zeros(self.features.num_inducing(), self.qs.len())
+    }
+
+    fn merge(sums: &mut SiteSums, other: &SiteSums) -> Result<()> {
+        sums.merge(other)
+    }
+
+    /// The sums of one chunk of raw rows, its first row `first_row` of the
+    /// file (for messages): blocks of [`BLOCK_ROWS`] in parallel, added in
+    /// order.
+    fn chunk_sums(
+        &self,
+        lu: &Self::Prepared<'_>,
+        x: &DMatrix<f64>,
+        y: &DVector<f64>,
+        first_row: u64,
+    ) -> Result<SiteSums> {
+        if let Some(i) = (0..y.len()).find(|&i| !self.known.iter().any(|&c| is_class(y[i], c))) {
+            return Err(Error::BadInput(format!(
+                "data row {}: class value {} is none of the {} the sampled rows hold; a streamed \
+                 classifier learns the classes of its sample (fit the file in memory, \
+                 --in-memory, for a class this rare)",
+                first_row + i as u64 + 1,
+                y[i],
+                self.known.len()
+            )));
+        }
+        let xs = self.transform.apply_x(&x.select_columns(&self.keep));
+        let starts: Vec<usize> = (0..y.len()).step_by(BLOCK_ROWS).collect();
+        let blocks = starts
+            .par_iter()
+            .map(|&r0| {
+                let rows = BLOCK_ROWS.min(y.len() - r0);
+                self.block_sums(
+                    lu,
+                    &xs.rows(r0, rows).into_owned(),
+                    &y.as_slice()[r0..r0 + rows],
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut sums = self.zeros();
+        for block in &blocks {
+            sums.merge(block)?;
         }
         Ok(sums)
     }
@@ -510,21 +506,13 @@ mod tests {
     use crate::data::stream::{scan, write_parquet};
     use crate::evaluate::metrics::error_rate;
     use crate::export::export;
+    use crate::fit::streamed_basis::split::{rows_of, split_sums};
+    use crate::fit::svgp::test_params;
     use crate::fit::{fit, FitParams};
-    use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::synth::{classification, ClassShape};
 
     fn svgp(seed: u64) -> SvgpParams {
-        SvgpParams {
-            m: 16,
-            seed,
-            restarts: 2,
-            optimiser: OptimiseOptions {
-                max_iter: 150,
-                ..SvgpParams::default().optimiser
-            },
-            ..SvgpParams::default()
-        }
+        test_params(16, seed)
     }
 
     /// `rows` rows of the moons (labels 0/1) with a constant third input,
@@ -643,23 +631,8 @@ mod tests {
         assert_eq!(a.set.members[0].input_names, ["a", "b", "c"]);
 
         let whole = basis.pass(&csv, &mut |_| {}).unwrap();
-        let (mut x, mut y) = (Vec::new(), Vec::new());
-        csv.for_each_chunk(2000, &mut |chunk, _| {
-            x.push(chunk.x);
-            y.push(chunk.y);
-            Ok(())
-        })
-        .unwrap();
-        let (x, y) = (&x[0], &y[0]);
-        let split = |cut: usize| {
-            let part = |at: usize, len: usize| {
-                let rows = (x.rows(at, len).into_owned(), y.rows(at, len).into_owned());
-                basis.sums(&rows.0, &rows.1).unwrap()
-            };
-            let mut sums = part(0, cut);
-            sums.merge(&part(cut, 2000 - cut)).unwrap();
-            sums
-        };
+        let (x, y) = &rows_of(&csv);
+        let split = |cut: usize| split_sums(&basis, (x, y), cut);
         assert_eq!(split(97 * (2000 / 97)), whole);
         let other = split(1000);
         let gap = (&other.precision[0] - &whole.precision[0]).amax();

@@ -748,6 +748,22 @@ fn initial_bias(labels: &[f64]) -> f64 {
     norm_quantile(((positive + 0.5) / (n + 1.0)).clamp(1e-6, 1.0 - 1e-6))
 }
 
+/// The small, quick svgp settings the classifier's tests share: `m`
+/// inducing inputs, two restarts of at most 150 iterations.
+#[cfg(test)]
+pub(crate) fn test_params(m: usize, seed: u64) -> SvgpParams {
+    SvgpParams {
+        m,
+        seed,
+        restarts: 2,
+        optimiser: crate::numerics::optimise::OptimiseOptions {
+            max_iter: 150,
+            ..SvgpParams::default().optimiser
+        },
+        ..SvgpParams::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use nalgebra::{DMatrix, DVector};
@@ -774,16 +790,7 @@ mod tests {
     }
 
     fn params(m: usize, seed: u64) -> FitParams {
-        FitParams::Svgp(SvgpParams {
-            m,
-            seed,
-            restarts: 2,
-            optimiser: OptimiseOptions {
-                max_iter: 150,
-                ..SvgpParams::default().optimiser
-            },
-            ..SvgpParams::default()
-        })
+        FitParams::Svgp(test_params(m, seed))
     }
 
     #[test]
