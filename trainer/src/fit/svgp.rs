@@ -112,7 +112,8 @@ impl SvgpParams {
         if data.target == TargetKind::Continuous {
             return Err(Error::BadInput(format!(
                 "{}: --model svgp is a classifier and target column '{}' is continuous: \
-                 use --task classification with two labels, or a regression model",
+                 use --task classification for class labels (two values, or integer classes), or a \
+                 regression model",
                 data.source, data.target_name
             )));
         }
