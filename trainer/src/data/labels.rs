@@ -191,6 +191,8 @@ pub(crate) fn class_name(data: &Dataset, value: f64) -> String {
         .flatten();
     match text {
         Some(label) => label.clone(),
+        // An integer class as written ("0", not "1.1e-16" or "-0").
+        None if is_class(value, code) => format!("{}", code + 0.0),
         None => format!("{value}"),
     }
 }
@@ -460,6 +462,10 @@ mod tests {
         assert_eq!(default_positive(&numbers).unwrap(), 1.0);
         assert_eq!(class_value(&numbers, "0").unwrap(), 0.0);
         assert_eq!(binary_labels(&numbers, 1.0), cells(&["0", "1"]));
+        // Standardised and back, class 0 is named as written.
+        assert_eq!(class_name(&numbers, 1.1102230246251565e-16), "0");
+        assert_eq!(class_name(&numbers, -1e-16), "0");
+        assert_eq!(class_name(&numbers, 0.5), "0.5");
     }
 
     #[test]

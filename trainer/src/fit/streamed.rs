@@ -494,6 +494,7 @@ mod tests {
     use crate::fit::restarts::start_positions;
     use crate::fit::sparse::{fit_restarted, VarianceSharing};
     use crate::fit::spgp::{collapsed, initial_kernels, COLLAPSED_BELOW};
+    use crate::fit::streamed_basis::split::{rows_of, split_sums};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::synth::{generate, synthetic, Shape};
@@ -609,23 +610,8 @@ mod tests {
         let subset = fit_subset(&csv, &first, &params, &mut |_| {}).unwrap();
         let basis = subset.basis().clone();
         let whole = basis.pass(&csv, &mut |_| {}).unwrap();
-        let (mut x, mut y) = (Vec::new(), Vec::new());
-        csv.for_each_chunk(3000, &mut |chunk, _| {
-            x.push(chunk.x);
-            y.push(chunk.y);
-            Ok(())
-        })
-        .unwrap();
-        let (x, y) = (&x[0], &y[0]);
-        let split = |cut: usize| {
-            let part = |at: usize, len: usize| {
-                let rows = (x.rows(at, len).into_owned(), y.rows(at, len).into_owned());
-                basis.sums(&rows.0, &rows.1).unwrap()
-            };
-            let mut sums = part(0, cut);
-            sums.merge(&part(cut, 3000 - cut)).unwrap();
-            sums
-        };
+        let (x, y) = &rows_of(&csv);
+        let split = |cut: usize| split_sums(&basis, (x, y), cut);
         let last_chunk = 97 * (3000 / 97);
         let parts = split(last_chunk);
         assert_eq!(parts, whole);

@@ -55,26 +55,7 @@ impl StreamedBasis {
     /// # Errors
     /// [`Error::BadInput`] for a wrong shape or a non-finite value.
     pub fn sums(&self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<PosteriorSums> {
-        if x.ncols() != self.inputs || x.nrows() != y.len() {
-            return Err(Error::BadInput(format!(
-                "rows to sum are {}x{} with {} targets; the basis reads {} inputs per row",
-                x.nrows(),
-                x.ncols(),
-                y.len(),
-                self.inputs
-            )));
-        }
-        if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
-            return Err(Error::BadInput(
-                "rows to sum hold a missing or non-finite value".into(),
-            ));
-        }
-        let model = self.chunk_model()?;
-        let mut sums = PosteriorSums::zeros(self.features.num_inducing());
-        for (_, xc, yc) in raw_chunks(x, y, self.chunk_rows) {
-            self.add_chunk(&model, &mut sums, &xc, &yc)?;
-        }
-        Ok(sums)
+        sums_of(self, x, y)
     }
 
     /// The sums of every row of `table`, read in chunks of
@@ -87,27 +68,139 @@ impl StreamedBasis {
         table: &TableFile,
         progress: &mut dyn FnMut(ReadProgress),
     ) -> Result<PosteriorSums> {
-        let model = self.chunk_model()?;
-        let mut sums = PosteriorSums::zeros(self.features.num_inducing());
-        table.for_each_chunk(self.chunk_rows, &mut |chunk, at| {
-            self.add_chunk(&model, &mut sums, &chunk.x, &chunk.y)?;
-            progress(at);
-            Ok(())
-        })?;
-        Ok(sums)
+        pass_of(self, table, progress)
+    }
+}
+
+impl RowPass for StreamedBasis {
+    type Sums = PosteriorSums;
+    type Prepared<'a> = ChunkModel<'a, PseudoInputs>;
+
+    fn shape(&self) -> (usize, usize) {
+        (self.inputs, self.chunk_rows)
     }
 
-    fn add_chunk(
+    fn prepare(&self) -> Result<Self::Prepared<'_>> {
+        self.chunk_model()
+    }
+
+    fn zeros(&self) -> PosteriorSums {
+        PosteriorSums::zeros(self.features.num_inducing())
+    }
+
+    fn merge(sums: &mut PosteriorSums, other: &PosteriorSums) -> Result<()> {
+        sums.merge(other)
+    }
+
+    fn chunk_sums(
         &self,
-        model: &ChunkModel<'_, PseudoInputs>,
-        sums: &mut PosteriorSums,
+        model: &Self::Prepared<'_>,
         x: &DMatrix<f64>,
         y: &DVector<f64>,
-    ) -> Result<()> {
+        _first_row: u64,
+    ) -> Result<PosteriorSums> {
         let xs = self.transform.apply_x(&x.select_columns(&self.keep));
         let ys = self.transform.apply_y(y);
-        sums.merge(&model.sums(xs.as_view(), ys.as_slice())?)
+        model.sums(xs.as_view(), ys.as_slice())
     }
+}
+
+/// A basis whose pass over rows is a sum of chunk statistics merged in
+/// order: the regression's ([`StreamedBasis`]) and the classifier's
+/// (`super::streamed_classify::ClassifierBasis`). One home for how raw
+/// rows are checked, cut into chunks and folded, so every engine's parts
+/// merge to the file's bits.
+pub(crate) trait RowPass {
+    /// What a pass sums (merged by addition).
+    type Sums;
+    /// What every chunk of one pass shares (a factor of `Kuu`).
+    type Prepared<'a>
+    where
+        Self: 'a;
+    /// Inputs of a raw row, and rows per chunk.
+    fn shape(&self) -> (usize, usize);
+    /// # Errors
+    /// [`Error::Numerical`] if `Kuu` cannot be factorised.
+    fn prepare(&self) -> Result<Self::Prepared<'_>>;
+    /// The sums of no rows.
+    fn zeros(&self) -> Self::Sums;
+    /// Adds the sums of other rows.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for sums of another shape.
+    fn merge(sums: &mut Self::Sums, other: &Self::Sums) -> Result<()>;
+    /// The sums of one chunk of finite raw rows, its first row `first_row`
+    /// of the file (for messages).
+    ///
+    /// # Errors
+    /// Whatever the basis refuses of a row.
+    fn chunk_sums(
+        &self,
+        prepared: &Self::Prepared<'_>,
+        x: &DMatrix<f64>,
+        y: &DVector<f64>,
+        first_row: u64,
+    ) -> Result<Self::Sums>;
+}
+
+/// The sums of the raw rows `x` (file column order) and targets `y`, in
+/// chunks as a pass reads a file.
+///
+/// # Errors
+/// [`Error::BadInput`] for a wrong shape or a non-finite value, and every
+/// refusal of [`RowPass::chunk_sums`].
+pub(crate) fn sums_of<B: RowPass>(
+    basis: &B,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+) -> Result<B::Sums> {
+    let (inputs, chunk_rows) = basis.shape();
+    if x.ncols() != inputs || x.nrows() != y.len() {
+        return Err(Error::BadInput(format!(
+            "rows to sum are {}x{} with {} targets; the basis reads {} inputs per row",
+            x.nrows(),
+            x.ncols(),
+            y.len(),
+            inputs
+        )));
+    }
+    if x.iter().chain(y.iter()).any(|v| !v.is_finite()) {
+        return Err(Error::BadInput(
+            "rows to sum hold a missing or non-finite value".into(),
+        ));
+    }
+    let prepared = basis.prepare()?;
+    let mut sums = basis.zeros();
+    for (start, xc, yc) in raw_chunks(x, y, chunk_rows) {
+        B::merge(
+            &mut sums,
+            &basis.chunk_sums(&prepared, &xc, &yc, start as u64)?,
+        )?;
+    }
+    Ok(sums)
+}
+
+/// The sums of every row of `table` (whose reader refuses non-finite
+/// values); `progress` after each chunk.
+///
+/// # Errors
+/// Every error of reading the file and of [`RowPass::chunk_sums`].
+pub(crate) fn pass_of<B: RowPass>(
+    basis: &B,
+    table: &TableFile,
+    progress: &mut dyn FnMut(ReadProgress),
+) -> Result<B::Sums> {
+    let prepared = basis.prepare()?;
+    let mut sums = basis.zeros();
+    table.for_each_chunk(basis.shape().1, &mut |chunk, at| {
+        B::merge(
+            &mut sums,
+            &basis.chunk_sums(&prepared, &chunk.x, &chunk.y, chunk.first_row)?,
+        )?;
+        progress(at);
+        Ok(())
+    })?;
+    Ok(sums)
 }
 
 /// The rows `x`, `y` cut into chunks of `chunk_rows` (the last shorter),
@@ -126,4 +219,46 @@ pub(crate) fn raw_chunks<'a>(
             y.rows(start, len).into_owned(),
         )
     })
+}
+
+/// What the tests of every [`RowPass`] share.
+#[cfg(test)]
+pub(crate) mod split {
+    use nalgebra::{DMatrix, DVector};
+
+    use super::{sums_of, RowPass};
+    use crate::data::stream::TableFile;
+
+    /// Every row of `table`, in one block.
+    pub(crate) fn rows_of(table: &TableFile) -> (DMatrix<f64>, DVector<f64>) {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        table
+            .for_each_chunk(4096, &mut |chunk, _| {
+                x.extend(chunk.x.row_iter().map(|r| r.into_owned()));
+                y.extend(chunk.y.iter().copied());
+                Ok(())
+            })
+            .unwrap();
+        (DMatrix::from_rows(&x), DVector::from_vec(y))
+    }
+
+    /// The rows `..cut` and `cut..` summed apart, as two workers do, and
+    /// merged in order.
+    pub(crate) fn split_sums<B: RowPass>(
+        basis: &B,
+        (x, y): (&DMatrix<f64>, &DVector<f64>),
+        cut: usize,
+    ) -> B::Sums {
+        let part = |at: usize, len: usize| {
+            sums_of(
+                basis,
+                &x.rows(at, len).into_owned(),
+                &y.rows(at, len).into_owned(),
+            )
+            .unwrap()
+        };
+        let mut sums = part(0, cut);
+        B::merge(&mut sums, &part(cut, y.len() - cut)).unwrap();
+        sums
+    }
 }

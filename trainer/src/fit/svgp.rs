@@ -112,7 +112,8 @@ impl SvgpParams {
         if data.target == TargetKind::Continuous {
             return Err(Error::BadInput(format!(
                 "{}: --model svgp is a classifier and target column '{}' is continuous: \
-                 use --task classification with two labels, or a regression model",
+                 use --task classification for class labels (two values, or integer classes), or a \
+                 regression model",
                 data.source, data.target_name
             )));
         }
@@ -748,6 +749,22 @@ fn initial_bias(labels: &[f64]) -> f64 {
     norm_quantile(((positive + 0.5) / (n + 1.0)).clamp(1e-6, 1.0 - 1e-6))
 }
 
+/// The small, quick svgp settings the classifier's tests share: `m`
+/// inducing inputs, two restarts of at most 150 iterations.
+#[cfg(test)]
+pub(crate) fn test_params(m: usize, seed: u64) -> SvgpParams {
+    SvgpParams {
+        m,
+        seed,
+        restarts: 2,
+        optimiser: crate::numerics::optimise::OptimiseOptions {
+            max_iter: 150,
+            ..SvgpParams::default().optimiser
+        },
+        ..SvgpParams::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use nalgebra::{DMatrix, DVector};
@@ -774,16 +791,7 @@ mod tests {
     }
 
     fn params(m: usize, seed: u64) -> FitParams {
-        FitParams::Svgp(SvgpParams {
-            m,
-            seed,
-            restarts: 2,
-            optimiser: OptimiseOptions {
-                max_iter: 150,
-                ..SvgpParams::default().optimiser
-            },
-            ..SvgpParams::default()
-        })
+        FitParams::Svgp(test_params(m, seed))
     }
 
     #[test]
