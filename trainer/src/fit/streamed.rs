@@ -617,7 +617,7 @@ pub(crate) fn fit_subset_outputs(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nalgebra::DMatrix;
 
@@ -645,7 +645,8 @@ mod tests {
         subset.finish(&sums, 0.0)
     }
 
-    fn small() -> StreamedParams {
+    /// Settings of a streamed fit small enough for a test.
+    pub(crate) fn small() -> StreamedParams {
         StreamedParams {
             sparse: SparseParams {
                 m: 8,

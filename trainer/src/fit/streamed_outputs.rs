@@ -396,7 +396,6 @@ mod tests {
     use crate::export::export;
     use crate::fit::SparseParams;
     use crate::model::TrainedModel;
-    use crate::numerics::optimise::OptimiseOptions;
     use crate::tools::dynamics::System;
 
     /// Margin (nats per held-out row, each output) within which the
@@ -405,23 +404,20 @@ mod tests {
     const MARGIN: f64 = 0.1;
 
     fn params(seed: u64) -> StreamedParams {
+        let small = crate::fit::streamed::tests::small();
+        let mut sparse = SparseParams {
+            m: 16,
+            restarts: 1,
+            seed,
+            ..small.sparse
+        };
+        sparse.optimiser.max_iter = 100;
         StreamedParams {
-            sparse: SparseParams {
-                m: 16,
-                restarts: 1,
-                seed,
-                optimiser: OptimiseOptions {
-                    max_iter: 100,
-                    ..SparseParams::default().optimiser
-                },
-                ..SparseParams::default()
-            },
-            chunk_rows: 97,
+            sparse,
             first_rows: 600,
             max_rows: 2400,
             validation_rows: 500,
-            min_gain: 0.0,
-            in_memory_rows: 1000,
+            ..small
         }
     }
 
