@@ -132,9 +132,19 @@ fn a_directory_fits_to_the_blob_of_the_one_file_of_its_rows() {
         &["target column 'y' is continuous"],
     );
     refused(
-        &fit("parts", "m.sgp", &["--target", "x1,y"]),
-        &["several targets do not stream"],
+        &fit(
+            "parts",
+            "m.sgp",
+            &["--target", "x1,y", "--task", "classification"],
+        ),
+        &["several targets stream as a regression only"],
     );
+    // Several targets stream: one blob of both on one basis here.
+    ok(
+        &fit("parts", "two.sgp", &["--target", "x1,y"]),
+        "two targets",
+    );
+    assert!(dir.join("two.sgp").exists());
     std::fs::write(parts.join("notes.txt"), "hello").unwrap();
     refused(
         &fit("parts", "m.sgp", &[]),

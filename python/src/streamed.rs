@@ -7,6 +7,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::fit::streamed_file::StreamedStart;
@@ -55,6 +56,14 @@ fn job(
     task: Option<Task>,
     force: bool,
 ) -> sgp_trainer::Result<Job> {
+    let several = target.as_deref().map(parse_target_list);
+    if several.is_some_and(|targets| targets.len() > 1) {
+        return Err(sgp_trainer::Error::BadInput(
+            "several targets do not stream from Python yet: fit_file and start_file return one \
+             target's model; `sgp fit --data FILE --target a,b` streams them"
+                .into(),
+        ));
+    }
     let source = if std::path::Path::new(path).is_dir() {
         Source::Directory(path.into())
     } else {
@@ -204,6 +213,9 @@ pub(crate) fn start_file(
                     "a classifier streams from fit_file; start_file and its recipes sum a \
                      regression's rows only"
                         .into(),
+                )),
+                Read::StreamedOutputs(_) => Err(sgp_trainer::Error::Numerical(
+                    "several targets reached start_file, which refuses them".into(),
                 )),
             }
         })

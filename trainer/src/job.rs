@@ -27,6 +27,7 @@ use crate::files::{check_outputs, check_outside, Input};
 use crate::fit::streamed::StreamedProgress;
 use crate::fit::streamed_classify::ClassifierStart;
 use crate::fit::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
+use crate::fit::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
 use crate::fit::{Fit, FitParams, FitReport, Method};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::{choose_task, Classes, Task};
@@ -112,6 +113,10 @@ pub enum Read {
     /// The first pass and the subset fit of a streamed classifier; the
     /// passes over every row are left.
     StreamedClassifier(Box<ClassifierStart>),
+    /// The first pass, the choice of one basis or one model per output and
+    /// the subset fit of a streamed file of several targets; the pass over
+    /// every row is left.
+    StreamedOutputs(Box<OutputsStart>),
 }
 
 /// Rows read into memory, their task decided.
@@ -284,27 +289,21 @@ impl Job {
             Source::File(input) => {
                 check_outputs(&self.output_paths(), &[input])?;
                 self.check()?;
-                if targets.len() < 2 && self.streaming != Streaming::Never {
-                    let started = match self.not_streamed(&targets) {
+                if self.streaming != Streaming::Never {
+                    let open = |target: Option<&str>, inputs: Option<&[String]>| {
+                        TableFile::from_input_columns(input, target, inputs)
+                    };
+                    let started = match self.not_streamed() {
                         Some(why) => Err(why),
-                        None => {
-                            let table = TableFile::from_input_columns(
-                                input,
-                                self.target.as_deref(),
-                                self.inputs.as_deref(),
-                            )?;
-                            start_streamed(&table, &self.options, self.asked(), progress)?
-                        }
+                        None => self.start(&open, &targets, progress)?,
                     };
                     match started {
-                        Ok(start) => return Ok(started_read(start)),
+                        Ok(read) => return Ok(read),
                         Err(why) if self.streaming == Streaming::Always => {
                             return Err(not_streamed(input.name(), &why))
                         }
                         Err(_) => {}
                     }
-                } else if self.streaming == Streaming::Always {
-                    return Err(not_streamed(input.name(), &NotStreamed::Outputs));
                 }
                 self.read_file(input, &targets).map(Read::InMemory)
             }
@@ -337,6 +336,16 @@ impl Job {
                 Ok(Fitted {
                     labels,
                     ..self.streamed(fit, check_x)
+                })
+            }
+            Read::StreamedOutputs(start) => {
+                let (check_x, basis) = (start.check_x.clone(), start.basis.clone());
+                let fits = start.finish_on_file(progress)?;
+                Ok(Fitted {
+                    fits,
+                    basis: Some(basis),
+                    check_x,
+                    labels: Vec::new(),
                 })
             }
         }
@@ -448,14 +457,35 @@ impl Job {
 
     /// Why the fit asked for does not stream, where that is known before
     /// the file is opened.
-    fn not_streamed(&self, targets: &[String]) -> Option<NotStreamed> {
+    fn not_streamed(&self) -> Option<NotStreamed> {
         match self.options.model {
-            _ if targets.len() > 1 => Some(NotStreamed::Outputs),
             Some(ModelChoice::Family(m)) if m.capabilities().not_streamed.is_some() => {
                 Some(NotStreamed::Family(m))
             }
             _ => None,
         }
+    }
+
+    /// The streamed fit of the table `open` opens (`open(target, inputs)`)
+    /// past its subset fit: of one target, or of the several `targets`;
+    /// or why it does not stream.
+    fn start(
+        &self,
+        open: &OpenTable<'_>,
+        targets: &[String],
+        progress: &mut dyn FnMut(StreamedProgress),
+    ) -> Result<std::result::Result<Read, NotStreamed>> {
+        if targets.len() > 1 {
+            if self.positive.is_some() {
+                return Ok(Err(NotStreamed::Outputs));
+            }
+            let columns = (targets, self.inputs.as_deref());
+            let started = start_outputs(open, columns, &self.options, self.task, progress)?;
+            return Ok(started.map(|s| Read::StreamedOutputs(Box::new(s))));
+        }
+        let table = open(self.target.as_deref(), self.inputs.as_deref())?;
+        let started = start_streamed(&table, &self.options, self.asked(), progress)?;
+        Ok(started.map(started_read))
     }
 
     fn read_directory(
@@ -474,16 +504,20 @@ impl Job {
         if self.streaming == Streaming::Never {
             return Err(refused(&"--in-memory asks for a fit in memory"));
         }
-        if let Some(why) = self.not_streamed(targets) {
+        if let Some(why) = self.not_streamed() {
             return Err(refused(&why));
         }
-        let table = TableFile::open_columns(dir, self.target.as_deref(), self.inputs.as_deref())?;
+        let first = targets.first().map(String::as_str);
+        let table = TableFile::open_columns(dir, first, None)?;
         let outputs = self.output_paths();
         check_outputs(&outputs, &table.inputs())?;
         check_outside(&outputs, dir)?;
         self.check()?;
-        match start_streamed(&table, &self.options, self.asked(), progress)? {
-            Ok(start) => Ok(started_read(start)),
+        let open = |target: Option<&str>, inputs: Option<&[String]>| {
+            TableFile::open_columns(dir, target, inputs)
+        };
+        match self.start(&open, targets, progress)? {
+            Ok(read) => Ok(read),
             Err(why) => Err(refused(&why)),
         }
     }
@@ -541,13 +575,19 @@ impl Job {
         })
     }
 
-    /// A streamed fit: `--kernel auto` is not weighed there, and its
-    /// report says so.
+    /// A streamed fit: a regression weighs `--kernel auto` on its sample;
+    /// a classifier does not, and its report says so.
     fn streamed(&self, mut fit: Fit, check_x: DMatrix<f64>) -> Fitted {
-        if self.options.kernel == Some(KernelChoice::Auto) {
+        let weighed = fit
+            .report
+            .choice
+            .as_ref()
+            .is_some_and(|c| c.kernel.is_some());
+        if self.options.kernel == Some(KernelChoice::Auto) && !weighed {
             fit.report.choice = Some(Choice::kernel_unweighed(
                 fit.report.method.name(),
-                "a streamed fit takes the squared exponential only",
+                "a streamed classifier takes the kernel asked for, the squared exponential \
+                 under auto",
             ));
         }
         Fitted {

@@ -115,7 +115,16 @@ impl Choice {
     /// `auto`'s choice in a streamed fit: SPGP, the family that streams,
     /// not weighed.
     pub fn unweighed() -> Self {
-        let mut choice = empty_choice(AUTO, Method::Spgp.name());
+        Choice::streamed(true, None)
+    }
+
+    /// A streamed regression's choices: SPGP (`auto` asked: the family that
+    /// streams, not weighed) and `--kernel auto`'s `kernel` verdict, made
+    /// on the sampled rows.
+    pub fn streamed(auto: bool, kernel: Option<KernelVerdict>) -> Self {
+        let spgp = Method::Spgp.name();
+        let mut choice = empty_choice(if auto { AUTO } else { spgp }, spgp);
+        choice.kernel = kernel;
         choice.reason = reason(&choice, 0, true);
         choice
     }

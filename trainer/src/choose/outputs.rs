@@ -29,7 +29,7 @@ use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
 use crate::evaluate::contest::{contest_rows, Contest};
 use crate::evaluate::metrics::row_nlpds;
-use crate::fit::{self, Fit, FitParams, Method};
+use crate::fit::{self, Fit, FitParams, KernelVerdict, Method};
 use crate::numerics::optimise::Progress;
 use crate::Result;
 
@@ -108,38 +108,21 @@ pub fn fit_outputs(
         });
     }
     let Some(params) = weighable(outputs, request, &shared) else {
-        return Ok(keep_shared(
-            shared,
-            "one basis for every output (not weighed against one model per output: \
-             held-out comparisons are made for a regression family that shares a basis, on \
-             enough rows to hold a quarter out, and not with --no-held-out-choice)"
-                .into(),
-        ));
+        return Ok(keep_shared(shared, NOT_WEIGHED.into()));
     };
     let verdicts = match weigh(outputs, &params) {
         Ok(v) => v,
-        Err(e) => {
-            return Ok(keep_shared(
-                shared,
-                format!("one basis for every output (the comparison with one model per output failed: {e})"),
-            ));
-        }
+        Err(e) => return Ok(keep_shared(shared, failed(&e))),
     };
     let mut basis = decide(verdicts);
     let kernel = params.kernel();
     if request.choose_kernel {
-        // Kept, the shared fit's report says why; separate, it is not printed.
-        let why = shared
+        let verdict = shared
             .report
             .choice
             .as_ref()
-            .and_then(|c| c.kernel.as_ref())
-            .filter(|_| basis.separate())
-            .map_or(String::new(), |k| format!(" ({})", k.reason));
-        basis.reason += &format!(
-            "; both fitted with kernel {}, the one --kernel auto chose for the shared fit{why}",
-            kernel.name()
-        );
+            .and_then(|c| c.kernel.as_ref());
+        note_kernel(&mut basis, kernel, verdict);
     }
     if !basis.separate() {
         return Ok(OutputsFit {
@@ -175,12 +158,61 @@ pub fn fit_outputs(
 fn keep_shared(shared: Fit, reason: String) -> OutputsFit {
     OutputsFit {
         fits: vec![shared],
-        basis: Some(BasisChoice {
-            kept: SHARED,
-            rows: 0,
-            outputs: Vec::new(),
-            reason,
-        }),
+        basis: Some(shared_unweighed(reason)),
+    }
+}
+
+/// Why the outputs keep one basis unweighed.
+const NOT_WEIGHED: &str = "one basis for every output (not weighed against one model per \
+                           output: held-out comparisons are made for a regression family that \
+                           shares a basis, on enough rows to hold a quarter out, and not with \
+                           --no-held-out-choice)";
+
+/// One basis, kept for `reason` without a weighing.
+fn shared_unweighed(reason: String) -> BasisChoice {
+    BasisChoice {
+        kept: SHARED,
+        rows: 0,
+        outputs: Vec::new(),
+        reason,
+    }
+}
+
+/// Why one basis is kept when the comparison failed with `e`.
+fn failed(e: &crate::Error) -> String {
+    format!("one basis for every output (the comparison with one model per output failed: {e})")
+}
+
+/// `--kernel auto`: the basis choice was weighed with `kernel`, chosen by
+/// the shared fit (whose `verdict`, kept, its report states; separate, this
+/// reason does).
+pub(crate) fn note_kernel(
+    basis: &mut BasisChoice,
+    kernel: Kernel,
+    verdict: Option<&KernelVerdict>,
+) {
+    let why = verdict
+        .filter(|_| basis.separate())
+        .map_or(String::new(), |k| format!(" ({})", k.reason));
+    basis.reason += &format!(
+        "; both fitted with kernel {}, the one --kernel auto chose for the shared fit{why}",
+        kernel.name()
+    );
+}
+
+/// One basis for every output or one model per output, for a regression
+/// fitted with `params` on the rows of `outputs` (module docs), as
+/// [`fit_outputs`] decides it: what a streamed fit decides on its sample.
+/// With `held_out` off, or too few rows, one basis unweighed.
+pub(crate) fn basis_choice(outputs: &[Dataset], params: &FitParams, held_out: bool) -> BasisChoice {
+    let n = outputs.first().map_or(0, Dataset::n_rows);
+    let m = params.m().unwrap_or(1);
+    if !(held_out && fit::shares_basis(params.method()).is_ok() && held_out::applies(n, m)) {
+        return shared_unweighed(NOT_WEIGHED.into());
+    }
+    match weigh(outputs, params) {
+        Ok(verdicts) => decide(verdicts),
+        Err(e) => shared_unweighed(failed(&e)),
     }
 }
 

@@ -179,7 +179,7 @@ pub fn parse_target_list(list: &str) -> Vec<String> {
     list.split(',').map(|t| t.trim().to_string()).collect()
 }
 
-fn check_target_names(source: &str, targets: &[String]) -> Result<()> {
+pub(crate) fn check_target_names(source: &str, targets: &[String]) -> Result<()> {
     if targets.is_empty() {
         return Err(Error::BadInput(format!("{source}: no target column named")));
     }

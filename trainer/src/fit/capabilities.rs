@@ -16,8 +16,8 @@ pub struct Capabilities {
     /// Why the family takes the squared exponential only, if it does.
     pub se_only: Option<&'static str>,
     /// Why a file is fitted in memory for this family, if it never
-    /// streams; a regression family that streams does so for one target
-    /// with the squared exponential, a classifier for numeric class labels
+    /// streams; a regression family that streams does so for one or several
+    /// targets with every kernel, a classifier for numeric class labels
     /// ([`STREAMS_ONLY`]).
     pub not_streamed: Option<&'static str>,
     /// Exports a blob that learns on the device (`--updatable`).
@@ -30,21 +30,10 @@ pub(crate) const CLASSIFICATION_NOT_STREAMED: &str =
 /// Why text class labels are read into memory.
 pub(crate) const TEXT_LABELS_NOT_STREAMED: &str =
     "the passes over every row read numbers; recode the labels as numbers to stream them";
-/// Why a Matérn kernel is read into memory.
-pub(crate) const MATERN_NOT_STREAMED: &str =
-    "the staged subset fit and the pass over every row were \
-                                       built and checked with the squared exponential";
-/// Why several targets are read into memory.
-pub(crate) const OUTPUTS_NOT_STREAMED: &str =
-    "the staged subset fit and the pass over every row are built for one output";
 
 /// What a family that streams streams: the rest of a request is read into
 /// memory, for the reason given.
-pub const STREAMS_ONLY: &[(&str, &str)] = &[
-    ("text class labels", TEXT_LABELS_NOT_STREAMED),
-    ("a Matérn regression", MATERN_NOT_STREAMED),
-    ("several targets", OUTPUTS_NOT_STREAMED),
-];
+pub const STREAMS_ONLY: &[(&str, &str)] = &[("text class labels", TEXT_LABELS_NOT_STREAMED)];
 
 /// A basis fitted by gradient steps or chosen from the rows, not a
 /// fixed-basis sum over them.
@@ -133,7 +122,7 @@ pub fn markdown_table() -> String {
             None => "se, matern12, matern32, matern52",
         };
         let streams = match c.not_streamed {
-            None if c.regresses => "one target, se, regression".to_owned(),
+            None if c.regresses => "one or several targets, every kernel".to_owned(),
             None => "numeric class labels, two or more classes".to_owned(),
             Some(why) => format!("no: {why}"),
         };

@@ -31,6 +31,7 @@ pub mod streamed;
 pub mod streamed_basis;
 pub mod streamed_classify;
 pub mod streamed_file;
+pub mod streamed_outputs;
 pub mod svgp;
 pub(crate) mod vsgp;
 

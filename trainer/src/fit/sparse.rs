@@ -311,9 +311,10 @@ pub(crate) enum StartChoice<'a> {
     /// objective is finished: what data held in memory get.
     Objective,
     /// Every start is optimised to the end and the one of lowest NLPD on
-    /// these rows (never fitted on) is kept: the streamed fit's first
-    /// stage, where screening runs cannot rank the optima.
-    Validation(&'a Dataset),
+    /// these rows (never fitted on; one set per output) is kept: the
+    /// streamed fit's first stage, where screening runs cannot rank the
+    /// optima.
+    Validation(&'a [Dataset]),
 }
 
 impl StartChoice<'_> {
@@ -329,14 +330,26 @@ impl StartChoice<'_> {
     }
 }
 
-/// Test NLPD of a one-output `fit` on `validation`.
+/// Test NLPD of `fit` on `validation` (one set of rows per output), the
+/// mean over the outputs of each output's mean.
 pub(crate) fn validation_nlpd<F: InducingFeatures + Clone + Sync>(
     fit: &SparseFit<F>,
-    validation: &Dataset,
+    validation: &[Dataset],
 ) -> Result<f64> {
-    let p = fit.posteriors[0].predict(&fit.features, fit.kernel(), &validation.x)?;
-    let var: Vec<f64> = p.var.iter().map(|v| v + p.noise_var).collect();
-    let nlpd = mean_nlpd(p.mean.as_slice(), &var, validation.y.as_slice());
+    if validation.len() != fit.posteriors.len() {
+        return Err(Error::BadInput(format!(
+            "{} sets of validation rows for a fit of {} outputs",
+            validation.len(),
+            fit.posteriors.len()
+        )));
+    }
+    let mut total = 0.0;
+    for ((post, kern), rows) in fit.posteriors.iter().zip(&fit.kernels).zip(validation) {
+        let p = post.predict(&fit.features, kern, &rows.x)?;
+        let var: Vec<f64> = p.var.iter().map(|v| v + p.noise_var).collect();
+        total += mean_nlpd(p.mean.as_slice(), &var, rows.y.as_slice());
+    }
+    let nlpd = total / validation.len() as f64;
     if nlpd.is_finite() {
         Ok(nlpd)
     } else {

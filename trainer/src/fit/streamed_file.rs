@@ -2,23 +2,24 @@
 //! runs, for every front end (the CLI, Python): the same options give the
 //! same fit and the same blob.
 //!
-//! A file streams when the fit asked for is an SPGP regression of one
-//! target (`auto` is SPGP at this size) and the file has more rows than
+//! A file streams when the fit asked for is an SPGP regression (`auto` is
+//! SPGP at this size; several targets: [`super::streamed_outputs`]) or an
+//! svgp classifier, and the file has more rows than
 //! [`StreamedParams::in_memory_rows`]; anything else is fitted in memory,
 //! and [`NotStreamed`] says why.
 
 use nalgebra::DMatrix;
 
-use super::capabilities::{
-    CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED,
+use super::capabilities::{CLASSIFICATION_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED};
+use super::streamed::{
+    choose_kernel, fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
 };
-use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
 use super::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
-use super::{Choice, Fit, FitParams, Method};
+use super::{Choice, Fit, FitParams, KernelVerdict, Method};
 use crate::data::stream::{scan, TableFile};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::Task;
-use crate::options::{ModelChoice, Options};
+use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::Result;
 
 /// Rows of the sample at which a streamed fit's export is checked.
@@ -35,7 +36,8 @@ pub enum NotStreamed {
     TextLabels,
     /// A file of this many rows or fewer is faster fitted in memory.
     Small(u64),
-    /// Several targets: a multi-output fit.
+    /// Several targets asked to be classified: they stream as a
+    /// regression only.
     Outputs,
 }
 
@@ -62,8 +64,8 @@ impl std::fmt::Display for NotStreamed {
             ),
             NotStreamed::Outputs => write!(
                 f,
-                "several targets do not stream: {OUTPUTS_NOT_STREAMED} (fit each target on its \
-                 own)"
+                "several targets stream as a regression only: a classifier has one target \
+                 column"
             ),
         }
     }
@@ -79,6 +81,8 @@ pub struct StreamedStart {
     pub check_x: DMatrix<f64>,
     /// Whether the model was `auto` (the report then says why it is spgp).
     auto: bool,
+    /// `--kernel auto`'s verdict, made on the sampled rows.
+    kernel: Option<KernelVerdict>,
     table: TableFile,
 }
 
@@ -89,8 +93,8 @@ impl StreamedStart {
     /// As [`SubsetFit::finish`].
     pub fn finish(self, sums: &PosteriorSums, pass_seconds: f64) -> Result<Fit> {
         let mut fit = self.subset.finish(sums, pass_seconds)?;
-        if self.auto {
-            fit.report.choice = Some(Choice::unweighed());
+        if self.auto || self.kernel.is_some() {
+            fit.report.choice = Some(Choice::streamed(self.auto, self.kernel));
         }
         Ok(fit)
     }
@@ -196,12 +200,24 @@ pub fn start_streamed(
         // regression family asked for does not fit.
         return Ok(Err(NotStreamed::Classification));
     }
+    let kernel = match options.kernel {
+        Some(KernelChoice::Auto) => {
+            let held_out = !options.no_held_out_choice;
+            let pool = stage_pool(table, &first, &params)?;
+            let (chosen, verdict) =
+                choose_kernel(std::slice::from_ref(&pool), &params.sparse, held_out)?;
+            params.sparse.kernel = chosen;
+            Some(verdict)
+        }
+        _ => None,
+    };
     let subset = fit_subset(table, &first, &params, progress)?;
     let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
     Ok(Ok(Started::Regression(Box::new(StreamedStart {
         subset,
         check_x: first.sample_x.rows(0, check_rows).into_owned(),
         auto,
+        kernel,
         table: table.clone(),
     }))))
 }
