@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::fit::streamed_file::StreamedStart;
+use sgp_trainer::options::streamed_file::StreamedStart;
 use sgp_trainer::job::{Done, Job, Read, Source, Streaming};
 use sgp_trainer::options::task::Task;
 use sgp_trainer::options::Options;

@@ -23,6 +23,7 @@
 pub mod options;
 pub mod choose;
 pub mod data;
+pub mod demo;
 pub mod error;
 pub mod evaluate;
 pub mod export;
@@ -32,6 +33,6 @@ pub mod job;
 pub mod model;
 pub mod numerics;
 pub mod prelude;
-pub mod tools;
+pub mod synth;
 
 pub use error::{Error, Result};

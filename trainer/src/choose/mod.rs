@@ -192,7 +192,7 @@ pub fn fit(
         choice.reason = reason(&choice, outputs[0].n_rows(), request.held_out);
         fit.report.choice = Some(choice);
     }
-    crate::export::warnings::prepend_data_warnings(&mut fit.report.warnings, &outputs[0]);
+    crate::fit::warnings::prepend_data_warnings(&mut fit.report.warnings, &outputs[0]);
     Ok(fit)
 }
 
@@ -540,8 +540,8 @@ mod tests {
     use crate::fit::{fit as fit_family, ProjectedParams};
     use crate::model::features::BasisWidths;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
-    use crate::tools::synth::{dataset, Shape};
+    use crate::synth::synthetic;
+    use crate::synth::{dataset, Shape};
 
     /// The FITC fit of `params` on `data`, then the collapse rule under
     /// `verdict`.

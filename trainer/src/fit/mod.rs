@@ -30,9 +30,9 @@ pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
 pub mod streamed_classify;
-pub mod streamed_file;
 pub mod svgp;
 pub(crate) mod vsgp;
+pub(crate) mod warnings;
 
 use sgp_runtime::{Kernel, ModelKind};
 use std::borrow::Cow;

@@ -288,7 +288,7 @@ impl SubsetFit {
         report.approximation = Some(fit.config.approximation);
         report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
         report.starts = starts;
-        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
+        crate::fit::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows: file_rows,
             fitted_rows,
@@ -496,7 +496,7 @@ mod tests {
     use crate::fit::spgp::{collapsed, initial_kernels, COLLAPSED_BELOW};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::{generate, synthetic, Shape};
+    use crate::synth::{generate, synthetic, Shape};
 
     /// The subset fit, the pass over every row, the finish (as
     /// `StreamedStart::finish_on_file` runs them).

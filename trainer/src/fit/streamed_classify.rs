@@ -362,7 +362,7 @@ impl ClassifierStart {
                 .map(|l| OutputReport::named(l, None))
                 .collect()
         };
-        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
+        crate::fit::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows,
             fitted_rows,
@@ -487,7 +487,7 @@ pub(crate) fn start_classifier(
     let check_rows = scan
         .sample_x
         .nrows()
-        .min(super::streamed_file::STREAMED_CHECK_ROWS);
+        .min(crate::options::streamed_file::STREAMED_CHECK_ROWS);
     Ok(Some(ClassifierStart {
         fit,
         basis,
@@ -512,7 +512,7 @@ mod tests {
     use crate::export::export;
     use crate::fit::{fit, FitParams};
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::{classification, ClassShape};
+    use crate::synth::{classification, ClassShape};
 
     fn svgp(seed: u64) -> SvgpParams {
         SvgpParams {

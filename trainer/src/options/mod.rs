@@ -13,22 +13,19 @@
 #[macro_use]
 mod named;
 pub mod settings;
+pub mod streamed_file;
 pub mod task;
 pub mod update;
-
-use nalgebra::DMatrix;
 
 use crate::choose::{Asked, Request, AUTO};
 use crate::data::multi_target::Outputs;
 use crate::data::TargetKind;
-use crate::export::updatable::export_updatable;
-use crate::export::{export, Exported};
 use crate::fit::gplasso::{GplassoParams, GplassoRefit};
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{
-    check_m, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
-    SparseParams, DEFAULT_STALL,
+    check_m, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
+    DEFAULT_STALL,
 };
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
@@ -263,20 +260,6 @@ impl Options {
             reproducibly(work)?
         } else {
             work()
-        }
-    }
-
-    /// Exports `fit` as asked: a blob that learns on the device with
-    /// `updatable` ([`export_updatable`]), else the fixed blob ([`export`]);
-    /// `force` exports what fails the f32 check.
-    ///
-    /// # Errors
-    /// As [`export`] and [`export_updatable`].
-    pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
-        if self.updatable {
-            export_updatable(fit, check_x, force)
-        } else {
-            export(fit, check_x, force)
         }
     }
 

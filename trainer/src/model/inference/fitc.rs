@@ -30,7 +30,7 @@ use crate::{Error, Result};
 /// variables likelihood of Seeger et al. (2003), also called DTC: VFE's
 /// `Gamma = sigma2 I` without its trace term, `-log N(y | 0, Q + sigma2 I)`.
 /// No setting picks PLV: it learns pseudo-inputs poorly by gradients (the
-/// SPGP paper's Figure 1, which `crate::tools::demo` reproduces).
+/// SPGP paper's Figure 1, which `crate::demo` reproduces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Objective {
     /// SPGP's likelihood.

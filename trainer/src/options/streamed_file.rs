@@ -9,13 +9,13 @@
 
 use nalgebra::DMatrix;
 
-use super::capabilities::{
+use crate::data::stream::{scan, TableFile};
+use crate::fit::capabilities::{
     CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED,
 };
-use super::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
-use super::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
-use super::{Choice, Fit, FitParams, Method};
-use crate::data::stream::{scan, TableFile};
+use crate::fit::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
+use crate::fit::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
+use crate::fit::{Choice, Fit, FitParams, Method};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::task::Task;
 use crate::options::{ModelChoice, Options};
@@ -113,7 +113,7 @@ impl StreamedStart {
 pub enum Started {
     /// An SPGP regression.
     Regression(Box<StreamedStart>),
-    /// An svgp classifier ([`super::streamed_classify`]).
+    /// An svgp classifier ([`crate::fit::streamed_classify`]).
     Classifier(Box<ClassifierStart>),
 }
 
