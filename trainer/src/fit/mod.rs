@@ -31,6 +31,7 @@ pub mod streamed;
 pub mod streamed_basis;
 pub mod streamed_classify;
 pub mod svgp;
+pub mod task;
 pub(crate) mod vsgp;
 pub(crate) mod warnings;
 

@@ -48,6 +48,9 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::{Error, Result};
 
+/// Rows of the sample at which a streamed fit's export is checked.
+pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
+
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedParams {

@@ -36,11 +36,11 @@ use super::svgp::{fit_latent_state, latent_set, LatentFit, SvgpParams};
 use super::{Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{is_class, Dataset, Standardisation};
+use crate::fit::task::{choose_task, Classes, Task};
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::svgp::{expected_log_probit, SvgpConfig, Variational};
 use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::{cholesky_jittered, mat_ref, mul, solve_lower_mut, JitterPolicy};
-use crate::options::task::{choose_task, Classes, Task};
 use crate::{Error, Result};
 
 /// Sampled rows the classifier's kernel and inducing inputs are fitted on:
@@ -487,7 +487,7 @@ pub(crate) fn start_classifier(
     let check_rows = scan
         .sample_x
         .nrows()
-        .min(crate::options::streamed_file::STREAMED_CHECK_ROWS);
+        .min(super::streamed::STREAMED_CHECK_ROWS);
     Ok(Some(ClassifierStart {
         fit,
         basis,

@@ -14,7 +14,6 @@
 mod named;
 pub mod settings;
 pub mod streamed_file;
-pub mod task;
 pub mod update;
 
 use crate::choose::{Asked, Request, AUTO};
@@ -33,8 +32,8 @@ use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
 pub use named::{parse, parse_or, Named};
 
+use crate::fit::task::Task;
 use sgp_runtime::Kernel;
-use task::Task;
 
 /// The family a classification fits, and `sgp sweep` sweeps, when none is
 /// named: the variational classifier (as accurate as the IVM and faster).

@@ -13,16 +13,15 @@ use crate::data::stream::{scan, TableFile};
 use crate::fit::capabilities::{
     CLASSIFICATION_NOT_STREAMED, OUTPUTS_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED,
 };
-use crate::fit::streamed::{fit_subset, StreamedParams, StreamedProgress, SubsetFit};
+use crate::fit::streamed::{
+    fit_subset, StreamedParams, StreamedProgress, SubsetFit, STREAMED_CHECK_ROWS,
+};
 use crate::fit::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
+use crate::fit::task::Task;
 use crate::fit::{Choice, Fit, FitParams, Method};
 use crate::model::posterior_sums::PosteriorSums;
-use crate::options::task::Task;
 use crate::options::{ModelChoice, Options};
 use crate::Result;
-
-/// Rows of the sample at which a streamed fit's export is checked.
-pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 
 /// Why a file is fitted in memory rather than streamed.
 #[derive(Clone, Debug, PartialEq)]
