@@ -8,7 +8,7 @@
 //! family named (or, with none, `auto` for a regression and `svgp` for a
 //! classification), and which choices stay open. A setting given for a
 //! family that does not read it is an error ([`settings`]); the task of the
-//! target is decided in [`task`].
+//! target is decided in [`crate::fit::task`].
 
 #[macro_use]
 mod named;
