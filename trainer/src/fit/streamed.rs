@@ -388,7 +388,7 @@ fn sample_sets(table: &TableFile, scan: &Scan) -> Result<(Dataset, Dataset)> {
 /// # Errors
 /// [`Error::BadInput`] for settings that do not fit the sample; every
 /// error of the fits.
-pub fn fit_subset(
+pub(crate) fn fit_subset(
     table: &TableFile,
     scan: &Scan,
     params: &StreamedParams,

@@ -5,7 +5,7 @@
 //! A file streams when the fit asked for is an SPGP regression of one
 //! target (`auto` is SPGP at this size) and the file has more rows than
 //! [`StreamedParams::in_memory_rows`]; anything else is fitted in memory,
-//! and [`NotStreamed`] says why.
+//! and `NotStreamed` says why.
 
 use nalgebra::DMatrix;
 
@@ -25,7 +25,7 @@ use crate::Result;
 
 /// Why a file is fitted in memory rather than streamed.
 #[derive(Clone, Debug, PartialEq)]
-pub enum NotStreamed {
+pub(crate) enum NotStreamed {
     /// Only SPGP streams; this family reads every row into memory.
     Family(Method),
     /// A classification asked of a family that does not classify.
@@ -109,7 +109,7 @@ impl StreamedStart {
 }
 
 /// A streamed fit past its subset fit: a regression's, or a classifier's.
-pub enum Started {
+pub(crate) enum Started {
     /// An SPGP regression.
     Regression(Box<StreamedStart>),
     /// An svgp classifier ([`crate::fit::streamed_classify`]).
@@ -123,7 +123,7 @@ pub enum Started {
 ///
 /// # Errors
 /// Every error of the options, of reading the file and of the fit.
-pub fn start_streamed(
+pub(crate) fn start_streamed(
     table: &TableFile,
     options: &Options,
     (task, positive): (Option<Task>, Option<&str>),

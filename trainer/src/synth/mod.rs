@@ -773,7 +773,7 @@ named_enum! {
 }
 
 /// Fraction of [`ClassShape::Ring`]'s labels flipped: its Bayes error.
-pub const RING_FLIPPED: f64 = 0.05;
+pub(crate) const RING_FLIPPED: f64 = 0.05;
 
 impl ClassShape {
     /// Number of inputs D.
