@@ -40,6 +40,7 @@ pub(crate) const OUTPUTS_NOT_STREAMED: &str =
 
 /// What a family that streams streams: the rest of a request is read into
 /// memory, for the reason given.
+#[cfg(test)]
 pub const STREAMS_ONLY: &[(&str, &str)] = &[
     ("text class labels", TEXT_LABELS_NOT_STREAMED),
     ("a Matérn regression", MATERN_NOT_STREAMED),
@@ -116,6 +117,7 @@ impl Method {
 
 /// The guide's table of what each family takes and does (docs/src/
 /// cluster.md, "What streams"), from the declarations above.
+#[cfg(test)]
 pub fn markdown_table() -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut table = String::from(

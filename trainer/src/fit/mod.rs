@@ -12,7 +12,7 @@
 //! sparse variational classifier. Families that cannot share a basis
 //! between outputs (`shares_basis`) refuse `P > 1`.
 
-pub mod capabilities;
+pub(crate) mod capabilities;
 mod choice_record;
 pub(crate) mod dr;
 pub(crate) mod exact;
@@ -29,7 +29,7 @@ pub(crate) mod spgp;
 pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
-pub mod streamed_classify;
+pub(crate) mod streamed_classify;
 pub mod svgp;
 pub mod task;
 pub(crate) mod vsgp;
