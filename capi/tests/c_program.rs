@@ -27,7 +27,7 @@ use sgp_trainer::fit::{fit, ExactParams, Fit, FitParams, ProjectedParams, Sparse
 use sgp_trainer::model::likelihood::probit;
 use sgp_trainer::model::{ModelSet, TrainedModel};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
-use sgp_trainer::tools::synth::{classification_dataset, ridge, ClassShape};
+use sgp_trainer::synth::{classification_dataset, ridge, ClassShape};
 
 /// The capacities this build of the library has (`CAPACITY_M`, ...), from
 /// the file its build script wrote.

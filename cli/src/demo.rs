@@ -1,12 +1,12 @@
-//! `sgp demo`: prints what `sgp_trainer::tools::demo` computed.
+//! `sgp demo`: prints what `sgp_trainer::demo` computed.
 
 use std::path::Path;
 
-use sgp_trainer::files::check_outputs;
-use sgp_trainer::tools::demo::{
+use sgp_trainer::demo::{
     run_demo, Demo, DemoRow, Experiment, DEMO_NOISE_STD, DEMO_ROWS, DEMO_TEST_ROWS, MATCH_NLPD,
     TRUE_LENGTHSCALE, TRUE_SIGNAL_VAR,
 };
+use sgp_trainer::files::check_outputs;
 use sgp_trainer::Result;
 
 use super::{to_json, write_file};

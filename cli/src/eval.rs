@@ -96,7 +96,7 @@ pub(crate) fn eval_classes(input: &BlobAndData, opened: &Opened, json: bool) -> 
         }
         return Ok(());
     }
-    let classified = sgp_trainer::export::device::classify_all(blob, &x).map_err(&named)?;
+    let classified = sgp_trainer::model::device::classify_all(blob, &x).map_err(&named)?;
     let k = names.len();
     let p = DMatrix::from_row_iterator(
         classified.len(),

@@ -27,8 +27,8 @@ use sgp_runtime::ModelSpec;
 use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::codegen::Format;
 use sgp_trainer::files::{check_outputs, write_atomic, Input};
-use sgp_trainer::tools::dynamics::System;
-use sgp_trainer::tools::synth::{ClassShape, Shape};
+use sgp_trainer::synth::dynamics::System;
+use sgp_trainer::synth::{ClassShape, Shape};
 use sgp_trainer::{Error, Result};
 
 use demo::demo_command;

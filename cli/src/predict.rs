@@ -22,7 +22,7 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
     if spec.shape.link != sgp_runtime::Link::Identity {
         return predict_classes(&blob, &spec, &x).map_err(&named);
     }
-    let rows = sgp_trainer::export::device::predict_outputs(&blob, &x).map_err(&named)?;
+    let rows = sgp_trainer::model::device::predict_outputs(&blob, &x).map_err(&named)?;
     // One output: `mean,variance`; several: `NAME_mean,NAME_variance` each.
     let header: Vec<String> = match output_specs(&spec)[..] {
         [_] => vec!["mean,variance".to_owned()],
@@ -49,9 +49,9 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
 /// and the latent Gaussian.
 pub(crate) fn predict_classes(blob: &[u8], spec: &ModelSpec, x: &DMatrix<f64>) -> Result<()> {
     let names = labels::blob_labels(spec);
-    let classified = sgp_trainer::export::device::classify_all(blob, x)?;
+    let classified = sgp_trainer::model::device::classify_all(blob, x)?;
     let latents = match spec.shape.link {
-        sgp_runtime::Link::Probit => Some(sgp_trainer::export::device::predict_all(blob, x)?),
+        sgp_runtime::Link::Probit => Some(sgp_trainer::model::device::predict_all(blob, x)?),
         _ => None,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

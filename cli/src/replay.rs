@@ -8,9 +8,9 @@ use nalgebra::DMatrix;
 use sgp_runtime::{Link, UpdateSettings};
 use sgp_trainer::data::labels;
 use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
+use sgp_trainer::evaluate::replay::{replay, Replay, Window};
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::update::update_settings;
-use sgp_trainer::tools::replay::{replay, Replay, Window};
 use sgp_trainer::{Error, Result};
 
 use super::{read_blob, to_json, write_file};

@@ -9,10 +9,10 @@ use sgp_runtime::Kernel;
 use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::data::TargetKind;
 use sgp_trainer::files::{check_outputs, Input};
+use sgp_trainer::fit::task::Task;
 use sgp_trainer::fit::Method;
 use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::options::settings::{self, stated};
-use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::{Error, Result};
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use sgp_trainer::data::stream::write_parquet;
 use sgp_trainer::files::check_outputs;
-use sgp_trainer::tools::dynamics::System;
-use sgp_trainer::tools::synth::{self, check_size, ClassShape, Shape};
+use sgp_trainer::synth::dynamics::System;
+use sgp_trainer::synth::{self, check_size, ClassShape, Shape};
 use sgp_trainer::{Error, Result};
 
 use super::stdout_error;

@@ -9,7 +9,7 @@ use sgp_trainer::fit::{fit, FitParams, Method};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 use sgp_trainer::options::Options;
-use sgp_trainer::tools::synth::synthetic;
+use sgp_trainer::synth::synthetic;
 
 /// `n` rows of the synthetic regression data in `d` inputs, columns
 /// `x1..xd` and target `y`.

@@ -7,12 +7,12 @@ use nalgebra::{DMatrix, DVector};
 use sgp_runtime::{Model, ModelKind, ModelSpec};
 use sgp_tests::{data, fitted, params};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::device::predict_all;
 use sgp_trainer::export::{check, compare, far_points};
 use sgp_trainer::fit::gplasso::GplassoRefit;
 use sgp_trainer::fit::{fit, FitParams, Method};
+use sgp_trainer::model::device::predict_all;
 use sgp_trainer::model::{ModelSet, TrainedModel};
-use sgp_trainer::tools::synth::synthetic;
+use sgp_trainer::synth::synthetic;
 
 /// `model` as a set of one.
 fn one(model: &TrainedModel) -> ModelSet {
@@ -298,7 +298,7 @@ fn ivm_regression_runtime_matches_trainer() {
 fn ivm_classifier_fit_to_blob_to_runtime_probability() {
     use sgp_trainer::export::PROBABILITY_TOLERANCE;
     use sgp_trainer::model::likelihood::probit;
-    use sgp_trainer::tools::synth::{classification, classification_dataset, ClassShape};
+    use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
     // Labels 3 and 7: the larger is the positive class.
     let (x, y) = classification(ClassShape::Moons, 300, 11);
     let y = y.map(|v| if v > 0.5 { 7.0 } else { 3.0 });

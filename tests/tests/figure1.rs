@@ -6,7 +6,7 @@
 //! most of them: a property over seeds with a margin, run also on the
 //! nudged optimiser path (CI's SGP_TRAJECTORY_NUDGE=1 step).
 
-use sgp_trainer::tools::demo::{run_demo, Demo, DemoRow, Experiment, MATCH_NLPD};
+use sgp_trainer::demo::{run_demo, Demo, DemoRow, Experiment, MATCH_NLPD};
 
 fn row<'a>(demo: &'a Demo, name: &str) -> &'a DemoRow {
     demo.rows

@@ -10,7 +10,7 @@ use sgp_trainer::export::far_points;
 use sgp_trainer::export::gradient::central_differences;
 use sgp_trainer::fit::{fit, Method};
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::tools::synth::{classification, classification_dataset, ClassShape};
+use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
 
 type Device = Model<64, 4, 4>;
 

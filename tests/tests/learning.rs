@@ -14,7 +14,7 @@ use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::updatable::conditioned;
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::tools::drift::{drift_figures, Shift};
+use sgp_trainer::synth::drift::{drift_figures, Shift};
 
 const D: usize = 4;
 const M: usize = 32;
@@ -282,8 +282,8 @@ fn labelled(rows: usize, flipped: bool, seed: u64) -> Dataset {
 /// tests, `a_probit_label_takes_an_assumed_density_step`.)
 #[test]
 fn an_svgp_classifier_learns_its_labels_on_the_host_as_on_the_device() {
+    use sgp_trainer::evaluate::replay::{labels_as_targets, replay};
     use sgp_trainer::fit::svgp::SvgpParams;
-    use sgp_trainer::tools::replay::{labels_as_targets, replay};
     const M: usize = 16;
     let lab = labelled(300, false, 1);
     let params = FitParams::Svgp(SvgpParams {
@@ -502,7 +502,7 @@ fn bowl(n: usize, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
 fn the_defaults_export_updatable_and_stay_with_the_batch() {
     const UPDATES: usize = 20_000;
     type Plant = fn(usize, u64) -> (DMatrix<f64>, DVector<f64>);
-    let ridge1: Plant = |n, seed| sgp_trainer::tools::synth::synthetic(n, 1, seed);
+    let ridge1: Plant = |n, seed| sgp_trainer::synth::synthetic(n, 1, seed);
     let drift: Plant = |n, seed| Shift::Gain.rows(n, D, seed > 11, NOISE, seed);
     // (plant, lab rows, M): the two failures, then M across 8..128.
     let cases: [(Plant, usize, usize); 6] = [

@@ -8,7 +8,7 @@ use sgp_trainer::choose::{fit, Asked};
 use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
-use sgp_trainer::tools::synth::{classification_dataset, synthetic, ClassShape};
+use sgp_trainer::synth::{classification_dataset, synthetic, ClassShape};
 
 fn regression() -> Dataset {
     let (x, y) = synthetic(150, 2, 5);

@@ -10,7 +10,7 @@ use sgp_runtime::{Model, ModelSpec};
 use sgp_trainer::export::{export, mean_tolerance, VARIANCE_TOLERANCE};
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::synth::dynamics::System;
 
 fn sparse(m: usize) -> SparseParams {
     SparseParams {

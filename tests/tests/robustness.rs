@@ -10,7 +10,7 @@ use sgp_trainer::export::export;
 use sgp_trainer::fit::gplasso::GplassoParams;
 use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::tools::synth::robustness_cases;
+use sgp_trainer::synth::robustness_cases;
 
 #[test]
 fn every_fit_of_every_robustness_case_exports() {

@@ -14,7 +14,7 @@ use sgp_trainer::evaluate::metrics::mean_nlpd;
 use sgp_trainer::fit::{Fit, Method};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::options::{ModelChoice, Options};
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::synth::dynamics::System;
 
 const SEEDS: [u64; 3] = [0, 1, 2];
 

@@ -20,7 +20,7 @@ use sgp_trainer::choose;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
 use sgp_trainer::options::{KernelChoice, Options};
-use sgp_trainer::tools::synth::{dataset, Shape};
+use sgp_trainer::synth::{dataset, Shape};
 use sgp_trainer::Result;
 
 #[path = "bench_data/mod.rs"]

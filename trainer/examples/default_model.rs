@@ -19,7 +19,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::figures;
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::Options;
-use sgp_trainer::tools::synth::{dataset, Shape};
+use sgp_trainer::synth::{dataset, Shape};
 use sgp_trainer::Result;
 
 #[path = "bench_data/mod.rs"]

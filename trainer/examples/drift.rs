@@ -4,7 +4,7 @@
 //! device's update (f32, `sgp_runtime::Model::update`), judged by test
 //! NLPD on 1,000 fresh rows of the shifted plant against the batch
 //! posterior of the same basis and hyperparameters on the last 500 rows
-//! (`tools::drift`); then the forgetting factors around the chosen one, and
+//! (`synth::drift`); then the forgetting factors around the chosen one, and
 //! the no-forgetting check against the batch posterior of every row.
 //!
 //! ```sh
@@ -19,7 +19,7 @@ use sgp_trainer::fit::{fit, FitParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::updatable::conditioned;
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::tools::drift::{drift_figures, Shift};
+use sgp_trainer::synth::drift::{drift_figures, Shift};
 
 const D: usize = 4;
 const M: usize = 32;

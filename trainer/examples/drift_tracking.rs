@@ -21,7 +21,7 @@ use sgp_trainer::data::Dataset;
 use sgp_trainer::evaluate::metrics::mean_nlpd;
 use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
-use sgp_trainer::tools::drift::Shift;
+use sgp_trainer::synth::drift::Shift;
 
 const D: usize = 2;
 const M: usize = 16;

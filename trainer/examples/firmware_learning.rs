@@ -1,11 +1,11 @@
 //! The firmware example's models that learn on the device (issue 40;
 //! `firmware-example/run.sh` runs this): SPGP at M = 32 and M = 64, D = 4,
-//! fitted on 400 rows of the drift plant ([`sgp_trainer::tools::drift`])
+//! fitted on 400 rows of the drift plant ([`sgp_trainer::synth::drift`])
 //! and exported with `--updatable`, and the golden values of the
 //! firmware's predict, observe, update loop: a stream of 200 rows of the
 //! plant, the last 140 after its gain, offset and slope change (issue 52's
 //! drifting plant, [`Shift::GainOffsetSlope`]), replayed here through the
-//! runtime's own update (`sgp replay`'s [`sgp_trainer::tools::replay`])
+//! runtime's own update (`sgp replay`'s [`sgp_trainer::evaluate::replay`])
 //! at the guide's forgetting: what the model predicted for each row before
 //! learning it, the RMS error before and after the change (and without
 //! forgetting), and its predictions at 8 probes after the last row.
@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::UpdateSettings;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::export::device::predict_all;
+use sgp_trainer::evaluate::replay::replay;
 use sgp_trainer::export::updatable::export_updatable;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
+use sgp_trainer::model::device::predict_all;
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
-use sgp_trainer::tools::drift::Shift;
-use sgp_trainer::tools::replay::replay;
+use sgp_trainer::synth::drift::Shift;
 use sgp_trainer::{Error, Result};
 
 const D: usize = 4;
@@ -124,7 +124,7 @@ fn golden(blob: &[u8]) -> Result<String> {
     s.push_str("];\n/// What the host's replay predicted for each row before learning it.\n");
     let seen: Vec<(f64, f64)> = steps.iter().map(|st| (st.mean, st.variance)).collect();
     s.push_str(&pairs_rust("SEEN", &seen));
-    let rms = |steps: &[sgp_trainer::tools::replay::Step]| {
+    let rms = |steps: &[sgp_trainer::evaluate::replay::Step]| {
         phases(steps.iter().map(|st| st.target - st.mean))
     };
     let _ = writeln!(

@@ -1,7 +1,7 @@
 //! The firmware example's models with several outputs on one basis
 //! (`firmware-example/run.sh` runs this, issue 21 item 5): a P = 3
 //! regression (the 3-link arm's end-effector position from its 4 joint
-//! angles, [`sgp_trainer::tools::dynamics`]) and a K = 4 classifier (which
+//! angles, [`sgp_trainer::synth::dynamics`]) and a K = 4 classifier (which
 //! quadrant of the plane the end effector is in), both SPGP at M = 32 on
 //! one basis, with f64 golden values, and each output as a single-output
 //! blob of its own, for the cost of P separate models.
@@ -34,7 +34,7 @@ use sgp_trainer::fit::{fit, VarianceSharing};
 use sgp_trainer::fit::{FitParams, SparseParams};
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::numerics::optimise::OptimiseOptions;
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::synth::dynamics::System;
 use sgp_trainer::{Error, Result};
 
 /// Basis functions of both models.

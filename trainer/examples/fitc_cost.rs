@@ -33,7 +33,7 @@ use sgp_trainer::model::features::PseudoInputs;
 use sgp_trainer::model::inference::fitc::{fitc_nlml_grad, FitcConfig};
 use sgp_trainer::model::kernel::KernelParams;
 use sgp_trainer::numerics::linalg::{mat_ref, mul};
-use sgp_trainer::tools::synth::synthetic;
+use sgp_trainer::synth::synthetic;
 
 /// The `sgp` binary's allocator, so these figures are what a fit gets.
 #[global_allocator]

@@ -1,6 +1,6 @@
 //! Several outputs on one basis against one model per output, on
 //! generated dynamical systems whose truth is known
-//! ([`sgp_trainer::tools::dynamics`]): a cart-pole's one-step velocity changes (6
+//! ([`sgp_trainer::synth::dynamics`]): a cart-pole's one-step velocity changes (6
 //! inputs, 2 outputs), a pendulum's one-step state change (3 inputs, 2
 //! outputs) and a 3-link arm's end-effector position (4 inputs, 3
 //! outputs). For each output: test NLPD and RMSE of its own single-output
@@ -27,7 +27,7 @@ use sgp_trainer::fit::{
     fit, ExactParams, Fit, FitParams, ProjectedParams, SparseParams, VarianceSharing,
 };
 use sgp_trainer::model::TrainedModel;
-use sgp_trainer::tools::dynamics::{noise_sd, System};
+use sgp_trainer::synth::dynamics::{noise_sd, System};
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;

@@ -23,7 +23,7 @@ use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::export::export;
 use sgp_trainer::files::write_atomic;
 use sgp_trainer::fit::{fit, FitParams, SparseParams};
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::synth::dynamics::System;
 
 /// Transitions in the training set.
 const ROWS: usize = 3000;

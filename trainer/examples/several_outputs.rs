@@ -19,7 +19,7 @@ use sgp_trainer::evaluate::metrics::mean_nlpd;
 use sgp_trainer::fit::Fit;
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::options::{ModelChoice, Options};
-use sgp_trainer::tools::dynamics::System;
+use sgp_trainer::synth::dynamics::System;
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;

@@ -26,7 +26,7 @@ use sgp_trainer::export::export;
 use sgp_trainer::fit::gplasso::{GplassoParams, GplassoRefit};
 use sgp_trainer::fit::{ExactParams, Fit, FitParams, InitMethod, ProjectedParams, SparseParams};
 use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::tools::synth;
+use sgp_trainer::synth;
 use sgp_trainer::{Error, Result};
 
 #[path = "bench_data/mod.rs"]

@@ -21,16 +21,16 @@ use crate::data::multi_target::{parse_target_list, MultiTargetData};
 use crate::data::stream::TableFile;
 use crate::data::Dataset;
 use crate::export::cure::Cure;
-use crate::export::warnings::about_data;
 use crate::export::{Exported, Fidelity};
 use crate::files::{check_outputs, check_outside, Input};
 use crate::fit::streamed::StreamedProgress;
 use crate::fit::streamed_classify::ClassifierStart;
-use crate::fit::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
-use crate::fit::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
+use crate::options::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
+use crate::fit::task::{choose_task, Classes, Task};
+use crate::fit::warnings::about_data;
 use crate::fit::{Fit, FitParams, FitReport, Method};
 use crate::model::posterior_sums::PosteriorSums;
-use crate::options::task::{choose_task, Classes, Task};
+use crate::options::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
 use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::{Error, Result};
 
@@ -624,7 +624,7 @@ fn not_streamed(name: &str, why: &NotStreamed) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::synth::synthetic;
+    use crate::synth::synthetic;
 
     fn options() -> Options {
         Options {

@@ -6,12 +6,13 @@
 //! → validated, standardised [`data::Dataset`]; class labels, several
 //! targets, streaming) → `model` (kernel, likelihoods, inducing features,
 //! inference, and [`model::TrainedModel`]: the runtime form in f64, which
-//! predicts itself) → `fit` (the procedures behind `--model`) → `export`
-//! (blob bytes, the f32 fidelity check and its cure, generated source) →
-//! `evaluate` (RMSE, NLPD, error rate, calibration). `numerics` holds the
-//! linear algebra, LARS and the optimiser they share; `tools` the other
-//! subcommands' work (generated data, the demo, inspect, sweep and its
-//! cost model, plot); `files` the user's files (inputs opened once, outputs
+//! predicts itself) → `evaluate` (the blob on the device: RMSE, NLPD,
+//! error rate, calibration, a log replayed through its update) → `fit`
+//! (the procedures behind `--model`) → `choose` → `options` → `export`
+//! (blob bytes, the f32 fidelity check and its cure, generated source, a
+//! blob's description). `numerics` holds the linear algebra, LARS and the
+//! optimiser they share; `synth` the generated data and `demo` the demo's
+//! fits; `files` the user's files (inputs opened once, outputs
 //! replaced whole). [`options`] turns user settings into a fit request and
 //! [`choose`] fits it (the choices left open decided on held-out rows and
 //! reported). [`job::Job`] is the front door `sgp fit`, `sgp sweep` and
@@ -23,6 +24,7 @@
 pub mod options;
 pub mod choose;
 pub mod data;
+pub mod demo;
 pub mod error;
 pub mod evaluate;
 pub mod export;
@@ -32,6 +34,6 @@ pub mod job;
 pub mod model;
 pub mod numerics;
 pub mod prelude;
-pub mod tools;
+pub mod synth;
 
 pub use error::{Error, Result};

@@ -34,5 +34,5 @@ pub use crate::export::Exported;
 pub use crate::fit::{Fit, Method};
 pub use crate::job::{Job, Source};
 pub use crate::options::{ModelChoice, Options};
-pub use crate::tools::synth::synthetic;
+pub use crate::synth::synthetic;
 pub use crate::{Error, Result};

@@ -18,11 +18,11 @@ use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::{separate_path, Input};
 use sgp_trainer::fit::gplasso::gplasso_path;
 use sgp_trainer::fit::ivm::IvmPosterior;
+use sgp_trainer::fit::task::Task;
 use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
 use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::options::settings::stated;
-use sgp_trainer::options::task::Task;
 use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
 use sgp_trainer::{Error, Result};
 

@@ -3,7 +3,7 @@
 use sgp_trainer::{Error, Result};
 
 use super::{FitArgs, LinkArg, TaskArg};
-use sgp_trainer::options::task::Task;
+use sgp_trainer::fit::task::Task;
 
 impl From<TaskArg> for Task {
     fn from(task: TaskArg) -> Task {

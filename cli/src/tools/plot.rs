@@ -1,7 +1,7 @@
 //! `sgp plot`: a blob's predictions on a data set, as SVG ([`plot_svg`]).
 //!
 //! Every prediction drawn comes from the blob through the runtime
-//! ([`sgp_trainer::export::device`]), i.e. what the device computes. One input:
+//! ([`sgp_trainer::model::device`]), i.e. what the device computes. One input:
 //! the data, the mean, a band of two predictive standard deviations and
 //! where the basis functions sit (a classifier: `P(y = +1)`). More inputs:
 //! predicted against actual and a calibration curve (a classifier: its
@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use sgp_runtime::{Link, ModelKind, ModelSpec};
 
 use sgp_trainer::data::is_class;
-use sgp_trainer::export::device::{predict_all, DevicePrediction};
+use sgp_trainer::model::device::{predict_all, DevicePrediction};
 use sgp_trainer::{Error, Result};
 
 /// Points along the input axis at which the one-input curves are drawn.

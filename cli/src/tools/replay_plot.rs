@@ -1,4 +1,4 @@
-//! `sgp replay --svg`: a replay ([`sgp_trainer::tools::replay`]) as a picture.
+//! `sgp replay --svg`: a replay ([`sgp_trainer::evaluate::replay`]) as a picture.
 //! Top: each observation of the first output and what the device
 //! predicted for it just before learning it (mean and a band of two
 //! predictive standard deviations; a classifier: `P(y = +1)` against the
@@ -8,7 +8,7 @@
 use plotters::prelude::*;
 
 use crate::tools::plot::{Area, Chart};
-use sgp_trainer::tools::replay::{Replay, Step, Trace};
+use sgp_trainer::evaluate::replay::{Replay, Step, Trace};
 use sgp_trainer::{Error, Result};
 
 const WIDTH: u32 = 1000;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use sgp_trainer::data::Dataset;
-use sgp_trainer::tools::synth::{self, Shape};
+use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
 /// The generated data sets: shape and total rows (before the split).

@@ -263,8 +263,7 @@ mod tests {
     /// on other folds (another seed) it is refitted.
     #[test]
     fn cross_validated_scores_are_reused_on_the_same_folds_only() {
-        let data = crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 120, 1)
-            .expect("valid");
+        let data = crate::synth::dataset(crate::synth::Shape::Periodic, 120, 1).expect("valid");
         let one = std::slice::from_ref(&data);
         let (a, b) = (small_spgp(4), small_spgp(6));
         let first = cross_validate(one, 3, &[("a".into(), a.clone())], None).expect("scores");
@@ -292,10 +291,8 @@ mod tests {
     /// settings) are never taken: the candidate is refitted.
     #[test]
     fn scores_of_other_data_are_not_reused() {
-        let periodic = |seed| {
-            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 120, seed)
-                .expect("valid")
-        };
+        let periodic =
+            |seed| crate::synth::dataset(crate::synth::Shape::Periodic, 120, seed).expect("valid");
         let (data, other) = (periodic(1), periodic(2));
         let a = [("a".to_string(), small_spgp(4))];
         let first = cross_validate(std::slice::from_ref(&data), 3, &a, None).expect("scores");
@@ -314,8 +311,7 @@ mod tests {
     /// figures are those of the held-out quarter.
     #[test]
     fn the_challenger_must_clearly_win() {
-        let data = crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 240, 1)
-            .expect("valid");
+        let data = crate::synth::dataset(crate::synth::Shape::Periodic, 240, 1).expect("valid");
         let params = |m, max_iter| {
             let mut p = SparseParams {
                 m,

@@ -1,5 +1,5 @@
 //! Above the families: what to fit when the user leaves a choice open,
-//! decided on held-out rows and reported ([`Choice`], in the fit report,
+//! decided on held-out rows and reported (a `Choice`, in the fit report,
 //! the summary and `--json`). A family never calls another family's fit;
 //! this layer fits candidates and compares them.
 //!
@@ -37,7 +37,7 @@ use crate::evaluate::contest::{contest_rows, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
-pub use crate::fit::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
+pub(crate) use crate::fit::{Candidate, Choice, KernelVerdict, Verdict};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
 use crate::Result;
@@ -201,7 +201,7 @@ pub fn fit(
         choice.reason = reason(&choice, outputs[0].n_rows(), request.held_out);
         fit.report.choice = Some(choice);
     }
-    crate::export::warnings::prepend_data_warnings(&mut fit.report.warnings, &outputs[0]);
+    crate::fit::warnings::prepend_data_warnings(&mut fit.report.warnings, &outputs[0]);
     Ok(fit)
 }
 
@@ -549,8 +549,8 @@ mod tests {
     use crate::fit::{fit as fit_family, ProjectedParams};
     use crate::model::features::BasisWidths;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
-    use crate::tools::synth::{dataset, Shape};
+    use crate::synth::synthetic;
+    use crate::synth::{dataset, Shape};
 
     /// The FITC fit of `params` on `data`, then the collapse rule under
     /// `verdict`.

@@ -491,7 +491,7 @@ mod tests {
     #[test]
     fn at_any_size_the_arm_separates_and_outputs_that_share_keep_one_basis() {
         use crate::evaluate::contest::CONTEST_ROWS;
-        use crate::tools::dynamics::System;
+        use crate::synth::dynamics::System;
         let request = |seed| {
             let mut p = crate::fit::SparseParams {
                 m: 16,

@@ -1070,8 +1070,7 @@ mod tests {
     /// the folds depend on the seed only.
     #[test]
     fn folds_hold_out_every_row_once() {
-        let ds =
-            crate::tools::synth::dataset(crate::tools::synth::Shape::Linear, 23, 0).expect("valid");
+        let ds = crate::synth::dataset(crate::synth::Shape::Linear, 23, 0).expect("valid");
         let folds = ds.folds(4, 7).expect("folds");
         assert_eq!(folds.len(), 4);
         let raw_y = ds.raw_y();
@@ -1095,8 +1094,7 @@ mod tests {
         assert_eq!(again[0].1.raw_y(), folds[0].1.raw_y());
         assert_ne!(other[0].1.raw_y(), folds[0].1.raw_y());
         for (k, n) in [(1, 23), (4, 5)] {
-            let small = crate::tools::synth::dataset(crate::tools::synth::Shape::Linear, n, 0)
-                .expect("valid");
+            let small = crate::synth::dataset(crate::synth::Shape::Linear, n, 0).expect("valid");
             let err = small.folds(k, 0).expect_err("too few");
             assert!(err.to_string().contains("folds"), "{err}");
         }

@@ -3,11 +3,12 @@
 
 pub(crate) mod contest;
 pub mod metrics;
+pub mod replay;
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
-use crate::export::device::predict_all;
+use crate::model::device::predict_all;
 use crate::Result;
 
 /// Figures of merit on one data set.

@@ -167,7 +167,7 @@ mod tests {
     use crate::export::export;
     use crate::fit::{fit, ExactParams, FitParams, SparseParams};
     use crate::model::kernel::KernelParams;
-    use crate::tools::synth::{dataset, Shape};
+    use crate::synth::{dataset, Shape};
 
     /// `rows` rows of a draw from a Matérn 3/2 GP on `[-1, 1]` (length
     /// scale 0.5, unit variance), noise sd 0.01: dense, rough and nearly

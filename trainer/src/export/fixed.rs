@@ -11,9 +11,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use sgp_runtime::{ModelSpec, Prediction};
+use sgp_runtime::ModelSpec;
 
-use super::device::with_device_model;
+use crate::model::device::with_device_model;
 use crate::Result;
 
 /// Most multiply-adds of the f64 reference over all points: the points
@@ -150,9 +150,6 @@ fn reference(spec: &ModelSpec, x: &[f32]) -> (f64, f64) {
         y_scale * y_scale * (latent + f(spec.noise)),
     )
 }
-
-/// The fixed-point predictions of every point, or why there are none.
-pub(crate) type FixedPredictions = std::result::Result<Vec<Prediction>, String>;
 
 #[cfg(test)]
 mod tests {

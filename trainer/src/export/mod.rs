@@ -12,21 +12,19 @@
 
 pub mod codegen;
 pub mod cure;
-pub mod device;
 pub mod fixed;
 pub mod gradient;
+pub mod inspect;
 pub mod output_blob;
-pub(crate) mod precision;
 pub mod updatable;
-pub(crate) mod warnings;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sgp_runtime::{Link, VarianceForm};
 
-use crate::export::device::{predict_outputs, DevicePrediction};
 use crate::fit::Fit;
+use crate::model::device::{predict_outputs, DevicePrediction};
 use crate::model::likelihood::probit;
 use crate::model::{ModelSet, RawPrediction, TrainedModel};
 use crate::{Error, Result};
@@ -134,7 +132,7 @@ pub struct Exported {
     pub fidelity: Fidelity,
     /// The same, output by output (one for a single-output model).
     pub outputs: Vec<Fidelity>,
-    /// Columns whose values f32 cannot resolve (`crate::export::precision`): the
+    /// Columns whose values f32 cannot resolve (`crate::model::precision`): the
     /// likely cause when the check fails.
     pub precision: Vec<String>,
     /// The jitter raise that made the check pass, if one was needed.
@@ -162,7 +160,7 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
     let points = DMatrix::from_rows(&check_x.row_iter().chain(far.row_iter()).collect::<Vec<_>>());
     let mut precision = Vec::new();
     for member in &set.members {
-        for warning in crate::export::precision::for_model(member, check_x) {
+        for warning in crate::model::precision::for_model(member, check_x) {
             if !precision.contains(&warning) {
                 precision.push(warning);
             }
@@ -584,6 +582,24 @@ pub fn golden_points(
     DMatrix::from_rows(&data.row_iter().chain(far.row_iter()).collect::<Vec<_>>())
 }
 
+/// The export `Options` ask for; here, above the options, so that the
+/// options never reach up into the export.
+impl crate::options::Options {
+    /// Exports `fit` as asked: a blob that learns on the device with
+    /// `updatable` ([`updatable::export_updatable`]), else the fixed blob ([`export`]);
+    /// `force` exports what fails the f32 check.
+    ///
+    /// # Errors
+    /// As [`export`] and [`updatable::export_updatable`].
+    pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+        if self.updatable {
+            updatable::export_updatable(fit, check_x, force)
+        } else {
+            export(fit, check_x, force)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use nalgebra::DVector;
@@ -859,7 +875,7 @@ mod tests {
             assert!(exported.fidelity.passes(), "{:?}", exported.outputs);
             let spec = sgp_runtime::ModelSpec::from_bytes(&exported.blob).unwrap();
             assert_eq!((spec.shape.link, spec.class_labels.clone()), (link, labels));
-            let classes = crate::export::device::classify_all(&exported.blob, &x).unwrap();
+            let classes = crate::model::device::classify_all(&exported.blob, &x).unwrap();
             for (i, (class, p)) in classes.iter().enumerate() {
                 let latents: Vec<(f64, f64)> = set
                     .members

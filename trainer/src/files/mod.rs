@@ -11,7 +11,8 @@ mod output;
 mod panics;
 mod temporaries;
 
-pub use input::{FileId, Input, InputFormat};
+pub(crate) use input::FileId;
+pub use input::{Input, InputFormat};
 pub use output::{check_outputs, separate_path, write_atomic};
 pub(crate) use output::{check_outside, AtomicFile};
 pub use panics::catch_quietly;

@@ -33,6 +33,7 @@ pub(crate) const TEXT_LABELS_NOT_STREAMED: &str =
 
 /// What a family that streams streams: the rest of a request is read into
 /// memory, for the reason given.
+#[cfg(test)]
 pub const STREAMS_ONLY: &[(&str, &str)] = &[("text class labels", TEXT_LABELS_NOT_STREAMED)];
 
 /// A basis fitted by gradient steps or chosen from the rows, not a
@@ -105,6 +106,7 @@ impl Method {
 
 /// The guide's table of what each family takes and does (docs/src/
 /// cluster.md, "What streams"), from the declarations above.
+#[cfg(test)]
 pub fn markdown_table() -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut table = String::from(

@@ -222,7 +222,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
+    use crate::synth::synthetic;
 
     fn data(n: usize, d: usize) -> Dataset {
         let (x, y) = synthetic(n, d, 3);

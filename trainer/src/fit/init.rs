@@ -96,7 +96,12 @@ fn nearest_all(x: &DMatrix<f64>, centres: &[Vec<f64>]) -> Vec<usize> {
 /// A cluster that loses all its points is re-seeded at the point farthest
 /// from its current centre, which keeps the result deterministic. If `x`
 /// has fewer than `m` distinct rows some centres coincide.
-pub fn kmeans(x: &DMatrix<f64>, m: usize, seed: u64, max_iter: usize) -> Result<DMatrix<f64>> {
+pub(crate) fn kmeans(
+    x: &DMatrix<f64>,
+    m: usize,
+    seed: u64,
+    max_iter: usize,
+) -> Result<DMatrix<f64>> {
     check_m(x, m)?;
     let points: Vec<Vec<f64>> = x.row_iter().map(|r| r.iter().copied().collect()).collect();
     let n = points.len();

@@ -12,7 +12,7 @@
 //! sparse variational classifier. Families that cannot share a basis
 //! between outputs (`shares_basis`) refuse `P > 1`.
 
-pub mod capabilities;
+pub(crate) mod capabilities;
 mod choice_record;
 pub(crate) mod dr;
 pub(crate) mod exact;
@@ -29,11 +29,11 @@ pub(crate) mod spgp;
 pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
-pub mod streamed_classify;
-pub mod streamed_file;
-pub mod streamed_outputs;
+pub(crate) mod streamed_classify;
 pub mod svgp;
+pub mod task;
 pub(crate) mod vsgp;
+pub(crate) mod warnings;
 
 use sgp_runtime::{Kernel, ModelKind};
 use std::borrow::Cow;
@@ -47,19 +47,27 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::Progress;
 use crate::{Error, Result};
 
-pub use choice_record::{Candidate, Choice, KernelScore, KernelVerdict, Verdict};
-pub use dr::ProjectionReport;
-pub use params::PseudoInit;
+pub(crate) use choice_record::Candidate;
+pub(crate) use choice_record::Choice;
+pub(crate) use choice_record::KernelScore;
+pub(crate) use choice_record::KernelVerdict;
+pub(crate) use choice_record::Verdict;
+pub(crate) use dr::ProjectionReport;
+pub(crate) use params::PseudoInit;
+pub(crate) use params::DEFAULT_STALL;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
     Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
-    DEFAULT_M, DEFAULT_SEED, DEFAULT_STALL,
+    DEFAULT_M, DEFAULT_SEED,
 };
 pub(crate) use params::{DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
 pub use report::FitReport;
-pub use report::{
-    OptimiserReport, OutputReport, PriorStrength, StartReport, StrengthScore, WidthSpread,
-};
+pub(crate) use report::OptimiserReport;
+pub(crate) use report::OutputReport;
+pub(crate) use report::PriorStrength;
+pub(crate) use report::StartReport;
+pub(crate) use report::StrengthScore;
+pub(crate) use report::WidthSpread;
 pub use sparse::VarianceSharing;
 
 /// The models a family fitted on every output (or class), how the fit went,

@@ -294,7 +294,7 @@ pub(crate) fn check_max_points(max_points: usize) -> Result<()> {
         return Err(Error::BadInput("--max-points must be at least 2".into()));
     }
     // The exported exact GP has one basis function per row, and the host's
-    // runtime check holds at most 4096 (crate::export::device).
+    // runtime check holds at most 4096 (crate::model::device).
     if max_points > MAX_EXACT_POINTS {
         return Err(Error::BadInput(format!(
             "--max-points {max_points} is too large: an exact GP is exported with one basis \

@@ -117,7 +117,7 @@ fn significant((g, df): (f64, usize)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::synth::{classification, ClassShape};
+    use crate::synth::{classification, ClassShape};
 
     fn labels(y: &nalgebra::DVector<f64>) -> DMatrix<f64> {
         DMatrix::from_fn(y.len(), 1, |i, _| if y[i] > 0.5 { 1.0 } else { -1.0 })

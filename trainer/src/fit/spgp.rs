@@ -142,7 +142,7 @@ mod tests {
     use crate::fit::{fit, FitParams};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
+    use crate::synth::synthetic;
 
     #[test]
     fn a_kernel_collapsed_when_its_signal_is_negligible_against_its_noise() {
@@ -172,8 +172,8 @@ mod tests {
     /// GP's hyperparameters, which explain the data.
     #[test]
     fn a_collapsed_fit_starts_again_from_the_exact_gp() {
-        let data = crate::tools::synth::dataset(crate::tools::synth::Shape::FewDirections, 300, 0)
-            .expect("valid");
+        let data =
+            crate::synth::dataset(crate::synth::Shape::FewDirections, 300, 0).expect("valid");
         let params = SparseParams {
             m: 5,
             approximation: Approximation::Vfe,

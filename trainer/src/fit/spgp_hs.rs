@@ -383,8 +383,7 @@ mod tests {
     }
 
     fn data(n: usize) -> Dataset {
-        crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, n, 0)
-            .expect("valid")
+        crate::synth::dataset(crate::synth::Shape::Heteroscedastic, n, 0).expect("valid")
     }
 
     fn params(m: usize, approximation: Approximation, restarts: usize) -> SparseParams {
@@ -429,8 +428,7 @@ mod tests {
                 "{n_hs} vs {n_spgp}"
             );
             let test =
-                crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, 200, 1)
-                    .expect("valid");
+                crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 200, 1).expect("valid");
             let nlpd = |f: &Fit| {
                 let p = f.set.members[0]
                     .predict_raw(&test.raw_x())
@@ -484,10 +482,10 @@ mod tests {
     #[test]
     fn on_small_data_hs_is_weighed_against_spgp_on_held_out_rows() {
         use crate::choose::{fit as choose, Asked, Request};
-        use crate::tools::synth::Shape;
+        use crate::synth::Shape;
         let mut lost = 0;
         for shape in [Shape::Heteroscedastic, Shape::VeryNoisy, Shape::Linear] {
-            let train = crate::tools::synth::dataset(shape, 400, 0).expect("valid");
+            let train = crate::synth::dataset(shape, 400, 0).expect("valid");
             let request = Request {
                 asked: Asked::Family(FitParams::SpgpHs(params(8, Approximation::Fitc, 2))),
                 held_out: true,
@@ -516,8 +514,8 @@ mod tests {
     #[test]
     fn without_held_out_choices_the_prior_strength_is_the_fixed_default() {
         use crate::choose::{fit as choose, Asked, Request};
-        use crate::tools::synth::Shape;
-        let train = crate::tools::synth::dataset(Shape::Heteroscedastic, 200, 0).expect("valid");
+        use crate::synth::Shape;
+        let train = crate::synth::dataset(Shape::Heteroscedastic, 200, 0).expect("valid");
         let request = |held_out| Request {
             asked: Asked::Family(FitParams::SpgpHs(params(8, Approximation::Fitc, 2))),
             held_out,
@@ -561,7 +559,7 @@ mod tests {
     /// NLPD, the worst row's NLPD, and the smallest ratio of predicted to
     /// true noise standard deviation.
     fn pinning(fitted: &Fit, test: &Dataset) -> (f64, f64, f64) {
-        let shape = crate::tools::synth::Shape::Heteroscedastic;
+        let shape = crate::synth::Shape::Heteroscedastic;
         let p = fitted.set.members[0]
             .predict_raw(&test.raw_x())
             .expect("predicts");
@@ -580,8 +578,7 @@ mod tests {
     /// held out, and SPGP+HS settings at M = 10 without the held-out choice.
     fn pinning_set(seed: u64) -> (Dataset, Dataset, SparseParams) {
         let d =
-            crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, 200, seed)
-                .expect("valid");
+            crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 200, seed).expect("valid");
         let (train, test) = d.split(0.25, seed).expect("splits");
         let params = SparseParams {
             m: 10,
@@ -776,8 +773,7 @@ mod tests {
         let sets = [
             (
                 "heteroscedastic",
-                crate::tools::synth::dataset(crate::tools::synth::Shape::Heteroscedastic, 600, 0)
-                    .expect("ok"),
+                crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 600, 0).expect("ok"),
             ),
             ("mcycle", Dataset::from_csv(mcycle, None).expect("fetched")),
         ];
@@ -840,7 +836,7 @@ mod tests {
     #[test]
     #[ignore]
     fn measure_hs_choice() {
-        use crate::tools::synth::Shape;
+        use crate::synth::Shape;
         let mcycle = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/data/mcycle.csv");
         let mcycle = Dataset::from_csv(mcycle, None).expect("fetched");
         // 200-row heteroscedastic sets and 100-row mcycle splits at M = 10;
@@ -848,7 +844,7 @@ mod tests {
         // two homoscedastic 200-row sets.
         let mut sets: Vec<(String, Dataset, Dataset, usize)> = Vec::new();
         for seed in 1..=6u64 {
-            let d = crate::tools::synth::dataset(Shape::Heteroscedastic, 286, seed).expect("ok");
+            let d = crate::synth::dataset(Shape::Heteroscedastic, 286, seed).expect("ok");
             let (train, test) = d.split(86.0 / 286.0, seed).expect("ok");
             sets.push((format!("heteroscedastic/{seed}"), train, test, 10));
         }
@@ -856,7 +852,7 @@ mod tests {
             let (train, test) = mcycle.split(33.0 / 133.0, seed).expect("ok");
             sets.push((format!("mcycle 100/{seed}"), train, test, 10));
         }
-        let d = crate::tools::synth::dataset(Shape::Heteroscedastic, 600, 0).expect("ok");
+        let d = crate::synth::dataset(Shape::Heteroscedastic, 600, 0).expect("ok");
         let (train, test) = d.split(0.3, 0).expect("ok");
         let (mtrain, mtest) = mcycle.split(0.3, 0).expect("ok");
         for m in [10, 30] {
@@ -864,7 +860,7 @@ mod tests {
             sets.push(("mcycle".into(), mtrain.clone(), mtest.clone(), m));
         }
         for shape in [Shape::Periodic, Shape::Chirp] {
-            let d = crate::tools::synth::dataset(shape, 286, 1).expect("ok");
+            let d = crate::synth::dataset(shape, 286, 1).expect("ok");
             let (train, test) = d.split(86.0 / 286.0, 1).expect("ok");
             sets.push((format!("{} 200", shape.name()), train, test, 10));
         }

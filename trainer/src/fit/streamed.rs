@@ -51,6 +51,9 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::{Error, Result};
 
+/// Rows of the sample at which a streamed fit's export is checked.
+pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
+
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedParams {
@@ -201,7 +204,7 @@ pub struct StreamReport {
 /// documentation): the parameters every row is then conditioned on, and
 /// what turns the pass's sums into the fit ([`SubsetFit::finish`]). Its
 /// [`SubsetFit::basis`] is all a worker of the pass needs. Several outputs
-/// on one basis ([`super::streamed_outputs`]) have one basis each, the
+/// on one basis ([`crate::options::streamed_outputs`]) have one basis each, the
 /// same pseudo-inputs and length scales under each output's own kernel.
 pub struct SubsetFit {
     fit: SparseFit<PseudoInputs>,
@@ -305,7 +308,7 @@ impl SubsetFit {
         report.optimiser = Some(OptimiserReport::new(&fit.run, fit.max_iter));
         report.variance = fit.sharing.clone();
         report.starts = starts;
-        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
+        crate::fit::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows: file_rows,
             fitted_rows,
@@ -473,7 +476,7 @@ pub(crate) fn choose_kernel(
 /// # Errors
 /// [`Error::BadInput`] for settings that do not fit the sample; every
 /// error of the fits.
-pub fn fit_subset(
+pub(crate) fn fit_subset(
     table: &TableFile,
     scan: &Scan,
     params: &StreamedParams,
@@ -629,7 +632,7 @@ pub(crate) mod tests {
     use crate::fit::streamed_basis::split::{rows_of, split_sums};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::{generate, synthetic, Shape};
+    use crate::synth::{generate, synthetic, Shape};
 
     /// The subset fit, the pass over every row, the finish (as
     /// `StreamedStart::finish_on_file` runs them).

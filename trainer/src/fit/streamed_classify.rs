@@ -36,11 +36,11 @@ use super::svgp::{fit_latent_state, latent_set, LatentFit, SvgpParams};
 use super::{Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuilt};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{is_class, Dataset, Standardisation};
+use crate::fit::task::{choose_task, Classes, Task};
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::svgp::{expected_log_probit, SvgpConfig, Variational};
 use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::{cholesky_jittered, mat_ref, mul, solve_lower_mut, JitterPolicy};
-use crate::options::task::{choose_task, Classes, Task};
 use crate::{Error, Result};
 
 /// Sampled rows the classifier's kernel and inducing inputs are fitted on:
@@ -387,7 +387,7 @@ impl ClassifierStart {
                 .map(|l| OutputReport::named(l, None))
                 .collect()
         };
-        crate::export::warnings::prepend_data_warnings(&mut report.warnings, &full);
+        crate::fit::warnings::prepend_data_warnings(&mut report.warnings, &full);
         report.streamed = Some(StreamReport {
             rows,
             fitted_rows,
@@ -512,7 +512,7 @@ pub(crate) fn start_classifier(
     let check_rows = scan
         .sample_x
         .nrows()
-        .min(super::streamed_file::STREAMED_CHECK_ROWS);
+        .min(super::streamed::STREAMED_CHECK_ROWS);
     Ok(Some(ClassifierStart {
         fit,
         basis,
@@ -539,7 +539,7 @@ mod tests {
     use crate::fit::svgp::test_params;
     use crate::fit::{fit, FitParams};
     use crate::model::multiclass::{probabilities, scores, ClassLink};
-    use crate::tools::synth::{classification, ClassShape};
+    use crate::synth::{classification, ClassShape};
 
     fn svgp(seed: u64) -> SvgpParams {
         test_params(16, seed)

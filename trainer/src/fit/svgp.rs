@@ -774,7 +774,7 @@ mod tests {
     use crate::export::check;
     use crate::fit::{fit, FitParams};
     use crate::model::multiclass::{probabilities, scores, ClassLink};
-    use crate::tools::synth::{classification, ClassShape};
+    use crate::synth::{classification, ClassShape};
 
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.
     fn moons_and_noise(rows: usize, seed: u64) -> Dataset {
@@ -938,12 +938,10 @@ mod tests {
     /// bench/classify/ring.sh.
     #[test]
     fn the_ring_is_learned_at_every_size_and_seed() {
-        let test =
-            crate::tools::synth::classification_dataset(ClassShape::Ring, 20_000, 99).unwrap();
-        let bayes = crate::tools::synth::RING_FLIPPED;
+        let test = crate::synth::classification_dataset(ClassShape::Ring, 20_000, 99).unwrap();
+        let bayes = crate::synth::RING_FLIPPED;
         let error = |rows: usize, seed: u64| {
-            let train =
-                crate::tools::synth::classification_dataset(ClassShape::Ring, rows, seed).unwrap();
+            let train = crate::synth::classification_dataset(ClassShape::Ring, rows, seed).unwrap();
             let params = FitParams::Svgp(SvgpParams {
                 m: 64,
                 seed,
@@ -970,8 +968,7 @@ mod tests {
 
     #[test]
     fn a_continuous_target_or_too_many_points_is_refused() {
-        let regression =
-            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 100, 1).unwrap();
+        let regression = crate::synth::dataset(crate::synth::Shape::Periodic, 100, 1).unwrap();
         let err = fit(&regression, &params(10, 0), &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("continuous"), "{err}");
         let small = moons_and_noise(30, 1);

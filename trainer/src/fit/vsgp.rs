@@ -166,7 +166,7 @@ mod tests {
     use crate::model::features::BasisWidths;
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
-    use crate::tools::synth::synthetic;
+    use crate::synth::synthetic;
     use crate::Error;
 
     fn data(n: usize) -> Dataset {

@@ -1,5 +1,6 @@
 //! A trained model in runtime form, with the metadata a blob carries.
 
+pub mod device;
 pub mod features;
 pub mod icf;
 pub mod inference;
@@ -7,6 +8,7 @@ pub mod kernel;
 pub mod likelihood;
 pub mod multiclass;
 pub mod posterior_sums;
+pub(crate) mod precision;
 pub(crate) mod shared_variance;
 pub mod updatable;
 pub(crate) mod variance_factor;

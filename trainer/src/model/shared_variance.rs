@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn a_shared_variance_is_the_first_scaled_and_nothing_else_is() {
-        let (x, y) = crate::tools::synth::synthetic(60, 2, 3);
+        let (x, y) = crate::synth::synthetic(60, 2, 3);
         let data =
             crate::data::Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).unwrap();
         let params = FitParams::Spgp(SparseParams {

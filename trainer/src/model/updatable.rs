@@ -208,7 +208,7 @@ mod tests {
     /// gives back the posterior covariance `S`.
     #[test]
     fn the_whitened_form_is_the_posterior() {
-        let (x, y) = crate::tools::synth::synthetic(200, 2, 4);
+        let (x, y) = crate::synth::synthetic(200, 2, 4);
         let data =
             crate::data::Dataset::from_raw(x, y, vec!["a".into(), "b".into()], "y".into()).unwrap();
         let params = FitParams::Spgp(SparseParams {

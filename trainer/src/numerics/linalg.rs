@@ -20,8 +20,9 @@ use faer::linalg::triangular_solve::{
 };
 use faer::{Accum, MatMut, Par};
 
+pub(crate) use super::fixed_order::MatRef;
+pub(crate) use super::fixed_order::Triangle;
 use super::fixed_order::{gemm, solve_lower_in_place, solve_lower_t_in_place, Product};
-pub use super::fixed_order::{MatRef, Triangle};
 use super::reproducible;
 
 use crate::{Error, Result};

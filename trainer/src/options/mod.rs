@@ -8,27 +8,24 @@
 //! family named (or, with none, `auto` for a regression and `svgp` for a
 //! classification), and which choices stay open. A setting given for a
 //! family that does not read it is an error ([`settings`]); the task of the
-//! target is decided in [`task`].
+//! target is decided in [`crate::fit::task`].
 
 #[macro_use]
 mod named;
 pub mod settings;
-pub mod task;
+pub mod streamed_file;
+pub mod streamed_outputs;
 pub mod update;
-
-use nalgebra::DMatrix;
 
 use crate::choose::{Asked, Request, AUTO};
 use crate::data::multi_target::Outputs;
 use crate::data::TargetKind;
-use crate::export::updatable::export_updatable;
-use crate::export::{export, Exported};
 use crate::fit::gplasso::{GplassoParams, GplassoRefit};
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{
-    check_m, ExactParams, Fit, FitParams, HyperInit, InitMethod, Method, ProjectedParams,
-    SparseParams, DEFAULT_STALL,
+    check_m, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
+    DEFAULT_STALL,
 };
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
@@ -36,8 +33,8 @@ use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
 pub use named::{parse, parse_or, Named};
 
+use crate::fit::task::Task;
 use sgp_runtime::Kernel;
-use task::Task;
 
 /// The family a classification fits, and `sgp sweep` sweeps, when none is
 /// named: the variational classifier (as accurate as the IVM and faster).
@@ -263,20 +260,6 @@ impl Options {
             reproducibly(work)?
         } else {
             work()
-        }
-    }
-
-    /// Exports `fit` as asked: a blob that learns on the device with
-    /// `updatable` ([`export_updatable`]), else the fixed blob ([`export`]);
-    /// `force` exports what fails the f32 check.
-    ///
-    /// # Errors
-    /// As [`export`] and [`export_updatable`].
-    pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
-        if self.updatable {
-            export_updatable(fit, check_x, force)
-        } else {
-            export(fit, check_x, force)
         }
     }
 

@@ -15,9 +15,9 @@ use crate::evaluate::contest::CONTEST_ROWS;
 use crate::fit::ivm::{IvmParams, IvmPosterior};
 use crate::fit::spgp_hs::H_PRIOR;
 use crate::fit::streamed::StreamedParams;
+use crate::fit::task::Task;
 use crate::fit::{ExactParams, FitParams, HyperInit, InitMethod, Method, PseudoInit, SparseParams};
 use crate::model::inference::Approximation;
-use crate::options::task::Task;
 use crate::options::{KernelChoice, Named, Options, DEFAULT_M};
 use crate::{Error, Result};
 
@@ -457,7 +457,7 @@ fn exact() -> ExactParams {
 /// through until it is).
 ///
 /// ```
-/// use sgp_trainer::options::task::Task;
+/// use sgp_trainer::fit::task::Task;
 /// use sgp_trainer::fit::Method;
 /// use sgp_trainer::options::settings;
 ///

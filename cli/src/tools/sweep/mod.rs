@@ -776,7 +776,7 @@ mod tests {
     use super::*;
     use sgp_trainer::choose::{self, Asked, Request};
     use sgp_trainer::evaluate::{ClassEvaluation, Evaluation};
-    use sgp_trainer::tools::synth::{dataset, Shape};
+    use sgp_trainer::synth::{dataset, Shape};
 
     fn spec(models: &[Method], m: &[usize], dims: &[usize]) -> SweepSpec {
         SweepSpec {
@@ -1151,7 +1151,7 @@ mod tests {
     /// output vector; families that cannot share a basis are refused.
     #[test]
     fn a_sweep_of_several_targets_evaluates_each_output_of_one_blob() {
-        let data = sgp_trainer::tools::dynamics::System::Arm
+        let data = sgp_trainer::synth::dynamics::System::Arm
             .data(160, 2)
             .unwrap();
         let (train, test) = data.split(0.25, 1).unwrap();

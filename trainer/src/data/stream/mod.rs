@@ -45,7 +45,7 @@ use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
 pub(crate) use scan::scan;
-pub use scan::Scan;
+pub(crate) use scan::Scan;
 
 /// Rows per chunk of the streamed passes: large enough that per-chunk
 /// overhead vanishes and every core gets parallel work, small enough to

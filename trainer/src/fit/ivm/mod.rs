@@ -389,7 +389,7 @@ mod tests {
     use crate::evaluate::metrics::{error_rate, mean_nlpd_binary};
     use crate::export::{check, PROBABILITY_TOLERANCE};
     use crate::fit::{fit, FitParams};
-    use crate::tools::synth::{classification_dataset, ClassShape};
+    use crate::synth::{classification_dataset, ClassShape};
 
     fn test_error(shape: ClassShape, n: usize, m: usize, seed: u64) -> (f64, Fit) {
         let data = classification_dataset(shape, n + 1000, seed).unwrap();
@@ -652,8 +652,7 @@ mod tests {
 
     #[test]
     fn regression_variant_fits_and_equals_an_exact_gp_on_its_active_set() {
-        let data =
-            crate::tools::synth::dataset(crate::tools::synth::Shape::Periodic, 300, 1).unwrap();
+        let data = crate::synth::dataset(crate::synth::Shape::Periodic, 300, 1).unwrap();
         let params = FitParams::Ivm(IvmParams {
             m: 30,
             ..IvmParams::default()

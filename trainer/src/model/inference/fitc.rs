@@ -17,7 +17,8 @@ use rayon::prelude::*;
 use super::{col_sq_norms, sandwich_inv_factor, Approximation, ModelGrad, Prediction, RuntimeForm};
 use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::KernelParams;
-pub use crate::model::posterior_sums::{FitcConfig, FitcPosterior};
+pub use crate::model::posterior_sums::FitcConfig;
+pub use crate::model::posterior_sums::FitcPosterior;
 use crate::model::posterior_sums::{PosteriorSums, Solved};
 use crate::numerics::linalg::{
     cholesky_jittered, dot, lower_inverse, mat_ref, matmul_into, mul, solve_lower_mut,
@@ -30,9 +31,9 @@ use crate::{Error, Result};
 /// variables likelihood of Seeger et al. (2003), also called DTC: VFE's
 /// `Gamma = sigma2 I` without its trace term, `-log N(y | 0, Q + sigma2 I)`.
 /// No setting picks PLV: it learns pseudo-inputs poorly by gradients (the
-/// SPGP paper's Figure 1, which `crate::tools::demo` reproduces).
+/// SPGP paper's Figure 1, which `crate::demo` reproduces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Objective {
+pub enum Objective {
     /// SPGP's likelihood.
     Fitc,
     /// Titsias' bound.
@@ -307,7 +308,7 @@ fn noise_adjoint(fw: &Forward, half_sum_w: f64) -> f64 {
 
 /// The objective only (cheaper than with the gradient: one pass over the
 /// data).
-pub(crate) fn fitc_nlml<F: InducingFeatures + ?Sized>(
+pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,
@@ -318,7 +319,7 @@ pub(crate) fn fitc_nlml<F: InducingFeatures + ?Sized>(
 }
 
 /// [`fitc_nlml`] of any [`Objective`] (`cfg.approximation` is ignored).
-pub(crate) fn objective_value<F: InducingFeatures + ?Sized>(
+pub fn objective_value<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,

@@ -16,7 +16,7 @@ mod scaled;
 mod se;
 
 use matern::{matern_cross, matern_cross_grad};
-pub use scaled::KernelGrad;
+pub(crate) use scaled::KernelGrad;
 pub(crate) use scaled::{CrossGrad, Scaled};
 pub(crate) use se::{se_cross, se_cross_grad};
 

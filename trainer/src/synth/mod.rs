@@ -18,6 +18,9 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::data::Dataset;
+
+pub mod drift;
+pub mod dynamics;
 use crate::Result;
 
 named_enum! {
@@ -341,7 +344,7 @@ pub(crate) const MAX_SYNTH_BYTES: u128 = 4 << 30;
 /// holds).
 ///
 /// ```
-/// use sgp_trainer::tools::synth::check_size;
+/// use sgp_trainer::synth::check_size;
 /// assert!(check_size(1000, 4).is_ok());
 /// assert!(check_size(1_000_000_000_000_000_000, 4).is_err());
 /// assert!(check_size(10, 1_000_000).is_err());
@@ -770,7 +773,7 @@ named_enum! {
 }
 
 /// Fraction of [`ClassShape::Ring`]'s labels flipped: its Bayes error.
-pub const RING_FLIPPED: f64 = 0.05;
+pub(crate) const RING_FLIPPED: f64 = 0.05;
 
 impl ClassShape {
     /// Number of inputs D.

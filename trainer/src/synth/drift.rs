@@ -2,7 +2,7 @@
 //! generator and the measurement behind the guide's drift figures
 //! (`cargo run --release -p sgp-trainer --example drift`) and their test.
 //!
-//! The plant is `crate::tools::synth::ridge_function` on inputs uniform
+//! The plant is `crate::synth::ridge_function` on inputs uniform
 //! in `[-3, 3]^d`, with Gaussian noise; at the shift its function changes
 //! ([`Shift`]). A model fitted in the lab on the old plant then sees a
 //! stream of observations, the shift halfway, and is judged on fresh rows
@@ -18,12 +18,12 @@ use serde::Serialize;
 use sgp_runtime::UpdateSettings;
 
 use crate::evaluate::metrics::mean_nlpd;
-use crate::export::device::predict_all;
+use crate::evaluate::replay::replay;
+use crate::model::device::predict_all;
 use crate::model::inference::Approximation;
 use crate::model::updatable::conditioned;
 use crate::model::TrainedModel;
-use crate::tools::replay::replay;
-use crate::tools::synth::ridge_function;
+use crate::synth::ridge_function;
 use crate::Result;
 
 /// How the plant changes at the shift.

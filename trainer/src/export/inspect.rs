@@ -7,46 +7,8 @@
 use serde::Serialize;
 use sgp_runtime::{ram_bytes_with_outputs, Link, ModelSpec, NAME_CAPACITY};
 
-use crate::export::device::names_too_long;
 use crate::fit::WidthSpread;
-use crate::{Error, Result};
-
-/// Parses a `--capacity` value: `M` or `M,G,D`. With `M` alone, `G` and
-/// `D` are the model's own.
-///
-/// # Errors
-/// [`Error::BadInput`] for anything else.
-pub fn parse_capacity(text: &str, spec: &ModelSpec) -> Result<(usize, usize, usize)> {
-    let bad = || {
-        Error::BadInput(format!(
-            "--capacity '{text}': expected M or M,G,D (positive whole numbers)"
-        ))
-    };
-    let numbers: Vec<usize> = text
-        .split(',')
-        .map(|part| {
-            part.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(bad)
-        })
-        .collect::<Result<_>>()?;
-    // The blob format holds each size in 16 bits: a larger capacity is
-    // never needed, and its RAM would overflow the arithmetic.
-    if let Some(&n) = numbers.iter().find(|&&n| n > usize::from(u16::MAX)) {
-        return Err(Error::BadInput(format!(
-            "--capacity '{text}': {n} is larger than any model holds (each size is at most {})",
-            u16::MAX
-        )));
-    }
-    let own = &spec.shape;
-    match numbers.as_slice() {
-        [m] => Ok((*m, usize::from(own.feature_dim), usize::from(own.input_dim))),
-        [m, g, d] => Ok((*m, *g, *d)),
-        _ => Err(bad()),
-    }
-}
+use crate::model::device::names_too_long;
 
 /// What `sgp inspect` prints.
 #[derive(Clone, Debug, Serialize)]

@@ -37,7 +37,7 @@ pub trait DeviceModel {
     fn write_blob(&self, source: &[u8]) -> std::result::Result<Vec<u8>, sgp_runtime::Error>;
     /// [`sgp_runtime::FixedModel::predict`] at every input, or why the
     /// model has no fixed-point form.
-    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> super::fixed::FixedPredictions;
+    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> FixedPredictions;
 }
 
 impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
@@ -73,13 +73,16 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> DeviceModel
         out.truncate(len);
         Ok(out)
     }
-    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> super::fixed::FixedPredictions {
+    fn fixed_predict_all(&self, x: &[Vec<f32>]) -> FixedPredictions {
         let fixed = sgp_runtime::FixedModel::<M, G>::from_model(self).map_err(|e| e.to_string())?;
         x.iter()
             .map(|xi| fixed.predict(xi).map_err(|e| e.to_string()))
             .collect()
     }
 }
+
+/// The fixed-point predictions of every point, or why there are none.
+pub(crate) type FixedPredictions = std::result::Result<Vec<Prediction>, String>;
 
 /// Basis-function capacity classes.
 const BASIS_CLASSES: [usize; 5] = [32, 128, 512, 2048, 4096];

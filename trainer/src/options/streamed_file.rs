@@ -6,28 +6,26 @@
 //! SPGP at this size; several targets: [`super::streamed_outputs`]) or an
 //! svgp classifier, and the file has more rows than
 //! [`StreamedParams::in_memory_rows`]; anything else is fitted in memory,
-//! and [`NotStreamed`] says why.
+//! and `NotStreamed` says why.
 
 use nalgebra::DMatrix;
 
-use super::capabilities::{CLASSIFICATION_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED};
-use super::streamed::{
-    choose_kernel, fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
-};
-use super::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
-use super::{Choice, Fit, FitParams, KernelVerdict, Method};
 use crate::data::stream::{scan, TableFile};
+use crate::fit::capabilities::{CLASSIFICATION_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED};
+use crate::fit::streamed::{
+    choose_kernel, fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
+    STREAMED_CHECK_ROWS,
+};
+use crate::fit::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
+use crate::fit::task::Task;
+use crate::fit::{Choice, Fit, FitParams, KernelVerdict, Method};
 use crate::model::posterior_sums::PosteriorSums;
-use crate::options::task::Task;
 use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::Result;
 
-/// Rows of the sample at which a streamed fit's export is checked.
-pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
-
 /// Why a file is fitted in memory rather than streamed.
 #[derive(Clone, Debug, PartialEq)]
-pub enum NotStreamed {
+pub(crate) enum NotStreamed {
     /// Only SPGP streams; this family reads every row into memory.
     Family(Method),
     /// A classification asked of a family that does not classify.
@@ -114,10 +112,10 @@ impl StreamedStart {
 }
 
 /// A streamed fit past its subset fit: a regression's, or a classifier's.
-pub enum Started {
+pub(crate) enum Started {
     /// An SPGP regression.
     Regression(Box<StreamedStart>),
-    /// An svgp classifier ([`super::streamed_classify`]).
+    /// An svgp classifier ([`crate::fit::streamed_classify`]).
     Classifier(Box<ClassifierStart>),
 }
 
@@ -128,7 +126,7 @@ pub enum Started {
 ///
 /// # Errors
 /// Every error of the options, of reading the file and of the fit.
-pub fn start_streamed(
+pub(crate) fn start_streamed(
     table: &TableFile,
     options: &Options,
     (task, positive): (Option<Task>, Option<&str>),

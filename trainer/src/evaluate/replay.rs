@@ -7,7 +7,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 use sgp_runtime::{Link, ModelSpec, UpdateSettings};
 
-use crate::export::device::{DeviceModel, LoadedModel};
+use crate::model::device::{DeviceModel, LoadedModel};
 use crate::{Error, Result};
 
 /// One observation of one output, as the model saw it before learning it.

@@ -4,8 +4,8 @@
 //! command line (text, `--quiet` and `--json`) and Python say the same.
 
 use crate::data::{extremes, Dataset};
-use crate::export::device::names_too_long;
-use crate::export::precision;
+use crate::model::device::names_too_long;
+use crate::model::precision;
 
 /// Every warning about `data`'s columns, in a fixed order: constant
 /// inputs, extreme values ([`extremes::warnings`]), f32 resolution

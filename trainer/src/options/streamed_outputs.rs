@@ -1,5 +1,5 @@
 //! Several targets on a file of any size (`sgp fit --target a,b`): the
-//! streamed fit of [`super::streamed`] for every output at once.
+//! streamed fit of [`crate::fit::streamed`] for every output at once.
 //!
 //! 1. The first pass reads the inputs and every target of each row
 //!    (`scan` of a table whose trailing columns are the targets after the
@@ -9,7 +9,7 @@
 //!    `CONTEST_ROWS` of the sampled rows): one basis for every output, or
 //!    one model per output.
 //! 3. One basis: the staged subset fit of every output together
-//!    (`super::streamed::fit_subset_outputs`); one model per output: each
+//!    (`crate::fit::streamed::fit_subset_outputs`); one model per output: each
 //!    output's own staged fit.
 //! 4. One pass over every row sums every output on its basis (each chunk
 //!    read once); the fit is the in-memory path's for that choice: one fit
@@ -17,18 +17,19 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::streamed::{
+use crate::fit::streamed::{
     choose_kernel, fit_subset, fit_subset_outputs, stage_pool, StreamedParams, StreamedProgress,
     SubsetFit,
 };
-use super::streamed_basis::StreamedBasis;
-use super::streamed_file::{NotStreamed, STREAMED_CHECK_ROWS};
-use super::{Choice, Fit, FitParams, KernelVerdict, Method};
+use crate::fit::streamed_basis::StreamedBasis;
+use super::streamed_file::NotStreamed;
+use crate::fit::streamed::STREAMED_CHECK_ROWS;
+use crate::fit::{Choice, Fit, FitParams, KernelVerdict, Method};
 use crate::choose::outputs::{basis_choice, note_kernel, BasisChoice};
 use crate::data::stream::{scan, Scan, TableFile};
 use crate::model::features::InducingFeatures;
 use crate::model::posterior_sums::PosteriorSums;
-use crate::options::task::Task;
+use crate::fit::task::Task;
 use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::{Error, Result};
 
@@ -174,7 +175,7 @@ impl OutputsStart {
 /// # Errors
 /// Every error of the options, of the columns, of reading the file and of
 /// the fits.
-pub fn start_outputs(
+pub(crate) fn start_outputs(
     open: &OpenTable<'_>,
     (targets, inputs): (&[String], Option<&[String]>),
     options: &Options,
@@ -301,7 +302,7 @@ fn started(
     } else {
         // The staged fit keeps one variance factor per output: its later
         // stages refit every output's own noise.
-        params.sparse.sharing = super::sparse::VarianceSharing::Separate;
+        params.sparse.sharing = crate::fit::sparse::VarianceSharing::Separate;
         Subsets::Shared(Box::new(fit_subset_outputs(
             &tables, &scans, &params, progress,
         )?))
@@ -396,7 +397,7 @@ mod tests {
     use crate::export::export;
     use crate::fit::SparseParams;
     use crate::model::TrainedModel;
-    use crate::tools::dynamics::System;
+    use crate::synth::dynamics::System;
 
     /// Margin (nats per held-out row, each output) within which the
     /// streamed fit, its basis fitted on at most `params().max_rows` sampled

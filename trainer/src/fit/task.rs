@@ -56,7 +56,7 @@ pub struct Target {
 /// model, `positive` with a regression, a regression of text labels, a
 /// class with fewer than two rows (naming them), and every error of
 /// `labels::class_value` and [`Dataset::into_binary`].
-pub fn choose_task(
+pub(crate) fn choose_task(
     data: Dataset,
     asked: Option<Task>,
     positive: Option<&str>,
