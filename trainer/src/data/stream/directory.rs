@@ -99,7 +99,7 @@ fn listing(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Refuses `input` unless its columns are `expected` (the first file's).
 fn same_columns(
-    expected: &[(String, arrow_schema::DataType)],
+    expected: &[(String, parquet_rows::Kind)],
     first: &str,
     input: &Input,
 ) -> Result<()> {
@@ -111,7 +111,7 @@ fn same_columns(
             input.name()
         )))
     };
-    let names = |f: &[(String, arrow_schema::DataType)]| {
+    let names = |f: &[(String, parquet_rows::Kind)]| {
         f.iter()
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
