@@ -25,12 +25,12 @@ use crate::export::{Exported, Fidelity};
 use crate::files::{check_outputs, check_outside, Input};
 use crate::fit::streamed::StreamedProgress;
 use crate::fit::streamed_classify::ClassifierStart;
-use crate::options::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
 use crate::fit::task::{choose_task, Classes, Task};
 use crate::fit::warnings::about_data;
 use crate::fit::{Fit, FitParams, FitReport, Method};
 use crate::model::posterior_sums::PosteriorSums;
 use crate::options::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
+use crate::options::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
 use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::{Error, Result};
 

@@ -17,19 +17,19 @@
 
 use nalgebra::{DMatrix, DVector};
 
+use super::streamed_file::NotStreamed;
+use crate::choose::outputs::{basis_choice, note_kernel, BasisChoice};
+use crate::data::stream::{scan, Scan, TableFile};
+use crate::fit::streamed::STREAMED_CHECK_ROWS;
 use crate::fit::streamed::{
     choose_kernel, fit_subset, fit_subset_outputs, stage_pool, StreamedParams, StreamedProgress,
     SubsetFit,
 };
 use crate::fit::streamed_basis::StreamedBasis;
-use super::streamed_file::NotStreamed;
-use crate::fit::streamed::STREAMED_CHECK_ROWS;
+use crate::fit::task::Task;
 use crate::fit::{Choice, Fit, FitParams, KernelVerdict, Method};
-use crate::choose::outputs::{basis_choice, note_kernel, BasisChoice};
-use crate::data::stream::{scan, Scan, TableFile};
 use crate::model::features::InducingFeatures;
 use crate::model::posterior_sums::PosteriorSums;
-use crate::fit::task::Task;
 use crate::options::{KernelChoice, ModelChoice, Options};
 use crate::{Error, Result};
 
