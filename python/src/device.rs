@@ -6,14 +6,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
+use sgp_trainer::evaluate::replay::{learns, replay_loaded, step};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
+use sgp_trainer::export::inspect::summarise;
 use sgp_trainer::model::device::LoadedModel;
 use sgp_trainer::model::device::{
     classify_all, predict_outputs, predict_outputs_loaded, DevicePrediction,
 };
 use sgp_trainer::options::update::update_settings;
-use sgp_trainer::export::inspect::summarise;
-use sgp_trainer::evaluate::replay::{learns, replay_loaded, step};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::arrays::{matrix, to_bytes, vector, Predictions};

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::fit::streamed::StreamedProgress;
+use sgp_trainer::fit::task::Task;
 use sgp_trainer::job::{Arrays, Job, Source};
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::settings::{setting, stated, Setting, Value, FIGURES, SETTINGS};
-use sgp_trainer::fit::task::Task;
 use sgp_trainer::options::{ModelChoice, Options};
 
 use crate::arrays::matrix;

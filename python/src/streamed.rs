@@ -10,9 +10,9 @@ use pyo3::types::PyBytes;
 use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
-use sgp_trainer::options::streamed_file::StreamedStart;
-use sgp_trainer::job::{Done, Job, Read, Source, Streaming};
 use sgp_trainer::fit::task::Task;
+use sgp_trainer::job::{Done, Job, Read, Source, Streaming};
+use sgp_trainer::options::streamed_file::StreamedStart;
 use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, sums_from_bytes, BasisBytes};
