@@ -56,7 +56,7 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
-pub struct StreamedParams {
+pub(crate) struct StreamedParams {
     /// The SPGP fit of each stage (its starts are not screened but each
     /// optimised to the end and scored on validation rows).
     pub sparse: SparseParams,

@@ -308,7 +308,7 @@ pub(crate) struct Solved {
 /// A fitted basis and kernel, factorised once, ready to sum chunks of rows
 /// ([`Self::sums`]) and to turn the merged sums into the posterior
 /// ([`Self::posterior`]).
-pub struct ChunkModel<'a, F: ?Sized> {
+pub(crate) struct ChunkModel<'a, F: ?Sized> {
     feat: &'a F,
     kern: &'a KernelParams,
     config: FitcConfig,
