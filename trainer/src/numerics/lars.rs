@@ -53,7 +53,7 @@ pub enum LarsAction {
     /// The variable's coefficient reached zero and it left the active set.
     Leave(usize),
     /// The variable caught up with lambda but its column is a linear
-    /// combination of the active ones: not admitted (see [`LassoPath::degenerate`]).
+    /// combination of the active ones: not admitted (see `LassoPath::degenerate`).
     Rejected(usize),
     /// The path stopped here (at `lambda_min` or 0) without a change of the
     /// active set.

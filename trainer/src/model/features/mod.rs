@@ -7,7 +7,7 @@
 //!
 //! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
 //! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
-//! projection, unit length scales in G dims) and [`Multiscale`] (VSGP:
+//! projection, unit length scales in G dims) and `Multiscale` (VSGP:
 //! per-basis widths). Each module documents its covariances.
 //!
 //! # Conventions

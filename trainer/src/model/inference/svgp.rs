@@ -11,7 +11,7 @@
 //! (docs/src/classification.md, "svgp"). The runtime form's variance factor
 //! is `L2 = Lu R^T` from the QR factorisation `L^{-1} = Q R`, so no product
 //! that squares `cond(S)` is factorised. Rows run in parallel chunks of
-//! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
+//! `SvgpConfig::chunk_rows`, summed in chunk order: the result does not
 //! depend on the thread count.
 
 use std::sync::OnceLock;
