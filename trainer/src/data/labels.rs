@@ -237,7 +237,7 @@ pub(crate) fn class_value(data: &Dataset, label: &str) -> Result<f64> {
 ///
 /// # Errors
 /// [`Error::BadInput`] unless the target holds exactly two classes.
-pub fn default_positive(data: &Dataset) -> Result<f64> {
+pub(crate) fn default_positive(data: &Dataset) -> Result<f64> {
     let classes = data.target_classes();
     let [low, high] = classes[..] else {
         if data.class_labels.is_empty() {
@@ -264,7 +264,7 @@ pub fn default_positive(data: &Dataset) -> Result<f64> {
 /// `data` (its target not yet made binary) with class value `positive`:
 /// the other class's name when there are two classes, `other` when the
 /// positive class is one against several.
-pub fn binary_labels(data: &Dataset, positive: f64) -> Vec<String> {
+pub(crate) fn binary_labels(data: &Dataset, positive: f64) -> Vec<String> {
     let classes = data.target_classes();
     let mut others = classes.iter().filter(|&&v| !is_class(v, positive));
     let negative = match (others.next(), others.next()) {

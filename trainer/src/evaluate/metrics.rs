@@ -82,7 +82,7 @@ pub fn mean_nlpd(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
 /// let at_mean = sgp_trainer::evaluate::metrics::point_nlpd(0.0, 1.0, 0.0);
 /// assert!((at_mean - 0.5 * (2.0 * std::f64::consts::PI).ln()).abs() < 1e-12);
 /// ```
-pub fn point_nlpd(mean: f64, variance: f64, target: f64) -> f64 {
+pub(crate) fn point_nlpd(mean: f64, variance: f64, target: f64) -> f64 {
     let ln_2pi = libm::log(2.0 * std::f64::consts::PI);
     0.5 * (ln_2pi + libm::log(variance)) + (target - mean) * (target - mean) / (2.0 * variance)
 }

@@ -68,3 +68,7 @@ pub fn central_differences(model: &TrainedModel, x: &DMatrix<f64>) -> Result<Raw
         probability,
     })
 }
+
+#[cfg(test)]
+#[path = "gradient_tests.rs"]
+mod tests;

@@ -13,7 +13,7 @@
 pub mod codegen;
 pub mod cure;
 pub mod fixed;
-pub mod gradient;
+pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
 pub mod updatable;
@@ -599,6 +599,10 @@ impl crate::options::Options {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod classify;
 
 #[cfg(test)]
 mod tests {

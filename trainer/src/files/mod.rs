@@ -15,5 +15,5 @@ pub(crate) use input::FileId;
 pub use input::{Input, InputFormat};
 pub use output::{check_outputs, separate_path, write_atomic};
 pub(crate) use output::{check_outside, AtomicFile};
-pub use panics::catch_quietly;
+pub(crate) use panics::catch_quietly;
 pub use temporaries::{remove_temporaries, remove_temporaries_on_interrupt};

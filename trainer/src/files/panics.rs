@@ -24,7 +24,7 @@ static HOOK: Once = Once::new();
 ///
 /// # Errors
 /// The panic's message.
-pub fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {

@@ -7,9 +7,9 @@
 //!
 //! 1. the first pass (`crate::data::stream::scan`) validates the whole file,
 //!    standardises it and keeps a seeded random sample of
-//!    [`StreamedParams::max_rows`] + [`StreamedParams::validation_rows`]
+//!    `StreamedParams::max_rows` + `StreamedParams::validation_rows`
 //!    rows;
-//! 2. SPGP is fitted on the first [`StreamedParams::first_rows`] sampled
+//! 2. SPGP is fitted on the first `StreamedParams::first_rows` sampled
 //!    rows from each of its starts, every start optimised to the end and
 //!    the one of best test NLPD on the validation rows kept (the starts
 //!    land in different local optima, which decide the model, and a short
@@ -18,8 +18,8 @@
 //!    (`super::spgp::fit_pseudo_inputs`); then
 //!    warm-started from the best stage on twice as many rows, and so on,
 //!    each stage scored on the validation rows; the subset stops growing
-//!    when a doubling gains less than [`StreamedParams::min_gain`] nats per
-//!    row, or at [`StreamedParams::max_rows`], and the best-scoring stage
+//!    when a doubling gains less than `StreamedParams::min_gain` nats per
+//!    row, or at `StreamedParams::max_rows`, and the best-scoring stage
 //!    is kept;
 //! 3. a second pass computes the posterior of every row with those
 //!    parameters: the sums of [`crate::model::posterior_sums`], chunk by chunk.
@@ -56,7 +56,7 @@ pub(crate) const STREAMED_CHECK_ROWS: usize = 16_384;
 
 /// Settings of a streamed fit.
 #[derive(Clone, Debug, PartialEq)]
-pub struct StreamedParams {
+pub(crate) struct StreamedParams {
     /// The SPGP fit of each stage (its starts are not screened but each
     /// optimised to the end and scored on validation rows).
     pub sparse: SparseParams,
@@ -158,7 +158,7 @@ pub enum StreamedProgress {
         rows: usize,
         /// The optimiser's progress within the stage.
         progress: Progress,
-        /// Iterations the stage may use ([`StreamedParams::stage_budget`]).
+        /// Iterations the stage may use (`StreamedParams::stage_budget`).
         budget: u64,
     },
     /// The first pass over the file (`crate::data::stream::scan`).

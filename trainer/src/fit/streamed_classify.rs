@@ -112,9 +112,9 @@ pub struct ClassifierBasis {
     /// The kernel.
     pub kernel: KernelParams,
     /// The bound's jitter.
-    pub config: SvgpConfig,
+    pub(crate) config: SvgpConfig,
     /// Each latent's `q(v)` and bias.
-    pub qs: Vec<Variational>,
+    pub(crate) qs: Vec<Variational>,
     /// The class value each latent says yes to (raw units).
     pub classes: Vec<f64>,
     /// Every class value of the target (a row of another is refused).

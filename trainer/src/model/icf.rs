@@ -15,7 +15,7 @@ use crate::{Error, Result};
 
 /// A pivoted incomplete Cholesky factor.
 #[derive(Clone, Debug)]
-pub struct Icf {
+pub(crate) struct Icf {
     /// `R`, rank x N: `K ~ R^T R`.
     pub r: DMatrix<f64>,
     /// The pivot (row of `K`) chosen at each step, `rank` of them.

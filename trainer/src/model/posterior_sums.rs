@@ -6,7 +6,7 @@
 //! (whitened: `A = sum V_n V_n^T / gamma_n`, `b = sum V_n y_n / gamma_n`,
 //! and the scalars of the objective; docs/src/large-data.md).
 //! [`PosteriorSums::merge`] adds two disjoint sets of rows, in any grouping;
-//! [`ChunkModel`] computes one chunk's sums and turns the merged total into
+//! `ChunkModel` computes one chunk's sums and turns the merged total into
 //! the posterior and its objective. Memory is O(M^2) whatever the rows.
 //!
 //! ```
@@ -308,7 +308,7 @@ pub(crate) struct Solved {
 /// A fitted basis and kernel, factorised once, ready to sum chunks of rows
 /// ([`Self::sums`]) and to turn the merged sums into the posterior
 /// ([`Self::posterior`]).
-pub struct ChunkModel<'a, F: ?Sized> {
+pub(crate) struct ChunkModel<'a, F: ?Sized> {
     feat: &'a F,
     kern: &'a KernelParams,
     config: FitcConfig,

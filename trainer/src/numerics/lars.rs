@@ -19,7 +19,7 @@ use crate::{Error, Result};
 
 /// When to stop the path.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LarsOptions {
+pub(crate) struct LarsOptions {
     /// Stop as soon as this many coefficients are non-zero.
     pub max_nonzeros: usize,
     /// Stop at this lambda (>= 0; 0: follow the path to the end).
@@ -53,7 +53,7 @@ pub enum LarsAction {
     /// The variable's coefficient reached zero and it left the active set.
     Leave(usize),
     /// The variable caught up with lambda but its column is a linear
-    /// combination of the active ones: not admitted (see [`LassoPath::degenerate`]).
+    /// combination of the active ones: not admitted (see `LassoPath::degenerate`).
     Rejected(usize),
     /// The path stopped here (at `lambda_min` or 0) without a change of the
     /// active set.
@@ -62,7 +62,7 @@ pub enum LarsAction {
 
 /// One breakpoint of the path.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LarsPoint {
+pub(crate) struct LarsPoint {
     /// The penalty at which this is the solution.
     pub lambda: f64,
     /// Non-zero coefficients `(variable, value)` (the active set after the
@@ -78,16 +78,6 @@ impl LarsPoint {
     /// Number of non-zero coefficients.
     pub fn nonzeros(&self) -> usize {
         self.coef.len()
-    }
-
-    /// `||b||_1`.
-    pub fn l1(&self) -> f64 {
-        self.coef.iter().map(|(_, v)| v.abs()).sum()
-    }
-
-    /// The lasso objective `1/2 ||y - X b||^2 + lambda ||b||_1`.
-    pub fn objective(&self) -> f64 {
-        self.half_rss + self.lambda * self.l1()
     }
 }
 
@@ -108,7 +98,7 @@ pub enum LarsStop {
 
 /// The lasso path: breakpoints with falling lambda.
 #[derive(Clone, Debug, Serialize)]
-pub struct LassoPath {
+pub(crate) struct LassoPath {
     /// Breakpoints, the first at `b = 0`.
     pub points: Vec<LarsPoint>,
     /// Variables never admitted because their column was a linear
@@ -128,6 +118,7 @@ impl LassoPath {
     }
 
     /// The largest number of non-zeros along the path.
+    #[cfg(test)]
     pub fn max_nonzeros(&self) -> usize {
         self.points
             .iter()
@@ -138,6 +129,7 @@ impl LassoPath {
 
     /// The dense solution at `lambda`, interpolated linearly between the
     /// breakpoints around it; `None` if lambda is below the path's end.
+    #[cfg(test)]
     pub fn coef_at(&self, lambda: f64) -> Option<DVector<f64>> {
         let dense = |p: &LarsPoint| {
             let mut b = DVector::zeros(self.n_vars);
@@ -175,7 +167,11 @@ const DEPENDENCE_TOL: f64 = 1e-10;
 /// # Errors
 /// [`Error::BadInput`] for mismatched sizes or non-finite numbers;
 /// [`Error::Numerical`] if the active Gram matrix cannot be factorised.
-pub fn lasso_path(x: &DMatrix<f64>, y: &DVector<f64>, options: &LarsOptions) -> Result<LassoPath> {
+pub(crate) fn lasso_path(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    options: &LarsOptions,
+) -> Result<LassoPath> {
     check_inputs(x, y, options)?;
     let (n, p) = x.shape();
     let col_sq: Vec<f64> = x.column_iter().map(|c| c.norm_squared()).collect();
@@ -524,6 +520,10 @@ impl State<'_> {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[path = "lars_diabetes.rs"]
+mod diabetes;
 
 #[cfg(test)]
 mod tests {

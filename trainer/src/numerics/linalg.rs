@@ -54,12 +54,13 @@ impl Default for JitterPolicy {
 
 /// A lower-triangular Cholesky factor of `A + jitter * I`.
 #[derive(Clone, Debug)]
-pub struct JitteredCholesky {
+pub(crate) struct JitteredCholesky {
     /// The lower-triangular factor `L` (upper triangle zero).
     pub l: DMatrix<f64>,
     /// The absolute jitter added to the diagonal, `eps * scale`.
     pub jitter: f64,
     /// The relative jitter `eps` that succeeded.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests
     pub eps: f64,
     /// How many times the jitter had to be raised (0 = first try worked).
     pub escalations: u32,

@@ -5,7 +5,7 @@
 //! A file streams when the fit asked for is an SPGP regression (`auto` is
 //! SPGP at this size; several targets: [`super::streamed_outputs`]) or an
 //! svgp classifier, and the file has more rows than
-//! [`StreamedParams::in_memory_rows`]; anything else is fitted in memory,
+//! `StreamedParams::in_memory_rows`; anything else is fitted in memory,
 //! and `NotStreamed` says why.
 
 use nalgebra::DMatrix;

@@ -35,7 +35,7 @@ use crate::{Error, Result};
 
 /// Opens the table of a file or directory as `open(target, inputs)`:
 /// its columns chosen as [`TableFile::open_columns`] chooses them.
-pub type OpenTable<'a> = dyn Fn(Option<&str>, Option<&[String]>) -> Result<TableFile> + 'a;
+pub(crate) type OpenTable<'a> = dyn Fn(Option<&str>, Option<&[String]>) -> Result<TableFile> + 'a;
 
 /// The subset fit of several outputs: one basis, or one per output.
 enum Subsets {

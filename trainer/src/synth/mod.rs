@@ -3,9 +3,9 @@
 //! Every [`Shape`] is a noise-free function of the inputs ([`truth`]), an
 //! input distribution, a noise level and a default size, deterministic in
 //! the seed (ChaCha8): same shape, rows and seed, same numbers. Raw units;
-//! [`dataset`] and [`train_test`] standardise through
+//! [`dataset`] (and the tests' `train_test`) standardise through
 //! [`Dataset::from_raw`]. Used by the robustness cases
-//! ([`robustness_cases`]), the benchmark suite and `sgp synth`
+//! (the tests' `robustness_cases`), the benchmark suite and `sgp synth`
 //! ([`synthetic`]).
 
 use std::io::Write;
@@ -78,6 +78,7 @@ const SINE_STD: f64 = std::f64::consts::FRAC_1_SQRT_2;
 
 impl Shape {
     /// Rows generated when the caller has no preference.
+    #[cfg(test)]
     pub(crate) fn default_rows(self) -> usize {
         match self {
             Shape::Tiny => 10,
@@ -465,7 +466,8 @@ pub fn dataset(shape: Shape, rows: usize, seed: u64) -> Result<Dataset> {
 ///
 /// # Errors
 /// As [`Dataset::from_raw`] for the training part.
-pub fn train_test(
+#[cfg(test)]
+pub(crate) fn train_test(
     shape: Shape,
     train_rows: usize,
     test_rows: usize,
@@ -477,8 +479,9 @@ pub fn train_test(
 
 /// One robustness case: a generated data set and the pseudo-input counts
 /// to fit it with.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Case {
+pub(crate) struct Case {
     /// The shape.
     pub shape: Shape,
     /// Rows N.
@@ -489,6 +492,7 @@ pub struct Case {
     pub m: Vec<usize>,
 }
 
+#[cfg(test)]
 impl Case {
     /// A short label, e.g. `linear/N=100/seed=0`, for test messages.
     pub fn name(&self) -> String {
@@ -505,12 +509,14 @@ impl Case {
 }
 
 /// The M values tried in robustness cases.
-pub(crate) const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
+#[cfg(test)]
+const ROBUSTNESS_M: [usize; 3] = [4, 16, 64];
 
 /// Data sets every fitting procedure must fit and export: every shape at
 /// its default size and at other sizes and seeds (45 cases, N <= 300),
 /// each with the M of `ROBUSTNESS_M` that do not exceed N.
-pub fn robustness_cases() -> Vec<Case> {
+#[cfg(test)]
+pub(crate) fn robustness_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for &shape in Shape::ALL {
         let sizes: &[usize] = match shape {
@@ -533,6 +539,10 @@ pub fn robustness_cases() -> Vec<Case> {
 fn numbered_names(d: usize) -> Vec<String> {
     (1..=d).map(|j| format!("x{j}")).collect()
 }
+
+#[cfg(test)]
+#[path = "robustness_tests.rs"]
+mod robustness;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@
 //!
 //! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
 //! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
-//! projection, unit length scales in G dims) and [`Multiscale`] (VSGP:
+//! projection, unit length scales in G dims) and `Multiscale` (VSGP:
 //! per-basis widths). Each module documents its covariances.
 //!
 //! # Conventions
@@ -27,7 +27,7 @@ pub(crate) mod projected;
 mod pseudo_inputs;
 
 pub use heteroscedastic::Heteroscedastic;
-pub use multiscale::Multiscale;
+pub(crate) use multiscale::Multiscale;
 pub use projected::Projected;
 pub use pseudo_inputs::PseudoInputs;
 
@@ -218,7 +218,7 @@ impl RuntimeBasis {
 }
 
 /// `kernel`'s profile at the scaled squared distance `r2` (1 at 0).
-pub fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
+pub(crate) fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
     match kernel {
         sgp_runtime::Kernel::SquaredExponential => libm::exp(-0.5 * r2),
         matern => crate::model::kernel::matern::profile(matern, r2).0,

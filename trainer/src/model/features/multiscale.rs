@@ -36,7 +36,7 @@ const PAR_MIN_ENTRIES: usize = 1 << 16;
 /// Parameter layout: `[V row-major | rho row-major]`, `2 M D` numbers:
 /// `p[i * D + d] = V[i, d]`, `p[M D + i * D + d] = rho[i, d]`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Multiscale {
+pub(crate) struct Multiscale {
     centres: DMatrix<f64>,
     rho: DMatrix<f64>,
 }
@@ -81,17 +81,20 @@ impl Multiscale {
     }
 
     /// The centres `V`, M x D.
+    #[cfg(test)]
     pub fn centres(&self) -> &DMatrix<f64> {
         &self.centres
     }
 
     /// The width parameters `rho`, M x D.
+    #[cfg(test)]
     pub fn rho(&self) -> &DMatrix<f64> {
         &self.rho
     }
 
     /// The widths `Delta` (variances, M x D) under the length scales of
     /// `kern`.
+    #[cfg(test)]
     pub fn widths(&self, kern: &KernelParams) -> DMatrix<f64> {
         let l2: Vec<f64> = kern
             .log_lengthscales

@@ -22,7 +22,7 @@ use crate::{Error, Result};
 
 /// The factorised exact GP: everything prediction and the NLML need.
 #[derive(Clone, Debug)]
-pub struct ExactPosterior {
+pub(crate) struct ExactPosterior {
     x: DMatrix<f64>,
     kern: KernelParams,
     chol: JitteredCholesky,
@@ -64,6 +64,7 @@ impl ExactPosterior {
     }
 
     /// The absolute jitter that was added to `K + sigma2 I`.
+    #[cfg(test)]
     pub fn jitter(&self) -> f64 {
         self.chol.jitter
     }

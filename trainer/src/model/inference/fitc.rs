@@ -33,7 +33,7 @@ use crate::{Error, Result};
 /// No setting picks PLV: it learns pseudo-inputs poorly by gradients (the
 /// SPGP paper's Figure 1, which `crate::demo` reproduces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Objective {
+pub(crate) enum Objective {
     /// SPGP's likelihood.
     Fitc,
     /// Titsias' bound.
@@ -78,7 +78,8 @@ pub struct FitcValue {
 
 /// The adjoints of the objective F with respect to its matrix inputs.
 #[derive(Clone, Debug)]
-pub struct FitcAdjoints {
+#[cfg(test)]
+struct FitcAdjoints {
     /// dF/dKuu (M x M, symmetric; equal to dF/d(Kuu + jitter I)).
     pub kuu: DMatrix<f64>,
     /// dF/dKuf (M x N).
@@ -308,7 +309,8 @@ fn noise_adjoint(fw: &Forward, half_sum_w: f64) -> f64 {
 
 /// The objective only (cheaper than with the gradient: one pass over the
 /// data).
-pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
+#[cfg(test)]
+pub(crate) fn fitc_nlml<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,
@@ -319,7 +321,8 @@ pub fn fitc_nlml<F: InducingFeatures + ?Sized>(
 }
 
 /// [`fitc_nlml`] of any [`Objective`] (`cfg.approximation` is ignored).
-pub fn objective_value<F: InducingFeatures + ?Sized>(
+#[cfg(test)]
+pub(crate) fn objective_value<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,
@@ -394,19 +397,10 @@ pub(crate) fn objective_grad<F: InducingFeatures + ?Sized>(
     })
 }
 
-/// The objective and the full adjoints (materialising the M x N `dF/dKuf`);
-/// for tests and diagnostics; the gradient path never collects them.
-pub fn fitc_adjoints<F: InducingFeatures + ?Sized>(
-    feat: &F,
-    kern: &KernelParams,
-    x: &DMatrix<f64>,
-    y: &DVector<f64>,
-    cfg: &FitcConfig,
-) -> Result<(f64, FitcAdjoints)> {
-    objective_adjoints(feat, kern, x, y, cfg, cfg.approximation.into())
-}
-
-/// [`fitc_adjoints`] of any [`Objective`] (`cfg.approximation` is ignored).
+/// The objective and the full adjoints (materialising the M x N `dF/dKuf`)
+/// of any [`Objective`] (`cfg.approximation` is ignored); for the tests,
+/// the gradient path never collects them.
+#[cfg(test)]
 fn objective_adjoints<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,

@@ -77,12 +77,13 @@ fn probit_derivatives(y: f64, f: f64, bias: f64) -> ProbitDerivatives {
 
 /// The Laplace approximation at the mode, factorised.
 #[derive(Clone, Debug)]
-pub struct LaplacePosterior {
+pub(crate) struct LaplacePosterior {
     x: DMatrix<f64>,
     kern: KernelParams,
     /// `K(x, x)`.
     k: DMatrix<f64>,
     /// The mode.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests
     f: DVector<f64>,
     /// `a` with `f = K a` (at the mode, `a = d log p / df`).
     a: DVector<f64>,
@@ -95,6 +96,7 @@ pub struct LaplacePosterior {
     /// `chol(I + W^{1/2} K W^{1/2})` at the mode.
     l: DMatrix<f64>,
     nlml: f64,
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests
     newton_steps: usize,
 }
 
@@ -234,6 +236,7 @@ impl LaplacePosterior {
     }
 
     /// Newton steps the mode took.
+    #[cfg(test)]
     pub fn newton_steps(&self) -> usize {
         self.newton_steps
     }
@@ -244,6 +247,7 @@ impl LaplacePosterior {
     }
 
     /// The latent mode at the training inputs.
+    #[cfg(test)]
     pub fn mode(&self) -> &DVector<f64> {
         &self.f
     }

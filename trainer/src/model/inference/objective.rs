@@ -13,8 +13,8 @@ use std::ops::Range;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::exact::{exact_nlml_grad, exact_posterior};
-use super::fitc::{fitc_nlml, fitc_nlml_grad, FitcConfig};
+use super::exact::exact_nlml_grad;
+use super::fitc::{fitc_nlml_grad, FitcConfig};
 use super::ModelGrad;
 use crate::model::features::InducingFeatures;
 use crate::model::kernel::{KernelParams, LENGTHSCALE_FLOOR};
@@ -23,7 +23,7 @@ use crate::{Error, Result};
 
 /// Where each group of parameters sits in the flat vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamLayout {
+pub(crate) struct ParamLayout {
     /// Number of feature parameters (0 for the exact GP).
     pub n_feature: usize,
     /// Number of log length scales in the vector (0 when unused).
@@ -66,12 +66,6 @@ impl ParamLayout {
     /// Total length of the vector.
     pub fn len(&self) -> usize {
         self.n_feature + self.n_lengthscales + 1 + usize::from(self.noise)
-    }
-
-    /// Never empty (`log s2` is always there); for clippy's
-    /// `len`-without-`is_empty` convention.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// Indices of the feature parameters.
@@ -181,7 +175,7 @@ fn lengthscale_to_free(log_l: f64) -> f64 {
 /// templates of the feature and the kernel (which fix M, D and the noise
 /// floor) and evaluates NLML and gradient at any parameter vector.
 #[derive(Clone, Debug)]
-pub struct SparseObjective<'d, F> {
+pub(crate) struct SparseObjective<'d, F> {
     x: &'d DMatrix<f64>,
     y: &'d DVector<f64>,
     feature: F,
@@ -240,9 +234,10 @@ impl<'d, F: InducingFeatures + Clone> SparseObjective<'d, F> {
     }
 
     /// The objective at `p`.
+    #[cfg(test)]
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let (f, k) = self.unpack(p)?;
-        Ok(fitc_nlml(&f, &k, self.x, self.y, &self.config)?.nlml)
+        Ok(super::fitc::fitc_nlml(&f, &k, self.x, self.y, &self.config)?.nlml)
     }
 
     /// The objective and its gradient at `p`.
@@ -258,7 +253,7 @@ impl<'d, F: InducingFeatures + Clone> SparseObjective<'d, F> {
 
 /// The exact-GP objective over `[log l | log s2 | log_noise_excess]`.
 #[derive(Clone, Debug)]
-pub struct ExactObjective<'d> {
+pub(crate) struct ExactObjective<'d> {
     x: &'d DMatrix<f64>,
     y: &'d DVector<f64>,
     kernel: KernelParams,
@@ -311,9 +306,10 @@ impl<'d> ExactObjective<'d> {
     }
 
     /// NLML at `p`.
+    #[cfg(test)]
     pub fn value(&self, p: &[f64]) -> Result<f64> {
         let k = self.unpack(p)?;
-        Ok(exact_posterior(&k, self.x, self.y, &self.jitter)?.nlml())
+        Ok(super::exact::exact_posterior(&k, self.x, self.y, &self.jitter)?.nlml())
     }
 
     /// NLML and its gradient at `p`.

@@ -11,7 +11,7 @@
 //! (docs/src/classification.md, "svgp"). The runtime form's variance factor
 //! is `L2 = Lu R^T` from the QR factorisation `L^{-1} = Q R`, so no product
 //! that squares `cond(S)` is factorised. Rows run in parallel chunks of
-//! [`SvgpConfig::chunk_rows`], summed in chunk order: the result does not
+//! `SvgpConfig::chunk_rows`, summed in chunk order: the result does not
 //! depend on the thread count.
 
 use std::sync::OnceLock;
@@ -20,12 +20,12 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::objective::ParamLayout;
-use super::{col_sq_norms, sandwich_inv_factor, ModelGrad, RuntimeForm};
+use super::{sandwich_inv_factor, ModelGrad, RuntimeForm};
 use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::{KernelGrad, KernelParams};
 use crate::model::likelihood::log_norm_cdf_and_ratio;
 use crate::numerics::linalg::{
-    cholesky_jittered, lower_inverse, mat_ref, mirror_lower, mul, mul_triangular, solve_lower_mut,
+    cholesky_jittered, lower_inverse, mat_ref, mirror_lower, mul, mul_triangular,
     solve_lower_t_mut, JitterPolicy, Triangle,
 };
 use crate::{Error, Result};
@@ -45,7 +45,7 @@ pub(crate) const CHUNK_ROWS: usize = 128;
 
 /// Numerical settings of the bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SvgpConfig {
+pub(crate) struct SvgpConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
     /// Most rows of data per parallel chunk; the rows are split into
@@ -98,7 +98,7 @@ impl LengthscalePrior {
 /// The variational distribution `q(v) = N(mean, sqrt sqrt^T)` over the
 /// whitened inducing values, and the probit bias `b`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Variational {
+pub(crate) struct Variational {
     /// `m` (M).
     pub mean: DVector<f64>,
     /// `L` (M x M, lower triangular, positive diagonal).
@@ -192,18 +192,16 @@ impl Variational {
 
 /// An evaluation of the negative bound.
 #[derive(Clone, Debug)]
-pub struct SvgpValue {
+pub(crate) struct SvgpValue {
     /// `F`, the negative ELBO (nats, whole data set).
     pub neg_elbo: f64,
     /// The gradient, if asked for.
     pub grad: Option<SvgpGrad>,
-    /// How many times the `Kuu` jitter had to be raised.
-    pub jitter_escalations: u32,
 }
 
 /// `dF` with respect to every parameter.
 #[derive(Clone, Debug)]
-pub struct SvgpGrad {
+pub(crate) struct SvgpGrad {
     /// Features and kernel (`log l`, `log s2`).
     pub feature: FeatureGrad,
     /// `(b, m, L)` of each latent in turn, in the packing of
@@ -466,11 +464,7 @@ pub(crate) fn svgp_objective<F: InducingFeatures + ?Sized>(
             gradient(feat, kern, qs, (lu, &lu_inv), latents, kuu, parts)
         })
         .transpose()?;
-    Ok(SvgpValue {
-        neg_elbo,
-        grad,
-        jitter_escalations: chol.escalations,
-    })
+    Ok(SvgpValue { neg_elbo, grad })
 }
 
 /// Adds the chunks' sums and the KL terms into the gradient, taking
@@ -624,7 +618,8 @@ pub(crate) fn svgp_runtime_form<F: InducingFeatures + ?Sized>(
 /// The marginals `N(mu_n, s_n)` of the latent at the rows of `xs` under
 /// `q`, computed directly (not through the runtime form): the reference the
 /// runtime form is tested against.
-pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
+#[cfg(test)]
+pub(crate) fn svgp_marginals<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     q: &Variational,
@@ -633,9 +628,9 @@ pub fn svgp_marginals<F: InducingFeatures + ?Sized>(
 ) -> Result<(DVector<f64>, DVector<f64>)> {
     let chol = cholesky_jittered(&feat.kuu(kern), kern.signal_var(), &cfg.jitter)?;
     let mut a = feat.kuf(kern, xs.as_view());
-    solve_lower_mut(&chol.l, &mut a)?;
+    crate::numerics::linalg::solve_lower_mut(&chol.l, &mut a)?;
     let b = q.sqrt.tr_mul(&a);
-    let var = feat.kdiag(kern, xs.as_view()) - col_sq_norms(&a) + col_sq_norms(&b);
+    let var = feat.kdiag(kern, xs.as_view()) - super::col_sq_norms(&a) + super::col_sq_norms(&b);
     Ok((a.tr_mul(&q.mean), var))
 }
 

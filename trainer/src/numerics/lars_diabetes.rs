@@ -7,11 +7,11 @@
 //! (`lambda = alpha * n`: scikit-learn divides the squared error by `n`);
 //! they are embedded here, so the test needs no Python.
 
+use super::{lasso_path, LarsAction, LarsOptions};
 use nalgebra::{DMatrix, DVector};
-use sgp_trainer::numerics::lars::{lasso_path, LarsAction, LarsOptions};
 
 fn diabetes() -> (DMatrix<f64>, DVector<f64>) {
-    let text = include_str!("data/diabetes.csv");
+    let text = include_str!("../../tests/data/diabetes.csv");
     let rows: Vec<Vec<f64>> = text
         .lines()
         .skip(1)

@@ -7,12 +7,13 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, Model, ModelSpec};
-use sgp_trainer::data::labels::{binary_labels, default_positive};
-use sgp_trainer::data::Dataset;
-use sgp_trainer::export::{class_probabilities, export, PROBABILITY_TOLERANCE};
-use sgp_trainer::fit::svgp::SvgpParams;
-use sgp_trainer::fit::{fit, FitParams};
-use sgp_trainer::numerics::optimise::OptimiseOptions;
+
+use crate::data::labels::{binary_labels, default_positive};
+use crate::data::Dataset;
+use crate::export::{class_probabilities, export, PROBABILITY_TOLERANCE};
+use crate::fit::svgp::SvgpParams;
+use crate::fit::{fit, FitParams};
+use crate::numerics::optimise::OptimiseOptions;
 
 /// `rows` points on the unit square labelled by `label(a, b)`.
 fn labelled(rows: usize, label: impl Fn(f64, f64) -> &'static str) -> Dataset {

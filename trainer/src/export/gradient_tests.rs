@@ -4,15 +4,43 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::Model;
-use sgp_tests::{data, fitted, params};
-use sgp_trainer::data::Dataset;
-use sgp_trainer::export::far_points;
-use sgp_trainer::export::gradient::central_differences;
-use sgp_trainer::fit::{fit, Method};
-use sgp_trainer::model::TrainedModel;
-use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
+
+use super::central_differences;
+use crate::data::Dataset;
+use crate::export::far_points;
+use crate::fit::{fit, FitParams, Method};
+use crate::model::TrainedModel;
+use crate::numerics::optimise::OptimiseOptions;
+use crate::options::Options;
+use crate::synth::{classification, classification_dataset, synthetic, ClassShape};
 
 type Device = Model<64, 4, 4>;
+
+/// `n` rows of the synthetic regression data in `d` inputs.
+fn data(n: usize, d: usize, seed: u64) -> Dataset {
+    let (x, y) = synthetic(n, d, seed);
+    let names = (1..=d).map(|j| format!("x{j}")).collect();
+    Dataset::from_raw(x, y, names, "y".into()).unwrap()
+}
+
+/// The defaults of `method` with `m` basis functions, `seed`, and at most
+/// `max_iter` optimiser iterations.
+fn params(method: Method, m: usize, seed: u64, max_iter: u64) -> FitParams {
+    let mut params = Options::defaults(method, m, 2, seed).unwrap();
+    *params.optimiser_mut() = OptimiseOptions {
+        max_iter,
+        ..OptimiseOptions::default()
+    };
+    params
+}
+
+/// A quick fit (60 iterations) of `method` with `m` basis functions to 300
+/// rows of 3-input data.
+fn fitted(method: Method, m: usize, seed: u64) -> TrainedModel {
+    let train = data(300, 3, seed);
+    let mut fitted = fit(&train, &params(method, m, seed, 60), &mut |_| {}).unwrap();
+    fitted.set.members.remove(0)
+}
 
 /// Held-out rows of the model's data and points far outside it.
 fn points(model: &TrainedModel, held_out: &Dataset) -> DMatrix<f64> {
@@ -39,7 +67,7 @@ const OF_STEEPEST: f64 = 1e-4;
 /// 0.013), so there is room for worse-conditioned fits, while a wrong
 /// sign, a missing term or a wrong scale is off by the size of the
 /// gradient itself (a dropped second factor: 50x the tolerance). The
-/// reference's own error (`sgp_trainer::export::gradient::STEP`) is below 1e-6
+/// reference's own error ([`super::STEP`]) is below 1e-6
 /// relative.
 fn worst_ratio(device: &[Vec<f32>], reference: &DMatrix<f64>) -> f64 {
     let steepest = reference.amax();
@@ -117,7 +145,7 @@ fn regression_gradients_match_differences_of_the_f64_trainer() {
         ("gplasso", Method::Gplasso, 15),
         ("ivm", Method::Ivm, 25),
     ] {
-        let (_, model) = fitted(method, m, 1);
+        let model = fitted(method, m, 1);
         assert_gradients_match(label, &model, &points(&model, &data(50, 3, 99)));
     }
 }

@@ -1,4 +1,4 @@
-//! Every fit exports: the data shapes users feed in (`synth::robustness_cases`:
+//! Every fit exports: the data shapes users feed in (`robustness_cases`:
 //! trends, steps, periodic, near noise-free, very noisy, N = 10, duplicated
 //! rows, one informative input of eight, raw offsets like kelvin and pascal,
 //! integer inputs, ...), each with SPGP at M in {4, 16, 64} (where N
@@ -6,11 +6,11 @@
 //! exact GP, must export a blob that passes the f32 runtime check without
 //! `--force` — cured by more jitter where needed, as `sgp fit` does.
 
-use sgp_trainer::export::export;
-use sgp_trainer::fit::gplasso::GplassoParams;
-use sgp_trainer::fit::{fit, ExactParams, FitParams, SparseParams};
-use sgp_trainer::model::inference::Approximation;
-use sgp_trainer::synth::robustness_cases;
+use super::robustness_cases;
+use crate::export::export;
+use crate::fit::gplasso::GplassoParams;
+use crate::fit::{fit, ExactParams, FitParams, SparseParams};
+use crate::model::inference::Approximation;
 
 #[test]
 fn every_fit_of_every_robustness_case_exports() {
@@ -88,7 +88,7 @@ fn every_fit_of_every_robustness_case_exports() {
     println!(
         "{} cures over the {:.0}% budget",
         over_budget.len(),
-        100.0 * sgp_trainer::export::cure::MAX_CURE_COST
+        100.0 * crate::export::cure::MAX_CURE_COST
     );
     assert!(
         refused.is_empty(),
