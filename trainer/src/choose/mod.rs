@@ -33,7 +33,7 @@ pub mod outputs;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
-use crate::evaluate::contest::{contest_rows, CONTEST_ROWS};
+use crate::evaluate::contest::{contest_rows, sampled_note};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
@@ -531,11 +531,8 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
         sentence += &format!("; {}", k.reason);
     }
     let weighed = choice.objective.is_some() || !choice.candidates.is_empty();
-    if rows > CONTEST_ROWS && (weighed || choice.kernel.as_ref().is_some_and(|k| k.rows > 0)) {
-        sentence += &format!(
-            "; weighed on a random {CONTEST_ROWS} of the {rows} rows, the choice then fitted \
-             on all"
-        );
+    if weighed || choice.kernel.as_ref().is_some_and(|k| k.rows > 0) {
+        sentence += &sampled_note(rows);
     }
     sentence
 }

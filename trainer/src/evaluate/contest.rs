@@ -37,6 +37,17 @@ pub(crate) fn contest_rows(outputs: &[Dataset], seed: u64) -> Result<Cow<'_, [Da
     Ok(Cow::Owned(sample.collect::<Result<_>>()?))
 }
 
+/// What a report adds to a choice weighed on `rows` rows: on more than
+/// [`CONTEST_ROWS`], that it was weighed on a random subset of them
+/// (`contest_rows`); else nothing.
+pub(crate) fn sampled_note(rows: usize) -> String {
+    if rows > CONTEST_ROWS {
+        format!("; weighed on a random {CONTEST_ROWS} of the {rows} rows, the choice then fitted on all")
+    } else {
+        String::new()
+    }
+}
+
 /// Standard errors by which a challenger must win.
 pub(crate) const MARGIN_SE: f64 = 1.0;
 
