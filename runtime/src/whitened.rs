@@ -59,11 +59,21 @@ pub(crate) fn solve_and_multiply<const M: usize>(
     m: usize,
     zu: &mut [[f32; 2]; M],
 ) -> (f32, f32, f32) {
-    solve_and_multiply_with(packed, inv_diagonal1, diagonal2, mean, k, m, zu, quadratic)
+    solve_and_multiply_with(
+        packed,
+        inv_diagonal1,
+        diagonal2,
+        mean,
+        k,
+        m,
+        zu,
+        |z, u, d| (quadratic(z, u, d), u),
+    )
 }
 
 /// [`solve_and_multiply`] with `term(z_i, u_i, d_i)` giving each row's
-/// term of the second sum: an update sums it with `d` forgotten.
+/// term of the second sum and the number kept beside `z_i` in `zu` (`u_i`
+/// itself, or what the form's next step reads: [`covariance_term`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_and_multiply_with<const M: usize>(
@@ -74,7 +84,7 @@ pub(crate) fn solve_and_multiply_with<const M: usize>(
     k: &[f32; M],
     m: usize,
     zu: &mut [[f32; 2]; M],
-    term: impl Fn(f32, f32, f32) -> f32,
+    term: impl Fn(f32, f32, f32) -> (f32, f32),
 ) -> (f32, f32, f32) {
     let (mut n, mut s, mut za) = (0.0f32, 0.0f32, 0.0f32);
     let mut rest = packed;
@@ -114,10 +124,12 @@ pub(crate) fn solve_and_multiply_with<const M: usize>(
         let [e0, e1, e2, e3] = *d2;
         let [m0, m1, m2, m3] = *a;
         n += (z0 * z0 + z1 * z1) + (z2 * z2 + z3 * z3);
-        s += (term(z0, u0, e0) + term(z1, u1, e1)) + (term(z2, u2, e2) + term(z3, u3, e3));
+        let ((s0, v0), (s1, v1)) = (term(z0, u0, e0), term(z1, u1, e1));
+        let ((s2, v2), (s3, v3)) = (term(z2, u2, e2), term(z3, u3, e3));
+        s += (s0 + s1) + (s2 + s3);
         za += (z0 * m0 + z1 * m1) + (z2 * m2 + z3 * m3);
         if let Some(slots) = todo.first_chunk_mut::<BLOCK>() {
-            *slots = [[z0, u0], [z1, u1], [z2, u2], [z3, u3]];
+            *slots = [[z0, v0], [z1, v1], [z2, v2], [z3, v3]];
         }
         solved += BLOCK;
     }
@@ -136,10 +148,11 @@ pub(crate) fn solve_and_multiply_with<const M: usize>(
         let z = (at(k) - dot1) * at(inv_diagonal1);
         let u = dot2;
         n += z * z;
-        s += term(z, u, at(diagonal2));
+        let (t, v) = term(z, u, at(diagonal2));
+        s += t;
         za += z * at(mean);
         if let Some(slot) = zu.get_mut(i) {
-            *slot = [z, u];
+            *slot = [z, v];
         }
     }
     (n, s, za)
@@ -580,11 +593,13 @@ fn update_corner<S: RowStep, E: Lead>(
 
 /// One row's part of `z^T S z` in the covariance form
 /// ([`crate::VarianceForm::Covariance`]): `D f^2` with `f = z + u` the
-/// row's entry of `W z` (`u` the strictly lower part's).
+/// row's entry of `W z` (`u` the strictly lower part's), and `f`, which
+/// the pairs keep in place of `u`: Bierman's sweep and the gradient read
+/// it (one load and no addition a row).
 #[inline(always)]
-pub(crate) fn covariance_term(z: f32, u: f32, d: f32) -> f32 {
+pub(crate) fn covariance_term(z: f32, u: f32, d: f32) -> (f32, f32) {
     let f = z + u;
-    d * f * f
+    (d * f * f, f)
 }
 
 /// One row's step of the covariance form's rank-one addition `S <- S +
@@ -601,17 +616,15 @@ struct Added {
 
 impl RowStep for Added {
     /// `lam` is unused: the covariance form forgets before the sweep.
+    /// No floor: `D'_i = D_i + weight p^2 >= D_i` (`weight >= 0`, and
+    /// f32's rounding is monotone), so a row keeps the floor its `D_i` had
+    /// (Bierman's sweep and the load hold it), and the forgotten row, whose
+    /// `D_k` was scaled by `mu`, gains `1 - mu` (its `p` is 1).
     #[inline(always)]
     fn of(d: f32, p: f32, weight: f32, _lam: f32) -> (Added, f32, f32) {
         let new = d + weight * p * p;
         let inv = 1.0 / (new + TINY);
         let left = weight * d * inv;
-        // Also maps NaN to the floor.
-        let new = if new > DIAGONAL_FLOOR {
-            new
-        } else {
-            DIAGONAL_FLOOR
-        };
         (
             Added {
                 p,
@@ -637,7 +650,10 @@ impl RowStep for Added {
 /// mu S + (1 - mu) I`. `P S P` scales row `k` of `W` by `1 / sqrt(mu)`,
 /// its column by `sqrt(mu)` and `D_k` by `mu`; the addition is one sweep
 /// of every row (the same work for every `k`, if `packed` is the whole
-/// `M x M` storage: see `scale_row_and_column`).
+/// `M x M` storage: see `scale_row_and_column`). The sweep's vector is
+/// `scratch`, which must be zero in its first `m` entries (the caller
+/// clears it where it reads it last: no clearing pass here), and is
+/// consumed.
 pub(crate) fn forget_coordinate<const M: usize>(
     packed: &mut [f32],
     d: &mut [f32; M],
@@ -647,12 +663,10 @@ pub(crate) fn forget_coordinate<const M: usize>(
     scratch: &mut [f32; M],
 ) {
     let (root, inv_root) = root_and_reciprocal(mu);
-    // A window that does not fit only costs more.
-    let _outside = scale_row_and_column(packed, k, inv_root, root, m);
+    scale_row_and_column(packed, k, inv_root, root, m);
     if let Some(dk) = d.get_mut(k) {
         *dk *= mu;
     }
-    scratch.fill(0.0);
     if let Some(vk) = scratch.get_mut(k) {
         *vk = 1.0;
     }
@@ -662,11 +676,12 @@ pub(crate) fn forget_coordinate<const M: usize>(
 /// Scales the strictly lower entries of row `k` of the second factor by
 /// `row` and those of column `k` by `column`: `m - 1` entries, each the
 /// same work for every `k` (whole blocks: a block of four entries of the
-/// row or the column for every other block, three in the own corner).
-/// Returns how many blocks were scaled entry by entry because their window
-/// did not fit in `packed` (0 for the whole `M x M` storage: the same
-/// work for every `k`).
-fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: usize) -> usize {
+/// row or the column for every other block, three in the own corner). A
+/// block whose window does not fit in `packed` is scaled entry by entry,
+/// which costs more; the caller's whole `M x M` storage holds every
+/// window of an `m = M` model (the device's constant-time check measures
+/// it).
+fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: usize) {
     fn scale(packed: &mut [f32], at: usize, by: f32) {
         if let Some(h) = packed.get_mut(at) {
             *h *= by;
@@ -681,7 +696,7 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
             };
             scale(packed, crate::math::packed_index(i, c, 1, m, true), by);
         }
-        return 0;
+        return;
     }
     // Which of the two each step scales is chosen by conditional moves, not
     // by a branch, and both positions advance every step: the same
@@ -694,7 +709,6 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
     let mut in_row = own + 2 * t + 1;
     let mut in_column = block_start(1, 2) + 2 * BLOCK * k + 1;
     let mut column_step = block_start(2, 2) - block_start(1, 2);
-    let mut outside = 0;
     for n in 0..(m / BLOCK).saturating_sub(1) {
         let (first, stride, by) = if n < b {
             (in_row, 2 * BLOCK, row)
@@ -725,7 +739,6 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
                 }
             }
             None => {
-                outside += 1;
                 scale(packed, first, by);
                 scale(packed, first + stride, by);
                 scale(packed, first + 2 * stride, by);
@@ -748,7 +761,6 @@ fn scale_row_and_column(packed: &mut [f32], k: usize, row: f32, column: f32, m: 
         let by = if before == 1 { row } else { column };
         scale(packed, corner + r * r.saturating_sub(1) + 2 * c + 1, by);
     }
-    outside
 }
 
 /// One row's step of Bierman's measurement update of the covariance form
@@ -801,8 +813,8 @@ impl Running {
 }
 
 /// Bierman's measurement update of the covariance form, `S <- S - (S
-/// z)(S z)^T / (row + z^T S z)`, rows first first, from the pairs `zu`
-/// of [`solve_and_multiply_with`] (`W z = z + u`); `S z` (before the
+/// z)(S z)^T / (row + z^T S z)`, rows first first, from the pairs `(z,
+/// W z)` of [`solve_and_multiply_with`] with [`covariance_term`]; `S z` (before the
 /// update) divided by the returned sum `row + z^T S z` into `tau`;
 /// `row > 0` is the observation's own variance. `D` only shrinks, by
 /// factors in `(0, 1]`: `S >= 0` whatever f32 rounds.
@@ -833,12 +845,12 @@ pub(crate) fn covariance_update<const M: usize>(
             break;
         };
         let [d0, d1, d2, d3] = ds;
-        let [[z0, u0], [z1, u1], [z2, u2], [z3, u3]] = *fs;
+        let [[_, f0], [_, f1], [_, f2], [_, f3]] = *fs;
         let steps = [
-            running.step(d0, z0 + u0),
-            running.step(d1, z1 + u1),
-            running.step(d2, z2 + u2),
-            running.step(d3, z3 + u3),
+            running.step(d0, f0),
+            running.step(d1, f1),
+            running.step(d2, f2),
+            running.step(d3, f3),
         ];
         let [s0, s1, s2, s3] = steps;
         let Some((before, own)) = tau.split_at_mut_checked(done) else {
@@ -876,10 +888,10 @@ pub(crate) fn covariance_update<const M: usize>(
             break;
         };
         rest = tail;
-        let (Some(di), Some(&[z, u])) = (d.get_mut(i), zu.get(i)) else {
+        let (Some(di), Some(&[_, f])) = (d.get_mut(i), zu.get(i)) else {
             break;
         };
-        let step = running.step(di, z + u);
+        let step = running.step(di, f);
         for (pair, t) in row.as_chunks_mut::<2>().0.iter_mut().zip(tau.iter_mut()) {
             (pair[1], *t) = step.apply(pair[1], *t);
         }
@@ -1100,7 +1112,7 @@ mod tests {
             let zu: [[f32; 2]; M] = core::array::from_fn(|i| {
                 if i < m {
                     let u: f64 = (0..i).map(|j| h[i][j] * z[j]).sum();
-                    [z[i] as f32, u as f32]
+                    [z[i] as f32, (z[i] + u) as f32]
                 } else {
                     [0.0; 2]
                 }
@@ -1133,17 +1145,21 @@ mod tests {
     }
 
     /// Row `k` of the second factor scaled by one number and column `k`
-    /// by another, nothing else touched, and in the whole `M x M` storage
-    /// of an `m = M` model every block's four entries in one window (the
-    /// same work for every `k`).
+    /// by another, nothing else touched, whether the blocks' windows fit
+    /// in the storage or not.
     #[test]
-    fn scaling_row_and_column_touches_them_alone_in_windows() {
-        for m in (4..=64).step_by(4) {
+    fn scaling_row_and_column_touches_them_alone() {
+        // The whole `M x M` storage (every window fits) and the factors'
+        // own `m (m - 1)` numbers (the last blocks' windows do not: entry
+        // by entry).
+        for (m, len) in (4..=64)
+            .step_by(4)
+            .flat_map(|m| [(m, m * m), (m, m * (m - 1))])
+        {
             for k in 0..m {
-                let mut packed = std::vec![1.0f32; m * m];
-                let outside = scale_row_and_column(&mut packed, k, 2.0, 3.0, m);
-                assert_eq!(outside, 0, "m {m} k {k}");
-                let mut expected = std::vec![1.0f32; m * m];
+                let mut packed = std::vec![1.0f32; len];
+                scale_row_and_column(&mut packed, k, 2.0, 3.0, m);
+                let mut expected = std::vec![1.0f32; len];
                 for i in 0..m {
                     for j in 0..i {
                         let at = packed_index(i, j, 1, m, true);
@@ -1169,7 +1185,7 @@ mod tests {
                 let (_, h, mut packed, _, mut d) = setup(m);
                 let s = covariance(&|i, j| h[i][j], &d, m);
                 let mu = 0.81f32;
-                forget_coordinate(&mut packed, &mut d, k, mu, m, &mut [9.0; M]);
+                forget_coordinate(&mut packed, &mut d, k, mu, m, &mut [0.0; M]);
                 let after = covariance_after(&packed, &d, m);
                 let scale = |i: usize| if i == k { 0.9 } else { 1.0 };
                 for a in 0..m {

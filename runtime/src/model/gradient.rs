@@ -274,10 +274,10 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             VarianceForm::Whitened | VarianceForm::Covariance => {
                 // v = prior - |z|^2 + z^T S z: dv/dk = -2 L1^-T (I - S) z.
                 if self.learning.covariance() {
-                    // S z = W^T (D f), f = W z = z + u, W = I + H: the
-                    // pair becomes (z - D f, -D f) before its row is used.
+                    // S z = W^T (D f), W = I + H, the pairs (z, f = W z):
+                    // each becomes (z - D f, -D f) before its row is used.
                     whitened::add_transposed(factors, u, &source.inv_diagonal2, self.m, |p, d| {
-                        let g = d * (p[0] + p[1]);
+                        let g = d * p[1];
                         [p[0] - g, -g]
                     });
                 } else {

@@ -126,6 +126,15 @@ impl UpdateSettings {
     }
 }
 
+/// Settings as an update receives them: the model's own were checked when
+/// set, a call's are checked by the update.
+#[derive(Clone, Copy)]
+enum Settings {
+    Checked(UpdateSettings),
+    Unchecked(UpdateSettings),
+}
+use Settings::{Checked, Unchecked};
+
 /// What one update saw: the prediction at the observation's input just
 /// before it (forgetting applied), and how far the target was from it.
 ///
@@ -376,7 +385,7 @@ impl Seen {
 
 impl Seen {
     /// [`Seen::of`] for the covariance form (nothing forgotten: it forgets
-    /// after the update): one pass, the pairs `(z, (H z)_i)` into `zu`.
+    /// after the update): one pass, the pairs `(z, (W z)_i)` into `zu`.
     fn of_covariance<const M: usize>(
         output: &Output<M>,
         k: &[f32; M],
@@ -412,22 +421,33 @@ fn commit_covariance<const M: usize>(
     plan: &Plan,
     m: usize,
 ) -> f32 {
+    let alpha = sweep_covariance(output, zu, tau, plan, m);
+    let gain = alpha * plan.gain;
+    for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
+        *a += t * gain;
+    }
+    alpha
+}
+
+/// The first half of [`commit_covariance`]: Bierman's sweep alone.
+fn sweep_covariance<const M: usize>(
+    output: &mut Output<M>,
+    zu: &[[f32; 2]; M],
+    tau: &mut [f32; M],
+    plan: &Plan,
+    m: usize,
+) -> f32 {
     let Some((packed, _)) = output.factors.split_at_mut_checked(M.saturating_sub(1)) else {
         return 0.0;
     };
-    let alpha = whitened::covariance_update(
+    whitened::covariance_update(
         packed.as_flattened_mut(),
         &mut output.inv_diagonal2,
         zu,
         tau,
         plan.row,
         m,
-    );
-    let gain = alpha * plan.gain;
-    for (a, &t) in output.mean_mut().iter_mut().zip(tau.iter()).take(m) {
-        *a += t * gain;
-    }
-    alpha
+    )
 }
 
 /// The covariance form forgets coordinate `k` at the updates `t` with `k
@@ -639,10 +659,12 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// assert_eq!(model.update_settings(), Default::default());
     /// ```
     pub fn update_settings(&self) -> UpdateSettings {
-        if self.settings == UpdateSettings::UNSET {
-            UpdateSettings::default()
-        } else {
+        // Set settings have `forgetting > 0` (`check`); unset ones are
+        // all zero: one comparison, not five.
+        if self.settings.forgetting > 0.0 {
             self.settings
+        } else {
+            UpdateSettings::default()
         }
     }
 
@@ -697,7 +719,8 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
     /// other than 0 or 1); [`Error::Outlier`] beyond the gate (the row
     /// counts towards [`UpdateSettings::gate_run`]; nothing else changes).
     pub fn update(&mut self, x: &[f32], y: f32) -> Result<Innovation, Error> {
-        self.update_with(x, y, self.update_settings())
+        // Checked when set (the default is in range).
+        self.update_one(x, y, Checked(self.update_settings()))
     }
 
     /// [`Model::update`] with `settings` for this call only.
@@ -721,6 +744,11 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         y: f32,
         settings: UpdateSettings,
     ) -> Result<Innovation, Error> {
+        self.update_one(x, y, Unchecked(settings))
+    }
+
+    /// [`Model::update_with`] for settings that may be checked already.
+    fn update_one(&mut self, x: &[f32], y: f32, settings: Settings) -> Result<Innovation, Error> {
         let count = self.output_count();
         if self.learning != Learns::Not && count != 1 {
             return Err(Error::TargetLength {
@@ -728,7 +756,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
                 found: 1,
             });
         }
-        let all = self.update_all_with(x, core::slice::from_ref(&y), settings)?;
+        let all = self.update_all_settled(x, core::slice::from_ref(&y), settings)?;
         all.first().copied().ok_or(Error::NotUpdatable)
     }
 
@@ -770,8 +798,21 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         y: &[f32],
         settings: UpdateSettings,
     ) -> Result<super::Outputs<Innovation, P>, Error> {
+        self.update_all_settled(x, y, Unchecked(settings))
+    }
+
+    /// [`Model::update_all_with`] for settings that may be checked already.
+    fn update_all_settled(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        settings: Settings,
+    ) -> Result<super::Outputs<Innovation, P>, Error> {
         let observation = self.learning.observation().ok_or(Error::NotUpdatable)?;
-        let settings = settings.check()?;
+        let settings = match settings {
+            Checked(settings) => settings,
+            Unchecked(settings) => settings.check()?,
+        };
         // The last row of a long enough run beyond the gate opens it.
         let run = self.gated.saturating_add(1);
         let open = settings.gate_run > 0 && run >= settings.gate_run;
@@ -1082,7 +1123,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             commit_covariance(output, &own, &mut [0.0f32; M], plan, m);
         }
         let tau = k;
-        let alpha = commit_covariance(first, &zu, tau, &plan, m);
+        let alpha = sweep_covariance(first, &zu, tau, &plan, m);
         for (output, plan) in further.iter_mut().zip(plans).take(rest) {
             if let Some(ratio) = output.shared_variance {
                 let (scale, _) = whitened::root_and_reciprocal(ratio);
@@ -1100,15 +1141,38 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
         } else {
             forget_power(settings.forgetting, m)
         };
+        // The first output's means last, as the last to read `tau`: when
+        // it forgets, the same pass clears `tau` for the forgetting's
+        // sweep (a store a row in place of a cleared vector).
+        let gain = alpha * plan.gain;
+        let means = first.mean_mut().iter_mut().zip(tau.iter_mut()).take(m);
+        if mu < 1.0 {
+            for (a, t) in means {
+                *a += *t * gain;
+                *t = 0.0;
+            }
+        } else {
+            for (a, t) in means {
+                *a += *t * gain;
+            }
+        }
         if mu < 1.0 {
             let next = usize::from(self.forget_next);
+            let mut clear = false;
             let owners = self.outputs.iter_mut().take(count);
             for output in owners.filter(|o| o.shared_variance.is_none()) {
                 // The whole storage, the means' row too (untouched): the
                 // scaling reads windows that may reach past the factor.
                 let packed = output.factors.as_flattened_mut();
                 for k in (next..m).step_by(FORGET_CYCLE) {
-                    whitened::forget_coordinate(packed, &mut output.inv_diagonal2, k, mu, m, tau);
+                    // A sweep consumes its vector: a further one starts
+                    // from a cleared one.
+                    if clear {
+                        tau.fill(0.0);
+                    }
+                    let d = &mut output.inv_diagonal2;
+                    whitened::forget_coordinate(packed, d, k, mu, m, tau);
+                    clear = true;
                 }
             }
             let next = if next + 1 < cycle { next + 1 } else { 0 };

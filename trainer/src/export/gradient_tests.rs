@@ -8,6 +8,7 @@ use sgp_runtime::Model;
 use super::central_differences;
 use crate::data::Dataset;
 use crate::export::far_points;
+use crate::export::updatable::export_updatable;
 use crate::fit::{fit, FitParams, Method};
 use crate::model::TrainedModel;
 use crate::numerics::optimise::OptimiseOptions;
@@ -101,7 +102,12 @@ fn assert_gradient(label: &str, device: &[Vec<f32>], reference: &DMatrix<f64>) {
 /// values must be `predict`'s (and `probability`'s) bit for bit.
 fn assert_gradients_match(label: &str, model: &TrainedModel, x: &DMatrix<f64>) {
     let blob = model.to_spec().unwrap().to_bytes().unwrap();
-    let device = Box::new(Device::from_bytes(&blob).unwrap());
+    assert_blob_gradients_match(label, &blob, model, x);
+}
+
+/// [`assert_gradients_match`] for a blob of `model` exported already.
+fn assert_blob_gradients_match(label: &str, blob: &[u8], model: &TrainedModel, x: &DMatrix<f64>) {
+    let device = Box::new(Device::from_bytes(blob).unwrap());
     let reference = central_differences(model, x).unwrap();
     let d = x.ncols();
     let (mut mean, mut var, mut probability) = (vec![], vec![], vec![]);
@@ -148,6 +154,26 @@ fn regression_gradients_match_differences_of_the_f64_trainer() {
         let model = fitted(method, m, 1);
         assert_gradients_match(label, &model, &points(&model, &data(50, 3, 99)));
     }
+}
+
+/// An updatable blob (`--updatable`: the covariance form, its variance
+/// from the pairs `(z, W z)`), before it has learned anything: the same
+/// posterior as the plain export's, so the same differences.
+#[test]
+fn updatable_gradients_match_differences_of_the_f64_trainer() {
+    let train = data(300, 3, 1);
+    let mut fitted = fit(&train, &params(Method::Spgp, 15, 1, 60), &mut |_| {}).unwrap();
+    let model = fitted.set.members[0].clone();
+    let blob = export_updatable(&mut fitted, &train.raw_x(), false)
+        .unwrap()
+        .blob;
+    assert!(Device::from_bytes(&blob).unwrap().is_updatable());
+    assert_blob_gradients_match(
+        "updatable spgp",
+        &blob,
+        &model,
+        &points(&model, &data(50, 3, 99)),
+    );
 }
 
 /// The probit classifiers (IVM, SVGP): latent mean and variance, and the
