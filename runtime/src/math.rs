@@ -135,9 +135,11 @@ pub(crate) fn matern<const NU: u8>(q: f32, poly: &[f32; EXP2_TERMS]) -> f32 {
     let fixed = sqrt_finite(q);
     let value = scaled_exp2_of_negative(fixed, poly);
     let u = fixed * NAT_PER_FIXED;
+    // `value + v value` rather than `(1 + v) value`: one multiply-add,
+    // which overwrites `value` in place (the constant 1 would need a copy).
     match NU {
-        3 => (1.0 + u) * value,
-        5 => (1.0 + u * (1.0 + u * (1.0 / 3.0))) * value,
+        3 => value + u * value,
+        5 => value + (u * (1.0 + u * (1.0 / 3.0))) * value,
         _ => value,
     }
 }
