@@ -73,14 +73,15 @@ const LOOP_CALIBRATION_N: u32 = 1000;
 /// Half-width of the box the training inputs were drawn from (`sgp synth`:
 /// uniform on [-3, 3]^4); the simulated sensor sweeps inside 2/3 of it.
 const DATA_HALF_WIDTH: f32 = 3.0;
-/// The targets for one `predict` (mean + variance) at M = 32 and 64, D = 4
-/// on the Cortex-M4F (issue 22; M = 32 was 6,000 before the product form):
-/// the firmware fails if a change of the runtime misses them.
-const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 3000;
+/// The bounds for one `predict` (mean + variance) at M = 32 and 64, D = 4
+/// on the Cortex-M4F: one above today's counts (issue 22's targets were
+/// 3,000 and 9,000; issue 54's 2,300 at M = 32 is not met), so the firmware
+/// fails if a change of the runtime makes a prediction dearer.
+const TARGET_PREDICT_INSTRUCTIONS_M32: u32 = 2_824;
 /// A Matérn 3/2 prediction's cost over the squared exponential's at M = 32
 /// (issue 39).
 const MATERN_PREDICT_RATIO: f32 = 1.25;
-const TARGET_PREDICT_INSTRUCTIONS_M64: u32 = 9000;
+const TARGET_PREDICT_INSTRUCTIONS_M64: u32 = 7_649;
 /// Largest spread of instruction counts over inputs accepted as "constant
 /// time" for one function and M. See `check_cost` for what the spread is.
 const CONSTANT_TIME_SLACK: u32 = 8;

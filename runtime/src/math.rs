@@ -20,41 +20,49 @@ pub(crate) const NAT_PER_FIXED: f32 = core::f32::consts::LN_2 / (1u32 << EXP2_FR
 /// Coefficients of [`scaled_exp2_of_negative`]'s polynomial.
 pub(crate) const EXP2_TERMS: usize = 6;
 
-/// The polynomial of [`scaled_exp2_of_negative`]: `2^-(1/2 + u)` for `u`
-/// in `[-1/2, 1/2)`, degree 5, fitted for the least relative error with
-/// its value at `u = -1/2` held at 1 (so a basis function is exactly its
-/// amplitude at its centre) and its coefficients rounded to f32 one by
-/// one, each refit after the ones before were rounded: 2.1e-7 relative in
-/// f32 arithmetic. A model scales all six by a shared amplitude at load,
-/// so the basis loop multiplies by it for nothing. (Degree 4, three
-/// instructions fewer per basis function, is 3.2e-6: an IVM model's
-/// latent mean, a sum of large terms of both signs, then misses its
-/// golden tolerance.)
-#[allow(clippy::approx_constant)] // fitted: c0 is one f32 step above 1 / sqrt 2
+/// The polynomial of [`scaled_exp2_of_negative`], `2^-(t - 1)` for `t =
+/// 1 + f` in `[1, 2)`, in factored form: `(l0 + l1 t) (w^2 + e1) (w^2 +
+/// b2 w + e2)`, `w = t - k`, stored as `[l0, l1, k, e1, b2, e2]`. The
+/// degree-5 fit for the least relative error, split at its real root and
+/// its two complex pairs, `k` the real part of one pair (so that factor
+/// has no linear term); its constants rounded to f32 and then moved by a
+/// few ulp each for the least error of the f32 evaluation, with the value
+/// at `t = 1` held at exactly 1 (a basis function is its amplitude at its
+/// centre): 3.4e-7 relative in f32 arithmetic. Ten operations where the Estrin form of the
+/// same degree takes eleven. Only the linear factor carries a model's
+/// amplitude ([`scaled_exp2_poly`]). (Degree 4, three operations fewer,
+/// is 3.2e-6: an IVM model's latent mean, a sum of large terms of both
+/// signs, then misses its golden tolerance.)
 pub(crate) const EXP2_OF_NEGATIVE: [f32; EXP2_TERMS] = [
-    0.707_106_8,
-    -0.490_129,
-    0.169_861_67,
-    -0.039_248_02,
-    0.006_843_539_4,
-    -0.000_944_902_95,
+    0.004_406_427_5,
+    -0.000_944_902_83,
+    1.149_780_6,
+    20.240_39,
+    -5.480_099,
+    13.413_898,
 ];
 
+/// [`EXP2_OF_NEGATIVE`] for basis functions of amplitude `amplitude`:
+/// the linear factor scaled, so the basis loop multiplies by it for
+/// nothing.
+pub(crate) fn scaled_exp2_poly(amplitude: f32) -> [f32; EXP2_TERMS] {
+    let [l0, l1, k, e1, b2, e2] = EXP2_OF_NEGATIVE;
+    [amplitude * l0, amplitude * l1, k, e1, b2, e2]
+}
+
 /// `a 2^-x` for the fixed-point exponent `fixed = x 2^25 >= 0` and
-/// `poly = a EXP2_OF_NEGATIVE`, branch-free (constant time, unlike libm's
-/// `expf`, whose special-range paths cost up to 2,000 instructions of
-/// spread per prediction on a Cortex-M4).
+/// `poly = scaled_exp2_poly(a)`, branch-free (constant time, unlike
+/// libm's `expf`, whose special-range paths cost up to 2,000 instructions
+/// of spread per prediction on a Cortex-M4).
 ///
 /// The conversion to `u32` saturates, so every `x >= 127` (an infinite
 /// one included) gives 0 without a clamp: the integer part `n <= 127` goes
 /// into the exponent bits of `2^-n` (`n = 127` gives the bits of 0.0), the
-/// top 23 of the 25 fraction bits into the mantissa of `1 + f` (exact, no
-/// conversion), and `2^-f` is the polynomial at `u = f - 1/2`, in
-/// Estrin's form (three short chains: one instruction fewer than
-/// Horner's, whose every step copies its constant before the
-/// multiply-add). The conversion truncates below 2^-25 and the mantissa
-/// drops the last two fraction bits: at most 8e-8 relative, on top of the
-/// polynomial's 2.1e-7. `fixed` must not be NaN (it would read as 0: the
+/// top 23 of the 25 fraction bits into the mantissa of `t = 1 + f` (exact,
+/// no conversion), and `2^-f` is the polynomial at `t` (`t - k` is exact:
+/// Sterbenz). The conversion truncates below 2^-25 and the mantissa drops
+/// the last two fraction bits: at most 8e-8 relative, on top of the
+/// polynomial's 3.4e-7. `fixed` must not be NaN (it would read as 0: the
 /// callers check their features).
 #[cfg(not(feature = "micromath"))]
 #[inline(always)]
@@ -65,16 +73,16 @@ pub(crate) fn scaled_exp2_of_negative(fixed: f32, poly: &[f32; EXP2_TERMS]) -> f
     // (which absorbs `n`), `2^-n` clears it from there (`(127 - n) << 23`
     // as one `bic`).
     let shifted = bits >> 2;
-    let one_plus_f = f32::from_bits(0x3F80_0000 | shifted);
-    let u = one_plus_f - 1.5;
-    let [c0, c1, c2, c3, c4, c5] = *poly;
-    let u2 = u * u;
-    let p = (c0 + c1 * u) + u2 * ((c2 + c3 * u) + u2 * (c4 + c5 * u));
+    let t = f32::from_bits(0x3F80_0000 | shifted);
+    let [l0, l1, k, e1, b2, e2] = *poly;
+    let w = t - k;
+    let w2 = w * w;
+    let p = ((w2 + e1) * (b2 * w + (w2 + e2))) * (l0 + l1 * t);
     p * f32::from_bits(0x3F80_0000 & !shifted)
 }
 
-/// `a 2^-x` from micromath's `e^x` (`a = poly[0] sqrt 2`, the
-/// polynomial's value at `x = 0` within 1e-7). Measured on the Cortex-M4
+/// `a 2^-x` from micromath's `e^x` (`a = poly[0] / EXP2_OF_NEGATIVE[0]`,
+/// the linear factor's scaling). Measured on the Cortex-M4
 /// (README): cheaper for some arguments, dearer for others (so no longer
 /// constant time), and too inaccurate for the export tolerances; kept as
 /// the documented alternative the design names. Beyond `x = 127` it is
@@ -86,7 +94,7 @@ pub(crate) fn scaled_exp2_of_negative(fixed: f32, poly: &[f32; EXP2_TERMS]) -> f
     if fixed >= 127.0 * (1u32 << EXP2_FRACTION_BITS) as f32 {
         0.0
     } else {
-        c0 * core::f32::consts::SQRT_2 * micromath::F32Ext::exp(-fixed * NAT_PER_FIXED)
+        c0 * (1.0 / EXP2_OF_NEGATIVE[0]) * micromath::F32Ext::exp(-fixed * NAT_PER_FIXED)
     }
 }
 
@@ -119,7 +127,7 @@ pub(crate) fn finite_distance(q: f32) -> f32 {
 
 /// A Matérn basis value `a m(u) e^-u`, `u = sqrt(2 nu) r`, for `NU = 2 nu`
 /// (1, 3 or 5), the finite distance `q = u^2` in squared fixed-point
-/// units (see `Model::rescale_for_matern`) and `poly = a EXP2_OF_NEGATIVE`:
+/// units (see `Model::rescale_for_matern`) and `poly = scaled_exp2_poly(a)`:
 /// `m(u) = 1` (1/2), `1 + u` (3/2), `1 + u + u^2 / 3` (5/2). Branch-free,
 /// as the squared exponential's.
 #[inline(always)]
@@ -127,9 +135,11 @@ pub(crate) fn matern<const NU: u8>(q: f32, poly: &[f32; EXP2_TERMS]) -> f32 {
     let fixed = sqrt_finite(q);
     let value = scaled_exp2_of_negative(fixed, poly);
     let u = fixed * NAT_PER_FIXED;
+    // `value + v value` rather than `(1 + v) value`: one multiply-add,
+    // which overwrites `value` in place (the constant 1 would need a copy).
     match NU {
-        3 => (1.0 + u) * value,
-        5 => (1.0 + u * (1.0 + u * (1.0 / 3.0))) * value,
+        3 => value + u * value,
+        5 => value + (u * (1.0 + u * (1.0 / 3.0))) * value,
         _ => value,
     }
 }
@@ -1307,8 +1317,9 @@ mod tests {
     }
 
     /// The fixed-point exp against f64 at exact arguments over its
-    /// whole range: the polynomial's 2.1e-7 and the truncated fraction's
-    /// 8e-8 at most; exactly 1 at 0.
+    /// whole range: the polynomial's 3.4e-7 (at its worst mantissa, not
+    /// among these arguments) and the truncated fraction's 8e-8 at most;
+    /// exactly 1 at 0.
     #[test]
     fn exp2_is_accurate_to_a_few_ulp() {
         let mut worst = 0.0f64;

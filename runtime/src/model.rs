@@ -92,7 +92,7 @@ pub struct Model<const M: usize, const G: usize, const D: usize, const P: usize 
     basis_params: [[[f32; 2]; G]; M],
     /// `a_i`: the amplitudes (read by VSGP's basis loop only).
     amplitudes: [f32; M],
-    /// `math::EXP2_OF_NEGATIVE` times the amplitude shared by every basis
+    /// `math::scaled_exp2_poly` of the amplitude shared by every basis
     /// function (every kind but VSGP, whose basis loop reads `a_i`).
     exp_poly: [f32; math::EXP2_TERMS],
     /// Weights, factors and scalars of each output; the first is the one
@@ -407,7 +407,7 @@ impl<const M: usize, const G: usize, const D: usize, const P: usize> Model<M, G,
             }
         })?;
         let amplitude = model.amplitudes.first().copied().unwrap_or(0.0);
-        model.exp_poly = math::EXP2_OF_NEGATIVE.map(|c| amplitude * c);
+        model.exp_poly = math::scaled_exp2_poly(amplitude);
         let first = model.outputs.first_mut().ok_or(Error::Malformed)?;
         first.read_numbers(&mut reader, &shape, None)?;
         if version >= 2 {
