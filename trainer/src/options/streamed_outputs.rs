@@ -70,6 +70,20 @@ impl OutputsStart {
         }
     }
 
+    /// The file's input columns, in order.
+    pub fn input_names(&self) -> Vec<String> {
+        let d = self.bases().first().map_or(0, |b| b.inputs);
+        self.wide.input_names[..d.min(self.wide.input_names.len())].to_vec()
+    }
+
+    /// The file's target columns, in output order.
+    pub fn target_names(&self) -> Vec<String> {
+        let d = self.bases().first().map_or(0, |b| b.inputs);
+        let mut names = vec![self.wide.target_name.clone()];
+        names.extend(self.wide.input_names.iter().skip(d).cloned());
+        names
+    }
+
     /// The rows of the file, every one of which the pass must sum once.
     pub fn file_rows(&self) -> u64 {
         match &self.subsets {
