@@ -21,6 +21,7 @@ use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::model::kernel::KernelParams;
 use sgp_trainer::model::posterior_sums::PosteriorSums;
 use sgp_trainer::numerics::linalg::JitterPolicy;
+use sgp_trainer::options::streamed_outputs::outputs_sums;
 
 use crate::arrays::matrix;
 use crate::errors::IntoPy;
@@ -415,25 +416,12 @@ pub(crate) fn basis_sums<'py>(
             PassSums::Classifier(py.detach(|| basis.sums(&x, &y)).py_err()?, round)
         }
         PassBasis::Outputs(bases) => {
-            if y.ncols() != bases.len() {
-                return Err(PyValueError::new_err(format!(
-                    "y has {} columns; this fit has {} targets",
-                    y.ncols(),
-                    bases.len()
-                )));
-            }
             let bases = bases
                 .into_iter()
                 .map(BasisBytes::basis)
                 .collect::<PyResult<Vec<_>>>()?;
-            let each = py.detach(|| {
-                bases
-                    .iter()
-                    .zip(y.column_iter())
-                    .map(|(basis, column)| basis.sums(&x, &column.into_owned()))
-                    .collect::<sgp_trainer::Result<Vec<_>>>()
-            });
-            PassSums::Outputs(each.py_err()?)
+            let bases: Vec<&StreamedBasis> = bases.iter().collect();
+            PassSums::Outputs(py.detach(|| outputs_sums(&bases, &x, &y)).py_err()?)
         }
     };
     if let Some(part) = part {
