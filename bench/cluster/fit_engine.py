@@ -1,14 +1,15 @@
 """One streamed fit of a Parquet file on a local engine, timed: the subset
 fit on the driver, the pass over every row on the workers (bench/cluster/run.sh).
 
-    python fit_engine.py dask  FILE WORKERS OUT.sgp
-    python fit_engine.py spark FILE WORKERS OUT.sgp
+    python fit_engine.py dask  FILE WORKERS OUT.sgp [classify | TARGET,TARGET...]
+    python fit_engine.py spark FILE WORKERS OUT.sgp [classify | TARGET,TARGET...]
 
 Prints one JSON line: seconds (start: first pass and subset fit; pass:
-the pass over every row once the engine is up; total, engine start-up
-included), the driver's CPU seconds, the driver's and the workers' peak
-resident memory in MB. Settings: --m 64, seed 0, as run.sh's
-`sgp fit`.
+the passes over every row once the engine is up, a classifier's rounds
+together; total, engine start-up included), the driver's CPU seconds,
+the driver's and the workers' peak resident memory in MB. Settings: --m
+64, seed 0, as run.sh's `sgp fit`; `classify` fits a SparseGPClassifier,
+a comma-separated list of targets a regression of each.
 """
 
 import json
@@ -46,11 +47,15 @@ def on_dask(started, path, workers):
     with distributed.Client(cluster) as client:
         client.run(cpu_s)  # workers up
         t = time.perf_counter()
-        sums = client.compute(tree_sums(read_frame(path, started.basis), started.basis)).result()
+        frame = read_frame(path, started.basis)
+        est = started.run(
+            lambda basis: client.compute(tree_sums(frame, basis)).result(),
+            parts=frame.npartitions,
+        )
         seconds = time.perf_counter() - t
         worker_mb = max(client.run(peak_mb).values())
     cluster.close()
-    return sums, worker_mb, seconds
+    return est, worker_mb, seconds
 
 
 def on_spark(started, path, workers):
@@ -66,39 +71,50 @@ def on_spark(started, path, workers):
     )
     spark.sparkContext.setLogLevel("ERROR")
     t = time.perf_counter()
-    basis = spark.sparkContext.broadcast(started.basis)
-
-    def partition_sums(batches):
-        total = None
-        for frame in batches:
-            sums = basis.value.sums(frame)
-            total = sums if total is None else total.merge(sums)
-        if total is not None:
-            yield pd.DataFrame({"sums": [total.data], "mb": [peak_mb()]})
-
-    columns = started.basis.input_names + [started.basis.target_name]
+    columns = started.basis.input_names + started.basis.target_names
     frame = spark.read.parquet(path).select(*columns)
-    rows = frame.mapInPandas(partition_sums, schema="sums binary, mb double").rdd
-    sums, worker_mb = rows.map(lambda r: (ChunkSums(bytes(r.sums)), r.mb)).treeReduce(
-        lambda a, b: (a[0].merge(b[0]), max(a[1], b[1]))
-    )
+    peaks = []
+
+    def pass_sums(basis_now):
+        basis = spark.sparkContext.broadcast(basis_now)
+
+        def partition_sums(batches):
+            total = None
+            for batch in batches:
+                sums = basis.value.sums(batch)
+                total = sums if total is None else total.merge(sums)
+            if total is not None:
+                yield pd.DataFrame({"sums": [total.data], "mb": [peak_mb()]})
+
+        rows = frame.mapInPandas(partition_sums, schema="sums binary, mb double").rdd
+        sums, mb = rows.map(lambda r: (ChunkSums(bytes(r.sums)), r.mb)).treeReduce(
+            lambda a, b: (a[0].merge(b[0]), max(a[1], b[1]))
+        )
+        peaks.append(mb)
+        return sums
+
+    est = started.run(pass_sums)
     seconds = time.perf_counter() - t
     spark.stop()
-    return sums, worker_mb, seconds
+    return est, max(peaks), seconds
 
 
 def main():
     engine, path, workers, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    kind = sys.argv[5] if len(sys.argv) > 5 else None
     t0 = time.perf_counter()
-    started = sgp.SparseGPRegressor(m=64, random_state=0).start_file(path)
+    if kind == "classify":
+        started = sgp.SparseGPClassifier(m=64, random_state=0).start_file(path)
+    else:
+        targets = kind.split(",") if kind else None
+        started = sgp.SparseGPRegressor(m=64, random_state=0).start_file(path, targets)
     t1 = time.perf_counter()
-    sums, worker_mb, pass_s = {"dask": on_dask, "spark": on_spark}[engine](started, path, workers)
-    t2 = time.perf_counter()
-    est = started.finish(sums)
+    est, worker_mb, pass_s = {"dask": on_dask, "spark": on_spark}[engine](started, path, workers)
     est.save(out)
     t3 = time.perf_counter()
+    report = est.report_ if isinstance(est.report_, dict) else est.report_[0]
     print(json.dumps({
-        "engine": engine, "workers": workers, "rows": sums.rows,
+        "engine": engine, "workers": workers, "rows": report["streamed"]["rows"],
         "start_s": round(t1 - t0, 1), "pass_s": round(pass_s, 1), "total_s": round(t3 - t0, 1),
         "driver_cpu_s": round(cpu_s(), 1),
         "driver_mb": round(peak_mb()), "worker_mb": round(worker_mb),

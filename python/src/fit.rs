@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::fit::task::Task;
-use sgp_trainer::job::{Arrays, Job, Source};
+use sgp_trainer::job::{Arrays, Done, Job, Source};
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::settings::{setting, stated, Setting, Value, FIGURES, SETTINGS};
@@ -251,6 +251,31 @@ impl Reporter {
     }
 }
 
+/// A job's blobs (one, or one per output where each has its own model),
+/// one state of every output's models, and its JSON report.
+pub(crate) type DoneBytes = (Vec<Vec<u8>>, Vec<u8>, String);
+
+/// The bytes of the job `done`, for every front end of [`Job::run`].
+pub(crate) fn done_bytes(done: Done) -> sgp_trainer::Result<DoneBytes> {
+    let json = serde_json::to_string(&done.report())
+        .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
+    // One set of every output's models, each with its own basis.
+    let set = ModelSet {
+        members: done
+            .outputs
+            .iter()
+            .flat_map(|o| o.fit.set.members.iter().cloned())
+            .collect(),
+        class_labels: done
+            .outputs
+            .first()
+            .map(|o| o.fit.set.class_labels.clone())
+            .unwrap_or_default(),
+    };
+    let blobs = done.outputs.into_iter().map(|o| o.exported.blob).collect();
+    Ok((blobs, encode(&set)?, json))
+}
+
 /// Reports optimiser progress as `progress(iteration, budget, objective)`.
 fn report(reporter: &mut Reporter, p: &Progress, budget: u64, force: bool) {
     reporter.call(force, |py, f| {
@@ -309,36 +334,22 @@ pub(crate) fn fit<'py>(
     };
     let fitted = py
         .detach(|| {
-            job.options
-                .run(|| -> sgp_trainer::Result<(Vec<Vec<u8>>, Vec<u8>, String)> {
-                    let mut last = None;
-                    let done = job.run(&mut |p| {
-                        if let StreamedProgress::Fit {
-                            progress, budget, ..
-                        } = p
-                        {
-                            report(&mut reporter, &progress, budget, false);
-                            last = Some((progress, budget));
-                        }
-                    });
-                    if let Some((p, budget)) = last {
-                        report(&mut reporter, &p, budget, true);
+            job.options.run(|| -> sgp_trainer::Result<DoneBytes> {
+                let mut last = None;
+                let done = job.run(&mut |p| {
+                    if let StreamedProgress::Fit {
+                        progress, budget, ..
+                    } = p
+                    {
+                        report(&mut reporter, &progress, budget, false);
+                        last = Some((progress, budget));
                     }
-                    let done = done?;
-                    let json = serde_json::to_string(&done.report())
-                        .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-                    // One set of every output's models, each with its own basis.
-                    let set = ModelSet {
-                        members: done
-                            .outputs
-                            .iter()
-                            .flat_map(|o| o.fit.set.members.iter().cloned())
-                            .collect(),
-                        class_labels: done.outputs[0].fit.set.class_labels.clone(),
-                    };
-                    let blobs = done.outputs.into_iter().map(|o| o.exported.blob).collect();
-                    Ok((blobs, encode(&set)?, json))
-                })
+                });
+                if let Some((p, budget)) = last {
+                    report(&mut reporter, &p, budget, true);
+                }
+                done_bytes(done?)
+            })
         })
         .py_err();
     if let Some(e) = reporter.error {

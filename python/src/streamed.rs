@@ -7,20 +7,22 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
+use sgp_trainer::fit::streamed_classify::{ClassifierBasis, ClassifierStart};
 use sgp_trainer::fit::task::Task;
-use sgp_trainer::job::{Done, Job, Read, Source, Streaming};
+use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::options::streamed_file::StreamedStart;
+use sgp_trainer::options::streamed_outputs::OutputsStart;
 use sgp_trainer::options::Options;
 
-use crate::chunks::{encode, sums_from_bytes, BasisBytes};
+use crate::chunks::{encode, BasisBytes, ClassifierBytes, PassBasis, PassSums};
 use crate::errors::IntoPy;
-use crate::fit::{Reporter, Settings};
-use crate::state;
+use crate::fit::{done_bytes, DoneBytes, Reporter, Settings};
 
-type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
+/// The blobs (one, or one per output where each has its own model), the
+/// fitted state and the JSON summary.
+type Exported<'py> = (Vec<Bound<'py, PyBytes>>, Bound<'py, PyBytes>, String);
 
 /// Reports a streamed fit's progress as `progress(phase, done, total)`
 /// (`phase`: "read", "fit", "pass"; bytes of the file for the passes,
@@ -48,7 +50,8 @@ fn task(task: Option<&str>) -> PyResult<Option<Task>> {
 }
 
 /// The job of fitting the file `path` (`target` and `inputs` as `sgp fit
-/// --target` and `--inputs`) by the streamed fit only.
+/// --target` and `--inputs`: several comma-separated targets are a
+/// regression of each) by the streamed fit only.
 fn job(
     path: &str,
     (target, inputs): (Option<String>, Option<Vec<String>>),
@@ -56,14 +59,6 @@ fn job(
     task: Option<Task>,
     force: bool,
 ) -> sgp_trainer::Result<Job> {
-    let several = target.as_deref().map(parse_target_list);
-    if several.is_some_and(|targets| targets.len() > 1) {
-        return Err(sgp_trainer::Error::BadInput(
-            "several targets do not stream from Python yet: fit_file and start_file return one \
-             target's model; `sgp fit --data FILE --target a,b` streams them"
-                .into(),
-        ));
-    }
     let source = if std::path::Path::new(path).is_dir() {
         Source::Directory(path.into())
     } else {
@@ -79,25 +74,18 @@ fn job(
     })
 }
 
-/// The blob, the fitted state and the JSON summary of a job `done`.
-fn exported_bytes(done: Done) -> sgp_trainer::Result<(Vec<u8>, Vec<u8>, String)> {
-    let output =
-        done.outputs.into_iter().next().ok_or_else(|| {
-            sgp_trainer::Error::Numerical("a streamed fit without a model".into())
-        })?;
-    let json = serde_json::to_string(&output.summary())
-        .map_err(|e| sgp_trainer::Error::Numerical(format!("JSON: {e}")))?;
-    Ok((output.exported.blob, state::encode(&output.fit.set)?, json))
-}
-
-fn exported(py: Python<'_>, (blob, state, json): (Vec<u8>, Vec<u8>, String)) -> Exported<'_> {
-    (PyBytes::new(py, &blob), PyBytes::new(py, &state), json)
+fn exported(py: Python<'_>, (blobs, state, json): DoneBytes) -> Exported<'_> {
+    (
+        blobs.iter().map(|b| PyBytes::new(py, b)).collect(),
+        PyBytes::new(py, &state),
+        json,
+    )
 }
 
 /// Fits the file `path` (CSV, Parquet or a directory of Parquet files;
 /// `target` and `inputs` as `sgp fit --target` and `--inputs`)
 /// by the streamed fit `sgp fit` runs on it with the same settings, and
-/// exports it: the blob, the fitted state and the JSON summary, as
+/// exports it: the blobs, the fitted state and the JSON summary, as
 /// [`crate::fit::fit`] returns them. Refuses a file that does not stream.
 #[pyfunction]
 #[pyo3(signature = (path, target, settings, task=None, inputs=None, force=false, progress=None))]
@@ -119,7 +107,7 @@ pub(crate) fn fit_file<'py>(
         .detach(|| {
             let job = job(&path, (target, inputs), options, task, force)?;
             job.options
-                .run(|| exported_bytes(job.run(&mut |p| report(&mut reporter, p))?))
+                .run(|| done_bytes(job.run(&mut |p| report(&mut reporter, p))?))
         })
         .py_err();
     if let Some(e) = reporter.error {
@@ -128,30 +116,148 @@ pub(crate) fn fit_file<'py>(
     Ok(exported(py, result?))
 }
 
-/// A streamed fit after its subset fit: the basis for the pass over every
-/// row, wherever it runs, and the finish from that pass's merged sums.
+/// A streamed fit past its subset fit: what is left of it.
+enum Left {
+    /// A regression: one pass.
+    Regression(Box<StreamedStart>),
+    /// A classifier: rounds of a pass each, `basis` the next round's
+    /// (`round`, from 0).
+    Classifier {
+        start: Box<ClassifierStart>,
+        basis: Box<ClassifierBasis>,
+        round: u32,
+    },
+    /// Several targets: one pass summing every output.
+    Outputs(Box<OutputsStart>),
+}
+
+impl Left {
+    fn file_rows(&self) -> u64 {
+        match self {
+            Left::Regression(s) => s.subset.file_rows(),
+            Left::Classifier { start, .. } => start.file_rows(),
+            Left::Outputs(s) => s.file_rows(),
+        }
+    }
+
+    fn rounds(&self) -> u32 {
+        match self {
+            Left::Classifier { start, .. } => u32::try_from(start.passes()).unwrap_or(u32::MAX),
+            _ => 1,
+        }
+    }
+
+    fn round(&self) -> u32 {
+        match self {
+            Left::Classifier { round, .. } => *round,
+            _ => 0,
+        }
+    }
+
+    fn basis(&self) -> PassBasis {
+        match self {
+            Left::Regression(s) => PassBasis::Regression(BasisBytes::new(s.subset.basis())),
+            Left::Classifier { basis, round, .. } => {
+                PassBasis::Classifier(ClassifierBytes::new(basis), *round)
+            }
+            Left::Outputs(s) => {
+                PassBasis::Outputs(s.bases().into_iter().map(BasisBytes::new).collect())
+            }
+        }
+    }
+
+    /// Refuses sums of another kind or round, or that miss or repeat rows
+    /// or parts.
+    fn check(&self, sums: &PassSums, parts: Option<u64>) -> PyResult<()> {
+        let rows = self.file_rows();
+        match (self, sums) {
+            (Left::Regression(_), PassSums::Regression(s)) => s.check_covers(rows, parts),
+            (Left::Classifier { round, .. }, PassSums::Classifier(s, r)) => {
+                if r != round {
+                    return Err(PyValueError::new_err(format!(
+                        "these are the sums of round {r}; this classifier's next round is \
+                         {round} (sum every row on the basis of that round)"
+                    )));
+                }
+                s.check_covers(rows, parts)
+            }
+            (Left::Outputs(_), PassSums::Outputs(s)) => {
+                s.iter().try_for_each(|s| s.check_covers(rows, parts))
+            }
+            _ => {
+                return Err(PyValueError::new_err(
+                    "these sums are of another kind of fit (a regression's, a classifier's, \
+                     several targets') than this one",
+                ))
+            }
+        }
+        .py_err()
+    }
+}
+
+/// A streamed fit after its subset fit: the basis for each pass over every
+/// row, wherever it runs, and the finish from the last pass's merged sums
+/// (a classifier's rounds before it: [`StreamedFit::advance`]).
 #[pyclass(unsendable, module = "sgp._native")]
 pub(crate) struct StreamedFit {
-    start: Option<StreamedStart>,
+    left: Option<Left>,
     job: Job,
-    basis: Vec<u8>,
     /// The file's input columns, in order.
     #[pyo3(get)]
     input_names: Vec<String>,
-    /// The file's target column.
+    /// The file's target columns (one, or several for several targets).
     #[pyo3(get)]
-    target_name: String,
+    target_names: Vec<String>,
+}
+
+fn finished() -> PyErr {
+    PyValueError::new_err("this streamed fit is finished already; start another")
 }
 
 #[pymethods]
 impl StreamedFit {
-    /// The basis as bytes ([`crate::chunks`]).
-    fn basis<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.basis)
+    /// The basis of the next pass as bytes ([`crate::chunks`]).
+    fn basis<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let basis = self.left.as_ref().ok_or_else(finished)?.basis();
+        Ok(PyBytes::new(py, &encode(&basis)?))
     }
 
-    /// The fit conditioned on the rows whose merged sums are `sums`,
-    /// exported; `pass_seconds` goes into the report. Once only.
+    /// Passes over every row the fit takes (1; a classifier's rounds).
+    #[getter]
+    fn rounds(&self) -> PyResult<u32> {
+        Ok(self.left.as_ref().ok_or_else(finished)?.rounds())
+    }
+
+    /// The next pass's number, from 0.
+    #[getter]
+    fn round(&self) -> PyResult<u32> {
+        Ok(self.left.as_ref().ok_or_else(finished)?.round())
+    }
+
+    /// A classifier's round that is not its last: `sums` of every row on
+    /// this round's basis give the next round's.
+    #[pyo3(signature = (sums, parts=None))]
+    fn advance(&mut self, py: Python<'_>, sums: &[u8], parts: Option<u64>) -> PyResult<()> {
+        let sums = PassSums::from_bytes(sums)?;
+        let left = self.left.as_mut().ok_or_else(finished)?;
+        left.check(&sums, parts)?;
+        let (rounds, last) = (left.rounds(), left.round() + 1 >= left.rounds());
+        let (Left::Classifier { basis, round, .. }, PassSums::Classifier(s, _), false) =
+            (left, &sums, last)
+        else {
+            return Err(PyValueError::new_err(format!(
+                "the last of this fit's {rounds} passes: finish it with these sums"
+            )));
+        };
+        let next = py.detach(|| basis.updated(s)).py_err()?;
+        **basis = next;
+        *round += 1;
+        Ok(())
+    }
+
+    /// The fit conditioned on the rows whose merged sums are `sums` (the
+    /// last pass's), exported; `pass_seconds` goes into the report. Once
+    /// only.
     #[pyo3(signature = (sums, pass_seconds, force=false, parts=None))]
     fn finish<'py>(
         &mut self,
@@ -161,20 +267,43 @@ impl StreamedFit {
         force: bool,
         parts: Option<u64>,
     ) -> PyResult<Exported<'py>> {
-        let sums = sums_from_bytes(sums)?;
-        let finished =
-            || PyValueError::new_err("this streamed fit is finished already; start another");
+        let sums = PassSums::from_bytes(sums)?;
         // Checked before the start is taken: refused sums leave it usable.
-        let rows = self.start.as_ref().ok_or_else(finished)?.subset.file_rows();
-        sums.check_covers(rows, parts).py_err()?;
-        let start = self.start.take().ok_or_else(finished)?;
+        let left = self.left.as_ref().ok_or_else(finished)?;
+        left.check(&sums, parts)?;
+        if left.round() + 1 < left.rounds() {
+            return Err(PyValueError::new_err(format!(
+                "pass {} of this classifier's {}: advance with these sums, then sum every row \
+                 on the next round's basis",
+                left.round() + 1,
+                left.rounds()
+            )));
+        }
+        let left = self.left.take().ok_or_else(finished)?;
         self.job.force = force;
         let job = &self.job;
         let result = py
             .detach(|| {
                 job.options.run(|| {
-                    let fitted = job.finish_streamed(start, &sums, pass_seconds)?;
-                    exported_bytes(job.export(fitted)?)
+                    let fitted = match (left, sums) {
+                        (Left::Regression(start), PassSums::Regression(s)) => {
+                            job.finish_streamed(*start, &s, pass_seconds)?
+                        }
+                        (Left::Classifier { start, basis, .. }, PassSums::Classifier(s, _)) => {
+                            let neg_elbo = basis.neg_elbo(&s);
+                            let last = basis.updated(&s)?;
+                            job.finish_streamed_classifier(*start, (last, neg_elbo), pass_seconds)?
+                        }
+                        (Left::Outputs(start), PassSums::Outputs(s)) => {
+                            job.finish_streamed_outputs(*start, &s, pass_seconds)?
+                        }
+                        _ => {
+                            return Err(sgp_trainer::Error::BadInput(
+                                "sums of another kind of fit".into(),
+                            ))
+                        }
+                    };
+                    done_bytes(job.export(fitted)?)
                 })
             })
             .py_err()?;
@@ -199,39 +328,44 @@ pub(crate) fn start_file(
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let started = py
-        .detach(|| -> sgp_trainer::Result<(Job, StreamedStart)> {
+        .detach(|| -> sgp_trainer::Result<(Job, Left)> {
             let job = job(&path, (target, inputs), options, task, false)?;
             let read = job
                 .options
                 .run(|| job.read(&mut |p| report(&mut reporter, p)))?;
-            match read {
-                Read::Streamed(start) => Ok((job, *start)),
-                Read::InMemory(_) => Err(sgp_trainer::Error::Numerical(
-                    "a job that must stream read its rows into memory".into(),
-                )),
-                Read::StreamedClassifier(_) => Err(sgp_trainer::Error::BadInput(
-                    "a classifier streams from fit_file; start_file and its recipes sum a \
-                     regression's rows only"
-                        .into(),
-                )),
-                Read::StreamedOutputs(_) => Err(sgp_trainer::Error::Numerical(
-                    "several targets reached start_file, which refuses them".into(),
-                )),
-            }
+            let left = match read {
+                Read::Streamed(start) => Left::Regression(start),
+                Read::StreamedClassifier(start) => Left::Classifier {
+                    basis: Box::new(start.basis().clone()),
+                    start,
+                    round: 0,
+                },
+                Read::StreamedOutputs(start) => Left::Outputs(start),
+                Read::InMemory(_) => {
+                    return Err(sgp_trainer::Error::Numerical(
+                        "a job that must stream read its rows into memory".into(),
+                    ))
+                }
+            };
+            Ok((job, left))
         })
         .py_err();
     if let Some(e) = reporter.error {
         return Err(e);
     }
-    let (job, start) = started?;
-    let sample = start.subset.sampled();
-    let names = (sample.input_names.clone(), sample.target_name.clone());
-    let basis = encode(&BasisBytes::new(start.subset.basis(), names.clone()))?;
+    let (job, left) = started?;
+    let (input_names, target_names) = match &left {
+        Left::Regression(s) => {
+            let sample = s.subset.sampled();
+            (sample.input_names.clone(), vec![sample.target_name.clone()])
+        }
+        Left::Classifier { start, .. } => (start.input_names(), vec![start.target_name()]),
+        Left::Outputs(s) => (s.input_names(), s.target_names()),
+    };
     Ok(StreamedFit {
-        start: Some(start),
+        left: Some(left),
         job,
-        basis,
-        input_names: names.0,
-        target_name: names.1,
+        input_names,
+        target_names,
     })
 }

@@ -11,7 +11,9 @@ import sgp  # noqa: E402
 from sgp.cluster import fit_dask, read_frame  # noqa: E402
 from sgp._streamed import merge_tree  # noqa: E402
 
-from test_streamed import SETTINGS, big, fitted, frame as named, parts  # noqa: E402,F401
+from test_streamed import (  # noqa: E402,F401
+    SETTINGS, big, fitted, frame as named, labelled, parts, two_targets,
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +69,46 @@ def test_dask_takes_the_input_columns_fit_file_takes(big, client):
     assert est.to_model().input_names == ["c", "a"]
     rows = named(np.random.default_rng(2).uniform(-2.0, 2.0, (50, 3)))[["c", "a"]]
     np.testing.assert_allclose(est.predict(rows), alone.predict(rows), rtol=1e-9, atol=1e-9)
+
+
+def merged_alone(started, frame):
+    """Every pass of ``started`` over ``frame``'s partitions in one process,
+    merged in ``tree_sums``' tree."""
+    parts = [p.compute() for p in frame.to_delayed()]
+    return started.run(
+        lambda basis: merge_tree([basis.sums(p, part=k) for k, p in enumerate(parts)]),
+        parts=len(parts),
+    )
+
+
+def test_dask_fits_a_classifier_as_one_process(labelled, client):
+    """Issue 50, item 5: a classifier's rounds on Dask give the blob of one
+    process on the same partitions and tree, and fit_file's fit up to
+    rounding (the partitions are not its chunks)."""
+    path, X, c = labelled
+    started = sgp.SparseGPClassifier(**SETTINGS).start_file(path)
+    frame = read_frame(path, started.basis, blocksize="1MB")
+    assert frame.npartitions >= 3
+    alone = merged_alone(started, frame)
+    est = fit_dask(sgp.SparseGPClassifier(**SETTINGS), path, client=client, frame=frame)
+    assert est.to_bytes() == alone.to_bytes()
+    assert est.report_["streamed"]["rows"] == len(c)
+    whole = sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
+    Xs = named(X[:200])
+    np.testing.assert_allclose(
+        est.predict_proba(Xs), whole.predict_proba(Xs), rtol=0, atol=1e-9
+    )
+
+
+def test_dask_fits_two_targets_as_one_process(two_targets, client):
+    """Issue 50, item 5: several targets on Dask: the same choice of basis
+    and the blobs of one process on the same partitions and tree."""
+    path, X, Y = two_targets
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path, ["y", "z"])
+    frame = read_frame(path, started.basis, blocksize="1MB")
+    alone = merged_alone(started, frame)
+    est = fit_dask(sgp.SparseGPRegressor(**SETTINGS), path, ["y", "z"], client=client,
+                   frame=frame)
+    assert est.blobs_ == alone.blobs_
+    assert est.basis_["kept"] == alone.basis_["kept"]
+    assert est.predict(named(X[:5])).shape == (5, 2)

@@ -130,8 +130,6 @@ def test_what_does_not_stream_is_an_error_saying_why(big, tmp_path):
         sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
     with pytest.raises(ValueError, match="is a classifier and target column 'y' is continuous"):
         sgp.SparseGPRegressor(model="svgp").fit_file(path)
-    with pytest.raises(ValueError, match="several targets do not stream"):
-        sgp.SparseGPRegressor().fit_file(path, target=["b", "y"])
     small = tmp_path / "small.csv"
     with open(small, "w") as out:
         out.write("a,b,c,y\n")
@@ -253,3 +251,92 @@ def test_chunks_of_dataframes_keep_their_names_and_pick_inputs(big):
     est = sgp.SparseGPRegressor(**SETTINGS).fit_chunks(chunks, inputs=["b", "a"])
     model = est.to_model()
     assert model.input_names == ["b", "a"] and model.target_name == "power"
+
+
+def classes(n=ROWS, seed=5):
+    """Two classes (0/1) of three inputs, a noisy boundary."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, (n, 3))
+    f = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2
+    return X, (f + 0.3 * rng.standard_normal(n) > np.median(f)).astype(float)
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """80,000 rows of two classes as CSV, and the rows."""
+    X, c = classes()
+    path = tmp_path_factory.mktemp("labelled") / "labelled.csv"
+    with open(path, "w") as out:
+        out.write("a,b,c,label\n")
+        np.savetxt(out, np.hstack([X, c[:, None]]), delimiter=",", fmt="%.17g")
+    return str(path), X, c
+
+
+@pytest.fixture(scope="module")
+def two_targets(tmp_path_factory):
+    """80,000 rows of three inputs and two targets y, z as CSV, and the
+    rows (z varies where y does not: one model per output is likely)."""
+    X, y = rows(seed=6)
+    rng = np.random.default_rng(7)
+    z = np.cos(X[:, 0]) * X[:, 2] + 0.1 * rng.standard_normal(len(y))
+    Y = np.column_stack([y, z])
+    path = tmp_path_factory.mktemp("two") / "two.csv"
+    with open(path, "w") as out:
+        out.write("a,b,c,y,z\n")
+        np.savetxt(out, np.hstack([X, Y]), delimiter=",", fmt="%.17g")
+    return str(path), X, Y
+
+
+def by_hand(started, X, Y, cuts):
+    """Every pass of ``started`` summed by hand over the parts cut at
+    ``cuts``, numbered, merged in ``merge_tree``'s order."""
+    def pass_sums(basis):
+        bounds = list(zip(cuts, cuts[1:]))
+        return merge_tree([basis.sums(X[a:b], Y[a:b], part=k) for k, (a, b) in enumerate(bounds)])
+    return started.run(pass_sums, parts=len(cuts) - 1)
+
+
+def test_a_classifier_streams_in_chunks_as_fit_file(labelled):
+    """Issue 50, items 1, 5 and 6: a classifier's rounds summed by hand in
+    two parts cut where the file's pass starts a chunk give fit_file's
+    blob, byte for byte; a lost part or a round's sums out of turn are
+    refused, naming them."""
+    path, X, c = labelled
+    whole = sgp.SparseGPClassifier(**SETTINGS).fit_file(path)
+    assert whole.report_["streamed"]["rows"] == ROWS
+    assert whole.report_["streamed"]["passes"] >= 2
+    assert list(whole.classes_) == [0.0, 1.0]
+    assert whole.score(frame(X[:2000]), c[:2000]) > 0.6
+
+    started = sgp.SparseGPClassifier(**SETTINGS).start_file(path)
+    assert started.rounds == whole.report_["streamed"]["passes"]
+    assert started.basis.target_names == ["label"]
+    first = pickle.loads(pickle.dumps(started.basis))
+    head = first.sums(X[:CHUNK], c[:CHUNK], part=0)
+    tail = first.sums(X[CHUNK:], c[CHUNK:], part=1)
+    with pytest.raises(ValueError, match="parts 1 are missing"):
+        started.advance(head, parts=2)
+    started.advance(head.merge(tail), parts=2)
+    with pytest.raises(ValueError, match="sums of round 0"):
+        started.advance(head.merge(tail), parts=2)
+    with pytest.raises(ValueError, match="round 1 with those of round 0"):
+        started.basis.sums(X[:CHUNK], c[:CHUNK], part=0).merge(tail)
+    est = by_hand(started, X, c, [0, CHUNK, ROWS])
+    assert est.to_bytes() == whole.to_bytes()
+    np.testing.assert_array_equal(est.predict(frame(X[:50])), whole.predict(frame(X[:50])))
+
+
+def test_several_targets_stream_from_python_with_the_trainers_choice(two_targets):
+    """Issue 50, items 3 and 5: fit_file takes several target columns, one
+    basis or one model per output as the trainer decides on the sample
+    (basis_ says which); the chunk path's sums give the same blobs."""
+    path, X, Y = two_targets
+    whole = sgp.SparseGPRegressor(**SETTINGS).fit_file(path, target=["y", "z"])
+    assert whole.basis_["kept"] in ("shared", "separate")
+    assert [o["name"] for o in whole.basis_["outputs"]] == ["y", "z"]
+    assert whole.predict(frame(X[:5])).shape == (5, 2)
+    started = sgp.SparseGPRegressor(**SETTINGS).start_file(path, target="y,z")
+    assert started.basis.target_names == ["y", "z"]
+    est = by_hand(started, X, Y, [0, CHUNK, ROWS])
+    assert est.blobs_ == whole.blobs_
+    np.testing.assert_array_equal(est.predict(frame(X[:50])), whole.predict(frame(X[:50])))

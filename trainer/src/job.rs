@@ -24,7 +24,7 @@ use crate::export::cure::Cure;
 use crate::export::{Exported, Fidelity};
 use crate::files::{check_outputs, check_outside, Input};
 use crate::fit::streamed::StreamedProgress;
-use crate::fit::streamed_classify::ClassifierStart;
+use crate::fit::streamed_classify::{ClassifierBasis, ClassifierStart};
 use crate::fit::task::{choose_task, Classes, Task};
 use crate::fit::warnings::about_data;
 use crate::fit::{Fit, FitParams, FitReport, Method};
@@ -418,6 +418,45 @@ impl Job {
         let check_x = start.check_x.clone();
         let fit = start.finish(sums, pass_seconds)?;
         Ok(self.streamed(fit, check_x))
+    }
+
+    /// A streamed classifier whose passes over every row ran elsewhere
+    /// ([`ClassifierStart::finish`]), its class labels set.
+    ///
+    /// # Errors
+    /// As [`ClassifierStart::finish`].
+    pub fn finish_streamed_classifier(
+        &self,
+        start: ClassifierStart,
+        (basis, neg_elbo): (ClassifierBasis, f64),
+        pass_seconds: f64,
+    ) -> Result<Fitted> {
+        let (check_x, labels) = (start.check_x.clone(), start.labels.clone());
+        let fit = start.finish(basis, neg_elbo, pass_seconds)?;
+        Ok(Fitted {
+            labels,
+            ..self.streamed(fit, check_x)
+        })
+    }
+
+    /// A streamed fit of several targets whose pass over every row ran
+    /// elsewhere: `sums` per output ([`OutputsStart::finish`]).
+    ///
+    /// # Errors
+    /// As [`OutputsStart::finish`].
+    pub fn finish_streamed_outputs(
+        &self,
+        start: OutputsStart,
+        sums: &[PosteriorSums],
+        pass_seconds: f64,
+    ) -> Result<Fitted> {
+        let (check_x, basis) = (start.check_x.clone(), start.basis.clone());
+        Ok(Fitted {
+            fits: start.finish(sums, pass_seconds)?,
+            basis: Some(basis),
+            check_x,
+            labels: Vec::new(),
+        })
     }
 
     /// Exports every fit ([`Fitted::export`]) with the job's settings.

@@ -220,35 +220,39 @@ class _SparseGP(BaseEstimator):
     # Data larger than memory: `sgp fit`'s streamed fit (sgp._streamed).
 
     def _file_target(self, target: Any) -> Optional[str]:
-        """``sgp fit --target``'s text: several targets are refused by the
-        library, saying why."""
+        """``sgp fit --target``'s text: a list of several targets is
+        comma-separated."""
         if isinstance(target, (list, tuple)):
             target = ",".join(str(t) for t in target) if target else None
         return None if target is None else str(target)
 
     def fit_file(
-        self, path: PathLike, target: Optional[str] = None,
+        self, path: PathLike, target: Union[str, Sequence[str], None] = None,
         inputs: Optional[Sequence[str]] = None,
     ) -> Any:
         """Fits the CSV or Parquet file, or the directory of Parquet files,
-        ``path`` (``target``: its target column, default the last;
+        ``path`` (``target``: its target column, default the last, or a
+        list of several, or ``"a,b"``, for a regression of each;
         ``inputs``: its input columns, in the order the model takes them,
         default every other column) by the streamed fit ``sgp fit --data
         path`` runs on a large file, with this estimator's settings: the
-        same blob, memory bounded whatever the rows. A directory's files are
+        same blobs, memory bounded whatever the rows. Several targets get
+        one basis or one model per output as ``sgp fit`` decides on the
+        sample (``basis_`` says which and why). A directory's files are
         read in name order as one table. The target is fitted as the
         estimator's ``task`` (a 0/1 column is numbers to the regressor, as
         in ``fit``). Raises ``ValueError`` for a file or fit that does not
-        stream (too few rows, text class labels, another family, several
-        targets)."""
+        stream (too few rows, text class labels, another family)."""
         progress = print_progress if self.verbose else None
-        blob, state, summary = _native.fit_file(
+        blobs, state, summary = _native.fit_file(
             os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
             inputs=_columns(inputs), force=self.force, progress=progress,
         )
         if progress is not None:
             print(file=sys.stderr)
-        self._take_streamed(blob, state, summary)
+        file_target = self._file_target(target)
+        self._take_streamed(blobs, state, summary, 1 if file_target is None
+                            else len(file_target.split(",")))
         return self
 
     def fit_chunks(
@@ -269,13 +273,14 @@ class _SparseGP(BaseEstimator):
             return self.fit_file(path, target, inputs)
 
     def start_file(
-        self, path: PathLike, target: Optional[str] = None,
+        self, path: PathLike, target: Union[str, Sequence[str], None] = None,
         inputs: Optional[Sequence[str]] = None,
     ) -> StreamedFit:
         """The first pass and subset fit of ``fit_file``, stopped before its
-        pass over every row: run that pass anywhere with the returned
+        passes over every row: run each anywhere with the returned
         ``StreamedFit``'s ``basis`` (``sgp.cluster`` for Dask), then call
-        its ``finish``."""
+        its ``advance`` (a classifier's rounds but the last) or ``finish``
+        (``StreamedFit.run`` drives them)."""
         progress = print_progress if self.verbose else None
         native = _native.start_file(
             os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
@@ -285,13 +290,23 @@ class _SparseGP(BaseEstimator):
             print(file=sys.stderr)
         return StreamedFit(native, self)
 
-    def _take_streamed(self, blob: bytes, state: bytes, summary: str) -> None:
-        """Keeps a streamed fit as ``fit`` keeps its fit."""
-        self._take_fit(blob, state, summary)
-        inputs = Model.from_bytes(blob).input_names
-        self._outputs = 0
+    def _take_streamed(
+        self, blobs: Sequence[bytes], state: bytes, summary: str, targets: int
+    ) -> None:
+        """Keeps a streamed fit of ``targets`` target columns as ``fit``
+        keeps its fit."""
+        self._take_fit(blobs, state, summary)
+        model = Model.from_bytes(self.blobs_[0])
+        inputs = model.input_names
+        # Several targets: one output each, as `fit` of an n x P target.
+        self._outputs = 0 if targets == 1 else targets
         self.n_features_in_ = len(inputs)
         self.feature_names_in_ = np.asarray(inputs, dtype=object)
+        if self._own_task == "classification":
+            # The blob's classes, in its order: a binary blob's positive
+            # (the larger value) is the last, as `fit`'s classes_[1].
+            self.classes_ = np.asarray([float(c) for c in model.class_labels])
+            self._positive_first = False
 
     def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
         """The fitted f64 models' means and variances (n x P, one column per

@@ -134,15 +134,20 @@ class StreamedFit:
     @property
     def input_names(self) -> List[str]: ...
     @property
-    def target_name(self) -> str: ...
+    def target_names(self) -> List[str]: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def round(self) -> int: ...
     def basis(self) -> bytes: ...
+    def advance(self, sums: bytes, parts: Optional[int] = None) -> None: ...
     def finish(
         self,
         sums: bytes,
         pass_seconds: float,
         force: bool = False,
         parts: Optional[int] = None,
-    ) -> Tuple[bytes, bytes, str]: ...
+    ) -> Tuple[List[bytes], bytes, str]: ...
 
 def fit_file(
     path: str,
@@ -152,8 +157,8 @@ def fit_file(
     inputs: Optional[List[str]] = None,
     force: bool = False,
     progress: Optional[Callable[[str, int, int], None]] = None,
-) -> Tuple[bytes, bytes, str]:
-    """``sgp fit``'s streamed fit of a file, exported: (blob, state, JSON)."""
+) -> Tuple[List[bytes], bytes, str]:
+    """``sgp fit``'s streamed fit of a file, exported: (blobs, state, JSON)."""
 
 def start_file(
     path: str,
@@ -164,7 +169,13 @@ def start_file(
     progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> StreamedFit: ...
 def basis_sums(
-    basis: bytes, x: bytes, n: int, d: int, y: bytes, part: Optional[int] = None
+    basis: bytes,
+    x: bytes,
+    n: int,
+    d: int,
+    y: bytes,
+    part: Optional[int] = None,
+    p: int = 1,
 ) -> bytes: ...
 def merge_sums(a: bytes, b: bytes) -> bytes: ...
 def sums_rows(sums: bytes) -> int: ...

@@ -2,17 +2,21 @@
 pass over every row as a statistic any engine can map and reduce.
 
 A streamed fit is a subset fit (a first pass over the file samples rows
-and standardises; SPGP is fitted on growing subsets of the sample), then a
-pass over every row that sums the posterior on the fitted basis. The pass
+and standardises; the model is fitted on a subset of the sample), then
+passes over every row that sum statistics on the fitted basis: one for a
+regression (of one target or several), ``rounds`` for a classifier (each
+a natural-gradient step of ``q(u)`` from the last round's sums). A pass
 splits: ``ChunkBasis.sums`` on any block of rows, ``ChunkSums.merge``,
-``StreamedFit.finish``. Both are bytes inside, so they pickle.
+then ``StreamedFit.advance`` (a classifier's rounds but the last) or
+``StreamedFit.finish``; ``StreamedFit.run`` drives the rounds. Bases and
+sums are bytes inside, so they pickle.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -27,9 +31,10 @@ def print_progress(phase: str, done: int, total: int) -> None:
 
 
 class ChunkSums:
-    """The posterior sums of a set of rows on one basis. ``a.merge(b)``:
-    the sums of both sets (a new object; bit for bit the same for the same
-    merge order)."""
+    """The sums of a set of rows on one basis (a regression's posterior
+    sums, each output's for several targets, or a classifier round's site
+    sums). ``a.merge(b)``: the sums of both sets (a new object; bit for bit
+    the same for the same merge order)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = bytes(data)
@@ -68,18 +73,26 @@ def merge_tree(sums: Sequence[ChunkSums]) -> ChunkSums:
 
 
 class ChunkBasis:
-    """The fitted basis of a streamed fit: all a worker needs to sum its
-    rows (bytes inside; pickles)."""
+    """The fitted basis of one pass of a streamed fit: all a worker needs
+    to sum its rows (bytes inside; pickles)."""
 
-    def __init__(self, data: bytes, input_names: Sequence[str], target_name: str) -> None:
+    def __init__(
+        self, data: bytes, input_names: Sequence[str], target_names: Union[str, Sequence[str]]
+    ) -> None:
         self.data = bytes(data)
         self.input_names = list(input_names)
-        self.target_name = target_name
+        self.target_names = [target_names] if isinstance(target_names, str) else list(target_names)
+
+    @property
+    def target_name(self) -> str:
+        """The (first) target column."""
+        return self.target_names[0]
 
     def sums(self, X: Any, y: Any = None, part: Optional[int] = None) -> ChunkSums:
         """The sums of the raw rows ``X`` (n x inputs, the file's input
         columns in order; a DataFrame's columns are picked by name) and
-        targets ``y`` (None: a DataFrame ``X``'s target column).
+        targets ``y`` (n, or n x targets for several; a classifier's class
+        values as numbers; None: a DataFrame ``X``'s target columns).
         ``part``: the number of this partition of the rows (0, 1, ...), so
         that a merge refuses it twice and ``StreamedFit.finish(sums,
         parts=N)`` names it if it is lost."""
@@ -87,45 +100,81 @@ class ChunkBasis:
         if y is None:
             if columns is None:
                 raise ValueError("y is needed unless X is a DataFrame holding the target column")
-            y = X[self.target_name]
+            y = X[self.target_names]
         if columns is not None:
             X = X[self.input_names]
         X = np.ascontiguousarray(X, dtype=np.float64)
-        y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
         n, d = X.shape
+        y = np.ascontiguousarray(y, dtype=np.float64).reshape(n, -1)
         return ChunkSums(
-            _native.basis_sums(self.data, to_native(X), n, d, to_native(y), part)
+            _native.basis_sums(
+                self.data, to_native(X), n, d, to_native(y), part, p=y.shape[1]
+            )
         )
 
     def __reduce__(self) -> Any:
-        return (ChunkBasis, (self.data, self.input_names, self.target_name))
+        return (ChunkBasis, (self.data, self.input_names, self.target_names))
 
 
 class StreamedFit:
     """A streamed fit stopped after its subset fit (see
-    ``SparseGPRegressor.start_file``): ``basis`` for the pass, wherever it
-    runs, then ``finish`` with the merged sums of every row."""
+    ``SparseGPRegressor.start_file``): ``basis`` for each pass, wherever it
+    runs; ``advance`` with the merged sums of every row for each of a
+    classifier's ``rounds`` but the last, ``finish`` with the last's."""
 
     def __init__(self, native: Any, estimator: Any) -> None:
         self._native = native
         self._estimator = estimator
-        self.basis = ChunkBasis(native.basis(), native.input_names, native.target_name)
         self.started = time.perf_counter()
+        self.basis = self._basis()
+
+    def _basis(self) -> ChunkBasis:
+        return ChunkBasis(self._native.basis(), self._native.input_names,
+                          self._native.target_names)
+
+    @property
+    def rounds(self) -> int:
+        """Passes over every row the fit takes: 1 for a regression, a
+        classifier's rounds."""
+        return int(self._native.rounds)
+
+    @property
+    def round(self) -> int:
+        """The number of the next pass (from 0), whose basis is ``basis``."""
+        return int(self._native.round)
+
+    def advance(self, sums: ChunkSums, parts: Optional[int] = None) -> "StreamedFit":
+        """A classifier's round that is not its last: ``sums`` of every row
+        on this round's ``basis`` (checked as ``finish`` checks them) make
+        ``basis`` the next round's."""
+        self._native.advance(sums.data, parts=parts)
+        self.basis = self._basis()
+        return self
 
     def finish(self, sums: ChunkSums, parts: Optional[int] = None) -> Any:
-        """The estimator, fitted: conditioned on the rows of ``sums``
-        (every row of the file, each once: other sums are refused, naming
-        the rows missing or in excess) and exported. ``parts``: the number
-        of partitions summed with ``ChunkBasis.sums(..., part=k)``; every
-        one of ``0..parts`` must be in ``sums`` (a lost one is named)."""
+        """The estimator, fitted: conditioned on the rows of ``sums`` (the
+        last pass's; every row of the file, each once: other sums are
+        refused, naming the rows missing or in excess) and exported.
+        ``parts``: the number of partitions summed with
+        ``ChunkBasis.sums(..., part=k)``; every one of ``0..parts`` must be
+        in ``sums`` (a lost one is named)."""
         seconds = time.perf_counter() - self.started
-        blob, state, summary = self._native.finish(
+        blobs, state, summary = self._native.finish(
             sums.data, seconds, force=self._estimator.force, parts=parts
         )
-        self._estimator._take_streamed(blob, state, summary)
+        self._estimator._take_streamed(blobs, state, summary, len(self.basis.target_names))
         return self._estimator
+
+    def run(self, pass_sums: Callable[[ChunkBasis], ChunkSums],
+            parts: Optional[int] = None) -> Any:
+        """Every pass left: ``pass_sums(basis)`` is the merged sums of every
+        row on ``basis`` (an engine's map and reduce); returns ``finish``'s
+        estimator."""
+        while self.round + 1 < self.rounds:
+            self.advance(pass_sums(self.basis), parts=parts)
+        return self.finish(pass_sums(self.basis), parts=parts)
 
 
 def write_chunks(chunks: Iterable[Any], path: str, names: Optional[List[str]] = None) -> List[str]:

@@ -1,7 +1,8 @@
-"""The streamed fit on a Dask cluster: the subset fit on the client, the
-pass over every row on the workers, one partition each, reduced in the
-fixed tree of ``merge_tree`` (so the blob is the one process's blob on the
-same partitions, bit for bit).
+"""The streamed fit on a Dask cluster: the subset fit on the client, each
+pass over every row on the workers (one for a regression of one target or
+several, a classifier's rounds), one partition each, reduced in the fixed
+tree of ``merge_tree`` (so the blob is the one process's blob on the same
+partitions, bit for bit).
 
 Dask is not a dependency of sgp: ``pip install "dask[dataframe]"
 distributed``. Spark's recipe (``mapInPandas`` then ``treeReduce``) is in
@@ -11,7 +12,7 @@ the guide's chapter "On a cluster".
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence, Union
 
 from ._streamed import ChunkBasis, ChunkSums, merge_tree
 
@@ -40,7 +41,7 @@ def read_frame(path: str, basis: ChunkBasis, blocksize: Any = "16MB") -> Any:
     at a time."""
     import dask.dataframe as dd
 
-    columns = basis.input_names + [basis.target_name]
+    columns = basis.input_names + basis.target_names
     if os.path.isdir(path):
         # The library has checked the files (start_file read them all).
         return dd.read_parquet(parquet_files(path), columns=columns, blocksize=blocksize)
@@ -75,21 +76,25 @@ def tree_sums(frame: Any, basis: ChunkBasis) -> Any:
 def fit_dask(
     estimator: Any,
     path: str,
-    target: Optional[str] = None,
+    target: Union[str, Sequence[str], None] = None,
     client: Any = None,
     frame: Any = None,
     inputs: Optional[List[str]] = None,
 ) -> Any:
-    """Fits ``estimator`` (a ``SparseGPRegressor``) to the CSV or Parquet
-    file, or the directory of Parquet files, ``path`` as
-    ``estimator.fit_file`` does (``target`` and ``inputs``: its columns,
-    as there), with the pass over every
-    row on ``client``'s workers (default: dask's current scheduler).
-    ``frame``: the file's rows as a dask DataFrame of your own partitioning
-    (default ``read_frame``). Returns the fitted estimator."""
+    """Fits ``estimator`` (a ``SparseGPRegressor``, of one target or
+    several, or a ``SparseGPClassifier``) to the CSV or Parquet file, or
+    the directory of Parquet files, ``path`` as ``estimator.fit_file``
+    does (``target`` and ``inputs``: its columns, as there), with each
+    pass over every row on ``client``'s workers (default: dask's current
+    scheduler). ``frame``: the file's rows as a dask DataFrame of your own
+    partitioning (default ``read_frame``), the same for every pass.
+    Returns the fitted estimator."""
     started = estimator.start_file(path, target, inputs)
     if frame is None:
         frame = read_frame(path, started.basis)
-    total = tree_sums(frame, started.basis)
-    sums = client.compute(total).result() if client is not None else total.compute()
-    return started.finish(sums, parts=frame.npartitions)
+
+    def pass_sums(basis: ChunkBasis) -> ChunkSums:
+        total = tree_sums(frame, basis)
+        return client.compute(total).result() if client is not None else total.compute()
+
+    return started.run(pass_sums, parts=frame.npartitions)

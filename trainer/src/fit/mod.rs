@@ -29,7 +29,7 @@ pub(crate) mod spgp;
 pub(crate) mod spgp_hs;
 pub mod streamed;
 pub mod streamed_basis;
-pub(crate) mod streamed_classify;
+pub mod streamed_classify;
 pub mod svgp;
 pub mod task;
 pub(crate) mod vsgp;

@@ -40,6 +40,7 @@ use crate::fit::task::{choose_task, Classes, Task};
 use crate::model::features::{InducingFeatures, PseudoInputs};
 use crate::model::inference::svgp::{expected_log_probit, SvgpConfig, Variational};
 use crate::model::kernel::KernelParams;
+use crate::model::posterior_sums::{check_covers, union};
 use crate::numerics::linalg::{cholesky_jittered, mat_ref, mul, solve_lower_mut, JitterPolicy};
 use crate::{Error, Result};
 
@@ -68,6 +69,9 @@ pub struct SiteSums {
     /// `sum_n E_q[log Phi]` over the rows and latents at the `q(u)` the
     /// pass linearised at.
     pub expected_log_lik: f64,
+    /// The numbered parts these sums cover, as
+    /// [`crate::model::posterior_sums::PosteriorSums::parts`]: a lost or repeated partition is named.
+    pub parts: Vec<(u64, u64)>,
 }
 
 impl SiteSums {
@@ -77,13 +81,31 @@ impl SiteSums {
             precision: vec![DMatrix::zeros(m, m); latents],
             shift: vec![DVector::zeros(m); latents],
             expected_log_lik: 0.0,
+            parts: Vec::new(),
         }
+    }
+
+    /// These sums, labelled as those of part `part` of the rows
+    /// ([`crate::model::posterior_sums::PosteriorSums::of_part`]).
+    pub fn of_part(mut self, part: u64) -> Self {
+        self.parts = vec![(part, part.saturating_add(1))];
+        self
+    }
+
+    /// Refuses sums that are not of exactly `rows` rows and, `parts`
+    /// given, the parts `0..parts` ([`crate::model::posterior_sums::PosteriorSums::check_covers`]).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the rows and parts missing or in excess.
+    pub fn check_covers(&self, rows: u64, parts: Option<u64>) -> Result<()> {
+        check_covers(&self.parts, self.rows, (rows, parts))
     }
 
     /// Adds the sums of another, disjoint set of rows.
     ///
     /// # Errors
-    /// [`Error::BadInput`] for sums of another shape.
+    /// [`Error::BadInput`] for sums of another shape, or of a numbered
+    /// part both hold.
     pub fn merge(&mut self, other: &SiteSums) -> Result<()> {
         let shape = |s: &SiteSums| (s.precision.len(), s.shift.first().map(|v| v.len()));
         if shape(self) != shape(other) {
@@ -91,6 +113,7 @@ impl SiteSums {
                 "cannot merge a classifier's sums of another basis or class count".into(),
             ));
         }
+        self.parts = union(&self.parts, &other.parts)?;
         self.rows += other.rows;
         for (s, o) in self.precision.iter_mut().zip(&other.precision) {
             *s += o;
@@ -338,6 +361,21 @@ impl ClassifierStart {
     /// Passes over every row a finish expects ([`PASSES`]).
     pub fn passes(&self) -> usize {
         self.passes
+    }
+
+    /// The file's input columns, in order (constant ones included).
+    pub fn input_names(&self) -> Vec<String> {
+        self.full.input_names.clone()
+    }
+
+    /// The file's target column.
+    pub fn target_name(&self) -> String {
+        self.full.target_name.clone()
+    }
+
+    /// Rows of the file, every one of which each pass must sum once.
+    pub fn file_rows(&self) -> u64 {
+        self.rows
     }
 
     /// The fit whose `q(u)`s are those of `basis`, after passes run

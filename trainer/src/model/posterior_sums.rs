@@ -147,41 +147,7 @@ impl PosteriorSums {
     /// [`Error::BadInput`] naming the rows missing or in excess and the
     /// parts missing or out of range.
     pub fn check_covers(&self, rows: u64, parts: Option<u64>) -> Result<()> {
-        if let Some(n) = parts {
-            let missing = gaps(&self.parts, n);
-            let beyond = self.parts.last().filter(|&&(_, end)| end > n);
-            if !missing.is_empty() || beyond.is_some() {
-                let mut why = Vec::new();
-                if !missing.is_empty() {
-                    why.push(format!("parts {} are missing", ranges_text(&missing)));
-                }
-                if let Some(&(_, end)) = beyond {
-                    why.push(format!(
-                        "parts up to {} are beyond the {n} expected",
-                        end - 1
-                    ));
-                }
-                return Err(Error::BadInput(format!(
-                    "the sums do not cover parts 0..{n} exactly: {} (a lost or extra \
-                     partition; sum every partition once, numbered 0 to {})",
-                    why.join("; "),
-                    n.saturating_sub(1)
-                )));
-            }
-        }
-        if self.rows != rows {
-            let (by, what) = if self.rows < rows {
-                (rows - self.rows, "missing (a lost partition?)")
-            } else {
-                (self.rows - rows, "too many (a partition summed twice?)")
-            };
-            return Err(Error::BadInput(format!(
-                "the sums cover {} rows but the data have {rows}: {by} rows {what}; sum every \
-                 row once",
-                self.rows
-            )));
-        }
-        Ok(())
+        check_covers(&self.parts, self.rows, (rows, parts))
     }
 
     /// Adds the sums of another, disjoint set of rows.
@@ -410,12 +376,61 @@ impl<'a, F: InducingFeatures + ?Sized> ChunkModel<'a, F> {
     }
 }
 
+/// Refuses sums of `summed` rows covering the parts `covered` unless they
+/// are exactly `rows` rows and, when `parts` is given, exactly the parts
+/// `0..parts` ([`PosteriorSums::check_covers`]; every pass's sums share it).
+///
+/// # Errors
+/// [`Error::BadInput`] naming the rows missing or in excess and the parts
+/// missing or out of range.
+pub(crate) fn check_covers(
+    covered: &[(u64, u64)],
+    summed: u64,
+    (rows, parts): (u64, Option<u64>),
+) -> Result<()> {
+    if let Some(n) = parts {
+        let missing = gaps(covered, n);
+        let beyond = covered.last().filter(|&&(_, end)| end > n);
+        if !missing.is_empty() || beyond.is_some() {
+            let mut why = Vec::new();
+            if !missing.is_empty() {
+                why.push(format!("parts {} are missing", ranges_text(&missing)));
+            }
+            if let Some(&(_, end)) = beyond {
+                why.push(format!(
+                    "parts up to {} are beyond the {n} expected",
+                    end - 1
+                ));
+            }
+            return Err(Error::BadInput(format!(
+                "the sums do not cover parts 0..{n} exactly: {} (a lost or extra \
+                 partition; sum every partition once, numbered 0 to {})",
+                why.join("; "),
+                n.saturating_sub(1)
+            )));
+        }
+    }
+    if summed != rows {
+        let (by, what) = if summed < rows {
+            (rows - summed, "missing (a lost partition?)")
+        } else {
+            (summed - rows, "too many (a partition summed twice?)")
+        };
+        return Err(Error::BadInput(format!(
+            "the sums cover {} rows but the data have {rows}: {by} rows {what}; sum every \
+             row once",
+            summed
+        )));
+    }
+    Ok(())
+}
+
 /// The union of two sets of disjoint sorted half-open ranges of parts,
 /// merged where they touch.
 ///
 /// # Errors
 /// [`Error::BadInput`] naming the parts both hold.
-fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+pub(crate) fn union(a: &[(u64, u64)], b: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
     let mut all: Vec<(u64, u64)> = a.iter().chain(b).copied().collect();
     all.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(all.len());

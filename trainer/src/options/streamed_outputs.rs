@@ -70,6 +70,20 @@ impl OutputsStart {
         }
     }
 
+    /// The file's input columns, in order.
+    pub fn input_names(&self) -> Vec<String> {
+        let d = self.bases().first().map_or(0, |b| b.inputs);
+        self.wide.input_names[..d.min(self.wide.input_names.len())].to_vec()
+    }
+
+    /// The file's target columns, in output order.
+    pub fn target_names(&self) -> Vec<String> {
+        let d = self.bases().first().map_or(0, |b| b.inputs);
+        let mut names = vec![self.wide.target_name.clone()];
+        names.extend(self.wide.input_names.iter().skip(d).cloned());
+        names
+    }
+
     /// The rows of the file, every one of which the pass must sum once.
     pub fn file_rows(&self) -> u64 {
         match &self.subsets {
@@ -85,19 +99,7 @@ impl OutputsStart {
     /// # Errors
     /// [`Error::BadInput`] for a wrong shape or a non-finite value.
     pub fn sums(&self, x: &DMatrix<f64>, y: &DMatrix<f64>) -> Result<Vec<PosteriorSums>> {
-        let bases = self.bases();
-        if y.ncols() != bases.len() {
-            return Err(Error::BadInput(format!(
-                "rows to sum have {} targets; the fit has {} outputs",
-                y.ncols(),
-                bases.len()
-            )));
-        }
-        bases
-            .iter()
-            .zip(y.column_iter())
-            .map(|(basis, column)| basis.sums(x, &column.into_owned()))
-            .collect()
+        outputs_sums(&self.bases(), x, y)
     }
 
     /// The fits conditioned on the rows whose sums, per output, are `sums`:
@@ -236,6 +238,31 @@ pub(crate) fn start_outputs(
         seed: options.seed.unwrap_or(params.sparse.seed),
     };
     started(open, (targets, &inputs), params, asked, progress).map(Ok)
+}
+
+/// Each output's sums on its basis of `bases` over the raw rows `x` with
+/// targets `y` (a column per output): [`OutputsStart::sums`], for a worker
+/// that holds the bases only.
+///
+/// # Errors
+/// [`Error::BadInput`] for a wrong shape or a non-finite value.
+pub fn outputs_sums(
+    bases: &[&StreamedBasis],
+    x: &DMatrix<f64>,
+    y: &DMatrix<f64>,
+) -> Result<Vec<PosteriorSums>> {
+    if y.ncols() != bases.len() {
+        return Err(Error::BadInput(format!(
+            "rows to sum have {} targets; the fit has {} outputs",
+            y.ncols(),
+            bases.len()
+        )));
+    }
+    bases
+        .iter()
+        .zip(y.column_iter())
+        .map(|(basis, column)| basis.sums(x, &column.into_owned()))
+        .collect()
 }
 
 /// What the front door settled before the first pass.
