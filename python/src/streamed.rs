@@ -6,7 +6,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
@@ -17,7 +17,7 @@ use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, sums_from_bytes, BasisBytes};
 use crate::errors::IntoPy;
-use crate::fit::{Reporter, Settings};
+use crate::fit::{options, Reporter};
 use crate::state;
 
 type Exported<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, String);
@@ -106,13 +106,13 @@ pub(crate) fn fit_file<'py>(
     py: Python<'py>,
     path: String,
     target: Option<String>,
-    settings: Settings,
+    settings: Bound<'_, PyDict>,
     task: Option<String>,
     inputs: Option<Vec<String>>,
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Exported<'py>> {
-    let options = settings.options()?;
+    let options = options(&settings)?;
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let result = py
@@ -190,12 +190,12 @@ pub(crate) fn start_file(
     py: Python<'_>,
     path: String,
     target: Option<String>,
-    settings: Settings,
+    settings: Bound<'_, PyDict>,
     task: Option<String>,
     inputs: Option<Vec<String>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<StreamedFit> {
-    let options = settings.options()?;
+    let options = options(&settings)?;
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let started = py
