@@ -8,70 +8,39 @@ use std::marker::PhantomData;
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{Arg, Command};
-use sgp_trainer::options::{parse, parse_or, Named};
+use sgp_trainer::options::{parse, Named};
 
-/// Parses `T`'s names (and `extra`, if any, as `None`) by the library's
-/// [`parse`], listing them with their help in `--help`.
+/// Parses `T`'s names by the library's [`parse`], listing them with their
+/// help in `--help`.
 #[derive(Clone)]
-pub(crate) struct NamedParser<T> {
-    extra: Option<(&'static str, &'static str)>,
-    of: PhantomData<fn() -> T>,
-}
+pub(crate) struct NamedParser<T>(PhantomData<fn() -> T>);
 
-impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
-    type Value = Option<T>;
+impl<T: Named + Send + Sync + Clone> TypedValueParser for NamedParser<T> {
+    type Value = T;
 
-    fn parse_ref(
-        &self,
-        cmd: &Command,
-        arg: Option<&Arg>,
-        value: &OsStr,
-    ) -> Result<Self::Value, clap::Error> {
+    fn parse_ref(&self, cmd: &Command, arg: Option<&Arg>, value: &OsStr) -> Result<T, clap::Error> {
         let flag = arg
             .and_then(Arg::get_long)
             .map_or_else(|| "value".to_owned(), |long| format!("--{long}"));
-        let text = value.to_string_lossy();
-        let parsed = match self.extra {
-            Some((extra, _)) => parse_or::<T>(&text, &flag, extra),
-            None => parse::<T>(&text, &flag).map(Some),
-        };
-        parsed
+        parse::<T>(&value.to_string_lossy(), &flag)
             .map_err(|e| clap::Error::raw(ErrorKind::InvalidValue, format!("{e}\n")).with_cmd(cmd))
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        let extra = self
-            .extra
-            .map(|(name, help)| PossibleValue::new(name).help(help));
         let values = T::ALL
             .iter()
             .map(|v| PossibleValue::new(v.name()).help(help_line(v.help())));
-        Some(Box::new(extra.into_iter().chain(values)))
+        Some(Box::new(values))
     }
 }
 
 /// A parser of `T`'s names.
-pub(crate) fn named<T: Named + Send + Sync + Clone>() -> impl TypedValueParser<Value = T> {
-    NamedParser::<T> {
-        extra: None,
-        of: PhantomData,
-    }
-    .try_map(|v: Option<T>| v.ok_or("no value"))
-}
-
-/// `T`'s parser with one more value, `extra` (its name and help), parsed
-/// as `None`.
-pub(crate) fn named_or<T: Named + Send + Sync + Clone>(
-    extra: (&'static str, &'static str),
-) -> impl TypedValueParser<Value = Option<T>> {
-    NamedParser::<T> {
-        extra: Some(extra),
-        of: PhantomData,
-    }
+pub(crate) fn named<T: Named + Send + Sync + Clone>() -> NamedParser<T> {
+    NamedParser(PhantomData)
 }
 
 /// A doc comment's lines as one line of help.
-fn help_line(doc: &str) -> String {
+pub(crate) fn help_line(doc: &str) -> String {
     doc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -86,12 +55,4 @@ pub(crate) fn help(flag: &str) -> String {
         Some(value) => format!("{} [default: {value}]", setting.help()),
         None => setting.help(),
     }
-}
-
-/// A count (`--m`): a whole number; a negative one (`--m -1`) is said to
-/// be one, rather than taken for an unknown flag.
-pub(crate) fn count(value: &str) -> Result<usize, String> {
-    value
-        .parse()
-        .map_err(|_| format!("'{value}' is not a count: give a whole number, e.g. 32"))
 }

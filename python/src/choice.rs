@@ -10,8 +10,3 @@ use crate::errors::IntoPy;
 pub(crate) fn choice<T: Named>(value: &str, what: &str) -> PyResult<T> {
     parse(value, &format!("--{}", what.replace('_', "-"))).py_err()
 }
-
-/// As [`choice`], for a keyword that may be `None` (not given).
-pub(crate) fn given<T: Named>(value: &Option<String>, what: &str) -> PyResult<Option<T>> {
-    value.as_deref().map(|v| choice(v, what)).transpose()
-}

@@ -5,83 +5,61 @@
 
 use std::time::{Duration, Instant};
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::fit::task::Task;
 use sgp_trainer::job::{Arrays, Done, Job, Source};
 use sgp_trainer::model::ModelSet;
 use sgp_trainer::numerics::optimise::Progress;
 use sgp_trainer::options::settings::{setting, stated, Setting, Value, FIGURES, SETTINGS};
-use sgp_trainer::options::{ModelChoice, Options};
+use sgp_trainer::options::Options;
 
 use crate::arrays::matrix;
-use crate::choice::given;
 use crate::errors::IntoPy;
 use crate::state::encode;
 
-/// The estimators' keywords, named as `sgp fit`'s flags; `None` keeps the
-/// default, as an absent flag does.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub(crate) struct Settings {
-    model: Option<String>,
-    m: Option<usize>,
-    seed: u64,
-    dim: Option<usize>,
-    rank: Option<usize>,
-    fixed_hyperparameters: bool,
-    fixed_basis: bool,
-    objective: Option<String>,
-    kernel: Option<String>,
-    held_out_choice: bool,
-    restarts: Option<usize>,
-    max_iter: Option<u64>,
-    tol: Option<f64>,
-    init: Option<String>,
-    init_hyper: Option<String>,
-    max_points: Option<usize>,
-    ivm_posterior: Option<String>,
-    updatable: bool,
-    reproducible: bool,
+/// The estimators' settings (a dict of keyword and value: `max_iter=40`)
+/// as the library's options, each set by the library's table
+/// ([`Options::set`]) through the flag its keyword says ([`keyword`]); a
+/// value of `None`, or a switch's off value, keeps the default, as an
+/// absent flag does.
+pub(crate) fn options(keywords: &Bound<'_, PyDict>) -> PyResult<Options> {
+    let mut given = Vec::new();
+    for (name, value) in keywords.iter() {
+        let name: String = name.extract()?;
+        let held = SETTINGS.iter().filter(|s| s.held());
+        let found = held.map(|s| (s, keyword(s))).find(|(_, (k, _))| *k == name);
+        let Some((setting, (_, on))) = found else {
+            return Err(PyValueError::new_err(format!(
+                "{name} is not a setting of a fit"
+            )));
+        };
+        if value.is_none() {
+            continue;
+        }
+        if !setting.is_switch() {
+            given.push((setting.flag, Some(value.str()?.to_string())));
+        } else if value.is_truthy()? == on {
+            given.push((setting.flag, None));
+        }
+    }
+    Options::from_given(given.iter().map(|(flag, v)| (*flag, v.as_deref()))).py_err()
 }
 
-impl Settings {
-    /// The keywords as the library's options.
-    pub(crate) fn options(&self) -> PyResult<Options> {
-        Ok(Options {
-            model: self
-                .model
-                .as_deref()
-                .map(ModelChoice::parse)
-                .transpose()
-                .py_err()?,
-            m: self.m,
-            dim: self.dim,
-            rank: self.rank,
-            fixed_hyperparameters: self.fixed_hyperparameters,
-            fixed_basis: self.fixed_basis,
-            objective: given(&self.objective, "objective")?,
-            kernel: given(&self.kernel, "kernel")?,
-            no_held_out_choice: !self.held_out_choice,
-            restarts: self.restarts,
-            seed: Some(self.seed),
-            max_iter: self.max_iter,
-            tol: self.tol,
-            init: given(&self.init, "init")?,
-            init_hyper: given(&self.init_hyper, "init_hyper")?,
-            max_points: self.max_points,
-            ivm_posterior: given(&self.ivm_posterior, "ivm_posterior")?,
-            updatable: self.updatable,
-            reproducible: self.reproducible,
-        })
-    }
+/// The estimators' keyword of a setting [`Options`] hold (`max_iter`,
+/// `random_state`, `held_out_choice`), and for a switch the value that
+/// turns it on (`held_out_choice=False` is `--no-held-out-choice`).
+fn keyword(setting: &Setting) -> (String, bool) {
+    let said = crate::errors::spoken(setting.flag);
+    let (keyword, value) = said.split_once('=').unwrap_or((&said, "True"));
+    (keyword.to_owned(), value != "False")
 }
 
 /// How the estimators say a setting the library's messages name as the
 /// command line spells it ([`crate::errors::spoken`]); a flag not listed is
-/// the keyword of its name (`--max-iter`: `max_iter`), as [`Settings`]'
-/// fields are named.
+/// the keyword of its name (`--max-iter`: `max_iter`).
 pub(crate) enum Spoken {
     /// A keyword that takes a value: `m`, `m=0`, `model='svgp'`.
     Keyword(&'static str),
@@ -123,7 +101,7 @@ pub(crate) const SPOKEN: &[(&str, Spoken)] = &[
 /// A switch of the settings table as the estimators say it given:
 /// `held_out_choice=False` for `--no-held-out-choice`, else `keyword=True`.
 pub(crate) fn switch_words(flag: &str) -> Option<String> {
-    let switch = |s: &&Setting| s.held() && matches!(s.value, Value::Switch);
+    let switch = |s: &&Setting| s.held() && s.is_switch();
     let flag = setting(flag).filter(switch)?.flag;
     Some(match flag.strip_prefix("--no-") {
         Some(on) => format!("{}=False", on.replace('-', "_")),
@@ -134,12 +112,8 @@ pub(crate) fn switch_words(flag: &str) -> Option<String> {
 /// Whether `token` is a name some setting takes (`svgp`, `matern32`,
 /// `vfe`, `regression`): Python quotes it.
 pub(crate) fn is_value_name(token: &str) -> bool {
-    let named = SETTINGS.iter().filter_map(|s| match s.value {
-        Value::Names(names) => Some(names()),
-        _ => None,
-    });
+    let named = SETTINGS.iter().flat_map(|s| s.value.names());
     named
-        .flatten()
         .chain(["regression", "classification", "identity", "probit"])
         .any(|name| name == token)
 }
@@ -194,8 +168,9 @@ pub(crate) fn settings() -> Vec<(String, String, String, String)> {
             Value::Count => none("int"),
             Value::Number => none("float"),
             Value::Text => none("str"),
-            Value::Names(names) => {
-                let quoted: Vec<String> = names().iter().map(|n| format!("\"{n}\"")).collect();
+            Value::Names(_) => {
+                let names = setting.value.names();
+                let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
                 none(&format!("{{{}}}", quoted.join(", ")))
             }
         };
@@ -308,7 +283,7 @@ pub(crate) fn fit<'py>(
     p: usize,
     input_names: Vec<String>,
     target_names: Vec<String>,
-    settings: Settings,
+    settings: Bound<'py, PyDict>,
     classes: usize,
     text_labels: Vec<String>,
     force: bool,
@@ -316,7 +291,7 @@ pub(crate) fn fit<'py>(
 ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Bound<'py, PyBytes>, String)> {
     let x = matrix(x, n, d, "X")?;
     let y = matrix(y, n, p, "y")?;
-    let options = settings.options()?;
+    let options = options(&settings)?;
     let mut reporter = Reporter::new(progress);
     let job = Job {
         task: (classes > 0).then_some(Task::Classification),

@@ -6,7 +6,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use sgp_trainer::files::Input;
 use sgp_trainer::fit::streamed::StreamedProgress;
 use sgp_trainer::fit::streamed_classify::{ClassifierBasis, ClassifierStart};
@@ -18,7 +18,7 @@ use sgp_trainer::options::Options;
 
 use crate::chunks::{encode, BasisBytes, ClassifierBytes, PassBasis, PassSums};
 use crate::errors::IntoPy;
-use crate::fit::{done_bytes, DoneBytes, Reporter, Settings};
+use crate::fit::{done_bytes, options, DoneBytes, Reporter};
 
 /// The blobs (one, or one per output where each has its own model), the
 /// fitted state and the JSON summary.
@@ -94,13 +94,13 @@ pub(crate) fn fit_file<'py>(
     py: Python<'py>,
     path: String,
     target: Option<String>,
-    settings: Settings,
+    settings: Bound<'_, PyDict>,
     task: Option<String>,
     inputs: Option<Vec<String>>,
     force: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Exported<'py>> {
-    let options = settings.options()?;
+    let options = options(&settings)?;
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let result = py
@@ -319,12 +319,12 @@ pub(crate) fn start_file(
     py: Python<'_>,
     path: String,
     target: Option<String>,
-    settings: Settings,
+    settings: Bound<'_, PyDict>,
     task: Option<String>,
     inputs: Option<Vec<String>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<StreamedFit> {
-    let options = settings.options()?;
+    let options = options(&settings)?;
     let task = self::task(task.as_deref())?;
     let mut reporter = Reporter::new(progress);
     let started = py

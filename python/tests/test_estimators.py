@@ -308,10 +308,6 @@ def test_an_exception_in_the_progress_callback_reaches_the_caller(ridge):
         sgp._native.fit(
             sgp._arrays.to_native(X), len(X), 2, sgp._arrays.to_native(y), 1,
             ["a", "b"], ["y"],
-            {"model": "spgp", "m": 5, "seed": 0, "objective": "fitc", "restarts": None,
-             "max_iter": None, "tol": None, "init": None, "init_hyper": None,
-             "max_points": None, "dim": None, "rank": None, "fixed_hyperparameters": False,
-             "fixed_basis": False, "held_out_choice": True, "ivm_posterior": None,
-             "updatable": False, "reproducible": False, "kernel": None},
+            {"model": "spgp", "m": 5, "random_state": 0, "objective": "fitc"},
             progress=interrupt,
         )

@@ -6,36 +6,28 @@
 
 mod params;
 mod run;
+mod settings;
 mod streamed;
 mod summary;
 
 use std::path::PathBuf;
 
-use clap::builder::TypedValueParser;
-
 use sgp_trainer::choose::Asked;
 use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::files::{separate_path, Input};
 use sgp_trainer::fit::gplasso::gplasso_path;
-use sgp_trainer::fit::ivm::IvmPosterior;
 use sgp_trainer::fit::task::Task;
-use sgp_trainer::fit::{FitParams, HyperInit, InitMethod, Method};
+use sgp_trainer::fit::{FitParams, Method};
 use sgp_trainer::job::{Job, Read, Source, Streaming};
-use sgp_trainer::model::inference::Approximation;
 use sgp_trainer::options::settings::stated;
-use sgp_trainer::options::{KernelChoice, ModelChoice, Options};
+use sgp_trainer::options::ModelChoice;
 use sgp_trainer::{Error, Result};
 
 use crate::named::help;
 use run::finish;
+use settings::Settings;
 use streamed::Bars;
 use summary::print_path;
-
-/// `--model auto` in `--help`.
-const AUTO_HELP: (&str, &str) = (
-    sgp_trainer::choose::AUTO,
-    "The family that predicts held-out rows best, and why",
-);
 
 /// `sgp fit --task`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -107,78 +99,6 @@ pub(crate) struct FitArgs {
     /// far-away points.
     #[arg(long)]
     golden: Option<PathBuf>,
-}
-
-/// The settings of a fit, as the library's [`Options`] name them (the
-/// defaults are the library's).
-#[derive(clap::Args)]
-pub(crate) struct Settings {
-    #[arg(long, help = help("--model"),
-        value_parser = crate::named::named_or::<Method>(AUTO_HELP).map(ModelChoice::from))]
-    model: Option<ModelChoice>,
-    #[arg(long, allow_hyphen_values = true, value_parser = crate::named::count, help = help("--m"))]
-    m: Option<usize>,
-    #[arg(long, help = help("--dim"))]
-    dim: Option<usize>,
-    #[arg(long, help = help("--rank"))]
-    rank: Option<usize>,
-    #[arg(long, help = help("--fixed-hyperparameters"))]
-    fixed_hyperparameters: bool,
-    #[arg(long, help = help("--fixed-basis"))]
-    fixed_basis: bool,
-    #[arg(long, value_parser = crate::named::named::<Approximation>(), help = help("--objective"))]
-    objective: Option<Approximation>,
-    #[arg(long, value_parser = crate::named::named::<KernelChoice>(), help = help("--kernel"))]
-    kernel: Option<KernelChoice>,
-    #[arg(long, help = help("--no-held-out-choice"))]
-    no_held_out_choice: bool,
-    #[arg(long, help = help("--restarts"))]
-    restarts: Option<usize>,
-    #[arg(long, help = help("--seed"))]
-    seed: Option<u64>,
-    #[arg(long, help = help("--max-iter"))]
-    max_iter: Option<u64>,
-    #[arg(long, help = help("--tol"))]
-    tol: Option<f64>,
-    #[arg(long, value_parser = crate::named::named::<InitMethod>(), help = help("--init"))]
-    init: Option<InitMethod>,
-    #[arg(long, value_parser = crate::named::named::<HyperInit>(), help = help("--init-hyper"))]
-    init_hyper: Option<HyperInit>,
-    #[arg(long, help = help("--max-points"))]
-    max_points: Option<usize>,
-    #[arg(long, value_parser = crate::named::named::<IvmPosterior>(), help = help("--ivm-posterior"))]
-    ivm_posterior: Option<IvmPosterior>,
-    #[arg(long, help = help("--updatable"))]
-    updatable: bool,
-    #[arg(long, help = help("--reproducible"))]
-    reproducible: bool,
-}
-
-impl Settings {
-    /// The settings as the library's options.
-    pub(crate) fn options(&self) -> Options {
-        Options {
-            model: self.model,
-            m: self.m,
-            dim: self.dim,
-            rank: self.rank,
-            fixed_hyperparameters: self.fixed_hyperparameters,
-            fixed_basis: self.fixed_basis,
-            objective: self.objective,
-            kernel: self.kernel,
-            no_held_out_choice: self.no_held_out_choice,
-            restarts: self.restarts,
-            seed: self.seed,
-            max_iter: self.max_iter,
-            tol: self.tol,
-            init: self.init,
-            init_hyper: self.init_hyper,
-            max_points: self.max_points,
-            ivm_posterior: self.ivm_posterior,
-            updatable: self.updatable,
-            reproducible: self.reproducible,
-        }
-    }
 }
 
 pub(crate) fn fit_command(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {

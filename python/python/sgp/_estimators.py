@@ -27,6 +27,8 @@ from ._streamed import StreamedFit, print_progress, write_chunks
 # The seed of a fit not given one: the trainer's (``sgp fit --help`` states
 # the same).
 _DEFAULT_SEED = int(_native.defaults()["seed"])
+# The keywords of the trainer's settings (keyword, type, default, help).
+_KEYWORDS = [keyword for keyword, *_ in _native.settings()]
 
 
 def _print_progress(iteration: int, budget: int, objective: float) -> None:
@@ -132,28 +134,13 @@ class _SparseGP(BaseEstimator):
             raise ValueError(f"random_state must be non-negative, got {seed}")
         if self.m is not None and not isinstance(self.m, (int, np.integer)):
             raise ValueError(f"m must be an integer, got {self.m!r}")
-        return {
-            "model": self.model,
-            # Below 1 the trainer refuses it, in `sgp fit --m 0`'s words.
-            "m": None if self.m is None else max(int(self.m), 0),
-            "seed": seed,
-            "dim": self.dim,
-            "rank": self.rank,
-            "fixed_hyperparameters": bool(self.fixed_hyperparameters),
-            "fixed_basis": bool(self.fixed_basis),
-            "objective": self.objective,
-            "held_out_choice": bool(self.held_out_choice),
-            "restarts": self.restarts,
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-            "init": self.init,
-            "init_hyper": self.init_hyper,
-            "max_points": self.max_points,
-            "kernel": self.kernel,
-            "ivm_posterior": self.ivm_posterior,
-            "updatable": bool(self.updatable),
-            "reproducible": bool(self.reproducible),
-        }
+        # Every setting of the trainer's table by its keyword; the trainer
+        # sets each through its flag, as `sgp fit` does.
+        settings = {keyword: getattr(self, keyword) for keyword in _KEYWORDS}
+        # Below 1 the trainer refuses it, in `sgp fit --m 0`'s words.
+        settings["m"] = None if self.m is None else max(int(self.m), 0)
+        settings["random_state"] = seed
+        return settings
 
     def _fit_native(
         self, X: Any, y: np.ndarray, names: Tuple[List[str], List[str]], classes: int = 0,

@@ -135,9 +135,9 @@ pub struct ClassifierBasis {
     /// The kernel.
     pub kernel: KernelParams,
     /// The bound's jitter.
-    pub(crate) config: SvgpConfig,
+    pub config: SvgpConfig,
     /// Each latent's `q(v)` and bias.
-    pub(crate) qs: Vec<Variational>,
+    pub qs: Vec<Variational>,
     /// The class value each latent says yes to (raw units).
     pub classes: Vec<f64>,
     /// Every class value of the target (a row of another is refused).

@@ -1,6 +1,7 @@
 //! One builder from user settings to a fit request: `sgp fit`'s flags and
 //! the Python estimators' keywords are the fields of [`Options`] (`--max-iter`
-//! is `max_iter`), read by the same code, with the same defaults and the
+//! is `max_iter`), each set from its value by the one table of settings
+//! ([`Options::set`]), read by the same code, with the same defaults and the
 //! same messages (Python shows `--flag` as `flag`). A field left `None` (or
 //! `false`) is a setting not given: the family's default applies.
 //!

@@ -4,6 +4,10 @@
 //! that does not, what it is for. A setting given for a model that does
 //! not use it is an error naming it, never ignored ([`check`]).
 //!
+//! [`Options::set`] sets each from its value as the command line gives it
+//! (`sgp fit`'s flags and Python's keywords go through it), parsed and
+//! refused with the messages here.
+//!
 //! A setting's families are the procedures that read it, counting the
 //! SPGP fit that VSGP, SPGP+HS and the projected fits start from; its
 //! default is read back from the parameters [`Options`] builds when
@@ -18,7 +22,7 @@ use crate::fit::streamed::StreamedParams;
 use crate::fit::task::Task;
 use crate::fit::{ExactParams, FitParams, HyperInit, InitMethod, Method, PseudoInit, SparseParams};
 use crate::model::inference::Approximation;
-use crate::options::{KernelChoice, Named, Options, DEFAULT_M};
+use crate::options::{parse, KernelChoice, ModelChoice, Named, Options, DEFAULT_M};
 use crate::{Error, Result};
 
 /// A setting: its declaration (module documentation).
@@ -39,6 +43,9 @@ pub struct Setting {
     /// Whether [`Options`] hold it given (`None`: a setting of the command
     /// line's own, such as `--path`).
     given: Option<fn(&Options) -> bool>,
+    /// Sets it on [`Options`] from the value given ([`Options::set`]),
+    /// where they hold it.
+    set: Option<fn(&mut Options, Given<'_>) -> Result<()>>,
     /// The models that read it.
     models: Models,
     /// The one task it applies to, if only one.
@@ -60,8 +67,62 @@ pub enum Value {
     Switch,
     /// Text (a class label).
     Text,
-    /// One of these names.
-    Names(fn() -> Vec<&'static str>),
+    /// One of these names, each with its line of help.
+    Names(fn() -> Vec<(&'static str, &'static str)>),
+}
+
+impl Value {
+    /// The names it takes, each with its line of help, if it takes names.
+    pub fn named(self) -> Option<Vec<(&'static str, &'static str)>> {
+        match self {
+            Value::Names(names) => Some(names()),
+            _ => None,
+        }
+    }
+
+    /// The names it takes (none but for [`Value::Names`]).
+    pub fn names(self) -> Vec<&'static str> {
+        let named = self.named().unwrap_or_default();
+        named.into_iter().map(|(name, _)| name).collect()
+    }
+}
+
+/// A value given for a setting, as the command line spells it (`--m 32`:
+/// the text `32`; a switch's is empty), parsed by the setting's [`Value`].
+#[derive(Clone, Copy, Debug)]
+pub struct Given<'a> {
+    setting: &'static Setting,
+    text: &'a str,
+}
+
+impl Given<'_> {
+    /// A number: whole for a [`Value::Count`].
+    fn number<T: std::str::FromStr>(self) -> Result<T> {
+        let (flag, text) = (self.setting.flag, self.text);
+        let what = match self.setting.value {
+            Value::Count => "a count: give a whole number, e.g. 32",
+            _ => "a number, e.g. 0.01",
+        };
+        let e = || Error::BadInput(format!("{flag}='{text}' is not {what}"));
+        text.parse().map_err(|_| e())
+    }
+
+    /// One of `T`'s names.
+    fn named<T: Named>(self) -> Result<T> {
+        parse(self.text, self.setting.flag)
+    }
+}
+
+/// Holds `value` in `slot`.
+fn put<T>(slot: &mut Option<T>, value: Result<T>) -> Result<()> {
+    *slot = Some(value?);
+    Ok(())
+}
+
+/// Turns the switch `slot` on.
+fn on(slot: &mut bool) -> Result<()> {
+    *slot = true;
+    Ok(())
 }
 
 impl Setting {
@@ -89,6 +150,11 @@ impl Setting {
     /// estimators.
     pub fn held(&self) -> bool {
         self.given.is_some()
+    }
+
+    /// Whether it is a switch (given or not, with no value).
+    pub fn is_switch(&self) -> bool {
+        matches!(self.value, Value::Switch)
     }
 }
 
@@ -166,10 +232,13 @@ use Method::{Exact, Gplasso, Ivm, Spgp, SpgpDr, SpgpHs, SpgpPca, Svgp, Vsgp};
 /// The pseudo-input fits and those that start from SPGP's.
 const PSEUDO: &[Method] = &[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca];
 
-/// The names of `T`'s values.
-fn names<T: Named>() -> Vec<&'static str> {
-    T::ALL.iter().map(|v| v.name()).collect()
+/// The names of `T`'s values, each with its line of help.
+fn names<T: Named>() -> Vec<(&'static str, &'static str)> {
+    T::ALL.iter().map(|v| (v.name(), v.help())).collect()
 }
+
+/// `--model auto`'s line of help.
+const AUTO_HELP: &str = "The family that predicts held-out rows best, and why";
 
 /// A setting every model reads, of `value`, held as `given` says.
 const EVERY: Setting = Setting {
@@ -178,6 +247,7 @@ const EVERY: Setting = Setting {
     default: None,
     value: Value::Count,
     given: None,
+    set: None,
     models: Models::These(Method::ALL),
     task: None,
     what: "",
@@ -191,8 +261,9 @@ pub const SETTINGS: &[Setting] = &[
         help: "Model family (default: auto for a regression, svgp for a classification), or \
                `auto`: the family that predicts held-out rows best, with the choice and its \
                figures reported",
-        value: Value::Names(|| [vec![AUTO], names::<Method>()].concat()),
+        value: Value::Names(|| [vec![(AUTO, AUTO_HELP)], names::<Method>()].concat()),
         given: Some(|o| o.model.is_some()),
+        set: Some(|o, v| put(&mut o.model, ModelChoice::parse(v.text))),
         ..EVERY
     },
     Setting {
@@ -201,6 +272,7 @@ pub const SETTINGS: &[Setting] = &[
                active set (ivm)",
         default: Some(|| format!("{DEFAULT_M}, at most the rows")),
         given: Some(|o| o.m.is_some()),
+        set: Some(|o, v| put(&mut o.m, v.number())),
         models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Ivm, Svgp]),
         what: "the number of basis functions; the exact GP has none (--max-points bounds its rows)",
         ..EVERY
@@ -209,6 +281,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--dim",
         help: "Projected dimension G (spgp-dr, spgp-pca; required there, 1..=D)",
         given: Some(|o| o.dim.is_some()),
+        set: Some(|o, v| put(&mut o.dim, v.number())),
         models: Models::These(&[SpgpDr, SpgpPca]),
         what: "the projected dimension of spgp-dr and spgp-pca",
         ..EVERY
@@ -218,6 +291,7 @@ pub const SETTINGS: &[Setting] = &[
         help: "Rank of gplasso's incomplete Cholesky factor (default max(4 M, 100), at most N); \
                at most this many basis points can be selected",
         given: Some(|o| o.rank.is_some()),
+        set: Some(|o, v| put(&mut o.rank, v.number())),
         models: Models::These(&[Gplasso]),
         what: "the rank of gplasso's incomplete Cholesky factor",
         ..EVERY
@@ -229,6 +303,7 @@ pub const SETTINGS: &[Setting] = &[
                selected basis",
         value: Value::Switch,
         given: Some(|o| o.fixed_hyperparameters),
+        set: Some(|o, _| on(&mut o.fixed_hyperparameters)),
         models: Models::These(&[Gplasso]),
         what: "a gplasso procedure",
         ..EVERY
@@ -239,6 +314,7 @@ pub const SETTINGS: &[Setting] = &[
                the basis (by default the basis points move too)",
         value: Value::Switch,
         given: Some(|o| o.fixed_basis),
+        set: Some(|o, _| on(&mut o.fixed_basis)),
         models: Models::These(&[Gplasso]),
         what: "a gplasso procedure",
         ..EVERY
@@ -252,6 +328,7 @@ pub const SETTINGS: &[Setting] = &[
         default: Some(|| sparse().approximation.name().into()),
         value: Value::Names(names::<Approximation>),
         given: Some(|o| o.objective.is_some()),
+        set: Some(|o, v| put(&mut o.objective, v.named())),
         models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso]),
         what: "the FITC or VFE objective of the pseudo-input fits and gplasso",
         ..EVERY
@@ -265,6 +342,7 @@ pub const SETTINGS: &[Setting] = &[
         // The squared exponential is every family's: only a Matérn kernel
         // is a setting some families refuse.
         given: Some(Options::matern),
+        set: Some(|o, v| put(&mut o.kernel, v.named())),
         models: Models::Able(|m| m.capabilities().se_only.is_none()),
         what: "a Matérn covariance function",
         why_not: Method::se_only_reason,
@@ -278,6 +356,7 @@ pub const SETTINGS: &[Setting] = &[
                chosen over folds), and several targets keep one basis",
         value: Value::Switch,
         given: Some(|o| o.no_held_out_choice),
+        set: Some(|o, _| on(&mut o.no_held_out_choice)),
         models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso]),
         what: "about the held-out choice of the pseudo-input fits and gplasso",
         ..EVERY
@@ -288,6 +367,7 @@ pub const SETTINGS: &[Setting] = &[
                to the end",
         default: Some(|| sparse().restarts.to_string()),
         given: Some(|o| o.restarts.is_some()),
+        set: Some(|o, v| put(&mut o.restarts, v.number())),
         models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp]),
         what: "the number of starts of the pseudo-input fits and svgp",
         ..EVERY
@@ -298,6 +378,7 @@ pub const SETTINGS: &[Setting] = &[
                blob, byte for byte",
         default: Some(|| sparse().seed.to_string()),
         given: Some(|o| o.seed.is_some()),
+        set: Some(|o, v| put(&mut o.seed, v.number())),
         ..EVERY
     },
     Setting {
@@ -309,6 +390,7 @@ pub const SETTINGS: &[Setting] = &[
             format!("{}; ivm's rounds: {ivm}", sparse().optimiser.max_iter)
         }),
         given: Some(|o| o.max_iter.is_some()),
+        set: Some(|o, v| put(&mut o.max_iter, v.number())),
         ..EVERY
     },
     Setting {
@@ -321,6 +403,7 @@ pub const SETTINGS: &[Setting] = &[
         }),
         value: Value::Number,
         given: Some(|o| o.tol.is_some()),
+        set: Some(|o, v| put(&mut o.tol, v.number())),
         models: Models::These(&[Exact, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Gplasso, Svgp]),
         what: "the stall test of the optimised fits; ivm's runs stop on their own test",
         ..EVERY
@@ -334,6 +417,7 @@ pub const SETTINGS: &[Setting] = &[
         }),
         value: Value::Names(names::<InitMethod>),
         given: Some(|o| o.init.is_some()),
+        set: Some(|o, v| put(&mut o.init, v.named())),
         models: Models::These(&[Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca, Svgp]),
         what: "how the pseudo-inputs of the pseudo-input fits and svgp start",
         ..EVERY
@@ -344,6 +428,7 @@ pub const SETTINGS: &[Setting] = &[
         default: Some(|| sparse().hyper_init.name().into()),
         value: Value::Names(names::<HyperInit>),
         given: Some(|o| o.init_hyper.is_some()),
+        set: Some(|o, v| put(&mut o.init_hyper, v.named())),
         models: Models::These(PSEUDO),
         what: "how the hyperparameters of the pseudo-input fits start",
         ..EVERY
@@ -354,6 +439,7 @@ pub const SETTINGS: &[Setting] = &[
                IVM classifier learns its kernel on (0: every row)",
         default: Some(|| exact().max_points.to_string()),
         given: Some(|o| o.max_points.is_some()),
+        set: Some(|o, v| put(&mut o.max_points, v.number())),
         models: Models::These(&[Exact, Ivm, Gplasso, Spgp, Vsgp, SpgpHs, SpgpDr, SpgpPca]),
         what: "the rows of an exact GP (exact, and the start of gplasso and the pseudo-input \
                fits) or of the ivm classifier's kernel",
@@ -366,6 +452,7 @@ pub const SETTINGS: &[Setting] = &[
         default: Some(|| IvmPosterior::default().name().into()),
         value: Value::Names(names::<IvmPosterior>),
         given: Some(|o| o.ivm_posterior.is_some()),
+        set: Some(|o, v| put(&mut o.ivm_posterior, v.named())),
         models: Models::These(&[Ivm]),
         task: Some(Task::Classification),
         what: "the posterior of the ivm classifier",
@@ -379,6 +466,7 @@ pub const SETTINGS: &[Setting] = &[
                docs/src/learning.md)",
         value: Value::Switch,
         given: Some(|o| o.updatable),
+        set: Some(|o, _| on(&mut o.updatable)),
         models: Models::Able(|m| m.capabilities().updatable),
         what: "a blob that learns on the device, which needs a basis with a posterior of its own \
                (the sparse regressions and the binary svgp classifier)",
@@ -392,6 +480,7 @@ pub const SETTINGS: &[Setting] = &[
                costs)",
         value: Value::Switch,
         given: Some(|o| o.reproducible),
+        set: Some(|o, _| on(&mut o.reproducible)),
         ..EVERY
     },
     Setting {
@@ -420,6 +509,55 @@ impl Options {
     pub fn given(&self) -> Vec<&'static str> {
         let given = SETTINGS.iter().filter(|s| s.given.is_some_and(|g| g(self)));
         given.map(|s| s.flag).collect()
+    }
+
+    /// Sets the setting `flag` (`--max-iter`) to `value` as the command
+    /// line gives it (`None` turns a switch on), parsed by the setting's
+    /// [`Value`].
+    ///
+    /// ```
+    /// use sgp_trainer::options::Options;
+    ///
+    /// let mut options = Options::default();
+    /// options.set("--max-iter", Some("40")).unwrap();
+    /// options.set("--updatable", None).unwrap();
+    /// assert_eq!(options.given(), ["--max-iter", "--updatable"]);
+    /// let e = options.set("--objective", Some("elbo")).unwrap_err();
+    /// assert!(e.to_string().contains("--objective='elbo' is not one of: fitc, vfe"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for a value the setting does not take, a switch
+    /// given a value or a setting given none, or a flag that is no
+    /// setting [`Options`] hold.
+    pub fn set(&mut self, flag: &str, value: Option<&str>) -> Result<()> {
+        let found = setting(flag).and_then(|s| Some((s, s.set?)));
+        let Some((setting, set)) = found else {
+            return Err(Error::BadInput(format!("{flag} is not a setting of a fit")));
+        };
+        match (setting.is_switch(), value) {
+            (true, None) => set(self, Given { setting, text: "" }),
+            (false, Some(text)) => set(self, Given { setting, text }),
+            (true, Some(text)) => Err(Error::BadInput(format!(
+                "{flag} is a switch: it takes no value ('{text}')"
+            ))),
+            (false, None) => Err(Error::BadInput(format!("{flag} needs a value"))),
+        }
+    }
+
+    /// The options of these settings given (`--max-iter`, `Some("40")`), as
+    /// [`Options::set`] sets each.
+    ///
+    /// # Errors
+    /// As [`Options::set`].
+    pub fn from_given<'a>(
+        given: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<Options> {
+        let mut options = Options::default();
+        for (flag, value) in given {
+            options.set(flag, value)?;
+        }
+        Ok(options)
     }
 }
 
@@ -607,6 +745,63 @@ mod tests {
             assert_eq!((m, seed, kernel), shared, "{name}");
         }
         assert_eq!(sparse.m, DEFAULT_M);
+    }
+
+    /// A value each setting takes, as the command line gives it.
+    fn sample(setting: &Setting) -> Option<&'static str> {
+        match setting.value {
+            Value::Count => Some("3"),
+            Value::Number => Some("0.5"),
+            Value::Text => Some("x"),
+            Value::Switch => None,
+            // The last: a Matérn kernel, which `--kernel` reports given.
+            Value::Names(_) => setting.value.names().last().copied(),
+        }
+    }
+
+    /// Each setting [`Options`] hold is set from its value and reported
+    /// given; its stated default, set, fits what nothing given fits.
+    #[test]
+    fn every_setting_round_trips() {
+        let held: Vec<&Setting> = SETTINGS.iter().filter(|s| s.held()).collect();
+        assert_eq!(
+            held.len(),
+            SETTINGS.iter().filter(|s| s.set.is_some()).count()
+        );
+        for setting in held {
+            let flag = setting.flag;
+            let options = Options::from_given([(flag, sample(setting))]).unwrap();
+            assert_eq!(options.given(), [flag], "{flag}");
+            // The default in words, up to its first qualification ("20, at
+            // most the rows": 20).
+            let Some(default) = setting.default.map(|d| d()) else {
+                continue;
+            };
+            let default = default.split([',', ';']).next().unwrap();
+            let method = setting.models.list()[0];
+            let options = Options {
+                dim: method.is_projected().then_some(1),
+                ..Options::from_given([(flag, Some(default))]).unwrap()
+            };
+            let params = options.params(method, usize::MAX).unwrap();
+            assert_eq!(params, built(method), "{flag} {default}");
+        }
+    }
+
+    #[test]
+    fn values_a_setting_does_not_take_are_refused_and_named() {
+        let err = |flag, value| {
+            let e = Options::from_given([(flag, value)]).unwrap_err();
+            e.to_string()
+        };
+        assert!(err("--m", Some("-1")).starts_with("--m='-1' is not a count"));
+        assert!(err("--tol", Some("x")).starts_with("--tol='x' is not a number"));
+        assert!(err("--seed", Some("0.5")).starts_with("--seed='0.5' is not a count"));
+        assert!(err("--kernel", Some("rbf")).contains("is not one of: auto, se, matern12"));
+        assert!(err("--model", Some("spgq")).contains("is not one of: auto, exact, spgp"));
+        assert!(err("--updatable", Some("1")).contains("is a switch"));
+        assert!(err("--seed", None).contains("needs a value"));
+        assert!(err("--path", None).contains("not a setting of a fit"));
     }
 
     #[test]
