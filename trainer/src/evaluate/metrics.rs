@@ -77,11 +77,6 @@ pub fn mean_nlpd(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
 
 /// Negative log density of `target` under N(`mean`, `variance`) (one row
 /// of [`mean_nlpd`]).
-///
-/// ```
-/// let at_mean = sgp_trainer::evaluate::metrics::point_nlpd(0.0, 1.0, 0.0);
-/// assert!((at_mean - 0.5 * (2.0 * std::f64::consts::PI).ln()).abs() < 1e-12);
-/// ```
 pub(crate) fn point_nlpd(mean: f64, variance: f64, target: f64) -> f64 {
     let ln_2pi = libm::log(2.0 * std::f64::consts::PI);
     0.5 * (ln_2pi + libm::log(variance)) + (target - mean) * (target - mean) / (2.0 * variance)
@@ -264,6 +259,14 @@ pub(crate) fn paired_standard_error(a: &[f64], b: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn point_nlpd_at_the_mean_is_half_log_two_pi_variance() {
+        let at_mean = point_nlpd(0.0, 1.0, 0.0);
+        assert!((at_mean - 0.5 * libm::log(2.0 * std::f64::consts::PI)).abs() < 1e-12);
+        let one_sd = point_nlpd(1.0, 4.0, 3.0);
+        assert!((one_sd - (0.5 * libm::log(8.0 * std::f64::consts::PI) + 0.5)).abs() < 1e-12);
+    }
 
     #[test]
     fn calibration_error_is_the_weighted_gap_between_confidence_and_accuracy() {

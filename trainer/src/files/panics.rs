@@ -16,12 +16,6 @@ static HOOK: Once = Once::new();
 /// unwinding further, and printed nowhere. Panics elsewhere (other threads,
 /// outside `f`) still reach the previous panic hook.
 ///
-/// ```
-/// let caught = sgp_trainer::files::catch_quietly(|| -> u8 { panic!("bad footer") });
-/// assert_eq!(caught.unwrap_err(), "bad footer");
-/// assert_eq!(sgp_trainer::files::catch_quietly(|| 7), Ok(7));
-/// ```
-///
 /// # Errors
 /// The panic's message.
 pub(crate) fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
@@ -43,4 +37,16 @@ pub(crate) fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::catch_quietly;
+
+    #[test]
+    fn a_panic_inside_is_its_message_and_a_value_passes_through() {
+        let caught = catch_quietly(|| -> u8 { panic!("bad footer") });
+        assert_eq!(caught.unwrap_err(), "bad footer");
+        assert_eq!(catch_quietly(|| 7), Ok(7));
+    }
 }

@@ -8,26 +8,6 @@
 //! [`PosteriorSums::merge`] adds two disjoint sets of rows, in any grouping;
 //! `ChunkModel` computes one chunk's sums and turns the merged total into
 //! the posterior and its objective. Memory is O(M^2) whatever the rows.
-//!
-//! ```
-//! use nalgebra::{DMatrix, DVector};
-//! use sgp_trainer::model::features::PseudoInputs;
-//! use sgp_trainer::model::inference::fitc::FitcConfig;
-//! use sgp_trainer::model::kernel::KernelParams;
-//! use sgp_trainer::model::posterior_sums::ChunkModel;
-//!
-//! let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 10.0);
-//! let y = x.map(libm::sin).column(0).into_owned();
-//! let z = PseudoInputs::new(DMatrix::from_column_slice(3, 1, &[0.5, 2.0, 3.5])).unwrap();
-//! let kern = KernelParams::new(&[1.0], 1.0, 0.01).unwrap();
-//! let model = ChunkModel::new(&z, &kern, &FitcConfig::default()).unwrap();
-//! // Two workers, one half each; the merged sums are the whole data's.
-//! let mut sums = model.sums(x.rows(0, 25), &y.as_slice()[..25]).unwrap();
-//! sums.merge(&model.sums(x.rows(25, 15), &y.as_slice()[25..]).unwrap()).unwrap();
-//! assert_eq!(sums.rows, 40);
-//! let posterior = model.posterior(&sums).unwrap();
-//! assert!(posterior.nlml.is_finite());
-//! ```
 
 use std::f64::consts::PI;
 
@@ -498,6 +478,32 @@ mod tests {
     use crate::model::features::PseudoInputs;
     use crate::model::inference::fitc::fitc_posterior;
     use crate::model::inference::test_util::problem;
+
+    /// Two workers, one half each: the merged sums are the whole data's.
+    #[test]
+    fn two_halves_merged_are_the_whole() {
+        let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 10.0);
+        let y = x.map(libm::sin).column(0).into_owned();
+        let z = PseudoInputs::new(DMatrix::from_column_slice(3, 1, &[0.5, 2.0, 3.5])).unwrap();
+        let kern = KernelParams::new(&[1.0], 1.0, 0.01).unwrap();
+        let model = ChunkModel::new(&z, &kern, &FitcConfig::default()).unwrap();
+        let mut sums = model.sums(x.rows(0, 25), &y.as_slice()[..25]).unwrap();
+        sums.merge(&model.sums(x.rows(25, 15), &y.as_slice()[25..]).unwrap())
+            .unwrap();
+        assert_eq!(sums.rows, 40);
+        let whole = model.sums(x.rows(0, 40), y.as_slice()).unwrap();
+        let (a, b) = (
+            model.posterior(&sums).unwrap(),
+            model.posterior(&whole).unwrap(),
+        );
+        assert!(a.nlml.is_finite());
+        assert!(
+            (a.nlml - b.nlml).abs() < 1e-9 * b.nlml.abs().max(1.0),
+            "{} {}",
+            a.nlml,
+            b.nlml
+        );
+    }
 
     /// Issue 50, item 6: a lost or repeated partition is refused, named.
     #[test]
