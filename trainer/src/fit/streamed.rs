@@ -629,7 +629,7 @@ pub(crate) mod tests {
     use crate::fit::restarts::start_positions;
     use crate::fit::sparse::{fit_restarted, VarianceSharing};
     use crate::fit::spgp::{collapsed, initial_kernels, COLLAPSED_BELOW};
-    use crate::fit::streamed_basis::split::{rows_of, split_sums};
+    use crate::fit::streamed_basis::split::{rows_of, split_sums, sums_close};
     use crate::model::inference::Approximation;
     use crate::numerics::optimise::OptimiseOptions;
     use crate::synth::{generate, synthetic, Shape};
@@ -810,12 +810,7 @@ pub(crate) mod tests {
         assert_eq!(parts, whole);
         let other = split(1000);
         assert_ne!(other, whole);
-        let close = |a: &[f64], b: &[f64]| {
-            a.iter()
-                .zip(b)
-                .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
-        };
-        assert!(close(&other.a, &whole.a) && close(&other.b, &whole.b));
+        assert!(sums_close(&other, &whole));
         // Wrong widths are refused, not summed.
         let narrow = basis.sums(&x.columns(0, 2).into_owned(), y);
         assert!(narrow.unwrap_err().to_string().contains("reads 3 inputs"));

@@ -261,4 +261,18 @@ pub(crate) mod split {
         B::merge(&mut sums, &part(cut, y.len() - cut)).unwrap();
         sums
     }
+
+    /// Whether two regression sums of the same rows agree to rounding
+    /// (another chunking sums in another order).
+    pub(crate) fn sums_close(
+        a: &crate::model::posterior_sums::PosteriorSums,
+        b: &crate::model::posterior_sums::PosteriorSums,
+    ) -> bool {
+        let close = |a: &[f64], b: &[f64]| {
+            a.iter()
+                .zip(b)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
+        };
+        close(&a.a, &b.a) && close(&a.b, &b.b)
+    }
 }

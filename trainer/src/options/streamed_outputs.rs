@@ -422,6 +422,7 @@ mod tests {
     use crate::data::stream::write_parquet;
     use crate::data::Dataset;
     use crate::export::export;
+    use crate::fit::streamed_basis::split::sums_close;
     use crate::fit::SparseParams;
     use crate::model::TrainedModel;
     use crate::synth::dynamics::System;
@@ -583,12 +584,7 @@ mod tests {
         assert_eq!(split(97 * (3000 / 97)), whole);
         for (other, whole) in split(1000).iter().zip(&whole) {
             assert_ne!(other, whole);
-            let close = |a: &[f64], b: &[f64]| {
-                a.iter()
-                    .zip(b)
-                    .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
-            };
-            assert!(close(&other.a, &whole.a) && close(&other.b, &whole.b));
+            assert!(sums_close(other, whole));
         }
         let blob = |start: OutputsStart| {
             let mut fits = start.finish_on_file(&mut |_| {}).unwrap();
