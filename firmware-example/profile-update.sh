@@ -7,6 +7,8 @@
 # executed between its two marker calls by the source function they come from (the innermost
 # runtime function of llvm-addr2line's inline chain). Needs the model files
 # run.sh generates (model/learn_m32.sgp), python3 and llvm-addr2line.
+# LISTING=file also writes every executed instruction's disassembly with
+# how often it ran (llvm-objdump), to see a loop's loads and overheads.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 case ${1:-update} in
@@ -24,9 +26,9 @@ trap 'rm -f "$TRACE"' EXIT
 timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic -monitor none \
     -semihosting-config enable=on,target=native -singlestep -d exec,nochain -D "$TRACE" \
     -kernel "$ELF"
-python3 - "$ELF" "$TRACE" "$WHAT" <<'PY'
+python3 - "$ELF" "$TRACE" "$WHAT" "${LISTING:-}" <<'PY'
 import collections, re, subprocess, sys
-elf, trace, what = sys.argv[1], sys.argv[2], sys.argv[3]
+elf, trace, what, listing = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 marks = {}
 for line in subprocess.run(["llvm-nm", "-C", elf], capture_output=True, text=True).stdout.splitlines():
     parts = line.split(" ", 2)
@@ -65,6 +67,14 @@ for a, c in counts.items():
                            ("$u20$", " "), ("$C$", ","), ("..", "::")):
         name = name.replace(mangled, plain)
     by[name] += c
+if listing:
+    disassembly = subprocess.run(["llvm-objdump", "-d", "--no-show-raw-insn", elf],
+                                 capture_output=True, text=True).stdout.splitlines()
+    with open(listing, "w") as out:
+        for line in disassembly:
+            m = re.match(r"\s*([0-9a-f]+):", line)
+            if m and int(m.group(1), 16) in counts:
+                out.write(f"{counts[int(m.group(1), 16)]:6d} {line.strip()}\n")
 print(f"one {what}, M = 32: {len(pcs)} instructions (the measuring loop's count differs by a few: inlining)")
 for name, c in by.most_common():
     print(f"{c:6d}  {name}")
