@@ -51,12 +51,7 @@ fn compare(
     seed: u64,
     exact: &mut Vec<(String, f64)>,
 ) -> Result<[f64; 4]> {
-    let known = exact.iter().find(|(label, _)| label == name).map(|e| e.1);
-    let reference = match known {
-        Some(v) => v,
-        None => bench_data::exact_nlpd(train, test, seed)?,
-    };
-    exact.push((name.to_owned(), reference));
+    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
     if bench_data::exact_only() {
         println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
         return Ok([f64::NAN; 4]);

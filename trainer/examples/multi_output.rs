@@ -131,13 +131,8 @@ fn main() -> sgp_trainer::Result<()> {
         let data = system.data_in(TRAIN + TEST, seed, fraction)?;
         let floors = noise_sd(&system.generate_in(TRAIN + TEST, seed, fraction).2);
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
-        bench_data::exact_per_output(
-            &system_label(system, fraction),
-            seed,
-            train.outputs(),
-            test.outputs(),
-            &mut exact,
-        )?;
+        let label = system_label(system, fraction);
+        bench_data::exact_per_output(&label, seed, &train, &test, &mut exact)?;
         if bench_data::exact_only() {
             continue;
         }

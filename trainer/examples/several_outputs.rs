@@ -82,13 +82,7 @@ fn main() -> sgp_trainer::Result<()> {
         for &seed in &seeds {
             let data = system.data(TRAIN + TEST, seed)?;
             let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
-            bench_data::exact_per_output(
-                system.name(),
-                seed,
-                train.outputs(),
-                test.outputs(),
-                &mut exact,
-            )?;
+            bench_data::exact_per_output(system.name(), seed, &train, &test, &mut exact)?;
             if bench_data::exact_only() {
                 continue;
             }
