@@ -13,15 +13,7 @@ use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
 /// The generated data sets: shape and total rows (before the split).
-pub const GENERATED: [(Shape, usize); 7] = [
-    (Shape::Chirp, 600),
-    (Shape::Heteroscedastic, 600),
-    (Shape::Periodic, 500),
-    (Shape::OneOfEight, 800),
-    (Shape::Varying2d, 800),
-    (Shape::Ridge, 800),
-    (Shape::FewDirections, 1000),
-];
+pub const GENERATED: [(Shape, usize); 7] = synth::SUITE;
 
 /// Seed of the generators and of the train/test split.
 pub const SEED: u64 = 0;

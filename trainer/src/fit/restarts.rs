@@ -212,16 +212,7 @@ mod tests {
     #[ignore]
     fn measure_exact_greedy_start() {
         use crate::fit::gplasso::{exact_hyperparameters, GplassoParams};
-        use crate::synth::{dataset, Shape};
-        let sets = [
-            (Shape::Chirp, 600),
-            (Shape::Heteroscedastic, 600),
-            (Shape::Periodic, 500),
-            (Shape::OneOfEight, 800),
-            (Shape::Varying2d, 800),
-            (Shape::Ridge, 800),
-            (Shape::FewDirections, 1000),
-        ];
+        use crate::synth::{dataset, SUITE};
         let mean_se = |v: &[f64]| {
             let n = v.len() as f64;
             let mean = v.iter().sum::<f64>() / n;
@@ -229,7 +220,7 @@ mod tests {
             format!("{mean:+.3} ± {:.3}", (var / n).sqrt())
         };
         println!("| set | M | today (k-means) | greedy, data scale | greedy, exact GP's kernel | exact-kernel greedy - today | exact-kernel - data-scale greedy |");
-        for (shape, rows) in sets {
+        for (shape, rows) in SUITE {
             let data = dataset(shape, rows, 0).expect("data");
             for m in [25, 50] {
                 let mut got = [Vec::new(), Vec::new(), Vec::new()];
