@@ -7,11 +7,14 @@
 //! inputs and a signal with kinks; all 2000 training rows at M = 32, and
 //! `--splits` splits of 400 training rows at M = 20). Prints each pair's
 //! test NLPD (raw units), the kernel auto kept, the fit times, and a
-//! summary per group.
+//! summary per group with the exact GP's mean on the same splits (`sgp fit
+//! --model exact`: all the training rows, a seeded 1,000 of more);
+//! `--exact-only` prints the exact GP alone.
 //!
 //! ```sh
 //! mkdir -p /tmp/rough && (cd /tmp/rough && python3 "$OLDPWD/bench/matern/make_sets.py")
 //! cargo run --release -p sgp-trainer --example default_kernel -- --splits 12 --rough /tmp/rough
+//! cargo run --release -p sgp-trainer --example default_kernel -- --splits 12 --rough /tmp/rough --exact-only
 //! ```
 
 use std::time::Instant;
@@ -38,8 +41,21 @@ fn run(train: &Dataset, test: &Dataset, options: &Options) -> Result<(f64, Strin
     Ok((e.nlpd, fit.report.kernel.to_string(), seconds))
 }
 
-/// se and auto on one split: their NLPDs and times.
-fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> Result<[f64; 4]> {
+/// se and auto on one split: their NLPDs and times; the exact GP's NLPD
+/// goes to `exact` (once per split).
+fn compare(
+    name: &str,
+    train: &Dataset,
+    test: &Dataset,
+    m: usize,
+    seed: u64,
+    exact: &mut Vec<(String, f64)>,
+) -> Result<[f64; 4]> {
+    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
+    if bench_data::exact_only() {
+        println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
+        return Ok([f64::NAN; 4]);
+    }
     let se = Options {
         m: Some(m),
         seed: Some(seed),
@@ -52,7 +68,7 @@ fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> 
     let (se_nlpd, _, se_s) = run(train, test, &se)?;
     let (auto_nlpd, chosen, auto_s) = run(train, test, &auto)?;
     println!(
-        "| {name} | {m} | {se_nlpd:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {se_s:.2} | {auto_s:.2} |",
+        "| {name} | {m} | {se_nlpd:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {se_s:.2} | {auto_s:.2} | {reference:.4} |",
         auto_nlpd - se_nlpd
     );
     Ok([se_nlpd, auto_nlpd, se_s, auto_s])
@@ -68,9 +84,14 @@ fn main() -> Result<()> {
     let splits: u64 = arg(&args, "--splits")
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    println!("| set | M | se NLPD | auto NLPD | auto - se | auto kept | se s | auto s |");
-    println!("|---|---:|---:|---:|---:|---|---:|---:|");
-    let suite = bench_data::over_suite(|label, train, test, m| compare(label, train, test, m, 0))?;
+    println!(
+        "| set | M | se NLPD | auto NLPD | auto - se | auto kept | se s | auto s | exact GP NLPD |"
+    );
+    println!("|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    let (mut suite_exact, mut small_exact, mut rough_exact) = (Vec::new(), Vec::new(), Vec::new());
+    let suite = bench_data::over_suite(|label, train, test, m| {
+        compare(label, train, test, m, 0, &mut suite_exact)
+    })?;
     let mut small = Vec::new();
     for seed in 0..splits {
         let het = dataset(Shape::Heteroscedastic, 267, seed)?;
@@ -81,6 +102,7 @@ fn main() -> Result<()> {
             &test,
             10,
             seed,
+            &mut small_exact,
         )?);
     }
     let mut rough = Vec::new();
@@ -88,7 +110,14 @@ fn main() -> Result<()> {
         for set in ["m32", "kinks"] {
             let read = |part: &str| Dataset::from_csv(format!("{dir}/{set}_{part}.csv"), None);
             let (train, test) = (read("train")?, read("test")?);
-            rough.push(compare(&format!("{set} 2000"), &train, &test, 32, 0)?);
+            rough.push(compare(
+                &format!("{set} 2000"),
+                &train,
+                &test,
+                32,
+                0,
+                &mut rough_exact,
+            )?);
             for seed in 0..splits {
                 let (small_train, _) = train.split(0.8, seed)?;
                 rough.push(compare(
@@ -97,15 +126,23 @@ fn main() -> Result<()> {
                     &test,
                     20,
                     seed,
+                    &mut rough_exact,
                 )?);
             }
         }
     }
     println!();
-    bench_data::paired_summary("suite", "se", "auto", &suite);
-    bench_data::paired_summary("small splits", "se", "auto", &small);
-    if !rough.is_empty() {
-        bench_data::paired_summary("rough", "se", "auto", &rough);
+    if !bench_data::exact_only() {
+        bench_data::paired_summary("suite", "se", "auto", &suite);
+        bench_data::paired_summary("small splits", "se", "auto", &small);
+        if !rough.is_empty() {
+            bench_data::paired_summary("rough", "se", "auto", &rough);
+        }
+    }
+    bench_data::exact_summary("suite", &suite_exact);
+    bench_data::exact_summary("small splits", &small_exact);
+    if !rough_exact.is_empty() {
+        bench_data::exact_summary("rough", &rough_exact);
     }
     Ok(())
 }

@@ -5,11 +5,15 @@
 //! 30) and on small splits like issue 20's (diabetes 332 training rows at
 //! M = 25, mcycle 100 at M = 10, a heteroscedastic 1-D set 200 at M = 10;
 //! `--splits` of each, default 12). Prints each fit's test NLPD (raw
-//! units), the family auto chose, the fit times, and a summary per group.
+//! units), the family auto chose, the fit times, and a summary per group
+//! with the exact GP's mean on the same splits (`sgp fit --model exact`:
+//! all the training rows, a seeded 1,000 of more); `--exact-only` prints
+//! the exact GP alone.
 //!
 //! ```sh
 //! bash bench/fetch-public.sh   # diabetes, mcycle (skipped when absent)
 //! cargo run --release -p sgp-trainer --example default_model -- --splits 12
+//! cargo run --release -p sgp-trainer --example default_model -- --splits 12 --exact-only
 //! ```
 
 use std::time::Instant;
@@ -41,15 +45,28 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
     Ok((e.nlpd, fit.report.method.name().to_string(), seconds))
 }
 
-/// The default and auto on one split: their NLPDs, auto's family, times.
-fn compare(name: &str, train: &Dataset, test: &Dataset, m: usize, seed: u64) -> Result<[f64; 4]> {
+/// The default and auto on one split: their NLPDs, auto's family, times;
+/// the exact GP's NLPD goes to `exact` (once per split).
+fn compare(
+    name: &str,
+    train: &Dataset,
+    test: &Dataset,
+    m: usize,
+    seed: u64,
+    exact: &mut Vec<(String, f64)>,
+) -> Result<[f64; 4]> {
+    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
+    if bench_data::exact_only() {
+        println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
+        return Ok([f64::NAN; 4]);
+    }
     let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
     let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
     let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
     let auto = Asked::Auto(families.into_iter().map(params).collect());
     let (auto_nlpd, chosen, auto_s) = run(train, test, auto)?;
     println!(
-        "| {name} | {m} | {spgp:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {spgp_s:.2} | {auto_s:.2} |",
+        "| {name} | {m} | {spgp:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {spgp_s:.2} | {auto_s:.2} | {reference:.4} |",
         auto_nlpd - spgp
     );
     Ok([spgp, auto_nlpd, spgp_s, auto_s])
@@ -63,10 +80,14 @@ fn main() -> Result<()> {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    println!("| set | M | spgp NLPD | auto NLPD | auto - spgp | auto chose | spgp s | auto s |");
-    println!("|---|---:|---:|---:|---:|---|---:|---:|");
-    let suite = bench_data::over_suite(|label, train, test, m| compare(label, train, test, m, 0))?;
+    println!("| set | M | spgp NLPD | auto NLPD | auto - spgp | auto chose | spgp s | auto s | exact GP NLPD |");
+    println!("|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    let mut suite_exact = Vec::new();
+    let suite = bench_data::over_suite(|label, train, test, m| {
+        compare(label, train, test, m, 0, &mut suite_exact)
+    })?;
     let mut small = Vec::new();
+    let mut small_exact = Vec::new();
     let public = |file: &str| {
         let path = format!("{}/../bench/data/{file}.csv", env!("CARGO_MANIFEST_DIR"));
         Dataset::from_csv(path, None).ok()
@@ -81,6 +102,7 @@ fn main() -> Result<()> {
                 &test,
                 25,
                 seed,
+                &mut small_exact,
             )?);
         }
         if let Some(d) = &mcycle {
@@ -91,6 +113,7 @@ fn main() -> Result<()> {
                 &test,
                 10,
                 seed,
+                &mut small_exact,
             )?);
         }
         let het = dataset(Shape::Heteroscedastic, 267, seed)?;
@@ -101,10 +124,15 @@ fn main() -> Result<()> {
             &test,
             10,
             seed,
+            &mut small_exact,
         )?);
     }
     println!();
-    bench_data::paired_summary("suite", "spgp", "auto", &suite);
-    bench_data::paired_summary("small splits", "spgp", "auto", &small);
+    if !bench_data::exact_only() {
+        bench_data::paired_summary("suite", "spgp", "auto", &suite);
+        bench_data::paired_summary("small splits", "spgp", "auto", &small);
+    }
+    bench_data::exact_summary("suite", &suite_exact);
+    bench_data::exact_summary("small splits", &small_exact);
     Ok(())
 }

@@ -18,7 +18,9 @@
 //! optionally with its input box shrunk to a fraction of its width
 //! (`arm@0.5`; default every system, whole box). The `floor` column is the
 //! single fit's test RMSE over the noise standard deviation (1: the noise
-//! floor).
+//! floor). Last, the exact GP of each output alone on the same splits (all
+//! the training rows, a seeded 1,000 of more); `--exact-only` prints it
+//! alone.
 
 use sgp_trainer::evaluate::metrics::{mean_nlpd, rmse};
 use sgp_trainer::export::export;
@@ -28,6 +30,9 @@ use sgp_trainer::fit::{
 };
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::synth::dynamics::{noise_sd, System};
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;
@@ -87,7 +92,7 @@ fn system_label(system: System, fraction: f64) -> String {
 }
 
 fn main() -> sgp_trainer::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+    let args: Vec<String> = std::env::args().filter(|a| a != "--exact-only").collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
     let model = args.get(2).map_or("spgp", String::as_str);
     let seeds: Vec<u64> = args.get(3).map_or(vec![17], |list| {
@@ -118,6 +123,7 @@ fn main() -> sgp_trainer::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
     let mut diffs: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut exact = Vec::new();
     for (system, fraction, seed) in systems
         .iter()
         .flat_map(|&(system, f)| seeds.iter().map(move |&seed| (system, f, seed)))
@@ -125,6 +131,11 @@ fn main() -> sgp_trainer::Result<()> {
         let data = system.data_in(TRAIN + TEST, seed, fraction)?;
         let floors = noise_sd(&system.generate_in(TRAIN + TEST, seed, fraction).2);
         let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
+        let label = system_label(system, fraction);
+        bench_data::exact_per_output(&label, seed, &train, &test, &mut exact)?;
+        if bench_data::exact_only() {
+            continue;
+        }
         let (own, own_bytes) = shared_fit(&train, &params, VarianceSharing::Separate)?;
         let (tied, tied_bytes) = shared_fit(&train, &params, VarianceSharing::Tied)?;
         let x = test.first().raw_x();
@@ -183,6 +194,10 @@ fn main() -> sgp_trainer::Result<()> {
             tied_bytes,
             kept,
         ));
+    }
+    bench_data::print_exact_per_output(&exact);
+    if bench_data::exact_only() {
+        return Ok(());
     }
     println!("\nshared - single test NLPD over seeds {seeds:?} (own factors; one factor)\n");
     println!("| system | output | own mean | own worst | one mean | one worst |");

@@ -11,7 +11,9 @@
 //! Where the shared fit is kept, after is before (the same fit). A
 //! measurement, not a test:
 //! `cargo run --release -p sgp-trainer --example several_outputs [-- M [SEEDS [SETS]]]`
-//! (default `32 0,1,2 arm,doubled`; a set is a [`System`] name).
+//! (default `32 0,1,2 arm,doubled`; a set is a [`System`] name). Last, the
+//! exact GP of each output alone on the same splits (all the training
+//! rows, a seeded 1,000 of more); `--exact-only` prints it alone.
 
 use sgp_trainer::choose::outputs::fit_outputs;
 use sgp_trainer::data::Dataset;
@@ -20,6 +22,9 @@ use sgp_trainer::fit::Fit;
 use sgp_trainer::model::TrainedModel;
 use sgp_trainer::options::{ModelChoice, Options};
 use sgp_trainer::synth::dynamics::System;
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
 
 const TRAIN: usize = 1500;
 const TEST: usize = 1000;
@@ -43,7 +48,7 @@ fn bytes(
 }
 
 fn main() -> sgp_trainer::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+    let args: Vec<String> = std::env::args().filter(|a| a != "--exact-only").collect();
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(32);
     let list = |i: usize, default: &str| -> Vec<String> {
         args.get(i)
@@ -72,10 +77,15 @@ fn main() -> sgp_trainer::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut sizes = Vec::new();
     let mut worst: Vec<(String, f64, f64)> = Vec::new();
+    let mut exact = Vec::new();
     for &system in &sets {
         for &seed in &seeds {
             let data = system.data(TRAIN + TEST, seed)?;
             let (train, test) = data.split(TEST as f64 / (TRAIN + TEST) as f64, 5)?;
+            bench_data::exact_per_output(system.name(), seed, &train, &test, &mut exact)?;
+            if bench_data::exact_only() {
+                continue;
+            }
             let x = train.first().raw_x();
             let request = options.request(&train)?;
             let after = fit_outputs(&train, &request, &mut |_| {})?;
@@ -159,6 +169,10 @@ fn main() -> sgp_trainer::Result<()> {
                 families.join(", "),
             ));
         }
+    }
+    bench_data::print_exact_per_output(&exact);
+    if bench_data::exact_only() {
+        return Ok(());
     }
     println!("\nworst over seeds {seeds:?}, test NLPD minus the output's own fit's\n");
     println!("| set | output | before | after |");

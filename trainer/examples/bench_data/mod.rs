@@ -7,20 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
+use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
 /// The generated data sets: shape and total rows (before the split).
-pub const GENERATED: [(Shape, usize); 7] = [
-    (Shape::Chirp, 600),
-    (Shape::Heteroscedastic, 600),
-    (Shape::Periodic, 500),
-    (Shape::OneOfEight, 800),
-    (Shape::Varying2d, 800),
-    (Shape::Ridge, 800),
-    (Shape::FewDirections, 1000),
-];
+pub const GENERATED: [(Shape, usize); 7] = synth::SUITE;
 
 /// Seed of the generators and of the train/test split.
 pub const SEED: u64 = 0;
@@ -122,4 +115,114 @@ pub fn over_suite(
         }
     }
     Ok(rows)
+}
+
+/// Test NLPD (raw units) of the exact GP fitted on `train` as `sgp fit
+/// --model exact --seed SEED` fits it (all the rows, a seeded random 1,000
+/// of more): the data's limit a sparse fit's NLPD is read against.
+pub fn exact_nlpd(train: &Dataset, test: &Dataset, seed: u64) -> Result<f64> {
+    use sgp_trainer::fit::{fit, ExactParams, FitParams};
+    let params = FitParams::Exact(ExactParams {
+        seed,
+        ..ExactParams::default()
+    });
+    let fitted = fit(train, &params, &mut |_| {})?;
+    let p = fitted.set.members[0].predict_raw(&test.raw_x())?;
+    Ok(
+        sgp_trainer::evaluate::figures(
+            p.mean.as_slice(),
+            p.var.as_slice(),
+            test.raw_y().as_slice(),
+        )
+        .nlpd,
+    )
+}
+
+/// `exact_nlpd` of the split `label`, fitted at its first call and reused
+/// after (a split fitted at several M), recorded in `acc` at every call so
+/// that a group's mean weighs its fits.
+pub fn exact_for(
+    label: &str,
+    train: &Dataset,
+    test: &Dataset,
+    seed: u64,
+    acc: &mut Vec<(String, f64)>,
+) -> Result<f64> {
+    let v = match acc.iter().find(|(l, _)| l == label) {
+        Some(&(_, v)) => v,
+        None => exact_nlpd(train, test, seed)?,
+    };
+    acc.push((label.to_owned(), v));
+    Ok(v)
+}
+
+/// Whether `--exact-only` is on the command line: print the exact GP's
+/// figures alone (the sparse fits' columns are measured by a full run).
+pub fn exact_only() -> bool {
+    std::env::args().any(|a| a == "--exact-only")
+}
+
+/// One group's exact-GP line: the mean test NLPD over `fits` (one entry per
+/// fit of the group, so it weighs the splits as the group's means do) with
+/// its standard error over the distinct splits.
+pub fn exact_summary(group: &str, fits: &[(String, f64)]) {
+    let mut splits: Vec<f64> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (label, v) in fits {
+        if !seen.contains(&label.as_str()) {
+            seen.push(label);
+            splits.push(*v);
+        }
+    }
+    let n = fits.len().max(1) as f64;
+    let mean = fits.iter().map(|(_, v)| v).sum::<f64>() / n;
+    let k = splits.len() as f64;
+    let m = splits.iter().sum::<f64>() / k.max(1.0);
+    let var = splits.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (k - 1.0).max(1.0);
+    println!(
+        "{group}: exact GP mean NLPD {mean:.4} over {} fits ({} splits, standard error {:.4})",
+        fits.len(),
+        splits.len(),
+        (var / k.max(1.0)).sqrt()
+    );
+}
+
+/// The exact GP of every output of one multi-target split (each output
+/// fitted alone, as `exact_nlpd`), added to `acc` under `set | output`.
+pub fn exact_per_output(
+    set: &str,
+    seed: u64,
+    train: &MultiTargetData,
+    test: &MultiTargetData,
+    acc: &mut Vec<(String, Vec<f64>)>,
+) -> Result<()> {
+    for (out, test_out) in train.outputs().iter().zip(test.outputs()) {
+        let v = exact_nlpd(out, test_out, seed)?;
+        eprintln!("seed {seed} {set} {}: exact GP {v:.4}", out.target_name);
+        let key = format!("{set} | {}", out.target_name);
+        match acc.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, vs)) => vs.push(v),
+            None => acc.push((key, vec![v])),
+        }
+    }
+    Ok(())
+}
+
+/// The table of `exact_per_output`'s figures: per set and output, the mean
+/// test NLPD over the seeds with its standard error, and each seed's.
+pub fn print_exact_per_output(acc: &[(String, Vec<f64>)]) {
+    println!("\nexact GP, each output alone (all the training rows, a seeded 1,000 of more)\n");
+    println!("| set | output | mean (se) | per seed |");
+    println!("|---|---|---|---|");
+    for (key, vs) in acc {
+        let k = vs.len() as f64;
+        let mean = vs.iter().sum::<f64>() / k;
+        let var = vs.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (k - 1.0).max(1.0);
+        let each: Vec<String> = vs.iter().map(|v| format!("{v:.3}")).collect();
+        println!(
+            "| {key} | {mean:.3} ({:.3}) | {} |",
+            (var / k).sqrt(),
+            each.join(", ")
+        );
+    }
 }

@@ -450,6 +450,18 @@ fn duplicated(rows: usize, rng: &mut ChaCha8Rng) -> (DMatrix<f64>, DVector<f64>)
     )
 }
 
+/// The generated sets of the benchmark suite and the measurements read
+/// against it: shape and rows before the 70/30 split (seed 0).
+pub const SUITE: [(Shape, usize); 7] = [
+    (Shape::Chirp, 600),
+    (Shape::Heteroscedastic, 600),
+    (Shape::Periodic, 500),
+    (Shape::OneOfEight, 800),
+    (Shape::Varying2d, 800),
+    (Shape::Ridge, 800),
+    (Shape::FewDirections, 1000),
+];
+
 /// `rows` rows of `shape` as a validated [`Dataset`].
 ///
 /// # Errors
