@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use sgp_runtime::ModelSpec;
+use sgp_trainer::export::artefact::{is_container, members};
 use sgp_trainer::export::fixed::fixed_point_error;
-use sgp_trainer::export::inspect::summarise;
+use sgp_trainer::export::inspect::{summarise, summarise_container};
 use sgp_trainer::files::Input;
 use sgp_trainer::{Error, Result};
 
@@ -13,8 +14,40 @@ use super::{read_blob, to_json};
 pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {
     let (blob, spec) = read_blob(&Input::open(model)?)?;
     let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
+    if is_container(&blob) {
+        return inspect_container(model, &blob, json, capacity);
+    }
     let mut summary = summarise(&spec, blob.len(), capacity);
     summary.fixed_point = Some(fixed_point_error(&blob)?);
+    if json {
+        println!("{}", to_json(&summary)?);
+    } else {
+        println!("{summary}");
+    }
+    match summary.misfit() {
+        Some(why) if capacity.is_some() => {
+            Err(Error::DoesNotFit(format!("{}: {why}", model.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `sgp inspect` of a container: each member's description, and the RAM
+/// of the `Artefact` that loads them all.
+fn inspect_container(
+    model: &Path,
+    blob: &[u8],
+    json: bool,
+    capacity: Option<(usize, usize, usize)>,
+) -> Result<()> {
+    let specs = members(blob)?
+        .into_iter()
+        .map(|m| Ok((ModelSpec::from_bytes(m)?, m.len())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut summary = summarise_container(&specs, blob.len(), capacity);
+    for (member, bytes) in summary.members.iter_mut().zip(members(blob)?) {
+        member.fixed_point = Some(fixed_point_error(bytes)?);
+    }
     if json {
         println!("{}", to_json(&summary)?);
     } else {
