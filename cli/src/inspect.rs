@@ -19,16 +19,26 @@ pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) 
     }
     let mut summary = summarise(&spec, blob.len(), capacity);
     summary.fixed_point = Some(fixed_point_error(&blob)?);
+    let misfit = summary.misfit();
+    print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
+}
+
+/// Prints `summary` (as JSON with `json`), then refuses the model with
+/// `misfit`, why it does not fit the capacities asked for, if given.
+fn print_summary(
+    model: &Path,
+    summary: &(impl serde::Serialize + std::fmt::Display),
+    json: bool,
+    misfit: Option<String>,
+) -> Result<()> {
     if json {
-        println!("{}", to_json(&summary)?);
+        println!("{}", to_json(summary)?);
     } else {
         println!("{summary}");
     }
-    match summary.misfit() {
-        Some(why) if capacity.is_some() => {
-            Err(Error::DoesNotFit(format!("{}: {why}", model.display())))
-        }
-        _ => Ok(()),
+    match misfit {
+        Some(why) => Err(Error::DoesNotFit(format!("{}: {why}", model.display()))),
+        None => Ok(()),
     }
 }
 
@@ -48,17 +58,8 @@ fn inspect_container(
     for (member, bytes) in summary.members.iter_mut().zip(members(blob)?) {
         member.fixed_point = Some(fixed_point_error(bytes)?);
     }
-    if json {
-        println!("{}", to_json(&summary)?);
-    } else {
-        println!("{summary}");
-    }
-    match summary.misfit() {
-        Some(why) if capacity.is_some() => {
-            Err(Error::DoesNotFit(format!("{}: {why}", model.display())))
-        }
-        _ => Ok(()),
-    }
+    let misfit = summary.misfit();
+    print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
 }
 
 /// Parses a `--capacity` value: `M` or `M,G,D`. With `M` alone, `G` and
