@@ -129,6 +129,27 @@ fit link_probit --data two01.csv --link probit "${quick[@]}"
 fit arm2 --data arm.csv --target ex,ey "${quick[@]}"
 fit arm2_noheld --data arm.csv --target ex,ey --no-held-out-choice "${quick[@]}"
 fit arm3 --data arm.csv --target ex,ey,ez --model spgp "${quick[@]}"
+# Where the outputs separate, --out is one container (SGPS) of each
+# output's blob: split it into NAME.sgp.member-K, so that each member is
+# compared byte for byte (with an older binary's NAME.TARGET.sgp by hand).
+members() {
+    local file=$1.sgp
+    [ "$(head -c 4 "$file" 2>/dev/null)" = SGPS ] || return 0
+    local count at len k
+    count=$(od -An -tu2 -j6 -N2 "$file" | tr -d ' ')
+    at=8
+    for ((k = 0; k < count; k++)); do
+        len=$(od -An -tu4 -j"$at" -N4 "$file" | tr -d ' ')
+        tail -c +$((at + 5)) "$file" | head -c "$len" >"$file.member-$k"
+        at=$((at + 4 + len))
+    done
+}
+members arm2
+members arm3
+run inspect_arm3 inspect arm3.sgp
+run predict_arm3 predict --model arm3.sgp --data arm_test.csv
+run eval_arm3 eval --model arm3.sgp --data arm_test.csv --json
+run export_rust_arm3 export --model arm3.sgp --format rust --out arm3.rs
 # Streamed: a Parquet file and a directory of them.
 fit streamed_file --data big.parquet --m 8 --max-iter 20 --restarts 1 --json
 fit streamed_dir --data parts --m 8 --max-iter 20 --restarts 1

@@ -1035,6 +1035,7 @@ mod tests {
             Error::ForeignBlob,
             Error::NoClosedForm,
             Error::InvalidCovariance,
+            Error::MemberMismatch { member: 1 },
         ];
         let codes: BTreeSet<i32> = errors
             .iter()
@@ -1053,7 +1054,7 @@ mod tests {
         for status in SgpStatus::ALL {
             assert_eq!(SgpStatus::from_code(status as i32), Some(status));
         }
-        for unknown in [-1, 29, 99, 105, i32::MAX] {
+        for unknown in [-1, 30, 99, 105, i32::MAX] {
             assert_eq!(message(unknown), "unknown sgp status code");
         }
     }

@@ -77,6 +77,8 @@ pub enum SgpStatus {
     /// The input covariance is not finite, symmetric and positive
     /// semi-definite.
     InvalidCovariance = 28,
+    /// A member of a container takes other inputs than the first.
+    MemberMismatch = 29,
     /// A pointer argument is NULL.
     NullPointer = 100,
     /// A pointer argument is not aligned for its type.
@@ -93,7 +95,7 @@ pub enum SgpStatus {
 
 impl SgpStatus {
     /// Every status, for looking one up by its code.
-    pub(crate) const ALL: [SgpStatus; 34] = [
+    pub(crate) const ALL: [SgpStatus; 35] = [
         SgpStatus::Ok,
         SgpStatus::Truncated,
         SgpStatus::BadMagic,
@@ -123,6 +125,7 @@ impl SgpStatus {
         SgpStatus::ForeignBlob,
         SgpStatus::NoClosedForm,
         SgpStatus::InvalidCovariance,
+        SgpStatus::MemberMismatch,
         SgpStatus::NullPointer,
         SgpStatus::Misaligned,
         SgpStatus::StorageTooSmall,
@@ -170,6 +173,7 @@ impl SgpStatus {
             Error::ForeignBlob => SgpStatus::ForeignBlob,
             Error::NoClosedForm => SgpStatus::NoClosedForm,
             Error::InvalidCovariance => SgpStatus::InvalidCovariance,
+            Error::MemberMismatch { .. } => SgpStatus::MemberMismatch,
         }
     }
 
@@ -211,6 +215,7 @@ impl SgpStatus {
                 c"no closed-form prediction at a Gaussian input for this model"
             }
             SgpStatus::InvalidCovariance => c"input covariance not finite, symmetric and PSD",
+            SgpStatus::MemberMismatch => c"container member takes other inputs than the first",
             SgpStatus::NullPointer => c"null pointer argument",
             SgpStatus::Misaligned => c"misaligned pointer argument",
             SgpStatus::StorageTooSmall => {

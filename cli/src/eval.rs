@@ -6,17 +6,17 @@ use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation, OutputEvaluation,
 };
-use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::export::artefact::{is_container, output_descriptions};
 use sgp_trainer::Result;
 
 use super::{in_file, to_json, BlobAndData, BlobOnData, Opened};
 
-/// `sgp eval` of a multi-output regression: each output against its own
-/// target column (named as in the blob).
+/// `sgp eval` of a multi-output regression (one blob or a container):
+/// each output against its own target column (named as in the blob).
 pub(crate) fn eval_outputs(input: &BlobAndData, opened: &Opened, json: bool) -> Result<()> {
     input.refuse_target("evaluated")?;
     let mut all = Vec::new();
-    for output in output_specs(&opened.spec) {
+    for output in output_descriptions(&opened.blob)? {
         let (x, y) =
             read_inputs_and_target(&opened.data, &output.input_names, &output.target_name)?;
         all.push(OutputEvaluation {
@@ -42,7 +42,8 @@ pub(crate) fn eval_outputs(input: &BlobAndData, opened: &Opened, json: bool) -> 
 pub(crate) fn eval_command(input: &BlobAndData, json: bool) -> Result<()> {
     let opened = input.open(None)?;
     let spec = &opened.spec;
-    if !spec.outputs.is_empty() && spec.shape.link == sgp_runtime::Link::Identity {
+    let several = !spec.outputs.is_empty() || is_container(&opened.blob);
+    if several && spec.shape.link == sgp_runtime::Link::Identity {
         return eval_outputs(input, &opened, json);
     }
     if spec.shape.link != sgp_runtime::Link::Identity {

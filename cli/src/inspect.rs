@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use sgp_runtime::ModelSpec;
+use sgp_trainer::export::artefact::{is_container, members};
 use sgp_trainer::export::fixed::fixed_point_error;
-use sgp_trainer::export::inspect::summarise;
+use sgp_trainer::export::inspect::{summarise, summarise_container};
 use sgp_trainer::files::Input;
 use sgp_trainer::{Error, Result};
 
@@ -13,19 +14,52 @@ use super::{read_blob, to_json};
 pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) -> Result<()> {
     let (blob, spec) = read_blob(&Input::open(model)?)?;
     let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
+    if is_container(&blob) {
+        return inspect_container(model, &blob, json, capacity);
+    }
     let mut summary = summarise(&spec, blob.len(), capacity);
     summary.fixed_point = Some(fixed_point_error(&blob)?);
+    let misfit = summary.misfit();
+    print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
+}
+
+/// Prints `summary` (as JSON with `json`), then refuses the model with
+/// `misfit`, why it does not fit the capacities asked for, if given.
+fn print_summary(
+    model: &Path,
+    summary: &(impl serde::Serialize + std::fmt::Display),
+    json: bool,
+    misfit: Option<String>,
+) -> Result<()> {
     if json {
-        println!("{}", to_json(&summary)?);
+        println!("{}", to_json(summary)?);
     } else {
         println!("{summary}");
     }
-    match summary.misfit() {
-        Some(why) if capacity.is_some() => {
-            Err(Error::DoesNotFit(format!("{}: {why}", model.display())))
-        }
-        _ => Ok(()),
+    match misfit {
+        Some(why) => Err(Error::DoesNotFit(format!("{}: {why}", model.display()))),
+        None => Ok(()),
     }
+}
+
+/// `sgp inspect` of a container: each member's description, and the RAM
+/// of the `Artefact` that loads them all.
+fn inspect_container(
+    model: &Path,
+    blob: &[u8],
+    json: bool,
+    capacity: Option<(usize, usize, usize)>,
+) -> Result<()> {
+    let specs = members(blob)?
+        .into_iter()
+        .map(|m| Ok((ModelSpec::from_bytes(m)?, m.len())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut summary = summarise_container(&specs, blob.len(), capacity);
+    for (member, bytes) in summary.members.iter_mut().zip(members(blob)?) {
+        member.fixed_point = Some(fixed_point_error(bytes)?);
+    }
+    let misfit = summary.misfit();
+    print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
 }
 
 /// Parses a `--capacity` value: `M` or `M,G,D`. With `M` alone, `G` and

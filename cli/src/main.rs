@@ -25,6 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
 use sgp_trainer::data::read_inputs_and_target;
+use sgp_trainer::export::artefact;
 use sgp_trainer::export::codegen::Format;
 use sgp_trainer::files::{check_outputs, write_atomic, Input};
 use sgp_trainer::synth::dynamics::System;
@@ -459,9 +460,19 @@ fn number(v: f64) -> String {
 /// is not one (and is not read into memory).
 const MAX_BLOB_BYTES: u64 = 1 << 30;
 
+/// The file and its description: a blob's, or a container's first
+/// member's (whose inputs are every member's; `export::artefact` reads
+/// the rest).
 fn read_blob(model: &Input) -> Result<(Vec<u8>, ModelSpec)> {
     let blob = model.read_all(MAX_BLOB_BYTES)?;
-    let spec = ModelSpec::from_bytes(&blob)
+    let first = if artefact::is_container(&blob) {
+        sgp_runtime::Container::parse(&blob).and_then(|container| {
+            ModelSpec::from_bytes(container.member(0).ok_or(sgp_runtime::Error::Malformed)?)
+        })
+    } else {
+        ModelSpec::from_bytes(&blob)
+    };
+    let spec = first
         .map_err(|e| Error::BadInput(format!("{}: not a usable model blob: {e}", model.name())))?;
     Ok((blob, spec))
 }

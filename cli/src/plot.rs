@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::tools::plot::{plot_svg, OutputPlot};
 use nalgebra::DVector;
 use sgp_trainer::data::{labels, read_inputs_and_labels, read_inputs_and_target};
-use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::export::artefact::{is_container, output_descriptions};
 use sgp_trainer::{Error, Result};
 
 use super::{in_file, stdout_error, write_file, BlobAndData, BlobOnData, Opened};
@@ -15,7 +15,12 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     let to_stdout = out == Path::new("-");
     let opened = input.open((!to_stdout).then_some(("--out", out)))?;
     let source = opened.data.name().to_owned();
-    let svg = match (opened.spec.output_count(), opened.spec.shape.link) {
+    let outputs = if is_container(&opened.blob) {
+        usize::MAX
+    } else {
+        opened.spec.output_count()
+    };
+    let svg = match (outputs, opened.spec.shape.link) {
         (1, sgp_runtime::Link::Probit) => {
             // Labels as eval reads them (text or numbers), as the plot's
             // classes: the positive class's value, or another.
@@ -67,11 +72,11 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
     write_file(out, svg.as_bytes())
 }
 
-/// One row of panels per output of a multi-output regression, each output
-/// against the column of its own name.
+/// One row of panels per output of a multi-output regression (one blob or
+/// a container), each output against the column of its own name.
 fn plot_outputs(input: &BlobAndData, opened: &Opened, source: &str) -> Result<String> {
     input.refuse_target("plotted")?;
-    let specs = output_specs(&opened.spec);
+    let specs = output_descriptions(&opened.blob)?;
     let mut read = Vec::with_capacity(specs.len());
     for output in &specs {
         let (x, y) =

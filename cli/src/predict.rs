@@ -7,7 +7,7 @@ use nalgebra::DMatrix;
 use sgp_runtime::ModelSpec;
 use sgp_trainer::data::labels;
 use sgp_trainer::data::read_inputs;
-use sgp_trainer::export::output_blob::output_specs;
+use sgp_trainer::export::artefact::output_descriptions;
 use sgp_trainer::files::Input;
 use sgp_trainer::Result;
 
@@ -24,7 +24,7 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
     }
     let rows = sgp_trainer::model::device::predict_outputs(&blob, &x).map_err(&named)?;
     // One output: `mean,variance`; several: `NAME_mean,NAME_variance` each.
-    let header: Vec<String> = match output_specs(&spec)[..] {
+    let header: Vec<String> = match output_descriptions(&blob)?[..] {
         [_] => vec!["mean,variance".to_owned()],
         ref outputs => outputs
             .iter()

@@ -92,6 +92,12 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         .collect();
     check_outputs(&outputs, &[&model, &data])?;
     let (blob, spec) = read_blob(&model)?;
+    if sgp_trainer::export::artefact::is_container(&blob) {
+        return Err(Error::BadInput(format!(
+            "{}: one model per output (a container): sgp replay reads one blob",
+            model.name()
+        )));
+    }
     let (x, y) = if spec.shape.link == Link::Probit {
         let (x, cells) = read_inputs_and_labels(&data, &spec.input_names, &spec.target_name)?;
         let truth = labels::class_indices(&cells, &labels::blob_labels(&spec))?;

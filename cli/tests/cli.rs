@@ -328,8 +328,8 @@ fn several_targets_fit_predict_eval() {
 
 /// `sgp fit --target a,b,c` weighs one basis against one model per
 /// output on held-out rows and says which it kept: the arm's x, y, z get
-/// one blob each (`arm.ex.sgp`, ...), outputs that share (one quantity and
-/// twice it) one blob.
+/// one blob each, in one container (`--out`), outputs that share (one
+/// quantity and twice it) one blob.
 #[test]
 fn several_targets_get_their_own_models_where_one_basis_loses() {
     let dir = TempDir::new("own_models");
@@ -357,16 +357,48 @@ fn several_targets_get_their_own_models_where_one_basis_loses() {
         .any(|v| v["separate_clearly_better"] == true));
     let separate = json["separate"].as_array().expect("one fit per output");
     for (fit, name) in separate.iter().zip(["ex", "ey", "ez"]) {
-        let blob = format!("m.{name}.sgp");
-        assert_eq!(fit["blob"], blob.as_str());
+        assert_eq!(fit["blob"], "m.sgp");
         assert_eq!(fit["report"]["outputs"][0]["name"], name);
-        let predicted = ok(
-            &sgp(&dir, &["predict", "--model", &blob, "--data", "arm.csv"]),
-            "predict",
-        );
-        assert_eq!(predicted.lines().next(), Some("mean,variance"), "{name}");
     }
-    assert!(!dir.path().join("m.sgp").exists(), "no shared blob");
+    // One file either way: a container, read by predict, eval, inspect and
+    // the Rust export as one model of three outputs.
+    let container = std::fs::read(dir.path().join("m.sgp")).expect("one file");
+    assert_eq!(&container[..4], b"SGPS");
+    let predicted = ok(
+        &sgp(&dir, &["predict", "--model", "m.sgp", "--data", "arm.csv"]),
+        "predict",
+    );
+    assert_eq!(
+        predicted.lines().next(),
+        Some("ex_mean,ex_variance,ey_mean,ey_variance,ez_mean,ez_variance")
+    );
+    let evaluated = ok(
+        &sgp(
+            &dir,
+            &["eval", "--model", "m.sgp", "--data", "arm.csv", "--json"],
+        ),
+        "eval",
+    );
+    let evaluated: Value = serde_json::from_str(&evaluated).expect("JSON");
+    assert_eq!(evaluated.as_array().map(Vec::len), Some(3), "{evaluated}");
+    let inspected = ok(&sgp(&dir, &["inspect", "m.sgp"]), "inspect");
+    assert!(
+        inspected.contains("container       3 models, one per output (ex, ey, ez)"),
+        "{inspected}"
+    );
+    let rust = ok(
+        &sgp(&dir, &["export", "--model", "m.sgp", "--format", "rust"]),
+        "export",
+    );
+    assert!(
+        rust.contains("pub type Model = sgp_runtime::Artefact<12, "),
+        "{rust}"
+    );
+    assert!(rust.contains(", 3>;"), "{rust}");
+    assert!(!sgp(&dir, &["export", "--model", "m.sgp", "--format", "c"])
+        .status
+        .success());
+    assert!(!dir.path().join("m.ex.sgp").exists(), "no file per output");
 
     let json = fit("doubled.csv", "domega,twice");
     assert_eq!(json["basis"]["kept"], "shared", "{json}");

@@ -421,10 +421,25 @@ pub(crate) fn write_file(path: std::path::PathBuf, data: &[u8]) -> PyResult<()> 
     sgp_trainer::files::write_atomic(&path, data).py_err()
 }
 
-/// Where output `target`'s own blob goes beside `path` when each output
-/// gets its own model, as `sgp fit --out path` names it
-/// ([`sgp_trainer::files::separate_path`]).
+/// The one artefact of `blobs`, one per output in output order: the blob
+/// itself, or their container, as `sgp fit --out` writes it
+/// ([`sgp_trainer::export::artefact::artefact`]).
 #[pyfunction]
-pub(crate) fn separate_path(path: std::path::PathBuf, target: &str) -> std::path::PathBuf {
-    sgp_trainer::files::separate_path(&path, target)
+pub(crate) fn artefact<'py>(py: Python<'py>, blobs: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    let blobs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
+    let bytes = sgp_trainer::export::artefact::artefact(&blobs).py_err()?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// Output `p`'s own blob of an artefact: a container's member, or the
+/// one-output blob of a shared blob's output `p`; `None` past the last
+/// ([`sgp_trainer::export::artefact::output_blob`]).
+#[pyfunction]
+pub(crate) fn output_blob<'py>(
+    py: Python<'py>,
+    blob: &[u8],
+    p: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let bytes = sgp_trainer::export::artefact::output_blob(blob, p).py_err()?;
+    Ok(bytes.map(|b| PyBytes::new(py, &b)))
 }

@@ -103,7 +103,7 @@ def twins(rows=160, seed=5):
 
 def cli_files(tmp_path, table, args):
     """Every file `sgp fit --out out.sgp` writes for `table` and `args`
-    (one blob, or one per output), by file name."""
+    (one: a blob or a container), by file name."""
     data = tmp_path / "train.csv"
     table.to_csv(data, index=False, float_format="%.17g")
     folder = tmp_path / "cli"
@@ -117,9 +117,10 @@ def cli_files(tmp_path, table, args):
 
 
 @pytest.mark.parametrize("data, kept", [(frame, "separate"), (twins, "shared")])
-def test_two_outputs_write_the_clis_files(tmp_path, data, kept):
+def test_two_outputs_write_the_clis_one_file(tmp_path, data, kept):
     # Default settings: the held-out choice of one basis or one model per
-    # output is made alike, and every file is the CLI's, byte for byte.
+    # output is made alike, and the one file (a blob, or a container of
+    # each output's) is the CLI's, byte for byte.
     X, y, z = data()
     targets = pd.concat([y, z], axis=1)
     given = settings("spgp", {})
@@ -129,25 +130,38 @@ def test_two_outputs_write_the_clis_files(tmp_path, data, kept):
     folder.mkdir()
     written = est.save(folder / "out.sgp")
     ours = {p.name: p.read_bytes() for p in folder.iterdir()}
-    expected = {"out.sgp"} if kept == "shared" else {"out.y.sgp", "out.z.sgp"}
-    assert set(ours) == expected and len(written) == len(expected)
+    assert set(ours) == {"out.sgp"} and written == [str(folder / "out.sgp")]
+    assert ours["out.sgp"] == est.to_bytes()
+    assert est.to_bytes()[:4] == (b"SGPS" if kept == "separate" else b"SGPM")
     table = pd.concat([X, targets], axis=1)
     assert ours == cli_files(tmp_path, table, flags("spgp", given) + ["--target", "y,z"])
     mean, std = est.predict(X, return_std=True)
     assert mean.shape == std.shape == (len(X), 2)
-    if kept == "shared":
-        device_mean, _ = est.to_model().predict(X)
-    else:
-        device_mean = np.column_stack([est.to_model(name).predict(X)[0] for name in "yz"])
-        assert est.to_bytes(1) == ours["out.z.sgp"]
+    # Each output's own blob either way: a member verbatim, or the shared
+    # blob's output alone; the C export of one output works either way.
+    device_mean = np.column_stack([est.to_model(name).predict(X)[0] for name in "yz"])
+    assert est.to_bytes(1) == est.to_bytes("z")
+    if kept == "separate":
+        assert est.to_bytes(1) == est.blobs_[1]
+        assert est.to_bytes(1) in est.to_bytes()
         with pytest.raises(ValueError, match="its own model"):
-            est.to_bytes()
+            est.to_model()
+        with pytest.raises(ValueError, match="format rust"):
+            est.export_c("arm")
+    else:
+        shared_mean, _ = est.to_model().predict(X)
+        # The one-output blob of output 1 in f32: within 0.1% of a standard deviation.
+        assert np.max(np.abs(shared_mean - device_mean)) <= 1e-3 * np.max(std)
+    assert "z" in est.export_c("arm", output=1)
+    assert "Artefact" in est.export_rust("arm") or kept == "shared"
     assert np.max(np.abs(device_mean - mean)) <= 0.05 * np.max(std)
+    with pytest.raises(ValueError, match="no output"):
+        est.to_bytes(2)
 
 
-def test_odd_target_names_write_the_clis_files_beside_the_output(tmp_path):
-    # One rule names each output's blob (the library's): a path separator
-    # in a target's name cannot lead outside the output's folder.
+def test_odd_target_names_write_the_clis_one_file(tmp_path):
+    # The names no longer name files: one container, the CLI's, and each
+    # output's blob by its name.
     X, y, z = frame()
     targets = pd.concat([y.rename("a/b"), z.rename("speed m.s")], axis=1)
     given = settings("spgp", {})
@@ -155,13 +169,12 @@ def test_odd_target_names_write_the_clis_files_beside_the_output(tmp_path):
     assert est.basis_["kept"] == "separate", est.basis_["reason"]
     folder = tmp_path / "py"
     folder.mkdir()
-    written = est.save(folder / "out.sgp")
+    est.save(folder / "out.sgp")
     ours = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert set(ours) == {"out.a_b.sgp", "out.speed m.s.sgp"}
-    assert written == [str(folder / "out.a_b.sgp"), str(folder / "out.speed m.s.sgp")]
     table = pd.concat([X, targets], axis=1)
     args = flags("spgp", given) + ["--target", "a/b,speed m.s"]
     assert ours == cli_files(tmp_path, table, args)
+    assert est.to_bytes("speed m.s") == est.blobs_[1]
 
 
 def test_three_classes_write_the_clis_blob(tmp_path):

@@ -179,6 +179,13 @@ pub enum Error {
     /// finite, symmetric and positive semi-definite, or has the wrong
     /// length.
     InvalidCovariance,
+    /// A member of a container ([`crate::Container`]) takes other inputs
+    /// than the first member (their number or names differ), so one input
+    /// vector cannot feed them all.
+    MemberMismatch {
+        /// The member's index.
+        member: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -278,6 +285,10 @@ impl fmt::Display for Error {
             ),
             Error::InvalidCovariance => f.write_str(
                 "input covariance is not a finite, symmetric, positive semi-definite d x d matrix",
+            ),
+            Error::MemberMismatch { member } => write!(
+                f,
+                "member {member} of the container takes other inputs than member 0"
             ),
         }
     }

@@ -64,6 +64,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+mod artefact;
 mod error;
 mod format;
 mod math;
@@ -71,6 +72,9 @@ mod model;
 mod version;
 mod whitened;
 
+pub use artefact::{
+    artefact_ram_bytes, Artefact, Container, Members, CONTAINER_MAGIC, CONTAINER_VERSION,
+};
 pub use error::{Dimension, Error};
 pub use format::{
     Field, Kernel, Link, ModelKind, Observation, Shape, VarianceForm, MAGIC, PREAMBLE_LEN,

@@ -224,6 +224,23 @@ impl Fitted {
     }
 }
 
+impl Done {
+    /// The one file the job writes: the blob, or with one model per output
+    /// the container of their blobs, each verbatim
+    /// ([`crate::export::artefact`]).
+    ///
+    /// # Errors
+    /// [`Error::Blob`] when there is no blob, or more than a container holds.
+    pub fn artefact(&self) -> Result<Vec<u8>> {
+        let blobs: Vec<&[u8]> = self
+            .outputs
+            .iter()
+            .map(|o| o.exported.blob.as_slice())
+            .collect();
+        crate::export::artefact::artefact(&blobs)
+    }
+}
+
 impl Output {
     /// Its report.
     pub fn summary(&self) -> Summary<'_> {

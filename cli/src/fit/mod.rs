@@ -170,7 +170,8 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
 }
 
 /// The files `sgp fit` writes, by flag: `--out` and `--golden`, and for
-/// several targets each output's own (`separate_path`), which it may get.
+/// several targets each output's own golden file (`separate_path`), which
+/// it may get.
 fn output_paths(args: &FitArgs) -> Vec<(&'static str, PathBuf)> {
     let mut paths = vec![("--out", args.out.clone())];
     if let Some(golden) = &args.golden {
@@ -186,9 +187,10 @@ fn output_paths(args: &FitArgs) -> Vec<(&'static str, PathBuf)> {
         // A target named twice is refused when the data are read.
         names.sort();
         names.dedup();
-        for i in 0..paths.len() {
+        // `--out` is one file either way; the golden values are per output.
+        if let Some(golden) = &args.golden {
             for name in &names {
-                paths.push((paths[i].0, separate_path(&paths[i].1, name)));
+                paths.push(("--golden", separate_path(golden, name)));
             }
         }
     }

@@ -19,15 +19,17 @@ use crate::{to_json, write_file};
 use super::summary::{print_fit_summary, print_warnings};
 use super::FitArgs;
 
-/// Writes what `done` exported: one blob (`--out`; several outputs on
-/// one basis), or each output's own (`separate_path`), saying which; the
-/// golden values asked for; and the report.
+/// Writes what `done` exported to `--out`: one blob (several outputs on
+/// one basis), or the container of each output's own, saying which; the
+/// golden values asked for (each output's own with `separate_path`); and
+/// the report.
 pub(crate) fn finish(
     args: &FitArgs,
     done: Done,
     path: Option<Vec<PathRow>>,
     quiet: bool,
 ) -> Result<()> {
+    let artefact = done.artefact()?;
     let Done {
         mut outputs,
         basis,
@@ -43,11 +45,12 @@ pub(crate) fn finish(
     if !quiet {
         eprintln!("sgp: note: {}", basis.reason);
     }
+    // One file either way: the container of each output's own blob.
+    write_file(&args.out, &artefact)?;
     let mut written = Vec::with_capacity(outputs.len());
     for Output { fit, exported } in outputs {
         let name = fit.set.members[0].target_name.clone();
-        let blob = separate_path(&args.out, &name);
-        write_file(&blob, &exported.blob)?;
+        let blob = args.out.clone();
         if let Some(golden) = &args.golden {
             let points = golden_points(&fit.set.members[0], &check_x, 12, 4);
             let path = separate_path(golden, &name);

@@ -180,7 +180,11 @@ class _SparseGP(BaseEstimator):
             for message in fit["report"].get("warnings", []):
                 _warn_caller(_native.spoken(message))
         models = [Model.from_bytes(blob) for blob in self.blobs_]
+        # Every output's name, in output order: each model's target, or a
+        # shared blob's outputs.
         self._blob_targets = [model.target_name for model in models]
+        if len(models) == 1 and models[0].n_outputs > 1 and not models[0].is_classifier:
+            self._blob_targets = [o["name"] for o in models[0].inspect()["outputs"]]
 
         def iterations(report: dict) -> int:
             optimiser = report.get("optimiser")
@@ -331,60 +335,61 @@ class _SparseGP(BaseEstimator):
     # The device side.
 
     def to_bytes(self, output: Union[int, str, None] = None) -> bytes:
-        """The blob, as ``sgp fit --out`` writes it. Where each output got
-        its own model (``basis_["kept"] == "separate"``), ``output`` (its
-        index or target name) picks one: the blob ``sgp fit`` writes to
-        ``out.<target>.sgp``."""
+        """The one artefact ``sgp fit --out`` writes, whichever the fit
+        kept: the blob, or where each output got its own model
+        (``basis_["kept"] == "separate"``) the container of their blobs,
+        which ``sgp_runtime::Artefact`` loads as one model of every output.
+        ``output`` (its index or target name) gives that output's own blob
+        either way: a container's member, or the one-output blob of a
+        shared blob's output."""
         check_is_fitted(self)
-        blobs = self.blobs_
         if output is None:
-            if len(blobs) > 1:
-                raise ValueError(
-                    f"each output has its own model ({self.basis_['reason']}); pass output= "
-                    f"one of {self._blob_targets} (or its index), or save(path), which "
-                    "writes one file per output"
-                )
-            return blobs[0]
-        if len(blobs) == 1:
-            raise ValueError("the outputs share one blob: call without output")
+            return _native.artefact(self.blobs_)
         if isinstance(output, str):
             if output not in self._blob_targets:
                 raise ValueError(f"no output {output!r}: the outputs are {self._blob_targets}")
-            return blobs[self._blob_targets.index(output)]
-        return blobs[int(output)]
+            output = self._blob_targets.index(output)
+        p = int(output)
+        if not 0 <= p < len(self._blob_targets):
+            raise ValueError(f"no output {p}: the outputs are {self._blob_targets}")
+        if len(self.blobs_) > 1:
+            return self.blobs_[p]
+        blob = _native.output_blob(self.blobs_[0], p)
+        assert blob is not None
+        return blob
 
     def to_model(self, output: Union[int, str, None] = None) -> Model:
         """The blob (``output``'s, as ``to_bytes``) decoded by the f32
-        runtime (what the device computes)."""
+        runtime (what the device computes). Where each output has its own
+        model, ``output`` picks one (``sgp.Model`` holds one blob)."""
+        if output is None and len(self.blobs_) > 1:
+            raise ValueError(
+                f"each output has its own model ({self.basis_['reason']}); pass output= "
+                f"one of {self._blob_targets} (or its index)"
+            )
         return Model.from_bytes(self.to_bytes(output))
 
     def save(self, path: PathLike) -> List[str]:
-        """Writes the blob to ``path`` (e.g. ``heater.sgp``), as ``sgp fit
-        --out`` does: to a temporary file renamed over it, so a failure
-        leaves any old file. Where each output got its own model, writes
-        each to ``path`` with its target name before the extension
-        (``arm.sgp``: ``arm.ex.sgp``, ``arm.ey.sgp``, ...; a path separator
-        in a name becomes ``_``), as ``sgp fit`` does. Returns the paths
-        written."""
+        """Writes ``to_bytes()`` to ``path`` (e.g. ``heater.sgp``), as ``sgp
+        fit --out`` does: to a temporary file renamed over it, so a failure
+        leaves any old file. One file either way (a container where each
+        output got its own model). Returns the path written, in a list."""
         check_is_fitted(self)
-        if len(self.blobs_) == 1:
-            written = [os.fspath(path)]
-        else:
-            written = [os.fspath(_native.separate_path(path, t)) for t in self._blob_targets]
-            if len(set(written)) < len(written):
-                raise ValueError(f"the outputs {self._blob_targets} would share a file: rename them")
-        for file, blob in zip(written, self.blobs_):
-            _native.write_file(file, blob)
-        return written
+        _native.write_file(os.fspath(path), self.to_bytes())
+        return [os.fspath(path)]
 
     def export_c(self, name: str = "model", output: Union[int, str, None] = None) -> str:
         """The blob (``output``'s, as ``to_bytes``) as a C header for the
-        sgp C library: what ``sgp export --format c --name NAME`` writes."""
+        sgp C library: what ``sgp export --format c --name NAME`` writes.
+        ``output=k`` gives output ``k``'s own blob either way; a container
+        (each output its own model) is refused whole, as the C library
+        loads one blob: ``export_rust`` gives it as an ``Artefact``."""
         return export_source(self.to_bytes(output), "c", name, f"{name}.sgp")
 
     def export_rust(self, name: str = "model", output: Union[int, str, None] = None) -> str:
-        """The blob (``output``'s, as ``to_bytes``) as a Rust module to
-        ``include!``: what ``sgp export --format rust --name NAME`` writes."""
+        """The artefact (``output``'s blob, as ``to_bytes``) as a Rust module
+        to ``include!``: what ``sgp export --format rust --name NAME`` writes
+        (for a container, its ``Model`` is an ``sgp_runtime::Artefact``)."""
         return export_source(self.to_bytes(output), "rust", name, f"{name}.sgp")
 
 

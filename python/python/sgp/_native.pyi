@@ -4,9 +4,7 @@ Arrays cross as C-ordered little-endian float64 ``bytes`` plus their shape;
 the Python package (``sgp._arrays``) converts numpy arrays both ways.
 """
 
-import os
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 class SgpError(RuntimeError):
     """Base of the errors sgp raises beyond bad input (``ValueError``)."""
@@ -110,7 +108,8 @@ def predict_cov(state: bytes, x: bytes, n: int, d: int) -> bytes:
 
 def export_source(blob: bytes, format: str, name: str, source: str) -> str: ...
 def write_file(path: str, data: bytes) -> None: ...
-def separate_path(path: Union[str, os.PathLike[str]], target: str) -> Path: ...
+def artefact(blobs: List[bytes]) -> bytes: ...
+def output_blob(blob: bytes, p: int) -> Optional[bytes]: ...
 def exact_blob(
     fitted: Dict[str, Any], alpha: bytes, factor: bytes, y_mean: float, y_scale: float
 ) -> bytes: ...

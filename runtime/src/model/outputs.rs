@@ -217,13 +217,13 @@ pub(super) fn read_outputs<const M: usize>(
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outputs<T, const P: usize> {
-    pub(super) values: [T; P],
+    pub(crate) values: [T; P],
     len: usize,
 }
 
 impl<T: Copy, const P: usize> Outputs<T, P> {
     /// `len` copies of `value` (at most `P`).
-    pub(super) fn filled(value: T, len: usize) -> Self {
+    pub(crate) fn filled(value: T, len: usize) -> Self {
         Outputs {
             values: [value; P],
             len: len.min(P),

@@ -15,7 +15,9 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use sgp_runtime::{Link, ModelSpec};
+use sgp_runtime::{Link, ModelSpec, OutputSpec};
+
+use super::artefact::{is_container, output_descriptions};
 
 use crate::{Error, Result};
 
@@ -45,12 +47,58 @@ named_enum! {
 /// not a valid model blob.
 pub fn export_source(blob: &[u8], format: Format, name: &str, source: &str) -> Result<String> {
     check_name(name)?;
-    let spec = ModelSpec::from_bytes(blob)?;
     let source = comment_safe(source);
+    if is_container(blob) {
+        let (view, what) = container_view(blob)?;
+        return match format {
+            Format::C => Err(Error::BadInput(
+                "a container (one model per output) loads into the Rust runtime's \
+                 `Artefact`: export it with --format rust (the C library loads one blob)"
+                    .into(),
+            )),
+            Format::Rust => Ok(rust_module(blob, &view, name, &source, Some(&what))),
+        };
+    }
+    let spec = ModelSpec::from_bytes(blob)?;
     Ok(match format {
         Format::C => c_header(blob, &spec, name, &source),
-        Format::Rust => rust_module(blob, &spec, name, &source),
+        Format::Rust => rust_module(blob, &spec, name, &source, None),
     })
+}
+
+/// A container's members as one description for the generated names and
+/// capacities: member 0's, the largest `M` and `G` of any member, and
+/// every further member's name as an output (its numbers are not used);
+/// and one line for people.
+fn container_view(blob: &[u8]) -> Result<(ModelSpec, String)> {
+    let specs = output_descriptions(blob)?;
+    let (first, rest) = specs.split_first().ok_or(sgp_runtime::Error::Malformed)?;
+    let mut view = first.clone();
+    for spec in rest {
+        view.shape.n_basis = view.shape.n_basis.max(spec.shape.n_basis);
+        view.shape.feature_dim = view.shape.feature_dim.max(spec.shape.feature_dim);
+        view.outputs.push(OutputSpec {
+            name: spec.target_name.clone(),
+            beta: Vec::new(),
+            l1: Vec::new(),
+            l2: Vec::new(),
+            prior: spec.prior,
+            noise: spec.noise,
+            bias: spec.bias,
+            y_mean: spec.y_mean,
+            y_scale: spec.y_scale,
+        });
+    }
+    let kinds: Vec<&str> = specs.iter().map(|s| s.shape.kind.name()).collect();
+    let what = format!(
+        "container of {} models, one per output ({}), M = {}, G = {}, D = {} at most",
+        specs.len(),
+        kinds.join(", "),
+        view.shape.n_basis,
+        view.shape.feature_dim,
+        view.shape.input_dim
+    );
+    Ok((view, what))
 }
 
 /// Accepts a name that is a valid, lint-free identifier in both languages:
@@ -268,8 +316,20 @@ fn c_header(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> String {
     out
 }
 
-fn rust_module(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> String {
+/// `container`: the description of a container, whose `Model` is an
+/// `Artefact`.
+fn rust_module(
+    blob: &[u8],
+    spec: &ModelSpec,
+    name: &str,
+    source: &str,
+    container: Option<&str>,
+) -> String {
     let s = &spec.shape;
+    let (what, model) = match container {
+        Some(what) => (what.to_owned(), "Artefact"),
+        None => (describe(spec), "Model"),
+    };
     let mut out = String::new();
     let _ =
         writeln!(
@@ -279,16 +339,16 @@ fn rust_module(blob: &[u8], spec: &ModelSpec, name: &str, source: &str) -> Strin
          ///\n\
          /// `Model::new()` in a `static`, then `load(BLOB)`; or `Model::from_bytes(BLOB)`.\n\
          pub mod {name} {{\n\
-         \x20   /// `sgp_runtime::Model` with exactly this model's capacities.\n\
-         \x20   pub type Model = sgp_runtime::Model<{}, {}, {}{}>;\n",
-        describe(spec),
+         \x20   /// `sgp_runtime::{model}` with exactly this model's capacities.\n\
+         \x20   pub type Model = sgp_runtime::{model}<{}, {}, {}{}>;\n",
+        what,
         output_names(spec).iter().map(|n| comment_safe(n)).collect::<Vec<_>>().join("`, `"),
         s.n_basis,
         s.feature_dim,
         s.input_dim,
-        match spec.output_count() {
-            1 => String::new(),
-            p => format!(", {p}"),
+        match (spec.output_count(), container) {
+            (1, None) => String::new(),
+            (p, _) => format!(", {p}"),
         },
     );
     if spec.output_count() > 1 {

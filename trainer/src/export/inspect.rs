@@ -118,6 +118,84 @@ pub struct InputRange {
     pub max: f32,
 }
 
+/// What `sgp inspect` prints of a container (one model per output): each
+/// member's [`Summary`], and the RAM of the [`sgp_runtime::Artefact`] that
+/// loads it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ContainerSummary {
+    /// Size of the container in bytes (the members' and 12 + 4 per member).
+    pub container_bytes: usize,
+    /// The capacities `(M, G, D)` the RAM figure is for: the members'
+    /// largest unless asked otherwise.
+    pub capacity: (usize, usize, usize),
+    /// RAM of `Artefact<M, G, D, P>` with those capacities, `P` the members.
+    pub ram_bytes: usize,
+    /// Each member's summary, in output order.
+    pub members: Vec<Summary>,
+}
+
+/// Describes the members of a container of `container_bytes` bytes, each
+/// spec with its blob's length; the RAM figure is for an `Artefact` of
+/// `capacity` `(M, G, D)`, or of the members' largest sizes.
+pub fn summarise_container(
+    members: &[(ModelSpec, usize)],
+    container_bytes: usize,
+    capacity: Option<(usize, usize, usize)>,
+) -> ContainerSummary {
+    let largest = members.iter().fold((0, 0, 0), |(m, g, d), (spec, _)| {
+        let s = &spec.shape;
+        (
+            m.max(usize::from(s.n_basis)),
+            g.max(usize::from(s.feature_dim)),
+            d.max(usize::from(s.input_dim)),
+        )
+    });
+    let capacity = capacity.unwrap_or(largest);
+    let (cm, cg, cd) = capacity;
+    ContainerSummary {
+        container_bytes,
+        capacity,
+        ram_bytes: sgp_runtime::artefact_ram_bytes(cm, cg, cd, members.len()),
+        members: members
+            .iter()
+            .map(|(spec, bytes)| summarise(spec, *bytes, Some(capacity)))
+            .collect(),
+    }
+}
+
+impl ContainerSummary {
+    /// Why some member does not fit the capacities, if one does not.
+    pub fn misfit(&self) -> Option<String> {
+        self.members
+            .iter()
+            .find_map(|m| m.misfit().map(|why| format!("output {}: {why}", m.target)))
+    }
+}
+
+impl std::fmt::Display for ContainerSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.members.iter().map(|m| m.target.as_str()).collect();
+        writeln!(
+            f,
+            "container       {} models, one per output ({}): {} bytes (flash)",
+            self.members.len(),
+            names.join(", "),
+            self.container_bytes
+        )?;
+        let (m, g, d) = self.capacity;
+        write!(
+            f,
+            "RAM             {} bytes for Artefact<{m}, {g}, {d}, {}>",
+            self.ram_bytes,
+            self.members.len()
+        )?;
+        for member in &self.members {
+            write!(f, "\n\noutput          {}\n{member}", member.target)?;
+        }
+        Ok(())
+    }
+}
+
 /// Describes `spec`, encoded in `blob_bytes` bytes; the RAM figure is for a
 /// `Model` of `capacity` `(M, G, D)`, or of the model's own sizes.
 pub fn summarise(

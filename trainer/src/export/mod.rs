@@ -10,6 +10,7 @@
 //! NaN. Probit models are held to an absolute deviation of the class
 //! probability instead, and so is each class of a multi-class model.
 
+pub mod artefact;
 pub mod codegen;
 pub mod cure;
 pub mod fixed;

@@ -354,7 +354,7 @@ pub fn predict_all(blob: &[u8], x: &nalgebra::DMatrix<f64>) -> Result<Vec<Device
 }
 
 /// The runtime's prediction of every output at every row of `x` (raw
-/// inputs): `[row][output]`, each with the class probability of that
+/// inputs) of a blob or a container: `[row][output]`, each with the class probability of that
 /// output's class for a classifier (a probit model's one output: `P(y =
 /// +1)`).
 ///
@@ -364,7 +364,18 @@ pub fn predict_outputs(
     blob: &[u8],
     x: &nalgebra::DMatrix<f64>,
 ) -> Result<Vec<Vec<DevicePrediction>>> {
-    predict_outputs_loaded(&LoadedModel::load(blob)?, x)
+    if !crate::export::artefact::is_container(blob) {
+        return predict_outputs_loaded(&LoadedModel::load(blob)?, x);
+    }
+    // A container: each member's one output, side by side.
+    let mut rows = vec![Vec::new(); x.nrows()];
+    for member in crate::export::artefact::members(blob)? {
+        let each = predict_outputs_loaded(&LoadedModel::load(member)?, x)?;
+        for (row, mut predictions) in rows.iter_mut().zip(each) {
+            row.append(&mut predictions);
+        }
+    }
+    Ok(rows)
 }
 
 /// [`predict_outputs`] of a model kept loaded, as it is now (after any
