@@ -6,10 +6,11 @@
 //! of [`crate::evaluate::contest`].
 //!
 //! The objective (FITC or VFE) is chosen on one split (`score`); a family
-//! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`),
-//! every row held out once: per-row NLPDs are heavy-tailed and a quarter of
-//! a few hundred rows is too few to average them (docs/src/model-families.md,
-//! "The held-out choice").
+//! is weighed against SPGP over `CHOICE_FOLDS` folds (`cross_validate`;
+//! `--model auto`'s families as a `race`), every row held out once:
+//! per-row NLPDs are heavy-tailed and a quarter of a few hundred rows is
+//! too few to average them (docs/src/model-families.md, "The held-out
+//! choice").
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -53,7 +54,8 @@ pub(crate) struct Scores {
     /// Cross-validated scores only: the folds they were made on and each
     /// candidate's settings, so a later choice on the same folds reuses a
     /// candidate's scores instead of refitting it ([`cross_validate`]).
-    folds: Option<(FoldsOf, Vec<FitParams>)>,
+    /// (`None`: a candidate that stopped in a race, [`race`]).
+    folds: Option<(FoldsOf, Vec<Option<FitParams>>)>,
 }
 
 /// Which folds scores were made on: the fold seed, and the shape and a
@@ -124,29 +126,110 @@ pub(crate) fn cross_validate(
     candidates: &[(String, FitParams)],
     known: Option<&Scores>,
 ) -> Result<Scores> {
+    let parts = fold_parts(outputs, seed)?;
+    let folds = FoldsOf::new(outputs, seed);
+    let known = known.filter(|k| k.folds.as_ref().is_some_and(|(f, _)| *f == folds));
+    let mut scores = scores_of(candidates, part_rows(&parts, candidates, known))?;
+    let settings = candidates.iter().map(|(_, p)| Some(p.clone())).collect();
+    scores.folds = Some((folds, settings));
+    Ok(scores)
+}
+
+/// As [`cross_validate`], as a race: every candidate is fitted on the
+/// first fold, and only those `runs_on` keeps, given that fold's contest,
+/// on the others (docs/src/model-families.md, "Defaults: a choice on
+/// held-out rows").
+/// The scores of those that ran on are the ones [`cross_validate`] gives
+/// them (the same folds, the rows in the same order); those that stopped
+/// have none there (as if failed, and never reused), and the first fold's
+/// contest, returned beside, holds every candidate's.
+///
+/// # Errors
+/// As [`cross_validate`].
+pub(crate) fn race(
+    outputs: &[Dataset],
+    seed: u64,
+    candidates: &[(String, FitParams)],
+    runs_on: impl Fn(&Contest) -> Vec<bool>,
+) -> Result<(Scores, Contest)> {
+    let parts = fold_parts(outputs, seed)?;
+    let (first, rest) = parts
+        .split_first()
+        .ok_or_else(|| Error::BadInput("no folds to race on".into()))?;
+    let mut errors = Vec::new();
+    let opening: Vec<Option<Vec<f64>>> = part_rows(std::slice::from_ref(first), candidates, None)
+        .into_iter()
+        .map(|r| r.map_err(|e| errors.push(e)).ok())
+        .collect();
+    let names = candidates.iter().map(|(n, _)| n.clone()).collect();
+    let first_fold = Contest::new(names, opening.clone());
+    let keep = runs_on(&first_fold);
+    let runs: Vec<bool> = (0..candidates.len())
+        .map(|i| keep.get(i).copied().unwrap_or(false) && opening[i].is_some())
+        .collect();
+    let on: Vec<(String, FitParams)> = (0..candidates.len())
+        .filter(|&i| runs[i])
+        .map(|i| candidates[i].clone())
+        .collect();
+    let mut later = part_rows(rest, &on, None).into_iter();
+    let mut errors = errors.into_iter();
+    let stopped = || Error::Numerical("stopped after the first fold".into());
+    let rows: Vec<Result<Vec<f64>>> = opening
+        .into_iter()
+        .enumerate()
+        .map(|(i, first)| match first {
+            Some(first) if runs[i] => later
+                .next()
+                .unwrap_or_else(|| Err(stopped()))
+                .map(|more| [first, more].concat()),
+            Some(_) => Err(stopped()),
+            None => Err(errors.next().unwrap_or_else(stopped)),
+        })
+        .collect();
+    let mut scores = scores_of(candidates, rows)?;
+    let settings = (0..candidates.len())
+        .map(|i| runs[i].then(|| candidates[i].1.clone()))
+        .collect();
+    scores.folds = Some((FoldsOf::new(outputs, seed), settings));
+    Ok((scores, first_fold))
+}
+
+/// The [`CHOICE_FOLDS`] folds of `outputs` (seed `seed`, the same rows of
+/// every output): each fold's training and held-out parts of every output.
+fn fold_parts(outputs: &[Dataset], seed: u64) -> Result<Vec<(Vec<Dataset>, Vec<Dataset>)>> {
     let per_output: Vec<Vec<(Dataset, Dataset)>> = outputs
         .iter()
         .map(|d| d.folds(CHOICE_FOLDS, seed))
         .collect::<Result<_>>()?;
-    let parts: Vec<(Vec<Dataset>, Vec<Dataset>)> = (0..CHOICE_FOLDS)
+    Ok((0..CHOICE_FOLDS)
         .map(|k| per_output.iter().map(|folds| folds[k].clone()).unzip())
-        .collect();
-    let folds = FoldsOf::new(outputs, seed);
-    let known = known.filter(|k| k.folds.as_ref().is_some_and(|(f, _)| *f == folds));
-    let mut scores = score_parts(&parts, candidates, known)?;
-    scores.folds = Some((folds, candidates.iter().map(|(_, p)| p.clone()).collect()));
-    Ok(scores)
+        .collect())
 }
 
 /// Every candidate fitted on each part's training rows and scored on its
 /// held-out rows (a row's NLPD summed over the outputs: the NLPD of the
-/// output vector), the per-row NLPDs of all the parts in one list; a
-/// candidate of `known` (scored on the same parts) is not refitted.
+/// output vector), weighed as [`Contest`] does.
 fn score_parts(
     parts: &[(Vec<Dataset>, Vec<Dataset>)],
     candidates: &[(String, FitParams)],
     known: Option<&Scores>,
 ) -> Result<Scores> {
+    scores_of(candidates, part_rows(parts, candidates, known))
+}
+
+/// Each candidate's per-row NLPDs over `parts` (as [`score_parts`]), those
+/// of all the parts in one list; a candidate of `known` (scored on the
+/// same parts) is not refitted.
+///
+/// The candidates' fits (and their parts') are independent and run in
+/// parallel: on a few hundred rows one fit barely uses a second core. Each
+/// fit is deterministic and the results are taken in candidate and part
+/// order, so they do not depend on the threads.
+fn part_rows(
+    parts: &[(Vec<Dataset>, Vec<Dataset>)],
+    candidates: &[(String, FitParams)],
+    known: Option<&Scores>,
+) -> Vec<Result<Vec<f64>>> {
     let one = |params: &FitParams| -> Result<Vec<f64>> {
         if let Some(rows) = known.and_then(|k| k.rows_of(params)) {
             return rows.ok_or_else(|| {
@@ -175,24 +258,15 @@ fn score_parts(
         let per_part = per_part.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(per_part.concat())
     };
-    score_with(candidates, one)
-}
-
-/// Every candidate's per-row NLPDs on the held-out rows, from `one`.
-///
-/// The candidates' fits (and, in `one`, their parts') are independent and
-/// run in parallel: on a few hundred rows one fit barely uses a second
-/// core. Each fit is deterministic and the results are taken in candidate
-/// and part order, so the scores, and which error is reported, do not
-/// depend on the threads.
-fn score_with(
-    candidates: &[(String, FitParams)],
-    one: impl Fn(&FitParams) -> Result<Vec<f64>> + Sync,
-) -> Result<Scores> {
-    let results: Vec<Result<Vec<f64>>> = candidates
+    candidates
         .par_iter()
         .map(|(_, params)| one(params))
-        .collect();
+        .collect()
+}
+
+/// The contest of `candidates` given each one's per-row NLPDs (or why it
+/// failed); which error is reported follows the candidates' order.
+fn scores_of(candidates: &[(String, FitParams)], results: Vec<Result<Vec<f64>>>) -> Result<Scores> {
     let mut last_error = None;
     let nlpds: Vec<Option<Vec<f64>>> = results
         .into_iter()
@@ -218,7 +292,7 @@ impl Scores {
     /// `params` (`Some(None)`: its fit failed), if there is one.
     fn rows_of(&self, params: &FitParams) -> Option<Option<Vec<f64>>> {
         let (_, settings) = self.folds.as_ref()?;
-        let i = settings.iter().position(|p| p == params)?;
+        let i = settings.iter().position(|p| p.as_ref() == Some(params))?;
         self.contest.nlpds.get(i).cloned()
     }
 }

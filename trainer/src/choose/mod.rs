@@ -14,7 +14,8 @@
 //!   so, with the figures. SPGP+HS and GPLasso are weighed against SPGP
 //!   with either objective (docs/src/model-families.md, "Both objectives").
 //! - **`--model auto`**: the family that predicts held-out rows best among
-//!   those that apply, SPGP unless another clearly beats it.
+//!   those that apply, SPGP unless another clearly beats it; weighed as a
+//!   race, one that SPGP clearly beats on the first fold stopping there.
 //! - **Several outputs** ([`outputs`]): one basis for all of them, unless
 //!   some output's own fit clearly predicts held-out rows better; then one
 //!   model per output.
@@ -33,7 +34,7 @@ pub mod outputs;
 
 use crate::data::multi_target::Outputs;
 use crate::data::Dataset;
-use crate::evaluate::contest::{contest_rows, sampled_note};
+use crate::evaluate::contest::{contest_rows, sampled_note, Contest, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
 use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
@@ -248,7 +249,7 @@ fn named(outputs: &[Dataset], params: &FitParams, request: &Request) -> Result<C
     let mut folds = None;
     if let Some(spgp) = spgp_rival(&params) {
         let spgp = spgp_objective(outputs, spgp, request)?;
-        let (candidates, scores) = weigh(outputs, &spgp, std::slice::from_ref(&params))?;
+        let (candidates, scores) = weigh(outputs, &spgp, std::slice::from_ref(&params), false)?;
         choice.candidates = candidates;
         folds = Some(scores);
     }
@@ -280,7 +281,7 @@ fn auto(outputs: &[Dataset], candidates: &[FitParams], request: &Request) -> Res
         approximation: spgp_params.approximation().unwrap_or(spgp.approximation),
         ..spgp
     };
-    let (weighed, scores) = weigh(outputs, &spgp, &challengers)?;
+    let (weighed, scores) = weigh(outputs, &spgp, &challengers, true)?;
     choice.candidates = weighed;
     let against_spgp = choice.candidates.iter().filter(|c| c.against.is_some());
     let winner = challengers
@@ -392,11 +393,15 @@ fn against_both_objectives(params: &FitParams) -> bool {
 /// SPGP with `spgp`'s objective, SPGP with the other where a challenger
 /// needs it, and every challenger, scored over folds; each challenger's
 /// verdict against the toughest (lowest held-out NLPD) SPGP it must beat;
-/// and the scores.
+/// and the scores. With `race`, a challenger the toughest SPGP clearly
+/// beats on the first fold (by the contest's own rule, the roles swapped)
+/// stops there, its verdict that fold's ([`held_out::race`]): it could
+/// only win by reversing the first fold's verdict over the other three.
 fn weigh(
     outputs: &[Dataset],
     spgp: &SparseParams,
     challengers: &[FitParams],
+    race: bool,
 ) -> Result<(Vec<Candidate>, held_out::Scores)> {
     let other = SparseParams {
         approximation: other_objective(spgp.approximation),
@@ -419,7 +424,31 @@ fn weigh(
             .iter()
             .map(|p| (p.method().name().to_string(), p.clone())),
     );
-    let scores = held_out::cross_validate(outputs, spgp.seed, &named, None)?;
+    let reach = |c: usize| {
+        if against_both_objectives(&named[c].1) {
+            rivals
+        } else {
+            1
+        }
+    };
+    // The SPGP challenger `c` must beat on `contest`: the toughest within
+    // its reach.
+    let toughest = |contest: &Contest, c: usize| {
+        (0..reach(c))
+            .min_by(|&a, &b| contest.mean(a).total_cmp(&contest.mean(b)))
+            .unwrap_or(0)
+    };
+    let stops = |first: &Contest, c: usize| {
+        c >= rivals && first.verdict(c, toughest(first, c)).challenger_chosen
+    };
+    let (scores, first_fold) = if race {
+        let runs_on = |first: &Contest| (0..named.len()).map(|c| !stops(first, c)).collect();
+        let (scores, first) = held_out::race(outputs, spgp.seed, &named, runs_on)?;
+        (scores, Some(first))
+    } else {
+        let scores = held_out::cross_validate(outputs, spgp.seed, &named, None)?;
+        (scores, None)
+    };
     let mut candidates: Vec<Candidate> = (0..rivals)
         .map(|r| Candidate {
             name: named[r].0.clone(),
@@ -427,21 +456,22 @@ fn weigh(
             against: None,
         })
         .collect();
-    for (k, params) in challengers.iter().enumerate() {
-        let c = rivals + k;
-        let reach = if against_both_objectives(params) {
-            rivals
-        } else {
-            1
+    for (c, (name, _)) in named.iter().enumerate().skip(rivals) {
+        let candidate = match first_fold.as_ref().filter(|first| stops(first, c)) {
+            Some(first) => Candidate {
+                name: name.clone(),
+                nlpd: first.mean(c),
+                against: Some(first.verdict(toughest(first, c), c)),
+            },
+            None => Candidate {
+                name: name.clone(),
+                nlpd: scores.mean(c),
+                against: (0..reach(c))
+                    .map(|r| scores.verdict(r, c))
+                    .min_by(|a, b| a.incumbent_nlpd.total_cmp(&b.incumbent_nlpd)),
+            },
         };
-        let against = (0..reach)
-            .map(|r| scores.verdict(r, c))
-            .min_by(|a, b| a.incumbent_nlpd.total_cmp(&b.incumbent_nlpd));
-        candidates.push(Candidate {
-            name: named[c].0.clone(),
-            nlpd: scores.mean(c),
-            against,
-        });
+        candidates.push(candidate);
     }
     Ok((candidates, scores))
 }
@@ -460,7 +490,16 @@ fn objective_name(family: &str, approximation: Approximation) -> String {
 
 /// The sentence of [`Choice::reason`].
 fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
-    let folds = |v: &Verdict| format!("{} in {} folds", v.figures(), held_out::CHOICE_FOLDS);
+    let all_folds = rows.min(CONTEST_ROWS);
+    let stopped = |v: &Verdict| v.rows < all_folds;
+    let folds = |v: &Verdict| {
+        let k = held_out::CHOICE_FOLDS;
+        if stopped(v) {
+            format!("{} in the first of {k} folds", v.figures())
+        } else {
+            format!("{} in {k} folds", v.figures())
+        }
+    };
     let exported = &choice.exported;
     let own = choice.candidates.iter().find(|c| &c.name == exported);
     let mut sentence = match (choice.asked == AUTO, own.and_then(|c| c.against.as_ref())) {
@@ -512,6 +551,22 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
         (true, None) => format!("auto chose {exported}: the one family that applies here"),
         (false, None) => format!("{exported} was fitted as asked"),
     };
+    let raced: Vec<&str> = choice
+        .candidates
+        .iter()
+        .filter(|c| choice.asked == AUTO && c.against.as_ref().is_some_and(stopped))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !raced.is_empty() {
+        sentence += &format!(
+            "; {} stopped after the first of {} folds, where spgp beat {} by more than {} \
+             standard error",
+            raced.join(", "),
+            held_out::CHOICE_FOLDS,
+            if raced.len() == 1 { "it" } else { "each" },
+            held_out::MARGIN_SE
+        );
+    }
     if let Some(v) = &choice.objective {
         sentence += &format!(
             "; objective chosen on a held-out quarter: {} ({} {:.4}, {} {:.4}, standard error \
@@ -705,6 +760,16 @@ mod tests {
         );
         assert!(
             choice.reason.starts_with("auto chose spgp"),
+            "{}",
+            choice.reason
+        );
+        // Clearly worse on the first fold, SPGP+DR stops there.
+        let verdict = choice.candidates[1].against.as_ref().expect("weighed");
+        assert_eq!(verdict.rows, 60, "{verdict:?}");
+        assert!(
+            choice
+                .reason
+                .contains("spgp-dr stopped after the first of 4 folds"),
             "{}",
             choice.reason
         );
