@@ -47,11 +47,11 @@ use crate::{Error, Result};
 /// Sampled rows the classifier's kernel and inducing inputs are fitted on:
 /// where the in-memory svgp classifier at `--m 64` has reached its held-out
 /// error on the ring of docs/src/cluster.md ("Classifiers").
-pub const SUBSET_ROWS: usize = 20_000;
+pub(crate) const SUBSET_ROWS: usize = 20_000;
 
 /// Passes over every row that move `q(u)` towards the bound's optimum
 /// (module documentation); docs/src/cluster.md measures more.
-pub const PASSES: usize = 3;
+pub(crate) const PASSES: usize = 3;
 
 /// Rows per block of a chunk's parallel sums (fixed, so the sums do not
 /// depend on the thread count).
