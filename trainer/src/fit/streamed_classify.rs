@@ -63,15 +63,15 @@ pub struct SiteSums {
     /// Rows summed.
     pub rows: u64,
     /// `sum_n h_n a_n a_n^T`, per latent.
-    pub precision: Vec<DMatrix<f64>>,
+    pub(crate) precision: Vec<DMatrix<f64>>,
     /// `sum_n a_n (g_n + h_n mu_n)`, per latent.
-    pub shift: Vec<DVector<f64>>,
+    pub(crate) shift: Vec<DVector<f64>>,
     /// `sum_n E_q[log Phi]` over the rows and latents at the `q(u)` the
     /// pass linearised at.
-    pub expected_log_lik: f64,
+    pub(crate) expected_log_lik: f64,
     /// The numbered parts these sums cover, as
     /// [`crate::model::posterior_sums::PosteriorSums::parts`]: a lost or repeated partition is named.
-    pub parts: Vec<(u64, u64)>,
+    pub(crate) parts: Vec<(u64, u64)>,
 }
 
 impl SiteSums {
@@ -131,30 +131,30 @@ impl SiteSums {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassifierBasis {
     /// The pseudo-inputs (standardised units, kept inputs only).
-    pub features: PseudoInputs,
+    pub(crate) features: PseudoInputs,
     /// The kernel.
-    pub kernel: KernelParams,
+    pub(crate) kernel: KernelParams,
     /// The bound's jitter.
-    pub config: SvgpConfig,
+    pub(crate) config: SvgpConfig,
     /// Each latent's `q(v)` and bias.
-    pub qs: Vec<Variational>,
+    pub(crate) qs: Vec<Variational>,
     /// The class value each latent says yes to (raw units).
-    pub classes: Vec<f64>,
+    pub(crate) classes: Vec<f64>,
     /// Every class value of the target (a row of another is refused).
-    pub known: Vec<f64>,
+    pub(crate) known: Vec<f64>,
     /// Raw to standardised units, of the kept inputs.
-    pub transform: Standardisation,
+    pub(crate) transform: Standardisation,
     /// Indices of the inputs the model reads (the non-constant ones).
-    pub keep: Vec<usize>,
+    pub(crate) keep: Vec<usize>,
     /// Inputs of a raw row (constant ones included).
-    pub inputs: usize,
+    pub(crate) inputs: usize,
     /// Rows per chunk of a pass.
-    pub chunk_rows: usize,
+    pub(crate) chunk_rows: usize,
 }
 
 impl ClassifierBasis {
     /// The sums of the raw rows `x` (file column order) with raw class
-    /// values `y`, in chunks of [`ClassifierBasis::chunk_rows`] as a pass
+    /// values `y`, in chunks of the basis's `chunk_rows` as a pass
     /// reads a file.
     ///
     /// # Errors
