@@ -4,10 +4,10 @@
 //! 1. The first pass (`crate::data::stream::scan`) is the regression's:
 //!    validation, standardisation, a seeded random sample.
 //! 2. The classifier `sgp fit --model svgp` fits in memory is fitted on
-//!    the first [`SUBSET_ROWS`] sampled rows (its task, positive class and
+//!    the first `SUBSET_ROWS` sampled rows (its task, positive class and
 //!    classes decided there as in memory), giving the pseudo-inputs, the
 //!    kernel, each latent's bias and a first `q(u)`.
-//! 3. [`PASSES`] passes over every row then move each latent's `q(v)`
+//! 3. `PASSES` passes over every row then move each latent's `q(v)`
 //!    (whitened, `u = Lu v`) to the maximiser of the same bound on every
 //!    row, the basis, kernel and bias held: each pass is one natural-gradient
 //!    step of length 1 on the bound, whose new natural parameters are sums
@@ -358,7 +358,7 @@ impl ClassifierStart {
         self.finish(basis, neg_elbo, pass_started.elapsed().as_secs_f64())
     }
 
-    /// Passes over every row a finish expects ([`PASSES`]).
+    /// Passes over every row a finish expects (`PASSES`).
     pub fn passes(&self) -> usize {
         self.passes
     }
