@@ -16,7 +16,7 @@ use sgp_trainer::options::streamed_file::StreamedStart;
 use sgp_trainer::options::streamed_outputs::OutputsStart;
 use sgp_trainer::options::Options;
 
-use crate::chunks::{encode, BasisBytes, ClassifierBytes, PassBasis, PassSums};
+use crate::chunks::{encode, PassBasis, PassSums};
 use crate::errors::IntoPy;
 use crate::fit::{done_bytes, options, DoneBytes, Reporter};
 
@@ -154,16 +154,19 @@ impl Left {
         }
     }
 
-    fn basis(&self) -> PassBasis {
-        match self {
-            Left::Regression(s) => PassBasis::Regression(BasisBytes::new(s.subset.basis())),
+    fn basis(&self) -> PyResult<PassBasis> {
+        Ok(match self {
+            Left::Regression(s) => PassBasis::Regression(s.subset.basis().to_bytes().py_err()?),
             Left::Classifier { basis, round, .. } => {
-                PassBasis::Classifier(ClassifierBytes::new(basis), *round)
+                PassBasis::Classifier(basis.to_bytes().py_err()?, *round)
             }
-            Left::Outputs(s) => {
-                PassBasis::Outputs(s.bases().into_iter().map(BasisBytes::new).collect())
-            }
-        }
+            Left::Outputs(s) => PassBasis::Outputs(
+                s.bases()
+                    .into_iter()
+                    .map(|b| b.to_bytes().py_err())
+                    .collect::<PyResult<_>>()?,
+            ),
+        })
     }
 
     /// Refuses sums of another kind or round, or that miss or repeat rows
@@ -218,7 +221,7 @@ fn finished() -> PyErr {
 impl StreamedFit {
     /// The basis of the next pass as bytes ([`crate::chunks`]).
     fn basis<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let basis = self.left.as_ref().ok_or_else(finished)?.basis();
+        let basis = self.left.as_ref().ok_or_else(finished)?.basis()?;
         Ok(PyBytes::new(py, &encode(&basis)?))
     }
 

@@ -20,6 +20,7 @@ pub mod gplasso;
 pub mod init;
 pub mod ivm;
 mod params;
+mod pass_bytes;
 mod progress;
 mod relevance;
 mod report;

@@ -36,7 +36,7 @@ use super::spgp::fit_pseudo_inputs;
 use super::streamed_basis::StreamedBasis;
 use super::{
     Expansion, Fit, FitParams, FitReport, KernelVerdict, Method, OptimiserReport, OutputReport,
-    Rebuilt, SparseParams, StartReport,
+    Rebuild, Rebuilt, SparseParams, StartReport,
 };
 use crate::choose::{Asked, Request};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
@@ -334,60 +334,72 @@ impl SubsetFit {
             .collect::<Result<Vec<_>>>()?;
         let kernels = fit.kernels.clone();
         let jitter = fit.config.jitter.initial;
-        let rebuild = move |policy: JitterPolicy, max_iter: u64| {
-            let config = FitcConfig {
-                jitter: policy,
-                ..fit.config
-            };
-            let (features, kernels) = if max_iter == 0 {
-                (fit.features.clone(), fit.kernels.clone())
-            } else {
-                let options = OptimiseOptions {
-                    max_iter,
-                    ..OptimiseOptions::default()
-                };
-                let refit = fit_sparse(
-                    &fitted_data,
-                    fit.features.clone(),
-                    fit.kernels.clone(),
-                    config,
-                    &options,
-                    &mut |_| {},
-                )?;
-                (refit.features, refit.kernels)
-            };
-            let (mut forms, mut nlml) = (Vec::with_capacity(kernels.len()), 0.0);
-            for ((basis, table), kernel) in bases.iter().zip(&tables).zip(&kernels) {
-                let again = StreamedBasis {
-                    features: features.clone(),
-                    kernel: kernel.clone(),
-                    config,
-                    ..basis.clone()
-                };
-                let sums = again.pass(table, &mut |_| {})?;
-                let post = again.chunk_model()?.posterior(&sums)?;
-                nlml += post.nlml;
-                forms.push(post.runtime_form(&features, kernel));
-            }
-            Ok(Rebuilt {
-                forms: on_one_basis(forms)?,
-                biases: None,
-                nlml,
-                kernels,
-                noise_held: false,
-            })
-        };
+        let rebuild = rebuild_pass(fit, fitted_data, bases, tables);
         let set = ModelSet {
             members,
             class_labels: Vec::new(),
         };
-        let mut fitted = Fit::new(set, report, kernels, (jitter, Box::new(rebuild)));
+        let mut fitted = Fit::new(set, report, kernels, (jitter, rebuild));
         if !full.constant_inputs.is_empty() {
             Expansion::for_data(&full).attach(&mut fitted);
         }
         fitted.report.seconds = started.elapsed().as_secs_f64();
         Ok(fitted)
     }
+}
+
+/// How a streamed fit is rebuilt at another jitter (`max_iter` > 0: the
+/// subset refitted first): a new pass over each output's table with the
+/// basis at that jitter.
+fn rebuild_pass(
+    fit: SparseFit<PseudoInputs>,
+    fitted_data: Vec<Dataset>,
+    bases: Vec<StreamedBasis>,
+    tables: Vec<TableFile>,
+) -> Rebuild {
+    Box::new(move |policy: JitterPolicy, max_iter: u64| {
+        let config = FitcConfig {
+            jitter: policy,
+            ..fit.config
+        };
+        let (features, kernels) = if max_iter == 0 {
+            (fit.features.clone(), fit.kernels.clone())
+        } else {
+            let options = OptimiseOptions {
+                max_iter,
+                ..OptimiseOptions::default()
+            };
+            let refit = fit_sparse(
+                &fitted_data,
+                fit.features.clone(),
+                fit.kernels.clone(),
+                config,
+                &options,
+                &mut |_| {},
+            )?;
+            (refit.features, refit.kernels)
+        };
+        let (mut forms, mut nlml) = (Vec::with_capacity(kernels.len()), 0.0);
+        for ((basis, table), kernel) in bases.iter().zip(&tables).zip(&kernels) {
+            let again = StreamedBasis {
+                features: features.clone(),
+                kernel: kernel.clone(),
+                config,
+                ..basis.clone()
+            };
+            let sums = again.pass(table, &mut |_| {})?;
+            let post = again.chunk_model()?.posterior(&sums)?;
+            nlml += post.nlml;
+            forms.push(post.runtime_form(&features, kernel));
+        }
+        Ok(Rebuilt {
+            forms: on_one_basis(forms)?,
+            biases: None,
+            nlml,
+            kernels,
+            noise_held: false,
+        })
+    })
 }
 
 /// Each output's form on the first output's basis, as an in-memory fit of
@@ -527,66 +539,12 @@ pub(crate) fn fit_subset_outputs(
         .map(|d| d.subset(&held))
         .collect::<Result<Vec<_>>>()?;
     let pool = n_sample - params.validation_rows;
-    let sparse = params.sparse.clone();
-
-    let mut stages = Vec::new();
-    let mut best: Option<(SparseFit<PseudoInputs>, f64, usize)> = None;
-    let mut starts = Vec::new();
-    let mut rows = params.first_rows;
-    loop {
-        let stage_started = Instant::now();
-        let first_rows = (0..rows).collect::<Vec<_>>();
-        let outputs = samples
-            .iter()
-            .map(|d| d.subset(&first_rows))
-            .collect::<Result<Vec<_>>>()?;
-        let budget = params.stage_budget(rows);
-        let mut stage_progress = |p: Progress| {
-            progress(StreamedProgress::Fit {
-                rows,
-                progress: p,
-                budget,
-            })
-        };
-        let fit = match &best {
-            None => {
-                let (fit, tried) = fit_pseudo_inputs(
-                    &outputs,
-                    &sparse.check(&outputs[0])?,
-                    StartChoice::Validation(&validation),
-                    &mut stage_progress,
-                )?;
-                starts = tried;
-                fit
-            }
-            Some((previous, _, _)) => fit_sparse(
-                &outputs,
-                previous.features.clone(),
-                previous.kernels.clone(),
-                previous.config,
-                &sparse.optimiser,
-                &mut stage_progress,
-            )?,
-        };
-        let nlpd = validation_nlpd(&fit, &validation)?;
-        stages.push(SubsetStage {
-            rows,
-            validation_nlpd: nlpd,
-            iterations: fit.run.iterations,
-            seconds: stage_started.elapsed().as_secs_f64(),
-        });
-        let gain = best.as_ref().map_or(f64::INFINITY, |(_, b, _)| b - nlpd);
-        if gain > 0.0 {
-            best = Some((fit, nlpd, rows));
-        }
-        let next = (rows * 2).min(params.max_rows).min(pool);
-        if gain < params.min_gain || next <= rows {
-            break;
-        }
-        rows = next;
-    }
-    let (fit, _, fitted_rows) =
-        best.ok_or_else(|| Error::Numerical("no stage was fitted".into()))?;
+    let Grown {
+        fit,
+        fitted_rows,
+        stages,
+        starts,
+    } = grow_subset(&samples, &validation, pool, params, progress)?;
 
     let keep: Vec<usize> = (0..table.input_names.len())
         .filter(|j| !scan.constant_inputs.contains(j))
@@ -616,6 +574,93 @@ pub(crate) fn fit_subset_outputs(
         tables: tables.to_vec(),
         bases,
         started,
+    })
+}
+
+/// The subset [`grow_subset`] kept.
+struct Grown {
+    fit: SparseFit<PseudoInputs>,
+    fitted_rows: usize,
+    stages: Vec<SubsetStage>,
+    starts: Vec<StartReport>,
+}
+
+/// Step 2 of the module documentation: SPGP fitted on the first `rows` of
+/// each output's sample (of `pool` rows), the rows doubled while the
+/// validation NLPD gains `params.min_gain`; the best stage, its rows, every
+/// stage's figures and the first stage's starts.
+fn grow_subset(
+    samples: &[Dataset],
+    validation: &[Dataset],
+    pool: usize,
+    params: &StreamedParams,
+    progress: &mut dyn FnMut(StreamedProgress),
+) -> Result<Grown> {
+    let sparse = params.sparse.clone();
+
+    let mut stages = Vec::new();
+    let mut best: Option<(SparseFit<PseudoInputs>, f64, usize)> = None;
+    let mut starts = Vec::new();
+    let mut rows = params.first_rows;
+    loop {
+        let stage_started = Instant::now();
+        let first_rows = (0..rows).collect::<Vec<_>>();
+        let outputs = samples
+            .iter()
+            .map(|d| d.subset(&first_rows))
+            .collect::<Result<Vec<_>>>()?;
+        let budget = params.stage_budget(rows);
+        let mut stage_progress = |p: Progress| {
+            progress(StreamedProgress::Fit {
+                rows,
+                progress: p,
+                budget,
+            })
+        };
+        let fit = match &best {
+            None => {
+                let (fit, tried) = fit_pseudo_inputs(
+                    &outputs,
+                    &sparse.check(&outputs[0])?,
+                    StartChoice::Validation(validation),
+                    &mut stage_progress,
+                )?;
+                starts = tried;
+                fit
+            }
+            Some((previous, _, _)) => fit_sparse(
+                &outputs,
+                previous.features.clone(),
+                previous.kernels.clone(),
+                previous.config,
+                &sparse.optimiser,
+                &mut stage_progress,
+            )?,
+        };
+        let nlpd = validation_nlpd(&fit, validation)?;
+        stages.push(SubsetStage {
+            rows,
+            validation_nlpd: nlpd,
+            iterations: fit.run.iterations,
+            seconds: stage_started.elapsed().as_secs_f64(),
+        });
+        let gain = best.as_ref().map_or(f64::INFINITY, |(_, b, _)| b - nlpd);
+        if gain > 0.0 {
+            best = Some((fit, nlpd, rows));
+        }
+        let next = (rows * 2).min(params.max_rows).min(pool);
+        if gain < params.min_gain || next <= rows {
+            break;
+        }
+        rows = next;
+    }
+    let (fit, _, fitted_rows) =
+        best.ok_or_else(|| Error::Numerical("no stage was fitted".into()))?;
+    Ok(Grown {
+        fit,
+        fitted_rows,
+        stages,
+        starts,
     })
 }
 

@@ -4,7 +4,7 @@
 //! ([`crate::model::posterior_sums::PosteriorSums`], merged by addition).
 //!
 //! [`StreamedBasis::sums`] standardises a block of raw rows and sums it in
-//! chunks of [`StreamedBasis::chunk_rows`] rows folded in order, exactly as
+//! chunks of the basis's `chunk_rows` rows folded in order, exactly as
 //! [`StreamedBasis::pass`] sums a file; so the sums of the rows `0..k` and
 //! `k..n`, merged, are the file's bit for bit when `k..n` is the file's
 //! last chunk (the same additions in the same order). Any other split
@@ -25,19 +25,19 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedBasis {
     /// The fitted pseudo-inputs (standardised units, kept inputs only).
-    pub features: PseudoInputs,
+    pub(crate) features: PseudoInputs,
     /// The fitted kernel and noise.
-    pub kernel: KernelParams,
+    pub(crate) kernel: KernelParams,
     /// FITC or VFE, and the jitter.
-    pub config: FitcConfig,
+    pub(crate) config: FitcConfig,
     /// Raw to standardised units, of the kept inputs.
-    pub transform: Standardisation,
+    pub(crate) transform: Standardisation,
     /// Indices of the inputs the model reads (the non-constant ones).
-    pub keep: Vec<usize>,
+    pub(crate) keep: Vec<usize>,
     /// Inputs of a raw row (constant ones included).
-    pub inputs: usize,
+    pub(crate) inputs: usize,
     /// Rows per chunk of the sums.
-    pub chunk_rows: usize,
+    pub(crate) chunk_rows: usize,
 }
 
 impl StreamedBasis {
@@ -49,7 +49,7 @@ impl StreamedBasis {
         ChunkModel::new(&self.features, &self.kernel, &self.config)
     }
 
-    /// The sums of the raw rows `x` (N x [`StreamedBasis::inputs`], file
+    /// The sums of the raw rows `x` (N x the basis's `inputs`, file
     /// column order) and targets `y`.
     ///
     /// # Errors
@@ -59,7 +59,7 @@ impl StreamedBasis {
     }
 
     /// The sums of every row of `table`, read in chunks of
-    /// [`StreamedBasis::chunk_rows`]; `progress` after each.
+    /// the basis's `chunk_rows`; `progress` after each.
     ///
     /// # Errors
     /// Every error of reading the file.

@@ -4,10 +4,10 @@
 //! 1. The first pass (`crate::data::stream::scan`) is the regression's:
 //!    validation, standardisation, a seeded random sample.
 //! 2. The classifier `sgp fit --model svgp` fits in memory is fitted on
-//!    the first [`SUBSET_ROWS`] sampled rows (its task, positive class and
+//!    the first `SUBSET_ROWS` sampled rows (its task, positive class and
 //!    classes decided there as in memory), giving the pseudo-inputs, the
 //!    kernel, each latent's bias and a first `q(u)`.
-//! 3. [`PASSES`] passes over every row then move each latent's `q(v)`
+//! 3. `PASSES` passes over every row then move each latent's `q(v)`
 //!    (whitened, `u = Lu v`) to the maximiser of the same bound on every
 //!    row, the basis, kernel and bias held: each pass is one natural-gradient
 //!    step of length 1 on the bound, whose new natural parameters are sums
@@ -47,11 +47,11 @@ use crate::{Error, Result};
 /// Sampled rows the classifier's kernel and inducing inputs are fitted on:
 /// where the in-memory svgp classifier at `--m 64` has reached its held-out
 /// error on the ring of docs/src/cluster.md ("Classifiers").
-pub const SUBSET_ROWS: usize = 20_000;
+pub(crate) const SUBSET_ROWS: usize = 20_000;
 
 /// Passes over every row that move `q(u)` towards the bound's optimum
 /// (module documentation); docs/src/cluster.md measures more.
-pub const PASSES: usize = 3;
+pub(crate) const PASSES: usize = 3;
 
 /// Rows per block of a chunk's parallel sums (fixed, so the sums do not
 /// depend on the thread count).
@@ -63,15 +63,15 @@ pub struct SiteSums {
     /// Rows summed.
     pub rows: u64,
     /// `sum_n h_n a_n a_n^T`, per latent.
-    pub precision: Vec<DMatrix<f64>>,
+    pub(crate) precision: Vec<DMatrix<f64>>,
     /// `sum_n a_n (g_n + h_n mu_n)`, per latent.
-    pub shift: Vec<DVector<f64>>,
+    pub(crate) shift: Vec<DVector<f64>>,
     /// `sum_n E_q[log Phi]` over the rows and latents at the `q(u)` the
     /// pass linearised at.
-    pub expected_log_lik: f64,
+    pub(crate) expected_log_lik: f64,
     /// The numbered parts these sums cover, as
     /// [`crate::model::posterior_sums::PosteriorSums::parts`]: a lost or repeated partition is named.
-    pub parts: Vec<(u64, u64)>,
+    pub(crate) parts: Vec<(u64, u64)>,
 }
 
 impl SiteSums {
@@ -131,30 +131,30 @@ impl SiteSums {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassifierBasis {
     /// The pseudo-inputs (standardised units, kept inputs only).
-    pub features: PseudoInputs,
+    pub(crate) features: PseudoInputs,
     /// The kernel.
-    pub kernel: KernelParams,
+    pub(crate) kernel: KernelParams,
     /// The bound's jitter.
-    pub config: SvgpConfig,
+    pub(crate) config: SvgpConfig,
     /// Each latent's `q(v)` and bias.
-    pub qs: Vec<Variational>,
+    pub(crate) qs: Vec<Variational>,
     /// The class value each latent says yes to (raw units).
-    pub classes: Vec<f64>,
+    pub(crate) classes: Vec<f64>,
     /// Every class value of the target (a row of another is refused).
-    pub known: Vec<f64>,
+    pub(crate) known: Vec<f64>,
     /// Raw to standardised units, of the kept inputs.
-    pub transform: Standardisation,
+    pub(crate) transform: Standardisation,
     /// Indices of the inputs the model reads (the non-constant ones).
-    pub keep: Vec<usize>,
+    pub(crate) keep: Vec<usize>,
     /// Inputs of a raw row (constant ones included).
-    pub inputs: usize,
+    pub(crate) inputs: usize,
     /// Rows per chunk of a pass.
-    pub chunk_rows: usize,
+    pub(crate) chunk_rows: usize,
 }
 
 impl ClassifierBasis {
     /// The sums of the raw rows `x` (file column order) with raw class
-    /// values `y`, in chunks of [`ClassifierBasis::chunk_rows`] as a pass
+    /// values `y`, in chunks of the basis's `chunk_rows` as a pass
     /// reads a file.
     ///
     /// # Errors
@@ -358,7 +358,7 @@ impl ClassifierStart {
         self.finish(basis, neg_elbo, pass_started.elapsed().as_secs_f64())
     }
 
-    /// Passes over every row a finish expects ([`PASSES`]).
+    /// Passes over every row a finish expects (`PASSES`).
     pub fn passes(&self) -> usize {
         self.passes
     }

@@ -53,7 +53,7 @@ impl Default for Approximation {
 
 /// Gradient of an NLML with respect to every free parameter of a model.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ModelGrad {
+pub(crate) struct ModelGrad {
     /// d/d(feature parameters); empty for the exact GP.
     pub feature: Vec<f64>,
     /// d/d(log l, log s2).

@@ -45,7 +45,7 @@ pub(crate) const CHUNK_ROWS: usize = 128;
 
 /// Numerical settings of the bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SvgpConfig {
+pub(crate) struct SvgpConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
     /// Most rows of data per parallel chunk; the rows are split into
@@ -98,7 +98,7 @@ impl LengthscalePrior {
 /// The variational distribution `q(v) = N(mean, sqrt sqrt^T)` over the
 /// whitened inducing values, and the probit bias `b`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Variational {
+pub(crate) struct Variational {
     /// `m` (M).
     pub mean: DVector<f64>,
     /// `L` (M x M, lower triangular, positive diagonal).
