@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use sgp_runtime::ModelSpec;
-use sgp_trainer::export::fixed::fixed_point_error;
 use sgp_trainer::export::inspect::summarise;
 use sgp_trainer::files::Input;
 use sgp_trainer::{Error, Result};
@@ -14,7 +13,7 @@ pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) 
     let (blob, spec) = read_blob(&Input::open(model)?)?;
     let capacity = capacity.map(|c| parse_capacity(c, &spec)).transpose()?;
     let mut summary = summarise(&spec, blob.len(), capacity);
-    summary.fixed_point = Some(fixed_point_error(&blob)?);
+    summary.measure_fixed_point(&blob)?;
     if json {
         println!("{}", to_json(&summary)?);
     } else {

@@ -90,7 +90,7 @@ impl Value {
 /// A value given for a setting, as the command line spells it (`--m 32`:
 /// the text `32`; a switch's is empty), parsed by the setting's [`Value`].
 #[derive(Clone, Copy, Debug)]
-pub struct Given<'a> {
+pub(crate) struct Given<'a> {
     setting: &'static Setting,
     text: &'a str,
 }
