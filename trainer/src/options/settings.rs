@@ -180,7 +180,7 @@ pub fn stated(flag: &str) -> Option<String> {
 }
 
 /// A figure help states: its name and its value in words.
-pub type Figure = (&'static str, fn() -> String);
+pub(crate) type Figure = (&'static str, fn() -> String);
 
 /// The figures help states: `{name}` in a line of help.
 pub const FIGURES: &[Figure] = &[
