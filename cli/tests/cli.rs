@@ -432,7 +432,7 @@ fn several_targets_sweep_and_plot() {
     );
     assert_bad_input(
         &sweep(&dir, &["--target", "ex,ey", "--link", "probit"]),
-        &["several targets", "--link probit"],
+        &["several targets", "a classifier has one target column"],
     );
 
     let svg = plot(&dir, "best.sgp", "test.csv", "outputs.svg");
