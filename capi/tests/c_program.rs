@@ -19,8 +19,7 @@ use sgp_runtime::Link;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::codegen::{export_source, Format};
 use sgp_trainer::export::{
-    check, class_probabilities, export, golden_points, mean_tolerance, PROBABILITY_TOLERANCE,
-    VARIANCE_TOLERANCE,
+    check, class_probabilities, export, golden_points, mean_tolerance, Fidelity,
 };
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{fit, ExactParams, Fit, FitParams, ProjectedParams, SparseParams};
@@ -314,6 +313,8 @@ fn golden_header(
         .iter()
         .zip(cp.var.iter())
         .map(|(m, v)| probit(*m, *v));
+    const VARIANCE_TOLERANCE: f64 = Fidelity::VARIANCE;
+    const PROBABILITY_TOLERANCE: f64 = Fidelity::PROBABILITY;
     format!(
         "/* The f64 trainer's predictions, written by capi/tests/c_program.rs. */\n\
          #define GOLDEN_N {}\n\

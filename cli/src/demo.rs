@@ -2,10 +2,7 @@
 
 use std::path::Path;
 
-use sgp_trainer::demo::{
-    run_demo, Demo, DemoRow, Experiment, DEMO_NOISE_STD, DEMO_ROWS, DEMO_TEST_ROWS, MATCH_NLPD,
-    TRUE_LENGTHSCALE, TRUE_SIGNAL_VAR,
-};
+use sgp_trainer::demo::{run_demo, Demo, DemoRow, Experiment};
 use sgp_trainer::files::check_outputs;
 use sgp_trainer::Result;
 
@@ -32,9 +29,9 @@ pub(crate) fn demo_command(out: &Path, m: usize, seed: u64, json: bool) -> Resul
 fn print_demo(demo: &Demo, m: usize) {
     let [lo, hi] = demo.data_range;
     println!(
-        "demo: {DEMO_ROWS} noisy samples of one draw of a GP on [0, 6] (squared exponential, \
-         length scale {TRUE_LENGTHSCALE}, signal variance {TRUE_SIGNAL_VAR}, noise std \
-         {DEMO_NOISE_STD}), {DEMO_TEST_ROWS} test points"
+        "demo: {} noisy samples of one draw of a GP on [0, 6] (squared exponential, length \
+         scale {}, signal variance {}, noise std {}), {} test points",
+        demo.train_rows, demo.lengthscale, demo.signal_variance, demo.noise_std, demo.test_rows
     );
     let figure1: Vec<&DemoRow> = demo
         .rows
@@ -68,7 +65,7 @@ fn print_demo(demo: &Demo, m: usize) {
     }
     if let Some((exact, fits)) = figure1.split_first() {
         println!();
-        println!("{}", figure1_words(lo, hi, exact.nlpd, fits));
+        println!("{}", figure1_words(demo, exact.nlpd, fits));
     }
     println!();
     println!("The fits `sgp fit` makes of these data by default (everything learned):");
@@ -111,12 +108,13 @@ fn positions(z: &[f64]) -> String {
 }
 
 /// Figure 1's closing sentences, one per sparse fit, from the numbers
-/// printed: how many of its pseudo-inputs lie in the data `[lo, hi]`, the
-/// widest stretch of the data without one in true length scales (a fit
-/// whose stretch exceeds [`COVERED_LENGTH_SCALES`] has left part of the
-/// function unmodelled: it is stuck), and whether its test NLPD is within
-/// [`MATCH_NLPD`] of the exact GP's `exact_nlpd`.
-fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String {
+/// printed: how many of its pseudo-inputs lie in the demo's data range,
+/// the widest stretch of the data without one in true length scales (a
+/// fit whose stretch exceeds [`COVERED_LENGTH_SCALES`] has left part of
+/// the function unmodelled: it is stuck), and whether its test NLPD is
+/// within [`Demo::match_nlpd`] of the exact GP's `exact_nlpd`.
+fn figure1_words(demo: &Demo, exact_nlpd: f64, fits: &[&DemoRow]) -> String {
+    let [lo, hi] = demo.data_range;
     fits.iter()
         .map(|fit| {
             let z = &fit.pseudo_inputs;
@@ -126,7 +124,7 @@ fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String
                 .zip(inside.iter().copied().chain(std::iter::once(hi)))
                 .map(|(a, b)| b - a)
                 .fold(0.0, f64::max);
-            let scales = widest / TRUE_LENGTHSCALE;
+            let scales = widest / demo.lengthscale;
             let within = z.iter().filter(|p| (lo..=hi).contains(*p)).count();
             let placed = if scales <= COVERED_LENGTH_SCALES {
                 format!(
@@ -140,7 +138,7 @@ fn figure1_words(lo: f64, hi: f64, exact_nlpd: f64, fits: &[&DemoRow]) -> String
                      one is {scales:.1} length scales"
                 )
             };
-            let verdict = if fit.nlpd <= exact_nlpd + MATCH_NLPD {
+            let verdict = if fit.nlpd <= exact_nlpd + demo.match_nlpd {
                 "matches the exact GP"
             } else {
                 "falls short of the exact GP"
@@ -180,7 +178,20 @@ mod tests {
             0.3,
         );
         let stuck = row("PLV", &[0.1, 0.3, 0.6, 1.0, 1.6], 0.9);
-        let words = figure1_words(0.0, 6.0, 0.28, &[&spread, &stuck]);
+        let demo = Demo {
+            seed: 1,
+            train_rows: 200,
+            test_rows: 400,
+            lengthscale: 0.8,
+            signal_variance: 0.7,
+            noise_std: 0.25,
+            match_nlpd: 0.05,
+            data_range: [0.0, 6.0],
+            start: Vec::new(),
+            rows: Vec::new(),
+            blob: Vec::new(),
+        };
+        let words = figure1_words(&demo, 0.28, &[&spread, &stuck]);
         let lines: Vec<&str> = words.lines().collect();
         assert_eq!(lines.len(), 2, "{words}");
         assert!(

@@ -2,7 +2,6 @@
 
 use nalgebra::{DMatrix, DVector};
 use sgp_trainer::data::labels;
-use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, ClassEvaluation, Evaluation, OutputEvaluation,
 };
@@ -17,8 +16,9 @@ pub(crate) fn eval_outputs(input: &BlobAndData, opened: &Opened, json: bool) -> 
     input.refuse_target("evaluated")?;
     let mut all = Vec::new();
     for output in output_descriptions(&opened.blob)? {
-        let (x, y) =
-            read_inputs_and_target(&opened.data, &output.input_names, &output.target_name)?;
+        let (x, y) = opened
+            .data
+            .read_inputs_and_target(&output.input_names, &output.target_name)?;
         all.push(OutputEvaluation {
             evaluation: evaluate_blob(&output.to_bytes()?, &x, &y)
                 .map_err(in_file(opened.data.name()))?,
@@ -80,9 +80,8 @@ pub(crate) fn eval_classes(input: &BlobAndData, opened: &Opened, json: bool) -> 
     let (blob, spec) = (&opened.blob, &opened.spec);
     let named = in_file(opened.data.name());
     let target = input.target.as_deref().unwrap_or(&spec.target_name);
-    let (x, cells) = read_inputs_and_labels(&opened.data, &spec.input_names, target)?;
+    let (x, truth) = opened.data.read_classes(spec, target)?;
     let names = labels::blob_labels(spec);
-    let truth = labels::class_indices(&cells, &names)?;
     if spec.shape.link == sgp_runtime::Link::Probit {
         let signs = DVector::from_iterator(
             truth.len(),
@@ -129,7 +128,7 @@ pub(crate) fn eval_classes(input: &BlobAndData, opened: &Opened, json: bool) -> 
         "ECE         {:.6}  (expected calibration error of the most probable class, {} \
          confidence bins)",
         evaluation.ece,
-        sgp_trainer::evaluate::metrics::ECE_BINS
+        ClassEvaluation::ECE_BINS
     );
     Ok(())
 }
@@ -142,7 +141,7 @@ pub(crate) fn print_class_evaluation(e: &ClassEvaluation, positive: &str) {
     println!(
         "ECE         {:.6}  (expected calibration error, {} confidence bins)",
         e.ece,
-        sgp_trainer::evaluate::metrics::ECE_BINS
+        ClassEvaluation::ECE_BINS
     );
     println!(
         "confusion   positive class {positive}: {} true positive, {} false positive, {} true \

@@ -4,7 +4,6 @@ use std::path::Path;
 
 use sgp_runtime::ModelSpec;
 use sgp_trainer::export::artefact::{is_container, members};
-use sgp_trainer::export::fixed::fixed_point_error;
 use sgp_trainer::export::inspect::{summarise, summarise_container};
 use sgp_trainer::files::Input;
 use sgp_trainer::{Error, Result};
@@ -18,7 +17,7 @@ pub(crate) fn inspect_command(model: &Path, json: bool, capacity: Option<&str>) 
         return inspect_container(model, &blob, json, capacity);
     }
     let mut summary = summarise(&spec, blob.len(), capacity);
-    summary.fixed_point = Some(fixed_point_error(&blob)?);
+    summary.measure_fixed_point(&blob)?;
     let misfit = summary.misfit();
     print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
 }
@@ -56,7 +55,7 @@ fn inspect_container(
         .collect::<Result<Vec<_>>>()?;
     let mut summary = summarise_container(&specs, blob.len(), capacity);
     for (member, bytes) in summary.members.iter_mut().zip(members(blob)?) {
-        member.fixed_point = Some(fixed_point_error(bytes)?);
+        member.measure_fixed_point(bytes)?;
     }
     let misfit = summary.misfit();
     print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))

@@ -24,7 +24,6 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{DMatrix, DVector};
 use sgp_runtime::ModelSpec;
-use sgp_trainer::data::read_inputs_and_target;
 use sgp_trainer::export::artefact;
 use sgp_trainer::export::codegen::Format;
 use sgp_trainer::files::{check_outputs, write_atomic, Input};
@@ -258,7 +257,9 @@ impl Opened {
     /// The model's inputs and the target (`target`, default the blob's).
     fn read(self, target: Option<&str>) -> Result<BlobOnData> {
         let target = target.unwrap_or(&self.spec.target_name);
-        let (x, y) = read_inputs_and_target(&self.data, &self.spec.input_names, target)?;
+        let (x, y) = self
+            .data
+            .read_inputs_and_target(&self.spec.input_names, target)?;
         Ok(BlobOnData {
             blob: self.blob,
             spec: self.spec,

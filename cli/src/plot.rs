@@ -5,7 +5,6 @@ use std::path::Path;
 
 use crate::tools::plot::{plot_svg, OutputPlot};
 use nalgebra::DVector;
-use sgp_trainer::data::{labels, read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::export::artefact::{is_container, output_descriptions};
 use sgp_trainer::{Error, Result};
 
@@ -26,8 +25,7 @@ pub(crate) fn plot_command(input: &BlobAndData, out: &Path) -> Result<()> {
             // classes: the positive class's value, or another.
             let spec = &opened.spec;
             let target = input.target.as_deref().unwrap_or(&spec.target_name);
-            let (x, cells) = read_inputs_and_labels(&opened.data, &spec.input_names, target)?;
-            let truth = labels::class_indices(&cells, &labels::blob_labels(spec))?;
+            let (x, truth) = opened.data.read_classes(spec, target)?;
             let positive = f64::from(spec.positive_class);
             let y = DVector::from_iterator(
                 truth.len(),
@@ -79,8 +77,9 @@ fn plot_outputs(input: &BlobAndData, opened: &Opened, source: &str) -> Result<St
     let specs = output_descriptions(&opened.blob)?;
     let mut read = Vec::with_capacity(specs.len());
     for output in &specs {
-        let (x, y) =
-            read_inputs_and_target(&opened.data, &output.input_names, &output.target_name)?;
+        let (x, y) = opened
+            .data
+            .read_inputs_and_target(&output.input_names, &output.target_name)?;
         read.push((output.to_bytes()?, x, y));
     }
     let x = match read.first() {

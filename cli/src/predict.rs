@@ -6,7 +6,6 @@ use std::path::Path;
 use nalgebra::DMatrix;
 use sgp_runtime::ModelSpec;
 use sgp_trainer::data::labels;
-use sgp_trainer::data::read_inputs;
 use sgp_trainer::export::artefact::output_descriptions;
 use sgp_trainer::files::Input;
 use sgp_trainer::Result;
@@ -17,7 +16,7 @@ pub(crate) fn predict_command(model: &Path, data: &Path) -> Result<()> {
     let model = Input::open(model)?;
     let data = Input::open(data)?;
     let (blob, spec) = read_blob(&model)?;
-    let x = read_inputs(&data, &spec.input_names)?;
+    let x = data.read_inputs(&spec.input_names)?;
     let named = in_file(data.name());
     if spec.shape.link != sgp_runtime::Link::Identity {
         return predict_classes(&blob, &spec, &x).map_err(&named);

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use crate::tools::replay_plot::replay_svg;
 use nalgebra::DMatrix;
 use sgp_runtime::{Link, UpdateSettings};
-use sgp_trainer::data::labels;
-use sgp_trainer::data::{read_inputs_and_labels, read_inputs_and_target};
 use sgp_trainer::evaluate::replay::{replay, Replay, Window};
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::update::update_settings;
@@ -99,8 +97,7 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         )));
     }
     let (x, y) = if spec.shape.link == Link::Probit {
-        let (x, cells) = read_inputs_and_labels(&data, &spec.input_names, &spec.target_name)?;
-        let truth = labels::class_indices(&cells, &labels::blob_labels(&spec))?;
+        let (x, truth) = data.read_classes(&spec, &spec.target_name)?;
         let y = DMatrix::from_iterator(truth.len(), 1, truth.iter().map(|&k| k as f64));
         (x, y)
     } else {
@@ -110,7 +107,7 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         let mut x = DMatrix::zeros(0, 0);
         let mut columns = Vec::with_capacity(names.len());
         for name in names {
-            let (inputs, target) = read_inputs_and_target(&data, &spec.input_names, name)?;
+            let (inputs, target) = data.read_inputs_and_target(&spec.input_names, name)?;
             x = inputs;
             columns.push(target);
         }

@@ -6,7 +6,6 @@ use crate::tools::sweep::{
     grid, iteration_total, parse_bytes, sweep, Budget, SweepProgress, SweepSpec, TestSet,
 };
 use sgp_runtime::Kernel;
-use sgp_trainer::data::multi_target::parse_target_list;
 use sgp_trainer::data::TargetKind;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::fit::task::Task;
@@ -16,7 +15,8 @@ use sgp_trainer::options::settings::{self, stated};
 use sgp_trainer::options::{Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
 use sgp_trainer::{Error, Result};
 
-use super::fit::LinkArg;
+use super::fit::{table, LinkArg};
+use super::named::help;
 use super::{progress_bar, to_json, write_file};
 
 #[derive(clap::Args)]
@@ -38,11 +38,11 @@ pub(crate) struct SweepArgs {
     /// --m.
     #[arg(long, value_parser = crate::named::named::<Method>(), value_delimiter = ',')]
     models: Option<Vec<Method>>,
-    /// Numbers of basis functions M, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64")]
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64",
+        value_parser = table::<usize>("--m"), help = grid_help("--m"))]
     m: Vec<usize>,
-    /// Projected dimensions G, comma-separated (spgp-dr and spgp-pca only).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = table::<usize>("--dim"),
+        help = grid_help("--dim"))]
     dim: Vec<usize>,
     // Covariance functions.
     #[arg(long, value_parser = crate::named::named::<Kernel>(), value_delimiter = ',',
@@ -55,9 +55,7 @@ pub(crate) struct SweepArgs {
     /// decides it (text labels or two values classify).
     #[arg(long, value_enum)]
     link: Option<LinkArg>,
-    /// With --link probit: the positive class (a label of the target
-    /// column, text or number).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, help = help("--positive"))]
     positive: Option<String>,
     /// Flash budget: largest blob in bytes (K and M suffixes: 64K).
     #[arg(long, value_parser = parse_bytes)]
@@ -70,9 +68,8 @@ pub(crate) struct SweepArgs {
     /// see below).
     #[arg(long)]
     instructions: Option<u64>,
-    /// Seed of every fit (`sgp fit`'s default).
-    #[arg(long, default_value_t = DEFAULT_SEED)]
-    seed: u64,
+    #[arg(long, value_parser = table::<u64>("--seed"), help = help("--seed"))]
+    seed: Option<u64>,
     /// Print the rows as JSON instead of the table.
     #[arg(long)]
     json: bool,
@@ -81,7 +78,20 @@ pub(crate) struct SweepArgs {
     out: Option<PathBuf>,
 }
 
+/// The line of help of the table's setting `flag` for a sweep's list of
+/// its values (the default, if any, is the sweep's own).
+fn grid_help(flag: &str) -> String {
+    let Some(setting) = settings::setting(flag) else {
+        unreachable!("{flag} is a setting of the library's table")
+    };
+    format!(
+        "{}. Comma-separated: one grid point per value",
+        setting.help()
+    )
+}
+
 pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Result<()> {
+    let seed = args.seed.unwrap_or(DEFAULT_SEED);
     let asked = args.link.map(|link| match link {
         LinkArg::Identity => Task::Regression,
         LinkArg::Probit => Task::Classification,
@@ -91,18 +101,8 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
     if let Some(out) = &args.out {
         check_outputs(&[("--out", out)], &[&data_input, &test_input])?;
     }
-    let targets = args
-        .target
-        .as_deref()
-        .map(parse_target_list)
-        .unwrap_or_default();
-    if targets.len() > 1 && (asked == Some(Task::Classification) || args.positive.is_some()) {
-        return Err(Error::BadInput(
-            "several targets (--target a,b) are a multi-output regression: --link probit \
-             and --positive sweep a classifier of one target column"
-                .into(),
-        ));
-    }
+    // Several targets with a classification are refused by the job's
+    // read, before any row.
     let job = Job {
         target: args.target.clone(),
         task: asked,
@@ -142,7 +142,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         m: args.m.clone(),
         dims: args.dim.clone(),
         kernels: args.kernel.clone(),
-        seed: args.seed,
+        seed,
     };
     let points = grid(&spec, train.outputs.as_slice())?;
     let test = TestSet::read(&test_input, train.outputs.as_slice())?;
@@ -151,7 +151,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         ram: args.ram,
         instructions: args.instructions,
     };
-    let bar = progress_bar(quiet, iteration_total(&points, args.seed), "sweep");
+    let bar = progress_bar(quiet, iteration_total(&points, seed), "sweep");
     bar.set_message(format!("0/{} fits done", points.len()));
     let on_progress = |p: SweepProgress| match p {
         SweepProgress::Iterations(n) => bar.inc(n),
@@ -159,7 +159,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
             bar.set_message(format!("{done}/{total} fits done"))
         }
     };
-    let result = sweep(&train, &test, &points, args.seed, budget, &on_progress);
+    let result = sweep(&train, &test, &points, seed, budget, &on_progress);
     bar.finish_and_clear();
     // The blob first: a reader that closes the pipe early (`| head`)
     // must not cost the file.

@@ -464,7 +464,7 @@ fn several_targets_sweep_and_plot() {
     );
     assert_bad_input(
         &sweep(&dir, &["--target", "ex,ey", "--link", "probit"]),
-        &["several targets", "--link probit"],
+        &["several targets", "a classifier has one target column"],
     );
 
     let svg = plot(&dir, "best.sgp", "test.csv", "outputs.svg");
@@ -2631,27 +2631,54 @@ fn sweep_and_fit_share_their_defaults() {
     assert_eq!(dir.read("s.sgp"), dir.read("f.sgp"), "regression");
 }
 
+/// The part of `help` (a `--help` text) that describes `flag`.
+fn described<'a>(help: &'a str, flag: &str) -> &'a str {
+    help.split("\n\n")
+        .find(|part| {
+            let part = part.trim_start();
+            part.starts_with(&format!("{flag} <")) || part.starts_with(&format!("{flag}\n"))
+        })
+        .unwrap_or_else(|| panic!("{flag} in\n{help}"))
+}
+
+/// Whether `text` holds `part`, whitespace aside (help wraps lines).
+fn holds(text: &str, part: &str) -> bool {
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    words(text).contains(&words(part))
+}
+
 /// `sgp fit --help` states every setting of the library's table where its
 /// flag is described: its line of help and its default.
 #[test]
 fn fit_help_states_the_settings_table() {
     let dir = TempDir::new("fit_help_settings");
     let help = ok(&sgp(&dir, &["fit", "--help"]), "fit --help");
-    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     for setting in sgp_trainer::options::settings::SETTINGS {
         let flag = setting.flag;
-        let described = help
-            .split("\n\n")
-            .find(|part| {
-                let part = part.trim_start();
-                part.starts_with(&format!("{flag} <")) || part.starts_with(&format!("{flag}\n"))
-            })
-            .unwrap_or_else(|| panic!("{flag} in\n{help}"));
-        assert!(
-            words(described).contains(&words(&setting.help())),
-            "{flag}: {described}"
-        );
+        let described = described(&help, flag);
+        assert!(holds(described, &setting.help()), "{flag}: {described}");
         if let Some(value) = setting.default() {
+            assert!(
+                described.contains(&format!("[default: {value}]")),
+                "{flag}: {described}"
+            );
+        }
+    }
+}
+
+/// `sgp sweep --help` states the table's line of help of the settings it
+/// sweeps (`--m`, `--dim`: lists of their values, the grid's default) and
+/// takes as `sgp fit` does (`--seed`, `--positive`, with the table's
+/// default).
+#[test]
+fn sweep_help_states_the_settings_table() {
+    let dir = TempDir::new("sweep_help_settings");
+    let help = ok(&sgp(&dir, &["sweep", "--help"]), "sweep --help");
+    for flag in ["--m", "--dim", "--seed", "--positive"] {
+        let setting = sgp_trainer::options::settings::setting(flag).expect("a setting");
+        let described = described(&help, flag);
+        assert!(holds(described, &setting.help()), "{flag}: {described}");
+        if let (Some(value), "--seed" | "--positive") = (setting.default(), flag) {
             assert!(
                 described.contains(&format!("[default: {value}]")),
                 "{flag}: {described}"

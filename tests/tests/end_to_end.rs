@@ -292,11 +292,11 @@ fn ivm_regression_runtime_matches_trainer() {
 }
 
 /// An IVM classifier through the whole path: fit, blob, runtime
-/// probabilities within `PROBABILITY_TOLERANCE` of the trainer's at held-out
+/// probabilities within `Fidelity::PROBABILITY` of the trainer's at held-out
 /// and far points, the positive class in the blob, every bit flip refused.
 #[test]
 fn ivm_classifier_fit_to_blob_to_runtime_probability() {
-    use sgp_trainer::export::PROBABILITY_TOLERANCE;
+    use sgp_trainer::export::Fidelity;
     use sgp_trainer::model::likelihood::probit;
     use sgp_trainer::synth::{classification, classification_dataset, ClassShape};
     // Labels 3 and 7: the larger is the positive class.
@@ -327,7 +327,7 @@ fn ivm_classifier_fit_to_blob_to_runtime_probability() {
     for (i, p) in device.iter().enumerate() {
         let p64 = probit(reference.mean[i], reference.var[i]);
         let p32 = f64::from(p.probability.unwrap());
-        assert!((p32 - p64).abs() <= PROBABILITY_TOLERANCE, "{p32} vs {p64}");
+        assert!((p32 - p64).abs() <= Fidelity::PROBABILITY, "{p32} vs {p64}");
         if i < held_out.n_rows() && (p32 >= 0.5) != (held_out.y[i] > 0.0) {
             wrong += 1;
         }

@@ -7,7 +7,7 @@
 
 use nalgebra::DMatrix;
 use sgp_runtime::{Model, ModelSpec};
-use sgp_trainer::export::{export, mean_tolerance, VARIANCE_TOLERANCE};
+use sgp_trainer::export::{export, mean_tolerance, Fidelity};
 use sgp_trainer::fit::{fit, ExactParams, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 use sgp_trainer::synth::dynamics::System;
@@ -62,7 +62,7 @@ fn check_round_trip(system: System, params: &FitParams) {
                 got.mean
             );
             assert!(
-                (f64::from(got.variance) - var).abs() <= VARIANCE_TOLERANCE * var,
+                (f64::from(got.variance) - var).abs() <= Fidelity::VARIANCE * var,
                 "{:?} output {p} row {i}: variance {} vs {var}",
                 params.method(),
                 got.variance

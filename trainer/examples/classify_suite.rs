@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use sgp_trainer::data::{is_class, read_inputs_and_target, Dataset};
+use sgp_trainer::data::{is_class, Dataset};
 use sgp_trainer::evaluate::evaluate_classifier;
 use sgp_trainer::export::export;
 use sgp_trainer::fit::{fit, Method};
@@ -38,7 +38,7 @@ fn main() -> Result<()> {
         let test_path = dir.join(format!("{name}-test.csv"));
         let train = Dataset::from_csv(&train_path, Some("y"))?.into_binary(Some(1.0))?;
         let test_input = sgp_trainer::files::Input::open(&test_path)?;
-        let (x_test, y_test) = read_inputs_and_target(&test_input, &train.input_names, "y")?;
+        let (x_test, y_test) = test_input.read_inputs_and_target(&train.input_names, "y")?;
         let labels = y_test.map(|v| if is_class(v, 1.0) { 1.0 } else { -1.0 });
         let m = m.min(train.n_rows());
         for method in [Method::Svgp, Method::Ivm] {

@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use sgp_trainer::data::{read_inputs_and_target, Dataset};
+use sgp_trainer::data::Dataset;
 use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{fit, FitParams};
 use sgp_trainer::model::multiclass::{probabilities, scores, ClassLink};
@@ -35,7 +35,7 @@ fn main() -> Result<()> {
         let train = Dataset::from_csv(dir.join(format!("{name}-train.csv")), Some("y"))?;
         let test_path = dir.join(format!("{name}-test.csv"));
         let test_input = sgp_trainer::files::Input::open(&test_path)?;
-        let (x_test, y_test) = read_inputs_and_target(&test_input, &train.input_names, "y")?;
+        let (x_test, y_test) = test_input.read_inputs_and_target(&train.input_names, "y")?;
         let m = m.min(train.n_rows());
         let params = SvgpParams {
             m,

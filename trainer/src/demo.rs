@@ -33,20 +33,18 @@ use crate::options::Options;
 use crate::{Error, Result};
 
 /// Training rows of the demo data.
-pub const DEMO_ROWS: usize = 200;
+pub(crate) const DEMO_ROWS: usize = 200;
 /// Test rows (a regular grid over [0, 6]).
-pub const DEMO_TEST_ROWS: usize = 400;
+pub(crate) const DEMO_TEST_ROWS: usize = 400;
 /// The true length scale of the GP the demo data are drawn from.
-pub const TRUE_LENGTHSCALE: f64 = 0.8;
+pub(crate) const TRUE_LENGTHSCALE: f64 = 0.8;
 /// The true signal variance.
-pub const TRUE_SIGNAL_VAR: f64 = 0.7;
+pub(crate) const TRUE_SIGNAL_VAR: f64 = 0.7;
 /// Standard deviation of the demo's observation noise (its true value).
-pub const DEMO_NOISE_STD: f64 = 0.25;
+pub(crate) const DEMO_NOISE_STD: f64 = 0.25;
 
-/// Figure 1's claim, in test NLPD: FITC's fit is within this many nats
-/// per point of the exact GP's (`tests/tests/figure1.rs` holds it over
-/// seeds; the demo's words say "matches" within it).
-pub const MATCH_NLPD: f64 = 0.05;
+/// Figure 1's claim, in test NLPD ([`Demo::match_nlpd`]).
+pub(crate) const MATCH_NLPD: f64 = 0.05;
 
 /// Largest change of a pseudo-input (raw units, the data span [0, 6]) per
 /// line search in the Figure 1 fits: from the bunched start longer steps
@@ -179,6 +177,21 @@ pub struct DeviceFigures {
 pub struct Demo {
     /// The seed of the data and the fits.
     pub seed: u64,
+    /// Training rows of the data.
+    pub train_rows: usize,
+    /// Test rows (a regular grid over [0, 6]).
+    pub test_rows: usize,
+    /// The true length scale of the squared-exponential GP the data are
+    /// drawn from (Figure 1 holds it).
+    pub lengthscale: f64,
+    /// Its true signal variance.
+    pub signal_variance: f64,
+    /// The true standard deviation of the observation noise.
+    pub noise_std: f64,
+    /// Figure 1's claim, in test NLPD: FITC's fit is within this many nats
+    /// per point of the exact GP's (`tests/tests/figure1.rs` holds it over
+    /// seeds; the demo's words say "matches" within it).
+    pub match_nlpd: f64,
     /// The training inputs' range (raw units).
     pub data_range: [f64; 2],
     /// Figure 1's start (raw units, in order).
@@ -193,7 +206,7 @@ pub struct Demo {
 /// Runs the demo on seed `seed`'s data with `m` pseudo-inputs in Figure 1.
 ///
 /// # Errors
-/// [`Error::BadInput`] for an `m` outside 1 to [`DEMO_ROWS`]; a fit's or
+/// [`Error::BadInput`] for an `m` outside 1 to the demo's training rows; a fit's or
 /// the export's error.
 pub fn run_demo(seed: u64, m: usize) -> Result<Demo> {
     if m == 0 || m > DEMO_ROWS {
@@ -209,6 +222,12 @@ pub fn run_demo(seed: u64, m: usize) -> Result<Demo> {
     rows.extend(default_rows);
     Ok(Demo {
         seed,
+        train_rows: DEMO_ROWS,
+        test_rows: DEMO_TEST_ROWS,
+        lengthscale: TRUE_LENGTHSCALE,
+        signal_variance: TRUE_SIGNAL_VAR,
+        noise_std: DEMO_NOISE_STD,
+        match_nlpd: MATCH_NLPD,
         data_range: [x.min(), x.max()],
         start: start.iter().copied().collect(),
         rows,

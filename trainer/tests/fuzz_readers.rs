@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use nalgebra::{DMatrix, DVector};
 use proptest::prelude::*;
 use sgp_trainer::data::stream::{write_parquet, TableFile};
-use sgp_trainer::data::{read_inputs, Dataset};
+use sgp_trainer::data::Dataset;
 use sgp_trainer::files::Input;
 
 const NAME: &str = "fuzzed.dat";
@@ -46,7 +46,7 @@ fn read_every_way(bytes: &[u8]) {
         let mut errors = Vec::new();
         errors.extend(Dataset::from_input(&input, None).err());
         errors.extend(Dataset::from_input(&input, Some("a")).err());
-        errors.extend(read_inputs(&input, &["a".into(), "b".into()]).err());
+        errors.extend(input.read_inputs(&["a".into(), "b".into()]).err());
         match TableFile::from_input(&input, None) {
             Ok(table) => {
                 let mut rows = 0usize;

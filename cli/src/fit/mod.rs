@@ -23,8 +23,8 @@ use sgp_trainer::options::settings::stated;
 use sgp_trainer::options::ModelChoice;
 use sgp_trainer::{Error, Result};
 
-use crate::named::help;
 use run::finish;
+pub(crate) use settings::table;
 use settings::Settings;
 use streamed::Bars;
 use summary::print_path;
@@ -77,13 +77,9 @@ pub(crate) struct FitArgs {
     /// classification); `--link probit` is `--task classification`.
     #[arg(long, value_enum)]
     link: Option<LinkArg>,
-    #[arg(long, allow_negative_numbers = true, help = help("--positive"))]
-    positive: Option<String>,
-    /// The fit's settings.
+    /// The fit's settings (`--positive` and `--path` among them).
     #[command(flatten)]
     settings: Settings,
-    #[arg(long, help = help("--path"))]
-    path: bool,
     /// Output blob.
     #[arg(long)]
     out: PathBuf,
@@ -112,7 +108,8 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         Source::File(Input::open(&args.data)?)
     };
     let options = args.settings.options();
-    if args.path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
+    let lasso_path = args.settings.switch("--path");
+    if lasso_path && options.model != Some(ModelChoice::Family(Method::Gplasso)) {
         return Err(Error::BadInput(
             "--path does not apply to the model asked for: it is gplasso's lasso path (--model \
              gplasso)"
@@ -123,7 +120,7 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         target: args.target.clone(),
         inputs: args.inputs(),
         task: args.task()?.map(Task::from),
-        positive: args.positive.clone(),
+        positive: args.settings.text("--positive").map(str::to_owned),
         streaming: if args.in_memory {
             Streaming::Never
         } else {
@@ -154,7 +151,7 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
     }
     let request = job.options.request(&data.outputs)?;
     let path = match &request.asked {
-        Asked::Family(FitParams::Gplasso(p)) if args.path => {
+        Asked::Family(FitParams::Gplasso(p)) if lasso_path => {
             let (rows, stop) = gplasso_path(&data.outputs[0], p)?;
             if !args.json {
                 print_path(&rows, stop, p.m);

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use sgp_runtime::{Link, VarianceForm};
-use sgp_trainer::export::{Exported, MEAN_TOLERANCE_FLOOR, MEAN_TOLERANCE_SD, VARIANCE_TOLERANCE};
+use sgp_trainer::export::cure::Cure;
+use sgp_trainer::export::{Exported, Fidelity};
 use sgp_trainer::fit::gplasso::{GplassoRefit, GplassoReport, PathRow, PATH_HOLDOUT};
 use sgp_trainer::fit::{Fit, FitReport};
 
@@ -447,8 +448,8 @@ fn print_cure(report: &FitReport, exported: &Exported) {
         if !c.within_budget {
             println!(
                 "                warning: no jitter up to {:.0e} s2 cured the export within {:.0}%                  of the training NLML; this is the cheapest cure (try fewer basis functions,                  --m)",
-                sgp_trainer::export::cure::MAX_CURE_EPS,
-                100.0 * sgp_trainer::export::cure::MAX_CURE_COST
+                Cure::MAX_EPS,
+                100.0 * Cure::MAX_COST
             );
         }
     }
@@ -460,18 +461,25 @@ fn print_runtime_check(link: Link, exported: &Exported) {
     if link != Link::Identity {
         println!(
             "runtime check   worst class-probability deviation {:.1e} (limit {:.0e}), worst \
-             latent variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
+             latent variance deviation {:.1e} (limit {:.0e}) over {} points",
             f.worst_mean,
-            sgp_trainer::export::PROBABILITY_TOLERANCE,
+            Fidelity::PROBABILITY,
             f.worst_variance,
+            Fidelity::VARIANCE,
             f.points
         );
     } else {
         println!(
             "runtime check   worst mean deviation {:.1e} x predictive sd ({:.2} of the limit: \
-         {MEAN_TOLERANCE_SD:.0e} x sd, at least {MEAN_TOLERANCE_FLOOR:.0e} x y_scale), worst \
-         variance deviation {:.1e} (limit {VARIANCE_TOLERANCE:.0e}) over {} points",
-            f.worst_mean_sd, f.worst_mean_ratio, f.worst_variance, f.points
+         {:.0e} x sd, at least {:.0e} x y_scale), worst variance deviation {:.1e} (limit \
+         {:.0e}) over {} points",
+            f.worst_mean_sd,
+            f.worst_mean_ratio,
+            Fidelity::MEAN_SD,
+            Fidelity::MEAN_FLOOR,
+            f.worst_variance,
+            Fidelity::VARIANCE,
+            f.points
         );
     }
 }

@@ -7,7 +7,10 @@
 //! named by them (`0`, `1`, `2.5`). Either way the fit sees numbers, so the
 //! rest of the trainer treats both alike.
 
+use nalgebra::DMatrix;
+
 use crate::data::{is_class, Dataset, Place};
+use crate::files::Input;
 use crate::{Error, Result};
 use sgp_runtime::{Link, ModelSpec};
 
@@ -303,7 +306,7 @@ pub fn blob_labels(spec: &ModelSpec) -> Vec<String> {
 /// # Errors
 /// [`Error::BadInput`] naming the first cell that is none of the labels,
 /// and listing them.
-pub fn class_indices(cells: &[(String, String)], labels: &[String]) -> Result<Vec<usize>> {
+pub(crate) fn class_indices(cells: &[(String, String)], labels: &[String]) -> Result<Vec<usize>> {
     let against_rest = labels.len() == 2 && labels.first().is_some_and(|l| l == OTHER);
     let number = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
     cells
@@ -326,6 +329,26 @@ pub fn class_indices(cells: &[(String, String)], labels: &[String]) -> Result<Ve
             }
         })
         .collect()
+}
+
+impl Input {
+    /// The model's inputs (RAW units, picked by name) and the class index
+    /// of each cell of the `target` column among the blob's labels
+    /// ([`blob_labels`]): a cell that spells a label, or a number equal to
+    /// a numeric label; for a binary classifier of one class against the
+    /// rest every other value is its `other` class.
+    ///
+    /// # Errors
+    /// As [`Input::read_inputs_and_labels`], and [`Error::BadInput`] naming
+    /// the first cell that is none of the labels, and listing them.
+    pub fn read_classes(
+        &self,
+        spec: &ModelSpec,
+        target: &str,
+    ) -> Result<(DMatrix<f64>, Vec<usize>)> {
+        let (x, cells) = self.read_inputs_and_labels(&spec.input_names, target)?;
+        Ok((x, class_indices(&cells, &blob_labels(spec))?))
+    }
 }
 
 #[cfg(test)]

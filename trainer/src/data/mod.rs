@@ -21,7 +21,6 @@ pub(crate) use csv_cells::{
     cell_value, check_names, csv_reader, find_column, for_each_record, quote, read_header, Lines,
 };
 use read::{read_csv_table, read_table};
-pub use read::{read_inputs, read_inputs_and_labels, read_inputs_and_target, read_same_columns};
 pub(crate) use read::{read_inputs_and_targets, training_columns, Place, Table};
 
 use std::io::Read;
@@ -61,7 +60,7 @@ impl Standardisation {
     /// Raw inputs (N x D) to standardised inputs.
     ///
     /// The caller guarantees `x.ncols()` equals the number of inputs;
-    /// [`read_inputs`] ensures this for files.
+    /// [`Input::read_inputs`] ensures this for files.
     pub fn apply_x(&self, x: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = x.clone();
         for ((mut col, m), s) in out.column_iter_mut().zip(&self.x_mean).zip(&self.x_scale) {
@@ -1103,9 +1102,11 @@ mod tests {
     #[test]
     fn read_inputs_picks_columns_by_name_in_any_order() {
         let text = "id,y,b,a\nfoo,1,10,1\nbar,2,20,2\n";
-        let x = read_inputs(&input(text), &names(&["a", "b"])).unwrap();
+        let x = input(text).read_inputs(&names(&["a", "b"])).unwrap();
         assert_eq!(x, DMatrix::from_row_slice(2, 2, &[1.0, 10.0, 2.0, 20.0]));
-        let (x, y) = read_inputs_and_target(&input(text), &names(&["b"]), "y").unwrap();
+        let (x, y) = input(text)
+            .read_inputs_and_target(&names(&["b"]), "y")
+            .unwrap();
         assert_eq!(x.as_slice(), &[10.0, 20.0]);
         assert_eq!(y.as_slice(), &[1.0, 2.0]);
     }
@@ -1113,17 +1114,17 @@ mod tests {
     #[test]
     fn read_inputs_reports_missing_columns_and_bad_cells() {
         let text = "a,c\n1,2\n";
-        let e = read_inputs(&input(text), &names(&["a", "b"]));
+        let e = input(text).read_inputs(&names(&["a", "b"]));
         let m = format!("{:?}", e);
         assert!(
             m.contains("p.csv: no column named 'b'; available columns: a, c"),
             "{m}"
         );
-        let e = read_inputs_and_target(&input(text), &names(&["a"]), "y");
+        let e = input(text).read_inputs_and_target(&names(&["a"]), "y");
         assert!(format!("{e:?}").contains("no column named 'y'"));
-        let e = read_inputs(&input("a\n1\ninf\n"), &names(&["a"]));
+        let e = input("a\n1\ninf\n").read_inputs(&names(&["a"]));
         assert!(format!("{e:?}").contains("line 3 (data row 2), column 'a'"));
-        let e = read_inputs(&input("a\n"), &names(&["a"]));
+        let e = input("a\n").read_inputs(&names(&["a"]));
         assert!(format!("{e:?}").contains("no data rows"));
     }
 

@@ -70,50 +70,56 @@ pub(crate) fn input_columns(
     Ok(cols)
 }
 
-/// Reads the named input columns of a CSV or Parquet file in RAW units
-/// (N x D, columns in the order of `input_names`). Other columns, including
-/// the target, may be present in any order and are ignored (they need not
-/// be numeric).
-pub fn read_inputs(input: &Input, input_names: &[String]) -> Result<DMatrix<f64>> {
-    let table = read_named(input, input_names, None, Columns::Named)?;
-    Ok(table.inputs(input_names.len()))
+impl Input {
+    /// Reads the named input columns of a CSV or Parquet file in RAW units
+    /// (N x D, columns in the order of `input_names`). Other columns, including
+    /// the target, may be present in any order and are ignored (they need not
+    /// be numeric).
+    pub fn read_inputs(&self, input_names: &[String]) -> Result<DMatrix<f64>> {
+        let table = read_named(self, input_names, None, Columns::Named)?;
+        Ok(table.inputs(input_names.len()))
+    }
 }
 
-/// Reads the named inputs and the `target` column of a CSV or Parquet
-/// file, both in RAW units; columns are picked by name as in
-/// [`read_inputs`]. The target may not be one of the inputs.
-pub fn read_inputs_and_target(
-    input: &Input,
-    input_names: &[String],
-    target: &str,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let table = read_named(input, input_names, Some(target), Columns::Named)?;
-    Ok(table.inputs_and_last(input_names.len()))
+impl Input {
+    /// Reads the named inputs and the `target` column of a CSV or Parquet
+    /// file, both in RAW units; columns are picked by name as in
+    /// [`Input::read_inputs`]. The target may not be one of the inputs.
+    pub fn read_inputs_and_target(
+        &self,
+        input_names: &[String],
+        target: &str,
+    ) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let table = read_named(self, input_names, Some(target), Columns::Named)?;
+        Ok(table.inputs_and_last(input_names.len()))
+    }
 }
 
 /// A cell as text and where it is (`source: line L (data row R), column
 /// 'NAME'`).
 pub(crate) type PlacedCell = (String, String);
 
-/// The named inputs (RAW units) and the cells of the `target` column of a
-/// CSV or Parquet file, as text (class labels, or numbers as written),
-/// each with where it is (`source: line L (data row R), column 'NAME'`).
-///
-/// # Errors
-/// As [`read_inputs_and_target`], except that a target cell may be text.
-pub fn read_inputs_and_labels(
-    input: &Input,
-    input_names: &[String],
-    target: &str,
-) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
-    let source = input.name();
-    let table = read_named(input, input_names, Some(target), Columns::TargetAsText)?;
-    let x = table.inputs(input_names.len());
-    let places = table
-        .last_places
-        .iter()
-        .map(|p| format!("{source}: {}, column '{target}'", p.describe()));
-    Ok((x, table.last_cells.into_iter().zip(places).collect()))
+impl Input {
+    /// The named inputs (RAW units) and the cells of the `target` column of a
+    /// CSV or Parquet file, as text (class labels, or numbers as written),
+    /// each with where it is (`source: line L (data row R), column 'NAME'`).
+    ///
+    /// # Errors
+    /// As [`Input::read_inputs_and_target`], except that a target cell may be text.
+    pub fn read_inputs_and_labels(
+        &self,
+        input_names: &[String],
+        target: &str,
+    ) -> Result<(DMatrix<f64>, Vec<PlacedCell>)> {
+        let source = self.name();
+        let table = read_named(self, input_names, Some(target), Columns::TargetAsText)?;
+        let x = table.inputs(input_names.len());
+        let places = table
+            .last_places
+            .iter()
+            .map(|p| format!("{source}: {}, column '{target}'", p.describe()));
+        Ok((x, table.last_cells.into_iter().zip(places).collect()))
+    }
 }
 
 /// Reads a CSV or Parquet file whose columns `targets` are targets and
@@ -154,20 +160,22 @@ pub(crate) fn read_inputs_and_targets(
     Ok((names, x, y))
 }
 
-/// As [`read_inputs_and_target`], but the file must hold exactly those
-/// columns (in any order): a test set for a model fitted on another file,
-/// where an extra or a missing column means the two files do not match.
-///
-/// # Errors
-/// [`Error::BadInput`] naming the missing and the extra columns, and every
-/// error of [`read_inputs_and_target`].
-pub fn read_same_columns(
-    input: &Input,
-    input_names: &[String],
-    target: &str,
-) -> Result<(DMatrix<f64>, DVector<f64>)> {
-    let table = read_named(input, input_names, Some(target), Columns::Exactly)?;
-    Ok(table.inputs_and_last(input_names.len()))
+impl Input {
+    /// As [`Input::read_inputs_and_target`], but the file must hold exactly those
+    /// columns (in any order): a test set for a model fitted on another file,
+    /// where an extra or a missing column means the two files do not match.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the missing and the extra columns, and every
+    /// error of [`Input::read_inputs_and_target`].
+    pub fn read_same_columns(
+        &self,
+        input_names: &[String],
+        target: &str,
+    ) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let table = read_named(self, input_names, Some(target), Columns::Exactly)?;
+        Ok(table.inputs_and_last(input_names.len()))
+    }
 }
 
 /// How [`read_named`] treats the file's columns.

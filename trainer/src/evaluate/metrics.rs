@@ -19,7 +19,7 @@ fn same_nonzero_len(a: usize, b: usize) -> bool {
 }
 
 /// Mean squared error between predictions and targets.
-pub fn mse(predicted: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn mse(predicted: &[f64], target: &[f64]) -> f64 {
     if !same_nonzero_len(predicted.len(), target.len()) {
         return f64::NAN;
     }
@@ -39,7 +39,7 @@ pub fn rmse(predicted: &[f64], target: &[f64]) -> f64 {
 /// Standardised MSE: the MSE divided by the (population) variance of the
 /// test targets, so predicting the test mean scores 1. NaN if the targets
 /// are constant.
-pub fn smse(predicted: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn smse(predicted: &[f64], target: &[f64]) -> f64 {
     let var = population_variance(target);
     if var.is_nan() || var <= 0.0 {
         return f64::NAN;
@@ -84,7 +84,7 @@ pub(crate) fn point_nlpd(mean: f64, variance: f64, target: f64) -> f64 {
 
 /// Fraction of misclassified examples. `predicted` holds ±1 labels or any
 /// score whose sign is the class (0 counts as +1); `target` must be ±1.
-pub fn error_rate(predicted: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn error_rate(predicted: &[f64], target: &[f64]) -> f64 {
     if !same_nonzero_len(predicted.len(), target.len()) || !all_labels(target) {
         return f64::NAN;
     }
@@ -128,7 +128,7 @@ pub(crate) fn mean_nlpd_binary(prob_positive: &[f64], target: &[f64]) -> f64 {
 }
 
 /// Number of equal-width confidence bins of `expected_calibration_error`.
-pub const ECE_BINS: usize = 10;
+pub(crate) const ECE_BINS: usize = 10;
 
 /// Expected calibration error of ±1 targets given `prob_positive`: the
 /// rows are put into [`ECE_BINS`] equal-width bins by the confidence of
@@ -164,7 +164,7 @@ pub(crate) fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) 
 /// Calibration: fraction of targets inside the central 95% interval
 /// `mean ± 1.96 sqrt(variance)` of the Gaussian predictive. A calibrated
 /// model scores about 0.95. NaN if any variance is negative or NaN.
-pub fn coverage_95(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
+pub(crate) fn coverage_95(mean: &[f64], variance: &[f64], target: &[f64]) -> f64 {
     if !same_nonzero_len(mean.len(), target.len()) || variance.len() != target.len() {
         return f64::NAN;
     }

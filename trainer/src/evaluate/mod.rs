@@ -87,6 +87,12 @@ pub struct ClassEvaluation {
     pub false_negatives: usize,
 }
 
+impl ClassEvaluation {
+    /// Number of equal-width confidence bins of the expected calibration
+    /// error ([`ClassEvaluation::ece`]).
+    pub const ECE_BINS: usize = metrics::ECE_BINS;
+}
+
 /// Figures for predicted probabilities of the positive class and ±1
 /// labels.
 pub(crate) fn class_figures(prob_positive: &[f64], labels: &[f64]) -> ClassEvaluation {

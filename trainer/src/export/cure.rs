@@ -4,10 +4,10 @@
 //!
 //! Nearly singular `Kuu` gives large alternating weights whose f32 rounding
 //! no longer cancels; more jitter bounds them. The cure raises the jitter
-//! tenfold at a time (up to [`MAX_CURE_EPS`] times `s2`), re-optimises
+//! tenfold at a time (up to [`Cure::MAX_EPS`] times `s2`), re-optimises
 //! briefly with it (else keeps the fitted parameters), and reports the
 //! cost in training objective. A passing model that costs more than
-//! [`MAX_CURE_COST`] is re-optimised longer and the cheaper exported
+//! [`Cure::MAX_COST`] is re-optimised longer and the cheaper exported
 //! ([`Cure::within_budget`]).
 
 use nalgebra::DMatrix;
@@ -19,7 +19,7 @@ use crate::Result;
 
 /// Largest relative jitter the cure tries: beyond a percent of the signal
 /// variance the model would be visibly smoothed.
-pub const MAX_CURE_EPS: f64 = 1e-2;
+pub(crate) const MAX_CURE_EPS: f64 = 1e-2;
 
 /// Iterations of re-optimisation at the raised jitter: the other parameters
 /// adapt to it and recover most of what the jitter alone cost.
@@ -27,7 +27,7 @@ pub(crate) const REOPTIMISE_ITER: u64 = 50;
 
 /// Most a cure should cost, as a fraction of the magnitude of the
 /// training objective.
-pub const MAX_CURE_COST: f64 = 0.01;
+pub(crate) const MAX_CURE_COST: f64 = 0.01;
 
 /// Iterations of the longer re-optimisation tried when the brief one
 /// leaves a cure over [`MAX_CURE_COST`].
@@ -51,11 +51,17 @@ pub struct Cure {
     /// Iterations of re-optimisation at the raised jitter (0: the fitted
     /// parameters, only the posterior recomputed).
     pub reoptimised: u64,
-    /// The cure cost at most [`MAX_CURE_COST`] of the training objective.
+    /// The cure cost at most [`Cure::MAX_COST`] of the training objective.
     pub within_budget: bool,
 }
 
 impl Cure {
+    /// Largest relative jitter the cure tries.
+    pub const MAX_EPS: f64 = MAX_CURE_EPS;
+    /// Most a cure should cost, as a fraction of the magnitude of the
+    /// training objective.
+    pub const MAX_COST: f64 = MAX_CURE_COST;
+
     /// What the cure cost, as a fraction of the magnitude of the training
     /// objective before it.
     pub fn cost(&self) -> f64 {

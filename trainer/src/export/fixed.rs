@@ -24,7 +24,7 @@ const POINTS: (usize, usize) = (16, 1000);
 
 /// The fixed-point form's worst error over the training range.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FixedPointError {
+pub(crate) struct FixedPointError {
     /// Inputs evaluated.
     pub points: usize,
     /// Worst `|mean - f64 mean|` over the f64 predictive sd.
@@ -36,7 +36,7 @@ pub struct FixedPointError {
 /// The model's fixed-point form and its error, or why it has none.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FixedPoint {
+pub(crate) enum FixedPoint {
     /// The form exists; its error on the training range.
     Measured(FixedPointError),
     /// No fixed-point form (the runtime's `FixedError`, or no stored
@@ -62,7 +62,7 @@ impl std::fmt::Display for FixedPoint {
 ///
 /// # Errors
 /// If the blob does not load into the runtime.
-pub fn fixed_point_error(blob: &[u8]) -> Result<FixedPoint> {
+pub(crate) fn fixed_point_error(blob: &[u8]) -> Result<FixedPoint> {
     let spec = ModelSpec::from_bytes(blob)?;
     if spec.x_min.is_empty() {
         return Ok(FixedPoint::Unavailable(

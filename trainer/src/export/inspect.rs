@@ -10,90 +10,91 @@ use sgp_runtime::{ram_bytes_with_outputs, Link, ModelSpec, NAME_CAPACITY};
 use crate::fit::WidthSpread;
 use crate::model::device::names_too_long;
 
-/// What `sgp inspect` prints.
+/// What `sgp inspect` prints: a blob's description (its `Display`, or
+/// serialised), built by [`summarise`].
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     /// Fitting procedure.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// `regression` or `classification`.
-    pub task: &'static str,
+    pub(crate) task: &'static str,
     /// Basis functions `M`.
-    pub n_basis: usize,
+    pub(crate) n_basis: usize,
     /// Feature dimension `G`.
-    pub feature_dim: usize,
+    pub(crate) feature_dim: usize,
     /// Input dimension `D`.
-    pub input_dim: usize,
+    pub(crate) input_dim: usize,
     /// Input column names.
-    pub inputs: Vec<String>,
+    pub(crate) inputs: Vec<String>,
     /// Target column name (the first output's).
-    pub target: String,
+    pub(crate) target: String,
     /// Every output (the first included) of a blob with several: a
     /// multi-output regression's targets, a multi-class model's class
     /// latents. Empty for a single output.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<OutputSummary>,
+    pub(crate) outputs: Vec<OutputSummary>,
     /// How a multi-class model turns its latents into probabilities
     /// (`one-vs-rest` or `softmax`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub class_rule: Option<&'static str>,
+    pub(crate) class_rule: Option<&'static str>,
     /// Class labels as the training data spelled them, in class order
     /// (format version 5; empty when the blob records none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub class_labels: Vec<String>,
+    pub(crate) class_labels: Vec<String>,
     /// Smallest and largest training value of each input, raw units
     /// (format version 3; absent from older blobs).
-    pub training_range: Option<Vec<InputRange>>,
+    pub(crate) training_range: Option<Vec<InputRange>>,
     /// Column names longer than a device `Model` holds
     /// ([`NAME_CAPACITY`] bytes): such a blob loads on no device.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub names_too_long: Vec<String>,
+    pub(crate) names_too_long: Vec<String>,
     /// Length scales in raw input units (shared-width, unprojected models).
-    pub lengthscales: Option<Vec<f64>>,
+    pub(crate) lengthscales: Option<Vec<f64>>,
     /// Spread of the per-basis widths (VSGP), one entry per input, as
     /// length scales in raw input units: `sqrt(Delta) * x_scale`, i.e.
     /// `x_scale / sqrt(w)` for the blob's inverse squared widths `w`.
     /// Absent for shared-width or projected models.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub basis_widths: Option<Vec<WidthSpread>>,
+    pub(crate) basis_widths: Option<Vec<WidthSpread>>,
     /// A projected model's projection (SPGP+DR, PCA): its size and singular
     /// values, in place of length scales. Absent for unprojected models.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub projection: Option<crate::fit::ProjectionReport>,
+    pub(crate) projection: Option<crate::fit::ProjectionReport>,
     /// Where the basis points come from, when the blob alone cannot say
     /// (GPLasso: selected training rows, listed by `sgp fit`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub basis_note: Option<&'static str>,
+    pub(crate) basis_note: Option<&'static str>,
     /// Latent prior (signal) variance in raw target units.
-    pub signal_variance: f64,
+    pub(crate) signal_variance: f64,
     /// Noise variance in raw target units (regression).
-    pub noise_variance: f64,
+    pub(crate) noise_variance: f64,
     /// How the model learns on the device (`fitc`, `vfe` or `probit`
     /// rows: format version 7, `sgp fit --updatable`); absent for a model
     /// that does not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub learns: Option<&'static str>,
+    pub(crate) learns: Option<&'static str>,
     /// The covariance function (`se`, `matern12`, `matern32`, `matern52`).
-    pub kernel: &'static str,
+    pub(crate) kernel: &'static str,
     /// Size of the blob in bytes (flash for the model's numbers).
-    pub blob_bytes: usize,
+    pub(crate) blob_bytes: usize,
     /// The capacities `(M, G, D)` of the `Model` type the RAM figure is for
     /// (the model's own sizes unless asked otherwise).
-    pub capacity: (usize, usize, usize),
+    pub(crate) capacity: (usize, usize, usize),
     /// RAM of `Model<M, G, D, P>` with those capacities and the blob's
     /// output count `P` on a 32-bit device.
-    pub ram_bytes: usize,
+    pub(crate) ram_bytes: usize,
     /// Whether the model fits those capacities (and its names a device
     /// `Model`'s).
-    pub fits: bool,
+    pub(crate) fits: bool,
     /// The fixed-point form's error against f64 on the training range
-    /// ([`crate::export::fixed::fixed_point_error`]), when asked for.
+    /// ([`Summary::measure_fixed_point`]), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fixed_point: Option<crate::export::fixed::FixedPoint>,
+    pub(crate) fixed_point: Option<crate::export::fixed::FixedPoint>,
 }
 
 /// One output of a multi-output blob.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OutputSummary {
+pub(crate) struct OutputSummary {
     /// Its (target column's) name.
     pub name: String,
     /// Latent prior (signal) variance in raw target units.
@@ -111,7 +112,7 @@ pub struct OutputSummary {
 /// One input's training range, raw units, as the blob stores it (f32:
 /// printed in its shortest exact form).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct InputRange {
+pub(crate) struct InputRange {
     /// Smallest training value.
     pub min: f32,
     /// Largest training value.
@@ -316,7 +317,17 @@ fn basis_widths(spec: &ModelSpec, m: usize, g: usize) -> Vec<WidthSpread> {
 }
 
 impl Summary {
-    /// Why the model does not fit `Model<M, G, D>` of [`Summary::capacity`]
+    /// Measures the fixed-point form's error against f64 on the training
+    /// range of `blob` (the blob summarised) and adds it to the summary.
+    ///
+    /// # Errors
+    /// A blob that does not decode.
+    pub fn measure_fixed_point(&mut self, blob: &[u8]) -> crate::Result<()> {
+        self.fixed_point = Some(crate::export::fixed::fixed_point_error(blob)?);
+        Ok(())
+    }
+
+    /// Why the model does not fit `Model<M, G, D>` of the capacities summarised
     /// (a size over capacity, or a name over [`NAME_CAPACITY`] bytes), or
     /// `None` when it fits.
     pub fn misfit(&self) -> Option<String> {

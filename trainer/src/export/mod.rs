@@ -13,7 +13,7 @@
 pub mod artefact;
 pub mod codegen;
 pub mod cure;
-pub mod fixed;
+pub(crate) mod fixed;
 pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
@@ -32,15 +32,15 @@ use crate::{Error, Result};
 
 /// Largest mean deviation allowed at a point, as a fraction of the f64
 /// predictive standard deviation there (QUALITY.md: 1%).
-pub const MEAN_TOLERANCE_SD: f64 = 1e-2;
+pub(crate) const MEAN_TOLERANCE_SD: f64 = 1e-2;
 /// The mean tolerance never goes below this fraction of the target's scale
 /// (QUALITY.md: `1e-4 * y_scale`): where the predictive sd is tiny, f32's
 /// own rounding of `y_mean + y_scale m` must still pass.
-pub const MEAN_TOLERANCE_FLOOR: f64 = 1e-4;
+pub(crate) const MEAN_TOLERANCE_FLOOR: f64 = 1e-4;
 /// Largest deviation of the class probability of probit models.
-pub const PROBABILITY_TOLERANCE: f64 = 1e-3;
+pub(crate) const PROBABILITY_TOLERANCE: f64 = 1e-3;
 /// Largest relative deviation of the predictive variance (QUALITY.md: 1%).
-pub const VARIANCE_TOLERANCE: f64 = 1e-2;
+pub(crate) const VARIANCE_TOLERANCE: f64 = 1e-2;
 
 /// The mean deviation allowed at a point whose f64 predictive standard
 /// deviation is `sd` (raw units) for a target of scale `y_scale`:
@@ -55,7 +55,7 @@ pub struct Fidelity {
     /// Number of points compared.
     pub points: usize,
     /// Worst ratio of the mean deviation to the tolerance at its point
-    /// ([`mean_tolerance`]; probit: [`PROBABILITY_TOLERANCE`]). The mean
+    /// ([`mean_tolerance`]; probit: [`Fidelity::PROBABILITY`]). The mean
     /// passes when this is at most 1.
     pub worst_mean_ratio: f64,
     /// Worst `|mean32 - mean64| / sd64`, the deviation as a fraction of
@@ -71,6 +71,16 @@ pub struct Fidelity {
 }
 
 impl Fidelity {
+    /// Largest mean deviation allowed at a point, as a fraction of the f64
+    /// predictive standard deviation there ([`mean_tolerance`]).
+    pub const MEAN_SD: f64 = MEAN_TOLERANCE_SD;
+    /// The mean tolerance's floor, as a fraction of the target's scale.
+    pub const MEAN_FLOOR: f64 = MEAN_TOLERANCE_FLOOR;
+    /// Largest deviation of a probit model's class probability.
+    pub const PROBABILITY: f64 = PROBABILITY_TOLERANCE;
+    /// Largest relative deviation of the predictive variance.
+    pub const VARIANCE: f64 = VARIANCE_TOLERANCE;
+
     /// The worst of each figure over several outputs' fidelities at the
     /// same points (the whole blob passes when this does).
     pub fn worst(all: &[Fidelity]) -> Fidelity {
@@ -208,7 +218,7 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
 /// ones); with `force` a set that nothing cures is exported as fitted.
 /// Several outputs that pass only in the solves form of the variance are
 /// cured into the product form where that costs at most
-/// [`cure::MAX_CURE_COST`] (`cure::cure_to_product`): the solves form
+/// [`Cure::MAX_COST`](cure::Cure::MAX_COST) (`cure::cure_to_product`): the solves form
 /// would make their one blob larger than separate blobs.
 ///
 /// # Errors

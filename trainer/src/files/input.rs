@@ -18,7 +18,7 @@ const BUFFER_BYTES: usize = 1 << 20;
 
 /// How a data file stores its rows, recognised by content, not by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputFormat {
+pub(crate) enum InputFormat {
     /// Comma-separated text with a header row.
     Csv,
     /// Apache Parquet: starts with the bytes `PAR1`.
@@ -56,10 +56,9 @@ impl FileId {
 ///
 /// ```
 /// use std::io::Read;
-/// use sgp_trainer::files::{Input, InputFormat};
+/// use sgp_trainer::files::Input;
 ///
 /// let input = Input::from_bytes(b"x,y\n1,2\n", "inline.csv").unwrap();
-/// assert_eq!(input.format().unwrap(), InputFormat::Csv);
 /// let mut text = String::new();
 /// input.reader().unwrap().read_to_string(&mut text).unwrap();
 /// assert_eq!(text, "x,y\n1,2\n");
@@ -245,7 +244,7 @@ impl Input {
     ///
     /// # Errors
     /// [`Error::Unreadable`] if they cannot be read.
-    pub fn format(&self) -> Result<InputFormat> {
+    pub(crate) fn format(&self) -> Result<InputFormat> {
         let mut magic = [0u8; 4];
         let mut read = 0;
         let mut reader = self.reader()?;

@@ -12,7 +12,8 @@ mod panics;
 mod temporaries;
 
 pub(crate) use input::FileId;
-pub use input::{Input, InputFormat};
+pub use input::Input;
+pub(crate) use input::InputFormat;
 pub use output::{check_outputs, separate_path, write_atomic};
 pub(crate) use output::{check_outside, AtomicFile};
 pub(crate) use panics::catch_quietly;

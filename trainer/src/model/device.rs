@@ -486,7 +486,7 @@ pub struct DevicePrediction {
 
 /// The column names (inputs, then the target) longer than the
 /// [`NAME_CAPACITY`] bytes a device `Model` holds per name.
-pub fn names_too_long<'a>(
+pub(crate) fn names_too_long<'a>(
     input_names: impl IntoIterator<Item = &'a String>,
     target_name: &'a str,
 ) -> Vec<String> {

@@ -32,7 +32,8 @@ use crate::model::inference::Approximation;
 use crate::numerics::optimise::Stall;
 use crate::numerics::reproducible::reproducibly;
 use crate::{Error, Result};
-pub use named::{parse, parse_or, Named};
+pub(crate) use named::parse_or;
+pub use named::{parse, Named};
 
 use crate::fit::task::Task;
 use sgp_runtime::Kernel;

@@ -47,7 +47,7 @@ pub fn parse<T: Named>(value: &str, what: &str) -> Result<T> {
 ///
 /// # Errors
 /// [`Error::BadInput`] listing the names there are.
-pub fn parse_or<T: Named>(value: &str, what: &str, extra: &str) -> Result<Option<T>> {
+pub(crate) fn parse_or<T: Named>(value: &str, what: &str, extra: &str) -> Result<Option<T>> {
     if value == extra {
         return Ok(None);
     }

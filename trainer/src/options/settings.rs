@@ -90,7 +90,7 @@ impl Value {
 /// A value given for a setting, as the command line spells it (`--m 32`:
 /// the text `32`; a switch's is empty), parsed by the setting's [`Value`].
 #[derive(Clone, Copy, Debug)]
-pub struct Given<'a> {
+pub(crate) struct Given<'a> {
     setting: &'static Setting,
     text: &'a str,
 }
@@ -180,7 +180,7 @@ pub fn stated(flag: &str) -> Option<String> {
 }
 
 /// A figure help states: its name and its value in words.
-pub type Figure = (&'static str, fn() -> String);
+pub(crate) type Figure = (&'static str, fn() -> String);
 
 /// The figures help states: `{name}` in a line of help.
 pub const FIGURES: &[Figure] = &[

@@ -28,10 +28,7 @@ use crate::tools::cost::{
     fixed_point_cost, instructions_per_prediction, CostModel, FixedCost, CORTEX_M3_FIXED, CORTEX_M4,
 };
 use sgp_trainer::data::multi_target::Outputs;
-use sgp_trainer::data::{
-    is_class, read_inputs_and_labels, read_inputs_and_target, read_same_columns, Dataset,
-    TargetKind,
-};
+use sgp_trainer::data::{is_class, Dataset, TargetKind};
 use sgp_trainer::evaluate::{
     evaluate_blob, evaluate_classifier, Evaluation, Figures, OutputEvaluation,
 };
@@ -255,7 +252,7 @@ impl TestSet {
                 let mut x = DMatrix::zeros(0, 0);
                 let mut targets = Vec::with_capacity(outputs.len());
                 for output in outputs {
-                    let (read_x, y) = read_inputs_and_target(input, names, &output.target_name)?;
+                    let (read_x, y) = input.read_inputs_and_target(names, &output.target_name)?;
                     x = read_x;
                     targets.push(y);
                 }
@@ -269,7 +266,7 @@ impl TestSet {
         if !train.class_labels.is_empty() {
             return TestSet::read_labels(input, train);
         }
-        let (x, y) = read_same_columns(input, &train.input_names, &train.target_name)?;
+        let (x, y) = input.read_same_columns(&train.input_names, &train.target_name)?;
         let y = match train.target {
             TargetKind::Binary { positive } => {
                 y.map(|v| if is_class(v, positive) { 1.0 } else { -1.0 })
@@ -287,7 +284,7 @@ impl TestSet {
     /// classification: each mapped through the training labels to +1 (the
     /// positive class) or -1, or to its class index for several classes.
     fn read_labels(input: &Input, train: &Dataset) -> Result<TestSet> {
-        let (x, cells) = read_inputs_and_labels(input, &train.input_names, &train.target_name)?;
+        let (x, cells) = input.read_inputs_and_labels(&train.input_names, &train.target_name)?;
         let y = cells
             .iter()
             .map(

@@ -53,7 +53,7 @@ pub(crate) use scan::Scan;
 pub(crate) const DEFAULT_CHUNK_ROWS: usize = 65_536;
 
 /// How a training file stores its rows.
-pub type Format = InputFormat;
+pub(crate) type Format = InputFormat;
 
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
@@ -63,7 +63,7 @@ pub struct TableFile {
     /// How it names itself in messages (the path as given).
     pub source: String,
     /// CSV or Parquet.
-    pub format: Format,
+    pub(crate) format: Format,
     /// Input column names, in file order.
     pub input_names: Vec<String>,
     /// Target column name.
