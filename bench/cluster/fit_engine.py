@@ -1,15 +1,16 @@
 """One streamed fit of a Parquet file on a local engine, timed: the subset
 fit on the driver, the pass over every row on the workers (bench/cluster/run.sh).
 
-    python fit_engine.py dask  FILE WORKERS OUT.sgp [classify | TARGET,TARGET...]
-    python fit_engine.py spark FILE WORKERS OUT.sgp [classify | TARGET,TARGET...]
+    python fit_engine.py dask  FILE WORKERS OUT.sgp [classify | TARGET,TARGET...] [KERNEL]
+    python fit_engine.py spark FILE WORKERS OUT.sgp [classify | TARGET,TARGET...] [KERNEL]
 
 Prints one JSON line: seconds (start: first pass and subset fit; pass:
 the passes over every row once the engine is up, a classifier's rounds
 together; total, engine start-up included), the driver's CPU seconds,
 the driver's and the workers' peak resident memory in MB. Settings: --m
 64, seed 0, as run.sh's `sgp fit`; `classify` fits a SparseGPClassifier,
-a comma-separated list of targets a regression of each.
+a comma-separated list of targets a regression of each; KERNEL
+(matern32, ...) as `sgp fit --kernel`.
 """
 
 import json
@@ -102,12 +103,15 @@ def on_spark(started, path, workers):
 def main():
     engine, path, workers, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     kind = sys.argv[5] if len(sys.argv) > 5 else None
+    kernel = sys.argv[6] if len(sys.argv) > 6 else None
     t0 = time.perf_counter()
     if kind == "classify":
-        started = sgp.SparseGPClassifier(m=64, random_state=0).start_file(path)
+        started = sgp.SparseGPClassifier(m=64, random_state=0, kernel=kernel).start_file(path)
     else:
         targets = kind.split(",") if kind else None
-        started = sgp.SparseGPRegressor(m=64, random_state=0).start_file(path, targets)
+        started = sgp.SparseGPRegressor(m=64, random_state=0, kernel=kernel).start_file(
+            path, targets
+        )
     t1 = time.perf_counter()
     est, worker_mb, pass_s = {"dask": on_dask, "spark": on_spark}[engine](started, path, workers)
     est.save(out)

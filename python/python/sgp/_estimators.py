@@ -233,7 +233,7 @@ class _SparseGP(BaseEstimator):
         read in name order as one table. The target is fitted as the
         estimator's ``task`` (a 0/1 column is numbers to the regressor, as
         in ``fit``). Raises ``ValueError`` for a file or fit that does not
-        stream (too few rows, text class labels, another family)."""
+        stream (too few rows, another family)."""
         progress = print_progress if self.verbose else None
         blobs, state, summary = _native.fit_file(
             os.fspath(path), self._file_target(target), self._settings(), task=self._task(),
@@ -295,9 +295,16 @@ class _SparseGP(BaseEstimator):
         self.feature_names_in_ = np.asarray(inputs, dtype=object)
         if self._own_task == "classification":
             # The blob's classes, in its order: a binary blob's positive
-            # (the larger value) is the last, as `fit`'s classes_[1].
-            self.classes_ = np.asarray([float(c) for c in model.class_labels])
-            self._positive_first = False
+            # (the larger value) is the last, as `fit`'s classes_[1]. Text
+            # labels sorted, as `fit` keeps them (the positive, the rarer,
+            # may then be classes_[0]).
+            labels = list(model.class_labels)
+            try:
+                self.classes_ = np.asarray([float(c) for c in labels])
+                self._positive_first = False
+            except ValueError:
+                self.classes_ = np.asarray(sorted(labels))
+                self._positive_first = len(labels) == 2 and labels[-1] == self.classes_[0]
 
     def _predict_native(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
         """The fitted f64 models' means and variances (n x P, one column per

@@ -17,8 +17,8 @@ pub struct Capabilities {
     pub se_only: Option<&'static str>,
     /// Why a file is fitted in memory for this family, if it never
     /// streams; a regression family that streams does so for one or several
-    /// targets with every kernel, a classifier for numeric class labels
-    /// ([`STREAMS_ONLY`]).
+    /// targets with every kernel, a classifier for numeric or text class
+    /// labels ([`STREAMS_ONLY`]).
     pub not_streamed: Option<&'static str>,
     /// Exports a blob that learns on the device (`--updatable`).
     pub updatable: bool,
@@ -27,14 +27,10 @@ pub struct Capabilities {
 /// Why a classification is read into memory by a family other than svgp.
 pub(crate) const CLASSIFICATION_NOT_STREAMED: &str =
     "its passes over every row fit svgp's q(u) on a subset's basis and kernel";
-/// Why text class labels are read into memory.
-pub(crate) const TEXT_LABELS_NOT_STREAMED: &str =
-    "the passes over every row read numbers; recode the labels as numbers to stream them";
-
 /// What a family that streams streams: the rest of a request is read into
 /// memory, for the reason given.
 #[cfg(test)]
-pub const STREAMS_ONLY: &[(&str, &str)] = &[("text class labels", TEXT_LABELS_NOT_STREAMED)];
+pub const STREAMS_ONLY: &[(&str, &str)] = &[];
 
 /// A basis fitted by gradient steps or chosen from the rows, not a
 /// fixed-basis sum over them.
@@ -125,7 +121,7 @@ pub fn markdown_table() -> String {
         };
         let streams = match c.not_streamed {
             None if c.regresses => "one or several targets, every kernel".to_owned(),
-            None => "numeric class labels, two or more classes".to_owned(),
+            None => "class labels, numeric or text, two or more classes".to_owned(),
             Some(why) => format!("no: {why}"),
         };
         let learns = match (c.updatable, c.classifies && c.updatable) {

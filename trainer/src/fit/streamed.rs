@@ -424,7 +424,7 @@ pub(crate) fn sampled_dataset(table: &TableFile, scan: &Scan) -> Dataset {
         transform: scan.transform.clone(),
         source: format!("{} (sample)", table.source),
         constant_inputs: scan.constant_inputs.clone(),
-        class_labels: Vec::new(),
+        class_labels: table.class_labels().to_vec(),
     }
 }
 

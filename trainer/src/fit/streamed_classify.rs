@@ -373,6 +373,13 @@ impl ClassifierStart {
         self.full.target_name.clone()
     }
 
+    /// The file's text class labels, sorted (empty for numbers): each
+    /// pass reads a target cell as its label's index here, as
+    /// [`ClassifierBasis::sums`] takes it.
+    pub fn text_labels(&self) -> &[String] {
+        self.table.class_labels()
+    }
+
     /// Rows of the file, every one of which each pass must sum once.
     pub fn file_rows(&self) -> u64 {
         self.rows
@@ -804,5 +811,102 @@ mod tests {
                 assert_eq!(blob(&mut streamed), blob(&mut again));
             }
         }
+    }
+
+    /// Text labels stream as the indices they name: the moons labelled
+    /// `low`/`ring` (the rarer, so the positive class either way), as CSV
+    /// and as a Parquet string column, give the blob of the same rows
+    /// labelled 0/1 but its labels; a label the first pass did not find,
+    /// met by a later pass, is refused naming file, line and column.
+    #[test]
+    fn text_labels_stream_as_the_numbers_they_index() {
+        use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
+        use std::sync::Arc;
+
+        let (x2, y2) = classification(ClassShape::Moons, 3000, 8);
+        let keep: Vec<usize> = (0..3000).filter(|&i| y2[i] < 0.5 || i % 3 != 0).collect();
+        let x = DMatrix::from_fn(keep.len(), 3, |i, j| match j {
+            2 => 4.0,
+            _ => x2[(keep[i], j)],
+        });
+        let y = DVector::from_fn(keep.len(), |i, _| y2[keep[i]]);
+        let temp = tempfile::tempdir().unwrap();
+        let numbers = write_csv(temp.path(), &x, &y);
+        let label = |v: f64| if v > 0.5 { "ring" } else { "low" };
+        let mut text = String::from("a,b,c,class\n");
+        for (i, r) in x.row_iter().enumerate() {
+            text += &format!("{:?},{:?},{:?},{}\n", r[0], r[1], r[2], label(y[i]));
+        }
+        let csv = temp.path().join("t.csv");
+        std::fs::write(&csv, text).unwrap();
+        let column = |j: usize| Arc::new(Float64Array::from(x.column(j).as_slice().to_vec()));
+        let labels: Vec<&str> = y.iter().map(|&v| label(v)).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("a", column(0) as ArrayRef),
+            ("b", column(1) as ArrayRef),
+            ("c", column(2) as ArrayRef),
+            ("class", Arc::new(StringArray::from(labels)) as ArrayRef),
+        ])
+        .unwrap();
+        let parquet = temp.path().join("t.parquet");
+        let file = std::fs::File::create(&parquet).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+
+        // The streamed fit's blob, its binary labels set as `Job` sets them.
+        let blob = |table: &TableFile, labels: Option<Vec<String>>| {
+            let started = start(table, 8, 800);
+            let check_x = started.check_x.rows(0, 200).into_owned();
+            let named = labels.unwrap_or_else(|| started.labels.clone());
+            let mut fit = started.finish_on_file(&mut |_| {}).unwrap();
+            fit.set.class_labels = named;
+            export(&mut fit, &check_x, false).unwrap().blob
+        };
+        let names = vec!["low".to_owned(), "ring".to_owned()];
+        let expected = blob(&numbers, Some(names.clone()));
+        assert_ne!(blob(&numbers, None), expected, "the labels are in the blob");
+        for path in [&csv, &parquet] {
+            let table = TableFile::open(path, None).unwrap();
+            assert!(table.target_is_text().unwrap());
+            let labels = table.collect_labels().unwrap();
+            assert_eq!(labels, names);
+            let table = table.with_labels(labels);
+            assert_eq!(start(&table, 8, 800).labels, names);
+            assert_eq!(blob(&table, None), expected, "{}", path.display());
+        }
+
+        // A later pass meets a label its first pass did not find.
+        let started = start(
+            &TableFile::open(&csv, None).unwrap().with_labels(names),
+            8,
+            800,
+        );
+        let short = |path: &std::path::Path| {
+            let table = TableFile::open(path, None).unwrap();
+            let table = table.with_labels(vec!["low".to_owned()]);
+            started
+                .basis()
+                .pass(&table, &mut |_| {})
+                .unwrap_err()
+                .to_string()
+        };
+        let ring = y.iter().position(|&v| v > 0.5).unwrap();
+        let err = short(&csv);
+        let at = format!(
+            "t.csv: line {} (data row {}), column 'class'",
+            ring + 2,
+            ring + 1
+        );
+        assert!(
+            err.contains(&at) && err.contains("label 'ring' is none"),
+            "{err}"
+        );
+        let err = short(&parquet);
+        let at = format!("t.parquet: data row {}, column 'class'", ring + 1);
+        assert!(
+            err.contains(&at) && err.contains("label 'ring' is none"),
+            "{err}"
+        );
     }
 }

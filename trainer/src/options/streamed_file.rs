@@ -11,7 +11,7 @@
 use nalgebra::DMatrix;
 
 use crate::data::stream::{scan, TableFile};
-use crate::fit::capabilities::{CLASSIFICATION_NOT_STREAMED, TEXT_LABELS_NOT_STREAMED};
+use crate::fit::capabilities::CLASSIFICATION_NOT_STREAMED;
 use crate::fit::streamed::{
     choose_kernel, fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
     STREAMED_CHECK_ROWS,
@@ -30,8 +30,6 @@ pub(crate) enum NotStreamed {
     Family(Method),
     /// A classification asked of a family that does not classify.
     Classification,
-    /// A classification of text labels: the pass reads numbers.
-    TextLabels,
     /// A file of this many rows or fewer is faster fitted in memory.
     Small(u64),
     /// Several targets asked to be classified: they stream as a
@@ -51,10 +49,6 @@ impl std::fmt::Display for NotStreamed {
             NotStreamed::Classification => write!(
                 f,
                 "a classification streams with svgp only: {CLASSIFICATION_NOT_STREAMED}"
-            ),
-            NotStreamed::TextLabels => write!(
-                f,
-                "a classification of text labels does not stream: {TEXT_LABELS_NOT_STREAMED}"
             ),
             NotStreamed::Small(rows) => write!(
                 f,
@@ -140,16 +134,15 @@ pub(crate) fn start_streamed(
     if model.capabilities().not_streamed.is_some() {
         return Ok(Err(NotStreamed::Family(model)));
     }
+    let text = table.target_is_text()?;
     let asked_class = task == Some(Task::Classification) || positive.is_some();
     let classifies = auto || model.capabilities().classifies;
-    if asked_class && !classifies {
+    if ((asked_class || text) && !classifies) || (text && task == Some(Task::Regression)) {
+        // Text labels asked of a regression: refused in memory.
         return Ok(Err(NotStreamed::Classification));
     }
-    if table.target_is_text()? {
-        return Ok(Err(NotStreamed::TextLabels));
-    }
     let mut params = StreamedParams::default();
-    let classify = asked_class || !model.capabilities().regresses;
+    let classify = asked_class || text || !model.capabilities().regresses;
     if classify {
         if !table.has_more_rows_than(params.in_memory_rows)? {
             return Ok(Err(NotStreamed::Small(params.in_memory_rows)));
@@ -166,6 +159,14 @@ pub(crate) fn start_streamed(
         spgp.model = Some(ModelChoice::Family(Method::Spgp));
         spgp.check_applies(Some(Task::Regression), &[])?;
     }
+    // Text labels: their pass, then every pass reads a label's index.
+    let labelled;
+    let table = if text {
+        labelled = table.clone().with_labels(table.collect_labels()?);
+        &labelled
+    } else {
+        table
+    };
     let seed = options.seed.unwrap_or(params.sparse.seed);
     let first = scan(
         table,

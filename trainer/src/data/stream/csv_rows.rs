@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::BufReader;
 
 use super::{ChunkBuilder, TableFile};
+use crate::data::Place;
 use crate::files::Input;
 use crate::Result;
 
@@ -56,9 +57,11 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
     let mut csv = reader(&table.parts[0].input)?;
     let width = crate::data::read_header(&mut csv, source)?.len();
     let mut row = Vec::with_capacity(table.selected.len());
+    let (inputs, target) = table.selected.split_at(table.selected.len() - 1);
+    let labelled = !table.class_labels().is_empty();
     crate::data::for_each_record(&mut csv, source, width, |record, at| {
         row.clear();
-        for &c in &table.selected {
+        for &c in inputs {
             row.push(crate::data::cell_value(
                 record,
                 c,
@@ -67,6 +70,26 @@ pub(crate) fn read(table: &TableFile, chunks: &mut ChunkBuilder<'_>) -> Result<(
                 at,
             )?);
         }
+        for &c in target {
+            row.push(match labelled {
+                true => table.label_code(record.get(c).unwrap_or(""), source, &at.describe())?,
+                false => crate::data::cell_value(record, c, &table.columns, source, at)?,
+            });
+        }
         chunks.push(&row, record.position().map_or(0, |p| p.byte()))
+    })
+}
+
+/// Hands every data row's target cell, as written, to `f` with its place.
+pub(crate) fn target_cells(
+    table: &TableFile,
+    f: &mut dyn FnMut(&str, Place) -> Result<()>,
+) -> Result<()> {
+    let source = table.source.as_str();
+    let mut csv = reader(&table.parts[0].input)?;
+    let width = crate::data::read_header(&mut csv, source)?.len();
+    let target = table.selected.last().copied().unwrap_or(0);
+    crate::data::for_each_record(&mut csv, source, width, |record, at| {
+        f(record.get(target).unwrap_or(""), at)
     })
 }

@@ -41,6 +41,7 @@ use std::sync::{Arc, OnceLock};
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::data::Place;
 use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
@@ -76,6 +77,9 @@ pub struct TableFile {
     known_rows: Option<u64>,
     /// Which columns hold text, when the format records it (Parquet).
     text_columns: Vec<bool>,
+    /// A text target's class labels, sorted ([`TableFile::with_labels`]):
+    /// the passes read each target cell as its label's index.
+    labels: Option<Arc<Vec<String>>>,
     /// Data rows of the first complete pass (every pass must agree).
     rows_read: Arc<OnceLock<u64>>,
     /// File size in bytes.
@@ -188,6 +192,7 @@ impl TableFile {
             selected,
             known_rows,
             text_columns,
+            labels: None,
             rows_read: Arc::new(OnceLock::new()),
             bytes: input.bytes(),
         })
@@ -221,6 +226,120 @@ impl TableFile {
             }
             _ => Ok(false),
         }
+    }
+
+    /// This table with its text target read as class labels: each target
+    /// cell as its index in `labels` (sorted and distinct, as
+    /// [`crate::data::labels`] codes a column read whole), a cell that is
+    /// none of them refused naming its place.
+    pub(crate) fn with_labels(mut self, labels: Vec<String>) -> Self {
+        self.labels = Some(Arc::new(labels));
+        self
+    }
+
+    /// The text target's class labels, sorted; empty for numbers.
+    pub fn class_labels(&self) -> &[String] {
+        self.labels.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// The text target's distinct class labels, sorted as
+    /// [`crate::data::labels`] sorts a column read whole: a pass over the
+    /// target column alone (its cells only, for Parquet), before the first
+    /// pass, which then reads each label as its index.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] as a column read whole is refused: a column of
+    /// mostly numbers with some text (bad cells, the first named), more
+    /// than [`crate::data::labels::MAX_TEXT_CLASSES`] labels, or a label
+    /// in one row only (named with its place); every error of reading.
+    pub(crate) fn collect_labels(&self) -> Result<Vec<String>> {
+        use std::collections::BTreeMap;
+        let max = crate::data::labels::MAX_TEXT_CLASSES;
+        // Each label's count and first place; numbers counted apart.
+        let mut seen: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        let (mut numbers, mut texts, mut first_text) = (0u64, 0u64, None::<String>);
+        let column = self.target_name.clone();
+        let mut note = |cell: &str, source: &str, at: Place| -> Result<()> {
+            let place = || format!("{source}: {}, column '{column}'", at.describe());
+            if cell.parse::<f64>().is_ok_and(f64::is_finite) {
+                numbers += 1;
+            } else {
+                texts += 1;
+                if first_text.is_none() {
+                    first_text = Some(format!(
+                        "{}: {} is not a number",
+                        place(),
+                        crate::data::quote(cell)
+                    ));
+                }
+            }
+            let distinct = seen.len();
+            match seen.get_mut(cell) {
+                Some(entry) => entry.0 += 1,
+                None if distinct >= max => {
+                    return Err(Error::BadInput(format!(
+                        "{}: {} makes more than {max} distinct values: too many to be class \
+                         labels",
+                        place(),
+                        crate::data::quote(cell)
+                    )))
+                }
+                None => {
+                    seen.insert(cell.to_owned(), (1, place()));
+                }
+            }
+            Ok(())
+        };
+        match self.format {
+            Format::Csv => {
+                csv_rows::target_cells(self, &mut |cell, at| note(cell, &self.source, at))?
+            }
+            Format::Parquet => parquet_rows::target_cells(self, &mut note)?,
+        }
+        if numbers > texts {
+            return Err(Error::BadInput(format!(
+                "{}; the column holds numbers in {numbers} of {} rows, so it is a column of \
+                 numbers with {texts} bad cell{}",
+                first_text.unwrap_or_default(),
+                numbers + texts,
+                if texts == 1 { "" } else { "s" }
+            )));
+        }
+        if let Some((label, (_, place))) = seen.iter().find(|(_, (n, _))| *n == 1) {
+            let listed: Vec<String> = seen
+                .iter()
+                .take(12)
+                .map(|(l, (n, _))| format!("{} x{n}", crate::data::quote(l)))
+                .collect();
+            return Err(Error::BadInput(format!(
+                "{place}: label {} appears in no other row (labels: {}{}): a classifier needs \
+                 every class in at least two rows; a typing error?",
+                crate::data::quote(label),
+                listed.join(", "),
+                if seen.len() > 12 { ", ..." } else { "" }
+            )));
+        }
+        Ok(seen.into_keys().collect())
+    }
+
+    /// The class index of the target cell `cell` at `place` (`line L (data
+    /// row R)`, `data row R`) of the file `source`.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the file, the place and the column when
+    /// `cell` is none of the labels.
+    pub(crate) fn label_code(&self, cell: &str, source: &str, place: &str) -> Result<f64> {
+        let labels = self.class_labels();
+        labels
+            .binary_search_by(|l| l.as_str().cmp(cell))
+            .map(|k| k as f64)
+            .map_err(|_| {
+                Error::BadInput(unknown_label(
+                    &format!("{source}: {place}, column '{}'", self.target_name),
+                    cell,
+                    labels,
+                ))
+            })
     }
 
     /// Whether the file has more than `rows` data rows: from the metadata
@@ -288,6 +407,20 @@ impl TableFile {
         }
         Ok(rows)
     }
+}
+
+/// Why a target cell is refused by a streamed classifier of text labels:
+/// `at` says where (file, place, column).
+pub(crate) fn unknown_label(at: &str, cell: &str, labels: &[String]) -> String {
+    let listed: Vec<&str> = labels.iter().take(12).map(String::as_str).collect();
+    format!(
+        "{at}: label {} is none of the {} the first pass found ({}{}); the rows changed \
+         since?",
+        crate::data::quote(cell),
+        labels.len(),
+        listed.join(", "),
+        if labels.len() > 12 { ", ..." } else { "" }
+    )
 }
 
 /// Collects validated rows into chunks of a fixed size, whatever batches
@@ -443,6 +576,40 @@ mod tests {
             .unwrap()
             .target_is_text()
             .unwrap());
+    }
+
+    /// Text labels are collected as a column read whole codes them, and
+    /// refused where it refuses them, each naming its place.
+    #[test]
+    fn text_labels_are_collected_sorted_and_refused_as_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let labels = |text: &str| {
+            let path = dir.path().join("l.csv");
+            std::fs::write(&path, format!("a,y\n{text}")).unwrap();
+            TableFile::open(&path, None).unwrap().collect_labels()
+        };
+        let ok = labels("1,ok\n2,fault\n3,ok\n4,b\n5,fault\n6,b\n").unwrap();
+        assert_eq!(ok, ["b", "fault", "ok"]);
+        let in_memory = Dataset::from_reader(
+            "a,y\n1,ok\n2,fault\n3,ok\n4,b\n5,fault\n6,b\n".as_bytes(),
+            "l.csv",
+            None,
+        )
+        .unwrap();
+        assert_eq!(in_memory.class_labels, ok);
+        let err = labels("1,ok\n2,fault\n3,ok\n4,okk\n5,fault\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 5 (data row 4), column 'y': label 'okk' appears in no other row"),
+            "{err}"
+        );
+        let err = labels("1,ok\n2,1\n3,0\n4,1\n").unwrap_err().to_string();
+        assert!(
+            err.contains("line 2 (data row 1), column 'y': 'ok' is not a number"),
+            "{err}"
+        );
+        assert!(err.contains("numbers with 1 bad cell"), "{err}");
     }
 
     #[test]

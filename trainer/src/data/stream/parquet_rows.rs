@@ -569,12 +569,18 @@ fn read_part(
         .collect();
     let total_rows = part.rows.unwrap_or(0).max(1);
     let mut row = vec![0.0; named.len()];
-    for_each_batch(&part.input, &named, false, &mut |first_row, batch| {
-        let (columns, _) = split_batch(batch);
-        let n = columns.first().map_or(0, |v| v.len());
+    let labelled = !table.class_labels().is_empty();
+    let source = part.input.name();
+    for_each_batch(&part.input, &named, labelled, &mut |first_row, batch| {
+        let (columns, text) = split_batch(batch);
+        let n = text.map_or_else(|| columns.first().map_or(0, |v| v.len()), Vec::len);
         for i in 0..n {
             for (cell, values) in row.iter_mut().zip(&columns) {
                 *cell = values[i];
+            }
+            if let (Some(cells), Some(last)) = (text, row.last_mut()) {
+                let place = format!("data row {}", first_row + i as u64 + 1);
+                *last = table.label_code(&cells[i], source, &place)?;
             }
             let done = first_row + i as u64 + 1;
             let share = part.input.bytes() as f64 * done as f64 / total_rows as f64;
@@ -582,6 +588,30 @@ fn read_part(
         }
         Ok(())
     })
+}
+
+/// Hands every data row's target cell, as text, to `f` with its file and
+/// place: a directory's files one after the other.
+pub(crate) fn target_cells(
+    table: &TableFile,
+    f: &mut dyn FnMut(&str, &str, Place) -> Result<()>,
+) -> Result<()> {
+    let target = [table.target_name.as_str()];
+    for part in &table.parts {
+        let source = part.input.name();
+        for_each_batch(&part.input, &target, true, &mut |first_row, batch| {
+            let (_, text) = split_batch(batch);
+            for (i, cell) in text.into_iter().flatten().enumerate() {
+                let at = Place {
+                    line: None,
+                    row: first_row + i as u64 + 1,
+                };
+                f(cell, source, at)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Writes inputs `x` (rows x D, columns named `input_names`) and the
