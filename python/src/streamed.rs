@@ -211,6 +211,10 @@ pub(crate) struct StreamedFit {
     /// The file's target columns (one, or several for several targets).
     #[pyo3(get)]
     target_names: Vec<String>,
+    /// A classifier's text labels, sorted: a block's target cell is the
+    /// index of its label here (empty for numbers).
+    #[pyo3(get)]
+    class_labels: Vec<String>,
 }
 
 fn finished() -> PyErr {
@@ -365,10 +369,15 @@ pub(crate) fn start_file(
         Left::Classifier { start, .. } => (start.input_names(), vec![start.target_name()]),
         Left::Outputs(s) => (s.input_names(), s.target_names()),
     };
+    let class_labels = match &left {
+        Left::Classifier { start, .. } => start.text_labels().to_vec(),
+        _ => Vec::new(),
+    };
     Ok(StreamedFit {
         left: Some(left),
         job,
         input_names,
         target_names,
+        class_labels,
     })
 }

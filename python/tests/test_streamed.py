@@ -292,7 +292,10 @@ def by_hand(started, X, Y, cuts):
     ``cuts``, numbered, merged in ``merge_tree``'s order."""
     def pass_sums(basis):
         bounds = list(zip(cuts, cuts[1:]))
-        return merge_tree([basis.sums(X[a:b], Y[a:b], part=k) for k, (a, b) in enumerate(bounds)])
+        return merge_tree([
+            basis.sums(X[a:b], None if Y is None else Y[a:b], part=k)
+            for k, (a, b) in enumerate(bounds)
+        ])
     return started.run(pass_sums, parts=len(cuts) - 1)
 
 
@@ -324,6 +327,41 @@ def test_a_classifier_streams_in_chunks_as_fit_file(labelled):
     est = by_hand(started, X, c, [0, CHUNK, ROWS])
     assert est.to_bytes() == whole.to_bytes()
     np.testing.assert_array_equal(est.predict(frame(X[:50])), whole.predict(frame(X[:50])))
+
+
+def test_text_labels_stream_as_the_numbers_they_index(tmp_path):
+    """A file of text labels streams as the same rows labelled by the
+    labels' indices (sorted: no = 0, yes = 1; yes the rarer, so the positive
+    class either way): the same predictions, the blob's labels the text;
+    its rounds summed by hand from text blocks give fit_file's blob; a
+    label the file's first pass did not find is refused, naming it."""
+    rng = np.random.default_rng(9)
+    X = rng.uniform(-2.0, 2.0, (ROWS, 3))
+    f = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.3 * rng.standard_normal(ROWS)
+    c = (f > np.quantile(f, 0.6)).astype(float)
+    text = np.where(c > 0.5, "yes", "no")
+    numbers, words = tmp_path / "numbers.csv", tmp_path / "words.csv"
+    pd.DataFrame(np.hstack([X, c[:, None]]), columns=["a", "b", "c", "label"]).to_csv(
+        numbers, index=False, float_format="%.17g")
+    table = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=text)
+    table.to_csv(words, index=False, float_format="%.17g")
+    by_number = sgp.SparseGPClassifier(**SETTINGS).fit_file(str(numbers))
+    by_word = sgp.SparseGPClassifier(**SETTINGS).fit_file(str(words))
+    assert by_word.to_model().class_labels == ["no", "yes"]
+    assert list(by_word.classes_) == ["no", "yes"]
+    np.testing.assert_array_equal(
+        by_word.predict_proba(frame(X[:500])), by_number.predict_proba(frame(X[:500])))
+    assert list(by_word.predict(frame(X[:20]))) == [
+        "yes" if v else "no" for v in by_number.predict(frame(X[:20]))]
+
+    started = sgp.SparseGPClassifier(**SETTINGS).start_file(str(words))
+    assert started.basis.class_labels == ["no", "yes"]
+    est = by_hand(started, table, None, [0, CHUNK, ROWS])
+    assert est.to_bytes() == by_word.to_bytes()
+    odd = table.iloc[:10].copy()
+    odd.loc[7, "label"] = "maybe"
+    with pytest.raises(ValueError, match="row 8 of this block, column 'label': label 'maybe'"):
+        pickle.loads(pickle.dumps(started.basis)).sums(odd)
 
 
 def test_several_targets_stream_from_python_with_the_trainers_choice(two_targets):

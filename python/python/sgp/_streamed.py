@@ -77,11 +77,14 @@ class ChunkBasis:
     to sum its rows (bytes inside; pickles)."""
 
     def __init__(
-        self, data: bytes, input_names: Sequence[str], target_names: Union[str, Sequence[str]]
+        self, data: bytes, input_names: Sequence[str], target_names: Union[str, Sequence[str]],
+        class_labels: Sequence[str] = (),
     ) -> None:
         self.data = bytes(data)
         self.input_names = list(input_names)
         self.target_names = [target_names] if isinstance(target_names, str) else list(target_names)
+        # A classifier of text labels: sorted, a label's class is its index.
+        self.class_labels = list(class_labels)
 
     @property
     def target_name(self) -> str:
@@ -92,7 +95,8 @@ class ChunkBasis:
         """The sums of the raw rows ``X`` (n x inputs, the file's input
         columns in order; a DataFrame's columns are picked by name) and
         targets ``y`` (n, or n x targets for several; a classifier's class
-        values as numbers; None: a DataFrame ``X``'s target columns).
+        values as numbers, or its text labels where the file's are text;
+        None: a DataFrame ``X``'s target columns).
         ``part``: the number of this partition of the rows (0, 1, ...), so
         that a merge refuses it twice and ``StreamedFit.finish(sums,
         parts=N)`` names it if it is lost."""
@@ -107,6 +111,8 @@ class ChunkBasis:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got shape {X.shape}")
         n, d = X.shape
+        if self.class_labels:
+            y = self._label_codes(np.asarray(y).reshape(-1))
         y = np.ascontiguousarray(y, dtype=np.float64).reshape(n, -1)
         return ChunkSums(
             _native.basis_sums(
@@ -114,8 +120,25 @@ class ChunkBasis:
             )
         )
 
+    def _label_codes(self, y: np.ndarray) -> np.ndarray:
+        """Each text label's class index; a label the file's first pass did
+        not find is refused, naming its row of the block and the column."""
+        index = {label: k for k, label in enumerate(self.class_labels)}
+        codes = np.empty(len(y), dtype=np.float64)
+        for i, label in enumerate(y):
+            k = index.get(str(label))
+            if k is None:
+                shown = ", ".join(self.class_labels[:12])
+                raise ValueError(
+                    f"row {i + 1} of this block, column '{self.target_name}': label "
+                    f"{str(label)!r} is none of the {len(self.class_labels)} the first pass "
+                    f"found ({shown}); the rows changed since?"
+                )
+            codes[i] = k
+        return codes
+
     def __reduce__(self) -> Any:
-        return (ChunkBasis, (self.data, self.input_names, self.target_names))
+        return (ChunkBasis, (self.data, self.input_names, self.target_names, self.class_labels))
 
 
 class StreamedFit:
@@ -132,7 +155,7 @@ class StreamedFit:
 
     def _basis(self) -> ChunkBasis:
         return ChunkBasis(self._native.basis(), self._native.input_names,
-                          self._native.target_names)
+                          self._native.target_names, self._native.class_labels)
 
     @property
     def rounds(self) -> int:

@@ -551,22 +551,7 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
         (true, None) => format!("auto chose {exported}: the one family that applies here"),
         (false, None) => format!("{exported} was fitted as asked"),
     };
-    let raced: Vec<&str> = choice
-        .candidates
-        .iter()
-        .filter(|c| choice.asked == AUTO && c.against.as_ref().is_some_and(stopped))
-        .map(|c| c.name.as_str())
-        .collect();
-    if !raced.is_empty() {
-        sentence += &format!(
-            "; {} stopped after the first of {} folds, where spgp beat {} by more than {} \
-             standard error",
-            raced.join(", "),
-            held_out::CHOICE_FOLDS,
-            if raced.len() == 1 { "it" } else { "each" },
-            held_out::MARGIN_SE
-        );
-    }
+    sentence += &raced_note(choice, stopped);
     if let Some(v) = &choice.objective {
         sentence += &format!(
             "; objective chosen on a held-out quarter: {} ({} {:.4}, {} {:.4}, standard error \
@@ -590,6 +575,28 @@ fn reason(choice: &Choice, rows: usize, held_out: bool) -> String {
         sentence += &sampled_note(rows);
     }
     sentence
+}
+
+/// The race's clause of [`reason`]: which families `auto` stopped after
+/// the first fold (empty if none).
+fn raced_note(choice: &Choice, stopped: impl Fn(&Verdict) -> bool) -> String {
+    let raced: Vec<&str> = choice
+        .candidates
+        .iter()
+        .filter(|c| choice.asked == AUTO && c.against.as_ref().is_some_and(&stopped))
+        .map(|c| c.name.as_str())
+        .collect();
+    if raced.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} stopped after the first of {} folds, where spgp beat {} by more than {} \
+         standard error",
+        raced.join(", "),
+        held_out::CHOICE_FOLDS,
+        if raced.len() == 1 { "it" } else { "each" },
+        held_out::MARGIN_SE
+    )
 }
 
 #[cfg(test)]
