@@ -18,9 +18,10 @@
 use sgp_runtime::Kernel;
 
 use super::held_out::{self, Scores};
-use super::Request;
+use super::{Asked, Request};
 use crate::data::{Dataset, TargetKind};
-use crate::fit::FitParams;
+use crate::evaluate::contest::contest_rows;
+use crate::fit::{FitParams, SparseParams};
 use crate::fit::{KernelScore, KernelVerdict, Verdict};
 use crate::Result;
 
@@ -125,6 +126,32 @@ fn decide(scores: &Scores, score: &str) -> KernelVerdict {
         candidates,
         reason,
     }
+}
+
+/// `--kernel auto` on a streamed file: the kernel chosen as an in-memory
+/// fit chooses it ([`choose`], on a random `CONTEST_ROWS` of the rows), here
+/// of `pools`, each output's sampled rows the stages fit on
+/// ([`crate::fit::streamed::stage_pool`]), with `sparse`'s SPGP; and the
+/// verdict, for the report. Held-out comparisons off (`held_out` false)
+/// keep the squared exponential, as in memory.
+///
+/// # Errors
+/// If the rows cannot be split, or every kernel's fit fails.
+pub(crate) fn choose_streamed(
+    pools: &[Dataset],
+    sparse: &SparseParams,
+    held_out: bool,
+) -> Result<(Kernel, KernelVerdict)> {
+    let rows = contest_rows(pools, sparse.seed)?;
+    let spgp = FitParams::Spgp(sparse.clone());
+    let request = Request {
+        asked: Asked::Family(spgp.clone()),
+        held_out,
+        choose_objective: false,
+        choose_kernel: true,
+    };
+    let (chosen, verdict) = choose(&rows, &spgp, &request, None)?;
+    Ok((chosen.kernel(), verdict))
 }
 
 #[cfg(test)]

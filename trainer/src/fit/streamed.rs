@@ -29,19 +29,17 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use sgp_runtime::{Kernel, ModelKind};
+use sgp_runtime::ModelKind;
 
 use super::sparse::{fit_sparse, folded, validation_nlpd, SparseFit, StartChoice};
 use super::spgp::fit_pseudo_inputs;
 use super::streamed_basis::StreamedBasis;
 use super::{
-    Expansion, Fit, FitParams, FitReport, KernelVerdict, Method, OptimiserReport, OutputReport,
-    Rebuild, Rebuilt, SparseParams, StartReport,
+    Expansion, Fit, FitReport, Method, OptimiserReport, OutputReport, Rebuild, Rebuilt,
+    SparseParams, StartReport,
 };
-use crate::choose::{Asked, Request};
 use crate::data::stream::{ReadProgress, Scan, TableFile};
 use crate::data::{Dataset, TargetKind};
-use crate::evaluate::contest::contest_rows;
 use crate::model::features::PseudoInputs;
 use crate::model::inference::fitc::FitcConfig;
 use crate::model::inference::RuntimeForm;
@@ -456,32 +454,6 @@ pub(crate) fn stage_pool(
     sample.subset(&(0..pool).collect::<Vec<_>>())
 }
 
-/// `--kernel auto` on a streamed file: the kernel chosen as an in-memory
-/// fit chooses it (`crate::choose::kernel`, on a random `CONTEST_ROWS` of
-/// the rows), here of `pools`, each output's sampled rows the stages fit on
-/// ([`stage_pool`]), with `sparse`'s SPGP; and the verdict, for the report.
-/// Held-out comparisons off (`held_out` false) keep the squared
-/// exponential, as in memory.
-///
-/// # Errors
-/// If the rows cannot be split, or every kernel's fit fails.
-pub(crate) fn choose_kernel(
-    pools: &[Dataset],
-    sparse: &SparseParams,
-    held_out: bool,
-) -> Result<(Kernel, KernelVerdict)> {
-    let rows = contest_rows(pools, sparse.seed)?;
-    let spgp = FitParams::Spgp(sparse.clone());
-    let request = Request {
-        asked: Asked::Family(spgp.clone()),
-        held_out,
-        choose_objective: false,
-        choose_kernel: true,
-    };
-    let (chosen, verdict) = crate::choose::kernel::choose(&rows, &spgp, &request, None)?;
-    Ok((chosen.kernel(), verdict))
-}
-
 /// Steps 1 and 2 of the module documentation: the staged SPGP fit on the
 /// sample `scan` kept of `table`.
 ///
@@ -668,6 +640,7 @@ fn grow_subset(
 pub(crate) mod tests {
     use super::*;
     use nalgebra::DMatrix;
+    use sgp_runtime::Kernel;
 
     use crate::data::stream::{scan, write_parquet};
     use crate::export::export;

@@ -364,12 +364,12 @@ pub fn predict_outputs(
     blob: &[u8],
     x: &nalgebra::DMatrix<f64>,
 ) -> Result<Vec<Vec<DevicePrediction>>> {
-    if !crate::export::artefact::is_container(blob) {
+    if !sgp_runtime::Container::is_container(blob) {
         return predict_outputs_loaded(&LoadedModel::load(blob)?, x);
     }
     // A container: each member's one output, side by side.
     let mut rows = vec![Vec::new(); x.nrows()];
-    for member in crate::export::artefact::members(blob)? {
+    for member in sgp_runtime::Container::parse(blob)?.members() {
         let each = predict_outputs_loaded(&LoadedModel::load(member)?, x)?;
         for (row, mut predictions) in rows.iter_mut().zip(each) {
             row.append(&mut predictions);

@@ -13,8 +13,7 @@ use nalgebra::DMatrix;
 use crate::data::stream::{scan, TableFile};
 use crate::fit::capabilities::CLASSIFICATION_NOT_STREAMED;
 use crate::fit::streamed::{
-    choose_kernel, fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
-    STREAMED_CHECK_ROWS,
+    fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit, STREAMED_CHECK_ROWS,
 };
 use crate::fit::streamed_classify::{start_classifier, ClassifierStart, SUBSET_ROWS};
 use crate::fit::task::Task;
@@ -203,8 +202,11 @@ pub(crate) fn start_streamed(
         Some(KernelChoice::Auto) => {
             let held_out = !options.no_held_out_choice;
             let pool = stage_pool(table, &first, &params)?;
-            let (chosen, verdict) =
-                choose_kernel(std::slice::from_ref(&pool), &params.sparse, held_out)?;
+            let (chosen, verdict) = crate::choose::kernel::choose_streamed(
+                std::slice::from_ref(&pool),
+                &params.sparse,
+                held_out,
+            )?;
             params.sparse.kernel = chosen;
             Some(verdict)
         }

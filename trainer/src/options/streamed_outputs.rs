@@ -22,8 +22,7 @@ use crate::choose::outputs::{basis_choice, note_kernel, BasisChoice};
 use crate::data::stream::{scan, Scan, TableFile};
 use crate::fit::streamed::STREAMED_CHECK_ROWS;
 use crate::fit::streamed::{
-    choose_kernel, fit_subset, fit_subset_outputs, stage_pool, StreamedParams, StreamedProgress,
-    SubsetFit,
+    fit_subset, fit_subset_outputs, stage_pool, StreamedParams, StreamedProgress, SubsetFit,
 };
 use crate::fit::streamed_basis::StreamedBasis;
 use crate::fit::task::Task;
@@ -307,7 +306,8 @@ fn started(
         .map(|(table, scan)| stage_pool(table, scan, &params))
         .collect::<Result<Vec<_>>>()?;
     let kernel = if asked.kernel_auto {
-        let (chosen, verdict) = choose_kernel(&pool, &params.sparse, asked.held_out)?;
+        let (chosen, verdict) =
+            crate::choose::kernel::choose_streamed(&pool, &params.sparse, asked.held_out)?;
         params.sparse.kernel = chosen;
         Some(verdict)
     } else {
