@@ -212,7 +212,7 @@ pub struct Summary<'a> {
     /// The model's inputs, in the order it takes them.
     #[serde(skip)]
     pub inputs: &'a [String],
-    /// A binary classifier's bias `b` and its positive class.
+    /// A binary classifier's bias `b`.
     #[serde(skip)]
     pub bias: f64,
     /// A binary classifier's positive class: its label, or its value.
