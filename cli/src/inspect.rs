@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use sgp_runtime::ModelSpec;
-use sgp_trainer::export::artefact::{is_container, members};
+use sgp_trainer::export::artefact::is_container;
 use sgp_trainer::export::inspect::{summarise, summarise_container};
 use sgp_trainer::files::Input;
 use sgp_trainer::{Error, Result};
@@ -49,14 +49,7 @@ fn inspect_container(
     json: bool,
     capacity: Option<(usize, usize, usize)>,
 ) -> Result<()> {
-    let specs = members(blob)?
-        .into_iter()
-        .map(|m| Ok((ModelSpec::from_bytes(m)?, m.len())))
-        .collect::<Result<Vec<_>>>()?;
-    let mut summary = summarise_container(&specs, blob.len(), capacity);
-    for (member, bytes) in summary.members.iter_mut().zip(members(blob)?) {
-        member.measure_fixed_point(bytes)?;
-    }
+    let summary = summarise_container(blob, capacity)?;
     let misfit = summary.misfit();
     print_summary(model, &summary, json, misfit.filter(|_| capacity.is_some()))
 }

@@ -12,7 +12,7 @@ use sgp_trainer::fit::task::Task;
 use sgp_trainer::fit::Method;
 use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::options::settings::{self, stated};
-use sgp_trainer::options::{Options, DEFAULT_CLASSIFIER, DEFAULT_SEED};
+use sgp_trainer::options::{Options, DEFAULT_SEED};
 use sgp_trainer::{Error, Result};
 
 use super::fit::{table, LinkArg};
@@ -132,10 +132,7 @@ pub(crate) fn sweep_command(args: &SweepArgs, given: &[&str], quiet: bool) -> Re
         eprintln!("sgp: warning: {warning}");
     }
     let task = train.task();
-    let models = args.models.clone().unwrap_or_else(|| match task {
-        Task::Regression => vec![Method::Spgp, Method::Vsgp],
-        Task::Classification => vec![DEFAULT_CLASSIFIER],
-    });
+    let models = args.models.clone().unwrap_or_else(|| task.compared());
     settings::check(&models, Some(task), given)?;
     let spec = SweepSpec {
         models,

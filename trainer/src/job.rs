@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 use serde::Serialize;
+use sgp_runtime::{Link, VarianceForm};
 
 use crate::choose::outputs::{fit_outputs, BasisChoice};
 use crate::choose::{self, Asked, Choice, Request};
@@ -21,14 +22,16 @@ use crate::data::multi_target::{parse_target_list, MultiTargetData};
 use crate::data::stream::TableFile;
 use crate::data::Dataset;
 use crate::export::cure::Cure;
-use crate::export::{Exported, Fidelity};
+use crate::export::{golden_points, golden_rust, Exported, Fidelity};
 use crate::files::{check_outputs, check_outside, Input};
+use crate::fit::gplasso::{gplasso_path, PathRow, PATH_HOLDOUT};
 use crate::fit::streamed::StreamedProgress;
 use crate::fit::streamed_classify::{ClassifierBasis, ClassifierStart};
 use crate::fit::task::{choose_task, Classes, Task};
 use crate::fit::warnings::about_data;
 use crate::fit::{Fit, FitParams, FitReport, Method};
 use crate::model::posterior_sums::PosteriorSums;
+use crate::numerics::lars::LarsStop;
 use crate::options::streamed_file::{start_streamed, NotStreamed, Started, StreamedStart};
 use crate::options::streamed_outputs::{start_outputs, OpenTable, OutputsStart};
 use crate::options::{KernelChoice, ModelChoice, Options};
@@ -173,7 +176,9 @@ pub struct Done {
     pub check_x: DMatrix<f64>,
 }
 
-/// What one exported model reports besides its blob.
+/// What one exported model reports besides its blob: the fields
+/// serialised are the report Python returns; the others are plain figures
+/// of the blob a front end prints.
 #[derive(Serialize)]
 pub struct Summary<'a> {
     /// The fit's report.
@@ -184,6 +189,60 @@ pub struct Summary<'a> {
     pub fidelity: &'a Fidelity,
     /// The jitter raise that cured the export, if one was needed.
     pub cure: Option<&'a Cure>,
+    /// The blob's kind (the family's, but spgp-pca's is spgp-dr).
+    #[serde(skip)]
+    pub kind: &'static str,
+    /// Why the kind is not the family's name, where it is not.
+    #[serde(skip)]
+    pub kind_note: Option<String>,
+    /// What the choices above the family did, where the blob is not simply
+    /// the family asked for: `auto`'s choice (of a family or a kernel), or
+    /// a named family plain SPGP beat on held-out rows.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+    /// Basis functions of the model.
+    #[serde(skip)]
+    pub n_basis: usize,
+    /// Each member's link, in output (or class) order.
+    #[serde(skip)]
+    pub links: Vec<Link>,
+    /// Each member's target column (or class), in output order.
+    #[serde(skip)]
+    pub targets: Vec<&'a str>,
+    /// The model's inputs, in the order it takes them.
+    #[serde(skip)]
+    pub inputs: &'a [String],
+    /// A binary classifier's bias `b`.
+    #[serde(skip)]
+    pub bias: f64,
+    /// A binary classifier's positive class: its label, or its value.
+    #[serde(skip)]
+    pub positive: String,
+    /// The blob's length.
+    #[serde(skip)]
+    pub blob_bytes: usize,
+    /// The f32 check of each output, in output order.
+    #[serde(skip)]
+    pub fidelities: &'a [Fidelity],
+    /// The blob's variance form.
+    #[serde(skip)]
+    pub variance: VarianceForm,
+    /// Why the blob has the solves, not the product.
+    #[serde(skip)]
+    pub product_refused: Option<&'a str>,
+}
+
+/// GPLasso's lasso path up to the non-zeros asked for (`sgp fit --path`),
+/// fitted on part of the rows and scored on the rest.
+pub struct LassoPath {
+    /// Its breakpoints.
+    pub rows: Vec<PathRow>,
+    /// Why it stopped.
+    pub stop: LarsStop,
+    /// The non-zeros asked for (`--m`).
+    pub asked: usize,
+    /// The fraction of the rows it is scored on.
+    pub holdout: f64,
 }
 
 /// What a job reports besides its blobs.
@@ -244,16 +303,57 @@ impl Done {
 impl Output {
     /// Its report.
     pub fn summary(&self) -> Summary<'_> {
+        let (set, report) = (&self.fit.set, &self.fit.report);
+        let model = &set.members[0];
+        let (kind, method) = (model.kind.name(), report.method.name());
+        let kind_note = (kind != method).then(|| {
+            format!("the {method} blob has kind {kind}: the device evaluates the same form")
+        });
+        let notes = report
+            .choice
+            .iter()
+            .filter(|c| c.asked == choose::AUTO || c.spgp_not_beaten() || c.kernel.is_some())
+            .map(|c| c.reason.clone())
+            .collect();
         Summary {
-            report: &self.fit.report,
-            classes: &self.fit.set.class_labels,
+            report,
+            classes: &set.class_labels,
             fidelity: &self.exported.fidelity,
             cure: self.exported.cure.as_ref(),
+            kind,
+            kind_note,
+            notes,
+            n_basis: model.n_basis(),
+            links: set.members.iter().map(|m| m.link).collect(),
+            targets: set.members.iter().map(|m| m.target_name.as_str()).collect(),
+            inputs: &model.input_names,
+            bias: model.bias,
+            positive: set
+                .class_labels
+                .get(1)
+                .cloned()
+                .unwrap_or_else(|| model.positive_class.to_string()),
+            blob_bytes: self.exported.blob.len(),
+            fidelities: &self.exported.outputs,
+            variance: self.exported.variance,
+            product_refused: self.exported.product_refused.as_deref(),
         }
     }
 }
 
 impl Done {
+    /// Golden values of output `k` for firmware tests (Rust source): f64
+    /// predictions and their input gradients at 12 of the rows its export
+    /// was checked at and 4 far-away points.
+    ///
+    /// # Errors
+    /// As [`crate::export::golden_rust`].
+    pub fn golden(&self, k: usize) -> Result<String> {
+        let set = &self.outputs[k].fit.set;
+        let points = golden_points(&set.members[0], &self.check_x, 12, 4);
+        golden_rust(set, &points)
+    }
+
     /// Its report.
     pub fn report(&self) -> Report<'_> {
         Report {
@@ -474,6 +574,24 @@ impl Job {
             check_x,
             labels: Vec::new(),
         })
+    }
+
+    /// GPLasso's lasso path (`sgp fit --path`) where `request` asks for
+    /// GPLasso, up to its `m` non-zeros.
+    ///
+    /// # Errors
+    /// As the fit; [`Error::BadInput`] if the rows are too few to split.
+    pub fn lasso_path(request: &Request, data: &InMemory) -> Result<Option<LassoPath>> {
+        let Asked::Family(FitParams::Gplasso(params)) = &request.asked else {
+            return Ok(None);
+        };
+        let (rows, stop) = gplasso_path(&data.outputs[0], params)?;
+        Ok(Some(LassoPath {
+            rows,
+            stop,
+            asked: params.m,
+            holdout: PATH_HOLDOUT,
+        }))
     }
 
     /// Exports every fit ([`Fitted::export`]) with the job's settings.

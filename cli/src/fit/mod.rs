@@ -10,14 +10,12 @@ mod settings;
 mod streamed;
 mod summary;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use sgp_trainer::choose::Asked;
 use sgp_trainer::data::multi_target::parse_target_list;
-use sgp_trainer::files::{separate_path, Input};
-use sgp_trainer::fit::gplasso::gplasso_path;
+use sgp_trainer::files::Input;
 use sgp_trainer::fit::task::Task;
-use sgp_trainer::fit::{FitParams, Method};
+use sgp_trainer::fit::Method;
 use sgp_trainer::job::{Job, Read, Source, Streaming};
 use sgp_trainer::options::settings::stated;
 use sgp_trainer::options::ModelChoice;
@@ -150,16 +148,13 @@ fn fit_any(args: &FitArgs, given: &[&str], quiet: bool) -> Result<()> {
         }
     }
     let request = job.options.request(&data.outputs)?;
-    let path = match &request.asked {
-        Asked::Family(FitParams::Gplasso(p)) if lasso_path => {
-            let (rows, stop) = gplasso_path(&data.outputs[0], p)?;
-            if !args.json {
-                print_path(&rows, stop, p.m);
-            }
-            Some(rows)
-        }
-        _ => None,
+    let path = match lasso_path {
+        true => Job::lasso_path(&request, &data)?,
+        false => None,
     };
+    if let Some(path) = path.as_ref().filter(|_| !args.json) {
+        print_path(path);
+    }
     let mut bars = Bars::in_memory(quiet_bars);
     let fitted = job.fit_request(data, &request, &mut |p| bars.show(p));
     bars.clear();
@@ -192,4 +187,56 @@ fn output_paths(args: &FitArgs) -> Vec<(&'static str, PathBuf)> {
         }
     }
     paths
+}
+
+/// Where output `target`'s own blob goes when each output gets its own
+/// model: `arm.sgp` and `ex` give `arm.ex.sgp` (`arm` gives `arm.ex`).
+/// Always a file beside `out`, whatever the target's name: a path
+/// separator or control character in it becomes `_`.
+///
+/// ```text
+/// d/arm.sgp, ex   -> d/arm.ex.sgp
+/// d/arm.sgp, ../x -> d/arm..._x.sgp
+/// ```
+pub(crate) fn separate_path(out: &Path, target: &str) -> PathBuf {
+    let unsafe_char =
+        |c: char| std::path::is_separator(c) || c == '/' || c == '\\' || c.is_control();
+    let name: String = target
+        .chars()
+        .map(|c| if unsafe_char(c) { '_' } else { c })
+        .collect();
+    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
+    let file = match out.extension() {
+        Some(ext) => format!("{stem}.{name}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{name}"),
+    };
+    out.with_file_name(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_separate_path_stays_beside_the_output() {
+        let out = Path::new("models/arm.sgp");
+        for (target, file) in [
+            ("ex", "arm.ex.sgp"),
+            ("speed m s", "arm.speed m s.sgp"),
+            ("v1.2", "arm.v1.2.sgp"),
+            ("a/b", "arm.a_b.sgp"),
+            ("a\\b", "arm.a_b.sgp"),
+            ("../../etc/x", "arm..._.._etc_x.sgp"),
+            ("/abs", "arm._abs.sgp"),
+            ("..", "arm....sgp"),
+            ("new\nline", "arm.new_line.sgp"),
+            ("", "arm..sgp"),
+        ] {
+            let path = separate_path(out, target);
+            assert_eq!(path, Path::new("models").join(file), "{target:?}");
+            assert_eq!(path.parent(), out.parent(), "{target:?}");
+            assert_eq!(path.components().count(), 2, "{target:?}");
+        }
+        assert_eq!(separate_path(Path::new("arm"), "a/b"), Path::new("arm.a_b"));
+    }
 }

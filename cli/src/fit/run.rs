@@ -1,23 +1,15 @@
 //! `sgp fit`'s one path after the library's job: the blobs, the golden
-//! values and the report.
+//! values and the report, printed from the job's report.
 
-use std::path::Path;
-
-use nalgebra::DMatrix;
-use sgp_trainer::choose;
-use sgp_trainer::choose::outputs::BasisChoice;
-use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::{golden_points, golden_rust, Exported, Fidelity};
-use sgp_trainer::files::separate_path;
-use sgp_trainer::fit::gplasso::PathRow;
-use sgp_trainer::fit::{Fit, FitReport};
-use sgp_trainer::job::{Done, Output};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
+use sgp_trainer::job::{Done, LassoPath, Report, Summary};
 use sgp_trainer::Result;
 
 use crate::{to_json, write_file};
 
 use super::summary::{print_fit_summary, print_warnings};
-use super::FitArgs;
+use super::{separate_path, FitArgs};
 
 /// Writes what `done` exported to `--out`: one blob (several outputs on
 /// one basis), or the container of each output's own, saying which; the
@@ -26,190 +18,168 @@ use super::FitArgs;
 pub(crate) fn finish(
     args: &FitArgs,
     done: Done,
-    path: Option<Vec<PathRow>>,
+    path: Option<LassoPath>,
     quiet: bool,
 ) -> Result<()> {
     let artefact = done.artefact()?;
-    let Done {
-        mut outputs,
-        basis,
-        check_x,
-    } = done;
-    let basis = match basis {
-        Some(b) if b.separate() => b,
-        shared => {
-            let output = outputs.swap_remove(0);
-            return finish_one(args, output, &check_x, path, quiet, shared.as_ref());
-        }
+    let report = done.report();
+    let Some(basis) = report.basis.filter(|b| b.separate()) else {
+        return finish_one(args, &done, &report, path.as_ref(), quiet);
     };
     if !quiet {
         eprintln!("sgp: note: {}", basis.reason);
     }
     // One file either way: the container of each output's own blob.
     write_file(&args.out, &artefact)?;
-    let mut written = Vec::with_capacity(outputs.len());
-    for Output { fit, exported } in outputs {
-        let name = fit.set.members[0].target_name.clone();
-        let blob = args.out.clone();
-        if let Some(golden) = &args.golden {
-            let points = golden_points(&fit.set.members[0], &check_x, 12, 4);
-            let path = separate_path(golden, &name);
-            write_file(&path, golden_rust(&fit.set, &points)?.as_bytes())?;
+    if let Some(golden) = &args.golden {
+        for (k, s) in report.fits.iter().enumerate() {
+            write_file(
+                &separate_path(golden, s.targets[0]),
+                done.golden(k)?.as_bytes(),
+            )?;
         }
-        written.push((fit, exported, blob));
     }
-    let outputs = written;
     if args.json || quiet {
-        for (fit, _, _) in &outputs {
-            print_warnings(fit);
-        }
+        report.fits.iter().for_each(print_warnings);
     }
     if quiet && !args.json {
         return Ok(());
     }
     if args.json {
-        let each: Vec<FitOutput> = outputs
-            .iter()
-            .map(|(fit, exported, blob)| fit_output(fit, exported, blob, None, None))
-            .collect();
         let output = SeparateOutput {
-            basis: &basis,
-            separate: each,
+            report: &report,
+            blob: &args.out,
         };
         println!("{}", to_json(&output)?);
     } else {
         println!("basis           {}", basis.reason);
-        for (fit, exported, blob) in &outputs {
+        for s in &report.fits {
             println!();
-            print_fit_summary(fit, exported, blob);
+            print_fit_summary(s, &args.out);
         }
     }
     Ok(())
 }
 
-/// What `sgp fit --json` prints when every output got its own model.
-#[derive(serde::Serialize)]
+/// What `sgp fit --json` prints when every output got its own model: the
+/// basis choice, then each output's fit and blob, in output order.
 struct SeparateOutput<'a> {
-    basis: &'a BasisChoice,
-    /// Each output's fit and blob, in output order.
-    separate: Vec<FitOutput<'a>>,
+    report: &'a Report<'a>,
+    blob: &'a std::path::Path,
 }
 
-/// What `sgp fit --json` prints.
-#[derive(serde::Serialize)]
-pub(crate) struct FitOutput<'a> {
-    report: &'a FitReport,
-    /// The blob's kind (the family's, but spgp-pca's is spgp-dr).
-    kind: String,
-    /// Why the kind is not the family's name, where it is not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kind_note: Option<String>,
-    /// A classifier's class labels, in class order.
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    classes: &'a [String],
-    blob: &'a Path,
-    blob_bytes: usize,
-    /// The worst f32 deviations over the outputs.
-    fidelity: &'a Fidelity,
-    /// Each output's, in output order.
-    fidelities: &'a [Fidelity],
-    /// The blob's variance form: "product", "solves" or "covariance" (an
-    /// updatable blob; "whitened" in format versions 7 and 8).
-    variance: &'static str,
-    /// Why the blob has the solves, not the product.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    product_refused: Option<&'a str>,
-    cure: Option<&'a Cure>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<&'a [PathRow]>,
-    /// Several outputs: one basis for all, or one model per output, and why.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    basis: Option<&'a BasisChoice>,
-}
-
-fn fit_output<'a>(
-    fit: &'a Fit,
-    exported: &'a Exported,
-    blob: &'a Path,
-    path: Option<&'a [PathRow]>,
-    basis: Option<&'a BasisChoice>,
-) -> FitOutput<'a> {
-    FitOutput {
-        report: &fit.report,
-        kind: fit.set.members[0].kind.name().to_string(),
-        kind_note: kind_note(fit),
-        classes: &fit.set.class_labels,
-        blob,
-        blob_bytes: exported.blob.len(),
-        fidelity: &exported.fidelity,
-        fidelities: &exported.outputs,
-        variance: exported.variance.name(),
-        product_refused: exported.product_refused.as_deref(),
-        cure: exported.cure.as_ref(),
-        path,
-        basis,
+impl Serialize for SeparateOutput<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let each: Vec<FitOutput> = self
+            .report
+            .fits
+            .iter()
+            .map(|summary| FitOutput {
+                summary,
+                blob: self.blob,
+                path: None,
+                report: None,
+            })
+            .collect();
+        let mut out = s.serialize_struct("SeparateOutput", 2)?;
+        out.serialize_field("basis", &self.report.basis)?;
+        out.serialize_field("separate", &each)?;
+        out.end()
     }
 }
 
-/// Writes one exported model (`check_x`: the raw inputs its export was
-/// checked at), with the choice of a shared basis where outputs are
-/// several, and reports.
+/// What `sgp fit --json` prints: the fit's report, the blob's kind (the
+/// family's, but spgp-pca's is spgp-dr) and why it is not the family's
+/// name, a classifier's class labels, the blob and its length, the worst
+/// f32 deviations over the outputs and each output's, the variance form
+/// ("product", "solves" or "covariance"; "whitened" in format versions 7
+/// and 8) and why the product was refused, the export's cure, GPLasso's
+/// path, and with several outputs the choice of one basis for all.
+struct FitOutput<'a> {
+    summary: &'a Summary<'a>,
+    blob: &'a std::path::Path,
+    path: Option<&'a LassoPath>,
+    /// The job's report, for its basis choice (several outputs).
+    report: Option<&'a Report<'a>>,
+}
+
+impl Serialize for FitOutput<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let f = self.summary;
+        let mut out = s.serialize_struct("FitOutput", 13)?;
+        out.serialize_field("report", f.report)?;
+        out.serialize_field("kind", f.kind)?;
+        match &f.kind_note {
+            Some(note) => out.serialize_field("kind_note", note)?,
+            None => out.skip_field("kind_note")?,
+        }
+        match f.classes {
+            [] => out.skip_field("classes")?,
+            classes => out.serialize_field("classes", classes)?,
+        }
+        out.serialize_field("blob", self.blob)?;
+        out.serialize_field("blob_bytes", &f.blob_bytes)?;
+        out.serialize_field("fidelity", f.fidelity)?;
+        out.serialize_field("fidelities", f.fidelities)?;
+        out.serialize_field("variance", f.variance.name())?;
+        match f.product_refused {
+            Some(why) => out.serialize_field("product_refused", why)?,
+            None => out.skip_field("product_refused")?,
+        }
+        out.serialize_field("cure", &f.cure)?;
+        match self.path {
+            Some(path) => out.serialize_field("path", &path.rows)?,
+            None => out.skip_field("path")?,
+        }
+        match self.report.and_then(|r| r.basis) {
+            Some(basis) => out.serialize_field("basis", basis)?,
+            None => out.skip_field("basis")?,
+        }
+        out.end()
+    }
+}
+
+/// Writes one exported model, with the choice of a shared basis where
+/// outputs are several, and reports.
 fn finish_one(
     args: &FitArgs,
-    output: Output,
-    check_x: &DMatrix<f64>,
-    path: Option<Vec<PathRow>>,
+    done: &Done,
+    report: &Report,
+    path: Option<&LassoPath>,
     quiet: bool,
-    basis: Option<&BasisChoice>,
 ) -> Result<()> {
-    let Output { fit, exported } = output;
+    let s = &report.fits[0];
     if !quiet {
-        note_choices(&fit);
-        if let Some(b) = basis {
+        // What the choices above the family did, where the blob is not
+        // simply the family asked for.
+        for note in s.notes.iter().chain(&s.kind_note) {
+            eprintln!("sgp: note: {note}");
+        }
+        if let Some(b) = report.basis {
             eprintln!("sgp: note: {}", b.reason);
         }
     }
-    write_file(&args.out, &exported.blob)?;
+    write_file(&args.out, &done.outputs[0].exported.blob)?;
     if let Some(golden) = &args.golden {
-        let points = golden_points(&fit.set.members[0], check_x, 12, 4);
-        write_file(golden, golden_rust(&fit.set, &points)?.as_bytes())?;
+        write_file(golden, done.golden(0)?.as_bytes())?;
     }
     if args.json {
         // The summary says them otherwise; the JSON's report lists them too.
-        print_warnings(&fit);
-        let output = fit_output(&fit, &exported, &args.out, path.as_deref(), basis);
+        print_warnings(s);
+        let output = FitOutput {
+            summary: s,
+            blob: &args.out,
+            path,
+            report: Some(report),
+        };
         println!("{}", to_json(&output)?);
     } else if quiet {
-        print_warnings(&fit);
+        print_warnings(s);
     } else {
-        print_fit_summary(&fit, &exported, &args.out);
-        if let Some(b) = basis {
+        print_fit_summary(s, &args.out);
+        if let Some(b) = report.basis {
             println!("basis           {}", b.reason);
         }
     }
     Ok(())
-}
-
-/// Says on standard error what the choices above the family did where the
-/// blob is not simply the family asked for: `auto`'s choice (of a family
-/// or a kernel), a named family that plain SPGP beat on held-out rows, a
-/// blob whose kind is not the family's name.
-fn note_choices(fit: &Fit) {
-    let report = &fit.report;
-    if let Some(c) = &report.choice {
-        if c.asked == choose::AUTO || c.spgp_not_beaten() || c.kernel.is_some() {
-            eprintln!("sgp: note: {}", c.reason);
-        }
-    }
-    if let Some(note) = kind_note(fit) {
-        eprintln!("sgp: note: {note}");
-    }
-}
-
-/// Why the blob's kind is not the name of the family fitted, if it is not.
-fn kind_note(fit: &Fit) -> Option<String> {
-    let kind = fit.set.members[0].kind.name();
-    let method = fit.report.method.name();
-    (kind != method)
-        .then(|| format!("the {method} blob has kind {kind}: the device evaluates the same form"))
 }

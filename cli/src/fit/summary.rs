@@ -4,40 +4,28 @@ use std::path::Path;
 
 use sgp_runtime::{Link, VarianceForm};
 use sgp_trainer::export::cure::Cure;
-use sgp_trainer::export::{Exported, Fidelity};
-use sgp_trainer::fit::gplasso::{GplassoRefit, GplassoReport, PathRow, PATH_HOLDOUT};
-use sgp_trainer::fit::{Fit, FitReport};
+use sgp_trainer::export::Fidelity;
+use sgp_trainer::fit::gplasso::GplassoRefit;
+use sgp_trainer::job::{LassoPath, Summary};
 
 use crate::number;
 
-pub(crate) fn print_path(rows: &[PathRow], stop: sgp_trainer::numerics::lars::LarsStop, m: usize) {
+pub(crate) fn print_path(path: &LassoPath) {
+    let (rows, stop, m) = (&path.rows, path.stop, path.asked);
     println!(
         "lasso path on {:.0}% of the rows, scored on the other {:.0}% (raw units):",
-        100.0 * (1.0 - PATH_HOLDOUT),
-        100.0 * PATH_HOLDOUT
+        100.0 * (1.0 - path.holdout),
+        100.0 * path.holdout
     );
     println!(
         "{:>9} {:>10} {:>12} {:>14} {:>10} {:>10}",
         "non-zeros", "change", "lambda", "objective", "val NLPD", "val RMSE"
     );
-    for (k, r) in rows.iter().enumerate() {
-        let change = match r.action {
-            // The first breakpoint: the first row entered at the start.
-            _ if k == 0 => r
-                .rows
-                .iter()
-                .map(|j| format!("+{j}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            sgp_trainer::numerics::lars::LarsAction::Enter(j) => format!("+{j}"),
-            sgp_trainer::numerics::lars::LarsAction::Leave(j) => format!("-{j}"),
-            sgp_trainer::numerics::lars::LarsAction::Rejected(j) => format!("dup {j}"),
-            _ => String::new(),
-        };
+    for r in rows {
         println!(
             "{:>9} {:>10} {:>12} {:>14} {:>10.4} {:>10}",
             r.nonzeros,
-            change,
+            r.change,
             number(r.lambda),
             number(r.objective),
             r.validation_nlpd,
@@ -56,60 +44,51 @@ pub(crate) fn print_path(rows: &[PathRow], stop: sgp_trainer::numerics::lars::La
 }
 
 /// The fit's warnings, on standard error (under --quiet and --json too).
-pub(crate) fn print_warnings(fit: &Fit) {
-    for warning in &fit.report.warnings {
+pub(crate) fn print_warnings(s: &Summary) {
+    for warning in &s.report.warnings {
         eprintln!("sgp: warning: {warning}");
     }
 }
 
-pub(crate) fn print_fit_summary(fit: &Fit, exported: &Exported, out: &Path) {
-    let report = &fit.report;
-    print_model(fit);
-    print_run(report);
-    if let Some(g) = &report.gplasso {
-        print_gplasso(g, report.nlml);
-    }
-    print_choice_and_kernel(report, fit.set.members.len());
-    print_family_details(report);
-    print_classes(fit);
-    print_outputs(fit, exported);
-    print_cure(report, exported);
-    print_runtime_check(fit.set.members[0].link, exported);
-    print_variance_form(exported);
-    println!(
-        "blob            {} ({} bytes)",
-        out.display(),
-        exported.blob.len()
-    );
+pub(crate) fn print_fit_summary(s: &Summary, out: &Path) {
+    print_model(s);
+    print_run(s);
+    print_gplasso(s);
+    print_choice_and_kernel(s);
+    print_family_details(s);
+    print_classes(s);
+    print_outputs(s);
+    print_cure(s);
+    print_runtime_check(s);
+    print_variance_form(s);
+    println!("blob            {} ({} bytes)", out.display(), s.blob_bytes);
 }
 
 /// The model line: family, sizes, objective, outputs or classes, and for a
 /// streamed fit the subset it was fitted on.
-fn print_model(fit: &Fit) {
-    let (set, report) = (&fit.set, &fit.report);
-    let model = &set.members[0];
+fn print_model(s: &Summary) {
+    let report = s.report;
     let objective = report
         .approximation
         .map(|a| format!(", {}", format!("{a:?}").to_uppercase()))
         .unwrap_or_default();
     let method = report.method.name();
-    let kind = if method == model.kind.name() {
+    let kind = if method == s.kind {
         method.to_string()
     } else {
-        format!("{method} (blob kind {})", model.kind.name())
+        format!("{method} (blob kind {})", s.kind)
     };
-    let count = set.members.len();
-    let several = match model.link {
+    let count = s.links.len();
+    let several = match s.links[0] {
         _ if count == 1 => String::new(),
         Link::Identity => format!(", {count} outputs on one basis"),
         link => format!(", {count} classes on one basis, {} link", link.name()),
     };
     println!(
         "model           {kind} (M = {}, {} training rows{objective}{several})",
-        model.n_basis(),
-        report.rows
+        s.n_basis, report.rows
     );
-    let quoted = |names: &mut dyn Iterator<Item = &String>| {
+    let quoted = |names: &mut dyn Iterator<Item = &str>| {
         let mut shown: Vec<String> = Vec::new();
         for n in names {
             let q = format!("'{n}'");
@@ -126,13 +105,9 @@ fn print_model(fit: &Fit) {
     };
     println!(
         "columns         target {} from input{} {}",
-        quoted(&mut set.members.iter().map(|m| &m.target_name)),
-        if model.input_names.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
-        quoted(&mut model.input_names.iter())
+        quoted(&mut s.targets.iter().copied()),
+        if s.inputs.len() == 1 { "" } else { "s" },
+        quoted(&mut s.inputs.iter().map(String::as_str))
     );
     if let Some(streamed) = report.streamed.as_ref().filter(|s| s.passes.is_some()) {
         println!(
@@ -161,7 +136,8 @@ fn print_model(fit: &Fit) {
 }
 
 /// The starts, the optimiser's run and whether it used its whole budget.
-fn print_run(report: &FitReport) {
+fn print_run(s: &Summary) {
+    let report = s.report;
     for (k, start) in report.starts.iter().enumerate() {
         println!(
             "start {:<9} {} -> objective {:.4}",
@@ -211,7 +187,10 @@ fn print_run(report: &FitReport) {
 
 /// GPLasso's selection: the path, the hyperparameters' start and refit,
 /// the selected rows.
-fn print_gplasso(g: &GplassoReport, nlml: f64) {
+fn print_gplasso(s: &Summary) {
+    let Some(g) = &s.report.gplasso else {
+        return;
+    };
     println!(
         "selection       LARS path to {} of {} asked non-zeros ({:?}) in {} steps ({} \
          removals), lambda {}; ICF rank {} of {} (residual trace {:.1e}); weights {:?}; \
@@ -262,13 +241,14 @@ fn print_gplasso(g: &GplassoReport, nlml: f64) {
     println!(
         "variance        FITC with the basis points as pseudo-inputs (an approximation); \
          its training NLML {:.4}",
-        nlml
+        s.report.nlml
     );
 }
 
 /// The choice made on held-out rows, then the projection or the kernel and
 /// its length scales, and the inputs ignored.
-fn print_choice_and_kernel(report: &FitReport, count: usize) {
+fn print_choice_and_kernel(s: &Summary) {
+    let (report, count) = (s.report, s.links.len());
     if let Some(c) = &report.choice {
         println!("choice          {}", c.reason);
         if !c.candidates.is_empty() {
@@ -308,7 +288,8 @@ fn print_choice_and_kernel(report: &FitReport, count: usize) {
 }
 
 /// SPGP+HS's uncertainties and prior, the IVM's active set.
-fn print_family_details(report: &FitReport) {
+fn print_family_details(s: &Summary) {
+    let report = s.report;
     if let Some(h) = &report.uncertainties {
         println!(
             "uncertainties   h_m min {}  median {}  max {} (raw target variance; not in the blob)",
@@ -349,43 +330,36 @@ fn print_family_details(report: &FitReport) {
 }
 
 /// A classifier's classes (and a binary one's bias).
-fn print_classes(fit: &Fit) {
-    let (set, report) = (&fit.set, &fit.report);
-    let model = &set.members[0];
-    match model.link {
+fn print_classes(s: &Summary) {
+    match s.links[0] {
         Link::Probit => println!(
             "classes         positive class {} (P(y = +1) in the blob), bias b = {:.4}{}",
-            set.class_labels
-                .get(1)
-                .cloned()
-                .unwrap_or_else(|| model.positive_class.to_string()),
-            model.bias,
-            report
+            s.positive,
+            s.bias,
+            s.report
                 .ivm
                 .as_ref()
                 .map(|ivm| format!("; posterior {:?}", ivm.posterior))
                 .unwrap_or_default()
         ),
         Link::OneVsRest | Link::Softmax => {
-            println!("classes         {}", set.class_labels.join(", "))
+            println!("classes         {}", s.classes.join(", "))
         }
         Link::Identity => {}
     }
 }
 
 /// The variance sharing, the data warnings, and each output's variances.
-fn print_outputs(fit: &Fit, exported: &Exported) {
-    let (set, report) = (&fit.set, &fit.report);
-    let model = &set.members[0];
-    let count = set.members.len();
+fn print_outputs(s: &Summary) {
+    let report = s.report;
     if let Some(sharing) = &report.variance {
         println!("variance        {}", sharing.describe());
     }
-    print_warnings(fit);
-    if count == 1 {
+    print_warnings(s);
+    if s.links.len() == 1 {
         let out = &report.outputs[0];
         println!("signal variance {}", number(out.signal_variance));
-        if model.link == Link::Identity {
+        if s.links[0] == Link::Identity {
             println!(
                 "noise variance  {}{}",
                 number(out.noise_variance),
@@ -398,18 +372,13 @@ fn print_outputs(fit: &Fit, exported: &Exported) {
         }
     } else {
         println!("output          objective  signal var  noise var  f32 worst mean / sd");
-        for ((out, member), f) in report
-            .outputs
-            .iter()
-            .zip(&set.members)
-            .zip(&exported.outputs)
-        {
+        for ((out, link), f) in report.outputs.iter().zip(&s.links).zip(s.fidelities) {
             println!(
                 "{:<15} {:>9}  {:>10}  {:>9}{}  {:.3}",
                 out.name,
                 out.nlml.map_or("-".into(), |v| format!("{v:.4}")),
                 number(out.signal_variance),
-                if member.link == Link::Identity {
+                if *link == Link::Identity {
                     number(out.noise_variance)
                 } else {
                     "-".into()
@@ -422,14 +391,14 @@ fn print_outputs(fit: &Fit, exported: &Exported) {
 }
 
 /// The jitter raised to factorise, and the export's cure if it needed one.
-fn print_cure(report: &FitReport, exported: &Exported) {
-    if report.jitter_escalations > 0 {
+fn print_cure(s: &Summary) {
+    if s.report.jitter_escalations > 0 {
         println!(
             "jitter          raised {} times to factorise",
-            report.jitter_escalations
+            s.report.jitter_escalations
         );
     }
-    if let Some(c) = &exported.cure {
+    if let Some(c) = s.cure {
         let held = if c.noise_held && c.reoptimised > 0 {
             ", the noise held at or above its fitted value"
         } else {
@@ -456,9 +425,9 @@ fn print_cure(report: &FitReport, exported: &Exported) {
 }
 
 /// How closely the f32 runtime reproduces the f64 model.
-fn print_runtime_check(link: Link, exported: &Exported) {
-    let f = &exported.fidelity;
-    if link != Link::Identity {
+fn print_runtime_check(s: &Summary) {
+    let f = s.fidelity;
+    if s.links[0] != Link::Identity {
         println!(
             "runtime check   worst class-probability deviation {:.1e} (limit {:.0e}), worst \
              latent variance deviation {:.1e} (limit {:.0e}) over {} points",
@@ -485,8 +454,8 @@ fn print_runtime_check(link: Link, exported: &Exported) {
 }
 
 /// The variance form the blob carries.
-fn print_variance_form(exported: &Exported) {
-    match (&exported.product_refused, exported.variance) {
+fn print_variance_form(s: &Summary) {
+    match (s.product_refused, s.variance) {
         (_, form @ (VarianceForm::Whitened | VarianceForm::Covariance)) => println!(
             "variance form   {}: learns on the device (Model::update; one solve and one \
              product per prediction)",

@@ -230,7 +230,7 @@ fn unless_noise_collapsed(
 }
 
 /// How [`Asked::Auto`] is named.
-pub const AUTO: &str = "auto";
+pub(crate) const AUTO: &str = "auto";
 
 /// The settings chosen, the choice, and the scores of the candidates
 /// weighed over folds (if any were), which `--kernel auto` reuses.

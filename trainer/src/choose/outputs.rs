@@ -208,7 +208,7 @@ pub(crate) fn note_kernel(
 pub(crate) fn basis_choice(outputs: &[Dataset], params: &FitParams, held_out: bool) -> BasisChoice {
     let n = outputs.first().map_or(0, Dataset::n_rows);
     let m = params.m().unwrap_or(1);
-    if !(held_out && fit::shares_basis(params.method()).is_ok() && held_out::applies(n, m)) {
+    if !(held_out && params.method().shares_basis().is_ok() && held_out::applies(n, m)) {
         return shared_unweighed(NOT_WEIGHED.into());
     }
     match weigh(outputs, params) {
@@ -264,7 +264,7 @@ fn weighable(outputs: &[Dataset], request: &Request, shared: &Fit) -> Option<Fit
     let params = params.with_kernel(kernel);
     let n = outputs[0].n_rows();
     let m = params.m().unwrap_or(1);
-    (regression && request.held_out && fit::shares_basis(method).is_ok() && held_out::applies(n, m))
+    (regression && request.held_out && method.shares_basis().is_ok() && held_out::applies(n, m))
         .then_some(params)
 }
 

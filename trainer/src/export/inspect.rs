@@ -135,15 +135,23 @@ pub struct ContainerSummary {
     pub members: Vec<Summary>,
 }
 
-/// Describes the members of a container of `container_bytes` bytes, each
-/// spec with its blob's length; the RAM figure is for an `Artefact` of
-/// `capacity` `(M, G, D)`, or of the members' largest sizes.
+/// Describes the members of the container `container` (each measured in
+/// fixed point, as [`Summary::measure_fixed_point`]); the RAM figure is for
+/// an `Artefact` of `capacity` `(M, G, D)`, or of the members' largest
+/// sizes.
+///
+/// # Errors
+/// A container or member blob that does not decode.
 pub fn summarise_container(
-    members: &[(ModelSpec, usize)],
-    container_bytes: usize,
+    container: &[u8],
     capacity: Option<(usize, usize, usize)>,
-) -> ContainerSummary {
-    let largest = members.iter().fold((0, 0, 0), |(m, g, d), (spec, _)| {
+) -> crate::Result<ContainerSummary> {
+    let blobs = crate::export::artefact::members(container)?;
+    let specs = blobs
+        .iter()
+        .map(|m| Ok(ModelSpec::from_bytes(m)?))
+        .collect::<crate::Result<Vec<_>>>()?;
+    let largest = specs.iter().fold((0, 0, 0), |(m, g, d), spec| {
         let s = &spec.shape;
         (
             m.max(usize::from(s.n_basis)),
@@ -153,15 +161,18 @@ pub fn summarise_container(
     });
     let capacity = capacity.unwrap_or(largest);
     let (cm, cg, cd) = capacity;
-    ContainerSummary {
-        container_bytes,
-        capacity,
-        ram_bytes: sgp_runtime::artefact_ram_bytes(cm, cg, cd, members.len()),
-        members: members
-            .iter()
-            .map(|(spec, bytes)| summarise(spec, *bytes, Some(capacity)))
-            .collect(),
+    let mut members = Vec::with_capacity(blobs.len());
+    for (spec, blob) in specs.iter().zip(&blobs) {
+        let mut member = summarise(spec, blob.len(), Some(capacity));
+        member.measure_fixed_point(blob)?;
+        members.push(member);
     }
+    Ok(ContainerSummary {
+        container_bytes: container.len(),
+        capacity,
+        ram_bytes: sgp_runtime::artefact_ram_bytes(cm, cg, cd, blobs.len()),
+        members,
+    })
 }
 
 impl ContainerSummary {

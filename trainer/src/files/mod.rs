@@ -14,7 +14,7 @@ mod temporaries;
 pub(crate) use input::FileId;
 pub use input::Input;
 pub(crate) use input::InputFormat;
-pub use output::{check_outputs, separate_path, write_atomic};
+pub use output::{check_outputs, write_atomic};
 pub(crate) use output::{check_outside, AtomicFile};
 pub(crate) use panics::catch_quietly;
 pub use temporaries::{remove_temporaries, remove_temporaries_on_interrupt};

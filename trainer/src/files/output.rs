@@ -186,32 +186,6 @@ fn parent_dir(path: &Path) -> Option<&Path> {
     }
 }
 
-/// Where output `target`'s own blob goes when each output gets its own
-/// model: `arm.sgp` and `ex` give `arm.ex.sgp` (`arm` gives `arm.ex`).
-/// Always a file beside `out`, whatever the target's name: a path
-/// separator or control character in it becomes `_`.
-///
-/// ```
-/// use std::path::Path;
-/// use sgp_trainer::files::separate_path;
-/// assert_eq!(separate_path(Path::new("d/arm.sgp"), "ex"), Path::new("d/arm.ex.sgp"));
-/// assert_eq!(separate_path(Path::new("d/arm.sgp"), "../x"), Path::new("d/arm..._x.sgp"));
-/// ```
-pub fn separate_path(out: &Path, target: &str) -> PathBuf {
-    let unsafe_char =
-        |c: char| std::path::is_separator(c) || c == '/' || c == '\\' || c.is_control();
-    let name: String = target
-        .chars()
-        .map(|c| if unsafe_char(c) { '_' } else { c })
-        .collect();
-    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
-    let file = match out.extension() {
-        Some(ext) => format!("{stem}.{name}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{name}"),
-    };
-    out.with_file_name(file)
-}
-
 /// A new, empty temporary file beside `target` (hidden, named after it),
 /// listed for removal on an interruption until it is renamed or removed.
 fn make_temp(target: &Path) -> std::io::Result<(PathBuf, File)> {
@@ -338,29 +312,6 @@ fn same_file(input: &Input, meta: &std::fs::Metadata, target: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_separate_path_stays_beside_the_output() {
-        let out = Path::new("models/arm.sgp");
-        for (target, file) in [
-            ("ex", "arm.ex.sgp"),
-            ("speed m s", "arm.speed m s.sgp"),
-            ("v1.2", "arm.v1.2.sgp"),
-            ("a/b", "arm.a_b.sgp"),
-            ("a\\b", "arm.a_b.sgp"),
-            ("../../etc/x", "arm..._.._etc_x.sgp"),
-            ("/abs", "arm._abs.sgp"),
-            ("..", "arm....sgp"),
-            ("new\nline", "arm.new_line.sgp"),
-            ("", "arm..sgp"),
-        ] {
-            let path = separate_path(out, target);
-            assert_eq!(path, Path::new("models").join(file), "{target:?}");
-            assert_eq!(path.parent(), out.parent(), "{target:?}");
-            assert_eq!(path.components().count(), 2, "{target:?}");
-        }
-        assert_eq!(separate_path(Path::new("arm"), "a/b"), Path::new("arm.a_b"));
-    }
 
     #[test]
     fn a_failed_write_leaves_the_old_file_and_no_temporary() {

@@ -10,7 +10,7 @@
 //! feature kinds ([`crate::model::features`]); `gplasso` selects training
 //! inputs by a lasso path; `ivm` an active set, greedily; `svgp` is the
 //! sparse variational classifier. Families that cannot share a basis
-//! between outputs (`shares_basis`) refuse `P > 1`.
+//! between outputs ([`Method::shares_basis`]) refuse `P > 1`.
 
 pub(crate) mod capabilities;
 mod choice_record;
@@ -59,9 +59,9 @@ pub(crate) use params::DEFAULT_STALL;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
     Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
-    DEFAULT_M, DEFAULT_SEED,
+    DEFAULT_SEED,
 };
-pub(crate) use params::{DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
+pub(crate) use params::{DEFAULT_M, DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
 pub use report::FitReport;
 pub(crate) use report::OptimiserReport;
 pub(crate) use report::OutputReport;
@@ -287,16 +287,21 @@ impl Expansion {
     }
 }
 
-/// Whether `method` can fit several outputs on one basis, and if not, why.
-pub fn shares_basis(method: Method) -> std::result::Result<(), &'static str> {
-    match method {
-        Method::Exact | Method::Spgp | Method::Vsgp | Method::SpgpDr => Ok(()),
-        Method::SpgpHs => Err("its per-pseudo-input uncertainties model one output's \
-             input-dependent noise"),
-        Method::SpgpPca => Err("it is the baseline of spgp-dr, which shares its projection"),
-        Method::Gplasso => Err("its lasso path picks the basis points from one target's weights"),
-        Method::Ivm => Err("it picks its active set from one output's posterior"),
-        Method::Svgp => Err("it is a classifier"),
+impl Method {
+    /// Whether the family can fit several outputs on one basis, and if not,
+    /// why.
+    pub fn shares_basis(self) -> std::result::Result<(), &'static str> {
+        match self {
+            Method::Exact | Method::Spgp | Method::Vsgp | Method::SpgpDr => Ok(()),
+            Method::SpgpHs => Err("its per-pseudo-input uncertainties model one output's \
+                 input-dependent noise"),
+            Method::SpgpPca => Err("it is the baseline of spgp-dr, which shares its projection"),
+            Method::Gplasso => {
+                Err("its lasso path picks the basis points from one target's weights")
+            }
+            Method::Ivm => Err("it picks its active set from one output's posterior"),
+            Method::Svgp => Err("it is a classifier"),
+        }
     }
 }
 
@@ -432,7 +437,7 @@ fn check_outputs(outputs: &[Dataset], method: Method) -> Result<&Dataset> {
     if outputs.len() == 1 {
         return Ok(first);
     }
-    shares_basis(method).map_err(|why| {
+    method.shares_basis().map_err(|why| {
         Error::BadInput(format!(
             "--model {} cannot fit several targets on one basis: {why}; fit each target \
              separately, or use exact, spgp, vsgp or spgp-dr",

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 pub(crate) const MAX_EXACT_POINTS: usize = 4096;
 
 /// Basis functions of a fit when `--m` is not given (at most the rows).
-pub const DEFAULT_M: usize = 20;
+pub(crate) const DEFAULT_M: usize = 20;
 
 /// Seed of every random choice when `--seed` is not given (`sgp fit`, `sgp
 /// sweep`, Python's `random_state`).

@@ -44,7 +44,7 @@ impl LarsOptions {
 /// What happened at a breakpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "action", content = "variable")]
-pub enum LarsAction {
+pub(crate) enum LarsAction {
     /// The start: `b = 0`, lambda at its largest; the variable with the
     /// largest correlation is active from here on.
     Start,

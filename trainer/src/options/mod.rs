@@ -40,9 +40,21 @@ use sgp_runtime::Kernel;
 
 /// The family a classification fits, and `sgp sweep` sweeps, when none is
 /// named: the variational classifier (as accurate as the IVM and faster).
-pub const DEFAULT_CLASSIFIER: Method = Method::Svgp;
+pub(crate) const DEFAULT_CLASSIFIER: Method = Method::Svgp;
 
-pub use crate::fit::{DEFAULT_M, DEFAULT_SEED};
+impl Task {
+    /// The families `sgp sweep` compares for this task when `--models` is
+    /// not given: the default classifier, or SPGP and VSGP.
+    pub fn compared(self) -> Vec<Method> {
+        match self {
+            Task::Regression => vec![Method::Spgp, Method::Vsgp],
+            Task::Classification => vec![DEFAULT_CLASSIFIER],
+        }
+    }
+}
+
+pub(crate) use crate::fit::DEFAULT_M;
+pub use crate::fit::DEFAULT_SEED;
 
 /// `--model`: one family, or the one that predicts held-out rows best.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

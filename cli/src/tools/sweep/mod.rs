@@ -35,10 +35,10 @@ use sgp_trainer::evaluate::{
 use sgp_trainer::export::cure::Cure;
 use sgp_trainer::export::output_blob::output_specs;
 use sgp_trainer::files::Input;
-use sgp_trainer::fit::{shares_basis, FitParams, Method};
+use sgp_trainer::fit::{FitParams, Method};
 use sgp_trainer::job::{InMemory, Job};
 use sgp_trainer::numerics::optimise::Progress;
-use sgp_trainer::options::{Options, DEFAULT_M};
+use sgp_trainer::options::Options;
 use sgp_trainer::{Error, Result};
 
 mod budget;
@@ -89,8 +89,17 @@ impl GridPoint {
     /// # Errors
     /// As [`Options::params`] (never for a point of [`grid`]).
     pub fn params(&self, seed: u64) -> Result<FitParams> {
-        let (m, dim) = (self.m.unwrap_or(DEFAULT_M), self.dim.unwrap_or(0));
-        Ok(Options::defaults(self.model, m, dim, seed)?.with_kernel(self.kernel))
+        // As `Options::defaults`, M at its default where the family has
+        // none (the exact GP).
+        let options = Options {
+            m: self.m,
+            dim: self.dim.filter(|_| self.model.is_projected()),
+            seed: Some(seed),
+            ..Options::default()
+        };
+        Ok(options
+            .params(self.model, usize::MAX)?
+            .with_kernel(self.kernel))
     }
 
     /// E.g. `spgp-dr M = 16, G = 2`, `spgp M = 32, matern32`.
@@ -138,7 +147,7 @@ pub fn grid(spec: &SweepSpec, train: &(impl Outputs + ?Sized)) -> Result<Vec<Gri
     }
     if outputs.len() > 1 {
         for &m in &models {
-            shares_basis(m).map_err(|why| {
+            m.shares_basis().map_err(|why| {
                 Error::BadInput(format!(
                     "--models {}: cannot fit the {} targets on one basis: {why} (the families \
                      that can: exact, spgp, vsgp, spgp-dr)",
@@ -153,8 +162,9 @@ pub fn grid(spec: &SweepSpec, train: &(impl Outputs + ?Sized)) -> Result<Vec<Gri
             "--m: no basis-function count to sweep".into(),
         ));
     }
-    if ms.contains(&0) {
-        return Err(Error::BadInput("--m: every M must be at least 1".into()));
+    for &m in &ms {
+        // The options' own check of M, its message declared there.
+        Options::defaults(Method::Spgp, m, 0, spec.seed)?;
     }
     let projected: Vec<String> = models
         .iter()

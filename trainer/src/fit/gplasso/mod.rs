@@ -40,7 +40,8 @@ use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 mod path;
-pub use path::{fit_spgp_fixed_hyperparameters, gplasso_path, PathRow, PATH_HOLDOUT};
+pub use path::{fit_spgp_fixed_hyperparameters, PathRow};
+pub(crate) use path::{gplasso_path, PATH_HOLDOUT};
 
 named_enum! {
     /// Which weights the exported mean uses.

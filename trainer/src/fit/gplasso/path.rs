@@ -8,7 +8,12 @@ use super::*;
 pub struct PathRow {
     /// What changed at this breakpoint; the variable is a row of the whole
     /// data set (0-based), as in [`Self::rows`].
-    pub action: LarsAction,
+    pub(crate) action: LarsAction,
+    /// The same, as `sgp fit --path` shows it: `+j` entered, `-j` left,
+    /// `dup j` rejected (a duplicate), and at the first breakpoint the rows
+    /// that entered at the start.
+    #[serde(skip)]
+    pub change: String,
     /// The rows with non-zero weight (0-based rows of the whole data set),
     /// in the order they entered.
     pub rows: Vec<usize>,
@@ -26,7 +31,7 @@ pub struct PathRow {
 }
 
 /// Held-out fraction of `sgp fit --path`.
-pub const PATH_HOLDOUT: f64 = 0.2;
+pub(crate) const PATH_HOLDOUT: f64 = 0.2;
 
 /// The lasso path up to `params.m` non-zeros, fitted on a random
 /// `1 - PATH_HOLDOUT` of `data` (hyperparameters included) and scored on
@@ -36,7 +41,10 @@ pub const PATH_HOLDOUT: f64 = 0.2;
 ///
 /// # Errors
 /// As the fit; [`Error::BadInput`] if `data` is too small to split.
-pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathRow>, LarsStop)> {
+pub(crate) fn gplasso_path(
+    data: &Dataset,
+    params: &GplassoParams,
+) -> Result<(Vec<PathRow>, LarsStop)> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     let reduced_data;
@@ -102,14 +110,17 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
         let mean = t.unapply_y(&p.mean);
         let var = p.var_y().map(|v| t.unapply_var(v));
         let original = |j: usize| train_rows[j];
+        let selected: Vec<usize> = point.coef.iter().map(|&(j, _)| original(j)).collect();
+        let action = match point.action {
+            LarsAction::Enter(j) => LarsAction::Enter(original(j)),
+            LarsAction::Leave(j) => LarsAction::Leave(original(j)),
+            LarsAction::Rejected(j) => LarsAction::Rejected(original(j)),
+            other => other,
+        };
         rows.push(PathRow {
-            action: match point.action {
-                LarsAction::Enter(j) => LarsAction::Enter(original(j)),
-                LarsAction::Leave(j) => LarsAction::Leave(original(j)),
-                LarsAction::Rejected(j) => LarsAction::Rejected(original(j)),
-                other => other,
-            },
-            rows: point.coef.iter().map(|&(j, _)| original(j)).collect(),
+            action,
+            change: change(action, &selected, rows.is_empty()),
+            rows: selected,
             nonzeros: point.nonzeros(),
             lambda: point.lambda,
             objective: 2.0 * point.half_rss - d_sq,
@@ -122,6 +133,22 @@ pub fn gplasso_path(data: &Dataset, params: &GplassoParams) -> Result<(Vec<PathR
         });
     }
     Ok((rows, path.stop))
+}
+
+/// `action` as `sgp fit --path` shows it; at the `first` breakpoint, the
+/// rows `selected` at the start.
+fn change(action: LarsAction, selected: &[usize], first: bool) -> String {
+    match action {
+        _ if first => selected
+            .iter()
+            .map(|j| format!("+{j}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        LarsAction::Enter(j) => format!("+{j}"),
+        LarsAction::Leave(j) => format!("-{j}"),
+        LarsAction::Rejected(j) => format!("dup {j}"),
+        _ => String::new(),
+    }
 }
 
 /// The paper's baseline (`examples/gplasso_vs_spgp.rs`): SPGP (FITC) with
