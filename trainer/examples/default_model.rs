@@ -20,7 +20,6 @@ use std::time::Instant;
 
 use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::evaluate::figures;
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::Options;
 use sgp_trainer::synth::{dataset, Shape};
@@ -40,9 +39,8 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
     let started = Instant::now();
     let fit = choose::fit(train, &request, &mut |_| {})?;
     let seconds = started.elapsed().as_secs_f64();
-    let p = fit.set.members[0].predict_raw(&test.raw_x())?;
-    let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
-    Ok((e.nlpd, fit.report.method.name().to_string(), seconds))
+    let nlpd = bench_data::test_nlpd(&fit.set.members[0], test)?;
+    Ok((nlpd, fit.report.method.name().to_string(), seconds))
 }
 
 /// The default and auto on one split: their NLPDs, auto's family, times;
@@ -55,11 +53,9 @@ fn compare(
     seed: u64,
     exact: &mut Vec<(String, f64)>,
 ) -> Result<[f64; 4]> {
-    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
-    if bench_data::exact_only() {
-        println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
+    let Some(reference) = bench_data::exact_opening(name, m, (train, test, seed), exact)? else {
         return Ok([f64::NAN; 4]);
-    }
+    };
     let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
     let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
     let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
