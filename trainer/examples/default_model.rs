@@ -43,8 +43,9 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
     Ok((nlpd, fit.report.method.name().to_string(), seconds))
 }
 
-/// The default and auto on one split: their NLPDs, auto's family, times;
-/// the exact GP's NLPD goes to `exact` (once per split).
+/// The default and auto on one split (`bench_data::paired_row`, auto's
+/// choice its family); the exact GP's NLPD goes to `exact` (once per
+/// split).
 fn compare(
     name: &str,
     train: &Dataset,
@@ -53,19 +54,13 @@ fn compare(
     seed: u64,
     exact: &mut Vec<(String, f64)>,
 ) -> Result<[f64; 4]> {
-    let Some(reference) = bench_data::exact_opening(name, m, (train, test, seed), exact)? else {
-        return Ok([f64::NAN; 4]);
-    };
-    let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
-    let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
-    let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
-    let auto = Asked::Auto(families.into_iter().map(params).collect());
-    let (auto_nlpd, chosen, auto_s) = run(train, test, auto)?;
-    println!(
-        "| {name} | {m} | {spgp:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {spgp_s:.2} | {auto_s:.2} | {reference:.4} |",
-        auto_nlpd - spgp
-    );
-    Ok([spgp, auto_nlpd, spgp_s, auto_s])
+    bench_data::paired_row(name, m, (train, test, seed), exact, || {
+        let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
+        let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
+        let spgp = run(train, test, Asked::Family(params(Method::Spgp)))?;
+        let auto = Asked::Auto(families.into_iter().map(params).collect());
+        Ok([spgp, run(train, test, auto)?])
+    })
 }
 
 fn main() -> Result<()> {

@@ -159,22 +159,32 @@ pub fn exact_for(
     Ok(v)
 }
 
-/// The opening of a paired comparison of one split at `m` inducing points:
-/// the exact GP's test NLPD (`exact_for`); `None` under `--exact-only`,
-/// once the split's row is printed with the exact GP alone (the table's
-/// seven sparse columns empty).
-pub fn exact_opening(
+/// One split's row of a paired comparison at `m` inducing points, printed
+/// as `| set | M | baseline NLPD | candidate NLPD | candidate - baseline |
+/// candidate's choice | baseline s | candidate s | exact GP NLPD |`: the
+/// exact GP's test NLPD (`exact_for`), then, unless `--exact-only` (the
+/// sparse columns `-`), the baseline's and the candidate's (test NLPD,
+/// choice, seconds) that `pair` fits. Returns `[baseline NLPD, candidate
+/// NLPD, baseline s, candidate s]` for `paired_summary` (NaN under
+/// `--exact-only`).
+pub fn paired_row(
     label: &str,
     m: usize,
     (train, test, seed): (&Dataset, &Dataset, u64),
     acc: &mut Vec<(String, f64)>,
-) -> Result<Option<f64>> {
+    pair: impl FnOnce() -> Result<[(f64, String, f64); 2]>,
+) -> Result<[f64; 4]> {
     let reference = exact_for(label, train, test, seed, acc)?;
     if exact_only() {
         println!("| {label} | {m} | - | - | - | - | - | - | {reference:.4} |");
-        return Ok(None);
+        return Ok([f64::NAN; 4]);
     }
-    Ok(Some(reference))
+    let [(base, _, base_s), (cand, chosen, cand_s)] = pair()?;
+    println!(
+        "| {label} | {m} | {base:.4} | {cand:.4} | {:+.4} | {chosen} | {base_s:.2} | {cand_s:.2} | {reference:.4} |",
+        cand - base
+    );
+    Ok([base, cand, base_s, cand_s])
 }
 
 /// Whether `--exact-only` is on the command line: print the exact GP's
