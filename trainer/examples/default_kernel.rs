@@ -21,7 +21,6 @@ use std::time::Instant;
 
 use sgp_trainer::choose;
 use sgp_trainer::data::Dataset;
-use sgp_trainer::evaluate::figures;
 use sgp_trainer::options::{KernelChoice, Options};
 use sgp_trainer::synth::{dataset, Shape};
 use sgp_trainer::Result;
@@ -36,13 +35,12 @@ fn run(train: &Dataset, test: &Dataset, options: &Options) -> Result<(f64, Strin
     let started = Instant::now();
     let fit = choose::fit(train, &request, &mut |_| {})?;
     let seconds = started.elapsed().as_secs_f64();
-    let p = fit.set.members[0].predict_raw(&test.raw_x())?;
-    let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
-    Ok((e.nlpd, fit.report.kernel.to_string(), seconds))
+    let nlpd = bench_data::test_nlpd(&fit.set.members[0], test)?;
+    Ok((nlpd, fit.report.kernel.to_string(), seconds))
 }
 
-/// se and auto on one split: their NLPDs and times; the exact GP's NLPD
-/// goes to `exact` (once per split).
+/// se and auto on one split (`bench_data::paired_row`); the exact GP's
+/// NLPD goes to `exact` (once per split).
 fn compare(
     name: &str,
     train: &Dataset,
@@ -51,27 +49,18 @@ fn compare(
     seed: u64,
     exact: &mut Vec<(String, f64)>,
 ) -> Result<[f64; 4]> {
-    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
-    if bench_data::exact_only() {
-        println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
-        return Ok([f64::NAN; 4]);
-    }
-    let se = Options {
-        m: Some(m),
-        seed: Some(seed),
-        ..Options::default()
-    };
-    let auto = Options {
-        kernel: Some(KernelChoice::Auto),
-        ..se.clone()
-    };
-    let (se_nlpd, _, se_s) = run(train, test, &se)?;
-    let (auto_nlpd, chosen, auto_s) = run(train, test, &auto)?;
-    println!(
-        "| {name} | {m} | {se_nlpd:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {se_s:.2} | {auto_s:.2} | {reference:.4} |",
-        auto_nlpd - se_nlpd
-    );
-    Ok([se_nlpd, auto_nlpd, se_s, auto_s])
+    bench_data::paired_row(name, m, (train, test, seed), exact, || {
+        let se = Options {
+            m: Some(m),
+            seed: Some(seed),
+            ..Options::default()
+        };
+        let auto = Options {
+            kernel: Some(KernelChoice::Auto),
+            ..se.clone()
+        };
+        Ok([run(train, test, &se)?, run(train, test, &auto)?])
+    })
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {

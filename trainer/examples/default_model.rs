@@ -20,7 +20,6 @@ use std::time::Instant;
 
 use sgp_trainer::choose::{self, Asked, Request};
 use sgp_trainer::data::Dataset;
-use sgp_trainer::evaluate::figures;
 use sgp_trainer::fit::Method;
 use sgp_trainer::options::Options;
 use sgp_trainer::synth::{dataset, Shape};
@@ -40,13 +39,13 @@ fn run(train: &Dataset, test: &Dataset, asked: Asked) -> Result<(f64, String, f6
     let started = Instant::now();
     let fit = choose::fit(train, &request, &mut |_| {})?;
     let seconds = started.elapsed().as_secs_f64();
-    let p = fit.set.members[0].predict_raw(&test.raw_x())?;
-    let e = figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice());
-    Ok((e.nlpd, fit.report.method.name().to_string(), seconds))
+    let nlpd = bench_data::test_nlpd(&fit.set.members[0], test)?;
+    Ok((nlpd, fit.report.method.name().to_string(), seconds))
 }
 
-/// The default and auto on one split: their NLPDs, auto's family, times;
-/// the exact GP's NLPD goes to `exact` (once per split).
+/// The default and auto on one split (`bench_data::paired_row`, auto's
+/// choice its family); the exact GP's NLPD goes to `exact` (once per
+/// split).
 fn compare(
     name: &str,
     train: &Dataset,
@@ -55,21 +54,13 @@ fn compare(
     seed: u64,
     exact: &mut Vec<(String, f64)>,
 ) -> Result<[f64; 4]> {
-    let reference = bench_data::exact_for(name, train, test, seed, exact)?;
-    if bench_data::exact_only() {
-        println!("| {name} | {m} | - | - | - | - | - | - | {reference:.4} |");
-        return Ok([f64::NAN; 4]);
-    }
-    let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
-    let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
-    let (spgp, _, spgp_s) = run(train, test, Asked::Family(params(Method::Spgp)))?;
-    let auto = Asked::Auto(families.into_iter().map(params).collect());
-    let (auto_nlpd, chosen, auto_s) = run(train, test, auto)?;
-    println!(
-        "| {name} | {m} | {spgp:.4} | {auto_nlpd:.4} | {:+.4} | {chosen} | {spgp_s:.2} | {auto_s:.2} | {reference:.4} |",
-        auto_nlpd - spgp
-    );
-    Ok([spgp, auto_nlpd, spgp_s, auto_s])
+    bench_data::paired_row(name, m, (train, test, seed), exact, || {
+        let params = |method| Options::defaults(method, m, 0, seed).expect("valid");
+        let families = [Method::Spgp, Method::Vsgp, Method::SpgpHs, Method::Gplasso];
+        let spgp = run(train, test, Asked::Family(params(Method::Spgp)))?;
+        let auto = Asked::Auto(families.into_iter().map(params).collect());
+        Ok([spgp, run(train, test, auto)?])
+    })
 }
 
 fn main() -> Result<()> {

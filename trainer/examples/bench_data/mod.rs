@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sgp_trainer::data::multi_target::MultiTargetData;
 use sgp_trainer::data::Dataset;
+use sgp_trainer::model::TrainedModel;
 use sgp_trainer::synth::{self, Shape};
 use sgp_trainer::{Error, Result};
 
@@ -126,16 +127,18 @@ pub fn exact_nlpd(train: &Dataset, test: &Dataset, seed: u64) -> Result<f64> {
         seed,
         ..ExactParams::default()
     });
-    let fitted = fit(train, &params, &mut |_| {})?;
-    let p = fitted.set.members[0].predict_raw(&test.raw_x())?;
-    Ok(
-        sgp_trainer::evaluate::figures(
-            p.mean.as_slice(),
-            p.var.as_slice(),
-            test.raw_y().as_slice(),
-        )
-        .nlpd,
-    )
+    test_nlpd(&fit(train, &params, &mut |_| {})?.set.members[0], test)
+}
+
+/// Test NLPD (raw units) of `model` on `test`.
+pub fn test_nlpd(model: &TrainedModel, test: &Dataset) -> Result<f64> {
+    let p = model.predict_raw(&test.raw_x())?;
+    let e = sgp_trainer::evaluate::figures(
+        p.mean.as_slice(),
+        p.var.as_slice(),
+        test.raw_y().as_slice(),
+    );
+    Ok(e.nlpd)
 }
 
 /// `exact_nlpd` of the split `label`, fitted at its first call and reused
@@ -154,6 +157,34 @@ pub fn exact_for(
     };
     acc.push((label.to_owned(), v));
     Ok(v)
+}
+
+/// One split's row of a paired comparison at `m` inducing points, printed
+/// as `| set | M | baseline NLPD | candidate NLPD | candidate - baseline |
+/// candidate's choice | baseline s | candidate s | exact GP NLPD |`: the
+/// exact GP's test NLPD (`exact_for`), then, unless `--exact-only` (the
+/// sparse columns `-`), the baseline's and the candidate's (test NLPD,
+/// choice, seconds) that `pair` fits. Returns `[baseline NLPD, candidate
+/// NLPD, baseline s, candidate s]` for `paired_summary` (NaN under
+/// `--exact-only`).
+pub fn paired_row(
+    label: &str,
+    m: usize,
+    (train, test, seed): (&Dataset, &Dataset, u64),
+    acc: &mut Vec<(String, f64)>,
+    pair: impl FnOnce() -> Result<[(f64, String, f64); 2]>,
+) -> Result<[f64; 4]> {
+    let reference = exact_for(label, train, test, seed, acc)?;
+    if exact_only() {
+        println!("| {label} | {m} | - | - | - | - | - | - | {reference:.4} |");
+        return Ok([f64::NAN; 4]);
+    }
+    let [(base, _, base_s), (cand, chosen, cand_s)] = pair()?;
+    println!(
+        "| {label} | {m} | {base:.4} | {cand:.4} | {:+.4} | {chosen} | {base_s:.2} | {cand_s:.2} | {reference:.4} |",
+        cand - base
+    );
+    Ok([base, cand, base_s, cand_s])
 }
 
 /// Whether `--exact-only` is on the command line: print the exact GP's

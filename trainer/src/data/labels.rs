@@ -7,6 +7,8 @@
 //! named by them (`0`, `1`, `2.5`). Either way the fit sees numbers, so the
 //! rest of the trainer treats both alike.
 
+use std::collections::BTreeMap;
+
 use nalgebra::DMatrix;
 
 use crate::data::{is_class, Dataset, Place};
@@ -38,46 +40,170 @@ impl TargetColumn {
     /// number or text: the readers refused empty and non-finite cells),
     /// with where each is, in the file `source`, column `column`.
     ///
-    /// A column of mostly numbers with some text is numbers with bad cells
-    /// (a typing error must not turn a regression into a classification);
-    /// otherwise text makes it class labels, each of which must appear at
-    /// least twice (a label seen once cannot be learned).
+    /// A column of numbers stays numbers; a column with text is class
+    /// labels, refused as [`LabelTally::labels`] refuses them.
     ///
     /// # Errors
-    /// [`Error::BadInput`] naming the bad cells of a column of numbers (up
-    /// to five, with their lines), the labels seen once, or more than
-    /// [`MAX_TEXT_CLASSES`] distinct labels.
+    /// [`Error::BadInput`] as [`LabelTally::labels`].
     pub fn parse(
         cells: &[String],
         places: &[Place],
         source: &str,
         column: &str,
     ) -> Result<TargetColumn> {
-        let number = |c: &String| c.parse::<f64>().ok().filter(|v| v.is_finite());
-        let text: Vec<usize> = (0..cells.len())
-            .filter(|&i| cells.get(i).and_then(number).is_none())
-            .collect();
-        let shown = Shown { cells, places };
-        let Some(&first) = text.first() else {
+        if cells.iter().all(|c| is_number(c)) {
             return Ok(TargetColumn::Numbers(
                 cells
                     .iter()
-                    .map(|c| number(c).unwrap_or(f64::NAN))
+                    .map(|c| c.parse::<f64>().unwrap_or(f64::NAN))
                     .collect(),
             ));
+        }
+        let mut tally = LabelTally::new(column);
+        for (cell, at) in cells.iter().zip(places) {
+            tally.add(cell, source, at);
+        }
+        let names = tally.labels()?;
+        let codes: Vec<f64> = cells
+            .iter()
+            .map(|c| names.binary_search(c).map_or(f64::NAN, |k| k as f64))
+            .collect();
+        Ok(TargetColumn::Labels { codes, names })
+    }
+}
+
+/// Whether a target cell is a finite number.
+fn is_number(cell: &str) -> bool {
+    cell.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// A cell of a target column as the label messages show it: where it is
+/// (`source`, `line L (data row R)` or `data row R`) and what it says.
+#[derive(Clone, Debug)]
+struct Shown {
+    source: String,
+    at: String,
+    cell: String,
+}
+
+impl Shown {
+    /// `source: PLACE, column 'NAME': 'CELL'`.
+    fn full(&self, column: &str) -> String {
+        format!(
+            "{}: {}, column '{column}': {}",
+            self.source,
+            self.at,
+            crate::data::quote(&self.cell)
+        )
+    }
+
+    /// `PLACE 'CELL'` (the file too where it is not `first`'s: a directory
+    /// of files).
+    fn short(&self, first: &Shown) -> String {
+        let cell = crate::data::quote(&self.cell);
+        match self.source == first.source {
+            true => format!("{} {cell}", self.at),
+            false => format!("{}: {} {cell}", self.source, self.at),
+        }
+    }
+}
+
+/// A distinct cell of a target column: its rows, and its first row.
+#[derive(Debug)]
+struct Label {
+    rows: u64,
+    first: u64,
+    shown: Shown,
+}
+
+/// The cells of a target column with text, tallied as they are read:
+/// the one home of the class-label rules of a column read whole
+/// ([`TargetColumn::parse`]) and of one streamed
+/// (`TableFile::collect_labels`), holding at most [`MAX_TEXT_CLASSES`]
+/// labels however long the column.
+#[derive(Debug)]
+pub(crate) struct LabelTally {
+    column: String,
+    /// Each distinct cell (numbers as written too), sorted.
+    seen: BTreeMap<String, Label>,
+    numbers: u64,
+    texts: u64,
+    /// The first five cells that are not numbers.
+    bad: Vec<Shown>,
+    /// The first cell past [`MAX_TEXT_CLASSES`] distinct values.
+    past_max: Option<Shown>,
+}
+
+impl LabelTally {
+    /// An empty tally of the target column `column`.
+    pub(crate) fn new(column: &str) -> Self {
+        LabelTally {
+            column: column.to_owned(),
+            seen: BTreeMap::new(),
+            numbers: 0,
+            texts: 0,
+            bad: Vec::new(),
+            past_max: None,
+        }
+    }
+
+    /// Counts the next row's cell `cell`, at `at` in the file `source`.
+    pub(crate) fn add(&mut self, cell: &str, source: &str, at: &Place) {
+        let order = self.numbers + self.texts;
+        let shown = || Shown {
+            source: source.to_owned(),
+            at: at.describe(),
+            cell: cell.to_owned(),
         };
-        let numbers = cells.len() - text.len();
-        if numbers > text.len() {
-            let others = shown.others(&text);
-            let more = text.len().saturating_sub(5);
+        if is_number(cell) {
+            self.numbers += 1;
+        } else {
+            self.texts += 1;
+            if self.bad.len() < 5 {
+                self.bad.push(shown());
+            }
+        }
+        let distinct = self.seen.len();
+        match self.seen.get_mut(cell) {
+            Some(label) => label.rows += 1,
+            None if distinct >= MAX_TEXT_CLASSES => {
+                self.past_max.get_or_insert_with(shown);
+            }
+            None => {
+                let label = Label {
+                    rows: 1,
+                    first: order,
+                    shown: shown(),
+                };
+                self.seen.insert(cell.to_owned(), label);
+            }
+        }
+    }
+
+    /// The column's distinct labels, sorted.
+    ///
+    /// A column of mostly numbers with some text is numbers with bad cells
+    /// (a typing error must not turn a regression into a classification);
+    /// otherwise text makes it class labels, at most [`MAX_TEXT_CLASSES`]
+    /// of them, each of which must appear at least twice (a label seen
+    /// once cannot be learned).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] naming the bad cells of a column of numbers (up
+    /// to five, with their places), the cell past [`MAX_TEXT_CLASSES`]
+    /// distinct values, or the labels seen once (up to five) with every
+    /// label's count.
+    pub(crate) fn labels(self) -> Result<Vec<String>> {
+        let (numbers, texts) = (self.numbers, self.texts);
+        if let (true, Some(first)) = (numbers > texts, self.bad.first()) {
+            let others: Vec<String> = self.bad[1..].iter().map(|b| b.short(first)).collect();
+            let more = texts.saturating_sub(5);
             return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': {} is not a number; the column holds numbers \
-                 in {numbers} of {} rows, so it is a column of numbers with {} bad cell{}{}{}",
-                shown.at(first),
-                shown.cell(first),
-                cells.len(),
-                text.len(),
-                if text.len() == 1 { "" } else { "s" },
+                "{} is not a number; the column holds numbers in {numbers} of {} rows, so it \
+                 is a column of numbers with {texts} bad cell{}{}{}",
+                first.full(&self.column),
+                numbers + texts,
+                if texts == 1 { "" } else { "s" },
                 if others.is_empty() {
                     String::new()
                 } else {
@@ -90,96 +216,41 @@ impl TargetColumn {
                 },
             )));
         }
-        let mut names: Vec<String> = cells.to_vec();
-        names.sort();
-        names.dedup();
-        if names.len() > MAX_TEXT_CLASSES {
+        if let Some(past) = &self.past_max {
             return Err(Error::BadInput(format!(
-                "{source}: {}, column '{column}': {} is not a number, and the column has {} \
-                 distinct values: too many to be class labels (at most {MAX_TEXT_CLASSES})",
-                shown.at(first),
-                shown.cell(first),
-                names.len()
+                "{} makes more than {MAX_TEXT_CLASSES} distinct values: too many to be class \
+                 labels",
+                past.full(&self.column)
             )));
         }
-        let codes: Vec<f64> = cells
-            .iter()
-            .map(|c| names.binary_search(c).map_or(f64::NAN, |k| k as f64))
-            .collect();
-        shown.every_label_twice(&names, &codes, source, column)?;
-        Ok(TargetColumn::Labels { codes, names })
-    }
-}
-
-/// A target column's cells as its messages show them.
-struct Shown<'a> {
-    cells: &'a [String],
-    places: &'a [Place],
-}
-
-impl Shown<'_> {
-    /// Where row `i` is: `line L (data row R)`.
-    fn at(&self, i: usize) -> String {
-        self.places.get(i).map_or_else(String::new, Place::describe)
-    }
-
-    /// Row `i`'s cell, quoted.
-    fn cell(&self, i: usize) -> String {
-        crate::data::quote(self.cells.get(i).map_or("", String::as_str))
-    }
-
-    /// Up to four more rows after the first, as `line L (data row R) 'CELL'`.
-    fn others(&self, rows: &[usize]) -> Vec<String> {
-        let more = rows.iter().skip(1).take(4);
-        more.map(|&i| format!("{} {}", self.at(i), self.cell(i)))
-            .collect()
-    }
-
-    /// Refuses labels seen in one row only, naming them and the labels'
-    /// counts: a class seen once cannot be learned.
-    fn every_label_twice(
-        &self,
-        names: &[String],
-        codes: &[f64],
-        source: &str,
-        column: &str,
-    ) -> Result<()> {
-        let cells = self.cells;
-        let mut counts = vec![0usize; names.len()];
-        for &c in codes {
-            if let Some(n) = counts.get_mut(c as usize) {
-                *n += 1;
-            }
-        }
-        let once: Vec<usize> = (0..cells.len())
-            .filter(|&i| {
-                names
-                    .binary_search(&cells[i])
-                    .is_ok_and(|k| counts.get(k) == Some(&1))
-            })
-            .collect();
-        let Some(&i) = once.first() else {
-            return Ok(());
+        let mut once: Vec<&Label> = self.seen.values().filter(|l| l.rows == 1).collect();
+        once.sort_by_key(|l| l.first);
+        let Some(first) = once.first().map(|l| &l.shown) else {
+            return Ok(self.seen.into_keys().collect());
         };
-        let listed: Vec<String> = names
+        let others: Vec<String> = once[1..]
             .iter()
-            .zip(&counts)
-            .take(12)
-            .map(|(n, c)| format!("{} x{c}", crate::data::quote(n)))
+            .take(4)
+            .map(|l| l.shown.short(first))
             .collect();
-        let others = self.others(&once);
+        let listed: Vec<String> = self
+            .seen
+            .iter()
+            .take(12)
+            .map(|(n, l)| format!("{} x{}", crate::data::quote(n), l.rows))
+            .collect();
+        let at = format!("{}: {}, column '{}'", first.source, first.at, self.column);
         Err(Error::BadInput(format!(
-            "{source}: {}, column '{column}': label {} appears in no other row{} (labels: \
-             {}{}): a classifier needs every class in at least two rows; a typing error?",
-            self.at(i),
-            self.cell(i),
+            "{at}: label {} appears in no other row{} (labels: {}{}): a classifier needs every \
+             class in at least two rows; a typing error?",
+            crate::data::quote(&first.cell),
             if others.is_empty() {
                 String::new()
             } else {
                 format!("; nor do {}", others.join(", "))
             },
             listed.join(", "),
-            if names.len() > 12 { ", ..." } else { "" },
+            if self.seen.len() > 12 { ", ..." } else { "" },
         )))
     }
 }

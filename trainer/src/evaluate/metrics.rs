@@ -142,13 +142,24 @@ pub(crate) fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) 
     {
         return f64::NAN;
     }
+    // Confidence lies in [0.5, 1].
+    let rows = prob_positive
+        .iter()
+        .zip(target)
+        .map(|(&p, &t)| (p.max(1.0 - p), (p >= 0.5) == (t > 0.0)));
+    calibration_error(rows, target.len())
+}
+
+/// Expected calibration error of `n` rows, each given as the confidence
+/// of its predicted class (in `[0, 1]`) and whether that class was right:
+/// the rows in [`ECE_BINS`] equal-width bins by confidence, the bins' gaps
+/// between summed confidence and rows right, over `n`.
+pub(crate) fn calibration_error(rows: impl Iterator<Item = (f64, bool)>, n: usize) -> f64 {
     // Per bin: summed confidence, rows predicted right.
     let mut bins = [(0.0f64, 0usize); ECE_BINS];
-    for (&p, &t) in prob_positive.iter().zip(target) {
-        let confidence = p.max(1.0 - p);
-        // Confidence lies in [0.5, 1]; the top edge belongs to the last bin.
+    for (confidence, right) in rows {
+        // The top edge belongs to the last bin.
         let bin = ((confidence * ECE_BINS as f64) as usize).min(ECE_BINS - 1);
-        let right = (p >= 0.5) == (t > 0.0);
         let b = &mut bins[bin];
         b.0 += confidence;
         b.1 += usize::from(right);
@@ -158,7 +169,7 @@ pub(crate) fn expected_calibration_error(prob_positive: &[f64], target: &[f64]) 
         .iter()
         .map(|&(confidence, right)| (confidence - right as f64).abs())
         .sum();
-    gaps / target.len() as f64
+    gaps / n as f64
 }
 
 /// Calibration: fraction of targets inside the central 95% interval

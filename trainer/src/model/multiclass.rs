@@ -61,12 +61,10 @@ pub struct ClassScores {
     /// Mean `-ln p(true class)` (probabilities floored at 1e-12).
     pub log_loss: f64,
     /// Expected calibration error of the most probable class's
-    /// probability, 10 equal-width bins (Guo et al. 2017).
+    /// probability, [`crate::evaluate::ClassEvaluation::ECE_BINS`]
+    /// equal-width bins (Guo et al. 2017).
     pub ece: f64,
 }
-
-/// Bins of the expected calibration error.
-const ECE_BINS: usize = 10;
 
 /// Scores `p` (N x K) against `truth` (class indices, N of them); NaN
 /// figures for mismatched lengths, no rows or an index out of range.
@@ -81,7 +79,7 @@ pub fn scores(p: &DMatrix<f64>, truth: &[usize]) -> ClassScores {
     }
     let mut wrong = 0usize;
     let mut loss = 0.0;
-    let mut bins = [(0.0f64, 0usize); ECE_BINS];
+    let mut calibration = Vec::with_capacity(n);
     for (row, &t) in p.row_iter().zip(truth) {
         let (best, confidence) =
             row.iter()
@@ -99,15 +97,12 @@ pub fn scores(p: &DMatrix<f64>, truth: &[usize]) -> ClassScores {
         let right = best == t;
         wrong += usize::from(!right);
         loss -= libm::log(row[t].max(1e-12));
-        let bin = ((confidence * ECE_BINS as f64) as usize).min(ECE_BINS - 1);
-        bins[bin].0 += confidence;
-        bins[bin].1 += usize::from(right);
+        calibration.push((confidence, right));
     }
-    let gaps: f64 = bins.iter().map(|&(c, r)| (c - r as f64).abs()).sum();
     ClassScores {
         error_rate: wrong as f64 / n as f64,
         log_loss: loss / n as f64,
-        ece: gaps / n as f64,
+        ece: crate::evaluate::metrics::calibration_error(calibration.into_iter(), n),
     }
 }
 

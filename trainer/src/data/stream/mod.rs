@@ -41,7 +41,7 @@ use std::sync::{Arc, OnceLock};
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::data::Place;
+use crate::data::labels::LabelTally;
 use crate::files::{Input, InputFormat};
 use crate::{Error, Result};
 pub use parquet_rows::write_parquet;
@@ -248,78 +248,21 @@ impl TableFile {
     /// pass, which then reads each label as its index.
     ///
     /// # Errors
-    /// [`Error::BadInput`] as a column read whole is refused: a column of
-    /// mostly numbers with some text (bad cells, the first named), more
-    /// than [`crate::data::labels::MAX_TEXT_CLASSES`] labels, or a label
-    /// in one row only (named with its place); every error of reading.
+    /// [`Error::BadInput`] as a column read whole is refused
+    /// ([`LabelTally::labels`]); every error of reading.
     pub(crate) fn collect_labels(&self) -> Result<Vec<String>> {
-        use std::collections::BTreeMap;
-        let max = crate::data::labels::MAX_TEXT_CLASSES;
-        // Each label's count and first place; numbers counted apart.
-        let mut seen: BTreeMap<String, (u64, String)> = BTreeMap::new();
-        let (mut numbers, mut texts, mut first_text) = (0u64, 0u64, None::<String>);
-        let column = self.target_name.clone();
-        let mut note = |cell: &str, source: &str, at: Place| -> Result<()> {
-            let place = || format!("{source}: {}, column '{column}'", at.describe());
-            if cell.parse::<f64>().is_ok_and(f64::is_finite) {
-                numbers += 1;
-            } else {
-                texts += 1;
-                if first_text.is_none() {
-                    first_text = Some(format!(
-                        "{}: {} is not a number",
-                        place(),
-                        crate::data::quote(cell)
-                    ));
-                }
-            }
-            let distinct = seen.len();
-            match seen.get_mut(cell) {
-                Some(entry) => entry.0 += 1,
-                None if distinct >= max => {
-                    return Err(Error::BadInput(format!(
-                        "{}: {} makes more than {max} distinct values: too many to be class \
-                         labels",
-                        place(),
-                        crate::data::quote(cell)
-                    )))
-                }
-                None => {
-                    seen.insert(cell.to_owned(), (1, place()));
-                }
-            }
-            Ok(())
-        };
+        let mut tally = LabelTally::new(&self.target_name);
         match self.format {
-            Format::Csv => {
-                csv_rows::target_cells(self, &mut |cell, at| note(cell, &self.source, at))?
-            }
-            Format::Parquet => parquet_rows::target_cells(self, &mut note)?,
+            Format::Csv => csv_rows::target_cells(self, &mut |cell, at| {
+                tally.add(cell, &self.source, &at);
+                Ok(())
+            })?,
+            Format::Parquet => parquet_rows::target_cells(self, &mut |cell, source, at| {
+                tally.add(cell, source, &at);
+                Ok(())
+            })?,
         }
-        if numbers > texts {
-            return Err(Error::BadInput(format!(
-                "{}; the column holds numbers in {numbers} of {} rows, so it is a column of \
-                 numbers with {texts} bad cell{}",
-                first_text.unwrap_or_default(),
-                numbers + texts,
-                if texts == 1 { "" } else { "s" }
-            )));
-        }
-        if let Some((label, (_, place))) = seen.iter().find(|(_, (n, _))| *n == 1) {
-            let listed: Vec<String> = seen
-                .iter()
-                .take(12)
-                .map(|(l, (n, _))| format!("{} x{n}", crate::data::quote(l)))
-                .collect();
-            return Err(Error::BadInput(format!(
-                "{place}: label {} appears in no other row (labels: {}{}): a classifier needs \
-                 every class in at least two rows; a typing error?",
-                crate::data::quote(label),
-                listed.join(", "),
-                if seen.len() > 12 { ", ..." } else { "" }
-            )));
-        }
-        Ok(seen.into_keys().collect())
+        tally.labels()
     }
 
     /// The class index of the target cell `cell` at `place` (`line L (data
@@ -498,6 +441,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::data::labels::MAX_TEXT_CLASSES;
     use crate::data::Dataset;
 
     /// 50 rows of two inputs and a target, as CSV text and as Parquet, in
@@ -578,38 +522,85 @@ mod tests {
             .unwrap());
     }
 
-    /// Text labels are collected as a column read whole codes them, and
-    /// refused where it refuses them, each naming its place.
-    #[test]
-    fn text_labels_are_collected_sorted_and_refused_as_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let labels = |text: &str| {
-            let path = dir.path().join("l.csv");
-            std::fs::write(&path, format!("a,y\n{text}")).unwrap();
-            TableFile::open(&path, None).unwrap().collect_labels()
-        };
-        let ok = labels("1,ok\n2,fault\n3,ok\n4,b\n5,fault\n6,b\n").unwrap();
-        assert_eq!(ok, ["b", "fault", "ok"]);
-        let in_memory = Dataset::from_reader(
-            "a,y\n1,ok\n2,fault\n3,ok\n4,b\n5,fault\n6,b\n".as_bytes(),
-            "l.csv",
-            None,
-        )
+    /// The target column `y` (after an input `a`) as `dir/NAME.csv` and
+    /// `dir/NAME.parquet`, a text column.
+    fn text_target(dir: &Path, name: &str, cells: &[String]) -> [PathBuf; 2] {
+        use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
+
+        let csv = dir.join(format!("{name}.csv"));
+        let rows: String = (0..cells.len())
+            .map(|i| format!("{i},{}\n", cells[i]))
+            .collect();
+        std::fs::write(&csv, format!("a,y\n{rows}")).unwrap();
+        let a: Vec<f64> = (0..cells.len()).map(|i| i as f64).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("a", Arc::new(Float64Array::from(a)) as ArrayRef),
+            ("y", Arc::new(StringArray::from(cells.to_vec())) as ArrayRef),
+        ])
         .unwrap();
-        assert_eq!(in_memory.class_labels, ok);
-        let err = labels("1,ok\n2,fault\n3,ok\n4,okk\n5,fault\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("line 5 (data row 4), column 'y': label 'okk' appears in no other row"),
-            "{err}"
-        );
-        let err = labels("1,ok\n2,1\n3,0\n4,1\n").unwrap_err().to_string();
-        assert!(
-            err.contains("line 2 (data row 1), column 'y': 'ok' is not a number"),
-            "{err}"
-        );
-        assert!(err.contains("numbers with 1 bad cell"), "{err}");
+        let parquet = dir.join(format!("{name}.parquet"));
+        let file = std::fs::File::create(&parquet).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        [csv, parquet]
+    }
+
+    /// Text labels are collected as a column read whole codes them, and
+    /// the streamed and the in-memory readers refuse the same columns with
+    /// the same words, CSV and Parquet alike.
+    #[test]
+    fn text_labels_are_collected_and_refused_as_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let column = |v: &[&str]| -> Vec<String> { v.iter().map(|c| (*c).to_owned()).collect() };
+        let fine = column(&["ok", "fault", "ok", "b", "fault", "b"]);
+        for path in text_target(dir.path(), "fine", &fine) {
+            let ok = TableFile::open(&path, None)
+                .unwrap()
+                .collect_labels()
+                .unwrap();
+            assert_eq!(ok, ["b", "fault", "ok"]);
+            let in_memory = Dataset::from_input(&Input::open(&path).unwrap(), None).unwrap();
+            assert_eq!(in_memory.class_labels, ok);
+        }
+        // Numbers with seven words: bad cells, five named.
+        let mut numbers: Vec<String> = (0..20).map(|i| format!("{}", i % 3)).collect();
+        for (i, word) in [
+            (1, "ok"),
+            (4, "n/a"),
+            (5, "x"),
+            (8, "y"),
+            (9, "z"),
+            (12, "w"),
+            (15, "v"),
+        ] {
+            numbers[i] = word.to_owned();
+        }
+        let once = column(&["ok", "fault", "ok", "okk", "fault", "typo", "ok"]);
+        let many: Vec<String> = (0..=MAX_TEXT_CLASSES).map(|i| format!("w{i}")).collect();
+        let cases = [
+            (
+                "numbers",
+                numbers,
+                "'ok' is not a number; the column holds numbers in 13 of 20",
+            ),
+            ("once", once, "label 'okk' appears in no other row; nor do "),
+            ("many", many, "'w1000' makes more than 1000 distinct values"),
+        ];
+        for (name, cells, words) in cases {
+            for path in text_target(dir.path(), name, &cells) {
+                let streamed = TableFile::open(&path, None)
+                    .unwrap()
+                    .collect_labels()
+                    .unwrap_err()
+                    .to_string();
+                let in_memory = Dataset::from_input(&Input::open(&path).unwrap(), None)
+                    .unwrap_err()
+                    .to_string();
+                assert_eq!(streamed, in_memory);
+                assert!(streamed.contains(words), "{streamed}");
+            }
+        }
     }
 
     #[test]
