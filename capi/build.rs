@@ -35,6 +35,7 @@ fn main() {
         .expect("cargo sets CARGO_CFG_TARGET_POINTER_WIDTH");
     let words = storage_words(m, g, d, p, pointer_bytes);
     let uncertain_words = uncertain_storage_words(m, d, p, pointer_bytes);
+    let artefact_words = artefact_storage_words(m, g, d, p, pointer_bytes);
     let bytes = words * 8;
     // The largest object the target can address is isize::MAX bytes there.
     let target_max = (1u128 << (8 * pointer_bytes - 1)) - 1;
@@ -60,7 +61,9 @@ fn main() {
              /// 8-byte words of an `SgpModel`.\n\
              pub const SGP_MODEL_STORAGE_WORDS: usize = {words};\n\
              /// 8-byte words of an `SgpUncertain`.\n\
-             pub const SGP_UNCERTAIN_STORAGE_WORDS: usize = {uncertain_words};\n"
+             pub const SGP_UNCERTAIN_STORAGE_WORDS: usize = {uncertain_words};\n\
+             /// 8-byte words of an `SgpArtefact`.\n\
+             pub const SGP_ARTEFACT_STORAGE_WORDS: usize = {artefact_words};\n"
         ),
     )
     .expect("write capacity.rs");
@@ -80,8 +83,13 @@ fn main() {
          #define SGP_MODEL_STORAGE_ALIGN 8\n\
          /* Size of an SgpUncertain (predictions at a Gaussian input). */\n\
          #define SGP_UNCERTAIN_STORAGE_WORDS {uncertain_words}\n\
-         #define SGP_UNCERTAIN_STORAGE_SIZE {}\n",
-        uncertain_words * 8
+         #define SGP_UNCERTAIN_STORAGE_SIZE {}\n\
+         /* Size of an SgpArtefact: a blob of up to SGP_CAPACITY_P outputs or a container of\n\
+         \x20* up to SGP_CAPACITY_P single-output blobs, whichever is larger. */\n\
+         #define SGP_ARTEFACT_STORAGE_WORDS {artefact_words}\n\
+         #define SGP_ARTEFACT_STORAGE_SIZE {}\n",
+        uncertain_words * 8,
+        artefact_words * 8
     );
     let mut config = cbindgen::Config::from_file("cbindgen.toml").expect("read cbindgen.toml");
     config.after_includes = Some(defines);
@@ -129,6 +137,15 @@ fn capacity(var: &str, default: usize) -> usize {
 fn storage_words(m: usize, g: usize, d: usize, p: usize, pointer_bytes: usize) -> usize {
     let wide_sizes = if pointer_bytes >= 8 { 24 } else { 0 };
     (sgp_runtime::ram_bytes_with_outputs(m, g, d, p) + 4 + wide_sizes).div_ceil(8)
+}
+
+/// 8-byte words of an `SgpArtefact`: a flag word beside an `Artefact<M,
+/// G, D, P>` (`artefact_ram_bytes`, the runtime's formula for 32-bit
+/// targets) and, on 64-bit targets, room for each model's wider sizes and
+/// the member count. The crate asserts at compile time that this holds it.
+fn artefact_storage_words(m: usize, g: usize, d: usize, p: usize, pointer_bytes: usize) -> usize {
+    let wide_sizes = if pointer_bytes >= 8 { 24 * p + 16 } else { 0 };
+    (sgp_runtime::artefact_ram_bytes(m, g, d, p) + 4 + wide_sizes).div_ceil(8)
 }
 
 /// 8-byte words of an `SgpUncertain`: a `u32` flag and two sizes beside

@@ -23,6 +23,9 @@
 #include "too_wide.h"        /* SGP_CAPACITY_G + 1 inputs and features */
 #include "two_outputs.h"     /* two regression outputs on one basis */
 #include "three_classes.h"   /* three classes (softmax) on one basis */
+#include "pair.h"            /* container: heater and heater_matern32, one model each */
+#include "mismatched_pair.h" /* container: heater and classifier (other inputs) */
+#include "too_many_members.h" /* container: SGP_CAPACITY_P + 1 heaters */
 
 #include "golden.h"
 #include "golden_outputs.h"
@@ -54,6 +57,7 @@ static SgpModel classifier;
 static SgpModel scratch;
 static SgpModel outputs;
 static SgpModel classes;
+static SgpArtefact artefact;
 
 /* A regression model's predictions at n points against the trainer's. */
 static void golden_points(const SgpModel *m, unsigned n, const float (*x)[HEATER_INPUT_DIM],
@@ -193,6 +197,81 @@ static void bad_output_calls(void) {
         SGP_STATUS_NOT_CLASSIFIER);
     CHECK(sgp_model_output_count(NULL) == 0 && sgp_model_class_count(NULL) == 0,
           "counts of NULL");
+}
+
+/* One artefact either way: a container predicts every output as its members
+ * do alone, bit for bit, and a blob as sgp_model_predict_all does. */
+static void artefacts(void) {
+    static uint8_t damaged[PAIR_BLOB_LEN];
+    SgpPrediction all[SGP_CAPACITY_P];
+    SgpPrediction heater_p, matern_p;
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[0], HEATER_INPUT_DIM, all, 2),
+                  SGP_STATUS_NOT_LOADED);
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, pair_blob, PAIR_BLOB_LEN),
+                  SGP_STATUS_OK);
+    CHECK(sgp_artefact_output_count(&artefact) == PAIR_OUTPUTS &&
+              sgp_artefact_input_dim(&artefact) == HEATER_INPUT_DIM &&
+              sgp_artefact_is_separate(&artefact),
+          "container: %u outputs, %u inputs", (unsigned)sgp_artefact_output_count(&artefact),
+          (unsigned)sgp_artefact_input_dim(&artefact));
+    for (unsigned i = 0; i < GOLDEN_N; i++) {
+        EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[i], HEATER_INPUT_DIM, all, 2),
+                      SGP_STATUS_OK);
+        EXPECT_STATUS(sgp_model_predict(&model, golden_x[i], HEATER_INPUT_DIM, &heater_p),
+                      SGP_STATUS_OK);
+        EXPECT_STATUS(sgp_model_predict(&matern, golden_x[i], HEATER_INPUT_DIM, &matern_p),
+                      SGP_STATUS_OK);
+        CHECK(memcmp(&all[0], &heater_p, sizeof heater_p) == 0 &&
+                  memcmp(&all[1], &matern_p, sizeof matern_p) == 0,
+              "point %u: container %.9g, %.9g; members alone %.9g, %.9g", i, all[0].mean,
+              all[1].mean, heater_p.mean, matern_p.mean);
+    }
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[0], HEATER_INPUT_DIM, all, 1),
+                  SGP_STATUS_OUTPUT_TOO_SMALL);
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[0], 1, all, 2),
+                  SGP_STATUS_INPUT_LENGTH);
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, NULL, HEATER_INPUT_DIM, all, 2),
+                  SGP_STATUS_NULL_POINTER);
+    /* A blob loads too: its outputs as sgp_model_predict_all gives them. */
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, two_outputs_blob,
+                                    TWO_OUTPUTS_BLOB_LEN),
+                  SGP_STATUS_OK);
+    CHECK(sgp_artefact_output_count(&artefact) == 2 && !sgp_artefact_is_separate(&artefact),
+          "blob: %u outputs", (unsigned)sgp_artefact_output_count(&artefact));
+    SgpPrediction shared[SGP_CAPACITY_P];
+    EXPECT_STATUS(
+        sgp_artefact_predict_all(&artefact, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, all, 2),
+        SGP_STATUS_OK);
+    EXPECT_STATUS(
+        sgp_model_predict_all(&outputs, outputs_x[0], TWO_OUTPUTS_INPUT_DIM, shared, 2),
+        SGP_STATUS_OK);
+    CHECK(memcmp(all, shared, 2 * sizeof all[0]) == 0, "blob: artefact %.9g, model %.9g",
+          all[0].mean, shared[0].mean);
+    /* Refusals, each leaving storage that predicts nothing. */
+    memcpy(damaged, pair_blob, PAIR_BLOB_LEN);
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, damaged, PAIR_BLOB_LEN - 1),
+                  SGP_STATUS_TRUNCATED);
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[0], HEATER_INPUT_DIM, all, 2),
+                  SGP_STATUS_NOT_LOADED);
+    CHECK(sgp_artefact_output_count(&artefact) == 0, "outputs after a failed load");
+    damaged[PAIR_BLOB_LEN / 2] ^= 0x10;
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, damaged, PAIR_BLOB_LEN),
+                  SGP_STATUS_CRC_MISMATCH);
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, mismatched_pair_blob,
+                                    MISMATCHED_PAIR_BLOB_LEN),
+                  SGP_STATUS_MEMBER_MISMATCH);
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact, too_many_members_blob,
+                                    TOO_MANY_MEMBERS_BLOB_LEN),
+                  SGP_STATUS_CAPACITY_EXCEEDED_OUTPUT);
+    EXPECT_STATUS(sgp_artefact_load(&artefact, sizeof artefact - 1, pair_blob, PAIR_BLOB_LEN),
+                  SGP_STATUS_STORAGE_TOO_SMALL);
+    EXPECT_STATUS(sgp_artefact_load(NULL, sizeof artefact, pair_blob, PAIR_BLOB_LEN),
+                  SGP_STATUS_NULL_POINTER);
+    EXPECT_STATUS(sgp_artefact_predict_all(&artefact, golden_x[0], HEATER_INPUT_DIM, all, 2),
+                  SGP_STATUS_NOT_LOADED);
+    CHECK(sgp_artefact_output_count(NULL) == 0 && sgp_artefact_input_dim(NULL) == 0 &&
+              !sgp_artefact_is_separate(NULL),
+          "artefact counts of NULL");
 }
 
 /* Refusals of blobs: each kind of damage has its own code, and a failed load
@@ -362,13 +441,14 @@ int main(int argc, char **argv) {
     golden_outputs(shift);
     golden_classes(shift);
     bad_output_calls();
+    artefacts();
     bad_blobs();
     bad_calls();
     training_range();
     messages();
-    printf("capacity M = %d, G = %d, D = %d, P = %d; storage %d bytes; %d of %d checks "
-           "passed\n",
+    printf("capacity M = %d, G = %d, D = %d, P = %d; storage %d bytes (artefact %d); %d of "
+           "%d checks passed\n",
            SGP_CAPACITY_M, SGP_CAPACITY_G, SGP_CAPACITY_D, SGP_CAPACITY_P,
-           SGP_MODEL_STORAGE_SIZE, checks - failures, checks);
+           SGP_MODEL_STORAGE_SIZE, SGP_ARTEFACT_STORAGE_SIZE, checks - failures, checks);
     return failures == 0 ? 0 : 1;
 }

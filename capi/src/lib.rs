@@ -26,6 +26,7 @@ extern crate std;
 mod capacity {
     include!(concat!(env!("OUT_DIR"), "/capacity.rs"));
 }
+mod artefact;
 #[cfg(target_os = "none")]
 mod panic_proof;
 mod status;
@@ -34,6 +35,7 @@ use core::ffi::c_char;
 use core::mem::{align_of, size_of};
 use core::ptr::{addr_of, addr_of_mut};
 
+pub use artefact::SgpArtefact;
 use capacity::{
     CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS,
     SGP_UNCERTAIN_STORAGE_WORDS,

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use nalgebra::DMatrix;
 use sgp_runtime::Link;
 use sgp_trainer::data::Dataset;
+use sgp_trainer::export::artefact::container;
 use sgp_trainer::export::codegen::{export_source, Format};
 use sgp_trainer::export::{
     check, class_probabilities, export, golden_points, mean_tolerance, Fidelity,
@@ -164,6 +165,22 @@ fn write_headers(dir: &Path) {
     });
     let (classifier, classifier_blob) = exported(&class_data, &ivm);
     write_export(dir, "classifier", &classifier_blob);
+
+    // Containers, one model per output, as `sgp fit --out` writes them
+    // when the outputs separate: the heater's two fits; members taking
+    // other inputs; one member more than SGP_CAPACITY_P.
+    let pair = container(&[&heater_blob, &matern_blob]).expect("container");
+    write_export(dir, "pair", &pair);
+    // The guide's example of an artefact (c/example_artefact.c).
+    write_export(dir, "arm", &pair);
+    let mismatched = container(&[&heater_blob, &classifier_blob]).expect("container");
+    write_export(dir, "mismatched_pair", &mismatched);
+    let heaters = vec![heater_blob.as_slice(); capacity::CAPACITY_P + 1];
+    write_export(
+        dir,
+        "too_many_members",
+        &container(&heaters).expect("container"),
+    );
 
     // Just over each capacity: an exact GP on M + 1 rows, G + 1 unprojected
     // inputs, D + 1 inputs projected to one feature.
@@ -425,4 +442,28 @@ fn the_example_builds_runs_and_is_the_one_in_the_readme_and_the_guide() {
             "{page} must show capi/c/example.c verbatim in a ```c block"
         );
     }
+}
+
+#[test]
+fn the_artefact_example_builds_runs_and_is_the_one_in_the_guide() {
+    let exe = compile("c/example_artefact.c", "example_artefact");
+    let (out, text) = run(&exe, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "example_artefact failed:\n{text}"
+    );
+    // The container of two models: a line per output.
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().all(|l| l.contains(": mean ")), "{text}");
+    let example =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("c/example_artefact.c"))
+            .expect("read example_artefact.c");
+    let page = "../docs/src/c-library.md";
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page))
+        .unwrap_or_else(|e| panic!("read {page}: {e}"));
+    assert!(
+        text.contains(&format!("```c\n{example}```\n")),
+        "{page} must show capi/c/example_artefact.c verbatim in a ```c block"
+    );
 }

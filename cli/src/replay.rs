@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::tools::replay_plot::replay_svg;
 use nalgebra::DMatrix;
-use sgp_runtime::{Link, UpdateSettings};
+use sgp_runtime::{Link, ModelSpec, UpdateSettings};
 use sgp_trainer::evaluate::replay::{replay, Replay, Window};
+use sgp_trainer::export::artefact;
 use sgp_trainer::files::{check_outputs, Input};
 use sgp_trainer::options::update::update_settings;
 use sgp_trainer::{Error, Result};
@@ -15,7 +16,9 @@ use super::{read_blob, to_json, write_file};
 
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
-    /// The model blob; it must learn on the device (`sgp fit --updatable`).
+    /// The model: a blob, or a container of one blob per output (each
+    /// member replays its own output's column); it must learn on the
+    /// device (`sgp fit --updatable`).
     #[arg(long)]
     model: PathBuf,
     /// CSV with a header: the model's inputs and target column(s) (picked
@@ -49,7 +52,8 @@ pub(crate) struct ReplayArgs {
     /// Write a picture of the replay as SVG.
     #[arg(long)]
     svg: Option<PathBuf>,
-    /// Write the model after the last row (a blob of the input's length).
+    /// Write the model after the last row (a blob of the input's length; a
+    /// container of the members after it).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Print JSON instead of a table.
@@ -89,32 +93,40 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
         .collect();
     check_outputs(&outputs, &[&model, &data])?;
-    let (blob, spec) = read_blob(&model)?;
-    if sgp_trainer::export::artefact::is_container(&blob) {
-        return Err(Error::BadInput(format!(
-            "{}: one model per output (a container): sgp replay reads one blob",
-            model.name()
-        )));
+    let (blob, _) = read_blob(&model)?;
+    // A container (one model per output): each member replays its own
+    // output's column through its own update and gate, and `--out` is the
+    // container of the members after the last row.
+    let members = artefact::members(&blob)?;
+    let mut replayed: Option<Replay> = None;
+    let mut blobs = Vec::with_capacity(members.len());
+    for member in members {
+        let spec = ModelSpec::from_bytes(member)
+            .map_err(|e| Error::BadInput(format!("{}: {e}", model.name())))?;
+        let (x, y) = observations(&data, &spec)?;
+        let one = replay(member, &x, &y, settings)
+            .map_err(|e| Error::BadInput(format!("{}: {e}", data.name())))?;
+        blobs.push(one.blob.clone());
+        replayed = Some(match replayed {
+            None => one,
+            Some(all) if all.classifier != one.classifier => {
+                return Err(Error::BadInput(format!(
+                    "{}: a container of classifiers and regressions: sgp replay reads \
+                     members of one kind",
+                    model.name()
+                )));
+            }
+            Some(mut all) => {
+                all.outputs.extend(one.outputs);
+                all
+            }
+        });
     }
-    let (x, y) = if spec.shape.link == Link::Probit {
-        let (x, truth) = data.read_classes(&spec, &spec.target_name)?;
-        let y = DMatrix::from_iterator(truth.len(), 1, truth.iter().map(|&k| k as f64));
-        (x, y)
-    } else {
-        let names: Vec<&String> = std::iter::once(&spec.target_name)
-            .chain(spec.outputs.iter().map(|o| &o.name))
-            .collect();
-        let mut x = DMatrix::zeros(0, 0);
-        let mut columns = Vec::with_capacity(names.len());
-        for name in names {
-            let (inputs, target) = data.read_inputs_and_target(&spec.input_names, name)?;
-            x = inputs;
-            columns.push(target);
-        }
-        (x, DMatrix::from_columns(&columns))
-    };
-    let replayed = replay(&blob, &x, &y, settings)
-        .map_err(|e| Error::BadInput(format!("{}: {e}", data.name())))?;
+    let mut replayed = replayed.ok_or(sgp_runtime::Error::Malformed)?;
+    if artefact::is_container(&blob) {
+        let blobs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
+        replayed.blob = artefact::container(&blobs)?;
+    }
     if let Some(out) = &args.out {
         write_file(out, &replayed.blob)?;
     }
@@ -130,6 +142,26 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
         )?;
     }
     report(args, &replayed)
+}
+
+/// The rows of `data` as the model `spec` reads them: its inputs, and its
+/// outputs' target columns (a probit classifier's: 1 for the positive
+/// class, 0 else).
+fn observations(data: &Input, spec: &ModelSpec) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
+    if spec.shape.link == Link::Probit {
+        let (x, truth) = data.read_classes(spec, &spec.target_name)?;
+        let y = DMatrix::from_iterator(truth.len(), 1, truth.iter().map(|&k| k as f64));
+        return Ok((x, y));
+    }
+    let names = std::iter::once(&spec.target_name).chain(spec.outputs.iter().map(|o| &o.name));
+    let mut x = DMatrix::zeros(0, 0);
+    let mut columns = Vec::with_capacity(spec.outputs.len() + 1);
+    for name in names {
+        let (inputs, target) = data.read_inputs_and_target(&spec.input_names, name)?;
+        x = inputs;
+        columns.push(target);
+    }
+    Ok((x, DMatrix::from_columns(&columns)))
 }
 
 fn report(args: &ReplayArgs, replayed: &Replay) -> Result<()> {

@@ -395,9 +395,15 @@ fn several_targets_get_their_own_models_where_one_basis_loses() {
         "{rust}"
     );
     assert!(rust.contains(", 3>;"), "{rust}");
-    assert!(!sgp(&dir, &["export", "--model", "m.sgp", "--format", "c"])
-        .status
-        .success());
+    let c = ok(
+        &sgp(&dir, &["export", "--model", "m.sgp", "--format", "c"]),
+        "export --format c",
+    );
+    assert!(
+        c.contains("sgp_artefact_load(&artefact, sizeof artefact, m_blob, M_BLOB_LEN);"),
+        "{c}"
+    );
+    assert!(c.contains("#define M_OUTPUTS 3"), "{c}");
     assert!(!dir.path().join("m.ex.sgp").exists(), "no file per output");
 
     let json = fit("doubled.csv", "domega,twice");
@@ -2718,6 +2724,48 @@ fn replay_refuses_settings_out_of_range_before_any_row() {
         "replay",
     );
     ok(&replay(&["--noise-forgetting", "0.999"]), "replay");
+}
+
+/// `sgp replay` of a container (one model per output): each member
+/// replays its own output's column, exactly as it would alone, and
+/// `--out` is the container of the members after the last row.
+#[test]
+fn replay_of_a_container_replays_every_member_as_alone() {
+    let dir = TempDir::new("replay_container");
+    synth(&dir, "d.csv", 60, 1);
+    let fit = "fit --data d.csv --m 5 --updatable --force --out u.sgp -q";
+    ok(
+        &sgp(&dir, &fit.split(' ').collect::<Vec<_>>()),
+        "updatable fit",
+    );
+    let one = dir.read("u.sgp");
+    let both = sgp_trainer::export::artefact::container(&[&one, &one]).expect("container");
+    dir.write("c.sgp", &both);
+    let replay = |model: &str, out: &str| {
+        let args = [
+            "replay", "--model", model, "--data", "d.csv", "--gate", "3", "--out", out, "--json",
+        ];
+        let json: Value = serde_json::from_str(&ok(&sgp(&dir, &args), "replay")).expect("JSON");
+        json
+    };
+    let alone = replay("u.sgp", "u2.sgp");
+    let together = replay("c.sgp", "c2.sgp");
+    let outputs = together["outputs"].as_array().expect("outputs");
+    assert_eq!(outputs.len(), 2, "{together}");
+    for output in outputs {
+        assert_eq!(output, &alone["outputs"][0], "{together}");
+    }
+    assert_eq!(together["refused"], alone["refused"]);
+    let after = dir.read("c2.sgp");
+    let members = sgp_trainer::export::artefact::members(&after).expect("a container");
+    assert_eq!(members, [dir.read("u2.sgp"), dir.read("u2.sgp")]);
+    assert_ne!(members[0], one.as_slice(), "the replay learned");
+    // A corrupt container is refused before any row.
+    let mut bad = both.clone();
+    bad[20] ^= 1;
+    dir.write("bad.sgp", &bad);
+    let out = sgp(&dir, &["replay", "--model", "bad.sgp", "--data", "d.csv"]);
+    assert_bad_input(&out, &["bad.sgp", "CRC"]);
 }
 
 /// Issue 49 item 10, as a user meets it: an updatable fit of 60 rows at

@@ -41,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::write_file, m)?)?;
     m.add_function(wrap_pyfunction!(device::artefact, m)?)?;
     m.add_function(wrap_pyfunction!(device::output_blob, m)?)?;
+    m.add_function(wrap_pyfunction!(device::inspect_container_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert::exact_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::inducing_blob, m)?)?;
     m.add_function(wrap_pyfunction!(convert::variational_blob, m)?)?;

@@ -54,6 +54,46 @@ def test_a_replay_is_the_cli_replay(tmp_path):
     assert out.read_bytes() == model.to_bytes()
 
 
+def test_a_container_learns_per_member_as_the_cli_replay(tmp_path):
+    # One model per output (a container): member k learns column k, as it
+    # would alone; the blob written back is sgp replay's of the container.
+    est, X, y = _fitted()
+    one = est.to_bytes()
+    both = sgp.Model.from_bytes(sgp._native.artefact([one, one]))
+    alone = sgp.Model.from_bytes(one)
+    rng = np.random.default_rng(4)
+    log_x = rng.uniform(-3, 3, size=(30, 2))
+    log_y = np.sin(log_x[:, 0]) + 1.0
+    log_y[3] = 1e6  # refused by the gate, by each member
+    mean, variance, learned = both.update(log_x, np.column_stack([log_y, log_y]), gate=4.0)
+    m1, v1, l1 = alone.update(log_x, log_y, gate=4.0)
+    np.testing.assert_array_equal(mean, m1)
+    np.testing.assert_array_equal(learned, l1)
+    assert not learned[3]
+    after = both.predict(log_x)[0]
+    assert after.shape == (30, 2)
+    np.testing.assert_array_equal(after[:, 1], alone.predict(log_x)[0])
+    assert both.to_bytes() == sgp._native.artefact([alone.to_bytes(), alone.to_bytes()])
+    # All or nothing: a bad target in the second column changes no member.
+    before = both.to_bytes()
+    bad = np.column_stack([log_y[:2], [1.0, float("nan")]])
+    with pytest.raises(ValueError):
+        both.update(log_x[:2], bad)
+    assert both.to_bytes() == before
+    cli = pytest.importorskip("os").environ.get("SGP_CLI")
+    if cli is None:
+        pytest.skip("SGP_CLI not set")
+    (tmp_path / "c.sgp").write_bytes(sgp._native.artefact([one, one]))
+    rows = "\n".join(f"{a},{b},{t}" for (a, b), t in zip(log_x, log_y))
+    (tmp_path / "log.csv").write_text("x0,x1,y\n" + rows + "\n")
+    subprocess.run(
+        [cli, "replay", "--model", str(tmp_path / "c.sgp"), "--data", str(tmp_path / "log.csv"),
+         "--gate", "4", "--out", str(tmp_path / "after.sgp")],
+        check=True, capture_output=True,
+    )
+    assert (tmp_path / "after.sgp").read_bytes() == before
+
+
 def test_bad_targets_and_settings_are_errors_that_change_nothing():
     est, X, _ = _fitted()
     model = est.to_model()

@@ -144,10 +144,21 @@ def test_two_outputs_write_the_clis_one_file(tmp_path, data, kept):
     if kept == "separate":
         assert est.to_bytes(1) == est.blobs_[1]
         assert est.to_bytes(1) in est.to_bytes()
-        with pytest.raises(ValueError, match="its own model"):
-            est.to_model()
-        with pytest.raises(ValueError, match="format rust"):
-            est.export_c("arm")
+        # One model either way: the container predicts (n, 2), each column
+        # its member's own prediction bit for bit; it writes itself back
+        # verbatim and exports for the C library's sgp_artefact_load.
+        whole = est.to_model()
+        assert whole.is_container and whole.n_outputs == 2
+        container_mean, container_variance = whole.predict(X)
+        assert container_mean.shape == container_variance.shape == (len(X), 2)
+        assert np.array_equal(container_mean, device_mean)
+        assert whole.to_bytes() == est.to_bytes()
+        assert len(whole.inspect()["members"]) == 2
+        assert "sgp_artefact_load(&artefact" in est.export_c("arm")
+        with pytest.raises(ValueError, match="CRC"):
+            damaged = bytearray(est.to_bytes())
+            damaged[20] ^= 1
+            sgp.Model.from_bytes(bytes(damaged))
     else:
         shared_mean, _ = est.to_model().predict(X)
         # The one-output blob of output 1 in f32: within 0.1% of a standard deviation.

@@ -56,13 +56,27 @@ class Model:
     >>> mean, variance = sgp.Model.from_bytes(est.to_bytes()).predict(X)
     >>> bool(abs(mean - est.predict(X)).max() < 0.05)
     True
+
+    One artefact either way: the container ``sgp fit --out`` (and
+    ``to_bytes()``) writes where each output got its own model loads as one
+    model too, whose ``predict`` gives every output's column, each member's
+    own prediction (as ``sgp_runtime::Artefact`` and ``sgp_artefact_load``
+    do on a device).
     """
 
-    def __init__(self, native: "_native.Model") -> None:
-        self._native = native
+    def __init__(
+        self, native: "_native.Model", members: Optional[List["_native.Model"]] = None
+    ) -> None:
+        # A container's members, one model per output (None for a blob).
+        self._members = members
+        self._native = native if members is None else members[0]
         # Read once: the fast path of a one-row call checks against them.
-        self._inputs = native.n_inputs
-        self._single_output = native.n_outputs == 1
+        self._inputs = self._native.n_inputs
+        self._single_output = self.n_outputs == 1
+
+    def _models(self) -> List["_native.Model"]:
+        """The blob's model, or a container's members in output order."""
+        return [self._native] if self._members is None else self._members
 
     def _one_row(self, X: Any) -> Optional[Tuple[bytes, bool]]:
         """A 1-D float32 or float64 array of the model's inputs as its bytes
@@ -82,9 +96,26 @@ class Model:
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> "Model":
-        """Decodes ``blob``; a corrupted or truncated one raises
-        ``ValueError`` with the runtime's reason."""
-        return cls(_native.Model.from_bytes(bytes(blob)))
+        """Decodes ``blob``, or a container of one blob per output (what
+        ``sgp fit --out`` writes where the outputs separate); a corrupted
+        or truncated one, or a container whose members take other inputs
+        than its first, raises ``ValueError`` with the reason."""
+        blob = bytes(blob)
+        if blob[:4] != b"SGPS":
+            return cls(_native.Model.from_bytes(blob))
+        members: List["_native.Model"] = []
+        while True:
+            member = _native.output_blob(blob, len(members))
+            if member is None:
+                break
+            members.append(_native.Model.from_bytes(member))
+        for k, member in enumerate(members[1:], start=1):
+            if member.input_names != members[0].input_names:
+                raise ValueError(
+                    f"container member {k} takes other inputs ({member.input_names}) than "
+                    f"member 0 ({members[0].input_names})"
+                )
+        return cls(members[0], members)
 
     @classmethod
     def load(cls, path: PathLike) -> "Model":
@@ -99,8 +130,14 @@ class Model:
 
     @property
     def target_name(self) -> str:
-        """Target column name."""
+        """Target column name (a container's: its first output's)."""
         return self._native.target_name
+
+    @property
+    def is_container(self) -> bool:
+        """Whether the artefact is a container, one model per output,
+        rather than one blob."""
+        return self._members is not None
 
     @property
     def kind(self) -> str:
@@ -114,7 +151,10 @@ class Model:
 
     @property
     def n_outputs(self) -> int:
-        """Outputs (regression) or class latents in the blob."""
+        """Outputs (regression) or class latents in the blob; a
+        container's members."""
+        if self._members is not None:
+            return len(self._members)
         return self._native.n_outputs
 
     @property
@@ -124,8 +164,8 @@ class Model:
 
     @property
     def n_basis(self) -> int:
-        """Number of basis functions M."""
-        return self._native.n_basis
+        """Number of basis functions M (a container's: its largest)."""
+        return max(m.n_basis for m in self._models())
 
     @property
     def n_inputs(self) -> int:
@@ -133,7 +173,9 @@ class Model:
         return self._native.n_inputs
 
     def to_bytes(self) -> bytes:
-        """The blob."""
+        """The blob (a container of the members' blobs), as the model is now."""
+        if self._members is not None:
+            return _native.artefact([m.to_bytes() for m in self._members])
         return self._native.to_bytes()
 
     def save(self, path: PathLike) -> None:
@@ -153,7 +195,10 @@ class Model:
 
     def inspect(self) -> Dict[str, Any]:
         """What ``sgp inspect --json`` prints: kind, sizes,
-        hyperparameters, flash and RAM."""
+        hyperparameters, flash and RAM (a container's: each member's, and
+        the RAM of the ``Artefact`` that loads them)."""
+        if self._members is not None:
+            return json.loads(_native.inspect_container_json(self.to_bytes()))
         return json.loads(self._native.inspect_json())
 
     def _rows(self, X: Any, finite: bool = True) -> np.ndarray:
@@ -173,12 +218,25 @@ class Model:
 
     def _run(self, X: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
         X = self._rows(X)
-        mean, variance, probability = self._native.predict(to_native(X), *X.shape)
-        shape = (X.shape[0], self.n_outputs)
+        columns = []
+        for model in self._models():
+            mean, variance, probability = model.predict(to_native(X), *X.shape)
+            shape = (X.shape[0], model.n_outputs)
+            columns.append(
+                (
+                    from_native(mean).reshape(shape),
+                    from_native(variance).reshape(shape),
+                    None if probability is None else from_native(probability),
+                )
+            )
+        if len(columns) == 1:
+            mean, variance, probability = columns[0]
+            return _squeezed(mean), _squeezed(variance), probability
+        # A container: each member's columns side by side.
         return (
-            _squeezed(from_native(mean).reshape(shape)),
-            _squeezed(from_native(variance).reshape(shape)),
-            None if probability is None else from_native(probability),
+            np.hstack([c[0] for c in columns]),
+            np.hstack([c[1] for c in columns]),
+            None,
         )
 
     def predict(self, X: Any) -> Tuple[np.ndarray, np.ndarray]:
@@ -206,6 +264,7 @@ class Model:
         if row is not None:
             return np.array([self._native.mean_one(*row)])
         X = self._rows(X)
+        # A container's first output is its first member's.
         return from_native(self._native.mean(to_native(X), *X.shape))
 
     def predict_uncertain(
@@ -235,6 +294,12 @@ class Model:
         >>> model.predict_uncertain([3.0], [[0.01]], derivatives=True).dcov_dcov.shape
         (1, 1, 1, 1)
         """
+        if self._members is not None:
+            raise ValueError(
+                "predict_uncertain of a container (one model per output): the outputs' "
+                "covariance at an uncertain input couples models fitted apart; take each "
+                "output's own model (sgp.Model.from_bytes(est.to_bytes(output=k)))"
+            )
         d, p = self.n_inputs, self.n_outputs
         mu = np.asarray(mean, dtype=np.float64).reshape(-1)
         s = np.asarray(cov, dtype=np.float64)
@@ -255,7 +320,7 @@ class Model:
     def is_updatable(self) -> bool:
         """Whether the blob learns on the device (``sgp fit --updatable``,
         ``SparseGPRegressor(updatable=True)``)."""
-        return self._native.is_updatable
+        return all(m.is_updatable for m in self._models())
 
     def update(
         self,
@@ -317,6 +382,8 @@ class Model:
             return np.array([m]), np.array([v]), np.array([kept])
         X = self._rows(X, finite=False)
         y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+        if self._members is not None:
+            return self._update_members(X, y, forgetting, gate, gate_run, noise_forgetting)
         mean, variance, learned = self._native.update_rows(
             to_native(X),
             X.shape[0],
@@ -330,6 +397,42 @@ class Model:
         )
         return from_native(mean), from_native(variance), np.asarray(learned, dtype=bool)
 
+    def _update_members(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        forgetting: Optional[float],
+        gate: Optional[float],
+        gate_run: Optional[int],
+        noise_forgetting: Optional[float],
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``update`` of a container: member ``k`` learns column ``k`` of
+        ``y`` through its own update and gate. All or nothing: on an error
+        every member is as it was. The first output's predictions; a row is
+        learned if every member learned it."""
+        assert self._members is not None
+        if y.shape[1] != len(self._members):
+            raise ValueError(
+                f"y has {y.shape[1]} columns, the container {len(self._members)} outputs"
+            )
+        before = [m.to_bytes() for m in self._members]
+        results = []
+        try:
+            for k, member in enumerate(self._members):
+                column = np.ascontiguousarray(y[:, k : k + 1])
+                results.append(
+                    member.update_rows(
+                        to_native(X), X.shape[0], X.shape[1], to_native(column), 1,
+                        forgetting, gate, gate_run, noise_forgetting,
+                    )
+                )
+        except Exception:
+            self._members = [_native.Model.from_bytes(b) for b in before]
+            self._native = self._members[0]
+            raise
+        learned = np.logical_and.reduce([np.asarray(r[2], dtype=bool) for r in results])
+        return from_native(results[0][0]), from_native(results[0][1]), learned
+
     def predict_proba(self, X: Any) -> np.ndarray:
         """A classifier's class probabilities at the rows of ``X``, as
         scikit-learn's ``predict_proba``: n x K, one column per class in
@@ -337,6 +440,8 @@ class Model:
         the second column is ``P(y = positive class)``)."""
         if not self.is_classifier:
             raise ValueError("predict_proba needs a classifier blob; this one is a regression")
+        if self._members is not None:
+            raise ValueError("predict_proba of a container: it holds one model per output")
         _, _, probability = self._run(X)
         if self.n_outputs == 1:
             positive = np.asarray(probability, dtype=np.float64).reshape(-1)
@@ -345,6 +450,11 @@ class Model:
 
     def __repr__(self) -> str:
         task = "classifier" if self.is_classifier else "regression"
+        if self._members is not None:
+            return (
+                f"<sgp.Model container of {self.n_outputs} models, one per output: "
+                f"inputs {self.input_names}>"
+            )
         return (
             f"<sgp.Model {self.kind} {task}: {self.n_basis} basis functions, "
             f"inputs {self.input_names}, target {self.target_name!r}>"

@@ -366,14 +366,10 @@ class _SparseGP(BaseEstimator):
         return blob
 
     def to_model(self, output: Union[int, str, None] = None) -> Model:
-        """The blob (``output``'s, as ``to_bytes``) decoded by the f32
-        runtime (what the device computes). Where each output has its own
-        model, ``output`` picks one (``sgp.Model`` holds one blob)."""
-        if output is None and len(self.blobs_) > 1:
-            raise ValueError(
-                f"each output has its own model ({self.basis_['reason']}); pass output= "
-                f"one of {self._blob_targets} (or its index)"
-            )
+        """The artefact (``output``'s blob, as ``to_bytes``) decoded by the
+        f32 runtime (what the device computes). One model either way: where
+        each output has its own model, the container's ``predict`` gives
+        every output's column (n x P), as a shared blob's does."""
         return Model.from_bytes(self.to_bytes(output))
 
     def save(self, path: PathLike) -> List[str]:
@@ -389,8 +385,8 @@ class _SparseGP(BaseEstimator):
         """The blob (``output``'s, as ``to_bytes``) as a C header for the
         sgp C library: what ``sgp export --format c --name NAME`` writes.
         ``output=k`` gives output ``k``'s own blob either way; a container
-        (each output its own model) is refused whole, as the C library
-        loads one blob: ``export_rust`` gives it as an ``Artefact``."""
+        (each output its own model) is for ``sgp_artefact_load``, which
+        loads a blob too."""
         return export_source(self.to_bytes(output), "c", name, f"{name}.sgp")
 
     def export_rust(self, name: str = "model", output: Union[int, str, None] = None) -> str:

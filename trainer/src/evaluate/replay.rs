@@ -62,11 +62,17 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Rows the gate refused.
+    /// Rows the gate refused for any output (one blob's outputs share
+    /// their gate; a container's members each have their own).
     pub fn refused(&self) -> usize {
-        self.outputs
-            .first()
-            .map_or(0, |t| t.steps.iter().filter(|s| !s.learned).count())
+        let rows = self.outputs.first().map_or(0, |t| t.steps.len());
+        (0..rows)
+            .filter(|&i| {
+                self.outputs
+                    .iter()
+                    .any(|t| t.steps.get(i).is_some_and(|s| !s.learned))
+            })
+            .count()
     }
 
     /// Error figures of output `p` over windows of `size` rows (the last
