@@ -22,7 +22,8 @@ use super::artefact::{is_container, output_descriptions};
 use crate::{Error, Result};
 
 /// Alignment of the exported blob, in bytes.
-pub const BLOB_ALIGN: usize = 8;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const BLOB_ALIGN: usize = 8;
 
 /// Bytes per line of the generated array.
 const BYTES_PER_LINE: usize = 16;

@@ -17,7 +17,10 @@ pub(crate) mod fixed;
 pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
+#[cfg(feature = "internals")]
 pub mod updatable;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod updatable;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
@@ -45,7 +48,8 @@ pub(crate) const VARIANCE_TOLERANCE: f64 = 1e-2;
 /// The mean deviation allowed at a point whose f64 predictive standard
 /// deviation is `sd` (raw units) for a target of scale `y_scale`:
 /// `max(1% of sd, 1e-4 y_scale)`.
-pub fn mean_tolerance(sd: f64, y_scale: f64) -> f64 {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn mean_tolerance(sd: f64, y_scale: f64) -> f64 {
     (MEAN_TOLERANCE_SD * sd).max(MEAN_TOLERANCE_FLOOR * y_scale)
 }
 
@@ -294,7 +298,8 @@ pub fn refusal(exported: &Exported, advice: &str) -> Error {
 /// # Errors
 /// If the runtime refuses the blob or an input, or the blob has another
 /// number of outputs than the set has members.
-pub fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
     let link = set.link()?;
     let references = set
         .members
@@ -437,7 +442,8 @@ pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
 /// Raw inputs far outside the training data (5 to 20 standard deviations
 /// from the mean in random directions), where the variance must rise to
 /// the prior and the mean fall to the target mean.
-pub fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
     let t = &model.transform;
     let d = t.x_mean.len();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -43,7 +43,8 @@ use crate::{Error, Result};
 /// A sparse fit before it becomes a model: the features, each output's
 /// kernel and posterior, and the run (what another stage starts from).
 #[derive(Clone, Debug)]
-pub struct SparseFit<F> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct SparseFit<F> {
     /// The fitted inducing features.
     pub features: F,
     /// Each output's kernel.
@@ -82,7 +83,8 @@ pub(crate) fn config(params: &SparseParams) -> FitcConfig {
 
 /// Minimises the joint objective of `outputs` from `features` and each
 /// output's kernel.
-pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fit_sparse<F: InducingFeatures + Clone + Sync>(
     outputs: &[Dataset],
     features: F,
     kernels: Vec<KernelParams>,
@@ -169,7 +171,8 @@ pub enum VarianceSharing {
 
 /// How much worse (nats per row and output) the tied training objective
 /// may be than the untied one for [`VarianceSharing::Auto`] to tie.
-pub const TIE_TOLERANCE: f64 = 0.02;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const TIE_TOLERANCE: f64 = 0.02;
 
 /// What a fit chose for [`VarianceSharing`], from both objectives.
 #[derive(Clone, Debug, Serialize)]

@@ -63,7 +63,7 @@ impl StreamedBasis {
     ///
     /// # Errors
     /// Every error of reading the file.
-    pub fn pass(
+    pub(crate) fn pass(
         &self,
         table: &TableFile,
         progress: &mut dyn FnMut(ReadProgress),

@@ -563,7 +563,8 @@ impl Options {
 
 /// `method`'s parameters when no setting is given (G = 1 for a projected
 /// family), on data of unbounded rows.
-pub fn built(method: Method) -> FitParams {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn built(method: Method) -> FitParams {
     let options = Options {
         dim: method.is_projected().then_some(1),
         ..Options::default()

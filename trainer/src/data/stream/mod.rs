@@ -58,7 +58,8 @@ pub(crate) type Format = InputFormat;
 
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
-pub struct TableFile {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct TableFile {
     /// The file, open; a directory's files in name order.
     parts: Vec<Part>,
     /// How it names itself in messages (the path as given).
@@ -97,7 +98,8 @@ pub(crate) struct Part {
 
 /// One chunk of rows in raw units.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RawChunk {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct RawChunk {
     /// Inputs, rows x D, columns in the order of [`TableFile::input_names`].
     pub x: DMatrix<f64>,
     /// Targets.

@@ -26,7 +26,8 @@ pub(crate) mod multiscale;
 pub(crate) mod projected;
 mod pseudo_inputs;
 
-pub use heteroscedastic::Heteroscedastic;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use heteroscedastic::Heteroscedastic;
 pub(crate) use multiscale::Multiscale;
 pub use projected::Projected;
 pub use pseudo_inputs::PseudoInputs;
