@@ -29,7 +29,7 @@ pub(crate) fn container(blobs: &[&[u8]]) -> Result<Vec<u8>> {
 /// is one, else their container.
 ///
 /// # Errors
-/// As [`container`].
+/// As `container`.
 pub fn artefact(blobs: &[&[u8]]) -> Result<Vec<u8>> {
     match blobs {
         [one] => Ok(one.to_vec()),

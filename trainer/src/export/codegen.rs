@@ -9,7 +9,7 @@
 //!
 //! Output names (`NAME_output_names`, `OUTPUTS`) and class labels
 //! (`NAME_class_labels`, `CLASSES`) follow when the blob has them. The
-//! blob is aligned to [`BLOB_ALIGN`] bytes for CRC units, DMA and flash
+//! blob is aligned to `BLOB_ALIGN` bytes for CRC units, DMA and flash
 //! programmed a double word at a time; the runtime itself needs none.
 
 use std::fmt::Write;

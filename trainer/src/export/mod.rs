@@ -59,7 +59,7 @@ pub struct Fidelity {
     /// Number of points compared.
     pub points: usize,
     /// Worst ratio of the mean deviation to the tolerance at its point
-    /// ([`mean_tolerance`]; probit: [`Fidelity::PROBABILITY`]). The mean
+    /// (`mean_tolerance`; probit: [`Fidelity::PROBABILITY`]). The mean
     /// passes when this is at most 1.
     pub worst_mean_ratio: f64,
     /// Worst `|mean32 - mean64| / sd64`, the deviation as a fraction of
@@ -76,7 +76,7 @@ pub struct Fidelity {
 
 impl Fidelity {
     /// Largest mean deviation allowed at a point, as a fraction of the f64
-    /// predictive standard deviation there ([`mean_tolerance`]).
+    /// predictive standard deviation there (`mean_tolerance`).
     pub const MEAN_SD: f64 = MEAN_TOLERANCE_SD;
     /// The mean tolerance's floor, as a fraction of the target's scale.
     pub const MEAN_FLOOR: f64 = MEAN_TOLERANCE_FLOOR;
@@ -157,7 +157,7 @@ pub struct Exported {
 /// Encodes `set` (one model, several outputs, or the classes of a
 /// classifier, on one basis) and compares the runtime's f32 predictions
 /// with the trainer's f64 ones, member by member, at `check_x` (raw
-/// inputs; held-out or training points) and at [`far_points`] (a
+/// inputs; held-out or training points) and at `far_points` (a
 /// multi-class model: each class probability). The blob has the product
 /// form of the variance when every member passes in it, else the solves
 /// ([`Exported::product_refused`] says why). Never refuses for fidelity:
@@ -603,11 +603,11 @@ pub fn golden_points(
 /// options never reach up into the export.
 impl crate::options::Options {
     /// Exports `fit` as asked: a blob that learns on the device with
-    /// `updatable` ([`updatable::export_updatable`]), else the fixed blob ([`export`]);
+    /// `updatable` (`updatable::export_updatable`), else the fixed blob ([`export`]);
     /// `force` exports what fails the f32 check.
     ///
     /// # Errors
-    /// As [`export`] and [`updatable::export_updatable`].
+    /// As [`export`] and `updatable::export_updatable`.
     pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
         if self.updatable {
             updatable::export_updatable(fit, check_x, force)

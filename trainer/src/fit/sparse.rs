@@ -159,7 +159,7 @@ fn unpacked<F: InducingFeatures + Clone + Sync>(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VarianceSharing {
-    /// Tie when the tied objective is within [`TIE_TOLERANCE`] nats per
+    /// Tie when the tied objective is within `TIE_TOLERANCE` nats per
     /// row and output of the untied one.
     #[default]
     Auto,

@@ -8,9 +8,9 @@
 //! beyond which [`Error::Numerical`]. The jitter used is returned, so callers
 //! report escalation and predict with the same factor.
 //!
-//! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
+//! Products go through `faer`'s kernels (`matmul_into`, `mul`; faster than
 //! nalgebra's at these shapes), borrowing nalgebra's column-major storage.
-//! Inside a reproducible fit ([`super::reproducible`]) products and solves
+//! Inside a reproducible fit (`super::reproducible`) products and solves
 //! run `super::fixed_order`'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};

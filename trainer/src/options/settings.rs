@@ -11,7 +11,7 @@
 //! A setting's families are the procedures that read it, counting the
 //! SPGP fit that VSGP, SPGP+HS and the projected fits start from; its
 //! default is read back from the parameters [`Options`] builds when
-//! nothing is given ([`built`]), so the help cannot state another value
+//! nothing is given (`built`), so the help cannot state another value
 //! than the fit uses.
 
 use crate::choose::AUTO;

@@ -2,10 +2,10 @@
 //! and Parquet (`parquet_rows`), validated as [`crate::data`] validates
 //! a CSV file read whole, but never holding more than one chunk.
 //!
-//! A [`TableFile`] is a file whose header (or schema) has been read and
+//! A `TableFile` is a file whose header (or schema) has been read and
 //! whose columns have been chosen as [`crate::data::Dataset::from_csv`]
 //! chooses them. Its rows are read as often as needed
-//! ([`TableFile::for_each_chunk`]), always in the same chunks whatever the
+//! (`TableFile::for_each_chunk`), always in the same chunks whatever the
 //! format, so sums over chunks ([`crate::model::posterior_sums`]) are bit
 //! for bit the same from CSV and Parquet. `scan` is the first pass:
 //! validation, standardisation and a random sample of rows.

@@ -5,7 +5,7 @@
 //! once against [`InducingFeatures`]; a new kind of feature is one new file
 //! here.
 //!
-//! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
+//! The kinds: [`PseudoInputs`] (SPGP), `Heteroscedastic` (SPGP+HS:
 //! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
 //! projection, unit length scales in G dims) and `Multiscale` (VSGP:
 //! per-basis widths). Each module documents its covariances.
