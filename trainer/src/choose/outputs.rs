@@ -39,7 +39,8 @@ use crate::Result;
 pub(crate) const TOLERANCE: f64 = 0.025;
 
 /// The fit of several outputs: one fit on one basis, or one per output.
-pub struct OutputsFit {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct OutputsFit {
     /// One fit of every output on one basis, or one fit per output, in
     /// output order.
     pub fits: Vec<Fit>,
@@ -94,7 +95,8 @@ const SEPARATE: &str = "separate";
 ///
 /// # Errors
 /// As [`super::fit`]; a failed comparison keeps the shared fit.
-pub fn fit_outputs(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fit_outputs(
     data: &(impl Outputs + ?Sized),
     request: &Request,
     progress: &mut dyn FnMut(Progress),

@@ -26,7 +26,8 @@ pub(crate) const DOMINANCE: f64 = 100.0;
 /// let warnings = extremes::warnings(&data);
 /// assert!(warnings[0].contains("data row 6"), "{warnings:?}");
 /// ```
-pub fn warnings(data: &Dataset) -> Vec<String> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn warnings(data: &Dataset) -> Vec<String> {
     let raw_x = data.raw_x();
     let mut out: Vec<String> = raw_x
         .column_iter()

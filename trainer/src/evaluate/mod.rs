@@ -2,7 +2,10 @@
 //! device would compute), for `sgp eval` and the demo.
 
 pub(crate) mod contest;
+#[cfg(feature = "internals")]
 pub mod metrics;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod metrics;
 pub mod replay;
 
 use nalgebra::{DMatrix, DVector};
@@ -51,7 +54,8 @@ pub fn evaluate_blob(blob: &[u8], x: &DMatrix<f64>, y: &DVector<f64>) -> Result<
 }
 
 /// The figures for given predictive means and variances of `y`.
-pub fn figures(mean: &[f64], var: &[f64], y: &[f64]) -> Evaluation {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn figures(mean: &[f64], var: &[f64], y: &[f64]) -> Evaluation {
     Evaluation {
         rows: y.len(),
         rmse: metrics::rmse(mean, y),

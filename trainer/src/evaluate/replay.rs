@@ -283,7 +283,8 @@ fn at_row(r: usize, e: sgp_runtime::Error) -> Error {
 
 /// The classifier targets of raw labels: 1 where a label is the blob's
 /// positive class, 0 else.
-pub fn labels_as_targets(labels: &DVector<f64>, positive: f64) -> DMatrix<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn labels_as_targets(labels: &DVector<f64>, positive: f64) -> DMatrix<f64> {
     DMatrix::from_iterator(
         labels.len(),
         1,

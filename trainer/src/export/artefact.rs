@@ -17,7 +17,8 @@ pub fn is_container(bytes: &[u8]) -> bool {
 ///
 /// # Errors
 /// [`crate::Error::Blob`] for no blob, or more than a container holds.
-pub fn container(blobs: &[&[u8]]) -> Result<Vec<u8>> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn container(blobs: &[&[u8]]) -> Result<Vec<u8>> {
     let len = Container::encoded_len(blobs).ok_or(sgp_runtime::Error::Malformed)?;
     let mut out = vec![0; len];
     Container::write(blobs, &mut out)?;
@@ -28,7 +29,7 @@ pub fn container(blobs: &[&[u8]]) -> Result<Vec<u8>> {
 /// is one, else their container.
 ///
 /// # Errors
-/// As [`container`].
+/// As `container`.
 pub fn artefact(blobs: &[&[u8]]) -> Result<Vec<u8>> {
     match blobs {
         [one] => Ok(one.to_vec()),

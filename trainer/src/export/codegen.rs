@@ -9,7 +9,7 @@
 //!
 //! Output names (`NAME_output_names`, `OUTPUTS`) and class labels
 //! (`NAME_class_labels`, `CLASSES`) follow when the blob has them. The
-//! blob is aligned to [`BLOB_ALIGN`] bytes for CRC units, DMA and flash
+//! blob is aligned to `BLOB_ALIGN` bytes for CRC units, DMA and flash
 //! programmed a double word at a time; the runtime itself needs none.
 
 use std::fmt::Write;
@@ -22,7 +22,8 @@ use super::artefact::{is_container, output_descriptions};
 use crate::{Error, Result};
 
 /// Alignment of the exported blob, in bytes.
-pub const BLOB_ALIGN: usize = 8;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const BLOB_ALIGN: usize = 8;
 
 /// Bytes per line of the generated array.
 const BYTES_PER_LINE: usize = 16;

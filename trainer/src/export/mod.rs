@@ -17,7 +17,10 @@ pub(crate) mod fixed;
 pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
+#[cfg(feature = "internals")]
 pub mod updatable;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod updatable;
 
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
@@ -45,7 +48,8 @@ pub(crate) const VARIANCE_TOLERANCE: f64 = 1e-2;
 /// The mean deviation allowed at a point whose f64 predictive standard
 /// deviation is `sd` (raw units) for a target of scale `y_scale`:
 /// `max(1% of sd, 1e-4 y_scale)`.
-pub fn mean_tolerance(sd: f64, y_scale: f64) -> f64 {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn mean_tolerance(sd: f64, y_scale: f64) -> f64 {
     (MEAN_TOLERANCE_SD * sd).max(MEAN_TOLERANCE_FLOOR * y_scale)
 }
 
@@ -55,7 +59,7 @@ pub struct Fidelity {
     /// Number of points compared.
     pub points: usize,
     /// Worst ratio of the mean deviation to the tolerance at its point
-    /// ([`mean_tolerance`]; probit: [`Fidelity::PROBABILITY`]). The mean
+    /// (`mean_tolerance`; probit: [`Fidelity::PROBABILITY`]). The mean
     /// passes when this is at most 1.
     pub worst_mean_ratio: f64,
     /// Worst `|mean32 - mean64| / sd64`, the deviation as a fraction of
@@ -72,7 +76,7 @@ pub struct Fidelity {
 
 impl Fidelity {
     /// Largest mean deviation allowed at a point, as a fraction of the f64
-    /// predictive standard deviation there ([`mean_tolerance`]).
+    /// predictive standard deviation there (`mean_tolerance`).
     pub const MEAN_SD: f64 = MEAN_TOLERANCE_SD;
     /// The mean tolerance's floor, as a fraction of the target's scale.
     pub const MEAN_FLOOR: f64 = MEAN_TOLERANCE_FLOOR;
@@ -153,7 +157,7 @@ pub struct Exported {
 /// Encodes `set` (one model, several outputs, or the classes of a
 /// classifier, on one basis) and compares the runtime's f32 predictions
 /// with the trainer's f64 ones, member by member, at `check_x` (raw
-/// inputs; held-out or training points) and at [`far_points`] (a
+/// inputs; held-out or training points) and at `far_points` (a
 /// multi-class model: each class probability). The blob has the product
 /// form of the variance when every member passes in it, else the solves
 /// ([`Exported::product_refused`] says why). Never refuses for fidelity:
@@ -294,7 +298,8 @@ pub fn refusal(exported: &Exported, advice: &str) -> Error {
 /// # Errors
 /// If the runtime refuses the blob or an input, or the blob has another
 /// number of outputs than the set has members.
-pub fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
     let link = set.link()?;
     let references = set
         .members
@@ -437,7 +442,8 @@ pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
 /// Raw inputs far outside the training data (5 to 20 standard deviations
 /// from the mean in random directions), where the variance must rise to
 /// the prior and the mean fall to the target mean.
-pub fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn far_points(model: &TrainedModel, n: usize, seed: u64) -> DMatrix<f64> {
     let t = &model.transform;
     let d = t.x_mean.len();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -597,11 +603,11 @@ pub fn golden_points(
 /// options never reach up into the export.
 impl crate::options::Options {
     /// Exports `fit` as asked: a blob that learns on the device with
-    /// `updatable` ([`updatable::export_updatable`]), else the fixed blob ([`export`]);
+    /// `updatable` (`updatable::export_updatable`), else the fixed blob ([`export`]);
     /// `force` exports what fails the f32 check.
     ///
     /// # Errors
-    /// As [`export`] and [`updatable::export_updatable`].
+    /// As [`export`] and `updatable::export_updatable`.
     pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
         if self.updatable {
             updatable::export_updatable(fit, check_x, force)

@@ -7,7 +7,8 @@ use sgp_runtime::{ModelSpec, VarianceForm};
 /// Output `p` of a blob's description as a single-output description: the
 /// shared basis with that output's own numbers (`p = 0` is the blob's own
 /// output), or `None` past the last output.
-pub fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn output_spec(spec: &ModelSpec, p: usize) -> Option<ModelSpec> {
     let mut single = ModelSpec {
         outputs: Vec::new(),
         class_labels: Vec::new(),

@@ -17,7 +17,10 @@ mod choice_record;
 pub(crate) mod dr;
 pub(crate) mod exact;
 pub mod gplasso;
+#[cfg(feature = "internals")]
 pub mod init;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod init;
 pub mod ivm;
 mod params;
 mod pass_bytes;

@@ -43,7 +43,8 @@ use crate::{Error, Result};
 /// A sparse fit before it becomes a model: the features, each output's
 /// kernel and posterior, and the run (what another stage starts from).
 #[derive(Clone, Debug)]
-pub struct SparseFit<F> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct SparseFit<F> {
     /// The fitted inducing features.
     pub features: F,
     /// Each output's kernel.
@@ -82,7 +83,8 @@ pub(crate) fn config(params: &SparseParams) -> FitcConfig {
 
 /// Minimises the joint objective of `outputs` from `features` and each
 /// output's kernel.
-pub fn fit_sparse<F: InducingFeatures + Clone + Sync>(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fit_sparse<F: InducingFeatures + Clone + Sync>(
     outputs: &[Dataset],
     features: F,
     kernels: Vec<KernelParams>,
@@ -157,7 +159,7 @@ fn unpacked<F: InducingFeatures + Clone + Sync>(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VarianceSharing {
-    /// Tie when the tied objective is within [`TIE_TOLERANCE`] nats per
+    /// Tie when the tied objective is within `TIE_TOLERANCE` nats per
     /// row and output of the untied one.
     #[default]
     Auto,
@@ -169,7 +171,8 @@ pub enum VarianceSharing {
 
 /// How much worse (nats per row and output) the tied training objective
 /// may be than the untied one for [`VarianceSharing::Auto`] to tie.
-pub const TIE_TOLERANCE: f64 = 0.02;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const TIE_TOLERANCE: f64 = 0.02;
 
 /// What a fit chose for [`VarianceSharing`], from both objectives.
 #[derive(Clone, Debug, Serialize)]

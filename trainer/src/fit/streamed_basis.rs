@@ -5,7 +5,7 @@
 //!
 //! [`StreamedBasis::sums`] standardises a block of raw rows and sums it in
 //! chunks of the basis's `chunk_rows` rows folded in order, exactly as
-//! [`StreamedBasis::pass`] sums a file; so the sums of the rows `0..k` and
+//! `StreamedBasis::pass` sums a file; so the sums of the rows `0..k` and
 //! `k..n`, merged, are the file's bit for bit when `k..n` is the file's
 //! last chunk (the same additions in the same order). Any other split
 //! reassociates the sum: the same up to rounding (relative 1e-16 per
@@ -63,7 +63,7 @@ impl StreamedBasis {
     ///
     /// # Errors
     /// Every error of reading the file.
-    pub fn pass(
+    pub(crate) fn pass(
         &self,
         table: &TableFile,
         progress: &mut dyn FnMut(ReadProgress),

@@ -169,7 +169,7 @@ impl ClassifierBasis {
     ///
     /// # Errors
     /// Every error of reading the file and of [`ClassifierBasis::sums`].
-    pub fn pass(
+    pub(crate) fn pass(
         &self,
         table: &TableFile,
         progress: &mut dyn FnMut(ReadProgress),

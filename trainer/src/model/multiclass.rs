@@ -25,7 +25,12 @@ pub enum ClassLink {
 ///
 /// # Errors
 /// As [`crate::model::TrainedModel::predict_raw`].
-pub fn probabilities(set: &ModelSet, x: &DMatrix<f64>, link: ClassLink) -> Result<DMatrix<f64>> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn probabilities(
+    set: &ModelSet,
+    x: &DMatrix<f64>,
+    link: ClassLink,
+) -> Result<DMatrix<f64>> {
     let k = set.members.len();
     let mut p = DMatrix::zeros(x.nrows(), k);
     for (j, member) in set.members.iter().enumerate() {

@@ -123,7 +123,8 @@ pub(crate) fn whitened_factor(form: &RuntimeForm) -> Result<(DMatrix<f64>, DVect
 /// # Errors
 /// [`Error::BadInput`] for a one-factor form or mismatched shapes,
 /// [`Error::Numerical`] if the system cannot be factorised.
-pub fn conditioned(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn conditioned(
     form: &RuntimeForm,
     x: &DMatrix<f64>,
     y: &DVector<f64>,

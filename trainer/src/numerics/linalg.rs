@@ -8,9 +8,9 @@
 //! beyond which [`Error::Numerical`]. The jitter used is returned, so callers
 //! report escalation and predict with the same factor.
 //!
-//! Products go through `faer`'s kernels (`matmul_into`, [`mul`]; faster than
+//! Products go through `faer`'s kernels (`matmul_into`, `mul`; faster than
 //! nalgebra's at these shapes), borrowing nalgebra's column-major storage.
-//! Inside a reproducible fit ([`super::reproducible`]) products and solves
+//! Inside a reproducible fit (`super::reproducible`) products and solves
 //! run `super::fixed_order`'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
@@ -234,7 +234,8 @@ pub(crate) fn symmetrise(m: DMatrix<f64>) -> DMatrix<f64> {
 }
 
 /// `a . b` for slices of equal length, summed as `lane_sum` does.
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     lane_sum(a, b, |x, y| x * y)
 }
 
@@ -260,7 +261,8 @@ pub(crate) fn lane_sum(a: &[f64], b: &[f64], term: impl Fn(f64, f64) -> f64) -> 
 }
 
 /// A column-major nalgebra matrix as a view of the same storage.
-pub fn mat_ref(m: &DMatrix<f64>) -> MatRef<'_> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn mat_ref(m: &DMatrix<f64>) -> MatRef<'_> {
     MatRef::of(m)
 }
 
@@ -325,7 +327,8 @@ fn clear_upper_vector_state() {
 }
 
 /// `lhs * rhs` as a new matrix (see `matmul_into`).
-pub fn mul(lhs: MatRef<'_>, rhs: MatRef<'_>) -> DMatrix<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn mul(lhs: MatRef<'_>, rhs: MatRef<'_>) -> DMatrix<f64> {
     let mut out = DMatrix::<f64>::zeros(lhs.nrows(), rhs.ncols());
     matmul_into(out.as_mut_slice(), lhs.nrows(), false, lhs, rhs, 1.0);
     out

@@ -7,4 +7,7 @@ pub mod lars;
 mod lbfgs;
 pub mod linalg;
 pub mod optimise;
+#[cfg(feature = "internals")]
 pub mod reproducible;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod reproducible;

@@ -137,7 +137,8 @@ impl OptimiseOptions {
 /// best finite point seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum OptimiseStatus {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum OptimiseStatus {
     /// The relative-improvement or gradient-norm test was met.
     Converged,
     /// The [`Stall`] test was met: the objective still falls, but too
@@ -168,7 +169,8 @@ pub struct Progress {
 
 /// Outcome of `minimise`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OptimiseReport {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct OptimiseReport {
     /// Parameters with the lowest finite objective seen.
     pub x: Vec<f64>,
     /// Objective at `x`.

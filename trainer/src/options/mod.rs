@@ -265,7 +265,7 @@ impl Options {
     }
 
     /// Runs `work` (a fit and its export) as asked: with `reproducible`, in
-    /// the fixed order of [`reproducibly`].
+    /// the fixed order of `reproducibly`.
     ///
     /// # Errors
     /// `work`'s, or [`Error::Numerical`] if the fit's threads cannot start.

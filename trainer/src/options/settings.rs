@@ -11,7 +11,7 @@
 //! A setting's families are the procedures that read it, counting the
 //! SPGP fit that VSGP, SPGP+HS and the projected fits start from; its
 //! default is read back from the parameters [`Options`] builds when
-//! nothing is given ([`built`]), so the help cannot state another value
+//! nothing is given (`built`), so the help cannot state another value
 //! than the fit uses.
 
 use crate::choose::AUTO;
@@ -563,7 +563,8 @@ impl Options {
 
 /// `method`'s parameters when no setting is given (G = 1 for a projected
 /// family), on data of unbounded rows.
-pub fn built(method: Method) -> FitParams {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn built(method: Method) -> FitParams {
     let options = Options {
         dim: method.is_projected().then_some(1),
         ..Options::default()

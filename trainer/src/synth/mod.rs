@@ -473,7 +473,7 @@ pub fn dataset(shape: Shape, rows: usize, seed: u64) -> Result<Dataset> {
 /// A training set of `train_rows` and an independent test set of
 /// `test_rows` drawn from the same distribution (a different ChaCha8
 /// stream of the same seed). The test set stays in raw units, with its
-/// noise-free truth, ready for [`crate::evaluate::figures`] against
+/// noise-free truth, ready for `evaluate::figures` against
 /// `test.y` or `test.truth`.
 ///
 /// # Errors

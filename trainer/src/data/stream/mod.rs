@@ -2,10 +2,10 @@
 //! and Parquet (`parquet_rows`), validated as [`crate::data`] validates
 //! a CSV file read whole, but never holding more than one chunk.
 //!
-//! A [`TableFile`] is a file whose header (or schema) has been read and
+//! A `TableFile` is a file whose header (or schema) has been read and
 //! whose columns have been chosen as [`crate::data::Dataset::from_csv`]
 //! chooses them. Its rows are read as often as needed
-//! ([`TableFile::for_each_chunk`]), always in the same chunks whatever the
+//! (`TableFile::for_each_chunk`), always in the same chunks whatever the
 //! format, so sums over chunks ([`crate::model::posterior_sums`]) are bit
 //! for bit the same from CSV and Parquet. `scan` is the first pass:
 //! validation, standardisation and a random sample of rows.
@@ -58,7 +58,8 @@ pub(crate) type Format = InputFormat;
 
 /// A training file with its columns chosen (module documentation).
 #[derive(Clone, Debug)]
-pub struct TableFile {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct TableFile {
     /// The file, open; a directory's files in name order.
     parts: Vec<Part>,
     /// How it names itself in messages (the path as given).
@@ -97,7 +98,8 @@ pub(crate) struct Part {
 
 /// One chunk of rows in raw units.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RawChunk {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct RawChunk {
     /// Inputs, rows x D, columns in the order of [`TableFile::input_names`].
     pub x: DMatrix<f64>,
     /// Targets.

@@ -40,7 +40,9 @@ use crate::numerics::optimise::{OptimiseOptions, OptimiseReport, Progress};
 use crate::{Error, Result};
 
 mod path;
-pub use path::{fit_spgp_fixed_hyperparameters, PathRow};
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use path::fit_spgp_fixed_hyperparameters;
+pub use path::PathRow;
 pub(crate) use path::{gplasso_path, PATH_HOLDOUT};
 
 named_enum! {
@@ -490,7 +492,11 @@ fn reoptimise(
 ///
 /// # Errors
 /// Bad settings, or a failed optimisation.
-pub fn exact_hyperparameters(data: &Dataset, params: &GplassoParams) -> Result<KernelParams> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn exact_hyperparameters(
+    data: &Dataset,
+    params: &GplassoParams,
+) -> Result<KernelParams> {
     let params = params.check(data)?;
     Ok(hyperparameters(
         data,
@@ -509,7 +515,8 @@ pub fn exact_hyperparameters(data: &Dataset, params: &GplassoParams) -> Result<K
 ///
 /// # Errors
 /// Bad settings; constant inputs; a numerical failure.
-pub fn fit_gplasso_given(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fit_gplasso_given(
     data: &Dataset,
     params: &GplassoParams,
     kern: KernelParams,

@@ -5,7 +5,7 @@
 //! once against [`InducingFeatures`]; a new kind of feature is one new file
 //! here.
 //!
-//! The kinds: [`PseudoInputs`] (SPGP), [`Heteroscedastic`] (SPGP+HS:
+//! The kinds: [`PseudoInputs`] (SPGP), `Heteroscedastic` (SPGP+HS:
 //! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
 //! projection, unit length scales in G dims) and `Multiscale` (VSGP:
 //! per-basis widths). Each module documents its covariances.
@@ -26,7 +26,8 @@ pub(crate) mod multiscale;
 pub(crate) mod projected;
 mod pseudo_inputs;
 
-pub use heteroscedastic::Heteroscedastic;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use heteroscedastic::Heteroscedastic;
 pub(crate) use multiscale::Multiscale;
 pub use projected::Projected;
 pub use pseudo_inputs::PseudoInputs;

@@ -64,7 +64,8 @@ impl Objective {
 
 /// An objective evaluation, with gradient when asked for.
 #[derive(Clone, Debug)]
-pub struct FitcValue {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct FitcValue {
     /// The objective on the full data set: FITC's NLML or VFE's negative
     /// ELBO.
     pub(crate) nlml: f64,
@@ -341,7 +342,8 @@ pub(crate) fn objective_value<F: InducingFeatures + ?Sized>(
 
 /// The objective and its gradient with respect to the feature's parameters,
 /// the kernel's log hyperparameters and `log_noise_excess`.
-pub fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fitc_nlml_grad<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,
