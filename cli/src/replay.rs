@@ -125,7 +125,7 @@ pub(crate) fn replay_command(args: &ReplayArgs) -> Result<()> {
     let mut replayed = replayed.ok_or(sgp_runtime::Error::Malformed)?;
     if artefact::is_container(&blob) {
         let blobs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
-        replayed.blob = artefact::container(&blobs)?;
+        replayed.blob = artefact::artefact(&blobs)?;
     }
     if let Some(out) = &args.out {
         write_file(out, &replayed.blob)?;
