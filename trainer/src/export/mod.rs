@@ -17,6 +17,7 @@ pub(crate) mod fixed;
 pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
+pub mod peer;
 pub mod updatable;
 
 use nalgebra::{DMatrix, DVector};
