@@ -13,10 +13,9 @@ use serde::{Deserialize, Serialize};
 use sgp_trainer::fit::streamed_basis::StreamedBasis;
 use sgp_trainer::fit::streamed_classify::{ClassifierBasis, SiteSums};
 use sgp_trainer::model::posterior_sums::PosteriorSums;
-use sgp_trainer::options::streamed_outputs::outputs_sums;
 
 use crate::arrays::matrix;
-use crate::errors::IntoPy;
+use crate::errors::{corrupt, IntoPy};
 
 /// The basis of one pass over every row, whatever the fit.
 #[derive(Serialize, Deserialize)]
@@ -59,7 +58,8 @@ impl PassSums {
     }
 
     pub(crate) fn from_bytes(bytes: &[u8]) -> PyResult<PassSums> {
-        let decoded: SumsBytes = postcard::from_bytes(bytes).map_err(|_| corrupt("sums"))?;
+        let decoded: SumsBytes =
+            postcard::from_bytes(bytes).map_err(|_| corrupt("streamed fit's sums"))?;
         Ok(match decoded {
             SumsBytes::Regression(s) => PassSums::Regression(s),
             SumsBytes::Outputs(s) => PassSums::Outputs(s),
@@ -114,12 +114,6 @@ impl PassSums {
     }
 }
 
-fn corrupt(what: &str) -> PyErr {
-    PyValueError::new_err(format!(
-        "these bytes are no streamed fit's {what} (corrupted, or from another sgp version)"
-    ))
-}
-
 pub(crate) fn encode<T: Serialize>(value: &T) -> PyResult<Vec<u8>> {
     postcard::to_allocvec(value).map_err(|e| PyValueError::new_err(format!("encoding: {e}")))
 }
@@ -141,7 +135,8 @@ pub(crate) fn basis_sums<'py>(
     part: Option<u64>,
     p: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let decoded: PassBasis = postcard::from_bytes(basis).map_err(|_| corrupt("basis"))?;
+    let decoded: PassBasis =
+        postcard::from_bytes(basis).map_err(|_| corrupt("streamed fit's basis"))?;
     let x = matrix(x, n, d, "X")?;
     let y = matrix(y, n, p, "y")?;
     let one = |y: &DMatrix<f64>| -> PyResult<DVector<f64>> {
@@ -168,7 +163,10 @@ pub(crate) fn basis_sums<'py>(
                 .map(|b| StreamedBasis::from_bytes(&b).py_err())
                 .collect::<PyResult<Vec<_>>>()?;
             let bases: Vec<&StreamedBasis> = bases.iter().collect();
-            PassSums::Outputs(py.detach(|| outputs_sums(&bases, &x, &y)).py_err()?)
+            PassSums::Outputs(
+                py.detach(|| StreamedBasis::outputs_sums(&bases, &x, &y))
+                    .py_err()?,
+            )
         }
     };
     if let Some(part) = part {

@@ -6,13 +6,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sgp_runtime::{Link, ModelSpec};
-use sgp_trainer::evaluate::replay::{learns, replay_loaded, step};
+use sgp_trainer::evaluate::replay::{learns, step};
 use sgp_trainer::export::codegen::{export_source as source_of, Format};
 use sgp_trainer::export::inspect::summarise;
 use sgp_trainer::model::device::LoadedModel;
-use sgp_trainer::model::device::{
-    classify_all, predict_outputs, predict_outputs_loaded, DevicePrediction,
-};
+use sgp_trainer::model::device::{classify_all, predict_outputs, DevicePrediction};
 use sgp_trainer::options::update::update_settings;
 use std::sync::{Mutex, MutexGuard};
 
@@ -210,7 +208,7 @@ impl Model {
             state
                 .device
                 .as_ref()
-                .map(|loaded| predict_outputs_loaded(loaded, &x))
+                .map(|loaded| loaded.predict_outputs(&x))
         };
         let outputs = match kept {
             Some(outputs) => outputs,
@@ -381,7 +379,7 @@ impl Model {
         state.refresh()?;
         // Not detached from the interpreter: a thread waiting for the lock
         // holds it.
-        let traces = match replay_loaded(state.device()?, &x, &y, settings) {
+        let traces = match state.device()?.replay(&x, &y, settings) {
             Ok(traces) => traces,
             Err(e) => {
                 state.device = None;

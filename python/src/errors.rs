@@ -117,6 +117,15 @@ fn value_after(text: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// The exception for bytes Python kept (a fitted estimator's state, a
+/// streamed fit's basis or sums) that no longer decode: `what` they should
+/// have been.
+pub(crate) fn corrupt(what: &str) -> PyErr {
+    PyValueError::new_err(format!(
+        "these bytes are no {what} (corrupted, or from another sgp version); fit it again"
+    ))
+}
+
 /// The exception for a trainer error.
 pub(crate) fn to_py(error: Error) -> PyErr {
     let message = spoken(&error.to_string());

@@ -18,7 +18,6 @@ use sgp_trainer::options::Options;
 
 use crate::arrays::matrix;
 use crate::errors::IntoPy;
-use crate::state::encode;
 
 /// The estimators' settings (a dict of keyword and value: `max_iter=40`)
 /// as the library's options, each set by the library's table
@@ -248,7 +247,7 @@ pub(crate) fn done_bytes(done: Done) -> sgp_trainer::Result<DoneBytes> {
             .unwrap_or_default(),
     };
     let blobs = done.outputs.into_iter().map(|o| o.exported.blob).collect();
-    Ok((blobs, encode(&set)?, json))
+    Ok((blobs, set.to_state()?, json))
 }
 
 /// Reports optimiser progress as `progress(iteration, budget, objective)`.

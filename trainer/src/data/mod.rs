@@ -30,6 +30,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use crate::data::labels::TargetColumn;
 use crate::files::{Input, InputFormat};
@@ -39,7 +40,7 @@ use crate::{Error, Result};
 /// are trained in: `standardised = (raw - mean) / scale`, per input column
 /// and for the target; and the range of the inputs they were computed from,
 /// which the blob records so that a device can tell when it extrapolates.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Standardisation {
     /// Mean of each input column (raw units).
     pub x_mean: Vec<f64>,

@@ -178,7 +178,7 @@ pub fn learns(spec: &ModelSpec) -> Result<()> {
 ///
 /// # Errors
 /// As [`replay`].
-pub fn replay_loaded(
+pub(crate) fn replay_loaded(
     loaded: &mut LoadedModel,
     x: &DMatrix<f64>,
     y: &DMatrix<f64>,
@@ -292,4 +292,20 @@ pub(crate) fn labels_as_targets(labels: &DVector<f64>, positive: f64) -> DMatrix
             .iter()
             .map(|&v| if v == positive { 1.0 } else { 0.0 }),
     )
+}
+
+impl LoadedModel {
+    /// [`replay`] on this model, which ends updated: each output's steps.
+    /// On an error at some row, the rows before it have been learned.
+    ///
+    /// # Errors
+    /// As [`replay`].
+    pub fn replay(
+        &mut self,
+        x: &DMatrix<f64>,
+        y: &DMatrix<f64>,
+        settings: UpdateSettings,
+    ) -> Result<Vec<Trace>> {
+        replay_loaded(self, x, y, settings)
+    }
 }

@@ -17,6 +17,7 @@ pub(crate) mod fixed;
 pub(crate) mod gradient;
 pub mod inspect;
 pub mod output_blob;
+pub mod peer;
 #[cfg(feature = "internals")]
 pub mod updatable;
 #[cfg(not(feature = "internals"))]

@@ -6,7 +6,6 @@
 
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
-use sgp_runtime::Kernel;
 
 use super::streamed_basis::StreamedBasis;
 use super::streamed_classify::{ClassifierBasis, SiteSums};
@@ -48,17 +47,16 @@ fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T> {
 }
 
 /// What every basis shares: pseudo-inputs, kernel, standardisation, the
-/// raw row's shape.
+/// raw row's shape. postcard writes a struct as its fields in order, so
+/// the kernel, jitter and standardisation derive their own bytes (the
+/// same as when they were listed here field by field; a test holds them
+/// to that layout).
 #[derive(Serialize, Deserialize)]
 struct Common {
     z: MatrixBytes,
-    log_lengthscales: Vec<f64>,
-    log_signal_var: f64,
-    log_noise_excess: f64,
-    noise_floor: f64,
-    kernel: Kernel,
-    jitter: (f64, f64, f64),
-    transform: (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64, f64),
+    kernel: KernelParams,
+    jitter: JitterPolicy,
+    transform: Standardisation,
     keep: Vec<usize>,
     inputs: usize,
     chunk_rows: usize,
@@ -85,20 +83,9 @@ impl Common {
     ) -> Self {
         Common {
             z: matrix_bytes(features.z()),
-            log_lengthscales: k.log_lengthscales.clone(),
-            log_signal_var: k.log_signal_var,
-            log_noise_excess: k.log_noise_excess,
-            noise_floor: k.noise_floor,
-            kernel: k.kernel,
-            jitter: (jitter.initial, jitter.max, jitter.factor),
-            transform: (
-                t.x_mean.clone(),
-                t.x_scale.clone(),
-                t.x_min.clone(),
-                t.x_max.clone(),
-                t.y_mean,
-                t.y_scale,
-            ),
+            kernel: k.clone(),
+            jitter: *jitter,
+            transform: t.clone(),
             keep: keep.to_vec(),
             inputs,
             chunk_rows,
@@ -107,30 +94,11 @@ impl Common {
 
     fn decoded(self) -> Result<Decoded> {
         let z = from_matrix_bytes(self.z, "basis")?;
-        let (x_mean, x_scale, x_min, x_max, y_mean, y_scale) = self.transform;
-        let (initial, max, factor) = self.jitter;
         Ok(Decoded {
             features: PseudoInputs::new(z)?,
-            kernel: KernelParams {
-                log_lengthscales: self.log_lengthscales,
-                log_signal_var: self.log_signal_var,
-                log_noise_excess: self.log_noise_excess,
-                noise_floor: self.noise_floor,
-                kernel: self.kernel,
-            },
-            jitter: JitterPolicy {
-                initial,
-                max,
-                factor,
-            },
-            transform: Standardisation {
-                x_mean,
-                x_scale,
-                x_min,
-                x_max,
-                y_mean,
-                y_scale,
-            },
+            kernel: self.kernel,
+            jitter: self.jitter,
+            transform: self.transform,
             keep: self.keep,
             inputs: self.inputs,
             chunk_rows: self.chunk_rows,
@@ -320,6 +288,7 @@ impl SiteSums {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sgp_runtime::Kernel;
 
     fn common() -> (PseudoInputs, KernelParams, Standardisation) {
         let z = DMatrix::from_fn(3, 2, |i, j| 0.3 * i as f64 - 0.7 * j as f64);
@@ -395,5 +364,57 @@ mod tests {
             SiteSums::from_bytes(&sums.to_bytes().unwrap()).unwrap(),
             sums
         );
+    }
+
+    /// The basis's shared part as it was written before the kernel,
+    /// jitter and standardisation derived their bytes: field by field.
+    #[derive(Serialize)]
+    struct ListedCommon {
+        z: MatrixBytes,
+        log_lengthscales: Vec<f64>,
+        log_signal_var: f64,
+        log_noise_excess: f64,
+        noise_floor: f64,
+        kernel: Kernel,
+        jitter: (f64, f64, f64),
+        transform: (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, f64, f64),
+        keep: Vec<usize>,
+        inputs: usize,
+        chunk_rows: usize,
+    }
+
+    /// The derived bytes are the hand-listed ones: a basis an older build
+    /// wrote still decodes.
+    #[test]
+    fn the_derived_common_bytes_are_the_listed_ones() {
+        let (features, kernel, t) = common();
+        let kernel = kernel.with_kernel(Kernel::Matern32);
+        let jitter = JitterPolicy {
+            initial: 1e-5,
+            max: 0.25,
+            factor: 7.0,
+        };
+        let derived = Common::new(&features, &kernel, &jitter, &t, (&[2, 0], 3, 400));
+        let listed = ListedCommon {
+            z: matrix_bytes(features.z()),
+            log_lengthscales: kernel.log_lengthscales.clone(),
+            log_signal_var: kernel.log_signal_var,
+            log_noise_excess: kernel.log_noise_excess,
+            noise_floor: kernel.noise_floor,
+            kernel: kernel.kernel,
+            jitter: (jitter.initial, jitter.max, jitter.factor),
+            transform: (
+                t.x_mean.clone(),
+                t.x_scale.clone(),
+                t.x_min.clone(),
+                t.x_max.clone(),
+                t.y_mean,
+                t.y_scale,
+            ),
+            keep: vec![2, 0],
+            inputs: 3,
+            chunk_rows: 400,
+        };
+        assert_eq!(encode(&derived).unwrap(), encode(&listed).unwrap());
     }
 }

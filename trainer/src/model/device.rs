@@ -142,6 +142,19 @@ pub struct LoadedModel {
 }
 
 impl LoadedModel {
+    /// Every output's prediction at the rows of `x`, in f32 on the device
+    /// as it is now (after any update: a noise it learned included, which
+    /// its blob does not hold); as [`predict_outputs`] of its blob.
+    ///
+    /// # Errors
+    /// As [`predict_outputs`].
+    pub fn predict_outputs(
+        &self,
+        x: &nalgebra::DMatrix<f64>,
+    ) -> Result<Vec<Vec<DevicePrediction>>> {
+        predict_outputs_loaded(self, x)
+    }
+
     /// Decodes `blob` into the smallest capacity class that holds it.
     ///
     /// # Errors
@@ -383,7 +396,7 @@ pub fn predict_outputs(
 ///
 /// # Errors
 /// As [`predict_outputs`].
-pub fn predict_outputs_loaded(
+pub(crate) fn predict_outputs_loaded(
     loaded: &LoadedModel,
     x: &nalgebra::DMatrix<f64>,
 ) -> Result<Vec<Vec<DevicePrediction>>> {

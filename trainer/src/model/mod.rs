@@ -8,6 +8,8 @@ pub mod kernel;
 pub mod likelihood;
 pub mod multiclass;
 pub mod posterior_sums;
+pub(crate) mod state;
+pub use state::SetPrediction;
 pub(crate) mod precision;
 pub(crate) mod shared_variance;
 pub mod updatable;

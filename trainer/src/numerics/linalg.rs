@@ -14,6 +14,7 @@
 //! run `super::fixed_order`'s kernels instead.
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, Matrix, Storage};
+use serde::{Deserialize, Serialize};
 
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
@@ -29,7 +30,7 @@ use crate::{Error, Result};
 
 /// How much jitter to add to a diagonal before factorising, and how to
 /// escalate it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JitterPolicy {
     /// First relative jitter tried (> 0).
     pub initial: f64,
@@ -186,7 +187,7 @@ pub(crate) fn solve_lower_t_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Resul
 }
 
 /// `L^{-1} b` for a vector.
-pub fn solve_lower_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
+pub(crate) fn solve_lower_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
     check_solve(l, b.nrows())?;
     let mut x = b.clone();
     // A zero on the diagonal, nalgebra's only failure, was rejected above.
@@ -195,7 +196,7 @@ pub fn solve_lower_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64
 }
 
 /// `L^{-T} b` for a vector.
-pub fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
+pub(crate) fn solve_lower_t_vec(l: &DMatrix<f64>, b: &DVector<f64>) -> Result<DVector<f64>> {
     check_solve(l, b.nrows())?;
     let mut x = b.clone();
     // As in `solve_lower_vec`.

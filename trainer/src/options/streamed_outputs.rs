@@ -239,13 +239,24 @@ pub(crate) fn start_outputs(
     started(open, (targets, &inputs), params, asked, progress).map(Ok)
 }
 
-/// Each output's sums on its basis of `bases` over the raw rows `x` with
-/// targets `y` (a column per output): [`OutputsStart::sums`], for a worker
-/// that holds the bases only.
-///
-/// # Errors
-/// [`Error::BadInput`] for a wrong shape or a non-finite value.
-pub fn outputs_sums(
+impl StreamedBasis {
+    /// Each output's sums on its basis of `bases` over the raw rows `x`
+    /// with targets `y` (a column per output): [`OutputsStart::sums`], for
+    /// a worker that holds the bases only.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for a wrong shape or a non-finite value.
+    pub fn outputs_sums(
+        bases: &[&StreamedBasis],
+        x: &DMatrix<f64>,
+        y: &DMatrix<f64>,
+    ) -> Result<Vec<PosteriorSums>> {
+        outputs_sums(bases, x, y)
+    }
+}
+
+/// [`StreamedBasis::outputs_sums`].
+pub(crate) fn outputs_sums(
     bases: &[&StreamedBasis],
     x: &DMatrix<f64>,
     y: &DMatrix<f64>,

@@ -9,6 +9,7 @@
 
 use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 
+use serde::{Deserialize, Serialize};
 use sgp_runtime::Kernel;
 
 pub(crate) mod matern;
@@ -41,7 +42,7 @@ const ON_FLOOR_FRACTION: f64 = 1e-2;
 ///
 /// The noise variance is `sigma2 = noise_floor + exp(log_noise_excess)`, so it
 /// can approach but never cross the floor; see [`KernelParams::noise_on_floor`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelParams {
     /// `log l_d`, one per input dimension.
     pub log_lengthscales: Vec<f64>,
