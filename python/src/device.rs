@@ -446,12 +446,6 @@ pub(crate) fn output_blob<'py>(
 /// member's summary and the RAM of the `Artefact` that loads them all.
 #[pyfunction]
 pub(crate) fn inspect_container_json(blob: &[u8]) -> PyResult<String> {
-    let members = sgp_trainer::export::artefact::members(blob).py_err()?;
-    let specs = members
-        .into_iter()
-        .map(|m| Ok((ModelSpec::from_bytes(m)?, m.len())))
-        .collect::<sgp_trainer::Result<Vec<_>>>()
-        .py_err()?;
-    let summary = sgp_trainer::export::inspect::summarise_container(&specs, blob.len(), None);
+    let summary = sgp_trainer::export::inspect::summarise_container(blob, None).py_err()?;
     serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(e.to_string()))
 }
