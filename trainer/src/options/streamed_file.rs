@@ -10,7 +10,7 @@
 
 use nalgebra::DMatrix;
 
-use crate::data::stream::{scan, TableFile};
+use crate::data::stream::{scan, Scan, TableFile};
 use crate::fit::capabilities::CLASSIFICATION_NOT_STREAMED;
 use crate::fit::streamed::{
     fit_subset, stage_pool, StreamedParams, StreamedProgress, SubsetFit, STREAMED_CHECK_ROWS,
@@ -112,6 +112,31 @@ pub(crate) enum Started {
     Classifier(Box<ClassifierStart>),
 }
 
+/// `--kernel auto` on a streamed regression: the kernel chosen on the
+/// stages' pool and set in `params`, with its verdict for the report;
+/// `None` when a kernel was named.
+///
+/// # Errors
+/// Those of the choice's fits.
+fn chosen_kernel(
+    options: &Options,
+    table: &TableFile,
+    first: &Scan,
+    params: &mut StreamedParams,
+) -> Result<Option<KernelVerdict>> {
+    if options.kernel != Some(KernelChoice::Auto) {
+        return Ok(None);
+    }
+    let pool = stage_pool(table, first, params)?;
+    let (chosen, verdict) = crate::choose::kernel::choose_streamed(
+        std::slice::from_ref(&pool),
+        &params.sparse,
+        !options.no_held_out_choice,
+    )?;
+    params.sparse.kernel = chosen;
+    Ok(Some(verdict))
+}
+
 /// Starts the streamed fit of `table` that `options` ask for (`task` as
 /// asked, `None` to infer it; `positive` a binary classification's
 /// positive class): the first pass and the subset fit, or why the file is
@@ -198,20 +223,7 @@ pub(crate) fn start_streamed(
         // regression family asked for does not fit.
         return Ok(Err(NotStreamed::Classification));
     }
-    let kernel = match options.kernel {
-        Some(KernelChoice::Auto) => {
-            let held_out = !options.no_held_out_choice;
-            let pool = stage_pool(table, &first, &params)?;
-            let (chosen, verdict) = crate::choose::kernel::choose_streamed(
-                std::slice::from_ref(&pool),
-                &params.sparse,
-                held_out,
-            )?;
-            params.sparse.kernel = chosen;
-            Some(verdict)
-        }
-        _ => None,
-    };
+    let kernel = chosen_kernel(options, table, &first, &mut params)?;
     let subset = fit_subset(table, &first, &params, progress)?;
     let check_rows = first.sample_x.nrows().min(STREAMED_CHECK_ROWS);
     Ok(Ok(Started::Regression(Box::new(StreamedStart {
