@@ -109,10 +109,10 @@ class Model:
             if member is None:
                 break
             members.append(_native.Model.from_bytes(member))
-        for k, member in enumerate(members[1:], start=1):
-            if member.input_names != members[0].input_names:
+        for k, other in enumerate(members[1:], start=1):
+            if other.input_names != members[0].input_names:
                 raise ValueError(
-                    f"container member {k} takes other inputs ({member.input_names}) than "
+                    f"container member {k} takes other inputs ({other.input_names}) than "
                     f"member 0 ({members[0].input_names})"
                 )
         return cls(members[0], members)
@@ -220,13 +220,13 @@ class Model:
         X = self._rows(X)
         columns = []
         for model in self._models():
-            mean, variance, probability = model.predict(to_native(X), *X.shape)
+            raw_mean, raw_variance, raw_probability = model.predict(to_native(X), *X.shape)
             shape = (X.shape[0], model.n_outputs)
             columns.append(
                 (
-                    from_native(mean).reshape(shape),
-                    from_native(variance).reshape(shape),
-                    None if probability is None else from_native(probability),
+                    from_native(raw_mean).reshape(shape),
+                    from_native(raw_variance).reshape(shape),
+                    None if raw_probability is None else from_native(raw_probability),
                 )
             )
         if len(columns) == 1:
