@@ -86,8 +86,10 @@ pub(crate) type FixedPredictions = std::result::Result<Vec<Prediction>, String>;
 
 /// Basis-function capacity classes.
 const BASIS_CLASSES: [usize; 5] = [32, 128, 512, 2048, 4096];
-/// Input/feature dimension classes (G and D share one class).
-const DIM_CLASSES: [usize; 3] = [8, 32, 128];
+/// Input/feature dimension classes (G and D share one class): few, as each
+/// class compiles the whole runtime again, and `M x D` is small beside the
+/// `M x M` factors.
+const DIM_CLASSES: [usize; 2] = [32, 128];
 /// Output capacity classes: one output, or up to 16 (multi-output
 /// regression, classes of a classifier). Several outputs hold several
 /// `M x M` factors, so they stop at [`MULTI_OUTPUT_BASIS_LIMIT`].
@@ -326,28 +328,20 @@ fn dispatch(blob: &[u8], m: usize, d: usize, p: usize) -> Result<Box<dyn DeviceM
         };
     }
     classes!(
-        (32, 8, 1),
         (32, 32, 1),
         (32, 128, 1),
-        (128, 8, 1),
         (128, 32, 1),
         (128, 128, 1),
-        (512, 8, 1),
         (512, 32, 1),
         (512, 128, 1),
-        (2048, 8, 1),
         (2048, 32, 1),
         (2048, 128, 1),
-        (4096, 8, 1),
         (4096, 32, 1),
         (4096, 128, 1),
-        (32, 8, 16),
         (32, 32, 16),
         (32, 128, 16),
-        (128, 8, 16),
         (128, 32, 16),
         (128, 128, 16),
-        (512, 8, 16),
         (512, 32, 16),
         (512, 128, 16)
     )

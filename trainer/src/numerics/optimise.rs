@@ -244,7 +244,7 @@ const EVALS_PER_ITER: u64 = 100;
 /// At `x0` an error is returned unchanged and a non-finite value is
 /// [`Error::Numerical`]; so is a gradient of the wrong length.
 pub(crate) fn minimise<F>(
-    objective: F,
+    mut objective: F,
     x0: Vec<f64>,
     opts: &OptimiseOptions,
     progress: &mut dyn FnMut(Progress),
@@ -252,6 +252,21 @@ pub(crate) fn minimise<F>(
 where
     F: FnMut(&[f64]) -> Result<(f64, Vec<f64>)>,
 {
+    minimise_dyn(&mut objective, x0, opts, progress)
+}
+
+/// An objective behind a trait object: value and gradient at a point.
+type DynObjective<'a> = dyn FnMut(&[f64]) -> Result<(f64, Vec<f64>)> + 'a;
+
+/// [`minimise`] compiled once: the solver behind a trait object, so each
+/// objective's closure does not instantiate the whole of argmin again
+/// (build time; the arithmetic is the same).
+fn minimise_dyn(
+    objective: &mut DynObjective<'_>,
+    x0: Vec<f64>,
+    opts: &OptimiseOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OptimiseReport> {
     let started = Instant::now();
     opts.validate()?;
     check_start(&x0)?;
