@@ -33,8 +33,6 @@ mod slot;
 mod status;
 
 use core::ffi::c_char;
-#[cfg(test)]
-use core::mem::size_of;
 
 pub use artefact::SgpArtefact;
 use capacity::{
