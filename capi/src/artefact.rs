@@ -3,13 +3,11 @@
 //! output (`SGPS`), and `sgp_artefact_predict_all` predicts every output
 //! alike, so C code does not depend on whether the outputs shared a basis.
 
-use core::mem::{align_of, size_of};
-use core::ptr::{addr_of, addr_of_mut};
-
-use sgp_runtime::Artefact;
+use sgp_runtime::{Artefact, Error, Outputs, Prediction};
 
 use super::capacity::{CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_ARTEFACT_STORAGE_WORDS};
-use super::{demo_reachable_panic, write_all, SgpPrediction, SgpStatus, LOADED};
+use super::slot::{self, loaded, Storage};
+use super::{predict_all, Evaluator, SgpPrediction, SgpStatus};
 
 /// Storage for one artefact of the capacities the library was built with:
 /// a blob of up to `SGP_CAPACITY_P` outputs, or a container of up to
@@ -25,23 +23,27 @@ pub struct SgpArtefact {
 
 type DeviceArtefact = Artefact<CAPACITY_M, CAPACITY_G, CAPACITY_D, CAPACITY_P>;
 
-/// What an `SgpArtefact` holds: the artefact, and whether a load succeeded.
-#[repr(C)]
-struct ArtefactSlot {
-    /// [`LOADED`] after a successful load, anything else before. First, so
-    /// that it can be read from any storage at least one word long.
-    loaded: u32,
-    artefact: DeviceArtefact,
+// SAFETY: `init` writes a whole artefact.
+unsafe impl Storage for SgpArtefact {
+    type Value = DeviceArtefact;
+    // On 64-bit hosts each member's sizes are wider than the 32-bit formula
+    // counts, hence the allowance per output.
+    const SPARE: usize = 32 + 24 * CAPACITY_P;
+
+    unsafe fn init(place: *mut DeviceArtefact) {
+        // SAFETY: the caller's promise: `place` is aligned and writable.
+        unsafe { place.write(DeviceArtefact::new()) }
+    }
 }
 
-// The header's storage must hold an `ArtefactSlot` and should not waste
-// more than a few words (on 64-bit hosts each member's sizes are wider
-// than the 32-bit formula counts, hence the allowance per output).
-const _: () = {
-    assert!(size_of::<ArtefactSlot>() <= size_of::<SgpArtefact>());
-    assert!(size_of::<SgpArtefact>() - size_of::<ArtefactSlot>() <= 32 + 24 * CAPACITY_P);
-    assert!(align_of::<ArtefactSlot>() <= align_of::<SgpArtefact>());
-};
+impl Evaluator for DeviceArtefact {
+    fn input_dim(&self) -> usize {
+        DeviceArtefact::input_dim(self)
+    }
+    fn predict_all(&self, x: &[f32]) -> Result<Outputs<Prediction, CAPACITY_P>, Error> {
+        DeviceArtefact::predict_all(self, x)
+    }
+}
 
 /// Loads and checks `bytes` (untrusted) into `artefact`: a blob, or a
 /// container of blobs, one per output, told apart by their first four bytes.
@@ -63,36 +65,16 @@ pub unsafe extern "C" fn sgp_artefact_load(
     bytes: *const u8,
     bytes_len: usize,
 ) -> SgpStatus {
-    if artefact.is_null() || bytes.is_null() {
-        return SgpStatus::NullPointer;
+    // SAFETY: this function's contract is `load_slot`'s.
+    unsafe {
+        slot::load_slot(
+            artefact,
+            artefact_size,
+            bytes,
+            bytes_len,
+            DeviceArtefact::load,
+        )
     }
-    if !artefact.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    if artefact_size < size_of::<SgpArtefact>() {
-        return SgpStatus::StorageTooSmall;
-    }
-    let slot = artefact.cast::<ArtefactSlot>();
-    // SAFETY: `slot` is non-null and aligned (an `ArtefactSlot` needs no
-    // more than an `SgpArtefact`: asserted above), and the caller gives this
-    // call alone at least `size_of::<SgpArtefact>() >=
-    // size_of::<ArtefactSlot>()` writable bytes there (checked above).
-    // Writing whole values reads nothing, so any previous contents are fine.
-    let device = unsafe {
-        addr_of_mut!((*slot).loaded).write(0);
-        let device = addr_of_mut!((*slot).artefact);
-        device.write(DeviceArtefact::new());
-        &mut *device
-    };
-    // SAFETY: `bytes` is non-null, bytes need no alignment, and the caller
-    // promises `bytes_len` readable bytes.
-    let bytes = unsafe { core::slice::from_raw_parts(bytes, bytes_len) };
-    let status = SgpStatus::from(device.load(bytes));
-    if status == SgpStatus::Ok {
-        // SAFETY: as for the writes above.
-        unsafe { addr_of_mut!((*slot).loaded).write(LOADED) };
-    }
-    status
 }
 
 /// Every output's predictive mean and variance at `x` (`x_len` raw inputs)
@@ -115,41 +97,8 @@ pub unsafe extern "C" fn sgp_artefact_predict_all(
     out: *mut SgpPrediction,
     out_len: usize,
 ) -> SgpStatus {
-    // SAFETY: the caller's promise about `artefact`.
-    let device = match unsafe { loaded(artefact) } {
-        Ok(device) => device,
-        Err(status) => return status,
-    };
-    if out.is_null() || x.is_null() {
-        return SgpStatus::NullPointer;
-    }
-    if !out.is_aligned() || !x.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    // Before the slice is made: a C caller passing `sizeof x` (bytes) for
-    // the count gets an error, not a read past its array.
-    if x_len != device.input_dim() {
-        return SgpStatus::InputLength;
-    }
-    // SAFETY: non-null and aligned; the caller promises `x_len` readable
-    // floats, and `x_len` is at most `SGP_CAPACITY_D`.
-    let x = unsafe { core::slice::from_raw_parts(x, x_len) };
-    match device.predict_all(demo_reachable_panic(x)) {
-        // SAFETY: `out` is non-null, aligned and holds `out_len` writable
-        // predictions (the caller's promise).
-        Ok(all) => unsafe {
-            write_all(
-                out,
-                out_len,
-                all.iter().map(|p| SgpPrediction {
-                    mean: p.mean,
-                    variance: p.variance,
-                }),
-                all.len(),
-            )
-        },
-        Err(error) => SgpStatus::from_error(error),
-    }
+    // SAFETY: this function's contract is `predict_all`'s.
+    unsafe { predict_all(artefact, x, x_len, out, out_len) }
 }
 
 /// Number of outputs of the loaded artefact (a blob's outputs or a
@@ -184,32 +133,6 @@ pub unsafe extern "C" fn sgp_artefact_input_dim(artefact: *const SgpArtefact) ->
 pub unsafe extern "C" fn sgp_artefact_is_separate(artefact: *const SgpArtefact) -> bool {
     // SAFETY: this function's contract is `loaded`'s.
     unsafe { loaded(artefact) }.is_ok_and(DeviceArtefact::is_separate)
-}
-
-/// The artefact loaded in `artefact`, or why there is none.
-///
-/// # Safety
-/// `artefact` must be NULL or point to an `SgpArtefact` that is
-/// zero-initialised or was passed to `sgp_artefact_load`, and is not being
-/// loaded meanwhile.
-unsafe fn loaded<'a>(artefact: *const SgpArtefact) -> Result<&'a DeviceArtefact, SgpStatus> {
-    if artefact.is_null() {
-        return Err(SgpStatus::NullPointer);
-    }
-    if !artefact.is_aligned() {
-        return Err(SgpStatus::Misaligned);
-    }
-    let slot = artefact.cast::<ArtefactSlot>();
-    // SAFETY: non-null and aligned; `loaded` is the first word of any
-    // `SgpArtefact` (at least one word long), and the caller's storage
-    // holds one.
-    if unsafe { addr_of!((*slot).loaded).read() } != LOADED {
-        return Err(SgpStatus::NotLoaded);
-    }
-    // SAFETY: only `sgp_artefact_load` writes LOADED, after checking that
-    // the storage holds an `ArtefactSlot` and loading a valid artefact into
-    // it; nothing writes it while this borrow lives (the caller's promise).
-    Ok(unsafe { &*addr_of!((*slot).artefact) })
 }
 
 #[cfg(test)]

@@ -29,18 +29,18 @@ mod capacity {
 mod artefact;
 #[cfg(target_os = "none")]
 mod panic_proof;
+mod slot;
 mod status;
 
 use core::ffi::c_char;
-use core::mem::{align_of, size_of};
-use core::ptr::{addr_of, addr_of_mut};
 
 pub use artefact::SgpArtefact;
 use capacity::{
     CAPACITY_D, CAPACITY_G, CAPACITY_M, CAPACITY_P, SGP_MODEL_STORAGE_WORDS,
     SGP_UNCERTAIN_STORAGE_WORDS,
 };
-use sgp_runtime::{Error, Innovation, Model, Uncertain, UpdateSettings};
+use sgp_runtime::{Error, Innovation, Model, Outputs, Prediction, Uncertain, UpdateSettings};
+use slot::{loaded, loaded_mut, Storage};
 pub use status::SgpStatus;
 
 /// Storage for one model of the capacities the library was built with.
@@ -102,17 +102,16 @@ impl From<Innovation> for SgpInnovation {
 
 type DeviceModel = Model<CAPACITY_M, CAPACITY_G, CAPACITY_D, CAPACITY_P>;
 
-/// What an `SgpModel` holds: the model, and whether a load succeeded.
-#[repr(C)]
-struct Slot {
-    /// [`LOADED`] after a successful load, anything else before. First, so
-    /// that it can be read from any storage at least one word long.
-    loaded: u32,
-    model: DeviceModel,
-}
+// SAFETY: `init` writes a whole model.
+unsafe impl Storage for SgpModel {
+    type Value = DeviceModel;
+    const SPARE: usize = 32;
 
-/// The `Slot::loaded` value of a loaded model.
-const LOADED: u32 = u32::from_le_bytes(*b"SGPL");
+    unsafe fn init(place: *mut DeviceModel) {
+        // SAFETY: the caller's promise: `place` is aligned and writable.
+        unsafe { place.write(DeviceModel::new()) }
+    }
+}
 
 /// Storage for predictions at a Gaussian input of a model of the library's
 /// capacities (`sgp_uncertain_prepare`): declare it `static`
@@ -125,11 +124,9 @@ pub struct SgpUncertain {
 
 type DeviceUncertain = Uncertain<CAPACITY_M, CAPACITY_D, CAPACITY_P>;
 
-/// What an `SgpUncertain` holds.
+/// What an `SgpUncertain` holds once prepared.
 #[repr(C)]
-struct UncertainSlot {
-    /// [`LOADED`] after a successful prepare.
-    prepared: u32,
+struct PreparedUncertain {
     /// The model's input and output counts (the compact layout of the
     /// answers).
     inputs: usize,
@@ -137,19 +134,19 @@ struct UncertainSlot {
     uncertain: DeviceUncertain,
 }
 
-const _: () = {
-    assert!(size_of::<UncertainSlot>() <= size_of::<SgpUncertain>());
-    assert!(size_of::<SgpUncertain>() - size_of::<UncertainSlot>() <= 32);
-    assert!(align_of::<UncertainSlot>() <= align_of::<SgpUncertain>());
-};
+// SAFETY: `init` zeroes a whole value, and all zero bytes are a valid
+// `PreparedUncertain`: integers, and an `Uncertain` whose `new()` is
+// all-zero bits (floats, sizes and `false`).
+unsafe impl Storage for SgpUncertain {
+    type Value = PreparedUncertain;
+    const SPARE: usize = 32;
 
-// The header's storage must hold a `Slot` (the build fails otherwise rather
-// than C storage being overrun), and should not waste more than a few words.
-const _: () = {
-    assert!(size_of::<Slot>() <= size_of::<SgpModel>());
-    assert!(size_of::<SgpModel>() - size_of::<Slot>() <= 32);
-    assert!(align_of::<Slot>() <= align_of::<SgpModel>());
-};
+    unsafe fn init(place: *mut PreparedUncertain) {
+        // SAFETY: the caller's promise: `place` is aligned and writable.
+        // Zeroing in place builds nothing on the stack.
+        unsafe { core::ptr::write_bytes(place, 0, 1) }
+    }
+}
 
 /// Loads and checks a blob (the bytes are untrusted) into `model`.
 ///
@@ -167,36 +164,8 @@ pub unsafe extern "C" fn sgp_model_load(
     blob: *const u8,
     blob_len: usize,
 ) -> SgpStatus {
-    if model.is_null() || blob.is_null() {
-        return SgpStatus::NullPointer;
-    }
-    if !model.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    if model_size < size_of::<SgpModel>() {
-        return SgpStatus::StorageTooSmall;
-    }
-    let slot = model.cast::<Slot>();
-    // SAFETY: `slot` is non-null and aligned (a `Slot` needs no more than an
-    // `SgpModel`: asserted above), and the caller gives this call alone at
-    // least `size_of::<SgpModel>() >= size_of::<Slot>()` writable bytes
-    // there (checked above). Writing whole values reads nothing, so any
-    // previous contents are fine.
-    let device = unsafe {
-        addr_of_mut!((*slot).loaded).write(0);
-        let device = addr_of_mut!((*slot).model);
-        device.write(DeviceModel::new());
-        &mut *device
-    };
-    // SAFETY: `blob` is non-null, bytes need no alignment, and the caller
-    // promises `blob_len` readable bytes.
-    let bytes = unsafe { core::slice::from_raw_parts(blob, blob_len) };
-    let status = SgpStatus::from(device.load(bytes));
-    if status == SgpStatus::Ok {
-        // SAFETY: as for the writes above.
-        unsafe { addr_of_mut!((*slot).loaded).write(LOADED) };
-    }
-    status
+    // SAFETY: this function's contract is `load_slot`'s.
+    unsafe { slot::load_slot(model, model_size, blob, blob_len, DeviceModel::load) }
 }
 
 /// Predictive mean and variance at `x` (`x_len` raw inputs, in the order
@@ -297,25 +266,8 @@ pub unsafe extern "C" fn sgp_model_predict_all(
     out: *mut SgpPrediction,
     out_len: usize,
 ) -> SgpStatus {
-    // SAFETY: this function's contract is `prepared`'s and `write_all`'s.
-    unsafe {
-        let (device, x) = match prepared(model, x, x_len, out) {
-            Ok(ready) => ready,
-            Err(status) => return status,
-        };
-        match device.predict_all(x) {
-            Ok(all) => write_all(
-                out,
-                out_len,
-                all.iter().map(|p| SgpPrediction {
-                    mean: p.mean,
-                    variance: p.variance,
-                }),
-                all.len(),
-            ),
-            Err(error) => SgpStatus::from_error(error),
-        }
-    }
+    // SAFETY: this function's contract is `predict_all`'s.
+    unsafe { predict_all(model, x, x_len, out, out_len) }
 }
 
 /// The class of `x` (an index into the model's class labels) into
@@ -599,32 +551,12 @@ pub unsafe extern "C" fn sgp_uncertain_prepare(
         Ok(device) => device,
         Err(status) => return status,
     };
-    if uncertain.is_null() {
-        return SgpStatus::NullPointer;
-    }
-    if !uncertain.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    if uncertain_size < size_of::<SgpUncertain>() {
-        return SgpStatus::StorageTooSmall;
-    }
-    let slot = uncertain.cast::<UncertainSlot>();
-    // SAFETY: non-null and aligned (an `UncertainSlot` needs no more than
-    // an `SgpUncertain`), with `size_of::<SgpUncertain>()` writable bytes
-    // for this call alone (checked above, and the caller's promise). All
-    // zero bytes are a valid `UncertainSlot`: integers, and an `Uncertain`
-    // whose `new()` is all-zero bits (floats, sizes and `false`); zeroing
-    // in place builds nothing on the stack.
-    let slot = unsafe {
-        core::ptr::write_bytes(slot, 0, 1);
-        &mut *slot
+    let prepare = |prepared: &mut PreparedUncertain| {
+        (prepared.inputs, prepared.outputs) = (device.input_dim(), device.output_count());
+        SgpStatus::from(prepared.uncertain.prepare(device))
     };
-    let status = SgpStatus::from(slot.uncertain.prepare(device));
-    if status == SgpStatus::Ok {
-        (slot.inputs, slot.outputs) = (device.input_dim(), device.output_count());
-        slot.prepared = LOADED;
-    }
-    status
+    // SAFETY: the caller's promise about `uncertain`.
+    unsafe { slot::fill_slot(uncertain, uncertain_size, prepare) }
 }
 
 /// The moments of every output at a raw input `x ~ N(mean, cov)` (`cov`
@@ -655,21 +587,11 @@ pub unsafe extern "C" fn sgp_uncertain_predict(
     out_input_output: *mut f32,
     outputs_len: usize,
 ) -> SgpStatus {
-    if uncertain.is_null() {
-        return SgpStatus::NullPointer;
-    }
-    if !uncertain.is_aligned() {
-        return SgpStatus::Misaligned;
-    }
-    let slot = uncertain.cast::<UncertainSlot>();
-    // SAFETY: non-null and aligned; `prepared` is the first word of any
-    // `SgpUncertain`, which the caller's storage holds.
-    if unsafe { addr_of!((*slot).prepared).read() } != LOADED {
-        return SgpStatus::NotLoaded;
-    }
-    // SAFETY: only `sgp_uncertain_prepare` writes LOADED, after a valid
-    // slot was written; nothing writes it while this borrow lives.
-    let slot = unsafe { &*slot };
+    // SAFETY: the caller's promise about `uncertain`.
+    let slot = match unsafe { loaded(uncertain) } {
+        Ok(prepared) => prepared,
+        Err(status) => return status,
+    };
     let pointers = [mean, cov, out_mean, out_covariance, out_input_output];
     if pointers.iter().any(|p| p.is_null()) {
         return SgpStatus::NullPointer;
@@ -726,45 +648,6 @@ pub extern "C" fn sgp_status_message(status: i32) -> *const c_char {
     SgpStatus::from_code(status)
         .map_or(c"unknown sgp status code", SgpStatus::message)
         .as_ptr()
-}
-
-/// The model loaded in `model`, or why there is none.
-///
-/// # Safety
-/// `model` must be NULL or point to an `SgpModel` that is zero-initialised
-/// or was passed to `sgp_model_load`, and is not being loaded meanwhile.
-unsafe fn loaded<'a>(model: *const SgpModel) -> Result<&'a DeviceModel, SgpStatus> {
-    if model.is_null() {
-        return Err(SgpStatus::NullPointer);
-    }
-    if !model.is_aligned() {
-        return Err(SgpStatus::Misaligned);
-    }
-    let slot = model.cast::<Slot>();
-    // SAFETY: non-null and aligned; `loaded` is the first word of any
-    // `SgpModel` (at least one word long), and the caller's storage holds
-    // one.
-    if unsafe { addr_of!((*slot).loaded).read() } != LOADED {
-        return Err(SgpStatus::NotLoaded);
-    }
-    // SAFETY: only `sgp_model_load` writes LOADED, after checking that the
-    // storage holds a `Slot` and writing a valid model into it; nothing
-    // writes it while this borrow lives (the caller's promise).
-    Ok(unsafe { &*addr_of!((*slot).model) })
-}
-
-/// The model loaded in `model`, mutably, or why there is none.
-///
-/// # Safety
-/// As [`loaded`], and no other call may use the storage meanwhile.
-unsafe fn loaded_mut<'a>(model: *mut SgpModel) -> Result<&'a mut DeviceModel, SgpStatus> {
-    // SAFETY: the caller's promise; `loaded` checks null, alignment and the
-    // loaded flag.
-    unsafe { loaded(model) }?;
-    let slot = model.cast::<Slot>();
-    // SAFETY: as in `loaded`, and the caller gives this call exclusive use
-    // of the storage, so no other reference to the model exists.
-    Ok(unsafe { &mut *addr_of_mut!((*slot).model) })
 }
 
 /// `sgp_model_update_all` (and `sgp_model_update`, one target).
@@ -857,21 +740,70 @@ unsafe fn evaluate<T>(
     }
 }
 
-/// The checks every evaluation makes, in order: a loaded model, non-null
-/// and aligned `x` and `out`, `x_len` the model's input count; then the
-/// model and the input as a slice.
+/// What the C calls ask alike of a loaded model and a loaded artefact.
+trait Evaluator {
+    /// Number of raw inputs a prediction takes.
+    fn input_dim(&self) -> usize;
+    /// Every output's prediction at `x`.
+    fn predict_all(&self, x: &[f32]) -> Result<Outputs<Prediction, CAPACITY_P>, Error>;
+}
+
+impl Evaluator for DeviceModel {
+    fn input_dim(&self) -> usize {
+        DeviceModel::input_dim(self)
+    }
+    fn predict_all(&self, x: &[f32]) -> Result<Outputs<Prediction, CAPACITY_P>, Error> {
+        DeviceModel::predict_all(self, x)
+    }
+}
+
+/// `sgp_model_predict_all` and `sgp_artefact_predict_all`.
 ///
 /// # Safety
-/// `model` as for [`loaded`]; `x` NULL or pointing to `x_len` readable
+/// As `sgp_model_predict_all`, for storage of either kind.
+unsafe fn predict_all<S: Storage<Value: Evaluator>>(
+    storage: *const S,
+    x: *const f32,
+    x_len: usize,
+    out: *mut SgpPrediction,
+    out_len: usize,
+) -> SgpStatus {
+    // SAFETY: this function's contract is `prepared`'s and `write_all`'s.
+    unsafe {
+        let (device, x) = match prepared(storage, x, x_len, out) {
+            Ok(ready) => ready,
+            Err(status) => return status,
+        };
+        match device.predict_all(x) {
+            Ok(all) => write_all(
+                out,
+                out_len,
+                all.iter().map(|p| SgpPrediction {
+                    mean: p.mean,
+                    variance: p.variance,
+                }),
+                all.len(),
+            ),
+            Err(error) => SgpStatus::from_error(error),
+        }
+    }
+}
+
+/// The checks every evaluation makes, in order: something loaded in
+/// `storage`, non-null and aligned `x` and `out`, `x_len` the input count;
+/// then what is loaded and the input as a slice.
+///
+/// # Safety
+/// `storage` as for [`loaded`]; `x` NULL or pointing to `x_len` readable
 /// floats.
-unsafe fn prepared<'a, T>(
-    model: *const SgpModel,
+unsafe fn prepared<'a, S: Storage<Value: Evaluator>, T>(
+    storage: *const S,
     x: *const f32,
     x_len: usize,
     out: *mut T,
-) -> Result<(&'a DeviceModel, &'a [f32]), SgpStatus> {
-    // SAFETY: the caller's promise about `model`.
-    let device = unsafe { loaded(model) }?;
+) -> Result<(&'a S::Value, &'a [f32]), SgpStatus> {
+    // SAFETY: the caller's promise about `storage`.
+    let device = unsafe { loaded(storage) }?;
     if out.is_null() || x.is_null() {
         return Err(SgpStatus::NullPointer);
     }

@@ -1,8 +1,14 @@
 //! `sgp fit`'s one path after the library's job: the blobs, the golden
 //! values and the report, printed from the job's report.
 
-use serde::ser::{SerializeStruct, Serializer};
+use std::path::Path;
+
 use serde::Serialize;
+use sgp_trainer::choose::outputs::BasisChoice;
+use sgp_trainer::export::cure::Cure;
+use sgp_trainer::export::Fidelity;
+use sgp_trainer::fit::gplasso::PathRow;
+use sgp_trainer::fit::FitReport;
 use sgp_trainer::job::{Done, LassoPath, Report, Summary};
 use sgp_trainer::Result;
 
@@ -47,8 +53,12 @@ pub(crate) fn finish(
     }
     if args.json {
         let output = SeparateOutput {
-            report: &report,
-            blob: &args.out,
+            basis: report.basis,
+            separate: report
+                .fits
+                .iter()
+                .map(|summary| FitOutput::new(summary, &args.out, None, None))
+                .collect(),
         };
         println!("{}", to_json(&output)?);
     } else {
@@ -63,29 +73,10 @@ pub(crate) fn finish(
 
 /// What `sgp fit --json` prints when every output got its own model: the
 /// basis choice, then each output's fit and blob, in output order.
+#[derive(Serialize)]
 struct SeparateOutput<'a> {
-    report: &'a Report<'a>,
-    blob: &'a std::path::Path,
-}
-
-impl Serialize for SeparateOutput<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let each: Vec<FitOutput> = self
-            .report
-            .fits
-            .iter()
-            .map(|summary| FitOutput {
-                summary,
-                blob: self.blob,
-                path: None,
-                report: None,
-            })
-            .collect();
-        let mut out = s.serialize_struct("SeparateOutput", 2)?;
-        out.serialize_field("basis", &self.report.basis)?;
-        out.serialize_field("separate", &each)?;
-        out.end()
-    }
+    basis: Option<&'a BasisChoice>,
+    separate: Vec<FitOutput<'a>>,
 }
 
 /// What `sgp fit --json` prints: the fit's report, the blob's kind (the
@@ -94,48 +85,54 @@ impl Serialize for SeparateOutput<'_> {
 /// f32 deviations over the outputs and each output's, the variance form
 /// ("product", "solves" or "covariance"; "whitened" in format versions 7
 /// and 8) and why the product was refused, the export's cure, GPLasso's
-/// path, and with several outputs the choice of one basis for all.
+/// path, and with several outputs the choice of one basis for all. The
+/// optional fields are left out when absent (`cure` reads `null`).
+#[derive(Serialize)]
 struct FitOutput<'a> {
-    summary: &'a Summary<'a>,
-    blob: &'a std::path::Path,
-    path: Option<&'a LassoPath>,
-    /// The job's report, for its basis choice (several outputs).
-    report: Option<&'a Report<'a>>,
+    report: &'a FitReport,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind_note: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    classes: &'a [String],
+    blob: &'a Path,
+    blob_bytes: usize,
+    fidelity: &'a Fidelity,
+    fidelities: &'a [Fidelity],
+    variance: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    product_refused: Option<&'a str>,
+    cure: Option<&'a Cure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a [PathRow]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    basis: Option<&'a BasisChoice>,
 }
 
-impl Serialize for FitOutput<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let f = self.summary;
-        let mut out = s.serialize_struct("FitOutput", 13)?;
-        out.serialize_field("report", f.report)?;
-        out.serialize_field("kind", f.kind)?;
-        match &f.kind_note {
-            Some(note) => out.serialize_field("kind_note", note)?,
-            None => out.skip_field("kind_note")?,
+impl<'a> FitOutput<'a> {
+    /// The view of `f`, written to `blob`, with GPLasso's `path` and the
+    /// job's `report` (for its basis choice) where there are.
+    fn new(
+        f: &'a Summary<'a>,
+        blob: &'a Path,
+        path: Option<&'a LassoPath>,
+        report: Option<&'a Report<'a>>,
+    ) -> Self {
+        FitOutput {
+            report: f.report,
+            kind: f.kind,
+            kind_note: f.kind_note.as_deref(),
+            classes: f.classes,
+            blob,
+            blob_bytes: f.blob_bytes,
+            fidelity: f.fidelity,
+            fidelities: f.fidelities,
+            variance: f.variance.name(),
+            product_refused: f.product_refused,
+            cure: f.cure,
+            path: path.map(|p| p.rows.as_slice()),
+            basis: report.and_then(|r| r.basis),
         }
-        match f.classes {
-            [] => out.skip_field("classes")?,
-            classes => out.serialize_field("classes", classes)?,
-        }
-        out.serialize_field("blob", self.blob)?;
-        out.serialize_field("blob_bytes", &f.blob_bytes)?;
-        out.serialize_field("fidelity", f.fidelity)?;
-        out.serialize_field("fidelities", f.fidelities)?;
-        out.serialize_field("variance", f.variance.name())?;
-        match f.product_refused {
-            Some(why) => out.serialize_field("product_refused", why)?,
-            None => out.skip_field("product_refused")?,
-        }
-        out.serialize_field("cure", &f.cure)?;
-        match self.path {
-            Some(path) => out.serialize_field("path", &path.rows)?,
-            None => out.skip_field("path")?,
-        }
-        match self.report.and_then(|r| r.basis) {
-            Some(basis) => out.serialize_field("basis", basis)?,
-            None => out.skip_field("basis")?,
-        }
-        out.end()
     }
 }
 
@@ -166,12 +163,7 @@ fn finish_one(
     if args.json {
         // The summary says them otherwise; the JSON's report lists them too.
         print_warnings(s);
-        let output = FitOutput {
-            summary: s,
-            blob: &args.out,
-            path,
-            report: Some(report),
-        };
+        let output = FitOutput::new(s, &args.out, path, Some(report));
         println!("{}", to_json(&output)?);
     } else if quiet {
         print_warnings(s);

@@ -497,16 +497,21 @@ mod tests {
         parse(&text[from..to])
     }
 
-    #[test]
-    fn c_header_holds_the_blob_its_length_and_the_sizes() {
-        let c = export_source(BLOB, Format::C, "doc", "doc-model.sgp").unwrap();
-        let back = bytes_back(&c, "doc_blob[DOC_BLOB_LEN] = {", |s| {
+    /// The bytes of the `doc_blob` array of a C header exported as `doc`.
+    fn c_array_bytes(c: &str) -> Vec<u8> {
+        bytes_back(c, "doc_blob[DOC_BLOB_LEN] = {", |s| {
             s.split(',')
                 .map(str::trim)
                 .filter(|b| !b.is_empty())
                 .map(|b| u8::from_str_radix(b.trim_start_matches("0x"), 16).unwrap())
                 .collect()
-        });
+        })
+    }
+
+    #[test]
+    fn c_header_holds_the_blob_its_length_and_the_sizes() {
+        let c = export_source(BLOB, Format::C, "doc", "doc-model.sgp").unwrap();
+        let back = c_array_bytes(&c);
         assert_eq!(back, BLOB);
         assert!(
             c.contains(&format!("#define DOC_BLOB_LEN {}\n", BLOB.len())),
@@ -521,13 +526,7 @@ mod tests {
     fn a_container_exports_for_the_c_librarys_artefact() {
         let container = crate::export::artefact::container(&[BLOB, BLOB]).unwrap();
         let c = export_source(&container, Format::C, "doc", "doc.sgp").unwrap();
-        let back = bytes_back(&c, "doc_blob[DOC_BLOB_LEN] = {", |s| {
-            s.split(',')
-                .map(str::trim)
-                .filter(|b| !b.is_empty())
-                .map(|b| u8::from_str_radix(b.trim_start_matches("0x"), 16).unwrap())
-                .collect()
-        });
+        let back = c_array_bytes(&c);
         assert_eq!(back, container);
         assert!(
             c.contains("sgp_artefact_load(&artefact, sizeof artefact, doc_blob, DOC_BLOB_LEN);"),
