@@ -808,6 +808,11 @@ impl ClassShape {
             _ => 2,
         }
     }
+
+    /// Input column names of [`classification`]'s sets: `x1` to `xD`.
+    pub fn input_names(self) -> Vec<String> {
+        numbered_names(self.n_inputs())
+    }
 }
 
 /// `rows` rows of `shape`: inputs (N x D) and labels in {0, 1},
@@ -865,20 +870,15 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
     (x, y)
 }
 
-/// Input column names of [`classification`]'s sets: `x1` to `xD`.
-pub fn class_input_names(shape: ClassShape) -> Vec<String> {
-    numbered_names(shape.n_inputs())
-}
-
 /// [`classification`] as a binary [`Dataset`] (inputs
-/// [`class_input_names`], target `class`, positive class 1).
+/// [`ClassShape::input_names`], target `class`, positive class 1).
 ///
 /// # Errors
 /// As [`Dataset::from_raw`] and [`Dataset::into_binary`] (e.g. one class).
 #[cfg_attr(feature = "internals", visibility::make(pub))]
 pub(crate) fn classification_dataset(shape: ClassShape, rows: usize, seed: u64) -> Result<Dataset> {
     let (x, y) = classification(shape, rows, seed);
-    let names = class_input_names(shape);
+    let names = shape.input_names();
     let mut data = Dataset::from_raw(x, y, names, "class".into())?;
     data.source = format!("synthetic '{shape:?}' classification ({rows} rows)");
     data.into_binary(None)
