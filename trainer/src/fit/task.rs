@@ -43,10 +43,7 @@ pub(crate) struct Target {
     /// The data: a binary target coded -1/+1, other targets as read.
     pub data: Dataset,
     /// The classes, if a classification.
-    #[cfg(feature = "internals")]
     pub classes: Classes,
-    #[cfg(not(feature = "internals"))]
-    pub(crate) classes: Classes,
     /// The decision in words: the task, the labels found and their counts.
     pub notes: Vec<String>,
 }
