@@ -57,7 +57,7 @@ pub(crate) fn synth_command(args: SynthArgs<'_>, given: &[&str]) -> Result<()> {
     }
     if let Some(classes) = classes {
         let (x, y) = synth::classification(classes, rows, seed);
-        let names = synth::class_input_names(classes);
+        let names = classes.input_names();
         if let Some(path) = parquet {
             return write_parquet(path, &x, &y, &names, "class");
         }

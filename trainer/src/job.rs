@@ -347,7 +347,7 @@ impl Done {
     /// was checked at and 4 far-away points.
     ///
     /// # Errors
-    /// As [`crate::export::golden_rust`].
+    /// As `crate::export::golden_rust`.
     pub fn golden(&self, k: usize) -> Result<String> {
         let set = &self.outputs[k].fit.set;
         let points = golden_points(&set.members[0], &self.check_x, 12, 4);

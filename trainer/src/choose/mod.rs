@@ -45,7 +45,8 @@ use crate::Result;
 
 /// What to fit.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Asked {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum Asked {
     /// The family these settings name, fitted as named.
     Family(FitParams),
     /// The family that predicts held-out rows best among these; the first
@@ -76,7 +77,10 @@ impl Asked {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
     /// What to fit.
+    #[cfg(feature = "internals")]
     pub asked: Asked,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) asked: Asked,
     /// Whether held-out comparisons are made at all (`--no-held-out-choice`
     /// turns them off).
     pub held_out: bool,
@@ -155,7 +159,7 @@ impl Choice {
 /// and records them in the fit's `report.choice`.
 ///
 /// # Errors
-/// As [`crate::fit::fit`], for the candidates and the final fit.
+/// As `crate::fit::fit`, for the candidates and the final fit.
 pub fn fit(
     data: &(impl Outputs + ?Sized),
     request: &Request,

@@ -57,14 +57,18 @@ pub struct BasisChoice {
     pub rows: usize,
     /// Each output's held-out figures (empty: not weighed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg(feature = "internals")]
     pub outputs: Vec<OutputVerdict>,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) outputs: Vec<OutputVerdict>,
     /// What was decided and why, in one sentence.
     pub reason: String,
 }
 
 /// One output's shared fit against its own fit on held-out rows.
 #[derive(Clone, Debug, Serialize)]
-pub struct OutputVerdict {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct OutputVerdict {
     /// The output's target column.
     pub name: String,
     /// Mean held-out NLPD of the shared fit (raw units; infinite if its

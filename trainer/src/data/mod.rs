@@ -41,7 +41,8 @@ use crate::{Error, Result};
 /// and for the target; and the range of the inputs they were computed from,
 /// which the blob records so that a device can tell when it extrapolates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Standardisation {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Standardisation {
     /// Mean of each input column (raw units).
     pub x_mean: Vec<f64>,
     /// Sample standard deviation of each input column (raw units), > 0;
@@ -141,7 +142,10 @@ pub struct Dataset {
     /// Target column name.
     pub target_name: String,
     /// The map from raw to standardised units; shared by a train/test split.
+    #[cfg(feature = "internals")]
     pub transform: Standardisation,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) transform: Standardisation,
     /// Where the data came from (file path or a label), for messages.
     pub source: String,
     /// Indices of the input columns that are constant in the data the

@@ -13,7 +13,8 @@ use crate::{Error, Result};
 /// The targets of a multi-output regression, each a [`Dataset`] over the
 /// same inputs (so the same `x` and x-standardisation).
 #[derive(Clone, Debug, PartialEq)]
-pub struct MultiTargetData {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct MultiTargetData {
     outputs: Vec<Dataset>,
 }
 
@@ -144,7 +145,7 @@ impl MultiTargetData {
 }
 
 /// The outputs of a fit: data sets over the same inputs, one per target (a
-/// single [`Dataset`] is one output). What [`crate::fit::fit`] takes.
+/// single [`Dataset`] is one output). What `crate::fit::fit` takes.
 pub trait Outputs {
     /// The data of each output, in output order.
     fn outputs(&self) -> &[Dataset];

@@ -167,7 +167,8 @@ pub struct Exported {
 /// # Errors
 /// [`Error::BadInput`] when the members do not share one basis and link
 /// ([`ModelSet::link`]); [`Error::Blob`] if the set cannot be encoded.
-pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
     let first = set
         .members
         .first()
@@ -230,7 +231,8 @@ pub fn check(set: &ModelSet, check_x: &DMatrix<f64>) -> Result<Exported> {
 /// [`Error::Fidelity`] when nothing cures the check and `force` is false
 /// (the message names the failing outputs and any precision warning, the
 /// likely cause); as [`check`].
-pub fn export(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn export(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
     let first = check(&fit.set, check_x)?;
     if first.fidelity.passes() {
         let several = fit.set.members.len() > 1 && fit.first().link == sgp_runtime::Link::Identity;
@@ -272,7 +274,8 @@ pub fn export(fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Expo
 /// The error for an export that failed its check: the deviations, the
 /// likely cause when f32 cannot resolve a column, `advice` (what was tried
 /// and what to try; may be empty), and the way to export anyway.
-pub fn refusal(exported: &Exported, advice: &str) -> Error {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn refusal(exported: &Exported, advice: &str) -> Error {
     let cause = if exported.precision.is_empty() {
         String::new()
     } else {
@@ -417,7 +420,8 @@ fn fidelity(
 /// (`1 / K` each when every `q_k` is 0); softmax: `p_k` proportional to
 /// `exp(t_k / sqrt(1 + pi v_k / 8))`. Any other link: the probit
 /// probability of each latent.
-pub fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
     let weights: Vec<f64> = match link {
         Link::Softmax => {
             let scores: Vec<f64> = latents
@@ -481,7 +485,8 @@ fn gradient_row(g: &crate::export::gradient::RawGradient, i: usize) -> String {
 ///
 /// # Errors
 /// If a member cannot predict at `x`, or the set has no valid link.
-pub fn golden_rust(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn golden_rust(set: &ModelSet, x: &DMatrix<f64>) -> Result<String> {
     use std::fmt::Write;
     let link = set.link()?;
     let (n, d) = x.shape();
@@ -587,7 +592,8 @@ fn f32_literal(v: f64) -> String {
 /// The points golden values are taken at: up to `n_data` training rows
 /// (evenly spread through the file) plus `n_far` points far outside the
 /// inputs of `model` (any member of the set).
-pub fn golden_points(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn golden_points(
     model: &TrainedModel,
     raw_x: &DMatrix<f64>,
     n_data: usize,
@@ -604,11 +610,11 @@ pub fn golden_points(
 /// options never reach up into the export.
 impl crate::options::Options {
     /// Exports `fit` as asked: a blob that learns on the device with
-    /// `updatable` (`updatable::export_updatable`), else the fixed blob ([`export`]);
+    /// `updatable` (`updatable::export_updatable`), else the fixed blob (`export`);
     /// `force` exports what fails the f32 check.
     ///
     /// # Errors
-    /// As [`export`] and `updatable::export_updatable`.
+    /// As `export` and `updatable::export_updatable`.
     pub fn export(&self, fit: &mut Fit, check_x: &DMatrix<f64>, force: bool) -> Result<Exported> {
         if self.updatable {
             updatable::export_updatable(fit, check_x, force)

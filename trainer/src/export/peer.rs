@@ -110,11 +110,11 @@ pub enum PeerPosterior {
 }
 
 impl PeerModel {
-    /// The blob of this peer's `posterior` ([`PeerModel::model`]),
+    /// The blob of this peer's `posterior` (`PeerModel::model`),
     /// through the export check on (at most 1000 of) the training rows.
     ///
     /// # Errors
-    /// As [`PeerModel::model`]; [`Error::Fidelity`] when the f32 blob fails
+    /// As `PeerModel::model`; [`Error::Fidelity`] when the f32 blob fails
     /// the check and `force` is not set.
     pub fn blob(&self, posterior: PeerPosterior) -> Result<Vec<u8>> {
         let data = &self.data;
@@ -140,7 +140,8 @@ impl PeerModel {
     /// (a length scale per input, a finite non-negative noise) or an
     /// unknown kernel or objective; [`Error::Numerical`] when a factor
     /// fails.
-    pub fn model(&self, posterior: PeerPosterior) -> Result<TrainedModel> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn model(&self, posterior: PeerPosterior) -> Result<TrainedModel> {
         let t = &self.data.transform;
         let kern = self.kernel(t)?;
         let (kind, link, form, y) = match posterior {

@@ -49,7 +49,8 @@ impl ProjectedParams {
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.sparse.check(data)?;
         let d = data.n_inputs();
         if self.dim == 0 {

@@ -57,11 +57,13 @@ pub(crate) use choice_record::KernelScore;
 pub(crate) use choice_record::KernelVerdict;
 pub(crate) use choice_record::Verdict;
 pub(crate) use dr::ProjectionReport;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use params::Checked;
 pub(crate) use params::PseudoInit;
 pub(crate) use params::DEFAULT_STALL;
 pub(crate) use params::{check_m, check_max_points, default_optimiser};
 pub use params::{
-    Checked, ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
+    ExactParams, FitParams, HyperInit, InitMethod, Method, ProjectedParams, SparseParams,
     DEFAULT_SEED,
 };
 pub(crate) use params::{DEFAULT_M, DEFAULT_MAX_POINTS, DEFAULT_RESTARTS};
@@ -317,7 +319,8 @@ impl Method {
 /// # Errors
 /// [`Error::BadInput`] for parameters that do not fit the data, or a
 /// numerical failure that jitter escalation could not cure.
-pub fn fit(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fit(
     data: &(impl Outputs + ?Sized),
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
@@ -375,7 +378,8 @@ fn fit_outputs(
 ///
 /// # Errors
 /// As [`fit`]'s [`Error::BadInput`].
-pub fn check(data: &(impl Outputs + ?Sized), params: &FitParams) -> Result<()> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn check(data: &(impl Outputs + ?Sized), params: &FitParams) -> Result<()> {
     let (_, used, params) = prepared(data.outputs(), params)?;
     let one = &used[0];
     match params.as_ref() {

@@ -120,7 +120,8 @@ named_enum! {
 /// the `check` methods make one, so a fitting procedure that takes a
 /// `Checked` never sees invalid settings.
 #[derive(Debug)]
-pub struct Checked<'p, P>(pub(crate) &'p P);
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Checked<'p, P>(pub(crate) &'p P);
 
 impl<P> Deref for Checked<'_, P> {
     type Target = P;
@@ -137,7 +138,10 @@ pub struct ExactParams {
     /// Seed of the subset.
     pub seed: u64,
     /// Optimiser settings.
+    #[cfg(feature = "internals")]
     pub optimiser: OptimiseOptions,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) optimiser: OptimiseOptions,
     /// The covariance function (`--kernel`): squared exponential or Matérn.
     pub kernel: Kernel,
 }
@@ -158,7 +162,8 @@ impl ExactParams {
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
         check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;
@@ -199,7 +204,10 @@ pub struct SparseParams {
     /// a short screening run is optimised to the end (`restarts`).
     pub restarts: usize,
     /// Optimiser settings; `max_iter` is the budget of the final run.
+    #[cfg(feature = "internals")]
     pub optimiser: OptimiseOptions,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) optimiser: OptimiseOptions,
     /// Where the first start's pseudo-inputs come from; further starts
     /// alternate k-means and random subsets with other seeds (random first
     /// after a greedy start).
@@ -237,7 +245,8 @@ impl SparseParams {
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
         check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;
@@ -357,7 +366,8 @@ impl FitParams {
     }
 
     /// The optimiser settings of the procedure (of its final run).
-    pub fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn optimiser_mut(&mut self) -> &mut OptimiseOptions {
         match self {
             FitParams::Exact(p) => &mut p.optimiser,
             FitParams::Spgp(p) | FitParams::Vsgp(p) | FitParams::SpgpHs(p) => &mut p.optimiser,

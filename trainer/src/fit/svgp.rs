@@ -66,7 +66,10 @@ pub struct SvgpParams {
     /// Number of starts, screened as for SPGP.
     pub restarts: usize,
     /// Optimiser settings; `max_iter` is the budget of the final run.
+    #[cfg(feature = "internals")]
     pub optimiser: OptimiseOptions,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) optimiser: OptimiseOptions,
     /// Where the first start's pseudo-inputs come from.
     pub pseudo_init: PseudoInit,
     /// The covariance function (`--kernel`): squared exponential or Matérn.
@@ -107,7 +110,8 @@ impl SvgpParams {
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.sparse().check(data)?;
         if data.target == TargetKind::Continuous {
             return Err(Error::BadInput(format!(

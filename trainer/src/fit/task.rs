@@ -24,7 +24,8 @@ pub enum Task {
 
 /// What the target of the training data became.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Classes {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum Classes {
     /// A regression: no labels.
     None,
     /// A binary classification: the labels `[negative, positive]`.
@@ -37,7 +38,8 @@ pub enum Classes {
 /// The training data made ready for its task, and what to tell the user
 /// about the choice (one line each).
 #[derive(Clone, Debug)]
-pub struct Target {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Target {
     /// The data: a binary target coded -1/+1, other targets as read.
     pub data: Dataset,
     /// The classes, if a classification.

@@ -94,7 +94,8 @@ pub(crate) fn norm_quantile(p: f64) -> f64 {
 }
 
 /// `Phi(m / sqrt(1 + v))`: the probit class probability in f64.
-pub fn probit(mean: f64, var: f64) -> f64 {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn probit(mean: f64, var: f64) -> f64 {
     0.5 * libm::erfc(-mean / (1.0 + var).sqrt() / std::f64::consts::SQRT_2)
 }
 

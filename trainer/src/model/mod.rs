@@ -33,9 +33,15 @@ pub struct TrainedModel {
     /// Regression or probit classification.
     pub link: Link,
     /// Basis functions, weights, factors, prior and noise (standardised).
+    #[cfg(feature = "internals")]
     pub form: RuntimeForm,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) form: RuntimeForm,
     /// Raw to standardised units.
+    #[cfg(feature = "internals")]
     pub transform: Standardisation,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) transform: Standardisation,
     /// Input column names, in input order.
     pub input_names: Vec<String>,
     /// Target column name.

@@ -10,7 +10,8 @@ use crate::Result;
 
 /// How `K` latents become `K` probabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClassLink {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum ClassLink {
     /// `q_k = Phi((m_k + b_k) / sqrt(1 + v_k))`, `p_k = q_k / sum q`: each
     /// latent's own probit probability, normalised. What the fit trains
     /// (one probit bound per class against the rest).

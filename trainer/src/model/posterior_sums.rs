@@ -26,7 +26,8 @@ use crate::{Error, Result};
 
 /// Which objective to evaluate, and its numerical settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FitcConfig {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct FitcConfig {
     /// Jitter added to `Kuu` (relative to `s2`) and its escalation.
     pub jitter: JitterPolicy,
     /// Rows of data per parallel chunk: the default, 512, keeps a chunk's
@@ -53,7 +54,8 @@ impl Default for FitcConfig {
 /// `SGPR.predict_f`: the bound's optimal `q(u)` carries no diagonal
 /// correction, so neither does its prediction.
 #[derive(Clone, Debug)]
-pub struct FitcPosterior {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct FitcPosterior {
     /// `L1`, lower triangular.
     pub l1: DMatrix<f64>,
     /// `L2 = L1 L_A`, lower triangular, `L2 L2^T = Q`.

@@ -3,8 +3,8 @@
 //! sparse objectives.
 //!
 //! Jitter is `eps * scale * I` with `scale` the kernel's signal variance;
-//! `eps` starts at [`JitterPolicy::initial`] and grows by
-//! [`JitterPolicy::factor`] after each failure up to [`JitterPolicy::max`],
+//! `eps` starts at `JitterPolicy::initial` and grows by
+//! `JitterPolicy::factor` after each failure up to `JitterPolicy::max`,
 //! beyond which [`Error::Numerical`]. The jitter used is returned, so callers
 //! report escalation and predict with the same factor.
 //!
@@ -31,7 +31,8 @@ use crate::{Error, Result};
 /// How much jitter to add to a diagonal before factorising, and how to
 /// escalate it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JitterPolicy {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct JitterPolicy {
     /// First relative jitter tried (> 0).
     pub initial: f64,
     /// Largest relative jitter tried.
@@ -140,7 +141,8 @@ pub(crate) fn cholesky_jittered(
 /// Factorises `a` with no jitter; for matrices that are positive definite by
 /// construction (e.g. `I + V Gamma^{-1} V^T`). Fails with
 /// [`Error::Numerical`] if `a` is not numerically positive definite.
-pub fn cholesky(a: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn cholesky(a: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     if !a.is_square() || a.iter().any(|v| !v.is_finite()) {
         return Err(Error::Numerical(
             "Cholesky of a non-square or non-finite matrix".into(),
@@ -158,7 +160,8 @@ pub(crate) fn log_det_from_factor(l: &DMatrix<f64>) -> f64 {
 
 /// Overwrites `b` with `L^{-1} b` (forward substitution), `l` lower
 /// triangular; blocked in `faer` (nalgebra's is column by column).
-pub fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn solve_lower_mut(l: &DMatrix<f64>, b: &mut DMatrix<f64>) -> Result<()> {
     check_solve(l, b.nrows())?;
     if reproducible::active() {
         solve_lower_in_place(l.as_slice(), l.nrows(), b.as_mut_slice());

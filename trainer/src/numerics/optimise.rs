@@ -24,7 +24,8 @@ use crate::{Error, Result};
 /// Settings for `minimise`. Check them with [`OptimiseOptions::validate`]
 /// (which `minimise` also does).
 #[derive(Debug, Clone, PartialEq)]
-pub struct OptimiseOptions {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct OptimiseOptions {
     /// Upper bound on L-BFGS iterations (line searches), over all restarts.
     pub max_iter: u64,
     /// Stop when `|f_prev - f| <= rel_tol * max(|f_prev|, |f|, 1)` between
@@ -58,7 +59,8 @@ pub struct OptimiseOptions {
 /// (GP likelihoods creep down long valleys where [`OptimiseOptions::rel_tol`]
 /// never fires; per row the objective is on the scale of the test NLPD).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stall {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Stall {
     /// Iterations the decrease is measured over.
     pub window: u64,
     /// Smallest decrease per row of the objective over `window` iterations

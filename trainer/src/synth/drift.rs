@@ -4,7 +4,7 @@
 //!
 //! The plant is `crate::synth::ridge_function` on inputs uniform
 //! in `[-3, 3]^d`, with Gaussian noise; at the shift its function changes
-//! ([`Shift`]). A model fitted in the lab on the old plant then sees a
+//! (`Shift`). A model fitted in the lab on the old plant then sees a
 //! stream of observations, the shift halfway, and is judged on fresh rows
 //! of the new plant against the batch posterior of the same basis and
 //! hyperparameters on the last rows only (what a refit on the device's own
@@ -28,7 +28,8 @@ use crate::Result;
 
 /// How the plant changes at the shift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Shift {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum Shift {
     /// `f -> 1.6 f + 0.4`: a gain and an offset (a sensor that ages).
     Gain,
     /// `f -> f + 1`: an offset alone.
@@ -74,7 +75,8 @@ impl Shift {
 
 /// The drift figures of one model and stream.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DriftFigures {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct DriftFigures {
     /// Rows of the old plant streamed before the shift.
     pub before: usize,
     /// Rows of the new plant streamed after it.
@@ -99,7 +101,8 @@ pub struct DriftFigures {
 /// # Errors
 /// The runtime's refusal of the blob or of a row; a failed refit.
 #[allow(clippy::too_many_arguments)]
-pub fn drift_figures(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn drift_figures(
     model: &TrainedModel,
     blob: &[u8],
     approximation: Approximation,

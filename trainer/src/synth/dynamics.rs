@@ -163,7 +163,8 @@ impl System {
     ///
     /// # Errors
     /// As [`MultiTargetData::from_raw`] (fewer than two rows).
-    pub fn data(self, n: usize, seed: u64) -> Result<MultiTargetData> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn data(self, n: usize, seed: u64) -> Result<MultiTargetData> {
         self.data_in(n, seed, 1.0)
     }
 
@@ -171,7 +172,8 @@ impl System {
     ///
     /// # Errors
     /// As [`MultiTargetData::from_raw`] (fewer than two rows).
-    pub fn data_in(self, n: usize, seed: u64, fraction: f64) -> Result<MultiTargetData> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn data_in(self, n: usize, seed: u64, fraction: f64) -> Result<MultiTargetData> {
         let (x, y, _) = self.generate_in(n, seed, fraction);
         MultiTargetData::from_raw(x, y, self.inputs(), &self.outputs())
     }
@@ -180,7 +182,8 @@ impl System {
 /// Each output's noise standard deviation for the noise-free outputs
 /// `truth` (one column per output): `NOISE_FRACTION` of its spread. The
 /// root mean squared error of a perfect model on noisy rows.
-pub fn noise_sd(truth: &DMatrix<f64>) -> Vec<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn noise_sd(truth: &DMatrix<f64>) -> Vec<f64> {
     truth
         .column_iter()
         .map(|c| NOISE_FRACTION * c.variance().sqrt())

@@ -1,9 +1,9 @@
 //! Generated regression data with known truth, in the shapes users feed in.
 //!
-//! Every [`Shape`] is a noise-free function of the inputs ([`truth`]), an
+//! Every [`Shape`] is a noise-free function of the inputs (`truth`), an
 //! input distribution, a noise level and a default size, deterministic in
 //! the seed (ChaCha8): same shape, rows and seed, same numbers. Raw units;
-//! [`dataset`] (and the tests' `train_test`) standardise through
+//! `dataset` (and the tests' `train_test`) standardise through
 //! [`Dataset::from_raw`]. Used by the robustness cases
 //! (the tests' `robustness_cases`), the benchmark suite and `sgp synth`
 //! ([`synthetic`]).
@@ -214,7 +214,8 @@ pub(crate) fn few_directions(x: &[f64]) -> f64 {
 /// (`x.ncols()` must be `shape.n_inputs()`, or any D for the ridge): what
 /// a benchmark compares a predictive mean with to measure error against
 /// the truth.
-pub fn truth(shape: Shape, x: &DMatrix<f64>) -> DVector<f64> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn truth(shape: Shape, x: &DMatrix<f64>) -> DVector<f64> {
     DVector::from_iterator(
         x.nrows(),
         x.row_iter().map(|r| {
@@ -452,7 +453,8 @@ fn duplicated(rows: usize, rng: &mut ChaCha8Rng) -> (DMatrix<f64>, DVector<f64>)
 
 /// The generated sets of the benchmark suite and the measurements read
 /// against it: shape and rows before the 70/30 split (seed 0).
-pub const SUITE: [(Shape, usize); 7] = [
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const SUITE: [(Shape, usize); 7] = [
     (Shape::Chirp, 600),
     (Shape::Heteroscedastic, 600),
     (Shape::Periodic, 500),
@@ -466,7 +468,8 @@ pub const SUITE: [(Shape, usize); 7] = [
 ///
 /// # Errors
 /// As [`Dataset::from_raw`]: e.g. fewer than two rows.
-pub fn dataset(shape: Shape, rows: usize, seed: u64) -> Result<Dataset> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn dataset(shape: Shape, rows: usize, seed: u64) -> Result<Dataset> {
     generate(shape, rows, seed).to_dataset()
 }
 
@@ -805,6 +808,11 @@ impl ClassShape {
             _ => 2,
         }
     }
+
+    /// Input column names of [`classification`]'s sets: `x1` to `xD`.
+    pub fn input_names(self) -> Vec<String> {
+        numbered_names(self.n_inputs())
+    }
 }
 
 /// `rows` rows of `shape`: inputs (N x D) and labels in {0, 1},
@@ -862,19 +870,15 @@ pub fn classification(shape: ClassShape, rows: usize, seed: u64) -> (DMatrix<f64
     (x, y)
 }
 
-/// Input column names of [`classification`]'s sets: `x1` to `xD`.
-pub fn class_input_names(shape: ClassShape) -> Vec<String> {
-    numbered_names(shape.n_inputs())
-}
-
 /// [`classification`] as a binary [`Dataset`] (inputs
-/// [`class_input_names`], target `class`, positive class 1).
+/// [`ClassShape::input_names`], target `class`, positive class 1).
 ///
 /// # Errors
 /// As [`Dataset::from_raw`] and [`Dataset::into_binary`] (e.g. one class).
-pub fn classification_dataset(shape: ClassShape, rows: usize, seed: u64) -> Result<Dataset> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn classification_dataset(shape: ClassShape, rows: usize, seed: u64) -> Result<Dataset> {
     let (x, y) = classification(shape, rows, seed);
-    let names = class_input_names(shape);
+    let names = shape.input_names();
     let mut data = Dataset::from_raw(x, y, names, "class".into())?;
     data.source = format!("synthetic '{shape:?}' classification ({rows} rows)");
     data.into_binary(None)

@@ -104,7 +104,10 @@ pub struct GplassoParams {
     /// Seed of that subset.
     pub seed: u64,
     /// Optimiser of the exact GP and of each re-optimisation.
+    #[cfg(feature = "internals")]
     pub optimiser: OptimiseOptions,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) optimiser: OptimiseOptions,
     /// What is re-optimised after the selection.
     pub refit: GplassoRefit,
     /// Objective of the last stage of [`GplassoRefit::Everything`] (the
@@ -137,7 +140,8 @@ impl GplassoParams {
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting: M of 0 or above N,
     /// a rank of 0, M above the rank.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
         check_max_points(self.max_points)?;
         data.require_rows(2, "a Gaussian process")?;

@@ -76,7 +76,10 @@ pub struct IvmParams {
     /// regression.
     pub rounds: Option<usize>,
     /// Optimiser settings of each round's kernel optimisation.
+    #[cfg(feature = "internals")]
     pub optimiser: OptimiseOptions,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) optimiser: OptimiseOptions,
     /// Classifier: rows the kernel is learned on at most (a random subset
     /// if more; 0: every row). Ignored for regression.
     pub kernel_points: usize,
@@ -142,7 +145,8 @@ impl IvmParams {
     ///
     /// # Errors
     /// [`Error::BadInput`] naming the offending setting.
-    pub fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn check(&self, data: &Dataset) -> Result<Checked<'_, Self>> {
         self.optimiser.validate()?;
         data.require_rows(2, "a Gaussian process")?;
         super::check_m(self.m)?;

@@ -2,11 +2,11 @@
 //! needs (`Kuu`, `Kuf`, the prior diagonal), the chain rule from their
 //! adjoints back to its own parameters and the kernel's, and its basis
 //! functions in the runtime form. FITC ([`crate::model::inference::fitc`]) is written
-//! once against [`InducingFeatures`]; a new kind of feature is one new file
+//! once against `InducingFeatures`; a new kind of feature is one new file
 //! here.
 //!
-//! The kinds: [`PseudoInputs`] (SPGP), `Heteroscedastic` (SPGP+HS:
-//! `Kuu + diag(h)`, the basis SPGP's), [`Projected`] (SPGP+DR: a G x D
+//! The kinds: `PseudoInputs` (SPGP), `Heteroscedastic` (SPGP+HS:
+//! `Kuu + diag(h)`, the basis SPGP's), `Projected` (SPGP+DR: a G x D
 //! projection, unit length scales in G dims) and `Multiscale` (VSGP:
 //! per-basis widths). Each module documents its covariances.
 //!
@@ -17,8 +17,8 @@
 //! - Adjoints treat every matrix entry as independent (the usual matrix
 //!   calculus `dF/dK_ij`); for the symmetric `Kuu` pass the full symmetric
 //!   adjoint.
-//! - Gradients from [`InducingFeatures::grad_kuu`] and
-//!   [`InducingFeatures::grad_kuf`] add up: FITC calls `grad_kuf` once per
+//! - Gradients from `InducingFeatures::grad_kuu` and
+//!   `InducingFeatures::grad_kuf` add up: FITC calls `grad_kuf` once per
 //!   chunk of data (in parallel) and `grad_kuu` once, then sums.
 
 pub(crate) mod heteroscedastic;
@@ -29,8 +29,10 @@ mod pseudo_inputs;
 #[cfg_attr(feature = "internals", visibility::make(pub))]
 pub(crate) use heteroscedastic::Heteroscedastic;
 pub(crate) use multiscale::Multiscale;
-pub use projected::Projected;
-pub use pseudo_inputs::PseudoInputs;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use projected::Projected;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use pseudo_inputs::PseudoInputs;
 
 use nalgebra::{DMatrix, DMatrixView, DVector};
 
@@ -73,7 +75,8 @@ pub(crate) fn set_row_major(
 /// order of [`InducingFeatures::params`]) and the kernel's log
 /// hyperparameters.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FeatureGrad {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct FeatureGrad {
     /// d/d(feature parameters).
     pub feature: Vec<f64>,
     /// d/d(log l, log s2).
@@ -101,7 +104,8 @@ impl FeatureGrad {
 /// Inverse squared widths of the runtime basis functions (MATH.md, "One
 /// runtime form", step 3).
 #[derive(Clone, Debug, PartialEq)]
-pub enum BasisWidths {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum BasisWidths {
     /// One vector `w_g` shared by every basis function (SPGP, HS, DR, exact).
     Shared(Vec<f64>),
     /// One row `w_i` per basis function, M x G (VSGP).
@@ -112,7 +116,8 @@ pub enum BasisWidths {
 /// space: `k_i(z) = a_i exp(-1/2 sum_g w_ig (u_g - c_ig)^2)` with `u = P z`
 /// when a projection is present, else `u = z`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RuntimeBasis {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct RuntimeBasis {
     /// Optional projection `P` (G x D) applied to standardised inputs.
     pub projection: Option<DMatrix<f64>>,
     /// Centres `c_i`, M x G.
@@ -231,7 +236,8 @@ pub(crate) fn profile(kernel: sgp_runtime::Kernel, r2: f64) -> f64 {
 ///
 /// Implementations must be cheap to clone-and-modify: the optimiser's
 /// objective unpacks a parameter vector into a copy on every evaluation.
-pub trait InducingFeatures: Send + Sync + std::fmt::Debug {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) trait InducingFeatures: Send + Sync + std::fmt::Debug {
     /// Number of basis functions M.
     fn num_inducing(&self) -> usize;
 

@@ -24,7 +24,8 @@ use crate::{Error, Result};
 /// Parameter layout: `P` row-major (`p[g * D + d] = P[g, d]`), then `Zbar`
 /// row-major (`p[G D + m * G + g] = Zbar[m, g]`): `(M + D) G` numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Projected {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Projected {
     p: DMatrix<f64>,
     zbar: DMatrix<f64>,
 }

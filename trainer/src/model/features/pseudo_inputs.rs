@@ -14,7 +14,8 @@ use crate::{Error, Result};
 /// Parameter layout: row-major, `p[m * D + d] = Z[m, d]`, so one
 /// pseudo-input's coordinates are contiguous.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PseudoInputs {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct PseudoInputs {
     z: DMatrix<f64>,
 }
 

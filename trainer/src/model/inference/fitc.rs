@@ -1,15 +1,15 @@
 //! FITC (the SPGP likelihood) and VFE (Titsias' collapsed variational
-//! bound, GPflow's SGPR), written once for any [`InducingFeatures`] and
-//! selected by [`FitcConfig::approximation`]: objective, its adjoints with
+//! bound, GPflow's SGPR), written once for any `InducingFeatures` and
+//! selected by `FitcConfig::approximation`: objective, its adjoints with
 //! respect to `Kuu`, `Kuf`, the prior diagonal and `sigma2`, the total
 //! gradient, prediction and the runtime form. O(M^2 N) time, O(M N) memory;
 //! never forms an N x N matrix. The formulation and its adjoints are in the
 //! guide (docs/src/numerics.md, "FITC and VFE").
 //!
-//! The posterior is the same runtime form for both ([`FitcPosterior`]; with
+//! The posterior is the same runtime form for both (`FitcPosterior`; with
 //! VFE the DTC/SGPR predictive). The jitter `eps * s2` is part of the model:
 //! it is in the exported `L1` and in the `log s2` derivative. Rows run in
-//! chunks of [`FitcConfig::chunk_rows`] with rayon, each chunk's sums added.
+//! chunks of `FitcConfig::chunk_rows` with rayon, each chunk's sums added.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -17,8 +17,10 @@ use rayon::prelude::*;
 use super::{col_sq_norms, sandwich_inv_factor, Approximation, ModelGrad, Prediction, RuntimeForm};
 use crate::model::features::{FeatureGrad, InducingFeatures};
 use crate::model::kernel::KernelParams;
-pub use crate::model::posterior_sums::FitcConfig;
-pub use crate::model::posterior_sums::FitcPosterior;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use crate::model::posterior_sums::FitcConfig;
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) use crate::model::posterior_sums::FitcPosterior;
 use crate::model::posterior_sums::{PosteriorSums, Solved};
 use crate::numerics::linalg::{
     cholesky_jittered, dot, lower_inverse, mat_ref, matmul_into, mul, solve_lower_mut,
@@ -436,7 +438,8 @@ fn objective_adjoints<F: InducingFeatures + ?Sized>(
 }
 
 /// Fits the posterior of `cfg.approximation` for the given parameters.
-pub fn fitc_posterior<F: InducingFeatures + ?Sized>(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn fitc_posterior<F: InducingFeatures + ?Sized>(
     feat: &F,
     kern: &KernelParams,
     x: &DMatrix<f64>,

@@ -1,6 +1,6 @@
 //! Likelihoods, gradients and posteriors: [`exact`] (full GP, O(N^3), for
 //! subsets and reference) and [`fitc`] (SPGP/FITC, or Titsias' VFE bound, see
-//! [`Approximation`], for any [`crate::model::features::InducingFeatures`],
+//! [`Approximation`], for any `crate::model::features::InducingFeatures`,
 //! O(M^2 N)); the classifiers [`laplace`], `ivm` and [`svgp`];
 //! [`objective`] packs a model into the flat `f64` vector an optimiser works
 //! on, `shared` and `tied_ratio` sum P outputs on one basis.
@@ -8,7 +8,7 @@
 //! All NLMLs (and VFE's negative ELBO, an upper bound on the exact NLML) are
 //! for the full data set (a sum over points, not a mean) and include the
 //! `N/2 log(2 pi)` constant. Every posterior exports the single runtime form
-//! of MATH.md as a [`RuntimeForm`].
+//! of MATH.md as a `RuntimeForm`.
 
 pub mod exact;
 pub mod fitc;
@@ -64,7 +64,8 @@ pub(crate) struct ModelGrad {
 
 /// Predictions for a batch of inputs, in standardised units.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Prediction {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Prediction {
     /// Latent (and predictive) mean.
     pub mean: DVector<f64>,
     /// Latent variance, clamped at zero as the runtime does.
@@ -86,7 +87,8 @@ impl Prediction {
 /// `mean = sum_i beta_i k_i(z)` and
 /// `var = max(0, prior - ||L1^{-1} k||^2 + ||L2^{-1} k||^2)`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RuntimeForm {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct RuntimeForm {
     /// The basis functions `k_i`.
     pub basis: RuntimeBasis,
     /// Weights `beta` (M).

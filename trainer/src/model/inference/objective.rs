@@ -3,10 +3,10 @@
 //!
 //! Layout: `[feature parameters | t_1..t_D | log s2 | log_noise_excess]`,
 //! the feature block in the feature's own packing
-//! ([`InducingFeatures::params`]), the length scales (left out when the
+//! (`InducingFeatures::params`), the length scales (left out when the
 //! feature does not use them: DR) as `l = LENGTHSCALE_FLOOR + exp(t)`, and
 //! the noise as `sigma2 = noise_floor + exp(log_noise_excess)`
-//! ([`KernelParams`]): no bounds needed. Values are the NLML (VFE: the
+//! (`KernelParams`): no bounds needed. Values are the NLML (VFE: the
 //! negative ELBO) of the whole data, constants included.
 
 use std::ops::Range;

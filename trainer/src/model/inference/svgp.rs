@@ -1,7 +1,7 @@
 //! The sparse variational GP classifier (Hensman, Matthews and Ghahramani
 //! 2015): a Gaussian `q(u)` over the inducing values, the probit likelihood
 //! `P(y | f) = Phi(y (f + b))`, and the negative evidence lower bound
-//! written once for any [`InducingFeatures`], with its gradient with respect
+//! written once for any `InducingFeatures`, with its gradient with respect
 //! to the variational parameters, the bias, the features and the kernel.
 //!
 //! Whitened, as GPflow's `SVGP(whiten=True)`: `u = Lu v`, `q(v) = N(m, L L^T)`

@@ -1,6 +1,6 @@
 //! The ARD squared-exponential kernel
 //! `k(x, x') = s2 * exp(-1/2 * sum_d (x_d - x'_d)^2 / l_d^2)` (or, by
-//! [`KernelParams::kernel`], a Matérn one of the same scaled distance:
+//! `KernelParams::kernel`, a Matérn one of the same scaled distance:
 //! `matern`), its hyperparameters in the space the optimiser sees, and the chain rule
 //! from an adjoint of a covariance matrix back to the hyperparameters and the
 //! points.
@@ -43,7 +43,8 @@ const ON_FLOOR_FRACTION: f64 = 1e-2;
 /// The noise variance is `sigma2 = noise_floor + exp(log_noise_excess)`, so it
 /// can approach but never cross the floor; see [`KernelParams::noise_on_floor`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KernelParams {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct KernelParams {
     /// `log l_d`, one per input dimension.
     pub log_lengthscales: Vec<f64>,
     /// `log s2`, the log signal (prior) variance.
