@@ -19,12 +19,11 @@ use sgp_runtime::Link;
 use sgp_trainer::data::Dataset;
 use sgp_trainer::export::artefact::container;
 use sgp_trainer::export::codegen::{export_source, Format};
-use sgp_trainer::export::{
-    check, class_probabilities, export, golden_points, mean_tolerance, Fidelity,
-};
+use sgp_trainer::export::{check, export, golden_points, mean_tolerance, Fidelity};
 use sgp_trainer::fit::ivm::IvmParams;
 use sgp_trainer::fit::{fit, ExactParams, Fit, FitParams, ProjectedParams, SparseParams};
 use sgp_trainer::model::likelihood::probit;
+use sgp_trainer::model::multiclass::class_probabilities;
 use sgp_trainer::model::{ModelSet, TrainedModel};
 use sgp_trainer::numerics::optimise::OptimiseOptions;
 use sgp_trainer::synth::{classification_dataset, ridge, ClassShape};

@@ -105,7 +105,7 @@ pub(crate) fn eval_classes(input: &BlobAndData, opened: &Opened, json: bool) -> 
             .iter()
             .flat_map(|(_, q)| (0..k).map(|j| q.get(j).map_or(0.0, |&v| f64::from(v)))),
     );
-    let s = sgp_trainer::model::multiclass::scores(&p, &truth);
+    let s = sgp_trainer::evaluate::class_scores(&p, &truth);
     let evaluation = ClassesEvaluation {
         rows: truth.len(),
         classes: names,

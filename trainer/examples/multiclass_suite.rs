@@ -18,9 +18,10 @@
 use std::time::Instant;
 
 use sgp_trainer::data::Dataset;
+use sgp_trainer::evaluate::class_scores as scores;
 use sgp_trainer::fit::svgp::SvgpParams;
 use sgp_trainer::fit::{fit, FitParams};
-use sgp_trainer::model::multiclass::{probabilities, scores, ClassLink};
+use sgp_trainer::model::multiclass::{probabilities, ClassLink};
 use sgp_trainer::Result;
 
 mod bench_sets;

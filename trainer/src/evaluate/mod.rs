@@ -1,12 +1,15 @@
 //! Test-set figures of a blob, computed through the runtime (what the
 //! device would compute), for `sgp eval` and the demo.
 
+mod class_scores;
 pub(crate) mod contest;
 #[cfg(feature = "internals")]
 pub mod metrics;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod metrics;
 pub mod replay;
+
+pub use class_scores::{class_scores, ClassScores};
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;

@@ -10,9 +10,10 @@ use sgp_runtime::{Link, Model, ModelSpec};
 
 use crate::data::labels::{binary_labels, default_positive};
 use crate::data::Dataset;
-use crate::export::{class_probabilities, export, PROBABILITY_TOLERANCE};
+use crate::export::{export, PROBABILITY_TOLERANCE};
 use crate::fit::svgp::SvgpParams;
 use crate::fit::{fit, FitParams};
+use crate::model::multiclass::class_probabilities;
 use crate::numerics::optimise::OptimiseOptions;
 
 /// `rows` points on the unit square labelled by `label(a, b)`.

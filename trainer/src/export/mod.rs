@@ -31,6 +31,7 @@ use sgp_runtime::{Link, VarianceForm};
 use crate::fit::Fit;
 use crate::model::device::{predict_outputs, DevicePrediction};
 use crate::model::likelihood::probit;
+use crate::model::multiclass::class_probabilities;
 use crate::model::{ModelSet, RawPrediction, TrainedModel};
 use crate::{Error, Result};
 
@@ -411,37 +412,6 @@ fn fidelity(
         }
     }
     fidelity
-}
-
-/// The class probabilities of a multi-class `link` (FORMAT.md) from each
-/// class's latent mean `t_k = m_k + b_k` and variance `v_k`, in f64: the
-/// reference the device's are held to, and what host tools report.
-/// One-vs-rest: `q_k = Phi(t_k / sqrt(1 + v_k))`, `p_k = q_k / sum q`
-/// (`1 / K` each when every `q_k` is 0); softmax: `p_k` proportional to
-/// `exp(t_k / sqrt(1 + pi v_k / 8))`. Any other link: the probit
-/// probability of each latent.
-#[cfg_attr(feature = "internals", visibility::make(pub))]
-pub(crate) fn class_probabilities(link: Link, latents: &[(f64, f64)]) -> Vec<f64> {
-    let weights: Vec<f64> = match link {
-        Link::Softmax => {
-            let scores: Vec<f64> = latents
-                .iter()
-                .map(|&(t, v)| t / (1.0 + std::f64::consts::PI * v / 8.0).sqrt())
-                .collect();
-            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            scores.iter().map(|s| libm::exp(s - top)).collect()
-        }
-        Link::OneVsRest => latents.iter().map(|&(t, v)| probit(t, v)).collect(),
-        Link::Identity | Link::Probit => {
-            return latents.iter().map(|&(t, v)| probit(t, v)).collect()
-        }
-    };
-    let total: f64 = weights.iter().sum();
-    let k = weights.len() as f64;
-    weights
-        .iter()
-        .map(|w| if total > 0.0 { w / total } else { 1.0 / k })
-        .collect()
 }
 
 /// Raw inputs far outside the training data (5 to 20 standard deviations

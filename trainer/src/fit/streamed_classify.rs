@@ -578,12 +578,13 @@ pub(crate) fn start_classifier(
 mod tests {
     use super::*;
     use crate::data::stream::{scan, write_parquet};
+    use crate::evaluate::class_scores as scores;
     use crate::evaluate::metrics::error_rate;
     use crate::export::export;
     use crate::fit::streamed_basis::split::{rows_of, split_sums};
     use crate::fit::svgp::test_params;
     use crate::fit::{fit, FitParams};
-    use crate::model::multiclass::{probabilities, scores, ClassLink};
+    use crate::model::multiclass::{probabilities, ClassLink};
     use crate::synth::{classification, ClassShape};
 
     fn svgp(seed: u64) -> SvgpParams {

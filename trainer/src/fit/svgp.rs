@@ -774,10 +774,11 @@ mod tests {
     use nalgebra::{DMatrix, DVector};
 
     use super::*;
+    use crate::evaluate::class_scores as scores;
     use crate::evaluate::metrics::error_rate;
     use crate::export::check;
     use crate::fit::{fit, FitParams};
-    use crate::model::multiclass::{probabilities, scores, ClassLink};
+    use crate::model::multiclass::{probabilities, ClassLink};
     use crate::synth::{classification, ClassShape};
 
     /// Moons with a third input that is noise: `rows` rows, seed `seed`.

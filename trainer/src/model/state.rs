@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use sgp_runtime::{Kernel, Link, ModelKind};
 
 use crate::data::Standardisation;
-use crate::export::class_probabilities;
 use crate::model::features::{BasisWidths, RuntimeBasis};
 use crate::model::inference::RuntimeForm;
+use crate::model::multiclass::class_probabilities;
 use crate::model::{ModelSet, RawPrediction, TrainedModel};
 use crate::numerics::linalg::solve_lower_mut;
 use crate::{Error, Result};
