@@ -86,6 +86,17 @@ fit spgp_m52 --data periodic.csv --kernel matern52 --model spgp "${quick[@]}"
 fit spgp_kauto --data periodic.csv --kernel auto --model spgp "${quick[@]}"
 fit spgp_repro --data ridge.csv --model spgp --reproducible "${quick[@]}"
 fit spgp_json --data ridge.csv --model spgp --json "${quick[@]}"
+# Every shape `sgp fit --json` prints: a lasso path, text and three
+# classes, a projection's note, a refused updatable product, separate and
+# shared bases of several targets.
+fit json_path --data ridge.csv --model gplasso --path --m 8 --max-iter 40 --json
+fit json_three --data three.csv --json "${quick[@]}"
+fit json_twotext --data twotext.csv --json "${quick[@]}"
+fit json_pca --data few.csv --model spgp-pca --dim 2 --json "${quick[@]}"
+fit json_arm2 --data arm.csv --target ex,ey --json "${quick[@]}"
+fit json_arm2_shared --data arm.csv --target ex,ey --no-held-out-choice --json "${quick[@]}"
+fit json_arm3 --data arm.csv --target ex,ey,ez --model spgp --json "${quick[@]}"
+fit json_updatable --data hs.csv --model spgp --objective fitc --updatable --force --json "${quick[@]}"
 fit spgp_golden --data ridge2.csv --model spgp --golden golden.rs "${quick[@]}"
 fit spgp_target --data ridge.csv --target x3 --model spgp "${quick[@]}"
 fit spgp_linear --data linear.csv --model spgp "${quick[@]}"
