@@ -56,9 +56,12 @@ pub struct BasisChoice {
     /// Held-out rows each output was scored on (0: not weighed).
     pub rows: usize,
     /// Each output's held-out figures (empty: not weighed).
+    /// (Both declarations carry the serde attribute: `sgp --json` is built
+    /// without `internals`, the tests with it.)
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[cfg(feature = "internals")]
     pub outputs: Vec<OutputVerdict>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     #[cfg(not(feature = "internals"))]
     pub(crate) outputs: Vec<OutputVerdict>,
     /// What was decided and why, in one sentence.
