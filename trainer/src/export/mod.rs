@@ -30,9 +30,8 @@ use sgp_runtime::{Link, VarianceForm};
 
 use crate::fit::Fit;
 use crate::model::device::{predict_outputs, DevicePrediction};
-use crate::model::likelihood::probit;
 use crate::model::multiclass::class_probabilities;
-use crate::model::{ModelSet, RawPrediction, TrainedModel};
+use crate::model::{ModelSet, RawPrediction, SetPrediction, TrainedModel};
 use crate::{Error, Result};
 
 /// Largest mean deviation allowed at a point, as a fraction of the f64
@@ -305,12 +304,10 @@ pub(crate) fn refusal(exported: &Exported, advice: &str) -> Error {
 /// number of outputs than the set has members.
 #[cfg_attr(feature = "internals", visibility::make(pub))]
 pub(crate) fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<Vec<Fidelity>> {
-    let link = set.link()?;
-    let references = set
-        .members
-        .iter()
-        .map(|m| m.predict_raw(x))
-        .collect::<Result<Vec<_>>>()?;
+    let SetPrediction {
+        outputs: references,
+        probabilities,
+    } = set.predict_set(x)?;
     let device = predict_outputs(blob, x)?;
     let count = set.members.len();
     if let Some(row) = device.iter().find(|row| row.len() != count) {
@@ -319,37 +316,17 @@ pub(crate) fn compare(set: &ModelSet, blob: &[u8], x: &DMatrix<f64>) -> Result<V
             row.len()
         )));
     }
-    let probabilities: Vec<Option<DVector<f64>>> = match link {
-        Link::Identity => vec![None; count],
-        Link::Probit => references
-            .iter()
-            .map(|r| Some(r.mean.zip_map(&r.var, probit)))
-            .collect(),
-        Link::OneVsRest | Link::Softmax => {
-            let per_row: Vec<Vec<f64>> = (0..x.nrows())
-                .map(|i| {
-                    let latents: Vec<(f64, f64)> =
-                        references.iter().map(|r| (r.mean[i], r.var[i])).collect();
-                    class_probabilities(link, &latents)
-                })
-                .collect();
-            (0..count)
-                .map(|k| {
-                    Some(DVector::from_iterator(
-                        x.nrows(),
-                        per_row.iter().map(|p| p[k]),
-                    ))
-                })
-                .collect()
-        }
-    };
+    // A column per member (a binary classifier's one: its probability).
+    let probabilities: Vec<DVector<f64>> = probabilities
+        .map(|p| p.column_iter().map(|c| c.into_owned()).collect())
+        .unwrap_or_default();
     Ok(set
         .members
         .iter()
         .enumerate()
         .map(|(p, member)| {
             let outputs: Vec<DevicePrediction> = device.iter().map(|row| row[p]).collect();
-            fidelity(member, &references[p], probabilities[p].as_ref(), &outputs)
+            fidelity(member, &references[p], probabilities.get(p), &outputs)
         })
         .collect())
 }
