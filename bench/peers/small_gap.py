@@ -5,6 +5,7 @@ over the rows of one split: a split's own luck is the noise that matters).
     python small_gap.py --sgp target/release/sgp [--splits 12] [--sets diabetes,arm] [--label after]
     python small_gap.py --sgp target/release/sgp --splits 3 --sets "arm 3000,mid"   # 3k-10k rows
     python small_gap.py --sgp target/release/sgp --splits 12 --exact-only   # the exact GP's line
+    python small_gap.py --sgp target/release/sgp --splits 6 --sets suite   # the suite at M = 25 and 50
 
 Each split is a seeded 75/25 permutation (`run_peers.make_set`, one per
 round); `sgp fit --seed s` and the peers' k-means seed s. The peers'
@@ -31,11 +32,25 @@ SETS = [
     Set("small arm 1000 x 8", 1334, "arm8", 25, 100, 0.75, True),
     Set("small arm 3000 x 8", 4000, "arm8", 25, 200, 0.75, True),
     Set("small wine 1199 x 11", None, "file:winequality-red", 25, 0, 0.75, True),
+    Set("small diabetes 332 x 10 M50", None, "file:diabetes", 50, 0, 0.75, True),
+    Set("small arm 1000 x 8 M50", 1334, "arm8", 50, 100, 0.75, True),
+    Set("small wine 1199 x 11 M50", None, "file:winequality-red", 50, 0, 0.75, True),
     # 3,000 to 10,000 training rows of generated sets whose truth is known:
     # the 8-D arm, the suite's 2-D varying-lengthscale shape, an 8-D ridge.
     Set("mid arm 7500 x 8", 10000, "arm8", 25, 300, 0.75, True),
     Set("mid varying2d 4500 x 2", 6000, "varying2d", 25, 400, 0.75, True),
     Set("mid ridge 6000 x 8", 8000, 8, 25, 500, 0.75, True),
+]
+
+# The benchmark suite's generated shapes (`run_peers.py`'s suite sizes),
+# at M = 25 and 50, 70/30 splits, fresh rows per split: issue 51's "every
+# set of your suite at M = 25 and 50".
+SUITE = [("chirp", 600), ("heteroscedastic", 600), ("periodic", 500), ("one-of-eight", 800),
+         ("varying2d", 800), ("ridge", 800), ("few-directions", 1000)]
+SETS += [
+    Set(f"suite {shape} {int(rows * 0.7)} M{m}", rows, shape, m, 1000 + 100 * k, 0.7, True)
+    for k, (shape, rows) in enumerate(SUITE)
+    for m in (25, 50)
 ]
 
 
