@@ -111,7 +111,7 @@ def fit_gpy(x, y, z, iters, kernel="se"):
     return predict, iterations, float(-model.log_likelihood()), fitted
 
 
-def fit_gpflow(x, y, z, iters, threads, kernel="se", multiscale=False):
+def fit_gpflow(x, y, z, iters, threads, kernel="se", multiscale=None):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -126,10 +126,10 @@ def fit_gpflow(x, y, z, iters, threads, kernel="se", multiscale=False):
     }[kernel]
     kern = make(variance=1.0, lengthscales=start_lengthscales(x))
     inducing = z.copy()
-    if multiscale:
+    if multiscale is not None:
         if kernel != "se":
             sys.exit("peer_fit.py: gpflow-ms has the squared exponential kernel only")
-        scales = np.tile(start_lengthscales(x), (len(z), 1))
+        scales = multiscale * np.tile(start_lengthscales(x), (len(z), 1))
         inducing = gpflow.inducing_variables.Multiscale(inducing, scales)
     model = gpflow.models.GPRFITC(
         (x, y), kernel=kern, inducing_variable=inducing, noise_variance=0.1
@@ -151,7 +151,7 @@ def fit_gpflow(x, y, z, iters, threads, kernel="se", multiscale=False):
         kern.variance.numpy(),
         model.likelihood.variance.numpy(),
     )
-    if multiscale:
+    if multiscale is not None:
         fitted["scales"] = model.inducing_variable.scales.numpy().tolist()
     return predict, int(res.nit), float(model.training_loss().numpy()), fitted
 
@@ -166,6 +166,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--points", help="also write each test row's NLPD here, one per line")
     ap.add_argument("--params", help="also write the start and the fitted parameters (raw units) here, as JSON")
+    ap.add_argument("--ms-scale", type=float, default=1.0,
+                    help="gpflow-ms: each r_md starts at this times the start length scale l_d")
     ap.add_argument("--kernel", default="se", choices=["se", "matern12", "matern32", "matern52"])
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
@@ -187,7 +189,7 @@ def main():
         predict, iterations, train_nlml, fitted = fit_gpy(xn, yn, z, args.iters, args.kernel)
     else:
         predict, iterations, train_nlml, fitted = fit_gpflow(
-            xn, yn, z, args.iters, threads, args.kernel, multiscale=args.tool == "gpflow-ms"
+            xn, yn, z, args.iters, threads, args.kernel, multiscale=args.ms_scale if args.tool == "gpflow-ms" else None
         )
     seconds = time.perf_counter() - start
     mean, var = predict((xs - xm) / xsd)
