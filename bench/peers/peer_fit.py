@@ -1,6 +1,6 @@
 """Fit FITC with GPy or GPflow on a training CSV, score on a test CSV.
 
-    python peer_fit.py gpy|gpflow --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S] [--points FILE] [--params FILE]
+    python peer_fit.py gpy|gpflow|gpflow-ms --train TRAIN.csv --test TEST.csv --m M [--iters N] [--seed S] [--points FILE] [--params FILE]
 
 Prints one JSON line: seconds (fit only: initialisation + optimisation, not
 imports or CSV reading), test NLPD and RMSE in raw target units, the
@@ -14,6 +14,17 @@ L-BFGS-B (scipy) for at most --iters iterations. The last CSV column is the
 target; every other column is an input. --params writes the start and the
 fitted parameters in raw units (pseudo-inputs, length scales, signal and
 noise variance) as JSON, to evaluate another fit's objective there.
+
+`gpflow-ms` is GPflow's FITC (`GPRFITC`) with multiscale inducing variables
+(`gpflow.inducing_variables.Multiscale`, Walder et al. 2008), the peer of
+`sgp fit --model vsgp`: basis function m has its own width per input,
+`Delta_md = (l_d + r_md)^2` with `r_md >= 0` (GPflow's `scales`; its Kuf
+and Kuu add them to the kernel's length scales, so `r = 0` is plain
+inducing points). Squared exponential only (GPflow has multiscale
+covariances for it alone); every `r_md` starts at the kernel's start length
+scale `l_d`, so every basis starts twice the kernel's width, and the
+optimiser (the same L-BFGS-B budget) moves Z, r and the hyperparameters
+together from there.
 """
 
 import argparse
@@ -61,12 +72,15 @@ def fitted_params(z, lengthscales, signal_var, noise_var):
 
 def to_raw_units(params, xm, xsd, ysd):
     """`params` (standardised units) in the raw units of the data."""
-    return {
+    raw = {
         "z": (np.asarray(params["z"]) * xsd + xm).tolist(),
         "lengthscales": (np.asarray(params["lengthscales"]) * xsd).tolist(),
         "signal_var": params["signal_var"] * ysd * ysd,
         "noise_var": params["noise_var"] * ysd * ysd,
     }
+    if "scales" in params:
+        raw["scales"] = (np.asarray(params["scales"]) * xsd).tolist()
+    return raw
 
 
 def fit_gpy(x, y, z, iters, kernel="se"):
@@ -97,7 +111,7 @@ def fit_gpy(x, y, z, iters, kernel="se"):
     return predict, iterations, float(-model.log_likelihood()), fitted
 
 
-def fit_gpflow(x, y, z, iters, threads, kernel="se"):
+def fit_gpflow(x, y, z, iters, threads, kernel="se", multiscale=None):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -111,8 +125,14 @@ def fit_gpflow(x, y, z, iters, threads, kernel="se"):
         "matern52": gpflow.kernels.Matern52,
     }[kernel]
     kern = make(variance=1.0, lengthscales=start_lengthscales(x))
+    inducing = z.copy()
+    if multiscale is not None:
+        if kernel != "se":
+            sys.exit("peer_fit.py: gpflow-ms has the squared exponential kernel only")
+        scales = multiscale * np.tile(start_lengthscales(x), (len(z), 1))
+        inducing = gpflow.inducing_variables.Multiscale(inducing, scales)
     model = gpflow.models.GPRFITC(
-        (x, y), kernel=kern, inducing_variable=z.copy(), noise_variance=0.1
+        (x, y), kernel=kern, inducing_variable=inducing, noise_variance=0.1
     )
     res = gpflow.optimizers.Scipy().minimize(
         model.training_loss,
@@ -131,12 +151,14 @@ def fit_gpflow(x, y, z, iters, threads, kernel="se"):
         kern.variance.numpy(),
         model.likelihood.variance.numpy(),
     )
+    if multiscale is not None:
+        fitted["scales"] = model.inducing_variable.scales.numpy().tolist()
     return predict, int(res.nit), float(model.training_loss().numpy()), fitted
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("tool", choices=["gpy", "gpflow"])
+    ap.add_argument("tool", choices=["gpy", "gpflow", "gpflow-ms"])
     ap.add_argument("--train", required=True)
     ap.add_argument("--test", required=True)
     ap.add_argument("--m", type=int, required=True)
@@ -144,6 +166,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--points", help="also write each test row's NLPD here, one per line")
     ap.add_argument("--params", help="also write the start and the fitted parameters (raw units) here, as JSON")
+    ap.add_argument("--ms-scale", type=float, default=1.0,
+                    help="gpflow-ms: each r_md starts at this times the start length scale l_d")
     ap.add_argument("--kernel", default="se", choices=["se", "matern12", "matern32", "matern52"])
     args = ap.parse_args()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
@@ -165,7 +189,7 @@ def main():
         predict, iterations, train_nlml, fitted = fit_gpy(xn, yn, z, args.iters, args.kernel)
     else:
         predict, iterations, train_nlml, fitted = fit_gpflow(
-            xn, yn, z, args.iters, threads, args.kernel
+            xn, yn, z, args.iters, threads, args.kernel, multiscale=args.ms_scale if args.tool == "gpflow-ms" else None
         )
     seconds = time.perf_counter() - start
     mean, var = predict((xs - xm) / xsd)
@@ -194,6 +218,10 @@ def main():
         "iterations": iterations,
         "train_nlml": train_nlml,
     }
+    if "scales" in fitted:
+        # Each basis width over the kernel's, (l + r) / l: 1 is plain FITC.
+        ratio = 1.0 + np.asarray(fitted["scales"]) / np.asarray(fitted["lengthscales"])
+        out["width_ratio"] = [float(q) for q in np.quantile(ratio, [0.0, 0.5, 1.0])]
     print(json.dumps(out))
     sys.stdout.flush()
 

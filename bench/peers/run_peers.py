@@ -59,7 +59,14 @@ SETS = [
 SGP_EXTRA = {
     "sgp-i1000": ["--max-iter", "1000"],
     "sgp-exact": ["--model", "exact", "--max-points", "1000"],
+    "sgp-vsgp": ["--model", "vsgp"],
 }
+
+# The tools a run fits unless --only names others: VSGP and its peer,
+# GPflow's multiscale FITC (`peer_fit.py gpflow-ms`), only when asked
+# (`--only sgp-vsgp,gpflow-ms`; `small_gap.py --vsgp` runs them split by split).
+DEFAULT_TOOLS = ["sgp", "gpflow", "gpy", "sgp-i1000", "sgp-exact"]
+ALL_TOOLS = DEFAULT_TOOLS + ["sgp-vsgp", "gpflow-ms"]
 
 
 def arm8_csv(rows, seed):
@@ -136,12 +143,15 @@ def run_sgp(sgp, train, test, m, work, seed, tool="sgp"):
     mean, var = np.loadtxt(predictions, delimiter=",", skiprows=1, ndmin=2).T
     y = np.loadtxt(test, delimiter=",", skiprows=1, ndmin=2)[:, -1]
     points = point_nlpd(mean, var, y)
+    report = json.loads(fit)["report"]
     return {
         "tool": tool,
         "seconds": seconds,
         "nlpd": float(points.mean()),
         "rmse": float(np.sqrt(np.mean((mean - y) ** 2))),
-        "train_nlml": json.loads(fit)["report"]["nlml"],
+        "train_nlml": report["nlml"],
+        "iterations": report.get("optimiser", {}).get("iterations"),
+        "stop_reason": report.get("optimiser", {}).get("stop_reason"),
         "points": points,
     }
 
@@ -191,9 +201,9 @@ def main():
     args = ap.parse_args()
     data_dir = os.path.join(HERE, "data")
     os.makedirs(data_dir, exist_ok=True)
-    tools = ["sgp", "gpflow", "gpy"] + list(SGP_EXTRA)
+    tools = DEFAULT_TOOLS
     if args.only:
-        tools = [t for t in tools if t in args.only.split(",")]
+        tools = [t for t in ALL_TOOLS if t in args.only.split(",")]
     results = {}
     log = open(os.path.join(data_dir, "results.jsonl"), "a")
     for r in range(args.rounds):

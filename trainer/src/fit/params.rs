@@ -179,8 +179,8 @@ pub(crate) const DEFAULT_RESTARTS: usize = 4;
 /// optimum, and a typo of `--restarts` must not become a fit that never ends.
 pub(crate) const MAX_RESTARTS: usize = 1000;
 
-/// Default cap on a final optimiser run (and each of VSGP's and SPGP+HS's
-/// two stages); most fits stop earlier, on [`DEFAULT_STALL`].
+/// Default cap on a final optimiser run (and each of VSGP's three runs and
+/// SPGP+HS's two stages); most fits stop earlier, on [`DEFAULT_STALL`].
 pub(crate) const DEFAULT_MAX_ITER: u64 = 500;
 
 /// Default stall test: stop once the training objective fell by less than
@@ -321,7 +321,8 @@ pub enum FitParams {
     /// SPGP.
     Spgp(SparseParams),
     /// VSGP (same settings; `optimiser.max_iter` is the budget of each of
-    /// its two stages).
+    /// its three runs: SPGP, and the widths from SPGP's and from twice the
+    /// length scale).
     Vsgp(SparseParams),
     /// SPGP+HS (same settings; `optimiser.max_iter` is the budget of each
     /// of its two stages).

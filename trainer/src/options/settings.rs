@@ -383,8 +383,8 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         flag: "--max-iter",
-        help: "Largest number of optimiser iterations of the final run (vsgp, spgp-hs: of each \
-               of their two stages); most fits stop earlier, see --tol",
+        help: "Largest number of optimiser iterations of the final run (vsgp: of each of its \
+               three runs, spgp-hs: of each of its two stages); most fits stop earlier, see --tol",
         default: Some(|| {
             let ivm = IvmParams::default().optimiser.max_iter;
             format!("{}; ivm's rounds: {ivm}", sparse().optimiser.max_iter)
