@@ -33,7 +33,7 @@ use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
 use crate::evaluate::contest::{contest_rows, Contest};
 use crate::evaluate::metrics::row_nlpds;
-use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
+use crate::fit::{OwnChoice, PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::fitc_posterior;
 use crate::model::inference::objective::SparseObjective;
@@ -88,16 +88,21 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 /// Folds the strength is chosen over, every row held out once.
 const STRENGTH_FOLDS: usize = 4;
 
+/// Fraction of the rows held out where the strength is chosen on one
+/// quarter (`OwnChoice::Quarter`).
+const STRENGTH_HELD_OUT: f64 = 0.25;
+
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
-/// over folds (on at most `CONTEST_ROWS` rows: module docs) if `folds`, else `H_PRIOR`
-/// (held-out choices off: `--no-held-out-choice`).
+/// as `own` says (on at most `CONTEST_ROWS` rows: module docs): over
+/// folds, on one held-out quarter (a fit inside a held-out contest), or
+/// not at all, `H_PRIOR` (`--no-held-out-choice`).
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
-    folds: bool,
+    own: OwnChoice,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    let prior = choose_strength(data, params, folds);
+    let prior = choose_strength(data, params, own);
     let stage = Stage {
         h_prior: prior.strength,
         ..DEFAULT_STAGE
@@ -107,14 +112,14 @@ pub(crate) fn fit_spgp_hs(
     Ok(fit)
 }
 
-/// The prior strength of lowest mean held-out NLPD over `STRENGTH_FOLDS`
-/// folds of at most `CONTEST_ROWS` rows, each fold's SPGP stage shared by
-/// every strength; `H_PRIOR` where the data are too few for folds, every
-/// fold fit failed, or `folds` is off.
+/// The prior strength of lowest mean held-out NLPD over the parts `own`
+/// asks for (`strength_parts`) of at most `CONTEST_ROWS` rows, each
+/// part's SPGP stage shared by every strength; `H_PRIOR` where the data
+/// are too few for them, every fit failed, or `own` is off.
 fn choose_strength(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
-    folds: bool,
+    own: OwnChoice,
 ) -> PriorStrength {
     let default = |why: String| PriorStrength {
         strength: H_PRIOR,
@@ -130,54 +135,42 @@ fn choose_strength(
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
     }
-    if !folds {
-        return default(
-            "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
-        );
-    }
-    let Ok(sample) = contest_rows(std::slice::from_ref(data), params.seed) else {
-        return default("the folds could not be made".into());
+    let parts = match strength_parts(data, params, own) {
+        Ok(parts) => parts,
+        Err(why) => return default(why),
     };
-    let data = &sample[0];
-    let n = data.n_rows();
-    let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
-    if n / STRENGTH_FOLDS < 5 || fold_fit_rows <= params.m {
-        return default(format!(
-            "{n} rows are too few for {STRENGTH_FOLDS} folds at M = {}",
-            params.m
-        ));
-    }
-    let Ok(folds) = data.folds(STRENGTH_FOLDS, params.seed) else {
-        return default("the folds could not be made".into());
-    };
-    let per_fold: Vec<Vec<Vec<f64>>> = folds
+    let per_part: Vec<Vec<Vec<f64>>> = parts
         .par_iter()
         .map(|(train, valid)| fold_nlpds(train, valid, params))
         .collect();
     let contest = Contest::new(
         STRENGTHS.iter().map(f64::to_string).collect(),
         (0..STRENGTHS.len())
-            .map(|k| Some(per_fold.iter().flat_map(|f| f[k].clone()).collect()))
+            .map(|k| Some(per_part.iter().flat_map(|f| f[k].clone()).collect()))
             .collect(),
     );
     let Some(best) = contest.lowest() else {
-        return default("every fold fit failed".into());
+        return default("every fit on held-out rows failed".into());
     };
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
     let verdict = contest.verdict(at_default, best);
     let (strength, rows) = (STRENGTHS[best], contest.rows);
+    let on = match own {
+        OwnChoice::Quarter => format!("on a held-out quarter of {rows} rows"),
+        _ => format!("over {STRENGTH_FOLDS} folds of {rows} rows"),
+    };
     let reason = if best == at_default {
         format!(
-            "strength {strength} of SPGP's average noise (the default), chosen over \
-             {STRENGTH_FOLDS} folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
+            "strength {strength} of SPGP's average noise (the default), chosen {on}: held-out \
+             NLPD {:.4}, lowest of {} strengths",
             verdict.challenger_nlpd,
             STRENGTHS.len()
         )
     } else {
         format!(
-            "strength {strength} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of \
-             {rows} rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard \
-             error {:.4}), lowest of {} strengths",
+            "strength {strength} of SPGP's average noise, chosen {on}: held-out NLPD {:.4} \
+             against {:.4} at the default {H_PRIOR} (standard error {:.4}), lowest of {} \
+             strengths",
             verdict.challenger_nlpd,
             verdict.incumbent_nlpd,
             verdict.standard_error,
@@ -196,6 +189,48 @@ fn choose_strength(
             .collect(),
         rows,
         reason,
+    }
+}
+
+/// The (training, held-out) parts the strength is chosen on, of a seeded
+/// sample of at most `CONTEST_ROWS` rows of `data`: `STRENGTH_FOLDS` folds
+/// (`OwnChoice::Folds`) or one held-out quarter (`OwnChoice::Quarter`);
+/// or why none can be made, none with `OwnChoice::Off`.
+fn strength_parts(
+    data: &Dataset,
+    params: &Checked<'_, SparseParams>,
+    own: OwnChoice,
+) -> std::result::Result<Vec<(Dataset, Dataset)>, String> {
+    if own == OwnChoice::Off {
+        return Err(
+            "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
+        );
+    }
+    let unmade = || "the folds could not be made".to_string();
+    let sample = contest_rows(std::slice::from_ref(data), params.seed).map_err(|_| unmade())?;
+    let data = &sample[0];
+    let n = data.n_rows();
+    // Held out and fitted on as `Dataset::split` and `Dataset::folds`
+    // make them (a fold's fewest held-out rows, its most).
+    let (held_out, fit_rows, what) = if own == OwnChoice::Quarter {
+        let held_out = (STRENGTH_HELD_OUT * n as f64).round() as usize;
+        (held_out, n - held_out.min(n), "a held-out quarter".into())
+    } else {
+        let (fewest, most) = (n / STRENGTH_FOLDS, n.div_ceil(STRENGTH_FOLDS));
+        (fewest, n - most, format!("{STRENGTH_FOLDS} folds"))
+    };
+    if held_out < 5 || fit_rows <= params.m {
+        return Err(format!(
+            "{n} rows are too few for {what} at M = {}",
+            params.m
+        ));
+    }
+    if own == OwnChoice::Quarter {
+        let quarter = data.split(STRENGTH_HELD_OUT, params.seed);
+        Ok(vec![quarter.map_err(|_| unmade())?])
+    } else {
+        data.folds(STRENGTH_FOLDS, params.seed)
+            .map_err(|_| unmade())
     }
 }
 
@@ -541,6 +576,56 @@ mod tests {
                 fit.kernels[0]
             );
         }
+    }
+
+    /// Inside a held-out contest (`OwnChoice::Quarter`) the strength is
+    /// chosen on one held-out quarter of the fit's own rows, every
+    /// strength tried there; a final fit (`fit`: `OwnChoice::Folds`)
+    /// chooses it over four folds of all its rows; and each report says
+    /// which, on every seed. Too few rows for a quarter: the default.
+    #[test]
+    fn a_contest_fit_chooses_its_strength_on_a_held_out_quarter() {
+        let hs = |seed| {
+            FitParams::SpgpHs(SparseParams {
+                seed,
+                ..params(6, Approximation::Fitc, 1)
+            })
+        };
+        for seed in 0..3u64 {
+            let train = crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 160, seed)
+                .expect("valid");
+            let quarter =
+                crate::fit::fit_choosing(&train, &hs(seed), OwnChoice::Quarter, &mut |_| {})
+                    .expect("fits");
+            let prior = quarter.report.h_prior.expect("a prior");
+            assert_eq!(prior.rows, 40, "{}", prior.reason);
+            assert_eq!(prior.tried.len(), STRENGTHS.len(), "{}", prior.reason);
+            assert!(
+                prior
+                    .reason
+                    .contains("chosen on a held-out quarter of 40 rows"),
+                "{}",
+                prior.reason
+            );
+            let folds = fit(&train, &hs(seed), &mut |_| {}).expect("fits");
+            let prior = folds.report.h_prior.expect("a prior");
+            assert_eq!(prior.rows, 160, "every row held out once");
+            assert!(
+                prior.reason.contains("over 4 folds of 160 rows"),
+                "{}",
+                prior.reason
+            );
+        }
+        let few =
+            crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 16, 0).expect("valid");
+        let quarter = crate::fit::fit_choosing(&few, &hs(0), OwnChoice::Quarter, &mut |_| {});
+        let prior = quarter.expect("fits").report.h_prior.expect("a prior");
+        assert_eq!(prior.strength, H_PRIOR);
+        assert!(
+            prior.reason.contains("too few for a held-out quarter"),
+            "{}",
+            prior.reason
+        );
     }
 
     #[test]
