@@ -10,7 +10,9 @@
 //! `--model auto`'s families as a `race`), every row held out once:
 //! per-row NLPDs are heavy-tailed and a quarter of a few hundred rows is
 //! too few to average them (docs/src/model-families.md, "The held-out
-//! choice").
+//! choice"). A candidate's own choices (SPGP+HS's prior strength) are
+//! made on a held-out quarter of its part's training rows
+//! (`OwnChoice::Quarter`), never on the rows it is scored on.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

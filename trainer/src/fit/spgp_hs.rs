@@ -11,8 +11,9 @@
 //! must be depends on the data: too weak and HS pins, too strong and it
 //! cannot follow a noise level that varies. The strength is chosen from
 //! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
-//! rows), each fold's SPGP stage shared by every strength. The
-//! report states the strength and the figures it was chosen on
+//! rows), each fold's SPGP stage shared by every strength; a fit inside a
+//! held-out contest, one of many, chooses it on one held-out quarter of
+//! its own rows instead (`OwnChoice::Quarter`). The report states the strength and the figures it was chosen on
 //! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
 //! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
 //! but ends near SPGP-VFE, and needs no prior. `h` is not bounded beyond
