@@ -11,8 +11,8 @@
 //! per-row NLPDs are heavy-tailed and a quarter of a few hundred rows is
 //! too few to average them (docs/src/model-families.md, "The held-out
 //! choice"). A candidate's own choices (SPGP+HS's prior strength) are
-//! made on a held-out quarter of its part's training rows
-//! (`OwnChoice::Quarter`), never on the rows it is scored on.
+//! made on its part's training rows alone, as cheaply as is honest
+//! (`OwnChoice::Contest`), never on the rows it is scored on.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -241,10 +241,10 @@ fn part_rows(
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
             .map(|(train, valid)| {
-                // A contest fit: its own choices on one held-out quarter
-                // of its training rows (`OwnChoice::Quarter`).
+                // A contest fit: its own choices on its training rows
+                // alone, as cheaply as is honest (`OwnChoice::Contest`).
                 let set =
-                    fit_choosing(train.as_slice(), params, OwnChoice::Quarter, &mut |_| {})?.set;
+                    fit_choosing(train.as_slice(), params, OwnChoice::Contest, &mut |_| {})?.set;
                 if let Some(classes) = valid.first().filter(|v| v.target != TargetKind::Continuous)
                 {
                     // A classifier: its NLPD, the log loss of the true class.
@@ -367,12 +367,12 @@ mod tests {
     }
 
     /// A contest fit makes its own choices (SPGP+HS's prior strength) on
-    /// a held-out quarter of its fold's training rows: on every seed the
-    /// contest's per-row NLPDs of SPGP+HS are those of that fit, and on
-    /// some fold of some seed they are not those of a fit choosing over
-    /// folds (so the two rules are told apart here).
+    /// its fold's training rows as `OwnChoice::Contest` says: on every
+    /// seed the contest's per-row NLPDs of SPGP+HS are those of that fit,
+    /// and on some fold of some seed they are not those of a final fit
+    /// (`OwnChoice::Final`; so the two rules are told apart here).
     #[test]
-    fn contest_fits_choose_their_own_on_a_held_out_quarter() {
+    fn contest_fits_make_their_own_choices_as_a_contest_fit() {
         let mut told_apart = false;
         for seed in 0..3u64 {
             let data = crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 160, seed)
@@ -393,18 +393,21 @@ mod tests {
                 row_nlpds(&fit.set.members[0], valid).expect("scores")
             };
             let folds = data.folds(CHOICE_FOLDS, seed).expect("folds");
-            let quarter: Vec<f64> = folds
+            let contest: Vec<f64> = folds
                 .iter()
-                .flat_map(|(t, v)| by(OwnChoice::Quarter, t, v))
+                .flat_map(|(t, v)| by(OwnChoice::Contest, t, v))
                 .collect();
-            assert_eq!(scores.nlpds[0].as_ref(), Some(&quarter), "seed {seed}");
-            let over_folds: Vec<f64> = folds
+            assert_eq!(scores.nlpds[0].as_ref(), Some(&contest), "seed {seed}");
+            let last: Vec<f64> = folds
                 .iter()
-                .flat_map(|(t, v)| by(OwnChoice::Folds, t, v))
+                .flat_map(|(t, v)| by(OwnChoice::Final, t, v))
                 .collect();
-            told_apart |= over_folds != quarter;
+            told_apart |= last != contest;
         }
-        assert!(told_apart, "the quarter chose as the folds did everywhere");
+        assert!(
+            told_apart,
+            "the contest fits chose as final fits everywhere"
+        );
     }
 
     /// Scores made on other data (as many rows, the same fold seed and

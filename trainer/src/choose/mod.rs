@@ -194,7 +194,7 @@ pub fn fit(
     }
     // With held-out choices off, no family chooses on its own rows either.
     let own = if request.held_out {
-        OwnChoice::Folds
+        OwnChoice::Final
     } else {
         OwnChoice::Off
     };

@@ -325,7 +325,7 @@ pub(crate) fn fit(
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    fit_outputs(data.outputs(), params, OwnChoice::Folds, progress)
+    fit_outputs(data.outputs(), params, OwnChoice::Final, progress)
 }
 
 /// How a family makes the choices it makes on its own rows (SPGP+HS's
@@ -335,16 +335,17 @@ pub(crate) fn fit(
 pub(crate) enum OwnChoice {
     /// None: the family's fixed defaults (`--no-held-out-choice`).
     Off,
-    /// On one held-out quarter of the fit's rows: a fit inside a held-out
-    /// contest (a contest fold, the objective's quarter), which is one of
-    /// many and whose own held-out rows it never sees.
-    Quarter,
-    /// Over folds of the fit's rows: a final fit, or one asked directly.
-    Folds,
+    /// As cheaply as is honest: a fit inside a held-out contest (a contest
+    /// fold, the objective's quarter), one of many, choosing on its own
+    /// training rows only (SPGP+HS: over two folds of them).
+    Contest,
+    /// In full: a final fit, or one asked directly (SPGP+HS: over four
+    /// folds).
+    Final,
 }
 
 /// As [`fit`], the choices a family makes on its own rows made as `own`
-/// says ([`fit`]: over folds).
+/// says ([`fit`]: [`OwnChoice::Final`]).
 ///
 /// # Errors
 /// As [`fit`].

@@ -230,13 +230,12 @@ pub struct PriorStrength {
     /// The weight `beta` of the prior, as a fraction of SPGP's average
     /// noise variance (0: no prior, the noise floor alone).
     pub strength: f64,
-    /// Each strength tried, with its mean held-out NLPD over the folds,
-    /// or the held-out quarter of a fit inside a held-out contest (raw
-    /// units; infinite where a fit failed). Empty where none were tried.
+    /// Each strength tried, with its mean held-out NLPD over the folds
+    /// (raw units; infinite where a fit failed). Empty where none were
+    /// tried.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tried: Vec<StrengthScore>,
-    /// Rows the strengths were scored on (over folds every row held out
-    /// once; a quarter's held-out rows).
+    /// Rows the strengths were scored on (every row held out once).
     pub rows: usize,
     /// What was decided and why, in one sentence.
     pub reason: String,

@@ -12,8 +12,8 @@
 //! cannot follow a noise level that varies. The strength is chosen from
 //! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
 //! rows), each fold's SPGP stage shared by every strength; a fit inside a
-//! held-out contest, one of many, chooses it on one held-out quarter of
-//! its own rows instead (`OwnChoice::Quarter`). The report states the strength and the figures it was chosen on
+//! held-out contest, one of many, chooses it over two folds of its own
+//! rows instead (`OwnChoice::Contest`). The report states the strength and the figures it was chosen on
 //! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
 //! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
 //! but ends near SPGP-VFE, and needs no prior. `h` is not bounded beyond
@@ -89,14 +89,16 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 /// Folds the strength is chosen over, every row held out once.
 const STRENGTH_FOLDS: usize = 4;
 
-/// Fraction of the rows held out where the strength is chosen on one
-/// quarter (`OwnChoice::Quarter`).
-const STRENGTH_HELD_OUT: f64 = 0.25;
+/// Folds the strength is chosen over in a fit inside a held-out contest
+/// (`OwnChoice::Contest`): two SPGP stages and twelve second stages where
+/// `STRENGTH_FOLDS` take four and 24 (docs/src/model-families.md, "The
+/// prior's strength, chosen over folds").
+const CONTEST_STRENGTH_FOLDS: usize = 2;
 
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
 /// as `own` says (on at most `CONTEST_ROWS` rows: module docs): over
-/// folds, on one held-out quarter (a fit inside a held-out contest), or
-/// not at all, `H_PRIOR` (`--no-held-out-choice`).
+/// `STRENGTH_FOLDS` folds, over `CONTEST_STRENGTH_FOLDS` in a fit inside a
+/// held-out contest, or not at all, `H_PRIOR` (`--no-held-out-choice`).
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
@@ -113,9 +115,9 @@ pub(crate) fn fit_spgp_hs(
     Ok(fit)
 }
 
-/// The prior strength of lowest mean held-out NLPD over the parts `own`
-/// asks for (`strength_parts`) of at most `CONTEST_ROWS` rows, each
-/// part's SPGP stage shared by every strength; `H_PRIOR` where the data
+/// The prior strength of lowest mean held-out NLPD over the folds `own`
+/// asks for (`strength_folds`) of at most `CONTEST_ROWS` rows, each
+/// fold's SPGP stage shared by every strength; `H_PRIOR` where the data
 /// are too few for them, every fit failed, or `own` is off.
 fn choose_strength(
     data: &Dataset,
@@ -136,8 +138,8 @@ fn choose_strength(
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
     }
-    let parts = match strength_parts(data, params, own) {
-        Ok(parts) => parts,
+    let (k, parts) = match strength_folds(data, params, own) {
+        Ok(folds) => folds,
         Err(why) => return default(why),
     };
     let per_part: Vec<Vec<Vec<f64>>> = parts
@@ -156,10 +158,7 @@ fn choose_strength(
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
     let verdict = contest.verdict(at_default, best);
     let (strength, rows) = (STRENGTHS[best], contest.rows);
-    let on = match own {
-        OwnChoice::Quarter => format!("on a held-out quarter of {rows} rows"),
-        _ => format!("over {STRENGTH_FOLDS} folds of {rows} rows"),
-    };
+    let on = format!("over {k} folds of {rows} rows");
     let reason = if best == at_default {
         format!(
             "strength {strength} of SPGP's average noise (the default), chosen {on}: held-out \
@@ -193,46 +192,37 @@ fn choose_strength(
     }
 }
 
-/// The (training, held-out) parts the strength is chosen on, of a seeded
-/// sample of at most `CONTEST_ROWS` rows of `data`: `STRENGTH_FOLDS` folds
-/// (`OwnChoice::Folds`) or one held-out quarter (`OwnChoice::Quarter`);
-/// or why none can be made, none with `OwnChoice::Off`.
-fn strength_parts(
+/// The number of folds `own` asks for and the folds (training, held-out)
+/// the strength is chosen on, of a seeded sample of at most
+/// `CONTEST_ROWS` rows of `data`; or why there are none (`OwnChoice::Off`,
+/// too few rows).
+#[allow(clippy::type_complexity)]
+fn strength_folds(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     own: OwnChoice,
-) -> std::result::Result<Vec<(Dataset, Dataset)>, String> {
-    if own == OwnChoice::Off {
-        return Err(
-            "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
-        );
-    }
+) -> std::result::Result<(usize, Vec<(Dataset, Dataset)>), String> {
+    let k = match own {
+        OwnChoice::Off => {
+            return Err(
+                "held-out choices are off (--no-held-out-choice), so none is chosen over folds"
+                    .into(),
+            )
+        }
+        OwnChoice::Contest => CONTEST_STRENGTH_FOLDS,
+        OwnChoice::Final => STRENGTH_FOLDS,
+    };
     let unmade = || "the folds could not be made".to_string();
     let sample = contest_rows(std::slice::from_ref(data), params.seed).map_err(|_| unmade())?;
     let data = &sample[0];
     let n = data.n_rows();
-    // Held out and fitted on as `Dataset::split` and `Dataset::folds`
-    // make them (a fold's fewest held-out rows, its most).
-    let (held_out, fit_rows, what) = if own == OwnChoice::Quarter {
-        let held_out = (STRENGTH_HELD_OUT * n as f64).round() as usize;
-        (held_out, n - held_out.min(n), "a held-out quarter".into())
-    } else {
-        let (fewest, most) = (n / STRENGTH_FOLDS, n.div_ceil(STRENGTH_FOLDS));
-        (fewest, n - most, format!("{STRENGTH_FOLDS} folds"))
-    };
-    if held_out < 5 || fit_rows <= params.m {
+    if n / k < 5 || n - n.div_ceil(k) <= params.m {
         return Err(format!(
-            "{n} rows are too few for {what} at M = {}",
+            "{n} rows are too few for {k} folds at M = {}",
             params.m
         ));
     }
-    if own == OwnChoice::Quarter {
-        let quarter = data.split(STRENGTH_HELD_OUT, params.seed);
-        Ok(vec![quarter.map_err(|_| unmade())?])
-    } else {
-        data.folds(STRENGTH_FOLDS, params.seed)
-            .map_err(|_| unmade())
-    }
+    Ok((k, data.folds(k, params.seed).map_err(|_| unmade())?))
 }
 
 /// Per strength of `STRENGTHS`, the NLPD of each row of `valid` under
@@ -579,37 +569,38 @@ mod tests {
         }
     }
 
-    /// Inside a held-out contest (`OwnChoice::Quarter`) the strength is
-    /// chosen on one held-out quarter of the fit's own rows, every
-    /// strength tried there; a final fit (`fit`: `OwnChoice::Folds`)
-    /// chooses it over four folds of all its rows; and each report says
-    /// which, on every seed. Too few rows for a quarter: the default.
+    /// Inside a held-out contest (`OwnChoice::Contest`) the strength is
+    /// chosen over two folds of the fit's own rows, every strength tried
+    /// there; a final fit (`fit`: `OwnChoice::Final`) chooses it over four;
+    /// and each report says which, on every seed. Too few rows for two
+    /// folds: the default.
     #[test]
-    fn a_contest_fit_chooses_its_strength_on_a_held_out_quarter() {
+    fn a_contest_fit_chooses_its_strength_over_two_folds() {
         let hs = |seed| {
             FitParams::SpgpHs(SparseParams {
                 seed,
                 ..params(6, Approximation::Fitc, 1)
             })
         };
+        let heteroscedastic = |rows, seed| {
+            crate::synth::dataset(crate::synth::Shape::Heteroscedastic, rows, seed).expect("valid")
+        };
+        let contest = |train: &Dataset, seed| {
+            let fit = crate::fit::fit_choosing(train, &hs(seed), OwnChoice::Contest, &mut |_| {});
+            fit.expect("fits").report.h_prior.expect("a prior")
+        };
         for seed in 0..3u64 {
-            let train = crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 160, seed)
-                .expect("valid");
-            let quarter =
-                crate::fit::fit_choosing(&train, &hs(seed), OwnChoice::Quarter, &mut |_| {})
-                    .expect("fits");
-            let prior = quarter.report.h_prior.expect("a prior");
-            assert_eq!(prior.rows, 40, "{}", prior.reason);
+            let train = heteroscedastic(160, seed);
+            let prior = contest(&train, seed);
+            assert_eq!(prior.rows, 160, "every row held out once");
             assert_eq!(prior.tried.len(), STRENGTHS.len(), "{}", prior.reason);
             assert!(
-                prior
-                    .reason
-                    .contains("chosen on a held-out quarter of 40 rows"),
+                prior.reason.contains("over 2 folds of 160 rows"),
                 "{}",
                 prior.reason
             );
-            let folds = fit(&train, &hs(seed), &mut |_| {}).expect("fits");
-            let prior = folds.report.h_prior.expect("a prior");
+            let last = fit(&train, &hs(seed), &mut |_| {}).expect("fits");
+            let prior = last.report.h_prior.expect("a prior");
             assert_eq!(prior.rows, 160, "every row held out once");
             assert!(
                 prior.reason.contains("over 4 folds of 160 rows"),
@@ -617,13 +608,10 @@ mod tests {
                 prior.reason
             );
         }
-        let few =
-            crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 16, 0).expect("valid");
-        let quarter = crate::fit::fit_choosing(&few, &hs(0), OwnChoice::Quarter, &mut |_| {});
-        let prior = quarter.expect("fits").report.h_prior.expect("a prior");
+        let prior = contest(&heteroscedastic(10, 0), 0);
         assert_eq!(prior.strength, H_PRIOR);
         assert!(
-            prior.reason.contains("too few for a held-out quarter"),
+            prior.reason.contains("too few for 2 folds"),
             "{}",
             prior.reason
         );
