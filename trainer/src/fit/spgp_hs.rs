@@ -13,9 +13,9 @@
 //! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
 //! rows), each fold's SPGP stage shared by every strength; a fit inside a
 //! held-out contest, one of many, chooses it over two folds of its own
-//! rows instead (`OwnChoice::Contest`). The report states the strength and the figures it was chosen on
-//! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
-//! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
+//! rows instead (`OwnChoice::Contest`). The report states the strength
+//! and the figures it was chosen on (docs/src/model-families.md,
+//! "SPGP+HS", has the sets behind each guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
 //! but ends near SPGP-VFE, and needs no prior. `h` is not bounded beyond
 //! the features' range for `log h`: a pseudo-input switched off is a
 //! legitimate optimum (the paper's `h_m -> inf`).
@@ -138,22 +138,22 @@ fn choose_strength(
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
     }
-    let (k, parts) = match strength_folds(data, params, own) {
+    let (k, folds) = match strength_folds(data, params, own) {
         Ok(folds) => folds,
         Err(why) => return default(why),
     };
-    let per_part: Vec<Vec<Vec<f64>>> = parts
+    let per_fold: Vec<Vec<Vec<f64>>> = folds
         .par_iter()
         .map(|(train, valid)| fold_nlpds(train, valid, params))
         .collect();
     let contest = Contest::new(
         STRENGTHS.iter().map(f64::to_string).collect(),
         (0..STRENGTHS.len())
-            .map(|k| Some(per_part.iter().flat_map(|f| f[k].clone()).collect()))
+            .map(|k| Some(per_fold.iter().flat_map(|f| f[k].clone()).collect()))
             .collect(),
     );
     let Some(best) = contest.lowest() else {
-        return default("every fit on held-out rows failed".into());
+        return default("every fold fit failed".into());
     };
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
     let verdict = contest.verdict(at_default, best);
