@@ -10,7 +10,9 @@
 //! `--model auto`'s families as a `race`), every row held out once:
 //! per-row NLPDs are heavy-tailed and a quarter of a few hundred rows is
 //! too few to average them (docs/src/model-families.md, "The held-out
-//! choice").
+//! choice"). A candidate's own choices (SPGP+HS's prior strength) are
+//! made on its part's training rows alone, as cheaply as is honest
+//! (`OwnChoice::Contest`), never on the rows it is scored on.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -21,7 +23,7 @@ use crate::data::{Dataset, TargetKind};
 use crate::evaluate::contest::Contest;
 pub(crate) use crate::evaluate::contest::{CONTEST_ROWS, MARGIN_SE};
 use crate::evaluate::metrics::{row_log_losses, row_nlpds};
-use crate::fit::{fit, FitParams};
+use crate::fit::{fit_choosing, FitParams, OwnChoice};
 use crate::{Error, Result};
 
 /// Fraction of the rows held out for the choice.
@@ -239,7 +241,10 @@ fn part_rows(
         let per_part: Vec<Result<Vec<f64>>> = parts
             .par_iter()
             .map(|(train, valid)| {
-                let set = fit(train.as_slice(), params, &mut |_| {})?.set;
+                // A contest fit: its own choices on its training rows
+                // alone, as cheaply as is honest (`OwnChoice::Contest`).
+                let set =
+                    fit_choosing(train.as_slice(), params, OwnChoice::Contest, &mut |_| {})?.set;
                 if let Some(classes) = valid.first().filter(|v| v.target != TargetKind::Continuous)
                 {
                     // A classifier: its NLPD, the log loss of the true class.
@@ -359,6 +364,50 @@ mod tests {
         let other_settings = [("c".to_string(), small_spgp(5))];
         let c = cross_validate(one, 3, &other_settings, Some(&planted)).expect("scores");
         assert_ne!(c.mean(0), 42.0);
+    }
+
+    /// A contest fit makes its own choices (SPGP+HS's prior strength) on
+    /// its fold's training rows as `OwnChoice::Contest` says: on every
+    /// seed the contest's per-row NLPDs of SPGP+HS are those of that fit,
+    /// and on some fold of some seed they are not those of a final fit
+    /// (`OwnChoice::Final`; so the two rules are told apart here).
+    #[test]
+    fn contest_fits_make_their_own_choices_as_a_contest_fit() {
+        let mut told_apart = false;
+        for seed in 0..3u64 {
+            let data = crate::synth::dataset(crate::synth::Shape::Heteroscedastic, 160, seed)
+                .expect("valid");
+            let mut p = SparseParams {
+                m: 6,
+                restarts: 1,
+                seed,
+                ..SparseParams::default()
+            };
+            p.optimiser.max_iter = 30;
+            let hs = FitParams::SpgpHs(p);
+            let one = std::slice::from_ref(&data);
+            let scores =
+                cross_validate(one, seed, &[("hs".into(), hs.clone())], None).expect("scores");
+            let by = |own, train: &Dataset, valid: &Dataset| {
+                let fit = fit_choosing(train, &hs, own, &mut |_| {}).expect("fits");
+                row_nlpds(&fit.set.members[0], valid).expect("scores")
+            };
+            let folds = data.folds(CHOICE_FOLDS, seed).expect("folds");
+            let contest: Vec<f64> = folds
+                .iter()
+                .flat_map(|(t, v)| by(OwnChoice::Contest, t, v))
+                .collect();
+            assert_eq!(scores.nlpds[0].as_ref(), Some(&contest), "seed {seed}");
+            let last: Vec<f64> = folds
+                .iter()
+                .flat_map(|(t, v)| by(OwnChoice::Final, t, v))
+                .collect();
+            told_apart |= last != contest;
+        }
+        assert!(
+            told_apart,
+            "the contest fits chose as final fits everywhere"
+        );
     }
 
     /// Scores made on other data (as many rows, the same fold seed and

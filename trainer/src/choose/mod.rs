@@ -37,7 +37,7 @@ use crate::data::Dataset;
 use crate::evaluate::contest::{contest_rows, sampled_note, Contest, CONTEST_ROWS};
 use crate::fit::gplasso::GplassoRefit;
 use crate::fit::spgp::noise_collapsed;
-use crate::fit::{fit as fit_family, Fit, FitParams, Method, SparseParams};
+use crate::fit::{fit as fit_family, Fit, FitParams, Method, OwnChoice, SparseParams};
 pub(crate) use crate::fit::{Candidate, Choice, KernelVerdict, Verdict};
 use crate::model::inference::Approximation;
 use crate::numerics::optimise::Progress;
@@ -192,12 +192,13 @@ pub fn fit(
         params = chosen;
         choice.kernel = Some(verdict);
     }
-    // With held-out choices off, no family chooses on folds either.
-    let mut fit = if request.held_out {
-        fit_family(outputs, &params, progress)?
+    // With held-out choices off, no family chooses on its own rows either.
+    let own = if request.held_out {
+        OwnChoice::Final
     } else {
-        crate::fit::fit_without_folds(outputs, &params, progress)?
+        OwnChoice::Off
     };
+    let mut fit = crate::fit::fit_choosing(outputs, &params, own, progress)?;
     if let Some(verdict) = &mut choice.objective {
         fit = unless_noise_collapsed(outputs, &params, verdict, fit, progress)?;
     }

@@ -325,27 +325,43 @@ pub(crate) fn fit(
     params: &FitParams,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    fit_outputs(data.outputs(), params, true, progress)
+    fit_outputs(data.outputs(), params, OwnChoice::Final, progress)
 }
 
-/// As [`fit`], without the choices a family makes on folds of its own
-/// rows (SPGP+HS's prior strength on `h`: its fixed default instead), as
-/// `--no-held-out-choice` asks.
+/// How a family makes the choices it makes on its own rows (SPGP+HS's
+/// prior strength on `h`): the one home of the rule, which the choice
+/// layer picks by what the fit is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OwnChoice {
+    /// None: the family's fixed defaults (`--no-held-out-choice`).
+    Off,
+    /// As cheaply as is honest: a fit inside a held-out contest (a contest
+    /// fold, the objective's quarter), one of many, choosing on its own
+    /// training rows only (SPGP+HS: over two folds of them).
+    Contest,
+    /// In full: a final fit, or one asked directly (SPGP+HS: over four
+    /// folds).
+    Final,
+}
+
+/// As [`fit`], the choices a family makes on its own rows made as `own`
+/// says ([`fit`]: [`OwnChoice::Final`]).
 ///
 /// # Errors
 /// As [`fit`].
-pub(crate) fn fit_without_folds(
+pub(crate) fn fit_choosing(
     data: &(impl Outputs + ?Sized),
     params: &FitParams,
+    own: OwnChoice,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    fit_outputs(data.outputs(), params, false, progress)
+    fit_outputs(data.outputs(), params, own, progress)
 }
 
 fn fit_outputs(
     outputs: &[Dataset],
     params: &FitParams,
-    folds: bool,
+    own: OwnChoice,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     let started = std::time::Instant::now();
@@ -359,7 +375,7 @@ fn fit_outputs(
         FitParams::Exact(p) => exact::fit_exact(&used, &p.check(one)?, progress)?,
         FitParams::Spgp(p) => spgp::fit_spgp(&used, &p.check(one)?, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(&used, &p.check(one)?, progress)?,
-        FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(one, &p.check(one)?, folds, progress)?,
+        FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(one, &p.check(one)?, own, progress)?,
         FitParams::SpgpDr(p) => dr::fit_dr(&used, &p.check(one)?, progress)?,
         FitParams::SpgpPca(p) => dr::fit_pca(one, &p.check(one)?, progress)?,
         FitParams::Gplasso(p) => gplasso::fit_gplasso(one, &p.check(one)?, progress)?,

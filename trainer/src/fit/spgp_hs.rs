@@ -11,10 +11,11 @@
 //! must be depends on the data: too weak and HS pins, too strong and it
 //! cannot follow a noise level that varies. The strength is chosen from
 //! `STRENGTHS` by held-out NLPD over folds (of at most `CONTEST_ROWS`
-//! rows), each fold's SPGP stage shared by every strength. The
-//! report states the strength and the figures it was chosen on
-//! (docs/src/model-families.md, "SPGP+HS", has the sets behind each
-//! guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
+//! rows), each fold's SPGP stage shared by every strength; a fit inside a
+//! held-out contest, one of many, chooses it over two folds of its own
+//! rows instead (`OwnChoice::Contest`). The report states the strength
+//! and the figures it was chosen on (docs/src/model-families.md,
+//! "SPGP+HS", has the sets behind each guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
 //! but ends near SPGP-VFE, and needs no prior. `h` is not bounded beyond
 //! the features' range for `log h`: a pseudo-input switched off is a
 //! legitimate optimum (the paper's `h_m -> inf`).
@@ -33,7 +34,7 @@ use super::{Checked, Fit, Method, SparseParams};
 use crate::data::Dataset;
 use crate::evaluate::contest::{contest_rows, Contest};
 use crate::evaluate::metrics::row_nlpds;
-use crate::fit::{PriorStrength, StrengthScore, WidthSpread};
+use crate::fit::{OwnChoice, PriorStrength, StrengthScore, WidthSpread};
 use crate::model::features::{Heteroscedastic, InducingFeatures, PseudoInputs};
 use crate::model::inference::fitc::fitc_posterior;
 use crate::model::inference::objective::SparseObjective;
@@ -88,16 +89,23 @@ pub(crate) const STRENGTHS: [f64; 6] = [1.0, 0.3, 0.1, 0.03, 0.01, 0.0];
 /// Folds the strength is chosen over, every row held out once.
 const STRENGTH_FOLDS: usize = 4;
 
+/// Folds the strength is chosen over in a fit inside a held-out contest
+/// (`OwnChoice::Contest`): two SPGP stages and twelve second stages where
+/// `STRENGTH_FOLDS` take four and 24 (docs/src/model-families.md, "The
+/// prior's strength, chosen over folds").
+const CONTEST_STRENGTH_FOLDS: usize = 2;
+
 /// Fits SPGP+HS as `params` asks, the strength of the prior on `h` chosen
-/// over folds (on at most `CONTEST_ROWS` rows: module docs) if `folds`, else `H_PRIOR`
-/// (held-out choices off: `--no-held-out-choice`).
+/// as `own` says (on at most `CONTEST_ROWS` rows: module docs): over
+/// `STRENGTH_FOLDS` folds, over `CONTEST_STRENGTH_FOLDS` in a fit inside a
+/// held-out contest, or not at all, `H_PRIOR` (`--no-held-out-choice`).
 pub(crate) fn fit_spgp_hs(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
-    folds: bool,
+    own: OwnChoice,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    let prior = choose_strength(data, params, folds);
+    let prior = choose_strength(data, params, own);
     let stage = Stage {
         h_prior: prior.strength,
         ..DEFAULT_STAGE
@@ -107,14 +115,14 @@ pub(crate) fn fit_spgp_hs(
     Ok(fit)
 }
 
-/// The prior strength of lowest mean held-out NLPD over `STRENGTH_FOLDS`
-/// folds of at most `CONTEST_ROWS` rows, each fold's SPGP stage shared by
-/// every strength; `H_PRIOR` where the data are too few for folds, every
-/// fold fit failed, or `folds` is off.
+/// The prior strength of lowest mean held-out NLPD over the folds `own`
+/// asks for (`strength_folds`) of at most `CONTEST_ROWS` rows, each
+/// fold's SPGP stage shared by every strength; `H_PRIOR` where the data
+/// are too few for them, every fit failed, or `own` is off.
 fn choose_strength(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
-    folds: bool,
+    own: OwnChoice,
 ) -> PriorStrength {
     let default = |why: String| PriorStrength {
         strength: H_PRIOR,
@@ -130,25 +138,9 @@ fn choose_strength(
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
     }
-    if !folds {
-        return default(
-            "held-out choices are off (--no-held-out-choice), so none is chosen over folds".into(),
-        );
-    }
-    let Ok(sample) = contest_rows(std::slice::from_ref(data), params.seed) else {
-        return default("the folds could not be made".into());
-    };
-    let data = &sample[0];
-    let n = data.n_rows();
-    let fold_fit_rows = n - n.div_ceil(STRENGTH_FOLDS);
-    if n / STRENGTH_FOLDS < 5 || fold_fit_rows <= params.m {
-        return default(format!(
-            "{n} rows are too few for {STRENGTH_FOLDS} folds at M = {}",
-            params.m
-        ));
-    }
-    let Ok(folds) = data.folds(STRENGTH_FOLDS, params.seed) else {
-        return default("the folds could not be made".into());
+    let (k, folds) = match strength_folds(data, params, own) {
+        Ok(folds) => folds,
+        Err(why) => return default(why),
     };
     let per_fold: Vec<Vec<Vec<f64>>> = folds
         .par_iter()
@@ -166,18 +158,19 @@ fn choose_strength(
     let at_default = STRENGTHS.iter().position(|&s| s == H_PRIOR).unwrap_or(0);
     let verdict = contest.verdict(at_default, best);
     let (strength, rows) = (STRENGTHS[best], contest.rows);
+    let on = format!("over {k} folds of {rows} rows");
     let reason = if best == at_default {
         format!(
-            "strength {strength} of SPGP's average noise (the default), chosen over \
-             {STRENGTH_FOLDS} folds of {rows} rows: held-out NLPD {:.4}, lowest of {} strengths",
+            "strength {strength} of SPGP's average noise (the default), chosen {on}: held-out \
+             NLPD {:.4}, lowest of {} strengths",
             verdict.challenger_nlpd,
             STRENGTHS.len()
         )
     } else {
         format!(
-            "strength {strength} of SPGP's average noise, chosen over {STRENGTH_FOLDS} folds of \
-             {rows} rows: held-out NLPD {:.4} against {:.4} at the default {H_PRIOR} (standard \
-             error {:.4}), lowest of {} strengths",
+            "strength {strength} of SPGP's average noise, chosen {on}: held-out NLPD {:.4} \
+             against {:.4} at the default {H_PRIOR} (standard error {:.4}), lowest of {} \
+             strengths",
             verdict.challenger_nlpd,
             verdict.incumbent_nlpd,
             verdict.standard_error,
@@ -197,6 +190,39 @@ fn choose_strength(
         rows,
         reason,
     }
+}
+
+/// The number of folds `own` asks for and the folds (training, held-out)
+/// the strength is chosen on, of a seeded sample of at most
+/// `CONTEST_ROWS` rows of `data`; or why there are none (`OwnChoice::Off`,
+/// too few rows).
+#[allow(clippy::type_complexity)]
+fn strength_folds(
+    data: &Dataset,
+    params: &Checked<'_, SparseParams>,
+    own: OwnChoice,
+) -> std::result::Result<(usize, Vec<(Dataset, Dataset)>), String> {
+    let k = match own {
+        OwnChoice::Off => {
+            return Err(
+                "held-out choices are off (--no-held-out-choice), so none is chosen over folds"
+                    .into(),
+            )
+        }
+        OwnChoice::Contest => CONTEST_STRENGTH_FOLDS,
+        OwnChoice::Final => STRENGTH_FOLDS,
+    };
+    let unmade = || "the folds could not be made".to_string();
+    let sample = contest_rows(std::slice::from_ref(data), params.seed).map_err(|_| unmade())?;
+    let data = &sample[0];
+    let n = data.n_rows();
+    if n / k < 5 || n - n.div_ceil(k) <= params.m {
+        return Err(format!(
+            "{n} rows are too few for {k} folds at M = {}",
+            params.m
+        ));
+    }
+    Ok((k, data.folds(k, params.seed).map_err(|_| unmade())?))
 }
 
 /// Per strength of `STRENGTHS`, the NLPD of each row of `valid` under
@@ -541,6 +567,54 @@ mod tests {
                 fit.kernels[0]
             );
         }
+    }
+
+    /// Inside a held-out contest (`OwnChoice::Contest`) the strength is
+    /// chosen over two folds of the fit's own rows, every strength tried
+    /// there; a final fit (`fit`: `OwnChoice::Final`) chooses it over four;
+    /// and each report says which, on every seed. Too few rows for two
+    /// folds: the default.
+    #[test]
+    fn a_contest_fit_chooses_its_strength_over_two_folds() {
+        let hs = |seed| {
+            FitParams::SpgpHs(SparseParams {
+                seed,
+                ..params(6, Approximation::Fitc, 1)
+            })
+        };
+        let heteroscedastic = |rows, seed| {
+            crate::synth::dataset(crate::synth::Shape::Heteroscedastic, rows, seed).expect("valid")
+        };
+        let contest = |train: &Dataset, seed| {
+            let fit = crate::fit::fit_choosing(train, &hs(seed), OwnChoice::Contest, &mut |_| {});
+            fit.expect("fits").report.h_prior.expect("a prior")
+        };
+        for seed in 0..3u64 {
+            let train = heteroscedastic(160, seed);
+            let prior = contest(&train, seed);
+            assert_eq!(prior.rows, 160, "every row held out once");
+            assert_eq!(prior.tried.len(), STRENGTHS.len(), "{}", prior.reason);
+            assert!(
+                prior.reason.contains("over 2 folds of 160 rows"),
+                "{}",
+                prior.reason
+            );
+            let last = fit(&train, &hs(seed), &mut |_| {}).expect("fits");
+            let prior = last.report.h_prior.expect("a prior");
+            assert_eq!(prior.rows, 160, "every row held out once");
+            assert!(
+                prior.reason.contains("over 4 folds of 160 rows"),
+                "{}",
+                prior.reason
+            );
+        }
+        let prior = contest(&heteroscedastic(10, 0), 0);
+        assert_eq!(prior.strength, H_PRIOR);
+        assert!(
+            prior.reason.contains("too few for 2 folds"),
+            "{}",
+            prior.reason
+        );
     }
 
     #[test]
