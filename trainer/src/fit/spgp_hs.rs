@@ -15,10 +15,11 @@
 //! held-out contest, one of many, chooses it over two folds of its own
 //! rows instead (`OwnChoice::Contest`). The report states the strength
 //! and the figures it was chosen on (docs/src/model-families.md,
-//! "SPGP+HS", has the sets behind each guard). Under VFE the noise is `sigma2` whatever `h` is: the fit runs,
-//! but ends near SPGP-VFE, and needs no prior. `h` is not bounded beyond
-//! the features' range for `log h`: a pseudo-input switched off is a
-//! legitimate optimum (the paper's `h_m -> inf`).
+//! "SPGP+HS", has the sets behind each guard). Under VFE the noise is
+//! `sigma2` whatever `h` is: the fit runs, but ends near SPGP-VFE, and
+//! needs no prior. `h` is not bounded beyond the features' range for
+//! `log h`: a pseudo-input switched off is a legitimate optimum (the
+//! paper's `h_m -> inf`).
 
 use std::cell::Cell;
 
@@ -138,7 +139,7 @@ fn choose_strength(
             reason: "none: under VFE the noise is sigma2 whatever h is".into(),
         };
     }
-    let (k, folds) = match strength_folds(data, params, own) {
+    let StrengthFolds { k, folds } = match strength_folds(data, params, own) {
         Ok(folds) => folds,
         Err(why) => return default(why),
     };
@@ -192,16 +193,22 @@ fn choose_strength(
     }
 }
 
-/// The number of folds `own` asks for and the folds (training, held-out)
-/// the strength is chosen on, of a seeded sample of at most
+/// The folds a prior strength is chosen on.
+struct StrengthFolds {
+    /// How many folds `OwnChoice` asks for.
+    k: usize,
+    /// Each fold's (training, held-out) rows.
+    folds: Vec<(Dataset, Dataset)>,
+}
+
+/// The folds `own` asks for, of a seeded sample of at most
 /// `CONTEST_ROWS` rows of `data`; or why there are none (`OwnChoice::Off`,
 /// too few rows).
-#[allow(clippy::type_complexity)]
 fn strength_folds(
     data: &Dataset,
     params: &Checked<'_, SparseParams>,
     own: OwnChoice,
-) -> std::result::Result<(usize, Vec<(Dataset, Dataset)>), String> {
+) -> std::result::Result<StrengthFolds, String> {
     let k = match own {
         OwnChoice::Off => {
             return Err(
@@ -222,7 +229,8 @@ fn strength_folds(
             params.m
         ));
     }
-    Ok((k, data.folds(k, params.seed).map_err(|_| unmade())?))
+    let folds = data.folds(k, params.seed).map_err(|_| unmade())?;
+    Ok(StrengthFolds { k, folds })
 }
 
 /// Per strength of `STRENGTHS`, the NLPD of each row of `valid` under
