@@ -819,6 +819,37 @@ fn kernel_auto_keeps_se_where_only_se_applies() {
     assert_bad_input(&fit("matern32"), &["--kernel does not apply to vsgp"]);
 }
 
+/// The summary says how long the held-out choices took (most of a
+/// default fit's time on large data), and `--json` records it; a fit
+/// without them says nothing of the kind.
+#[test]
+fn the_summary_says_what_the_held_out_choices_took() {
+    let dir = TempDir::new("choice_seconds");
+    synth(&dir, "data.csv", 120, 2);
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", "--data", "data.csv", "--m", "6", "--max-iter", "20"];
+        args.extend_from_slice(extra);
+        sgp(&dir, &args)
+    };
+    let text = ok(&fit(&["--out", "a.sgp"]), "default fit");
+    let line = text
+        .lines()
+        .find(|l| l.contains("the held-out choices took"))
+        .unwrap_or_else(|| panic!("no line on the choices' time in:\n{text}"));
+    assert!(line.contains("--no-held-out-choice skips them"), "{line}");
+    let json = ok(&fit(&["--json", "--out", "b.sgp"]), "default fit --json");
+    let report: Value = serde_json::from_str(&json).expect("--json prints JSON");
+    let seconds = report["report"]["choice"]["seconds"]
+        .as_f64()
+        .expect("choice.seconds");
+    assert!(seconds > 0.0, "{seconds}");
+    let none = ok(
+        &fit(&["--no-held-out-choice", "--out", "c.sgp"]),
+        "fit without held-out choices",
+    );
+    assert!(!none.contains("the held-out choices took"), "{none}");
+}
+
 /// Asserts that predict, eval and inspect all reject the blob `name` as
 /// bad input naming the file.
 fn blob_rejected_everywhere(dir: &TempDir, name: &str) {

@@ -262,6 +262,13 @@ fn print_choice_and_kernel(s: &Summary) {
                 scores.join(", ")
             );
         }
+        if c.seconds > 0.0 {
+            println!(
+                "                the held-out choices took {:.2} s before the final fit \
+                 (--no-held-out-choice skips them)",
+                c.seconds
+            );
+        }
     }
     if let Some(p) = &report.projection {
         let s: Vec<String> = p.singular_values.iter().map(|v| number(*v)).collect();

@@ -178,6 +178,7 @@ pub fn fit(
         Asked::Family(params) => params.seed(),
         Asked::Auto(candidates) => candidates.first().map_or(0, FitParams::seed),
     };
+    let started = std::time::Instant::now();
     let sample = contest_rows(outputs, seed)?;
     let (mut params, mut choice, folds) = match &request.asked {
         Asked::Family(params) => named(&sample, params, request)?,
@@ -191,6 +192,10 @@ pub fn fit(
         let (chosen, verdict) = kernel::choose(&sample, &params, request, folds.as_ref())?;
         params = chosen;
         choice.kernel = Some(verdict);
+    }
+    let chose = choice.objective.is_some() || !choice.candidates.is_empty();
+    if chose || choice.kernel.as_ref().is_some_and(|k| k.folds > 0) {
+        choice.seconds = started.elapsed().as_secs_f64();
     }
     // With held-out choices off, no family chooses on its own rows either.
     let own = if request.held_out {
@@ -310,6 +315,7 @@ fn empty_choice(asked: &str, exported: &str) -> Choice {
         candidates: Vec::new(),
         kernel: None,
         reason: String::new(),
+        seconds: 0.0,
     }
 }
 

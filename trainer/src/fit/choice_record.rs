@@ -72,6 +72,9 @@ pub struct Choice {
     pub kernel: Option<KernelVerdict>,
     /// What was decided and why, in one sentence.
     pub reason: String,
+    /// Wall-clock seconds the held-out choices took, before the final fit
+    /// (0 where none were made).
+    pub seconds: f64,
 }
 
 /// One family weighed over folds.
