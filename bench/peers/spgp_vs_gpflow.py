@@ -10,7 +10,8 @@ Split s draws the stand-in (`puma32_csv`, `arm8_csv` of fit_speed.py and
 run_peers.py) with seed 100 + s, so every split is new data as well as a new
 train/test cut; GPflow's k-means start takes seed s and sgp `--seed s`.
 Each `--variant` is another `sgp fit --model spgp` run with extra flags
-(`base` is the plain one). Per split it prints each tool's CPU seconds (user
+(`base` is the plain one); flags that begin with `@PATH` run the sgp
+build at PATH instead (`--variant main=@/path/to/main/sgp`). Per split it prints each tool's CPU seconds (user
 + sys of the whole process, imports included), test NLPD and final training
 objective (the negative log marginal likelihood on the standardised data,
 in nats; the two tools standardise alike), and sgp's iterations and stop
@@ -90,7 +91,8 @@ def main():
             train, test = split(f"{key}-s{s} x", make(100 + s), train_rows, args.work)
             runs = {"gpflow": run_gpflow(train, test, m, s)}
             for vname, extra in variants.items():
-                runs[vname] = run_sgp(args.sgp, train, test, m, s, args.work, extra)
+                sgp, flags = (extra[0][1:], extra[1:]) if extra[:1] and extra[0].startswith("@") else (args.sgp, extra)
+                runs[vname] = run_sgp(sgp, train, test, m, s, args.work, flags)
             for tool, (cpu, nlpd, obj, note) in runs.items():
                 print(f"{key} split {s} {tool}: {cpu:.2f} CPU s, NLPD {nlpd:.4f}, objective {obj:.2f} ({note})",
                       flush=True)
