@@ -29,7 +29,8 @@ use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::Result;
 
-/// Fits SPGP as `params` asks.
+/// Fits SPGP as `params` asks, as inside a contest: without a VFE fit's
+/// second run (PCA + SPGP's stage takes it so).
 pub(crate) fn fit_spgp(
     outputs: &[Dataset],
     params: &Checked<'_, SparseParams>,
