@@ -373,7 +373,7 @@ fn fit_outputs(
             exact::fit_exact_classifier(one, &p.check(one)?, progress)?
         }
         FitParams::Exact(p) => exact::fit_exact(&used, &p.check(one)?, progress)?,
-        FitParams::Spgp(p) => spgp::fit_spgp(&used, &p.check(one)?, progress)?,
+        FitParams::Spgp(p) => spgp::fit_spgp_as(&used, &p.check(one)?, own, progress)?,
         FitParams::Vsgp(p) => vsgp::fit_vsgp(&used, &p.check(one)?, progress)?,
         FitParams::SpgpHs(p) => spgp_hs::fit_spgp_hs(one, &p.check(one)?, own, progress)?,
         FitParams::SpgpDr(p) => dr::fit_dr(&used, &p.check(one)?, progress)?,

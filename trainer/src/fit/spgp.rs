@@ -6,27 +6,51 @@
 //! (`collapsed`) is fitted again from an exact GP's hyperparameters, and
 //! the better kept: in many dimensions the data-scale length scales can
 //! put the optimum's basin out of reach (docs/src/model-families.md).
+//! A final VFE fit gets that second run whether or not it collapsed: from
+//! the data-scale start, VFE's trace term (large while the length scales
+//! are short against the pseudo-inputs' spacing) lengthens every scale at
+//! once and can switch a relevant input off for good, a partial collapse
+//! no test on the kernel sees (docs/src/benchmarks.md, "The default's CPU
+//! by stage, and the race").
 
 use sgp_runtime::ModelKind;
 
 use super::exact::{optimise_exact, Start};
 use super::restarts::start_positions;
 use super::sparse::{fit_final, fit_restarted, SparseFit, StartChoice};
-use super::{data_scale_kernel, Checked, Fit, HyperInit, Method, SparseParams, StartReport};
+use super::{
+    data_scale_kernel, Checked, Fit, HyperInit, Method, OwnChoice, SparseParams, StartReport,
+};
 use crate::data::Dataset;
 use crate::model::features::PseudoInputs;
+use crate::model::inference::Approximation;
 use crate::model::kernel::KernelParams;
 use crate::numerics::linalg::JitterPolicy;
 use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::Result;
 
-/// Fits SPGP as `params` asks.
+/// Fits SPGP as `params` asks, as inside a contest: without a VFE fit's
+/// second run (PCA + SPGP's stage takes it so).
 pub(crate) fn fit_spgp(
     outputs: &[Dataset],
     params: &Checked<'_, SparseParams>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
-    let (fit, starts) = fit_pseudo_inputs(outputs, params, StartChoice::Objective, progress)?;
+    fit_spgp_as(outputs, params, OwnChoice::Contest, progress)
+}
+
+/// Fits SPGP as `params` asks, a fit of `own`'s kind: outside a held-out
+/// contest a VFE fit from the data-scale start also gets the run from the
+/// exact GP's kernels (module docs), the lower objective kept.
+pub(crate) fn fit_spgp_as(
+    outputs: &[Dataset],
+    params: &Checked<'_, SparseParams>,
+    own: OwnChoice,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fit> {
+    let vfe = params.approximation == Approximation::Vfe && own != OwnChoice::Contest;
+    let choice = StartChoice::Objective;
+    let (fit, starts) = restarted_then_rescued(outputs, params, choice, vfe, progress)?;
     let mut fit = fit.into_fit(outputs, ModelKind::Spgp, Method::Spgp)?;
     fit.report.starts = starts;
     Ok(fit)
@@ -64,6 +88,18 @@ pub(crate) fn fit_pseudo_inputs(
     choice: StartChoice<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
+    restarted_then_rescued(outputs, params, choice, false, progress)
+}
+
+/// [`fit_pseudo_inputs`], the run from the exact GP's kernels also made
+/// for a fit that did not collapse where `always_rescue` says so.
+fn restarted_then_rescued(
+    outputs: &[Dataset],
+    params: &Checked<'_, SparseParams>,
+    choice: StartChoice<'_>,
+    always_rescue: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(SparseFit<PseudoInputs>, Vec<StartReport>)> {
     let x = &outputs[0].x;
     let start = |k: usize| {
         let (label, z) = start_positions(x, params, k)?;
@@ -78,9 +114,25 @@ pub(crate) fn fit_pseudo_inputs(
         (choice, params.sharing),
         progress,
     )?;
-    if params.hyper_init != HyperInit::DataScales || !fit.kernels.iter().any(collapsed) {
+    let rescue = always_rescue || fit.kernels.iter().any(collapsed);
+    if params.hyper_init != HyperInit::DataScales || !rescue {
         return Ok((fit, starts));
     }
+    Ok((
+        from_exact_kernels(outputs, params, fit, choice, progress),
+        starts,
+    ))
+}
+
+/// `fit`, or one run from its pseudo-inputs and the exact GP's kernels if
+/// `choice` scores that run better.
+fn from_exact_kernels(
+    outputs: &[Dataset],
+    params: &Checked<'_, SparseParams>,
+    fit: SparseFit<PseudoInputs>,
+    choice: StartChoice<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> SparseFit<PseudoInputs> {
     let exact = SparseParams {
         hyper_init: HyperInit::ExactSubset,
         ..(**params).clone()
@@ -100,10 +152,10 @@ pub(crate) fn fit_pseudo_inputs(
         let better = choice.score(&run)? < choice.score(&fit)?;
         Ok((run, better))
     });
-    Ok(match rescued {
-        Ok((rescued, true)) => (rescued, starts),
-        _ => (fit, starts),
-    })
+    match rescued {
+        Ok((rescued, true)) => rescued,
+        _ => fit,
+    }
 }
 
 /// Each output's starting kernel: the data's scales, or an exact GP on a
@@ -201,6 +253,48 @@ mod tests {
             rescued.posteriors[0].nlml,
             plain.posteriors[0].nlml
         );
+    }
+
+    /// Thirty-two inputs `U(-1, 1)`, four of them relevant through waves
+    /// and a product (pumadyn32's style), noise std 0.2.
+    fn waves_in_32(rows: usize, seed: u64) -> Dataset {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let x = nalgebra::DMatrix::from_fn(rows, 32, |_, _| rng.random_range(-1.0..1.0));
+        let y = nalgebra::DVector::from_fn(rows, |i, _| {
+            let v = |j: usize| x[(i, j)];
+            let f = libm::sin(2.5 * v(3)) * libm::cos(1.5 * v(5)) + 0.8 * v(14) * v(20);
+            let noise: f64 = rng.sample(rand_distr::StandardNormal);
+            f + 0.5 * libm::sin(3.0 * v(20)) + 0.2 * noise
+        });
+        let names = (0..32).map(|j| format!("x{j}")).collect();
+        Dataset::from_raw(x, y, names, "y".into()).expect("valid")
+    }
+
+    /// A final VFE fit ends at an objective no higher than the same fit
+    /// inside a contest (which skips the run from the exact GP's kernels)
+    /// on every seed, and clearly lower on some: from the data-scale start
+    /// VFE switches relevant inputs off in 32 dimensions.
+    #[test]
+    fn a_final_vfe_fit_also_runs_from_the_exact_gp() {
+        let mut gains = Vec::new();
+        for seed in 0..4 {
+            let data = waves_in_32(1500, seed);
+            let params = SparseParams {
+                m: 20,
+                approximation: Approximation::Vfe,
+                seed,
+                ..SparseParams::default()
+            };
+            let checked = params.check(&data).expect("valid");
+            let one = std::slice::from_ref(&data);
+            let fit = |own| fit_spgp_as(one, &checked, own, &mut |_| {}).expect("fitted");
+            let (contest, last) = (fit(OwnChoice::Contest), fit(OwnChoice::Final));
+            let gain = contest.report.nlml - last.report.nlml;
+            assert!(gain >= 0.0, "seed {seed}: {gain}");
+            gains.push(gain);
+        }
+        assert!(gains.iter().any(|&g| g > 10.0), "{gains:?}");
     }
 
     #[test]
