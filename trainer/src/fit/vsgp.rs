@@ -16,7 +16,7 @@ use sgp_runtime::{Kernel, ModelKind};
 
 use super::progress::{continuing, recording};
 use super::restarts::iteration_budget as spgp_budget;
-use super::sparse::{fit_final, StartChoice, VarianceSharing};
+use super::sparse::{fit_final, SparseFit, StartChoice, VarianceSharing};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, PseudoInit, SparseParams};
 use crate::data::Dataset;
@@ -26,8 +26,7 @@ use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::{Error, Result};
 
 /// Iterations a VSGP fit may use in all: the SPGP stage's, plus `max_iter`
-/// for each of the widths' two starts (SPGP's widths and
-/// [`widened_start`]).
+/// for each of the widths' two starts ([`widths_starts`]).
 pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + 2 * params.optimiser.max_iter
 }
@@ -62,40 +61,16 @@ pub(crate) fn fit_vsgp(
         StartChoice::Objective,
         &mut recording(&done, progress),
     )?;
-    // Each stage's iterations are shown after all earlier stages' (the
-    // stages report their own count from 1; `shown` keeps its last).
-    let shown = Cell::new(0);
     let widths_stage = widths_stage_options(&params.optimiser);
-    let from_spgp = fit_final(
+    let stage = (&widths_stage, params.sharing);
+    let from_spgp = best_of(
         outputs,
-        Multiscale::from_pseudo_inputs(&spgp.features),
-        spgp.kernels.clone(),
-        spgp.config,
-        &widths_stage,
-        params.sharing,
-        &mut recording(&shown, &mut continuing(&done, progress)),
+        widths_starts(&spgp.features)?,
+        &spgp,
+        stage,
+        &done,
+        progress,
     )?;
-    done.set(done.get() + shown.get());
-    // The same stage from every width at twice the length scale: on
-    // heteroscedastic data the widths' optimum reached from SPGP's (the
-    // narrowest) is often a poorer basin than one reached from wider basis
-    // functions; the lower training objective wins.
-    let widened = Cell::new(0);
-    let from_wide = fit_final(
-        outputs,
-        widened_start(&spgp.features)?,
-        spgp.kernels,
-        spgp.config,
-        &widths_stage,
-        params.sharing,
-        &mut recording(&widened, &mut continuing(&done, progress)),
-    )?;
-    done.set(done.get() + widened.get());
-    let from_spgp = if from_wide.run.value < from_spgp.run.value {
-        from_wide
-    } else {
-        from_spgp
-    };
     let second = concatenated_start(outputs, params).and_then(|start| {
         start
             .map(|(features, kernels)| {
@@ -147,15 +122,55 @@ fn widths_stage_options(optimiser: &OptimiseOptions) -> OptimiseOptions {
     }
 }
 
-/// VSGP's second start for the widths: SPGP's fitted pseudo-inputs, every
-/// basis width at twice the length scale, `Delta = l^2 (1/2 + 7/2) =
-/// (2 l)^2` (`rho = ln 3.5`): the width GPflow's `Multiscale` starts at
+/// The widths stage from each of `starts` in turn on `outputs` (each run
+/// counted after the earlier ones in `done`), SPGP's kernels the start of
+/// every run: the run of lowest training objective, the first on ties.
+fn best_of(
+    outputs: &[Dataset],
+    starts: Vec<Multiscale>,
+    spgp: &SparseFit<PseudoInputs>,
+    (options, sharing): (&OptimiseOptions, VarianceSharing),
+    done: &Cell<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SparseFit<Multiscale>> {
+    let mut best: Option<SparseFit<Multiscale>> = None;
+    for start in starts {
+        // Each run's iterations are shown after all earlier runs' (a run
+        // reports its own count from 1; `shown` keeps its last).
+        let shown = Cell::new(0);
+        let fit = fit_final(
+            outputs,
+            start,
+            spgp.kernels.clone(),
+            spgp.config,
+            options,
+            sharing,
+            &mut recording(&shown, &mut continuing(done, progress)),
+        )?;
+        done.set(done.get() + shown.get());
+        if best.as_ref().is_none_or(|b| fit.run.value < b.run.value) {
+            best = Some(fit);
+        }
+    }
+    best.ok_or_else(|| Error::Numerical("VSGP's widths stage had no start".into()))
+}
+
+/// The widths stage's starts, in the order ties are broken: SPGP's widths
+/// (the paper's procedure: at the start the model is exactly the fitted
+/// SPGP, so VSGP can only improve the training objective), then every
+/// basis width at twice the length scale (on heteroscedastic data the
+/// optimum reached from SPGP's, the narrowest, is often a poorer basin
+/// than one reached from wider basis functions): `Delta = l^2 (1/2 + 7/2)
+/// = (2 l)^2` (`rho = ln 3.5`), the width GPflow's `Multiscale` starts at
 /// when its offsets start at the length scales (`Delta = (l + r)^2`,
 /// `r = l`).
-fn widened_start(spgp: &PseudoInputs) -> Result<Multiscale> {
+fn widths_starts(spgp: &PseudoInputs) -> Result<Vec<Multiscale>> {
     let z = spgp.z();
-    let rho = libm::log(3.5);
-    Multiscale::new(z.clone(), DMatrix::from_element(z.nrows(), z.ncols(), rho))
+    let wide = DMatrix::from_element(z.nrows(), z.ncols(), libm::log(3.5));
+    Ok(vec![
+        Multiscale::from_pseudo_inputs(spgp),
+        Multiscale::new(z.clone(), wide)?,
+    ])
 }
 
 /// Widest start width of [`concatenated_start`], as `rho`: `l^2 (1/2 +
