@@ -219,7 +219,9 @@ pub fn fit(
 /// `fit`, or the VFE fit where `fit` is a FITC fit whose noise collapsed
 /// and FITC did not clearly win the objective's `verdict` (which then
 /// says so): with its noise on the floor FITC predicts nearly noise-free
-/// targets at its pseudo-inputs.
+/// targets at its pseudo-inputs. Not for VSGP: its widths carry
+/// input-dependent noise in FITC's diagonal correction, so a noise on the
+/// floor is its fit of heteroscedastic data, not a collapse.
 fn unless_noise_collapsed(
     outputs: &[Dataset],
     params: &FitParams,
@@ -228,7 +230,9 @@ fn unless_noise_collapsed(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fit> {
     let fitc = params.approximation() == Some(Approximation::Fitc);
-    if !fitc || !fit.kernels.iter().any(noise_collapsed) || verdict.chosen_clearly_better() {
+    let vsgp = matches!(params, FitParams::Vsgp(_));
+    if !fitc || vsgp || !fit.kernels.iter().any(noise_collapsed) || verdict.chosen_clearly_better()
+    {
         return Ok(fit);
     }
     verdict.noise_collapsed = true;
@@ -279,7 +283,13 @@ fn auto(outputs: &[Dataset], candidates: &[FitParams], request: &Request) -> Res
         // Classifiers, and too few rows to hold any out: the first family.
         _ => return Ok((first.clone(), choice, None)),
     };
-    let own = |p: &FitParams| own_objective(outputs, p, request);
+    // VSGP as a candidate keeps its objective (FITC unless named): its
+    // own choice costs two more VSGP fits, and `--model auto` falls back
+    // on SPGP, whose objective is weighed, where VSGP over-fits.
+    let own = |p: &FitParams| match p {
+        FitParams::Vsgp(_) => Ok((p.clone(), None)),
+        _ => own_objective(outputs, p, request),
+    };
     let (spgp_params, objective) = own(first)?;
     let (challengers, objectives): (Vec<FitParams>, Vec<Option<Verdict>>) = rest
         .iter()
@@ -333,7 +343,9 @@ fn own_objective(
     request: &Request,
 ) -> Result<(FitParams, Option<Verdict>)> {
     let open = match params {
-        FitParams::Spgp(_) | FitParams::SpgpPca(_) | FitParams::SpgpHs(_) => true,
+        FitParams::Spgp(_) | FitParams::SpgpPca(_) | FitParams::SpgpHs(_) | FitParams::Vsgp(_) => {
+            true
+        }
         FitParams::Gplasso(p) => p.refit == GplassoRefit::Everything,
         _ => false,
     };

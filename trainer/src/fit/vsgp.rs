@@ -16,7 +16,7 @@ use sgp_runtime::{Kernel, ModelKind};
 
 use super::progress::{continuing, recording};
 use super::restarts::iteration_budget as spgp_budget;
-use super::sparse::{fit_final, StartChoice, VarianceSharing};
+use super::sparse::{fit_final, SparseFit, StartChoice, VarianceSharing};
 use super::spgp::fit_pseudo_inputs;
 use super::{Checked, Fit, Method, PseudoInit, SparseParams};
 use crate::data::Dataset;
@@ -26,8 +26,7 @@ use crate::numerics::optimise::{OptimiseOptions, Progress};
 use crate::{Error, Result};
 
 /// Iterations a VSGP fit may use in all: the SPGP stage's, plus `max_iter`
-/// for each of the widths' two starts (SPGP's widths and
-/// [`widened_start`]).
+/// for each of the widths' two starts ([`widths_starts`]).
 pub(crate) fn iteration_budget(params: &SparseParams) -> u64 {
     spgp_budget(params) + 2 * params.optimiser.max_iter
 }
@@ -62,40 +61,16 @@ pub(crate) fn fit_vsgp(
         StartChoice::Objective,
         &mut recording(&done, progress),
     )?;
-    // Each stage's iterations are shown after all earlier stages' (the
-    // stages report their own count from 1; `shown` keeps its last).
-    let shown = Cell::new(0);
     let widths_stage = widths_stage_options(&params.optimiser);
-    let from_spgp = fit_final(
+    let stage = (&widths_stage, params.sharing);
+    let from_spgp = best_of(
         outputs,
-        Multiscale::from_pseudo_inputs(&spgp.features),
-        spgp.kernels.clone(),
-        spgp.config,
-        &widths_stage,
-        params.sharing,
-        &mut recording(&shown, &mut continuing(&done, progress)),
+        widths_starts(&spgp.features)?,
+        &spgp,
+        stage,
+        &done,
+        progress,
     )?;
-    done.set(done.get() + shown.get());
-    // The same stage from every width at twice the length scale: on
-    // heteroscedastic data the widths' optimum reached from SPGP's (the
-    // narrowest) is often a poorer basin than one reached from wider basis
-    // functions; the lower training objective wins.
-    let widened = Cell::new(0);
-    let from_wide = fit_final(
-        outputs,
-        widened_start(&spgp.features)?,
-        spgp.kernels,
-        spgp.config,
-        &widths_stage,
-        params.sharing,
-        &mut recording(&widened, &mut continuing(&done, progress)),
-    )?;
-    done.set(done.get() + widened.get());
-    let from_spgp = if from_wide.run.value < from_spgp.run.value {
-        from_wide
-    } else {
-        from_spgp
-    };
     let second = concatenated_start(outputs, params).and_then(|start| {
         start
             .map(|(features, kernels)| {
@@ -147,15 +122,55 @@ fn widths_stage_options(optimiser: &OptimiseOptions) -> OptimiseOptions {
     }
 }
 
-/// VSGP's second start for the widths: SPGP's fitted pseudo-inputs, every
-/// basis width at twice the length scale, `Delta = l^2 (1/2 + 7/2) =
-/// (2 l)^2` (`rho = ln 3.5`): the width GPflow's `Multiscale` starts at
+/// The widths stage from each of `starts` in turn on `outputs` (each run
+/// counted after the earlier ones in `done`), SPGP's kernels the start of
+/// every run: the run of lowest training objective, the first on ties.
+fn best_of(
+    outputs: &[Dataset],
+    starts: Vec<Multiscale>,
+    spgp: &SparseFit<PseudoInputs>,
+    (options, sharing): (&OptimiseOptions, VarianceSharing),
+    done: &Cell<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SparseFit<Multiscale>> {
+    let mut best: Option<SparseFit<Multiscale>> = None;
+    for start in starts {
+        // Each run's iterations are shown after all earlier runs' (a run
+        // reports its own count from 1; `shown` keeps its last).
+        let shown = Cell::new(0);
+        let fit = fit_final(
+            outputs,
+            start,
+            spgp.kernels.clone(),
+            spgp.config,
+            options,
+            sharing,
+            &mut recording(&shown, &mut continuing(done, progress)),
+        )?;
+        done.set(done.get() + shown.get());
+        if best.as_ref().is_none_or(|b| fit.run.value < b.run.value) {
+            best = Some(fit);
+        }
+    }
+    best.ok_or_else(|| Error::Numerical("VSGP's widths stage had no start".into()))
+}
+
+/// The widths stage's starts, in the order ties are broken: SPGP's widths
+/// (the paper's procedure: at the start the model is exactly the fitted
+/// SPGP, so VSGP can only improve the training objective), then every
+/// basis width at twice the length scale (on heteroscedastic data the
+/// optimum reached from SPGP's, the narrowest, is often a poorer basin
+/// than one reached from wider basis functions): `Delta = l^2 (1/2 + 7/2)
+/// = (2 l)^2` (`rho = ln 3.5`), the width GPflow's `Multiscale` starts at
 /// when its offsets start at the length scales (`Delta = (l + r)^2`,
 /// `r = l`).
-fn widened_start(spgp: &PseudoInputs) -> Result<Multiscale> {
+fn widths_starts(spgp: &PseudoInputs) -> Result<Vec<Multiscale>> {
     let z = spgp.z();
-    let rho = libm::log(3.5);
-    Multiscale::new(z.clone(), DMatrix::from_element(z.nrows(), z.ncols(), rho))
+    let wide = DMatrix::from_element(z.nrows(), z.ncols(), libm::log(3.5));
+    Ok(vec![
+        Multiscale::from_pseudo_inputs(spgp),
+        Multiscale::new(z.clone(), wide)?,
+    ])
 }
 
 /// Widest start width of [`concatenated_start`], as `rho`: `l^2 (1/2 +
@@ -311,6 +326,79 @@ mod tests {
                 spgp.report.nlml
             );
         }
+    }
+
+    /// The diabetes data of the LARS paper (442 rows, ten inputs), raw.
+    fn diabetes() -> Dataset {
+        let text = include_str!("../../tests/data/diabetes.csv");
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let names: Vec<String> = lines
+            .next()
+            .expect("header")
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let rows: Vec<Vec<f64>> = lines
+            .map(|l| {
+                l.split(',')
+                    .map(|v| v.trim().parse().expect("number"))
+                    .collect()
+            })
+            .collect();
+        let x = DMatrix::from_fn(rows.len(), 10, |i, j| rows[i][j]);
+        let y = nalgebra::DVector::from_fn(rows.len(), |i, _| rows[i][10]);
+        Dataset::from_raw(x, y, names[..10].to_vec(), names[10].clone()).expect("valid")
+    }
+
+    /// `params` fitted as `sgp fit --model NAME` fits it: the objective
+    /// open, chosen on held-out rows.
+    fn named(train: &Dataset, params: FitParams) -> Fit {
+        let request = crate::choose::Request {
+            asked: crate::choose::Asked::Family(params),
+            held_out: true,
+            choose_objective: true,
+            choose_kernel: false,
+        };
+        crate::choose::fit(train, &request, &mut |_| {}).expect("fits")
+    }
+
+    /// Test NLPD (raw units) of `fitted` on `test`.
+    fn test_nlpd(fitted: &Fit, test: &Dataset) -> f64 {
+        let p = fitted.set.members[0]
+            .predict_raw(&test.raw_x())
+            .expect("predicts");
+        crate::evaluate::figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice()).nlpd
+    }
+
+    /// FITC over-fits diabetes (332 rows of ten inputs, M = 25) and VSGP's
+    /// widths let it further; SPGP asked by name weighs VFE on held-out rows
+    /// and takes it there. With FITC always, VSGP was 0.06 to 0.37 behind
+    /// SPGP's test NLPD on each of four seeded 332/110 splits (mean 0.16).
+    /// Asked by name, VSGP weighs its objective the same way: where VFE
+    /// wins the held-out rows it matches SPGP (within 0.02 on at least two
+    /// of the four splits), and it is never further behind on average.
+    #[test]
+    fn a_named_vsgp_weighs_its_objective_and_keeps_up_with_spgp() {
+        let data = diabetes();
+        let mut gaps = Vec::new();
+        for seed in 0..4 {
+            let (train, test) = data.split(110.0 / 442.0, seed).expect("splits");
+            let p = SparseParams {
+                m: 25,
+                seed,
+                ..SparseParams::default()
+            };
+            let spgp = named(&train, FitParams::Spgp(p.clone()));
+            let vsgp = named(&train, FitParams::Vsgp(p));
+            assert_eq!(vsgp.set.members[0].kind, ModelKind::Vsgp);
+            gaps.push(test_nlpd(&vsgp, &test) - test_nlpd(&spgp, &test));
+        }
+        let close = gaps.iter().filter(|g| g.abs() <= 0.02).count();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        assert!(
+            close >= 2 && mean <= 0.15,
+            "VSGP's test NLPD minus SPGP's: {gaps:?}"
+        );
     }
 
     #[test]

@@ -322,9 +322,9 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         flag: "--objective",
         help: "Objective of a sparse fit: FITC (SPGP's likelihood) or VFE (Titsias' variational \
-               bound, GPflow's SGPR). Without it: {DEFAULT}, but spgp, spgp-pca and gplasso \
-               switch to VFE if VFE clearly predicts held-out rows better, weighed on at most \
-               {held_out_rows} of the rows (the report says so)",
+               bound, GPflow's SGPR). Without it: {DEFAULT}, but spgp, spgp-pca, gplasso and a \
+               named vsgp switch to VFE if VFE clearly predicts held-out rows better, weighed \
+               on at most {held_out_rows} of the rows (the report says so)",
         default: Some(|| sparse().approximation.name().into()),
         value: Value::Names(names::<Approximation>),
         given: Some(|o| o.objective.is_some()),
