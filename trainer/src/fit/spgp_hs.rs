@@ -387,7 +387,7 @@ fn h_prior(beta: f64, log_h: &[f64], grad: &mut [f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::fit::sparse::fit_sparse;
     use crate::fit::{data_scale_kernel, fit, FitParams};
@@ -1058,8 +1058,8 @@ mod tests {
         Dataset::from_raw(x, y, vec!["x".into()], "y".into()).expect("valid")
     }
 
-    /// Test NLPD (raw units) of `fitted` on `test`.
-    fn test_nlpd(fitted: &Fit, test: &Dataset) -> f64 {
+    /// Test NLPD (raw units) of `fitted` on `test` (also VSGP's tests').
+    pub(in crate::fit) fn test_nlpd(fitted: &Fit, test: &Dataset) -> f64 {
         let p = fitted.set.members[0]
             .predict_raw(&test.raw_x())
             .expect("predicts");

@@ -230,6 +230,7 @@ fn concatenated_start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fit::spgp_hs::tests::test_nlpd;
     use crate::fit::{fit, FitParams};
     use crate::model::features::BasisWidths;
     use crate::model::inference::Approximation;
@@ -360,14 +361,6 @@ mod tests {
             choose_kernel: false,
         };
         crate::choose::fit(train, &request, &mut |_| {}).expect("fits")
-    }
-
-    /// Test NLPD (raw units) of `fitted` on `test`.
-    fn test_nlpd(fitted: &Fit, test: &Dataset) -> f64 {
-        let p = fitted.set.members[0]
-            .predict_raw(&test.raw_x())
-            .expect("predicts");
-        crate::evaluate::figures(p.mean.as_slice(), p.var.as_slice(), test.raw_y().as_slice()).nlpd
     }
 
     /// FITC over-fits diabetes (332 rows of ten inputs, M = 25) and VSGP's
